@@ -1,0 +1,2 @@
+//! The `claij` binary.
+fn main() {}

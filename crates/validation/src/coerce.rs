@@ -1,0 +1,1 @@
+//! Schema-aware coercion.

@@ -1,0 +1,1 @@
+//! Extraction of JSON from LLM prose.

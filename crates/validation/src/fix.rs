@@ -1,0 +1,89 @@
+//! Fixes: every change that extraction, repair or coercion made to an LLM reply, so nothing is silent.
+
+use serde::{Deserialize, Serialize};
+
+/// One change made to a reply on its way to a valid value.
+///
+/// `pointer` is the JSON pointer of the value the change concerns (in the recovered value), `before` and
+/// `after` are short excerpts of the text or value as it was and as it became.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fix {
+    /// JSON pointer of the affected value (`""` for the whole document).
+    pub pointer: String,
+    /// What kind of change this was.
+    pub kind: FixKind,
+    /// The text or value before the change (short excerpt).
+    pub before: String,
+    /// The text or value after the change (short excerpt).
+    pub after: String,
+}
+
+/// The kinds of change, grouped by the stage that makes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FixKind {
+    // --- extraction ---
+    /// JSON was cut out of surrounding prose, a code fence, `<json>` tags or a `<think>` block.
+    Extracted,
+    /// JSON was found escaped inside a JSON string and unescaped.
+    Unescaped,
+
+    // --- repair ---
+    /// A trailing comma was removed.
+    TrailingComma,
+    /// A missing comma was inserted.
+    MissingComma,
+    /// A missing colon was inserted.
+    MissingColon,
+    /// Single, smart or back quotes were turned into double quotes.
+    QuoteStyle,
+    /// An unquoted object key was quoted.
+    UnquotedKey,
+    /// An unquoted string value was quoted.
+    UnquotedString,
+    /// A quote inside a string was escaped.
+    UnescapedQuote,
+    /// A control character or invalid escape inside a string was escaped or fixed.
+    StringEscape,
+    /// A Python or JavaScript literal (`True`, `None`, `undefined`, ...) was converted.
+    Literal,
+    /// `NaN`, `Infinity` or a malformed number was converted.
+    Number,
+    /// A comment was removed.
+    Comment,
+    /// Truncated input was completed (open strings, arrays, objects closed; a dangling key or value dropped).
+    Truncation,
+    /// A missing value was filled in (`null`).
+    MissingValue,
+    /// Concatenated strings (`"a" + "b"`) were joined.
+    StringConcatenation,
+    /// A JSONP wrapper or function call (`callback({...})`) was removed.
+    Jsonp,
+    /// An ellipsis (`...`) placeholder was removed.
+    Ellipsis,
+    /// A redundant closing bracket or other stray character was removed.
+    Stray,
+    /// Several top-level values were wrapped into an array (newline-delimited JSON).
+    Ndjson,
+    /// A missing opening or closing bracket was inserted.
+    MissingBracket,
+
+    // --- coercion ---
+    /// A string was parsed as a number or integer (`"5"` to 5, `"1,234.5"` to 1234.5).
+    StringToNumber,
+    /// A float with no fractional part was made an integer (`5.0` to 5).
+    FloatToInteger,
+    /// A string was parsed as a boolean (`"yes"` to true).
+    StringToBoolean,
+    /// A number or boolean was turned into a string.
+    ToString,
+    /// A string `"null"` or an empty value was turned into null.
+    ToNull,
+    /// A single value was wrapped into a one-element array.
+    WrapInArray,
+    /// An enum value was matched ignoring case and surrounding space.
+    EnumCase,
+    /// A property not allowed by `additionalProperties: false` was dropped.
+    DroppedProperty,
+}

@@ -1,0 +1,1 @@
+//! Repair of malformed JSON.
