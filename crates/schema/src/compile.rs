@@ -1,0 +1,227 @@
+//! Compiling a schema with boon: meta-validation against the schema's draft, reference and regex checks,
+//! and the compiled form the validator runs.
+//!
+//! Compilation never touches the filesystem or the network: only the schema itself and the standard
+//! meta-schemas (which boon embeds) can be referenced.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::base::Draft;
+use crate::error::{Error, Result};
+
+/// The location boon knows the schema under; `$ref`s resolve against it.
+const ROOT_URL: &str = "urn:claij:schema";
+
+/// A schema compiled by boon, ready to validate instances.
+///
+/// Build one with [`compile`]; claij-validation wraps it in its `Validator`.
+pub struct CompiledSchema {
+    schemas: boon::Schemas,
+    index: boon::SchemaIndex,
+    draft: Draft,
+}
+
+impl CompiledSchema {
+    /// The boon schema set and the index of the root schema in it.
+    pub fn as_boon(&self) -> (&boon::Schemas, boon::SchemaIndex) {
+        (&self.schemas, self.index)
+    }
+
+    /// The draft the schema was compiled under.
+    pub fn draft(&self) -> Draft {
+        self.draft
+    }
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSchema")
+            .field("draft", &self.draft)
+            .field("schemas", &self.schemas.size())
+            .finish()
+    }
+}
+
+/// Compiles a schema: checks it against its draft's meta-schema (2020-12 when it declares none), resolves
+/// every `$ref` and compiles every `pattern`. Format assertions are on, so `"format": "date-time"` is
+/// enforced whatever the draft.
+///
+/// # Errors
+///
+/// [`Error::InvalidSchema`] with the JSON pointer of the offending keyword and boon's message.
+pub fn compile(schema: &Value) -> Result<CompiledSchema> {
+    let draft = Draft::of(schema).ok_or_else(|| Error::InvalidSchema {
+        extension: None,
+        pointer: "/$schema".into(),
+        message: format!(
+            "unknown `$schema` {}; use draft-07 or draft 2020-12",
+            schema.get("$schema").unwrap_or(&Value::Null)
+        ),
+    })?;
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(draft.to_boon());
+    compiler.enable_format_assertions();
+    compiler.use_loader(Box::new(NoLoader));
+    let mut schemas = boon::Schemas::new();
+    let index = compiler
+        .add_resource(ROOT_URL, schema.clone())
+        .and_then(|()| compiler.compile(ROOT_URL, &mut schemas))
+        .map_err(|e| to_error(schema, &e))?;
+    Ok(CompiledSchema {
+        schemas,
+        index,
+        draft,
+    })
+}
+
+/// Checks a schema without keeping the compiled form (see [`compile`]).
+///
+/// # Errors
+///
+/// [`Error::InvalidSchema`] saying where the schema is wrong.
+pub fn check(schema: &Value) -> Result<()> {
+    compile(schema).map(drop)
+}
+
+/// Refuses every external document: schemas from LLMs and MCP servers must not read files or URLs.
+struct NoLoader;
+
+impl boon::UrlLoader for NoLoader {
+    fn load(&self, url: &str) -> std::result::Result<Value, Box<dyn StdError>> {
+        Err(format!("external reference {url} is not allowed").into())
+    }
+}
+
+fn to_error(schema: &Value, e: &boon::CompileError) -> Error {
+    use boon::CompileError as C;
+    let (pointer, message) = match e {
+        C::ValidationError { src, .. } => {
+            let leaf = deepest(src);
+            (
+                leaf.instance_location.to_string(),
+                format!("not valid against the meta-schema: {}", leaf.kind),
+            )
+        }
+        C::JsonPointerNotFound(url) | C::LoadUrlError { url, .. } => {
+            let target = fragment(url).unwrap_or(url);
+            let at = find_ref(schema, url, "").unwrap_or_default();
+            (at, format!("`$ref` target {target} does not exist"))
+        }
+        C::UnsupportedUrlScheme { url } | C::ParseUrlError { url, .. } => {
+            let at = find_ref(schema, url, "").unwrap_or_default();
+            (at, format!("cannot resolve `$ref` {url}"))
+        }
+        C::InvalidRegex { url, regex, .. } => (
+            fragment(url).unwrap_or_default().to_owned(),
+            format!("invalid regular expression {regex:?}"),
+        ),
+        other => {
+            let text = format!("{other:#}");
+            (String::new(), text.replace(ROOT_URL, "schema"))
+        }
+    };
+    Error::InvalidSchema {
+        extension: None,
+        pointer,
+        message,
+    }
+}
+
+/// The most specific cause of a meta-schema failure: the one a person needs to see.
+fn deepest<'a, 's, 'v>(e: &'a boon::ValidationError<'s, 'v>) -> &'a boon::ValidationError<'s, 'v> {
+    let mut current = e;
+    let mut best = e;
+    loop {
+        if current.instance_location.tokens.len() >= best.instance_location.tokens.len() {
+            best = current;
+        }
+        match current.causes.first() {
+            Some(next) => current = next,
+            None => return best,
+        }
+    }
+}
+
+fn fragment(url: &str) -> Option<&str> {
+    url.split_once('#').map(|(_, f)| f)
+}
+
+/// Finds the pointer of the first `$ref` whose value names `url` (absolute, or as the bare fragment).
+fn find_ref(value: &Value, url: &str, at: &str) -> Option<String> {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                let frag = fragment(url).map(|f| format!("#{f}"));
+                if r == url || frag.as_deref() == Some(r.as_str()) || url.ends_with(r.as_str()) {
+                    return Some(crate::pointer::push(at, "$ref"));
+                }
+            }
+            map.iter()
+                .find_map(|(k, v)| find_ref(v, url, &crate::pointer::push(at, k)))
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find_ref(v, url, &crate::pointer::push(at, &i.to_string()))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[track_caller]
+    fn check_err(schema: Value, pointer: &str, message_part: &str) {
+        match check(&schema) {
+            Err(Error::InvalidSchema {
+                pointer: p,
+                message,
+                ..
+            }) => {
+                assert_eq!(p, pointer, "{message}");
+                assert!(message.contains(message_part), "{message}");
+            }
+            other => panic!("expected an invalid schema, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_schemas_compile() {
+        check(&crate::base()).unwrap();
+        check(&json!({"$schema": crate::DRAFT_07, "definitions": {"a": {"type": "string"}},
+            "properties": {"x": {"$ref": "#/definitions/a"}}}))
+        .unwrap();
+        check(&json!(true)).unwrap();
+    }
+
+    #[test]
+    fn errors_say_where() {
+        check_err(
+            json!({"properties": {"a": {"type": "strin"}}}),
+            "/properties/a/type",
+            "meta-schema",
+        );
+        check_err(
+            json!({"properties": {"a": {"$ref": "#/$defs/Missing"}}}),
+            "/properties/a/$ref",
+            "does not exist",
+        );
+        check_err(
+            json!({"properties": {"a": {"type": "string", "pattern": "(unclosed"}}}),
+            "/properties/a/pattern",
+            "not valid regex",
+        );
+        check_err(json!({"$schema": "http://example.com/nope"}), "/$schema", "unknown");
+        check_err(
+            json!({"properties": {"a": {"$ref": "other.json"}}}),
+            "/properties/a/$ref",
+            "",
+        );
+    }
+}
