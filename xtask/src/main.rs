@@ -1,2 +1,76 @@
-//! Project automation.
-fn main() {}
+//! Project automation for claij, run as `cargo xtask <command>` (see `cargo xtask help`).
+//!
+//! xtask depends on no claij crate: it drives cargo and the `claij` binary through
+//! `std::process::Command`, so it builds in seconds and keeps working while the libraries are broken.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod bench;
+mod cmd;
+mod demo;
+mod invariants;
+mod metadata;
+mod test;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  test [--quick] [--no-fmt]   everything CI checks, in order, stopping at the first failure:
+                              fmt, clippy, tests (nextest + doctests, INSTA_UPDATE=no), docs,
+                              per-crate feature builds, dependency invariants
+                                --quick   skip the docs and the per-crate feature builds
+                                --no-fmt  skip the formatting check
+  bench [ARGS...]             cargo bench over every criterion bench target, then a summary table;
+                              ARGS go to criterion (a filter, --save-baseline NAME, ...)
+  demo [--dev]                build the claij CLI (release, or dev with --dev) and run it on the
+                              example schemas and messy replies in examples/
+  invariants                  only the dependency invariants step of `test`
+  help                        this text
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    match dispatch(&args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<ExitCode> {
+    let Some((command, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return Ok(ExitCode::from(2));
+    };
+    match command.as_str() {
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        "test" => test::run(rest),
+        "bench" => bench::run(rest),
+        "demo" => demo::run(rest),
+        "invariants" => match rest.first() {
+            None => invariants::check().map(|()| ExitCode::SUCCESS),
+            Some(arg) => usage_error(&format!("`invariants` does not take `{arg}`")),
+        },
+        other => usage_error(&format!("unknown command `{other}`")),
+    }
+}
+
+/// Prints `message` and the usage text to stderr; the exit code for bad arguments is 2.
+fn usage_error(message: &str) -> Result<ExitCode> {
+    eprintln!("xtask: {message}\n");
+    eprint!("{USAGE}");
+    Ok(ExitCode::from(2))
+}

@@ -1,0 +1,188 @@
+//! Running commands from the repository root: stdin closed, output inherited, each echoed first.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// A command to run from the repository root. Nothing it runs can wait for input: stdin is
+/// `/dev/null` unless [`Cmd::stdin_file`] says otherwise.
+#[derive(Debug, Clone)]
+pub struct Cmd {
+    program: OsString,
+    /// What to show for the program when echoing, instead of its full path.
+    shown_as: Option<String>,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+    stdin: Option<PathBuf>,
+}
+
+/// The repository root: the parent of xtask's manifest directory.
+pub fn root() -> PathBuf {
+    // `cargo run` sets the variable at run time; the compile-time value covers running the binary directly.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    match manifest_dir.parent() {
+        Some(root) => root.to_path_buf(),
+        None => manifest_dir,
+    }
+}
+
+impl Cmd {
+    pub fn new(program: impl Into<OsString>) -> Cmd {
+        Cmd {
+            program: program.into(),
+            shown_as: None,
+            args: Vec::new(),
+            envs: Vec::new(),
+            stdin: None,
+        }
+    }
+
+    /// `cargo` from `PATH`: under rustup the proxy keeps the toolchain `cargo xtask` was started with.
+    pub fn cargo() -> Cmd {
+        Cmd::new("cargo")
+    }
+
+    /// Echo the program as `name` (say `claij` for `/long/target/release/claij`).
+    pub fn shown_as(mut self, name: &str) -> Cmd {
+        self.shown_as = Some(name.to_owned());
+        self
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Cmd {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Cmd {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn stdin_file(mut self, path: impl Into<PathBuf>) -> Cmd {
+        self.stdin = Some(path.into());
+        self
+    }
+
+    /// Echoes the command, runs it with inherited output and fails unless it exits 0.
+    pub fn run(&self) -> Result<()> {
+        let status = self.status()?;
+        if !status.success() {
+            bail!("`{self}` failed ({status})");
+        }
+        Ok(())
+    }
+
+    /// Echoes the command and runs it with inherited output, returning however it exited.
+    pub fn status(&self) -> Result<ExitStatus> {
+        println!("$ {self}");
+        self.command()?
+            .status()
+            .with_context(|| format!("cannot run `{self}`"))
+    }
+
+    /// Runs the command without echoing it and returns its stdout; stderr stays inherited.
+    pub fn read(&self) -> Result<String> {
+        self.read_inner()
+    }
+
+    /// Echoes the command, then runs it like [`Cmd::read`].
+    pub fn echo_read(&self) -> Result<String> {
+        println!("$ {self}");
+        self.read_inner()
+    }
+
+    fn read_inner(&self) -> Result<String> {
+        let output = self
+            .command()?
+            .stderr(Stdio::inherit())
+            .output()
+            .with_context(|| format!("cannot run `{self}`"))?;
+        if !output.status.success() {
+            bail!("`{self}` failed ({})", output.status);
+        }
+        String::from_utf8(output.stdout).with_context(|| format!("`{self}` printed non-UTF-8"))
+    }
+
+    /// Whether the command runs and exits 0, with all of its output discarded.
+    pub fn succeeds_quietly(&self) -> bool {
+        self.command()
+            .and_then(|mut command| {
+                Ok(command
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()?)
+            })
+            .is_ok_and(|status| status.success())
+    }
+
+    fn command(&self) -> Result<Command> {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .current_dir(root());
+        match &self.stdin {
+            None => command.stdin(Stdio::null()),
+            Some(path) => {
+                let file = File::open(root().join(path))
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                command.stdin(file)
+            }
+        };
+        Ok(command)
+    }
+}
+
+impl fmt::Display for Cmd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (key, value) in &self.envs {
+            write!(f, "{}={} ", quote(key), quote(value))?;
+        }
+        match &self.shown_as {
+            Some(name) => f.write_str(name)?,
+            None => f.write_str(&quote(&self.program))?,
+        }
+        for arg in &self.args {
+            write!(f, " {}", quote(arg))?;
+        }
+        if let Some(path) = &self.stdin {
+            write!(f, " < {}", quote(path.as_os_str()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Shell-quotes `word` for display when it holds anything beyond plain path and flag characters.
+fn quote(word: impl AsRef<std::ffi::OsStr>) -> String {
+    let word = word.as_ref().to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.into_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `path` relative to the repository root when it is inside it, for shorter messages.
+pub fn display_path(path: &Path) -> String {
+    let root = root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

@@ -1,0 +1,219 @@
+//! Dependency invariants from STYLE.md section 2: the claij→claij edges, and no IO in the pure crates.
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use anyhow::{Result, bail};
+
+use crate::cmd::Cmd;
+use crate::metadata::{DepKind, Package, Workspace};
+
+/// The claij crates a crate may depend on directly (normal and build dependencies).
+///
+/// mcp may also name validation and backends directly: it reaches them through interceptors anyway.
+const ALLOWED: &[(&str, Allowed)] = &[
+    ("claij-schema", Allowed::Only(&[])),
+    ("claij-validation", Allowed::Only(&["claij-schema"])),
+    ("claij-backends", Allowed::Only(&[])),
+    (
+        "claij-interceptors",
+        Allowed::Only(&["claij-schema", "claij-validation", "claij-backends"]),
+    ),
+    (
+        "claij-fsm",
+        Allowed::Only(&[
+            "claij-schema",
+            "claij-validation",
+            "claij-interceptors",
+            "claij-backends",
+        ]),
+    ),
+    (
+        "claij-mcp",
+        Allowed::Only(&[
+            "claij-interceptors",
+            "claij-fsm",
+            "claij-schema",
+            "claij-validation",
+            "claij-backends",
+        ]),
+    ),
+    ("claij-cli", Allowed::Any),
+    ("xtask", Allowed::Only(&[])),
+];
+
+/// Crates that must build without IO, and the feature flag they are checked with.
+/// Backends' trait and types are always compiled and do no IO; its adapters sit behind features.
+const IO_FREE: &[(&str, &str)] = &[
+    ("claij-schema", "--all-features"),
+    ("claij-validation", "--all-features"),
+    ("claij-backends", "--no-default-features"),
+];
+
+/// Crates that do IO (their `-sys` crates count too).
+const IO_CRATES: &[&str] = &[
+    "tokio",
+    "reqwest",
+    "hyper",
+    "mio",
+    "async-std",
+    "smol",
+    "ureq",
+    "isahc",
+    "curl",
+    "openssl",
+    "rustls",
+    "socket2",
+];
+
+/// Crates that take claij-backends without its provider adapters (they only see `dyn Backend`),
+/// and whether they may switch on any of its features.
+const BACKENDS_WITHOUT_DEFAULTS: &[(&str, bool)] =
+    &[("claij-interceptors", true), ("claij-fsm", false)];
+
+/// Only applications use these: libraries return typed errors and never install a subscriber.
+const APPLICATION_ONLY: &[&str] = &["anyhow", "tracing-subscriber"];
+
+#[derive(Debug, Clone, Copy)]
+enum Allowed {
+    Only(&'static [&'static str]),
+    Any,
+}
+
+/// Checks every invariant, printing one line per violation; fails if there is any.
+pub fn check() -> Result<()> {
+    let workspace = Workspace::load()?;
+    let mut violations = manifest_violations(&workspace.packages);
+    let checked = workspace
+        .packages
+        .iter()
+        .filter(|p| p.name.starts_with("claij-") || p.name == "xtask")
+        .count();
+    println!("checked the direct dependencies of {checked} crates against STYLE.md section 2");
+    for &(name, features) in IO_FREE {
+        if workspace.package(name).is_none() {
+            println!("{name}: not in the workspace yet, skipped");
+            continue;
+        }
+        let tree = Cmd::cargo()
+            .args(["tree", "-p", name, "-e", "normal", "--prefix", "none"])
+            .args([features, "--target", "all"])
+            .read()?;
+        let found = io_crates(&tree);
+        println!(
+            "{name} ({features}): {} crates in its normal dependency tree, {} IO crates",
+            tree_crates(&tree).len(),
+            found.len()
+        );
+        violations.extend(found.into_iter().map(|io| {
+            format!(
+                "{name} -> {io}: {name} must not pull in IO with {features} \
+                 (see `cargo tree -p {name} -e normal {features} --target all -i {io}`)"
+            )
+        }));
+    }
+    if violations.is_empty() {
+        println!("dependency invariants hold");
+        return Ok(());
+    }
+    for violation in &violations {
+        println!("violation: {violation}");
+    }
+    bail!("{} dependency invariant violation(s)", violations.len())
+}
+
+/// Violations visible in the manifests alone: claij→claij edges, backends features, application-only crates.
+fn manifest_violations(packages: &[Package]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for package in packages {
+        let name = package.name.as_str();
+        if !name.starts_with("claij-") && name != "xtask" {
+            continue;
+        }
+        let Some(&(_, allowed)) = ALLOWED.iter().find(|(crate_name, _)| *crate_name == name) else {
+            violations.push(format!(
+                "{name}: not in the dependency table; add a row to STYLE.md section 2 and to ALLOWED in xtask/src/invariants.rs"
+            ));
+            continue;
+        };
+        for dep in package.non_dev_dependencies() {
+            if dep.name.starts_with("claij-") && !allows(allowed, &dep.name) {
+                violations.push(format!(
+                    "{name} -> {}: not allowed ({name} may depend on {})",
+                    dep.name,
+                    describe(allowed)
+                ));
+            }
+            if is_library(package) && APPLICATION_ONLY.contains(&dep.name.as_str()) {
+                violations.push(format!(
+                    "{name} -> {}: only claij-cli and xtask may depend on {}",
+                    dep.name, dep.name
+                ));
+            }
+        }
+        if let Some(&(_, features_ok)) = BACKENDS_WITHOUT_DEFAULTS.iter().find(|(n, _)| *n == name)
+        {
+            let deps = package
+                .dependencies
+                .iter()
+                .filter(|d| d.kind == DepKind::Normal);
+            for dep in deps.filter(|d| d.name == "claij-backends") {
+                if dep.uses_default_features || (!features_ok && !dep.features.is_empty()) {
+                    let wanted = if features_ok {
+                        "default-features = false"
+                    } else {
+                        "default-features = false and no features"
+                    };
+                    violations.push(format!(
+                        "{name} -> claij-backends: must use {wanted} (it only sees `dyn Backend`)"
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+/// A claij library crate: `claij-*` with a lib target, other than the CLI.
+fn is_library(package: &Package) -> bool {
+    package.name.starts_with("claij-") && package.name != "claij-cli" && package.has_lib
+}
+
+fn allows(allowed: Allowed, dep: &str) -> bool {
+    match allowed {
+        Allowed::Any => true,
+        Allowed::Only(names) => names.contains(&dep),
+    }
+}
+
+fn describe(allowed: Allowed) -> String {
+    match allowed {
+        Allowed::Any => "any claij crate".to_owned(),
+        Allowed::Only([]) => "no claij crate".to_owned(),
+        Allowed::Only(names) => names.join(", "),
+    }
+}
+
+/// The crate names in `cargo tree --prefix none` output (`name vX.Y.Z (path) (*)` per line).
+fn tree_crates(tree: &str) -> BTreeSet<&str> {
+    tree.lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect()
+}
+
+/// The IO crates in `cargo tree --prefix none` output.
+fn io_crates(tree: &str) -> Vec<String> {
+    tree_crates(tree)
+        .into_iter()
+        .filter(|name| is_io(name))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn is_io(name: &str) -> bool {
+    let base = name.strip_suffix("-sys").unwrap_or(name);
+    IO_CRATES.contains(&base)
+}

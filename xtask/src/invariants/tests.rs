@@ -1,0 +1,163 @@
+//! Tests for the dependency invariants, on hand-written `cargo metadata` and `cargo tree` output.
+
+use super::*;
+
+#[track_caller]
+fn check(packages: &[(&str, &[&str])], expected: &[&str]) {
+    let json = metadata(packages, |_| (true, Vec::new()));
+    let workspace = Workspace::parse(&json).unwrap();
+    assert_eq!(manifest_violations(&workspace.packages), expected);
+}
+
+/// `cargo metadata --no-deps` output for lib crates with normal dependencies; `backends_dep` gives
+/// (uses_default_features, features) for each dependency on claij-backends.
+fn metadata(
+    packages: &[(&str, &[&str])],
+    backends_dep: impl Fn(&str) -> (bool, Vec<&str>),
+) -> String {
+    let packages: Vec<serde_json::Value> = packages
+        .iter()
+        .map(|(name, deps)| {
+            let deps: Vec<serde_json::Value> = deps
+                .iter()
+                .map(|dep| {
+                    let (defaults, features) = if *dep == "claij-backends" {
+                        backends_dep(name)
+                    } else {
+                        (true, Vec::new())
+                    };
+                    serde_json::json!({
+                        "name": dep, "kind": null,
+                        "uses_default_features": defaults, "features": features,
+                    })
+                })
+                .collect();
+            let kind = if ["claij-cli", "xtask"].contains(name) {
+                "bin"
+            } else {
+                "lib"
+            };
+            serde_json::json!({
+                "name": name,
+                "targets": [{"kind": [kind], "name": name}],
+                "dependencies": deps,
+            })
+        })
+        .collect();
+    serde_json::json!({"target_directory": "/tmp/target", "packages": packages}).to_string()
+}
+
+#[test]
+fn allowed_edges_pass() {
+    check(
+        &[
+            ("claij-schema", &["serde_json"]),
+            ("claij-validation", &["claij-schema", "boon"]),
+            (
+                "claij-cli",
+                &["claij-schema", "claij-validation", "claij-fsm", "anyhow"],
+            ),
+            (
+                "claij-mcp",
+                &["claij-fsm", "claij-validation", "claij-backends"],
+            ),
+            ("xtask", &["anyhow", "serde_json"]),
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn forbidden_edges_name_both_crates() {
+    check(
+        &[
+            ("claij-schema", &["claij-validation"]),
+            ("claij-validation", &["claij-schema", "claij-fsm"]),
+            ("xtask", &["claij-schema"]),
+        ],
+        &[
+            "claij-schema -> claij-validation: not allowed (claij-schema may depend on no claij crate)",
+            "claij-validation -> claij-fsm: not allowed (claij-validation may depend on claij-schema)",
+            "xtask -> claij-schema: not allowed (xtask may depend on no claij crate)",
+        ],
+    );
+}
+
+#[test]
+fn unknown_claij_crate_needs_a_row() {
+    check(
+        &[("claij-extra", &[]), ("unrelated", &["claij-fsm"])],
+        &[
+            "claij-extra: not in the dependency table; add a row to STYLE.md section 2 and to ALLOWED in xtask/src/invariants.rs",
+        ],
+    );
+}
+
+#[test]
+fn libraries_do_not_use_application_crates() {
+    check(
+        &[("claij-fsm", &["anyhow", "tracing-subscriber"])],
+        &[
+            "claij-fsm -> anyhow: only claij-cli and xtask may depend on anyhow",
+            "claij-fsm -> tracing-subscriber: only claij-cli and xtask may depend on tracing-subscriber",
+        ],
+    );
+}
+
+#[test]
+fn dev_dependencies_are_not_edges() {
+    let json = r#"{"target_directory": "/t", "packages": [{"name": "claij-schema",
+        "targets": [{"kind": ["lib"]}],
+        "dependencies": [{"name": "claij-validation", "kind": "dev", "uses_default_features": true, "features": []}]}]}"#;
+    let workspace = Workspace::parse(json).unwrap();
+    assert_eq!(
+        manifest_violations(&workspace.packages),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn pipeline_takes_backends_without_adapters() {
+    let packages: &[(&str, &[&str])] = &[
+        ("claij-interceptors", &["claij-backends"]),
+        ("claij-fsm", &["claij-backends"]),
+    ];
+    let check_backends = |dep: fn(&str) -> (bool, Vec<&str>), expected: &[&str]| {
+        let workspace = Workspace::parse(&metadata(packages, dep)).unwrap();
+        assert_eq!(manifest_violations(&workspace.packages), expected);
+    };
+    check_backends(|_| (false, Vec::new()), &[]);
+    check_backends(
+        |_| (false, vec!["mock"]),
+        &[
+            "claij-fsm -> claij-backends: must use default-features = false and no features (it only sees `dyn Backend`)",
+        ],
+    );
+    check_backends(
+        |_| (true, Vec::new()),
+        &[
+            "claij-interceptors -> claij-backends: must use default-features = false (it only sees `dyn Backend`)",
+            "claij-fsm -> claij-backends: must use default-features = false and no features (it only sees `dyn Backend`)",
+        ],
+    );
+}
+
+#[test]
+fn io_crates_in_tree_output() {
+    let tree = "\
+claij-validation v0.1.0 (/work/crates/validation)
+boon v0.6.1
+claij-schema v0.1.0 (/work/crates/schema)
+tokio v1.40.0
+mio v1.0.2
+mio v1.0.2 (*)
+openssl-sys v0.9.0
+rustls-pki-types v1.0.0
+smol_str v0.2.0
+";
+    assert_eq!(io_crates(tree), ["mio", "openssl-sys", "tokio"]);
+    assert_eq!(
+        io_crates("claij-schema v0.1.0 (/w)\nserde v1.0.0\n"),
+        Vec::<String>::new()
+    );
+}

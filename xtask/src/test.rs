@@ -1,0 +1,214 @@
+//! `cargo xtask test`: everything CI checks, in order, stopping at the first failure.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use crate::cmd::Cmd;
+use crate::invariants;
+use crate::metadata::Workspace;
+
+/// A step of the run: a name for the summary and what it does.
+struct Step {
+    name: &'static str,
+    about: &'static str,
+    run: fn() -> Result<()>,
+    /// Why the options skip this step, if they do.
+    skipped_by: Option<&'static str>,
+}
+
+enum Outcome {
+    Passed(Duration),
+    Failed(Duration),
+    Skipped(&'static str),
+    NotRun,
+}
+
+pub fn run(args: &[String]) -> Result<ExitCode> {
+    let (mut quick, mut no_fmt) = (false, false);
+    for arg in args {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--no-fmt" => no_fmt = true,
+            other => return crate::usage_error(&format!("`test` does not take `{other}`")),
+        }
+    }
+    let when = |skip: bool, flag| if skip { Some(flag) } else { None };
+    #[rustfmt::skip]
+    let steps = [
+        Step::new("fmt", "formatting", fmt, when(no_fmt, "--no-fmt")),
+        Step::new("clippy", "lints, warnings denied", clippy, None),
+        Step::new("tests", "unit, integration and doc tests", tests, None),
+        Step::new("doc", "rustdoc, warnings denied", doc, when(quick, "--quick")),
+        Step::new("features", "each library crate with no and with all features", features, when(quick, "--quick")),
+        Step::new("invariants", "dependency direction and IO-free crates (STYLE.md section 2)", invariants::check, None),
+    ];
+    let started = Instant::now();
+    let outcomes = run_steps(&steps);
+    print_summary(&steps, &outcomes, started.elapsed());
+    let failed = outcomes.iter().any(|o| matches!(o, Outcome::Failed(_)));
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+impl Step {
+    fn new(
+        name: &'static str,
+        about: &'static str,
+        run: fn() -> Result<()>,
+        skipped_by: Option<&'static str>,
+    ) -> Step {
+        Step {
+            name,
+            about,
+            run,
+            skipped_by,
+        }
+    }
+}
+
+/// Runs the steps in order, each with a header and its wall time; after a failure the rest don't run.
+fn run_steps(steps: &[Step]) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    let mut failed = false;
+    for (index, step) in steps.iter().enumerate() {
+        if let Some(flag) = step.skipped_by {
+            outcomes.push(Outcome::Skipped(flag));
+            continue;
+        }
+        if failed {
+            outcomes.push(Outcome::NotRun);
+            continue;
+        }
+        let (name, count) = (step.name, steps.len());
+        println!("\n==> [{}/{count}] {name}: {}", index + 1, step.about);
+        let step_started = Instant::now();
+        let result = (step.run)();
+        let took = step_started.elapsed();
+        match result {
+            Ok(()) => {
+                println!("<== {name}: passed in {}", format_duration(took));
+                outcomes.push(Outcome::Passed(took));
+            }
+            Err(err) => {
+                println!("<== {name}: FAILED in {}: {err:#}", format_duration(took));
+                outcomes.push(Outcome::Failed(took));
+                failed = true;
+            }
+        }
+    }
+    outcomes
+}
+
+fn fmt() -> Result<()> {
+    Cmd::cargo().args(["fmt", "--all", "--check"]).run()
+}
+
+fn clippy() -> Result<()> {
+    Cmd::cargo()
+        .args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .run()
+}
+
+/// nextest when installed (it runs no doctests, so those run separately), else `cargo test`.
+/// insta never writes snapshots here: a mismatch fails the test.
+fn tests() -> Result<()> {
+    let test = |args: &[&str]| Cmd::cargo().args(args).env("INSTA_UPDATE", "no").run();
+    if Cmd::cargo()
+        .args(["nextest", "--version"])
+        .succeeds_quietly()
+    {
+        all([
+            test(&[
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-features",
+                "--no-fail-fast",
+            ]),
+            test(&["test", "--workspace", "--all-features", "--doc"]),
+        ])
+    } else {
+        println!("cargo-nextest is not installed: running cargo test");
+        test(&["test", "--workspace", "--all-features", "--no-fail-fast"])
+    }
+}
+
+fn doc() -> Result<()> {
+    Cmd::cargo()
+        .args(["doc", "--workspace", "--no-deps", "--all-features"])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .run()
+}
+
+/// Features are additive, so the two ends cover the common breakages: code that only compiles
+/// because a default feature is on, and features that conflict.
+fn features() -> Result<()> {
+    let workspace = Workspace::load()?;
+    let libs = workspace.library_crates();
+    let names: Vec<&str> = libs.iter().map(|p| p.name.as_str()).collect();
+    println!("library crates: {}", names.join(", "));
+    all(names.iter().flat_map(|name| {
+        ["--no-default-features", "--all-features"]
+            .map(|flag| Cmd::cargo().args(["check", "-p", name, flag]).run())
+    }))
+}
+
+/// Runs to the end and fails if any of `results` failed, naming each failure.
+fn all(results: impl IntoIterator<Item = Result<()>>) -> Result<()> {
+    let failures: Vec<String> = results
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| format!("{e:#}")))
+        .collect();
+    if failures.is_empty() {
+        return Ok(());
+    }
+    bail!("{}", failures.join("; "))
+}
+
+fn print_summary(steps: &[Step], outcomes: &[Outcome], total: Duration) {
+    let width = steps.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let (mut passed, mut failed) = (0, 0);
+    println!("\nxtask test summary ({} in total)", format_duration(total));
+    for (step, outcome) in steps.iter().zip(outcomes) {
+        let (status, detail) = match outcome {
+            Outcome::Passed(took) => {
+                passed += 1;
+                ("pass", format_duration(*took))
+            }
+            Outcome::Failed(took) => {
+                failed += 1;
+                ("FAIL", format_duration(*took))
+            }
+            Outcome::Skipped(flag) => ("skip", format!("({flag})")),
+            Outcome::NotRun => ("-", "(not run: an earlier step failed)".to_owned()),
+        };
+        println!("  {status:<4}  {:<width$}  {detail}", step.name);
+    }
+    println!("xtask test: {passed} passed, {failed} failed");
+}
+
+/// `0.42s`, `12.3s`, `2m05s`.
+fn format_duration(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs < 10.0 {
+        format!("{secs:.2}s")
+    } else if secs < 60.0 {
+        format!("{secs:.1}s")
+    } else {
+        let whole = duration.as_secs();
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    }
+}
