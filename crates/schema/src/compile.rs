@@ -53,6 +53,20 @@ impl fmt::Debug for CompiledSchema {
 ///
 /// [`Error::InvalidSchema`] with the JSON pointer of the offending keyword and boon's message.
 pub fn compile(schema: &Value) -> Result<CompiledSchema> {
+    compile_at(schema, &[]).map(|(compiled, _)| compiled)
+}
+
+/// Compiles a schema and, in the same schema set, the subschemas at `pointers` (JSON pointers into
+/// `schema`), returning the index of each. claij-validation uses this to validate the branches of a
+/// discriminated union on their own.
+///
+/// # Errors
+///
+/// [`Error::InvalidSchema`] saying where the schema is wrong, or naming a pointer that resolves to nothing.
+pub fn compile_at(
+    schema: &Value,
+    pointers: &[String],
+) -> Result<(CompiledSchema, Vec<boon::SchemaIndex>)> {
     let draft = Draft::of(schema).ok_or_else(|| Error::InvalidSchema {
         extension: None,
         pointer: "/$schema".into(),
@@ -66,15 +80,35 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema> {
     compiler.enable_format_assertions();
     compiler.use_loader(Box::new(NoLoader));
     let mut schemas = boon::Schemas::new();
-    let index = compiler
+    let err = |e: boon::CompileError| to_error(schema, &e);
+    compiler
         .add_resource(ROOT_URL, schema.clone())
-        .and_then(|()| compiler.compile(ROOT_URL, &mut schemas))
-        .map_err(|e| to_error(schema, &e))?;
-    Ok(CompiledSchema {
+        .map_err(err)?;
+    let index = compiler.compile(ROOT_URL, &mut schemas).map_err(err)?;
+    let mut indexes = Vec::with_capacity(pointers.len());
+    for pointer in pointers {
+        let loc = format!("{ROOT_URL}#{}", encode_fragment(pointer));
+        indexes.push(compiler.compile(&loc, &mut schemas).map_err(err)?);
+    }
+    let compiled = CompiledSchema {
         schemas,
         index,
         draft,
-    })
+    };
+    Ok((compiled, indexes))
+}
+
+/// Percent-encodes what a URI fragment cannot hold as is.
+fn encode_fragment(pointer: &str) -> String {
+    let mut out = String::with_capacity(pointer.len());
+    for b in pointer.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Checks a schema without keeping the compiled form (see [`compile`]).

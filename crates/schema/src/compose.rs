@@ -139,15 +139,7 @@ impl Composer {
                     props.insert(name.clone(), schema.clone());
                 }
                 Some(existing) if existing == schema => {}
-                Some(existing) => {
-                    let already = existing
-                        .get("allOf")
-                        .and_then(Value::as_array)
-                        .is_some_and(|items| items.contains(schema));
-                    if !already {
-                        *existing = serde_json::json!({"allOf": [existing.clone(), schema.clone()]});
-                    }
-                }
+                Some(existing) => merge_property(existing, schema),
             }
         }
         Ok(())
@@ -244,6 +236,22 @@ impl Composer {
     fn finish(self) -> Value {
         Value::Object(self.schema)
     }
+}
+
+/// Both constraints on one property: `{"allOf": [existing, new]}`, flat and without repeats, so that
+/// re-applying any delta changes nothing.
+fn merge_property(existing: &mut Value, schema: &Value) {
+    if let Value::Object(map) = existing {
+        if map.len() == 1 {
+            if let Some(Value::Array(items)) = map.get_mut("allOf") {
+                if !items.contains(schema) {
+                    items.push(schema.clone());
+                }
+                return;
+            }
+        }
+    }
+    *existing = serde_json::json!({"allOf": [existing.clone(), schema.clone()]});
 }
 
 /// The object under `key`, created when absent; `None` when something else is there.

@@ -14,7 +14,7 @@ mod registry;
 pub mod render;
 
 pub use base::{DRAFT_07, DRAFT_2020_12, Draft, base};
-pub use compile::{CompiledSchema, check, compile};
+pub use compile::{CompiledSchema, check, compile, compile_at};
 pub use compose::{BASE, compose};
 pub use delta::{SchemaDelta, rfc3339};
 pub use error::{Error, Result};

@@ -1,0 +1,228 @@
+//! The [`Validator`]: boon underneath, owned [`Violation`]s on top, discriminated unions dispatched.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use claij_schema::{CompiledSchema, Draft, Memo, boon};
+use serde_json::Value;
+
+use crate::Error;
+use crate::violation::Violation;
+
+mod convert;
+mod plan;
+
+use plan::{Plan, Walk};
+
+/// A compiled schema that validates instances and reports every violation with its JSON pointer.
+///
+/// ```
+/// use claij_validation::Validator;
+/// use serde_json::json;
+///
+/// let validator = Validator::new(&claij_schema::base())?;
+/// assert!(validator.is_valid(&json!({"answer": "hi", "state": "done"})));
+///
+/// let violations = validator.validate(&json!({"answer": 42})).unwrap_err();
+/// let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
+/// assert_eq!(found, [
+///     "(root): missing required property `state`",
+///     "/answer: expected string, got number",
+/// ]);
+/// # Ok::<(), claij_validation::Error>(())
+/// ```
+///
+/// A `oneOf`/`anyOf` whose branches require one property with distinct constant values (`"tool":
+/// "search"`, an FSM transition `id`) is a *discriminated union*: the validator dispatches on that value
+/// and reports only the chosen branch's violations, or the unknown value and the values allowed.
+pub struct Validator {
+    schema: Arc<Value>,
+    compiled: CompiledSchema,
+    root: boon::SchemaIndex,
+    branches: Vec<boon::SchemaIndex>,
+    walk: Option<Arc<Walk>>,
+}
+
+impl Validator {
+    /// Compiles `schema` (draft 2020-12 unless it declares draft-07 or another draft).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Schema`] when the schema is not valid, saying where.
+    pub fn new(schema: &Value) -> Result<Self, Error> {
+        let legacy_ref = matches!(
+            Draft::of(schema),
+            Some(Draft::Draft4 | Draft::Draft6 | Draft::Draft7)
+        );
+        let plan = Plan::new(schema, legacy_ref);
+        let ((compiled, branches), walk) = if plan.root.is_none() {
+            (claij_schema::compile_at(schema, &[])?, None)
+        } else {
+            // Check the schema as written first, so errors point into it rather than into the rewrite.
+            claij_schema::check(schema)?;
+            match claij_schema::compile_at(&plan.rewritten, &plan.branch_pointers) {
+                Ok(done) => (done, plan.root),
+                // The rewrite is an optimisation: should boon refuse it, validate the plain way.
+                Err(_) => (claij_schema::compile_at(schema, &[])?, None),
+            }
+        };
+        let (_, root) = compiled.as_boon();
+        Ok(Self {
+            schema: Arc::new(schema.clone()),
+            root,
+            compiled,
+            branches,
+            walk,
+        })
+    }
+
+    /// The validator for `schema` from `memo`, compiling it only the first time that content is seen.
+    ///
+    /// # Errors
+    ///
+    /// As [`Validator::new`].
+    pub fn memoized(memo: &Memo<Validator>, schema: &Value) -> Result<Arc<Validator>, Error> {
+        memo.get_or_try_insert(schema, Validator::new)
+    }
+
+    /// The schema this validator enforces, as given.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Whether the instance is valid.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.validate(instance).is_ok()
+    }
+
+    /// Validates an instance: `Ok` or every violation, deduplicated, in document order of discovery.
+    ///
+    /// # Errors
+    ///
+    /// The violations, never empty.
+    pub fn validate(&self, instance: &Value) -> Result<(), Vec<Violation>> {
+        let mut out = Vec::new();
+        let (schemas, _) = self.compiled.as_boon();
+        if let Err(e) = schemas.validate(instance, self.root) {
+            convert::collect(&e, "", &mut out);
+        }
+        if let Some(walk) = &self.walk {
+            let mut pointer = String::new();
+            self.walk(walk, instance, &mut pointer, &mut out);
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        let mut seen = HashSet::with_capacity(out.len());
+        out.retain(|v| {
+            seen.insert((
+                v.instance_pointer.clone(),
+                v.keyword.clone(),
+                v.message.clone(),
+            ))
+        });
+        Err(out)
+    }
+
+    /// Validates what the walk reaches below `value`: planned unions, dispatched on their discriminator.
+    fn walk(&self, walk: &Walk, value: &Value, pointer: &mut String, out: &mut Vec<Violation>) {
+        match value {
+            Value::Object(map) => {
+                for (name, sub) in &walk.props {
+                    if let Some(v) = map.get(name) {
+                        let len = pointer.len();
+                        push_token(pointer, name);
+                        self.walk(sub, v, pointer, out);
+                        pointer.truncate(len);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let prefix = walk.prefix.iter().filter(|(at, _)| *at == i);
+                    let rest = walk.items.iter().filter(|(from, _)| i >= *from);
+                    for (_, sub) in prefix.chain(rest) {
+                        let len = pointer.len();
+                        pointer.push('/');
+                        pointer.push_str(&i.to_string());
+                        self.walk(sub, item, pointer, out);
+                        pointer.truncate(len);
+                    }
+                }
+            }
+            _ => {}
+        }
+        for union in &walk.unions {
+            self.dispatch(union, value, pointer, out);
+        }
+    }
+
+    fn dispatch(&self, union: &plan::Union, value: &Value, pointer: &mut String, out: &mut Vec<Violation>) {
+        let expected = || convert::list(union.branches.iter().map(|b| &b.value));
+        let violation = |instance_pointer: String, message: String| Violation {
+            instance_pointer,
+            schema_pointer: union.schema_pointer.clone(),
+            keyword: union.keyword.to_owned(),
+            message,
+        };
+        let Value::Object(map) = value else {
+            out.push(violation(
+                pointer.clone(),
+                format!(
+                    "expected an object whose `{}` is one of {}, got {}",
+                    union.prop,
+                    expected(),
+                    convert::type_name(value)
+                ),
+            ));
+            return;
+        };
+        let Some(tag) = map.get(&union.prop) else {
+            out.push(violation(
+                pointer.clone(),
+                format!(
+                    "missing required property `{}`; expected one of {}",
+                    union.prop,
+                    expected()
+                ),
+            ));
+            return;
+        };
+        let Some(branch) = union.branches.iter().find(|b| b.value == *tag) else {
+            let mut at = pointer.clone();
+            push_token(&mut at, &union.prop);
+            out.push(violation(
+                at,
+                format!("unknown value {}; expected one of {}", convert::short(tag), expected()),
+            ));
+            return;
+        };
+        let (schemas, _) = self.compiled.as_boon();
+        if let Some(index) = self.branches.get(branch.index) {
+            if let Err(e) = schemas.validate(value, *index) {
+                convert::collect(&e, pointer, out);
+            }
+        }
+        if let Some(walk) = &branch.walk {
+            self.walk(walk, value, pointer, out);
+        }
+    }
+}
+
+impl fmt::Debug for Validator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Validator")
+            .field("draft", &self.compiled.draft())
+            .field("dispatched_branches", &self.branches.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn push_token(pointer: &mut String, token: &str) {
+    pointer.push('/');
+    pointer.push_str(&claij_schema::pointer::escape(token));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! Tests of the validator: violation lists, discriminated unions, pointers.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+#[track_caller]
+fn check(schema: Value, instance: Value, expected: &[&str]) {
+    let v = Validator::new(&schema).unwrap();
+    let got: Vec<String> = match v.validate(&instance) {
+        Ok(()) => Vec::new(),
+        Err(vs) => vs.iter().map(ToString::to_string).collect(),
+    };
+    assert_eq!(got, expected);
+}
+
+fn tools() -> Value {
+    json!({
+        "type": "object",
+        "required": ["calls"],
+        "properties": {"calls": {"type": "array", "items": {"$ref": "#/$defs/Call"}}},
+        "$defs": {
+            "Call": {"oneOf": [{"$ref": "#/$defs/Search"}, {"$ref": "#/$defs/Add"}]},
+            "Search": {"type": "object", "required": ["tool", "query"], "additionalProperties": false,
+                "properties": {"tool": {"const": "search"}, "query": {"type": "string", "minLength": 1}}},
+            "Add": {"type": "object", "required": ["tool", "a", "b"],
+                "properties": {"tool": {"const": "add"}, "a": {"type": "integer"}, "b": {"type": "integer"}}}
+        }
+    })
+}
+
+#[test]
+fn base_schema_violations() {
+    check(claij_schema::base(), json!({"answer": "a", "state": "s"}), &[]);
+    check(
+        claij_schema::base(),
+        json!([]),
+        &["(root): expected object, got array"],
+    );
+    check(
+        claij_schema::base(),
+        json!({}),
+        &[
+            "(root): missing required property `answer`",
+            "(root): missing required property `state`",
+        ],
+    );
+}
+
+#[test]
+fn discriminated_union_reports_the_chosen_branch() {
+    check(tools(), json!({"calls": [{"tool": "search", "query": "x"}, {"tool": "add", "a": 1, "b": 2}]}), &[]);
+    check(
+        tools(),
+        json!({"calls": [{"tool": "add", "a": "1", "b": 2}, {"tool": "search", "query": "", "extra": 1}]}),
+        &[
+            "/calls/0/a: expected integer, got string",
+            "/calls/1/query: expected at least 1 characters, got 0",
+            "/calls/1/extra: property `extra` is not allowed",
+        ],
+    );
+    check(
+        tools(),
+        json!({"calls": [{"tool": "delete"}, {"query": "x"}, 7]}),
+        &[
+            "/calls/0/tool: unknown value \"delete\"; expected one of \"search\", \"add\"",
+            "/calls/1: missing required property `tool`; expected one of \"search\", \"add\"",
+            "/calls/2: expected an object whose `tool` is one of \"search\", \"add\", got number",
+        ],
+    );
+    let v = Validator::new(&tools()).unwrap();
+    let err = v.validate(&json!({"calls": [{"tool": "add", "a": 1}]})).unwrap_err();
+    assert_eq!(err[0].schema_pointer, "/$defs/Add/required");
+    assert_eq!(err[0].keyword, "required");
+    let err = v.validate(&json!({"calls": [{"tool": "nope"}]})).unwrap_err();
+    assert_eq!(err[0].schema_pointer, "/$defs/Call/oneOf");
+    // The branches are dispatched, not tried one by one.
+    assert!(format!("{v:?}").contains("dispatched_branches: 2"), "{v:?}");
+}
+
+#[test]
+fn union_under_not_stays_with_boon() {
+    // The union is reachable through `not`, which the walker does not follow: boon must see it.
+    let schema = json!({
+        "properties": {"a": {"$ref": "#/$defs/U"}, "b": {"not": {"$ref": "#/$defs/U"}}},
+        "$defs": {"U": {"oneOf": [
+            {"required": ["k"], "properties": {"k": {"const": 1}}},
+            {"required": ["k"], "properties": {"k": {"const": 2}}}
+        ]}}
+    });
+    check(schema.clone(), json!({"a": {"k": 1}, "b": {"k": 3}}), &[]);
+    check(
+        schema,
+        json!({"a": {"k": 1}, "b": {"k": 2}}),
+        &["/b: matches a schema it must not match"],
+    );
+}
+
+#[test]
+fn plain_any_of_reports_the_closest_alternative() {
+    let schema = json!({"properties": {"x": {"anyOf": [
+        {"type": "string", "maxLength": 2},
+        {"type": "object", "required": ["a", "b"]}
+    ]}}});
+    check(
+        schema,
+        json!({"x": "long"}),
+        &[
+            "/x: matches none of the 2 allowed alternatives",
+            "/x: expected at most 2 characters, got 4",
+        ],
+    );
+}
+
+#[test]
+fn draft_07_and_recursive_schemas() {
+    let schema = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/definitions/node"}},
+            "kind": {"oneOf": [{"required": ["t"], "properties": {"t": {"const": "a"}}}]}
+        }}},
+        "$ref": "#/definitions/node"
+    });
+    check(schema.clone(), json!({"children": [{"children": []}]}), &[]);
+    check(
+        schema,
+        json!({"children": [{"children": [{"kind": {"t": "b"}}]}]}),
+        &["/children/0/children/0/kind/t: expected \"a\""],
+    );
+}
+
+#[test]
+fn formats_are_enforced() {
+    check(
+        json!({"properties": {"when": {"type": "string", "format": "date-time"}}}),
+        json!({"when": "yesterday"}),
+        &["/when: \"yesterday\" is not a valid date-time"],
+    );
+}
+
+#[test]
+fn memoized_compiles_once() {
+    let memo = Memo::default();
+    let a = Validator::memoized(&memo, &tools()).unwrap();
+    let b = Validator::memoized(&memo, &tools()).unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!((memo.stats().hits, memo.stats().misses), (1, 1));
+}
+
+#[test]
+fn invalid_schema_is_an_error() {
+    let err = Validator::new(&json!({"type": "strng"})).unwrap_err();
+    assert!(err.to_string().contains("/type"), "{err}");
+}
