@@ -19,8 +19,12 @@
 //! - [`LossKind::Nullable`] (OpenAI strict): an optional property was made required and nullable, so the
 //!   provider sends `"key": null` where the original schema expects the key to be absent. Remove such nulls
 //!   before validating.
-//! - Objects that declared no `additionalProperties` get `additionalProperties: false`. That is stricter than
-//!   the original, so it is not reported, except for objects without `properties`, which lose every key.
+//! - [`LossKind::Tightened`]: the provider schema is stricter than the original; such responses still pass
+//!   local validation.
+//! - Objects that declared no `additionalProperties` get `additionalProperties: false`. That too is stricter
+//!   than the original, but it is what schema authors mean, so it is not reported, except for objects
+//!   without `properties`, which lose every key. Apart from extra keys, an instance valid against the
+//!   original is valid against a compiled schema with no losses.
 //!
 //! Output is deterministic: keys keep the order of the input (Gemini: a fixed keyword order), losses come in
 //! walk order with duplicates removed (a definition inlined twice reports its losses once).
@@ -106,6 +110,9 @@ pub enum LossKind {
     /// An optional property made required and nullable: the provider sends `null` where the original omits
     /// the key.
     Nullable,
+    /// Made stricter: the provider schema rejects some instances the original accepts, e.g. an optional
+    /// property that already allowed `null` made required (the provider always sends the key).
+    Tightened,
 }
 
 /// Why a schema cannot be compiled for a dialect.
@@ -238,6 +245,7 @@ impl fmt::Display for LossKind {
             LossKind::Relaxed => "relaxed",
             LossKind::Rewritten => "rewritten",
             LossKind::Nullable => "made required and nullable",
+            LossKind::Tightened => "tightened",
         })
     }
 }
@@ -473,7 +481,7 @@ fn child(pointer: &str, token: &str) -> String {
 }
 
 /// Decodes `%XX` escapes in a URI fragment; `None` when they are malformed or not UTF-8.
-fn percent_decode(fragment: &str) -> Option<String> {
+pub(crate) fn percent_decode(fragment: &str) -> Option<String> {
     if !fragment.contains('%') {
         return Some(fragment.to_owned());
     }

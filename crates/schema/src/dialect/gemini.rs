@@ -70,6 +70,8 @@ fn object(cx: &mut Cx<'_>, map: &Map<String, Value>, pointer: &str) -> Result<Va
     let mut nullable = false;
     let mut types: Vec<String> = Vec::new();
     let mut hoisted: Option<Value> = None;
+    // The JSON type of a dropped non-string `const`/`enum`, so the field keeps at least its type.
+    let mut value_type: Option<&'static str> = None;
     for (key, value) in map.iter() {
         match (key.as_str(), value) {
             ("type", Value::String(t)) => {
@@ -108,6 +110,11 @@ fn object(cx: &mut Cx<'_>, map: &Map<String, Value>, pointer: &str) -> Result<Va
                     out.insert(key.clone(), Value::Array(strings));
                 } else {
                     cx.loss(pointer, key, value, LossKind::Dropped);
+                    let mut kinds = values.iter().map(value_type_of);
+                    let first = kinds.next().flatten();
+                    if kinds.all(|k| k == first) {
+                        value_type = first;
+                    }
                 }
             }
             ("const", Value::String(_)) => {
@@ -117,6 +124,10 @@ fn object(cx: &mut Cx<'_>, map: &Map<String, Value>, pointer: &str) -> Result<Va
             ("const", Value::Null) => {
                 cx.loss(pointer, key, value, LossKind::Rewritten);
                 nullable = true;
+            }
+            ("const", v @ (Value::Bool(_) | Value::Number(_))) => {
+                cx.loss(pointer, key, value, LossKind::Dropped);
+                value_type = value_type_of(v);
             }
             ("format", Value::String(f)) if FORMATS.contains(&f.as_str()) => {
                 out.insert(key.clone(), value.clone());
@@ -160,10 +171,12 @@ fn object(cx: &mut Cx<'_>, map: &Map<String, Value>, pointer: &str) -> Result<Va
                         compiled.push(node(cx, branch, &at)?);
                     }
                 }
-                if compiled.len() == 1 {
-                    hoisted = compiled.pop();
-                } else {
-                    out.insert("anyOf".to_owned(), Value::Array(compiled));
+                match compiled.len() {
+                    0 => {} // only `null` (now `nullable`) or nothing at all
+                    1 => hoisted = compiled.pop(),
+                    _ => {
+                        out.insert("anyOf".to_owned(), Value::Array(compiled));
+                    }
                 }
             }
             ("$defs" | "definitions", Value::Object(_)) => {} // inlined where referenced
@@ -172,6 +185,11 @@ fn object(cx: &mut Cx<'_>, map: &Map<String, Value>, pointer: &str) -> Result<Va
         }
     }
     required(cx, &map, pointer, &mut out);
+    if types.is_empty()
+        && let Some(t) = value_type
+    {
+        types.push(t.to_owned());
+    }
     split_types(cx, &map, pointer, types, &mut out);
     if let Some(Value::Object(branch)) = hoisted {
         for (key, value) in branch {
@@ -315,6 +333,16 @@ fn reference_node(
         out.insert(key, value);
     }
     Ok(Value::Object(ordered(out)))
+}
+
+/// `integer`, `number` or `boolean` for such values; `None` for anything else.
+fn value_type_of(value: &Value) -> Option<&'static str> {
+    match value {
+        Value::Bool(_) => Some("boolean"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some("integer"),
+        Value::Number(_) => Some("number"),
+        _ => None,
+    }
 }
 
 fn ordered(mut map: Map<String, Value>) -> Map<String, Value> {

@@ -297,17 +297,14 @@ impl Walker<'_> {
                 continue;
             }
             let mut property = self.node(cx, schema, &at)?;
-            if self.rules.all_required
-                && !required.contains(&name.as_str())
-                && !accepts_null(&property)
-            {
-                cx.loss(
-                    &at,
-                    "required",
-                    &Value::from(name.as_str()),
-                    LossKind::Nullable,
-                );
-                property = make_nullable(property);
+            if self.rules.all_required && !required.contains(&name.as_str()) {
+                let name = Value::from(name.as_str());
+                if accepts_null(&property) {
+                    cx.loss(&at, "required", &name, LossKind::Tightened);
+                } else {
+                    cx.loss(&at, "required", &name, LossKind::Nullable);
+                    property = make_nullable(property);
+                }
             }
             compiled.insert(name.clone(), property);
         }
@@ -370,6 +367,9 @@ impl Walker<'_> {
                 continue; // a branch nothing matches changes nothing
             }
             out.push(self.node(cx, branch, &child(pointer, &i.to_string()))?);
+        }
+        if out.is_empty() {
+            out.push(Value::Bool(false)); // `anyOf: []` is not a schema; nothing matches either way
         }
         Ok(out)
     }

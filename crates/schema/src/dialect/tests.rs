@@ -44,6 +44,7 @@ fn openai_optional_becomes_nullable() {
         &[
             "#/properties/b: required made required and nullable \"b\"",
             "#/properties/c: default dropped null",
+            "#/properties/c: required tightened \"c\"",
             "#/properties/d: required made required and nullable \"d\"",
             "#/$defs/D: additionalProperties dropped true",
         ],

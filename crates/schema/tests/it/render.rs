@@ -1,0 +1,53 @@
+//! Prompt rendering: snapshots of the compact form, and its token budget against minified JSON.
+
+use claij_schema::render::{to_compact, to_json};
+use serde_json::Value;
+
+/// A schema from the shared benchmark fixtures (read in place, never copied into the repository).
+fn bench(name: &str) -> Value {
+    let path = format!(
+        "{}/../../../shared/bench/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn tokens(text: &str) -> usize {
+    tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(text)
+        .len()
+}
+
+#[test]
+#[allow(clippy::print_stdout)] // the figures are worth seeing with --nocapture
+fn compact_is_at_most_half_the_tokens_of_minified_json() {
+    for name in ["small.json", "big.json"] {
+        let schema = bench(name);
+        let minified = tokens(&to_json(&schema));
+        let compact = tokens(&to_compact(&schema));
+        println!(
+            "{name}: minified {minified} tokens, compact {compact} tokens ({:.1}%)",
+            100.0 * compact as f64 / minified as f64
+        );
+        assert!(
+            compact * 2 <= minified,
+            "{name}: compact {compact} > 50% of minified {minified}"
+        );
+    }
+}
+
+#[test]
+fn big_minified_matches_the_published_figure() {
+    assert_eq!(tokens(&to_json(&bench("big.json"))), 14_489);
+}
+
+#[test]
+fn snapshot_small() {
+    insta::assert_snapshot!(to_compact(&bench("small.json")));
+}
+
+#[test]
+fn snapshot_big() {
+    insta::assert_snapshot!(to_compact(&bench("big.json")));
+}
