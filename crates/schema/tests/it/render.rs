@@ -51,3 +51,48 @@ fn snapshot_small() {
 fn snapshot_big() {
     insta::assert_snapshot!(to_compact(&bench("big.json")));
 }
+
+/// Hand-written schemas for what the benchmark schemas lack: draft-07 `definitions`, recursion, tuples,
+/// maps, keys that need quoting, exclusive bounds, multi-line descriptions, keywords without a compact form.
+#[test]
+fn snapshot_hand_written() {
+    let schemas = [
+        (
+            "draft07-shapes",
+            serde_json::json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "description": "A drawing.\nShapes are drawn in order.",
+                "properties": {
+                    "shapes": {"type": "array", "items": {"oneOf": [{"$ref": "#/definitions/Circle"}, {"$ref": "#/definitions/Square"}]}, "minItems": 1},
+                    "label": {"type": ["string", "null"], "minLength": 1, "maxLength": 40},
+                    "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "origin": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]},
+                    "content-type": {"const": "image/svg+xml"},
+                    "code": {"type": "string", "not": {"const": "xx"}},
+                },
+                "required": ["shapes", "content-type"],
+                "definitions": {
+                    "Circle": {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number", "exclusiveMinimum": 0}}, "required": ["kind", "r"]},
+                    "Square": {"allOf": [{"$ref": "#/definitions/Base"}, {"properties": {"kind": {"const": "square"}}, "required": ["kind"]}]},
+                    "Base": {"type": "object", "properties": {"side": {"type": "integer", "multipleOf": 2}}, "required": ["side"]},
+                },
+            }),
+        ),
+        (
+            "tree",
+            serde_json::json!({
+                "type": "object",
+                "properties": {"root": {"$ref": "#/$defs/Node"}},
+                "required": ["root"],
+                "$defs": {"Node": {"type": "object", "properties": {
+                    "value": {"type": "string", "description": "Label shown for the node"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}, "maxItems": 8},
+                }, "required": ["value"]}},
+            }),
+        ),
+    ];
+    for (name, schema) in schemas {
+        insta::assert_snapshot!(name, to_compact(&schema));
+    }
+}
