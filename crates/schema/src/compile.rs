@@ -228,8 +228,10 @@ mod tests {
     #[test]
     fn valid_schemas_compile() {
         check(&crate::base()).unwrap();
-        check(&json!({"$schema": crate::DRAFT_07, "definitions": {"a": {"type": "string"}},
-            "properties": {"x": {"$ref": "#/definitions/a"}}}))
+        check(
+            &json!({"$schema": crate::DRAFT_07, "definitions": {"a": {"type": "string"}},
+            "properties": {"x": {"$ref": "#/definitions/a"}}}),
+        )
         .unwrap();
         check(&json!(true)).unwrap();
     }
@@ -251,7 +253,11 @@ mod tests {
             "/properties/a/pattern",
             "not valid regex",
         );
-        check_err(json!({"$schema": "http://example.com/nope"}), "/$schema", "unknown");
+        check_err(
+            json!({"$schema": "http://example.com/nope"}),
+            "/$schema",
+            "unknown",
+        );
         check_err(
             json!({"properties": {"a": {"$ref": "other.json"}}}),
             "/properties/a/$ref",

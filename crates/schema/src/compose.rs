@@ -125,14 +125,27 @@ impl Composer {
 
     fn merge_properties(&mut self, ext: &str, value: &Value) -> Result<()> {
         let Value::Object(new) = value else {
-            return Err(invalid(ext, "/properties", "`properties` must be an object"));
+            return Err(invalid(
+                ext,
+                "/properties",
+                "`properties` must be an object",
+            ));
         };
-        let props = object_entry(&mut self.schema, "properties")
-            .ok_or_else(|| invalid(ext, "/properties", "the schema's `properties` is not an object"))?;
+        let props = object_entry(&mut self.schema, "properties").ok_or_else(|| {
+            invalid(
+                ext,
+                "/properties",
+                "the schema's `properties` is not an object",
+            )
+        })?;
         for (name, schema) in new {
             if !(schema.is_object() || schema.is_boolean()) {
                 let at = crate::pointer::push("/properties", name);
-                return Err(invalid(ext, &at, "a property schema must be an object or a boolean"));
+                return Err(invalid(
+                    ext,
+                    &at,
+                    "a property schema must be an object or a boolean",
+                ));
             }
             match props.get_mut(name) {
                 None => {
@@ -147,14 +160,22 @@ impl Composer {
 
     fn merge_required(&mut self, ext: &str, value: &Value) -> Result<()> {
         let Some(new) = value.as_array().filter(|a| a.iter().all(Value::is_string)) else {
-            return Err(invalid(ext, "/required", "`required` must be an array of strings"));
+            return Err(invalid(
+                ext,
+                "/required",
+                "`required` must be an array of strings",
+            ));
         };
         let required = self
             .schema
             .entry("required")
             .or_insert_with(|| Value::Array(Vec::new()));
         let Value::Array(required) = required else {
-            return Err(invalid(ext, "/required", "the schema's `required` is not an array"));
+            return Err(invalid(
+                ext,
+                "/required",
+                "the schema's `required` is not an array",
+            ));
         };
         for name in new {
             if !required.contains(name) {
@@ -241,21 +262,23 @@ impl Composer {
 /// Both constraints on one property: `{"allOf": [existing, new]}`, flat and without repeats, so that
 /// re-applying any delta changes nothing.
 fn merge_property(existing: &mut Value, schema: &Value) {
-    if let Value::Object(map) = existing {
-        if map.len() == 1 {
-            if let Some(Value::Array(items)) = map.get_mut("allOf") {
-                if !items.contains(schema) {
-                    items.push(schema.clone());
-                }
-                return;
-            }
+    if let Value::Object(map) = existing
+        && map.len() == 1
+        && let Some(Value::Array(items)) = map.get_mut("allOf")
+    {
+        if !items.contains(schema) {
+            items.push(schema.clone());
         }
+        return;
     }
     *existing = serde_json::json!({"allOf": [existing.clone(), schema.clone()]});
 }
 
 /// The object under `key`, created when absent; `None` when something else is there.
-fn object_entry<'m>(map: &'m mut Map<String, Value>, key: &str) -> Option<&'m mut Map<String, Value>> {
+fn object_entry<'m>(
+    map: &'m mut Map<String, Value>,
+    key: &str,
+) -> Option<&'m mut Map<String, Value>> {
     map.entry(key)
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()

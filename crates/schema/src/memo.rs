@@ -55,8 +55,11 @@ pub struct Memo<T> {
     misses: AtomicU64,
 }
 
+/// Entries under one hash: the schema text (to rule out collisions) and the compiled value.
+type Bucket<T> = Vec<(Arc<str>, Arc<T>)>;
+
 struct Inner<T> {
-    entries: HashMap<SchemaHash, Vec<(Arc<str>, Arc<T>)>>,
+    entries: HashMap<SchemaHash, Bucket<T>>,
     order: VecDeque<(SchemaHash, Arc<str>)>,
 }
 
@@ -114,14 +117,13 @@ impl<T> Memo<T> {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let value = Arc::new(compile(schema)?);
-        if inner.order.len() >= self.capacity {
-            if let Some((old_hash, old_text)) = inner.order.pop_front() {
-                if let Some(bucket) = inner.entries.get_mut(&old_hash) {
-                    bucket.retain(|(t, _)| *t != old_text);
-                    if bucket.is_empty() {
-                        inner.entries.remove(&old_hash);
-                    }
-                }
+        if inner.order.len() >= self.capacity
+            && let Some((old_hash, old_text)) = inner.order.pop_front()
+            && let Some(bucket) = inner.entries.get_mut(&old_hash)
+        {
+            bucket.retain(|(t, _)| *t != old_text);
+            if bucket.is_empty() {
+                inner.entries.remove(&old_hash);
             }
         }
         inner
@@ -204,7 +206,12 @@ mod tests {
     fn failures_are_not_cached() {
         let memo: Memo<u8> = Memo::default();
         assert!(memo.get_or_try_insert(&json!({}), |_| Err("no")).is_err());
-        assert_eq!(*memo.get_or_try_insert(&json!({}), |_| Ok::<_, &str>(7)).unwrap(), 7);
+        assert_eq!(
+            *memo
+                .get_or_try_insert(&json!({}), |_| Ok::<_, &str>(7))
+                .unwrap(),
+            7
+        );
         assert_eq!(memo.stats().misses, 2);
     }
 

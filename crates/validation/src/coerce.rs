@@ -57,7 +57,11 @@ impl<'s> Coercer<'s, '_> {
         if depth > MAX_DEPTH {
             return;
         }
-        if let Some(target) = node.get("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r)) {
+        if let Some(target) = node
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| self.resolve(r))
+        {
             self.coerce(value, target, at, depth + 1);
         }
         if let Some(Value::Array(all)) = node.get("allOf") {
@@ -66,10 +70,10 @@ impl<'s> Coercer<'s, '_> {
             }
         }
         for keyword in ["oneOf", "anyOf"] {
-            if let Some(Value::Array(branches)) = node.get(keyword) {
-                if let Some(branch) = self.pick_branch(value, branches) {
-                    self.coerce(value, branch, at, depth + 1);
-                }
+            if let Some(Value::Array(branches)) = node.get(keyword)
+                && let Some(branch) = self.pick_branch(value, branches)
+            {
+                self.coerce(value, branch, at, depth + 1);
             }
         }
         self.coerce_type(value, node, at);
@@ -111,20 +115,22 @@ impl<'s> Coercer<'s, '_> {
         if let [only] = non_null.as_slice() {
             return Some(only);
         }
-        branches
-            .iter()
-            .find(|b| {
-                self.deref(b)
-                    .as_object()
-                    .and_then(types)
-                    .is_some_and(|ts| ts.iter().any(|t| admits(t, value)))
-            })
+        branches.iter().find(|b| {
+            self.deref(b)
+                .as_object()
+                .and_then(types)
+                .is_some_and(|ts| ts.iter().any(|t| admits(t, value)))
+        })
     }
 
     fn deref(&self, schema: &'s Value) -> &'s Value {
         let mut current = schema;
         for _ in 0..MAX_DEPTH {
-            match current.get("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r)) {
+            match current
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| self.resolve(r))
+            {
                 Some(next) => current = next,
                 None => break,
             }
@@ -168,7 +174,13 @@ impl<'s> Coercer<'s, '_> {
         }
     }
 
-    fn coerce_object(&mut self, map: &mut Map<String, Value>, node: &'s Map<String, Value>, at: &str, depth: usize) {
+    fn coerce_object(
+        &mut self,
+        map: &mut Map<String, Value>,
+        node: &'s Map<String, Value>,
+        at: &str,
+        depth: usize,
+    ) {
         let props = node.get("properties").and_then(Value::as_object);
         if node.get("additionalProperties") == Some(&Value::Bool(false))
             && !node.contains_key("patternProperties")
@@ -198,7 +210,13 @@ impl<'s> Coercer<'s, '_> {
         }
     }
 
-    fn coerce_array(&mut self, items: &mut [Value], node: &'s Map<String, Value>, at: &str, depth: usize) {
+    fn coerce_array(
+        &mut self,
+        items: &mut [Value],
+        node: &'s Map<String, Value>,
+        at: &str,
+        depth: usize,
+    ) {
         let prefix: &[Value] = match (node.get("prefixItems"), node.get("items")) {
             (Some(Value::Array(p)), _) | (None, Some(Value::Array(p))) => p,
             _ => &[],
@@ -226,7 +244,12 @@ impl<'s> Coercer<'s, '_> {
 fn types(node: &Map<String, Value>) -> Option<Vec<String>> {
     match node.get("type") {
         Some(Value::String(t)) => Some(vec![t.clone()]),
-        Some(Value::Array(ts)) => Some(ts.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+        Some(Value::Array(ts)) => Some(
+            ts.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        ),
         _ => {
             let values: Vec<&Value> = match (node.get("enum"), node.get("const")) {
                 (Some(Value::Array(values)), _) => values.iter().collect(),
@@ -260,7 +283,9 @@ fn type_of(value: &Value) -> &'static str {
 /// Whether a JSON Schema type name admits a value as it is.
 fn admits(t: &str, value: &Value) -> bool {
     match (t, value) {
-        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        ("integer", Value::Number(n)) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         ("number", Value::Number(_)) => true,
         (t, v) => t == type_of(v) || (t == "number" && type_of(v) == "integer"),
     }
@@ -273,7 +298,9 @@ fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
             let n = parse_number(s)?;
             integral(n).map(|i| (i, FixKind::StringToNumber))
         }
-        ("integer", Value::Number(n)) => integral(n.as_f64()?).map(|i| (i, FixKind::FloatToInteger)),
+        ("integer", Value::Number(n)) => {
+            integral(n.as_f64()?).map(|i| (i, FixKind::FloatToInteger))
+        }
         ("number", Value::String(s)) => {
             let n = parse_number(s)?;
             let v = integral(n).unwrap_or(Value::Number(Number::from_f64(n)?));
@@ -303,7 +330,9 @@ fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
                 .filter(|p| type_of(p) == t);
             match parsed {
                 Some(p) => Some((p, FixKind::Unescaped)),
-                None if t == "array" => Some((Value::Array(vec![value.clone()]), FixKind::WrapInArray)),
+                None if t == "array" => {
+                    Some((Value::Array(vec![value.clone()]), FixKind::WrapInArray))
+                }
                 None => None,
             }
         }
@@ -358,7 +387,11 @@ fn integral(n: f64) -> Option<Value> {
 }
 
 fn normalise(s: &str) -> String {
-    s.trim().to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ")
+    s.trim()
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn loosely_equal(a: &Value, b: &Value) -> bool {

@@ -78,14 +78,22 @@ impl RetryPrompt {
         match failure {
             Failure::Invalid(violations) => {
                 out.push_str("Please provide a corrected response that conforms to the schema.\n");
-                let _ = write!(out, "Focus specifically on fixing: {}.", self.focus(violations));
+                let _ = write!(
+                    out,
+                    "Focus specifically on fixing: {}.",
+                    self.focus(violations)
+                );
             }
             Failure::Truncated(violations) => {
                 out.push_str(
                     "Please provide a complete response that conforms to the schema, and keep it \
                      shorter: brief string values, fewer array items.\n",
                 );
-                let _ = write!(out, "Focus specifically on fixing: {}.", self.focus(violations));
+                let _ = write!(
+                    out,
+                    "Focus specifically on fixing: {}.",
+                    self.focus(violations)
+                );
             }
             Failure::NoJson(_) => out.push_str(
                 "Reply with a single JSON value that conforms to the schema, and nothing else: \
@@ -101,7 +109,11 @@ impl RetryPrompt {
             let _ = writeln!(out, "- {v}");
         }
         if violations.len() > self.max_violations {
-            let _ = writeln!(out, "- ... and {} more", violations.len() - self.max_violations);
+            let _ = writeln!(
+                out,
+                "- ... and {} more",
+                violations.len() - self.max_violations
+            );
         }
     }
 
@@ -156,7 +168,10 @@ fn truncate(text: &str, max: usize) -> String {
         return text.to_owned();
     }
     let kept: String = text.chars().take(max).collect();
-    format!("{kept}\n[... truncated: {} more characters ...]", count - max)
+    format!(
+        "{kept}\n[... truncated: {} more characters ...]",
+        count - max
+    )
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::violation::Violation;
 mod convert;
 mod plan;
 
-use plan::{Plan, Walk};
+use plan::{By, Plan, Walk};
 
 /// A compiled schema that validates instances and reports every violation with its JSON pointer.
 ///
@@ -158,55 +158,121 @@ impl Validator {
         }
     }
 
-    fn dispatch(&self, union: &plan::Union, value: &Value, pointer: &mut String, out: &mut Vec<Violation>) {
-        let expected = || convert::list(union.branches.iter().map(|b| &b.value));
+    fn dispatch(
+        &self,
+        union: &plan::Union,
+        value: &Value,
+        pointer: &mut String,
+        out: &mut Vec<Violation>,
+    ) {
         let violation = |instance_pointer: String, message: String| Violation {
             instance_pointer,
             schema_pointer: union.schema_pointer.clone(),
             keyword: union.keyword.to_owned(),
             message,
         };
-        let Value::Object(map) = value else {
-            out.push(violation(
-                pointer.clone(),
-                format!(
-                    "expected an object whose `{}` is one of {}, got {}",
-                    union.prop,
-                    expected(),
-                    convert::type_name(value)
-                ),
-            ));
-            return;
-        };
-        let Some(tag) = map.get(&union.prop) else {
-            out.push(violation(
-                pointer.clone(),
-                format!(
-                    "missing required property `{}`; expected one of {}",
-                    union.prop,
-                    expected()
-                ),
-            ));
-            return;
-        };
-        let Some(branch) = union.branches.iter().find(|b| b.value == *tag) else {
-            let mut at = pointer.clone();
-            push_token(&mut at, &union.prop);
-            out.push(violation(
-                at,
-                format!("unknown value {}; expected one of {}", convert::short(tag), expected()),
-            ));
-            return;
+        let branch = match &union.by {
+            By::Prop(prop) => match self.by_prop(union, prop, value, pointer) {
+                Ok(branch) => branch,
+                Err((at, message)) => return out.push(violation(at, message)),
+            },
+            By::Type => {
+                let found = union.branches.iter().find(|b| {
+                    b.value.as_array().is_some_and(|ts| {
+                        ts.iter()
+                            .any(|t| t.as_str().is_some_and(|t| admits(t, value)))
+                    })
+                });
+                match found {
+                    Some(branch) => branch,
+                    None => {
+                        let types: Vec<&Value> = union
+                            .branches
+                            .iter()
+                            .filter_map(|b| b.value.as_array())
+                            .flatten()
+                            .collect();
+                        let message = format!(
+                            "expected {}, got {}",
+                            convert::list(types.into_iter()).replace('"', ""),
+                            convert::type_name(value)
+                        );
+                        return out.push(violation(pointer.clone(), message));
+                    }
+                }
+            }
         };
         let (schemas, _) = self.compiled.as_boon();
-        if let Some(index) = self.branches.get(branch.index) {
-            if let Err(e) = schemas.validate(value, *index) {
-                convert::collect(&e, pointer, out);
-            }
+        if let Some(index) = self.branches.get(branch.index)
+            && let Err(e) = schemas.validate(value, *index)
+        {
+            convert::collect(&e, pointer, out);
         }
         if let Some(walk) = &branch.walk {
             self.walk(walk, value, pointer, out);
         }
+    }
+
+    /// The branch a discriminating property selects, or where and why none does.
+    fn by_prop<'u>(
+        &self,
+        union: &'u plan::Union,
+        prop: &str,
+        value: &Value,
+        pointer: &str,
+    ) -> Result<&'u plan::Branch, (String, String)> {
+        let expected = || convert::list(union.branches.iter().map(|b| &b.value));
+        let Value::Object(map) = value else {
+            return Err((
+                pointer.to_owned(),
+                format!(
+                    "expected an object whose `{prop}` is one of {}, got {}",
+                    expected(),
+                    convert::type_name(value)
+                ),
+            ));
+        };
+        let Some(tag) = map.get(prop) else {
+            return Err((
+                pointer.to_owned(),
+                format!(
+                    "missing required property `{prop}`; expected one of {}",
+                    expected()
+                ),
+            ));
+        };
+        union
+            .branches
+            .iter()
+            .find(|b| b.value == *tag)
+            .ok_or_else(|| {
+                let mut at = pointer.to_owned();
+                push_token(&mut at, prop);
+                (
+                    at,
+                    format!(
+                        "unknown value {}; expected one of {}",
+                        convert::short(tag),
+                        expected()
+                    ),
+                )
+            })
+    }
+}
+
+/// Whether a JSON Schema type name admits a value (`integer` admits `1.0`).
+fn admits(t: &str, value: &Value) -> bool {
+    match (t, value) {
+        ("null", Value::Null)
+        | ("boolean", Value::Bool(_))
+        | ("number", Value::Number(_))
+        | ("string", Value::String(_))
+        | ("array", Value::Array(_))
+        | ("object", Value::Object(_)) => true,
+        ("integer", Value::Number(n)) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
     }
 }
 

@@ -48,7 +48,10 @@ fn unsafe_keywords_go_to_all_of() {
         &crate::base(),
         &[
             delta("a", json!({"additionalProperties": false})),
-            delta("b", json!({"additionalProperties": {"type": "string"}, "minProperties": 2})),
+            delta(
+                "b",
+                json!({"additionalProperties": {"type": "string"}, "minProperties": 2}),
+            ),
         ],
     )
     .unwrap();
@@ -129,7 +132,10 @@ fn draft_07_definitions_merge() {
     let base = json!({"$schema": crate::DRAFT_07, "type": "object", "definitions": {"A": {"type": "string"}}});
     let schema = compose(
         &base,
-        &[delta("d", json!({"definitions": {"A": {"type": "string"}, "B": {"type": "number"}}}))],
+        &[delta(
+            "d",
+            json!({"definitions": {"A": {"type": "string"}, "B": {"type": "number"}}}),
+        )],
     )
     .unwrap();
     assert_eq!(

@@ -11,7 +11,9 @@ fn fixed_clock() -> SystemTime {
 }
 
 fn registry() -> Registry {
-    Registry::new(crate::base()).unwrap().with_clock(fixed_clock)
+    Registry::new(crate::base())
+        .unwrap()
+        .with_clock(fixed_clock)
 }
 
 fn delta(id: &str, v: Value) -> SchemaDelta {
@@ -23,23 +25,35 @@ fn add_remove_and_audit() {
     let mut r = registry();
     let before = r.hash();
     assert_eq!(
-        r.add(delta("summary-v1", json!({"properties": {"summary": {"type": "string"}}})))
-            .unwrap(),
+        r.add(delta(
+            "summary-v1",
+            json!({"properties": {"summary": {"type": "string"}}})
+        ))
+        .unwrap(),
         Added::Activated
     );
     assert_eq!(
-        r.add(delta("summary-v1", json!({"properties": {"summary": {"type": "string"}}})))
-            .unwrap(),
+        r.add(delta(
+            "summary-v1",
+            json!({"properties": {"summary": {"type": "string"}}})
+        ))
+        .unwrap(),
         Added::AlreadyActive
     );
     assert_ne!(r.hash(), before);
     let err = r
-        .add(delta("summary-v1", json!({"properties": {"summary": {"type": "number"}}})))
+        .add(delta(
+            "summary-v1",
+            json!({"properties": {"summary": {"type": "number"}}}),
+        ))
         .unwrap_err();
     assert!(matches!(err, Error::DuplicateExtension { .. }));
     r.add(delta("bad", json!({"required": 5}))).unwrap_err();
-    r.add(delta("broken", json!({"properties": {"n": {"minimum": "zero"}}})))
-        .unwrap_err();
+    r.add(delta(
+        "broken",
+        json!({"properties": {"n": {"minimum": "zero"}}}),
+    ))
+    .unwrap_err();
     assert!(r.active()["properties"].get("n").is_none());
     r.remove("summary-v1", "admin").unwrap();
     assert_eq!(r.hash(), before);
@@ -57,7 +71,10 @@ fn add_remove_and_audit() {
 fn rejection_names_extension_and_pointer() {
     let mut r = registry();
     let err = r
-        .add(delta("evil", json!({"properties": {"x": {"$ref": "#/$defs/Nope"}}})))
+        .add(delta(
+            "evil",
+            json!({"properties": {"x": {"$ref": "#/$defs/Nope"}}}),
+        ))
         .unwrap_err();
     assert_eq!(
         err,
@@ -75,7 +92,10 @@ fn rejection_names_extension_and_pointer() {
 fn try_compose_records_nothing() {
     let r = registry();
     let schema = r
-        .try_compose(&delta("x", json!({"properties": {"x": {"type": "integer"}}})))
+        .try_compose(&delta(
+            "x",
+            json!({"properties": {"x": {"type": "integer"}}}),
+        ))
         .unwrap();
     assert_eq!(schema["properties"]["x"], json!({"type": "integer"}));
     assert!(r.audit().is_empty());

@@ -1,4 +1,7 @@
 //! Integration tests of claij-schema through its public API.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod compose;
 mod dialect;
 mod render;

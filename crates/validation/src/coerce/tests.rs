@@ -22,21 +22,46 @@ fn scalars() {
     check(int.clone(), json!(5.0), json!(5.0), &[]); // 5.0 is an integer to JSON Schema
     check(int.clone(), json!("5.5"), json!("5.5"), &[]);
     check(int.clone(), json!("five"), json!("five"), &[]);
-    check(num.clone(), json!("1,234.5"), json!(1234.5), &[StringToNumber]);
+    check(
+        num.clone(),
+        json!("1,234.5"),
+        json!(1234.5),
+        &[StringToNumber],
+    );
     check(num.clone(), json!("1,23"), json!("1,23"), &[]);
     check(num.clone(), json!("inf"), json!("inf"), &[]);
     check(num, json!("1e3"), json!(1000), &[StringToNumber]);
     let boolean = json!({"type": "boolean"});
-    check(boolean.clone(), json!("Yes"), json!(true), &[StringToBoolean]);
-    check(boolean.clone(), json!("off"), json!(false), &[StringToBoolean]);
+    check(
+        boolean.clone(),
+        json!("Yes"),
+        json!(true),
+        &[StringToBoolean],
+    );
+    check(
+        boolean.clone(),
+        json!("off"),
+        json!(false),
+        &[StringToBoolean],
+    );
     check(boolean.clone(), json!(1), json!(true), &[StringToBoolean]);
     check(boolean, json!("maybe"), json!("maybe"), &[]);
     let string = json!({"type": "string"});
     check(string.clone(), json!(42), json!("42"), &[ToString]);
     check(string.clone(), json!(true), json!("true"), &[ToString]);
     check(string, json!(null), json!(null), &[]);
-    check(json!({"type": "null"}), json!("NULL"), json!(null), &[ToNull]);
-    check(json!({"type": ["integer", "null"]}), json!("7"), json!(7), &[StringToNumber]);
+    check(
+        json!({"type": "null"}),
+        json!("NULL"),
+        json!(null),
+        &[ToNull],
+    );
+    check(
+        json!({"type": ["integer", "null"]}),
+        json!("7"),
+        json!(7),
+        &[StringToNumber],
+    );
 }
 
 #[test]
@@ -44,12 +69,27 @@ fn enums() {
     use FixKind::*;
     let e = json!({"enum": ["Red", "Dark Green"]});
     check(e.clone(), json!(" red"), json!("Red"), &[EnumCase]);
-    check(e.clone(), json!("dark   GREEN"), json!("Dark Green"), &[EnumCase]);
+    check(
+        e.clone(),
+        json!("dark   GREEN"),
+        json!("Dark Green"),
+        &[EnumCase],
+    );
     check(e, json!("blue"), json!("blue"), &[]);
     // Ambiguous: two options normalise alike, so nothing is chosen.
     check(json!({"enum": ["a", "A"]}), json!("a "), json!("a "), &[]);
-    check(json!({"const": "yes"}), json!("YES"), json!("yes"), &[EnumCase]);
-    check(json!({"enum": [1, 2]}), json!("2"), json!(2), &[StringToNumber]);
+    check(
+        json!({"const": "yes"}),
+        json!("YES"),
+        json!("yes"),
+        &[EnumCase],
+    );
+    check(
+        json!({"enum": [1, 2]}),
+        json!("2"),
+        json!(2),
+        &[StringToNumber],
+    );
 }
 
 #[test]
@@ -59,14 +99,35 @@ fn containers() {
         "type": "object", "additionalProperties": false, "required": ["xs"],
         "properties": {"xs": {"type": "array", "items": {"type": "integer"}}, "o": {"type": "object"}}
     });
-    check(schema.clone(), json!({"xs": "3"}), json!({"xs": [3]}), &[WrapInArray, StringToNumber]);
-    check(schema.clone(), json!({"xs": ["1", 2], "junk": 1}), json!({"xs": [1, 2]}), &[DroppedProperty, StringToNumber]);
-    check(schema.clone(), json!({"o": "{\"a\": 1}"}), json!({"o": {"a": 1}}), &[Unescaped]);
+    check(
+        schema.clone(),
+        json!({"xs": "3"}),
+        json!({"xs": [3]}),
+        &[WrapInArray, StringToNumber],
+    );
+    check(
+        schema.clone(),
+        json!({"xs": ["1", 2], "junk": 1}),
+        json!({"xs": [1, 2]}),
+        &[DroppedProperty, StringToNumber],
+    );
+    check(
+        schema.clone(),
+        json!({"o": "{\"a\": 1}"}),
+        json!({"o": {"a": 1}}),
+        &[Unescaped],
+    );
     // Never invents the missing required `xs`.
     check(schema, json!({}), json!({}), &[]);
-    let (_, fixes) = coerce(json!({"xs": ["1"]}), &json!({"properties": {"xs": {"items": {"type": "integer"}}}}));
+    let (_, fixes) = coerce(
+        json!({"xs": ["1"]}),
+        &json!({"properties": {"xs": {"items": {"type": "integer"}}}}),
+    );
     assert_eq!(fixes[0].pointer, "/xs/0");
-    assert_eq!((fixes[0].before.as_str(), fixes[0].after.as_str()), ("\"1\"", "1"));
+    assert_eq!(
+        (fixes[0].before.as_str(), fixes[0].after.as_str()),
+        ("\"1\"", "1")
+    );
 }
 
 #[test]

@@ -6,15 +6,15 @@ use super::*;
 use crate::Validator;
 
 fn violations(schema: serde_json::Value, instance: serde_json::Value) -> Vec<Violation> {
-    Validator::new(&schema).unwrap().validate(&instance).unwrap_err()
+    Validator::new(&schema)
+        .unwrap()
+        .validate(&instance)
+        .unwrap_err()
 }
 
 #[test]
 fn invalid_reply() {
-    let v = violations(
-        claij_schema::base(),
-        json!({"answer": 42, "mood": "ok"}),
-    );
+    let v = violations(claij_schema::base(), json!({"answer": 42, "mood": "ok"}));
     insta::assert_snapshot!(RetryPrompt::default().render(
         "What is the capital of France?",
         "{\"answer\": 42, \"mood\": \"ok\"}",
@@ -35,17 +35,27 @@ fn unknown_union_value_and_nested_errors() {
         schema,
         json!({"calls": [{"tool": "serch", "q": "x"}, {"tool": "count", "n": -1}, {"tool": "count", "n": -1}]}),
     );
-    insta::assert_snapshot!(RetryPrompt::default().render("Find x.", "(reply)", Failure::Invalid(&v)));
+    insta::assert_snapshot!(RetryPrompt::default().render(
+        "Find x.",
+        "(reply)",
+        Failure::Invalid(&v)
+    ));
 }
 
 #[test]
 fn no_json_and_truncation_bounds() {
     let long_reply = "I think ".repeat(500);
-    insta::assert_snapshot!(RetryPrompt {
-        max_response_chars: 60,
-        ..RetryPrompt::default()
-    }
-    .render("Say hi.", &long_reply, Failure::NoJson("the reply contains no JSON value")));
+    insta::assert_snapshot!(
+        RetryPrompt {
+            max_response_chars: 60,
+            ..RetryPrompt::default()
+        }
+        .render(
+            "Say hi.",
+            &long_reply,
+            Failure::NoJson("the reply contains no JSON value")
+        )
+    );
 }
 
 #[test]
@@ -54,9 +64,15 @@ fn truncated_reply_and_violation_bound() {
         json!({"type": "array", "items": {"type": "integer"}}),
         json!(["a", "b", "c", "d"]),
     );
-    insta::assert_snapshot!(RetryPrompt {
-        max_violations: 2,
-        ..RetryPrompt::default()
-    }
-    .render("List numbers.", "[\"a\", \"b\", \"c\", \"d\"", Failure::Truncated(&v)));
+    insta::assert_snapshot!(
+        RetryPrompt {
+            max_violations: 2,
+            ..RetryPrompt::default()
+        }
+        .render(
+            "List numbers.",
+            "[\"a\", \"b\", \"c\", \"d\"",
+            Failure::Truncated(&v)
+        )
+    );
 }

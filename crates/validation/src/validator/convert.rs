@@ -37,11 +37,18 @@ pub(super) fn collect(e: &ValidationError<'_, '_>, prefix: &str, out: &mut Vec<V
             }
         }
         ErrorKind::AnyOf | ErrorKind::OneOf(None) => {
-            let keyword = if matches!(e.kind, ErrorKind::AnyOf) { "anyOf" } else { "oneOf" };
+            let keyword = if matches!(e.kind, ErrorKind::AnyOf) {
+                "anyOf"
+            } else {
+                "oneOf"
+            };
             push(
                 at(),
                 keyword,
-                format!("matches none of the {} allowed alternatives", e.causes.len()),
+                format!(
+                    "matches none of the {} allowed alternatives",
+                    e.causes.len()
+                ),
             );
             // The alternative that came closest is the one worth fixing.
             let best = e.causes.iter().min_by_key(|c| leaf_count(c));
@@ -56,7 +63,11 @@ pub(super) fn collect(e: &ValidationError<'_, '_>, prefix: &str, out: &mut Vec<V
         ),
         ErrorKind::Required { want } => {
             for name in want {
-                push(at(), "required", format!("missing required property `{name}`"));
+                push(
+                    at(),
+                    "required",
+                    format!("missing required property `{name}`"),
+                );
             }
         }
         ErrorKind::AdditionalProperties { got } => {
@@ -64,10 +75,15 @@ pub(super) fn collect(e: &ValidationError<'_, '_>, prefix: &str, out: &mut Vec<V
                 let mut pointer = at();
                 pointer.push('/');
                 pointer.push_str(&claij_schema::pointer::escape(name));
-                push(pointer, "additionalProperties", format!("property `{name}` is not allowed"));
+                push(
+                    pointer,
+                    "additionalProperties",
+                    format!("property `{name}` is not allowed"),
+                );
             }
         }
-        ErrorKind::Dependency { prop, missing } | ErrorKind::DependentRequired { prop, missing } => {
+        ErrorKind::Dependency { prop, missing }
+        | ErrorKind::DependentRequired { prop, missing } => {
             for name in missing {
                 push(
                     at(),
@@ -111,15 +127,18 @@ fn describe(kind: &ErrorKind<'_, '_>) -> (&'static str, String) {
             "maxProperties",
             format!("expected at most {want} properties, got {got}"),
         ),
-        ErrorKind::MinItems { got, want } => {
-            ("minItems", format!("expected at least {want} items, got {got}"))
-        }
-        ErrorKind::MaxItems { got, want } => {
-            ("maxItems", format!("expected at most {want} items, got {got}"))
-        }
-        ErrorKind::UniqueItems { got: [i, j] } => {
-            ("uniqueItems", format!("items {i} and {j} are equal; items must be unique"))
-        }
+        ErrorKind::MinItems { got, want } => (
+            "minItems",
+            format!("expected at least {want} items, got {got}"),
+        ),
+        ErrorKind::MaxItems { got, want } => (
+            "maxItems",
+            format!("expected at most {want} items, got {got}"),
+        ),
+        ErrorKind::UniqueItems { got: [i, j] } => (
+            "uniqueItems",
+            format!("items {i} and {j} are equal; items must be unique"),
+        ),
         ErrorKind::MinLength { got, want } => (
             "minLength",
             format!("expected at least {want} characters, got {got}"),
@@ -130,7 +149,10 @@ fn describe(kind: &ErrorKind<'_, '_>) -> (&'static str, String) {
         ),
         ErrorKind::Pattern { got, want } => (
             "pattern",
-            format!("{} does not match the pattern {want}", short(&Value::String(got.to_string()))),
+            format!(
+                "{} does not match the pattern {want}",
+                short(&Value::String(got.to_string()))
+            ),
         ),
         ErrorKind::Minimum { got, want } => ("minimum", format!("must be >= {want}, got {got}")),
         ErrorKind::Maximum { got, want } => ("maximum", format!("must be <= {want}, got {got}")),
@@ -140,20 +162,23 @@ fn describe(kind: &ErrorKind<'_, '_>) -> (&'static str, String) {
         ErrorKind::ExclusiveMaximum { got, want } => {
             ("exclusiveMaximum", format!("must be < {want}, got {got}"))
         }
-        ErrorKind::MultipleOf { got, want } => {
-            ("multipleOf", format!("must be a multiple of {want}, got {got}"))
-        }
+        ErrorKind::MultipleOf { got, want } => (
+            "multipleOf",
+            format!("must be a multiple of {want}, got {got}"),
+        ),
         ErrorKind::FalseSchema => ("false", "no value is allowed here".to_owned()),
         ErrorKind::Not => ("not", "matches a schema it must not match".to_owned()),
-        ErrorKind::Contains => ("contains", "no item matches the `contains` schema".to_owned()),
+        ErrorKind::Contains => (
+            "contains",
+            "no item matches the `contains` schema".to_owned(),
+        ),
         ErrorKind::MinContains { .. } => ("minContains", kind.to_string()),
         ErrorKind::MaxContains { .. } => ("maxContains", kind.to_string()),
-        ErrorKind::AdditionalItems { got } => {
-            ("additionalItems", format!("{got} items too many"))
-        }
-        ErrorKind::PropertyName { prop } => {
-            ("propertyNames", format!("property name `{prop}` is not allowed"))
-        }
+        ErrorKind::AdditionalItems { got } => ("additionalItems", format!("{got} items too many")),
+        ErrorKind::PropertyName { prop } => (
+            "propertyNames",
+            format!("property name `{prop}` is not allowed"),
+        ),
         ErrorKind::ContentEncoding { .. } => ("contentEncoding", kind.to_string()),
         ErrorKind::ContentMediaType { .. } => ("contentMediaType", kind.to_string()),
         ErrorKind::RefCycle { .. } => ("$ref", kind.to_string()),
@@ -169,7 +194,9 @@ fn schema_pointer(url: &str) -> String {
     } else {
         fragment.to_owned()
     };
-    decoded.replace("/x-claij-oneOf/", "/oneOf/").replace("/x-claij-anyOf/", "/anyOf/")
+    decoded
+        .replace("/x-claij-oneOf/", "/oneOf/")
+        .replace("/x-claij-anyOf/", "/anyOf/")
 }
 
 fn percent_decode(s: &str) -> String {

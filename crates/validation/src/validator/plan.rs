@@ -2,7 +2,8 @@
 //! schema boon runs for everything else.
 //!
 //! A `oneOf`/`anyOf` whose branches all require the same property with a distinct `const` (or one-value
-//! `enum`) can match at most the branch that the value of that property names. Dispatching on the value
+//! `enum`) can match at most the branch that the value of that property names; so can a union whose
+//! branches have disjoint `type`s (`anyOf: [X, {"type": "null"}]`), by the instance's type. Dispatching
 //! gives the same verdict as trying every branch, in a fraction of the time, and lets a violation name
 //! the branch the model chose. Such a union is *planned* when every path from the root to it goes
 //! through keywords the walker follows (`properties`, `items`, `prefixItems`, `allOf`, `$ref` and the
@@ -67,9 +68,19 @@ pub(crate) struct Union {
     /// Pointer of the union keyword in the original schema (`/$defs/Call/oneOf`).
     pub schema_pointer: String,
     pub keyword: &'static str,
-    /// The discriminating property.
-    pub prop: String,
+    /// What tells the branches apart.
+    pub by: By,
     pub branches: Vec<Branch>,
+}
+
+/// How a planned union is discriminated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum By {
+    /// The value of this required property (a `const` per branch).
+    Prop(String),
+    /// The JSON type of the instance (branches with disjoint `type`s, like `anyOf: [X, {"type": "null"}]`);
+    /// each branch's value is the array of its type names.
+    Type,
 }
 
 /// One branch of a planned union.
@@ -85,7 +96,7 @@ pub(crate) struct Branch {
 type UnionKey = (String, &'static str);
 
 struct Candidate {
-    prop: String,
+    by: By,
     values: Vec<Value>,
 }
 
@@ -113,7 +124,15 @@ impl Plan {
         loop {
             let mut tainted = None;
             let mut seen = HashSet::new();
-            taint(schema, "", false, &candidates, legacy_ref, &mut seen, &mut tainted)?;
+            taint(
+                schema,
+                "",
+                false,
+                &candidates,
+                legacy_ref,
+                &mut seen,
+                &mut tainted,
+            )?;
             match tainted {
                 Some(key) => {
                     candidates.remove(&key);
@@ -161,7 +180,8 @@ fn renamed(keyword: &str) -> &'static str {
 fn optimizable(value: &Value, root: bool) -> bool {
     match value {
         Value::Object(map) => {
-            if DISABLING.iter().any(|k| map.contains_key(*k)) || (!root && map.contains_key("$id")) {
+            if DISABLING.iter().any(|k| map.contains_key(*k)) || (!root && map.contains_key("$id"))
+            {
                 return false;
             }
             map.values().all(|v| optimizable(v, false))
@@ -198,7 +218,9 @@ fn find_candidates(
             }
             for keyword in ["oneOf", "anyOf"] {
                 if let Some(Value::Array(branches)) = map.get(keyword) {
-                    if let Some(c) = discriminate(root, branches) {
+                    let found = discriminate(root, branches)
+                        .or_else(|| discriminate_by_type(root, branches));
+                    if let Some(c) = found {
                         out.insert((at.to_owned(), keyword), c);
                     }
                 }
@@ -234,11 +256,50 @@ fn discriminate(root: &Value, branches: &[Value]) -> Option<Candidate> {
             values.push(value.clone());
         }
         return Some(Candidate {
-            prop: prop.clone(),
+            by: By::Prop(prop.clone()),
             values,
         });
     }
     None
+}
+
+/// Branches whose `type`s do not overlap (`integer` overlaps `number`): the instance's type picks one.
+fn discriminate_by_type(root: &Value, branches: &[Value]) -> Option<Candidate> {
+    let mut values = Vec::with_capacity(branches.len());
+    let mut all: Vec<&str> = Vec::new();
+    for branch in branches {
+        let mut target = branch;
+        for _ in 0..16 {
+            match target.get("$ref").and_then(Value::as_str) {
+                Some(r) if target.get("type").is_none() => target = ref_target(root, r)?.1,
+                _ => break,
+            }
+        }
+        let types: Vec<&str> = match target.get("type")? {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().map(Value::as_str).collect::<Option<_>>()?,
+            _ => return None,
+        };
+        for t in &types {
+            let overlaps = |u: &&str| {
+                u == t || matches!((*u, *t), ("integer", "number") | ("number", "integer"))
+            };
+            if all.iter().any(overlaps) {
+                return None;
+            }
+        }
+        all.extend(types.iter().copied());
+        values.push(Value::Array(
+            types
+                .iter()
+                .map(|t| Value::String((*t).to_owned()))
+                .collect(),
+        ));
+    }
+    Some(Candidate {
+        by: By::Type,
+        values,
+    })
 }
 
 /// The required properties of a branch that carry a single allowed value, following `$ref`s.
@@ -259,7 +320,11 @@ fn branch_consts(root: &Value, branch: &Value, depth: u8) -> Option<Vec<(String,
                 continue;
             }
             let single = schema.get("const").cloned().or_else(|| {
-                match schema.get("enum").and_then(Value::as_array).map(Vec::as_slice) {
+                match schema
+                    .get("enum")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                {
                     Some([only]) => Some(only.clone()),
                     _ => None,
                 }
@@ -292,7 +357,8 @@ fn taint(
     let Some(Value::Object(map)) = root.pointer(at) else {
         return Some(());
     };
-    let mut visit = |pointer: String, t: bool| taint(root, &pointer, t, candidates, legacy_ref, seen, found);
+    let mut visit =
+        |pointer: String, t: bool| taint(root, &pointer, t, candidates, legacy_ref, seen, found);
     if let Some(Value::String(r)) = map.get("$ref") {
         let (target, _) = ref_target(root, r)?;
         visit(target, tainted)?;
@@ -391,7 +457,12 @@ impl Builder<'_> {
         Some((!empty).then(|| Arc::new(walk)))
     }
 
-    fn build_keywords(&mut self, at: &str, map: &Map<String, Value>, walk: &mut Walk) -> Option<()> {
+    fn build_keywords(
+        &mut self,
+        at: &str,
+        map: &Map<String, Value>,
+        walk: &mut Walk,
+    ) -> Option<()> {
         if let Some(Value::Object(props)) = map.get("properties") {
             for name in props.keys() {
                 if let Some(w) = self.walk(&push(&push(at, "properties"), name))? {
@@ -462,7 +533,7 @@ impl Builder<'_> {
         Some(Union {
             schema_pointer: push(at, keyword),
             keyword,
-            prop: c.prop.clone(),
+            by: c.by.clone(),
             branches,
         })
     }

@@ -31,7 +31,11 @@ fn tools() -> Value {
 
 #[test]
 fn base_schema_violations() {
-    check(claij_schema::base(), json!({"answer": "a", "state": "s"}), &[]);
+    check(
+        claij_schema::base(),
+        json!({"answer": "a", "state": "s"}),
+        &[],
+    );
     check(
         claij_schema::base(),
         json!([]),
@@ -49,7 +53,11 @@ fn base_schema_violations() {
 
 #[test]
 fn discriminated_union_reports_the_chosen_branch() {
-    check(tools(), json!({"calls": [{"tool": "search", "query": "x"}, {"tool": "add", "a": 1, "b": 2}]}), &[]);
+    check(
+        tools(),
+        json!({"calls": [{"tool": "search", "query": "x"}, {"tool": "add", "a": 1, "b": 2}]}),
+        &[],
+    );
     check(
         tools(),
         json!({"calls": [{"tool": "add", "a": "1", "b": 2}, {"tool": "search", "query": "", "extra": 1}]}),
@@ -69,10 +77,14 @@ fn discriminated_union_reports_the_chosen_branch() {
         ],
     );
     let v = Validator::new(&tools()).unwrap();
-    let err = v.validate(&json!({"calls": [{"tool": "add", "a": 1}]})).unwrap_err();
+    let err = v
+        .validate(&json!({"calls": [{"tool": "add", "a": 1}]}))
+        .unwrap_err();
     assert_eq!(err[0].schema_pointer, "/$defs/Add/required");
     assert_eq!(err[0].keyword, "required");
-    let err = v.validate(&json!({"calls": [{"tool": "nope"}]})).unwrap_err();
+    let err = v
+        .validate(&json!({"calls": [{"tool": "nope"}]}))
+        .unwrap_err();
     assert_eq!(err[0].schema_pointer, "/$defs/Call/oneOf");
     // The branches are dispatched, not tried one by one.
     assert!(format!("{v:?}").contains("dispatched_branches: 2"), "{v:?}");
@@ -100,7 +112,7 @@ fn union_under_not_stays_with_boon() {
 fn plain_any_of_reports_the_closest_alternative() {
     let schema = json!({"properties": {"x": {"anyOf": [
         {"type": "string", "maxLength": 2},
-        {"type": "object", "required": ["a", "b"]}
+        {"type": "string", "pattern": "^[0-9]+$", "minLength": 6}
     ]}}});
     check(
         schema,
@@ -109,6 +121,16 @@ fn plain_any_of_reports_the_closest_alternative() {
             "/x: matches none of the 2 allowed alternatives",
             "/x: expected at most 2 characters, got 4",
         ],
+    );
+    // Disjoint types: the type picks the alternative, and only its violations are reported.
+    let by_type = json!({"properties": {"x": {"anyOf": [
+        {"type": "string", "maxLength": 2},
+        {"type": "object", "required": ["a", "b"]}
+    ]}}});
+    check(
+        by_type,
+        json!({"x": "long"}),
+        &["/x: expected at most 2 characters, got 4"],
     );
 }
 
@@ -152,4 +174,37 @@ fn memoized_compiles_once() {
 fn invalid_schema_is_an_error() {
     let err = Validator::new(&json!({"type": "strng"})).unwrap_err();
     assert!(err.to_string().contains("/type"), "{err}");
+}
+
+#[test]
+fn nullable_unions_dispatch_by_type() {
+    let schema = json!({
+        "$defs": {"Money": {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}},
+        "properties": {"budget": {"anyOf": [{"$ref": "#/$defs/Money"}, {"type": "null"}]}}
+    });
+    check(schema.clone(), json!({"budget": null}), &[]);
+    check(schema.clone(), json!({"budget": {"amount": 5}}), &[]);
+    check(
+        schema.clone(),
+        json!({"budget": {"amount": "5"}}),
+        &["/budget/amount: expected number, got string"],
+    );
+    check(
+        schema.clone(),
+        json!({"budget": 3}),
+        &["/budget: expected object, null, got number"],
+    );
+    let v = Validator::new(&schema).unwrap();
+    assert!(format!("{v:?}").contains("dispatched_branches: 2"), "{v:?}");
+    // `integer` and `number` overlap: not planned, boon decides.
+    let overlapping = json!({"anyOf": [{"type": "integer"}, {"type": "number", "maximum": 1}]});
+    check(overlapping.clone(), json!(7), &[]);
+    check(
+        overlapping,
+        json!(7.5),
+        &[
+            "(root): matches none of the 2 allowed alternatives",
+            "(root): expected integer, got number",
+        ],
+    );
 }
