@@ -1,1 +1,271 @@
-//! Extraction of JSON from LLM prose.
+//! Extraction of JSON from LLM replies: code fences, `<json>` tags, prose around brackets, reasoning
+//! blocks, a byte order mark, several values, JSON escaped inside a JSON string.
+//!
+//! [`candidates`] lists every piece of a reply that may be the JSON, most likely first; [`recover`]
+//! repairs them in order and returns the first value it gets.
+//!
+//! ```
+//! use claij_validation::extract::recover;
+//!
+//! let reply = "<think>maybe {\"a\": 0}?</think>Sure! Here it is:\n```json\n{\"a\": 1,}\n```\nAnything else?";
+//! let recovered = recover(reply)?;
+//! assert_eq!(recovered.value, serde_json::json!({"a": 1}));
+//! # Ok::<(), claij_validation::repair::RepairError>(())
+//! ```
+
+mod scan;
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use crate::repair::{RepairError, Repaired, repair};
+use crate::{Fix, FixKind};
+
+/// A piece of a reply that may be the JSON value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate<'a> {
+    /// The text to repair: borrowed from the reply when it is one contiguous piece of it.
+    pub text: Cow<'a, str>,
+    /// Byte range of the reply the text comes from.
+    pub span: Range<usize>,
+    /// How the text was cut out of the reply ([`FixKind::Extracted`], [`FixKind::Unescaped`]).
+    pub fixes: Vec<Fix>,
+}
+
+/// The pieces of `reply` that may be its JSON value, in order of preference.
+///
+/// - A reply that is valid JSON as a whole is the first candidate, borrowed, with no fixes (a JSON
+///   string holding JSON is followed by its unescaped content).
+/// - `<think>`/`<thinking>` blocks are skipped entirely: JSON in reasoning never wins.
+/// - A reply that starts like JSON (`{`, `[`, `"`, after comments) is tried whole first.
+/// - Then `<json>` tags, fenced code blocks (```` ``` ```` or `~~~`, json-tagged first), and each
+///   bracketed value in the prose (brackets balanced, strings respected).
+/// - Last, the whole reply, for repair to make what it can of it.
+pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
+    let bom = if reply.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let body = trimmed(reply, bom..reply.len());
+    let mut out = Vec::new();
+    if let Some(text) = reply.get(body.clone())
+        && serde_json::from_str::<IgnoredAny>(text).is_ok()
+    {
+        let fixes = if bom > 0 {
+            vec![extracted("\u{feff}")]
+        } else {
+            Vec::new()
+        };
+        out.push(Candidate {
+            text: Cow::Borrowed(text),
+            span: body,
+            fixes,
+        });
+        push_unescaped(&mut out);
+        return out;
+    }
+    let visible = scan::visible_segments(reply, bom);
+    let whole = whole_candidate(reply, &visible);
+    let mut whole = whole.filter(|candidate| !candidate.text.is_empty());
+    if let Some(candidate) = whole.take_if(|candidate| scan::starts_like_json(&candidate.text)) {
+        // `{"a": 1} Hope this helps!`: valid JSON followed by prose is that JSON, not a repair of all.
+        if let Some(first) = visible.first()
+            && let Some(span) = scan::leading_valid_value(reply, first.clone())
+        {
+            let mut fixes = whole_fixes(reply, &visible);
+            fixes.push(extracted(
+                reply.get(span.end..first.end).unwrap_or_default().trim(),
+            ));
+            let text = reply.get(span.clone()).unwrap_or_default();
+            out.push(Candidate {
+                text: Cow::Borrowed(text),
+                span,
+                fixes,
+            });
+        }
+        out.push(candidate);
+    }
+    let mut pieces = Vec::new();
+    for segment in &visible {
+        pieces.extend(scan::json_tags(reply, segment.clone()));
+    }
+    let mut fences = Vec::new();
+    for segment in &visible {
+        fences.extend(scan::fences(reply, segment.clone()));
+    }
+    fences.sort_by_key(|fence| !fence.json);
+    pieces.extend(fences.into_iter().map(|fence| fence.piece));
+    for segment in &visible {
+        pieces.extend(scan::bracket_spans(reply, segment.clone()));
+    }
+    for piece in pieces {
+        let span = trimmed(reply, piece.content.clone());
+        let Some(text) = reply.get(span.clone()).filter(|text| !text.is_empty()) else {
+            continue;
+        };
+        if out.iter().any(|candidate| candidate.text == text) {
+            continue;
+        }
+        let mut fixes = whole_fixes(reply, &visible);
+        if span != body {
+            fixes.push(extracted(piece.what));
+        }
+        out.push(Candidate {
+            text: Cow::Borrowed(text),
+            span,
+            fixes,
+        });
+        push_unescaped(&mut out);
+    }
+    if let Some(candidate) = whole
+        && !out.iter().any(|earlier| earlier.text == candidate.text)
+    {
+        out.push(candidate);
+    }
+    out
+}
+
+/// Recover the JSON value of an LLM reply: [`repair`] each of the [`candidates`] in order and return
+/// the first value, with the extraction fixes followed by the repair fixes.
+///
+/// A reply that is valid JSON as a whole is returned unchanged, without fixes.
+///
+/// # Errors
+///
+/// [`RepairError::Empty`] when the reply is empty (or only reasoning), otherwise the error of the most
+/// preferred candidate, positioned in the reply where the candidate is a piece of it.
+pub fn recover(reply: &str) -> Result<Repaired, RepairError> {
+    if let Ok(value) = serde_json::from_str::<Value>(reply) {
+        return Ok(Repaired {
+            value,
+            fixes: Vec::new(),
+        });
+    }
+    let mut first_error = None;
+    for candidate in candidates(reply) {
+        match repair(&candidate.text) {
+            Ok(repaired) => {
+                let mut fixes = candidate.fixes;
+                fixes.extend(repaired.fixes);
+                return Ok(Repaired {
+                    value: repaired.value,
+                    fixes,
+                });
+            }
+            Err(error) => {
+                if first_error.is_none() {
+                    first_error = Some(match candidate.text {
+                        Cow::Borrowed(_) => error.shifted(reply, candidate.span.start),
+                        Cow::Owned(_) => error,
+                    });
+                }
+            }
+        }
+    }
+    Err(first_error.unwrap_or(RepairError::Empty))
+}
+
+/// The reply without reasoning blocks and byte order mark: borrowed when that is one piece.
+fn whole_candidate<'a>(reply: &'a str, visible: &[Range<usize>]) -> Option<Candidate<'a>> {
+    let first = visible.first()?.start;
+    let last = visible.last()?.end;
+    let fixes = whole_fixes(reply, visible);
+    if let [only] = visible {
+        let span = trimmed(reply, only.clone());
+        let text = reply.get(span.clone())?;
+        return Some(Candidate {
+            text: Cow::Borrowed(text),
+            span,
+            fixes,
+        });
+    }
+    let mut text = String::new();
+    for segment in visible {
+        let piece = reply.get(segment.clone()).unwrap_or_default().trim();
+        if !piece.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(piece);
+        }
+    }
+    Some(Candidate {
+        text: Cow::Owned(text),
+        span: first..last,
+        fixes,
+    })
+}
+
+/// Fixes for what was left out of every candidate: a byte order mark, reasoning blocks.
+fn whole_fixes(reply: &str, visible: &[Range<usize>]) -> Vec<Fix> {
+    let mut fixes = Vec::new();
+    let mut at = 0;
+    for segment in visible
+        .iter()
+        .chain(std::iter::once(&(reply.len()..reply.len())))
+    {
+        if let Some(gap) = reply.get(at..segment.start)
+            && !gap.trim().is_empty()
+        {
+            fixes.push(extracted(gap.trim()));
+        }
+        at = segment.end;
+    }
+    fixes
+}
+
+/// After a candidate that is a JSON string holding a JSON object or array, add that JSON unescaped.
+fn push_unescaped(out: &mut Vec<Candidate<'_>>) {
+    let Some(last) = out.last() else { return };
+    if !last.text.starts_with('"') {
+        return;
+    }
+    let Ok(inner) = serde_json::from_str::<String>(&last.text) else {
+        return;
+    };
+    let content = inner.trim();
+    if !(content.starts_with('{') || content.starts_with('[')) {
+        return;
+    }
+    if serde_json::from_str::<IgnoredAny>(content).is_err() {
+        return;
+    }
+    let mut fixes = last.fixes.clone();
+    fixes.push(Fix {
+        pointer: String::new(),
+        kind: FixKind::Unescaped,
+        before: crate::repair::excerpt(&last.text),
+        after: crate::repair::excerpt(content),
+    });
+    let candidate = Candidate {
+        text: Cow::Owned(content.to_owned()),
+        span: last.span.clone(),
+        fixes,
+    };
+    out.push(candidate);
+}
+
+/// `range` without surrounding whitespace.
+fn trimmed(reply: &str, range: Range<usize>) -> Range<usize> {
+    let Some(text) = reply.get(range.clone()) else {
+        return range.start..range.start;
+    };
+    let start = range.start + (text.len() - text.trim_start().len());
+    let end = range.end - (text.len() - text.trim_end().len());
+    start..end.max(start)
+}
+
+fn extracted(cut: &str) -> Fix {
+    Fix {
+        pointer: String::new(),
+        kind: FixKind::Extracted,
+        before: crate::repair::excerpt(cut),
+        after: String::new(),
+    }
+}

@@ -44,6 +44,8 @@ pub enum FixKind {
     UnquotedString,
     /// A quote inside a string was escaped.
     UnescapedQuote,
+    /// A missing start or end quote of a string was inserted.
+    MissingQuote,
     /// A control character or invalid escape inside a string was escaped or fixed.
     StringEscape,
     /// A Python or JavaScript literal (`True`, `None`, `undefined`, ...) was converted.

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod corpus;
+mod repair;
 mod validator;
 
 use serde_json::Value;

@@ -1,0 +1,100 @@
+//! Repair speed: valid JSON against `serde_json` (the fast path), throughput on malformed JSON
+//! (`big.valid.json` with single quotes and trailing commas) and on the inputs of the repair corpora.
+//!
+//! Run with `cargo bench -p claij-validation --bench repair`.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use claij_validation::extract::recover;
+use claij_validation::repair::repair;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+
+/// A file under the shared directory (`../shared`), as text.
+fn shared(path: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `valid` with single quotes for double ones and a trailing comma before every closing bracket.
+fn malformed(valid: &str) -> String {
+    let mut out = String::with_capacity(valid.len() + valid.len() / 8);
+    for c in valid.chars() {
+        match c {
+            '"' => out.push('\''),
+            '}' | ']' => {
+                out.push(',');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The inputs of both repair corpora.
+fn corpus_inputs() -> Vec<String> {
+    ["corpora/jsonrepair.jsonl", "corpora/json_repair_py.jsonl"]
+        .iter()
+        .flat_map(|file| {
+            shared(file)
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter_map(|row| row.get("input").and_then(Value::as_str).map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn valid(c: &mut Criterion) {
+    let text = shared("bench/big.valid.json");
+    let mut group = c.benchmark_group("valid");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("serde_json::from_str", |b| {
+        b.iter(|| black_box(serde_json::from_str::<Value>(black_box(&text)).is_ok()))
+    });
+    group.bench_function("repair", |b| {
+        b.iter(|| black_box(repair(black_box(&text)).is_ok()))
+    });
+    group.bench_function("recover", |b| {
+        b.iter(|| black_box(recover(black_box(&text)).is_ok()))
+    });
+    group.finish();
+}
+
+fn malformed_json(c: &mut Criterion) {
+    let text = malformed(&shared("bench/big.valid.json"));
+    assert!(repair(&text).is_ok(), "the malformed fixture must repair");
+    let mut group = c.benchmark_group("malformed");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("repair", |b| {
+        b.iter(|| black_box(repair(black_box(&text)).is_ok()))
+    });
+    let reply = format!("Here is the result:\n```json\n{text}\n```\nLet me know if you need more.");
+    group.throughput(Throughput::Bytes(reply.len() as u64));
+    group.bench_function("recover-from-prose", |b| {
+        b.iter(|| black_box(recover(black_box(&reply)).is_ok()))
+    });
+    group.finish();
+}
+
+fn corpora(c: &mut Criterion) {
+    let inputs = corpus_inputs();
+    let bytes: usize = inputs.iter().map(String::len).sum();
+    let mut group = c.benchmark_group("corpora");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("recover-all-inputs", |b| {
+        b.iter(|| {
+            for input in &inputs {
+                black_box(recover(black_box(input)).is_ok());
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, valid, malformed_json, corpora);
+criterion_main!(benches);

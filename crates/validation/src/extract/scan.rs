@@ -1,0 +1,327 @@
+//! Scanners over a reply: reasoning blocks, `<json>` tags, code fences and bracketed values in prose.
+//! All offsets are byte offsets into the reply.
+
+use std::ops::Range;
+
+/// A piece of the reply that may hold JSON.
+pub(super) struct Piece {
+    /// Where the JSON text is.
+    pub(super) content: Range<usize>,
+    /// What was cut away around it, for the fix.
+    pub(super) what: &'static str,
+}
+
+/// A fenced code block.
+pub(super) struct Fence {
+    pub(super) piece: Piece,
+    /// Whether its language tag says JSON.
+    pub(super) json: bool,
+}
+
+/// Opening reasoning tags and their closers.
+const REASONING: &[(&str, &str)] = &[("<think>", "</think>"), ("<thinking>", "</thinking>")];
+
+/// The parts of `reply` (from `start`) outside reasoning blocks. An unclosed block runs to the end; a
+/// closing tag without an opening one ends reasoning that started at the beginning of the reply.
+pub(super) fn visible_segments(reply: &str, start: usize) -> Vec<Range<usize>> {
+    let mut segments = Vec::new();
+    let mut at = start;
+    // `...reasoning</think> {"a": 1}`: some providers drop the opening tag.
+    let first_open = REASONING
+        .iter()
+        .filter_map(|(open, _)| find_ci(reply, at, open))
+        .min();
+    let first_close = REASONING
+        .iter()
+        .filter_map(|(_, close)| find_ci(reply, at, close).map(|c| (c, close.len())))
+        .min();
+    if let Some((close_at, len)) = first_close
+        && first_open.is_none_or(|open_at| close_at < open_at)
+    {
+        at = close_at + len;
+    }
+    while at <= reply.len() {
+        let next = REASONING
+            .iter()
+            .filter_map(|(open, close)| find_ci(reply, at, open).map(|o| (o, *open, *close)))
+            .min_by_key(|(o, _, _)| *o);
+        let Some((open_at, open, close)) = next else {
+            segments.push(at..reply.len());
+            break;
+        };
+        segments.push(at..open_at);
+        match find_ci(reply, open_at + open.len(), close) {
+            Some(close_at) => at = close_at + close.len(),
+            None => break,
+        }
+    }
+    segments.retain(|segment| {
+        reply
+            .get(segment.clone())
+            .is_some_and(|text| !text.trim().is_empty())
+    });
+    segments
+}
+
+/// Whether `text` starts like a JSON document: `{`, `[` or `"`, after whitespace and comments.
+pub(super) fn starts_like_json(text: &str) -> bool {
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("/*") {
+            rest = after
+                .find("*/")
+                .map_or("", |end| after.get(end + 2..).unwrap_or_default())
+                .trim_start();
+        } else if let Some(after) = rest.strip_prefix("//") {
+            rest = after
+                .find('\n')
+                .map_or("", |end| after.get(end..).unwrap_or_default())
+                .trim_start();
+        } else {
+            break;
+        }
+    }
+    rest.starts_with(['{', '[', '"'])
+}
+
+/// Contents of `<json>...</json>` tags in `segment` (an unclosed tag runs to the segment's end).
+pub(super) fn json_tags(reply: &str, segment: Range<usize>) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut at = segment.start;
+    while let Some(open) = find_ci(reply, at, "<json>").filter(|&open| open < segment.end) {
+        let start = open + "<json>".len();
+        let end = find_ci(reply, start, "</json>")
+            .filter(|&end| end <= segment.end)
+            .unwrap_or(segment.end);
+        pieces.push(Piece {
+            content: start..end,
+            what: "<json>…</json>",
+        });
+        at = end;
+        if at >= segment.end {
+            break;
+        }
+    }
+    pieces
+}
+
+/// Fenced code blocks (```` ``` ```` or `~~~`, three or more) in `segment`, in order.
+pub(super) fn fences(reply: &str, segment: Range<usize>) -> Vec<Fence> {
+    let bytes = reply.as_bytes();
+    let mut out = Vec::new();
+    let mut at = segment.start;
+    while let Some((open, ticks, mark)) = next_fence_run(bytes, at, segment.end) {
+        let after_run = open + ticks;
+        let opens = open == segment.start
+            || bytes
+                .get(open - 1)
+                .is_some_and(|&b| b.is_ascii_whitespace() || b == b':' || b == b'>');
+        if !opens {
+            at = after_run;
+            continue;
+        }
+        let mut start = after_run;
+        let mut tag = start;
+        while bytes
+            .get(tag)
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'.' | b'-'))
+        {
+            tag += 1;
+        }
+        let language = reply.get(start..tag).unwrap_or_default();
+        if !language.is_empty() {
+            start = tag;
+        }
+        let json = language.to_ascii_lowercase().starts_with("json");
+        let (end, resume) = match closing_fence(bytes, start, segment.end, mark) {
+            Some((close, len)) => (close, close + len),
+            None => (segment.end, segment.end),
+        };
+        out.push(Fence {
+            piece: Piece {
+                content: start..end,
+                what: "``` fence",
+            },
+            json,
+        });
+        at = resume;
+    }
+    out
+}
+
+/// The next run of three or more `mark` (back tick or tilde) in `from..end`: (offset, length, mark).
+fn next_fence_run(bytes: &[u8], from: usize, end: usize) -> Option<(usize, usize, u8)> {
+    let mut i = from;
+    while i < end {
+        let b = *bytes.get(i)?;
+        if b == b'`' || b == b'~' {
+            let len = run_len(bytes, i, end, b);
+            if len >= 3 {
+                return Some((i, len, b));
+            }
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+fn run_len(bytes: &[u8], at: usize, end: usize, mark: u8) -> usize {
+    bytes
+        .get(at..end)
+        .map_or(0, |rest| rest.iter().take_while(|&&b| b == mark).count())
+}
+
+/// The closing fence for content starting at `from`: preferably a run at the start of a line, else
+/// the first run (inline fences like ```` ```{"a": 1}``` ````).
+fn closing_fence(bytes: &[u8], from: usize, end: usize, mark: u8) -> Option<(usize, usize)> {
+    let mut first = None;
+    let mut at = from;
+    while let Some((run, len, found)) = next_fence_run(bytes, at, end) {
+        if found == mark {
+            let mut k = run;
+            while k > from && matches!(bytes.get(k - 1), Some(b' ' | b'\t')) {
+                k -= 1;
+            }
+            if k > from && bytes.get(k - 1) == Some(&b'\n') {
+                return Some((run, len));
+            }
+            first.get_or_insert((run, len));
+        }
+        at = run + len;
+    }
+    first
+}
+
+/// Bracketed values (`{...}` or `[...]`, balanced, strings respected) in the prose of `segment`, in
+/// order. Brackets that do not open JSON-looking content (`[1]` citations aside) are skipped, and the
+/// scan looks inside them instead.
+pub(super) fn bracket_spans(reply: &str, segment: Range<usize>) -> Vec<Piece> {
+    let bytes = reply.as_bytes();
+    let mut out = Vec::new();
+    let mut i = segment.start;
+    while i < segment.end {
+        let Some(&b) = bytes.get(i) else { break };
+        if (b == b'{' || b == b'[') && opens_json(reply, i) {
+            let end = balanced_end(bytes, i, segment.end);
+            out.push(Piece {
+                content: i..end,
+                what: "prose around the json",
+            });
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether the bracket at `at` opens something that looks like JSON rather than prose.
+fn opens_json(reply: &str, at: usize) -> bool {
+    let Some(rest) = reply.get(at + 1..) else {
+        return false;
+    };
+    let open = reply.as_bytes().get(at).copied();
+    let inner = rest.trim_start();
+    let Some(first) = inner.chars().next() else {
+        return true;
+    };
+    if matches!(first, '"' | '\'' | '\u{201c}' | '\u{2018}' | '{' | '[')
+        || (first == '\\' && inner.get(1..).is_some_and(|after| after.starts_with('"')))
+    {
+        return true;
+    }
+    if open == Some(b'{') {
+        if first == '}' {
+            return true;
+        }
+        // `{name: ...}`: an unquoted key.
+        let word = inner
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(inner.len());
+        return word > 0
+            && inner
+                .get(word..)
+                .is_some_and(|after| after.trim_start().starts_with(':'));
+    }
+    if first == ']' || first == '-' || first == '.' || first.is_ascii_digit() {
+        return true;
+    }
+    ["true", "false", "null", "True", "False", "None"]
+        .iter()
+        .any(|keyword| {
+            inner
+                .strip_prefix(keyword)
+                .is_some_and(|after| after.trim_start().starts_with([',', ']']))
+        })
+}
+
+/// The bracketed value that opens `segment`, when it is valid JSON and prose (not another value)
+/// follows it.
+pub(super) fn leading_valid_value(reply: &str, segment: Range<usize>) -> Option<Range<usize>> {
+    let text = reply.get(segment.clone())?;
+    let start = segment.start + (text.len() - text.trim_start().len());
+    if !matches!(reply.as_bytes().get(start), Some(b'{' | b'[')) {
+        return None;
+    }
+    let end = balanced_end(reply.as_bytes(), start, segment.end);
+    let rest = reply.get(end..segment.end)?.trim_start();
+    if rest.is_empty() || rest.starts_with(['{', '[', ',', '/', '#']) {
+        return None;
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(reply.get(start..end)?).ok()?;
+    Some(start..end)
+}
+
+/// End (exclusive) of the bracketed value opening at `open`: after its matching closer, or `end`.
+fn balanced_end(bytes: &[u8], open: usize, end: usize) -> usize {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = open;
+    while i < end {
+        let Some(&b) = bytes.get(i) else { break };
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                // `{\"a\": 1}`: JSON escaped in a string; its quotes are not strings.
+                b'\\' => i += 1,
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return i + 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    end
+}
+
+/// First offset of `needle` (ASCII, any case) in `reply` at or after `from`.
+fn find_ci(reply: &str, from: usize, needle: &str) -> Option<usize> {
+    let bytes = reply.as_bytes();
+    let needle = needle.as_bytes();
+    let first = *needle.first()?;
+    let mut at = from;
+    while let Some(offset) = bytes.get(at..)?.iter().position(|&b| b == first) {
+        let found = at + offset;
+        if bytes
+            .get(found..found + needle.len())
+            .is_some_and(|window| window.eq_ignore_ascii_case(needle))
+        {
+            return Some(found);
+        }
+        at = found + 1;
+    }
+    None
+}

@@ -1,0 +1,186 @@
+//! Unit tests for extraction: a reply and the candidate texts it must yield, in order.
+
+use std::borrow::Cow;
+
+use serde_json::json;
+
+use super::{candidates, recover};
+use crate::FixKind;
+use crate::repair::RepairError;
+
+#[track_caller]
+fn check(reply: &str, expected: &[&str]) {
+    let found = candidates(reply);
+    let texts: Vec<&str> = found
+        .iter()
+        .map(|candidate| candidate.text.as_ref())
+        .collect();
+    assert_eq!(texts, expected, "reply {reply:?}");
+    for candidate in &found {
+        if let Cow::Borrowed(text) = candidate.text {
+            assert_eq!(
+                reply.get(candidate.span.clone()),
+                Some(text),
+                "span of {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn valid_json_is_the_only_candidate() {
+    check(r#"{"a": 1}"#, &[r#"{"a": 1}"#]);
+    check(" [1, 2]\n", &["[1, 2]"]);
+    check("\u{feff}{\"a\": 1}", &[r#"{"a": 1}"#]);
+    let found = candidates(r#"{"a": 1}"#);
+    assert!(matches!(found[0].text, Cow::Borrowed(_)));
+    assert!(found[0].fixes.is_empty());
+}
+
+#[test]
+fn json_escaped_in_a_string_is_unescaped() {
+    check(r#""{\"a\": 1}""#, &[r#""{\"a\": 1}""#, r#"{"a": 1}"#]);
+    let found = candidates(r#""{\"a\": 1}""#);
+    assert_eq!(
+        found[1].fixes.last().map(|fix| fix.kind),
+        Some(FixKind::Unescaped)
+    );
+    // A string that merely starts with a bracket stays a string.
+    check(r#""[citation needed""#, &[r#""[citation needed""#]);
+}
+
+#[test]
+fn fences() {
+    check(
+        "Here:\n```json\n{\"a\": 1}\n```\nDone.",
+        &["{\"a\": 1}", "Here:\n```json\n{\"a\": 1}\n```\nDone."],
+    );
+    check("```\n[1]\n```", &["[1]", "```\n[1]\n```"]);
+    check(
+        "~~~json\n{\"a\": 1}\n~~~",
+        &["{\"a\": 1}", "~~~json\n{\"a\": 1}\n~~~"],
+    );
+    check(
+        "Sure: ```json {\"a\": 1} ``` ok",
+        &["{\"a\": 1}", "Sure: ```json {\"a\": 1} ``` ok"],
+    );
+    // The json-tagged fence comes before the others.
+    check(
+        "```python\nprint({'x': 1})\n```\n```json\n{\"a\": 1}\n```",
+        &[
+            "{\"a\": 1}",
+            "print({'x': 1})",
+            "{'x': 1}",
+            "```python\nprint({'x': 1})\n```\n```json\n{\"a\": 1}\n```",
+        ],
+    );
+    // A fence inside a JSON string does not close the block.
+    check(
+        "```json\n{\"code\": \"```py\\nx\\n```\"}\n```",
+        &[
+            "{\"code\": \"```py\\nx\\n```\"}",
+            "```json\n{\"code\": \"```py\\nx\\n```\"}\n```",
+        ],
+    );
+    // An unclosed fence runs to the end.
+    check("```json\n{\"a\": 1", &["{\"a\": 1", "```json\n{\"a\": 1"]);
+}
+
+#[test]
+fn tags_and_prose() {
+    check(
+        "<json>{\"a\": 1}</json>",
+        &["{\"a\": 1}", "<json>{\"a\": 1}</json>"],
+    );
+    check(
+        "The answer is {\"a\": 1}. Hope it helps!",
+        &["{\"a\": 1}", "The answer is {\"a\": 1}. Hope it helps!"],
+    );
+    check(
+        "See [1] and {\"a\": \"}\"} then [2, 3]",
+        &[
+            "[1]",
+            "{\"a\": \"}\"}",
+            "[2, 3]",
+            "See [1] and {\"a\": \"}\"} then [2, 3]",
+        ],
+    );
+    // Brackets around prose are looked into, not taken.
+    check(
+        "(see {this note} and {\"a\": 1})",
+        &["{\"a\": 1}", "(see {this note} and {\"a\": 1})"],
+    );
+    check("no json here", &["no json here"]);
+    check("", &[]);
+}
+
+#[test]
+fn reasoning_is_skipped() {
+    check("<think>{\"a\": 0}</think>\n{\"a\": 1}", &["{\"a\": 1}"]);
+    check(
+        "<thinking>{\"a\": 0}</thinking> ok {\"a\": 1}",
+        &["{\"a\": 1}", "ok {\"a\": 1}"],
+    );
+    check("plan {\"a\": 0}</think>{\"a\": 1}", &["{\"a\": 1}"]);
+    check("<think>{\"a\": 0} and never closed", &[]);
+    let found = candidates("<think>hmm</think>{\"a\": 1}");
+    assert_eq!(found[0].fixes[0].kind, FixKind::Extracted);
+}
+
+#[test]
+fn starts_like_json_goes_first() {
+    // A reply that starts with a bracket is repaired whole before its pieces are tried...
+    check(
+        "{'a': 1} and {\"b\": 2}",
+        &["{'a': 1} and {\"b\": 2}", "{'a': 1}", "{\"b\": 2}"],
+    );
+    // ...unless it starts with valid JSON followed by prose.
+    check(
+        "[1, 2] and {\"a\": 1}",
+        &["[1, 2]", "[1, 2] and {\"a\": 1}", "{\"a\": 1}"],
+    );
+    check(
+        "{\"a\": [\"[\"]} Hope this helps!",
+        &["{\"a\": [\"[\"]}", "{\"a\": [\"[\"]} Hope this helps!"],
+    );
+    check(
+        "/* c */ {\"a\": 1,}",
+        &["/* c */ {\"a\": 1,}", "{\"a\": 1,}"],
+    );
+}
+
+#[test]
+fn recover_takes_the_first_value() {
+    let recovered = recover("Sure!\n```json\n{'a': 1,}\n```").unwrap();
+    assert_eq!(recovered.value, json!({"a": 1}));
+    let kinds: Vec<FixKind> = recovered.fixes.iter().map(|fix| fix.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            FixKind::Extracted,
+            FixKind::QuoteStyle,
+            FixKind::TrailingComma
+        ]
+    );
+    assert_eq!(
+        recover("{\"a\": 1}\n\nThat is all.").unwrap().value,
+        json!({"a": 1})
+    );
+    assert_eq!(
+        recover("Result: \"{\\\"a\\\": 1}\"").unwrap().value,
+        json!({"a": 1})
+    );
+    assert!(recover("{\"a\": 1}").unwrap().fixes.is_empty());
+}
+
+#[test]
+fn recover_errors() {
+    assert_eq!(recover(""), Err(RepairError::Empty));
+    assert_eq!(
+        recover("<think>{\"a\": 1}</think>"),
+        Err(RepairError::Empty)
+    );
+    // The error is placed in the reply, not in the piece that was repaired.
+    let error = recover("Here:\n{\"a\" ]").unwrap_err();
+    assert_eq!(error.offset(), Some(11), "{error}");
+}

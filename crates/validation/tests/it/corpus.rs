@@ -1,0 +1,266 @@
+//! The shared repair corpora (jsonrepair's and json_repair's test vectors) run through
+//! `extract::recover`, compared by value, with claij's deliberate policy differences listed.
+//!
+//! Measure with `cargo test -p claij-validation --test it corpus -- --nocapture`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use claij_validation::extract::recover;
+use serde_json::Value;
+
+/// Passing cases of `jsonrepair.jsonl` last measured; the test fails below it.
+const JSONREPAIR_FLOOR: usize = 410;
+/// Passing cases of `json_repair_py.jsonl` last measured; the test fails below it.
+const JSON_REPAIR_PY_FLOOR: usize = 234;
+
+/// Cases where claij deliberately decides otherwise than the source project (see REPAIR_POLICY.md).
+const POLICY: &[(&str, &str)] = &[
+    // jsonrepair
+    (
+        "jsonrepair/should_add_remove_escape_characters/6",
+        "an unknown escape keeps its backslash (`\\d` in a regular expression), jsonrepair drops it",
+    ),
+    (
+        "jsonrepair/should_strip_jsonp_notation/14",
+        "`callback {}`: extraction takes the object out of the prose",
+    ),
+    (
+        "jsonrepair/should_throw_an_exception_in_case_of_non_repairable_issues/4",
+        "`{\"a\":2}{}`: values back to back are all kept, empty ones dropped",
+    ),
+    (
+        "jsonrepair/should_throw_an_exception_in_case_of_non_repairable_issues/6",
+        "`{\"a\":2}foo`: prose after the value is cut off by extraction",
+    ),
+    (
+        "jsonrepair/should_throw_an_exception_in_case_of_non_repairable_issues/7",
+        "`foo [`: extraction takes the truncated array out of the prose",
+    ),
+    (
+        "jsonrepair/should_throw_an_exception_in_case_of_non_repairable_issues/11",
+        "a raw control character in a string is escaped, not rejected",
+    ),
+    (
+        "jsonrepair/should_throw_an_exception_in_case_of_non_repairable_issues/12",
+        "a raw control character in a string is escaped, not rejected",
+    ),
+    // json_repair
+    (
+        "json_repair_py/json_repair/multiple_jsons/5",
+        "the first json fence is the value; json_repair gathers all fences",
+    ),
+    (
+        "json_repair_py/json_repair/multiple_jsons/6",
+        "values back to back become an array; json_repair keeps the last of same-shaped values",
+    ),
+    (
+        "json_repair_py/json_repair/repair_json_skip_json_loads/2",
+        "a missing value is null (jsonrepair), not \"\"",
+    ),
+    (
+        "json_repair_py/parse_object/parse_object_edge_cases/31",
+        "a missing value is null (jsonrepair), not \"\"",
+    ),
+    (
+        "json_repair_py/parse_object/parse_object_merge_at_the_end/2",
+        "a missing value is null (jsonrepair), not \"\"",
+    ),
+    (
+        "json_repair_py/parse_string/parse_string/4",
+        "a bare word is a string (jsonrepair), not nothing",
+    ),
+    (
+        "json_repair_py/parse_string/escaping/1",
+        "`'\"'` is the string `\"`, not nothing",
+    ),
+    (
+        "json_repair_py/parse_string/parse_string_logs_invalid_code_fences/1",
+        "valid JSON passes through unchanged",
+    ),
+    (
+        "json_repair_py/parse_string/parse_boolean_or_null/1",
+        "a bare `True` is true (jsonrepair), not \"\"",
+    ),
+    (
+        "json_repair_py/parse_string/parse_boolean_or_null/2",
+        "a bare `False` is false (jsonrepair), not \"\"",
+    ),
+    (
+        "json_repair_py/parse_string/parse_boolean_or_null/3",
+        "a bare `Null` is null (jsonrepair), not \"\"",
+    ),
+    (
+        "json_repair_py/schema_repairer/repair_json_valid_empty_string_returns_empty/1",
+        "`\"\"` is valid JSON: the empty string",
+    ),
+];
+
+#[test]
+fn jsonrepair_corpus() {
+    let report = run("jsonrepair.jsonl");
+    report.print("jsonrepair.jsonl");
+    assert!(
+        report.passed >= JSONREPAIR_FLOOR,
+        "jsonrepair.jsonl: {} passed, floor {JSONREPAIR_FLOOR}",
+        report.passed
+    );
+    assert!(
+        report.stale_policy.is_empty(),
+        "policy entries that now pass: {:?}",
+        report.stale_policy
+    );
+}
+
+#[test]
+fn json_repair_py_corpus() {
+    let report = run("json_repair_py.jsonl");
+    report.print("json_repair_py.jsonl");
+    assert!(
+        report.passed >= JSON_REPAIR_PY_FLOOR,
+        "json_repair_py.jsonl: {} passed, floor {JSON_REPAIR_PY_FLOOR}",
+        report.passed
+    );
+    assert!(
+        report.stale_policy.is_empty(),
+        "policy entries that now pass: {:?}",
+        report.stale_policy
+    );
+}
+
+/// One line of a corpus.
+struct Case {
+    id: String,
+    input: String,
+    expected: Value,
+    expects_error: bool,
+    skip: Option<&'static str>,
+}
+
+#[derive(Default)]
+struct Report {
+    total: usize,
+    passed: usize,
+    /// Cases not run, by reason.
+    skipped: BTreeMap<&'static str, usize>,
+    /// Documented policy differences.
+    policy: Vec<String>,
+    /// Policy entries whose case passes (the list needs updating).
+    stale_policy: Vec<String>,
+    /// Failing ids with what we got.
+    failed: Vec<(String, String)>,
+}
+
+impl Report {
+    fn considered(&self) -> usize {
+        self.total - self.skipped.values().sum::<usize>()
+    }
+
+    #[allow(clippy::print_stderr, reason = "the report is the output")]
+    fn print(&self, name: &str) {
+        let considered = self.considered();
+        let rate = |n: usize| 100.0 * n as f64 / considered.max(1) as f64;
+        eprintln!(
+            "{name}: {}/{considered} passed ({:.1}%), {} policy differences ({:.1}% with them), {} failed, {} skipped {:?}",
+            self.passed,
+            rate(self.passed),
+            self.policy.len(),
+            rate(self.passed + self.policy.len()),
+            self.failed.len(),
+            self.total - considered,
+            self.skipped,
+        );
+        for (id, got) in &self.failed {
+            let got: String = got.chars().take(300).collect();
+            eprintln!("  FAILED {id}: {got}");
+        }
+    }
+}
+
+fn run(file: &str) -> Report {
+    let mut report = Report::default();
+    for case in load(file) {
+        report.total += 1;
+        if let Some(reason) = case.skip {
+            *report.skipped.entry(reason).or_default() += 1;
+            continue;
+        }
+        let result = recover(&case.input);
+        let pass = match &result {
+            Ok(repaired) => !case.expects_error && same(&repaired.value, &case.expected),
+            Err(_) => case.expects_error,
+        };
+        let policy = POLICY.iter().any(|(id, _)| *id == case.id);
+        match (pass, policy) {
+            (true, false) => report.passed += 1,
+            (true, true) => report.stale_policy.push(case.id),
+            (false, true) => report.policy.push(case.id),
+            (false, false) => {
+                let got = match result {
+                    Ok(repaired) => {
+                        format!("got {} expected {}", repaired.value, show_expected(&case))
+                    }
+                    Err(error) => format!("error {error}, expected {}", show_expected(&case)),
+                };
+                report.failed.push((case.id, got));
+            }
+        }
+    }
+    report
+}
+
+fn show_expected(case: &Case) -> String {
+    if case.expects_error {
+        "an error".to_owned()
+    } else {
+        case.expected.to_string()
+    }
+}
+
+fn load(file: &str) -> Vec<Case> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpora")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let row: Value = serde_json::from_str(line).unwrap();
+            let options = row.get("options").cloned().unwrap_or(Value::Null);
+            let skip = if row.get("schema").is_some() {
+                Some("schema-guided (coercion stage)")
+            } else if options.get("strict") == Some(&Value::Bool(true)) {
+                Some("strict mode (claij has none)")
+            } else if options.get("schema_repair_mode").is_some() {
+                Some("schema_repair_mode without a schema (API misuse)")
+            } else {
+                None
+            };
+            Case {
+                id: row["id"].as_str().unwrap().to_owned(),
+                input: row["input"].as_str().unwrap().to_owned(),
+                expected: row["expected"].clone(),
+                expects_error: row["expects_error"].as_bool().unwrap(),
+                skip,
+            }
+        })
+        .collect()
+}
+
+/// Equality of values, numbers compared by value (`1` equals `1.0`: the corpora went through parsers
+/// that do not keep the distinction).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(xs), Value::Object(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(k, x)| ys.get(k).is_some_and(|y| same(x, y)))
+        }
+        _ => a == b,
+    }
+}
