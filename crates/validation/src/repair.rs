@@ -18,10 +18,12 @@
 mod chars;
 mod containers;
 mod parser;
+mod quotes;
 mod scalars;
 mod strings;
 #[cfg(test)]
 mod tests;
+mod words;
 
 use serde_json::Value;
 

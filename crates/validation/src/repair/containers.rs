@@ -7,6 +7,18 @@ use super::chars::{is_quote, is_value_start};
 use super::parser::Parser;
 use crate::FixKind;
 
+/// What stands where an object key should be.
+enum Key {
+    /// A key (quoted or not).
+    Found { key: String, quoted: bool },
+    /// Something skipped (a stray quote or colon): look again.
+    Skipped,
+    /// An array merged into the previous member's array.
+    Merged,
+    /// The end of the members.
+    End,
+}
+
 /// Items of an array, tuple or set, and whether a comma separated any of them.
 struct Items {
     values: Vec<Value>,
@@ -45,39 +57,14 @@ impl Parser<'_> {
                 self.skip_ws_comments(true);
             }
             self.skip_ellipsis();
-            if self.cur() == Some(b'"')
-                && matches!(self.at(self.skip_ws_from(self.i + 1)), Some(b',' | b'}'))
-            {
-                // `"a": "b"\n",`: a stray quote where a key should be.
-                self.i += 1;
-                self.fix(FixKind::Stray, "\"", "");
-                self.skip_ws_comments(true);
-                continue;
-            }
-            self.in_key = true;
-            let key = self.parse_string();
-            self.in_key = false;
-            let (key, quoted) = match key? {
-                Some(key) => (key, true),
-                None => match self.parse_unquoted_key() {
-                    Some(key) => (key, false),
-                    None => {
-                        if self.merge_into_previous_array(map)? {
-                            initial = false;
-                            continue;
-                        }
-                        if self.cur() == Some(b':') && self.empty_member_follows() {
-                            continue;
-                        }
-                        if matches!(self.cur(), None | Some(b'}' | b'{' | b']' | b'[')) {
-                            if comma {
-                                self.fix(FixKind::TrailingComma, ",", "");
-                            }
-                            break;
-                        }
-                        return Err(self.error("object key expected"));
-                    }
-                },
+            let (key, quoted) = match self.parse_key(map, comma)? {
+                Key::Found { key, quoted } => (key, quoted),
+                Key::Skipped => continue,
+                Key::Merged => {
+                    initial = false;
+                    continue;
+                }
+                Key::End => break,
             };
             if !initial && !comma {
                 self.fix(FixKind::MissingComma, "", ",");
@@ -89,34 +76,8 @@ impl Parser<'_> {
                 initial = true;
                 continue;
             }
-            let colon = self.eat(b':');
-            let truncated = self.i >= self.bytes.len();
-            if truncated && !colon && (!quoted || key.is_empty() || map.contains_key(&key)) {
-                // A dangling word, empty key or repeated key at the end of cut-off text: drop it.
-                self.fix(FixKind::Truncation, &key, "");
+            if !self.parse_member_value(map, key, quoted)? {
                 break;
-            }
-            if !colon {
-                if truncated {
-                    self.fix(FixKind::Truncation, "", ":");
-                } else if self.cur_char().is_some_and(is_value_start) {
-                    self.fix(FixKind::MissingColon, "", ":");
-                } else {
-                    return Err(self.error("colon expected"));
-                }
-            }
-            self.push_key(&key);
-            let value = match self.parse_value()? {
-                Some(value) => value,
-                None if colon || truncated => {
-                    self.fix(FixKind::MissingValue, "", "null");
-                    Value::Null
-                }
-                None => return Err(self.error("colon expected")),
-            };
-            self.pop_step();
-            if !(truncated && value.is_null() && map.contains_key(&key)) {
-                map.insert(key, value);
             }
             initial = false;
         }
@@ -130,6 +91,80 @@ impl Parser<'_> {
             Some(_) => self.fix(FixKind::MissingBracket, "", "}"),
         }
         Ok(())
+    }
+
+    /// The key of the next member, or what stands where it should be.
+    fn parse_key(&mut self, map: &mut Map<String, Value>, comma: bool) -> Result<Key, RepairError> {
+        if self.cur() == Some(b'"')
+            && matches!(self.at(self.skip_ws_from(self.i + 1)), Some(b',' | b'}'))
+        {
+            // `"a": "b"\n",`: a stray quote where a key should be.
+            self.i += 1;
+            self.fix(FixKind::Stray, "\"", "");
+            self.skip_ws_comments(true);
+            return Ok(Key::Skipped);
+        }
+        self.in_key = true;
+        let key = self.parse_string();
+        self.in_key = false;
+        if let Some(key) = key? {
+            return Ok(Key::Found { key, quoted: true });
+        }
+        if let Some(key) = self.parse_unquoted_key() {
+            return Ok(Key::Found { key, quoted: false });
+        }
+        if self.merge_into_previous_array(map)? {
+            return Ok(Key::Merged);
+        }
+        if self.cur() == Some(b':') && self.empty_member_follows() {
+            return Ok(Key::Skipped);
+        }
+        if matches!(self.cur(), None | Some(b'}' | b'{' | b']' | b'[')) {
+            if comma {
+                self.fix(FixKind::TrailingComma, ",", "");
+            }
+            return Ok(Key::End);
+        }
+        Err(self.error("object key expected"))
+    }
+
+    /// The colon and value of member `key`, inserted into `map`; false when the text ends instead.
+    fn parse_member_value(
+        &mut self,
+        map: &mut Map<String, Value>,
+        key: String,
+        quoted: bool,
+    ) -> Result<bool, RepairError> {
+        let colon = self.eat(b':');
+        let truncated = self.i >= self.bytes.len();
+        if truncated && !colon && (!quoted || key.is_empty() || map.contains_key(&key)) {
+            // A dangling word, empty key or repeated key at the end of cut-off text: drop it.
+            self.fix(FixKind::Truncation, &key, "");
+            return Ok(false);
+        }
+        if !colon {
+            if truncated {
+                self.fix(FixKind::Truncation, "", ":");
+            } else if self.cur_char().is_some_and(is_value_start) {
+                self.fix(FixKind::MissingColon, "", ":");
+            } else {
+                return Err(self.error("colon expected"));
+            }
+        }
+        self.push_key(&key);
+        let value = match self.parse_value()? {
+            Some(value) => value,
+            None if colon || truncated => {
+                self.fix(FixKind::MissingValue, "", "null");
+                Value::Null
+            }
+            None => return Err(self.error("colon expected")),
+        };
+        self.pop_step();
+        if !(truncated && value.is_null() && map.contains_key(&key)) {
+            map.insert(key, value);
+        }
+        Ok(true)
     }
 
     /// `{"a": [1], [2]}`: an array where a key should be, after a member whose value is an array, is
@@ -229,17 +264,11 @@ impl Parser<'_> {
 
     /// `{'a', 'b'}`: a Python set, read as an array when it is closed by `}`; otherwise nothing moves.
     fn try_parse_set(&mut self) -> Result<Option<Value>, RepairError> {
-        let (start, fixes, wasted) = (self.i, self.fixes.len(), self.wasted);
-        self.i += 1;
-        self.skip_ws_comments(true);
-        let is_set = self.parse_string()?.is_some() && self.cur() == Some(b',');
-        self.i = start + 1;
-        self.fixes.truncate(fixes);
-        if !is_set {
-            self.i = start;
-            self.wasted = wasted;
+        if !self.set_follows(self.i + 1) {
             return Ok(None);
         }
+        let (start, fixes) = (self.i, self.fixes.len());
+        self.i += 1;
         // A set is an array closed by `}`, not an object: its strings are not object values.
         self.stack.push(b'<');
         let items = self.parse_items(b'}');
@@ -256,6 +285,24 @@ impl Parser<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// Whether a set literal starts at `j` (just after `{`): a quoted string, then a comma.
+    fn set_follows(&self, j: usize) -> bool {
+        let j = self.skip_ws_from(j);
+        let Some(quote @ (b'"' | b'\'')) = self.at(j) else {
+            return false;
+        };
+        let mut k = j + 1;
+        loop {
+            match self.at(k) {
+                None | Some(b'\n') => return false,
+                Some(b'\\') => k += 2,
+                Some(b) if b == quote => break,
+                Some(_) => k += 1,
+            }
+        }
+        self.at(self.skip_ws_from(k + 1)) == Some(b',')
     }
 
     /// Items up to (not including) `closer`, a closer of an enclosing container, or something that is

@@ -1,12 +1,10 @@
-//! Strings: quoted with any quote style, unterminated, with unescaped quotes inside, concatenated with
-//! `+`, escaped as a whole (`\"a\"`), unquoted words and URLs, regular expressions, function calls.
-
-use serde_json::Value;
+//! Quoted strings: any quote style, unterminated, with unescaped quotes inside, concatenated with
+//! `+`, escaped as a whole (`\"a\"`), with invalid escapes and raw control characters.
 
 use super::RepairError;
 use super::chars::{
-    is_delimiter, is_double_quote_like, is_ident, is_ident_start, is_quote, is_single_quote_like,
-    is_unquoted_delimiter, is_url_char, is_url_start, is_ws_byte,
+    is_delimiter, is_double_quote_like, is_quote, is_single_quote_like, is_unquoted_delimiter,
+    is_url_char, is_url_start, is_ws_byte,
 };
 use super::parser::Parser;
 use crate::FixKind;
@@ -42,7 +40,7 @@ impl Closing {
 
 /// How a pass over a string decides where it ends.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Pass {
+pub(super) enum Pass {
     /// Trust quotes, judging each by what follows it.
     Quotes,
     /// The end quote is missing: stop at the first delimiter.
@@ -52,7 +50,7 @@ enum Pass {
 }
 
 /// What a quote met inside a string is.
-enum Quote {
+pub(super) enum Quote {
     /// It ends the string.
     End,
     /// It is part of the string.
@@ -64,26 +62,33 @@ enum Quote {
 }
 
 /// A string being read.
-struct QuotedString {
-    open_at: usize,
+pub(super) struct QuotedString {
+    /// Offset of the opening quote.
+    pub(super) open_at: usize,
     closing: Closing,
+    /// Whether the string was escaped as a whole (`\"a\"`): a backslash follows each character.
+    escaped: bool,
     /// Whether the string is the value of an object member (not a key, not in an array).
-    object_value: bool,
+    pub(super) object_value: bool,
     /// Whether it opened with a doubled quote, so closes with one.
-    doubled: bool,
+    pub(super) doubled: bool,
     /// How many closing-kind quotes were judged to be content.
-    content_quotes: usize,
+    pub(super) content_quotes: usize,
+    /// Whether a raw control character was already reported.
+    control_fixed: bool,
     fixes_before: usize,
-    s: String,
-    brackets: Brackets,
+    /// The content so far.
+    pub(super) s: String,
+    pub(super) brackets: Brackets,
 }
 
 /// Running count of brackets inside a string, to tell `"a (b") c"` from `"a" )`.
 #[derive(Default)]
-struct Brackets {
+pub(super) struct Brackets {
     round: isize,
     square: isize,
-    curly: isize,
+    /// Curly brackets opened and not closed.
+    pub(super) curly: isize,
 }
 
 impl Brackets {
@@ -100,7 +105,7 @@ impl Brackets {
     }
 
     /// Whether closing bracket `c` would close one opened inside the string.
-    fn closes_inner(&self, c: char) -> bool {
+    pub(super) fn closes_inner(&self, c: char) -> bool {
         match c {
             ')' => self.round > 0,
             ']' => self.square > 0,
@@ -128,14 +133,48 @@ impl Parser<'_> {
     /// One quoted string starting at `start` (a quote, or a backslash and a quote). `None` if no quote
     /// is there, or if the text ends right after an opening quote (nothing was started).
     fn parse_quoted(&mut self, start: usize, pass: Pass) -> Result<Option<String>, RepairError> {
-        let mut open_at = start;
-        let escaped = self.at(start) == Some(b'\\');
-        if escaped {
-            open_at += 1;
-        }
-        let Some(open) = self.char_at(open_at).filter(|&c| is_quote(c)) else {
+        let Some(mut string) = self.open_string(start) else {
             return Ok(None);
         };
+        loop {
+            if self.copy_plain_run(&mut string, pass) {
+                continue;
+            }
+            let Some(c) = self.cur_char() else {
+                return self.end_of_text_in_string(string, pass);
+            };
+            if pass == Pass::StopAt(self.i) {
+                return Ok(Some(self.close_missing_quote(string)));
+            }
+            if string.closing.closes(c) {
+                match self.closing_quote(&mut string, c, pass) {
+                    Quote::End => return Ok(Some(string.s)),
+                    Quote::Reparse(again) => {
+                        return self.reparse(string.open_at, string.fixes_before, again);
+                    }
+                    Quote::Content | Quote::DoubledOpen => {}
+                }
+            } else if pass == Pass::Delimiter
+                && (is_unquoted_delimiter(c) || (self.in_key && c == ':'))
+            {
+                self.take_url(&mut string);
+                return Ok(Some(self.close_missing_quote(string)));
+            } else if c == '\\' {
+                self.parse_escape(&mut string.s)?;
+            } else {
+                self.push_char(&mut string, c);
+            }
+            if string.escaped && self.cur() == Some(b'\\') {
+                self.i += 1;
+            }
+        }
+    }
+
+    /// Open the string at `start`: its quote, the fixes its style needs.
+    fn open_string(&mut self, start: usize) -> Option<QuotedString> {
+        let escaped = self.at(start) == Some(b'\\');
+        let open_at = if escaped { start + 1 } else { start };
+        let open = self.char_at(open_at).filter(|&c| is_quote(c))?;
         let after_open = open_at + open.len_utf8();
         if self
             .bytes
@@ -144,15 +183,17 @@ impl Parser<'_> {
         {
             // `["` or `{"`: the text was cut right after an opening quote.
             self.i = self.bytes.len();
-            self.fix(FixKind::Truncation, open.to_string(), "");
-            return Ok(None);
+            self.fix(FixKind::Truncation, open.encode_utf8(&mut [0; 4]), "");
+            return None;
         }
-        let mut string = QuotedString {
+        let string = QuotedString {
             open_at,
             closing: Closing::of(open),
+            escaped,
             object_value: !self.in_key && self.stack.last() == Some(&b'{'),
             doubled: false,
             content_quotes: 0,
+            control_fixed: false,
             fixes_before: self.fixes.len(),
             s: String::new(),
             brackets: Brackets::default(),
@@ -161,99 +202,96 @@ impl Parser<'_> {
             self.fix(FixKind::Unescaped, "\\\"", "\"");
         }
         if open != '"' {
-            self.fix(FixKind::QuoteStyle, open.to_string(), "\"");
+            self.fix(FixKind::QuoteStyle, open.encode_utf8(&mut [0; 4]), "\"");
         }
         self.i = after_open;
-        let mut control_fixed = false;
-        loop {
-            // Plain ASCII runs are copied at once.
-            let run = self.i;
-            while self
-                .cur()
-                .is_some_and(|b| b.is_ascii() && !self.is_special_in_string(b, pass))
-            {
-                self.i += 1;
-            }
-            if self.i > run {
-                string
-                    .s
-                    .push_str(self.text.get(run..self.i).unwrap_or_default());
-                if escaped && self.cur() == Some(b'\\') {
-                    self.i += 1;
-                }
-                continue;
-            }
-            let Some(c) = self.cur_char() else {
-                return self.end_of_text_in_string(string, pass);
-            };
-            if pass == Pass::StopAt(self.i) {
-                trim_spaces(&mut string.s);
-                self.fix(FixKind::MissingQuote, "", "\"");
-                return Ok(Some(string.s));
-            }
-            if string.closing.closes(c) {
-                // A second pass takes the first quote it meets as the end.
-                let decision = if pass == Pass::Quotes {
-                    self.judge_quote(&string, c)
-                } else {
-                    Quote::End
-                };
-                match decision {
-                    Quote::End => {
-                        let quote_at = self.i;
-                        self.i += c.len_utf8();
-                        if self.raw_newline_before(quote_at) {
-                            // A string written over several lines: its last line break was formatting.
-                            let len = string.s.trim_end_matches([' ', '\t', '\r', '\n']).len();
-                            string.s.truncate(len);
-                        }
-                        if string.doubled && self.char_at(self.i) == Some(c) {
-                            self.i += c.len_utf8();
-                            self.fix(FixKind::QuoteStyle, format!("{c}{c}"), "\"");
-                        }
-                        self.skip_ws_comments(false);
-                        return Ok(Some(string.s));
-                    }
-                    Quote::Reparse(again) => {
-                        return self.reparse(string.open_at, string.fixes_before, again);
-                    }
-                    Quote::DoubledOpen => {
-                        string.doubled = true;
-                        self.fix(FixKind::QuoteStyle, format!("{open}{c}"), "\"");
-                    }
-                    Quote::Content => {
-                        self.fix(FixKind::UnescapedQuote, c.to_string(), format!("\\{c}"));
-                        string.s.push(c);
-                        string.content_quotes += 1;
-                    }
-                }
+        Some(string)
+    }
+
+    /// Copy a run of plain ASCII characters at once; true if there was one.
+    fn copy_plain_run(&mut self, string: &mut QuotedString, pass: Pass) -> bool {
+        let run = self.i;
+        while self
+            .cur()
+            .is_some_and(|b| b.is_ascii() && !self.is_special_in_string(b, pass))
+        {
+            self.i += 1;
+        }
+        if self.i == run {
+            return false;
+        }
+        string
+            .s
+            .push_str(self.text.get(run..self.i).unwrap_or_default());
+        if string.escaped && self.cur() == Some(b'\\') {
+            self.i += 1;
+        }
+        true
+    }
+
+    /// A character that needs a look: a control character (escaped) or a bracket (counted).
+    fn push_char(&mut self, string: &mut QuotedString, c: char) {
+        if c.is_control() && (c as u32) < 0x20 && !string.control_fixed {
+            string.control_fixed = true;
+            self.fix(
+                FixKind::StringEscape,
+                format!("{c:?}"),
+                c.escape_default().to_string(),
+            );
+        }
+        string.s.push(c);
+        string.brackets.count(c);
+        self.i += c.len_utf8();
+    }
+
+    /// A quote of the closing kind at the cursor: judge it (a second pass takes it as the end) and
+    /// act on the judgement.
+    fn closing_quote(&mut self, string: &mut QuotedString, c: char, pass: Pass) -> Quote {
+        let judgement = if pass == Pass::Quotes {
+            self.judge_quote(string, c)
+        } else {
+            Quote::End
+        };
+        let quote_at = self.i;
+        match judgement {
+            Quote::End => {
                 self.i += c.len_utf8();
-            } else if pass == Pass::Delimiter
-                && (is_unquoted_delimiter(c) || (self.in_key && c == ':'))
-            {
-                self.take_url(&mut string);
-                trim_spaces(&mut string.s);
-                self.fix(FixKind::MissingQuote, "", "\"");
-                return Ok(Some(string.s));
-            } else if c == '\\' {
-                self.parse_escape(&mut string.s)?;
-            } else {
-                if c.is_control() && (c as u32) < 0x20 && !control_fixed {
-                    control_fixed = true;
-                    self.fix(
-                        FixKind::StringEscape,
-                        format!("{c:?}"),
-                        c.escape_default().to_string(),
-                    );
+                if self.raw_newline_before(quote_at) {
+                    // A string written over several lines: its last line break was formatting.
+                    let len = string.s.trim_end_matches([' ', '\t', '\r', '\n']).len();
+                    string.s.truncate(len);
                 }
+                if string.doubled && self.char_at(self.i) == Some(c) {
+                    self.i += c.len_utf8();
+                    self.fix(FixKind::QuoteStyle, format!("{c}{c}"), "\"");
+                }
+                self.skip_ws_comments(false);
+            }
+            Quote::Reparse(_) => {}
+            Quote::DoubledOpen => {
+                string.doubled = true;
+                self.i += c.len_utf8();
+                self.fix(FixKind::QuoteStyle, format!("{c}{c}"), "\"");
+            }
+            Quote::Content => {
+                self.fix(
+                    FixKind::UnescapedQuote,
+                    c.encode_utf8(&mut [0; 4]),
+                    format!("\\{c}"),
+                );
                 string.s.push(c);
-                string.brackets.count(c);
+                string.content_quotes += 1;
                 self.i += c.len_utf8();
-            }
-            if escaped && self.cur() == Some(b'\\') {
-                self.i += 1;
             }
         }
+        judgement
+    }
+
+    /// End a string whose end quote is missing here.
+    fn close_missing_quote(&mut self, mut string: QuotedString) -> String {
+        trim_spaces(&mut string.s);
+        self.fix(FixKind::MissingQuote, "", "\"");
+        string.s
     }
 
     /// Whether ASCII byte `b` needs a decision inside a string (so cannot be copied with a run).
@@ -322,211 +360,6 @@ impl Parser<'_> {
         Ok(Some(string.s))
     }
 
-    /// The first comma between `from` and `to` that is followed by an object member.
-    fn comma_before_member(&mut self, from: usize, to: usize) -> Option<usize> {
-        if self.over_budget() {
-            return None;
-        }
-        self.wasted += to.saturating_sub(from);
-        let inside = self.bytes.get(from..to)?;
-        inside
-            .iter()
-            .enumerate()
-            .filter(|&(_, &b)| b == b',')
-            .map(|(offset, _)| from + offset)
-            .find(|&comma| self.member_follows_at(self.skip_ws_from(comma + 1)))
-    }
-
-    /// Decide what the closing-kind quote `c` at the cursor is, from what surrounds it.
-    fn judge_quote(&mut self, string: &QuotedString, c: char) -> Quote {
-        let quote_at = self.i;
-        let after = quote_at + c.len_utf8();
-        let next_at = self.scan_ws_comments(after);
-        let next = self.char_at(next_at);
-        if string.doubled && next == Some(c) && self.quote_ends_here(next_at) {
-            return Quote::End;
-        }
-        if quote_at == string.open_at + c.len_utf8()
-            && !string.doubled
-            && self.opens_doubled(after, next)
-        {
-            // `""key""`: a doubled opening quote.
-            return Quote::DoubledOpen;
-        }
-        // `{"a": "answer is {"b": 1}, ok"}`: an object written inside a string value.
-        let inline_object = string.object_value && string.brackets.curly > 0;
-        let is_end = match next {
-            None => true,
-            Some('\n') if string.object_value && self.quote_line_follows(next_at) => false,
-            Some(n) if is_delimiter(n) => {
-                if string.brackets.closes_inner(n) || (n == ':' && inline_object) {
-                    false
-                } else if n == ',' && string.object_value {
-                    self.value_ends_before(next_at + 1)
-                } else {
-                    true
-                }
-            }
-            Some(n) if is_quote(n) => !self.quote_ends_here(next_at),
-            Some(n) => n.is_ascii_digit() && !inline_object,
-        };
-        if is_end {
-            return Quote::End;
-        }
-        if string.object_value
-            && self.is_last_quote(quote_at, c)
-            && !self
-                .text
-                .get(after..)
-                .is_some_and(|rest| rest.contains('}'))
-        {
-            // `{"a": "text" junk`: no quote follows, so this one ends the string.
-            return Quote::End;
-        }
-        if self.stack.last() == Some(&b'[')
-            && !self.in_key
-            && string.content_quotes == 0
-            && next_at > after
-            && self.word_then_quote_follows(next_at)
-        {
-            // `["a" b", "c"]`: the next item lost its opening quote.
-            return Quote::End;
-        }
-        let prev = self.prev_non_ws(quote_at.saturating_sub(1));
-        match self.at(prev) {
-            // `{"a":"b,"c":1}`: the quote opens the next string; the end quote was before the comma.
-            Some(b',') if !string.object_value || self.member_follows_at(quote_at) => {
-                Quote::Reparse(Pass::StopAt(prev))
-            }
-            Some(b',' | b'(' | b'[' | b'{') => Quote::Content,
-            Some(b':') if string.object_value => {
-                match self.comma_before_member(string.open_at, quote_at) {
-                    // `{"a": "first, b: "second"}`: the first string ends before the comma.
-                    Some(comma) => Quote::Reparse(Pass::StopAt(comma)),
-                    None => Quote::Content,
-                }
-            }
-            Some(b) if is_delimiter(b as char) && !inline_object => Quote::Reparse(Pass::Delimiter),
-            _ => Quote::Content,
-        }
-    }
-
-    /// Whether a quote right after an opening one (at `after`, then `next` past spaces) doubles it.
-    fn opens_doubled(&self, after: usize, next: Option<char>) -> bool {
-        match self.char_at(after) {
-            Some(' ') => next.is_some_and(char::is_alphabetic),
-            Some(c) => c.is_alphanumeric(),
-            None => false,
-        }
-    }
-
-    /// At a line break after a quote: whether the next line starts with a quote that ends the value
-    /// (`"\n",` then another member): the first quote was content.
-    fn quote_line_follows(&mut self, newline_at: usize) -> bool {
-        let mut j = newline_at;
-        while self.at(j).is_some_and(is_ws_byte) {
-            j += 1;
-        }
-        if self.at(j) != Some(b'"') {
-            return false;
-        }
-        let k = self.scan_ws_comments(j + 1);
-        self.at(k) == Some(b',') && {
-            let member = self.skip_ws_comments_from(k + 1);
-            self.member_follows_at(member)
-        }
-    }
-
-    /// In an array, after a quote and spaces: a word, then a quote followed by `,` `]` or the end.
-    fn word_then_quote_follows(&self, mut j: usize) -> bool {
-        let start = j;
-        while let Some(b) = self.at(j) {
-            if b == b'"' {
-                let k = self.skip_ws_from(j + 1);
-                return j > start && matches!(self.at(k), None | Some(b',' | b']'));
-            }
-            if b == b'\n'
-                || b == b','
-                || b == b']'
-                || b == b'['
-                || b == b'{'
-                || b == b'}'
-                || b == b':'
-            {
-                return false;
-            }
-            j += 1;
-        }
-        false
-    }
-
-    /// In an object value, whether a comma at `at - 1` ends the value: what follows is another member
-    /// (perhaps after a stray word), a closing bracket, an array or object, an ellipsis or the end.
-    fn value_ends_before(&mut self, at: usize) -> bool {
-        let j = self.skip_ws_comments_from(at);
-        match self.at(j) {
-            None | Some(b'}' | b']' | b'[' | b'{') => true,
-            _ => {
-                self.starts_with(j, "...")
-                    || self.member_follows_at(j)
-                    || self.member_follows_at(self.skip_word(j))
-            }
-        }
-    }
-
-    /// Offset after whitespace (newlines too) and comments from `j`, without moving.
-    fn skip_ws_comments_from(&mut self, mut j: usize) -> usize {
-        loop {
-            let next = self.scan_ws_comments(self.skip_ws_from(j));
-            if next == j {
-                return j;
-            }
-            j = next;
-        }
-    }
-
-    /// Offset after whitespace (newlines too) from `j`.
-    pub(super) fn skip_ws_from(&self, mut j: usize) -> usize {
-        while self.at(j).is_some_and(is_ws_byte) {
-            j += 1;
-        }
-        j
-    }
-
-    /// Offset after a word (letters, digits, `_`) and the spaces after it, from `j`.
-    fn skip_word(&self, mut j: usize) -> usize {
-        let start = j;
-        while self
-            .at(j)
-            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            j += 1;
-        }
-        if j == start {
-            return start;
-        }
-        self.skip_ws_from(j)
-    }
-
-    /// Whether `quote_at` holds the last `c` of the text.
-    fn is_last_quote(&self, quote_at: usize, c: char) -> bool {
-        let last = if c == '"' {
-            self.last_double_quote
-        } else {
-            self.text.rfind(c)
-        };
-        last == Some(quote_at)
-    }
-
-    /// Whether a raw line break (then only spaces or tabs) comes right before `quote_at`.
-    fn raw_newline_before(&self, quote_at: usize) -> bool {
-        let mut j = quote_at;
-        while j > 0 && matches!(self.at(j - 1), Some(b' ' | b'\t' | b'\r')) {
-            j -= 1;
-        }
-        j > 0 && self.at(j - 1) == Some(b'\n')
-    }
-
     /// `"https://...`: an URL whose end quote is missing runs on past `/` (which is a delimiter).
     fn take_url(&mut self, string: &mut QuotedString) {
         let scheme_start = string.open_at + self.char_at(string.open_at).map_or(1, char::len_utf8);
@@ -553,16 +386,6 @@ impl Parser<'_> {
         self.wasted += self.i.saturating_sub(open_at);
         self.fixes.truncate(fixes_before);
         self.parse_quoted(open_at, pass)
-    }
-
-    /// Whether the quote at `at` is followed only by whitespace and then a delimiter or the end (so a
-    /// quote before it is content: `"The TV is 72""`).
-    fn quote_ends_here(&self, at: usize) -> bool {
-        let mut j = at + self.char_at(at).map_or(1, char::len_utf8);
-        while self.at(j).is_some_and(is_ws_byte) {
-            j += 1;
-        }
-        self.char_at(j).is_none_or(is_delimiter)
     }
 
     /// An escape sequence at the cursor (a backslash): decoded into `s`; invalid ones are repaired.
@@ -675,169 +498,6 @@ impl Parser<'_> {
             self.skip_ws_comments(true);
         }
         Ok(())
-    }
-
-    /// An unquoted object key: a word up to a colon, quote or delimiter.
-    pub(super) fn parse_unquoted_key(&mut self) -> Option<String> {
-        let start = self.i;
-        let end = self.unquoted_end(start, true);
-        if end == start {
-            return None;
-        }
-        let key = self.text.get(start..end)?.to_owned();
-        self.i = end;
-        if self.eat(b'"') {
-            self.fix(FixKind::MissingQuote, "", "\"");
-        }
-        self.fix(FixKind::UnquotedKey, &key, format!("{key:?}"));
-        Some(key)
-    }
-
-    /// An unquoted value: `undefined` (null), a function call such as JSONP `callback({...})` or
-    /// MongoDB's `NumberLong("2")` (its argument), or a word, sentence or URL (a string).
-    pub(super) fn parse_unquoted(&mut self) -> Result<Option<Value>, RepairError> {
-        let start = self.i;
-        if self.cur_char().is_some_and(is_ident_start) {
-            let mut j = start;
-            while self.char_at(j).is_some_and(is_ident) {
-                j += 1;
-            }
-            let mut k = j;
-            while self.at(k).is_some_and(is_ws_byte) {
-                k += 1;
-            }
-            if self.at(k) == Some(b'(') {
-                let name = self.excerpt_range(start, k + 1);
-                self.fix(FixKind::Jsonp, name, "");
-                self.i = k + 1;
-                self.stack.push(b'(');
-                let value = self.parse_value()?;
-                self.stack.pop();
-                if self.eat(b')') {
-                    self.eat(b';');
-                }
-                return Ok(Some(value.unwrap_or(Value::Null)));
-            }
-        }
-        let mut end = self.unquoted_end(start, false);
-        if end == start {
-            return Ok(None);
-        }
-        if self.stack.last() == Some(&b'{')
-            && self.at(end) == Some(b',')
-            && let Some(quote) = self.closing_quote_of_unquoted(end)
-        {
-            // `{"a": b, c, d",}`: the value runs to the quote that closes it.
-            end = quote;
-        }
-        let Some(word) = self.text.get(start..end) else {
-            return Ok(None);
-        };
-        self.i = end;
-        if self.eat(b'"') {
-            self.fix(FixKind::MissingQuote, "", "\"");
-        }
-        if word == "undefined" {
-            self.fix(FixKind::Literal, word, "null");
-            return Ok(Some(Value::Null));
-        }
-        self.fix(FixKind::UnquotedString, word, format!("{word:?}"));
-        Ok(Some(Value::String(word.to_owned())))
-    }
-
-    /// For an unquoted object value stopped at a comma: a quote later on the line, with no colon
-    /// before it, followed by `,` or `}` (the value's end quote, its opening one missing).
-    fn closing_quote_of_unquoted(&self, from: usize) -> Option<usize> {
-        let mut j = from;
-        loop {
-            match self.at(j)? {
-                b'"' => break,
-                b'\n' | b':' | b'{' | b'[' | b'}' => return None,
-                _ => j += 1,
-            }
-        }
-        matches!(self.at(self.skip_ws_from(j + 1)), Some(b',' | b'}')).then_some(j)
-    }
-
-    /// End of an unquoted word starting at `start`, trailing whitespace excluded.
-    fn unquoted_end(&self, start: usize, key: bool) -> usize {
-        let mut i = start;
-        while let Some(c) = self.char_at(i) {
-            if !key
-                && matches!(c, '{' | '[')
-                && self
-                    .char_at(i.wrapping_sub(1))
-                    .is_some_and(char::is_alphanumeric)
-            {
-                // `words{in brackets}`: brackets glued to a word are part of it.
-                if let Some(end) = self.bracket_group_end(i) {
-                    i = end;
-                    continue;
-                }
-            }
-            if is_unquoted_delimiter(c)
-                || is_quote(c)
-                || (key && c == ':')
-                || (i == start && c == ')')
-            {
-                break;
-            }
-            i += c.len_utf8();
-        }
-        if i > start
-            && self.at(i - 1) == Some(b':')
-            && self.text.get(start..i + 2).is_some_and(is_url_start)
-        {
-            while let Some(u) = self.char_at(i).filter(|&u| is_url_char(u)) {
-                i += u.len_utf8();
-            }
-        }
-        while i > start && self.at(i - 1).is_some_and(is_ws_byte) {
-            i -= 1;
-        }
-        i
-    }
-
-    /// End (exclusive) of the bracket group opening at `open`, closed on the same line.
-    fn bracket_group_end(&self, open: usize) -> Option<usize> {
-        let opener = self.at(open)?;
-        let closer = if opener == b'{' { b'}' } else { b']' };
-        let mut depth = 0usize;
-        let mut j = open;
-        loop {
-            match self.at(j)? {
-                b'\n' => return None,
-                b if b == opener => depth += 1,
-                b if b == closer => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(j + 1);
-                    }
-                }
-                _ => {}
-            }
-            j += 1;
-        }
-    }
-
-    /// A regular expression literal `/.../` as a string; `None` without a closing slash.
-    pub(super) fn parse_regex(&mut self) -> Option<String> {
-        if self.cur() != Some(b'/') {
-            return None;
-        }
-        let start = self.i;
-        let mut j = start + 1;
-        loop {
-            match self.at(j)? {
-                b'/' if self.at(j - 1) != Some(b'\\') => break,
-                b'\n' => return None,
-                _ => j += 1,
-            }
-        }
-        let regex = self.text.get(start..=j)?.to_owned();
-        self.i = j + 1;
-        self.fix(FixKind::UnquotedString, &regex, format!("{regex:?}"));
-        Some(regex)
     }
 }
 
