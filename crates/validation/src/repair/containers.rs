@@ -76,7 +76,7 @@ impl Parser<'_> {
                 initial = true;
                 continue;
             }
-            if !self.parse_member_value(map, key, quoted)? {
+            if !self.parse_member_value(map, key)? {
                 break;
             }
             initial = false;
@@ -133,19 +133,16 @@ impl Parser<'_> {
         &mut self,
         map: &mut Map<String, Value>,
         key: String,
-        quoted: bool,
     ) -> Result<bool, RepairError> {
         let colon = self.eat(b':');
         let truncated = self.i >= self.bytes.len();
-        if truncated && !colon && (!quoted || key.is_empty() || map.contains_key(&key)) {
-            // A dangling word, empty key or repeated key at the end of cut-off text: drop it.
+        if truncated && !colon {
+            // `{"a": 1, "b`: a key cut off by the end of the text has no value to keep.
             self.fix(FixKind::Truncation, &key, "");
             return Ok(false);
         }
         if !colon {
-            if truncated {
-                self.fix(FixKind::Truncation, "", ":");
-            } else if self.cur_char().is_some_and(is_value_start) {
+            if self.cur_char().is_some_and(is_value_start) {
                 self.fix(FixKind::MissingColon, "", ":");
             } else {
                 return Err(self.error("colon expected"));

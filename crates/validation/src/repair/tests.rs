@@ -117,7 +117,8 @@ fn numbers() {
 fn truncation() {
     check(r#"{"a": [1, 2"#, json!({"a": [1, 2]}));
     check(r#"{"a": "hel"#, json!({"a": "hel"}));
-    check(r#"{"a": 1, "b"#, json!({"a": 1, "b": null}));
+    check(r#"{"a": 1, "b"#, json!({"a": 1}));
+    check(r#"{"a": 1, "b":"#, json!({"a": 1, "b": null}));
     check(r#"{"a": 1, "a"#, json!({"a": 1}));
     check(r#"{"a": 1, ""#, json!({"a": 1}));
     check(r#"["a", ""#, json!(["a"]));
