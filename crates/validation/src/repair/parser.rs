@@ -19,7 +19,7 @@ pub(super) struct Parser<'a> {
     pub(super) pointer: String,
     /// Length of `pointer` before each step, innermost last.
     pointer_steps: Vec<usize>,
-    /// Kinds of the open containers (`{`, `[` or `(`), innermost last.
+    /// Kinds of the open containers (`{`, `[`, `(`, or `<` for a Python set), innermost last.
     pub(super) stack: Vec<u8>,
     /// Whether the last whitespace skip crossed a newline.
     pub(super) ws_newline: bool,
@@ -425,7 +425,7 @@ impl<'a> Parser<'a> {
         let trimmed = self.text.trim_end_matches([' ', '\n', '\t', '\r']);
         if let Some(cut) = trimmed.strip_suffix("```") {
             let cut = cut.trim_end_matches('`');
-            if !cut.trim().is_empty() && !self.text.trim_start().starts_with("```") {
+            if !cut.trim().is_empty() {
                 self.fix(FixKind::Extracted, "```", "");
                 self.text = cut;
                 self.bytes = cut.as_bytes();

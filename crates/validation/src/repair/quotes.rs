@@ -28,7 +28,11 @@ impl Parser<'_> {
             None => true,
             Some('\n') if string.object_value && self.quote_line_follows(next_at) => false,
             Some(n) if is_delimiter(n) => {
-                if string.brackets.closes_inner(n) || (n == ':' && inline_object) {
+                if string.brackets.closes_inner(n)
+                    || (n == ':' && inline_object)
+                    || (string.object_value && (n == '{' || n == '['))
+                {
+                    // `{"a": "print("{}")"}`: nothing can follow a member's value but `,` or `}`.
                     false
                 } else if n == ',' && string.object_value {
                     self.value_ends_before(next_at + 1)
@@ -74,6 +78,12 @@ impl Parser<'_> {
                     Some(comma) => Quote::Reparse(Pass::StopAt(comma)),
                     None => Quote::Content,
                 }
+            }
+            // `{"a": "print("{}")"}`: a bracket opened and closed inside the string.
+            Some(b @ (b'}' | b']' | b')'))
+                if string.object_value && string.brackets.opened(b as char) =>
+            {
+                Quote::Content
             }
             Some(b) if is_delimiter(b as char) && !inline_object => Quote::Reparse(Pass::Delimiter),
             _ => Quote::Content,

@@ -89,18 +89,39 @@ pub(super) struct Brackets {
     square: isize,
     /// Curly brackets opened and not closed.
     pub(super) curly: isize,
+    /// Which kinds were ever opened: `(`, `[`, `{`.
+    opened: [bool; 3],
 }
 
 impl Brackets {
     fn count(&mut self, c: char) {
         match c {
-            '(' => self.round += 1,
+            '(' => {
+                self.round += 1;
+                self.opened[0] = true;
+            }
             ')' => self.round -= 1,
-            '[' => self.square += 1,
+            '[' => {
+                self.square += 1;
+                self.opened[1] = true;
+            }
             ']' => self.square -= 1,
-            '{' => self.curly += 1,
+            '{' => {
+                self.curly += 1;
+                self.opened[2] = true;
+            }
             '}' => self.curly -= 1,
             _ => {}
+        }
+    }
+
+    /// Whether the opening bracket matching closing bracket `c` was met in the string.
+    pub(super) fn opened(&self, c: char) -> bool {
+        match c {
+            ')' => self.opened[0],
+            ']' => self.opened[1],
+            '}' => self.opened[2],
+            _ => false,
         }
     }
 

@@ -123,6 +123,9 @@ fn truncation() {
     check(r#"{"a": 1, ""#, json!({"a": 1}));
     check(r#"["a", ""#, json!(["a"]));
     check(r#"{"a": "\u26"#, json!({"a": ""}));
+    check(r#"{"done": fals"#, json!({"done": false}));
+    check("[tr", json!([true]));
+    check("[nu, t", json!(["nu", "t"]));
 }
 
 #[test]
@@ -139,6 +142,18 @@ fn quotes_inside_strings() {
     check(
         r#"{"a": "set {"k": "v"}, done", "b": 2}"#,
         json!({"a": "set {\"k\": \"v\"}, done", "b": 2}),
+    );
+    check(
+        r#"{"code": "print("{}")", "b": 2}"#,
+        json!({"code": "print(\"{}\")", "b": 2}),
+    );
+    check(
+        r#"{"msg": "the value is "{}" here"}"#,
+        json!({"msg": "the value is \"{}\" here"}),
+    );
+    check(
+        "{\"html\": \"<a href=\"x\">link</a>\"}",
+        json!({"html": "<a href=\"x\">link</a>"}),
     );
     check(r#"{""a"": ""b""}"#, json!({"a": "b"}));
 }
@@ -195,6 +210,7 @@ fn several_values() {
 #[test]
 fn fences_inside_the_text() {
     check("```json\n{\"a\": 1}\n```", json!({"a": 1}));
+    assert_eq!(repair("```json\n```"), Err(RepairError::Empty));
     check("{\"a\": \"b```", json!({"a": "b"}));
     check(r#"{"a": "```json"}"#, json!({"a": "```json"}));
 }

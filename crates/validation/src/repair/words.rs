@@ -76,8 +76,32 @@ impl Parser<'_> {
             self.fix(FixKind::Literal, word, "null");
             return Ok(Some(Value::Null));
         }
+        if let Some(keyword) = self.truncated_keyword(word) {
+            return Ok(Some(keyword));
+        }
         self.fix(FixKind::UnquotedString, word, format!("{word:?}"));
         Ok(Some(Value::String(word.to_owned())))
+    }
+
+    /// `{"done": fals`: a keyword cut off by the end of the text (two letters at least).
+    fn truncated_keyword(&mut self, word: &str) -> Option<Value> {
+        if word.len() < 2
+            || self
+                .bytes
+                .get(self.i..)
+                .is_some_and(|rest| !rest.iter().all(|&b| is_ws_byte(b)))
+        {
+            return None;
+        }
+        let (name, value) = [
+            ("true", Value::Bool(true)),
+            ("false", Value::Bool(false)),
+            ("null", Value::Null),
+        ]
+        .into_iter()
+        .find(|(name, _)| name.len() > word.len() && name.starts_with(word))?;
+        self.fix(FixKind::Truncation, word, name);
+        Some(value)
     }
 
     /// For an unquoted object value stopped at a comma: a quote later on the line, with no colon
