@@ -44,7 +44,7 @@ pub struct Candidate<'a> {
 /// - `<think>`/`<thinking>` blocks are skipped entirely: JSON in reasoning never wins.
 /// - A reply that starts like JSON (`{`, `[`, `"`, after comments) is tried whole first.
 /// - Then `<json>` tags, fenced code blocks (```` ``` ```` or `~~~`, json-tagged first), and each
-///   bracketed value in the prose (brackets balanced, strings respected).
+///   bracketed value in the prose (brackets balanced, strings respected; objects before arrays).
 /// - Last, the whole reply, for repair to make what it can of it.
 pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
     let bom = if reply.starts_with('\u{feff}') {
@@ -101,9 +101,14 @@ pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
     }
     fences.sort_by_key(|fence| !fence.json);
     pieces.extend(fences.into_iter().map(|fence| fence.piece));
-    for segment in &visible {
-        pieces.extend(scan::bracket_spans(reply, segment.clone()));
-    }
+    let mut spans: Vec<scan::Piece> = visible
+        .iter()
+        .flat_map(|segment| scan::bracket_spans(reply, segment.clone()))
+        .collect();
+    // Objects before arrays: structured output is an object far more often than prose holds one,
+    // while `[1]` in prose is usually a citation.
+    spans.sort_by_key(|span| reply.as_bytes().get(span.content.start) != Some(&b'{'));
+    pieces.extend(spans);
     for piece in pieces {
         let span = trimmed(reply, piece.content.clone());
         let Some(text) = reply.get(span.clone()).filter(|text| !text.is_empty()) else {

@@ -99,8 +99,8 @@ fn tags_and_prose() {
     check(
         "See [1] and {\"a\": \"}\"} then [2, 3]",
         &[
-            "[1]",
             "{\"a\": \"}\"}",
+            "[1]",
             "[2, 3]",
             "See [1] and {\"a\": \"}\"} then [2, 3]",
         ],
@@ -111,6 +111,9 @@ fn tags_and_prose() {
         &["{\"a\": 1}", "(see {this note} and {\"a\": 1})"],
     );
     check("no json here", &["no json here"]);
+    // A citation does not win over the object.
+    let recovered = recover("Paris [1]. Here: {\"answer\": \"Paris\"}").unwrap();
+    assert_eq!(recovered.value, json!({"answer": "Paris"}));
     check("", &[]);
 }
 
