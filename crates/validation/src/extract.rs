@@ -52,80 +52,31 @@ pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
     } else {
         0
     };
-    let body = trimmed(reply, bom..reply.len());
-    let mut out = Vec::new();
-    if let Some(text) = reply.get(body.clone())
-        && serde_json::from_str::<IgnoredAny>(text).is_ok()
-    {
-        let fixes = if bom > 0 {
-            vec![extracted("\u{feff}")]
-        } else {
-            Vec::new()
-        };
-        out.push(Candidate {
-            text: Cow::Borrowed(text),
-            span: body,
-            fixes,
-        });
-        push_unescaped(&mut out);
-        return out;
+    if let Some(valid) = valid_whole(reply, bom) {
+        return valid;
     }
     let visible = scan::visible_segments(reply, bom);
-    let whole = whole_candidate(reply, &visible);
-    let mut whole = whole.filter(|candidate| !candidate.text.is_empty());
+    let mut out = Vec::new();
+    let mut whole = whole_candidate(reply, &visible).filter(|candidate| !candidate.text.is_empty());
     if let Some(candidate) = whole.take_if(|candidate| scan::starts_like_json(&candidate.text)) {
         // `{"a": 1} Hope this helps!`: valid JSON followed by prose is that JSON, not a repair of all.
         if let Some(first) = visible.first()
             && let Some(span) = scan::leading_valid_value(reply, first.clone())
         {
-            let mut fixes = whole_fixes(reply, &visible);
-            fixes.push(extracted(
-                reply.get(span.end..first.end).unwrap_or_default().trim(),
-            ));
-            let text = reply.get(span.clone()).unwrap_or_default();
-            out.push(Candidate {
-                text: Cow::Borrowed(text),
-                span,
-                fixes,
-            });
+            out.push(piece_candidate(reply, &visible, first.clone(), span));
         }
         out.push(candidate);
     }
-    let mut pieces = Vec::new();
-    for segment in &visible {
-        pieces.extend(scan::json_tags(reply, segment.clone()));
-    }
-    let mut fences = Vec::new();
-    for segment in &visible {
-        fences.extend(scan::fences(reply, segment.clone()));
-    }
-    fences.sort_by_key(|fence| !fence.json);
-    pieces.extend(fences.into_iter().map(|fence| fence.piece));
-    let mut spans: Vec<scan::Piece> = visible
-        .iter()
-        .flat_map(|segment| scan::bracket_spans(reply, segment.clone()))
-        .collect();
-    // Objects before arrays: structured output is an object far more often than prose holds one,
-    // while `[1]` in prose is usually a citation.
-    spans.sort_by_key(|span| reply.as_bytes().get(span.content.start) != Some(&b'{'));
-    pieces.extend(spans);
-    for piece in pieces {
-        let span = trimmed(reply, piece.content.clone());
-        let Some(text) = reply.get(span.clone()).filter(|text| !text.is_empty()) else {
-            continue;
-        };
-        if out.iter().any(|candidate| candidate.text == text) {
+    for (segment, piece) in pieces(reply, &visible) {
+        let span = trimmed(reply, piece);
+        if span.is_empty()
+            || out
+                .iter()
+                .any(|candidate| reply.get(span.clone()) == Some(&candidate.text))
+        {
             continue;
         }
-        let mut fixes = whole_fixes(reply, &visible);
-        if span != body {
-            fixes.push(extracted(piece.what));
-        }
-        out.push(Candidate {
-            text: Cow::Borrowed(text),
-            span,
-            fixes,
-        });
+        out.push(piece_candidate(reply, &visible, segment, span));
         push_unescaped(&mut out);
     }
     if let Some(candidate) = whole
@@ -174,6 +125,86 @@ pub fn recover(reply: &str) -> Result<Repaired, RepairError> {
         }
     }
     Err(first_error.unwrap_or(RepairError::Empty))
+}
+
+/// The reply as the only candidate (and its unescaped content) when it is valid JSON.
+fn valid_whole(reply: &str, bom: usize) -> Option<Vec<Candidate<'_>>> {
+    let body = trimmed(reply, bom..reply.len());
+    let text = reply.get(body.clone())?;
+    serde_json::from_str::<IgnoredAny>(text).ok()?;
+    let fixes = if bom > 0 {
+        vec![extracted("\u{feff}")]
+    } else {
+        Vec::new()
+    };
+    let mut out = vec![Candidate {
+        text: Cow::Borrowed(text),
+        span: body,
+        fixes,
+    }];
+    push_unescaped(&mut out);
+    Some(out)
+}
+
+/// The pieces of the visible segments that may hold JSON, with their segment, in order of preference:
+/// `<json>` tags, fences (json-tagged first), then bracketed values in the prose (objects first).
+fn pieces(reply: &str, visible: &[Range<usize>]) -> Vec<(Range<usize>, Range<usize>)> {
+    let mut pieces = Vec::new();
+    for segment in visible {
+        for piece in scan::json_tags(reply, segment.clone()) {
+            pieces.push((segment.clone(), piece));
+        }
+    }
+    let mut fences = Vec::new();
+    for segment in visible {
+        fences.extend(
+            scan::fences(reply, segment.clone())
+                .into_iter()
+                .map(|fence| (segment.clone(), fence)),
+        );
+    }
+    fences.sort_by_key(|(_, fence)| !fence.json);
+    pieces.extend(
+        fences
+            .into_iter()
+            .map(|(segment, fence)| (segment, fence.content)),
+    );
+    let mut spans = Vec::new();
+    for segment in visible {
+        for span in scan::bracket_spans(reply, segment.clone()) {
+            spans.push((segment.clone(), span));
+        }
+    }
+    // Objects before arrays: structured output is an object far more often than prose holds one,
+    // while `[1]` in prose is usually a citation.
+    spans.sort_by_key(|(_, span)| reply.as_bytes().get(span.start) != Some(&b'{'));
+    pieces.extend(spans);
+    pieces
+}
+
+/// A candidate for `span`, cut out of `segment`: the fix shows the text cut around it.
+fn piece_candidate<'a>(
+    reply: &'a str,
+    visible: &[Range<usize>],
+    segment: Range<usize>,
+    span: Range<usize>,
+) -> Candidate<'a> {
+    let mut fixes = whole_fixes(reply, visible);
+    let before = reply
+        .get(segment.start..span.start)
+        .unwrap_or_default()
+        .trim();
+    let after = reply.get(span.end..segment.end).unwrap_or_default().trim();
+    if !before.is_empty() || !after.is_empty() {
+        let cut = if before.is_empty() { after } else { before };
+        fixes.push(extracted(cut));
+    }
+    let text = reply.get(span.clone()).unwrap_or_default();
+    Candidate {
+        text: Cow::Borrowed(text),
+        span,
+        fixes,
+    }
 }
 
 /// The reply without reasoning blocks and byte order mark: borrowed when that is one piece.

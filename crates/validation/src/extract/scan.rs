@@ -3,17 +3,10 @@
 
 use std::ops::Range;
 
-/// A piece of the reply that may hold JSON.
-pub(super) struct Piece {
-    /// Where the JSON text is.
-    pub(super) content: Range<usize>,
-    /// What was cut away around it, for the fix.
-    pub(super) what: &'static str,
-}
-
 /// A fenced code block.
 pub(super) struct Fence {
-    pub(super) piece: Piece,
+    /// Where its content is.
+    pub(super) content: Range<usize>,
     /// Whether its language tag says JSON.
     pub(super) json: bool,
 }
@@ -85,7 +78,7 @@ pub(super) fn starts_like_json(text: &str) -> bool {
 }
 
 /// Contents of `<json>...</json>` tags in `segment` (an unclosed tag runs to the segment's end).
-pub(super) fn json_tags(reply: &str, segment: Range<usize>) -> Vec<Piece> {
+pub(super) fn json_tags(reply: &str, segment: Range<usize>) -> Vec<Range<usize>> {
     let mut pieces = Vec::new();
     let mut at = segment.start;
     while let Some(open) = find_ci(reply, at, "<json>").filter(|&open| open < segment.end) {
@@ -93,10 +86,7 @@ pub(super) fn json_tags(reply: &str, segment: Range<usize>) -> Vec<Piece> {
         let end = find_ci(reply, start, "</json>")
             .filter(|&end| end <= segment.end)
             .unwrap_or(segment.end);
-        pieces.push(Piece {
-            content: start..end,
-            what: "<json>…</json>",
-        });
+        pieces.push(start..end);
         at = end;
         if at >= segment.end {
             break;
@@ -138,10 +128,7 @@ pub(super) fn fences(reply: &str, segment: Range<usize>) -> Vec<Fence> {
             None => (segment.end, segment.end),
         };
         out.push(Fence {
-            piece: Piece {
-                content: start..end,
-                what: "``` fence",
-            },
+            content: start..end,
             json,
         });
         at = resume;
@@ -197,7 +184,7 @@ fn closing_fence(bytes: &[u8], from: usize, end: usize, mark: u8) -> Option<(usi
 /// Bracketed values (`{...}` or `[...]`, balanced, strings respected) in the prose of `segment`, in
 /// order. Brackets that do not open JSON-looking content (`[1]` citations aside) are skipped, and the
 /// scan looks inside them instead.
-pub(super) fn bracket_spans(reply: &str, segment: Range<usize>) -> Vec<Piece> {
+pub(super) fn bracket_spans(reply: &str, segment: Range<usize>) -> Vec<Range<usize>> {
     let bytes = reply.as_bytes();
     let mut out = Vec::new();
     let mut i = segment.start;
@@ -205,10 +192,7 @@ pub(super) fn bracket_spans(reply: &str, segment: Range<usize>) -> Vec<Piece> {
         let Some(&b) = bytes.get(i) else { break };
         if (b == b'{' || b == b'[') && opens_json(reply, i) {
             let end = balanced_end(bytes, i, segment.end);
-            out.push(Piece {
-                content: i..end,
-                what: "prose around the json",
-            });
+            out.push(i..end);
             i = end;
         } else {
             i += 1;
