@@ -11,40 +11,31 @@ pub(super) struct Fence {
     pub(super) json: bool,
 }
 
-/// Opening reasoning tags and their closers.
-const REASONING: &[(&str, &str)] = &[("<think>", "</think>"), ("<thinking>", "</thinking>")];
+/// Opening reasoning tags, then closing ones.
+const REASONING_OPEN: &[&str] = &["<think>", "<thinking>"];
+const REASONING_CLOSE: &[&str] = &["</think>", "</thinking>"];
 
 /// The parts of `reply` (from `start`) outside reasoning blocks. An unclosed block runs to the end; a
 /// closing tag without an opening one ends reasoning that started at the beginning of the reply.
 pub(super) fn visible_segments(reply: &str, start: usize) -> Vec<Range<usize>> {
+    let tags = reasoning_tags(reply, start);
+    let mut tags = tags.iter();
     let mut segments = Vec::new();
     let mut at = start;
-    // `...reasoning</think> {"a": 1}`: some providers drop the opening tag.
-    let first_open = REASONING
-        .iter()
-        .filter_map(|(open, _)| find_ci(reply, at, open))
-        .min();
-    let first_close = REASONING
-        .iter()
-        .filter_map(|(_, close)| find_ci(reply, at, close).map(|c| (c, close.len())))
-        .min();
-    if let Some((close_at, len)) = first_close
-        && first_open.is_none_or(|open_at| close_at < open_at)
-    {
+    let mut first = tags.clone();
+    if let Some(&(close_at, len, false)) = first.next() {
+        // `...reasoning</think> {"a": 1}`: some providers drop the opening tag.
         at = close_at + len;
+        tags = first;
     }
-    while at <= reply.len() {
-        let next = REASONING
-            .iter()
-            .filter_map(|(open, close)| find_ci(reply, at, open).map(|o| (o, *open, *close)))
-            .min_by_key(|(o, _, _)| *o);
-        let Some((open_at, open, close)) = next else {
+    loop {
+        let Some(&(open_at, open_len, _)) = tags.find(|&&(pos, _, open)| open && pos >= at) else {
             segments.push(at..reply.len());
             break;
         };
         segments.push(at..open_at);
-        match find_ci(reply, open_at + open.len(), close) {
-            Some(close_at) => at = close_at + close.len(),
+        match tags.find(|&&(pos, _, open)| !open && pos >= open_at + open_len) {
+            Some(&(close_at, close_len, _)) => at = close_at + close_len,
             None => break,
         }
     }
@@ -54,6 +45,31 @@ pub(super) fn visible_segments(reply: &str, start: usize) -> Vec<Range<usize>> {
             .is_some_and(|text| !text.trim().is_empty())
     });
     segments
+}
+
+/// Reasoning tags from `start`, in order: (offset, length, whether it opens).
+fn reasoning_tags(reply: &str, start: usize) -> Vec<(usize, usize, bool)> {
+    let bytes = reply.as_bytes();
+    let mut tags = Vec::new();
+    let mut at = start;
+    while let Some(offset) = bytes
+        .get(at..)
+        .and_then(|rest| rest.iter().position(|&b| b == b'<'))
+    {
+        let found = at + offset;
+        let matches = |tag: &str| {
+            bytes
+                .get(found..found + tag.len())
+                .is_some_and(|window| window.eq_ignore_ascii_case(tag.as_bytes()))
+        };
+        if let Some(tag) = REASONING_OPEN.iter().find(|tag| matches(tag)) {
+            tags.push((found, tag.len(), true));
+        } else if let Some(tag) = REASONING_CLOSE.iter().find(|tag| matches(tag)) {
+            tags.push((found, tag.len(), false));
+        }
+        at = found + 1;
+    }
+    tags
 }
 
 /// Whether `text` starts like a JSON document: `{`, `[` or `"`, after whitespace and comments.
@@ -81,11 +97,9 @@ pub(super) fn starts_like_json(text: &str) -> bool {
 pub(super) fn json_tags(reply: &str, segment: Range<usize>) -> Vec<Range<usize>> {
     let mut pieces = Vec::new();
     let mut at = segment.start;
-    while let Some(open) = find_ci(reply, at, "<json>").filter(|&open| open < segment.end) {
+    while let Some(open) = find_ci(reply, at..segment.end, "<json>") {
         let start = open + "<json>".len();
-        let end = find_ci(reply, start, "</json>")
-            .filter(|&end| end <= segment.end)
-            .unwrap_or(segment.end);
+        let end = find_ci(reply, start..segment.end, "</json>").unwrap_or(segment.end);
         pieces.push(start..end);
         at = end;
         if at >= segment.end {
@@ -165,7 +179,14 @@ fn run_len(bytes: &[u8], at: usize, end: usize, mark: u8) -> usize {
 fn closing_fence(bytes: &[u8], from: usize, end: usize, mark: u8) -> Option<(usize, usize)> {
     let mut first = None;
     let mut at = from;
+    // Look a few runs ahead for one at the start of a line, not through the whole reply (many inline
+    // fences would make that quadratic).
+    let mut budget = 16;
     while let Some((run, len, found)) = next_fence_run(bytes, at, end) {
+        budget -= 1;
+        if budget == 0 {
+            break;
+        }
         if found == mark {
             let mut k = run;
             while k > from && matches!(bytes.get(k - 1), Some(b' ' | b'\t')) {
@@ -291,13 +312,17 @@ fn balanced_end(bytes: &[u8], open: usize, end: usize) -> usize {
     end
 }
 
-/// First offset of `needle` (ASCII, any case) in `reply` at or after `from`.
-fn find_ci(reply: &str, from: usize, needle: &str) -> Option<usize> {
-    let bytes = reply.as_bytes();
+/// First offset of `needle` (ASCII, any case) in `reply[within]`.
+fn find_ci(reply: &str, within: Range<usize>, needle: &str) -> Option<usize> {
+    let bytes = reply.as_bytes().get(..within.end)?;
     let needle = needle.as_bytes();
     let first = *needle.first()?;
-    let mut at = from;
-    while let Some(offset) = bytes.get(at..)?.iter().position(|&b| b == first) {
+    let mut at = within.start;
+    while let Some(offset) = bytes
+        .get(at..)?
+        .iter()
+        .position(|&b| b.eq_ignore_ascii_case(&first))
+    {
         let found = at + offset;
         if bytes
             .get(found..found + needle.len())

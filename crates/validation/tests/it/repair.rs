@@ -125,6 +125,12 @@ fn adversarial_inputs_stay_fast() {
         "{".repeat(megabyte),
         "}".repeat(megabyte),
         "x".repeat(megabyte),
+        "``` x ```".repeat(megabyte / 9),
+        "<think>a</think>".repeat(megabyte / 16),
+        "<think>a</thinking>{\"a\": [1] ".repeat(megabyte / 30),
+        "<json>".repeat(megabyte / 6),
+        "[1] {\"a\" ".repeat(megabyte / 10),
+        "{\"a\": \"".repeat(megabyte / 7),
     ];
     for text in &inputs {
         let start = std::time::Instant::now();
