@@ -25,12 +25,13 @@ mod strings;
 mod tests;
 mod words;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::Fix;
 
 /// A value recovered from malformed text, with every change that was needed to get it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Repaired {
     /// The recovered value.
     pub value: Value,

@@ -94,6 +94,15 @@ proptest! {
     }
 }
 
+/// What a typical messy reply becomes, and the fixes that say how (they go into the trail).
+#[test]
+fn messy_reply_snapshot() {
+    let reply = "<think>They want JSON. {\"draft\": true}</think>\nSure! Here is the result:\n```json\n{\n  \
+                 answer: 'Paris',  // the capital\n  \"state\": \"done\",\n  \"confidence\": .9,\n  \
+                 \"tags\": [\"geo\", \"europe\",],\n  \"notes\": \"He said \"bonjour\" twice\",\n  \"extra\": None\n";
+    insta::assert_json_snapshot!(recover(reply).unwrap());
+}
+
 #[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let megabyte = 1 << 20;
