@@ -27,6 +27,8 @@ pub(super) struct Parser<'a> {
     pub(super) in_key: bool,
     /// Offset of the last `"` in the text: a quote there cannot be followed by a closing one.
     pub(super) last_double_quote: Option<usize>,
+    /// The same for the last other quote character asked about.
+    pub(super) last_other_quote: Option<(char, Option<usize>)>,
     /// Bytes scanned speculatively (strings parsed again, look-ahead); past a budget the parser stops
     /// speculating so that repair stays linear on adversarial input.
     pub(super) wasted: usize,
@@ -45,6 +47,7 @@ impl<'a> Parser<'a> {
             ws_newline: false,
             in_key: false,
             last_double_quote: None,
+            last_other_quote: None,
             wasted: 0,
         }
     }

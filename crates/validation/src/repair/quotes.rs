@@ -169,11 +169,18 @@ impl Parser<'_> {
     }
 
     /// Whether `quote_at` holds the last `c` of the text.
-    fn is_last_quote(&self, quote_at: usize, c: char) -> bool {
+    fn is_last_quote(&mut self, quote_at: usize, c: char) -> bool {
         let last = if c == '"' {
             self.last_double_quote
         } else {
-            self.text.rfind(c)
+            match self.last_other_quote {
+                Some((cached, last)) if cached == c => last,
+                _ => {
+                    let last = self.text.rfind(c);
+                    self.last_other_quote = Some((c, last));
+                    last
+                }
+            }
         };
         last == Some(quote_at)
     }

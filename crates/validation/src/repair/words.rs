@@ -106,20 +106,24 @@ impl Parser<'_> {
 
     /// For an unquoted object value stopped at a comma: a quote later on the line, with no colon
     /// before it, followed by `,` or `}` (the value's end quote, its opening one missing).
-    fn closing_quote_of_unquoted(&self, from: usize) -> Option<usize> {
-        let mut j = from;
-        loop {
-            match self.at(j)? {
-                b'"' => break,
-                b'\n' | b':' | b'{' | b'[' | b'}' => return None,
-                _ => j += 1,
-            }
+    fn closing_quote_of_unquoted(&mut self, from: usize) -> Option<usize> {
+        if self.over_budget() {
+            return None;
         }
-        matches!(self.at(self.skip_ws_from(j + 1)), Some(b',' | b'}')).then_some(j)
+        let mut j = from;
+        let found = loop {
+            match self.at(j) {
+                Some(b'"') => break true,
+                None | Some(b'\n' | b':' | b'{' | b'[' | b'}') => break false,
+                Some(_) => j += 1,
+            }
+        };
+        self.wasted += j - from;
+        (found && matches!(self.at(self.skip_ws_from(j + 1)), Some(b',' | b'}'))).then_some(j)
     }
 
     /// End of an unquoted word starting at `start`, trailing whitespace excluded.
-    fn unquoted_end(&self, start: usize, key: bool) -> usize {
+    fn unquoted_end(&mut self, start: usize, key: bool) -> usize {
         let mut i = start;
         while let Some(c) = self.char_at(i) {
             if !key
@@ -158,25 +162,33 @@ impl Parser<'_> {
     }
 
     /// End (exclusive) of the bracket group opening at `open`, closed on the same line.
-    fn bracket_group_end(&self, open: usize) -> Option<usize> {
+    fn bracket_group_end(&mut self, open: usize) -> Option<usize> {
+        if self.over_budget() {
+            return None;
+        }
         let opener = self.at(open)?;
         let closer = if opener == b'{' { b'}' } else { b']' };
         let mut depth = 0usize;
         let mut j = open;
-        loop {
-            match self.at(j)? {
-                b'\n' => return None,
-                b if b == opener => depth += 1,
-                b if b == closer => {
+        let end = loop {
+            match self.at(j) {
+                None | Some(b'\n') => break None,
+                Some(b) if b == opener => depth += 1,
+                Some(b) if b == closer => {
                     depth -= 1;
                     if depth == 0 {
-                        return Some(j + 1);
+                        break Some(j + 1);
                     }
                 }
-                _ => {}
+                Some(_) => {}
             }
             j += 1;
+        };
+        if end.is_none() {
+            // Only a failed search is wasted: a found group is consumed.
+            self.wasted += j - open;
         }
+        end
     }
 
     /// A regular expression literal `/.../` as a string; `None` without a closing slash.

@@ -138,6 +138,13 @@ fn adversarial_inputs_stay_fast() {
         "<think>a</think>".repeat(megabyte / 16),
         "<think>a</thinking>{\"a\": [1] ".repeat(megabyte / 30),
         "<json>".repeat(megabyte / 6),
+        format!("{{a: {}", "b{c".repeat(megabyte / 3)),
+        format!("{{\"a\": {}", "b, c".repeat(megabyte / 4)),
+        format!(
+            "{{'a': {}{}",
+            "'x' y ".repeat(megabyte / 12),
+            " ".repeat(megabyte / 2)
+        ),
         "[1] {\"a\" ".repeat(megabyte / 10),
         "{\"a\": \"".repeat(megabyte / 7),
     ];
