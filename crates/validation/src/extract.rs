@@ -2,7 +2,7 @@
 //! blocks, a byte order mark, several values, JSON escaped inside a JSON string.
 //!
 //! [`candidates`] lists every piece of a reply that may be the JSON, most likely first; [`recover`]
-//! repairs them in order and returns the first value it gets.
+//! repairs them in order and returns the first complete value it gets (a cut-off one if none is).
 //!
 //! ```
 //! use claij_validation::extract::recover;
@@ -47,13 +47,92 @@ pub struct Candidate<'a> {
 ///   bracketed value in the prose (brackets balanced, strings respected; objects before arrays).
 /// - Last, the whole reply, for repair to make what it can of it.
 pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
+    let (mut out, last_resort) = ranked(reply);
+    out.extend(last_resort);
+    out
+}
+
+/// Recover the JSON value of an LLM reply: [`repair`] the [`candidates`] in order and return the
+/// first complete value (one that needed no [`FixKind::Truncation`]), else the first value; the whole
+/// reply, tried last, only counts when nothing else gave a value. The fixes are the extraction fixes
+/// followed by the repair fixes.
+///
+/// A reply that is valid JSON as a whole is returned unchanged, without fixes.
+///
+/// # Errors
+///
+/// [`RepairError::Empty`] when the reply is empty (or only reasoning), otherwise the error of the most
+/// preferred candidate, positioned in the reply where the candidate is a piece of it.
+pub fn recover(reply: &str) -> Result<Repaired, RepairError> {
+    if let Ok(value) = serde_json::from_str::<Value>(reply) {
+        return Ok(Repaired {
+            value,
+            fixes: Vec::new(),
+        });
+    }
+    let (preferred, last_resort) = ranked(reply);
+    let mut first_value = None;
+    let mut first_error = None;
+    for candidate in preferred {
+        match attempt(reply, candidate) {
+            Ok(recovered)
+                if !recovered
+                    .fixes
+                    .iter()
+                    .any(|fix| fix.kind == FixKind::Truncation) =>
+            {
+                return Ok(recovered);
+            }
+            Ok(recovered) => {
+                first_value.get_or_insert(recovered);
+            }
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(recovered) = first_value {
+        return Ok(recovered);
+    }
+    if let Some(candidate) = last_resort {
+        match attempt(reply, candidate) {
+            Ok(recovered) => return Ok(recovered),
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    Err(first_error.unwrap_or(RepairError::Empty))
+}
+
+/// Repair one candidate: its value with the extraction fixes first, or the error placed in the reply.
+fn attempt(reply: &str, candidate: Candidate<'_>) -> Result<Repaired, RepairError> {
+    match repair(&candidate.text) {
+        Ok(repaired) => {
+            let mut fixes = candidate.fixes;
+            fixes.extend(repaired.fixes);
+            Ok(Repaired {
+                value: repaired.value,
+                fixes,
+            })
+        }
+        Err(error) => Err(match candidate.text {
+            Cow::Borrowed(_) => error.shifted(reply, candidate.span.start),
+            Cow::Owned(_) => error,
+        }),
+    }
+}
+
+/// The candidates in order of preference, and apart the whole reply as a last resort (when it was
+/// not already tried first because it starts like JSON).
+fn ranked(reply: &str) -> (Vec<Candidate<'_>>, Option<Candidate<'_>>) {
     let bom = if reply.starts_with('\u{feff}') {
         '\u{feff}'.len_utf8()
     } else {
         0
     };
     if let Some(valid) = valid_whole(reply, bom) {
-        return valid;
+        return (valid, None);
     }
     let visible = scan::visible_segments(reply, bom);
     let mut out = Vec::new();
@@ -79,52 +158,9 @@ pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
         out.push(piece_candidate(reply, &visible, segment, span));
         push_unescaped(&mut out);
     }
-    if let Some(candidate) = whole
-        && !out.iter().any(|earlier| earlier.text == candidate.text)
-    {
-        out.push(candidate);
-    }
-    out
-}
-
-/// Recover the JSON value of an LLM reply: [`repair`] each of the [`candidates`] in order and return
-/// the first value, with the extraction fixes followed by the repair fixes.
-///
-/// A reply that is valid JSON as a whole is returned unchanged, without fixes.
-///
-/// # Errors
-///
-/// [`RepairError::Empty`] when the reply is empty (or only reasoning), otherwise the error of the most
-/// preferred candidate, positioned in the reply where the candidate is a piece of it.
-pub fn recover(reply: &str) -> Result<Repaired, RepairError> {
-    if let Ok(value) = serde_json::from_str::<Value>(reply) {
-        return Ok(Repaired {
-            value,
-            fixes: Vec::new(),
-        });
-    }
-    let mut first_error = None;
-    for candidate in candidates(reply) {
-        match repair(&candidate.text) {
-            Ok(repaired) => {
-                let mut fixes = candidate.fixes;
-                fixes.extend(repaired.fixes);
-                return Ok(Repaired {
-                    value: repaired.value,
-                    fixes,
-                });
-            }
-            Err(error) => {
-                if first_error.is_none() {
-                    first_error = Some(match candidate.text {
-                        Cow::Borrowed(_) => error.shifted(reply, candidate.span.start),
-                        Cow::Owned(_) => error,
-                    });
-                }
-            }
-        }
-    }
-    Err(first_error.unwrap_or(RepairError::Empty))
+    let last_resort =
+        whole.filter(|candidate| !out.iter().any(|earlier| earlier.text == candidate.text));
+    (out, last_resort)
 }
 
 /// The reply as the only candidate (and its unescaped content) when it is valid JSON.

@@ -174,6 +174,16 @@ fn recover_takes_the_first_value() {
         json!({"a": 1})
     );
     assert!(recover("{\"a\": 1}").unwrap().fixes.is_empty());
+    // A complete value wins over a cut-off one before it.
+    let reply = "```json\n{\"a\": [1, 2\n```\nFixed:\n```json\n{\"a\": [1, 2, 3]}\n```";
+    assert_eq!(recover(reply).unwrap().value, json!({"a": [1, 2, 3]}));
+    // A cut-off value wins over the whole reply repaired as text.
+    assert_eq!(
+        recover("Result:\n```json\n{\"a\": 1\n```\nDone")
+            .unwrap()
+            .value,
+        json!({"a": 1})
+    );
 }
 
 #[test]
