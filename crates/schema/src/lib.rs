@@ -1,6 +1,46 @@
-//! Response schemas for LLMs.
+//! Response schemas for LLMs: a minimal base grown by audited schema deltas, checked, compiled once,
+//! translated to provider dialects and rendered compactly for prompts.
 //!
-//! (crate docs are completed once every module has landed)
+//! Every reply claij asks for conforms to a JSON Schema. It starts as [`base`] (`answer` and `state`) and
+//! grows as interceptors add [`SchemaDelta`]s through a [`Registry`], which composes them, checks the result
+//! against the draft's meta-schema and rolls back any delta that would break it, keeping an [`AuditLog`] of
+//! who added, removed or was refused what, and when.
+//!
+//! ```
+//! use claij_schema::{Dialect, Registry, SchemaDelta, to_compact};
+//! use serde_json::json;
+//!
+//! let mut registry = Registry::new(claij_schema::base())?;
+//! registry.add(SchemaDelta::new("summary-v1", "memory-interceptor", json!({
+//!     "properties": {"summary": {"type": "string", "description": "Key facts to remember"}},
+//!     "required": ["summary"],
+//! })))?;
+//! let schema = registry.active();
+//! assert_eq!(schema["required"], json!(["answer", "state", "summary"]));
+//!
+//! // For a prompt: a third of the tokens of the JSON.
+//! assert!(to_compact(schema).contains("summary: string // Key facts to remember"));
+//!
+//! // For OpenAI strict mode: every object closed, and a report of what the dialect cannot carry.
+//! let openai = Dialect::OpenAiStrict.compile(schema)?;
+//! assert_eq!(openai.schema["additionalProperties"], json!(false));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What lives where:
+//! - [`compose`] merges deltas (properties, required, `$defs`, falling back to `allOf`), deterministic and
+//!   idempotent; [`Registry`] adds meta-validation, rollback and the audit log.
+//! - [`compile()`] and [`compile_at`] compile with boon (no file or network access, format assertions on);
+//!   [`Memo`] shares one compiled form between identical schemas and counts hits and misses.
+//! - [`dialect`] compiles to OpenAI strict, Gemini `responseSchema` and Anthropic, reporting each
+//!   [`dialect::Loss`]; the local validator still enforces the full schema.
+//! - [`render`] writes minified JSON or the compact TypeScript-like form.
+//!
+//! Draft 2020-12 is the default; draft-07 documents (as MCP servers send) are accepted everywhere.
+//!
+//! Errors: [`Error`] (composition, meta-validation, registry), each naming the extension and the JSON
+//! pointer; [`DialectError`] for schemas a dialect cannot express. This crate has no features and does no
+//! IO.
 
 mod base;
 pub mod compile;

@@ -1,1 +1,62 @@
-fn main() {}
+//! Validation speed on the shared fixtures: the dispatching validator against plain boon, and the whole
+//! reply path (extract, repair, coerce, validate).
+
+use std::hint::black_box;
+use std::path::Path;
+
+use claij_validation::{Validator, process};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::Value;
+
+fn fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/bench")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn validate(c: &mut Criterion) {
+    let mut group = c.benchmark_group("validate");
+    for (schema, instances) in [
+        ("small", ["small.valid.json", "small.invalid.json"]),
+        ("big", ["big.valid.json", "big.invalid.json"]),
+    ] {
+        let schema_value = fixture(&format!("{schema}.json"));
+        let validator = Validator::new(&schema_value).unwrap_or_else(|e| panic!("{e}"));
+        let (plain, _) =
+            claij_schema::compile_at(&schema_value, &[]).unwrap_or_else(|e| panic!("{e}"));
+        for name in instances {
+            let instance = fixture(name);
+            let id = name.trim_end_matches(".json");
+            group.bench_function(format!("claij/{id}"), |b| {
+                b.iter(|| black_box(validator.validate(black_box(&instance))))
+            });
+            let (schemas, root) = plain.as_boon();
+            group.bench_function(format!("boon-full-tree/{id}"), |b| {
+                b.iter(|| black_box(schemas.validate(black_box(&instance), root).is_ok()))
+            });
+        }
+    }
+    group.finish();
+
+    let big = fixture("big.json");
+    c.bench_function("compile/big", |b| {
+        b.iter(|| black_box(Validator::new(black_box(&big)).map(drop)))
+    });
+}
+
+fn reply_path(c: &mut Criterion) {
+    let validator = Validator::new(&fixture("small.json")).unwrap_or_else(|e| panic!("{e}"));
+    let clean = r#"{"answer": "Paris", "state": "done", "summary": "asked for a capital"}"#;
+    let messy = "Sure! Here you go:\n```json\n{'answer': 'Paris', 'state': 'done', // the end\n 'summary': 'asked for a capital',}\n```\nAnything else?";
+    c.bench_function("process/clean", |b| {
+        b.iter(|| black_box(process(black_box(clean), &validator)))
+    });
+    c.bench_function("process/messy", |b| {
+        b.iter(|| black_box(process(black_box(messy), &validator)))
+    });
+}
+
+criterion_group!(benches, validate, reply_path);
+criterion_main!(benches);

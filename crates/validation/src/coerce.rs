@@ -182,12 +182,25 @@ impl<'s> Coercer<'s, '_> {
         depth: usize,
     ) {
         let props = node.get("properties").and_then(Value::as_object);
-        if node.get("additionalProperties") == Some(&Value::Bool(false))
-            && !node.contains_key("patternProperties")
-        {
+        let patterns: Vec<(regex::Regex, &'s Value)> = match node.get("patternProperties") {
+            Some(Value::Object(pp)) => pp
+                .iter()
+                .filter_map(|(p, sub)| regex::Regex::new(p).ok().map(|r| (r, sub)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        // A pattern Rust's regex cannot compile: keep every key rather than guess.
+        let patterns_complete = node
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .is_none_or(|pp| pp.len() == patterns.len());
+        if node.get("additionalProperties") == Some(&Value::Bool(false)) && patterns_complete {
             let unknown: Vec<String> = map
                 .keys()
-                .filter(|k| !props.is_some_and(|p| p.contains_key(*k)))
+                .filter(|k| {
+                    !props.is_some_and(|p| p.contains_key(*k))
+                        && !patterns.iter().any(|(r, _)| r.is_match(k))
+                })
                 .cloned()
                 .collect();
             for key in unknown {
@@ -203,9 +216,24 @@ impl<'s> Coercer<'s, '_> {
         }
         let additional = node.get("additionalProperties").filter(|a| a.is_object());
         for (key, v) in map.iter_mut() {
-            let sub = props.and_then(|p| p.get(key)).or(additional);
-            if let Some(sub) = sub {
-                self.coerce(v, sub, &push(at, key), depth + 1);
+            let named = props.and_then(|p| p.get(key));
+            let matching: Vec<&'s Value> = patterns
+                .iter()
+                .filter(|(r, _)| r.is_match(key))
+                .map(|(_, sub)| *sub)
+                .collect();
+            let here = push(at, key);
+            if let Some(sub) = named {
+                self.coerce(v, sub, &here, depth + 1);
+            }
+            for sub in &matching {
+                self.coerce(v, sub, &here, depth + 1);
+            }
+            if named.is_none()
+                && matching.is_empty()
+                && let Some(sub) = additional
+            {
+                self.coerce(v, sub, &here, depth + 1);
             }
         }
     }
@@ -325,9 +353,7 @@ fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
             Some((Value::Null, FixKind::ToNull))
         }
         ("object" | "array", Value::String(s)) => {
-            let parsed = serde_json::from_str::<Value>(s.trim())
-                .ok()
-                .filter(|p| type_of(p) == t);
+            let parsed = embedded_json(s).filter(|p| type_of(p) == t);
             match parsed {
                 Some(p) => Some((p, FixKind::Unescaped)),
                 None if t == "array" => {
@@ -339,6 +365,18 @@ fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
         ("array", v) if !v.is_null() => Some((Value::Array(vec![v.clone()]), FixKind::WrapInArray)),
         _ => None,
     }
+}
+
+/// A JSON object or array held in a string, repaired if need be (`"{verdict: bad}"`); only text that
+/// starts and ends like one is tried, so prose is never turned into a value.
+fn embedded_json(s: &str) -> Option<Value> {
+    let t = s.trim();
+    let shaped =
+        (t.starts_with('{') && t.ends_with('}')) || (t.starts_with('[') && t.ends_with(']'));
+    if !shaped {
+        return None;
+    }
+    crate::repair::repair(t).ok().map(|r| r.value)
 }
 
 /// Parses `5`, ` -3.5 `, `1,234.5`, `+7`, `1e3`; thousands separators only in groups of three.

@@ -52,6 +52,20 @@ pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
     out
 }
 
+/// Whether a text is prose rather than JSON: not valid JSON, and without a bracket, brace or double
+/// quote, so repair could only turn its words into strings (`Sorry, no.` into `["Sorry", "no."]`).
+///
+/// ```
+/// use claij_validation::extract::is_prose;
+///
+/// assert!(is_prose("Sorry, I can't help with that."));
+/// assert!(!is_prose("42"));
+/// assert!(!is_prose("{answer: 'yes'}"));
+/// ```
+pub fn is_prose(text: &str) -> bool {
+    !text.contains(['{', '[', '"']) && serde_json::from_str::<Value>(text).is_err()
+}
+
 /// Recover the JSON value of an LLM reply: [`repair`] the [`candidates`] in order and return the
 /// first complete value (one that needed no [`FixKind::Truncation`]), else the first value; the whole
 /// reply, tried last, only counts when nothing else gave a value. The fixes are the extraction fixes

@@ -154,3 +154,29 @@ fn refs_and_unions() {
     let rec = json!({"$ref": "#"});
     check(rec, json!({"a": 1}), json!({"a": 1}), &[]);
 }
+
+#[test]
+fn pattern_properties_and_embedded_json() {
+    use FixKind::*;
+    let schema = json!({
+        "type": "object", "additionalProperties": false,
+        "properties": {"s": {"type": "object", "properties": {"v": {"type": "string"}}}},
+        "patternProperties": {"^x": {"type": "integer"}}
+    });
+    check(
+        schema.clone(),
+        json!({"x1": "2", "other": true, "s": "{v: 'bad', }"}),
+        json!({"x1": 2, "s": {"v": "bad"}}),
+        &[DroppedProperty, StringToNumber, Unescaped],
+    );
+    // Prose is not parsed into a value, even when the schema wants an object.
+    check(
+        schema,
+        json!({"s": "see {v} above"}),
+        json!({"s": "see {v} above"}),
+        &[],
+    );
+    // A pattern Rust cannot compile (look-ahead): nothing is dropped.
+    let odd = json!({"additionalProperties": false, "patternProperties": {"^(?!y)": {}}});
+    check(odd, json!({"a": 1}), json!({"a": 1}), &[]);
+}

@@ -144,3 +144,36 @@ proptest! {
         prop_assert!(v.is_valid(&instance));
     }
 }
+
+#[test]
+fn process_outcomes() {
+    use claij_validation::{Outcome, process};
+    let v = Validator::new(&claij_schema::base()).unwrap();
+    let cases = [
+        ("I cannot help with that.", "no_json"),
+        ("", "no_json"),
+        (
+            "<think>{\"answer\": \"x\", \"state\": \"s\"}</think> no idea",
+            "no_json",
+        ),
+        ("{\"answer\": 1, \"state\": \"s\"}", "valid"), // 1 coerced to "1"
+        ("{\"answer\": [], \"state\": \"s\"}", "invalid"),
+        (
+            "first {\"a\": 1} then {\"answer\": \"x\", \"state\": \"s\"}",
+            "valid",
+        ),
+        ("{\"answer\": \"x\", \"sta", "invalid"),
+    ];
+    for (reply, want) in cases {
+        let got = match process(reply, &v) {
+            Outcome::Valid { .. } => "valid",
+            Outcome::Invalid { .. } => "invalid",
+            Outcome::NoJson { .. } => "no_json",
+        };
+        assert_eq!(got, want, "{reply}");
+    }
+    let Outcome::NoJson { reason } = process("Sorry, no.", &v) else {
+        panic!()
+    };
+    assert_eq!(reason, "the reply is prose without a JSON value");
+}

@@ -1,0 +1,73 @@
+//! `claij repair`: recover the JSON value from an LLM reply on stdin.
+
+use std::io::Write as _;
+
+use anyhow::Result;
+use claij_validation::{Outcome, Validator, extract, process};
+use serde_json::json;
+
+use crate::Status;
+use crate::input;
+
+/// Arguments of `claij repair`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Coerce towards this schema and require the result to validate against it.
+    #[arg(long, short)]
+    schema: Option<String>,
+    /// Print `{"value", "fixes"}` instead of the bare value.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads stdin, recovers, prints compact JSON on stdout; failures on stderr with exit 1.
+pub fn run(args: &Args) -> Result<Status> {
+    let validator = match &args.schema {
+        Some(path) => {
+            let schema = input::read_json(path)?;
+            let v = Validator::new(&schema)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", input::name(path)))?;
+            Some(v)
+        }
+        None => None,
+    };
+    let reply = input::read_text("-")?;
+    let mut err = std::io::stderr().lock();
+    let (value, fixes) = match &validator {
+        None => match extract::recover(&reply) {
+            Ok(_) if extract::is_prose(&reply) => {
+                writeln!(
+                    err,
+                    "no JSON recovered: the reply is prose without a JSON value"
+                )?;
+                return Ok(Status::Invalid);
+            }
+            Ok(r) => (r.value, r.fixes),
+            Err(e) => {
+                writeln!(err, "no JSON recovered: {e}")?;
+                return Ok(Status::Invalid);
+            }
+        },
+        Some(validator) => match process(&reply, validator) {
+            Outcome::Valid { value, fixes } => (value, fixes),
+            Outcome::Invalid { violations, .. } => {
+                writeln!(err, "recovered JSON is invalid against the schema:")?;
+                for v in &violations {
+                    writeln!(err, "  {v}")?;
+                }
+                return Ok(Status::Invalid);
+            }
+            Outcome::NoJson { reason } => {
+                writeln!(err, "no JSON recovered: {reason}")?;
+                return Ok(Status::Invalid);
+            }
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", json!({"value": value, "fixes": fixes}))?;
+    } else {
+        writeln!(out, "{value}")?;
+    }
+    Ok(Status::Ok)
+}

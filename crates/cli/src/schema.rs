@@ -1,0 +1,110 @@
+//! `claij schema compose` and `claij schema render`.
+
+use std::io::Write as _;
+
+use anyhow::{Context as _, Result};
+use claij_schema::{Registry, dialect::Dialect, render};
+
+use crate::Status;
+use crate::input;
+
+/// `claij schema` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Compose schema deltas onto a base schema, checking the result; prints the composed schema.
+    Compose {
+        /// The base schema file.
+        base: String,
+        /// Schema delta files, applied in order (`{extension_id, added_by, added_at, delta}` or a bare partial schema).
+        deltas: Vec<String>,
+        /// Print minified JSON.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Render a schema for a prompt or compile it to a provider dialect; what a dialect drops goes to stderr.
+    Render {
+        /// How to render it.
+        #[arg(long = "as", value_enum, default_value_t = Format::Compact)]
+        format: Format,
+        /// The schema file (`-` for stdin).
+        file: String,
+    },
+}
+
+/// Output forms of `claij schema render`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    /// Minified JSON.
+    Json,
+    /// The compact TypeScript-like form used in prompts.
+    Compact,
+    /// OpenAI strict structured outputs.
+    OpenaiStrict,
+    /// Gemini `responseSchema`.
+    Gemini,
+    /// Anthropic structured outputs.
+    Anthropic,
+}
+
+/// Runs a `claij schema` subcommand.
+pub fn run(cmd: &Command) -> Result<Status> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        Command::Compose {
+            base,
+            deltas,
+            compact,
+        } => {
+            let base_schema = input::read_json(base)?;
+            let mut registry =
+                Registry::new(base_schema).with_context(|| input::name(base).to_owned())?;
+            for path in deltas {
+                let delta = input::read_delta(path)?;
+                registry
+                    .add(delta)
+                    .with_context(|| input::name(path).to_owned())?;
+            }
+            let schema = registry.active();
+            if *compact {
+                writeln!(out, "{schema}")?;
+            } else {
+                writeln!(out, "{}", serde_json::to_string_pretty(schema)?)?;
+            }
+        }
+        Command::Render { format, file } => {
+            let schema = input::read_json(file)?;
+            claij_schema::check(&schema).with_context(|| input::name(file).to_owned())?;
+            let dialect = match format {
+                Format::Json => {
+                    writeln!(out, "{}", render::to_json(&schema))?;
+                    return Ok(Status::Ok);
+                }
+                Format::Compact => {
+                    writeln!(out, "{}", render::to_compact(&schema))?;
+                    return Ok(Status::Ok);
+                }
+                Format::OpenaiStrict => Dialect::OpenAiStrict,
+                Format::Gemini => Dialect::Gemini,
+                Format::Anthropic => Dialect::Anthropic,
+            };
+            let compiled = dialect
+                .compile(&schema)
+                .with_context(|| format!("{}: cannot compile to {dialect}", input::name(file)))?;
+            writeln!(out, "{}", serde_json::to_string_pretty(&compiled.schema)?)?;
+            let mut err = std::io::stderr().lock();
+            if compiled.losses.is_empty() {
+                writeln!(err, "{dialect}: nothing dropped")?;
+            } else {
+                writeln!(
+                    err,
+                    "{dialect}: {} change(s) the local validator still enforces:",
+                    compiled.losses.len()
+                )?;
+                for loss in &compiled.losses {
+                    writeln!(err, "  {loss}")?;
+                }
+            }
+        }
+    }
+    Ok(Status::Ok)
+}

@@ -1,0 +1,262 @@
+//! End-to-end tests of the `claij` binary: exit codes, stdout, stderr.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// What a run printed and how it ended.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn claij(args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// A temporary directory with the given files, removed on drop.
+struct Files(PathBuf);
+
+impl Files {
+    fn new(files: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "claij-cli-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        Self(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const BASE: &str = r#"{"type": "object", "required": ["answer", "state"],
+  "properties": {"answer": {"type": "string"}, "state": {"type": "string"}, "n": {"type": "integer"}}}"#;
+
+#[track_caller]
+fn assert_one_line_error(run: &Run, code: i32, part: &str) {
+    assert_eq!(run.code, code, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains(part), "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
+
+#[test]
+fn validate_exit_codes_and_output() {
+    let f = Files::new(&[
+        ("s.json", BASE),
+        ("ok.json", r#"{"answer": "a", "state": "s"}"#),
+        ("bad.json", r#"{"answer": 1}"#),
+        ("broken.json", "{\"answer\": "),
+        ("bad-schema.json", r#"{"type": "strng"}"#),
+    ]);
+    let s = f.path("s.json");
+    let ok = claij(&["validate", "--schema", &s, &f.path("ok.json")], "");
+    assert_eq!((ok.code, ok.stdout.as_str()), (0, "valid\n"));
+    let bad = claij(&["validate", "--schema", &s, &f.path("bad.json")], "");
+    assert_eq!(bad.code, 1);
+    insta::assert_snapshot!(bad.stdout, @r"
+    (root): missing required property `state`  [/required]
+    /answer: expected string, got number  [/properties/answer/type]
+    ");
+    assert_eq!(bad.stderr, "invalid: 2 violations\n");
+    let stdin = claij(
+        &["validate", "--schema", &s, "--json"],
+        r#"{"answer": "a", "state": 3}"#,
+    );
+    assert_eq!(stdin.code, 1);
+    let report: serde_json::Value = serde_json::from_str(&stdin.stdout).unwrap();
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["violations"][0]["instance_pointer"], "/state");
+    let broken = claij(&["validate", "--schema", &s, &f.path("broken.json")], "");
+    assert_one_line_error(
+        &broken,
+        1,
+        "not valid JSON: EOF while parsing a value at line 1 column 11",
+    );
+    let missing = claij(&["validate", "--schema", &f.path("nope.json"), "-"], "{}");
+    assert_one_line_error(&missing, 2, "cannot read");
+    let bad_schema = claij(
+        &["validate", "--schema", &f.path("bad-schema.json"), "-"],
+        "{}",
+    );
+    assert_one_line_error(&bad_schema, 2, "invalid schema at `/type`");
+    let usage = claij(&["validate"], "");
+    assert_eq!(usage.code, 2);
+}
+
+#[test]
+fn repair_recovers_and_reports() {
+    let f = Files::new(&[("s.json", BASE)]);
+    let messy = "Here you go:\n```json\n{'answer': 'Paris', state: \"done\", 'n': '3',}\n```\nBye";
+    let plain = claij(&["repair"], messy);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert_eq!(
+        plain.stdout,
+        "{\"answer\":\"Paris\",\"state\":\"done\",\"n\":\"3\"}\n"
+    );
+    let coerced = claij(&["repair", "--schema", &f.path("s.json"), "--json"], messy);
+    assert_eq!(coerced.code, 0, "{}", coerced.stderr);
+    let out: serde_json::Value = serde_json::from_str(&coerced.stdout).unwrap();
+    assert_eq!(
+        out["value"],
+        serde_json::json!({"answer": "Paris", "state": "done", "n": 3})
+    );
+    let kinds: Vec<&str> = out["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"string_to_number"), "{kinds:?}");
+    assert!(kinds.contains(&"quote_style"), "{kinds:?}");
+    let invalid = claij(
+        &["repair", "--schema", &f.path("s.json")],
+        r#"{"answer": "x"}"#,
+    );
+    assert_eq!(invalid.code, 1);
+    assert!(invalid.stdout.is_empty());
+    assert!(
+        invalid.stderr.contains("missing required property `state`"),
+        "{}",
+        invalid.stderr
+    );
+    let nothing = claij(&["repair"], "I cannot help with that.");
+    assert_eq!(nothing.code, 1, "{}", nothing.stdout);
+    assert!(
+        nothing.stderr.starts_with("no JSON recovered"),
+        "{}",
+        nothing.stderr
+    );
+}
+
+#[test]
+fn schema_compose_and_render() {
+    let f = Files::new(&[
+        ("base.json", BASE),
+        (
+            "memory.delta.json",
+            r#"{"extension_id": "summary-v1", "added_by": "memory", "added_at": "2026-01-01T00:00:00Z",
+               "delta": {"properties": {"summary": {"type": "string", "description": "Key facts"}}, "required": ["summary"]}}"#,
+        ),
+        (
+            "tags.json",
+            r#"{"properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 10}}}}"#,
+        ),
+        ("broken.json", r#"{"properties": {"x": {"type": "strin"}}}"#),
+    ]);
+    let composed = claij(
+        &[
+            "schema",
+            "compose",
+            &f.path("base.json"),
+            &f.path("memory.delta.json"),
+            &f.path("tags.json"),
+            "--compact",
+        ],
+        "",
+    );
+    assert_eq!(composed.code, 0, "{}", composed.stderr);
+    let schema: serde_json::Value = serde_json::from_str(&composed.stdout).unwrap();
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["answer", "state", "summary"])
+    );
+    assert!(schema["properties"]["tags"].is_object());
+    let rejected = claij(
+        &[
+            "schema",
+            "compose",
+            &f.path("base.json"),
+            &f.path("broken.json"),
+        ],
+        "",
+    );
+    assert_one_line_error(
+        &rejected,
+        2,
+        "extension `broken`: invalid schema at `/properties/x/type`",
+    );
+
+    std::fs::write(f.path("composed.json"), &composed.stdout).unwrap();
+    let compact = claij(
+        &[
+            "schema",
+            "render",
+            "--as",
+            "compact",
+            &f.path("composed.json"),
+        ],
+        "",
+    );
+    assert_eq!(compact.code, 0, "{}", compact.stderr);
+    assert!(compact.stdout.contains("summary"), "{}", compact.stdout);
+    let strict = claij(
+        &[
+            "schema",
+            "render",
+            "--as",
+            "openai-strict",
+            &f.path("composed.json"),
+        ],
+        "",
+    );
+    assert_eq!(strict.code, 0, "{}", strict.stderr);
+    let strict_schema: serde_json::Value = serde_json::from_str(&strict.stdout).unwrap();
+    assert_eq!(strict_schema["additionalProperties"], false);
+    assert!(strict.stderr.contains("maxLength"), "{}", strict.stderr);
+    let gemini = claij(
+        &[
+            "schema",
+            "render",
+            "--as",
+            "gemini",
+            &f.path("composed.json"),
+        ],
+        "",
+    );
+    assert_eq!(gemini.code, 0, "{}", gemini.stderr);
+    let json = claij(
+        &["schema", "render", "--as", "json", "-"],
+        r#"{ "type" : "string" }"#,
+    );
+    assert_eq!(json.stdout, "{\"type\":\"string\"}\n");
+    let garbage = claij(&["schema", "render", "-"], "{not json");
+    assert_one_line_error(&garbage, 2, "stdin: invalid JSON");
+}

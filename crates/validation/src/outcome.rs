@@ -1,0 +1,136 @@
+//! The one entry point: from an LLM reply to a valid value, an invalid one with its violations, or
+//! the reason no JSON was found.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::coerce::coerce;
+use crate::fix::Fix;
+use crate::validator::Validator;
+use crate::violation::Violation;
+use crate::{extract, repair};
+
+/// What became of a reply.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[must_use]
+pub enum Outcome {
+    /// The reply holds a value that satisfies the schema, after the fixes listed.
+    Valid {
+        /// The value.
+        value: Value,
+        /// What extraction, repair and coercion changed, in order.
+        fixes: Vec<Fix>,
+    },
+    /// The reply holds JSON, but it does not satisfy the schema even after coercion.
+    Invalid {
+        /// The best value found (the first complete one).
+        value: Value,
+        /// What is still wrong with it.
+        violations: Vec<Violation>,
+        /// What extraction, repair and coercion changed, in order.
+        fixes: Vec<Fix>,
+    },
+    /// Nothing in the reply could be read as JSON.
+    NoJson {
+        /// Why, briefly.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// Whether the outcome is [`Outcome::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Outcome::Valid { .. })
+    }
+
+    /// The value, valid or not.
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            Outcome::Valid { value, .. } | Outcome::Invalid { value, .. } => Some(value),
+            Outcome::NoJson { .. } => None,
+        }
+    }
+
+    /// The fixes made.
+    pub fn fixes(&self) -> &[Fix] {
+        match self {
+            Outcome::Valid { fixes, .. } | Outcome::Invalid { fixes, .. } => fixes,
+            Outcome::NoJson { .. } => &[],
+        }
+    }
+
+    /// The violations left (empty unless invalid).
+    pub fn violations(&self) -> &[Violation] {
+        match self {
+            Outcome::Invalid { violations, .. } => violations,
+            _ => &[],
+        }
+    }
+}
+
+/// Extracts, repairs, coerces and validates a reply.
+///
+/// Every JSON value found in the reply is tried in order of preference; the first that validates (as
+/// is, or after coercion) wins; otherwise the first complete value is returned with its violations.
+///
+/// ```
+/// use claij_validation::{Outcome, Validator, process};
+///
+/// let validator = Validator::new(&claij_schema::base())?;
+/// let reply = "Sure! ```json\n{'answer': 'Paris', 'state': 'done',}\n```";
+/// match process(reply, &validator) {
+///     Outcome::Valid { value, fixes } => {
+///         assert_eq!(value["answer"], "Paris");
+///         assert!(!fixes.is_empty());
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), claij_validation::Error>(())
+/// ```
+pub fn process(reply: &str, validator: &Validator) -> Outcome {
+    let mut first_invalid: Option<Outcome> = None;
+    let mut last_error = None;
+    for candidate in extract::candidates(reply) {
+        let repaired = match repair::repair(&candidate.text) {
+            Ok(_) if extract::is_prose(&candidate.text) => {
+                last_error
+                    .get_or_insert_with(|| "the reply is prose without a JSON value".to_owned());
+                continue;
+            }
+            Ok(r) => r,
+            Err(e) => {
+                last_error = Some(e.to_string());
+                continue;
+            }
+        };
+        let mut fixes = candidate.fixes;
+        fixes.extend(repaired.fixes);
+        let value = repaired.value;
+        if validator.is_valid(&value) {
+            return Outcome::Valid { value, fixes };
+        }
+        let (value, coercions) = coerce(value, validator.schema());
+        fixes.extend(coercions);
+        match validator.validate(&value) {
+            Ok(()) => return Outcome::Valid { value, fixes },
+            Err(violations) => {
+                if first_invalid.is_none() {
+                    first_invalid = Some(Outcome::Invalid {
+                        value,
+                        violations,
+                        fixes,
+                    });
+                }
+            }
+        }
+    }
+    first_invalid.unwrap_or_else(|| Outcome::NoJson {
+        reason: match last_error {
+            Some(e) if e.starts_with("the reply") => e,
+            Some(e) => format!("no JSON value could be recovered: {e}"),
+            None if reply.trim().is_empty() => "the reply is empty".to_owned(),
+            None => "the reply contains no JSON value".to_owned(),
+        },
+    })
+}
