@@ -1,0 +1,40 @@
+//! Provider-neutral LLM requests and responses, and the [`Backend`] trait every provider implements.
+//!
+//! A [`ChatRequest`] says what to ask (model, system prompt, messages, an optional JSON Schema for a
+//! structured answer, sampling parameters); a [`Backend`] turns it into a [`ChatResponse`] (the text, why
+//! it stopped, the [`Usage`]) or a typed [`Error`] that says which provider failed, with which HTTP status
+//! and request id. The trait is object-safe, so a pipeline holds an `Arc<dyn Backend>` and never knows
+//! which provider it talks to.
+//!
+//! ```
+//! # #[cfg(feature = "testing")] {
+//! use claij_backends::{Backend, ChatRequest, Message, testing::Scripted};
+//!
+//! let backend = Scripted::replies([r#"{"answer": "4", "state": "done"}"#]);
+//! let request = ChatRequest::new("any-model").message(Message::user("What is 2+2?"));
+//! let response = futures_executor::block_on(backend.complete(&request))?;
+//! assert_eq!(response.content, r#"{"answer": "4", "state": "done"}"#);
+//! assert_eq!(backend.requests()[0].messages[0].content, "What is 2+2?");
+//! # }
+//! # Ok::<(), claij_backends::Error>(())
+//! ```
+//!
+//! Features:
+//! - `testing`: [`testing::Scripted`], a backend that answers from a script and records every request,
+//!   so interceptors and pipelines can be tested offline.
+//!
+//! Errors: [`Error`], one variant per kind of failure a caller handles differently (retry, re-auth,
+//! shorten the prompt, give up), each carrying the provider, status and request id where there are any.
+//! No error, log or `Debug` output contains an API key.
+
+mod backend;
+mod error;
+mod request;
+mod response;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use backend::{Backend, BoxFuture, Capabilities};
+pub use error::{Error, ErrorContext};
+pub use request::{ChatRequest, Message, Role, StructuredOutput};
+pub use response::{ChatResponse, FinishReason, Usage};

@@ -1,0 +1,2 @@
+//! Pipeline CPU per call.
+fn main() {}

@@ -1,0 +1,1 @@
+//! The `citations` interceptor.

@@ -1,0 +1,127 @@
+//! [`Context`]: what a conversation carries from turn to turn.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The state of a conversation: the well-known parts interceptors share, plus a typed extension map for
+/// anything else.
+///
+/// ```
+/// use claij_interceptors::Context;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Budget(u32);
+///
+/// let mut ctx = Context::default();
+/// ctx.insert(Budget(3));
+/// assert_eq!(ctx.get::<Budget>(), Some(&Budget(3)));
+/// ctx.get_mut::<Budget>().unwrap().0 -= 1;
+/// assert_eq!(ctx.remove::<Budget>(), Some(Budget(2)));
+/// ```
+#[derive(Default)]
+pub struct Context {
+    /// What the memory interceptor remembers.
+    pub memory: Memory,
+    /// The active project (MCP service filtering and "hat" prompts use it).
+    pub project: Option<String>,
+    /// The current FSM state, if the conversation is a state machine.
+    pub state: Option<String>,
+    /// The states the model may move to next (the FSM routing interceptor constrains `state` to them).
+    pub allowed_states: Vec<String>,
+    /// Results of tool calls from the previous turn, for the next prompt.
+    pub tool_results: Vec<ToolResult>,
+    /// Completed turns (a turn is one successful `ask`).
+    pub turn: u64,
+    extensions: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+}
+
+/// What is remembered across turns.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Memory {
+    /// Summaries, oldest first (each strategy decides how many are kept).
+    pub summaries: Vec<String>,
+    /// Longer-lived insights (the hierarchical strategy refreshes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insights: Option<String>,
+}
+
+impl Memory {
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.summaries.is_empty() && self.insights.is_none()
+    }
+}
+
+/// The outcome of one tool call, kept for the next turn's prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The tool, as the model named it.
+    pub name: String,
+    /// The arguments the model gave.
+    pub args: Value,
+    /// The tool's output, or why it failed (a bad argument, a timeout, an error).
+    pub output: Result<Value, String>,
+}
+
+impl Context {
+    /// Stores a value of type `T`, replacing any previous one.
+    pub fn insert<T: Any + Send + Sync>(&mut self, value: T) -> Option<T> {
+        self.extensions
+            .insert(TypeId::of::<T>(), Box::new(value))
+            .and_then(|old| old.downcast::<T>().ok().map(|b| *b))
+    }
+
+    /// The stored value of type `T`.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.extensions
+            .get(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_ref::<T>())
+    }
+
+    /// The stored value of type `T`, mutably.
+    pub fn get_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
+        self.extensions
+            .get_mut(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_mut::<T>())
+    }
+
+    /// The stored value of type `T`, or a default one stored now.
+    pub fn get_or_default<T: Any + Send + Sync + Default>(&mut self) -> &mut T {
+        let entry = self
+            .extensions
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()));
+        // The entry was stored under T's own TypeId, so the downcast cannot fail; a fresh default is a
+        // harmless answer if it ever did.
+        if !entry.is::<T>() {
+            *entry = Box::new(T::default());
+        }
+        #[allow(clippy::unwrap_used, reason = "checked just above")]
+        entry.downcast_mut::<T>().unwrap()
+    }
+
+    /// Removes and returns the stored value of type `T`.
+    pub fn remove<T: Any + Send + Sync>(&mut self) -> Option<T> {
+        self.extensions
+            .remove(&TypeId::of::<T>())
+            .and_then(|b| b.downcast::<T>().ok().map(|b| *b))
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("memory", &self.memory)
+            .field("project", &self.project)
+            .field("state", &self.state)
+            .field("allowed_states", &self.allowed_states)
+            .field("tool_results", &self.tool_results)
+            .field("turn", &self.turn)
+            .field("extensions", &self.extensions.len())
+            .finish()
+    }
+}

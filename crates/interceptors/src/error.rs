@@ -1,0 +1,99 @@
+//! The error type of the pipeline: every variant says where (interceptor and stage, attempt, provider).
+
+use claij_validation::Violation;
+
+use crate::interceptor::{BoxError, Stage};
+use crate::pipeline::Attempt;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An interceptor's hook failed (and its policy is [`crate::OnError::Fail`]).
+    #[error("interceptor `{interceptor}` failed in {stage}: {source}")]
+    Hook {
+        /// The interceptor.
+        interceptor: String,
+        /// The hook.
+        stage: Stage,
+        /// What it returned.
+        source: BoxError,
+    },
+    /// A schema delta was rejected, or the base schema is invalid.
+    #[error("{}schema rejected: {source}", interceptor_prefix(.interceptor))]
+    Schema {
+        /// The interceptor whose delta was rejected (`None` for the base schema).
+        interceptor: Option<String>,
+        /// Why, with the extension and the JSON pointer.
+        source: Box<claij_schema::Error>,
+    },
+    /// The backend failed; the attempts made before (and including) the failing one are kept.
+    #[error("attempt {}: {source}", .attempts.len())]
+    Backend {
+        /// Every attempt, the last one being the failed call.
+        attempts: Vec<Attempt>,
+        /// The backend's error (provider, status, request id).
+        source: Box<claij_backends::Error>,
+    },
+    /// Every attempt produced an invalid reply.
+    #[error("{}", .0)]
+    RetriesExhausted(Box<Exhausted>),
+    /// The validated value does not deserialize into the requested Rust type.
+    #[error("the valid answer does not fit `{type_name}`: {message}")]
+    Typed {
+        /// The Rust type asked for.
+        type_name: &'static str,
+        /// serde's message.
+        message: String,
+        /// The value.
+        value: serde_json::Value,
+    },
+}
+
+/// What is known when retries run out.
+#[derive(Debug)]
+pub struct Exhausted {
+    /// Every attempt, in order.
+    pub attempts: Vec<Attempt>,
+    /// What was wrong with the last reply.
+    pub violations: Vec<Violation>,
+    /// The last reply as the model sent it.
+    pub last_response: String,
+    /// Why the last reply failed, when it held no JSON.
+    pub no_json: Option<String>,
+}
+
+impl std::fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no valid reply after {} attempts; last: ",
+            self.attempts.len()
+        )?;
+        match (&self.no_json, self.violations.first()) {
+            (Some(reason), _) => write!(f, "{reason}"),
+            (None, Some(first)) if self.violations.len() > 1 => {
+                write!(f, "{first} (and {} more)", self.violations.len() - 1)
+            }
+            (None, Some(first)) => write!(f, "{first}"),
+            (None, None) => write!(f, "invalid"),
+        }
+    }
+}
+
+impl Error {
+    /// The attempts made, when the failure happened after calling the backend.
+    pub fn attempts(&self) -> &[Attempt] {
+        match self {
+            Error::Backend { attempts, .. } => attempts,
+            Error::RetriesExhausted(e) => &e.attempts,
+            _ => &[],
+        }
+    }
+}
+
+fn interceptor_prefix(interceptor: &Option<String>) -> String {
+    interceptor
+        .as_ref()
+        .map_or_else(String::new, |i| format!("interceptor `{i}`: "))
+}

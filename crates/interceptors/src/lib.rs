@@ -1,0 +1,66 @@
+//! The claij request pipeline: interceptors that grow the schema and the prompts, a backend call, and a
+//! validation-retry loop that returns a valid value or a precise error.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use claij_backends::testing::Scripted;
+//! use claij_interceptors::{Chain, Config, Context, Pipeline, from_fn};
+//! use serde_json::json;
+//!
+//! // An interceptor that asks for a `mood` field and keeps it in the context.
+//! #[derive(Debug, PartialEq)]
+//! struct Mood(String);
+//! let mood = from_fn("mood")
+//!     .pre_schema(|schema, _| {
+//!         schema.extend("mood-v1", json!({"properties": {"mood": {"enum": ["calm", "excited"]}}, "required": ["mood"]}));
+//!         Ok(())
+//!     })
+//!     .post_response(|value, ctx| {
+//!         ctx.insert(Mood(value["mood"].as_str().unwrap_or_default().to_owned()));
+//!         Ok(())
+//!     });
+//!
+//! let backend = Arc::new(Scripted::replies([r#"{"answer": "hi", "state": "chat", "mood": "Calm"}"#]));
+//! let pipeline = Pipeline::new(backend, Config::new("test-model"), Chain::new().with(mood));
+//! let mut ctx = Context::default();
+//! let answer = futures_executor::block_on(pipeline.ask(&mut ctx, "Hello"))?;
+//! assert_eq!(answer.value["mood"], "calm"); // coerced to the enum's case
+//! assert_eq!(ctx.get::<Mood>(), Some(&Mood("calm".into())));
+//! # Ok::<(), claij_interceptors::Error>(())
+//! ```
+//!
+//! The data flow, per [`Pipeline::ask`]: every interceptor's `pre_schema` adds schema deltas, composed
+//! through a [`claij_schema::Registry`] (checked, rolled back when broken, audited, compiled once per
+//! distinct schema); `pre_prompt` hooks build the prompts; the schema goes into the system prompt unless
+//! the backend enforces it natively; the reply is extracted, repaired, coerced and validated (plus any
+//! semantic [check](Pipeline::with_check)); an invalid reply gets the retry prompt, up to
+//! [`Config::max_retries`] times; then `post_response` hooks run in reverse order. The [`Answer`] carries
+//! the value and every [`Attempt`] with usage totalled.
+//!
+//! Errors: [`Error`]. Hook failures name the interceptor and the stage; retries exhausted carry every
+//! attempt, the last violations and the last reply.
+
+pub mod builtin;
+mod chain;
+mod context;
+mod error;
+mod failure_log;
+mod interceptor;
+mod pipeline;
+mod prompts;
+mod schema;
+pub mod several;
+mod typed;
+
+pub use chain::{Chain, Link};
+pub use context::{Context, Memory, ToolResult};
+pub use error::{Error, Exhausted};
+pub use failure_log::{FailureLog, redact};
+pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};
+pub use pipeline::{
+    Answer, Attempt, CallReport, Check, Config, Pipeline, Prepared, SchemaFormat, StructuredMode,
+    Verdict,
+};
+pub use prompts::Prompts;
+pub use schema::Schema;
+pub use typed::schema_of;

@@ -1,0 +1,672 @@
+//! The [`Pipeline`]: compose the schema, build the prompts, call the backend, extract, repair, coerce
+//! and validate the reply, retry with a precise prompt when it is invalid, then let interceptors act.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Message, Usage};
+use claij_validation::retry::{Failure, RetryPrompt};
+use claij_validation::{Fix, Outcome, Violation, process};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tracing::{Instrument as _, debug, info_span, warn};
+
+use crate::chain::Chain;
+use crate::context::Context;
+use crate::error::{Error, Exhausted};
+use crate::failure_log::FailureLog;
+use crate::interceptor::{BoxError, OnError, Stage};
+use crate::prompts::Prompts;
+use crate::schema::Schema;
+
+mod prepare;
+
+pub use prepare::Prepared;
+use prepare::Schemas;
+
+/// How the schema reaches the model when the backend does not enforce it natively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaFormat {
+    /// The compact TypeScript-like rendering (about a third of the JSON's tokens).
+    #[default]
+    Compact,
+    /// Minified JSON Schema.
+    Json,
+}
+
+/// Whether to ask the provider to enforce the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredMode {
+    /// Native structured output when the backend offers it for the model, else the schema in the prompt.
+    #[default]
+    Auto,
+    /// Always ask the provider to enforce the schema (it is also kept out of the prompt).
+    Native,
+    /// Always put the schema in the prompt, never ask the provider.
+    Prompted,
+}
+
+/// The knobs of a [`Pipeline`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    /// The model id, as the backend knows it.
+    pub model: String,
+    /// The system prompt interceptors add to.
+    pub system: String,
+    /// Retries after the first attempt when a reply is invalid (the design's default: 3).
+    pub max_retries: usize,
+    /// How the schema is written into the prompt.
+    pub schema_format: SchemaFormat,
+    /// Whether the provider enforces the schema.
+    pub structured: StructuredMode,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Token limit per attempt.
+    pub max_tokens: Option<u32>,
+    /// Seed, for providers that sample reproducibly.
+    pub seed: Option<u64>,
+    /// Bounds of the retry prompt.
+    pub retry_prompt: RetryPrompt,
+}
+
+impl Config {
+    /// Defaults for `model`: three retries, compact schema, automatic structured mode.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            system: String::new(),
+            max_retries: 3,
+            schema_format: SchemaFormat::Compact,
+            structured: StructuredMode::Auto,
+            temperature: None,
+            max_tokens: None,
+            seed: None,
+            retry_prompt: RetryPrompt::default(),
+        }
+    }
+}
+
+/// A user check beyond the schema (a chosen index within range, a date in the future...): the
+/// violations it returns are fed to the same retry loop as schema violations.
+pub type Check = dyn Fn(&Value, &Context) -> Vec<Violation> + Send + Sync;
+
+/// What one attempt sent, got and made of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: usize,
+    /// The request sent.
+    pub request: Arc<ChatRequest>,
+    /// The reply text (`None` when the backend failed).
+    pub raw: Option<String>,
+    /// Why generation stopped.
+    pub finish_reason: Option<FinishReason>,
+    /// How the reply fared.
+    pub verdict: Verdict,
+    /// What extraction, repair and coercion changed.
+    pub fixes: Vec<Fix>,
+    /// What was still wrong (schema and semantic checks).
+    pub violations: Vec<Violation>,
+    /// Tokens and cost of this attempt.
+    pub usage: Usage,
+    /// Time spent in the backend call.
+    pub latency: Duration,
+    /// Time spent building the request (prompts, schema).
+    pub prepare_time: Duration,
+    /// Time spent processing the reply (extract, repair, coerce, validate, checks).
+    pub process_time: Duration,
+    /// The provider's request id.
+    pub request_id: Option<String>,
+}
+
+/// How an attempt's reply fared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Valid (after the fixes listed).
+    Valid,
+    /// JSON, but violating the schema or a check.
+    Invalid,
+    /// No JSON in the reply.
+    NoJson {
+        /// Why.
+        reason: String,
+    },
+    /// The backend failed.
+    BackendError {
+        /// The error.
+        message: String,
+    },
+}
+
+/// A validated answer and how it was obtained. The context passed to `ask` has been updated in place.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer<T = Value> {
+    /// The value, valid against the composed schema and every check.
+    pub value: T,
+    /// Every attempt, the last one being the valid reply.
+    pub attempts: Vec<Attempt>,
+    /// Tokens and cost over all attempts.
+    pub usage: Usage,
+    /// Hooks that failed under [`OnError::Skip`], as `interceptor/stage: error`.
+    pub skipped: Vec<String>,
+}
+
+impl<T> Answer<T> {
+    /// Retries used (0 when the first reply was valid).
+    pub fn retries(&self) -> usize {
+        self.attempts.len().saturating_sub(1)
+    }
+
+    /// Cost over all attempts, when the backend reports it.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.usage.cost_usd
+    }
+}
+
+/// A request pipeline: one backend and model, a chain of interceptors, a base schema.
+///
+/// ```
+/// use std::sync::Arc;
+/// use claij_backends::testing::Scripted;
+/// use claij_interceptors::{Chain, Config, Context, Pipeline};
+///
+/// let backend = Arc::new(Scripted::replies([
+///     r#"{"answer": 4}"#,                          // invalid: answer must be a string... coerced to "4"
+///     r#"{"answer": "4", "state": "done"}"#,
+/// ]));
+/// let pipeline = Pipeline::new(backend.clone(), Config::new("test-model"), Chain::new());
+/// let mut ctx = Context::default();
+/// let answer = futures_executor::block_on(pipeline.ask(&mut ctx, "What is 2+2?"))?;
+/// assert_eq!(answer.value["state"], "done");
+/// assert_eq!(answer.retries(), 1); // the first reply lacked `state`
+/// assert!(backend.requests()[1].messages[0].content.contains("missing required property `state`"));
+/// # Ok::<(), claij_interceptors::Error>(())
+/// ```
+pub struct Pipeline {
+    backend: Arc<dyn Backend>,
+    config: Config,
+    chain: Chain,
+    base: Option<Arc<Value>>,
+    checks: Vec<(String, Arc<Check>)>,
+    schemas: Mutex<Schemas>,
+    failure_log: Option<FailureLog>,
+}
+
+impl Pipeline {
+    /// A pipeline answering with the base schema ([`claij_schema::base`]) grown by the chain's deltas.
+    pub fn new(backend: Arc<dyn Backend>, config: Config, chain: Chain) -> Self {
+        Self {
+            backend,
+            config,
+            chain,
+            base: Some(Arc::new(claij_schema::base())),
+            checks: Vec::new(),
+            schemas: Mutex::new(Schemas::default()),
+            failure_log: None,
+        }
+    }
+
+    /// The same pipeline with another base schema (`None`: plain text answers, no validation).
+    #[must_use]
+    pub fn with_base_schema(mut self, base: Option<Value>) -> Self {
+        self.base = base.map(Arc::new);
+        self
+    }
+
+    /// The same pipeline with a semantic check, named for the violations' `keyword`.
+    #[must_use]
+    pub fn with_check(
+        mut self,
+        name: impl Into<String>,
+        check: impl Fn(&Value, &Context) -> Vec<Violation> + Send + Sync + 'static,
+    ) -> Self {
+        self.checks.push((name.into(), Arc::new(check)));
+        self
+    }
+
+    /// The same pipeline appending every attempt of a call that needed a retry to a JSONL file.
+    #[must_use]
+    pub fn with_failure_log(mut self, log: FailureLog) -> Self {
+        self.failure_log = Some(log);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The interceptors.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// The audit log of the schema registry for the default base schema: every delta added, rejected
+    /// or removed, by whom and when.
+    pub fn audit(&self) -> claij_schema::AuditLog {
+        let schemas = self.schemas.lock().unwrap_or_else(PoisonError::into_inner);
+        self.base
+            .as_ref()
+            .and_then(|b| schemas.audit(b))
+            .unwrap_or_default()
+    }
+
+    /// Asks `input` and returns a value valid against the composed schema, retrying up to
+    /// `max_retries` times; interceptors' `post_response` hooks update `ctx`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Hook`] or [`Error::Schema`] from an interceptor, [`Error::Backend`] when the backend
+    /// fails, [`Error::RetriesExhausted`] with every attempt when no reply was valid.
+    pub async fn ask(&self, ctx: &mut Context, input: &str) -> Result<Answer, Error> {
+        self.ask_with_base(ctx, input, self.base.clone()).await
+    }
+
+    /// [`Pipeline::ask`] against another base schema (typed answers use the type's schema).
+    pub(crate) async fn ask_with_base(
+        &self,
+        ctx: &mut Context,
+        input: &str,
+        base: Option<Arc<Value>>,
+    ) -> Result<Answer, Error> {
+        let span = info_span!(
+            "llm.ask",
+            provider = self.backend.provider(),
+            model = %self.config.model,
+            turn = ctx.turn
+        );
+        self.run(ctx, input, base).instrument(span).await
+    }
+
+    async fn run(
+        &self,
+        ctx: &mut Context,
+        input: &str,
+        base: Option<Arc<Value>>,
+    ) -> Result<Answer, Error> {
+        let started = Instant::now();
+        let mut skipped = Vec::new();
+        let prepared = match &base {
+            Some(base) => Some(self.prepare_schema(base, ctx, &mut skipped)?),
+            None => None,
+        };
+        let prompts = self.build_prompts(input, ctx, &mut skipped)?;
+        let native = prepared.is_some() && self.native();
+        let first = self.request(&prompts, prepared.as_deref(), native, None);
+        let prepare_time = started.elapsed();
+        let (value, attempts) = self
+            .attempts(
+                ctx,
+                &prompts,
+                prepared.as_deref(),
+                native,
+                first,
+                prepare_time,
+            )
+            .await?;
+        let usage = attempts.iter().map(|a| a.usage).sum();
+        ctx.insert(CallReport {
+            provider: self.backend.provider().to_owned(),
+            model: self.config.model.clone(),
+            attempts: attempts.clone(),
+        });
+        self.post_response(&value, ctx, &mut skipped).await?;
+        ctx.turn += 1;
+        Ok(Answer {
+            value,
+            attempts,
+            usage,
+            skipped,
+        })
+    }
+
+    fn native(&self) -> bool {
+        match self.config.structured {
+            StructuredMode::Native => true,
+            StructuredMode::Prompted => false,
+            StructuredMode::Auto => {
+                self.backend
+                    .capabilities(&self.config.model)
+                    .native_json_schema
+            }
+        }
+    }
+
+    /// Collects the chain's deltas and gets the composed, checked, compiled schema.
+    fn prepare_schema(
+        &self,
+        base: &Arc<Value>,
+        ctx: &Context,
+        skipped: &mut Vec<String>,
+    ) -> Result<Arc<Prepared>, Error> {
+        let mut schema = Schema::new(Value::Null);
+        for link in self.chain.links() {
+            let name = link.interceptor.name();
+            let before = schema.deltas().len();
+            schema.set_current(name);
+            let _span = info_span!("interceptor", name, stage = "pre_schema").entered();
+            if let Err(e) = link.interceptor.pre_schema(&mut schema, ctx) {
+                schema.truncate(before);
+                hook_failed(name, Stage::PreSchema, e, link.on_error, skipped)?;
+            }
+        }
+        let (_, deltas) = schema.into_parts();
+        let mut schemas = self.schemas.lock().unwrap_or_else(PoisonError::into_inner);
+        schemas.prepare(
+            base,
+            deltas,
+            &self.chain,
+            self.config.schema_format,
+            skipped,
+        )
+    }
+
+    fn build_prompts(
+        &self,
+        input: &str,
+        ctx: &Context,
+        skipped: &mut Vec<String>,
+    ) -> Result<Prompts, Error> {
+        let mut prompts = Prompts::new(self.config.system.clone(), input);
+        for link in self.chain.links() {
+            let name = link.interceptor.name();
+            let _span = info_span!("interceptor", name, stage = "pre_prompt").entered();
+            let saved = prompts.clone();
+            if let Err(e) = link.interceptor.pre_prompt(&mut prompts, ctx) {
+                prompts = saved;
+                hook_failed(name, Stage::PrePrompt, e, link.on_error, skipped)?;
+            }
+        }
+        Ok(prompts)
+    }
+
+    /// The request for an attempt: the prompts, the schema in the system prompt or as structured output,
+    /// and for a retry the retry prompt in place of the user's input.
+    fn request(
+        &self,
+        prompts: &Prompts,
+        prepared: Option<&Prepared>,
+        native: bool,
+        retry: Option<String>,
+    ) -> ChatRequest {
+        let mut system = prompts.system.clone();
+        if let Some(prepared) = prepared
+            && !native
+        {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(prepared.prompt_section());
+        }
+        let mut request = ChatRequest::new(self.config.model.clone());
+        if !system.is_empty() {
+            request.system = Some(system);
+        }
+        request.messages.extend(prompts.history.iter().cloned());
+        request
+            .messages
+            .push(Message::user(retry.unwrap_or_else(|| prompts.user.clone())));
+        if let (Some(prepared), true) = (prepared, native) {
+            request.structured_output = Some(claij_backends::StructuredOutput {
+                name: "response".to_owned(),
+                schema: prepared.schema().clone(),
+                strict: true,
+            });
+        }
+        request.temperature = self.config.temperature;
+        request.max_tokens = self.config.max_tokens;
+        request.seed = self.config.seed;
+        request
+    }
+
+    /// The validation-retry loop.
+    async fn attempts(
+        &self,
+        ctx: &Context,
+        prompts: &Prompts,
+        prepared: Option<&Prepared>,
+        native: bool,
+        first: ChatRequest,
+        prepare_time: Duration,
+    ) -> Result<(Value, Vec<Attempt>), Error> {
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut request = first;
+        let mut prepare_time = prepare_time;
+        loop {
+            let number = attempts.len() + 1;
+            let span = info_span!(
+                "llm.call",
+                provider = self.backend.provider(),
+                model = %self.config.model,
+                attempt = number
+            );
+            let request_arc = Arc::new(request);
+            let sent = Instant::now();
+            let result = self.backend.complete(&request_arc).instrument(span).await;
+            let latency = sent.elapsed();
+            let response = match result {
+                Ok(r) => r,
+                Err(source) => {
+                    attempts.push(Attempt {
+                        number,
+                        request: request_arc,
+                        raw: None,
+                        finish_reason: None,
+                        verdict: Verdict::BackendError {
+                            message: source.to_string(),
+                        },
+                        fixes: Vec::new(),
+                        violations: Vec::new(),
+                        usage: Usage::default(),
+                        latency,
+                        prepare_time,
+                        process_time: Duration::ZERO,
+                        request_id: None,
+                    });
+                    self.log_failures(&attempts);
+                    return Err(Error::Backend {
+                        attempts,
+                        source: Box::new(source),
+                    });
+                }
+            };
+            let processing = Instant::now();
+            let (verdict, value, fixes, violations) = self.judge(&response, prepared, ctx);
+            let attempt = Attempt {
+                number,
+                request: Arc::clone(&request_arc),
+                raw: Some(response.content.clone()),
+                finish_reason: Some(response.finish_reason.clone()),
+                verdict: verdict.clone(),
+                fixes,
+                violations,
+                usage: response.usage,
+                latency,
+                prepare_time,
+                process_time: processing.elapsed(),
+                request_id: response.request_id.clone(),
+            };
+            debug!(
+                attempt = number,
+                latency_ms = latency.as_millis() as u64,
+                input_tokens = response.usage.input_tokens,
+                output_tokens = response.usage.output_tokens,
+                "llm reply"
+            );
+            let failure_text = attempt.violations.clone();
+            attempts.push(attempt);
+            if let (Verdict::Valid, Some(value)) = (&verdict, value) {
+                if attempts.len() > 1 {
+                    self.log_failures(&attempts);
+                }
+                return Ok((value, attempts));
+            }
+            warn!(
+                attempt = number,
+                n_violations = failure_text.len(),
+                "response failed validation"
+            );
+            if attempts.len() > self.config.max_retries {
+                self.log_failures(&attempts);
+                let no_json = match verdict {
+                    Verdict::NoJson { reason } => Some(reason),
+                    _ => None,
+                };
+                return Err(Error::RetriesExhausted(Box::new(Exhausted {
+                    last_response: response.content,
+                    violations: failure_text,
+                    no_json,
+                    attempts,
+                })));
+            }
+            let retry_started = Instant::now();
+            let failure = match &verdict {
+                Verdict::NoJson { reason } => Failure::NoJson(reason),
+                _ if response.finish_reason == FinishReason::Length => {
+                    Failure::Truncated(&failure_text)
+                }
+                _ => Failure::Invalid(&failure_text),
+            };
+            let text = self
+                .config
+                .retry_prompt
+                .render(&prompts.user, &response.content, failure);
+            request = self.request(prompts, prepared, native, Some(text));
+            prepare_time = retry_started.elapsed();
+        }
+    }
+
+    /// What to make of a reply: valid, invalid (with violations) or no JSON.
+    fn judge(
+        &self,
+        response: &ChatResponse,
+        prepared: Option<&Prepared>,
+        ctx: &Context,
+    ) -> (Verdict, Option<Value>, Vec<Fix>, Vec<Violation>) {
+        let Some(prepared) = prepared else {
+            // No schema: the text is the answer.
+            return (
+                Verdict::Valid,
+                Some(Value::String(response.content.clone())),
+                Vec::new(),
+                Vec::new(),
+            );
+        };
+        match process(&response.content, prepared.validator()) {
+            Outcome::Valid { value, fixes } => {
+                let violations = self.check(&value, ctx);
+                if violations.is_empty() {
+                    (Verdict::Valid, Some(value), fixes, violations)
+                } else {
+                    (Verdict::Invalid, Some(value), fixes, violations)
+                }
+            }
+            Outcome::Invalid {
+                value,
+                violations,
+                fixes,
+            } => (Verdict::Invalid, Some(value), fixes, violations),
+            Outcome::NoJson { reason } => {
+                (Verdict::NoJson { reason }, None, Vec::new(), Vec::new())
+            }
+        }
+    }
+
+    fn check(&self, value: &Value, ctx: &Context) -> Vec<Violation> {
+        self.checks
+            .iter()
+            .flat_map(|(name, check)| {
+                check(value, ctx).into_iter().map(move |mut v| {
+                    if v.keyword.is_empty() {
+                        v.keyword.clone_from(name);
+                    }
+                    v
+                })
+            })
+            .collect()
+    }
+
+    async fn post_response(
+        &self,
+        value: &Value,
+        ctx: &mut Context,
+        skipped: &mut Vec<String>,
+    ) -> Result<(), Error> {
+        for link in self.chain.links().iter().rev() {
+            let name = link.interceptor.name();
+            let span = info_span!("interceptor", name, stage = "post_response");
+            let result = link
+                .interceptor
+                .post_response(value, ctx)
+                .instrument(span)
+                .await;
+            if let Err(e) = result {
+                hook_failed(name, Stage::PostResponse, e, link.on_error, skipped)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn log_failures(&self, attempts: &[Attempt]) {
+        if let Some(log) = &self.failure_log
+            && let Err(e) = log.append(self.backend.provider(), &self.config.model, attempts)
+        {
+            warn!(error = %e, "cannot append to the failure log");
+        }
+    }
+}
+
+/// What the last call did, put in the context before `post_response` so interceptors (metrics,
+/// logging) can see every attempt.
+#[derive(Debug, Clone)]
+pub struct CallReport {
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// Every attempt of the call.
+    pub attempts: Vec<Attempt>,
+}
+
+fn hook_failed(
+    interceptor: &str,
+    stage: Stage,
+    source: BoxError,
+    on_error: OnError,
+    skipped: &mut Vec<String>,
+) -> Result<(), Error> {
+    match on_error {
+        OnError::Fail => Err(Error::Hook {
+            interceptor: interceptor.to_owned(),
+            stage,
+            source,
+        }),
+        OnError::Skip => {
+            warn!(interceptor, %stage, error = %source, "interceptor failed; skipped");
+            skipped.push(format!("{interceptor}/{stage}: {source}"));
+            Ok(())
+        }
+    }
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("provider", &self.backend.provider())
+            .field("config", &self.config)
+            .field("chain", &self.chain)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

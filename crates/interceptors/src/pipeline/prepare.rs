@@ -1,0 +1,228 @@
+//! The composed schema of a request, checked, compiled and rendered once per distinct set of deltas.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use claij_schema::{Memo, Registry, SchemaDelta};
+use claij_validation::Validator;
+use serde_json::Value;
+
+use super::SchemaFormat;
+use crate::chain::Chain;
+use crate::error::Error;
+use crate::interceptor::OnError;
+
+/// A composed schema ready for requests: its validator and its prompt section.
+#[derive(Debug)]
+pub struct Prepared {
+    schema: Arc<Value>,
+    validator: Validator,
+    section: String,
+}
+
+impl Prepared {
+    fn new(schema: &Value, format: SchemaFormat) -> Result<Self, claij_validation::Error> {
+        let validator = Validator::new(schema)?;
+        let section = match format {
+            SchemaFormat::Compact => format!(
+                "Respond with only a JSON value that conforms to this schema, written in TypeScript-like \
+                 notation (`?` marks an optional field; `//` comments describe fields and their \
+                 constraints). No prose, no code fences.\n\n{}",
+                claij_schema::to_compact(schema)
+            ),
+            SchemaFormat::Json => format!(
+                "Respond with only a JSON value that conforms to this JSON Schema. No prose, no code \
+                 fences.\n\n{}",
+                claij_schema::to_json(schema)
+            ),
+        };
+        Ok(Self {
+            schema: Arc::new(schema.clone()),
+            validator,
+            section,
+        })
+    }
+
+    /// The composed schema.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Its validator.
+    pub fn validator(&self) -> &Validator {
+        &self.validator
+    }
+
+    /// The system-prompt section that shows the model the schema.
+    pub fn prompt_section(&self) -> &str {
+        &self.section
+    }
+}
+
+/// Registries (one per base schema) and compiled schemas, shared by every call of a pipeline.
+#[derive(Default)]
+pub(super) struct Schemas {
+    bases: HashMap<usize, BaseState>,
+    compact: Memo<Prepared>,
+    json: Memo<Prepared>,
+}
+
+struct BaseState {
+    /// Keeps the base alive, so its address stays a valid key.
+    _base: Arc<Value>,
+    registry: Registry,
+    /// Deltas the registry refused, not offered again (their interceptor's policy is `Skip`).
+    rejected: HashSet<(String, String)>,
+    last: Option<(Vec<SchemaDelta>, SchemaFormat, Arc<Prepared>)>,
+}
+
+impl Schemas {
+    pub(super) fn audit(&self, base: &Arc<Value>) -> Option<claij_schema::AuditLog> {
+        let key = Arc::as_ptr(base) as usize;
+        self.bases.get(&key).map(|b| b.registry.audit().clone())
+    }
+
+    /// The prepared schema for `base` grown by `deltas`: the last one again when nothing changed.
+    pub(super) fn prepare(
+        &mut self,
+        base: &Arc<Value>,
+        deltas: Vec<SchemaDelta>,
+        chain: &Chain,
+        format: SchemaFormat,
+        skipped: &mut Vec<String>,
+    ) -> Result<Arc<Prepared>, Error> {
+        let key = Arc::as_ptr(base) as usize;
+        let state = match self.bases.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let registry = Registry::new((**base).clone()).map_err(|source| Error::Schema {
+                    interceptor: None,
+                    source: Box::new(source),
+                })?;
+                e.insert(BaseState {
+                    _base: Arc::clone(base),
+                    registry,
+                    rejected: HashSet::new(),
+                    last: None,
+                })
+            }
+        };
+        if let Some((last, last_format, prepared)) = &state.last
+            && *last_format == format
+            && same_deltas(last, &deltas)
+        {
+            for d in deltas
+                .iter()
+                .filter(|d| state.rejected.contains(&key_of(d)))
+            {
+                skipped.push(format!(
+                    "{}/pre_schema: delta `{}` rejected",
+                    d.added_by, d.extension_id
+                ));
+            }
+            return Ok(Arc::clone(prepared));
+        }
+        sync(state, &deltas, chain, skipped)?;
+        let memo = match format {
+            SchemaFormat::Compact => &self.compact,
+            SchemaFormat::Json => &self.json,
+        };
+        let composed = state.registry.active_shared();
+        let prepared = memo
+            .get_or_try_insert(&composed, |s| Prepared::new(s, format))
+            .map_err(|e| match e {
+                claij_validation::Error::Schema(source) => Error::Schema {
+                    interceptor: None,
+                    source: Box::new(source),
+                },
+                other => Error::Schema {
+                    interceptor: None,
+                    source: Box::new(claij_schema::Error::InvalidSchema {
+                        extension: None,
+                        pointer: String::new(),
+                        message: other.to_string(),
+                    }),
+                },
+            })?;
+        state.last = Some((deltas, format, Arc::clone(&prepared)));
+        Ok(prepared)
+    }
+}
+
+/// Brings the registry's extensions in line with `deltas`: what differs after the common prefix is
+/// removed and the rest added in order, so the audit log records each change once.
+fn sync(
+    state: &mut BaseState,
+    deltas: &[SchemaDelta],
+    chain: &Chain,
+    skipped: &mut Vec<String>,
+) -> Result<(), Error> {
+    let wanted: Vec<&SchemaDelta> = deltas
+        .iter()
+        .filter(|d| !state.rejected.contains(&key_of(d)))
+        .collect();
+    let active = state.registry.extensions();
+    let common = active
+        .iter()
+        .zip(&wanted)
+        .take_while(|(a, w)| a.extension_id == w.extension_id && a.delta == w.delta)
+        .count();
+    let stale: Vec<String> = active[common..]
+        .iter()
+        .map(|d| d.extension_id.clone())
+        .collect();
+    for id in stale.iter().rev() {
+        // Removing what composed before cannot fail to compose; if it ever does, keep going.
+        let _ = state.registry.remove(id, "pipeline");
+    }
+    for delta in &wanted[common..] {
+        let mut delta = (*delta).clone();
+        delta.added_at = SystemTime::now();
+        let by = delta.added_by.clone();
+        let id = delta.extension_id.clone();
+        if let Err(source) = state.registry.add(delta.clone()) {
+            let policy = chain
+                .links()
+                .iter()
+                .find(|l| l.interceptor.name() == by)
+                .map_or(OnError::Fail, |l| l.on_error);
+            match policy {
+                OnError::Fail => {
+                    return Err(Error::Schema {
+                        interceptor: Some(by),
+                        source: Box::new(source),
+                    });
+                }
+                OnError::Skip => {
+                    tracing::warn!(interceptor = %by, extension = %id, error = %source, "schema delta rejected; skipped");
+                    skipped.push(format!("{by}/pre_schema: {source}"));
+                    state.rejected.insert(key_of(&delta));
+                }
+            }
+        }
+    }
+    for d in deltas
+        .iter()
+        .filter(|d| state.rejected.contains(&key_of(d)))
+    {
+        if !wanted.iter().any(|w| w.extension_id == d.extension_id) {
+            skipped.push(format!(
+                "{}/pre_schema: delta `{}` rejected",
+                d.added_by, d.extension_id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn key_of(d: &SchemaDelta) -> (String, String) {
+    (d.extension_id.clone(), d.delta.to_string())
+}
+
+fn same_deltas(a: &[SchemaDelta], b: &[SchemaDelta]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.extension_id == y.extension_id && x.added_by == y.added_by && x.delta == y.delta
+        })
+}

@@ -1,0 +1,13 @@
+//! Integration tests of claij-interceptors through its public API, offline with the `Scripted` backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod citations;
+mod eval;
+mod fsm_routing;
+mod memory;
+mod metrics;
+mod pipeline;
+mod proposals;
+mod stacks;
+mod tools;

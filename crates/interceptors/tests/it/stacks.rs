@@ -1,0 +1,1 @@
+//! Random stacks of built-in interceptors.
