@@ -1,1 +1,466 @@
-//! Tests of the pipeline: retries, hooks, typed answers, fan-out.
+//! Tests of the pipeline: retries, hooks, typed answers, fan-out, truncation, native mode, failure log.
+
+use std::sync::{Arc, Mutex};
+
+use claij_backends::testing::Scripted;
+use claij_backends::{Capabilities, ChatResponse, Error as BackendError, FinishReason, Role};
+use claij_interceptors::several::{ask_all, first_valid, majority};
+use claij_interceptors::{
+    Chain, Config, Context, Error, FailureLog, OnError, Pipeline, StructuredMode, Verdict, from_fn,
+};
+use claij_validation::Violation;
+use serde_json::{Value, json};
+
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    futures_executor::block_on(f)
+}
+
+const VALID: &str = r#"{"answer": "4", "state": "done"}"#;
+
+fn pipeline(backend: &Scripted, chain: Chain) -> Pipeline {
+    Pipeline::new(Arc::new(backend.clone()), Config::new("test-model"), chain)
+}
+
+/// An interceptor that records each hook call in a shared log.
+fn recorder(
+    name: &'static str,
+    log: &Arc<Mutex<Vec<String>>>,
+) -> claij_interceptors::FnInterceptor {
+    let (a, b, c) = (Arc::clone(log), Arc::clone(log), Arc::clone(log));
+    from_fn(name)
+        .pre_schema(move |_, _| {
+            a.lock().unwrap().push(format!("{name}.pre_schema"));
+            Ok(())
+        })
+        .pre_prompt(move |p, _| {
+            b.lock().unwrap().push(format!("{name}.pre_prompt"));
+            p.system_push(&format!("({name} was here)"));
+            Ok(())
+        })
+        .post_response(move |_, _| {
+            c.lock().unwrap().push(format!("{name}.post_response"));
+            Ok(())
+        })
+}
+
+#[test]
+fn invalid_then_valid_runs_post_hooks_once() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let backend = Scripted::replies([r#"{"answer": ["not", "a string"]}"#, VALID]);
+    let p = pipeline(&backend, Chain::new().with(recorder("a", &log)));
+    let mut ctx = Context::default();
+    let answer = block(p.ask(&mut ctx, "What is 2+2?")).unwrap();
+    assert_eq!(answer.value, json!({"answer": "4", "state": "done"}));
+    assert_eq!(answer.retries(), 1);
+    assert_eq!(answer.attempts[0].verdict, Verdict::Invalid);
+    assert_eq!(answer.attempts[1].verdict, Verdict::Valid);
+    assert_eq!(ctx.turn, 1);
+    let log = log.lock().unwrap();
+    assert_eq!(
+        log.iter().filter(|l| l.ends_with("post_response")).count(),
+        1
+    );
+    // Usage is totalled over both attempts.
+    let sum: u64 = answer.attempts.iter().map(|a| a.usage.total_tokens()).sum();
+    assert_eq!(answer.usage.total_tokens(), sum);
+    // The retry prompt replaced the user's input and says what to fix.
+    let retry = &backend.requests()[1];
+    insta::assert_snapshot!(retry.messages[0].content);
+}
+
+#[test]
+fn retries_exhausted_carry_every_attempt() {
+    let backend = Scripted::replies(["{}", "{\"answer\": 1}", "nothing here", "[1]"]);
+    let p = pipeline(&backend, Chain::new());
+    let err = block(p.ask(&mut Context::default(), "Hi")).unwrap_err();
+    let Error::RetriesExhausted(exhausted) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(exhausted.attempts.len(), 4); // 1 + max_retries (3)
+    assert_eq!(exhausted.last_response, "[1]");
+    assert_eq!(
+        exhausted.violations[0].message,
+        "expected object, got array"
+    );
+    assert!(matches!(
+        exhausted.attempts[2].verdict,
+        Verdict::NoJson { .. }
+    ));
+    assert_eq!(backend.calls(), 4);
+    assert_eq!(
+        err.to_string(),
+        "no valid reply after 4 attempts; last: (root): expected object, got array"
+    );
+}
+
+#[test]
+fn hook_order_is_the_onion() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let backend = Scripted::replies([VALID]);
+    let chain = Chain::new()
+        .with(recorder("outer", &log))
+        .with(recorder("middle", &log))
+        .with(recorder("inner", &log));
+    let p = pipeline(&backend, chain);
+    block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    insta::assert_snapshot!(log.lock().unwrap().join("\n"));
+}
+
+#[test]
+fn system_prompt_shows_interceptor_sections_then_the_schema() {
+    let backend = Scripted::replies([VALID]);
+    let chain = Chain::new().with(from_fn("memory").pre_schema(|s, _| {
+        s.extend(
+            "summary-v1",
+            json!({"properties": {"summary": {"type": "string", "description": "Key facts to remember"}}, "required": ["summary"]}),
+        );
+        Ok(())
+    }));
+    let mut config = Config::new("test-model");
+    config.system = "You are a helpful assistant.".into();
+    let p = Pipeline::new(Arc::new(backend.clone()), config, chain);
+    let _ = block(p.ask(&mut Context::default(), "Hi"));
+    let request = &backend.requests()[0];
+    insta::assert_snapshot!(request.system.clone().unwrap());
+}
+
+#[test]
+fn hook_errors_name_the_interceptor_and_stage_and_skip_goes_on() {
+    let failing = || {
+        from_fn("flaky")
+            .pre_prompt(|_, _| Err("the prompt store is down".into()))
+            .post_response(|_, _| Err("cannot store".into()))
+    };
+    let backend = Scripted::replies([VALID, VALID]);
+    let p = pipeline(&backend, Chain::new().with(failing()));
+    let err = block(p.ask(&mut Context::default(), "Hi")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "interceptor `flaky` failed in pre_prompt: the prompt store is down"
+    );
+    assert_eq!(backend.calls(), 0, "a failed pre hook spends nothing");
+
+    let p = pipeline(&backend, Chain::new().with_policy(failing(), OnError::Skip));
+    let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(
+        answer.skipped,
+        [
+            "flaky/pre_prompt: the prompt store is down",
+            "flaky/post_response: cannot store"
+        ]
+    );
+}
+
+#[test]
+fn a_broken_delta_is_rolled_back_or_fails_by_policy() {
+    let broken = || {
+        from_fn("bad").pre_schema(|s, _| {
+            s.extend("bad-v1", json!({"properties": {"x": {"type": "strin"}}}));
+            Ok(())
+        })
+    };
+    let backend = Scripted::replies([VALID, VALID]);
+    let p = pipeline(&backend, Chain::new().with(broken()));
+    let err = block(p.ask(&mut Context::default(), "Hi")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("interceptor `bad`: schema rejected: extension `bad-v1`: invalid schema at `/properties/x/type`"),
+        "{err}"
+    );
+    let p = pipeline(&backend, Chain::new().with_policy(broken(), OnError::Skip));
+    let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.skipped.len(), 1);
+    assert_eq!(
+        p.audit().entries()[0].action,
+        claij_schema::AuditAction::Rejected
+    );
+    // The next call does not try (and audit) the same broken delta again.
+    block(p.ask(&mut Context::default(), "Hi")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.audit().len(), 1);
+}
+
+#[test]
+fn deltas_that_change_are_audited_once_per_change() {
+    let backend = Scripted::from_fn(|_, _| {
+        Ok(ChatResponse::text(
+            r#"{"answer": "a", "state": "s", "mood": "calm"}"#,
+        ))
+    });
+    let moody = from_fn("mood").pre_schema(|s, ctx| {
+        if ctx.turn < 2 {
+            s.extend(
+                "mood-v1",
+                json!({"properties": {"mood": {"type": "string"}}}),
+            );
+        }
+        Ok(())
+    });
+    let p = pipeline(&backend, Chain::new().with(moody));
+    let mut ctx = Context::default();
+    for _ in 0..4 {
+        block(p.ask(&mut ctx, "Hi")).unwrap();
+    }
+    let actions: Vec<_> = p
+        .audit()
+        .entries()
+        .iter()
+        .map(|e| (e.action, e.by.clone()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (claij_schema::AuditAction::Added, "mood".to_owned()),
+            (claij_schema::AuditAction::Removed, "pipeline".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn truncated_reply_is_repaired_or_retried_for_brevity() {
+    // Cut off inside the last string: repair closes it and it validates.
+    let backend = Scripted::new([Ok(ChatResponse::text(
+        r#"{"answer": "Paris is the capital", "state": "do"#,
+    )
+    .finish_reason(FinishReason::Length))]);
+    let answer =
+        block(pipeline(&backend, Chain::new()).ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.value["state"], "do");
+    assert!(
+        answer.attempts[0]
+            .fixes
+            .iter()
+            .any(|f| f.kind == claij_validation::FixKind::Truncation)
+    );
+
+    // Cut off before `state`: invalid after repair, so the retry asks for a shorter answer.
+    let backend = Scripted::new([
+        Ok(ChatResponse::text(r#"{"answer": "a very long"#).finish_reason(FinishReason::Length)),
+        Ok(ChatResponse::text(VALID)),
+    ]);
+    let answer =
+        block(pipeline(&backend, Chain::new()).ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.retries(), 1);
+    let retry = &backend.requests()[1].messages[0].content;
+    assert!(
+        retry.contains("cut off at the output token limit"),
+        "{retry}"
+    );
+    assert!(retry.contains("keep it shorter"), "{retry}");
+}
+
+#[test]
+fn no_schema_means_plain_text() {
+    let backend = Scripted::replies(["Just text, no JSON."]);
+    let p = pipeline(&backend, Chain::new()).with_base_schema(None);
+    let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.value, json!("Just text, no JSON."));
+    assert_eq!(backend.requests()[0].system, None);
+}
+
+#[test]
+fn native_structured_output_keeps_the_schema_out_of_the_prompt() {
+    let backend = Scripted::replies([VALID])
+        .with_capabilities(Capabilities::prompted().with_native_json_schema(true));
+    let p = pipeline(&backend, Chain::new());
+    block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    let request = &backend.requests()[0];
+    assert_eq!(request.system, None);
+    let structured = request.structured_output.as_ref().unwrap();
+    assert_eq!(structured.schema["required"], json!(["answer", "state"]));
+
+    // Prompted mode overrides the capability.
+    let backend = Scripted::replies([VALID])
+        .with_capabilities(Capabilities::prompted().with_native_json_schema(true));
+    let mut config = Config::new("m");
+    config.structured = StructuredMode::Prompted;
+    let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
+    block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert!(backend.requests()[0].structured_output.is_none());
+    assert!(
+        backend.requests()[0]
+            .system
+            .as_ref()
+            .unwrap()
+            .contains("answer: string")
+    );
+}
+
+#[test]
+fn semantic_checks_feed_the_retry_loop() {
+    let backend = Scripted::replies([
+        r#"{"answer": "take action 7", "state": "act", "choice": 7}"#,
+        r#"{"answer": "take action 1", "state": "act", "choice": 1}"#,
+    ]);
+    let chain = Chain::new().with(from_fn("choice").pre_schema(|s, _| {
+        s.extend(
+            "choice-v1",
+            json!({"properties": {"choice": {"type": "integer"}}, "required": ["choice"]}),
+        );
+        Ok(())
+    }));
+    let p = pipeline(&backend, chain).with_check("choice-in-range", |value, _ctx| {
+        let n = value["choice"].as_i64().unwrap_or(-1);
+        if (0..3).contains(&n) {
+            Vec::new()
+        } else {
+            vec![Violation {
+                instance_pointer: "/choice".into(),
+                schema_pointer: String::new(),
+                keyword: String::new(),
+                message: format!("{n} is not one of the 3 available actions (0..=2)"),
+            }]
+        }
+    });
+    let answer = block(p.ask(&mut Context::default(), "Choose")).unwrap();
+    assert_eq!(answer.value["choice"], 1);
+    assert_eq!(answer.attempts[0].violations[0].keyword, "choice-in-range");
+    assert!(
+        backend.requests()[1].messages[0]
+            .content
+            .contains("/choice: 7 is not one of the 3 available actions")
+    );
+}
+
+#[test]
+fn backend_errors_keep_the_attempts() {
+    let backend = Scripted::new([
+        Ok(ChatResponse::text("{}")),
+        Err(BackendError::other("scripted", "connection reset")),
+    ]);
+    let err =
+        block(pipeline(&backend, Chain::new()).ask(&mut Context::default(), "Hi")).unwrap_err();
+    assert_eq!(err.to_string(), "attempt 2: scripted: connection reset");
+    assert_eq!(err.attempts().len(), 2);
+    assert!(matches!(
+        err.attempts()[1].verdict,
+        Verdict::BackendError { .. }
+    ));
+}
+
+#[test]
+fn typed_ask_with_a_nested_enum() {
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Priority {
+        Low,
+        High,
+    }
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    enum Step {
+        Search { query: String },
+        Wait { seconds: u32 },
+    }
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+    struct Plan {
+        priority: Priority,
+        steps: Vec<Step>,
+    }
+    let backend = Scripted::replies([
+        r#"{"priority": "urgent", "steps": []}"#,
+        r#"{"priority": "HIGH", "steps": [{"kind": "search", "query": "rust"}, {"kind": "wait", "seconds": "5"}]}"#,
+    ]);
+    let p = pipeline(&backend, Chain::new());
+    let answer = block(p.ask_as::<Plan>(&mut Context::default(), "Plan it")).unwrap();
+    assert_eq!(
+        answer.value,
+        Plan {
+            priority: Priority::High,
+            steps: vec![
+                Step::Search {
+                    query: "rust".into()
+                },
+                Step::Wait { seconds: 5 }
+            ],
+        }
+    );
+    assert_eq!(answer.retries(), 1);
+    let first = &answer.attempts[0].violations;
+    assert_eq!(first[0].instance_pointer, "/priority");
+}
+
+#[test]
+fn fan_out_returns_every_answer_and_error() {
+    let ok = |a: &str| {
+        Pipeline::new(
+            Arc::new(Scripted::replies([format!(
+                r#"{{"answer": "{a}", "state": "done"}}"#
+            )])),
+            Config::new("m"),
+            Chain::new(),
+        )
+    };
+    let failing = Pipeline::new(
+        Arc::new(Scripted::new([Err(BackendError::other(
+            "down",
+            "unreachable",
+        ))])),
+        Config::new("m"),
+        Chain::new(),
+    );
+    let (a, b, c, d) = (ok("Lyon"), failing, ok("Paris"), ok("Paris"));
+    let replies = block(ask_all(
+        &[("a", &a), ("b", &b), ("c", &c), ("d", &d)],
+        Context::default,
+        "Capital?",
+    ));
+    let names: Vec<&str> = replies.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    assert!(replies[1].result.is_err());
+    assert_eq!(replies[0].context.turn, 1);
+    assert_eq!(majority(&replies, "/answer"), Some(json!("Paris")));
+    assert_eq!(first_valid(&replies).unwrap().value["answer"], "Lyon");
+}
+
+#[test]
+fn failure_log_appends_redacted_attempts() {
+    let dir = std::env::temp_dir().join(format!("claij-failure-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("failures.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let backend = Scripted::replies([
+        r#"{"answer": "my key is sk-abcdefghijklmnopqrstuvwx"}"#,
+        VALID,
+    ]);
+    let p = pipeline(&backend, Chain::new()).with_failure_log(FailureLog::new(&path));
+    block(p.ask(
+        &mut Context::default(),
+        "Use Bearer abcdefghijklmnop please",
+    ))
+    .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["attempt"]["verdict"]["verdict"], "invalid");
+    assert!(!text.contains("sk-abcdefghijklmnopqrstuvwx"), "{text}");
+    assert!(!text.contains("abcdefghijklmnop please"), "{text}");
+    assert!(text.contains("[REDACTED]"));
+    // A first-try success writes nothing.
+    let backend = Scripted::replies([VALID]);
+    let p = pipeline(&backend, Chain::new()).with_failure_log(FailureLog::new(&path));
+    block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn history_goes_before_the_input() {
+    let backend = Scripted::replies([VALID]);
+    let chain = Chain::new().with(from_fn("history").pre_prompt(|p, _| {
+        p.history
+            .push(claij_backends::Message::user("earlier question"));
+        p.history
+            .push(claij_backends::Message::assistant("earlier answer"));
+        Ok(())
+    }));
+    block(pipeline(&backend, chain).ask(&mut Context::default(), "now")).unwrap();
+    let roles: Vec<Role> = backend.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+}
