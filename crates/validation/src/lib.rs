@@ -52,6 +52,6 @@ mod violation;
 
 pub use error::Error;
 pub use fix::{Fix, FixKind};
-pub use outcome::{Outcome, process};
+pub use outcome::{Outcome, StageTimes, process, process_timed};
 pub use validator::Validator;
 pub use violation::Violation;

@@ -1,6 +1,8 @@
 //! The one entry point: from an LLM reply to a valid value, an invalid one with its violations, or
 //! the reason no JSON was found.
 
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -89,15 +91,44 @@ impl Outcome {
 /// # Ok::<(), claij_validation::Error>(())
 /// ```
 pub fn process(reply: &str, validator: &Validator) -> Outcome {
+    process_timed(reply, validator).0
+}
+
+/// Time spent in each stage of [`process`], for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct StageTimes {
+    /// Finding the JSON candidates in the reply.
+    pub extraction: Duration,
+    /// Parsing and repairing candidates.
+    pub repair: Duration,
+    /// Coercing values that failed validation.
+    pub coercion: Duration,
+    /// Validating.
+    pub validation: Duration,
+}
+
+/// [`process`], also returning how long each stage took.
+pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes) {
+    let mut times = StageTimes::default();
+    let mut clock = Instant::now();
+    let mut lap = |slot: &mut Duration| {
+        let now = Instant::now();
+        *slot += now - clock;
+        clock = now;
+    };
+    let candidates = extract::candidates(reply);
+    lap(&mut times.extraction);
     let mut first_invalid: Option<Outcome> = None;
     let mut last_error = None;
-    for candidate in extract::candidates(reply) {
-        let repaired = match repair::repair(&candidate.text) {
-            Ok(_) if extract::is_prose(&candidate.text) => {
-                last_error
-                    .get_or_insert_with(|| "the reply is prose without a JSON value".to_owned());
-                continue;
-            }
+    for candidate in candidates {
+        if extract::is_prose(&candidate.text) {
+            last_error.get_or_insert_with(|| "the reply is prose without a JSON value".to_owned());
+            lap(&mut times.extraction);
+            continue;
+        }
+        let repaired = repair::repair(&candidate.text);
+        lap(&mut times.repair);
+        let repaired = match repaired {
             Ok(r) => r,
             Err(e) => {
                 last_error = Some(e.to_string());
@@ -107,13 +138,18 @@ pub fn process(reply: &str, validator: &Validator) -> Outcome {
         let mut fixes = candidate.fixes;
         fixes.extend(repaired.fixes);
         let value = repaired.value;
-        if validator.is_valid(&value) {
-            return Outcome::Valid { value, fixes };
+        let valid = validator.is_valid(&value);
+        lap(&mut times.validation);
+        if valid {
+            return (Outcome::Valid { value, fixes }, times);
         }
         let (value, coercions) = coerce(value, validator.schema());
         fixes.extend(coercions);
-        match validator.validate(&value) {
-            Ok(()) => return Outcome::Valid { value, fixes },
+        lap(&mut times.coercion);
+        let checked = validator.validate(&value);
+        lap(&mut times.validation);
+        match checked {
+            Ok(()) => return (Outcome::Valid { value, fixes }, times),
             Err(violations) => {
                 if first_invalid.is_none() {
                     first_invalid = Some(Outcome::Invalid {
@@ -125,12 +161,13 @@ pub fn process(reply: &str, validator: &Validator) -> Outcome {
             }
         }
     }
-    first_invalid.unwrap_or_else(|| Outcome::NoJson {
+    let outcome = first_invalid.unwrap_or_else(|| Outcome::NoJson {
         reason: match last_error {
             Some(e) if e.starts_with("the reply") => e,
             Some(e) => format!("no JSON value could be recovered: {e}"),
             None if reply.trim().is_empty() => "the reply is empty".to_owned(),
             None => "the reply contains no JSON value".to_owned(),
         },
-    })
+    });
+    (outcome, times)
 }
