@@ -1,1 +1,540 @@
-//! The `proposals` interceptor.
+//! The `proposals` interceptor: a reply may propose a new response field; an [`Approver`] decides,
+//! and approved fields join the schema of every later request.
+//!
+//! This is the design's LLM-driven schema evolution. A reply may carry `proposed_extension`
+//! (`extension_id`, `reason`, `delta`). [`Proposals`] checks its shape (a delta may only add
+//! `properties` and `required` names, so a proposal cannot retype the root or close the schema), asks
+//! its [`Approver`], and records the [`Decision`] on itself ([`Proposals::log`]) and in the context
+//! ([`ProposalLog`]). From the next request on, its `pre_schema` emits every approved delta, under the
+//! proposal's `extension_id`, so the pipeline's schema registry checks, audits and, when the delta
+//! breaks the schema, rolls it back. Put the interceptor in the chain with
+//! [`OnError::Skip`](crate::OnError::Skip): a broken delta is then recorded in `Answer::skipped` and
+//! as `rejected` in `Pipeline::audit`, and the request goes on with the previous schema. (With
+//! `OnError::Fail`, the default, a broken approved delta fails every later request.)
+//!
+//! The approver is the seam for the vote sub-FSM: it gets the proposal and the context and returns a
+//! future, so a vote among several models can run inside it. [`Decision::Defer`] leaves the proposal
+//! pending until [`Proposals::resolve`] settles it, for approval outside the conversation (a person, a
+//! vote run later). [`Proposals::withdraw`] removes an approved extension (the registry records the
+//! removal): the way out of a delta that composes but that models cannot satisfy, which would
+//! otherwise exhaust the retries of every later request.
+//!
+//! # Schema delta
+//!
+//! Extension `proposals-v1` ([`EXTENSION`], [`delta`]); `proposed_extension` is optional:
+//!
+//! ```
+//! # use claij_interceptors::builtin::proposals::delta;
+//! # use serde_json::json;
+//! assert_eq!(delta(), json!({"properties": {"proposed_extension": {
+//!     "type": "object",
+//!     "description": "Leave this out unless a new response field would clearly help in later turns, \
+//!         for example to report your confidence or a detail the schema has no place for. A proposal is \
+//!         reviewed; if approved, every later reply must follow it.",
+//!     "required": ["extension_id", "reason", "delta"],
+//!     "properties": {
+//!         "extension_id": {
+//!             "type": "string",
+//!             "pattern": "^[a-z0-9][a-z0-9._-]*$",
+//!             "maxLength": 64,
+//!             "description": "A short lowercase id ending in a version, like confidence-v1"
+//!         },
+//!         "reason": {"type": "string", "description": "Why the field would help, in one sentence"},
+//!         "delta": {
+//!             "type": "object",
+//!             "description": "The JSON Schema to merge into the response schema, like {\"properties\": \
+//!                 {\"confidence\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1, \
+//!                 \"description\": \"How sure you are\"}}, \"required\": [\"confidence\"]}: each new field \
+//!                 with a description under `properties`; under `required`, those every reply must fill in",
+//!             "required": ["properties"],
+//!             "additionalProperties": false,
+//!             "properties": {
+//!                 "properties": {
+//!                     "type": "object",
+//!                     "minProperties": 1,
+//!                     "additionalProperties": {"type": "object"}
+//!                 },
+//!                 "required": {"type": "array", "items": {"type": "string"}}
+//!             }
+//!         }
+//!     }
+//! }}}));
+//! ```
+//!
+//! # Prompt
+//!
+//! Nothing until a proposal is rejected; then the last ten rejections, so the model does not propose
+//! them again:
+//!
+//! ```text
+//! Schema extensions you proposed that were declined; do not propose them again:
+//! - `confidence-v1`: not needed for this assistant
+//! ```
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use claij_backends::testing::Scripted;
+//! use claij_interceptors::builtin::proposals::{Decision, Proposal, Proposals};
+//! use claij_interceptors::{Chain, Config, Context, OnError, Pipeline};
+//!
+//! let proposals = Proposals::new(|p: &Proposal, _: &Context| {
+//!     if p.extension_id.starts_with("confidence") { Decision::Approve } else { Decision::reject("not now") }
+//! });
+//! let backend = Arc::new(Scripted::replies([
+//!     r#"{"answer": "Paris", "state": "chat", "proposed_extension": {"extension_id": "confidence-v1",
+//!         "reason": "to say how sure I am",
+//!         "delta": {"properties": {"confidence": {"type": "number", "minimum": 0, "maximum": 1}}}}}"#,
+//!     r#"{"answer": "Rome", "state": "chat", "confidence": 0.9}"#,
+//! ]));
+//! let chain = Chain::new().with_policy(proposals.clone(), OnError::Skip);
+//! let pipeline = Pipeline::new(backend.clone(), Config::new("m"), chain);
+//! let mut ctx = Context::default();
+//! futures_executor::block_on(pipeline.ask(&mut ctx, "Capital of France?"))?;
+//! futures_executor::block_on(pipeline.ask(&mut ctx, "Capital of Italy?"))?;
+//! assert_eq!(proposals.approved()[0].extension_id, "confidence-v1");
+//! assert!(backend.requests()[1].system.as_deref().unwrap_or_default().contains("confidence?: number"));
+//! # Ok::<(), claij_interceptors::Error>(())
+//! ```
+
+use std::fmt::Write as _;
+use std::future::ready;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use claij_backends::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tracing::{debug, info};
+
+use crate::context::Context;
+use crate::interceptor::{BoxError, Interceptor};
+use crate::prompts::Prompts;
+use crate::schema::Schema;
+
+/// The extension id of the `proposed_extension` field.
+pub const EXTENSION: &str = "proposals-v1";
+
+/// How many rejections the prompt lists (the latest).
+const PROMPTED_REJECTIONS: usize = 10;
+
+/// The proposals interceptor. Its name is `proposals`.
+///
+/// A cheap handle: clones share the approver and the ledger, so keep one to read the log after
+/// putting another in the chain. The ledger is shared by every conversation of the pipeline, as the
+/// design wants (all models see the same schema).
+#[derive(Clone)]
+pub struct Proposals {
+    inner: Arc<Inner>,
+}
+
+/// A proposed schema extension, as the model wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// The id it is activated under (`confidence-v1`).
+    pub extension_id: String,
+    /// Why the model wants it.
+    #[serde(default)]
+    pub reason: String,
+    /// The schema delta: `properties` and optionally `required`.
+    pub delta: Value,
+}
+
+/// What an [`Approver`] decides about a [`Proposal`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Activate it from the next request on.
+    Approve,
+    /// Refuse it.
+    Reject {
+        /// Why (shown to the model so it does not propose it again).
+        reason: String,
+    },
+    /// Keep it pending until [`Proposals::resolve`] settles it.
+    Defer,
+}
+
+/// Decides about proposals: the seam for a person, a policy or a vote among models.
+///
+/// Closures `Fn(&Proposal, &Context) -> Decision` are approvers; implement the trait for decisions
+/// that need to wait (a vote sub-FSM calling other models).
+pub trait Approver: Send + Sync {
+    /// Decides about `proposal`, made in the conversation `ctx`.
+    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Decision>;
+}
+
+/// One decision about a proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The turn the proposal was made on.
+    pub turn: u64,
+    /// The proposal.
+    pub proposal: Proposal,
+    /// What was decided.
+    #[serde(flatten)]
+    pub decision: Decision,
+}
+
+/// The decisions about proposals made in one conversation, oldest first (kept in the [`Context`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProposalLog(pub Vec<Record>);
+
+struct Inner {
+    approver: Box<dyn Approver>,
+    ledger: Mutex<Ledger>,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    /// Every decision, oldest first.
+    records: Vec<Record>,
+    /// Approved and not withdrawn, in approval order (the order their deltas are composed).
+    approved: Vec<Proposal>,
+    /// Deferred, with the turn they were made on.
+    pending: Vec<(u64, Proposal)>,
+}
+
+/// Whether a proposal is new, seen before, or taken.
+enum Novelty {
+    New,
+    Seen,
+    Taken(String),
+}
+
+impl Decision {
+    /// A rejection with a reason.
+    pub fn reject(reason: impl Into<String>) -> Self {
+        Self::Reject {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl<F> Approver for F
+where
+    F: Fn(&Proposal, &Context) -> Decision + Send + Sync,
+{
+    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Decision> {
+        Box::pin(ready(self(proposal, ctx)))
+    }
+}
+
+impl Proposals {
+    /// A proposals interceptor deciding through `approver`.
+    pub fn new(approver: impl Approver + 'static) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                approver: Box::new(approver),
+                ledger: Mutex::new(Ledger::default()),
+            }),
+        }
+    }
+
+    /// Every decision, oldest first.
+    pub fn log(&self) -> Vec<Record> {
+        self.ledger().records.clone()
+    }
+
+    /// The approved proposals still active, in the order their deltas are emitted.
+    pub fn approved(&self) -> Vec<Proposal> {
+        self.ledger().approved.clone()
+    }
+
+    /// The rejections, oldest first.
+    pub fn rejected(&self) -> Vec<Record> {
+        self.ledger()
+            .records
+            .iter()
+            .filter(|r| matches!(r.decision, Decision::Reject { .. }))
+            .cloned()
+            .collect()
+    }
+
+    /// The proposals waiting for [`Proposals::resolve`].
+    pub fn pending(&self) -> Vec<Proposal> {
+        self.ledger()
+            .pending
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
+
+    /// Settles a pending proposal; returns the record added, or `None` when no proposal with that id
+    /// is pending or the decision is [`Decision::Defer`].
+    pub fn resolve(&self, extension_id: &str, decision: Decision) -> Option<Record> {
+        if decision == Decision::Defer {
+            return None;
+        }
+        let mut ledger = self.ledger();
+        let index = ledger
+            .pending
+            .iter()
+            .position(|(_, p)| p.extension_id == extension_id)?;
+        let (turn, proposal) = ledger.pending.remove(index);
+        Some(ledger.decide(turn, proposal, decision))
+    }
+
+    /// Removes an approved extension: later requests no longer carry it. Returns it, or `None` when
+    /// none with that id is approved.
+    pub fn withdraw(&self, extension_id: &str) -> Option<Proposal> {
+        let mut ledger = self.ledger();
+        let index = ledger
+            .approved
+            .iter()
+            .position(|p| p.extension_id == extension_id)?;
+        Some(ledger.approved.remove(index))
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.inner
+            .ledger
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Vets, decides and records the reply's proposal, if it has one.
+    async fn consider(&self, response: &Value, ctx: &mut Context) {
+        let Some(raw) = response.get("proposed_extension").filter(|v| !v.is_null()) else {
+            return;
+        };
+        let turn = ctx.turn;
+        let proposal = match Proposal::deserialize(raw) {
+            Ok(p) => p,
+            Err(e) => {
+                // The schema makes this unreachable unless the delta was skipped; keep what came.
+                let proposal = Proposal {
+                    extension_id: String::new(),
+                    reason: String::new(),
+                    delta: raw.clone(),
+                };
+                let record = self.ledger().decide(
+                    turn,
+                    proposal,
+                    Decision::reject(format!("malformed proposal: {e}")),
+                );
+                ctx.get_or_default::<ProposalLog>().0.push(record);
+                return;
+            }
+        };
+        let verdict = match self.ledger().novelty(&proposal) {
+            Novelty::Seen => {
+                debug!(extension = %proposal.extension_id, "proposal seen before; ignored");
+                return;
+            }
+            Novelty::Taken(reason) => Some(Decision::Reject { reason }),
+            Novelty::New => check_delta(&proposal).err().map(Decision::reject),
+        };
+        let decision = match verdict {
+            Some(decision) => decision,
+            None => self.inner.approver.decide(&proposal, ctx).await,
+        };
+        info!(extension = %proposal.extension_id, ?decision, "schema extension proposed");
+        let record = {
+            let mut ledger = self.ledger();
+            // Another conversation may have settled the same id while the approver ran.
+            let decision = match ledger.novelty(&proposal) {
+                Novelty::Seen => return,
+                Novelty::Taken(reason) => Decision::Reject { reason },
+                Novelty::New => decision,
+            };
+            ledger.decide(turn, proposal, decision)
+        };
+        ctx.get_or_default::<ProposalLog>().0.push(record);
+    }
+}
+
+impl Ledger {
+    /// Records `decision` and moves the proposal where it belongs.
+    fn decide(&mut self, turn: u64, proposal: Proposal, decision: Decision) -> Record {
+        match decision {
+            Decision::Approve => self.approved.push(proposal.clone()),
+            Decision::Defer => self.pending.push((turn, proposal.clone())),
+            Decision::Reject { .. } => {}
+        }
+        let record = Record {
+            turn,
+            proposal,
+            decision,
+        };
+        self.records.push(record.clone());
+        record
+    }
+
+    fn novelty(&self, proposal: &Proposal) -> Novelty {
+        let same_id = |p: &&Proposal| p.extension_id == proposal.extension_id;
+        let live = self
+            .approved
+            .iter()
+            .chain(self.pending.iter().map(|(_, p)| p))
+            .find(same_id);
+        match live {
+            Some(p) if p.delta == proposal.delta => Novelty::Seen,
+            Some(_) => Novelty::Taken(format!(
+                "extension id `{}` is already taken; propose a new id",
+                proposal.extension_id
+            )),
+            None if self.records.iter().any(|r| {
+                matches!(r.decision, Decision::Reject { .. }) && r.proposal == *proposal
+            }) =>
+            {
+                Novelty::Seen
+            }
+            None => Novelty::New,
+        }
+    }
+
+    /// The prompt section listing the latest rejections, or `None`.
+    fn declined_section(&self) -> Option<String> {
+        let rejected: Vec<(&str, &str)> = self
+            .records
+            .iter()
+            .filter_map(|r| match &r.decision {
+                Decision::Reject { reason } if !r.proposal.extension_id.is_empty() => {
+                    Some((r.proposal.extension_id.as_str(), reason.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        if rejected.is_empty() {
+            return None;
+        }
+        let mut out = String::from(
+            "Schema extensions you proposed that were declined; do not propose them again:",
+        );
+        let skip = rejected.len().saturating_sub(PROMPTED_REJECTIONS);
+        for (id, reason) in &rejected[skip..] {
+            let _ = write!(out, "\n- `{id}`: {reason}");
+        }
+        Some(out)
+    }
+}
+
+impl Interceptor for Proposals {
+    fn name(&self) -> &str {
+        "proposals"
+    }
+
+    fn pre_schema(&self, schema: &mut Schema, _ctx: &Context) -> Result<(), BoxError> {
+        schema.extend(EXTENSION, delta());
+        for proposal in &self.ledger().approved {
+            schema.extend(proposal.extension_id.clone(), proposal.delta.clone());
+        }
+        Ok(())
+    }
+
+    fn pre_prompt(&self, prompts: &mut Prompts, _ctx: &Context) -> Result<(), BoxError> {
+        if let Some(section) = self.ledger().declined_section() {
+            prompts.system_push(&section);
+        }
+        Ok(())
+    }
+
+    fn post_response<'a>(
+        &'a self,
+        response: &'a Value,
+        ctx: &'a mut Context,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move {
+            self.consider(response, ctx).await;
+            Ok(())
+        })
+    }
+}
+
+impl std::fmt::Debug for Proposals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No lock here: formatting must not wait on (or deadlock with) a running hook.
+        f.debug_struct("Proposals").finish_non_exhaustive()
+    }
+}
+
+/// The delta that offers `proposed_extension` ([`EXTENSION`]).
+pub fn delta() -> Value {
+    json!({"properties": {"proposed_extension": {
+        "type": "object",
+        "description": "Leave this out unless a new response field would clearly help in later turns, \
+            for example to report your confidence or a detail the schema has no place for. A proposal is \
+            reviewed; if approved, every later reply must follow it.",
+        "required": ["extension_id", "reason", "delta"],
+        "properties": {
+            "extension_id": {
+                "type": "string",
+                "pattern": "^[a-z0-9][a-z0-9._-]*$",
+                "maxLength": 64,
+                "description": "A short lowercase id ending in a version, like confidence-v1"
+            },
+            "reason": {"type": "string", "description": "Why the field would help, in one sentence"},
+            "delta": {
+                "type": "object",
+                "description": "The JSON Schema to merge into the response schema, like {\"properties\": \
+                    {\"confidence\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1, \
+                    \"description\": \"How sure you are\"}}, \"required\": [\"confidence\"]}: each new field \
+                    with a description under `properties`; under `required`, those every reply must fill in",
+                "required": ["properties"],
+                "additionalProperties": false,
+                "properties": {
+                    "properties": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "additionalProperties": {"type": "object"}
+                    },
+                    "required": {"type": "array", "items": {"type": "string"}}
+                }
+            }
+        }
+    }}})
+}
+
+/// Why a proposal's shape is unacceptable, if it is: what the schema asks, checked again because the
+/// schema may have been skipped, plus what it cannot say (required names must be proposed fields).
+fn check_delta(proposal: &Proposal) -> Result<(), String> {
+    let id = &proposal.extension_id;
+    let id_ok = !id.is_empty()
+        && id.len() <= 64
+        && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+    if !id_ok {
+        return Err(format!(
+            "extension id `{id}` is not a short lowercase id like confidence-v1"
+        ));
+    }
+    if id == EXTENSION {
+        return Err(format!("extension id `{id}` is reserved"));
+    }
+    let Some(delta) = proposal.delta.as_object() else {
+        return Err("the delta is not an object".to_owned());
+    };
+    if let Some(key) = delta
+        .keys()
+        .find(|k| !matches!(k.as_str(), "properties" | "required"))
+    {
+        return Err(format!(
+            "the delta may only add `properties` and `required`, not `{key}`"
+        ));
+    }
+    let properties = match delta.get("properties").and_then(Value::as_object) {
+        Some(p) if !p.is_empty() && p.values().all(Value::is_object) => p,
+        _ => return Err("the delta's `properties` must map new field names to schemas".to_owned()),
+    };
+    let required = match delta.get("required") {
+        None => Vec::new(),
+        Some(Value::Array(names)) => names.iter().map(Value::as_str).collect(),
+        Some(_) => return Err("the delta's `required` must be a list of field names".to_owned()),
+    };
+    match required
+        .iter()
+        .find(|name| !name.is_some_and(|n| properties.contains_key(n)))
+    {
+        Some(Some(name)) => Err(format!(
+            "`{name}` is required but not among the proposed properties"
+        )),
+        Some(None) => Err("the delta's `required` must be a list of field names".to_owned()),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
