@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Message, Usage};
 use claij_validation::retry::{Failure, RetryPrompt};
-use claij_validation::{Fix, Outcome, Violation, process};
+use claij_validation::{Fix, Outcome, StageTimes, Violation, process_timed};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::{Instrument as _, debug, info_span, warn};
@@ -118,6 +118,10 @@ pub struct Attempt {
     pub prepare_time: Duration,
     /// Time spent processing the reply (extract, repair, coerce, validate, checks).
     pub process_time: Duration,
+    /// Part of `process_time`: extraction, repair, coercion and validation, each timed.
+    pub stage_times: StageTimes,
+    /// Part of `process_time`: the semantic checks ([`Pipeline::with_check`]).
+    pub check_time: Duration,
     /// The provider's request id.
     pub request_id: Option<String>,
 }
@@ -470,6 +474,8 @@ impl Pipeline {
                         latency,
                         prepare_time,
                         process_time: Duration::ZERO,
+                        stage_times: StageTimes::default(),
+                        check_time: Duration::ZERO,
                         request_id: None,
                     });
                     self.log_failures(&attempts);
@@ -480,7 +486,9 @@ impl Pipeline {
                 }
             };
             let processing = Instant::now();
-            let (verdict, value, fixes, violations) = self.judge(&response, prepared, ctx);
+            let mut times = Timed::default();
+            let (verdict, value, fixes, violations) =
+                self.judge(&response, prepared, ctx, &mut times);
             let attempt = Attempt {
                 number,
                 request: Arc::clone(&request_arc),
@@ -493,6 +501,8 @@ impl Pipeline {
                 latency,
                 prepare_time,
                 process_time: processing.elapsed(),
+                stage_times: times.stages,
+                check_time: times.check,
                 request_id: response.request_id.clone(),
             };
             debug!(
@@ -551,6 +561,7 @@ impl Pipeline {
         response: &ChatResponse,
         prepared: Option<&Prepared>,
         ctx: &Context,
+        times: &mut Timed,
     ) -> (Verdict, Option<Value>, Vec<Fix>, Vec<Violation>) {
         let Some(prepared) = prepared else {
             // No schema: the text is the answer.
@@ -561,9 +572,13 @@ impl Pipeline {
                 Vec::new(),
             );
         };
-        match process(&response.content, prepared.validator()) {
+        let (outcome, stages) = process_timed(&response.content, prepared.validator());
+        times.stages = stages;
+        match outcome {
             Outcome::Valid { value, fixes } => {
+                let started = Instant::now();
                 let violations = self.check(&value, ctx);
+                times.check = started.elapsed();
                 if violations.is_empty() {
                     (Verdict::Valid, Some(value), fixes, violations)
                 } else {
@@ -635,6 +650,13 @@ pub struct CallReport {
     pub model: String,
     /// Every attempt of the call.
     pub attempts: Vec<Attempt>,
+}
+
+/// Where the time of processing one reply went.
+#[derive(Default)]
+struct Timed {
+    stages: StageTimes,
+    check: Duration,
 }
 
 fn hook_failed(

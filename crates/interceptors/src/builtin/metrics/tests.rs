@@ -1,0 +1,244 @@
+//! Unit tests of the metrics tally: timings, stage grouping of fixes, counting calls and errors.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use claij_backends::{ChatRequest, FinishReason, Usage};
+use claij_validation::{Fix, FixKind, StageTimes, Violation};
+
+use super::*;
+use crate::error::Exhausted;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// An attempt of `model` with a verdict, fixes of the kinds given, violations with these keywords.
+fn attempt(number: usize, verdict: Verdict, fixes: &[FixKind], keywords: &[&str]) -> Attempt {
+    Attempt {
+        number,
+        request: Arc::new(ChatRequest::new("m")),
+        raw: (!matches!(verdict, Verdict::BackendError { .. })).then(|| "{}".to_owned()),
+        finish_reason: Some(FinishReason::Stop),
+        verdict,
+        fixes: fixes
+            .iter()
+            .map(|&kind| Fix {
+                pointer: String::new(),
+                kind,
+                before: String::new(),
+                after: String::new(),
+            })
+            .collect(),
+        violations: keywords
+            .iter()
+            .map(|k| Violation {
+                instance_pointer: String::new(),
+                schema_pointer: String::new(),
+                keyword: (*k).to_owned(),
+                message: String::new(),
+            })
+            .collect(),
+        usage: Usage {
+            input_tokens: 10,
+            output_tokens: 2,
+            cost_usd: Some(0.5),
+            ..Usage::default()
+        },
+        latency: ms(10),
+        prepare_time: ms(1),
+        process_time: ms(5),
+        stage_times: StageTimes {
+            extraction: ms(1),
+            repair: ms(1),
+            coercion: ms(1),
+            validation: ms(1),
+        },
+        check_time: ms(1),
+        request_id: None,
+    }
+}
+
+fn report(attempts: Vec<Attempt>) -> CallReport {
+    CallReport {
+        provider: "scripted".to_owned(),
+        model: "m".to_owned(),
+        attempts,
+    }
+}
+
+#[track_caller]
+fn check_stage(kind: FixKind, expected: FixStage) {
+    assert_eq!(stage_of(kind), expected, "{kind:?}");
+}
+
+#[test]
+fn fixes_are_grouped_by_the_stage_that_makes_them() {
+    check_stage(FixKind::Extracted, FixStage::Extraction);
+    check_stage(FixKind::Unescaped, FixStage::Extraction);
+    check_stage(FixKind::TrailingComma, FixStage::Repair);
+    check_stage(FixKind::Truncation, FixStage::Repair);
+    check_stage(FixKind::QuoteStyle, FixStage::Repair);
+    check_stage(FixKind::EnumCase, FixStage::Coercion);
+    check_stage(FixKind::StringToNumber, FixStage::Coercion);
+    check_stage(FixKind::DroppedProperty, FixStage::Coercion);
+}
+
+#[test]
+fn timing_keeps_count_total_min_max_and_mean() {
+    let mut t = Timing::default();
+    assert_eq!(t.mean(), Duration::ZERO);
+    for d in [ms(4), ms(2), ms(6)] {
+        t.record(d);
+    }
+    assert_eq!(
+        (t.count, t.total, t.min, t.max, t.mean()),
+        (3, ms(12), ms(2), ms(6), ms(4))
+    );
+}
+
+#[test]
+fn a_call_with_a_retry_counts_attempts_fixes_violations_and_time() {
+    let collector = MetricsCollector::new();
+    collector.record_call(&report(vec![
+        attempt(
+            1,
+            Verdict::Invalid,
+            &[FixKind::Extracted],
+            &["required", "enum"],
+        ),
+        attempt(
+            2,
+            Verdict::Valid,
+            &[
+                FixKind::TrailingComma,
+                FixKind::TrailingComma,
+                FixKind::EnumCase,
+            ],
+            &[],
+        ),
+    ]));
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (1, 1, 0, 0));
+    assert_eq!((s.attempts, s.retries), (2, 1));
+    assert_eq!((s.verdicts.valid, s.verdicts.invalid), (1, 1));
+    assert_eq!(s.extractions[&FixKind::Extracted], 1);
+    assert_eq!(s.repairs[&FixKind::TrailingComma], 2);
+    assert_eq!(s.coercions[&FixKind::EnumCase], 1);
+    assert_eq!(s.fixes().values().sum::<u64>(), 4);
+    assert_eq!((s.violations["required"], s.violations["enum"]), (1, 1));
+    assert_eq!(s.usage.input_tokens, 20);
+    assert_eq!(s.usage.cost_usd, Some(1.0));
+    // One call of two attempts, each 1 + 10 + 5 ms.
+    assert_eq!((s.timings.call.count, s.timings.call.total), (1, ms(32)));
+    assert_eq!(
+        (s.timings.request.count, s.timings.request.total),
+        (2, ms(20))
+    );
+    assert_eq!(s.timings.repair.count, 2);
+    let m = &s.models["m"];
+    assert_eq!(
+        (m.calls, m.succeeded, m.first_try, m.attempts),
+        (1, 1, 0, 2)
+    );
+    assert!(m.providers.contains("scripted"));
+}
+
+#[test]
+fn first_try_successes_are_counted_per_model() {
+    let collector = MetricsCollector::new();
+    collector.record_call(&report(vec![attempt(1, Verdict::Valid, &[], &[])]));
+    collector.record_call(&report(vec![
+        attempt(
+            1,
+            Verdict::NoJson {
+                reason: "prose".into(),
+            },
+            &[],
+            &[],
+        ),
+        attempt(2, Verdict::Valid, &[], &[]),
+    ]));
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.first_try, s.verdicts.no_json), (2, 1, 1));
+    assert_eq!(s.first_try_rate(), Some(0.5));
+    assert_eq!(s.models["m"].first_try, 1);
+}
+
+#[test]
+fn errors_with_attempts_are_failed_calls_others_only_counted() {
+    let collector = MetricsCollector::new();
+    let exhausted = Error::RetriesExhausted(Box::new(Exhausted {
+        attempts: vec![attempt(1, Verdict::Invalid, &[], &["type"])],
+        violations: Vec::new(),
+        last_response: String::new(),
+        no_json: None,
+    }));
+    let backend = Error::Backend {
+        attempts: vec![attempt(
+            1,
+            Verdict::BackendError {
+                message: "down".into(),
+            },
+            &[],
+            &[],
+        )],
+        source: Box::new(claij_backends::Error::other("openrouter", "down")),
+    };
+    let typed = Error::Typed {
+        type_name: "T",
+        message: String::new(),
+        value: Value::Null,
+    };
+    for e in [&exhausted, &backend, &typed] {
+        collector.record_error(e);
+    }
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.failed), (2, 0, 2));
+    assert_eq!(s.errors["retries_exhausted"], 1);
+    assert_eq!(s.errors["backend"], 1);
+    assert_eq!(s.errors["typed"], 1);
+    assert_eq!(s.violations["type"], 1);
+    assert_eq!(s.verdicts.backend_error, 1);
+    // A backend error has no reply: nothing was processed.
+    assert_eq!(
+        (s.timings.request.count, s.timings.processing.count),
+        (2, 1)
+    );
+    assert!(s.models["m"].providers.contains("openrouter"));
+}
+
+#[test]
+fn the_snapshot_round_trips_through_json_with_milliseconds() {
+    let collector = MetricsCollector::new();
+    collector.record_call(&report(vec![attempt(
+        1,
+        Verdict::Valid,
+        &[FixKind::QuoteStyle],
+        &[],
+    )]));
+    let s = collector.snapshot();
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["timings"]["request"]["total_ms"], 10.0);
+    assert_eq!(json["repairs"]["quote_style"], 1);
+    let back: MetricsSnapshot = serde_json::from_value(json).unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn take_resets_and_clones_share_the_tally() {
+    let metrics = Metrics::new();
+    let handle = metrics.clone().collector().clone();
+    metrics
+        .collector()
+        .record_call(&report(vec![attempt(1, Verdict::Valid, &[], &[])]));
+    assert_eq!(handle.take().calls, 1);
+    assert_eq!(metrics.collector().snapshot().calls, 0);
+}
+
+#[test]
+fn post_response_without_a_report_fails() {
+    let mut ctx = Context::default();
+    let result = futures_executor::block_on(Metrics::new().post_response(&Value::Null, &mut ctx));
+    assert!(result.unwrap_err().to_string().contains("no call report"));
+}
