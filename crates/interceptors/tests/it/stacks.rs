@@ -1,12 +1,16 @@
 //! Random stacks of built-in interceptors: any subset in any order composes a schema that compiles,
-//! with no rejected delta, byte-identically every time, and with the same fields whatever the order.
+//! with no rejected delta, byte-identically every time, with the same fields whatever the order, and
+//! with exactly the fields its interceptors add on their own.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use claij_backends::testing::Scripted;
+use claij_interceptors::builtin::citations::{Citations, Document};
 use claij_interceptors::builtin::fsm_routing::FsmRouting;
+use claij_interceptors::builtin::memory::{Hierarchical, Memory};
 use claij_interceptors::builtin::metrics::Metrics;
+use claij_interceptors::builtin::proposals::{Decision, Proposal, Proposals};
 use claij_interceptors::{
     Chain, Config, Context, Error, Interceptor, OnError, Pipeline, StructuredMode,
 };
@@ -26,12 +30,26 @@ const BUILTINS: &[(&str, Make)] = &[
         ]))
     }),
     ("metrics", || Arc::new(Metrics::new())),
+    ("memory", || Arc::new(Memory::new(Hierarchical::new(1)))),
+    ("citations", || {
+        Arc::new(Citations::new(vec![Document::new(
+            "n1",
+            "Colours",
+            "The user's favourite colour is blue.",
+        )]))
+    }),
+    ("proposals", || {
+        Arc::new(Proposals::new(|_: &Proposal, _: &Context| {
+            Decision::Approve
+        }))
+    }),
 ];
 
 /// A context in which every built-in has something to say.
 fn context() -> Context {
     let mut ctx = Context::default();
     ctx.state = Some("review".into());
+    ctx.memory.summaries = vec!["The user asked for a review of their draft.".into()];
     ctx
 }
 
@@ -122,6 +140,14 @@ proptest! {
         sorted.sort_unstable();
         let (in_order, _) = composed(&sorted);
         prop_assert_eq!(shape(&schema), shape(&in_order), "the order changes no field");
+        // Composition only adds: the stack's fields are the union of each interceptor's alone.
+        let mut union = shape(&composed(&[]).0);
+        for &i in &stack {
+            let (properties, required) = shape(&composed(&[i]).0);
+            union.0.extend(properties);
+            union.1.extend(required);
+        }
+        prop_assert_eq!(shape(&schema), union, "each interceptor's fields, no more, no fewer");
     }
 }
 
