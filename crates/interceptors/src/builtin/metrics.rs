@@ -280,6 +280,7 @@ impl MetricsCollector {
 
     /// Adds a successful call (the interceptor does this in `post_response`).
     pub fn record_call(&self, report: &CallReport) {
+        report.attempts.iter().for_each(log_attempt);
         let mut tally = self.lock();
         tally.add_call(
             Some(&report.provider),
@@ -296,6 +297,7 @@ impl MetricsCollector {
     /// only by kind: the interceptor has recorded the call if its own hook ran.
     pub fn record_error(&self, error: &Error) {
         let attempts = error.attempts();
+        attempts.iter().for_each(log_attempt);
         let provider = match error {
             Error::Backend { source, .. } => Some(source.context().provider.as_str()),
             _ => None,
@@ -397,7 +399,6 @@ impl MetricsSnapshot {
     }
 
     fn add_attempt(&mut self, attempt: &Attempt) {
-        log_attempt(attempt);
         self.usage += attempt.usage;
         let t = &mut self.timings;
         t.prompt.record(attempt.prepare_time);
