@@ -95,6 +95,8 @@ struct Out {
     text: String,
     description: Option<String>,
     notes: Vec<String>,
+    /// The text joins alternatives (`A | B`, `A & B`), so `[]` or another operator needs parentheses.
+    compound: bool,
 }
 
 impl Out {
@@ -392,6 +394,7 @@ impl<'a> Renderer<'a> {
                 out.description = part.description;
             }
         }
+        out.compound = parts.len() > 1;
         out.text = parts.join(" | ");
         out
     }
@@ -444,6 +447,7 @@ impl<'a> Renderer<'a> {
             }
             parts.push(branch.text);
         }
+        out.compound = parts.len() > 1;
         out.text = if parts.is_empty() {
             "never".to_owned()
         } else {
@@ -520,7 +524,7 @@ impl<'a> Renderer<'a> {
             None => Out::plain("any"),
         };
         let bare = item.text.starts_with('{') && item.text.ends_with('}');
-        let text = if !bare && (item.text.contains(" | ") || item.text.contains(" & ")) {
+        let text = if item.compound || (!bare && (item.text.contains(" | ") || item.text.contains(" & "))) {
             format!("({})[]", item.text)
         } else {
             format!("{}[]", item.text)

@@ -137,3 +137,14 @@ fn deep_schemas_do_not_overflow() {
     }
     assert!(to_compact(&deep).contains("nested too deeply"));
 }
+
+#[test]
+fn a_union_of_objects_in_an_array_is_parenthesised() {
+    let schema = json!({"type": "object", "properties": {"calls": {"type": "array", "items": {"oneOf": [
+        {"type": "object", "properties": {"name": {"const": "a"}, "x": {"type": "integer"}}},
+        {"type": "object", "properties": {"name": {"const": "b"}, "y": {"type": "string"}}}
+    ]}}}});
+    let text = to_compact(&schema);
+    assert!(text.contains("calls?: ({"), "{text}");
+    assert!(text.contains("})[]"), "{text}");
+}
