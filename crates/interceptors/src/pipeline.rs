@@ -453,31 +453,18 @@ impl Pipeline {
                 model = %self.config.model,
                 attempt = number
             );
-            let request_arc = Arc::new(request);
-            let sent = Instant::now();
-            let result = self.backend.complete(&request_arc).instrument(span).await;
-            let latency = sent.elapsed();
-            let response = match result {
-                Ok(r) => r,
-                Err(source) => {
-                    attempts.push(Attempt {
-                        number,
-                        request: request_arc,
-                        raw: None,
-                        finish_reason: None,
-                        verdict: Verdict::BackendError {
-                            message: source.to_string(),
-                        },
-                        fixes: Vec::new(),
-                        violations: Vec::new(),
-                        usage: Usage::default(),
-                        latency,
-                        prepare_time,
-                        process_time: Duration::ZERO,
-                        stage_times: StageTimes::default(),
-                        check_time: Duration::ZERO,
-                        request_id: None,
-                    });
+            let sending = Arc::new(std::mem::take(&mut request));
+            let done = self
+                .attempt(number, sending, prepared, ctx, prepare_time)
+                .instrument(span)
+                .await;
+            let (response, value) = match done {
+                Ok((attempt, response, value)) => {
+                    attempts.push(attempt);
+                    (response, value)
+                }
+                Err((attempt, source)) => {
+                    attempts.push(attempt);
                     self.log_failures(&attempts);
                     return Err(Error::Backend {
                         attempts,
@@ -485,46 +472,16 @@ impl Pipeline {
                     });
                 }
             };
-            let processing = Instant::now();
-            let mut times = Timed::default();
-            let (verdict, value, fixes, violations) =
-                self.judge(&response, prepared, ctx, &mut times);
-            let attempt = Attempt {
-                number,
-                request: Arc::clone(&request_arc),
-                raw: Some(response.content.clone()),
-                finish_reason: Some(response.finish_reason.clone()),
-                verdict: verdict.clone(),
-                fixes,
-                violations,
-                usage: response.usage,
-                latency,
-                prepare_time,
-                process_time: processing.elapsed(),
-                stage_times: times.stages,
-                check_time: times.check,
-                request_id: response.request_id.clone(),
-            };
-            debug!(
-                attempt = number,
-                latency_ms = latency.as_millis() as u64,
-                input_tokens = response.usage.input_tokens,
-                output_tokens = response.usage.output_tokens,
-                "llm reply"
-            );
-            let failure_text = attempt.violations.clone();
-            attempts.push(attempt);
+            let (verdict, violations) = attempts
+                .last()
+                .map(|a| (a.verdict.clone(), a.violations.clone()))
+                .unwrap_or((Verdict::Invalid, Vec::new()));
             if let (Verdict::Valid, Some(value)) = (&verdict, value) {
                 if attempts.len() > 1 {
                     self.log_failures(&attempts);
                 }
                 return Ok((value, attempts));
             }
-            warn!(
-                attempt = number,
-                n_violations = failure_text.len(),
-                "response failed validation"
-            );
             if attempts.len() > self.config.max_retries {
                 self.log_failures(&attempts);
                 let no_json = match verdict {
@@ -533,7 +490,7 @@ impl Pipeline {
                 };
                 return Err(Error::RetriesExhausted(Box::new(Exhausted {
                     last_response: response.content,
-                    violations: failure_text,
+                    violations,
                     no_json,
                     attempts,
                 })));
@@ -542,9 +499,9 @@ impl Pipeline {
             let failure = match &verdict {
                 Verdict::NoJson { reason } => Failure::NoJson(reason),
                 _ if response.finish_reason == FinishReason::Length => {
-                    Failure::Truncated(&failure_text)
+                    Failure::Truncated(&violations)
                 }
-                _ => Failure::Invalid(&failure_text),
+                _ => Failure::Invalid(&violations),
             };
             let text = self
                 .config
@@ -553,6 +510,90 @@ impl Pipeline {
             request = self.request(prompts, prepared, native, Some(text));
             prepare_time = retry_started.elapsed();
         }
+    }
+
+    /// One attempt, inside its `llm.call` span: the backend call and what was made of the reply.
+    async fn attempt(
+        &self,
+        number: usize,
+        request: Arc<ChatRequest>,
+        prepared: Option<&Prepared>,
+        ctx: &Context,
+        prepare_time: Duration,
+    ) -> Result<(Attempt, ChatResponse, Option<Value>), (Attempt, claij_backends::Error)> {
+        let sent = Instant::now();
+        let result = self.backend.complete(&request).await;
+        let latency = sent.elapsed();
+        let response = match result {
+            Ok(r) => r,
+            Err(source) => {
+                warn!(attempt = number, error = %source, "backend call failed");
+                let attempt = Attempt {
+                    number,
+                    request,
+                    raw: None,
+                    finish_reason: None,
+                    verdict: Verdict::BackendError {
+                        message: source.to_string(),
+                    },
+                    fixes: Vec::new(),
+                    violations: Vec::new(),
+                    usage: Usage::default(),
+                    latency,
+                    prepare_time,
+                    process_time: Duration::ZERO,
+                    stage_times: StageTimes::default(),
+                    check_time: Duration::ZERO,
+                    request_id: None,
+                };
+                return Err((attempt, source));
+            }
+        };
+        debug!(
+            latency_ms = latency.as_millis() as u64,
+            input_tokens = response.usage.input_tokens,
+            output_tokens = response.usage.output_tokens,
+            "llm reply"
+        );
+        let processing = Instant::now();
+        let mut times = Timed::default();
+        let (verdict, value, fixes, violations) = self.judge(&response, prepared, ctx, &mut times);
+        if !fixes.is_empty() {
+            let kinds: std::collections::BTreeSet<String> = fixes
+                .iter()
+                .map(|f| {
+                    serde_json::to_value(f.kind).map_or_else(
+                        |_| String::new(),
+                        |v| v.as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let kinds: Vec<String> = kinds.into_iter().collect();
+            warn!(n_fixes = fixes.len(), kinds = %kinds.join(","), "reply repaired");
+        }
+        if verdict != Verdict::Valid {
+            warn!(
+                n_violations = violations.len(),
+                "response failed validation"
+            );
+        }
+        let attempt = Attempt {
+            number,
+            request,
+            raw: Some(response.content.clone()),
+            finish_reason: Some(response.finish_reason.clone()),
+            verdict,
+            fixes,
+            violations,
+            usage: response.usage,
+            latency,
+            prepare_time,
+            process_time: processing.elapsed(),
+            stage_times: times.stages,
+            check_time: times.check,
+            request_id: response.request_id.clone(),
+        };
+        Ok((attempt, response, value))
     }
 
     /// What to make of a reply: valid, invalid (with violations) or no JSON.
@@ -619,11 +660,12 @@ impl Pipeline {
         for link in self.chain.links().iter().rev() {
             let name = link.interceptor.name();
             let span = info_span!("interceptor", name, stage = "post_response");
-            let result = link
-                .interceptor
-                .post_response(value, ctx)
-                .instrument(span)
-                .await;
+            // Work done while the future is created belongs to the span too.
+            let future = {
+                let _entered = span.enter();
+                link.interceptor.post_response(value, ctx)
+            };
+            let result = future.instrument(span).await;
             if let Err(e) = result {
                 hook_failed(name, Stage::PostResponse, e, link.on_error, skipped)?;
             }

@@ -346,11 +346,13 @@ impl<'a> Renderer<'a> {
         }
         if let Some(Value::Array(values)) = map.get("enum") {
             let literals: Vec<String> = values.iter().map(Value::to_string).collect();
-            return Out::plain(if literals.is_empty() {
+            let mut out = Out::plain(if literals.is_empty() {
                 "never".to_owned()
             } else {
                 literals.join(" | ")
             });
+            out.compound = literals.len() > 1;
+            return out;
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(Value::Array(branches)) = map.get(key) {
@@ -431,6 +433,7 @@ impl<'a> Renderer<'a> {
             .iter()
             .filter(|o| !o.is_multiline() && o.comment().is_some())
             .count();
+        let many = outs.len() > 1;
         let mut out = Out::default();
         let mut parts = Vec::new();
         for branch in outs {
@@ -445,7 +448,12 @@ impl<'a> Renderer<'a> {
                     comment
                 });
             }
-            parts.push(branch.text);
+            // `string & ("a" | "b")`: a compound branch among others keeps its own grouping.
+            if branch.compound && many {
+                parts.push(format!("({})", branch.text));
+            } else {
+                parts.push(branch.text);
+            }
         }
         out.compound = parts.len() > 1;
         out.text = if parts.is_empty() {
@@ -524,7 +532,9 @@ impl<'a> Renderer<'a> {
             None => Out::plain("any"),
         };
         let bare = item.text.starts_with('{') && item.text.ends_with('}');
-        let text = if item.compound || (!bare && (item.text.contains(" | ") || item.text.contains(" & "))) {
+        let text = if item.compound
+            || (!bare && (item.text.contains(" | ") || item.text.contains(" & ")))
+        {
             format!("({})[]", item.text)
         } else {
             format!("{}[]", item.text)

@@ -88,7 +88,7 @@ use claij_backends::{BoxFuture, Usage};
 use claij_validation::FixKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::context::Context;
 use crate::error::Error;
@@ -493,7 +493,7 @@ fn error_kind(error: &Error) -> &'static str {
     }
 }
 
-/// Logs an attempt's stage timings (`debug`) and its repairs (`warn`).
+/// Logs an attempt's stage timings (`debug`); the pipeline itself warns about repairs.
 fn log_attempt(attempt: &Attempt) {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     debug!(
@@ -510,22 +510,6 @@ fn log_attempt(attempt: &Attempt) {
         reply_bytes = attempt.raw.as_ref().map_or(0, String::len),
         "attempt timings"
     );
-    let repairs: Vec<FixKind> = attempt
-        .fixes
-        .iter()
-        .map(|f| f.kind)
-        .filter(|&k| stage_of(k) == FixStage::Repair)
-        .collect();
-    if !repairs.is_empty() {
-        let kinds: BTreeSet<FixKind> = repairs.iter().copied().collect();
-        let kinds: Vec<String> = kinds.into_iter().map(kind_name).collect();
-        warn!(
-            attempt = attempt.number,
-            n_repairs = repairs.len(),
-            kinds = %kinds.join(","),
-            "reply repaired"
-        );
-    }
 }
 
 /// The snake_case name of a fix kind, as serialized.

@@ -148,3 +148,12 @@ fn a_union_of_objects_in_an_array_is_parenthesised() {
     assert!(text.contains("calls?: ({"), "{text}");
     assert!(text.contains("})[]"), "{text}");
 }
+
+#[test]
+fn an_enum_inside_an_intersection_is_parenthesised() {
+    let schema = json!({"allOf": [{"type": "string"}, {"enum": ["approved", "draft"]}]});
+    assert_eq!(
+        to_compact(&schema).trim(),
+        r#"string & ("approved" | "draft")"#
+    );
+}
