@@ -5,10 +5,15 @@ use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatRequest, ChatResponse, Error};
+use futures_util::StreamExt as _;
+
+use crate::{ChatRequest, ChatResponse, Error, StreamEvent};
 
 /// A boxed, sendable future: what object-safe async methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A boxed, sendable stream.
+pub type BoxStream<'a, T> = Pin<Box<dyn futures_core::Stream<Item = T> + Send + 'a>>;
 
 /// One LLM provider. Object-safe, so a pipeline can hold `Arc<dyn Backend>`.
 ///
@@ -25,6 +30,28 @@ pub trait Backend: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, Error>>;
+
+    /// Sends one request and streams the response as it is generated. Backends without streaming
+    /// answer with the complete response as a few events.
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> BoxStream<'a, Result<StreamEvent, Error>> {
+        let events = async move {
+            let events: Vec<Result<StreamEvent, Error>> = match self.complete(request).await {
+                Ok(response) => {
+                    let mut out = Vec::with_capacity(4);
+                    if let Some(model) = response.model {
+                        out.push(Ok(StreamEvent::Model(model)));
+                    }
+                    out.push(Ok(StreamEvent::Text(response.content)));
+                    out.push(Ok(StreamEvent::Usage(response.usage)));
+                    out.push(Ok(StreamEvent::Finish(response.finish_reason)));
+                    out
+                }
+                Err(e) => vec![Err(e)],
+            };
+            futures_util::stream::iter(events)
+        };
+        Box::pin(futures_util::stream::once(events).flatten())
+    }
 }
 
 /// What a backend offers for one model.
@@ -39,6 +66,24 @@ pub struct Capabilities {
     pub streaming: bool,
     /// The model's context window in tokens, when known.
     pub context_window: Option<u32>,
+    /// The JSON Schema subset the provider's structured output accepts, when it has structured output.
+    pub schema_dialect: Option<SchemaDialect>,
+}
+
+/// The JSON Schema subset a provider's structured output accepts. The caller compiles a schema to it
+/// (claij-schema's `Dialect`) before putting it in a request, and reports what was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SchemaDialect {
+    /// Full JSON Schema (draft 2020-12): llama.cpp, vLLM, Gemini's `responseJsonSchema`.
+    JsonSchema,
+    /// OpenAI strict structured outputs (and OpenRouter, which forwards them).
+    OpenAiStrict,
+    /// Gemini `responseSchema` (an OpenAPI 3.0 subset).
+    Gemini,
+    /// Anthropic structured outputs and strict tools.
+    Anthropic,
 }
 
 impl Capabilities {
@@ -72,6 +117,14 @@ impl Capabilities {
     #[must_use]
     pub fn with_context_window(mut self, tokens: u32) -> Self {
         self.context_window = Some(tokens);
+        self
+    }
+
+    /// The same capabilities with native structured output in a schema dialect.
+    #[must_use]
+    pub fn with_schema_dialect(mut self, dialect: SchemaDialect) -> Self {
+        self.native_json_schema = true;
+        self.schema_dialect = Some(dialect);
         self
     }
 }

@@ -27,14 +27,28 @@
 //! shorten the prompt, give up), each carrying the provider, status and request id where there are any.
 //! No error, log or `Debug` output contains an API key.
 
+mod adapter;
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
 mod backend;
+pub mod cassette;
 mod error;
+#[cfg(feature = "gemini")]
+pub mod gemini;
+#[cfg(feature = "http")]
+pub mod http;
+mod key;
+pub mod models;
+#[cfg(any(feature = "openai", feature = "openrouter"))]
+pub mod openai;
 mod request;
 mod response;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use backend::{Backend, BoxFuture, Capabilities};
+pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
+pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect};
 pub use error::{Error, ErrorContext};
-pub use request::{ChatRequest, Message, Role, StructuredOutput};
+pub use key::ApiKey;
+pub use request::{ChatRequest, Message, OutputMode, Role, StructuredOutput};
 pub use response::{ChatResponse, FinishReason, Usage};

@@ -31,15 +31,32 @@ pub struct ChatRequest {
     pub stop: Vec<String>,
 }
 
-/// A structured-output request: the schema the answer must satisfy.
+/// A structured-output request: the schema the answer must satisfy, and how to ask for it.
+///
+/// `schema` is sent as given: the caller (the pipeline) compiles it to the provider's
+/// [`SchemaDialect`](crate::SchemaDialect) first and validates the reply against the full schema after.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StructuredOutput {
     /// A name for the schema (providers ask for one): letters, digits, `_` and `-`.
     pub name: String,
-    /// The full JSON Schema; adapters compile it to their provider's dialect.
+    /// The schema to send, already in the provider's dialect.
     pub schema: Value,
     /// Ask the provider to enforce it strictly where that is an option.
     pub strict: bool,
+    /// Native structured output, or the schema as a forced tool.
+    #[serde(default)]
+    pub mode: OutputMode,
+}
+
+/// How a provider is asked to produce schema-shaped output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// The provider's structured-output feature (`response_format`, `output_config`, `responseSchema`).
+    #[default]
+    Native,
+    /// The schema as the parameters of one tool the model is forced to call; its arguments are the answer.
+    Tool,
 }
 
 /// One message of a conversation.
@@ -88,13 +105,14 @@ impl ChatRequest {
         self
     }
 
-    /// The same request asking for JSON that conforms to `schema`.
+    /// The same request asking for JSON that conforms to `schema`, natively.
     #[must_use]
     pub fn structured(mut self, name: impl Into<String>, schema: Value, strict: bool) -> Self {
         self.structured_output = Some(StructuredOutput {
             name: name.into(),
             schema,
             strict,
+            mode: OutputMode::Native,
         });
         self
     }

@@ -424,6 +424,7 @@ impl Pipeline {
                 name: "response".to_owned(),
                 schema: prepared.schema().clone(),
                 strict: true,
+                mode: claij_backends::OutputMode::Native,
             });
         }
         request.temperature = self.config.temperature;

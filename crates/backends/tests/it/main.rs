@@ -1,0 +1,11 @@
+//! Integration tests of claij-backends: adapters against local HTTP servers (wiremock) and the shared
+//! provider specs and example bodies.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod anthropic;
+mod cassette;
+mod gemini;
+mod http;
+mod models;
+mod openai;
