@@ -35,17 +35,41 @@ pub enum SchemaFormat {
     Json,
 }
 
-/// Whether to ask the provider to enforce the schema.
+/// How the schema reaches the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StructuredMode {
-    /// Native structured output when the backend offers it for the model, else the schema in the prompt.
+    /// By capabilities: native structured output if the backend has it for the model, else the schema
+    /// as a forced tool if it has tools, else the schema in the prompt.
     #[default]
     Auto,
-    /// Always ask the provider to enforce the schema (it is also kept out of the prompt).
+    /// The provider's structured output (`response_format`, `output_config`, `responseSchema`), with the
+    /// schema compiled to its dialect; the schema is kept out of the prompt.
     Native,
-    /// Always put the schema in the prompt, never ask the provider.
+    /// The schema as one tool the model must call; its arguments are the answer.
+    Tool,
+    /// The schema in the system prompt only.
     Prompted,
+}
+
+/// What stays the same across the attempts of one call.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    ctx: &'a Context,
+    prompts: &'a Prompts,
+    prepared: Option<&'a Prepared>,
+    delivery: &'a Delivery,
+    on_partial: Option<&'a (dyn Fn(&Value) + Send + Sync)>,
+}
+
+/// How one call delivers the schema: in the prompt, or to the provider in its dialect.
+#[derive(Debug, Clone)]
+enum Delivery {
+    Prompted,
+    Provider {
+        mode: claij_backends::OutputMode,
+        compiled: Arc<claij_schema::dialect::Compiled>,
+    },
 }
 
 /// The knobs of a [`Pipeline`].
@@ -124,6 +148,8 @@ pub struct Attempt {
     pub check_time: Duration,
     /// The provider's request id.
     pub request_id: Option<String>,
+    /// What the provider's schema dialect could not carry (still enforced by local validation).
+    pub dialect_losses: Arc<Vec<claij_schema::dialect::Loss>>,
 }
 
 /// How an attempt's reply fared.
@@ -272,7 +298,25 @@ impl Pipeline {
     /// [`Error::Hook`] or [`Error::Schema`] from an interceptor, [`Error::Backend`] when the backend
     /// fails, [`Error::RetriesExhausted`] with every attempt when no reply was valid.
     pub async fn ask(&self, ctx: &mut Context, input: &str) -> Result<Answer, Error> {
-        self.ask_with_base(ctx, input, self.base.clone()).await
+        self.ask_with_base(ctx, input, self.base.clone(), None)
+            .await
+    }
+
+    /// [`Pipeline::ask`], streaming each attempt's reply from the backend and calling `on_partial` with
+    /// the value recovered so far (repaired as if cut off here) whenever it changes. Partial values are
+    /// previews: only the final value is validated, and an attempt that turns out invalid is retried.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pipeline::ask`].
+    pub async fn ask_streaming(
+        &self,
+        ctx: &mut Context,
+        input: &str,
+        on_partial: &(dyn Fn(&Value) + Send + Sync),
+    ) -> Result<Answer, Error> {
+        self.ask_with_base(ctx, input, self.base.clone(), Some(on_partial))
+            .await
     }
 
     /// [`Pipeline::ask`] against another base schema (typed answers use the type's schema).
@@ -281,6 +325,7 @@ impl Pipeline {
         ctx: &mut Context,
         input: &str,
         base: Option<Arc<Value>>,
+        on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<Answer, Error> {
         let span = info_span!(
             "llm.ask",
@@ -288,7 +333,9 @@ impl Pipeline {
             model = %self.config.model,
             turn = ctx.turn
         );
-        self.run(ctx, input, base).instrument(span).await
+        self.run(ctx, input, base, on_partial)
+            .instrument(span)
+            .await
     }
 
     async fn run(
@@ -296,6 +343,7 @@ impl Pipeline {
         ctx: &mut Context,
         input: &str,
         base: Option<Arc<Value>>,
+        on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<Answer, Error> {
         let started = Instant::now();
         let mut skipped = Vec::new();
@@ -304,15 +352,21 @@ impl Pipeline {
             None => None,
         };
         let prompts = self.build_prompts(input, ctx, &mut skipped)?;
-        let native = prepared.is_some() && self.native();
-        let first = self.request(&prompts, prepared.as_deref(), native, None);
+        let delivery = match &prepared {
+            Some(p) => self.delivery(p),
+            None => Delivery::Prompted,
+        };
+        let first = self.request(&prompts, prepared.as_deref(), &delivery, None);
         let prepare_time = started.elapsed();
         let (value, attempts) = self
             .attempts(
-                ctx,
-                &prompts,
-                prepared.as_deref(),
-                native,
+                &Call {
+                    ctx,
+                    prompts: &prompts,
+                    prepared: prepared.as_deref(),
+                    delivery: &delivery,
+                    on_partial,
+                },
                 first,
                 prepare_time,
             )
@@ -333,14 +387,27 @@ impl Pipeline {
         })
     }
 
-    fn native(&self) -> bool {
-        match self.config.structured {
-            StructuredMode::Native => true,
-            StructuredMode::Prompted => false,
-            StructuredMode::Auto => {
-                self.backend
-                    .capabilities(&self.config.model)
-                    .native_json_schema
+    /// Native, tool or prompted, by the configuration and the backend's capabilities for the model.
+    fn delivery(&self, prepared: &Prepared) -> Delivery {
+        use claij_backends::OutputMode;
+        let capabilities = self.backend.capabilities(&self.config.model);
+        let mode = match self.config.structured {
+            StructuredMode::Prompted => return Delivery::Prompted,
+            StructuredMode::Native => OutputMode::Native,
+            StructuredMode::Tool => OutputMode::Tool,
+            StructuredMode::Auto if capabilities.native_json_schema => OutputMode::Native,
+            StructuredMode::Auto if capabilities.tools => OutputMode::Tool,
+            StructuredMode::Auto => return Delivery::Prompted,
+        };
+        let dialect = capabilities
+            .schema_dialect
+            .unwrap_or(claij_backends::SchemaDialect::JsonSchema);
+        match prepared.dialect(dialect) {
+            Ok(compiled) => Delivery::Provider { mode, compiled },
+            Err(e) => {
+                // A schema the dialect cannot express (a recursive one for Gemini) still works prompted.
+                warn!(?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
+                Delivery::Prompted
             }
         }
     }
@@ -399,13 +466,11 @@ impl Pipeline {
         &self,
         prompts: &Prompts,
         prepared: Option<&Prepared>,
-        native: bool,
+        delivery: &Delivery,
         retry: Option<String>,
     ) -> ChatRequest {
         let mut system = prompts.system.clone();
-        if let Some(prepared) = prepared
-            && !native
-        {
+        if let (Some(prepared), Delivery::Prompted) = (prepared, delivery) {
             if !system.is_empty() {
                 system.push_str("\n\n");
             }
@@ -419,12 +484,12 @@ impl Pipeline {
         request
             .messages
             .push(Message::user(retry.unwrap_or_else(|| prompts.user.clone())));
-        if let (Some(prepared), true) = (prepared, native) {
+        if let Delivery::Provider { mode, compiled } = delivery {
             request.structured_output = Some(claij_backends::StructuredOutput {
                 name: "response".to_owned(),
-                schema: prepared.schema().clone(),
+                schema: compiled.schema.clone(),
                 strict: true,
-                mode: claij_backends::OutputMode::Native,
+                mode: *mode,
             });
         }
         request.temperature = self.config.temperature;
@@ -436,13 +501,16 @@ impl Pipeline {
     /// The validation-retry loop.
     async fn attempts(
         &self,
-        ctx: &Context,
-        prompts: &Prompts,
-        prepared: Option<&Prepared>,
-        native: bool,
+        call: &Call<'_>,
         first: ChatRequest,
         prepare_time: Duration,
     ) -> Result<(Value, Vec<Attempt>), Error> {
+        let Call {
+            prompts,
+            prepared,
+            delivery,
+            ..
+        } = *call;
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut request = first;
         let mut prepare_time = prepare_time;
@@ -456,7 +524,7 @@ impl Pipeline {
             );
             let sending = Arc::new(std::mem::take(&mut request));
             let done = self
-                .attempt(number, sending, prepared, ctx, prepare_time)
+                .attempt(call, number, sending, prepare_time)
                 .instrument(span)
                 .await;
             let (response, value) = match done {
@@ -508,7 +576,7 @@ impl Pipeline {
                 .config
                 .retry_prompt
                 .render(&prompts.user, &response.content, failure);
-            request = self.request(prompts, prepared, native, Some(text));
+            request = self.request(prompts, prepared, delivery, Some(text));
             prepare_time = retry_started.elapsed();
         }
     }
@@ -516,14 +584,27 @@ impl Pipeline {
     /// One attempt, inside its `llm.call` span: the backend call and what was made of the reply.
     async fn attempt(
         &self,
+        call: &Call<'_>,
         number: usize,
         request: Arc<ChatRequest>,
-        prepared: Option<&Prepared>,
-        ctx: &Context,
         prepare_time: Duration,
     ) -> Result<(Attempt, ChatResponse, Option<Value>), (Attempt, claij_backends::Error)> {
+        let Call {
+            ctx,
+            prepared,
+            delivery,
+            on_partial,
+            ..
+        } = *call;
+        let dialect_losses = match delivery {
+            Delivery::Provider { compiled, .. } => Arc::new(compiled.losses.clone()),
+            Delivery::Prompted => Arc::new(Vec::new()),
+        };
         let sent = Instant::now();
-        let result = self.backend.complete(&request).await;
+        let result = match on_partial {
+            None => self.backend.complete(&request).await,
+            Some(on_partial) => self.streamed(&request, on_partial).await,
+        };
         let latency = sent.elapsed();
         let response = match result {
             Ok(r) => r,
@@ -546,6 +627,7 @@ impl Pipeline {
                     stage_times: StageTimes::default(),
                     check_time: Duration::ZERO,
                     request_id: None,
+                    dialect_losses,
                 };
                 return Err((attempt, source));
             }
@@ -593,8 +675,45 @@ impl Pipeline {
             stage_times: times.stages,
             check_time: times.check,
             request_id: response.request_id.clone(),
+            dialect_losses,
         };
         Ok((attempt, response, value))
+    }
+
+    /// A streamed reply assembled into a response, with partial values shown as the text grows.
+    async fn streamed(
+        &self,
+        request: &ChatRequest,
+        on_partial: &(dyn Fn(&Value) + Send + Sync),
+    ) -> Result<ChatResponse, claij_backends::Error> {
+        use claij_backends::StreamEvent;
+        use futures_util::StreamExt as _;
+        let mut stream = self.backend.stream(request);
+        let mut response = ChatResponse::default();
+        let mut last: Option<Value> = None;
+        while let Some(event) = stream.next().await {
+            match event? {
+                StreamEvent::Text(text) => {
+                    response.content.push_str(&text);
+                    let partial = claij_validation::extract::recover(&response.content)
+                        .ok()
+                        .map(|r| r.value)
+                        .filter(|v| v.is_object() || v.is_array());
+                    if let Some(value) = partial
+                        && last.as_ref() != Some(&value)
+                    {
+                        on_partial(&value);
+                        last = Some(value);
+                    }
+                }
+                StreamEvent::Usage(usage) => response.usage = usage,
+                StreamEvent::Finish(reason) => response.finish_reason = reason,
+                StreamEvent::Model(model) => response.model = Some(model),
+                StreamEvent::ResponseId(id) => response.request_id = Some(id),
+                _ => {}
+            }
+        }
+        Ok(response)
     }
 
     /// What to make of a reply: valid, invalid (with violations) or no JSON.

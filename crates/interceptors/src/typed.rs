@@ -57,7 +57,7 @@ impl Pipeline {
         T: JsonSchema + DeserializeOwned + 'static,
     {
         let answer = self
-            .ask_with_base(ctx, input, Some(schema_of::<T>()))
+            .ask_with_base(ctx, input, Some(schema_of::<T>()), None)
             .await?;
         let value = T::deserialize(&answer.value).map_err(|e| Error::Typed {
             type_name: type_name::<T>(),

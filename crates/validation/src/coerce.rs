@@ -214,6 +214,7 @@ impl<'s> Coercer<'s, '_> {
                 }
             }
         }
+        self.drop_optional_nulls(map, node, props, at);
         let additional = node.get("additionalProperties").filter(|a| a.is_object());
         for (key, v) in map.iter_mut() {
             let named = props.and_then(|p| p.get(key));
@@ -235,6 +236,46 @@ impl<'s> Coercer<'s, '_> {
             {
                 self.coerce(v, sub, &here, depth + 1);
             }
+        }
+    }
+
+    /// `"key": null` for an optional property whose schema does not allow null means "left out" (what
+    /// OpenAI strict mode sends): the key is removed.
+    fn drop_optional_nulls(
+        &mut self,
+        map: &mut Map<String, Value>,
+        node: &'s Map<String, Value>,
+        props: Option<&'s Map<String, Value>>,
+        at: &str,
+    ) {
+        let Some(props) = props else { return };
+        let required: Vec<&str> = node
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let drop: Vec<String> = map
+            .iter()
+            .filter(|(k, v)| v.is_null() && !required.contains(&k.as_str()))
+            .filter(|(k, _)| {
+                props.get(*k).is_some_and(|schema| {
+                    let schema = self.deref(schema);
+                    schema
+                        .as_object()
+                        .and_then(types)
+                        .is_some_and(|ts| !ts.iter().any(|t| t == "null"))
+                })
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in drop {
+            map.remove(&key);
+            self.fixes.push(Fix {
+                pointer: push(at, &key),
+                kind: FixKind::DroppedNull,
+                before: "null".to_owned(),
+                after: String::new(),
+            });
         }
     }
 

@@ -88,4 +88,7 @@ pub enum FixKind {
     EnumCase,
     /// A property not allowed by `additionalProperties: false` was dropped.
     DroppedProperty,
+    /// An optional property sent as `null`, which its schema does not allow, was removed (providers in
+    /// strict mode send `null` for optional fields they leave out).
+    DroppedNull,
 }

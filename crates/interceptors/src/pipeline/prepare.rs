@@ -1,9 +1,11 @@
 //! The composed schema of a request, checked, compiled and rendered once per distinct set of deltas.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
+use claij_backends::SchemaDialect;
+use claij_schema::dialect::{Compiled, Dialect, DialectError};
 use claij_schema::{Memo, Registry, SchemaDelta};
 use claij_validation::Validator;
 use serde_json::Value;
@@ -13,12 +15,14 @@ use crate::chain::Chain;
 use crate::error::Error;
 use crate::interceptor::OnError;
 
-/// A composed schema ready for requests: its validator and its prompt section.
+/// A composed schema ready for requests: its validator, its prompt section, and its provider dialects
+/// (compiled on first use).
 #[derive(Debug)]
 pub struct Prepared {
     schema: Arc<Value>,
     validator: Validator,
     section: String,
+    dialects: Mutex<HashMap<SchemaDialect, Arc<Compiled>>>,
 }
 
 impl Prepared {
@@ -41,7 +45,33 @@ impl Prepared {
             schema: Arc::new(schema.clone()),
             validator,
             section,
+            dialects: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The schema compiled for a provider's dialect, with what it loses (compiled once per dialect).
+    ///
+    /// # Errors
+    ///
+    /// When the dialect cannot express the schema at all (a recursive schema for Gemini).
+    pub fn dialect(&self, dialect: SchemaDialect) -> Result<Arc<Compiled>, DialectError> {
+        let mut cache = self.dialects.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(done) = cache.get(&dialect) {
+            return Ok(Arc::clone(done));
+        }
+        let compiled = match dialect {
+            SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict.compile(&self.schema)?,
+            SchemaDialect::Gemini => Dialect::Gemini.compile(&self.schema)?,
+            SchemaDialect::Anthropic => Dialect::Anthropic.compile(&self.schema)?,
+            // Full JSON Schema, or a dialect this version does not know: send the schema as it is.
+            _ => Compiled {
+                schema: (*self.schema).clone(),
+                losses: Vec::new(),
+            },
+        };
+        let compiled = Arc::new(compiled);
+        cache.insert(dialect, Arc::clone(&compiled));
+        Ok(compiled)
     }
 
     /// The composed schema.

@@ -464,3 +464,116 @@ fn history_goes_before_the_input() {
         .collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
 }
+
+#[test]
+fn native_mode_compiles_to_the_provider_dialect_and_reports_losses() {
+    use claij_backends::{OutputMode, SchemaDialect};
+    let schema = json!({
+        "type": "object", "required": ["answer"],
+        "properties": {"answer": {"type": "string", "minLength": 2}, "note": {"type": "string"}}
+    });
+    // OpenAI strict sends `"note": null` for the optional field it made required and nullable.
+    let backend = Scripted::replies([r#"{"answer": "ok", "note": null}"#]).with_capabilities(
+        Capabilities::prompted().with_schema_dialect(SchemaDialect::OpenAiStrict),
+    );
+    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema));
+    let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.value, json!({"answer": "ok"}));
+    let sent = backend.requests()[0].structured_output.clone().unwrap();
+    assert_eq!(sent.mode, OutputMode::Native);
+    assert_eq!(sent.schema["additionalProperties"], json!(false));
+    assert_eq!(sent.schema["required"], json!(["answer", "note"]));
+    let keywords: Vec<&str> = answer.attempts[0]
+        .dialect_losses
+        .iter()
+        .map(|l| l.keyword.as_str())
+        .collect();
+    assert!(keywords.contains(&"minLength"), "{keywords:?}");
+    // The local validator still enforces what the dialect dropped.
+    let backend = Scripted::replies([r#"{"answer": "x"}"#, r#"{"answer": "xy"}"#])
+        .with_capabilities(
+            Capabilities::prompted().with_schema_dialect(SchemaDialect::OpenAiStrict),
+        );
+    let schema = json!({"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string", "minLength": 2}}});
+    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema));
+    assert_eq!(
+        block(p.ask(&mut Context::default(), "Hi"))
+            .unwrap()
+            .retries(),
+        1
+    );
+}
+
+#[test]
+fn auto_mode_falls_back_to_a_forced_tool_then_to_the_prompt() {
+    use claij_backends::OutputMode;
+    let backend =
+        Scripted::replies([VALID]).with_capabilities(Capabilities::prompted().with_tools(true));
+    block(pipeline(&backend, Chain::new()).ask(&mut Context::default(), "Hi")).unwrap();
+    let request = &backend.requests()[0];
+    assert_eq!(
+        request.structured_output.as_ref().unwrap().mode,
+        OutputMode::Tool
+    );
+    assert_eq!(request.system, None);
+
+    let backend = Scripted::replies([VALID]);
+    block(pipeline(&backend, Chain::new()).ask(&mut Context::default(), "Hi")).unwrap();
+    assert!(backend.requests()[0].structured_output.is_none());
+}
+
+/// A backend that streams a fixed reply a few characters at a time.
+struct Chunked(&'static str);
+
+impl claij_backends::Backend for Chunked {
+    fn provider(&self) -> &str {
+        "chunked"
+    }
+
+    fn capabilities(&self, _model: &str) -> Capabilities {
+        Capabilities::prompted().with_streaming(true)
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a claij_backends::ChatRequest,
+    ) -> claij_backends::BoxFuture<'a, Result<ChatResponse, BackendError>> {
+        Box::pin(std::future::ready(Ok(ChatResponse::text(self.0))))
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _request: &'a claij_backends::ChatRequest,
+    ) -> claij_backends::BoxStream<'a, Result<claij_backends::StreamEvent, BackendError>> {
+        let chunks: Vec<Result<claij_backends::StreamEvent, BackendError>> = self
+            .0
+            .as_bytes()
+            .chunks(6)
+            .map(|c| {
+                Ok(claij_backends::StreamEvent::Text(
+                    String::from_utf8_lossy(c).into_owned(),
+                ))
+            })
+            .chain([Ok(claij_backends::StreamEvent::Finish(FinishReason::Stop))])
+            .collect();
+        Box::pin(futures_util::stream::iter(chunks))
+    }
+}
+
+#[test]
+fn streaming_shows_partial_values_and_validates_the_final_one() {
+    let backend = Arc::new(Chunked(
+        r#"{"answer": "Paris is the capital of France", "state": "done"}"#,
+    ));
+    let p = Pipeline::new(backend, Config::new("m"), Chain::new());
+    let partials = Mutex::new(Vec::new());
+    let on_partial = |v: &Value| partials.lock().unwrap().push(v.clone());
+    let answer = block(p.ask_streaming(&mut Context::default(), "Capital?", &on_partial)).unwrap();
+    assert_eq!(answer.value["state"], "done");
+    let partials = partials.into_inner().unwrap();
+    assert!(partials.len() > 3, "{partials:?}");
+    // The answer grows in the partial values before `state` appears.
+    assert!(partials.iter().any(|v| v.get("state").is_none()
+        && v["answer"].as_str().is_some_and(|a| a.starts_with("Paris"))));
+    assert_eq!(partials.last().unwrap(), &answer.value);
+}

@@ -180,3 +180,19 @@ fn pattern_properties_and_embedded_json() {
     let odd = json!({"additionalProperties": false, "patternProperties": {"^(?!y)": {}}});
     check(odd, json!({"a": 1}), json!({"a": 1}), &[]);
 }
+
+#[test]
+fn nulls_for_optional_fields_are_dropped() {
+    use FixKind::*;
+    let schema = json!({
+        "type": "object", "required": ["a"],
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": ["string", "null"]}, "d": {}}
+    });
+    // `b` is optional and not nullable: null means "left out". `a` is required: never dropped.
+    check(
+        schema,
+        json!({"a": null, "b": null, "c": null, "d": null}),
+        json!({"a": null, "c": null, "d": null}),
+        &[DroppedNull],
+    );
+}

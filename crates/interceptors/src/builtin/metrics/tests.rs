@@ -56,6 +56,7 @@ fn attempt(number: usize, verdict: Verdict, fixes: &[FixKind], keywords: &[&str]
         },
         check_time: ms(1),
         request_id: None,
+        dialect_losses: Arc::default(),
     }
 }
 
