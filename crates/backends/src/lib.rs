@@ -50,5 +50,6 @@ pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect};
 pub use error::{Error, ErrorContext};
 pub use key::ApiKey;
+pub use models::{ModelInfo, ModelTable, Price};
 pub use request::{ChatRequest, Message, OutputMode, Role, StructuredOutput};
 pub use response::{ChatResponse, FinishReason, Usage};

@@ -1,1 +1,438 @@
-//! (being written)
+//! Known models: context windows, output limits, prices and structured-output support, with a
+//! pre-flight token estimate that stops an oversized prompt before any money is spent.
+//!
+//! [`ModelTable::builtin`] knows the design's models on OpenRouter and the direct provider ids
+//! (OpenAI, Anthropic, Gemini); every figure in it says where it came from. A caller overrides or
+//! extends it with [`ModelTable::with`] or [`ModelTable::extend_from_json`].
+//!
+//! ```
+//! use claij_backends::{ChatRequest, Message, ModelTable, Usage};
+//! use claij_backends::models::{estimate_tokens, preflight};
+//!
+//! let table = ModelTable::builtin();
+//! let flash = table.find("google/gemini-2.5-flash").map(|m| m.context_window);
+//! assert_eq!(flash, Some(Some(1_048_576)));
+//!
+//! // Dated and vendor-prefixed ids match leniently.
+//! assert_eq!(table.find("claude-sonnet-4-5-20250929").map(|m| m.id.as_str()), Some("claude-sonnet-4-5"));
+//!
+//! // A prompt over the window fails before it is sent.
+//! let huge = ChatRequest::new("qwen/qwen-2.5-7b-instruct").message(Message::user("word ".repeat(40_000)));
+//! assert!(estimate_tokens(&huge) > 32_768);
+//! assert!(preflight(&huge, &table).is_err());
+//!
+//! // Cost from the table, unless the provider reported one.
+//! let usage = Usage { input_tokens: 1_000_000, output_tokens: 100_000, ..Usage::default() };
+//! let priced = usage.with_cost_from(&table, "google/gemini-2.5-flash");
+//! assert!(priced.cost_usd.is_some_and(|usd| (usd - 0.55).abs() < 1e-9)); // 1M in at $0.30, 100k out at $2.50
+//! # Ok::<(), claij_backends::Error>(())
+//! ```
+
+mod builtin;
+mod estimate;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Capabilities, ChatRequest, Error, SchemaDialect, Usage};
+
+pub use estimate::{
+    MESSAGE_OVERHEAD, REPLY_OVERHEAD, STRUCTURED_OVERHEAD, estimate_text, estimate_tokens,
+};
+
+/// What is known about one model at one provider. Unknown figures are `None`, never guessed.
+///
+/// Loads from JSON (only `id` and `provider` are required):
+/// `{"id": "my-model", "provider": "local", "context_window": 8192, "price": {"input": 0.1, "output": 0.2}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ModelInfo {
+    /// The id as the provider names it (`google/gemini-2.5-flash` on OpenRouter, `gpt-5` on OpenAI).
+    pub id: String,
+    /// The provider that serves it under this id (`openrouter`, `openai`, `anthropic`, `gemini`, ...).
+    pub provider: String,
+    /// Input and output tokens together, in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+    /// A tighter limit on the prompt alone, where the provider has one (OpenAI's GPT-5 takes at most
+    /// 272k input tokens of its 400k window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u32>,
+    /// The most tokens one response may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// What it costs.
+    #[serde(default)]
+    pub price: Price,
+    /// The schema dialect of its native structured output; `None` when the schema must go in the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_dialect: Option<SchemaDialect>,
+    /// Whether it takes tools (so tool-mode structured output works).
+    #[serde(default)]
+    pub tools: bool,
+}
+
+/// Prices in US dollars per million tokens. `None` means unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Price {
+    /// Prompt tokens not served from a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    /// Generated tokens (reasoning tokens included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+    /// Prompt tokens served from a cache (cache reads). When unknown they are billed as `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
+}
+
+/// A table of known models: built in ([`ModelTable::builtin`]), extended or overridden by the caller.
+///
+/// Entries are keyed by provider and id; adding an entry with the same key replaces the old one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelTable {
+    models: Vec<ModelInfo>,
+}
+
+/// The JSON a table loads: a list of [`ModelInfo`], or an object with such a list under `models`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TableJson {
+    List(Vec<ModelInfo>),
+    Object { models: Vec<ModelInfo> },
+}
+
+impl ModelInfo {
+    /// A model with nothing known but its id and provider.
+    pub fn new(id: impl Into<String>, provider: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            provider: provider.into(),
+            context_window: None,
+            max_input_tokens: None,
+            max_output_tokens: None,
+            price: Price::default(),
+            schema_dialect: None,
+            tools: false,
+        }
+    }
+
+    /// The same model with a context window (input and output together).
+    #[must_use]
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// The same model with a limit on the prompt alone.
+    #[must_use]
+    pub fn with_max_input_tokens(mut self, tokens: u32) -> Self {
+        self.max_input_tokens = Some(tokens);
+        self
+    }
+
+    /// The same model with a limit on one response.
+    #[must_use]
+    pub fn with_max_output_tokens(mut self, tokens: u32) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
+
+    /// The same model with input and output prices (USD per million tokens).
+    #[must_use]
+    pub fn with_price(mut self, input: f64, output: f64) -> Self {
+        self.price.input = Some(input);
+        self.price.output = Some(output);
+        self
+    }
+
+    /// The same model with a price for cached input (USD per million tokens).
+    #[must_use]
+    pub fn with_cached_input_price(mut self, cached_input: f64) -> Self {
+        self.price.cached_input = Some(cached_input);
+        self
+    }
+
+    /// The same model with native structured output in a schema dialect.
+    #[must_use]
+    pub fn with_schema_dialect(mut self, dialect: SchemaDialect) -> Self {
+        self.schema_dialect = Some(dialect);
+        self
+    }
+
+    /// The same model with tool support set.
+    #[must_use]
+    pub fn with_tools(mut self, yes: bool) -> Self {
+        self.tools = yes;
+        self
+    }
+
+    /// What the table says about the model, as backend [`Capabilities`] (streaming is left to the backend).
+    pub fn capabilities(&self) -> Capabilities {
+        let mut capabilities = Capabilities::prompted().with_tools(self.tools);
+        if let Some(window) = self.context_window {
+            capabilities = capabilities.with_context_window(window);
+        }
+        if let Some(dialect) = self.schema_dialect {
+            capabilities = capabilities.with_schema_dialect(dialect);
+        }
+        capabilities
+    }
+
+    /// What `usage` cost on this model; see [`cost`].
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.price.cost(usage)
+    }
+
+    /// Checks that `request` fits this model before it is sent; see [`preflight`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ContextLengthExceeded`], naming this model's provider, when the estimated prompt plus
+    /// the reserved output (`max_tokens`) exceeds the context window, or the prompt alone exceeds
+    /// `max_input_tokens`.
+    pub fn preflight(&self, request: &ChatRequest) -> Result<(), Error> {
+        estimate::check_fits(request, self)
+    }
+}
+
+impl Price {
+    /// What `usage` cost: uncached input at `input`, cached input at `cached_input` (or `input` when that
+    /// is unknown), output (reasoning included) at `output`. `None` when the input or output price is
+    /// unknown. Cache writes are billed as plain input (Anthropic charges 1.25x for them).
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        let input = self.input?;
+        let output = self.output?;
+        let cached_tokens = usage.cached_tokens.min(usage.input_tokens);
+        let uncached_tokens = usage.input_tokens - cached_tokens;
+        let cached = self.cached_input.unwrap_or(input);
+        let micro = uncached_tokens as f64 * input
+            + cached_tokens as f64 * cached
+            + usage.output_tokens as f64 * output;
+        Some(micro / 1_000_000.0)
+    }
+}
+
+impl ModelTable {
+    /// A table with no models.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// The built-in table: the design's models on OpenRouter and the direct provider ids, with the
+    /// source and date of every figure in `models/builtin.rs`.
+    pub fn builtin() -> Self {
+        builtin::models()
+            .into_iter()
+            .fold(Self::empty(), Self::with)
+    }
+
+    /// The same table with `model` added, replacing any entry with the same provider and id.
+    #[must_use]
+    pub fn with(mut self, model: ModelInfo) -> Self {
+        self.insert(model);
+        self
+    }
+
+    /// Adds `model`, replacing any entry with the same provider and id.
+    pub fn insert(&mut self, model: ModelInfo) {
+        match self
+            .models
+            .iter_mut()
+            .find(|m| m.provider == model.provider && m.id == model.id)
+        {
+            Some(slot) => *slot = model,
+            None => self.models.push(model),
+        }
+    }
+
+    /// A table of the models in `json`: a list of [`ModelInfo`] objects, or `{"models": [...]}`.
+    ///
+    /// # Errors
+    ///
+    /// The JSON error when `json` is not of that shape.
+    pub fn from_json(json: &Value) -> Result<Self, serde_json::Error> {
+        Self::empty().extend_from_json(json)
+    }
+
+    /// The same table with the models in `json` added (same shapes as [`ModelTable::from_json`]),
+    /// each replacing any entry with the same provider and id.
+    ///
+    /// # Errors
+    ///
+    /// The JSON error when `json` is not of that shape.
+    pub fn extend_from_json(self, json: &Value) -> Result<Self, serde_json::Error> {
+        let models = match TableJson::deserialize(json)? {
+            TableJson::List(models) | TableJson::Object { models } => models,
+        };
+        Ok(models.into_iter().fold(self, Self::with))
+    }
+
+    /// The models, in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = &ModelInfo> {
+        self.models.iter()
+    }
+
+    /// How many models the table holds.
+    pub fn len(&self) -> usize {
+        self.models.len()
+    }
+
+    /// Whether the table holds no model.
+    pub fn is_empty(&self) -> bool {
+        self.models.is_empty()
+    }
+
+    /// The model with exactly this id (the first one, if several providers use it).
+    pub fn get(&self, id: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.id == id)
+    }
+
+    /// The model with exactly this id at this provider.
+    pub fn get_for(&self, provider: &str, id: &str) -> Option<&ModelInfo> {
+        self.models
+            .iter()
+            .find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// The model with this id, exactly or leniently: case is ignored, and so are a `vendor/` prefix,
+    /// an OpenRouter variant (`:free`), a date (`-20250929`, `-2025-08-07`, `@20250929`), a `-latest`
+    /// suffix and the difference between `4.5` and `4-5`. Among lenient matches, one that agrees
+    /// with `id` on having a vendor prefix wins, then the first inserted.
+    pub fn find(&self, id: &str) -> Option<&ModelInfo> {
+        self.get(id).or_else(|| lenient(self.models.iter(), id))
+    }
+
+    /// Like [`ModelTable::find`], among the models of one provider only.
+    pub fn find_for(&self, provider: &str, id: &str) -> Option<&ModelInfo> {
+        self.get_for(provider, id)
+            .or_else(|| lenient(self.models.iter().filter(|m| m.provider == provider), id))
+    }
+
+    /// What `usage` cost on `model` (found with [`ModelTable::find`]); `None` for an unknown model or price.
+    pub fn cost(&self, usage: &Usage, model: &str) -> Option<f64> {
+        self.find(model).and_then(|m| m.cost(usage))
+    }
+
+    /// A pre-flight check for one provider's backend, to hand to `HttpBackend::with_preflight` (wrap
+    /// it in an `Arc`). The model is looked up among that provider's entries ([`ModelTable::find_for`]);
+    /// a model the table does not know for that provider passes.
+    pub fn preflight_check(
+        &self,
+        provider: impl Into<String>,
+    ) -> impl Fn(&ChatRequest) -> Result<(), Error> + Send + Sync + 'static {
+        let provider = provider.into();
+        let table = ModelTable {
+            models: self
+                .models
+                .iter()
+                .filter(|m| m.provider == provider)
+                .cloned()
+                .collect(),
+        };
+        move |request: &ChatRequest| match table.find_for(&provider, &request.model) {
+            Some(model) => model.preflight(request),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What `usage` cost on `model`: cached input at the cached price when known. `None` when the
+/// model's input or output price is unknown. See [`Price::cost`].
+pub fn cost(usage: &Usage, model: &ModelInfo) -> Option<f64> {
+    model.cost(usage)
+}
+
+/// Checks, before anything is sent, that `request` fits its model's context window in `table`
+/// (found with [`ModelTable::find`]). A model the table does not know passes.
+///
+/// The prompt is measured with [`estimate_tokens`], a deliberately high estimate, and the response's
+/// `max_tokens` is reserved on top of it.
+///
+/// # Errors
+///
+/// [`Error::ContextLengthExceeded`] naming the model's provider, with the estimate, the reserved
+/// output and the window in the message.
+pub fn preflight(request: &ChatRequest, table: &ModelTable) -> Result<(), Error> {
+    match table.find(&request.model) {
+        Some(model) => model.preflight(request),
+        None => Ok(()),
+    }
+}
+
+impl Usage {
+    /// The same usage with its cost filled in from `table` for `model`. A cost the provider reported
+    /// (OpenRouter's `usage.cost`) is kept; an unknown model or price leaves the cost unknown.
+    #[must_use]
+    pub fn with_cost_from(mut self, table: &ModelTable, model: &str) -> Usage {
+        if self.cost_usd.is_none() {
+            self.cost_usd = table.cost(&self, model);
+        }
+        self
+    }
+}
+
+/// The best lenient match for `id` among `models`.
+fn lenient<'a>(models: impl Iterator<Item = &'a ModelInfo>, id: &str) -> Option<&'a ModelInfo> {
+    let key = normalize(id);
+    let prefixed = id.contains('/');
+    let mut fallback = None;
+    for model in models.filter(|m| normalize(&m.id) == key) {
+        if model.id.contains('/') == prefixed {
+            return Some(model);
+        }
+        fallback = fallback.or(Some(model));
+    }
+    fallback
+}
+
+/// The comparison key of a model id: lowercase, without vendor prefix, variant, date or `-latest`,
+/// dots as dashes.
+fn normalize(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    let mut id = id.rsplit('/').next().unwrap_or_default();
+    if let Some((base, _variant)) = id.split_once(':') {
+        id = base;
+    }
+    if let Some((base, date)) = id.rsplit_once('@')
+        && is_digits(date)
+    {
+        id = base;
+    }
+    let mut id = id.strip_suffix("-latest").unwrap_or(id);
+    id = strip_date(id);
+    id.replace('.', "-")
+}
+
+/// `id` without a trailing `-YYYYMMDD` or `-YYYY-MM-DD`.
+fn strip_date(id: &str) -> &str {
+    if let Some((base, date)) = id.rsplit_once('-')
+        && date.len() == 8
+        && is_digits(date)
+        && date.starts_with("20")
+    {
+        return base;
+    }
+    // -YYYY-MM-DD: the last 11 characters.
+    let n = id.len();
+    if n > 11 && id.is_char_boundary(n - 11) {
+        let (base, date) = id.split_at(n - 11);
+        let b = date.as_bytes();
+        let shape = b[0] == b'-'
+            && b[5] == b'-'
+            && b[8] == b'-'
+            && [1, 2, 3, 4, 6, 7, 9, 10]
+                .iter()
+                .all(|&i| b[i].is_ascii_digit());
+        if shape && date[1..].starts_with("20") {
+            return base;
+        }
+    }
+    id
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}

@@ -1,1 +1,151 @@
-//! Tests: models.
+//! Tests: the model table through the public API, and the pre-flight estimate against OpenAI's o200k
+//! tokenizer on real prose and JSON.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use claij_backends::models::{estimate_text, estimate_tokens, preflight};
+use claij_backends::{ChatRequest, Error, Message, ModelInfo, ModelTable, Usage};
+use serde_json::{Value, json};
+use tiktoken_rs::CoreBPE;
+
+fn shared(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(path)
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(shared(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn o200k() -> CoreBPE {
+    tiktoken_rs::o200k_base().unwrap()
+}
+
+/// English prose and Markdown from the design notes, JSON (compact and pretty) from the provider
+/// documents, and text that is hard on a character count: numbers, ids, Chinese.
+fn samples() -> Vec<(String, String)> {
+    let mut samples = Vec::new();
+    for prose in [
+        "design/000_4b50433f285aecbf.txt",
+        "design/001_7d5b68bc4c1243ee.txt",
+        "design/003_d5aaa2df7c47e364.txt",
+        "STYLE.md",
+        "providers/PROVIDERS.md",
+    ] {
+        samples.push((prose.to_owned(), read(prose)));
+    }
+    for doc in [
+        "providers/openai-chat-completions.schema.json",
+        "providers/examples/anthropic-1.json",
+        "providers/examples/gemini-1.json",
+        "providers/examples/openai-1.json",
+        "providers/examples/openai-3.json",
+    ] {
+        let value: Value = serde_json::from_str(&read(doc)).unwrap();
+        samples.push((format!("{doc} (compact)"), value.to_string()));
+        samples.push((
+            format!("{doc} (pretty)"),
+            serde_json::to_string_pretty(&value).unwrap(),
+        ));
+    }
+    let floats: Vec<f64> = (0..500)
+        .map(|i| (f64::from(i) * 1.618).sin() * 1000.0)
+        .collect();
+    samples.push(("JSON array of floats".into(), json!(floats).to_string()));
+    let ids: Vec<String> = (0..200u64)
+        .map(|i| format!("{:016x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+        .collect();
+    samples.push(("JSON array of hex ids".into(), json!(ids).to_string()));
+    samples.push((
+        "Chinese prose".into(),
+        "这是一个用于测试分词器的中文句子，包含一些常见的词语和标点符号。".repeat(20),
+    ));
+    samples
+}
+
+#[test]
+fn estimate_is_conservative_against_o200k() {
+    let bpe = o200k();
+    let mut table = String::from("sample | o200k | estimate | ratio\n");
+    for (name, text) in samples() {
+        let actual = bpe.encode_ordinary(&text).len() as f64;
+        let estimate = f64::from(estimate_text(&text));
+        let ratio = estimate / actual;
+        writeln!(table, "{name} | {actual} | {estimate} | {ratio:.2}").unwrap();
+        // Never under the real count, and not wildly over it.
+        assert!(
+            (1.0..=2.0).contains(&ratio),
+            "{name}: estimate {estimate}, o200k {actual}"
+        );
+    }
+    insta::assert_snapshot!(table);
+}
+
+#[test]
+fn request_estimate_covers_every_part() {
+    let bpe = o200k();
+    let schema: Value = serde_json::from_str(&read("providers/examples/gemini-2.json")).unwrap();
+    let system = read("STYLE.md");
+    let user = read("design/001_7d5b68bc4c1243ee.txt");
+    let request = ChatRequest::new("google/gemini-2.5-flash")
+        .system(system.clone())
+        .message(Message::user(user.clone()))
+        .message(Message::assistant("{\"ok\": true}"))
+        .structured("answer", schema.clone(), true);
+    let parts = [system, user, "{\"ok\": true}".into(), schema.to_string()];
+    let actual: usize = parts.iter().map(|p| bpe.encode_ordinary(p).len()).sum();
+    let estimate = estimate_tokens(&request) as usize;
+    assert!(estimate > actual, "estimate {estimate}, o200k {actual}");
+    assert!(estimate < 2 * actual, "estimate {estimate}, o200k {actual}");
+}
+
+#[test]
+fn oversized_prompts_fail_before_sending() {
+    let table = ModelTable::builtin();
+    // About 40k o200k tokens: over Qwen 2.5 7B's 32k window, as in the design's failed run.
+    let prompt = read("design/000_4b50433f285aecbf.txt").repeat(8);
+    let request = ChatRequest::new("qwen/qwen-2.5-7b-instruct")
+        .message(Message::user(prompt.clone()))
+        .max_tokens(1000);
+    let err = preflight(&request, &table).unwrap_err();
+    let Error::ContextLengthExceeded { context, message } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(context.provider, "openrouter");
+    assert!(
+        message.contains("the 32768-token context window of qwen/qwen-2.5-7b-instruct"),
+        "{message}"
+    );
+    // The same prompt fits Gemini 2.5 Flash.
+    let flash = ChatRequest::new("google/gemini-2.5-flash").message(Message::user(prompt));
+    assert_eq!(preflight(&flash, &table), Ok(()));
+    // And the per-provider check (the HTTP backend's seam) agrees.
+    let check = table.preflight_check("openrouter");
+    assert!(check(&request).is_err());
+    assert_eq!(check(&flash), Ok(()));
+}
+
+#[test]
+fn users_override_and_extend_the_table() {
+    let json = json!({"models": [
+        {"id": "llama3.1:8b", "provider": "local", "context_window": 8192, "price": {"input": 0, "output": 0}},
+        {"id": "google/gemini-2.5-flash", "provider": "openrouter", "context_window": 1000,
+         "price": {"input": 1.0, "output": 2.0}},
+    ]});
+    let table = ModelTable::builtin()
+        .extend_from_json(&json)
+        .unwrap()
+        .with(ModelInfo::new("my-model", "local").with_price(0.5, 0.5));
+    let flash = table.find("google/gemini-2.5-flash").unwrap();
+    assert_eq!(flash.context_window, Some(1000));
+    let usage = Usage {
+        input_tokens: 1_000_000,
+        output_tokens: 1_000_000,
+        ..Usage::default()
+    };
+    assert_eq!(table.cost(&usage, "google/gemini-2.5-flash"), Some(3.0));
+    assert_eq!(table.cost(&usage, "llama3.1:8b"), Some(0.0));
+    assert_eq!(usage.with_cost_from(&table, "my-model").cost_usd, Some(1.0));
+}
