@@ -48,6 +48,7 @@ pub mod testing;
 
 pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect};
+pub use cassette::{Recorder, Replayer};
 pub use error::{Error, ErrorContext};
 pub use key::ApiKey;
 pub use models::{ModelInfo, ModelTable, Price};
