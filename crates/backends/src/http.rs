@@ -1,1 +1,357 @@
-//! (being written)
+//! [`HttpBackend`]: any [`Adapter`] over HTTP, with timeouts, retries, cancellation, streaming and a
+//! pre-flight check, so each provider only writes its pure wire translations.
+//!
+//! One call goes: pre-flight check (no IO) → [`Adapter::transform_request`] → `POST base_url + path`
+//! with the key in headers marked sensitive → a 2xx body through [`Adapter::transform_response`], any
+//! other through [`Adapter::classify_error`]. Failures that may pass (HTTP 429, 500, 502, 503, 504,
+//! 529, a broken connection, a timeout) are retried as the [`RetryPolicy`] says; the rest return at
+//! once. Every error names the provider, the HTTP status and the request id, and has the key scrubbed
+//! from any text the server echoed.
+//!
+//! Cancellation: dropping the future aborts the request (the connection is closed). To cancel from
+//! elsewhere, pass a [`CancelToken`] to [`HttpBackend::complete_with`] or [`HttpBackend::stream_with`],
+//! or wrap any backend in [`Cancellable`]; after [`CancelToken::cancel`] the call returns
+//! [`Error::Cancelled`] at its next poll, well within 100 ms, also while it waits to retry.
+//!
+//! Logs (`tracing`): `debug` for request and response sizes, status and latency, `warn` for each
+//! retry with its wait. Headers, bodies and keys are never logged.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tracing::debug;
+
+use crate::{
+    Adapter, ApiKey, Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error,
+    ErrorContext, StreamEvent,
+};
+
+mod cancel;
+mod retry;
+mod sse;
+mod stream;
+mod transport;
+
+pub use cancel::{CancelToken, Cancellable};
+pub use retry::RetryPolicy;
+
+/// A check run on every request before anything is sent, such as a token estimate against the
+/// model's context window. Return an error (say [`Error::ContextLengthExceeded`]) to stop the call.
+pub type Preflight = Arc<dyn Fn(&ChatRequest) -> Result<(), Error> + Send + Sync>;
+
+/// Where and how an [`HttpBackend`] connects.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The API's base URL; the adapter's path is appended (`https://api.openai.com/v1`).
+    pub base_url: String,
+    /// The longest a TCP and TLS connect may take.
+    pub connect_timeout: Duration,
+    /// The longest one attempt may take, from sending to the last byte of the response. For a
+    /// stream: to the response headers, then the longest silence between two chunks.
+    pub request_timeout: Duration,
+    /// When and how often to retry.
+    pub retry: RetryPolicy,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+}
+
+/// A [`Backend`] that drives an [`Adapter`] over HTTP.
+///
+/// Clones share one connection pool. Provider modules name their instances (`openai::OpenRouter` is
+/// `HttpBackend<OpenRouterAdapter>`) and add constructors; any adapter can be used directly:
+///
+/// ```no_run
+/// # #[cfg(feature = "openai")] {
+/// use std::time::Duration;
+/// use claij_backends::http::{HttpBackend, HttpConfig, RetryPolicy};
+/// use claij_backends::openai::CompatibleAdapter;
+///
+/// let config = HttpConfig::new("http://127.0.0.1:8080/v1")
+///     .with_request_timeout(Duration::from_secs(30))
+///     .with_retry(RetryPolicy::none());
+/// let backend = HttpBackend::from_adapter(CompatibleAdapter::default(), config);
+/// # let _ = backend;
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct HttpBackend<A> {
+    adapter: A,
+    key: Option<ApiKey>,
+    config: HttpConfig,
+    client: OnceLock<reqwest::Client>,
+    preflight: Option<Preflight>,
+}
+
+/// A request ready to send: built once per call, sent once per attempt.
+struct Prepared {
+    url: reqwest::Url,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl HttpConfig {
+    /// Defaults for `base_url`: connect within 10 s, each attempt within 300 s, the default
+    /// [`RetryPolicy`], and `claij/<version>` as the user agent.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(300),
+            retry: RetryPolicy::default(),
+            user_agent: concat!("claij/", env!("CARGO_PKG_VERSION")).to_owned(),
+        }
+    }
+
+    /// The same configuration with another base URL.
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// The same configuration with another connect timeout.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same configuration with another per-attempt timeout.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The same configuration with another retry policy.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The same configuration with another user agent.
+    #[must_use]
+    pub fn with_user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+}
+
+impl<A: Adapter> HttpBackend<A> {
+    /// A backend for `adapter`, without a key (add one with [`HttpBackend::with_key`]).
+    pub fn from_adapter(adapter: A, config: HttpConfig) -> Self {
+        Self {
+            adapter,
+            key: None,
+            config,
+            client: OnceLock::new(),
+            preflight: None,
+        }
+    }
+
+    /// The same backend sending `key` (an empty key sends no auth headers).
+    #[must_use]
+    pub fn with_key(mut self, key: ApiKey) -> Self {
+        self.key = (!key.is_empty()).then_some(key);
+        self
+    }
+
+    /// The same backend with another configuration, base URL included.
+    #[must_use]
+    pub fn with_config(mut self, config: HttpConfig) -> Self {
+        self.config = config;
+        self.client = OnceLock::new();
+        self
+    }
+
+    /// The same backend talking to another base URL (a proxy, a local server, a test double).
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.config.base_url = base_url.into();
+        self
+    }
+
+    /// The same backend running `check` on every request before sending it; an error from the check
+    /// is the call's error, and nothing is sent. The model table's token estimate is one:
+    ///
+    /// ```
+    /// # #[cfg(feature = "openai")] {
+    /// use std::sync::Arc;
+    /// use claij_backends::{ApiKey, ModelTable, openai::OpenAi};
+    ///
+    /// let table = ModelTable::builtin();
+    /// let backend = OpenAi::new(ApiKey::new("sk-..."))
+    ///     .with_preflight(Arc::new(table.preflight_check("openai")));
+    /// # let _ = backend;
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_preflight(mut self, check: Preflight) -> Self {
+        self.preflight = Some(check);
+        self
+    }
+
+    /// The adapter.
+    pub fn adapter(&self) -> &A {
+        &self.adapter
+    }
+
+    /// The adapter, to change its settings (provider modules use it for their `with_*` methods).
+    pub fn adapter_mut(&mut self) -> &mut A {
+        &mut self.adapter
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// Like [`Backend::complete`], but returns [`Error::Cancelled`] as soon as `cancel` is cancelled
+    /// (the request in flight is dropped, closing its connection).
+    pub fn complete_with<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<ChatResponse, Error>> {
+        let context = ErrorContext::provider(self.adapter.provider());
+        Box::pin(cancel.run(context, self.call(request)))
+    }
+
+    /// Like [`Backend::stream`], but the stream ends with [`Error::Cancelled`] as soon as `cancel` is
+    /// cancelled.
+    pub fn stream_with<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        cancel: &CancelToken,
+    ) -> BoxStream<'a, Result<StreamEvent, Error>> {
+        stream::events(self, request, Some(cancel.clone()))
+    }
+
+    async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
+        let prepared = self.prepare(request, false)?;
+        let client = self.client()?;
+        let context = ErrorContext::provider(self.adapter.provider());
+        let result = retry::run(&self.config.retry, &context, &request.model, |attempt| {
+            transport::complete(self, client, &prepared, &request.model, attempt)
+        })
+        .await;
+        result.map_err(|e| self.finish_error(e, request))
+    }
+
+    /// Pre-flight, translation and everything about the HTTP request that does not change between
+    /// attempts.
+    fn prepare(&self, request: &ChatRequest, stream: bool) -> Result<Prepared, Error> {
+        let provider = self.adapter.provider();
+        if let Some(check) = &self.preflight {
+            check(request)
+                .inspect_err(|e| debug!(provider, error = %e, "pre-flight check failed"))?;
+        }
+        let wire = self.adapter.transform_request(request, stream)?;
+        let bad = |message: String| Error::BadRequest {
+            context: ErrorContext::provider(provider),
+            message,
+        };
+        let joined = format!(
+            "{}{}",
+            self.config.base_url.trim_end_matches('/'),
+            wire.path
+        );
+        // The URL is not echoed: a user's base URL may carry credentials.
+        let url = reqwest::Url::parse(&joined)
+            .map_err(|e| bad(format!("the base URL and path make no valid URL ({e})")))?;
+        let mut headers = HeaderMap::with_capacity(wire.headers.len() + 2);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in &wire.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| bad(format!("`{name}` is no valid header name")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| bad(format!("the `{name}` header has characters HTTP forbids")))?;
+            headers.insert(name, value);
+        }
+        if let Some(key) = &self.key {
+            for (name, value) in self.adapter.auth_headers(key) {
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| bad(format!("`{name}` is no valid header name")))?;
+                let mut value = HeaderValue::from_str(&value)
+                    .map_err(|_| bad("the API key has characters HTTP forbids".to_owned()))?;
+                value.set_sensitive(true);
+                headers.insert(name, value);
+            }
+        }
+        let body = serde_json::to_vec(&wire.body)
+            .map_err(|e| bad(format!("the request body does not serialize: {e}")))?;
+        Ok(Prepared { url, headers, body })
+    }
+
+    /// The shared client, built on first use.
+    fn client(&self) -> Result<&reqwest::Client, Error> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.config.connect_timeout)
+            .user_agent(self.config.user_agent.clone())
+            .build()
+            .map_err(|e| Error::Network {
+                context: ErrorContext::provider(self.adapter.provider()),
+                message: format!("cannot build the HTTP client: {}", transport::describe(&e)),
+            })?;
+        // Another thread may have won the race; either client is fine.
+        Ok(self.client.get_or_init(|| client))
+    }
+
+    /// An error as the caller sees it: the key scrubbed from every text, the model filled in.
+    fn finish_error(&self, error: Error, request: &ChatRequest) -> Error {
+        let error = match error {
+            Error::ModelNotFound { context, model } if model.is_empty() => Error::ModelNotFound {
+                context,
+                model: request.model.clone(),
+            },
+            other => other,
+        };
+        match &self.key {
+            Some(key) => transport::scrub(error, key),
+            None => error,
+        }
+    }
+}
+
+impl<A: Adapter> Backend for HttpBackend<A> {
+    fn provider(&self) -> &str {
+        self.adapter.provider()
+    }
+
+    fn capabilities(&self, model: &str) -> Capabilities {
+        self.adapter.capabilities(model)
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, Error>> {
+        Box::pin(self.call(request))
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> BoxStream<'a, Result<StreamEvent, Error>> {
+        stream::events(self, request, None)
+    }
+}
+
+impl<A: Adapter> fmt::Debug for HttpBackend<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpBackend")
+            .field("provider", &self.adapter.provider())
+            .field("key", &self.key)
+            .field("request_timeout", &self.config.request_timeout)
+            .field("retry", &self.config.retry)
+            .field("preflight", &self.preflight.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -50,7 +50,13 @@ pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect};
 pub use cassette::{Recorder, Replayer};
 pub use error::{Error, ErrorContext};
+#[cfg(feature = "http")]
+pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, RetryPolicy};
 pub use key::ApiKey;
 pub use models::{ModelInfo, ModelTable, Price};
+#[cfg(feature = "openrouter")]
+pub use openai::OpenRouter;
+#[cfg(feature = "openai")]
+pub use openai::{OpenAi, OpenAiCompatible};
 pub use request::{ChatRequest, Message, OutputMode, Role, StructuredOutput};
 pub use response::{ChatResponse, FinishReason, Usage};

@@ -1,1 +1,491 @@
-//! (being written)
+//! OpenAI chat completions and the servers that speak it: OpenAI ([`OpenAi`]), OpenRouter
+//! ([`OpenRouter`]) and any OpenAI-compatible server such as llama.cpp's, vLLM, Ollama's `/v1` or
+//! LM Studio ([`OpenAiCompatible`]).
+//!
+//! Each is an [`HttpBackend`] over an adapter whose methods are pure translations
+//! ([`Adapter::transform_request`], [`Adapter::transform_response`], ...), testable without a network:
+//!
+//! ```
+//! # #[cfg(feature = "openrouter")] {
+//! use claij_backends::openai::OpenRouterAdapter;
+//! use claij_backends::{Adapter, ChatRequest, Message};
+//! use serde_json::json;
+//!
+//! let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}},
+//!                     "required": ["answer"], "additionalProperties": false});
+//! let request = ChatRequest::new("") // no model: OpenRouter's default
+//!     .message(Message::user("What is 2+2?"))
+//!     .structured("answer", schema, true);
+//! let wire = OpenRouterAdapter::default().transform_request(&request, false)?;
+//! assert_eq!(wire.path, "/chat/completions");
+//! assert_eq!(wire.body["model"], "google/gemini-2.5-flash");
+//! assert_eq!(wire.body["response_format"]["type"], "json_schema");
+//! assert_eq!(wire.body["provider"]["require_parameters"], true);
+//! # }
+//! # Ok::<(), claij_backends::Error>(())
+//! ```
+//!
+//! Structured output: [`OutputMode::Native`](crate::OutputMode::Native) sends
+//! `response_format: {type: json_schema, json_schema: {name, strict, schema}}`;
+//! [`OutputMode::Tool`](crate::OutputMode::Tool) sends the schema as the parameters of one function
+//! the model must call (`tool_choice`), and the answer is that call's arguments. A request without a
+//! schema is plain completion (the prompted mode: the schema is in the system prompt). The schema is
+//! sent as given: the caller compiles it to [`SchemaDialect::OpenAiStrict`] (OpenAI, OpenRouter) or
+//! full JSON Schema (compatible servers) first.
+//!
+//! Errors: `{"error": {message, type, code}}` bodies become 401/403 [`Error::Authentication`], 404
+//! [`Error::ModelNotFound`], 429 [`Error::RateLimited`], 400 with `context_length_exceeded`
+//! [`Error::ContextLengthExceeded`], other 400/422 [`Error::BadRequest`], 503/529
+//! [`Error::Overloaded`], other 5xx [`Error::Server`]; a refusal is [`Error::Refused`]; a body that is
+//! not what the API promises (HTML, empty, cut off) is [`Error::MalformedResponse`] with an excerpt.
+
+use crate::http::{HttpBackend, HttpConfig};
+use crate::{
+    Adapter, ApiKey, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext, SchemaDialect,
+    StreamEvent, WireRequest,
+};
+
+mod translate;
+mod wire;
+
+use translate::Shape;
+
+/// OpenAI's API.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// OpenRouter's API.
+pub const OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
+
+/// The model OpenRouter requests use when they name none.
+pub const OPENROUTER_DEFAULT_MODEL: &str = "google/gemini-2.5-flash";
+
+/// OpenAI chat completions: `OpenAi::new(key)`, then `with_base_url`, `with_config`, ... from
+/// [`HttpBackend`].
+///
+/// ```
+/// use claij_backends::{ApiKey, Backend, openai::OpenAi};
+///
+/// let backend = OpenAi::new(ApiKey::new("sk-..."));
+/// assert_eq!(backend.provider(), "openai");
+/// assert!(backend.capabilities("gpt-4o-mini").native_json_schema);
+/// assert!(!backend.capabilities("gpt-3.5-turbo").native_json_schema);
+/// ```
+#[cfg(feature = "openai")]
+pub type OpenAi = HttpBackend<OpenAiAdapter>;
+
+/// OpenRouter: `OpenRouter::new(key)`, optionally `with_referer`/`with_title` for its rankings.
+///
+/// ```
+/// use claij_backends::{ApiKey, Backend, openai::OpenRouter};
+///
+/// let backend = OpenRouter::new(ApiKey::new("sk-or-...")).with_title("claij");
+/// assert_eq!(backend.provider(), "openrouter");
+/// ```
+#[cfg(feature = "openrouter")]
+pub type OpenRouter = HttpBackend<OpenRouterAdapter>;
+
+/// Any OpenAI-compatible server at a base URL; the key is optional.
+///
+/// ```
+/// use claij_backends::{Backend, SchemaDialect, openai::OpenAiCompatible};
+///
+/// let backend = OpenAiCompatible::new("http://127.0.0.1:8080/v1").with_provider("llama.cpp");
+/// assert_eq!(backend.provider(), "llama.cpp");
+/// assert_eq!(backend.capabilities("any").schema_dialect, Some(SchemaDialect::JsonSchema));
+/// ```
+#[cfg(feature = "openai")]
+pub type OpenAiCompatible = HttpBackend<CompatibleAdapter>;
+
+/// The OpenAI wire format as OpenAI speaks it: `max_completion_tokens`, at most four stop sequences,
+/// strict structured outputs on the models that have them.
+#[cfg(feature = "openai")]
+#[derive(Debug, Clone, Default)]
+pub struct OpenAiAdapter {
+    default_model: Option<String>,
+}
+
+/// The OpenAI wire format as OpenRouter speaks it: usage accounting on (the cost comes back), and
+/// with a schema `provider.require_parameters` so only upstreams that honour it are used.
+#[cfg(feature = "openrouter")]
+#[derive(Debug, Clone)]
+pub struct OpenRouterAdapter {
+    default_model: String,
+    referer: Option<String>,
+    title: Option<String>,
+}
+
+/// The OpenAI wire format for a local or self-hosted server: full JSON Schema in `response_format`,
+/// tools and streaming by default (change with `with_capabilities`).
+#[cfg(feature = "openai")]
+#[derive(Debug, Clone)]
+pub struct CompatibleAdapter {
+    provider: String,
+    default_model: Option<String>,
+    capabilities: Capabilities,
+}
+
+#[cfg(feature = "openai")]
+impl OpenAiAdapter {
+    /// The same adapter using `model` for requests that name none.
+    #[must_use]
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.default_model = Some(model.into());
+        self
+    }
+}
+
+#[cfg(feature = "openai")]
+impl HttpBackend<OpenAiAdapter> {
+    /// OpenAI at [`OPENAI_BASE_URL`] with `key`.
+    pub fn new(key: ApiKey) -> Self {
+        HttpBackend::from_adapter(OpenAiAdapter::default(), HttpConfig::new(OPENAI_BASE_URL))
+            .with_key(key)
+    }
+
+    /// The same backend using `model` for requests that name none.
+    #[must_use]
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.adapter_mut().default_model = Some(model.into());
+        self
+    }
+}
+
+#[cfg(feature = "openai")]
+impl Adapter for OpenAiAdapter {
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
+    fn capabilities(&self, model: &str) -> Capabilities {
+        openai_capabilities(model)
+    }
+
+    fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
+        let shape = Shape {
+            provider: "openai",
+            default_model: self.default_model.as_deref(),
+            max_completion_tokens: true,
+            openrouter: false,
+            max_stops: Some(4),
+            headers: Vec::new(),
+        };
+        translate::request(shape, request, stream)
+    }
+
+    fn transform_response(
+        &self,
+        body: &[u8],
+        context: &ErrorContext,
+    ) -> Result<ChatResponse, Error> {
+        translate::response(body, context)
+    }
+
+    fn classify_error(
+        &self,
+        status: u16,
+        retry_after: Option<std::time::Duration>,
+        body: &[u8],
+        context: ErrorContext,
+    ) -> Error {
+        translate::classify(status, retry_after, body, context)
+    }
+
+    fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {
+        translate::bearer(key)
+    }
+
+    fn stream_event(
+        &self,
+        _event: Option<&str>,
+        data: &str,
+        context: &ErrorContext,
+    ) -> Result<Vec<StreamEvent>, Error> {
+        translate::stream_event(data, context)
+    }
+}
+
+#[cfg(feature = "openrouter")]
+impl Default for OpenRouterAdapter {
+    fn default() -> Self {
+        Self {
+            default_model: OPENROUTER_DEFAULT_MODEL.to_owned(),
+            referer: None,
+            title: None,
+        }
+    }
+}
+
+#[cfg(feature = "openrouter")]
+impl OpenRouterAdapter {
+    /// The same adapter using `model` for requests that name none.
+    #[must_use]
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.default_model = model.into();
+        self
+    }
+
+    /// The same adapter sending `HTTP-Referer` (your site, for OpenRouter's rankings).
+    #[must_use]
+    pub fn with_referer(mut self, referer: impl Into<String>) -> Self {
+        self.referer = Some(referer.into());
+        self
+    }
+
+    /// The same adapter sending `X-Title` (your app's name, for OpenRouter's rankings).
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+}
+
+#[cfg(feature = "openrouter")]
+impl HttpBackend<OpenRouterAdapter> {
+    /// OpenRouter at [`OPENROUTER_BASE_URL`] with `key`; requests without a model use
+    /// [`OPENROUTER_DEFAULT_MODEL`].
+    pub fn new(key: ApiKey) -> Self {
+        HttpBackend::from_adapter(
+            OpenRouterAdapter::default(),
+            HttpConfig::new(OPENROUTER_BASE_URL),
+        )
+        .with_key(key)
+    }
+
+    /// The same backend using `model` for requests that name none.
+    #[must_use]
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.adapter_mut().default_model = model.into();
+        self
+    }
+
+    /// The same backend sending `HTTP-Referer` (your site, for OpenRouter's rankings).
+    #[must_use]
+    pub fn with_referer(mut self, referer: impl Into<String>) -> Self {
+        self.adapter_mut().referer = Some(referer.into());
+        self
+    }
+
+    /// The same backend sending `X-Title` (your app's name, for OpenRouter's rankings).
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.adapter_mut().title = Some(title.into());
+        self
+    }
+}
+
+#[cfg(feature = "openrouter")]
+impl Adapter for OpenRouterAdapter {
+    fn provider(&self) -> &str {
+        "openrouter"
+    }
+
+    /// Strict structured outputs for every model: with `require_parameters` OpenRouter routes only
+    /// to upstreams that honour the schema, and answers 404 when none does.
+    fn capabilities(&self, _model: &str) -> Capabilities {
+        Capabilities::default()
+            .with_schema_dialect(SchemaDialect::OpenAiStrict)
+            .with_tools(true)
+            .with_streaming(true)
+    }
+
+    fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
+        let mut headers = Vec::new();
+        if let Some(referer) = &self.referer {
+            headers.push(("HTTP-Referer", referer.clone()));
+        }
+        if let Some(title) = &self.title {
+            headers.push(("X-Title", title.clone()));
+        }
+        let shape = Shape {
+            provider: "openrouter",
+            default_model: Some(&self.default_model),
+            max_completion_tokens: false,
+            openrouter: true,
+            max_stops: None,
+            headers,
+        };
+        translate::request(shape, request, stream)
+    }
+
+    fn transform_response(
+        &self,
+        body: &[u8],
+        context: &ErrorContext,
+    ) -> Result<ChatResponse, Error> {
+        translate::response(body, context)
+    }
+
+    fn classify_error(
+        &self,
+        status: u16,
+        retry_after: Option<std::time::Duration>,
+        body: &[u8],
+        context: ErrorContext,
+    ) -> Error {
+        translate::classify(status, retry_after, body, context)
+    }
+
+    fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {
+        translate::bearer(key)
+    }
+
+    fn stream_event(
+        &self,
+        _event: Option<&str>,
+        data: &str,
+        context: &ErrorContext,
+    ) -> Result<Vec<StreamEvent>, Error> {
+        translate::stream_event(data, context)
+    }
+}
+
+#[cfg(feature = "openai")]
+impl Default for CompatibleAdapter {
+    fn default() -> Self {
+        Self {
+            provider: "openai-compatible".to_owned(),
+            default_model: None,
+            capabilities: Capabilities::default()
+                .with_schema_dialect(SchemaDialect::JsonSchema)
+                .with_tools(true)
+                .with_streaming(true),
+        }
+    }
+}
+
+#[cfg(feature = "openai")]
+impl CompatibleAdapter {
+    /// The same adapter under another provider name (`llama.cpp`, `vllm`, `ollama`...).
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+
+    /// The same adapter using `model` for requests that name none.
+    #[must_use]
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.default_model = Some(model.into());
+        self
+    }
+
+    /// The same adapter reporting other capabilities (say, no native schema for an old server).
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+}
+
+#[cfg(feature = "openai")]
+impl HttpBackend<CompatibleAdapter> {
+    /// A server at `base_url` (up to and including `/v1`), without a key (add one with `with_key`).
+    pub fn new(base_url: impl Into<String>) -> Self {
+        HttpBackend::from_adapter(CompatibleAdapter::default(), HttpConfig::new(base_url))
+    }
+
+    /// The same backend under another provider name (`llama.cpp`, `vllm`, `ollama`...).
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.adapter_mut().provider = provider.into();
+        self
+    }
+
+    /// The same backend using `model` for requests that name none.
+    #[must_use]
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.adapter_mut().default_model = Some(model.into());
+        self
+    }
+
+    /// The same backend reporting other capabilities.
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.adapter_mut().capabilities = capabilities;
+        self
+    }
+}
+
+#[cfg(feature = "openai")]
+impl Adapter for CompatibleAdapter {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn capabilities(&self, _model: &str) -> Capabilities {
+        self.capabilities
+    }
+
+    fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
+        let shape = Shape {
+            provider: &self.provider,
+            default_model: self.default_model.as_deref(),
+            max_completion_tokens: false,
+            openrouter: false,
+            max_stops: None,
+            headers: Vec::new(),
+        };
+        translate::request(shape, request, stream)
+    }
+
+    fn transform_response(
+        &self,
+        body: &[u8],
+        context: &ErrorContext,
+    ) -> Result<ChatResponse, Error> {
+        translate::response(body, context)
+    }
+
+    fn classify_error(
+        &self,
+        status: u16,
+        retry_after: Option<std::time::Duration>,
+        body: &[u8],
+        context: ErrorContext,
+    ) -> Error {
+        translate::classify(status, retry_after, body, context)
+    }
+
+    fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {
+        translate::bearer(key)
+    }
+
+    fn stream_event(
+        &self,
+        _event: Option<&str>,
+        data: &str,
+        context: &ErrorContext,
+    ) -> Result<Vec<StreamEvent>, Error> {
+        translate::stream_event(data, context)
+    }
+}
+
+/// What OpenAI offers for `model`: tools and streaming everywhere; strict structured outputs on
+/// everything since `gpt-4o-2024-08-06`, so on any model not known to predate them.
+#[cfg(feature = "openai")]
+fn openai_capabilities(model: &str) -> Capabilities {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let older = [
+        "gpt-3.5",
+        "gpt-4-",
+        "o1-mini",
+        "o1-preview",
+        "chatgpt-",
+        "davinci",
+        "babbage",
+    ];
+    let no_schema = name == "gpt-4"
+        || name == "gpt-4o-2024-05-13"
+        || older.iter().any(|prefix| name.starts_with(prefix));
+    let base = Capabilities::default()
+        .with_tools(true)
+        .with_streaming(true);
+    if no_schema {
+        base
+    } else {
+        base.with_schema_dialect(SchemaDialect::OpenAiStrict)
+    }
+}
+
+#[cfg(test)]
+mod tests;

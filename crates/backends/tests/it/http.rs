@@ -1,1 +1,740 @@
-//! Tests: http.
+//! Tests: the HTTP machinery against local servers (wiremock, raw sockets): retries, timeouts,
+//! broken and malformed bodies, cancellation, pre-flight, request ids, and no key in logs or errors.
+
+#![cfg(feature = "openai")]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use claij_backends::http::{CancelToken, Cancellable, HttpConfig, RetryPolicy};
+use claij_backends::openai::OpenAi;
+use claij_backends::{ApiKey, Backend, ChatRequest, Error, ErrorContext, Message, StreamEvent};
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+use tracing_subscriber::util::SubscriberInitExt as _;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A made-up key; tests check it reaches the server and nothing else.
+pub const KEY: &str = "sk-test-claij-5ecret-9f8e7d6c5b4a";
+
+/// The chat completions path under a mock server's `/v1`.
+pub const CHAT: &str = "/v1/chat/completions";
+
+/// Short timeouts and backoffs, so fault tests stay fast.
+pub fn fast_config(server: &str) -> HttpConfig {
+    HttpConfig::new(format!("{server}/v1"))
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_request_timeout(Duration::from_secs(2))
+        .with_retry(
+            RetryPolicy::default()
+                .with_max_attempts(3)
+                .with_backoff(Duration::from_millis(10), Duration::from_millis(100))
+                .with_max_total(Duration::from_secs(5)),
+        )
+}
+
+fn backend(server: &str) -> OpenAi {
+    OpenAi::new(ApiKey::new(KEY)).with_config(fast_config(server))
+}
+
+fn backend_with_retry(server: &str, retry: RetryPolicy) -> OpenAi {
+    OpenAi::new(ApiKey::new(KEY)).with_config(fast_config(server).with_retry(retry))
+}
+
+pub fn request() -> ChatRequest {
+    ChatRequest::new("gpt-4o-mini").message(Message::user("What is 2+2?"))
+}
+
+/// A chat completion answering `content`.
+pub fn completion(content: &str) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": null},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+    })
+}
+
+fn ok() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(completion(r#"{"answer": "4"}"#))
+}
+
+/// Answers `times` requests with `response` (later mocks answer the rest), and expects exactly that many.
+async fn mount(server: &MockServer, response: ResponseTemplate, times: u64) {
+    let mock = Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(response)
+        .expect(times);
+    let mock = if times > 0 {
+        mock.up_to_n_times(times)
+    } else {
+        mock
+    };
+    mock.mount(server).await;
+}
+
+/// The error's variant name.
+pub fn kind(error: &Error) -> String {
+    let debug = format!("{error:?}");
+    debug
+        .split([' ', '{', '('])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Asserts the key shows nowhere in the error.
+#[track_caller]
+pub fn assert_no_key(error: &Error) {
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains(KEY), "the key leaked: {shown}");
+}
+
+#[tokio::test]
+async fn rate_limited_with_retry_after_then_ok() {
+    let server = MockServer::start().await;
+    let limited = ResponseTemplate::new(429)
+        .insert_header("retry-after", "1")
+        .set_body_json(
+            json!({"error": {"message": "Rate limit reached", "type": "requests",
+                                        "code": "rate_limit_exceeded"}}),
+        );
+    mount(&server, limited, 1).await;
+    mount(&server, ok(), 1).await;
+    let retry = RetryPolicy::default()
+        .with_max_attempts(3)
+        .with_backoff(Duration::from_millis(10), Duration::from_secs(5))
+        .with_max_total(Duration::from_secs(10));
+    let started = Instant::now();
+    let response = backend_with_retry(&server.uri(), retry)
+        .complete(&request())
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(response.content, r#"{"answer": "4"}"#);
+    assert!(
+        elapsed >= Duration::from_secs(1),
+        "Retry-After honoured: {elapsed:?}"
+    );
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn retry_after_past_the_total_budget_gives_up_at_once() {
+    let server = MockServer::start().await;
+    let limited = ResponseTemplate::new(429).insert_header("retry-after", "10");
+    mount(&server, limited, 1).await;
+    let retry = RetryPolicy::default()
+        .with_backoff(Duration::from_millis(10), Duration::from_secs(30))
+        .with_max_total(Duration::from_secs(2));
+    let started = Instant::now();
+    let error = backend_with_retry(&server.uri(), retry)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert_eq!(kind(&error), "RateLimited");
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(10)));
+}
+
+#[tokio::test]
+async fn server_errors_twice_then_ok() {
+    let server = MockServer::start().await;
+    let failing = ResponseTemplate::new(500)
+        .set_body_json(json!({"error": {"message": "oops", "type": "server_error"}}));
+    mount(&server, failing, 2).await;
+    mount(&server, ok(), 1).await;
+    let response = backend(&server.uri()).complete(&request()).await.unwrap();
+    assert_eq!(response.usage.input_tokens, 12);
+}
+
+#[tokio::test]
+async fn retries_are_bounded_in_attempts() {
+    let server = MockServer::start().await;
+    for status in [502, 503, 504, 529] {
+        server.reset().await;
+        mount(&server, ResponseTemplate::new(status), 3).await;
+        let error = backend(&server.uri())
+            .complete(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(error.context().status, Some(status));
+        assert!(error.is_retryable());
+        server.verify().await;
+    }
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let server = MockServer::start().await;
+    for (status, expected) in [
+        (400, "BadRequest"),
+        (401, "Authentication"),
+        (403, "Authentication"),
+        (404, "ModelNotFound"),
+        (422, "BadRequest"),
+    ] {
+        server.reset().await;
+        let body =
+            json!({"error": {"message": "no", "type": "invalid_request_error", "code": null}});
+        mount(
+            &server,
+            ResponseTemplate::new(status).set_body_json(body),
+            1,
+        )
+        .await;
+        let error = backend(&server.uri())
+            .complete(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(kind(&error), expected, "{status}: {error}");
+        server.verify().await;
+    }
+}
+
+#[tokio::test]
+async fn unauthorized_says_where_and_hides_the_key() {
+    let server = MockServer::start().await;
+    let echo = format!("Incorrect API key provided: {KEY}. You can find your API key at ...");
+    let response = ResponseTemplate::new(401)
+        .insert_header("x-request-id", "req_401")
+        .set_body_json(
+            json!({"error": {"message": echo, "type": "invalid_request_error",
+                                        "code": "invalid_api_key"}}),
+        );
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(header("authorization", format!("Bearer {KEY}").as_str()))
+        .respond_with(response)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "Authentication");
+    assert_eq!(
+        error.context(),
+        &ErrorContext::provider("openai")
+            .status(401)
+            .request_id("req_401")
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("Incorrect API key provided: ***."),
+        "{error}"
+    );
+    assert_no_key(&error);
+}
+
+#[tokio::test]
+async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
+    let server = MockServer::start().await;
+    mount(&server, ok().set_delay(Duration::from_secs(3)), 2).await;
+    let config = fast_config(&server.uri())
+        .with_request_timeout(Duration::from_millis(200))
+        .with_retry(
+            RetryPolicy::default()
+                .with_max_attempts(2)
+                .with_backoff(Duration::from_millis(10), Duration::from_millis(10)),
+        );
+    let started = Instant::now();
+    let error = OpenAi::new(ApiKey::new(KEY))
+        .with_config(config)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(error, Error::Timeout { after, .. } if after == Duration::from_millis(200)),
+        "{error:?}"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(400) && elapsed < Duration::from_millis(1500),
+        "{elapsed:?}"
+    );
+}
+
+/// A server that answers every connection with a 200 head promising more body than it sends, then
+/// closes. Returns its address and a counter of connections served.
+fn cut_off_server() -> (String, Arc<Mutex<usize>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let served = Arc::new(Mutex::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            read_request(&mut stream);
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(br#"{"id": "chatcmpl-cut", "choices": [{"#);
+            let _ = stream.flush();
+            *count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+            drop(stream);
+        }
+    });
+    (address, served)
+}
+
+/// Reads one HTTP/1.1 request (head and `content-length` body).
+fn read_request(stream: &mut std::net::TcpStream) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let Ok(n) = stream.read(&mut buf) else { return };
+        if n == 0 {
+            return;
+        }
+        data.extend_from_slice(&buf[..n]);
+        let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&data[..end]).to_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if data.len() >= end + 4 + length {
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn connection_reset_mid_body_is_a_network_error_after_bounded_retries() {
+    let (address, served) = cut_off_server();
+    let retry = RetryPolicy::default()
+        .with_max_attempts(2)
+        .with_backoff(Duration::from_millis(10), Duration::from_millis(10));
+    let error = backend_with_retry(&address, retry)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "Network", "{error}");
+    assert_eq!(error.context().status, Some(200));
+    assert!(
+        error
+            .to_string()
+            .contains("broke while reading the response body"),
+        "{error}"
+    );
+    assert_eq!(*served.lock().unwrap(), 2, "one retry, then give up");
+    assert_no_key(&error);
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_network_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let error = backend_with_retry(&address, RetryPolicy::none())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "Network", "{error}");
+    assert!(error.to_string().contains("could not connect"), "{error}");
+    assert_eq!(error.context().status, None);
+    assert!(
+        !error.to_string().contains("127.0.0.1"),
+        "no URL in errors: {error}"
+    );
+}
+
+#[tokio::test]
+async fn truncated_json_is_malformed_and_not_retried() {
+    let server = MockServer::start().await;
+    let cut =
+        r#"{"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"role": "assistant", "con"#;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(cut, "application/json"),
+        1,
+    )
+    .await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    let Error::MalformedResponse {
+        context, excerpt, ..
+    } = &error
+    else {
+        panic!("{error:?}")
+    };
+    assert_eq!(context.status, Some(200));
+    assert!(excerpt.starts_with(r#"{"id": "chatcmpl-1""#), "{excerpt}");
+}
+
+const HTML: &str = "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>\
+                    <body><h1>Bad Gateway</h1><p>nginx</p></body></html>";
+
+#[tokio::test]
+async fn html_error_page_is_a_server_error_with_an_excerpt() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        ResponseTemplate::new(502).set_body_raw(HTML, "text/html"),
+        3,
+    )
+    .await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "Server");
+    assert!(
+        error
+            .to_string()
+            .contains("not JSON: \"<!DOCTYPE html><html><head><title>502 Bad Gateway"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn html_page_with_200_is_malformed() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(HTML, "text/html"),
+        1,
+    )
+    .await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    let Error::MalformedResponse { excerpt, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(excerpt.starts_with("<!DOCTYPE html>"), "{excerpt}");
+}
+
+#[tokio::test]
+async fn empty_bodies() {
+    let server = MockServer::start().await;
+    mount(&server, ResponseTemplate::new(200), 1).await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "MalformedResponse");
+    assert!(error.to_string().contains("empty"), "{error}");
+    server.verify().await;
+
+    server.reset().await;
+    mount(&server, ResponseTemplate::new(500), 3).await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "Server");
+    assert!(error.to_string().contains("empty body"), "{error}");
+}
+
+#[tokio::test]
+async fn request_ids_reach_the_response() {
+    let server = MockServer::start().await;
+    mount(&server, ok().insert_header("x-request-id", "req_abc"), 1).await;
+    let response = backend(&server.uri()).complete(&request()).await.unwrap();
+    assert_eq!(response.request_id.as_deref(), Some("req_abc"));
+}
+
+#[tokio::test]
+async fn cancel_returns_within_100_ms() {
+    let server = MockServer::start().await;
+    mount(&server, ok().set_delay(Duration::from_secs(5)), 1).await;
+    let backend = backend(&server.uri());
+    let token = CancelToken::new();
+    let canceller = token.clone();
+    let cancelled_at = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let at = Instant::now();
+        canceller.cancel();
+        at
+    });
+    let error = backend.complete_with(&request(), &token).await.unwrap_err();
+    let done = Instant::now();
+    let cancelled_at = cancelled_at.await.unwrap();
+    assert_eq!(kind(&error), "Cancelled");
+    assert_eq!(error.context().provider, "openai");
+    let after = done.duration_since(cancelled_at);
+    assert!(after < Duration::from_millis(100), "{after:?} after cancel");
+}
+
+#[tokio::test]
+async fn cancel_interrupts_a_retry_wait() {
+    let server = MockServer::start().await;
+    mount(&server, ResponseTemplate::new(503), 1).await;
+    let retry = RetryPolicy::default()
+        .with_backoff(Duration::from_secs(3), Duration::from_secs(3))
+        .with_jitter(0.0);
+    let backend = Cancellable::new(backend_with_retry(&server.uri(), retry), CancelToken::new());
+    let token = backend.token().clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        token.cancel();
+    });
+    let started = Instant::now();
+    let error = backend.complete(&request()).await.unwrap_err();
+    assert_eq!(kind(&error), "Cancelled");
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_already_cancelled_token_sends_nothing() {
+    let server = MockServer::start().await;
+    mount(&server, ok(), 0).await;
+    let token = CancelToken::new();
+    token.cancel();
+    let error = backend(&server.uri())
+        .complete_with(&request(), &token)
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "Cancelled");
+}
+
+#[tokio::test]
+async fn dropping_the_future_aborts_promptly() {
+    let server = MockServer::start().await;
+    mount(&server, ok().set_delay(Duration::from_secs(5)), 1).await;
+    let backend = backend(&server.uri());
+    let request = request();
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_millis(50), backend.complete(&request)).await;
+    assert!(outcome.is_err(), "still running when dropped");
+    assert!(started.elapsed() < Duration::from_millis(150));
+    // The pool is still usable after an aborted call.
+    server.reset().await;
+    mount(&server, ok(), 1).await;
+    assert!(backend.complete(&request).await.is_ok());
+}
+
+#[tokio::test]
+async fn cancel_stops_a_stream_within_100_ms() {
+    let server = MockServer::start().await;
+    mount(&server, ok().set_delay(Duration::from_secs(5)), 1).await;
+    let backend = backend(&server.uri());
+    let token = CancelToken::new();
+    let canceller = token.clone();
+    let cancelled_at = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let at = Instant::now();
+        canceller.cancel();
+        at
+    });
+    let request = request();
+    let events: Vec<_> = backend.stream_with(&request, &token).collect().await;
+    let after = cancelled_at.await.unwrap().elapsed();
+    assert!(after < Duration::from_millis(100), "{after:?} after cancel");
+    assert_eq!(events.len(), 1);
+    assert_eq!(kind(events[0].as_ref().unwrap_err()), "Cancelled");
+}
+
+#[tokio::test]
+async fn preflight_failure_sends_nothing() {
+    let server = MockServer::start().await;
+    mount(&server, ok(), 0).await;
+    let backend = backend(&server.uri()).with_preflight(Arc::new(|request: &ChatRequest| {
+        if request.text_len() > 10 {
+            return Err(Error::ContextLengthExceeded {
+                context: ErrorContext::provider("openai"),
+                message: format!(
+                    "about {} tokens, the window holds 2",
+                    request.text_len() / 4
+                ),
+            });
+        }
+        Ok(())
+    }));
+    let error = backend.complete(&request()).await.unwrap_err();
+    assert_eq!(kind(&error), "ContextLengthExceeded");
+    let streamed: Vec<_> = backend.stream(&request()).collect().await;
+    assert_eq!(
+        kind(streamed[0].as_ref().unwrap_err()),
+        "ContextLengthExceeded"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn model_table_preflight_stops_oversized_prompts_before_any_request() {
+    let server = MockServer::start().await;
+    mount(&server, ok(), 1).await;
+    let table = claij_backends::ModelTable::builtin();
+    let backend = backend(&server.uri()).with_preflight(Arc::new(table.preflight_check("openai")));
+    let huge = ChatRequest::new("gpt-4o-mini").message(Message::user("word ".repeat(200_000)));
+    let error = backend.complete(&huge).await.unwrap_err();
+    assert_eq!(kind(&error), "ContextLengthExceeded", "{error}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 0);
+    // A prompt that fits goes through.
+    assert!(backend.complete(&request()).await.is_ok());
+}
+
+/// SSE body of a streamed structured answer.
+pub fn sse_body(pieces: &[&str]) -> String {
+    let mut body = String::from(": keep-alive\n\n");
+    for piece in pieces {
+        let chunk = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                           "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let finish = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+    let usage = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                       "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3}});
+    body.push_str(&format!(
+        "data: {finish}\n\ndata: {usage}\n\ndata: [DONE]\n\n"
+    ));
+    // Anything after [DONE] is ignored.
+    body.push_str("data: {\"not\": \"read\"}\n\n");
+    body
+}
+
+#[tokio::test]
+async fn streams_retry_before_the_first_byte() {
+    let server = MockServer::start().await;
+    mount(&server, ResponseTemplate::new(503), 1).await;
+    let sse =
+        ResponseTemplate::new(200).set_body_raw(sse_body(&["{\"a\"", ": 1}"]), "text/event-stream");
+    mount(&server, sse, 1).await;
+    let backend = backend(&server.uri());
+    let request = request();
+    let events: Vec<StreamEvent> = backend.stream(&request).map(|e| e.unwrap()).collect().await;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "{\"a\": 1}");
+    assert!(events.contains(&StreamEvent::Finish(claij_backends::FinishReason::Stop)));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Usage(u) if u.input_tokens == 9))
+    );
+}
+
+#[tokio::test]
+async fn stream_errors_end_the_stream() {
+    let server = MockServer::start().await;
+    let body = json!({"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}});
+    mount(&server, ResponseTemplate::new(401).set_body_json(body), 1).await;
+    let backend = backend(&server.uri());
+    let request = request();
+    let events: Vec<_> = backend.stream(&request).collect().await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(kind(events[0].as_ref().unwrap_err()), "Authentication");
+
+    server.reset().await;
+    let mid = "data: {\"choices\":[{\"delta\":{\"content\":\"{\\\"a\"}}]}\n\n\
+               data: {\"error\":{\"code\":502,\"message\":\"upstream died\"}}\n\n\
+               data: {\"choices\":[{\"delta\":{\"content\":\"never\"}}]}\n\n";
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(mid, "text/event-stream"),
+        1,
+    )
+    .await;
+    let events: Vec<_> = backend.stream(&request).collect().await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0], Ok(StreamEvent::Text("{\"a".into())));
+    assert_eq!(kind(events[1].as_ref().unwrap_err()), "Server");
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_key_never_appears_in_logs_errors_or_debug_output() {
+    let logs = Capture::default();
+    let writer = logs.clone();
+    let _guard = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish()
+        .set_default();
+
+    let server = MockServer::start().await;
+    let echo = |status: u16| {
+        ResponseTemplate::new(status)
+            .insert_header("x-request-id", "req_leak")
+            .set_body_json(
+                json!({"error": {"message": format!("key {KEY} rejected"), "type": "x"}}),
+            )
+    };
+    mount(&server, echo(500), 1).await;
+    mount(&server, echo(429).insert_header("retry-after", "0"), 1).await;
+    mount(&server, ok(), 1).await;
+    mount(&server, echo(401), 1).await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(format!("<html>{KEY}</html>"), "text/html"),
+        1,
+    )
+    .await;
+    let backend = backend(&server.uri());
+    let mut errors = Vec::new();
+    assert!(
+        backend.complete(&request()).await.is_ok(),
+        "500, 429, then 200"
+    );
+    errors.push(backend.complete(&request()).await.unwrap_err());
+    errors.push(backend.complete(&request()).await.unwrap_err());
+    server.verify().await;
+    server.reset().await;
+    mount(&server, echo(401), 1).await;
+    let request = request();
+    let streamed: Vec<_> = backend.stream(&request).collect().await;
+    errors.extend(streamed.into_iter().filter_map(Result::err));
+    assert_eq!(errors.len(), 3);
+    for error in &errors {
+        assert_no_key(error);
+    }
+    let backend_debug = format!("{backend:?}");
+    assert!(!backend_debug.contains(KEY), "{backend_debug}");
+
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("retrying after a failed attempt"),
+        "capture works: {logs}"
+    );
+    assert!(logs.contains("response received"), "{logs}");
+    assert!(!logs.contains(KEY), "the key leaked into the logs:\n{logs}");
+    assert!(
+        !logs.to_lowercase().contains("authorization"),
+        "no headers in logs:\n{logs}"
+    );
+}

@@ -1,1 +1,515 @@
-//! Tests: openai.
+//! Tests: the OpenAI-format adapters (OpenAI, OpenRouter, compatible servers) against wiremock: request
+//! bodies snapshotted and validated against the OpenAI spec, the spec's example responses parsed,
+//! structured output in both modes, errors, usage and cost, streaming.
+
+#![cfg(all(feature = "openai", feature = "openrouter"))]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use claij_backends::http::{HttpBackend, HttpConfig, RetryPolicy};
+use claij_backends::openai::{
+    CompatibleAdapter, OpenAi, OpenAiAdapter, OpenAiCompatible, OpenRouter, OpenRouterAdapter,
+};
+use claij_backends::{
+    Adapter, ApiKey, Backend, ChatRequest, ErrorContext, FinishReason, Message, OutputMode,
+    SchemaDialect, StreamEvent,
+};
+use claij_validation::Validator;
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::http::{CHAT, KEY, completion, kind, sse_body};
+
+fn providers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/providers")
+}
+
+/// `CreateChatCompletionRequest` from the shared OpenAI spec, compiled once.
+fn request_schema() -> &'static Validator {
+    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let file = providers_dir().join("openai-chat-completions.schema.json");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let spec: Value = serde_json::from_str(&text).unwrap();
+        let wrapper = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": "#/$defs/CreateChatCompletionRequest",
+            "$defs": spec["$defs"],
+        });
+        Validator::new(&wrapper).unwrap()
+    })
+}
+
+#[track_caller]
+fn assert_valid_request(name: &str, body: &Value) {
+    if let Err(violations) = request_schema().validate(body) {
+        let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        panic!(
+            "{name}: not a valid CreateChatCompletionRequest:\n{}\n{body:#}",
+            list.join("\n")
+        );
+    }
+}
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "description": "The answer"},
+            "state": {"type": "string", "enum": ["done", "more"]},
+            "confidence": {"type": ["number", "null"]}
+        },
+        "required": ["answer", "state", "confidence"],
+        "additionalProperties": false
+    })
+}
+
+/// The requests every adapter is checked with: (name, request, streamed).
+fn cases() -> Vec<(&'static str, ChatRequest, bool)> {
+    let ask = |model: &str| ChatRequest::new(model).message(Message::user("What is 2+2?"));
+    let mut tool = ask("m-tool").structured("response", schema(), true);
+    if let Some(s) = tool.structured_output.as_mut() {
+        s.mode = OutputMode::Tool;
+    }
+    vec![
+        ("prompted", ask("m-prompted"), false),
+        (
+            "native",
+            ask("m-native").structured("response", schema(), true),
+            false,
+        ),
+        ("tool", tool, false),
+        (
+            "system",
+            ask("m-system")
+                .system("You answer in JSON.")
+                .message(Message::assistant("{\"answer\": \"4\"}"))
+                .message(Message::user("And 3+3?")),
+            false,
+        ),
+        (
+            "sampling",
+            ask("m-sampling")
+                .temperature(0.2)
+                .max_tokens(256)
+                .seed(42)
+                .stop("\n\n")
+                .stop("END"),
+            false,
+        ),
+        (
+            "stream",
+            ask("m-stream").structured("response", schema(), false),
+            true,
+        ),
+        ("default_model", ask(""), false),
+    ]
+}
+
+/// Sends `request` through `backend` to `server` and returns the body the server got.
+async fn sent_body<A: Adapter>(
+    server: &MockServer,
+    backend: &HttpBackend<A>,
+    request: &ChatRequest,
+    stream: bool,
+) -> (Value, wiremock::Request) {
+    let response = if stream {
+        ResponseTemplate::new(200).set_body_raw(sse_body(&["{}"]), "text/event-stream")
+    } else {
+        ResponseTemplate::new(200).set_body_json(completion("{}"))
+    };
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(response)
+        .expect(1)
+        .mount(server)
+        .await;
+    if stream {
+        let events: Vec<_> = backend.stream(request).collect().await;
+        assert!(events.iter().all(Result::is_ok), "{events:?}");
+    } else {
+        backend.complete(request).await.unwrap();
+    }
+    let received = server.received_requests().await.unwrap().remove(0);
+    let body = serde_json::from_slice(&received.body).unwrap();
+    (body, received)
+}
+
+fn config(server: &MockServer) -> HttpConfig {
+    HttpConfig::new(format!("{}/v1", server.uri())).with_retry(RetryPolicy::none())
+}
+
+/// The body each case sends, snapshotted and validated against the spec; `headers` checks the rest.
+async fn check_bodies<A: Adapter>(
+    adapter: &str,
+    make: impl Fn(&MockServer) -> HttpBackend<A>,
+    headers: impl Fn(&wiremock::Request),
+) {
+    for (case, request, stream) in cases() {
+        let server = MockServer::start().await;
+        let backend = make(&server);
+        if case == "default_model" && adapter != "openrouter" {
+            let error = backend.complete(&request).await.unwrap_err();
+            assert_eq!(kind(&error), "BadRequest", "{adapter}: {error}");
+            continue;
+        }
+        let (body, received) = sent_body(&server, &backend, &request, stream).await;
+        let name = format!("{adapter}_{case}");
+        assert_valid_request(&name, &body);
+        headers(&received);
+        insta::assert_json_snapshot!(name, body);
+    }
+}
+
+fn header<'r>(request: &'r wiremock::Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+#[tokio::test]
+async fn openai_request_bodies() {
+    let bearer = format!("Bearer {KEY}");
+    check_bodies(
+        "openai",
+        |server| OpenAi::new(ApiKey::new(KEY)).with_config(config(server)),
+        |request| {
+            assert_eq!(header(request, "authorization"), Some(bearer.as_str()));
+            assert_eq!(header(request, "content-type"), Some("application/json"));
+            assert!(header(request, "user-agent").is_some_and(|ua| ua.starts_with("claij/")));
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn openrouter_request_bodies() {
+    check_bodies(
+        "openrouter",
+        |server| {
+            OpenRouter::new(ApiKey::new(KEY))
+                .with_config(config(server))
+                .with_referer("https://example.com/app")
+                .with_title("claij tests")
+        },
+        |request| {
+            assert_eq!(
+                header(request, "http-referer"),
+                Some("https://example.com/app")
+            );
+            assert_eq!(header(request, "x-title"), Some("claij tests"));
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn compatible_request_bodies() {
+    check_bodies(
+        "compatible",
+        |server| OpenAiCompatible::new(format!("{}/v1", server.uri())).with_config(config(server)),
+        |request| assert_eq!(header(request, "authorization"), None, "no key, no header"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn compatible_servers_take_an_optional_key() {
+    let server = MockServer::start().await;
+    let backend = OpenAiCompatible::new("unused")
+        .with_config(config(&server))
+        .with_key(ApiKey::new("local-key-123"))
+        .with_provider("vllm");
+    let (_, received) = sent_body(&server, &backend, &cases()[0].1, false).await;
+    assert_eq!(
+        header(&received, "authorization"),
+        Some("Bearer local-key-123")
+    );
+    assert_eq!(backend.provider(), "vllm");
+}
+
+/// Each example body of the spec, through each adapter's `transform_response`.
+#[test]
+fn spec_example_responses_parse() {
+    let mut seen = 0;
+    let dir = providers_dir().join("examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("openai-"))
+        })
+        .collect();
+    files.sort();
+    let adapters: [&dyn Adapter; 3] = [
+        &OpenAiAdapter::default(),
+        &OpenRouterAdapter::default(),
+        &CompatibleAdapter::default(),
+    ];
+    for file in &files {
+        let example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let body = serde_json::to_vec(&example["body"]).unwrap();
+        for adapter in adapters {
+            let context = ErrorContext::provider(adapter.provider()).status(200);
+            let response = adapter
+                .transform_response(&body, &context)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let expected = &example["body"]["choices"][0]["message"];
+            let text = expected["content"]
+                .as_str()
+                .or(expected["tool_calls"][0]["function"]["arguments"].as_str())
+                .unwrap();
+            assert_eq!(response.content, text, "{}", file.display());
+            assert_eq!(
+                response.usage.input_tokens,
+                example["body"]["usage"]["prompt_tokens"].as_u64().unwrap()
+            );
+            assert_eq!(response.model.as_deref(), example["body"]["model"].as_str());
+            assert_eq!(
+                response.request_id.as_deref(),
+                example["body"]["id"].as_str()
+            );
+        }
+        seen += 1;
+    }
+    assert!(
+        seen >= 3,
+        "found {seen} OpenAI examples in {}",
+        dir.display()
+    );
+}
+
+#[tokio::test]
+async fn tool_mode_answers_come_from_the_call() {
+    let server = MockServer::start().await;
+    let body = json!({
+        "id": "chatcmpl-t", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "response", "arguments": "{\"answer\":\"4\",\"state\":\"done\",\"confidence\":null}"}}]}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}
+    });
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config(&server));
+    let request = cases().remove(2).1;
+    let response = backend.complete(&request).await.unwrap();
+    let answer: Value = serde_json::from_str(&response.content).unwrap();
+    assert_eq!(answer["answer"], "4");
+    assert_eq!(response.finish_reason, FinishReason::Stop);
+}
+
+#[tokio::test]
+async fn openrouter_reports_cost() {
+    let server = MockServer::start().await;
+    let mut body = completion("{\"answer\": \"4\"}");
+    body["id"] = json!("gen-123");
+    body["usage"] = json!({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+                           "prompt_tokens_details": {"cached_tokens": 64},
+                           "completion_tokens_details": {"reasoning_tokens": 8},
+                           "cost": 0.000_42});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let backend = OpenRouter::new(ApiKey::new(KEY)).with_config(config(&server));
+    let response = backend.complete(&cases().remove(1).1).await.unwrap();
+    let usage = response.usage;
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cached_tokens,
+            usage.reasoning_tokens
+        ),
+        (100, 20, 64, 8)
+    );
+    assert_eq!(usage.cost_usd, Some(0.000_42));
+    assert_eq!(response.request_id.as_deref(), Some("gen-123"));
+}
+
+#[tokio::test]
+async fn provider_errors_through_http() {
+    let cases = [
+        (
+            404,
+            json!({"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error", "code": "model_not_found"}}),
+            "ModelNotFound",
+        ),
+        (
+            400,
+            json!({"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+            "ContextLengthExceeded",
+        ),
+        (
+            400,
+            json!({"error": {"message": "Invalid schema for response_format 'response'", "type": "invalid_request_error", "code": null}}),
+            "BadRequest",
+        ),
+        (
+            429,
+            json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}),
+            "RateLimited",
+        ),
+        (
+            503,
+            json!({"error": {"message": "The server is overloaded", "type": "server_error"}}),
+            "Overloaded",
+        ),
+    ];
+    for (status, body, expected) in cases {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(CHAT))
+            .respond_with(
+                ResponseTemplate::new(status)
+                    .insert_header("retry-after", "7")
+                    .insert_header("x-request-id", "req_e")
+                    .set_body_json(body),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config(&server));
+        let request = ChatRequest::new("gpt-9").message(Message::user("hi"));
+        let error = backend.complete(&request).await.unwrap_err();
+        assert_eq!(kind(&error), expected, "{status}: {error}");
+        assert_eq!(error.context().request_id.as_deref(), Some("req_e"));
+        match expected {
+            "ModelNotFound" => assert!(
+                error.to_string().contains("model `gpt-9` not found"),
+                "{error}"
+            ),
+            "RateLimited" | "Overloaded" => {
+                assert_eq!(error.retry_after(), Some(std::time::Duration::from_secs(7)));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn refusals_through_http() {
+    let server = MockServer::start().await;
+    let body = json!({"id": "chatcmpl-r", "model": "gpt-4o",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": null, "refusal": "I can't help with that."}}]});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config(&server));
+    let error = backend.complete(&cases().remove(1).1).await.unwrap_err();
+    assert_eq!(kind(&error), "Refused");
+}
+
+#[tokio::test]
+async fn streamed_tool_calls_become_text() {
+    let server = MockServer::start().await;
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let mut body = String::new();
+    body.push_str(&chunk(json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "response", "arguments": ""}}]}), Value::Null));
+    body.push_str(&chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"answer\":"}}]}),
+        Value::Null,
+    ));
+    body.push_str(&chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"4\"}"}}]}),
+        Value::Null,
+    ));
+    body.push_str(&chunk(json!({}), json!("stop")));
+    body.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config(&server));
+    let request = cases().remove(2).1;
+    let events: Vec<StreamEvent> = backend.stream(&request).map(Result::unwrap).collect().await;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "{\"answer\":\"4\"}");
+    assert_eq!(
+        events.last(),
+        Some(&StreamEvent::Finish(FinishReason::Stop))
+    );
+    let sent: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+    assert_valid_request("openai_tool_stream", &sent);
+}
+
+#[test]
+fn capabilities() {
+    let openai = OpenAiAdapter::default();
+    for model in [
+        "gpt-4o-mini",
+        "gpt-4.1",
+        "gpt-5.1",
+        "o3-mini",
+        "openai/gpt-4o",
+    ] {
+        let c = openai.capabilities(model);
+        assert_eq!(
+            c.schema_dialect,
+            Some(SchemaDialect::OpenAiStrict),
+            "{model}"
+        );
+        assert!(c.native_json_schema && c.tools && c.streaming, "{model}");
+    }
+    for model in ["gpt-3.5-turbo", "gpt-4", "gpt-4-turbo", "o1-mini"] {
+        let c = openai.capabilities(model);
+        assert!(
+            !c.native_json_schema && c.schema_dialect.is_none(),
+            "{model}"
+        );
+        assert!(c.tools, "{model}");
+    }
+    let router = OpenRouterAdapter::default().capabilities("google/gemini-2.5-flash");
+    assert_eq!(router.schema_dialect, Some(SchemaDialect::OpenAiStrict));
+    let local = CompatibleAdapter::default().capabilities("qwen3");
+    assert_eq!(local.schema_dialect, Some(SchemaDialect::JsonSchema));
+    assert!(local.tools && local.streaming);
+    let plain = CompatibleAdapter::default()
+        .with_capabilities(claij_backends::Capabilities::prompted())
+        .capabilities("old");
+    assert!(!plain.native_json_schema);
+}
+
+#[test]
+fn the_spec_check_rejects_what_openai_would() {
+    let invalid = [
+        json!({"model": "m", "messages": []}),
+        json!({"model": "m", "messages": [{"role": "tool", "content": "42"}]}),
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+               "response_format": {"type": "json_schema"}}),
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+               "stop": ["a", "b", "c", "d", "e"]}),
+    ];
+    for body in invalid {
+        assert!(request_schema().validate(&body).is_err(), "{body}");
+    }
+}

@@ -1,0 +1,321 @@
+//! End-to-end structured calls through `OpenAi` against a local server answering like OpenAI:
+//! (a) client CPU per call, sequential, zero latency; (b) throughput with 256 calls in flight at
+//! 200 ms simulated latency (ideal: 1280 calls/s), with the client's CPU as a share of one core.
+//!
+//! The server is a minimal HTTP/1.1 keep-alive responder on 127.0.0.1, on its own thread and
+//! single-threaded runtime, so its CPU can be told apart from the client's (Linux `/proc`). It stops
+//! when the bench ends. Without `--bench` (as in `cargo test --benches`) (b) runs a short version.
+//! The client runs on a two-worker multi-thread runtime; `BENCH_CURRENT_THREAD=1` runs (b) on a
+//! current-thread one instead. CPU times come from `/proc` in ticks of 10 ms, and count whatever
+//! else the process does in the window (so run it on a quiet machine).
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use claij_backends::http::{HttpConfig, RetryPolicy};
+use claij_backends::openai::OpenAi;
+use claij_backends::{ApiKey, Backend, ChatRequest, Message};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Linux's `USER_HZ`: `/proc` CPU times count in hundredths of a second.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// A running local server; dropping it stops it.
+struct Server {
+    url: String,
+    tid: u32,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What the server answers to every request: a structured chat completion, as OpenAI sends it.
+fn response_bytes() -> Vec<u8> {
+    let content = json!({"answer": "4", "state": "done", "confidence": 0.97}).to_string();
+    let body = json!({
+        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+        "object": "chat.completion",
+        "created": 1_741_569_952,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content, "refusal": null, "annotations": []},
+            "logprobs": null,
+            "finish_reason": "stop"
+        }],
+        "usage": {
+            "prompt_tokens": 142, "completion_tokens": 18, "total_tokens": 160,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+        },
+        "service_tier": "default",
+        "system_fingerprint": "fp_bench"
+    })
+    .to_string();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         x-request-id: req_bench\r\n\r\n",
+        body.len()
+    );
+    [head.into_bytes(), body.into_bytes()].concat()
+}
+
+fn start_server(latency: Duration) -> Server {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            ready_tx.send((address, current_tid())).unwrap();
+            let response: Arc<[u8]> = response_bytes().into();
+            let accept = async {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    tokio::spawn(serve(stream, latency, response.clone()));
+                }
+            };
+            tokio::select! {
+                () = accept => {}
+                _ = stop_rx => {}
+            }
+        });
+    });
+    let (address, tid) = ready_rx.recv().unwrap();
+    Server {
+        url: format!("http://{address}/v1"),
+        tid,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    }
+}
+
+/// Answers requests on one keep-alive connection until the client closes it.
+async fn serve(mut stream: TcpStream, latency: Duration, response: Arc<[u8]>) {
+    let _ = stream.set_nodelay(true);
+    let mut buffer = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let length = loop {
+            if let Some(length) = complete_request(&buffer) {
+                break length;
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        };
+        buffer.drain(..length);
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        if stream.write_all(&response).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The length of the first complete request in `buffer` (head and `content-length` body).
+fn complete_request(buffer: &[u8]) -> Option<usize> {
+    let end = buffer.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&buffer[..end]).ok()?;
+    let body = head
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let total = end + 4 + body;
+    (buffer.len() >= total).then_some(total)
+}
+
+/// This thread's id, from `/proc/thread-self` (`<pid>/task/<tid>`).
+fn current_tid() -> u32 {
+    let link = std::fs::read_link("/proc/thread-self").unwrap();
+    link.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .unwrap()
+}
+
+/// User plus system CPU seconds from a `/proc/.../stat` file (fields 14 and 15).
+fn cpu_seconds(stat_path: &str) -> f64 {
+    let text = std::fs::read_to_string(stat_path).unwrap();
+    // The command name may hold spaces and parentheses: fields are counted after the last `)`.
+    let after = &text[text.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / TICKS_PER_SECOND
+}
+
+/// CPU seconds of the whole process and of the server thread.
+fn cpu(server: &Server) -> (f64, f64) {
+    (
+        cpu_seconds("/proc/self/stat"),
+        cpu_seconds(&format!("/proc/self/task/{}/stat", server.tid)),
+    )
+}
+
+fn backend(server: &Server) -> OpenAi {
+    OpenAi::new(ApiKey::new("sk-bench-not-a-real-key"))
+        .with_config(HttpConfig::new(server.url.clone()).with_retry(RetryPolicy::none()))
+}
+
+/// A structured request like the pipeline sends: system prompt, user input, strict schema.
+fn request() -> ChatRequest {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "description": "The answer to the user's question"},
+            "state": {"type": "string", "enum": ["done", "more", "error"]},
+            "confidence": {"type": ["number", "null"], "description": "How sure, from 0 to 1"}
+        },
+        "required": ["answer", "state", "confidence"],
+        "additionalProperties": false
+    });
+    ChatRequest::new("gpt-4o-mini")
+        .system("You are a careful assistant. Answer with JSON that matches the schema.")
+        .message(Message::user("What is 2+2? Say how sure you are."))
+        .structured("response", schema, true)
+        .temperature(0.0)
+}
+
+fn sequential(c: &mut Criterion) {
+    let server = start_server(Duration::ZERO);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = backend(&server);
+    let request = request();
+    runtime.block_on(backend.complete(&request)).unwrap();
+    c.bench_function("http/structured-call/sequential-zero-latency", |b| {
+        b.iter(|| black_box(runtime.block_on(backend.complete(&request)).unwrap()))
+    });
+
+    let calls = if measuring() { 5_000 } else { 200 };
+    let (process_before, server_before) = cpu(&server);
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(runtime.block_on(backend.complete(&request)).unwrap());
+    }
+    let wall = started.elapsed();
+    let (process_after, server_after) = cpu(&server);
+    let client = (process_after - process_before) - (server_after - server_before);
+    println!(
+        "sequential, zero latency: {calls} calls in {:.2} s, {:.0} us wall per call, \
+         client CPU {:.1} us per call (server {:.1} us per call)",
+        wall.as_secs_f64(),
+        wall.as_secs_f64() * 1e6 / calls as f64,
+        client * 1e6 / calls as f64,
+        (server_after - server_before) * 1e6 / calls as f64,
+    );
+}
+
+fn in_flight(_: &mut Criterion) {
+    let (concurrency, calls, latency) = if measuring() {
+        (256, 2_560, Duration::from_millis(200))
+    } else {
+        (32, 64, Duration::from_millis(20))
+    };
+    let server = start_server(latency);
+    let runtime = if std::env::var_os("BENCH_CURRENT_THREAD").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let backend = Arc::new(backend(&server));
+    let request = Arc::new(request());
+    // Each round returns the mean latency of its calls.
+    let round = |per_task: usize| {
+        let backend = backend.clone();
+        let request = request.clone();
+        runtime.block_on(async move {
+            let tasks: Vec<_> = (0..concurrency)
+                .map(|_| {
+                    let backend = backend.clone();
+                    let request = request.clone();
+                    tokio::spawn(async move {
+                        let mut waited = Duration::ZERO;
+                        for _ in 0..per_task {
+                            let started = Instant::now();
+                            black_box(backend.complete(&request).await.unwrap());
+                            waited += started.elapsed();
+                        }
+                        waited
+                    })
+                })
+                .collect();
+            let mut waited = Duration::ZERO;
+            for task in tasks {
+                waited += task.await.unwrap();
+            }
+            waited / (concurrency * per_task) as u32
+        })
+    };
+    // Open the connections first: the steady state is what is measured.
+    round(1);
+    let (process_before, server_before) = cpu(&server);
+    let started = Instant::now();
+    let latency_seen = round(calls / concurrency);
+    let wall = started.elapsed().as_secs_f64();
+    let (process_after, server_after) = cpu(&server);
+    let server_cpu = server_after - server_before;
+    let client = (process_after - process_before) - server_cpu;
+    let ideal = concurrency as f64 / latency.as_secs_f64();
+    println!(
+        "{concurrency} in flight, {} ms latency: {calls} calls in {wall:.2} s = {:.0} calls/s \
+         (ideal {ideal:.0}), mean call {:.1} ms; client CPU {:.3} s = {:.1}% of one core ({:.1} us per call); \
+         server thread {:.1}% of one core",
+        latency.as_millis(),
+        calls as f64 / wall,
+        latency_seen.as_secs_f64() * 1e3,
+        client,
+        client / wall * 100.0,
+        client * 1e6 / calls as f64,
+        server_cpu / wall * 100.0,
+    );
+}
+
+/// Whether this is a real `cargo bench` run rather than a quick test of the bench.
+fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(50).measurement_time(Duration::from_secs(4));
+    targets = sequential, in_flight
+}
+criterion_main!(benches);

@@ -1,0 +1,193 @@
+//! The retry policy: which failures are retried, how long to wait (exponential backoff with jitter,
+//! or the server's `Retry-After`), and the bounds on attempts and total time.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, Instant, SystemTime};
+
+use reqwest::header::HeaderMap;
+use tracing::warn;
+
+use crate::{Error, ErrorContext};
+
+/// When and how often a failed attempt is tried again.
+///
+/// Retried: HTTP 429, 500, 502, 503, 504 and 529, connection failures and timeouts. Never retried:
+/// anything else (400, 401, 403, 404, 422, a malformed body, a refusal). The wait before attempt
+/// `n + 1` is `initial_backoff * 2^(n-1)`, at most `max_backoff`, less a random part of up to
+/// `jitter` of it; a `Retry-After` from the server replaces it (capped at `max_backoff`). No retry
+/// starts once the call has run for `max_total`, or would pass it while waiting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (1 means no retry).
+    pub max_attempts: u32,
+    /// The wait before the first retry.
+    pub initial_backoff: Duration,
+    /// The longest single wait, `Retry-After` included.
+    pub max_backoff: Duration,
+    /// The longest a call may take with all its attempts and waits.
+    pub max_total: Duration,
+    /// The share of each backoff, from 0.0 to 1.0, taken off at random so clients do not retry in step.
+    pub jitter: f64,
+}
+
+/// HTTP statuses that may succeed when tried again.
+const RETRY_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
+
+impl Default for RetryPolicy {
+    /// Four attempts, backoff from 500 ms up to 30 s, two minutes in all, half the backoff jittered.
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_total: Duration::from_secs(120),
+            jitter: 0.5,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One attempt, no retry.
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// The same policy with another number of attempts.
+    #[must_use]
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// The same policy with other backoff bounds.
+    #[must_use]
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max;
+        self
+    }
+
+    /// The same policy with another bound on the whole call.
+    #[must_use]
+    pub fn with_max_total(mut self, max_total: Duration) -> Self {
+        self.max_total = max_total;
+        self
+    }
+
+    /// The same policy with another jitter (clamped to 0.0..=1.0).
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The backoff after failed attempt `attempt` (1 for the first), for a `random` draw in `[0, 1)`.
+    pub fn backoff(&self, attempt: u32, random: f64) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(31);
+        let full = self
+            .initial_backoff
+            .saturating_mul(1u32 << doublings)
+            .min(self.max_backoff);
+        let jitter = if self.jitter.is_finite() {
+            self.jitter.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        full.mul_f64(1.0 - jitter * random.clamp(0.0, 1.0))
+    }
+
+    /// How long to wait before retrying after `error` on attempt `attempt`, `elapsed` into the call;
+    /// `None` to give up.
+    pub(crate) fn wait(&self, error: &Error, attempt: u32, elapsed: Duration) -> Option<Duration> {
+        if attempt >= self.max_attempts || !is_retryable(error) {
+            return None;
+        }
+        let wait = match error.retry_after() {
+            Some(after) => after.min(self.max_backoff),
+            None => self.backoff(attempt, random_unit()),
+        };
+        (elapsed.saturating_add(wait) < self.max_total).then_some(wait)
+    }
+}
+
+/// Whether a failure may pass if the same request is sent again.
+pub(crate) fn is_retryable(error: &Error) -> bool {
+    matches!(error, Error::Network { .. } | Error::Timeout { .. })
+        || error
+            .context()
+            .status
+            .is_some_and(|s| RETRY_STATUSES.contains(&s))
+}
+
+/// Runs `attempt` (numbered from 1) until it succeeds, fails for good, or the policy gives up.
+pub(crate) async fn run<T, F, Fut>(
+    policy: &RetryPolicy,
+    context: &ErrorContext,
+    model: &str,
+    mut attempt: F,
+) -> Result<T, Error>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let started = Instant::now();
+    let mut n = 1;
+    loop {
+        let error = match attempt(n).await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        let Some(wait) = policy.wait(&error, n, started.elapsed()) else {
+            return Err(error);
+        };
+        warn!(
+            provider = %context.provider,
+            model,
+            attempt = n,
+            status = error.context().status.unwrap_or(0),
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            error = %error,
+            "retrying after a failed attempt"
+        );
+        tokio::time::sleep(wait).await;
+        n += 1;
+    }
+}
+
+/// The server's requested wait: `retry-after-ms` (milliseconds, as OpenAI sends), else `Retry-After`
+/// (seconds or an HTTP date).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    text("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| Duration::from_secs_f64(ms.min(86_400_000.0) / 1000.0))
+        .or_else(|| text("retry-after").and_then(|v| parse_retry_after(v, SystemTime::now())))
+}
+
+/// A `Retry-After` value: delay seconds, or an HTTP date (a past date means now).
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::from_secs_f64(seconds.min(86_400.0)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A random number in `[0, 1)`, good enough for jitter (std's hasher keys are random per instance).
+fn random_unit() -> f64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(0x5eed);
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}

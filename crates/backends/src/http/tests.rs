@@ -1,0 +1,265 @@
+//! Unit tests of the HTTP machinery's pure parts: SSE parsing, backoff, `Retry-After`, scrubbing.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, HeaderValue};
+
+use super::retry::{RetryPolicy, is_retryable, parse_retry_after, retry_after};
+use super::sse::{SseEvent, SseParser};
+use super::transport::{request_id, scrub};
+use crate::{ApiKey, Error, ErrorContext};
+
+fn ev(event: Option<&str>, data: &str) -> SseEvent {
+    SseEvent {
+        event: event.map(str::to_owned),
+        data: data.to_owned(),
+    }
+}
+
+/// Parses `chunks` in order, then ends the stream.
+#[track_caller]
+fn check_sse(chunks: &[&[u8]], expected: &[SseEvent]) {
+    let mut parser = SseParser::new();
+    let mut got: Vec<SseEvent> = chunks.iter().flat_map(|c| parser.push(c)).collect();
+    got.extend(parser.finish());
+    assert_eq!(got, expected, "chunks: {chunks:?}");
+}
+
+#[test]
+fn sse_data_lines() {
+    check_sse(
+        &[b"data: {\"a\":1}\n\ndata: {\"b\":2}\n\n"],
+        &[ev(None, "{\"a\":1}"), ev(None, "{\"b\":2}")],
+    );
+    // No space after the colon; only one space is stripped.
+    check_sse(
+        &[b"data:x\n\ndata:  y\n\n"],
+        &[ev(None, "x"), ev(None, " y")],
+    );
+}
+
+#[test]
+fn sse_multi_line_data_joins_with_newlines() {
+    check_sse(
+        &[b"data: one\ndata: two\ndata:\n\n"],
+        &[ev(None, "one\ntwo\n")],
+    );
+}
+
+#[test]
+fn sse_event_names_and_comments() {
+    check_sse(
+        &[b": keep-alive\n\nevent: message_start\ndata: {}\n\n: OPENROUTER PROCESSING\n\n"],
+        &[ev(Some("message_start"), "{}")],
+    );
+    // An event name without data dispatches nothing, and does not leak into the next event.
+    check_sse(&[b"event: ping\n\ndata: x\n\n"], &[ev(None, "x")]);
+    // Unknown fields, `id` and `retry` are ignored.
+    check_sse(
+        &[b"id: 7\nretry: 10\nfoo: bar\ndata: x\n\n"],
+        &[ev(None, "x")],
+    );
+}
+
+#[test]
+fn sse_done_marker() {
+    let mut parser = SseParser::new();
+    let events = parser.push(b"data: {\"x\":1}\n\ndata: [DONE]\n\n");
+    assert_eq!(events.len(), 2);
+    assert!(!events[0].is_done());
+    assert!(events[1].is_done());
+}
+
+#[test]
+fn sse_chunks_split_anywhere() {
+    let text = "event: delta\r\ndata: h\u{e9}llo\r\n\r\ndata: [DONE]\r\n\r\n";
+    let expected = [ev(Some("delta"), "h\u{e9}llo"), ev(None, "[DONE]")];
+    for cut in 0..=text.len() {
+        let (a, b) = text.as_bytes().split_at(cut);
+        check_sse(&[a, b], &expected);
+    }
+    // Byte by byte.
+    let bytes: Vec<&[u8]> = text.as_bytes().chunks(1).collect();
+    check_sse(&bytes, &expected);
+}
+
+#[test]
+fn sse_line_endings() {
+    let expected = [ev(None, "a"), ev(None, "b")];
+    check_sse(&[b"data: a\n\ndata: b\n\n"], &expected);
+    check_sse(&[b"data: a\r\n\r\ndata: b\r\n\r\n"], &expected);
+    check_sse(&[b"data: a\r\rdata: b\r\r"], &expected);
+    // A `\r` at the end of a chunk and its `\n` at the start of the next are one line end.
+    check_sse(&[b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n"], &expected);
+}
+
+#[test]
+fn sse_unterminated_event_is_dispatched_at_the_end() {
+    check_sse(&[b"data: last"], &[ev(None, "last")]);
+    check_sse(&[b"data: last\n"], &[ev(None, "last")]);
+    check_sse(&[b""], &[]);
+    check_sse(&[b": only a comment"], &[]);
+}
+
+#[test]
+fn sse_invalid_utf8_does_not_panic() {
+    check_sse(&[b"data: \xff\xfe\n\n"], &[ev(None, "\u{fffd}\u{fffd}")]);
+}
+
+#[test]
+fn backoff_doubles_up_to_the_cap() {
+    let policy = RetryPolicy::default()
+        .with_backoff(Duration::from_millis(100), Duration::from_millis(1000))
+        .with_jitter(0.0);
+    let waits: Vec<u128> = (1..=6)
+        .map(|n| policy.backoff(n, 0.7).as_millis())
+        .collect();
+    assert_eq!(waits, [100, 200, 400, 800, 1000, 1000]);
+    assert_eq!(
+        policy.backoff(u32::MAX, 0.0),
+        Duration::from_millis(1000),
+        "no overflow"
+    );
+}
+
+#[test]
+fn jitter_takes_off_at_most_its_share() {
+    let policy = RetryPolicy::default()
+        .with_backoff(Duration::from_millis(1000), Duration::from_secs(10))
+        .with_jitter(0.5);
+    assert_eq!(policy.backoff(1, 0.0), Duration::from_millis(1000));
+    assert_eq!(policy.backoff(1, 1.0), Duration::from_millis(500));
+    let silly = policy.with_jitter(f64::NAN);
+    assert_eq!(silly.backoff(1, 0.9), Duration::from_millis(1000));
+}
+
+fn status_error(status: u16) -> Error {
+    Error::Server {
+        context: ErrorContext::provider("p").status(status),
+        message: String::new(),
+    }
+}
+
+#[test]
+fn retried_statuses_and_failures() {
+    for status in [429, 500, 502, 503, 504, 529] {
+        assert!(is_retryable(&status_error(status)), "{status}");
+    }
+    for status in [400, 401, 403, 404, 422, 501] {
+        assert!(!is_retryable(&status_error(status)), "{status}");
+    }
+    let network = Error::Network {
+        context: ErrorContext::provider("p").status(200),
+        message: "reset".into(),
+    };
+    assert!(is_retryable(&network));
+    let malformed = Error::MalformedResponse {
+        context: ErrorContext::provider("p").status(200),
+        reason: "truncated".into(),
+        excerpt: String::new(),
+    };
+    assert!(!is_retryable(&malformed));
+}
+
+#[test]
+fn waits_respect_attempts_total_time_and_retry_after() {
+    let policy = RetryPolicy::default()
+        .with_max_attempts(3)
+        .with_backoff(Duration::from_millis(100), Duration::from_secs(2))
+        .with_max_total(Duration::from_secs(10))
+        .with_jitter(0.0);
+    let e = status_error(500);
+    assert_eq!(
+        policy.wait(&e, 1, Duration::ZERO),
+        Some(Duration::from_millis(100))
+    );
+    assert_eq!(
+        policy.wait(&e, 2, Duration::ZERO),
+        Some(Duration::from_millis(200))
+    );
+    assert_eq!(policy.wait(&e, 3, Duration::ZERO), None, "out of attempts");
+    assert_eq!(
+        policy.wait(&e, 1, Duration::from_millis(9950)),
+        None,
+        "would pass max_total"
+    );
+    assert_eq!(policy.wait(&status_error(400), 1, Duration::ZERO), None);
+    let limited = |after: u64| Error::RateLimited {
+        context: ErrorContext::provider("p").status(429),
+        retry_after: Some(Duration::from_secs(after)),
+        message: String::new(),
+    };
+    assert_eq!(
+        policy.wait(&limited(1), 1, Duration::ZERO),
+        Some(Duration::from_secs(1))
+    );
+    assert_eq!(
+        policy.wait(&limited(3600), 1, Duration::ZERO),
+        Some(Duration::from_secs(2)),
+        "Retry-After is capped at max_backoff"
+    );
+    assert_eq!(RetryPolicy::none().wait(&e, 1, Duration::ZERO), None);
+}
+
+#[test]
+fn retry_after_seconds_and_dates() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let check = |value: &str, expected: Option<Duration>| {
+        assert_eq!(parse_retry_after(value, now), expected, "{value:?}");
+    };
+    check("1", Some(Duration::from_secs(1)));
+    check(" 120 ", Some(Duration::from_secs(120)));
+    check("1.5", Some(Duration::from_millis(1500)));
+    let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+    check(&later, Some(Duration::from_secs(30)));
+    let earlier = httpdate::fmt_http_date(now - Duration::from_secs(30));
+    check(&earlier, Some(Duration::ZERO));
+    check("soon", None);
+    check("-1", None);
+    check("", None);
+
+    let mut headers = HeaderMap::new();
+    headers.insert("retry-after", HeaderValue::from_static("7"));
+    assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
+    headers.insert("retry-after-ms", HeaderValue::from_static("250"));
+    assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+}
+
+#[test]
+fn request_ids_from_headers() {
+    let mut headers = HeaderMap::new();
+    assert_eq!(request_id(&headers), None);
+    headers.insert("request-id", HeaderValue::from_static("req_anthropic"));
+    assert_eq!(request_id(&headers).as_deref(), Some("req_anthropic"));
+    headers.insert("x-request-id", HeaderValue::from_static("req_openai"));
+    assert_eq!(request_id(&headers).as_deref(), Some("req_openai"));
+}
+
+#[test]
+fn scrub_removes_the_key_everywhere() {
+    let key = ApiKey::new("sk-test-0123456789abcdef");
+    let context = ErrorContext::provider("p").status(401);
+    let echoed = format!("bad key {} given", key.expose());
+    let errors = [
+        Error::Authentication {
+            context: context.clone(),
+            message: echoed.clone(),
+        },
+        Error::MalformedResponse {
+            context: context.clone(),
+            reason: echoed.clone(),
+            excerpt: echoed.clone(),
+        },
+        Error::RateLimited {
+            context,
+            retry_after: None,
+            message: echoed,
+        },
+    ];
+    for error in errors {
+        let scrubbed = scrub(error, &key);
+        let shown = format!("{scrubbed} {scrubbed:?}");
+        assert!(!shown.contains(key.expose()), "{shown}");
+        assert!(shown.contains("bad key *** given"), "{shown}");
+    }
+}

@@ -1,0 +1,340 @@
+//! One attempt over the wire: send, read, classify; transport failures as typed errors; request ids;
+//! the key scrubbed from errors.
+
+use std::time::{Duration, Instant};
+
+use reqwest::header::HeaderMap;
+use tracing::debug;
+
+use super::{HttpBackend, Prepared, retry};
+use crate::{Adapter, ApiKey, ChatResponse, Error, ErrorContext, excerpt};
+
+/// Response headers that carry the provider's request id, most specific first: OpenAI and most
+/// OpenAI-compatible servers send `x-request-id`, Anthropic `request-id`. Where none is sent, the
+/// adapter may use the id in the body.
+const REQUEST_ID_HEADERS: [&str; 2] = ["x-request-id", "request-id"];
+
+/// One non-streaming attempt: the parsed response, or the typed error (key already scrubbed).
+pub(super) async fn complete<A: Adapter>(
+    backend: &HttpBackend<A>,
+    client: &reqwest::Client,
+    prepared: &Prepared,
+    model: &str,
+    attempt: u32,
+) -> Result<ChatResponse, Error> {
+    let provider = backend.adapter.provider();
+    let config = &backend.config;
+    let context = ErrorContext::provider(provider);
+    let started = Instant::now();
+    debug!(
+        provider,
+        model,
+        attempt,
+        request_bytes = prepared.body.len(),
+        "sending request"
+    );
+    let exchange = async {
+        let response = send(client, prepared).await.map_err(|e| {
+            transport_error(
+                &e,
+                context.clone(),
+                config.connect_timeout,
+                config.request_timeout,
+            )
+        })?;
+        let (status, context, retry_after) = read_head(&response, context.clone());
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| body_error(&e, context.clone(), config.request_timeout))?;
+        Ok::<_, Error>((status, context, retry_after, body))
+    };
+    let outcome = tokio::time::timeout(config.request_timeout, exchange).await;
+    let result = match outcome {
+        Err(_) => Err(Error::Timeout {
+            context,
+            after: config.request_timeout,
+        }),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok((status, context, retry_after, body))) => {
+            debug!(
+                provider,
+                status,
+                latency_ms = millis(started.elapsed()),
+                response_bytes = body.len(),
+                "response received"
+            );
+            interpret(&backend.adapter, status, retry_after, &body, context)
+        }
+    };
+    result.map_err(|e| scrub_with(e, backend.key.as_ref()))
+}
+
+/// Opens a stream: the response once its status is 2xx, or the typed error for any other status.
+pub(super) async fn open_stream<A: Adapter>(
+    backend: &HttpBackend<A>,
+    client: &reqwest::Client,
+    prepared: &Prepared,
+    model: &str,
+    attempt: u32,
+) -> Result<(reqwest::Response, ErrorContext), Error> {
+    let provider = backend.adapter.provider();
+    let config = &backend.config;
+    let context = ErrorContext::provider(provider);
+    let started = Instant::now();
+    debug!(
+        provider,
+        model,
+        attempt,
+        request_bytes = prepared.body.len(),
+        "opening stream"
+    );
+    let exchange = async {
+        let response = send(client, prepared).await.map_err(|e| {
+            transport_error(
+                &e,
+                context.clone(),
+                config.connect_timeout,
+                config.request_timeout,
+            )
+        })?;
+        let (status, context, retry_after) = read_head(&response, context.clone());
+        debug!(
+            provider,
+            status,
+            latency_ms = millis(started.elapsed()),
+            "stream headers received"
+        );
+        if (200..300).contains(&status) {
+            return Ok((response, context));
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| body_error(&e, context.clone(), config.request_timeout))?;
+        Err(backend
+            .adapter
+            .classify_error(status, retry_after, &body, context))
+    };
+    let result = match tokio::time::timeout(config.request_timeout, exchange).await {
+        Err(_) => Err(Error::Timeout {
+            context,
+            after: config.request_timeout,
+        }),
+        Ok(result) => result,
+    };
+    result.map_err(|e| scrub_with(e, backend.key.as_ref()))
+}
+
+fn send(
+    client: &reqwest::Client,
+    prepared: &Prepared,
+) -> impl Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+    client
+        .post(prepared.url.clone())
+        .headers(prepared.headers.clone())
+        .body(prepared.body.clone())
+        .send()
+}
+
+/// The status, the context with status and request id, and the parsed `Retry-After`.
+fn read_head(
+    response: &reqwest::Response,
+    context: ErrorContext,
+) -> (u16, ErrorContext, Option<Duration>) {
+    let status = response.status().as_u16();
+    let mut context = context.status(status);
+    context.request_id = request_id(response.headers());
+    (status, context, retry::retry_after(response.headers()))
+}
+
+/// A complete response: a 2xx body through the adapter (an empty one is malformed whatever the
+/// provider), any other status through its error classification.
+fn interpret<A: Adapter>(
+    adapter: &A,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+    context: ErrorContext,
+) -> Result<ChatResponse, Error> {
+    if !(200..300).contains(&status) {
+        return Err(adapter.classify_error(status, retry_after, body, context));
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::MalformedResponse {
+            context,
+            reason: "the response body is empty".to_owned(),
+            excerpt: String::new(),
+        });
+    }
+    let mut response = adapter.transform_response(body, &context)?;
+    if response.request_id.is_none() {
+        response.request_id = context.request_id;
+    }
+    Ok(response)
+}
+
+/// The provider's request id from the response headers.
+pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
+    REQUEST_ID_HEADERS.iter().find_map(|name| {
+        let value = headers.get(*name)?.to_str().ok()?.trim();
+        (!value.is_empty()).then(|| excerpt(value.as_bytes(), 200))
+    })
+}
+
+/// A failure to send or to get the response head.
+pub(super) fn transport_error(
+    error: &reqwest::Error,
+    context: ErrorContext,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> Error {
+    if error.is_timeout() {
+        let after = if error.is_connect() {
+            connect_timeout
+        } else {
+            request_timeout
+        };
+        return Error::Timeout { context, after };
+    }
+    let what = if error.is_connect() {
+        "could not connect"
+    } else {
+        "the request failed"
+    };
+    Error::Network {
+        context,
+        message: format!("{what}: {}", describe(error)),
+    }
+}
+
+/// A failure while reading the body: the connection broke (or timed out) mid-body.
+pub(super) fn body_error(
+    error: &reqwest::Error,
+    context: ErrorContext,
+    timeout: Duration,
+) -> Error {
+    if error.is_timeout() {
+        return Error::Timeout {
+            context,
+            after: timeout,
+        };
+    }
+    Error::Network {
+        context,
+        message: format!(
+            "the connection broke while reading the response body: {}",
+            describe(error)
+        ),
+    }
+}
+
+/// An error and its sources as one line, without the URL (it may carry credentials).
+pub(super) fn describe(error: &reqwest::Error) -> String {
+    let mut text = String::new();
+    let mut current: Option<&dyn std::error::Error> = Some(error);
+    while let Some(e) = current {
+        let part = e.to_string();
+        let part = strip_url(&part);
+        if !part.is_empty() && !text.contains(part.as_str()) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+        current = e.source();
+    }
+    text
+}
+
+/// reqwest writes `... for url (http://...)`; the URL goes.
+fn strip_url(text: &str) -> String {
+    match text.find(" for url (") {
+        Some(at) => text[..at].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+fn scrub_with(error: Error, key: Option<&ApiKey>) -> Error {
+    match key {
+        Some(key) => scrub(error, key),
+        None => error,
+    }
+}
+
+/// `error` with every occurrence of `key` in its texts replaced by `***`.
+pub(super) fn scrub(error: Error, key: &ApiKey) -> Error {
+    let s = |text: String| {
+        if text.contains(key.expose()) {
+            key.scrub(&text)
+        } else {
+            text
+        }
+    };
+    match error {
+        Error::Authentication { context, message } => Error::Authentication {
+            context,
+            message: s(message),
+        },
+        Error::RateLimited {
+            context,
+            retry_after,
+            message,
+        } => Error::RateLimited {
+            context,
+            retry_after,
+            message: s(message),
+        },
+        Error::ContextLengthExceeded { context, message } => Error::ContextLengthExceeded {
+            context,
+            message: s(message),
+        },
+        Error::ModelNotFound { context, model } => Error::ModelNotFound {
+            context,
+            model: s(model),
+        },
+        Error::Refused { context, message } => Error::Refused {
+            context,
+            message: s(message),
+        },
+        Error::Overloaded {
+            context,
+            retry_after,
+            message,
+        } => Error::Overloaded {
+            context,
+            retry_after,
+            message: s(message),
+        },
+        Error::Server { context, message } => Error::Server {
+            context,
+            message: s(message),
+        },
+        Error::BadRequest { context, message } => Error::BadRequest {
+            context,
+            message: s(message),
+        },
+        Error::Network { context, message } => Error::Network {
+            context,
+            message: s(message),
+        },
+        Error::MalformedResponse {
+            context,
+            reason,
+            excerpt,
+        } => Error::MalformedResponse {
+            context,
+            reason: s(reason),
+            excerpt: s(excerpt),
+        },
+        Error::Other { context, message } => Error::Other {
+            context,
+            message: s(message),
+        },
+        other => other,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

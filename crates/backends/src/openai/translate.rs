@@ -1,0 +1,501 @@
+//! The pure translations every OpenAI-format adapter shares: neutral request to body, body to neutral
+//! response, error body to typed error, stream chunk to events.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::wire;
+use crate::{
+    ApiKey, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason, OutputMode, Role,
+    StreamEvent, Usage, WireRequest, excerpt,
+};
+
+/// How one provider's flavour of the format differs.
+pub(super) struct Shape<'a> {
+    /// The provider, for errors.
+    pub provider: &'a str,
+    /// The model when the request names none.
+    pub default_model: Option<&'a str>,
+    /// Send the token limit as `max_completion_tokens` (OpenAI) rather than `max_tokens`.
+    pub max_completion_tokens: bool,
+    /// Ask OpenRouter for usage accounting and, with a schema, parameter-honouring routing.
+    pub openrouter: bool,
+    /// The most stop sequences the provider takes.
+    pub max_stops: Option<usize>,
+    /// Extra headers (OpenRouter's attribution).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+/// The path of the chat completions endpoint, under the base URL.
+pub(super) const PATH: &str = "/chat/completions";
+
+/// What the forced tool tells the model.
+const TOOL_DESCRIPTION: &str =
+    "Give your answer by calling this function: its arguments are the answer.";
+
+/// Longest excerpt of a body in an error.
+const EXCERPT: usize = 200;
+
+/// The HTTP request for `request`.
+pub(super) fn request(
+    shape: Shape<'_>,
+    request: &ChatRequest,
+    stream: bool,
+) -> Result<WireRequest, Error> {
+    let bad = |message: &str| Error::BadRequest {
+        context: ErrorContext::provider(shape.provider),
+        message: message.to_owned(),
+    };
+    let model = Some(request.model.as_str())
+        .filter(|m| !m.is_empty())
+        .or(shape.default_model)
+        .ok_or_else(|| bad("the request names no model and the backend has no default model"))?;
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(wire::Message {
+            role: "system",
+            content: system,
+        });
+    }
+    messages.extend(request.messages.iter().map(|m| wire::Message {
+        role: role(m.role),
+        content: &m.content,
+    }));
+    if messages.is_empty() {
+        return Err(bad("the request has no messages"));
+    }
+    if let Some(max) = shape.max_stops
+        && request.stop.len() > max
+    {
+        return Err(bad(&format!("at most {max} stop sequences are allowed")));
+    }
+    let temperature = match request.temperature {
+        Some(t) if !t.is_finite() => return Err(bad("the temperature is not a finite number")),
+        // Through its shortest text, so 0.2f32 goes out as 0.2 rather than 0.20000000298023224.
+        Some(t) => Some(t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
+        None => None,
+    };
+    let mut body = wire::Request {
+        model,
+        messages,
+        temperature,
+        max_tokens: request.max_tokens.filter(|_| !shape.max_completion_tokens),
+        max_completion_tokens: request.max_tokens.filter(|_| shape.max_completion_tokens),
+        seed: request.seed,
+        stop: (!request.stop.is_empty()).then_some(request.stop.as_slice()),
+        response_format: None,
+        tools: None,
+        tool_choice: None,
+        parallel_tool_calls: None,
+        stream: stream.then_some(true),
+        stream_options: stream.then_some(wire::StreamOptions {
+            include_usage: true,
+        }),
+        provider: None,
+        usage: shape
+            .openrouter
+            .then_some(wire::UsageAccounting { include: true }),
+    };
+    if let Some(structured) = &request.structured_output {
+        let name = schema_name(&structured.name);
+        match structured.mode {
+            OutputMode::Native => {
+                body.response_format = Some(wire::ResponseFormat::JsonSchema {
+                    json_schema: wire::JsonSchema {
+                        name,
+                        strict: structured.strict,
+                        schema: &structured.schema,
+                    },
+                });
+            }
+            OutputMode::Tool => {
+                body.tool_choice = Some(wire::ToolChoice {
+                    kind: "function",
+                    function: wire::ToolName { name: name.clone() },
+                });
+                body.tools = Some([wire::Tool {
+                    kind: "function",
+                    function: wire::Function {
+                        name,
+                        description: TOOL_DESCRIPTION,
+                        parameters: &structured.schema,
+                        strict: structured.strict,
+                    },
+                }]);
+                // One call, one answer; strict schemas do not hold for parallel calls.
+                body.parallel_tool_calls = Some(false);
+            }
+        }
+        if shape.openrouter {
+            body.provider = Some(wire::ProviderPreferences {
+                require_parameters: true,
+            });
+        }
+    }
+    let body = serde_json::to_value(&body).map_err(|e| bad(&e.to_string()))?;
+    Ok(WireRequest {
+        path: PATH.to_owned(),
+        body,
+        headers: shape.headers,
+    })
+}
+
+/// `Authorization: Bearer <key>`.
+pub(super) fn bearer(key: &ApiKey) -> Vec<(&'static str, String)> {
+    vec![("authorization", format!("Bearer {}", key.expose()))]
+}
+
+/// The neutral response for a 2xx body.
+pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatResponse, Error> {
+    let completion: wire::Completion = serde_json::from_slice(body)
+        .map_err(|e| malformed(context, format!("not a chat completion ({e})"), body))?;
+    if let Some(error) = completion.error.as_ref().filter(|e| !e.is_null()) {
+        return Err(in_body_error(error, body, context));
+    }
+    let choice = completion
+        .choices
+        .and_then(|choices| choices.into_iter().next())
+        .ok_or_else(|| malformed(context, "the completion has no choices".to_owned(), body))?;
+    if let Some(error) = choice.error.as_ref().filter(|e| !e.is_null()) {
+        return Err(in_body_error(error, body, context));
+    }
+    let message = choice.message.unwrap_or_default();
+    if let Some(refusal) = message.refusal.filter(|r| !r.trim().is_empty()) {
+        return Err(Error::Refused {
+            context: context.clone(),
+            message: refusal,
+        });
+    }
+    let finish_reason = finish_reason(choice.finish_reason.as_deref());
+    let content = text(message.content.as_ref())
+        .filter(|t| !t.is_empty())
+        .or_else(|| first_tool_arguments(message.tool_calls.as_deref()))
+        .unwrap_or_default();
+    if finish_reason == FinishReason::ContentFilter && content.trim().is_empty() {
+        return Err(Error::Refused {
+            context: context.clone(),
+            message: "the provider's content filter stopped the answer".to_owned(),
+        });
+    }
+    Ok(ChatResponse {
+        content,
+        finish_reason,
+        usage: usage(completion.usage.unwrap_or_default()),
+        request_id: context.request_id.clone().or(completion.id),
+        model: completion.model,
+    })
+}
+
+/// What one streamed chunk means.
+pub(super) fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<StreamEvent>, Error> {
+    let chunk: wire::Completion = serde_json::from_str(data).map_err(|e| {
+        malformed(
+            context,
+            format!("not a chat completion chunk ({e})"),
+            data.as_bytes(),
+        )
+    })?;
+    if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+        return Err(in_body_error(error, data.as_bytes(), context));
+    }
+    let mut events = Vec::new();
+    if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
+        if let Some(error) = choice.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(in_body_error(error, data.as_bytes(), context));
+        }
+        let delta = choice.delta.or(choice.message).unwrap_or_default();
+        if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
+            return Err(Error::Refused {
+                context: context.clone(),
+                message: refusal,
+            });
+        }
+        if let Some(text) = text(delta.content.as_ref()).filter(|t| !t.is_empty()) {
+            events.push(StreamEvent::Text(text));
+        }
+        let arguments = delta
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.index.unwrap_or(0) == 0);
+        for call in arguments {
+            if let Some(part) = call
+                .function
+                .and_then(|f| f.arguments)
+                .filter(|a| !a.is_empty())
+            {
+                events.push(StreamEvent::Text(part));
+            }
+        }
+        if let Some(reason) = choice.finish_reason.as_deref() {
+            events.extend(chunk.model.clone().map(StreamEvent::Model));
+            events.extend(chunk.id.clone().map(StreamEvent::ResponseId));
+            events.push(StreamEvent::Finish(finish_reason(Some(reason))));
+        }
+    }
+    if let Some(u) = chunk.usage {
+        events.push(StreamEvent::Usage(usage(u)));
+    }
+    Ok(events)
+}
+
+/// The typed error for a non-2xx response.
+pub(super) fn classify(
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+    context: ErrorContext,
+) -> Error {
+    let info = match serde_json::from_slice::<Value>(body) {
+        Ok(value) => ErrorInfo::from_json(&value),
+        Err(_) => ErrorInfo::not_json(body),
+    };
+    classify_info(status, retry_after, info, body, context)
+}
+
+/// What an error body says.
+struct ErrorInfo {
+    message: String,
+    /// `error.type` and `error.code`, lowercase, space-separated (for keyword checks).
+    kinds: String,
+    /// `error.code` when it is a number (OpenRouter puts the HTTP status there).
+    numeric_code: Option<u16>,
+    /// The body was JSON: the provider itself answered (not a proxy's or a wrong URL's page).
+    json: bool,
+}
+
+impl ErrorInfo {
+    fn from_json(value: &Value) -> Self {
+        let error = value.get("error").unwrap_or(value);
+        let field = |name: &str| error.get(name).filter(|v| !v.is_null());
+        let mut message = match error {
+            Value::String(s) => s.clone(),
+            _ => field("message")
+                .or_else(|| field("detail"))
+                .map(|m| match m {
+                    Value::String(s) => s.clone(),
+                    other => excerpt(other.to_string().as_bytes(), EXCERPT),
+                })
+                .unwrap_or_else(|| excerpt(value.to_string().as_bytes(), EXCERPT)),
+        };
+        // OpenRouter wraps upstream failures; the upstream's words are the useful part.
+        if let Some(raw) = error.pointer("/metadata/raw").and_then(Value::as_str) {
+            message = format!("{message} ({})", excerpt(raw.as_bytes(), EXCERPT));
+        }
+        let code = field("code");
+        let mut kinds = String::new();
+        for part in [field("type"), code, field("status")].into_iter().flatten() {
+            let text = match part {
+                Value::String(s) => s.to_lowercase(),
+                other => other.to_string(),
+            };
+            kinds.push_str(&text);
+            kinds.push(' ');
+        }
+        let numeric_code = code.and_then(|c| match c {
+            Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        });
+        Self {
+            message,
+            kinds,
+            numeric_code,
+            json: true,
+        }
+    }
+
+    fn not_json(body: &[u8]) -> Self {
+        let message = if body.iter().all(u8::is_ascii_whitespace) {
+            "the error response has an empty body".to_owned()
+        } else {
+            format!(
+                "the error response is not JSON: {:?}",
+                excerpt(body, EXCERPT)
+            )
+        };
+        Self {
+            message,
+            kinds: String::new(),
+            numeric_code: None,
+            json: false,
+        }
+    }
+
+    fn mentions(&self, words: &[&str]) -> bool {
+        let message = self.message.to_lowercase();
+        words
+            .iter()
+            .any(|w| self.kinds.contains(w) || message.contains(w))
+    }
+}
+
+fn classify_info(
+    status: u16,
+    retry_after: Option<Duration>,
+    info: ErrorInfo,
+    body: &[u8],
+    context: ErrorContext,
+) -> Error {
+    let message = info.message.clone();
+    let context_length = [
+        "context_length_exceeded",
+        "exceed_context_size",
+        "maximum context length",
+        "context length",
+        "context window",
+    ];
+    match status {
+        401 | 403 => Error::Authentication { context, message },
+        402 => Error::Authentication {
+            context,
+            message: format!("payment required: {message}"),
+        },
+        404 if info.json => Error::ModelNotFound {
+            context,
+            model: String::new(),
+        },
+        404 => Error::MalformedResponse {
+            context,
+            reason: "HTTP 404 with a body that is not JSON; is the base URL right?".to_owned(),
+            excerpt: excerpt(body, EXCERPT),
+        },
+        429 => Error::RateLimited {
+            context,
+            retry_after,
+            message,
+        },
+        503 | 529 => Error::Overloaded {
+            context,
+            retry_after,
+            message,
+        },
+        400..=499 if info.mentions(&context_length) => {
+            Error::ContextLengthExceeded { context, message }
+        }
+        413 => Error::ContextLengthExceeded { context, message },
+        400..=499 if info.mentions(&["model_not_found", "not a valid model"]) => {
+            Error::ModelNotFound {
+                context,
+                model: String::new(),
+            }
+        }
+        400..=499 if info.mentions(&["content_filter", "content_policy"]) => {
+            Error::Refused { context, message }
+        }
+        400..=499 => Error::BadRequest { context, message },
+        500..=599 if info.mentions(&["overloaded"]) => Error::Overloaded {
+            context,
+            retry_after,
+            message,
+        },
+        500..=599 => Error::Server { context, message },
+        _ => Error::MalformedResponse {
+            context,
+            reason: format!("unexpected HTTP status {status}"),
+            excerpt: excerpt(body, EXCERPT),
+        },
+    }
+}
+
+/// An error reported inside a 2xx body or stream: classified by its own code (the HTTP status
+/// OpenRouter would have sent), 502 when it has none.
+fn in_body_error(error: &Value, body: &[u8], context: &ErrorContext) -> Error {
+    let wrapped = serde_json::json!({ "error": error });
+    let info = ErrorInfo::from_json(&wrapped);
+    let status = info
+        .numeric_code
+        .filter(|c| (400..=599).contains(c))
+        .unwrap_or(502);
+    classify_info(status, None, info, body, context.clone().status(status))
+}
+
+fn malformed(context: &ErrorContext, reason: String, body: &[u8]) -> Error {
+    Error::MalformedResponse {
+        context: context.clone(),
+        reason,
+        excerpt: excerpt(body, EXCERPT),
+    }
+}
+
+fn role(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        // A chat-completions tool message must answer a `tool_call_id`, which neutral messages do
+        // not carry; the result goes back as what it is to the model, text from outside.
+        Role::Tool => "user",
+    }
+}
+
+/// A schema or tool name as the API accepts it: `[A-Za-z0-9_-]{1,64}`.
+fn schema_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        "response".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// The text of a message's content: a string, or the `text` of each part of an array.
+fn text(content: Option<&Value>) -> Option<String> {
+    match content? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn first_tool_arguments(calls: Option<&[wire::ToolCall]>) -> Option<String> {
+    calls?
+        .first()?
+        .function
+        .as_ref()?
+        .arguments
+        .clone()
+        .filter(|a| !a.is_empty())
+}
+
+fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        None | Some("stop" | "end_turn" | "eos") => FinishReason::Stop,
+        Some("length" | "max_tokens") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+fn usage(usage: wire::Usage) -> Usage {
+    Usage {
+        input_tokens: usage.prompt_tokens.unwrap_or(0),
+        output_tokens: usage.completion_tokens.unwrap_or(0),
+        cached_tokens: usage
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0),
+        reasoning_tokens: usage
+            .completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+            .unwrap_or(0),
+        cost_usd: usage.cost.filter(|c| c.is_finite()),
+    }
+}
