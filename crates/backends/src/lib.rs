@@ -47,9 +47,13 @@ mod response;
 pub mod testing;
 
 pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
+#[cfg(feature = "anthropic")]
+pub use anthropic::Anthropic;
 pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect};
 pub use cassette::{Recorder, Replayer};
 pub use error::{Error, ErrorContext};
+#[cfg(feature = "gemini")]
+pub use gemini::Gemini;
 #[cfg(feature = "http")]
 pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, RetryPolicy};
 pub use key::ApiKey;
