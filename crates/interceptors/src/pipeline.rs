@@ -706,7 +706,9 @@ impl Pipeline {
                         last = Some(value);
                     }
                 }
-                StreamEvent::Usage(usage) => response.usage = usage,
+                // Providers split usage over events (input first, output last) or repeat running
+                // totals: keep the largest figure seen for each count.
+                StreamEvent::Usage(usage) => merge_usage(&mut response.usage, usage),
                 StreamEvent::Finish(reason) => response.finish_reason = reason,
                 StreamEvent::Model(model) => response.model = Some(model),
                 StreamEvent::ResponseId(id) => response.request_id = Some(id),
@@ -819,6 +821,16 @@ pub struct CallReport {
 struct Timed {
     stages: StageTimes,
     check: Duration,
+}
+
+fn merge_usage(total: &mut Usage, seen: Usage) {
+    total.input_tokens = total.input_tokens.max(seen.input_tokens);
+    total.output_tokens = total.output_tokens.max(seen.output_tokens);
+    total.cached_tokens = total.cached_tokens.max(seen.cached_tokens);
+    total.reasoning_tokens = total.reasoning_tokens.max(seen.reasoning_tokens);
+    if seen.cost_usd.is_some() {
+        total.cost_usd = seen.cost_usd;
+    }
 }
 
 fn hook_failed(

@@ -554,7 +554,18 @@ impl claij_backends::Backend for Chunked {
                     String::from_utf8_lossy(c).into_owned(),
                 ))
             })
-            .chain([Ok(claij_backends::StreamEvent::Finish(FinishReason::Stop))])
+            .chain([
+                // Usage split the way Anthropic sends it: input first, output at the end.
+                Ok(claij_backends::StreamEvent::Usage(claij_backends::Usage {
+                    input_tokens: 11,
+                    ..Default::default()
+                })),
+                Ok(claij_backends::StreamEvent::Usage(claij_backends::Usage {
+                    output_tokens: 7,
+                    ..Default::default()
+                })),
+                Ok(claij_backends::StreamEvent::Finish(FinishReason::Stop)),
+            ])
             .collect();
         Box::pin(futures_util::stream::iter(chunks))
     }
@@ -576,4 +587,8 @@ fn streaming_shows_partial_values_and_validates_the_final_one() {
     assert!(partials.iter().any(|v| v.get("state").is_none()
         && v["answer"].as_str().is_some_and(|a| a.starts_with("Paris"))));
     assert_eq!(partials.last().unwrap(), &answer.value);
+    assert_eq!(
+        (answer.usage.input_tokens, answer.usage.output_tokens),
+        (11, 7)
+    );
 }
