@@ -263,3 +263,30 @@ fn scrub_removes_the_key_everywhere() {
         assert!(shown.contains("bad key *** given"), "{shown}");
     }
 }
+
+#[test]
+fn scrub_removes_a_key_an_excerpt_cut_short() {
+    let key = ApiKey::new("sk-test-0123456789abcdef");
+    let cut = Error::MalformedResponse {
+        context: ErrorContext::provider("p"),
+        reason: "not JSON".into(),
+        excerpt: crate::excerpt(
+            format!("{}{}", "x".repeat(190), key.expose()).as_bytes(),
+            200,
+        ),
+    };
+    let Error::MalformedResponse { excerpt, .. } = scrub(cut, &key) else {
+        panic!("variant changed")
+    };
+    assert!(excerpt.ends_with("x***..."), "{excerpt}");
+    assert!(!excerpt.contains("sk-test-01"), "{excerpt}");
+    // Short coincidences stay.
+    let plain = Error::Server {
+        context: ErrorContext::provider("p"),
+        message: "ends with sk-".into(),
+    };
+    assert_eq!(
+        scrub(plain, &key).to_string(),
+        "p: server error: ends with sk-"
+    );
+}

@@ -264,13 +264,7 @@ fn scrub_with(error: Error, key: Option<&ApiKey>) -> Error {
 
 /// `error` with every occurrence of `key` in its texts replaced by `***`.
 pub(super) fn scrub(error: Error, key: &ApiKey) -> Error {
-    let s = |text: String| {
-        if text.contains(key.expose()) {
-            key.scrub(&text)
-        } else {
-            text
-        }
-    };
+    let s = |text: String| scrub_text(text, key);
     match error {
         Error::Authentication { context, message } => Error::Authentication {
             context,
@@ -332,6 +326,27 @@ pub(super) fn scrub(error: Error, key: &ApiKey) -> Error {
             message: s(message),
         },
         other => other,
+    }
+}
+
+/// `text` without `key`, also where an excerpt cut the key short (`...sk-abc12...`).
+fn scrub_text(text: String, key: &ApiKey) -> String {
+    let secret = key.expose();
+    let text = if text.contains(secret) {
+        key.scrub(&text)
+    } else {
+        text
+    };
+    // A cut-off key ends the text, before the excerpt's `...`; 6 characters is where a prefix
+    // stops being an accident.
+    let body = text.strip_suffix("...").unwrap_or(&text);
+    let cut = (6..secret.len())
+        .rev()
+        .filter(|n| secret.is_char_boundary(*n))
+        .find(|n| body.ends_with(&secret[..*n]));
+    match cut {
+        Some(n) => format!("{}***{}", &body[..body.len() - n], &text[body.len()..]),
+        None => text,
     }
 }
 
