@@ -19,7 +19,35 @@
 //! # Ok::<(), claij_backends::Error>(())
 //! ```
 //!
-//! Features:
+//! A real provider is one line away (nothing is sent until `complete` is awaited):
+//!
+//! ```
+//! # #[cfg(feature = "openrouter")] {
+//! use claij_backends::{ApiKey, Backend, OpenRouter};
+//!
+//! let backend = OpenRouter::new(ApiKey::new("sk-or-..."));
+//! let capabilities = backend.capabilities("google/gemini-2.5-flash");
+//! assert!(capabilities.native_json_schema);
+//! # }
+//! ```
+//!
+//! What is here:
+//! - [`Adapter`]: a provider's wire format as pure functions (`transform_request`,
+//!   `transform_response`, `classify_error`, `stream_event`); [`HttpBackend`] drives any adapter over
+//!   HTTP with timeouts, retries with backoff and jitter honouring `Retry-After`, a [`CancelToken`],
+//!   server-sent-event streaming and a pre-flight check.
+//! - Adapters: [`OpenAi`], [`OpenRouter`], [`OpenAiCompatible`] (llama.cpp, vLLM, Ollama, LM Studio),
+//!   [`Anthropic`], [`Gemini`]; structured output natively ([`OutputMode::Native`]) or as a forced tool
+//!   ([`OutputMode::Tool`]), with the schema already compiled to the provider's [`SchemaDialect`].
+//! - [`ModelTable`]: context windows and prices of known models, a conservative pre-flight token
+//!   estimate ([`models::preflight`]) and cost ([`Usage::with_cost_from`]).
+//! - [`cassette`]: [`Recorder`] writes request/response pairs (secrets scrubbed) to JSONL; [`Replayer`]
+//!   answers from them offline, so real failures become regression tests.
+//! - [`ApiKey`]: never shown by `Debug` or `Display`. The library never reads the environment.
+//!
+//! Features (additive):
+//! - `openai`, `openrouter`, `anthropic`, `gemini` (default on): the HTTP adapters; each pulls in `http`
+//!   (reqwest with rustls, tokio timers). With no default features the crate has no IO dependency.
 //! - `testing`: [`testing::Scripted`], a backend that answers from a script and records every request,
 //!   so interceptors and pipelines can be tested offline.
 //!

@@ -386,3 +386,15 @@ fn request_details() {
         Some(64)
     );
 }
+
+#[test]
+fn exhausted_quota_is_not_retried() {
+    let e = translate::classify(
+        429,
+        None,
+        br#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#,
+        ctx().status(429),
+    );
+    assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
+    assert!(!e.is_retryable());
+}

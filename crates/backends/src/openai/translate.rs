@@ -361,6 +361,11 @@ fn classify_info(
             reason: "HTTP 404 with a body that is not JSON; is the base URL right?".to_owned(),
             excerpt: excerpt(body, EXCERPT),
         },
+        // Out of credit is not a rate limit: waiting will not help, so it must not be retried.
+        429 if info.mentions(&["insufficient_quota"]) => Error::Authentication {
+            context,
+            message: format!("quota exhausted: {message}"),
+        },
         429 => Error::RateLimited {
             context,
             retry_after,
