@@ -143,14 +143,28 @@ impl HttpConfig {
 
 impl<A: Adapter> HttpBackend<A> {
     /// A backend for `adapter`, without a key (add one with [`HttpBackend::with_key`]).
+    ///
+    /// It checks every request against the built-in [`ModelTable`](crate::ModelTable) before sending:
+    /// a prompt that cannot fit the model's context window fails with
+    /// [`Error::ContextLengthExceeded`] and costs nothing. Replace the check with
+    /// [`HttpBackend::with_preflight`] (your own table) or drop it with
+    /// [`HttpBackend::without_preflight`].
     pub fn from_adapter(adapter: A, config: HttpConfig) -> Self {
+        let check = crate::ModelTable::builtin().preflight_check(adapter.provider());
         Self {
             adapter,
             key: None,
             config,
             client: OnceLock::new(),
-            preflight: None,
+            preflight: Some(Arc::new(check)),
         }
+    }
+
+    /// The same backend without a pre-flight check.
+    #[must_use]
+    pub fn without_preflight(mut self) -> Self {
+        self.preflight = None;
+        self
     }
 
     /// The same backend sending `key` (an empty key sends no auth headers).

@@ -738,3 +738,18 @@ async fn the_key_never_appears_in_logs_errors_or_debug_output() {
         "no headers in logs:\n{logs}"
     );
 }
+
+#[tokio::test]
+async fn the_builtin_table_checks_by_default_and_can_be_turned_off() {
+    let server = MockServer::start().await;
+    mount(&server, ok(), 1).await;
+    let huge = ChatRequest::new("gpt-4o-mini").message(Message::user("word ".repeat(200_000)));
+    let checked = backend(&server.uri());
+    let error = checked.complete(&huge).await.unwrap_err();
+    assert_eq!(kind(&error), "ContextLengthExceeded", "{error}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 0);
+    // Without the check the request goes out (the mock answers it).
+    let unchecked = checked.without_preflight();
+    let sent = unchecked.complete(&huge).await;
+    assert!(sent.is_ok(), "{sent:?}");
+}
