@@ -19,6 +19,15 @@ pub fn read_text(path: &str) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))
 }
 
+/// Stdin as text, invalid UTF-8 replaced (an LLM reply with a stray byte is still worth recovering).
+pub fn read_stdin_lossy() -> Result<String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .context("cannot read stdin")?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Where a text came from, for messages.
 pub fn name(path: &str) -> &str {
     if path == "-" { "stdin" } else { path }

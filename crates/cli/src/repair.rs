@@ -31,7 +31,7 @@ pub fn run(args: &Args) -> Result<Status> {
         }
         None => None,
     };
-    let reply = input::read_text("-")?;
+    let reply = input::read_stdin_lossy()?;
     let mut err = std::io::stderr().lock();
     let (value, fixes) = match &validator {
         None => match extract::recover(&reply) {

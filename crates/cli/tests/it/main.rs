@@ -260,3 +260,32 @@ fn schema_compose_and_render() {
     let garbage = claij(&["schema", "render", "-"], "{not json");
     assert_one_line_error(&garbage, 2, "stdin: invalid JSON");
 }
+
+#[test]
+fn repair_survives_invalid_utf8_and_deep_nesting() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .arg("repair")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"a\": \"caf\xe9\", }")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"a\":\"caf\u{fffd}\"}\n"
+    );
+
+    let deep = "[".repeat(100_000);
+    let run = claij(&["repair"], &deep);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
