@@ -419,7 +419,7 @@ impl Pipeline {
         ctx: &Context,
         skipped: &mut Vec<String>,
     ) -> Result<Arc<Prepared>, Error> {
-        let mut schema = Schema::new(Value::Null);
+        let mut schema = Schema::new(Arc::clone(base));
         for link in self.chain.links() {
             let name = link.interceptor.name();
             let before = schema.deltas().len();
@@ -430,7 +430,7 @@ impl Pipeline {
                 hook_failed(name, Stage::PreSchema, e, link.on_error, skipped)?;
             }
         }
-        let (_, deltas) = schema.into_parts();
+        let deltas = schema.into_deltas();
         let mut schemas = self.schemas.lock().unwrap_or_else(PoisonError::into_inner);
         schemas.prepare(
             base,

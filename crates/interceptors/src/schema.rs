@@ -1,5 +1,6 @@
 //! [`Schema`]: the schema deltas interceptors contribute to one request.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use claij_schema::SchemaDelta;
@@ -11,13 +12,13 @@ use serde_json::Value;
 /// them and keeps the audit log.
 #[derive(Debug, Clone, Default)]
 pub struct Schema {
-    base: Value,
+    base: Arc<Value>,
     deltas: Vec<SchemaDelta>,
     current: String,
 }
 
 impl Schema {
-    pub(crate) fn new(base: Value) -> Self {
+    pub(crate) fn new(base: Arc<Value>) -> Self {
         Self {
             base,
             deltas: Vec::new(),
@@ -59,7 +60,7 @@ impl Schema {
         self.deltas.truncate(len);
     }
 
-    pub(crate) fn into_parts(self) -> (Value, Vec<SchemaDelta>) {
-        (self.base, self.deltas)
+    pub(crate) fn into_deltas(self) -> Vec<SchemaDelta> {
+        self.deltas
     }
 }

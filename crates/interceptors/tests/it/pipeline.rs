@@ -592,3 +592,15 @@ fn streaming_shows_partial_values_and_validates_the_final_one() {
         (11, 7)
     );
 }
+
+#[test]
+fn pre_schema_sees_the_base_schema() {
+    let seen = Arc::new(Mutex::new(Value::Null));
+    let log = Arc::clone(&seen);
+    let chain = Chain::new().with(from_fn("peek").pre_schema(move |s, _| {
+        *log.lock().unwrap() = s.base().clone();
+        Ok(())
+    }));
+    block(pipeline(&Scripted::replies([VALID]), chain).ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(*seen.lock().unwrap(), claij_schema::base());
+}
