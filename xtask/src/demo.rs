@@ -25,6 +25,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     println!(
         "claij demo (offline: no model yet; this shows extraction, repair, coercion and validation of a messy LLM reply)"
     );
+    let model = crate::model::ensure()?;
+    println!("model: {}", model.display());
 
     let workspace = Workspace::load()?;
     let mut build = Cmd::cargo().args(["build", "-p", "claij-cli"]);

