@@ -84,6 +84,9 @@ pub enum SchemaDialect {
     Gemini,
     /// Anthropic structured outputs and strict tools.
     Anthropic,
+    /// The JSON Schema subset llguidance compiles to a token grammar: the embedded local model
+    /// (`local` feature).
+    Llguidance,
 }
 
 impl Capabilities {

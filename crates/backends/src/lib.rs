@@ -48,6 +48,8 @@
 //! Features (additive):
 //! - `openai`, `openrouter`, `anthropic`, `gemini` (default on): the HTTP adapters; each pulls in `http`
 //!   (reqwest with rustls, tokio timers). With no default features the crate has no IO dependency.
+//! - `local` (off by default): [`LocalBackend`], an embedded model (candle, llguidance) that runs
+//!   in-process and constrains its output to the request's schema; no network, no key.
 //! - `testing`: [`testing::Scripted`], a backend that answers from a script and records every request,
 //!   so interceptors and pipelines can be tested offline.
 //!
@@ -66,6 +68,8 @@ pub mod gemini;
 #[cfg(feature = "http")]
 pub mod http;
 mod key;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod models;
 #[cfg(any(feature = "openai", feature = "openrouter"))]
 pub mod openai;
@@ -85,6 +89,8 @@ pub use gemini::Gemini;
 #[cfg(feature = "http")]
 pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, RetryPolicy};
 pub use key::ApiKey;
+#[cfg(feature = "local")]
+pub use local::LocalBackend;
 pub use models::{ModelInfo, ModelTable, Price};
 #[cfg(feature = "openrouter")]
 pub use openai::OpenRouter;

@@ -7,5 +7,7 @@ mod anthropic;
 mod cassette;
 mod gemini;
 mod http;
+#[cfg(feature = "local")]
+mod local_model;
 mod models;
 mod openai;

@@ -1,0 +1,649 @@
+//! An embedded model, run in-process on the CPU, whose output is constrained to the request's JSON
+//! Schema: structured answers with no network, no key and no server (feature `local`).
+//!
+//! [`LocalBackend`] loads a llama-architecture GGUF file (the default is SmolLM2-135M-Instruct, fetched
+//! by `cargo xtask model` in a claij checkout) with [candle], builds its tokenizer and chat template
+//! from the file's own metadata, and decodes with [llguidance]: at every step the tokens that cannot
+//! continue a schema-valid document are masked out, so a constrained answer is valid JSON of the
+//! schema's shape by construction. Give it schemas compiled with claij-schema's `Dialect::Llguidance`
+//! (the pipeline does): that dialect inlines references, rewrites `oneOf`, drops what the engine
+//! cannot enforce and bounds strings and arrays so a small model cannot loop inside a string forever.
+//! A schema the engine still rejects is retried in its lenient mode, then refused with
+//! [`Error::BadRequest`]. Whatever the grammar does not enforce, the caller's validator still checks.
+//!
+//! ```no_run
+//! use claij_backends::local::LocalBackend;
+//! use claij_backends::{Backend, ChatRequest, Message};
+//! use serde_json::json;
+//!
+//! let backend = LocalBackend::load("SmolLM2-135M-Instruct.Q4_1.gguf")?;
+//! let schema = json!({
+//!     "type": "object",
+//!     "properties": {"answer": {"type": "string", "maxLength": 80}},
+//!     "required": ["answer"],
+//!     "additionalProperties": false
+//! });
+//! let request = ChatRequest::new("local")
+//!     .message(Message::user("What is the capital of France?"))
+//!     .structured("response", schema, true)
+//!     .max_tokens(64);
+//! let response = futures_executor::block_on(backend.complete(&request))?;
+//! let value: serde_json::Value = serde_json::from_str(&response.content)?;
+//! assert!(value["answer"].is_string());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! How it runs:
+//! - The model is loaded once and shared by clones of the backend; requests take turns (one
+//!   generation at a time), each on its own blocking thread, so an async runtime is never blocked.
+//! - Dropping the future of [`Backend::complete`] (or the stream) stops generation before the next
+//!   token; [`crate::http::Cancellable`] works too.
+//! - Weights in Q4_1, for which candle has no fast CPU kernel, are re-quantised to Q8_0 once and
+//!   cached next to the model file ([`Requantize`]).
+//! - candle sizes its thread pools once per process from `CANDLE_NUM_THREADS` / `RAYON_NUM_THREADS`
+//!   (default: the physical cores); [`LocalBackend::threads`] says what it uses. Set them before the
+//!   first load; the `claij` binary's `--threads` does.
+//! - A token-limit stop is reported as [`FinishReason::Length`], so a caller knows the answer may be
+//!   cut off. Usage counts prompt and generated tokens; the cost is zero.
+//!
+//! [candle]: https://docs.rs/candle-core
+//! [llguidance]: https://docs.rs/llguidance
+
+mod generate;
+mod load;
+mod sample;
+#[cfg(test)]
+mod tests;
+mod vocab;
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use candle_transformers::models::quantized_llama::ModelWeights;
+use futures_channel::{mpsc, oneshot};
+use llguidance::api::TopLevelGrammar;
+use llguidance::{Matcher, ParserFactory};
+use serde_json::Value;
+
+use self::sample::Sampler;
+use self::vocab::Vocab;
+use crate::{
+    Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext,
+    FinishReason, SchemaDialect, StreamEvent, Usage,
+};
+
+/// The default model's file name, as `cargo xtask model` stores it.
+pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// A model run in-process. Cheap to clone: clones share the loaded model.
+#[derive(Clone)]
+pub struct LocalBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    config: LocalConfig,
+    weights: Mutex<ModelWeights>,
+    vocab: Vocab,
+    grammars: ParserFactory,
+    context_length: usize,
+    report: LoadReport,
+}
+
+/// How a [`LocalBackend`] loads and decodes.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LocalConfig {
+    /// Whether a request's schema constrains decoding ([`Decoding::Constrained`], the default) or is
+    /// only described in the prompt.
+    pub decoding: Decoding,
+    /// What to do with weights candle decodes slowly.
+    pub requantize: Requantize,
+    /// Nucleus sampling's probability mass, used when a request sets a temperature above 0.
+    pub top_p: f32,
+    /// The seed when a request names none.
+    pub seed: u64,
+    /// The token limit when a request sets none.
+    pub max_tokens: u32,
+}
+
+/// Whether the request's schema constrains the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Decoding {
+    /// Tokens that cannot continue a schema-valid document are masked out.
+    #[default]
+    Constrained,
+    /// The schema only goes in the prompt: what a model produces on its own (for measuring
+    /// first-try validity, or for schemas the grammar engine cannot take).
+    Unconstrained,
+}
+
+/// Re-quantisation of Q4_1 weights to Q8_0 (4 to 5 times faster to decode on CPU, 1.5 times larger).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Requantize {
+    /// Once, into a cache file in this directory (`None`: next to the model); in memory when the
+    /// directory is not writable. The cache is rebuilt when the model file changes.
+    Cached(Option<PathBuf>),
+    /// At every load, in memory (about a second for a 135M model).
+    InMemory,
+    /// Never: run the weights as they are.
+    Off,
+}
+
+/// What loading did, for logs and benchmarks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadReport {
+    /// The model file.
+    pub path: PathBuf,
+    /// Wall time of the whole load.
+    pub load_time: Duration,
+    /// Tensors re-quantised to Q8_0 (now or when the cache was made).
+    pub requantized_tensors: usize,
+    /// The cache file the weights came from or were written to.
+    pub cache: Option<PathBuf>,
+    /// Whether the weights came from the cache.
+    pub from_cache: bool,
+}
+
+/// One generation, with what it cost. [`LocalBackend::generate`] returns it; the [`Backend`] methods
+/// turn it into a [`ChatResponse`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Generation {
+    /// The answer.
+    pub text: String,
+    /// Why it stopped: [`FinishReason::Stop`] at an end token, the grammar's end or a stop sequence;
+    /// [`FinishReason::Length`] at the token limit or the end of the context window.
+    pub finish_reason: FinishReason,
+    /// Prompt and generated tokens (cost zero).
+    pub usage: Usage,
+    /// Whether a schema constrained the output.
+    pub constrained: bool,
+    /// Where the time went.
+    pub timings: Timings,
+}
+
+/// Where a generation's time went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Timings {
+    /// Tokens in the prompt.
+    pub prompt_tokens: usize,
+    /// Time to evaluate the prompt.
+    pub prefill: Duration,
+    /// Tokens generated, forced ones included.
+    pub generated_tokens: usize,
+    /// Tokens the grammar forced (no sampling needed; evaluated with the next step).
+    pub forced_tokens: usize,
+    /// Model evaluations after the prompt.
+    pub forward_passes: usize,
+    /// Time from the end of the prompt to the last token.
+    pub decode: Duration,
+    /// Time to compile the schema into a grammar.
+    pub grammar_compile: Duration,
+    /// Token masks computed.
+    pub masks: usize,
+    /// Time spent computing them.
+    pub mask_total: Duration,
+}
+
+/// Why a model cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// There is no file at the path.
+    #[error(
+        "model file {} not found: fetch the default model with `cargo xtask model` (in a claij checkout), or give the path of a llama-architecture GGUF file",
+        .path.display()
+    )]
+    NotFound {
+        /// The path tried.
+        path: PathBuf,
+    },
+    /// The file is not a complete GGUF model.
+    #[error(
+        "model file {} is damaged or not a GGUF model ({reason}): fetch it again with `cargo xtask model --force`",
+        .path.display()
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A GGUF file this backend cannot run.
+    #[error("model file {} is not supported: {reason}", .path.display())]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file cannot be read.
+    #[error("cannot read model file {}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        Self {
+            decoding: Decoding::Constrained,
+            requantize: Requantize::Cached(None),
+            top_p: 0.95,
+            seed: 0,
+            max_tokens: 512,
+        }
+    }
+}
+
+impl LocalConfig {
+    /// The same configuration with another decoding mode.
+    #[must_use]
+    pub fn with_decoding(mut self, decoding: Decoding) -> Self {
+        self.decoding = decoding;
+        self
+    }
+
+    /// The same configuration with another re-quantisation policy.
+    #[must_use]
+    pub fn with_requantize(mut self, requantize: Requantize) -> Self {
+        self.requantize = requantize;
+        self
+    }
+
+    /// The same configuration with another default token limit.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The same configuration with another default seed and nucleus mass.
+    #[must_use]
+    pub fn with_sampling(mut self, seed: u64, top_p: f32) -> Self {
+        self.seed = seed;
+        self.top_p = top_p;
+        self
+    }
+}
+
+impl LocalBackend {
+    /// Loads the model at `path` with the default configuration. Blocks for about a second (longer
+    /// the first time a Q4_1 model is re-quantised); from async code, call it on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError`]: no file, a damaged file, an unsupported architecture or vocabulary.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, LoadError> {
+        Self::load_with(path, LocalConfig::default())
+    }
+
+    /// Loads the model at `path`.
+    ///
+    /// # Errors
+    ///
+    /// As [`LocalBackend::load`].
+    pub fn load_with(path: impl AsRef<Path>, config: LocalConfig) -> Result<Self, LoadError> {
+        let path = path.as_ref();
+        let loaded = load::load(path, &config.requantize)?;
+        let mut grammars =
+            ParserFactory::new_simple(&loaded.vocab.env).map_err(|e| LoadError::Unsupported {
+                path: path.to_owned(),
+                reason: format!("the grammar engine rejects the vocabulary: {e}"),
+            })?;
+        grammars.quiet();
+        tracing::debug!(
+            model = %loaded.name,
+            load_ms = loaded.report.load_time.as_millis() as u64,
+            requantized = loaded.report.requantized_tensors,
+            from_cache = loaded.report.from_cache,
+            "local model loaded"
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name: loaded.name,
+                config,
+                weights: Mutex::new(loaded.weights),
+                vocab: loaded.vocab,
+                grammars,
+                context_length: loaded.context_length,
+                report: loaded.report,
+            }),
+        })
+    }
+
+    /// The model's name (from the file's metadata, else its file name).
+    pub fn model_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The model's context window in tokens.
+    pub fn context_length(&self) -> usize {
+        self.inner.context_length
+    }
+
+    /// What loading did.
+    pub fn load_report(&self) -> &LoadReport {
+        &self.inner.report
+    }
+
+    /// The configuration it was loaded with.
+    pub fn config(&self) -> &LocalConfig {
+        &self.inner.config
+    }
+
+    /// The threads candle computes with in this process (fixed at its first use).
+    pub fn threads() -> usize {
+        candle_core::utils::get_num_threads()
+    }
+
+    /// The prompt the model sees for `request`, in the model's chat template: the system prompt,
+    /// the schema when the request has one, the conversation, the start of the answer.
+    pub fn prompt(&self, request: &ChatRequest) -> String {
+        let mut system = request.system.clone().unwrap_or_default();
+        if let Some(structured) = &request.structured_output {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(
+                "Respond with only a JSON value that conforms to this JSON Schema. No prose, no code fences.\n\n",
+            );
+            system.push_str(&schema_for_prompt(&structured.schema));
+        }
+        let system = (!system.is_empty()).then_some(system.as_str());
+        self.inner.vocab.template.render(system, &request.messages)
+    }
+
+    /// Generates the answer to `request` on the calling thread; stops early, with
+    /// [`Error::Cancelled`], once `cancel` is set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ContextLengthExceeded`] for a prompt that does not fit, [`Error::BadRequest`] for a
+    /// schema the grammar engine cannot take, [`Error::Cancelled`], [`Error::Other`] when the model
+    /// fails.
+    pub fn generate(
+        &self,
+        request: &ChatRequest,
+        cancel: &AtomicBool,
+    ) -> Result<Generation, Error> {
+        self.generate_streaming(request, cancel, &mut |_| {})
+    }
+
+    /// [`LocalBackend::generate`], handing the answer to `on_text` as it grows.
+    ///
+    /// # Errors
+    ///
+    /// As [`LocalBackend::generate`].
+    pub fn generate_streaming(
+        &self,
+        request: &ChatRequest,
+        cancel: &AtomicBool,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Generation, Error> {
+        let inner = &*self.inner;
+        let prompt = inner
+            .vocab
+            .encode(&self.prompt(request))
+            .map_err(|e| Error::other("local", e))?;
+        if prompt.len() >= inner.context_length {
+            return Err(Error::ContextLengthExceeded {
+                context: context(),
+                message: format!(
+                    "the prompt is {} tokens; {} has a context window of {}",
+                    prompt.len(),
+                    inner.name,
+                    inner.context_length
+                ),
+            });
+        }
+        let (matcher, grammar_compile) = self.matcher(request)?;
+        let max_tokens = request.max_tokens.unwrap_or(inner.config.max_tokens).max(1) as usize;
+        let max_tokens = max_tokens.min(inner.context_length - prompt.len());
+        let sampler = Sampler::new(
+            request.temperature,
+            inner.config.top_p,
+            request.seed.unwrap_or(inner.config.seed),
+        );
+        let mut weights = inner.weights.lock().unwrap_or_else(PoisonError::into_inner);
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled { context: context() });
+        }
+        let job = generate::Job {
+            prompt: &prompt,
+            max_tokens,
+            context_length: inner.context_length,
+            sampler,
+            matcher,
+            stop: &request.stop,
+            cancel,
+        };
+        let mut generation = generate::run(&mut weights, &inner.vocab, job, on_text)?;
+        generation.timings.grammar_compile = grammar_compile;
+        tracing::debug!(
+            model = %inner.name,
+            prompt_tokens = generation.timings.prompt_tokens,
+            output_tokens = generation.timings.generated_tokens,
+            prefill_ms = generation.timings.prefill.as_millis() as u64,
+            decode_ms = generation.timings.decode.as_millis() as u64,
+            finish = ?generation.finish_reason,
+            "local generation"
+        );
+        Ok(generation)
+    }
+
+    /// The grammar matcher for the request's schema, when decoding is constrained.
+    fn matcher(&self, request: &ChatRequest) -> Result<(Option<Matcher>, Duration), Error> {
+        let started = std::time::Instant::now();
+        let Some(structured) = &request.structured_output else {
+            return Ok((None, Duration::ZERO));
+        };
+        if self.inner.config.decoding == Decoding::Unconstrained {
+            return Ok((None, Duration::ZERO));
+        }
+        let strict = grammar_schema(&structured.schema, false);
+        let matcher = match self.compile(strict) {
+            Ok(m) => m,
+            Err(first) => {
+                // Lenient mode drops what the engine cannot enforce; the caller's validator still
+                // checks it.
+                let lenient = grammar_schema(&structured.schema, true);
+                let matcher = self.compile(lenient).map_err(|_| Error::BadRequest {
+                    context: context(),
+                    message: format!(
+                        "the schema cannot be turned into a decoding grammar (compile it with claij-schema's Llguidance dialect first): {first}"
+                    ),
+                })?;
+                tracing::warn!(error = %first, "schema compiled only in llguidance's lenient mode");
+                matcher
+            }
+        };
+        Ok((Some(matcher), started.elapsed()))
+    }
+
+    fn compile(&self, schema: Value) -> Result<Matcher, String> {
+        let parser = self
+            .inner
+            .grammars
+            .create_parser(TopLevelGrammar::from_json_schema(schema));
+        let matcher = Matcher::new(parser);
+        match matcher.get_error() {
+            Some(e) => Err(e),
+            None => Ok(matcher),
+        }
+    }
+}
+
+impl std::fmt::Debug for LocalBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBackend")
+            .field("model", &self.inner.name)
+            .field("path", &self.inner.report.path)
+            .field("context_length", &self.inner.context_length)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backend for LocalBackend {
+    fn provider(&self) -> &str {
+        "local"
+    }
+
+    fn capabilities(&self, _model: &str) -> Capabilities {
+        let capabilities = Capabilities::prompted()
+            .with_streaming(true)
+            .with_context_window(u32::try_from(self.inner.context_length).unwrap_or(u32::MAX));
+        match self.inner.config.decoding {
+            Decoding::Constrained => capabilities.with_schema_dialect(SchemaDialect::Llguidance),
+            Decoding::Unconstrained => capabilities,
+        }
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, Error>> {
+        let (sender, receiver) = oneshot::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let guard = CancelOnDrop(Arc::clone(&cancel));
+        let backend = self.clone();
+        let owned = request.clone();
+        let spawned = std::thread::Builder::new()
+            .name("claij-local".to_owned())
+            .spawn(move || {
+                let result = backend.generate(&owned, &cancel);
+                let _ = sender.send(result.map(|g| backend.response(g)));
+            });
+        Box::pin(async move {
+            let _guard = guard;
+            spawned.map_err(|e| Error::other("local", format!("cannot start a thread: {e}")))?;
+            receiver
+                .await
+                .unwrap_or_else(|_| Err(Error::other("local", "the generation thread failed")))
+        })
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> BoxStream<'a, Result<StreamEvent, Error>> {
+        let (sender, receiver) = mpsc::unbounded();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let guard = CancelOnDrop(Arc::clone(&cancel));
+        let backend = self.clone();
+        let owned = request.clone();
+        let events = sender.clone();
+        let spawned = std::thread::Builder::new()
+            .name("claij-local".to_owned())
+            .spawn(move || {
+                let _ = events.unbounded_send(Ok(StreamEvent::Model(backend.inner.name.clone())));
+                let mut on_text = |text: &str| {
+                    if !text.is_empty() {
+                        let _ = events.unbounded_send(Ok(StreamEvent::Text(text.to_owned())));
+                    }
+                };
+                match backend.generate_streaming(&owned, &cancel, &mut on_text) {
+                    Ok(generation) => {
+                        let _ = events.unbounded_send(Ok(StreamEvent::Usage(generation.usage)));
+                        let _ = events
+                            .unbounded_send(Ok(StreamEvent::Finish(generation.finish_reason)));
+                    }
+                    Err(e) => {
+                        let _ = events.unbounded_send(Err(e));
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            let _ = sender.unbounded_send(Err(Error::other(
+                "local",
+                format!("cannot start a thread: {e}"),
+            )));
+        }
+        drop(sender);
+        Box::pin(GuardedStream {
+            receiver,
+            _guard: guard,
+        })
+    }
+}
+
+impl LocalBackend {
+    fn response(&self, generation: Generation) -> ChatResponse {
+        ChatResponse::text(generation.text)
+            .finish_reason(generation.finish_reason)
+            .usage(generation.usage)
+            .model(self.inner.name.clone())
+    }
+}
+
+fn context() -> ErrorContext {
+    ErrorContext::provider("local")
+}
+
+/// The schema as llguidance takes it: JSON whitespace fixed (a small model otherwise wanders off in
+/// spaces), and optionally lenient (unsupported keywords ignored).
+fn grammar_schema(schema: &Value, lenient: bool) -> Value {
+    let mut schema = match schema {
+        Value::Object(_) => schema.clone(),
+        // `true` (anything) and other non-object schemas: an unconstrained JSON value.
+        _ => serde_json::json!({}),
+    };
+    if let Value::Object(map) = &mut schema {
+        let options = map
+            .entry("x-guidance")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(options) = options {
+            options
+                .entry("whitespace_flexible")
+                .or_insert(Value::Bool(false));
+            if lenient {
+                options.insert("lenient".to_owned(), Value::Bool(true));
+            }
+        }
+    }
+    schema
+}
+
+/// The schema shown to the model: minified, without engine options.
+fn schema_for_prompt(schema: &Value) -> String {
+    let mut shown = schema.clone();
+    if let Value::Object(map) = &mut shown {
+        map.remove("x-guidance");
+    }
+    shown.to_string()
+}
+
+/// Sets the flag when the caller stops waiting, so the generation thread stops at the next token.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Stream events from the generation thread; dropping the stream cancels the generation.
+struct GuardedStream {
+    receiver: mpsc::UnboundedReceiver<Result<StreamEvent, Error>>,
+    _guard: CancelOnDrop,
+}
+
+impl futures_core::Stream for GuardedStream {
+    type Item = Result<StreamEvent, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.receiver).poll_next(cx)
+    }
+}

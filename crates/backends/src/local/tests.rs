@@ -1,0 +1,149 @@
+//! Unit tests of the parts of the local backend that need no model file: chat templates, the prompt's
+//! schema, grammar options, sampling.
+
+use serde_json::json;
+
+use super::sample::{Sampler, SplitMix64};
+use super::vocab::ChatTemplate;
+use super::{grammar_schema, schema_for_prompt};
+use crate::Message;
+
+fn conversation() -> Vec<Message> {
+    vec![
+        Message::user("Remember: my favourite colour is blue."),
+        Message::assistant(r#"{"answer":"Noted.","state":"remembered"}"#),
+        Message::system("Be brief."),
+        Message {
+            role: crate::Role::Tool,
+            content: "42".into(),
+        },
+        Message::user("What is my favourite colour?"),
+    ]
+}
+
+#[test]
+fn templates_render_the_conversation() {
+    for (name, template) in [
+        ("chatml", ChatTemplate::ChatMl),
+        ("llama3", ChatTemplate::Llama3),
+        ("inst", ChatTemplate::Inst),
+        ("plain", ChatTemplate::Plain),
+    ] {
+        let prompt = template.render(Some("You answer in JSON."), &conversation());
+        insta::assert_snapshot!(format!("template_{name}"), prompt);
+    }
+}
+
+#[test]
+fn templates_without_a_system_prompt() {
+    let messages = [Message::user("Hi")];
+    assert_eq!(
+        ChatTemplate::ChatMl.render(None, &messages),
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    );
+    assert_eq!(
+        ChatTemplate::Inst.render(None, &[]),
+        "<s>[INST] [/INST]",
+        "an empty conversation still opens the answer"
+    );
+}
+
+#[test]
+fn template_detected_from_the_jinja_source() {
+    let none = |_: &str| None;
+    let chatml_tokens = |t: &str| ["<|im_start|>", "<|im_end|>"].contains(&t).then_some(1);
+    #[track_caller]
+    fn check(jinja: Option<&str>, tokens: impl Fn(&str) -> Option<u32>, expected: ChatTemplate) {
+        assert_eq!(ChatTemplate::detect(jinja, tokens), expected, "{jinja:?}");
+    }
+    check(
+        Some("{% for m in messages %}<|im_start|>{{m.role}}"),
+        none,
+        ChatTemplate::ChatMl,
+    );
+    check(
+        Some("<|start_header_id|>{{ m.role }}<|end_header_id|>"),
+        none,
+        ChatTemplate::Llama3,
+    );
+    check(
+        Some("[INST] {{ m.content }} [/INST]"),
+        none,
+        ChatTemplate::Inst,
+    );
+    check(None, chatml_tokens, ChatTemplate::ChatMl);
+    check(Some("{{ m.content }}"), none, ChatTemplate::Plain);
+    assert_eq!(ChatTemplate::ChatMl.end_of_turn(), Some("<|im_end|>"));
+    assert_eq!(ChatTemplate::Plain.end_of_turn(), None);
+}
+
+#[test]
+fn grammar_schema_fixes_whitespace_and_keeps_options() {
+    let schema = json!({"type": "object", "x-guidance": {"whitespace_flexible": true}});
+    assert_eq!(
+        grammar_schema(&schema, false)["x-guidance"],
+        json!({"whitespace_flexible": true}),
+        "an explicit choice is kept"
+    );
+    let plain = json!({"type": "string"});
+    assert_eq!(
+        grammar_schema(&plain, true)["x-guidance"],
+        json!({"whitespace_flexible": false, "lenient": true})
+    );
+    assert_eq!(
+        grammar_schema(&json!(true), false),
+        json!({"x-guidance": {"whitespace_flexible": false}})
+    );
+}
+
+#[test]
+fn prompt_schema_is_minified_without_engine_options() {
+    let schema = json!({"type": "object", "x-guidance": {"lenient": true}, "required": ["a"]});
+    assert_eq!(
+        schema_for_prompt(&schema),
+        r#"{"type":"object","required":["a"]}"#
+    );
+}
+
+#[test]
+fn greedy_picks_the_best_allowed_token() {
+    let mut sampler = Sampler::new(None, 0.9, 0);
+    assert_eq!(sampler.pick(&[0.5, f32::NEG_INFINITY, 2.0, 1.0]), Some(2));
+    assert_eq!(sampler.pick(&[f32::NEG_INFINITY; 3]), None);
+    assert_eq!(Sampler::new(Some(0.0), 0.9, 0), Sampler::Greedy);
+}
+
+#[test]
+fn sampling_is_reproducible_and_respects_the_mask() {
+    let logits = [1.0, 1.2, f32::NEG_INFINITY, 0.8, 1.1];
+    let run = |seed| {
+        let mut sampler = Sampler::new(Some(1.0), 1.0, seed);
+        (0..200)
+            .map(|_| sampler.pick(&logits).unwrap_or(99))
+            .collect::<Vec<_>>()
+    };
+    let first = run(7);
+    assert_eq!(first, run(7), "same seed, same tokens");
+    assert_ne!(first, run(8), "another seed, other tokens");
+    assert!(!first.contains(&2), "a masked token is never chosen");
+    for token in [0, 1, 3, 4] {
+        assert!(first.contains(&token), "token {token} never sampled");
+    }
+}
+
+#[test]
+fn top_p_keeps_only_the_head_of_the_distribution() {
+    // Token 0 holds almost all the mass: with top_p 0.5 nothing else is ever chosen.
+    let logits = [10.0, 0.0, 0.0, 0.0];
+    let mut sampler = Sampler::new(Some(1.0), 0.5, 3);
+    assert!((0..100).all(|_| sampler.pick(&logits) == Some(0)));
+}
+
+#[test]
+fn splitmix_is_uniform_enough() {
+    let mut rng = SplitMix64(1);
+    let draws: Vec<f32> = (0..10_000).map(|_| rng.next_f32()).collect();
+    assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+    let mean = draws.iter().sum::<f32>() / draws.len() as f32;
+    assert!((mean - 0.5).abs() < 0.02, "mean {mean}");
+}
