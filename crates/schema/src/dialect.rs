@@ -7,10 +7,19 @@
 //! | [`Dialect::OpenAiStrict`] | OpenAI `response_format.json_schema` with `strict: true` (and OpenAI-compatible servers) | root is an object; every object has `additionalProperties: false` and lists all its properties in `required` (optional ones become nullable); `$ref` has no sibling keywords; no `allOf`, `oneOf`, string lengths, `default` |
 //! | [`Dialect::Gemini`] | Gemini `generationConfig.responseSchema` (OpenAPI 3.0 subset) | no `$ref`/`$defs` (inlined), no `const` (one-value `enum`), no `oneOf`, `nullable: true` instead of `"null"` types, string-only `enum`, `propertyOrdering` |
 //! | [`Dialect::Anthropic`] | Anthropic `output_config.format` json_schema (and strict tools) | every object has `additionalProperties: false`; no recursion, numeric bounds, string lengths, `maxItems`, `minItems` above 1, `oneOf`, complex regexes |
+//! | [`Dialect::Llguidance`] | llguidance 1.9.1, the grammar engine of the embedded local model (claij-backends `local` feature) | `$ref`s inlined, recursive ones as plain `#/$defs/<name>` pointers; `anyOf` for `oneOf`; no `not`, `if`/`then`/`else`, `uniqueItems`, `contains`, dependencies, `propertyNames`, `unevaluated*`, formats it has no grammar for, patterns with lookaround, backreferences or `\b`; `minProperties`/`maxProperties` only when every property is required; `x-guidance` options at the root |
+//!
+//! Hosted providers cap what they generate; llguidance runs in-process and follows a string without
+//! `maxLength` for as long as the model keeps writing. So [`Dialect::Llguidance`] also bounds every string,
+//! array and object that sets no bound ([`LlguidanceBounds`]; an object with optional properties is closed
+//! instead, since llguidance counts properties only when all are required), each reported as
+//! [`LossKind::Tightened`]. It rejects bounds no value meets ([`DialectError::Unsatisfiable`]): for a grammar
+//! they are schema errors that no retry can fix. [`compile_llguidance`] takes other bounds.
 //!
 //! [`compile`] returns the provider schema together with a [`Loss`] for every keyword it dropped, relaxed or
 //! rewrote, each pointing into the *original* schema. Compilation never fails because a keyword is
-//! unsupported; it fails only when the schema cannot be expressed at all ([`DialectError`]).
+//! unsupported; it fails only when the schema cannot be expressed at all, or (Llguidance) cannot be
+//! satisfied ([`DialectError`]).
 //!
 //! **The rule**: the provider schema is only a decoding hint. The local validator always checks a response
 //! against the *full* schema, so whatever a dialect drops is still enforced, at the cost of a retry. Two
@@ -21,9 +30,9 @@
 //!   before validating.
 //! - [`LossKind::Tightened`]: the provider schema is stricter than the original; such responses still pass
 //!   local validation.
-//! - Objects that declared no `additionalProperties` get `additionalProperties: false`. That too is stricter
-//!   than the original, but it is what schema authors mean, so it is not reported, except for objects
-//!   without `properties`, which lose every key. Apart from extra keys, an instance valid against the
+//! - Objects that declared no `additionalProperties` get `additionalProperties: false` (OpenAI strict,
+//!   Anthropic). That too is stricter than the original, but it is what schema authors mean, so it is not
+//!   reported, except for objects without `properties`, which lose every key. Apart from extra keys, an instance valid against the
 //!   original is valid against a compiled schema with no losses.
 //!
 //! Output is deterministic: keys keep the order of the input (Gemini: a fixed keyword order), losses come in
@@ -50,7 +59,9 @@
 
 mod anthropic;
 mod gemini;
+mod llguidance;
 mod openai;
+mod patterns;
 #[cfg(test)]
 mod tests;
 
@@ -60,6 +71,9 @@ use std::fmt;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+pub use llguidance::{LlguidanceBounds, compile_llguidance};
+use patterns::regex_features;
 
 /// A provider's structured-output schema dialect.
 #[non_exhaustive]
@@ -72,6 +86,9 @@ pub enum Dialect {
     Gemini,
     /// Anthropic structured outputs (`output_config.format`, strict tool `input_schema`).
     Anthropic,
+    /// llguidance 1.9.1, which compiles the schema to a token grammar for the embedded local model, with
+    /// runaway bounds added ([`LlguidanceBounds::default`]).
+    Llguidance,
 }
 
 /// A schema compiled for one dialect, with what the compilation gave up.
@@ -163,7 +180,16 @@ pub enum DialectError {
         /// The limit.
         limit: usize,
     },
-    /// Inlining `$ref`s (Gemini) would produce more than [`MAX_INLINED_NODES`] nodes.
+    /// Bounds no value can meet (`minLength` above `maxLength`, `minimum` above `maximum`, ...), for a dialect
+    /// that turns the schema into a grammar: the schema is wrong, and no retry can fix it.
+    #[error("unsatisfiable schema at {pointer:?}: {reason}")]
+    Unsatisfiable {
+        /// The subschema holding the bounds.
+        pointer: String,
+        /// Which bounds conflict, e.g. `minLength 5 is greater than maxLength 2`.
+        reason: String,
+    },
+    /// Inlining `$ref`s (Gemini, Llguidance) would produce more than [`MAX_INLINED_NODES`] nodes.
     #[error("inlining $ref {reference:?} at {pointer:?} grows the schema past {limit} nodes")]
     TooLarge {
         /// Where the limit was hit.
@@ -178,19 +204,25 @@ pub enum DialectError {
 /// Deepest subschema nesting [`compile`] accepts (it recurses, and schemas are untrusted input).
 pub const MAX_DEPTH: usize = 200;
 
-/// Most JSON nodes that inlining `$ref`s may add to a Gemini schema.
+/// Most JSON nodes that inlining `$ref`s may add to a Gemini or Llguidance schema.
 pub const MAX_INLINED_NODES: usize = 500_000;
 
 impl Dialect {
     /// Every dialect, in declaration order.
-    pub const ALL: [Dialect; 3] = [Dialect::OpenAiStrict, Dialect::Gemini, Dialect::Anthropic];
+    pub const ALL: [Dialect; 4] = [
+        Dialect::OpenAiStrict,
+        Dialect::Gemini,
+        Dialect::Anthropic,
+        Dialect::Llguidance,
+    ];
 
-    /// Stable lowercase name: `openai-strict`, `gemini`, `anthropic`.
+    /// Stable lowercase name: `openai-strict`, `gemini`, `anthropic`, `llguidance`.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAiStrict => "openai-strict",
             Dialect::Gemini => "gemini",
             Dialect::Anthropic => "anthropic",
+            Dialect::Llguidance => "llguidance",
         }
     }
 
@@ -201,6 +233,7 @@ impl Dialect {
             Dialect::OpenAiStrict => openai::compile(&mut cx)?,
             Dialect::Gemini => gemini::compile(&mut cx)?,
             Dialect::Anthropic => anthropic::compile(&mut cx)?,
+            Dialect::Llguidance => llguidance::compile(&mut cx, LlguidanceBounds::default())?,
         };
         Ok(Compiled {
             schema,
@@ -707,4 +740,19 @@ fn is_reached(reached: &HashSet<String>, pointer: &str) -> bool {
             || t.strip_prefix(pointer)
                 .is_some_and(|rest| rest.starts_with('/'))
     })
+}
+
+/// JSON nodes in a value (for [`Cx::charge`]).
+fn count_nodes(value: &Value) -> usize {
+    let mut count = 0;
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        count += 1;
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    count
 }

@@ -32,8 +32,9 @@
 //!   idempotent; [`Registry`] adds meta-validation, rollback and the audit log.
 //! - [`compile()`] and [`compile_at`] compile with boon (no file or network access, format assertions on);
 //!   [`Memo`] shares one compiled form between identical schemas and counts hits and misses.
-//! - [`dialect`] compiles to OpenAI strict, Gemini `responseSchema` and Anthropic, reporting each
-//!   [`dialect::Loss`]; the local validator still enforces the full schema.
+//! - [`dialect`] compiles to OpenAI strict, Gemini `responseSchema`, Anthropic and llguidance (the embedded
+//!   model's grammar engine, with bounds against runaway output), reporting each [`dialect::Loss`]; the
+//!   local validator still enforces the full schema.
 //! - [`render`] writes minified JSON or the compact TypeScript-like form.
 //!
 //! Draft 2020-12 is the default; draft-07 documents (as MCP servers send) are accepted everywhere.

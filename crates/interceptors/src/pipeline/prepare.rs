@@ -63,6 +63,7 @@ impl Prepared {
             SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict.compile(&self.schema)?,
             SchemaDialect::Gemini => Dialect::Gemini.compile(&self.schema)?,
             SchemaDialect::Anthropic => Dialect::Anthropic.compile(&self.schema)?,
+            SchemaDialect::Llguidance => Dialect::Llguidance.compile(&self.schema)?,
             // Full JSON Schema, or a dialect this version does not know: send the schema as it is.
             _ => Compiled {
                 schema: (*self.schema).clone(),

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::openai::{Rules, compile_strict};
-use super::{Cx, Result};
+use super::{Cx, Result, regex_features};
 
 /// The "JSON Schema limitations" of Anthropic's structured-outputs guide: no numeric bounds, no string
 /// lengths, `minItems` only 0 or 1, no `maxItems`, no recursion, a restricted regex dialect.
@@ -40,40 +40,9 @@ const MAX_REPEAT: u64 = 100;
 /// Whether a regex avoids what Anthropic rejects: backreferences, lookaround, word boundaries and large
 /// `{n,m}` repetitions.
 pub(super) fn simple_pattern(pattern: &str) -> bool {
-    let bytes = pattern.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => {
-                if matches!(bytes.get(i + 1), Some(b'1'..=b'9' | b'b' | b'B' | b'k')) {
-                    return false;
-                }
-                i += 2;
-                continue;
-            }
-            b'(' if pattern[i..].starts_with("(?=")
-                || pattern[i..].starts_with("(?!")
-                || pattern[i..].starts_with("(?<=")
-                || pattern[i..].starts_with("(?<!") =>
-            {
-                return false;
-            }
-            b'{' => {
-                let end = pattern[i..].find('}').map(|e| i + e);
-                if let Some(end) = end {
-                    let bounds = &pattern[i + 1..end];
-                    let large = bounds
-                        .split(',')
-                        .filter_map(|b| b.trim().parse::<u64>().ok())
-                        .any(|b| b > MAX_REPEAT);
-                    if large {
-                        return false;
-                    }
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    true
+    let features = regex_features(pattern);
+    !features.lookaround
+        && !features.backreference
+        && !features.word_boundary
+        && features.max_repeat <= MAX_REPEAT
 }

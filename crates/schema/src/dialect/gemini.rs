@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Cx, DialectError, LossKind, Result, child, json_type};
+use super::{Cx, DialectError, LossKind, Result, child, count_nodes, json_type};
 
 const FORMATS: [&str; 6] = ["date-time", "enum", "float", "double", "int32", "int64"];
 
@@ -354,18 +354,4 @@ fn ordered(mut map: Map<String, Value>) -> Map<String, Value> {
     }
     out.extend(map);
     out
-}
-
-fn count_nodes(value: &Value) -> usize {
-    let mut count = 0;
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        count += 1;
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
-        }
-    }
-    count
 }

@@ -267,8 +267,10 @@ fn hostile_input_is_an_error_not_a_panic() {
     }
     let bomb =
         json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D30"}}, "$defs": defs});
-    assert!(matches!(
-        Dialect::Gemini.compile(&bomb),
-        Err(DialectError::TooLarge { .. })
-    ));
+    for dialect in [Dialect::Gemini, Dialect::Llguidance] {
+        assert!(
+            matches!(dialect.compile(&bomb), Err(DialectError::TooLarge { .. })),
+            "{dialect}"
+        );
+    }
 }

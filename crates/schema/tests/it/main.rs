@@ -4,4 +4,5 @@
 
 mod compose;
 mod dialect;
+mod grammar;
 mod render;
