@@ -11,8 +11,9 @@
 //!
 //! Hosted providers cap what they generate; llguidance runs in-process and follows a string without
 //! `maxLength` for as long as the model keeps writing. So [`Dialect::Llguidance`] also bounds every string,
-//! array and object that sets no bound ([`LlguidanceBounds`]; an object with optional properties is closed
-//! instead, since llguidance counts properties only when all are required), each reported as
+//! array and object that sets no bound ([`LlguidanceBounds`]; an object that declares properties is closed
+//! instead unless it admits other keys explicitly, and one with optional properties always is, since
+//! llguidance counts properties only when all are required), each reported as
 //! [`LossKind::Tightened`]. It rejects bounds no value meets ([`DialectError::Unsatisfiable`]): for a grammar
 //! they are schema errors that no retry can fix. [`compile_llguidance`] takes other bounds.
 //!

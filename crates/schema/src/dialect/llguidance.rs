@@ -39,8 +39,9 @@ pub struct LlguidanceBounds {
     pub max_string_chars: u64,
     /// `maxItems` of arrays without one.
     pub max_items: u64,
-    /// `maxProperties` of objects that admit properties beyond their `properties`, all of them required
-    /// (an object with optional properties gets `additionalProperties: false` instead).
+    /// `maxProperties` of maps (no `properties`) and of objects whose properties are all required that admit
+    /// other keys explicitly (an `additionalProperties` schema, `patternProperties`); an object that declares
+    /// properties and says nothing of others, or has optional ones, gets `additionalProperties: false`.
     pub max_properties: u64,
 }
 

@@ -126,6 +126,19 @@ fn combined() -> Vec<(&'static str, Value)> {
                    "definitions": {"Node": {"type": "object", "properties": {"next": {"allOf": [{"$ref": "#/definitions/Node"}]}, "v": {"type": "string"}}}}}),
         ),
         (
+            "patterns-next-to-required-properties",
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "patternProperties": {"^x_": {"type": "integer"}}}),
+        ),
+        (
+            "more-keys-than-declared",
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "minProperties": 3}),
+        ),
+        (
+            "anyOf-admitting-other-keys",
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+                   "anyOf": [{"additionalProperties": {"type": "integer"}}, {"minProperties": 1}]}),
+        ),
+        (
             "counts-with-optional-properties",
             json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "minProperties": 1}),
         ),

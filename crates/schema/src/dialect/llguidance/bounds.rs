@@ -202,10 +202,13 @@ impl Walker {
         self.bound_object(cx, out, pointer, alternatives);
     }
 
-    /// llguidance counts properties only when every declared property is required (it applies
-    /// `minProperties`/`maxProperties` to the keys beyond those), so an open object with optional properties
-    /// is bounded by closing it: `additionalProperties: false`, with every property named anywhere at this
-    /// level declared, so that closing forbids nothing another branch allows.
+    /// An object that declares properties and says nothing of others is closed: `additionalProperties:
+    /// false`, with every property named anywhere at this level declared, so that closing forbids nothing
+    /// another branch allows. llguidance counts properties only when every declared property is required
+    /// (it applies `minProperties`/`maxProperties` to the keys beyond those), so an open object with
+    /// optional properties is closed too, even when it admits other keys explicitly. Maps (no declared
+    /// properties), and objects without optional properties that admit other keys explicitly or need more
+    /// keys than they name (`minProperties`), get `maxProperties`.
     fn bound_object(
         &self,
         cx: &mut Cx<'_>,
@@ -256,7 +259,17 @@ impl Walker {
         if !View::of(out, alternatives).unbounded(Kind::Object) {
             return;
         }
-        if !optional {
+        // Declared properties with nothing said about others mean that shape: close it, as the strict
+        // dialects do (a small model otherwise invents keys). Maps, objects that explicitly admit other
+        // keys and objects that need more keys than they name are only counted.
+        let view = View::of(out, alternatives);
+        let declared = view
+            .all()
+            .any(|m| matches!(m.get("properties"), Some(Value::Object(p)) if !p.is_empty()));
+        let shape = declared
+            && !view.all().any(admits_others_explicitly)
+            && min_properties <= names.len() as u64;
+        if !optional && !shape {
             let floor = min_properties.max(n_required);
             let bound = Value::from(self.bounds.max_properties.max(floor));
             cx.loss(pointer, "maxProperties", &bound, LossKind::Tightened);
@@ -286,6 +299,17 @@ impl Walker {
             cx.loss(pointer, "patternProperties", &patterns, LossKind::Dropped);
         }
     }
+}
+
+/// Whether a schema admits keys beyond its properties in so many words: an `additionalProperties` schema
+/// (`true` and `{}` say nothing) or `patternProperties`.
+fn admits_others_explicitly(map: &Map<String, Value>) -> bool {
+    let additional = match map.get("additionalProperties") {
+        Some(Value::Object(schema)) => !schema.is_empty(),
+        _ => false,
+    };
+    let patterns = matches!(map.get("patternProperties"), Some(Value::Object(p)) if !p.is_empty());
+    additional || patterns
 }
 
 /// What llguidance accepts next to optional properties: "exactly one", "at most one" or "at least one" of

@@ -63,14 +63,14 @@ fn refs_are_inlined() {
             "b": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 256, "description": "the other code"},
             "c": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 2},
             "d": {"type": "integer", "minimum": 0, "default": 1},
-        }, "required": ["a", "b", "c", "d"], "maxProperties": 32}),
+        }, "required": ["a", "b", "c", "d"], "additionalProperties": false}),
         &[
             "#/properties/a: $ref rewritten \"#/$defs/Code\"",
             "#/$defs/Code: maxLength tightened 256",
             "#/properties/b: $ref rewritten \"#/$defs/Code\"",
             "#/properties/c: $ref rewritten \"#/$defs/Code\"",
             "#/properties/d: $ref rewritten \"#/definitions/Level\"",
-            "#: maxProperties tightened 32",
+            "#: additionalProperties tightened false",
         ],
     );
 }
@@ -92,7 +92,7 @@ fn recursive_refs_stay_references() {
         json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {
             "root": {"$ref": "#/$defs/a_b_2"},
             "list": {"$ref": "#/$defs/List", "description": "a linked list"},
-        }, "required": ["root", "list"], "maxProperties": 32, "$defs": {
+        }, "required": ["root", "list"], "additionalProperties": false, "$defs": {
             "a_b_2": {"type": "object", "properties": {
                 "kids": {"type": "array", "items": {"$ref": "#/$defs/a_b_2"}, "maxItems": 32},
             }, "required": ["kids"], "additionalProperties": false},
@@ -102,7 +102,7 @@ fn recursive_refs_stay_references() {
         &[
             "#/properties/root: $ref rewritten \"#/definitions/a~1b\"",
             "#/properties/list: $ref rewritten \"#/definitions/List\"",
-            "#: maxProperties tightened 32",
+            "#: additionalProperties tightened false",
             "#/definitions/a~1b/properties/kids/items: $ref rewritten \"#/definitions/a~1b\"",
             "#/definitions/a~1b/properties/kids/items: minProperties dropped 1",
             "#/definitions/a~1b/properties/kids: maxItems tightened 32",
@@ -182,13 +182,13 @@ fn one_of_becomes_any_of() {
             json!([{"properties": {"k": {"const": 1}}, "required": ["k"]}, {"properties": {"k": {"const": 2}}, "required": ["k"]}]),
             json!({}),
             json!([
-                {"properties": {"k": {"const": 1}}, "required": ["k"], "maxProperties": 32},
-                {"properties": {"k": {"const": 2}}, "required": ["k"], "maxProperties": 32},
+                {"properties": {"k": {"const": 1}}, "required": ["k"], "additionalProperties": false},
+                {"properties": {"k": {"const": 2}}, "required": ["k"], "additionalProperties": false},
             ]),
             "relaxed",
             &[
-                "#/properties/x/oneOf/0: maxProperties tightened 32",
-                "#/properties/x/oneOf/1: maxProperties tightened 32",
+                "#/properties/x/oneOf/0: additionalProperties tightened false",
+                "#/properties/x/oneOf/1: additionalProperties tightened false",
             ][..],
         ),
     ] {
@@ -293,7 +293,7 @@ fn runaway_bounds() {
             "c": {"type": "string", "const": "a"},
             "a": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 40, "maxItems": 40},
             "m": {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 33, "maxProperties": 33},
-            "r": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"], "maxProperties": 32},
+            "r": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": false},
             "o": {"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": false},
             "f": {"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": false},
             "t": {"type": "number", "multipleOf": 2.0, "maxLength": 2},
@@ -303,7 +303,7 @@ fn runaway_bounds() {
             "#/properties/n: maxLength tightened 300",
             "#/properties/a: maxItems tightened 40",
             "#/properties/m: maxProperties tightened 33",
-            "#/properties/r: maxProperties tightened 32",
+            "#/properties/r: additionalProperties tightened false",
             "#/properties/o: additionalProperties tightened false",
             "#/properties/o: patternProperties dropped {\"^y\":{\"type\":\"integer\"}}",
             "#/properties/t: maxLength rewritten 2.0",
@@ -338,6 +338,65 @@ fn runaway_bounds() {
             "#: maxItems tightened 2",
         ],
     );
+}
+
+/// An object that declares properties and says nothing of others is closed, even when every property is
+/// required (given the open base schema, a small model invented keys until it ran out of tokens); objects
+/// that admit other keys in so many words are counted instead.
+#[test]
+fn declared_properties_close_the_object() {
+    let string = json!({"type": "string", "maxLength": 4});
+    // The base schema, with `additionalProperties: true` saying no more than its absence.
+    for open in [json!({}), json!({"additionalProperties": true})] {
+        let mut input = json!({"type": "object", "required": ["answer", "state"], "properties": {"answer": string, "state": string}});
+        if let (Value::Object(input), Value::Object(open)) = (&mut input, open) {
+            input.extend(open);
+        }
+        check(
+            input,
+            json!({"type": "object", "required": ["answer", "state"], "properties": {"answer": string, "state": string},
+                   "additionalProperties": false}),
+            &["#: additionalProperties tightened false"],
+        );
+    }
+    for (input, expected, losses) in [
+        // A map: no declared properties (a required key alone declares none).
+        (
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            json!({"type": "object", "additionalProperties": {"type": "string", "maxLength": 256}, "maxProperties": 32}),
+            &[
+                "#/additionalProperties: maxLength tightened 256",
+                "#: maxProperties tightened 32",
+            ][..],
+        ),
+        (
+            json!({"type": "object", "required": ["k"]}),
+            json!({"type": "object", "required": ["k"], "maxProperties": 32}),
+            &["#: maxProperties tightened 32"][..],
+        ),
+        // Other keys admitted explicitly, next to the declared ones or in another branch at this level.
+        (
+            json!({"type": "object", "properties": {"a": string}, "required": ["a"], "patternProperties": {"^x_": {"type": "integer"}}}),
+            json!({"type": "object", "properties": {"a": string}, "required": ["a"], "patternProperties": {"^x_": {"type": "integer"}},
+                   "maxProperties": 32}),
+            &["#: maxProperties tightened 32"][..],
+        ),
+        (
+            json!({"type": "object", "properties": {"a": string}, "required": ["a"],
+                   "anyOf": [{"additionalProperties": {"type": "integer"}}, {"minProperties": 1}]}),
+            json!({"type": "object", "properties": {"a": string}, "required": ["a"],
+                   "anyOf": [{"additionalProperties": {"type": "integer"}}, {"minProperties": 1}], "maxProperties": 32}),
+            &["#: maxProperties tightened 32"][..],
+        ),
+        // More keys needed than declared: closing would leave no instance.
+        (
+            json!({"type": "object", "properties": {"a": string}, "required": ["a"], "minProperties": 40}),
+            json!({"type": "object", "properties": {"a": string}, "required": ["a"], "minProperties": 40, "maxProperties": 40}),
+            &["#: maxProperties tightened 40"][..],
+        ),
+    ] {
+        check(input, expected, losses);
+    }
 }
 
 /// Bounds go where nothing else is intersected with them: a bound or a closed object inside an `allOf`
@@ -395,10 +454,10 @@ fn bounds_of_combined_schemas() {
     // A plain union: each branch is bounded on its own.
     check(
         json!({"anyOf": [{"type": "string"}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"type": "null"}]}),
-        json!({"anyOf": [{"type": "string", "maxLength": 256}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "maxProperties": 32}, {"type": "null"}]}),
+        json!({"anyOf": [{"type": "string", "maxLength": 256}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": false}, {"type": "null"}]}),
         &[
             "#/anyOf/0: maxLength tightened 256",
-            "#/anyOf/1: maxProperties tightened 32",
+            "#/anyOf/1: additionalProperties tightened false",
         ],
     );
     // A `$ref` with sibling assertions: the target is compiled without bounds and merged with them.
