@@ -1,4 +1,5 @@
-//! `cargo xtask bench`: run every criterion bench target, then summarize `target/criterion`.
+//! `cargo xtask bench`: run every bench target, then summarize `target/criterion` and the local model's
+//! report (`target/claij/bench-local.md`).
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -57,6 +58,14 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         );
     } else {
         print!("{}", table(&estimates));
+    }
+    // Benches that report figures rather than criterion estimates (the local model's) write markdown here.
+    let report = workspace.target_directory.join("claij").join("bench-local.md");
+    let fresh = fs::metadata(&report)
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| m >= started);
+    if fresh && let Ok(text) = fs::read_to_string(&report) {
+        print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 mod citations;
 mod eval;
 mod fsm_routing;
+mod local_model;
 mod memory;
 mod metrics;
 mod pipeline;

@@ -1,0 +1,273 @@
+//! The embedded model's figures: load time, prompt and decode speed, grammar mask time, peak memory,
+//! and first-try validity over a fixed prompt set with and without constraints.
+//!
+//! Not a criterion bench: one generation takes seconds, so it reports figures from a fixed workload.
+//! candle fixes its thread count once per process, so the bench runs itself again as a child per
+//! thread count (`CANDLE_NUM_THREADS`), each child printing one JSON line, and this process writes the
+//! table to stdout and `target/claij/bench-local.md` (`cargo xtask bench` prints that file at the end).
+//!
+//! Needs the model in the cache (`cargo xtask model`); `CLAIJ_MODEL_DIR` overrides the directory.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use claij_backends::local::{Decoding, LocalBackend, LocalConfig, Requantize};
+use claij_backends::{ChatRequest, FinishReason, Message};
+use claij_schema::dialect::Dialect;
+use claij_validation::Validator;
+use serde_json::{Value, json};
+
+const PROMPTS: [&str; 8] = [
+    "What is the capital of France?",
+    "Name a primary colour.",
+    "Is 17 a prime number?",
+    "What do bees make?",
+    "Remember: my favourite colour is blue.",
+    "How many legs does a spider have?",
+    "Suggest a name for a cat.",
+    "What is 12 times 3?",
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(threads) = args
+        .iter()
+        .position(|a| a == "--child")
+        .and_then(|i| args.get(i + 1))
+    {
+        child(threads);
+        return;
+    }
+    // `cargo bench` passes `--bench` and maybe a filter: run unless filtered out.
+    let filter = args.iter().skip(1).find(|a| !a.starts_with('-'));
+    if filter.is_some_and(|f| !"local".contains(f.as_str())) {
+        return;
+    }
+    let Some(path) = model_path() else {
+        println!("local: skipped, no model (run `cargo xtask model`)");
+        return;
+    };
+    println!("local model bench: {}", path.display());
+    let exe = std::env::current_exe().expect("own path");
+    let mut rows = Vec::new();
+    for threads in ["1", "2"] {
+        let output = Command::new(&exe)
+            .args(["--child", threads])
+            .env("CANDLE_NUM_THREADS", threads)
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .expect("run the bench child");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        match stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
+            Some(row) if output.status.success() => rows.push(row),
+            _ => {
+                eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+                panic!("bench child with {threads} thread(s) failed");
+            }
+        }
+    }
+    let report = table(&rows);
+    print!("{report}");
+    let dir = target_dir().join("claij");
+    std::fs::create_dir_all(&dir).expect("create target/claij");
+    std::fs::write(dir.join("bench-local.md"), &report).expect("write the report");
+}
+
+fn target_dir() -> PathBuf {
+    // benches run from the package directory; the workspace target is two levels up unless overridden.
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+}
+
+fn model_path() -> Option<PathBuf> {
+    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("claij/models"))
+        })
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/claij/models"))
+        })?;
+    let path = dir.join(claij_backends::local::DEFAULT_MODEL_FILE);
+    path.is_file().then_some(path)
+}
+
+/// Totals over one set of generations.
+#[derive(Default)]
+struct Totals {
+    runs: usize,
+    parsed: usize,
+    valid: usize,
+    length_stops: usize,
+    prompt_tokens: usize,
+    prefill: Duration,
+    decoded_tokens: usize,
+    decode: Duration,
+    masks: usize,
+    mask_total: Duration,
+    grammar_compile: Duration,
+}
+
+impl Totals {
+    fn json(&self) -> Value {
+        let per_s = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
+        json!({
+            "runs": self.runs,
+            "parsed": self.parsed,
+            "valid": self.valid,
+            "length_stops": self.length_stops,
+            "prefill_tok_s": per_s(self.prompt_tokens, self.prefill),
+            "decode_tok_s": per_s(self.decoded_tokens, self.decode),
+            "mask_ms": if self.masks == 0 { 0.0 } else { self.mask_total.as_secs_f64() * 1e3 / self.masks as f64 },
+            "grammar_ms": if self.runs == 0 { 0.0 } else { self.grammar_compile.as_secs_f64() * 1e3 / self.runs as f64 },
+            "mean_prompt_tokens": self.prompt_tokens as f64 / self.runs.max(1) as f64,
+        })
+    }
+}
+
+fn child(threads: &str) {
+    let path = model_path().expect("model present");
+    // Load from the cache (made by an earlier run), then once more re-quantising in memory.
+    let started = Instant::now();
+    let backend = LocalBackend::load(&path).expect("load");
+    let cached_load = started.elapsed();
+    let started = Instant::now();
+    drop(
+        LocalBackend::load_with(
+            &path,
+            LocalConfig::default().with_requantize(Requantize::InMemory),
+        )
+        .expect("load"),
+    );
+    let requantize_load = started.elapsed();
+    let unconstrained = LocalBackend::load_with(
+        &path,
+        LocalConfig::default().with_decoding(Decoding::Unconstrained),
+    )
+    .expect("load");
+
+    let schemas = [
+        (
+            "small",
+            serde_json::from_str::<Value>(
+                &std::fs::read_to_string(
+                    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                        .join("../../../shared/bench/small.json"),
+                )
+                .expect("shared/bench/small.json"),
+            )
+            .expect("JSON"),
+        ),
+        (
+            "enums",
+            json!({
+                "type": "object",
+                "properties": {
+                    "verdict": {"enum": ["yes", "no", "unsure"]},
+                    "topic": {"enum": ["geography", "nature", "maths", "animals", "other"]},
+                    "confidence": {"type": "integer", "minimum": 0, "maximum": 10}
+                },
+                "required": ["verdict", "topic", "confidence"],
+                "additionalProperties": false
+            }),
+        ),
+    ];
+    let mut constrained_totals = Totals::default();
+    let mut unconstrained_totals = Totals::default();
+    for (_, schema) in &schemas {
+        let validator = Validator::new(schema).expect("schema compiles");
+        let compiled = Dialect::Llguidance.compile(schema).expect("dialect");
+        for prompt in PROMPTS {
+            let request = ChatRequest::new("local")
+                .message(Message::user(prompt))
+                .structured("response", compiled.schema.clone(), true)
+                .max_tokens(200);
+            for (model, totals) in [
+                (&backend, &mut constrained_totals),
+                (&unconstrained, &mut unconstrained_totals),
+            ] {
+                let generation = model
+                    .generate(&request, &AtomicBool::new(false))
+                    .expect("generate");
+                let t = generation.timings;
+                totals.runs += 1;
+                totals.prompt_tokens += t.prompt_tokens;
+                totals.prefill += t.prefill;
+                totals.decoded_tokens += t.generated_tokens;
+                totals.decode += t.decode;
+                totals.masks += t.masks;
+                totals.mask_total += t.mask_total;
+                totals.grammar_compile += t.grammar_compile;
+                totals.length_stops +=
+                    usize::from(generation.finish_reason == FinishReason::Length);
+                if let Ok(value) = serde_json::from_str::<Value>(generation.text.trim()) {
+                    totals.parsed += 1;
+                    totals.valid += usize::from(validator.is_valid(&value));
+                }
+            }
+        }
+    }
+    let row = json!({
+        "threads": threads.parse::<usize>().unwrap_or(0),
+        "candle_threads": LocalBackend::threads(),
+        "load_cached_s": cached_load.as_secs_f64(),
+        "load_requantize_s": requantize_load.as_secs_f64(),
+        "peak_rss_mib": peak_rss_mib(),
+        "constrained": constrained_totals.json(),
+        "unconstrained": unconstrained_totals.json(),
+    });
+    println!("{row}");
+}
+
+/// The process's peak resident set (Linux), in MiB.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn table(rows: &[Value]) -> String {
+    let mut out = String::from(
+        "\n## local model (SmolLM2-135M-Instruct, Q8_0)\n\n\
+         | threads | load (cached) | load (re-quantise) | peak RSS | prefill tok/s | decode tok/s (constrained) | decode tok/s (free) | mask ms/token | grammar ms | valid first try, constrained | valid first try, unconstrained |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let c = &row["constrained"];
+        let u = &row["unconstrained"];
+        out.push_str(&format!(
+            "| {} | {:.2} s | {:.2} s | {:.0} MiB | {:.0} | {:.1} | {:.1} | {:.3} | {:.2} | {}/{} ({} cut at the limit) | {}/{} ({} parse as JSON) |\n",
+            row["candle_threads"],
+            row["load_cached_s"].as_f64().unwrap_or(0.0),
+            row["load_requantize_s"].as_f64().unwrap_or(0.0),
+            row["peak_rss_mib"].as_f64().unwrap_or(0.0),
+            c["prefill_tok_s"].as_f64().unwrap_or(0.0),
+            c["decode_tok_s"].as_f64().unwrap_or(0.0),
+            u["decode_tok_s"].as_f64().unwrap_or(0.0),
+            c["mask_ms"].as_f64().unwrap_or(0.0),
+            c["grammar_ms"].as_f64().unwrap_or(0.0),
+            c["valid"], c["runs"], c["length_stops"],
+            u["valid"], u["runs"], u["parsed"],
+        ));
+    }
+    out.push_str(&format!(
+        "\nPrompts: {} questions x 2 schemas (shared/bench/small.json, an enum schema), greedy, max 200 tokens; the schema is in the prompt in both modes. Peak RSS includes three loaded copies of the model (constrained, unconstrained, in-memory re-quantisation).\n",
+        PROMPTS.len()
+    ));
+    out
+}

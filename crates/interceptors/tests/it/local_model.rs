@@ -1,0 +1,171 @@
+//! The pipeline on the embedded model (claij-backends `local`): constrained answers valid on the first
+//! attempt, unconstrained ones through repair and retry, truncated ones through the brevity retry.
+//!
+//! Real generations on one thread, one test at a time (`.config/nextest.toml`). They assert mechanics
+//! and validity, never content. Without the model file they are skipped, except under `CI=true`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use claij_backends::local::{Decoding, LocalBackend, LocalConfig};
+use claij_backends::{FinishReason, Role};
+use claij_interceptors::builtin::memory::Memory;
+use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Verdict};
+
+#[allow(clippy::print_stderr)] // the skip must be visible
+fn model_path() -> Option<PathBuf> {
+    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("claij/models"))
+        })
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/claij/models")))
+        .unwrap_or_else(|| std::env::temp_dir().join("claij/models"));
+    let path = dir.join(claij_backends::local::DEFAULT_MODEL_FILE);
+    if path.is_file() {
+        return Some(path);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !ci,
+        "CI=true and the model is missing at {}",
+        path.display()
+    );
+    eprintln!(
+        "skipping: no model at {} (run `cargo xtask model`)",
+        path.display()
+    );
+    None
+}
+
+fn pipeline(decoding: Decoding, config: Config, chain: Chain) -> Option<Pipeline> {
+    let path = model_path()?;
+    let backend = LocalBackend::load_with(path, LocalConfig::default().with_decoding(decoding))
+        .expect("the cached model loads");
+    Some(Pipeline::new(Arc::new(backend), config, chain))
+}
+
+fn run<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+/// The design's memory test, for mechanics: two turns, each valid on its first attempt because the
+/// grammar only lets the model write what the schema allows; the summary of turn 1 reaches turn 2.
+#[test]
+fn constrained_turns_with_memory_are_valid_first_try() {
+    let mut config = Config::new("local");
+    config.max_tokens = Some(200);
+    config.seed = Some(1);
+    let chain = Chain::new().with(Memory::default());
+    let Some(pipeline) = pipeline(Decoding::Constrained, config, chain) else {
+        return;
+    };
+    let mut ctx = Context::default();
+    for (turn, input) in [
+        "Remember: my favourite colour is blue.",
+        "What is my favourite colour?",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let answer = run(pipeline.ask(&mut ctx, input)).unwrap();
+        assert_eq!(
+            answer.attempts.len(),
+            1,
+            "turn {turn}: {:?}",
+            answer.attempts
+        );
+        let attempt = &answer.attempts[0];
+        assert_eq!(attempt.verdict, Verdict::Valid);
+        assert_eq!(attempt.finish_reason, Some(FinishReason::Stop));
+        assert!(
+            attempt.fixes.is_empty(),
+            "constrained output needs no repair: {:?}",
+            attempt.fixes
+        );
+        assert!(
+            attempt.request.structured_output.is_some(),
+            "the schema goes to the backend natively"
+        );
+        for key in ["answer", "state", "summary"] {
+            assert!(
+                answer.value[key].is_string(),
+                "turn {turn}: {key} in {}",
+                answer.value
+            );
+        }
+        assert!(answer.usage.input_tokens > 0 && answer.usage.output_tokens > 0);
+    }
+    assert_eq!(ctx.memory.summaries.len(), 2);
+    assert_eq!(ctx.turn, 2);
+}
+
+/// Unconstrained, the model writes what it likes; the pipeline extracts, repairs, coerces, validates
+/// and retries. The run ends valid or with the typed error holding every attempt, never a panic.
+#[test]
+fn unconstrained_replies_go_through_repair_and_retry() {
+    let mut config = Config::new("local");
+    config.max_tokens = Some(120);
+    config.max_retries = 2;
+    let Some(pipeline) = pipeline(Decoding::Unconstrained, config, Chain::new()) else {
+        return;
+    };
+    let mut ctx = Context::default();
+    let outcome = run(pipeline.ask(&mut ctx, "What is the capital of France?"));
+    let attempts = match &outcome {
+        Ok(answer) => {
+            assert!(answer.value["answer"].is_string() && answer.value["state"].is_string());
+            &answer.attempts
+        }
+        Err(Error::RetriesExhausted(exhausted)) => {
+            assert_eq!(exhausted.attempts.len(), 3, "the first try and two retries");
+            &exhausted.attempts
+        }
+        Err(other) => panic!("expected a valid answer or RetriesExhausted, got {other}"),
+    };
+    let first = &attempts[0];
+    assert!(
+        first.request.structured_output.is_none(),
+        "unconstrained: the schema is in the prompt"
+    );
+    let system = first.request.system.as_deref().unwrap_or_default();
+    assert!(system.contains("conforms to this schema"), "{system}");
+    for retry in &attempts[1..] {
+        let last = retry.request.messages.last().unwrap();
+        assert_eq!(last.role, Role::User);
+        assert!(!last.content.is_empty());
+    }
+}
+
+/// A token limit too small for any valid answer: every attempt stops at the limit, each retry asks
+/// for a shorter answer, and the run ends in the typed error.
+#[test]
+fn truncated_answers_are_retried_for_brevity_then_fail_typed() {
+    let mut config = Config::new("local");
+    config.max_tokens = Some(6);
+    config.max_retries = 1;
+    let Some(pipeline) = pipeline(Decoding::Constrained, config, Chain::new()) else {
+        return;
+    };
+    let mut ctx = Context::default();
+    let err = run(pipeline.ask(&mut ctx, "Describe the sea.")).unwrap_err();
+    let Error::RetriesExhausted(exhausted) = err else {
+        panic!("expected RetriesExhausted, got {err}");
+    };
+    assert_eq!(exhausted.attempts.len(), 2);
+    for attempt in &exhausted.attempts {
+        assert_eq!(attempt.finish_reason, Some(FinishReason::Length));
+    }
+    let retry = &exhausted.attempts[1]
+        .request
+        .messages
+        .last()
+        .unwrap()
+        .content;
+    assert!(retry.contains("cut off"), "{retry}");
+    assert!(retry.contains("shorter"), "{retry}");
+}
