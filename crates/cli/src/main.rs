@@ -1,13 +1,17 @@
-//! The `claij` binary: validate, repair and compose schemas for LLM replies, from the command line.
+//! The `claij` binary: ask a model for a validated JSON answer; validate, repair and compose schemas
+//! for LLM replies, from the command line.
 //!
-//! Exit codes: 0 success, 1 the input is invalid (or nothing could be recovered), 2 usage or IO error.
+//! Exit codes: 0 success, 1 the input is invalid (or nothing could be recovered, or `ask` got no valid
+//! reply within its retries), 2 usage, IO, configuration or backend error.
 //! Every error is one line on stderr saying what and where; the binary never shows a backtrace.
 
 use std::io::Write as _;
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ask;
 mod input;
 mod repair;
 mod schema;
@@ -23,6 +27,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Ask a model; the answer is a JSON document valid against the schema (exit 0 valid, 1 no valid
+    /// reply within the retries, 2 usage, configuration or backend error).
+    Ask(ask::Args),
     /// Validate a JSON instance against a schema (exit 0 valid, 1 invalid, 2 usage or IO error).
     Validate(validate::Args),
     /// Recover a JSON value from an LLM reply on stdin: extract, repair, and with --schema coerce and validate.
@@ -45,11 +52,25 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(std::io::stderr(), "error: internal error: {info}");
     }));
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Validate(args) => validate::run(&args),
-        Command::Repair(args) => repair::run(&args),
-        Command::Schema(cmd) => schema::run(&cmd),
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print to stdout and exit 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "{}", usage_error(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    if let Command::Ask(args) = &cli.command
+        && let Some(threads) = args.threads()
+    {
+        set_compute_threads(threads);
+    }
+    let result = match &cli.command {
+        Command::Ask(args) => ask::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Repair(args) => repair::run(args),
+        Command::Schema(cmd) => schema::run(cmd),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,
@@ -61,8 +82,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// Sets the thread count of the local model's compute pools, which candle and rayon read from the
+/// environment once, at their first use.
+#[allow(unsafe_code)]
+fn set_compute_threads(threads: NonZeroUsize) {
+    let threads = threads.to_string();
+    // SAFETY: `set_var` is unsound only while another thread may read or write the environment. This
+    // runs at the start of the synchronous `main`, right after argument parsing: the process has a
+    // single thread (no runtime yet: `ask` builds its tokio runtime, and the model its threads, later).
+    unsafe {
+        std::env::set_var("CANDLE_NUM_THREADS", &threads);
+        std::env::set_var("RAYON_NUM_THREADS", &threads);
+    }
+}
+
+/// clap's error as one line: its first paragraph, folded (the usage and the `--help` tip dropped).
+fn usage_error(rendered: &str) -> String {
+    let first = rendered.split("\n\n").next().unwrap_or(rendered);
+    one_line(first)
+}
+
 /// Errors are one line: newlines inside (from a library's message) are folded.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.split('\n')
         .map(str::trim)
         .filter(|l| !l.is_empty())

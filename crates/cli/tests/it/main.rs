@@ -6,6 +6,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+mod ask;
+mod local_model;
+
 /// What a run printed and how it ended.
 struct Run {
     code: i32,
@@ -14,19 +17,30 @@ struct Run {
 }
 
 fn claij(args: &[&str], stdin: &str) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_claij"))
+    claij_env(args, stdin, &[])
+}
+
+/// Runs `claij` with environment changes: `(name, Some(value))` sets, `(name, None)` removes.
+fn claij_env(args: &[&str], stdin: &str, env: &[(&str, Option<&str>)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_claij"));
+    for (name, value) in env {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let mut child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    let written = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    // A run that fails before reading stdin (a missing schema file) may close it first.
+    if let Err(e) = written {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     let out = child.wait_with_output().unwrap();
     Run {
         code: out.status.code().unwrap_or(-1),

@@ -1,0 +1,178 @@
+//! What `claij ask` prints: the value on stdout, a line per attempt and a total on stderr; or with
+//! `--json` one report on stdout.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use anyhow::Result;
+use claij_backends::Usage;
+use claij_interceptors::{Answer, Attempt, Exhausted, Verdict};
+use serde_json::{Value, json};
+
+/// A line about how the command runs (which backend was chosen).
+pub fn notice(text: &str) -> Result<()> {
+    writeln!(std::io::stderr(), "{text}")?;
+    Ok(())
+}
+
+/// A valid answer: the value (pretty) on stdout, the attempts on stderr; or the `--json` report.
+pub fn answer(answer: &Answer, elapsed: Duration, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
+        writeln!(out, "{report}")?;
+        return Ok(());
+    }
+    writeln!(out, "{}", serde_json::to_string_pretty(&answer.value)?)?;
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    for line in attempt_lines(&answer.attempts, answer.usage, elapsed) {
+        writeln!(err, "{line}")?;
+    }
+    Ok(())
+}
+
+/// Retries exhausted: the attempts (or the `--json` report, with a null value), then the last reply's
+/// violations on stderr, one a line.
+pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result<()> {
+    let usage = exhausted.attempts.iter().map(|a| a.usage).sum();
+    let mut err = std::io::stderr().lock();
+    if json {
+        let report = to_json(None, &exhausted.attempts, usage, elapsed);
+        writeln!(std::io::stdout().lock(), "{report}")?;
+    } else {
+        for line in attempt_lines(&exhausted.attempts, usage, elapsed) {
+            writeln!(err, "{line}")?;
+        }
+    }
+    let n = exhausted.attempts.len();
+    match &exhausted.no_json {
+        Some(reason) => writeln!(
+            err,
+            "no valid reply after {n} {}: the last held no JSON: {}",
+            plural(n, "attempt"),
+            crate::one_line(reason)
+        )?,
+        None => {
+            writeln!(
+                err,
+                "no valid reply after {n} {}; the last one's violations:",
+                plural(n, "attempt")
+            )?;
+            for v in &exhausted.violations {
+                writeln!(err, "  {}", crate::one_line(&v.to_string()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A line per attempt, then the total.
+pub fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> Vec<String> {
+    let mut lines: Vec<String> = attempts.iter().map(attempt_line).collect();
+    let n = attempts.len();
+    lines.push(format!(
+        "{n} {}, {} tokens, {}, cost {}",
+        plural(n, "attempt"),
+        tokens(usage),
+        seconds(elapsed),
+        usage.cost_usd.map_or_else(|| "unknown".to_owned(), dollars)
+    ));
+    lines
+}
+
+/// `attempt 1: valid, in 1.23s, 456+78 tokens[, $cost]`.
+pub fn attempt_line(attempt: &Attempt) -> String {
+    let verdict = match &attempt.verdict {
+        Verdict::Valid => "valid".to_owned(),
+        Verdict::Invalid => {
+            let n = attempt.violations.len();
+            format!("invalid ({n} {})", plural(n, "violation"))
+        }
+        Verdict::NoJson { .. } => "no JSON".to_owned(),
+        Verdict::BackendError { .. } => "backend error".to_owned(),
+    };
+    let mut line = format!(
+        "attempt {}: {verdict}, in {}, {} tokens",
+        attempt.number,
+        seconds(attempt.latency),
+        tokens(attempt.usage)
+    );
+    if let Some(cost) = attempt.usage.cost_usd {
+        line.push_str(", ");
+        line.push_str(&dollars(cost));
+    }
+    line
+}
+
+/// The `--json` report.
+pub fn to_json(
+    value: Option<&Value>,
+    attempts: &[Attempt],
+    usage: Usage,
+    elapsed: Duration,
+) -> Value {
+    let attempts: Vec<Value> = attempts.iter().map(attempt_json).collect();
+    json!({
+        "value": value,
+        "attempts": attempts,
+        "usage": usage,
+        "elapsed_ms": millis(elapsed),
+    })
+}
+
+fn attempt_json(attempt: &Attempt) -> Value {
+    let (verdict, reason) = match &attempt.verdict {
+        Verdict::Valid => ("valid", None),
+        Verdict::Invalid => ("invalid", None),
+        Verdict::NoJson { reason } => ("no_json", Some(reason)),
+        Verdict::BackendError { message } => ("backend_error", Some(message)),
+    };
+    let mut report = json!({
+        "number": attempt.number,
+        "verdict": verdict,
+        "violations": attempt.violations,
+        "fixes": attempt.fixes,
+        "usage": attempt.usage,
+        "latency_ms": millis(attempt.latency),
+        "finish_reason": attempt.finish_reason,
+    });
+    if let (Some(reason), Value::Object(map)) = (reason, &mut report) {
+        map.insert("reason".to_owned(), Value::String(reason.clone()));
+    }
+    report
+}
+
+fn tokens(usage: Usage) -> String {
+    format!("{}+{}", usage.input_tokens, usage.output_tokens)
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{:.2}s", duration.as_secs_f64())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `$0` for nothing, else six decimals without trailing zeros (`$0.000123`).
+pub fn dollars(cost: f64) -> String {
+    if cost == 0.0 {
+        return "$0".to_owned();
+    }
+    let text = format!("{cost:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "0" {
+        // Less than a millionth of a dollar.
+        return format!("${cost:.1e}");
+    }
+    format!("${text}")
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_owned()
+    } else {
+        format!("{word}s")
+    }
+}

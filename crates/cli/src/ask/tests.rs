@@ -1,0 +1,155 @@
+//! Unit tests of `claij ask`'s pure parts: `--llm`, the model cache, the report's formatting, the
+//! memory file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::llm::{self, Llm, Provider};
+use super::report;
+use super::session::Session;
+
+#[track_caller]
+fn check_llm(text: &str, expected: Result<Llm, &str>) {
+    match (llm::parse(text), expected) {
+        (Ok(got), Ok(want)) => assert_eq!(got, want, "{text}"),
+        (Err(got), Err(part)) => assert!(got.contains(part), "{text}: {got}"),
+        (got, want) => panic!("{text}: got {got:?}, expected {want:?}"),
+    }
+}
+
+fn remote(provider: Provider, model: &str) -> Llm {
+    Llm::Remote {
+        provider,
+        model: model.to_owned(),
+    }
+}
+
+#[test]
+fn llm_values() {
+    check_llm("local", Ok(Llm::Local));
+    check_llm(
+        "openrouter:google/gemini-2.5-flash",
+        Ok(remote(Provider::OpenRouter, "google/gemini-2.5-flash")),
+    );
+    check_llm("openai:gpt-5", Ok(remote(Provider::OpenAi, "gpt-5")));
+    check_llm(
+        "anthropic:claude-sonnet-4-5",
+        Ok(remote(Provider::Anthropic, "claude-sonnet-4-5")),
+    );
+    check_llm(
+        "gemini:gemini-2.5-flash",
+        Ok(remote(Provider::Gemini, "gemini-2.5-flash")),
+    );
+    // A model id may itself hold a colon (OpenRouter's `:free` variants).
+    check_llm(
+        "openrouter:meta-llama/llama-3.3-70b-instruct:free",
+        Ok(remote(
+            Provider::OpenRouter,
+            "meta-llama/llama-3.3-70b-instruct:free",
+        )),
+    );
+    check_llm("gpt-5", Err("expected `local` or PROVIDER:MODEL"));
+    check_llm("mistral:large", Err("unknown provider `mistral`"));
+    check_llm("openai:", Err("no model after `openai:`"));
+    check_llm("Local", Err("expected `local`"));
+}
+
+#[track_caller]
+fn check_model_dir(vars: &[(&str, &str)], expected: &Path) {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| OsString::from(v))
+    };
+    assert_eq!(llm::model_dir(var), expected, "{vars:?}");
+}
+
+#[test]
+fn model_dir_follows_xtask() {
+    check_model_dir(
+        &[
+            ("CLAIJ_MODEL_DIR", "/models"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ],
+        Path::new("/models"),
+    );
+    check_model_dir(
+        &[
+            ("CLAIJ_MODEL_DIR", ""),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ],
+        Path::new("/xdg/claij/models"),
+    );
+    check_model_dir(
+        &[("XDG_CACHE_HOME", "relative"), ("HOME", "/home/u")],
+        Path::new("/home/u/.cache/claij/models"),
+    );
+    check_model_dir(&[], &std::env::temp_dir().join("claij").join("models"));
+}
+
+#[test]
+fn model_names() {
+    let name = |p: &str| llm::model_name(Path::new(p));
+    assert_eq!(
+        name("/cache/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "SmolLM2-135M-Instruct"
+    );
+    assert_eq!(name("model.gguf"), "model");
+    assert_eq!(name(".gguf"), "local");
+}
+
+#[test]
+fn dollars() {
+    let cases = [
+        (0.0, "$0"),
+        (0.5, "$0.5"),
+        (0.000123, "$0.000123"),
+        (1.25, "$1.25"),
+        (0.0000002, "$2.0e-7"),
+    ];
+    for (cost, expected) in cases {
+        assert_eq!(report::dollars(cost), expected, "{cost}");
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "claij-cli-unit-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn session_round_trip() {
+    let dir = scratch("session");
+    let path = dir.join("memory.json");
+    assert_eq!(Session::load(&path).unwrap(), Session::default());
+    std::fs::write(&path, "  \n").unwrap();
+    assert_eq!(Session::load(&path).unwrap(), Session::default());
+
+    let mut ctx = Session::default().into_context();
+    ctx.turn = 2;
+    ctx.memory.summaries = vec!["The user likes blue.".into(), "They asked why.".into()];
+    Session::of(&ctx).save(&path).unwrap();
+    let loaded = Session::load(&path).unwrap();
+    assert_eq!(loaded, Session::of(&ctx));
+    let ctx = loaded.into_context();
+    assert_eq!((ctx.turn, ctx.memory.summaries.len()), (2, 2));
+    // Nothing but the file is left behind.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+
+    std::fs::write(&path, "[1, 2]").unwrap();
+    let err = format!("{:#}", Session::load(&path).unwrap_err());
+    assert!(err.contains("not a claij memory file"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

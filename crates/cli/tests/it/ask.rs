@@ -1,0 +1,147 @@
+//! `claij ask` failing before any model runs: usage, keys, model files, schema and memory files.
+
+use super::{Files, assert_one_line_error, claij, claij_env};
+
+/// No key of any provider, so nothing can reach the network.
+const NO_KEYS: [(&str, Option<&str>); 4] = [
+    ("OPENROUTER_API_KEY", None),
+    ("OPENAI_API_KEY", None),
+    ("ANTHROPIC_API_KEY", None),
+    ("GEMINI_API_KEY", None),
+];
+
+#[track_caller]
+fn check(args: &[&str], env: &[(&str, Option<&str>)], part: &str) {
+    let mut all = NO_KEYS.to_vec();
+    all.extend_from_slice(env);
+    let run = claij_env(args, "", &all);
+    assert_one_line_error(&run, 2, part);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[test]
+fn usage_errors_are_one_line() {
+    check(
+        &["ask", "hi", "--mode", "bogus"],
+        &[],
+        "invalid value 'bogus' for '--mode",
+    );
+    check(
+        &["ask", "hi", "--llm", "gpt-5"],
+        &[],
+        "expected `local` or PROVIDER:MODEL",
+    );
+    check(
+        &["ask", "hi", "--llm", "mistral:large"],
+        &[],
+        "unknown provider `mistral`",
+    );
+    check(&["ask", "hi", "--llm", "openai:"], &[], "no model after");
+    check(
+        &["ask", "hi", "--interceptors", "memory,nope"],
+        &[],
+        "invalid value 'nope'",
+    );
+    check(&["ask", "hi", "--threads", "0"], &[], "--threads");
+    check(&["ask"], &[], "<PROMPT>");
+    check(
+        &[
+            "ask",
+            "hi",
+            "--llm",
+            "openai:gpt-5",
+            "--model-path",
+            "m.gguf",
+        ],
+        &[],
+        "--model-path is for the local model",
+    );
+}
+
+#[test]
+fn a_missing_key_names_the_variable() {
+    let cases = [
+        ("openai:gpt-5", "OPENAI_API_KEY is not set"),
+        ("openrouter:google/gemini-2.5-flash", "OPENROUTER_API_KEY"),
+        ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("gemini:gemini-2.5-flash", "GEMINI_API_KEY"),
+    ];
+    for (llm, part) in cases {
+        check(&["ask", "hi", "--llm", llm], &[], part);
+    }
+    // An empty key is no key.
+    check(
+        &["ask", "hi", "--llm", "openai:gpt-5"],
+        &[("OPENAI_API_KEY", Some(""))],
+        "OPENAI_API_KEY is not set",
+    );
+}
+
+#[test]
+fn a_missing_model_says_how_to_fetch_it() {
+    check(
+        &[
+            "ask",
+            "hi",
+            "--llm",
+            "local",
+            "--model-path",
+            "/nonexistent.gguf",
+        ],
+        &[],
+        "cargo xtask model",
+    );
+    // No key and no model in the cache: the local model is the default, and the error says so.
+    let empty = Files::new(&[]);
+    let dir = empty.path("");
+    check(
+        &["ask", "hi"],
+        &[("CLAIJ_MODEL_DIR", Some(dir.as_str()))],
+        "no provider key is set, so claij uses the local model",
+    );
+    check(
+        &["ask", "hi"],
+        &[("CLAIJ_MODEL_DIR", Some(dir.as_str()))],
+        "cargo xtask model",
+    );
+}
+
+#[test]
+fn bad_schema_and_memory_files_are_named() {
+    let files = Files::new(&[
+        ("not-json.json", "{"),
+        ("bad-schema.json", r#"{"type": 12}"#),
+        ("memory.json", r#"["not", "a", "session"]"#),
+    ]);
+    let path = |name| files.path(name);
+    check(
+        &["ask", "hi", "--schema", &path("not-json.json")],
+        &[],
+        "not-json.json: invalid JSON",
+    );
+    check(
+        &["ask", "hi", "--schema", &path("bad-schema.json")],
+        &[],
+        "bad-schema.json",
+    );
+    check(
+        &["ask", "hi", "--schema", &path("missing.json")],
+        &[],
+        "cannot read",
+    );
+    check(
+        &["ask", "hi", "--memory", &path("memory.json")],
+        &[],
+        "not a claij memory file",
+    );
+    // The memory file is untouched by a failed run.
+    let kept = std::fs::read_to_string(path("memory.json")).unwrap();
+    assert_eq!(kept, r#"["not", "a", "session"]"#);
+}
+
+#[test]
+fn help_lists_ask() {
+    let run = claij(&["--help"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("ask"), "{}", run.stdout);
+}

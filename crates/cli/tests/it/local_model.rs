@@ -1,0 +1,104 @@
+//! `claij ask` on the embedded model, end to end: two turns of one conversation through a memory file.
+//!
+//! These tests run alone, on one thread (the nextest `local-model` group; `cargo xtask test` sets
+//! `CANDLE_NUM_THREADS=1`). They assert the mechanics, never what the 135M model says.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{Files, claij_env};
+
+/// The model file: `$CLAIJ_MODEL_DIR`, else the default cache. `None` (skip) when it is missing,
+/// except under CI, where a missing model fails the test.
+fn model() -> Option<PathBuf> {
+    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| {
+                PathBuf::from(home)
+                    .join(".cache")
+                    .join("claij")
+                    .join("models")
+            })
+        })?;
+    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true and no model at {}: run `cargo xtask model`",
+        path.display()
+    );
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "skipped: no model at {} (run `cargo xtask model`)",
+            path.display()
+        );
+    }
+    None
+}
+
+#[test]
+fn two_turns_through_a_memory_file() {
+    let Some(model) = model() else { return };
+    let model = model.to_string_lossy().into_owned();
+    let files = Files::new(&[]);
+    let memory = files.path("memory.json");
+    let ask = |prompt: &str, extra: &[&str]| {
+        let mut args = vec![
+            "ask",
+            prompt,
+            "--llm",
+            "local",
+            "--model-path",
+            &model,
+            "--interceptors",
+            "memory",
+            "--memory",
+            &memory,
+            "--threads",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        claij_env(&args, "", &[])
+    };
+
+    let first = ask("Remember: my favourite colour is blue.", &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let value: Value = serde_json::from_str(&first.stdout).unwrap();
+    for key in ["answer", "state", "summary"] {
+        assert!(value[key].is_string(), "{key} in {value}");
+    }
+    let lines: Vec<&str> = first.stderr.lines().collect();
+    assert!(lines[0].starts_with("attempt 1: "), "{}", first.stderr);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" tokens, ") && l.ends_with("cost $0")),
+        "{}",
+        first.stderr
+    );
+    let session: Value = serde_json::from_str(&std::fs::read_to_string(&memory).unwrap()).unwrap();
+    assert_eq!(session["turn"], 1, "{session}");
+    assert_eq!(session["memory"]["summaries"].as_array().unwrap().len(), 1);
+
+    let second = ask("What is my favourite colour?", &["--json"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(second.stderr.is_empty(), "{}", second.stderr);
+    let report: Value = serde_json::from_str(&second.stdout).unwrap();
+    for key in ["answer", "state", "summary"] {
+        assert!(report["value"][key].is_string(), "{key} in {report}");
+    }
+    let attempts = report["attempts"].as_array().unwrap();
+    assert!(!attempts.is_empty(), "{report}");
+    assert_eq!(attempts.last().unwrap()["verdict"], "valid", "{report}");
+    assert!(report["usage"]["output_tokens"].as_u64().unwrap() > 0);
+    assert!(report["elapsed_ms"].is_u64(), "{report}");
+    let session: Value = serde_json::from_str(&std::fs::read_to_string(&memory).unwrap()).unwrap();
+    assert_eq!(session["turn"], 2, "{session}");
+    assert_eq!(session["memory"]["summaries"].as_array().unwrap().len(), 2);
+}
