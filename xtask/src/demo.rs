@@ -1,4 +1,5 @@
-//! `cargo xtask demo`: the claij CLI on the messy replies in `examples/`, offline until a local model lands.
+//! `cargo xtask demo`: a two-turn conversation with the embedded model through `claij ask`, every
+//! answer a validated JSON document; then what the CLI does with a messy reply from `examples/`.
 
 use std::fs;
 use std::path::Path;
@@ -13,6 +14,11 @@ const BASE: &str = "examples/schemas/base.json";
 const DELTA: &str = "examples/schemas/memory.delta.json";
 const MESSY: &str = "examples/replies/messy.txt";
 const INVALID: &str = "examples/replies/invalid.json";
+/// The conversation: a fact on turn 1, a question about it on turn 2 (answered from memory).
+const TURNS: [&str; 2] = [
+    "Remember: my favourite colour is blue.",
+    "What is my favourite colour?",
+];
 
 pub fn run(args: &[String]) -> Result<ExitCode> {
     let mut profile = "release";
@@ -23,10 +29,15 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
     println!(
-        "claij demo (offline: no model yet; this shows extraction, repair, coercion and validation of a messy LLM reply)"
+        "claij demo: two turns with a small model running here (SmolLM2-135M, offline, no key), each answer \
+         a validated JSON document, the second recalling the first; then what claij does with a messy reply"
     );
     let model = crate::model::ensure()?;
     println!("model: {}", model.display());
+    let model_dir = model
+        .parent()
+        .map(Path::to_path_buf)
+        .with_context(|| format!("{} has no directory", model.display()))?;
 
     let workspace = Workspace::load()?;
     let mut build = Cmd::cargo().args(["build", "-p", "claij-cli"]);
@@ -46,16 +57,75 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 
     let scratch = std::env::temp_dir().join(format!("claij-demo-{}", std::process::id()));
     fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
-    let result = steps(&claij, &scratch);
+    let result = conversation(&claij, &model_dir, &scratch)
+        .and_then(|all_valid| messy_reply(&claij, &scratch).map(|()| all_valid));
     // Best effort: a leftover temp dir is harmless and must not hide the demo's own result.
     let _ = fs::remove_dir_all(&scratch);
-    result?;
-    println!("\ndemo finished: every step behaved as expected");
+    if result? {
+        println!("\ndemo finished: every step behaved as expected");
+    } else {
+        println!("\ndemo finished, but the model gave no valid answer on a turn (see above)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn steps(claij: &Path, scratch: &Path) -> Result<()> {
-    section("1. compose the base response schema with a schema delta from an interceptor");
+/// The two turns through `claij ask` on the local model, one memory file carrying the conversation.
+/// Returns whether both answers were valid: a 135M model may still miss one within its retries
+/// (exit 1), which the demo shows rather than hides.
+fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<bool> {
+    let memory = scratch.join("memory.json");
+    let mut all_valid = true;
+    for (i, prompt) in TURNS.iter().enumerate() {
+        section(&format!(
+            "{}. turn {}: {prompt}{}",
+            i + 1,
+            i + 1,
+            if i == 0 {
+                ""
+            } else {
+                " (the memory interceptor recalls turn 1's summary)"
+            }
+        ));
+        let ask = claij_cmd(claij)
+            .args([
+                "ask",
+                prompt,
+                "--llm",
+                "local",
+                "--interceptors",
+                "memory",
+                "--memory",
+            ])
+            .arg(&memory)
+            .env("CLAIJ_MODEL_DIR", model_dir);
+        let status = ask.status()?;
+        match status.code() {
+            Some(0) => println!("(exit 0: the answer above is valid against the schema)"),
+            Some(1) => {
+                all_valid = false;
+                println!(
+                    "(exit 1: no valid answer within the retries; the violations above are what claij fed back)"
+                );
+            }
+            _ => {
+                return Err(cli_failure(anyhow::anyhow!(
+                    "`{ask}` ended with {status}, expected exit 0 (or 1)"
+                )));
+            }
+        }
+    }
+    let remembered =
+        fs::read_to_string(&memory).with_context(|| format!("cannot read {}", memory.display()))?;
+    println!(
+        "\nthe memory file after the conversation:\n{}",
+        remembered.trim_end()
+    );
+    Ok(all_valid)
+}
+
+/// What claij does with a reply a hosted model might send: prose, a code fence, single quotes.
+fn messy_reply(claij: &Path, scratch: &Path) -> Result<()> {
+    section("3. a messy reply: extract, repair and coerce it, then validate it");
     let composed = claij_cmd(claij)
         .args(["schema", "compose", BASE, DELTA])
         .echo_read()
@@ -65,13 +135,9 @@ fn steps(claij: &Path, scratch: &Path) -> Result<()> {
             "`claij schema compose` printed something that is not JSON: {err}"
         ))
     })?;
-    println!("{}", composed.trim_end());
+    println!("(the base schema plus the memory delta, as the pipeline composes it)");
     let schema = scratch.join("composed.json");
     fs::write(&schema, &composed).with_context(|| format!("cannot write {}", schema.display()))?;
-
-    section(
-        "2. extract, repair and coerce a messy reply, then validate it against the composed schema",
-    );
     let messy =
         fs::read_to_string(root().join(MESSY)).with_context(|| format!("cannot read {MESSY}"))?;
     println!("the reply, as an LLM might send it ({MESSY}):\n");
@@ -86,7 +152,7 @@ fn steps(claij: &Path, scratch: &Path) -> Result<()> {
         "repaired and valid",
     )?;
 
-    section("3. validate a reply that is wrong in two ways: `state` missing, `answer` a number");
+    section("4. validate a reply that is wrong in two ways: `state` missing, `answer` a number");
     expect_exit(
         claij_cmd(claij)
             .args(["validate", "--schema"])

@@ -38,8 +38,9 @@ commands:
   bench [ARGS...]             cargo bench over every criterion bench target, then a summary table;
                               ARGS go to criterion (a filter, --save-baseline NAME, ...)
   demo [--dev]                fetch the model as `model` does, build the claij CLI (release, or
-                              dev with --dev) and run it on the example schemas and messy
-                              replies in examples/
+                              dev with --dev), hold a two-turn conversation with the local model
+                              (`claij ask --llm local --interceptors memory --memory FILE`), then
+                              repair and validate the messy replies in examples/
   invariants                  only the dependency invariants step of `test`
   help                        this text
 ";
