@@ -60,7 +60,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         print!("{}", table(&estimates));
     }
     // Benches that report figures rather than criterion estimates (the local model's) write markdown here.
-    let report = workspace.target_directory.join("claij").join("bench-local.md");
+    let report = workspace
+        .target_directory
+        .join("claij")
+        .join("bench-local.md");
     let fresh = fs::metadata(&report)
         .and_then(|m| m.modified())
         .is_ok_and(|m| m >= started);

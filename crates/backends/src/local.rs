@@ -110,6 +110,12 @@ pub struct LocalConfig {
     pub seed: u64,
     /// The token limit when a request sets none.
     pub max_tokens: u32,
+    /// Divides the logits of tokens among the last [`LocalConfig::repeat_window`] generated ones (JSON
+    /// punctuation and whitespace excepted): 1.0 turns it off. Small models otherwise repeat a phrase
+    /// until a string's length bound.
+    pub repeat_penalty: f32,
+    /// How many of the last generated tokens the penalty looks at.
+    pub repeat_window: usize,
 }
 
 /// Whether the request's schema constrains the output.
@@ -246,6 +252,8 @@ impl Default for LocalConfig {
             top_p: 0.95,
             seed: 0,
             max_tokens: 512,
+            repeat_penalty: 1.1,
+            repeat_window: 64,
         }
     }
 }
@@ -269,6 +277,14 @@ impl LocalConfig {
     #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The same configuration with another repetition penalty (1.0: none) over the last `window` tokens.
+    #[must_use]
+    pub fn with_repeat_penalty(mut self, penalty: f32, window: usize) -> Self {
+        self.repeat_penalty = penalty;
+        self.repeat_window = window;
         self
     }
 
@@ -428,6 +444,10 @@ impl LocalBackend {
             max_tokens,
             context_length: inner.context_length,
             sampler,
+            penalty: generate::Penalty {
+                factor: inner.config.repeat_penalty,
+                window: inner.config.repeat_window,
+            },
             matcher,
             stop: &request.stop,
             cancel,

@@ -21,9 +21,42 @@ pub(super) struct Job<'a> {
     pub(super) max_tokens: usize,
     pub(super) context_length: usize,
     pub(super) sampler: Sampler,
+    pub(super) penalty: Penalty,
     pub(super) matcher: Option<Matcher>,
     pub(super) stop: &'a [String],
     pub(super) cancel: &'a AtomicBool,
+}
+
+/// The repetition penalty: logits of recently generated tokens divided by `factor` (multiplied when
+/// negative), except tokens the vocabulary marks as JSON structure.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Penalty {
+    pub(super) factor: f32,
+    pub(super) window: usize,
+}
+
+impl Penalty {
+    fn apply(self, logits: &mut [f32], recent: &[TokenId], structural: impl Fn(TokenId) -> bool) {
+        if self.factor == 1.0 || !self.factor.is_finite() || self.factor <= 0.0 {
+            return;
+        }
+        let start = recent.len().saturating_sub(self.window);
+        let mut seen: Vec<TokenId> = recent[start..].to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        for token in seen {
+            if structural(token) {
+                continue;
+            }
+            if let Some(logit) = logits.get_mut(token as usize) {
+                *logit = if *logit > 0.0 {
+                    *logit / self.factor
+                } else {
+                    *logit * self.factor
+                };
+            }
+        }
+    }
 }
 
 /// Runs `job` on `weights`; `on_text` receives the answer as it grows, in whole UTF-8 characters.
@@ -52,6 +85,8 @@ pub(super) fn run(
         if tokens.len() >= job.max_tokens {
             break FinishReason::Length;
         }
+        job.penalty
+            .apply(&mut logits, &tokens, |t| vocab.is_structural(t));
         if let Some(matcher) = job.matcher.as_mut() {
             let mask_started = Instant::now();
             let mask = matcher.compute_mask().map_err(|e| grammar_error(&e))?;
@@ -233,6 +268,24 @@ mod tests {
         assert_eq!(stop_sequence("ab\n\nc", 2, &["\n\n".into()]), Some(2));
         assert_eq!(stop_sequence("é stop", 4, &["stop".into()]), Some(3));
         assert_eq!(stop_sequence("x", 1, &[String::new()]), None);
+    }
+
+    #[test]
+    fn the_penalty_spares_structure_and_old_tokens() {
+        let penalty = Penalty {
+            factor: 2.0,
+            window: 4,
+        };
+        let mut logits = [4.0, -1.0, 4.0, 4.0, 4.0];
+        // Token 0 is outside the window; 3 is structural; 1 and 2 are penalised once each.
+        penalty.apply(&mut logits, &[0, 1, 2, 2, 3], |t| t == 3);
+        assert_eq!(logits, [4.0, -2.0, 2.0, 4.0, 4.0]);
+        let off = Penalty {
+            factor: 1.0,
+            window: 64,
+        };
+        off.apply(&mut logits, &[1, 2], |_| false);
+        assert_eq!(logits, [4.0, -2.0, 2.0, 4.0, 4.0]);
     }
 
     #[test]

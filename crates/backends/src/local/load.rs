@@ -50,9 +50,13 @@ pub(super) fn load(path: &Path, requantize: &Requantize) -> Result<Loaded, LoadE
         path: path.to_owned(),
         reason,
     })?;
-    let name = meta_string(&content, "general.name")
+    // The file name says what people downloaded ("SmolLM2-135M-Instruct.Q4_1"); `general.name` is often
+    // a training-run label, so it is only the fallback.
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
         .filter(|n| !n.trim().is_empty())
-        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .or_else(|| meta_string(&content, "general.name").filter(|n| !n.trim().is_empty()))
         .unwrap_or_else(|| "local".to_owned());
     let context_length = content
         .metadata

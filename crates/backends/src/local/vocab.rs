@@ -30,6 +30,8 @@ pub(super) struct Vocab {
     pub(super) template: ChatTemplate,
     /// Tokens that end the answer: the end-of-sequence token and the template's end-of-turn token.
     pub(super) stop: Vec<TokenId>,
+    /// Tokens made only of JSON punctuation and whitespace, which repeat by nature.
+    structural: Vec<bool>,
 }
 
 impl Vocab {
@@ -63,6 +65,14 @@ impl Vocab {
         {
             stop.push(end);
         }
+        let structural = words
+            .iter()
+            .map(|w| {
+                !w.is_empty()
+                    && w.first() != Some(&TokTrie::SPECIAL_TOKEN_MARKER)
+                    && w.iter().all(|b| b"{}[]:,\" \n\t\r".contains(b))
+            })
+            .collect();
         let vocab_size = u32::try_from(words.len()).map_err(|_| "vocabulary too large")?;
         let mut info = TokRxInfo::new(vocab_size, eos);
         info.tok_bos = number(content, "tokenizer.ggml.bos_token_id");
@@ -77,7 +87,16 @@ impl Vocab {
             env,
             template,
             stop,
+            structural,
         })
+    }
+
+    /// Whether `token` is only JSON punctuation and whitespace.
+    pub(super) fn is_structural(&self, token: TokenId) -> bool {
+        self.structural
+            .get(token as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Token ids of `text`, special tokens (`<|im_start|>`) recognised.
