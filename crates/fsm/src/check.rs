@@ -1,0 +1,191 @@
+//! Checks on load: every problem of a definition at once, each with the JSON pointer to it.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::definition::{Action, Definition, END, INTERRUPTED, START};
+use crate::schema::{IdStyle, event_schema};
+
+/// Everything wrong with a definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+pub struct DefinitionError {
+    /// The machine's id.
+    pub fsm: String,
+    /// The problems, in definition order.
+    pub problems: Vec<Problem>,
+}
+
+/// One problem, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// JSON pointer into the definition.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for DefinitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "FSM `{}` has {n} problem{}",
+            self.fsm,
+            if n == 1 { "" } else { "s" }
+        )?;
+        for (i, p) in self.problems.iter().enumerate() {
+            write!(
+                f,
+                "{} {}: {}",
+                if i == 0 { ":" } else { ";" },
+                p.pointer,
+                p.message
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `definition`: duplicate ids, transitions naming unknown states, a missing entry, unreachable
+/// states, non-terminal states without an exit, sub-FSM states naming no machine, schemas that do not
+/// compile.
+///
+/// # Errors
+///
+/// One [`DefinitionError`] listing every problem.
+pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
+    let mut problems = Vec::new();
+    let mut problem =
+        |pointer: String, message: String| problems.push(Problem { pointer, message });
+
+    let mut declared: HashMap<&str, usize> = HashMap::new();
+    for (i, state) in definition.states.iter().enumerate() {
+        if state.id.trim().is_empty() {
+            problem(format!("/states/{i}/id"), "a state needs an id".into());
+        }
+        if let Some(first) = declared.insert(state.id.as_str(), i) {
+            problem(
+                format!("/states/{i}/id"),
+                format!("duplicate state `{}` (first at /states/{first})", state.id),
+            );
+        }
+        if state.id == START && state.action != Action::Custom(START.into()) {
+            problem(
+                format!("/states/{i}"),
+                "`start` is the entry and runs no action; declare the first working state after it"
+                    .into(),
+            );
+        }
+        if state.action == Action::Fsm && state.config_str("fsm").is_none() {
+            problem(
+                format!("/states/{i}/config"),
+                "an `fsm` state names its sub-FSM: {\"fsm\": \"<id>\"}".into(),
+            );
+        }
+    }
+    let known = |id: &str| declared.contains_key(id) || [START, END, INTERRUPTED].contains(&id);
+
+    let mut seen = HashMap::new();
+    for (i, t) in definition.transitions.iter().enumerate() {
+        if let Some(first) = seen.insert(&t.id, i) {
+            problem(
+                format!("/transitions/{i}/id"),
+                format!(
+                    "duplicate transition {} (first at /transitions/{first})",
+                    t.id
+                ),
+            );
+        }
+        for (end, name) in [(0, &t.id.from), (1, &t.id.to)] {
+            if !known(name) {
+                problem(
+                    format!("/transitions/{i}/id/{end}"),
+                    format!("unknown state `{name}`"),
+                );
+            }
+        }
+        if t.id.to == START {
+            problem(
+                format!("/transitions/{i}/id/1"),
+                "no transition may enter `start`".into(),
+            );
+        }
+        if let Some(state) = definition.state(&t.id.from)
+            && state.is_terminal()
+        {
+            problem(
+                format!("/transitions/{i}/id/0"),
+                format!("`{}` is terminal: nothing may leave it", t.id.from),
+            );
+        }
+        if let Err(e) = claij_schema::check(&event_schema(definition, t, IdStyle::Array)) {
+            problem(format!("/transitions/{i}/schema"), schema_message(&e));
+        }
+    }
+    for name in definition.schemas.keys() {
+        let reference = format!("#/$defs/{}", claij_schema::pointer::escape(name));
+        let wrapped = json!({"$defs": definition.schemas, "$ref": reference});
+        if let Err(e) = claij_schema::check(&wrapped) {
+            problem(
+                format!("/schemas/{}", claij_schema::pointer::escape(name)),
+                schema_message(&e),
+            );
+        }
+    }
+
+    if definition.outgoing(START).next().is_none() {
+        problem("/transitions".into(), "no transition leaves `start`".into());
+    }
+    let reachable = reachable(definition);
+    for (i, state) in definition.states.iter().enumerate() {
+        if state.id == START {
+            continue;
+        }
+        if !reachable.contains(state.id.as_str()) {
+            problem(
+                format!("/states/{i}"),
+                format!("`{}` cannot be reached from `start`", state.id),
+            );
+        }
+        if !state.is_terminal() && definition.outgoing(&state.id).next().is_none() {
+            problem(
+                format!("/states/{i}"),
+                format!("`{}` is not terminal and no transition leaves it", state.id),
+            );
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(DefinitionError {
+            fsm: definition.id.clone(),
+            problems,
+        })
+    }
+}
+
+fn reachable(definition: &Definition) -> BTreeSet<&str> {
+    let mut seen: HashSet<&str> = HashSet::from([START]);
+    let mut queue = VecDeque::from([START]);
+    while let Some(state) = queue.pop_front() {
+        for t in definition.outgoing(state) {
+            if seen.insert(t.id.to.as_str()) {
+                queue.push_back(t.id.to.as_str());
+            }
+        }
+    }
+    seen.into_iter().collect()
+}
+
+fn schema_message(e: &claij_schema::Error) -> String {
+    match e {
+        claij_schema::Error::InvalidSchema {
+            pointer, message, ..
+        } if !pointer.is_empty() => format!("invalid schema at `{pointer}`: {message}"),
+        claij_schema::Error::InvalidSchema { message, .. } => format!("invalid schema: {message}"),
+        other => other.to_string(),
+    }
+}

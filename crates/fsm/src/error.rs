@@ -1,0 +1,100 @@
+//! The errors of claij-fsm: each says which state or transition, and why.
+
+use std::path::PathBuf;
+
+use claij_validation::Violation;
+
+use crate::check::DefinitionError;
+
+/// Why a definition cannot be loaded or a run cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The definition is not valid JSON of the right shape.
+    #[error("cannot read the FSM definition: {0}")]
+    Parse(#[from] serde_json::Error),
+    /// The definition is inconsistent.
+    #[error(transparent)]
+    Definition(#[from] DefinitionError),
+    /// An event fits none of the transitions out of a state.
+    #[error("invalid event from state `{state}`: {}", summary(.violations))]
+    InvalidEvent {
+        /// The state the event leaves.
+        state: String,
+        /// What is wrong with it.
+        violations: Vec<Violation>,
+    },
+    /// A model found no valid event within its retries, and the state has no bail-out transition.
+    #[error("state `{state}`: {source}")]
+    Llm {
+        /// The `llm` state.
+        state: String,
+        /// The pipeline's error (retries exhausted, a backend failure...), with every attempt.
+        source: Box<claij_interceptors::Error>,
+    },
+    /// A service, custom action or sub-FSM failed.
+    #[error("state `{state}`: action `{action}` failed: {message}")]
+    Action {
+        /// The state.
+        state: String,
+        /// The action.
+        action: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A state names a service, action or sub-FSM nobody registered.
+    #[error("state `{state}`: no {kind} `{name}` is registered with the runner")]
+    Unregistered {
+        /// The state.
+        state: String,
+        /// `service`, `action` or `fsm`.
+        kind: &'static str,
+        /// The name looked up.
+        name: String,
+    },
+    /// Input was given to a run that is not waiting for a person.
+    #[error("the run is in state `{state}`, which is not waiting for input")]
+    NotWaiting {
+        /// Where the run is.
+        state: String,
+    },
+    /// The journal cannot be written or read.
+    #[error("journal {}: {source}", .path.display())]
+    Journal {
+        /// The journal file.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// A journal line is not what the runner writes.
+    #[error("journal {} line {line}: {message}", .path.display())]
+    CorruptJournal {
+        /// The journal file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn summary(violations: &[Violation]) -> String {
+    let shown: Vec<String> = violations
+        .iter()
+        .take(3)
+        .map(|v| {
+            let at = if v.instance_pointer.is_empty() {
+                "(root)"
+            } else {
+                v.instance_pointer.as_str()
+            };
+            format!("{at}: {}", v.message)
+        })
+        .collect();
+    let more = violations.len().saturating_sub(3);
+    if more > 0 {
+        format!("{}; and {more} more", shown.join("; "))
+    } else {
+        shown.join("; ")
+    }
+}

@@ -1,0 +1,81 @@
+//! What a model is told in an `llm` state: the machine's and the state's prompts, the transitions it
+//! may take with their schemas, and that `id` is the discriminator choosing the route.
+
+use std::fmt::Write as _;
+
+use crate::definition::{Definition, State};
+use crate::schema::{IdStyle, event_schema, id_value};
+
+/// The system prompt of `state`.
+pub fn state_prompt(definition: &Definition, state: &State, style: IdStyle) -> String {
+    let mut out = String::new();
+    let mut section = |text: &str| {
+        let text = text.trim();
+        if !text.is_empty() {
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(text);
+        }
+    };
+    section(&definition.description);
+    for prompt in &definition.prompts {
+        section(prompt);
+    }
+    let mut here = format!("You are in state `{}`.", state.id);
+    if !state.description.is_empty() {
+        let _ = write!(here, " {}", state.description.trim());
+    }
+    section(&here);
+    for prompt in &state.prompts {
+        section(prompt);
+    }
+
+    let outgoing: Vec<_> = definition.outgoing(&state.id).collect();
+    let mut options = String::from(
+        "Your reply is one JSON event that moves the conversation along one of these transitions:",
+    );
+    for t in &outgoing {
+        let _ = write!(options, "\n\n- id {}", id_value(t, style));
+        if !t.description.is_empty() {
+            let _ = write!(options, ": {}", t.description.trim());
+        }
+        for prompt in &t.prompts {
+            let _ = write!(options, "\n  {}", prompt.trim());
+        }
+        let schema = claij_schema::to_compact(&event_schema(definition, t, style));
+        let _ = write!(options, "\n  schema:\n{}", indent(&schema, "    "));
+    }
+    section(&options);
+
+    let ids: Vec<String> = outgoing
+        .iter()
+        .map(|t| id_value(t, style).to_string())
+        .collect();
+    let example = ids.first().cloned().unwrap_or_default();
+    let shape = match style {
+        IdStyle::Array => format!("an array of exactly two strings, [from, to], e.g. {example}"),
+        IdStyle::Arrow => format!("a string \"from->to\", e.g. {example}"),
+    };
+    section(&format!(
+        "CRITICAL - the \"id\" field is the discriminator that selects the route:\n\
+         - \"id\" MUST be {shape}\n\
+         - \"id\" MUST equal exactly one of: {}\n\
+         Choose the transition that fits, then fill in every field its schema requires.",
+        ids.join(", ")
+    ));
+    out
+}
+
+fn indent(text: &str, by: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{by}{l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,136 @@
+//! The trail: every transition a run took, with the event that took it and what producing that event
+//! cost. It is the run's audit log, its memory for the models, and the one source of usage totals.
+
+use std::time::SystemTime;
+
+use claij_backends::{Message, Usage};
+use claij_interceptors::{Attempt, Verdict};
+use claij_validation::{Fix, Violation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::definition::{Action, Definition};
+
+/// The transitions of a run, oldest first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Trail {
+    /// The entries.
+    pub entries: Vec<Entry>,
+}
+
+/// One transition taken: the *output* transition of the state that produced `event`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Entry {
+    /// The state that produced the event.
+    pub from: String,
+    /// The state the event goes to.
+    pub to: String,
+    /// The event, valid against the transition's schema.
+    pub event: Value,
+    /// The model calls that produced it (empty for other actions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptRecord>,
+    /// When the transition was taken.
+    #[serde(with = "claij_schema::rfc3339")]
+    pub at: SystemTime,
+}
+
+/// What one model call did, as the trail keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AttemptRecord {
+    /// 1 for the first attempt.
+    pub number: usize,
+    /// How the reply fared.
+    pub verdict: Verdict,
+    /// What was wrong with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<Violation>,
+    /// What repair and coercion changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<Fix>,
+    /// Tokens and cost.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Time in the backend call, in milliseconds.
+    pub latency_ms: u64,
+}
+
+impl From<&Attempt> for AttemptRecord {
+    fn from(a: &Attempt) -> Self {
+        Self {
+            number: a.number,
+            verdict: a.verdict.clone(),
+            violations: a.violations.clone(),
+            fixes: a.fixes.clone(),
+            usage: a.usage,
+            latency_ms: u64::try_from(a.latency.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl Entry {
+    /// An entry taken now.
+    pub fn new(from: impl Into<String>, to: impl Into<String>, event: Value) -> Self {
+        Self {
+            from: from.into(),
+            to: to.into(),
+            event,
+            attempts: Vec::new(),
+            at: SystemTime::now(),
+        }
+    }
+
+    /// The same entry with the attempts that produced it.
+    #[must_use]
+    pub fn with_attempts(mut self, attempts: Vec<AttemptRecord>) -> Self {
+        self.attempts = attempts;
+        self
+    }
+}
+
+impl Trail {
+    /// The last entry.
+    pub fn last(&self) -> Option<&Entry> {
+        self.entries.last()
+    }
+
+    /// Tokens and cost of every model call of the run.
+    pub fn usage(&self) -> Usage {
+        self.entries
+            .iter()
+            .flat_map(|e| &e.attempts)
+            .fold(Usage::default(), |total, a| total + a.usage)
+    }
+
+    /// Model calls made, retries included.
+    pub fn attempts(&self) -> usize {
+        self.entries.iter().map(|e| e.attempts.len()).sum()
+    }
+
+    /// The trail as a conversation for a model: each event as a message whose role says what produced
+    /// it (an `llm` state: `assistant`; a person, a service or the caller: `user`).
+    pub fn to_messages(&self, definition: &Definition) -> Vec<Message> {
+        trail_to_messages(definition, &self.entries)
+    }
+}
+
+/// [`Trail::to_messages`] over some entries.
+pub fn trail_to_messages(definition: &Definition, entries: &[Entry]) -> Vec<Message> {
+    entries
+        .iter()
+        .map(|entry| {
+            let text = entry.event.to_string();
+            let by_model = definition
+                .state(&entry.from)
+                .is_some_and(|s| s.action == Action::Llm);
+            if by_model {
+                Message::assistant(text)
+            } else {
+                Message::user(text)
+            }
+        })
+        .collect()
+}
