@@ -41,7 +41,9 @@ pub mod definition;
 mod error;
 mod fsm;
 mod interrupt;
+pub mod journal;
 pub mod prompts;
+mod runner;
 pub mod schema;
 mod trail;
 
@@ -50,5 +52,7 @@ pub use definition::{Action, Definition, State, Transition, TransitionId};
 pub use error::Error;
 pub use fsm::Fsm;
 pub use interrupt::Interrupt;
+pub use journal::{Durability, Journal};
+pub use runner::{Outcome, Run, Runner, Service, ServiceCall, Status, TrailMode, service_fn};
 pub use schema::IdStyle;
 pub use trail::{AttemptRecord, Entry, Trail, trail_to_messages};

@@ -23,7 +23,8 @@ pub fn event_schema(definition: &Definition, transition: &Transition, style: IdS
 }
 
 /// The output schema of `state`: one branch per outgoing transition, discriminated by `id`
-/// (a lone transition is its branch, without `oneOf`). `None` when nothing leaves the state.
+/// (a lone transition is its branch, without `oneOf`, and `id` optional). `None` when nothing leaves
+/// the state.
 pub fn state_schema(definition: &Definition, state: &str, style: IdStyle) -> Option<Value> {
     let mut branches: Vec<Value> = definition
         .outgoing(state)
@@ -31,7 +32,15 @@ pub fn state_schema(definition: &Definition, state: &str, style: IdStyle) -> Opt
         .collect();
     let root = match branches.len() {
         0 => return None,
-        1 => branches.pop().unwrap_or_default(),
+        // One way out: `id` may be left out (the runner adds it), as models often do when there is
+        // no choice to make.
+        1 => {
+            let mut only = branches.pop().unwrap_or_default();
+            if let Some(Value::Array(required)) = only.get_mut("required") {
+                required.retain(|r| r != "id");
+            }
+            only
+        }
         _ => json!({"oneOf": branches}),
     };
     Some(with_defs(definition, root))

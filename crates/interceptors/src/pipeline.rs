@@ -33,6 +33,9 @@ pub enum SchemaFormat {
     Compact,
     /// Minified JSON Schema.
     Json,
+    /// Not written: the system prompt already describes the schema (claij-fsm's state prompts list
+    /// each transition's schema).
+    Described,
 }
 
 /// How the schema reaches the provider.
@@ -470,7 +473,9 @@ impl Pipeline {
         retry: Option<String>,
     ) -> ChatRequest {
         let mut system = prompts.system.clone();
-        if let (Some(prepared), Delivery::Prompted) = (prepared, delivery) {
+        if let (Some(prepared), Delivery::Prompted) = (prepared, delivery)
+            && !prepared.prompt_section().is_empty()
+        {
             if !system.is_empty() {
                 system.push_str("\n\n");
             }

@@ -1,3 +1,5 @@
 //! Integration tests of claij-fsm through its public API, offline with `Scripted` backends.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod run;

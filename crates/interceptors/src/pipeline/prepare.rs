@@ -35,6 +35,7 @@ impl Prepared {
                  constraints). No prose, no code fences.\n\n{}",
                 claij_schema::to_compact(schema)
             ),
+            SchemaFormat::Described => String::new(),
             SchemaFormat::Json => format!(
                 "Respond with only a JSON value that conforms to this JSON Schema. No prose, no code \
                  fences.\n\n{}",
@@ -97,6 +98,7 @@ pub(super) struct Schemas {
     bases: HashMap<usize, BaseState>,
     compact: Memo<Prepared>,
     json: Memo<Prepared>,
+    described: Memo<Prepared>,
 }
 
 struct BaseState {
@@ -158,6 +160,7 @@ impl Schemas {
         let memo = match format {
             SchemaFormat::Compact => &self.compact,
             SchemaFormat::Json => &self.json,
+            SchemaFormat::Described => &self.described,
         };
         let composed = state.registry.active_shared();
         let prepared = memo

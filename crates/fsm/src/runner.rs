@@ -1,0 +1,519 @@
+//! The runner: start from an input event, run each state's action, route by the validated event's
+//! `id`, record every transition, until a terminal state, a person's turn or an interrupt.
+
+mod actions;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use claij_backends::{Backend, BoxFuture};
+use claij_interceptors::{BoxError, Chain, Config, Context, Pipeline};
+use serde_json::Value;
+
+use crate::definition::{Action, INTERRUPTED, START, State};
+use crate::error::Error;
+use crate::fsm::Fsm;
+use crate::interrupt::Interrupt;
+use crate::journal::{self, Header, Journal};
+use crate::schema::id_value;
+use crate::trail::{AttemptRecord, Entry, Trail};
+
+/// A registered Rust action: handles the event that entered a `service` (or custom) state and returns
+/// the event that leaves it. Its `id` may be left out when the state has a single exit.
+pub trait Service: Send + Sync {
+    /// Handles one event.
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>>;
+}
+
+/// What a service is given.
+#[non_exhaustive]
+pub struct ServiceCall<'a> {
+    /// The state it runs in.
+    pub state: &'a State,
+    /// The event that entered the state.
+    pub event: &'a Value,
+    /// The run's trail so far.
+    pub trail: &'a Trail,
+    /// The run's interrupt handle, to register cleanup for work outside the returned future.
+    pub interrupt: &'a Interrupt,
+}
+
+/// A synchronous closure as a [`Service`].
+pub fn service_fn<F>(f: F) -> impl Service
+where
+    F: Fn(&ServiceCall<'_>) -> Result<Value, BoxError> + Send + Sync,
+{
+    struct FnService<F>(F);
+    impl<F> Service for FnService<F>
+    where
+        F: Fn(&ServiceCall<'_>) -> Result<Value, BoxError> + Send + Sync,
+    {
+        fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+            let result = (self.0)(&call);
+            Box::pin(async move { result })
+        }
+    }
+    FnService(f)
+}
+
+/// How a sub-FSM's transitions appear in the parent's trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TrailMode {
+    /// Not at all: only the sub-FSM's result.
+    Omit,
+    /// The result, carrying every model call the sub-FSM made (usage totals stay whole).
+    #[default]
+    Summary,
+    /// Every transition, its states prefixed with the parent state (`review/chairman`).
+    Full,
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// Actions to run.
+    Running,
+    /// A `human` state waits for [`Runner::provide`].
+    Waiting,
+    /// In a terminal state.
+    Finished,
+    /// Stopped by an interrupt (in `interrupted`).
+    Interrupted,
+}
+
+/// One run of a machine: where it is, the event that brought it there, and the trail.
+#[non_exhaustive]
+pub struct Run {
+    /// The run's id.
+    pub id: String,
+    /// The current state.
+    pub state: String,
+    /// The event that entered it.
+    pub event: Value,
+    /// Every recorded transition.
+    pub trail: Trail,
+    /// Where the run is.
+    pub status: Status,
+    /// Interceptor state carried between `llm` states (memory...).
+    pub context: Context,
+}
+
+/// How a call to [`Runner::run`] ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// A terminal state was reached by `event`.
+    Finished {
+        /// The terminal state.
+        state: String,
+        /// The event that entered it.
+        event: Value,
+    },
+    /// A `human` state waits for input.
+    Waiting {
+        /// The state.
+        state: String,
+    },
+    /// The run was interrupted while in `from`.
+    Interrupted {
+        /// The state it was in.
+        from: String,
+    },
+}
+
+/// Runs one machine. Build it once and run many [`Run`]s; it is `Send + Sync`.
+pub struct Runner {
+    fsm: Arc<Fsm>,
+    llm: Option<(Arc<dyn Backend>, Config)>,
+    chain: Arc<dyn Fn() -> Chain + Send + Sync>,
+    services: HashMap<String, Arc<dyn Service>>,
+    subs: HashMap<String, Arc<Runner>>,
+    pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
+}
+
+impl Runner {
+    /// A runner for `fsm`, with no model, services or sub-FSMs yet.
+    pub fn new(fsm: impl Into<Arc<Fsm>>) -> Self {
+        Self {
+            fsm: fsm.into(),
+            llm: None,
+            chain: Arc::new(Chain::new),
+            services: HashMap::new(),
+            subs: HashMap::new(),
+            pipelines: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `llm` states ask `backend` with `config` (model, retries, structured mode...); the system
+    /// prompt is the state's.
+    #[must_use]
+    pub fn with_llm(mut self, backend: Arc<dyn Backend>, config: Config) -> Self {
+        self.llm = Some((backend, config));
+        self
+    }
+
+    /// The interceptors of every `llm` state, built once per state by `chain`.
+    #[must_use]
+    pub fn with_interceptors(mut self, chain: impl Fn() -> Chain + Send + Sync + 'static) -> Self {
+        self.chain = Arc::new(chain);
+        self
+    }
+
+    /// A service for `service` states naming it (`config.service`, default the state's id), or for a
+    /// custom action of that name.
+    #[must_use]
+    pub fn with_service(
+        mut self,
+        name: impl Into<String>,
+        service: impl Service + 'static,
+    ) -> Self {
+        self.services.insert(name.into(), Arc::new(service));
+        self
+    }
+
+    /// A sub-FSM for `fsm` states whose `config.fsm` is its id.
+    #[must_use]
+    pub fn with_sub_fsm(mut self, runner: Runner) -> Self {
+        self.subs
+            .insert(runner.fsm.id().to_owned(), Arc::new(runner));
+        self
+    }
+
+    /// The machine.
+    pub fn fsm(&self) -> &Arc<Fsm> {
+        &self.fsm
+    }
+
+    /// Starts a run from `input`, which must fit a transition out of `start` (its `id` may be left out
+    /// when there is only one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidEvent`] naming what is wrong with the input.
+    pub fn start(&self, input: Value) -> Result<Run, Error> {
+        let mut run = Run {
+            id: new_run_id(),
+            state: START.to_owned(),
+            event: Value::Null,
+            trail: Trail::default(),
+            status: Status::Running,
+            context: Context::default(),
+        };
+        let event = self.with_id(START, input);
+        let to = self.route(START, &event)?;
+        self.advance(&mut run, to, event, Vec::new(), false, None)?;
+        Ok(run)
+    }
+
+    /// [`Runner::start`], journaling to `path` (created or truncated).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runner::start`], and [`Error::Journal`].
+    pub fn start_journaled(
+        &self,
+        input: Value,
+        path: &std::path::Path,
+    ) -> Result<(Run, Journal), Error> {
+        let mut run = self.start(input)?;
+        let header = Header {
+            run_id: run.id.clone(),
+            fsm: self.fsm.id().to_owned(),
+            started_at: SystemTime::now(),
+        };
+        let mut journal = Journal::create(path, &header)?;
+        for entry in &run.trail.entries {
+            journal.record(entry)?;
+        }
+        run.status = Status::Running;
+        Ok((run, journal))
+    }
+
+    /// Picks up the run journaled at `path` where its last recorded transition left it; no action
+    /// that completed is run again.
+    ///
+    /// # Errors
+    ///
+    /// The journal's errors, or [`Error::CorruptJournal`] when it belongs to another machine or is
+    /// empty.
+    pub fn resume(&self, path: &std::path::Path) -> Result<(Run, Journal), Error> {
+        let (header, entries) = journal::read(path)?;
+        let corrupt = |message: String| Error::CorruptJournal {
+            path: path.to_owned(),
+            line: 1,
+            message,
+        };
+        if header.fsm != self.fsm.id() {
+            return Err(corrupt(format!(
+                "the journal is of FSM `{}`, not `{}`",
+                header.fsm,
+                self.fsm.id()
+            )));
+        }
+        let last = entries
+            .last()
+            .ok_or_else(|| corrupt("no transition recorded".into()))?;
+        let state = last.to.clone();
+        let event = last.event.clone();
+        let status = self.status_in(&state);
+        let run = Run {
+            id: header.run_id,
+            state,
+            event,
+            trail: Trail { entries },
+            status,
+            context: Context::default(),
+        };
+        Ok((run, Journal::append_to(path)?))
+    }
+
+    /// Runs until a terminal state, a person's turn or an interrupt.
+    ///
+    /// # Errors
+    ///
+    /// A model that found no valid event and no bail-out ([`Error::Llm`]), a failed or missing
+    /// action, an invalid event from a service, the journal.
+    pub async fn run(
+        &self,
+        run: &mut Run,
+        interrupt: &Interrupt,
+        mut journal: Option<&mut Journal>,
+    ) -> Result<Outcome, Error> {
+        loop {
+            if interrupt.is_interrupted() {
+                return self.interrupted(run, journal.as_deref_mut());
+            }
+            let state = self.state(&run.state);
+            match state.action {
+                Action::End => {
+                    run.status = Status::Finished;
+                    return Ok(Outcome::Finished {
+                        state: run.state.clone(),
+                        event: run.event.clone(),
+                    });
+                }
+                Action::Human => {
+                    run.status = Status::Waiting;
+                    return Ok(Outcome::Waiting {
+                        state: run.state.clone(),
+                    });
+                }
+                _ => {}
+            }
+            let step = tokio::select! {
+                biased;
+                () = interrupt.interrupted() => None,
+                step = self.act(&state, run, interrupt) => Some(step),
+            };
+            let Some(step) = step else {
+                return self.interrupted(run, journal.as_deref_mut());
+            };
+            let step = step?;
+            if let Some(sub_entries) = step.sub_entries {
+                for entry in sub_entries {
+                    record(run, &entry, journal.as_deref_mut())?;
+                }
+            }
+            let event = self.with_id(&run.state, step.event);
+            let to = self.route(&run.state, &event)?;
+            self.advance(
+                run,
+                to,
+                event,
+                step.attempts,
+                step.bail_out,
+                journal.as_deref_mut(),
+            )?;
+        }
+    }
+
+    /// Gives a waiting `human` state its input (an event out of that state; `id` optional with one
+    /// exit), then the caller runs on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotWaiting`], [`Error::InvalidEvent`], the journal.
+    pub fn provide(
+        &self,
+        run: &mut Run,
+        input: Value,
+        journal: Option<&mut Journal>,
+    ) -> Result<(), Error> {
+        if self.state(&run.state).action != Action::Human {
+            return Err(Error::NotWaiting {
+                state: run.state.clone(),
+            });
+        }
+        let event = self.with_id(&run.state, input);
+        let to = self.route(&run.state, &event)?;
+        self.advance(run, to, event, Vec::new(), false, journal)
+    }
+
+    fn state(&self, id: &str) -> State {
+        self.fsm
+            .definition()
+            .state(id)
+            .unwrap_or_else(|| State::new(id, Action::End))
+    }
+
+    fn status_in(&self, state: &str) -> Status {
+        match self.state(state).action {
+            _ if state == INTERRUPTED => Status::Interrupted,
+            Action::End => Status::Finished,
+            Action::Human => Status::Waiting,
+            _ => Status::Running,
+        }
+    }
+
+    /// Where `event` goes from `state`, or why it cannot.
+    fn route(&self, state: &str, event: &Value) -> Result<String, Error> {
+        self.fsm
+            .route(state, event)
+            .map(|t| t.id.to.clone())
+            .map_err(|violations| Error::InvalidEvent {
+                state: state.to_owned(),
+                violations,
+            })
+    }
+
+    /// `event` with the id of `state`'s only exit added when it has none.
+    fn with_id(&self, state: &str, mut event: Value) -> Value {
+        let mut exits = self.fsm.definition().outgoing(state);
+        if let (Some(only), None) = (exits.next(), exits.next())
+            && let Value::Object(map) = &mut event
+            && !map.contains_key("id")
+        {
+            let mut with = serde_json::Map::new();
+            with.insert("id".into(), id_value(only, self.fsm.id_style()));
+            with.extend(std::mem::take(map));
+            *map = with;
+        }
+        event
+    }
+
+    /// Takes the transition to `to` with `event`: recorded unless the transition is `omit`.
+    fn advance(
+        &self,
+        run: &mut Run,
+        to: String,
+        event: Value,
+        attempts: Vec<AttemptRecord>,
+        bail_out: bool,
+        journal: Option<&mut Journal>,
+    ) -> Result<(), Error> {
+        let omit = self
+            .fsm
+            .definition()
+            .transition(&run.state, &to)
+            .is_some_and(|t| t.omit);
+        let entry =
+            Entry::new(run.state.clone(), to.clone(), event.clone()).with_attempts(attempts);
+        if bail_out {
+            tracing::warn!(from = %run.state, to = %to, "bail-out transition");
+        } else {
+            tracing::info!(from = %run.state, to = %to, "transition");
+        }
+        if !omit {
+            record(run, &entry, journal)?;
+        }
+        run.state = to;
+        run.event = event;
+        run.status = self.status_in(&run.state);
+        Ok(())
+    }
+
+    /// Records the move to `interrupted`.
+    fn interrupted(&self, run: &mut Run, journal: Option<&mut Journal>) -> Result<Outcome, Error> {
+        let from = run.state.clone();
+        let event = serde_json::json!({"id": [from, INTERRUPTED], "interrupted": true});
+        let entry = Entry::new(from.clone(), INTERRUPTED, event.clone());
+        record(run, &entry, journal)?;
+        run.state = INTERRUPTED.to_owned();
+        run.event = event;
+        run.status = Status::Interrupted;
+        tracing::info!(from = %from, "run interrupted");
+        Ok(Outcome::Interrupted { from })
+    }
+
+    fn pipeline(&self, state: &str) -> Option<Arc<Pipeline>> {
+        let (backend, config) = self.llm.as_ref()?;
+        let mut pipelines = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = pipelines.get(state) {
+            return Some(Arc::clone(p));
+        }
+        let mut config = config.clone();
+        // The state prompt lists every transition's schema already.
+        config.schema_format = claij_interceptors::SchemaFormat::Described;
+        let prompt = self.fsm.prompt(state).unwrap_or_default();
+        config.system = if config.system.is_empty() {
+            prompt.to_owned()
+        } else {
+            format!("{}\n\n{prompt}", config.system)
+        };
+        let mut chain = (self.chain)();
+        chain.push(actions::history());
+        let pipeline = Pipeline::new(Arc::clone(backend), config, chain)
+            .with_base_schema(self.fsm.output_schema(state).cloned());
+        let pipeline = Arc::new(pipeline);
+        pipelines.insert(state.to_owned(), Arc::clone(&pipeline));
+        Some(pipeline)
+    }
+}
+
+/// What an action produced.
+struct Step {
+    event: Value,
+    attempts: Vec<AttemptRecord>,
+    bail_out: bool,
+    /// A sub-FSM's transitions to record first (trail mode `full`).
+    sub_entries: Option<Vec<Entry>>,
+}
+
+fn record(run: &mut Run, entry: &Entry, journal: Option<&mut Journal>) -> Result<(), Error> {
+    if let Some(journal) = journal {
+        journal.record(entry)?;
+    }
+    run.trail.entries.push(entry.clone());
+    Ok(())
+}
+
+fn new_run_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "run-{nanos:x}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("id", &self.id)
+            .field("state", &self.state)
+            .field("status", &self.status)
+            .field("transitions", &self.trail.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("fsm", &self.fsm.id())
+            .field("services", &self.services.keys().collect::<Vec<_>>())
+            .field("sub_fsms", &self.subs.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}

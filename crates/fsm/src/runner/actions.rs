@@ -1,0 +1,249 @@
+//! The actions a state runs: a model through the pipeline (with the bail-out), a registered service,
+//! a sub-FSM.
+
+use claij_backends::Message;
+use claij_interceptors::{Context, Interceptor};
+use serde_json::{Value, json};
+
+use super::{Run, Runner, ServiceCall, Step, TrailMode};
+use crate::definition::{Action, State};
+use crate::error::Error;
+use crate::interrupt::Interrupt;
+use crate::schema::id_value;
+use crate::trail::{AttemptRecord, Entry, trail_to_messages};
+
+/// The conversation so far, put in the context before each model call.
+struct History(Vec<Message>);
+
+/// The interceptor that replays the trail to the model as the conversation history.
+pub(super) fn history() -> impl Interceptor {
+    claij_interceptors::from_fn("fsm-trail").pre_prompt(|prompts, ctx: &Context| {
+        if let Some(History(messages)) = ctx.get::<History>() {
+            prompts.history = messages.clone();
+        }
+        Ok(())
+    })
+}
+
+impl Runner {
+    pub(super) async fn act(
+        &self,
+        state: &State,
+        run: &mut Run,
+        interrupt: &Interrupt,
+    ) -> Result<Step, Error> {
+        match &state.action {
+            Action::Llm => self.ask(state, run).await,
+            Action::Fsm => self.sub_fsm(state, run, interrupt).await,
+            Action::Service => {
+                let name = state.config_str("service").unwrap_or(&state.id).to_owned();
+                self.service(state, run, interrupt, &name, "service").await
+            }
+            Action::Custom(name) => {
+                let name = name.clone();
+                self.service(state, run, interrupt, &name, "action").await
+            }
+            // Terminal and human states never get here.
+            Action::End | Action::Human => Err(Error::NotWaiting {
+                state: state.id.clone(),
+            }),
+        }
+    }
+
+    /// The model's event, validated against the state's outputs by the pipeline; when its retries run
+    /// out, the bail-out transition if the state has one.
+    async fn ask(&self, state: &State, run: &mut Run) -> Result<Step, Error> {
+        let pipeline = self
+            .pipeline(&state.id)
+            .ok_or_else(|| Error::Unregistered {
+                state: state.id.clone(),
+                kind: "model",
+                name: "llm".into(),
+            })?;
+        let entries = &run.trail.entries;
+        // The last entry's event is the input; the ones before are the conversation.
+        let earlier = &entries[..entries.len().saturating_sub(1)];
+        run.context
+            .insert(History(trail_to_messages(self.fsm.definition(), earlier)));
+        let input = run.event.to_string();
+        match pipeline.ask(&mut run.context, &input).await {
+            Ok(answer) => Ok(Step {
+                event: answer.value,
+                attempts: answer.attempts.iter().map(AttemptRecord::from).collect(),
+                bail_out: false,
+                sub_entries: None,
+            }),
+            Err(error) => {
+                let attempts: Vec<AttemptRecord> = match &error {
+                    claij_interceptors::Error::RetriesExhausted(exhausted) => {
+                        exhausted.attempts.iter().map(AttemptRecord::from).collect()
+                    }
+                    claij_interceptors::Error::Backend { attempts, .. } => {
+                        attempts.iter().map(AttemptRecord::from).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let bails = matches!(
+                    error,
+                    claij_interceptors::Error::RetriesExhausted(_)
+                        | claij_interceptors::Error::Backend { .. }
+                );
+                match self.bail_out(&state.id, &error.to_string()) {
+                    Some(event) if bails => Ok(Step {
+                        event,
+                        attempts,
+                        bail_out: true,
+                        sub_entries: None,
+                    }),
+                    _ => Err(Error::Llm {
+                        state: state.id.clone(),
+                        source: Box::new(error),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// `{id, error, bail_out: true}` for the first transition out of `state` into a terminal state
+    /// whose schema accepts it.
+    fn bail_out(&self, state: &str, error: &str) -> Option<Value> {
+        self.fsm
+            .definition()
+            .outgoing(state)
+            .filter(|t| {
+                self.fsm
+                    .definition()
+                    .state(&t.id.to)
+                    .is_some_and(|s| s.is_terminal())
+            })
+            .map(|t| json!({"id": id_value(t, self.fsm.id_style()), "error": error, "bail_out": true}))
+            .find(|event| self.fsm.route(state, event).is_ok())
+    }
+
+    async fn service(
+        &self,
+        state: &State,
+        run: &Run,
+        interrupt: &Interrupt,
+        name: &str,
+        kind: &'static str,
+    ) -> Result<Step, Error> {
+        let service = self.services.get(name).ok_or_else(|| Error::Unregistered {
+            state: state.id.clone(),
+            kind,
+            name: name.to_owned(),
+        })?;
+        let call = ServiceCall {
+            state,
+            event: &run.event,
+            trail: &run.trail,
+            interrupt,
+        };
+        let event = service.call(call).await.map_err(|e| Error::Action {
+            state: state.id.clone(),
+            action: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        Ok(Step {
+            event,
+            attempts: Vec::new(),
+            bail_out: false,
+            sub_entries: None,
+        })
+    }
+
+    /// Runs the sub-FSM named by `config.fsm` on the event that entered the state; its final event
+    /// (without its `id`) leaves the state by the first transition whose schema accepts it.
+    async fn sub_fsm(
+        &self,
+        state: &State,
+        run: &Run,
+        interrupt: &Interrupt,
+    ) -> Result<Step, Error> {
+        let name = state.config_str("fsm").unwrap_or_default();
+        let failed = |message: String| Error::Action {
+            state: state.id.clone(),
+            action: format!("fsm {name}"),
+            message,
+        };
+        let child = self.subs.get(name).ok_or_else(|| Error::Unregistered {
+            state: state.id.clone(),
+            kind: "fsm",
+            name: name.to_owned(),
+        })?;
+        let mode = match state.config_str("trail") {
+            Some("omit") => TrailMode::Omit,
+            Some("full") => TrailMode::Full,
+            _ => TrailMode::Summary,
+        };
+        let mut input = run.event.clone();
+        if let Value::Object(map) = &mut input {
+            map.remove("id");
+        }
+        let mut sub = child.start(input).map_err(|e| failed(e.to_string()))?;
+        let outcome = Box::pin(child.run(&mut sub, interrupt, None))
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let mut result = match outcome {
+            super::Outcome::Finished { event, .. } => event,
+            super::Outcome::Interrupted { .. } => return Err(failed("interrupted".into())),
+            super::Outcome::Waiting { state: waiting } => {
+                return Err(failed(format!(
+                    "it waits for input in `{waiting}`; sub-FSMs cannot suspend"
+                )));
+            }
+        };
+        if let Value::Object(map) = &mut result {
+            map.remove("id");
+        }
+        let event = self
+            .fsm
+            .definition()
+            .outgoing(&state.id)
+            .map(|t| {
+                let mut event = json!({"id": id_value(t, self.fsm.id_style())});
+                if let (Value::Object(with), Value::Object(fields)) = (&mut event, &result) {
+                    with.extend(fields.clone());
+                }
+                event
+            })
+            .find(|event| self.fsm.route(&state.id, event).is_ok())
+            .ok_or_else(|| {
+                failed(format!(
+                    "its result {result} fits no transition out of `{}`",
+                    state.id
+                ))
+            })?;
+        let (attempts, sub_entries) = match mode {
+            TrailMode::Omit => (Vec::new(), None),
+            TrailMode::Summary => (
+                sub.trail
+                    .entries
+                    .iter()
+                    .flat_map(|e| e.attempts.clone())
+                    .collect(),
+                None,
+            ),
+            TrailMode::Full => {
+                let prefixed = sub
+                    .trail
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        let mut e: Entry = e.clone();
+                        e.from = format!("{}/{}", state.id, e.from);
+                        e.to = format!("{}/{}", state.id, e.to);
+                        e
+                    })
+                    .collect();
+                (Vec::new(), Some(prefixed))
+            }
+        };
+        Ok(Step {
+            event,
+            attempts,
+            bail_out: false,
+            sub_entries,
+        })
+    }
+}

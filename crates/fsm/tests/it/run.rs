@@ -1,0 +1,508 @@
+//! The runner with `Scripted` models and Rust services: routing, retries, bail-out, omit, roles,
+//! sub-FSMs, interrupts, human input, and kill-and-resume from the journal.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use claij_backends::Message;
+use claij_backends::testing::Scripted;
+use claij_fsm::{
+    Definition, Error, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, Status, service_fn,
+};
+use claij_interceptors::Config;
+use serde_json::{Value, json};
+
+fn object(required: &[&str]) -> Value {
+    let properties: serde_json::Map<String, Value> = required
+        .iter()
+        .map(|k| ((*k).to_owned(), json!({"type": "string"})))
+        .collect();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// start -> draft (llm) -> review (llm) -> end, review may send back to draft; draft may bail out.
+fn review_fsm() -> Fsm {
+    let definition: Definition = serde_json::from_value(json!({
+        "id": "writing",
+        "prompts": ["You write and review short texts."],
+        "states": [
+            {"id": "draft", "action": "llm"},
+            {"id": "review", "action": "llm"},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "draft"], "schema": object(&["topic"])},
+            {"id": ["draft", "review"], "schema": object(&["text"]), "description": "a draft to review"},
+            {"id": ["draft", "end"], "schema": {"type": "object", "properties": {"error": {"type": "string"}, "bail_out": {"type": "boolean"}}, "required": ["error", "bail_out"]}, "description": "give up"},
+            {"id": ["review", "draft"], "schema": object(&["feedback"]), "description": "ask for changes"},
+            {"id": ["review", "end"], "schema": object(&["verdict"]), "description": "accept"}
+        ]
+    }))
+    .unwrap();
+    Fsm::new(definition).unwrap()
+}
+
+fn runner(fsm: Fsm, replies: &[&str]) -> (Runner, Scripted) {
+    let backend = Scripted::replies(replies.iter().map(|s| (*s).to_owned()));
+    let mut config = Config::new("scripted");
+    config.max_retries = 1;
+    let runner = Runner::new(fsm).with_llm(Arc::new(backend.clone()), config);
+    (runner, backend)
+}
+
+fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn path(run: &claij_fsm::Run) -> Vec<String> {
+    run.trail
+        .entries
+        .iter()
+        .map(|e| format!("{}->{}", e.from, e.to))
+        .collect()
+}
+
+#[test]
+fn happy_path_through_three_states() {
+    let (runner, backend) = runner(
+        review_fsm(),
+        &[
+            r#"{"id": ["draft", "review"], "text": "Rust is fast."}"#,
+            r#"{"id": ["review", "end"], "verdict": "good"}"#,
+        ],
+    );
+    let mut run = runner.start(json!({"topic": "Rust"})).unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(
+        outcome,
+        Outcome::Finished {
+            state: "end".into(),
+            event: json!({"id": ["review", "end"], "verdict": "good"})
+        }
+    );
+    assert_eq!(path(&run), ["start->draft", "draft->review", "review->end"]);
+    assert_eq!(run.status, Status::Finished);
+    assert_eq!(
+        run.trail.entries[0].event,
+        json!({"id": ["start", "draft"], "topic": "Rust"}),
+        "the id was filled in"
+    );
+    assert_eq!(run.trail.attempts(), 2);
+    // The review model saw the draft as its own earlier turn? No: the draft came from another llm
+    // state, so it is the assistant's; the start input is the user's.
+    let requests = backend.requests();
+    let second = &requests[1];
+    assert_eq!(second.messages.len(), 2, "{:?}", second.messages);
+    assert_eq!(
+        second.messages[0],
+        Message::user(r#"{"id":["start","draft"],"topic":"Rust"}"#)
+    );
+    assert!(
+        second
+            .system
+            .as_deref()
+            .unwrap()
+            .contains("You are in state `review`.")
+    );
+}
+
+#[test]
+fn an_invalid_transition_id_is_retried_then_accepted() {
+    let (runner, backend) = runner(
+        review_fsm(),
+        &[
+            r#"{"id": ["draft", "publish"], "text": "x"}"#,
+            r#"{"id": ["draft", "review"], "text": "x"}"#,
+            r#"{"id": ["review", "end"], "verdict": "ok"}"#,
+        ],
+    );
+    let mut run = runner.start(json!({"topic": "t"})).unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    let drafted = &run.trail.entries[1];
+    assert_eq!(drafted.attempts.len(), 2);
+    let violation = &drafted.attempts[0].violations[0];
+    assert!(violation.message.contains("draft"), "{violation:?}");
+    let retry = &backend.requests()[1];
+    let text = &retry.messages.last().unwrap().content;
+    assert!(
+        text.contains("publish"),
+        "the retry prompt names the bad id: {text}"
+    );
+}
+
+#[test]
+fn exhausted_retries_take_the_bail_out_transition() {
+    let (runner, _) = runner(review_fsm(), &["not json", "still not json"]);
+    let mut run = runner.start(json!({"topic": "t"})).unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    let Outcome::Finished { state, event } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(state, "end");
+    assert_eq!(event["bail_out"], json!(true));
+    assert!(
+        event["error"].as_str().unwrap().contains("2 attempts")
+            || !event["error"].as_str().unwrap().is_empty()
+    );
+    assert_eq!(
+        run.trail.last().unwrap().attempts.len(),
+        2,
+        "the failed attempts are kept"
+    );
+}
+
+#[test]
+fn without_a_bail_out_exhausted_retries_are_a_typed_error() {
+    let (runner, _) = runner(
+        review_fsm(),
+        &[
+            r#"{"id": ["draft", "review"], "text": "x"}"#,
+            "nope",
+            "nope",
+        ],
+    );
+    let mut run = runner.start(json!({"topic": "t"})).unwrap();
+    let err = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    let Error::Llm { state, source } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(state, "review");
+    assert!(matches!(
+        **source,
+        claij_interceptors::Error::RetriesExhausted(_)
+    ));
+    assert_eq!(run.state, "review", "the run stays where it failed");
+}
+
+#[test]
+fn the_input_is_validated_against_the_start_transitions() {
+    let (runner, _) = runner(review_fsm(), &[]);
+    let err = runner.start(json!({"subject": "t"})).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidEvent { ref state, .. } if state == "start"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("topic"), "{err}");
+}
+
+fn pipeline_fsm(omit_middle: bool) -> Fsm {
+    Fsm::new(
+        serde_json::from_value(json!({
+            "id": "pipeline",
+            "states": [
+                {"id": "fetch", "action": "service"},
+                {"id": "summarise", "action": "llm"},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "fetch"], "schema": object(&["url"])},
+                {"id": ["fetch", "summarise"], "schema": object(&["body"]), "omit": omit_middle},
+                {"id": ["summarise", "end"], "schema": object(&["summary"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn omitted_transitions_are_not_recorded() {
+    let (runner, _) = runner(pipeline_fsm(true), &[r#"{"summary": "short"}"#]);
+    let runner = runner.with_service("fetch", service_fn(|_| Ok(json!({"body": "a long page"}))));
+    let mut run = runner.start(json!({"url": "u"})).unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(path(&run), ["start->fetch", "summarise->end"]);
+}
+
+#[test]
+fn roles_come_from_what_produced_each_event() {
+    let (runner, _) = runner(pipeline_fsm(false), &[r#"{"summary": "short"}"#]);
+    let runner = runner.with_service("fetch", service_fn(|_| Ok(json!({"body": "a long page"}))));
+    let mut run = runner.start(json!({"url": "u"})).unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    let messages = run.trail.to_messages(runner.fsm().definition());
+    insta::assert_json_snapshot!("roles", messages);
+}
+
+#[test]
+fn a_service_event_that_fits_no_transition_is_an_error() {
+    let (runner, _) = runner(pipeline_fsm(false), &[]);
+    let runner = runner.with_service("fetch", service_fn(|_| Ok(json!({"page": 1}))));
+    let mut run = runner.start(json!({"url": "u"})).unwrap();
+    let err = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidEvent { ref state, .. } if state == "fetch"),
+        "{err}"
+    );
+}
+
+fn parent_fsm(mode: &str) -> Fsm {
+    Fsm::new(
+        serde_json::from_value(json!({
+            "id": "parent",
+            "states": [
+                {"id": "delegate", "action": "fsm", "config": {"fsm": "pipeline", "trail": mode}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "delegate"], "schema": object(&["url"])},
+                {"id": ["delegate", "end"], "schema": object(&["summary"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn sub_fsm_trail_modes() {
+    for (mode, expected, attempts) in [
+        ("omit", vec!["start->delegate", "delegate->end"], 0),
+        ("summary", vec!["start->delegate", "delegate->end"], 1),
+        (
+            "full",
+            vec![
+                "start->delegate",
+                "delegate/start->delegate/fetch",
+                "delegate/fetch->delegate/summarise",
+                "delegate/summarise->delegate/end",
+                "delegate->end",
+            ],
+            1,
+        ),
+    ] {
+        let (child, _) = runner(pipeline_fsm(false), &[r#"{"summary": "short"}"#]);
+        let child = child.with_service("fetch", service_fn(|_| Ok(json!({"body": "page"}))));
+        let parent = Runner::new(parent_fsm(mode)).with_sub_fsm(child);
+        let mut run = parent.start(json!({"url": "u"})).unwrap();
+        let outcome = block(parent.run(&mut run, &Interrupt::new(), None)).unwrap();
+        assert_eq!(
+            outcome,
+            Outcome::Finished {
+                state: "end".into(),
+                event: json!({"id": ["delegate", "end"], "summary": "short"})
+            },
+            "{mode}"
+        );
+        assert_eq!(path(&run), expected, "{mode}");
+        assert_eq!(run.trail.attempts(), attempts, "{mode}");
+    }
+}
+
+/// A service that takes a second and records whether its cleanup ran.
+struct Slow(Arc<AtomicUsize>);
+
+impl Service for Slow {
+    fn call<'a>(
+        &'a self,
+        call: ServiceCall<'a>,
+    ) -> claij_backends::BoxFuture<'a, Result<Value, claij_interceptors::BoxError>> {
+        let cleaned = Arc::clone(&self.0);
+        call.interrupt.on_interrupt(move || {
+            cleaned.fetch_add(1, Ordering::SeqCst);
+        });
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(json!({"body": "late"}))
+        })
+    }
+}
+
+#[test]
+fn an_interrupt_stops_a_slow_action_promptly() {
+    let cleaned = Arc::new(AtomicUsize::new(0));
+    let (runner, _) = runner(pipeline_fsm(false), &[]);
+    let runner = runner.with_service("fetch", Slow(Arc::clone(&cleaned)));
+    let mut run = runner.start(json!({"url": "u"})).unwrap();
+    let interrupt = Interrupt::new();
+    let outcome = block(async {
+        let stopper = interrupt.clone();
+        let stop = async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let at = Instant::now();
+            stopper.interrupt();
+            at
+        };
+        let (outcome, at) = tokio::join!(runner.run(&mut run, &interrupt, None), stop);
+        (outcome, at.elapsed())
+    });
+    assert!(
+        outcome.1 < Duration::from_millis(100),
+        "returned {:?} after the interrupt",
+        outcome.1
+    );
+    assert_eq!(
+        outcome.0.unwrap(),
+        Outcome::Interrupted {
+            from: "fetch".into()
+        }
+    );
+    assert_eq!(
+        cleaned.load(Ordering::SeqCst),
+        1,
+        "the action's cleanup ran once"
+    );
+    assert_eq!(path(&run), ["start->fetch", "fetch->interrupted"]);
+    assert_eq!(run.status, Status::Interrupted);
+}
+
+#[test]
+fn a_human_state_waits_for_input() {
+    let fsm = Fsm::new(
+        serde_json::from_value(json!({
+            "id": "approval",
+            "states": [
+                {"id": "propose", "action": "llm"},
+                {"id": "approve", "action": "human"},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "propose"], "schema": object(&["task"])},
+                {"id": ["propose", "approve"], "schema": object(&["plan"])},
+                {"id": ["approve", "end"], "schema": object(&["decision"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let (runner, _) = runner(fsm, &[r#"{"plan": "do it"}"#]);
+    let mut run = runner.start(json!({"task": "t"})).unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(
+        outcome,
+        Outcome::Waiting {
+            state: "approve".into()
+        }
+    );
+    assert_eq!(run.status, Status::Waiting);
+    let bad = runner
+        .provide(&mut run, json!({"nod": true}), None)
+        .unwrap_err();
+    assert!(matches!(bad, Error::InvalidEvent { .. }), "{bad}");
+    runner
+        .provide(&mut run, json!({"decision": "yes"}), None)
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert!(matches!(outcome, Outcome::Finished { .. }));
+    assert_eq!(
+        path(&run),
+        ["start->propose", "propose->approve", "approve->end"]
+    );
+}
+
+/// Three services in a row, each appending its name to a side-effect file.
+fn chain_fsm() -> Fsm {
+    Fsm::new(
+        serde_json::from_value(json!({
+            "id": "chain",
+            "states": [
+                {"id": "a", "action": "service", "config": {"service": "step"}},
+                {"id": "b", "action": "service", "config": {"service": "step"}},
+                {"id": "c", "action": "service", "config": {"service": "step"}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "a"], "schema": object(&["n"])},
+                {"id": ["a", "b"], "schema": object(&["n"])},
+                {"id": ["b", "c"], "schema": object(&["n"])},
+                {"id": ["c", "end"], "schema": object(&["n"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+/// Each action appends its state to `effects`; with `die_in`, the process aborts on entering that
+/// state's action, after the transitions before it were journaled (a kill -9, as far as the journal
+/// can tell).
+fn step_service(effects: std::path::PathBuf, die_in: Option<String>) -> impl Service {
+    service_fn(move |call| {
+        if die_in.as_deref() == Some(call.state.id.as_str()) {
+            std::process::abort();
+        }
+        use std::io::Write as _;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&effects)?;
+        writeln!(file, "{}", call.state.id)?;
+        file.sync_all()?;
+        Ok(json!({"n": call.state.id.clone()}))
+    })
+}
+
+/// Run as a child process by `kill_and_resume`: runs `chain` with a journal and dies in state `c`.
+#[test]
+fn kill_child() {
+    let (Ok(journal), Ok(effects)) = (
+        std::env::var("CLAIJ_FSM_KILL_JOURNAL"),
+        std::env::var("CLAIJ_FSM_KILL_EFFECTS"),
+    ) else {
+        return; // only meaningful as kill_and_resume's child
+    };
+    let runner = Runner::new(chain_fsm())
+        .with_service("step", step_service(effects.into(), Some("c".into())));
+    let (mut run, mut journal) = runner
+        .start_journaled(json!({"n": "0"}), std::path::Path::new(&journal))
+        .unwrap();
+    let _ = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal)));
+    unreachable!("the child aborts in state c");
+}
+
+#[test]
+fn kill_and_resume_runs_no_action_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("run.jsonl");
+    let effects = dir.path().join("effects.txt");
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "run::kill_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("CLAIJ_FSM_KILL_JOURNAL", &journal)
+        .env("CLAIJ_FSM_KILL_EFFECTS", &effects)
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child was killed");
+    assert_eq!(
+        std::fs::read_to_string(&effects).unwrap(),
+        "a\nb\n",
+        "a and b ran before the kill"
+    );
+
+    let runner = Runner::new(chain_fsm()).with_service("step", step_service(effects.clone(), None));
+    let (mut run, mut journal) = runner.resume(&journal).unwrap();
+    assert_eq!(
+        run.state, "c",
+        "resumed where the last recorded transition led"
+    );
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert!(matches!(outcome, Outcome::Finished { .. }));
+    assert_eq!(
+        std::fs::read_to_string(&effects).unwrap(),
+        "a\nb\nc\n",
+        "each action exactly once"
+    );
+    let (_, entries) = claij_fsm::journal::read(journal.path()).unwrap();
+    let steps: Vec<String> = entries
+        .iter()
+        .map(|e| format!("{}->{}", e.from, e.to))
+        .collect();
+    assert_eq!(steps, ["start->a", "a->b", "b->c", "c->end"]);
+    // A finished run resumes as finished and does nothing.
+    let (mut again, mut journal) = runner.resume(journal.path()).unwrap();
+    assert_eq!(again.status, Status::Finished);
+    block(runner.run(&mut again, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert_eq!(std::fs::read_to_string(&effects).unwrap(), "a\nb\nc\n");
+}
