@@ -149,7 +149,7 @@ impl Runner {
     }
 
     /// `llm` states ask `backend` with `config` (model, retries, structured mode...); the system
-    /// prompt is the state's.
+    /// prompt is the state's, and a state's `config.model` replaces the model.
     #[must_use]
     pub fn with_llm(mut self, backend: Arc<dyn Backend>, config: Config) -> Self {
         self.llm = Some((backend, config));
@@ -451,6 +451,15 @@ impl Runner {
         let mut config = config.clone();
         // The state prompt lists every transition's schema already.
         config.schema_format = claij_interceptors::SchemaFormat::Described;
+        // A state may name its own model (voters in a vote, a diagnostic model in meta-debug).
+        if let Some(model) = self
+            .fsm
+            .definition()
+            .state(state)
+            .and_then(|s| s.config_str("model").map(str::to_owned))
+        {
+            config.model = model;
+        }
         let prompt = self.fsm.prompt(state).unwrap_or_default();
         config.system = if config.system.is_empty() {
             prompt.to_owned()
