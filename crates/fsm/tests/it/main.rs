@@ -2,4 +2,5 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod local_model;
 mod run;

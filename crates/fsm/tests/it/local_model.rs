@@ -1,0 +1,90 @@
+//! A machine on the embedded model: the state's `oneOf` of transitions goes to llguidance as an
+//! `anyOf` with references inlined (claij-schema's Llguidance dialect), so the model can only emit one
+//! of the valid routes; the full `oneOf` is still checked afterwards. Mechanics only, never content.
+//! Skipped without the model file, except under `CI=true`; one at a time (`.config/nextest.toml`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use claij_backends::local::LocalBackend;
+use claij_fsm::{Fsm, Interrupt, Outcome, Runner};
+use claij_interceptors::Config;
+use serde_json::json;
+
+#[allow(clippy::print_stderr)] // the skip must be visible
+fn model_path() -> Option<PathBuf> {
+    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("claij/models"))
+        })
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/claij/models")))
+        .unwrap_or_else(|| std::env::temp_dir().join("claij/models"));
+    let path = dir.join(claij_backends::local::DEFAULT_MODEL_FILE);
+    if path.is_file() {
+        return Some(path);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !ci,
+        "CI=true and the model is missing at {}",
+        path.display()
+    );
+    eprintln!(
+        "skipping: no model at {} (run `cargo xtask model`)",
+        path.display()
+    );
+    None
+}
+
+#[test]
+fn the_local_model_routes_only_along_defined_transitions() {
+    let Some(path) = model_path() else { return };
+    let fsm = Fsm::from_json(
+        &json!({
+            "id": "triage",
+            "prompts": ["You triage support messages."],
+            "schemas": {
+                "reply": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 120}}, "required": ["text"], "additionalProperties": false}
+            },
+            "states": [
+                {"id": "triager", "action": "llm", "prompts": ["Route the message: answer it, or escalate it."]},
+                {"id": "end", "action": "end"},
+                {"id": "escalated", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "triager"], "schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+                {"id": ["triager", "end"], "schema": {"$ref": "#/$defs/reply"}, "description": "answer the user"},
+                {"id": ["triager", "escalated"], "schema": {"type": "object", "properties": {"reason": {"type": "string", "maxLength": 120}}, "required": ["reason"], "additionalProperties": false}, "description": "hand over to a person"}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let backend = LocalBackend::load(&path).unwrap();
+    let mut config = Config::new("local");
+    config.max_tokens = Some(120);
+    config.max_retries = 1;
+    let runner = Runner::new(fsm).with_llm(Arc::new(backend), config);
+    let mut run = runner
+        .start(json!({"message": "My invoice is wrong."}))
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = rt
+        .block_on(runner.run(&mut run, &Interrupt::new(), None))
+        .unwrap();
+    let Outcome::Finished { state, event } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(["end", "escalated"].contains(&state.as_str()), "{state}");
+    assert_eq!(event["id"], json!(["triager", state]));
+    let attempts = &run.trail.last().unwrap().attempts;
+    assert_eq!(
+        attempts.len(),
+        1,
+        "valid on the first attempt: {attempts:?}"
+    );
+}
