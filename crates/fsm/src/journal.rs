@@ -44,6 +44,9 @@ pub struct Header {
     /// When the run started.
     #[serde(with = "claij_schema::rfc3339")]
     pub started_at: SystemTime,
+    /// The machine itself, so the journal alone is enough to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<crate::definition::Definition>,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -125,6 +125,9 @@ pub enum Outcome {
     },
 }
 
+/// What [`Runner::with_observer`] takes.
+type Observer = dyn Fn(&Entry) + Send + Sync;
+
 /// Runs one machine. Build it once and run many [`Run`]s; it is `Send + Sync`.
 pub struct Runner {
     fsm: Arc<Fsm>,
@@ -132,6 +135,7 @@ pub struct Runner {
     chain: Arc<dyn Fn() -> Chain + Send + Sync>,
     services: HashMap<String, Arc<dyn Service>>,
     subs: HashMap<String, Arc<Runner>>,
+    observer: Option<Arc<Observer>>,
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
 }
 
@@ -144,6 +148,7 @@ impl Runner {
             chain: Arc::new(Chain::new),
             services: HashMap::new(),
             subs: HashMap::new(),
+            observer: None,
             pipelines: Mutex::new(HashMap::new()),
         }
     }
@@ -180,6 +185,14 @@ impl Runner {
     pub fn with_sub_fsm(mut self, runner: Runner) -> Self {
         self.subs
             .insert(runner.fsm.id().to_owned(), Arc::new(runner));
+        self
+    }
+
+    /// Calls `observer` with every transition as it is taken (recorded or `omit`), e.g. to print
+    /// progress.
+    #[must_use]
+    pub fn with_observer(mut self, observer: impl Fn(&Entry) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
         self
     }
 
@@ -224,6 +237,7 @@ impl Runner {
             run_id: run.id.clone(),
             fsm: self.fsm.id().to_owned(),
             started_at: SystemTime::now(),
+            definition: Some(self.fsm.definition().clone()),
         };
         let mut journal = Journal::create(path, &header)?;
         for entry in &run.trail.entries {
@@ -417,6 +431,9 @@ impl Runner {
         } else {
             tracing::info!(from = %run.state, to = %to, "transition");
         }
+        if let Some(observer) = &self.observer {
+            observer(&entry);
+        }
         if !omit {
             record(run, &entry, journal)?;
         }
@@ -431,6 +448,9 @@ impl Runner {
         let from = run.state.clone();
         let event = serde_json::json!({"id": [from, INTERRUPTED], "interrupted": true});
         let entry = Entry::new(from.clone(), INTERRUPTED, event.clone());
+        if let Some(observer) = &self.observer {
+            observer(&entry);
+        }
         record(run, &entry, journal)?;
         run.state = INTERRUPTED.to_owned();
         run.event = event;

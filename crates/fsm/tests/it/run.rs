@@ -76,8 +76,17 @@ fn happy_path_through_three_states() {
             r#"{"id": ["review", "end"], "verdict": "good"}"#,
         ],
     );
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let runner =
+        runner.with_observer(move |e| log.lock().unwrap().push(format!("{}->{}", e.from, e.to)));
     let mut run = runner.start(json!({"topic": "Rust"})).unwrap();
     let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        path(&run),
+        "the observer saw every transition as it happened"
+    );
     assert_eq!(
         outcome,
         Outcome::Finished {
@@ -494,7 +503,12 @@ fn kill_and_resume_runs_no_action_twice() {
         "a\nb\nc\n",
         "each action exactly once"
     );
-    let (_, entries) = claij_fsm::journal::read(journal.path()).unwrap();
+    let (header, entries) = claij_fsm::journal::read(journal.path()).unwrap();
+    assert_eq!(
+        header.definition.as_ref().map(|d| d.id.as_str()),
+        Some("chain"),
+        "the journal carries the machine, so it alone resumes the run"
+    );
     let steps: Vec<String> = entries
         .iter()
         .map(|e| format!("{}->{}", e.from, e.to))
