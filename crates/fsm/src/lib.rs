@@ -43,6 +43,7 @@ mod fsm;
 mod interrupt;
 pub mod journal;
 pub mod prompts;
+pub mod render;
 mod runner;
 pub mod schema;
 mod trail;

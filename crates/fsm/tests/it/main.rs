@@ -2,5 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod definitions;
 mod local_model;
+mod render;
 mod run;

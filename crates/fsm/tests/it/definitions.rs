@@ -1,0 +1,321 @@
+//! Loading definitions: every problem at once with its pointer, the `xitions` alias, and the example
+//! machines in `examples/fsm` (they load, their states' outputs are `oneOf`s, they route real events).
+
+use std::path::PathBuf;
+
+use claij_fsm::{Definition, DefinitionError, Error, Fsm};
+use serde_json::{Value, json};
+
+/// The text of `examples/fsm/<name>.json`.
+pub(crate) fn example(name: &str) -> String {
+    let path = examples_dir().join(format!("{name}.json"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn examples_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/fsm")
+}
+
+fn definition_error(definition: Value) -> DefinitionError {
+    let definition: Definition = serde_json::from_value(definition).unwrap();
+    match Fsm::new(definition) {
+        Err(Error::Definition(e)) => e,
+        other => panic!("expected a definition error, got {other:?}"),
+    }
+}
+
+fn lines(error: &DefinitionError) -> Vec<String> {
+    error
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", p.pointer, p.message))
+        .collect()
+}
+
+/// A small valid machine, `ask` -> `end`, with `states` and `transitions` appended.
+fn with(states: Value, transitions: Value) -> Value {
+    let mut all_states = vec![json!({"id": "ask", "action": "llm"})];
+    all_states.extend(states.as_array().unwrap().iter().cloned());
+    let mut all_transitions = vec![
+        json!({"id": ["start", "ask"]}),
+        json!({"id": ["ask", "end"]}),
+    ];
+    all_transitions.extend(transitions.as_array().unwrap().iter().cloned());
+    json!({"id": "m", "states": all_states, "transitions": all_transitions})
+}
+
+#[track_caller]
+fn check(definition: Value, expected: &[&str]) {
+    assert_eq!(lines(&definition_error(definition)), expected);
+}
+
+#[test]
+fn each_problem_is_found_with_its_pointer() {
+    check(
+        with(json!([{"id": "ask", "action": "llm"}]), json!([])),
+        &["/states/1/id: duplicate state `ask` (first at /states/0)"],
+    );
+    check(
+        with(json!([]), json!([{"id": ["ask", "end"]}])),
+        &["/transitions/2/id: duplicate transition [\"ask\", \"end\"] (first at /transitions/1)"],
+    );
+    check(
+        with(json!([]), json!([{"id": ["ask", "nowhere"]}])),
+        &["/transitions/2/id/1: unknown state `nowhere`"],
+    );
+    check(
+        with(
+            json!([{"id": "orphan", "action": "llm"}]),
+            json!([{"id": ["orphan", "end"]}]),
+        ),
+        &["/states/1: `orphan` cannot be reached from `start`"],
+    );
+    check(
+        with(
+            json!([{"id": "stuck", "action": "llm"}]),
+            json!([{"id": ["ask", "stuck"]}]),
+        ),
+        &["/states/1: `stuck` is not terminal and no transition leaves it"],
+    );
+    check(
+        with(
+            json!([]),
+            json!([{"id": ["ask", "ask"], "schema": {"type": 12}}]),
+        ),
+        &[
+            "/transitions/2/schema: invalid schema at `/allOf/0/type`: not valid against the meta-schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
+        ],
+    );
+    check(
+        with(
+            json!([{"id": "sub", "action": "fsm"}]),
+            json!([{"id": ["ask", "sub"]}, {"id": ["sub", "end"]}]),
+        ),
+        &["/states/1/config: an `fsm` state names its sub-FSM: {\"fsm\": \"<id>\"}"],
+    );
+    check(
+        with(json!([]), json!([{"id": ["ask", "start"]}])),
+        &["/transitions/2/id/1: no transition may enter `start`"],
+    );
+    check(
+        with(json!([]), json!([{"id": ["end", "ask"]}])),
+        &["/transitions/2/id/0: `end` is terminal: nothing may leave it"],
+    );
+    check(
+        json!({"id": "m", "states": [{"id": "ask"}], "transitions": [{"id": ["ask", "end"]}]}),
+        &[
+            "/transitions: no transition leaves `start`",
+            "/states/0: `ask` cannot be reached from `start`",
+        ],
+    );
+}
+
+/// One definition with many problems: all are reported, in definition order, in one error.
+#[test]
+fn every_problem_at_once() {
+    let error = definition_error(json!({
+        "id": "broken",
+        "states": [
+            {"id": "ask", "action": "llm"},
+            {"id": "ask", "action": "human"},
+            {"id": "orphan", "action": "llm"},
+            {"id": "sub", "action": "fsm", "config": {"trail": "full"}},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "ask"]},
+            {"id": ["ask", "sub"]},
+            {"id": ["ask", "sub"]},
+            {"id": ["sub", "nowhere"]},
+            {"id": ["ask", "end"], "schema": {"type": 12}}
+        ]
+    }));
+    insta::assert_snapshot!("every_problem_at_once", report(&error));
+}
+
+/// A shared schema that does not compile, and a transition schema with its own mistake.
+#[test]
+fn a_broken_shared_schema() {
+    let error = definition_error(json!({
+        "id": "shared",
+        "schemas": {"opinion": {"type": "object", "properties": {"text": {"type": "strin"}}}},
+        "states": [{"id": "ask"}],
+        "transitions": [
+            {"id": ["start", "ask"], "schema": {"$ref": "#/$defs/opinion"}},
+            {"id": ["ask", "end"], "schema": {"type": "object", "properties": {"n": {"type": "integr"}}}}
+        ]
+    }));
+    insta::assert_snapshot!("a_broken_shared_schema", report(&error));
+}
+
+/// The error's `Display`, then its problems one per line.
+fn report(error: &DefinitionError) -> String {
+    format!("{error}\n\n{}\n", lines(error).join("\n"))
+}
+
+#[test]
+fn xitions_is_an_alias_of_transitions() {
+    let text = r#"{"id": "m", "states": [{"id": "ask"}],
+        "xitions": [{"id": ["start", "ask"]}, {"id": ["ask", "end"]}]}"#;
+    let definition = Definition::from_json(text).unwrap();
+    assert_eq!(definition.transitions.len(), 2);
+    let fsm = Fsm::from_json(text).unwrap();
+    assert_eq!(fsm.definition().outgoing("ask").count(), 1);
+}
+
+#[test]
+fn every_example_loads_with_one_of_outputs() {
+    let mut names: Vec<String> = std::fs::read_dir(examples_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["code-review", "tool-loop"]);
+    for name in &names {
+        let fsm = Fsm::from_json(&example(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut states: Vec<&str> = vec!["start"];
+        states.extend(fsm.definition().states.iter().map(|s| s.id.as_str()));
+        for state in states {
+            let exits = fsm.definition().outgoing(state).count();
+            let schema = fsm.output_schema(state);
+            match exits {
+                0 => assert!(schema.is_none(), "{name} {state}"),
+                1 => assert!(schema.unwrap().get("oneOf").is_none(), "{name} {state}"),
+                n => {
+                    let branches = schema.unwrap()["oneOf"].as_array();
+                    assert_eq!(branches.map(Vec::len), Some(n), "{name} {state}");
+                }
+            }
+            if exits > 0 {
+                assert!(fsm.prompt(state).is_some(), "{name} {state}");
+            }
+        }
+    }
+}
+
+/// `event`, emitted in `state` of example `name`, takes the transition to `to` (`None`: is rejected).
+#[track_caller]
+fn check_route(name: &str, state: &str, event: Value, to: Option<&str>) {
+    let fsm = Fsm::from_json(&example(name)).unwrap();
+    let routed = fsm.route(state, &event);
+    match (routed, to) {
+        (Ok(t), Some(to)) => assert_eq!(t.id.to, to),
+        (Err(violations), None) => assert!(!violations.is_empty()),
+        (Ok(t), None) => panic!("{name} {state}: accepted, to {}", t.id.to),
+        (Err(violations), Some(_)) => panic!("{name} {state}: {violations:#?}"),
+    }
+}
+
+#[test]
+fn the_examples_route_their_events() {
+    let tool_call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "hostname", "arguments": {}}});
+    let content = json!({"content": [{"type": "text", "text": "box-7"}], "isError": false});
+    let cases = [
+        (
+            "tool-loop",
+            "start",
+            json!({"id": ["start", "llm"], "request": "What is this machine's hostname?"}),
+            Some("llm"),
+        ),
+        (
+            "tool-loop",
+            "llm",
+            json!({"id": ["llm", "servicing"], "message": tool_call}),
+            Some("servicing"),
+        ),
+        (
+            "tool-loop",
+            "servicing",
+            json!({"id": ["servicing", "llm"],
+            "message": {"jsonrpc": "2.0", "id": 1, "result": content}}),
+            Some("llm"),
+        ),
+        (
+            "tool-loop",
+            "servicing",
+            json!({"id": ["servicing", "llm"],
+            "message": {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "unknown tool"}}}),
+            Some("llm"),
+        ),
+        (
+            "tool-loop",
+            "llm",
+            json!({"id": ["llm", "end"], "result": content}),
+            Some("end"),
+        ),
+        // A tool call smuggled into the answer, and a call that is not `tools/call`.
+        (
+            "tool-loop",
+            "llm",
+            json!({"id": ["llm", "end"], "result": tool_call}),
+            None,
+        ),
+        (
+            "tool-loop",
+            "llm",
+            json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+            "method": "tools/list", "params": {"name": "x", "arguments": {}}}}),
+            None,
+        ),
+        (
+            "code-review",
+            "start",
+            json!({"id": ["start", "chairman"], "code": "fn add(a: i32, b: i32) -> i32 { a - b }",
+            "language": "rust"}),
+            Some("chairman"),
+        ),
+        (
+            "code-review",
+            "chairman",
+            json!({"id": ["chairman", "correctness-reviewer"],
+            "focus": "does add add?"}),
+            Some("correctness-reviewer"),
+        ),
+        (
+            "code-review",
+            "correctness-reviewer",
+            json!({"id": ["correctness-reviewer", "chairman"],
+            "comments": [{"where": "add", "severity": "blocker", "comment": "subtracts; use a + b"}],
+            "summary": "wrong operator", "approve": false}),
+            Some("chairman"),
+        ),
+        (
+            "code-review",
+            "chairman",
+            json!({"id": ["chairman", "end"], "decision": "request-changes",
+            "summary": "add subtracts", "required_changes": ["use a + b"]}),
+            Some("end"),
+        ),
+        (
+            "code-review",
+            "chairman",
+            json!({"id": ["chairman", "end"], "decision": "maybe",
+            "summary": "?"}),
+            None,
+        ),
+        (
+            "code-review",
+            "design-reviewer",
+            json!({"id": ["design-reviewer", "chairman"],
+            "comments": [{"severity": "style", "comment": "?"}], "summary": "", "approve": true}),
+            None,
+        ),
+    ];
+    for (name, state, event, to) in cases {
+        check_route(name, state, event, to);
+    }
+}
+
+/// What the chairman is told: the machine's, the state's and each transition's prompts, and the
+/// schemas of its three ways out.
+#[test]
+fn code_review_chairman_prompt() {
+    let fsm = Fsm::from_json(&example("code-review")).unwrap();
+    insta::assert_snapshot!(
+        "code_review_chairman_prompt",
+        fsm.prompt("chairman").unwrap()
+    );
+}
