@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ask;
+mod fsm;
 mod input;
 mod repair;
 mod schema;
@@ -37,6 +38,9 @@ enum Command {
     /// Compose and render response schemas.
     #[command(subcommand)]
     Schema(schema::Command),
+    /// Check and draw state machine definitions.
+    #[command(subcommand)]
+    Fsm(fsm::Command),
 }
 
 /// How a command ended, when it did not fail outright.
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Repair(args) => repair::run(args),
         Command::Schema(cmd) => schema::run(cmd),
+        Command::Fsm(cmd) => fsm::run(cmd),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 mod ask;
+mod fsm;
 mod local_model;
 
 /// What a run printed and how it ended.

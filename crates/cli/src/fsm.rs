@@ -1,0 +1,136 @@
+//! `claij fsm validate` and `claij fsm render`: check a state machine definition, draw it.
+
+use std::io::Write as _;
+
+use anyhow::{Result, anyhow};
+use claij_fsm::render::{self, RenderError};
+use claij_fsm::{Definition, DefinitionError, Fsm};
+
+use crate::Status;
+use crate::input;
+
+/// `claij fsm` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Check a definition: prints a summary, or every problem as `pointer: message`, one per line
+    /// (exit 0 valid, 1 invalid, 2 unreadable file or invalid JSON).
+    Validate {
+        /// The definition file (`-` for stdin).
+        file: String,
+    },
+    /// Draw a definition: Graphviz DOT, Mermaid, or SVG (needs Graphviz's `dot`), on stdout.
+    Render {
+        /// The definition file (`-` for stdin).
+        file: String,
+        /// The output format.
+        #[arg(long, value_enum, default_value_t = Format::Dot)]
+        format: Format,
+    },
+}
+
+/// Output forms of `claij fsm render`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    /// Graphviz DOT text.
+    Dot,
+    /// A Mermaid flowchart.
+    Mermaid,
+    /// SVG laid out by Graphviz's `dot`.
+    Svg,
+}
+
+/// Runs a `claij fsm` subcommand.
+pub fn run(cmd: &Command) -> Result<Status> {
+    match cmd {
+        Command::Validate { file } => validate(file),
+        Command::Render { file, format } => draw(file, *format),
+    }
+}
+
+/// A definition that was read but cannot be loaded.
+enum Invalid {
+    /// JSON, but not shaped like a definition.
+    Shape(serde_json::Error),
+    /// A definition with problems.
+    Problems(DefinitionError),
+}
+
+fn validate(file: &str) -> Result<Status> {
+    let fsm = match load(file)? {
+        Ok(fsm) => fsm,
+        Err(invalid) => return report(file, &invalid),
+    };
+    let definition = fsm.definition();
+    writeln!(
+        std::io::stdout(),
+        "FSM `{}`: {}, {}",
+        definition.id,
+        count(definition.states.len(), "state"),
+        count(definition.transitions.len(), "transition")
+    )?;
+    Ok(Status::Ok)
+}
+
+fn draw(file: &str, format: Format) -> Result<Status> {
+    let fsm = match load(file)? {
+        Ok(fsm) => fsm,
+        Err(invalid) => return report(file, &invalid),
+    };
+    let definition = fsm.definition();
+    let text = match format {
+        Format::Dot => render::to_dot(definition),
+        Format::Mermaid => render::to_mermaid(definition),
+        Format::Svg => render::to_svg(definition).map_err(|e| match e {
+            RenderError::DotNotInstalled => anyhow!(
+                "graphviz's `dot` is not installed (or not on PATH): install graphviz, or get the \
+                 DOT text with `claij fsm render {file} --format dot`"
+            ),
+            other => anyhow!(other),
+        })?,
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(Status::Ok)
+}
+
+/// Reads and checks a definition. An unreadable file or invalid JSON is an error (exit 2); a
+/// definition that is wrongly shaped or has problems is [`Invalid`] (exit 1).
+fn load(file: &str) -> Result<Result<Fsm, Invalid>> {
+    let value = input::read_json(file)?;
+    let definition: Definition = match serde_json::from_value(value) {
+        Ok(definition) => definition,
+        Err(e) => return Ok(Err(Invalid::Shape(e))),
+    };
+    match Fsm::new(definition) {
+        Ok(fsm) => Ok(Ok(fsm)),
+        Err(claij_fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
+        Err(e) => Err(anyhow!("{}: {e}", input::name(file))),
+    }
+}
+
+/// Prints the problems on stdout, one per line, and a summary on stderr.
+fn report(file: &str, invalid: &Invalid) -> Result<Status> {
+    let name = input::name(file);
+    match invalid {
+        Invalid::Shape(e) => {
+            writeln!(std::io::stderr(), "{name}: not an FSM definition: {e}")?;
+        }
+        Invalid::Problems(e) => {
+            let mut out = std::io::stdout().lock();
+            for p in &e.problems {
+                writeln!(out, "{}: {}", p.pointer, crate::one_line(&p.message))?;
+            }
+            writeln!(
+                std::io::stderr(),
+                "{name}: invalid: FSM `{}` has {}",
+                e.fsm,
+                count(e.problems.len(), "problem")
+            )?;
+        }
+    }
+    Ok(Status::Invalid)
+}
+
+/// `1 state`, `3 states`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
