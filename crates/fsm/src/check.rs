@@ -4,10 +4,9 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::definition::{Action, Definition, END, INTERRUPTED, START};
-use crate::schema::{IdStyle, event_schema};
 
 /// Everything wrong with a definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -121,18 +120,33 @@ pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
                 format!("`{}` is terminal: nothing may leave it", t.id.from),
             );
         }
-        if let Err(e) = claij_schema::check(&event_schema(definition, t, IdStyle::Array)) {
-            problem(format!("/transitions/{i}/schema"), schema_message(&e));
-        }
     }
+    // Shared schemas first, each with the others around it for references; a broken one is reported
+    // once, here, and stands as `true` when the transitions are checked.
+    let mut defs = definition.schemas.clone();
     for name in definition.schemas.keys() {
+        let at = format!("/schemas/{}", claij_schema::pointer::escape(name));
         let reference = format!("#/$defs/{}", claij_schema::pointer::escape(name));
         let wrapped = json!({"$defs": definition.schemas, "$ref": reference});
         if let Err(e) = claij_schema::check(&wrapped) {
-            problem(
-                format!("/schemas/{}", claij_schema::pointer::escape(name)),
-                schema_message(&e),
-            );
+            let inside = format!("/$defs/{}", claij_schema::pointer::escape(name));
+            let found = schema_problem(&e, &inside, &at);
+            problem(found.pointer, found.message);
+            defs.insert(name.clone(), Value::Bool(true));
+        }
+    }
+    // Each transition's schema as written, so a pointer in the message is a pointer in the file.
+    for (i, t) in definition.transitions.iter().enumerate() {
+        let mut schema = t.schema.clone();
+        if let Value::Object(map) = &mut schema
+            && !defs.is_empty()
+        {
+            map.insert("$defs".into(), Value::Object(defs.clone()));
+        }
+        if let Err(e) = claij_schema::check(&schema) {
+            let at = format!("/transitions/{i}/schema");
+            let found = schema_problem(&e, "", &at);
+            problem(found.pointer, found.message);
         }
     }
 
@@ -180,12 +194,17 @@ fn reachable(definition: &Definition) -> BTreeSet<&str> {
     seen.into_iter().collect()
 }
 
-fn schema_message(e: &claij_schema::Error) -> String {
-    match e {
+/// Where in the definition the compiler's error is (its pointer starts with `inside`, where the
+/// checked part sits in what was compiled, which is `at` in the file), and what it says.
+fn schema_problem(e: &claij_schema::Error, inside: &str, at: &str) -> Problem {
+    let (pointer, message) = match e {
         claij_schema::Error::InvalidSchema {
             pointer, message, ..
-        } if !pointer.is_empty() => format!("invalid schema at `{pointer}`: {message}"),
-        claij_schema::Error::InvalidSchema { message, .. } => format!("invalid schema: {message}"),
-        other => other.to_string(),
-    }
+        } => match pointer.strip_prefix(inside) {
+            Some(rest) => (format!("{at}{rest}"), format!("invalid schema: {message}")),
+            None => (at.to_owned(), format!("invalid schema: {message}")),
+        },
+        other => (at.to_owned(), other.to_string()),
+    };
+    Problem { pointer, message }
 }

@@ -43,7 +43,12 @@ pub fn state_prompt(definition: &Definition, state: &State, style: IdStyle) -> S
         for prompt in &t.prompts {
             let _ = write!(options, "\n  {}", prompt.trim());
         }
-        let schema = claij_schema::to_compact(&event_schema(definition, t, style));
+        // The description is the bullet's; the schema need not repeat it.
+        let mut schema = event_schema(definition, t, style);
+        if let serde_json::Value::Object(map) = &mut schema {
+            map.remove("description");
+        }
+        let schema = claij_schema::to_compact(&schema);
         let _ = write!(options, "\n  schema:\n{}", indent(&schema, "    "));
     }
     section(&options);
@@ -58,10 +63,11 @@ pub fn state_prompt(definition: &Definition, state: &State, style: IdStyle) -> S
         IdStyle::Arrow => format!("a string \"from->to\", e.g. {example}"),
     };
     section(&format!(
-        "CRITICAL - the \"id\" field is the discriminator that selects the route:\n\
+        "CRITICAL: the top-level \"id\" field is the discriminator that selects the route.\n\
          - \"id\" MUST be {shape}\n\
          - \"id\" MUST equal exactly one of: {}\n\
-         Choose the transition that fits, then fill in every field its schema requires.",
+         Choose the transition that fits, then fill in every field its schema requires and no other.\n\
+         Reply with only the JSON event: no prose, no code fences.",
         ids.join(", ")
     ));
     out

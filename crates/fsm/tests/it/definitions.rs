@@ -83,7 +83,7 @@ fn each_problem_is_found_with_its_pointer() {
             json!([{"id": ["ask", "ask"], "schema": {"type": 12}}]),
         ),
         &[
-            "/transitions/2/schema: invalid schema at `/allOf/0/type`: not valid against the meta-schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
+            "/transitions/2/schema/type: invalid schema: not valid against the meta-schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
         ],
     );
     check(
