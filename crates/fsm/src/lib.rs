@@ -36,6 +36,7 @@
 //!
 //! Errors: [`Error`], saying which state, transition or journal line.
 
+pub mod builtin;
 mod check;
 pub mod definition;
 mod error;
