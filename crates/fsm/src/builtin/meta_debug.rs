@@ -18,8 +18,9 @@
 //!
 //! Every final event carries `diagnosed` and `fixed`; after `apply` also `applied`, `fix_kind` and
 //! `suggestion`, and `system` (the amended prompt) when the fix was applied. The transitions into
-//! `select` and the `analyze-N` states only pass the failure on, so they are `omit`: the diagnostic
-//! model sees the failure once.
+//! `select` and the `analyze-N` states only pass the failure on, so they are `omit`, and the
+//! `analyze-N` states read no history (`config.history: "none"`): the diagnostic model sees the
+//! failure once.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -175,7 +176,7 @@ pub fn definition(diagnostic_models: &[&str]) -> Definition {
     for (n, model) in (1..=diagnostic_models.len()).zip(diagnostic_models) {
         let (analyze, suggest) = (format!("analyze-{n}"), format!("suggest-{n}"));
         let mut state = State::new(&analyze, Action::Llm);
-        state.config = json!({"model": model});
+        state.config = json!({"model": model, "history": "none"});
         state.prompts = vec![ANALYZE_PROMPT.to_owned()];
         states.push(state);
         let mut state = State::new(&suggest, Action::Llm);

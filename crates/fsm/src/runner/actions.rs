@@ -61,12 +61,26 @@ impl Runner {
                 name: "llm".into(),
             })?;
         let entries = &run.trail.entries;
-        // The last entry's event is the input; the ones before are the conversation.
-        let earlier = &entries[..entries.len().saturating_sub(1)];
+        // The event that entered this state is the input, not history: drop it when it was recorded
+        // (an `omit` transition into the state leaves it out of the trail).
+        let entered = entries
+            .last()
+            .is_some_and(|last| last.to == state.id && last.event == run.event);
+        let earlier = if state.config_str("history") == Some("none") {
+            // The state's input says all it needs (a diagnosis of one failure).
+            &entries[..0]
+        } else if entered {
+            &entries[..entries.len() - 1]
+        } else {
+            &entries[..]
+        };
         run.context
             .insert(History(trail_to_messages(self.fsm.definition(), earlier)));
         let input = run.event.to_string();
-        match pipeline.ask(&mut run.context, &input).await {
+        let asked = pipeline.ask(&mut run.context, &input).await;
+        // The trail holds the conversation; a suspended run need not keep a second copy.
+        run.context.remove::<History>();
+        match asked {
             Ok(answer) => Ok(Step {
                 event: answer.value,
                 attempts: answer.attempts.iter().map(AttemptRecord::from).collect(),
