@@ -1,4 +1,4 @@
-//! `claij fsm validate` and `claij fsm render`: check a state machine definition, draw it.
+//! `claij fsm validate|render|run|resume`: check a state machine definition, draw it, run it.
 
 use std::io::Write as _;
 
@@ -8,6 +8,8 @@ use claij_fsm::{Definition, DefinitionError, Fsm};
 
 use crate::Status;
 use crate::input;
+
+mod run;
 
 /// `claij fsm` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -25,6 +27,27 @@ pub enum Command {
         /// The output format.
         #[arg(long, value_enum, default_value_t = Format::Dot)]
         format: Format,
+    },
+    /// Run a machine from an input event: each transition on stderr as it happens, the trail on stdout
+    /// at the end (exit 0 finished or waiting for input, 1 no valid event or interrupted).
+    Run {
+        /// The definition file (`-` for stdin).
+        file: String,
+        /// The first event, as JSON (its `id` may be left out when one transition leaves `start`).
+        #[arg(long, value_name = "JSON")]
+        input: String,
+        /// Append every transition to this JSONL journal (fsynced), so `claij fsm resume` can go on.
+        #[arg(long, value_name = "FILE")]
+        journal: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        options: run::Options,
+    },
+    /// Go on with a journaled run after its last recorded transition (the journal holds the machine).
+    Resume {
+        /// The journal written by `claij fsm run --journal`.
+        journal: std::path::PathBuf,
+        #[command(flatten)]
+        options: run::Options,
     },
 }
 
@@ -44,6 +67,16 @@ pub fn run(cmd: &Command) -> Result<Status> {
     match cmd {
         Command::Validate { file } => validate(file),
         Command::Render { file, format } => draw(file, *format),
+        Command::Run {
+            file,
+            input,
+            journal,
+            options,
+        } => match load(file)? {
+            Ok(fsm) => run::run(fsm, input, journal.as_deref(), options),
+            Err(invalid) => report(file, &invalid),
+        },
+        Command::Resume { journal, options } => run::resume(journal, options),
     }
 }
 

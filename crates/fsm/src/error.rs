@@ -52,6 +52,15 @@ pub enum Error {
         /// The name looked up.
         name: String,
     },
+    /// A run took its limit of transitions without ending (see `Runner::with_max_transitions`); it
+    /// can go on with another call.
+    #[error("stopped in state `{state}` after {limit} transitions without reaching an end")]
+    TooManyTransitions {
+        /// Where the run is.
+        state: String,
+        /// The limit.
+        limit: usize,
+    },
     /// Input was given to a run that is not waiting for a person.
     #[error("the run is in state `{state}`, which is not waiting for input")]
     NotWaiting {

@@ -55,6 +55,9 @@ pub use error::Error;
 pub use fsm::Fsm;
 pub use interrupt::Interrupt;
 pub use journal::{Durability, Journal};
-pub use runner::{Outcome, Run, Runner, Service, ServiceCall, Status, TrailMode, service_fn};
+pub use runner::{
+    DEFAULT_MAX_TRANSITIONS, Outcome, Run, Runner, Service, ServiceCall, Status, TrailMode,
+    service_fn,
+};
 pub use schema::IdStyle;
 pub use trail::{AttemptRecord, Entry, Trail, trail_to_messages};

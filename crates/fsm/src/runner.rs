@@ -125,6 +125,10 @@ pub enum Outcome {
     },
 }
 
+/// Transitions one call of [`Runner::run`] may take before it stops with
+/// [`Error::TooManyTransitions`]: models can loop (a chairman asking the same reviewer forever).
+pub const DEFAULT_MAX_TRANSITIONS: usize = 100;
+
 /// What [`Runner::with_observer`] takes.
 type Observer = dyn Fn(&Entry) + Send + Sync;
 
@@ -136,6 +140,7 @@ pub struct Runner {
     services: HashMap<String, Arc<dyn Service>>,
     subs: HashMap<String, Arc<Runner>>,
     observer: Option<Arc<Observer>>,
+    max_transitions: usize,
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
 }
 
@@ -149,6 +154,7 @@ impl Runner {
             services: HashMap::new(),
             subs: HashMap::new(),
             observer: None,
+            max_transitions: DEFAULT_MAX_TRANSITIONS,
             pipelines: Mutex::new(HashMap::new()),
         }
     }
@@ -193,6 +199,13 @@ impl Runner {
     #[must_use]
     pub fn with_observer(mut self, observer: impl Fn(&Entry) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// At most `limit` transitions per call of [`Runner::run`] (default [`DEFAULT_MAX_TRANSITIONS`]).
+    #[must_use]
+    pub fn with_max_transitions(mut self, limit: usize) -> Self {
+        self.max_transitions = limit;
         self
     }
 
@@ -297,10 +310,18 @@ impl Runner {
         interrupt: &Interrupt,
         mut journal: Option<&mut Journal>,
     ) -> Result<Outcome, Error> {
+        let mut taken = 0;
         loop {
             if interrupt.is_interrupted() {
                 return self.interrupted(run, journal.as_deref_mut());
             }
+            if taken == self.max_transitions && !self.state(&run.state).is_terminal() {
+                return Err(Error::TooManyTransitions {
+                    state: run.state.clone(),
+                    limit: self.max_transitions,
+                });
+            }
+            taken += 1;
             let state = self.state(&run.state);
             match state.action {
                 Action::End => {

@@ -520,3 +520,51 @@ fn kill_and_resume_runs_no_action_twice() {
     block(runner.run(&mut again, &Interrupt::new(), Some(&mut journal))).unwrap();
     assert_eq!(std::fs::read_to_string(&effects).unwrap(), "a\nb\nc\n");
 }
+
+#[test]
+fn a_looping_machine_stops_at_the_transition_limit() {
+    let fsm = Fsm::new(
+        serde_json::from_value(json!({
+            "id": "ping-pong",
+            "states": [
+                {"id": "ping", "action": "service", "config": {"service": "bounce"}},
+                {"id": "pong", "action": "service", "config": {"service": "bounce"}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "ping"], "schema": object(&[])},
+                {"id": ["ping", "pong"], "schema": object(&[])},
+                {"id": ["pong", "ping"], "schema": object(&[])},
+                {"id": ["pong", "end"], "schema": object(&["done"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let runner = Runner::new(fsm).with_max_transitions(5).with_service(
+        "bounce",
+        service_fn(|call| {
+            let next = if call.state.id == "ping" {
+                "pong"
+            } else {
+                "ping"
+            };
+            Ok(json!({"id": [call.state.id.clone(), next]}))
+        }),
+    );
+    let mut run = runner.start(json!({})).unwrap();
+    let err = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    assert!(
+        matches!(err, Error::TooManyTransitions { limit: 5, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        run.trail.entries.len(),
+        6,
+        "the start transition and five more"
+    );
+    // The run can go on with another call (and stops again).
+    let again = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    assert!(matches!(again, Error::TooManyTransitions { .. }));
+    assert_eq!(run.trail.entries.len(), 11);
+}
