@@ -143,7 +143,22 @@ fn drive(
         let Some(input) = read_input(state)? else {
             break outcome;
         };
-        runner.provide(run, input, journal.as_mut())?;
+        match runner.provide(run, input, journal.as_mut()) {
+            Ok(()) => {}
+            Err(e @ claij_fsm::Error::InvalidEvent { .. }) => {
+                writeln!(
+                    std::io::stderr(),
+                    "error: {}",
+                    crate::one_line(&e.to_string())
+                )?;
+                // A person at a terminal tries again; piped input does not get better.
+                if !std::io::stdin().is_terminal() {
+                    finish(run, Some(&outcome), options)?;
+                    return Ok(Status::Invalid);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     };
     finish(run, Some(&outcome), options)?;
     match outcome {

@@ -65,7 +65,7 @@ fn validate_lists_every_problem() {
     /states/3/config: an `fsm` state names its sub-FSM: {"fsm": "<id>"}
     /transitions/2/id: duplicate transition ["ask", "sub"] (first at /transitions/1)
     /transitions/3/id/1: unknown state `nowhere`
-    /transitions/4/schema: invalid schema at `/allOf/0/type`: not valid against the meta-schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'
+    /transitions/4/schema/type: invalid schema: not valid against the meta-schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'
     /states/2: `orphan` cannot be reached from `start`
     /states/2: `orphan` is not terminal and no transition leaves it
     "#);
@@ -161,4 +161,92 @@ fn render_svg_needs_graphviz() {
         run.stderr
     );
     assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+/// A machine with no model: a person approves, then it ends.
+const APPROVAL: &str = r#"{
+  "id": "approval",
+  "states": [
+    {"id": "approve", "action": "human"},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "approve"], "schema": {"type": "object", "properties": {"plan": {"type": "string"}}, "required": ["plan"]}},
+    {"id": ["approve", "end"], "schema": {"type": "object", "properties": {"decision": {"enum": ["yes", "no"]}}, "required": ["decision"]}}
+  ]
+}"#;
+
+#[test]
+fn run_waits_for_input_and_resume_finishes_from_the_journal() {
+    let files = Files::new(&[("approval.json", APPROVAL)]);
+    let journal = files.path("run.jsonl");
+    let args = [
+        "fsm",
+        "run",
+        &files.path("approval.json"),
+        "--input",
+        r#"{"plan": "ship it"}"#,
+        "--journal",
+        &journal,
+    ];
+    // No input on stdin: the run stops waiting, and says how to go on.
+    let waiting = claij(&args, "");
+    assert_eq!(waiting.code, 0, "{}", waiting.stderr);
+    assert!(
+        waiting.stderr.contains("start -> approve"),
+        "{}",
+        waiting.stderr
+    );
+    assert!(
+        waiting
+            .stderr
+            .contains("waiting for input in state `approve`"),
+        "{}",
+        waiting.stderr
+    );
+    assert!(
+        waiting.stderr.contains("claij fsm resume"),
+        "{}",
+        waiting.stderr
+    );
+    let trail: serde_json::Value = serde_json::from_str(&waiting.stdout).unwrap();
+    assert_eq!(trail.as_array().unwrap().len(), 1);
+
+    // An invalid answer is refused (exit 1) and changes nothing.
+    let refused = claij(&["fsm", "resume", &journal], "{\"decision\": \"maybe\"}\n");
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("decision"), "{}", refused.stderr);
+
+    // Resume needs only the journal; the answer comes from stdin.
+    let done = claij(
+        &["fsm", "resume", &journal, "--json"],
+        "{\"decision\": \"yes\"}\n",
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let report: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(report["outcome"]["finished"], "end");
+    assert_eq!(report["trail"].as_array().unwrap().len(), 2);
+    assert_eq!(report["trail"][1]["event"]["decision"], "yes");
+
+    // Finished: resuming again does nothing more.
+    let again = claij(&["fsm", "resume", &journal, "--json"], "");
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let report: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(report["trail"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn run_refuses_input_that_fits_no_start_transition() {
+    let files = Files::new(&[("approval.json", APPROVAL)]);
+    let run = claij(
+        &[
+            "fsm",
+            "run",
+            &files.path("approval.json"),
+            "--input",
+            r#"{"plan": 3}"#,
+        ],
+        "",
+    );
+    assert_one_line_error(&run, 2, "invalid event from state `start`");
 }
