@@ -32,7 +32,42 @@
 //! - [`schema`]: event and state output schemas ([`IdStyle`]: `["from", "to"]` or `"from->to"`).
 //! - [`prompts`]: what a model is told in a state.
 //! - [`Trail`]: the transitions taken, with attempts, usage and time; [`trail_to_messages`].
+//! - [`Runner`]: runs a machine. `llm` states ask a model through the claij pipeline (interceptors,
+//!   validation, retries; a bail-out transition when the retries run out), `service` and custom states
+//!   call a registered [`Service`], `fsm` states run a sub-FSM ([`TrailMode`]), `human` states wait
+//!   for [`Runner::provide`]. A run ([`Run`]) ends [`Outcome::Finished`], `Waiting` or `Interrupted`.
 //! - [`Interrupt`]: stop a run from outside, with cleanup hooks.
+//! - [`journal`]: the trail appended to JSONL as it happens ([`Runner::start_journaled`]);
+//!   [`Runner::resume`] goes on after the last recorded transition.
+//! - [`render`]: DOT, Mermaid and SVG diagrams of a definition.
+//! - [`builtin`]: the design's sub-FSMs: the schema-extension vote and meta-debugging.
+//!
+//! A run end to end, with a scripted model:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use claij_backends::testing::Scripted;
+//! use claij_fsm::{Fsm, Interrupt, Outcome, Runner};
+//! use claij_interceptors::Config;
+//! use serde_json::json;
+//!
+//! let fsm = Fsm::from_json(r#"{
+//!   "id": "greeter",
+//!   "states": [{"id": "greet", "action": "llm"}, {"id": "end", "action": "end"}],
+//!   "transitions": [
+//!     {"id": ["start", "greet"], "schema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+//!     {"id": ["greet", "end"], "schema": {"type": "object", "properties": {"greeting": {"type": "string"}}, "required": ["greeting"]}}
+//!   ]
+//! }"#)?;
+//! let model = Scripted::replies([r#"{"greeting": "Hello, Ada"}"#]);
+//! let runner = Runner::new(fsm).with_llm(Arc::new(model), Config::new("any-model"));
+//! let mut run = runner.start(json!({"name": "Ada"}))?;
+//! let rt = tokio::runtime::Builder::new_current_thread().build()?;
+//! let outcome = rt.block_on(runner.run(&mut run, &Interrupt::new(), None))?;
+//! assert!(matches!(outcome, Outcome::Finished { ref state, .. } if state == "end"));
+//! assert_eq!(run.trail.entries.len(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! Errors: [`Error`], saying which state, transition or journal line.
 

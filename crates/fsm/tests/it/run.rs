@@ -568,3 +568,65 @@ fn a_looping_machine_stops_at_the_transition_limit() {
     assert!(matches!(again, Error::TooManyTransitions { .. }));
     assert_eq!(run.trail.entries.len(), 11);
 }
+
+fn example(name: &str) -> Fsm {
+    let path = format!(
+        "{}/../../examples/fsm/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    Fsm::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_code_review_example_runs() {
+    let (runner, _) = runner(
+        example("code-review"),
+        &[
+            r#"{"id": ["chairman", "correctness-reviewer"], "focus": "the arithmetic"}"#,
+            r#"{"id": ["correctness-reviewer", "chairman"], "comments": [{"where": "add", "severity": "blocker", "comment": "subtracts"}], "summary": "wrong operator", "approve": false}"#,
+            r#"{"id": ["chairman", "design-reviewer"], "focus": "naming"}"#,
+            r#"{"id": ["design-reviewer", "chairman"], "comments": [], "summary": "fine", "approve": true}"#,
+            r#"{"id": ["chairman", "end"], "decision": "request-changes", "summary": "fix the operator", "required_changes": ["use +"]}"#,
+        ],
+    );
+    let mut run = runner
+        .start(json!({"code": "fn add(a: i32, b: i32) -> i32 { a - b }"}))
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    let Outcome::Finished { event, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(event["decision"], "request-changes");
+    assert_eq!(run.trail.entries.len(), 6);
+}
+
+#[test]
+fn the_tool_loop_example_runs() {
+    let (runner, backend) = runner(
+        example("tool-loop"),
+        &[
+            r#"{"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hostname", "arguments": {}}}}"#,
+            r#"{"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "the host is box-7"}], "isError": false}}"#,
+        ],
+    );
+    // A stand-in for the MCP service: answers the JSON-RPC call.
+    let runner = runner.with_service(
+        "mcp",
+        service_fn(|call| {
+            let id = call.event["message"]["id"].clone();
+            Ok(json!({"message": {"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "box-7"}]}}}))
+        }),
+    );
+    let mut run = runner
+        .start(json!({"request": "What is the hostname?"}))
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
+    assert_eq!(
+        path(&run),
+        ["start->llm", "llm->servicing", "servicing->llm", "llm->end"]
+    );
+    // The second model call saw the tool's answer as the user's turn.
+    let second = &backend.requests()[1];
+    assert!(second.messages.last().unwrap().content.contains("box-7"));
+}
