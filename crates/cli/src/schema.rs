@@ -44,6 +44,8 @@ pub enum Format {
     Gemini,
     /// Anthropic structured outputs.
     Anthropic,
+    /// llguidance, the local model's constrained decoder (with runaway bounds).
+    Llguidance,
 }
 
 /// Runs a `claij schema` subcommand.
@@ -86,6 +88,7 @@ pub fn run(cmd: &Command) -> Result<Status> {
                 Format::OpenaiStrict => Dialect::OpenAiStrict,
                 Format::Gemini => Dialect::Gemini,
                 Format::Anthropic => Dialect::Anthropic,
+                Format::Llguidance => Dialect::Llguidance,
             };
             let compiled = dialect
                 .compile(&schema)
