@@ -76,8 +76,9 @@ pub struct State {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prompts: Vec<String>,
     /// Action settings: `{"service": NAME}` for `service`, `{"fsm": ID, "trail": "omit"|"summary"|"full"}`
-    /// for `fsm`, `{"model": NAME, "history": "full"|"none"}` for `llm` (`none`: the model sees only the
-    /// event that entered the state, not the trail before it), anything a custom action reads.
+    /// for `fsm`, `{"model": NAME, "history": "full"|"none", "input": "entered"|"start"}` for `llm`
+    /// (`history: none`: no trail before the input; `input: start`: the input is the run's first event
+    /// rather than the one that entered the state), anything a custom action reads.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub config: Value,
 }

@@ -3,8 +3,8 @@
 //! in a shared [`Registry`], which composes and meta-validates it and may still refuse it.
 //!
 //! The input is the proposal, `{extension_id, delta, reason}`. Each voter (`voter-1`, `voter-2`...,
-//! an `llm` state whose `config.model` is the voter's model) sees it as the first message of the
-//! conversation, with the ballots cast before its own, and emits `{approve, reason}`. The run ends in
+//! an `llm` state whose `config.model` is the voter's model) sees only the proposal, not the ballots
+//! cast before its own (`config.history: none`, `config.input: start`), and emits `{approve, reason}`. The run ends in
 //! `activated` or `rejected`; the final event says which, and why:
 //!
 //! | outcome | final state | event |
@@ -118,7 +118,7 @@ pub fn definition(voters: &[&str]) -> Definition {
         .map(|(i, (name, model))| {
             let mut state = State::new(name, Action::Llm);
             state.description = format!("You are voter {} of {}.", i + 1, voters.len());
-            state.config = json!({"model": model});
+            state.config = json!({"model": model, "history": "none", "input": "start"});
             state
         })
         .collect();
@@ -228,7 +228,7 @@ pub fn runner(
 
 /// What every voter is told, besides its state and the transitions.
 const VOTER_PROMPT: &str = "\
-The first message is the proposal: `extension_id` names it, `delta` is the partial JSON Schema that \
+The message is the proposal: `extension_id` names it, `delta` is the partial JSON Schema that \
 would be merged into the reply schema (new `properties`, perhaps `required`), and `reason` is why \
 its author wants it. Judge it on its merits:
 - Does it help? A model must be able to fill the field with something useful to the people or \
@@ -237,8 +237,7 @@ programs reading the replies, and worth the tokens it adds to every reply.
 contradict or loosen the fields already there. A required field weighs more than an optional one.
 - Is it well formed? Valid JSON Schema, types and bounds that fit the purpose, clear names and \
 descriptions.
-Any ballots after the proposal were cast by other voters: make up your own mind. Approve only if all \
-three answers are yes, and give your reason in a sentence or two.";
+Approve only if all three answers are yes, and give your reason in a sentence or two.";
 
 fn proposal_schema() -> Value {
     object(

@@ -76,7 +76,12 @@ impl Runner {
         };
         run.context
             .insert(History(trail_to_messages(self.fsm.definition(), earlier)));
-        let input = run.event.to_string();
+        // `config.input: "start"`: the model answers the run's first event (a proposal every voter
+        // judges on its own), not whatever entered the state.
+        let input = match (state.config_str("input"), entries.first()) {
+            (Some("start"), Some(first)) => first.event.to_string(),
+            _ => run.event.to_string(),
+        };
         let asked = pipeline.ask(&mut run.context, &input).await;
         // The trail holds the conversation; a suspended run need not keep a second copy.
         run.context.remove::<History>();
