@@ -79,6 +79,33 @@ use crate::{
 /// The default model's file name, as `cargo xtask model` stores it.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The model cache `cargo xtask model` fills: `$CLAIJ_MODEL_DIR`, else `$XDG_CACHE_HOME/claij/models`,
+/// else `$HOME/.cache/claij/models`, else the temp dir's `claij/models`. Empty variables count as
+/// unset and a relative `XDG_CACHE_HOME` is ignored, as in xtask/src/model.rs (keep the two in step).
+///
+/// The library reads no environment: `var` looks a variable up (pass `std::env::var_os`).
+///
+/// ```
+/// use std::path::Path;
+/// let dir = claij_backends::local::model_dir(|name| (name == "HOME").then(|| "/home/ada".into()));
+/// assert_eq!(dir, Path::new("/home/ada/.cache/claij/models"));
+/// ```
+pub fn model_dir(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    let var = |name| {
+        var(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    var("CLAIJ_MODEL_DIR")
+        .or_else(|| {
+            var("XDG_CACHE_HOME")
+                .filter(|cache| cache.is_absolute())
+                .map(|cache| cache.join("claij").join("models"))
+        })
+        .or_else(|| var("HOME").map(|home| home.join(".cache").join("claij").join("models")))
+        .unwrap_or_else(|| std::env::temp_dir().join("claij").join("models"))
+}
+
 /// A model run in-process. Cheap to clone: clones share the loaded model.
 #[derive(Clone)]
 pub struct LocalBackend {

@@ -19,14 +19,8 @@ use serde_json::{Value, json};
 
 /// The model file: `$CLAIJ_MODEL_DIR` or the default cache, as `cargo xtask model` resolves it.
 fn model_path() -> PathBuf {
-    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("claij/models"))
-        })
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/claij/models")))
-        .unwrap_or_else(|| std::env::temp_dir().join("claij/models"));
-    dir.join(claij_backends::local::DEFAULT_MODEL_FILE)
+    claij_backends::local::model_dir(|name| std::env::var_os(name))
+        .join(claij_backends::local::DEFAULT_MODEL_FILE)
 }
 
 /// The shared model, and a lock so tests in one process take turns; `None` (after saying why) when

@@ -133,24 +133,9 @@ pub fn open(llm: Option<&Llm>, model_path: Option<&Path>) -> Result<Opened> {
     }
 }
 
-/// The model cache, where `cargo xtask model` puts the model: `$CLAIJ_MODEL_DIR`, else
-/// `$XDG_CACHE_HOME/claij/models`, else `$HOME/.cache/claij/models`, else the temp dir's
-/// `claij/models`. Empty variables count as unset and a relative `XDG_CACHE_HOME` is ignored, as in
-/// xtask/src/model.rs (keep the two in step).
+/// The model cache (see [`claij_backends::local::model_dir`]).
 pub fn model_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
-    let var = |name| {
-        var(name)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    var("CLAIJ_MODEL_DIR")
-        .or_else(|| {
-            var("XDG_CACHE_HOME")
-                .filter(|cache| cache.is_absolute())
-                .map(|cache| cache.join("claij").join("models"))
-        })
-        .or_else(|| var("HOME").map(|home| home.join(".cache").join("claij").join("models")))
-        .unwrap_or_else(|| std::env::temp_dir().join("claij").join("models"))
+    claij_backends::local::model_dir(var)
 }
 
 /// The name to show for a model file: its name up to the first dot (`SmolLM2-135M-Instruct` for

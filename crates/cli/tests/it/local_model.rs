@@ -9,21 +9,11 @@ use serde_json::Value;
 
 use super::{Files, claij_env};
 
-/// The model file: `$CLAIJ_MODEL_DIR`, else the default cache. `None` (skip) when it is missing,
+/// The model file in the cache `cargo xtask model` fills. `None` (skip) when it is missing,
 /// except under CI, where a missing model fails the test.
 fn model() -> Option<PathBuf> {
-    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                PathBuf::from(home)
-                    .join(".cache")
-                    .join("claij")
-                    .join("models")
-            })
-        })?;
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let path = claij_backends::local::model_dir(|name| std::env::var_os(name))
+        .join(claij_backends::local::DEFAULT_MODEL_FILE);
     if path.is_file() {
         return Some(path);
     }

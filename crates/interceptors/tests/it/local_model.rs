@@ -14,14 +14,8 @@ use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Verdict};
 
 #[allow(clippy::print_stderr)] // the skip must be visible
 fn model_path() -> Option<PathBuf> {
-    let dir = std::env::var_os("CLAIJ_MODEL_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("claij/models"))
-        })
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/claij/models")))
-        .unwrap_or_else(|| std::env::temp_dir().join("claij/models"));
-    let path = dir.join(claij_backends::local::DEFAULT_MODEL_FILE);
+    let path = claij_backends::local::model_dir(|name| std::env::var_os(name))
+        .join(claij_backends::local::DEFAULT_MODEL_FILE);
     if path.is_file() {
         return Some(path);
     }
