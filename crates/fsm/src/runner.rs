@@ -245,7 +245,7 @@ impl Runner {
         input: Value,
         path: &std::path::Path,
     ) -> Result<(Run, Journal), Error> {
-        let mut run = self.start(input)?;
+        let run = self.start(input)?;
         let header = Header {
             run_id: run.id.clone(),
             fsm: self.fsm.id().to_owned(),
@@ -256,7 +256,6 @@ impl Runner {
         for entry in &run.trail.entries {
             journal.record(entry)?;
         }
-        run.status = Status::Running;
         Ok((run, journal))
     }
 

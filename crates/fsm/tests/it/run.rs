@@ -630,3 +630,24 @@ fn the_tool_loop_example_runs() {
     let second = &backend.requests()[1];
     assert!(second.messages.last().unwrap().content.contains("box-7"));
 }
+
+#[test]
+fn a_journaled_start_into_a_human_state_is_waiting() {
+    let fsm = Fsm::new(
+        serde_json::from_value(json!({
+            "id": "ask-first",
+            "states": [{"id": "approve", "action": "human"}, {"id": "end", "action": "end"}],
+            "transitions": [
+                {"id": ["start", "approve"], "schema": object(&["plan"])},
+                {"id": ["approve", "end"], "schema": object(&["decision"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (run, _journal) = Runner::new(fsm)
+        .start_journaled(json!({"plan": "p"}), &dir.path().join("run.jsonl"))
+        .unwrap();
+    assert_eq!(run.status, Status::Waiting);
+}
