@@ -1,0 +1,368 @@
+//! The configuration file: servers in the common `mcpServers` shape, and projects.
+//!
+//! ```json
+//! {
+//!   "mcpServers": {
+//!     "fs":   {"command": "node", "args": ["server-filesystem/dist/index.js", "/srv/docs"]},
+//!     "time": {"command": "mcp-server-time", "env": {"TZ": "UTC"}, "timeout": 10},
+//!     "web":  {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ..."}}
+//!   },
+//!   "projects": {
+//!     "docs": {"services": ["fs"], "tools": ["fs.read_text_file", "fs.list_directory"],
+//!              "hat": "You maintain the documentation."}
+//!   }
+//! }
+//! ```
+//!
+//! A server has either `command` (stdio: `args`, `env`, `cwd`) or `url` (streamable HTTP: `headers`);
+//! `type` may say so explicitly (`stdio`, `http`, `streamable-http`, `streamableHttp`). `disabled: true`
+//! leaves a server out; `timeout` (seconds) overrides the request timeout for that server. Unknown keys
+//! are ignored, as other clients of the same file may use them. Values of `env` and `headers` often hold
+//! secrets: they never appear in `Debug` output or errors.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::project::Project;
+
+/// A parsed configuration file.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct McpConfig {
+    /// The enabled servers, by name, in name order.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// The projects, by name.
+    pub projects: BTreeMap<String, Project>,
+}
+
+/// How to reach one server.
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerConfig {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio(StdioServer),
+    /// A streamable HTTP endpoint.
+    Http(HttpServer),
+}
+
+/// A stdio server: the program and how to run it.
+#[derive(Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct StdioServer {
+    /// The program (a path, or a name looked up in `PATH`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to the inherited environment.
+    pub env: BTreeMap<String, String>,
+    /// Its working directory (default: the caller's).
+    pub cwd: Option<PathBuf>,
+    /// The request timeout for this server, if it overrides the client's.
+    pub timeout: Option<Duration>,
+}
+
+/// A streamable HTTP server.
+#[derive(Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct HttpServer {
+    /// The endpoint (`http://127.0.0.1:3001/mcp`).
+    pub url: String,
+    /// Headers sent with every request (an `Authorization` header, typically).
+    pub headers: BTreeMap<String, String>,
+    /// The request timeout for this server, if it overrides the client's.
+    pub timeout: Option<Duration>,
+}
+
+impl StdioServer {
+    /// A server run as `command args...`.
+    pub fn new(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Adds an environment variable.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the working directory.
+    #[must_use]
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+}
+
+impl HttpServer {
+    /// A server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a header.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+}
+
+impl From<StdioServer> for ServerConfig {
+    fn from(server: StdioServer) -> Self {
+        ServerConfig::Stdio(server)
+    }
+}
+
+impl From<HttpServer> for ServerConfig {
+    fn from(server: HttpServer) -> Self {
+        ServerConfig::Http(server)
+    }
+}
+
+impl ServerConfig {
+    /// The timeout this server's entry sets, if any.
+    pub fn timeout(&self) -> Option<Duration> {
+        match self {
+            ServerConfig::Stdio(s) => s.timeout,
+            ServerConfig::Http(s) => s.timeout,
+        }
+    }
+}
+
+impl fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioServer")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &Redacted(&self.env))
+            .field("cwd", &self.cwd)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &Redacted(&self.headers))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerConfig::Stdio(s) => s.fmt(f),
+            ServerConfig::Http(s) => s.fmt(f),
+        }
+    }
+}
+
+/// Keys shown, values hidden.
+struct Redacted<'a>(&'a BTreeMap<String, String>);
+
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, "<redacted>")))
+            .finish()
+    }
+}
+
+/// A URL without its query string, fragment or user info, which may carry secrets.
+pub(crate) fn redact_url(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://<redacted>@{host}{path}"),
+        None => url.to_owned(),
+    }
+}
+
+impl McpConfig {
+    /// Parses a configuration file's text.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] with the JSON pointer of the first problem: not JSON, no `mcpServers` object,
+    /// a server with neither `command` nor `url` (or both), a field of the wrong type, a project naming
+    /// a server that is not configured.
+    pub fn from_json(text: &str) -> Result<Self, Error> {
+        let value: Value = serde_json::from_str(text).map_err(|err| Error::Config {
+            pointer: String::new(),
+            message: format!("not JSON: {err}"),
+        })?;
+        Self::from_value(&value)
+    }
+
+    /// Parses a configuration already read as JSON.
+    ///
+    /// # Errors
+    ///
+    /// As [`McpConfig::from_json`].
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let root = value
+            .as_object()
+            .ok_or_else(|| config_error("", "expected an object"))?;
+        let servers = match root.get("mcpServers").or_else(|| root.get("servers")) {
+            Some(Value::Object(servers)) => servers,
+            Some(_) => return Err(config_error("/mcpServers", "expected an object")),
+            None => return Err(config_error("", "no `mcpServers` object")),
+        };
+        let mut config = McpConfig::default();
+        for (name, entry) in servers {
+            let pointer = format!("/mcpServers/{}", escape(name));
+            if name.is_empty() || name.contains('.') {
+                return Err(config_error(
+                    &pointer,
+                    "a server name is non-empty and has no `.` (tools are named `server.tool`)",
+                ));
+            }
+            let raw: RawServer = serde_json::from_value(entry.clone())
+                .map_err(|err| config_error(&pointer, &err.to_string()))?;
+            if raw.disabled {
+                continue;
+            }
+            config
+                .servers
+                .insert(name.clone(), raw.into_config(&pointer)?);
+        }
+        if let Some(projects) = root.get("projects") {
+            let projects = projects
+                .as_object()
+                .ok_or_else(|| config_error("/projects", "expected an object"))?;
+            for (name, entry) in projects {
+                let pointer = format!("/projects/{}", escape(name));
+                let project = Project::from_value(name, entry)
+                    .map_err(|message| config_error(&pointer, &message))?;
+                for (i, service) in project.services.iter().enumerate() {
+                    if !config.servers.contains_key(service) {
+                        return Err(config_error(
+                            &format!("{pointer}/services/{i}"),
+                            &format!("no enabled server `{service}`"),
+                        ));
+                    }
+                }
+                config.projects.insert(name.clone(), project);
+            }
+        }
+        Ok(config)
+    }
+
+    /// The project of that name.
+    pub fn project(&self, name: &str) -> Option<&Project> {
+        self.projects.get(name)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawServer {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    disabled: bool,
+    timeout: Option<f64>,
+}
+
+impl RawServer {
+    fn into_config(self, pointer: &str) -> Result<ServerConfig, Error> {
+        let timeout = match self.timeout {
+            None => None,
+            Some(secs) if secs.is_finite() && secs > 0.0 && secs < 86_400.0 => {
+                Some(Duration::from_secs_f64(secs))
+            }
+            Some(_) => {
+                return Err(config_error(
+                    &format!("{pointer}/timeout"),
+                    "a timeout is a number of seconds, above 0 and below a day",
+                ));
+            }
+        };
+        let kind = self.kind.as_deref().map(str::to_ascii_lowercase);
+        match (kind.as_deref(), self.command, self.url) {
+            (None | Some("stdio"), Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err(config_error(&format!("{pointer}/command"), "empty command"));
+                }
+                Ok(ServerConfig::Stdio(StdioServer {
+                    command,
+                    args: self.args,
+                    env: self.env,
+                    cwd: self.cwd,
+                    timeout,
+                }))
+            }
+            (None | Some("http" | "streamable-http" | "streamablehttp"), None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(config_error(
+                        &format!("{pointer}/url"),
+                        "expected an http(s) URL",
+                    ));
+                }
+                Ok(ServerConfig::Http(HttpServer {
+                    url,
+                    headers: self.headers,
+                    timeout,
+                }))
+            }
+            (Some("sse"), _, _) => Err(config_error(
+                &format!("{pointer}/type"),
+                "the SSE transport of 2024-11-05 is not supported; use streamable HTTP",
+            )),
+            (_, Some(_), Some(_)) => {
+                Err(config_error(pointer, "both `command` and `url`; give one"))
+            }
+            (_, None, None) => Err(config_error(pointer, "neither `command` nor `url`")),
+            (Some(other), _, _) => Err(config_error(
+                &format!("{pointer}/type"),
+                &format!("`{other}` does not match the server's `command`/`url`"),
+            )),
+        }
+    }
+}
+
+fn config_error(pointer: &str, message: &str) -> Error {
+    Error::Config {
+        pointer: pointer.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests;

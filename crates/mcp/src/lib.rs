@@ -1,0 +1,66 @@
+//! Model Context Protocol for claij: a client for MCP servers that hides the protocol's rough edges,
+//! the MCP interceptor that lets a model call their tools through its validated reply, per-project
+//! service filtering, and the MCP FSM.
+//!
+//! ```no_run
+//! use claij_mcp::{ClientOptions, McpClient, StdioServer};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), claij_mcp::Error> {
+//! let time = McpClient::connect("time", StdioServer::new("mcp-server-time", ["--local-timezone", "UTC"]), ClientOptions::default()).await?;
+//! println!("{} speaks {}", time.name(), time.protocol_version());
+//! let outcome = time.call("get_current_time", json!({"timezone": "Europe/Paris"})).await?;
+//! assert!(!outcome.is_error);
+//! let bad = time.call("get_current_time", json!({"timezone": 5})).await?;
+//! assert!(bad.is_error); // caught against the tool's inputSchema, never sent
+//! time.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! What is here:
+//! - [`McpClient`]: one server over stdio or streamable HTTP (feature `http`, on by default), on the
+//!   official SDK rmcp (whose types stay inside this crate). Every request has a timeout
+//!   ([`ClientOptions`]), reset by progress and capped in total; the protocol start prefers the
+//!   stateless 2026-07-28 revision and falls back to the 2025-11-25 handshake ([`StartMode`]); tool
+//!   calls give one [`CallOutcome`] `{content, structured, is_error}` whether the server answered an
+//!   error result or a JSON-RPC error ([`Failure`] says which), arguments are checked against the
+//!   tool's `inputSchema` before sending and `structuredContent` against its `outputSchema` after; a
+//!   server that dies is noticed at once and, with a [`Restart`] policy, started again; its process
+//!   group is killed on close or drop. Servers may ask the client for completions, roots and answers
+//!   from a person: [`Hooks`] ([`BackendSampler`] answers sampling with a claij backend,
+//!   [`ElicitationQueue`] hands questions to a person).
+//! - [`McpConfig`]: the common `mcpServers` configuration file, with `projects`.
+//! - [`Services`]: every configured server, tools named `server.tool`, lists cached and refreshed
+//!   when a server says they changed.
+//! - [`Project`]: which services and tools a project may use, and its "hat" prompt.
+//! - [`McpInterceptor`]: adds `mcp_calls` to the response schema (a `oneOf` per allowed tool),
+//!   documents the services in the prompt, runs the calls after a valid reply (concurrently, bounded)
+//!   and shows their results, truncated to a budget, on the next turn.
+//! - [`mcp_fsm`]: the MCP FSM (`llm` ⇄ `servicing` → `end`) and the service that runs its calls.
+//!
+//! Errors: [`Error`], naming the server and the request.
+
+mod client;
+mod config;
+mod error;
+mod hooks;
+// mod interceptor;
+// pub mod mcp_fsm;
+mod outcome;
+mod project;
+mod services;
+mod tool;
+mod wire;
+
+pub use client::{ClientOptions, McpClient, Restart, ServerInfo, StartMode};
+pub use config::{HttpServer, McpConfig, ServerConfig, StdioServer};
+pub use error::{Error, Result};
+pub use hooks::{
+    BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks,
+    PendingElicitation, Progress, Root, Sampler, SamplingReply, SamplingRequest,
+};
+// pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
+pub use outcome::{CallOutcome, Content, Failure};
+pub use project::Project;
+pub use services::Services;
+pub use tool::{ToolInfo, normalise};

@@ -1,0 +1,11 @@
+//! claij-mcp integration tests, against real MCP servers (`cargo xtask mcp-servers` installs them;
+//! `CLAIJ_MCP_SERVERS` says where).
+
+mod client;
+mod failures;
+mod fsm;
+mod http;
+mod interceptor;
+mod resources;
+mod sampling;
+mod servers;
