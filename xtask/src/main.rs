@@ -9,6 +9,7 @@ mod bench;
 mod cmd;
 mod demo;
 mod invariants;
+mod mcp_servers;
 mod metadata;
 mod model;
 mod test;
@@ -24,9 +25,11 @@ commands:
   test [--quick] [--no-fmt]   everything CI checks, in order, stopping at the first failure:
                               fmt, clippy, model (as `model` below; if it cannot fetch, the
                               local-model tests are skipped, or with CI=true the step fails),
-                              tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR set,
-                              CANDLE_NUM_THREADS=1 and RAYON_NUM_THREADS=1), docs,
-                              per-crate feature builds, dependency invariants
+                              mcp-servers (as `mcp-servers` below; if it cannot install, the MCP
+                              server tests are skipped, or with CI=true the step fails),
+                              tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR and
+                              CLAIJ_MCP_SERVERS set, CANDLE_NUM_THREADS=1, RAYON_NUM_THREADS=1),
+                              docs, per-crate feature builds, dependency invariants
                                 --quick   skip the docs and the per-crate feature builds
                                 --no-fmt  skip the formatting check
   model [--dir DIR] [--force] fetch the embedded local model (SmolLM2-135M-Instruct, Q4_1 GGUF,
@@ -35,6 +38,18 @@ commands:
                                 --dir DIR  the cache; default $CLAIJ_MODEL_DIR, else
                                            $XDG_CACHE_HOME/claij/models, else ~/.cache/claij/models
                                 --force    fetch again even if the cached copy verifies
+  mcp-servers [--dir DIR] [--force]
+                              install the pinned MCP servers the MCP tests start into a cache and
+                              print its path: server-everything, server-filesystem and
+                              server-memory with npm (DIR/npm/node_modules/@modelcontextprotocol),
+                              mcp-server-time, mcp-server-fetch and mcp-server-git with pip into a
+                              venv (DIR/venv/bin); DIR/servers.json, written last, names the
+                              versions; an install that matches the pins is reused, and only a
+                              missing or outdated part (npm or pip) is installed again
+                                --dir DIR  the cache; default $CLAIJ_MCP_SERVERS, else
+                                           $XDG_CACHE_HOME/claij/mcp-servers, else
+                                           ~/.cache/claij/mcp-servers
+                                --force    install both parts again even if they match
   bench [ARGS...]             cargo bench over every criterion bench target, then a summary table;
                               ARGS go to criterion (a filter, --save-baseline NAME, ...)
   demo [--dev]                fetch the model as `model` does, build the claij CLI (release, or
@@ -73,6 +88,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "bench" => bench::run(rest),
         "demo" => demo::run(rest),
         "model" => model::run(rest),
+        "mcp-servers" => mcp_servers::run(rest),
         "invariants" => match rest.first() {
             None => invariants::check().map(|()| ExitCode::SUCCESS),
             Some(arg) => usage_error(&format!("`invariants` does not take `{arg}`")),

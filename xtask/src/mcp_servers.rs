@@ -1,0 +1,644 @@
+//! `cargo xtask mcp-servers`: the pinned MCP servers that the MCP tests talk to, installed with npm
+//! and pip into a cache outside the repository.
+//!
+//! The layout is a contract with those tests, which find the cache through `CLAIJ_MCP_SERVERS`:
+//! - `<dir>/npm/node_modules/<package>/dist/index.js` for each npm package (run with `node`);
+//! - `<dir>/venv/bin/<distribution>` for each pip distribution, and `<dir>/venv/bin/python`;
+//! - `<dir>/servers.json`, `{"npm": {package: version}, "pip": {distribution: version}}`, written
+//!   last, once everything is verified, and removed before anything changes.
+//!
+//! The two parts are installed independently, each vouched for by its own `installed.json` (written
+//! after it verified): the npm tree is built in a temp dir and renamed into place, the venv (whose
+//! scripts hold its absolute path, so it cannot move) is removed and rebuilt in place, its
+//! `installed.json` deleted first and written last.
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Map, Value};
+
+use crate::test::format_duration;
+
+/// The npm packages and their versions; each runs as
+/// `node <dir>/npm/node_modules/<name>/dist/index.js`.
+const NPM: [(&str, &str); 3] = [
+    ("@modelcontextprotocol/server-everything", "2026.8.31"),
+    ("@modelcontextprotocol/server-filesystem", "2026.8.31"),
+    ("@modelcontextprotocol/server-memory", "2026.8.31"),
+];
+/// The pip distributions and their versions; each has a console script of its own name in the venv.
+const PIP: [(&str, &str); 3] = [
+    ("mcp-server-time", "2026.10.19"),
+    ("mcp-server-fetch", "2026.10.24"),
+    ("mcp-server-git", "2026.10.19"),
+];
+/// The stamp that vouches for the whole set, in the cache directory.
+const STAMP: &str = "servers.json";
+/// The stamp that vouches for one part, in that part's directory.
+const PART_STAMP: &str = "installed.json";
+/// Temp dirs of installs are named `<prefix><what>-<pid>-<nanos>`; ones older than a day were
+/// abandoned.
+const TEMP_PREFIX: &str = ".install-";
+const TEMP_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+/// How many lines of a failed command's output its error quotes.
+const TAIL_LINES: usize = 15;
+/// Prints `<name> <version>` for each distribution named after it, `<name> -` for one not
+/// installed.
+const VERSIONS_PY: &str = "import sys, importlib.metadata as m; \
+    [print(n, next((d.version for d in m.distributions(name=n)), '-')) for n in sys.argv[1:]]";
+
+/// Name to version, as the stamps record them and the installs report them.
+type Versions = BTreeMap<String, String>;
+
+/// The two halves of the set, each installed by its own tool into its own directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Npm,
+    Pip,
+}
+
+/// What `servers.json` records: the verified versions of both parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    npm: Versions,
+    pip: Versions,
+}
+
+pub fn run(args: &[String]) -> Result<ExitCode> {
+    let (mut dir, mut force) = (None, false);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--force" => force = true,
+            "--dir" => match args.next() {
+                Some(value) => dir = Some(PathBuf::from(value)),
+                None => return crate::usage_error("`mcp-servers --dir` needs a directory"),
+            },
+            other => match other.strip_prefix("--dir=") {
+                Some(value) => dir = Some(PathBuf::from(value)),
+                None => {
+                    return crate::usage_error(&format!("`mcp-servers` does not take `{other}`"));
+                }
+            },
+        }
+    }
+    let dir = match dir {
+        Some(dir) => absolute(dir),
+        None => servers_dir(),
+    };
+    ensure_in(&dir, force)?;
+    println!("{}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// [`servers_dir`], with the pinned servers installed and verified first if they are not.
+pub fn ensure() -> Result<PathBuf> {
+    let dir = servers_dir();
+    ensure_in(&dir, false)?;
+    Ok(dir)
+}
+
+/// The MCP server cache, absolute: `$CLAIJ_MCP_SERVERS`, else `$XDG_CACHE_HOME/claij/mcp-servers`,
+/// else `$HOME/.cache/claij/mcp-servers` (else the temp dir's `claij/mcp-servers`).
+pub fn servers_dir() -> PathBuf {
+    let dir = resolve_dir(|name| std::env::var_os(name))
+        .unwrap_or_else(|| std::env::temp_dir().join("claij").join("mcp-servers"));
+    absolute(dir)
+}
+
+/// The cache directory the environment names, if any. Empty variables count as unset, and a
+/// relative `XDG_CACHE_HOME` is ignored, as the XDG base directory spec says (as for the model).
+fn resolve_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let var = |name| {
+        var(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    var("CLAIJ_MCP_SERVERS")
+        .or_else(|| {
+            var("XDG_CACHE_HOME")
+                .filter(|cache| cache.is_absolute())
+                .map(|cache| cache.join("claij").join("mcp-servers"))
+        })
+        .or_else(|| var("HOME").map(|home| home.join(".cache").join("claij").join("mcp-servers")))
+}
+
+/// `path` made absolute against the current directory: the installs run from the cache directory.
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// Makes `dir` hold the pinned servers. A matching `servers.json` with every entry point in place
+/// means nothing to do; otherwise each part its own stamp does not vouch for is installed again.
+fn ensure_in(dir: &Path, force: bool) -> Result<()> {
+    let stamp_path = dir.join(STAMP);
+    if !force && is_complete(dir) {
+        return Ok(());
+    }
+    fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "cannot create the MCP server cache {}: set CLAIJ_MCP_SERVERS to a writable directory",
+            dir.display()
+        )
+    })?;
+    remove_abandoned_temps(dir);
+    // servers.json vouches for everything, so it goes before anything changes.
+    remove_if_present(&stamp_path)?;
+    for part in [Part::Npm, Part::Pip] {
+        let problem = if force {
+            Some("--force".to_owned())
+        } else {
+            part.check(&part.dir(dir)).err()
+        };
+        let Some(problem) = problem else {
+            continue;
+        };
+        println!(
+            "mcp-servers: {part}: {problem}: installing {}",
+            part.requirements().join(" ")
+        );
+        let started = Instant::now();
+        part.install(dir)?;
+        println!(
+            "mcp-servers: {part}: installed and verified in {}",
+            format_duration(started.elapsed())
+        );
+    }
+    write_atomically(&stamp_path, &Stamp::pinned().to_text())
+}
+
+/// Whether `servers.json` matches the pins and every entry point is there: the fast path, which
+/// reads one small file and stats a few more.
+fn is_complete(dir: &Path) -> bool {
+    let stamp = fs::read_to_string(dir.join(STAMP))
+        .ok()
+        .and_then(|text| Stamp::parse(&text));
+    stamp.is_some_and(|stamp| stamp == Stamp::pinned())
+        && [Part::Npm, Part::Pip].iter().all(|part| {
+            part.entry_points(&part.dir(dir))
+                .iter()
+                .all(|p| p.is_file())
+        })
+}
+
+impl Part {
+    /// The part's directory inside the cache.
+    fn dir(self, cache: &Path) -> PathBuf {
+        cache.join(match self {
+            Part::Npm => "npm",
+            Part::Pip => "venv",
+        })
+    }
+
+    fn pinned(self) -> Versions {
+        let pins: &[(&str, &str)] = match self {
+            Part::Npm => &NPM,
+            Part::Pip => &PIP,
+        };
+        pins.iter()
+            .map(|(name, version)| ((*name).to_owned(), (*version).to_owned()))
+            .collect()
+    }
+
+    /// `name@version` for npm, `name==version` for pip.
+    fn requirements(self) -> Vec<String> {
+        let separator = match self {
+            Part::Npm => "@",
+            Part::Pip => "==",
+        };
+        self.pinned()
+            .iter()
+            .map(|(name, version)| format!("{name}{separator}{version}"))
+            .collect()
+    }
+
+    /// The files the tests run, under the part's directory `part_dir`.
+    fn entry_points(self, part_dir: &Path) -> Vec<PathBuf> {
+        match self {
+            Part::Npm => NPM
+                .iter()
+                .map(|(name, _)| {
+                    part_dir
+                        .join("node_modules")
+                        .join(name)
+                        .join("dist")
+                        .join("index.js")
+                })
+                .collect(),
+            Part::Pip => std::iter::once("python")
+                .chain(PIP.iter().map(|(name, _)| *name))
+                .map(|name| part_dir.join("bin").join(name))
+                .collect(),
+        }
+    }
+
+    /// Whether the part's own stamp vouches for the pins and its entry points are there; if not,
+    /// why.
+    fn check(self, part_dir: &Path) -> Result<(), String> {
+        let stamp = part_dir.join(PART_STAMP);
+        let text = match fs::read_to_string(&stamp) {
+            Ok(text) => text,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                return Err("not installed yet".to_owned());
+            }
+            Err(err) => return Err(format!("cannot read {}: {err}", stamp.display())),
+        };
+        let Some(installed) = serde_json::from_str(&text)
+            .ok()
+            .and_then(|value| parse_versions(&value))
+        else {
+            return Err(format!("{} is malformed", stamp.display()));
+        };
+        let differences = differences(&self.pinned(), &installed);
+        if !differences.is_empty() {
+            return Err(format!("installed {}", differences.join(", ")));
+        }
+        match self
+            .entry_points(part_dir)
+            .into_iter()
+            .find(|p| !p.is_file())
+        {
+            Some(missing) => Err(format!("{} is missing", missing.display())),
+            None => Ok(()),
+        }
+    }
+
+    fn install(self, cache: &Path) -> Result<()> {
+        match self {
+            Part::Npm => install_npm(cache),
+            Part::Pip => install_pip(cache),
+        }
+    }
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Part::Npm => "npm",
+            Part::Pip => "pip",
+        })
+    }
+}
+
+/// Installs into a temp dir inside `cache`, verifies, and only then renames it to `<cache>/npm`:
+/// `node_modules` holds no absolute paths, so it moves intact, and a cut-short install never
+/// replaces a good tree. The temp dir is removed in every case.
+fn install_npm(cache: &Path) -> Result<()> {
+    let temp = temp_path(cache, "npm");
+    fs::create_dir(&temp).with_context(|| format!("cannot create {}", temp.display()))?;
+    let result = install_npm_into(cache, &temp).and_then(|()| replace_dir(cache, &temp, "npm"));
+    if temp.exists()
+        && let Err(err) = fs::remove_dir_all(&temp)
+    {
+        println!(
+            "mcp-servers: warning: cannot remove {}: {err}",
+            temp.display()
+        );
+    }
+    result
+}
+
+fn install_npm_into(cache: &Path, temp: &Path) -> Result<()> {
+    if !runs("npm") {
+        bail!(
+            "npm is not available: install Node.js with npm (the tests run these servers with node)"
+        );
+    }
+    // npm only reads stdin for prompts, and none of these flags leaves it one to ask.
+    let mut npm = Command::new("npm");
+    npm.args(["install", "--prefix"])
+        .arg(temp)
+        .arg("--cache")
+        .arg(cache.join("npm-cache"))
+        .args([
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--prefer-offline",
+            "--no-update-notifier",
+            "--no-progress",
+        ])
+        .args(Part::Npm.requirements());
+    capture(&mut npm, cache).map_err(|err| {
+        anyhow!("{err:#}\ncheck the network and npm's registry settings (npm config list)")
+    })?;
+    let mut installed = Versions::new();
+    for (name, _) in NPM {
+        let manifest = temp.join("node_modules").join(name).join("package.json");
+        let version = fs::read_to_string(&manifest)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .and_then(|value| value.get("version")?.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "-".to_owned());
+        installed.insert(name.to_owned(), version);
+    }
+    verify(Part::Npm, temp, &installed)
+}
+
+/// Rebuilds `<cache>/venv` in place (a venv cannot move: its scripts name its python by absolute
+/// path). Its stamp goes first and comes back last, so a half-built venv is never trusted.
+fn install_pip(cache: &Path) -> Result<()> {
+    let venv = Part::Pip.dir(cache);
+    remove_if_present(&venv.join(PART_STAMP))?;
+    if fs::symlink_metadata(&venv).is_ok() {
+        fs::remove_dir_all(&venv)
+            .with_context(|| format!("cannot remove the old venv {}", venv.display()))?;
+    }
+    let python = ["python3", "python"]
+        .into_iter()
+        .find(|python| runs(python))
+        .ok_or_else(|| anyhow!("python is not available (tried `python3`, `python`)"))?;
+    let mut create = Command::new(python);
+    create.args(["-m", "venv"]).arg(&venv);
+    capture(&mut create, cache).map_err(|err| {
+        anyhow!("{err:#}\ncannot create a venv: on Debian and Ubuntu, install python3-venv")
+    })?;
+    let venv_python = venv.join("bin").join("python");
+    let mut pip = Command::new(&venv_python);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        "--cache-dir",
+    ])
+    .arg(cache.join("pip-cache"))
+    .args(Part::Pip.requirements());
+    capture(&mut pip, cache).map_err(|err| {
+        anyhow!("{err:#}\ncheck the network and pip's index settings (pip config list)")
+    })?;
+    let mut versions = Command::new(&venv_python);
+    versions
+        .args(["-I", "-c", VERSIONS_PY])
+        .args(PIP.iter().map(|(name, _)| name));
+    let installed = parse_version_lines(&capture(&mut versions, cache)?);
+    verify(Part::Pip, &venv, &installed)
+}
+
+/// Fails unless `installed` is what `part` pins and its entry points are under `part_dir`; on
+/// success writes the part's stamp there.
+fn verify(part: Part, part_dir: &Path, installed: &Versions) -> Result<()> {
+    let differences = differences(&part.pinned(), installed);
+    if !differences.is_empty() {
+        bail!(
+            "{part} installed {}, not the pinned versions",
+            differences.join(", ")
+        );
+    }
+    if let Some(missing) = part
+        .entry_points(part_dir)
+        .into_iter()
+        .find(|p| !p.is_file())
+    {
+        bail!(
+            "{part} installed the pinned versions but there is no {}: the packages' layout changed",
+            missing.display()
+        );
+    }
+    let text = serde_json::to_string_pretty(&versions_value(installed))? + "\n";
+    write_atomically(&part_dir.join(PART_STAMP), &text)
+}
+
+/// Moves `new` to `<cache>/<name>`, moving whatever was there aside first and then removing it.
+fn replace_dir(cache: &Path, new: &Path, name: &str) -> Result<()> {
+    let target = cache.join(name);
+    let old = temp_path(cache, &format!("old-{name}"));
+    let had_old = fs::symlink_metadata(&target).is_ok();
+    if had_old {
+        fs::rename(&target, &old)
+            .with_context(|| format!("cannot move {} aside", target.display()))?;
+    }
+    fs::rename(new, &target)
+        .with_context(|| format!("cannot move {} into place", target.display()))?;
+    if had_old && let Err(err) = fs::remove_dir_all(&old) {
+        println!(
+            "mcp-servers: warning: cannot remove {}: {err}",
+            old.display()
+        );
+    }
+    Ok(())
+}
+
+/// For each pinned name whose installed version differs: `name 1.2 (pinned 1.3)`, or
+/// `name: none (pinned 1.3)`; then `name 1.0 (not pinned)` for each extra.
+fn differences(pinned: &Versions, installed: &Versions) -> Vec<String> {
+    let mut found = Vec::new();
+    for (name, version) in pinned {
+        match installed.get(name).map(String::as_str) {
+            Some(got) if got == version => {}
+            None | Some("-") => found.push(format!("no {name} (pinned {version})")),
+            Some(got) => found.push(format!("{name} {got} (pinned {version})")),
+        }
+    }
+    for (name, version) in installed {
+        if !pinned.contains_key(name) {
+            found.push(format!("{name} {version} (not pinned)"));
+        }
+    }
+    found
+}
+
+/// [`VERSIONS_PY`]'s output as versions; lines that are not `<name> <version>` are skipped.
+fn parse_version_lines(text: &str) -> Versions {
+    text.lines()
+        .filter_map(|line| line.trim().split_once(' '))
+        .map(|(name, version)| (name.to_owned(), version.trim().to_owned()))
+        .collect()
+}
+
+/// A JSON object of strings as versions; `None` for anything else.
+fn parse_versions(value: &Value) -> Option<Versions> {
+    value
+        .as_object()?
+        .iter()
+        .map(|(name, version)| Some((name.clone(), version.as_str()?.to_owned())))
+        .collect()
+}
+
+fn versions_value(versions: &Versions) -> Value {
+    Value::Object(
+        versions
+            .iter()
+            .map(|(name, version)| (name.clone(), Value::String(version.clone())))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+impl Stamp {
+    fn pinned() -> Stamp {
+        Stamp {
+            npm: Part::Npm.pinned(),
+            pip: Part::Pip.pinned(),
+        }
+    }
+
+    /// Pretty JSON, `npm` then `pip`, each name to its version.
+    fn to_text(&self) -> String {
+        let mut object = Map::new();
+        object.insert("npm".to_owned(), versions_value(&self.npm));
+        object.insert("pip".to_owned(), versions_value(&self.pip));
+        let text = serde_json::to_string_pretty(&Value::Object(object)).unwrap_or_default();
+        text + "\n"
+    }
+
+    /// The stamp in `text`, or `None` when it is not JSON, or `npm` or `pip` is missing or not an
+    /// object of strings. Other keys are ignored.
+    fn parse(text: &str) -> Option<Stamp> {
+        let value: Value = serde_json::from_str(text).ok()?;
+        Some(Stamp {
+            npm: parse_versions(value.get("npm")?)?,
+            pip: parse_versions(value.get("pip")?)?,
+        })
+    }
+}
+
+/// Runs `command` from `cwd` with stdin closed and its output captured, echoing it first, and
+/// returns its stdout. A failure names the command and quotes the end of what it printed.
+fn capture(command: &mut Command, cwd: &Path) -> Result<String> {
+    let shown = show(command);
+    println!("$ {shown}");
+    let output = match command
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(output) => output,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => bail!(
+            "cannot run `{shown}`: {} is not installed",
+            command.get_program().to_string_lossy()
+        ),
+        Err(err) => return Err(err).with_context(|| format!("cannot run `{shown}`")),
+    };
+    if !output.status.success() {
+        bail!(
+            "`{shown}` failed ({}){}",
+            output.status,
+            tail(&output.stderr, &output.stdout)
+        );
+    }
+    String::from_utf8(output.stdout).with_context(|| format!("`{shown}` printed non-UTF-8"))
+}
+
+/// The last [`TAIL_LINES`] non-blank lines of `stderr` (of `stdout` if stderr has none), as
+/// `; it printed:` and then the lines indented; `, printing nothing` when both are blank.
+fn tail(stderr: &[u8], stdout: &[u8]) -> String {
+    let lines = |bytes: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| line.trim_end().to_owned())
+            .collect()
+    };
+    let (lines, from) = match lines(stderr) {
+        stderr if stderr.is_empty() => (lines(stdout), "stdout"),
+        stderr => (stderr, "stderr"),
+    };
+    if lines.is_empty() {
+        return ", printing nothing".to_owned();
+    }
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    let ends = if start > 0 { " ends" } else { "" };
+    let mut text = format!("; its {from}{ends}:");
+    for line in &lines[start..] {
+        text.push_str("\n    ");
+        text.push_str(line);
+    }
+    text
+}
+
+/// Whether `program --version` runs and exits 0, its output discarded.
+fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The command as a shell would take it, each word quoted when it needs to be.
+fn show(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn quote(word: &OsStr) -> String {
+    let word = word.to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.into_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `<cache>/.install-<what>-<pid>-<nanos>`.
+fn temp_path(cache: &Path, what: &str) -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
+    cache.join(format!(
+        "{TEMP_PREFIX}{what}-{}-{nanos}",
+        std::process::id()
+    ))
+}
+
+/// Best effort: removes temp dirs that installs killed midway left behind. Young ones may belong to
+/// an install running right now, so they stay.
+fn remove_abandoned_temps(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let abandoned = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            && entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > TEMP_MAX_AGE);
+        if abandoned {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => {
+            Err(err).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Written to a temp file and renamed, so a reader never sees half of it.
+fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(".{}", std::process::id()));
+    let written = fs::write(&temp, text).and_then(|()| fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written.with_context(|| format!("cannot write {}", path.display()))
+}
