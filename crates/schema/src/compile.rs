@@ -99,7 +99,7 @@ pub fn compile_at(
 }
 
 /// Percent-encodes what a URI fragment cannot hold as is.
-fn encode_fragment(pointer: &str) -> String {
+pub(crate) fn encode_fragment(pointer: &str) -> String {
     let mut out = String::with_capacity(pointer.len());
     for b in pointer.bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {

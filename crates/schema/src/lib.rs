@@ -36,6 +36,8 @@
 //!   model's grammar engine, with bounds against runaway output), reporting each [`dialect::Loss`]; the
 //!   local validator still enforces the full schema.
 //! - [`render`] writes minified JSON or the compact TypeScript-like form.
+//! - [`embed()`] places one schema inside another (a tool's arguments in a reply's schema), hoisting its
+//!   definitions to the host's `$defs` and rewriting its references.
 //!
 //! Draft 2020-12 is the default; draft-07 documents (as MCP servers send) are accepted everywhere.
 //!
@@ -48,6 +50,7 @@ pub mod compile;
 mod compose;
 mod delta;
 pub mod dialect;
+mod embed;
 mod error;
 mod memo;
 pub mod pointer;
@@ -59,6 +62,7 @@ pub use compile::{CompiledSchema, check, compile, compile_at};
 pub use compose::{BASE, compose};
 pub use delta::{SchemaDelta, rfc3339};
 pub use dialect::{Dialect, DialectError};
+pub use embed::embed;
 pub use error::{Error, Result};
 pub use memo::{Memo, MemoStats, SchemaHash};
 pub use registry::{Added, AuditAction, AuditEntry, AuditLog, Registry};

@@ -52,7 +52,8 @@
 //! ```
 //!
 //! An argument schema with `$defs` or `$ref`s moves to the delta's `$defs` under the tool's name (its
-//! own definitions under `<tool>.<name>`), references rewritten, so it works inside the composed schema.
+//! own definitions under `<tool>.<name>`), references rewritten ([`claij_schema::embed`]), so it works
+//! inside the composed schema. Tool names have no `.`, so two tools' definitions never collide.
 //!
 //! # Prompt
 //!
@@ -96,8 +97,10 @@
 //! past [`Config::max_calls`] becomes an error result, not an error of the pipeline); the rest run at most
 //! [`Config::concurrency`] at a time, each under [`Config::timeout`]. A tool's error, a timeout and a
 //! panic all become error results. Results keep the order of the calls and replace the previous turn's in
-//! [`Context::tool_results`]: this interceptor owns that field. Timeouts need a tokio runtime with its
-//! timer enabled; without a runtime, calls are not run and report so.
+//! [`Context::tool_results`]. This interceptor owns the entries named like its tools (no `.`): results
+//! of namespaced tools (`server.tool`, the MCP interceptor's) are left alone and not shown, so both can
+//! share a chain in any order. Timeouts need a tokio runtime with its timer enabled; without a runtime,
+//! calls are not run and report so.
 
 use std::fmt;
 use std::future::Future;
@@ -121,7 +124,6 @@ use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
 
-mod args;
 mod render;
 #[cfg(test)]
 mod tests;
@@ -301,7 +303,7 @@ impl Tools {
             .tools
             .iter()
             .map(|tool| {
-                let (args, hoisted) = args::embed(&tool.name, &tool.args);
+                let (args, hoisted) = claij_schema::embed(&tool.name, &tool.args);
                 defs.extend(hoisted);
                 json!({
                     "type": "object",
@@ -465,7 +467,13 @@ impl Interceptor for Tools {
         if let Some(section) = self.prompt_section() {
             prompts.system_push(&section);
         }
-        if let Some(section) = results_section(&ctx.tool_results, self.config.result_budget) {
+        let own: Vec<ToolResult> = ctx
+            .tool_results
+            .iter()
+            .filter(|r| is_own_result(r))
+            .cloned()
+            .collect();
+        if let Some(section) = results_section(&own, self.config.result_budget) {
             prompts.system_push(&section);
         }
         Ok(())
@@ -478,7 +486,9 @@ impl Interceptor for Tools {
     ) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async move {
             let calls = response.get("tools").unwrap_or(&Value::Null);
-            ctx.tool_results = self.run(calls).await;
+            let results = self.run(calls).await;
+            ctx.tool_results.retain(|r| !is_own_result(r));
+            ctx.tool_results.extend(results);
             Ok(())
         })
     }
@@ -550,6 +560,12 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Whether `name` is 1 to 64 ASCII letters, digits, `_` or `-`.
+/// Whether a result is one of this interceptor's: its tool names have no `.`, namespaced ones
+/// (`server.tool`) belong to another interceptor.
+fn is_own_result(result: &ToolResult) -> bool {
+    !result.name.contains('.')
+}
+
 fn is_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name

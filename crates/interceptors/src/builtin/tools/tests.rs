@@ -1,11 +1,11 @@
-//! Unit tests of the `tools` interceptor: names, schema embedding, result budgets, call planning.
+//! Unit tests of the `tools` interceptor: names, recursive argument schemas, result budgets, call planning.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
 
 use super::render::{cut, shares};
-use super::{Tools, args, is_tool_name};
+use super::{Tools, is_tool_name};
 
 #[test]
 fn tool_names() {
@@ -22,58 +22,6 @@ fn tool_names() {
     ] {
         assert!(!is_tool_name(bad), "{bad}");
     }
-}
-
-#[track_caller]
-fn check_embed(schema: Value, expected_args: Value, expected_defs: Value) {
-    let (args, defs) = args::embed("t", &schema);
-    assert_eq!(args, expected_args);
-    assert_eq!(Value::Object(defs), expected_defs);
-}
-
-#[test]
-fn embedding_args_schemas() {
-    // Self-contained: as it is, less `$schema`.
-    check_embed(
-        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
-        json!({"type": "object"}),
-        json!({}),
-    );
-    // A `$ref` inside `const` is data, not a reference.
-    check_embed(
-        json!({"const": {"$ref": "#/x"}}),
-        json!({"const": {"$ref": "#/x"}}),
-        json!({}),
-    );
-    // Definitions hoisted under the tool's name, references rewritten.
-    check_embed(
-        json!({
-            "type": "object",
-            "properties": {"f": {"$ref": "#/$defs/Filter"}, "g": {"$ref": "#/definitions/G"}},
-            "$defs": {"Filter": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Filter"}}}},
-            "definitions": {"G": {"type": "integer"}},
-        }),
-        json!({"$ref": "#/$defs/t"}),
-        json!({
-            "t.Filter": {"type": "object", "properties": {"next": {"$ref": "#/$defs/t.Filter"}}},
-            "t.G": {"type": "integer"},
-            "t": {"type": "object", "properties": {"f": {"$ref": "#/$defs/t.Filter"}, "g": {"$ref": "#/$defs/t.G"}}},
-        }),
-    );
-    // References to the root and into it; remote references kept.
-    check_embed(
-        json!({"properties": {
-            "child": {"$ref": "#"},
-            "same": {"$ref": "#/properties/child"},
-            "remote": {"$ref": "https://example.invalid/s.json"},
-        }}),
-        json!({"$ref": "#/$defs/t"}),
-        json!({"t": {"properties": {
-            "child": {"$ref": "#/$defs/t"},
-            "same": {"$ref": "#/$defs/t/properties/child"},
-            "remote": {"$ref": "https://example.invalid/s.json"},
-        }}}),
-    );
 }
 
 #[test]
@@ -242,4 +190,45 @@ fn without_a_runtime_calls_report_it() {
         results[0].output,
         Err("not run: tool calls need a tokio runtime (for their timeouts)".to_owned())
     );
+}
+
+#[tokio::test]
+async fn namespaced_results_of_another_interceptor_are_kept_and_not_shown() {
+    use crate::context::{Context, ToolResult};
+    use crate::interceptor::Interceptor as _;
+    use crate::prompts::Prompts;
+
+    let tools = two_tools();
+    let mut ctx = Context::default();
+    let theirs = ToolResult {
+        name: "server.tool".to_owned(),
+        args: json!({}),
+        output: Ok(json!("theirs")),
+    };
+    ctx.tool_results = vec![
+        theirs.clone(),
+        ToolResult {
+            name: "echo".to_owned(),
+            args: json!({"x": 0}),
+            output: Ok(json!("old")),
+        },
+    ];
+    let reply = json!({"tools": [{"name": "echo", "args": {"x": 7}}]});
+    tools.post_response(&reply, &mut ctx).await.unwrap();
+    let names: Vec<&str> = ctx.tool_results.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["server.tool", "echo"],
+        "own results replaced, others kept"
+    );
+    assert_eq!(ctx.tool_results[1].output, Ok(json!({"x": 7})));
+
+    let mut prompts = Prompts::new("system", "user");
+    tools.pre_prompt(&mut prompts, &ctx).unwrap();
+    assert!(
+        prompts.system.contains("echo {\"x\":7}"),
+        "{}",
+        prompts.system
+    );
+    assert!(!prompts.system.contains("theirs"), "{}", prompts.system);
 }
