@@ -240,6 +240,7 @@ impl McpConfig {
                     "a server name is non-empty and has no `.` (tools are named `server.tool`)",
                 ));
             }
+            check_secret_maps(&pointer, entry)?;
             let raw: RawServer = serde_json::from_value(entry.clone())
                 .map_err(|err| config_error(&pointer, &err.to_string()))?;
             if raw.disabled {
@@ -351,6 +352,34 @@ impl RawServer {
             )),
         }
     }
+}
+
+/// Checks a server entry's shape and its `env` and `headers` here, naming no value: serde's own
+/// errors quote the string they did not expect, and these maps hold secrets.
+fn check_secret_maps(pointer: &str, entry: &Value) -> Result<(), Error> {
+    let fields = entry
+        .as_object()
+        .ok_or_else(|| config_error(pointer, "expected an object"))?;
+    for key in ["env", "headers"] {
+        match fields.get(key) {
+            None => {}
+            Some(Value::Object(map)) => {
+                if let Some((name, _)) = map.iter().find(|(_, value)| !value.is_string()) {
+                    return Err(config_error(
+                        &format!("{pointer}/{key}/{}", escape(name)),
+                        "expected a string",
+                    ));
+                }
+            }
+            Some(_) => {
+                return Err(config_error(
+                    &format!("{pointer}/{key}"),
+                    "expected an object of strings",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn config_error(pointer: &str, message: &str) -> Error {

@@ -44,8 +44,8 @@ mod client;
 mod config;
 mod error;
 mod hooks;
-// mod interceptor;
-// pub mod mcp_fsm;
+mod interceptor;
+pub mod mcp_fsm;
 mod outcome;
 mod project;
 mod services;
@@ -57,10 +57,15 @@ pub use config::{HttpServer, McpConfig, ServerConfig, StdioServer};
 pub use error::{Error, Result};
 pub use hooks::{
     BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks,
-    PendingElicitation, Progress, Root, Sampler, SamplingReply, SamplingRequest,
+    PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,
 };
-// pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
+pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
 pub use outcome::{CallOutcome, Content, Failure};
 pub use project::Project;
-pub use services::Services;
+pub use services::{Refusal, Services};
 pub use tool::{ToolInfo, normalise};
+
+/// What [`Sampler`] and [`Elicitor`] implementations return, so they need no other claij crate.
+pub use claij_backends::BoxFuture;
+/// The error a [`Sampler`] returns.
+pub use claij_interceptors::BoxError;

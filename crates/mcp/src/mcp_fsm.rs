@@ -1,1 +1,509 @@
+//! The MCP FSM: a model answers a request, calling MCP tools through a service state, as data
+//! (`fsm/mcp.json`) plus the [`McpService`] that runs its calls.
+//!
+//! ```mermaid
+//! flowchart TD
+//!   s0(("start"))
+//!   s1("llm")
+//!   s2{{"servicing<br/>service: mcp"}}
+//!   s3((("end")))
+//!   s0 -->|"the user's request"| s1
+//!   s1 -->|"call a tool"| s2
+//!   s2 -->|"the tool's result"| s1
+//!   s1 -->|"the final answer"| s3
+//! ```
+//!
+//! The events, each with its transition `id`:
+//!
+//! | transition | event |
+//! |---|---|
+//! | `start` → `llm` | `{"request": "..."}` |
+//! | `llm` → `servicing` | `{"message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "server.tool", "arguments": {...}}}}` |
+//! | `servicing` → `llm` | `{"message": {"jsonrpc": "2.0", "id": 1, "result": {"content": [...], "isError": false, "structuredContent"?: ...}}}` |
+//! | `llm` → `end` | `{"result": {"content": [{"type": "text", "text": "..."}], "isError"?: false}}` |
+//!
+//! [`definition`] is the file as written: `params` is any `{name, arguments}`. [`definition_for`]
+//! specialises it for a [`Services`] view: `params` becomes a `oneOf` with one branch per tool the
+//! view allows (`name` the constant `server.tool`, `arguments` the tool's input schema), and the
+//! `llm` state's prompts list the tools and wear the project's hat. The `servicing` state runs
+//! [`McpService`], registered under [`SERVICE`]; [`runner`] wires all three.
+//!
+//! Everything a tool call can go wrong with reaches the model as an MCP result with `isError: true`
+//! (a malformed request, an unknown tool or server, bad arguments, a timeout, a dead server), so it
+//! can correct the call or say what failed in its answer; the run never ends on a failed call. An
+//! [`Interrupt`](claij_fsm::Interrupt) cancels the call in flight (the server is sent
+//! `notifications/cancelled`) and the run ends in `interrupted`.
+//!
+//! ```
+//! use claij_fsm::Fsm;
+//! use serde_json::json;
+//!
+//! let fsm = Fsm::new(claij_mcp::mcp_fsm::definition())?;
+//! let call = json!({"id": ["llm", "servicing"], "message": {
+//!     "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+//!     "params": {"name": "fs.read_text_file", "arguments": {"path": "/tmp/notes.txt"}}
+//! }});
+//! assert_eq!(fsm.route("llm", &call).map(|t| t.id.to.as_str()), Ok("servicing"));
+//! let answer = json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "42"}]}});
+//! assert_eq!(fsm.route("llm", &answer).map(|t| t.id.to.as_str()), Ok("end"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! With real servers and a model:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use claij_fsm::{Interrupt, Outcome};
+//! use claij_interceptors::Config;
+//! use claij_mcp::{ClientOptions, McpConfig, Services, mcp_fsm};
+//! use serde_json::json;
+//!
+//! # async fn demo(config: McpConfig, backend: Arc<dyn claij_backends::Backend>) -> Result<(), Box<dyn std::error::Error>> {
+//! let services = Services::connect(&config, ClientOptions::default()).await?;
+//! let runner = mcp_fsm::runner(&services, backend, Config::new("some-model"))?;
+//! let mut run = runner.start(json!({"request": "What is in /tmp/notes.txt?"}))?;
+//! if let Outcome::Finished { event, .. } = runner.run(&mut run, &Interrupt::new(), None).await? {
+//!     println!("{}", event["result"]["content"][0]["text"]);
+//! }
+//! services.close().await;
+//! # Ok(()) }
+//! ```
 
+use std::sync::Arc;
+
+use claij_backends::{Backend, BoxFuture};
+use claij_fsm::{Definition, Fsm, Runner, Service, ServiceCall};
+use claij_interceptors::{BoxError, Config};
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tracing::{debug, warn};
+
+use crate::error::Error;
+use crate::outcome::{CallOutcome, Failure};
+use crate::project::Project;
+use crate::services::Services;
+use crate::tool::ToolInfo;
+
+#[cfg(test)]
+mod tests;
+
+/// The machine's id (what a parent's `fsm` state names in `config.fsm`).
+pub const ID: &str = "mcp";
+
+/// The name the `servicing` state's service is registered under (its `config.service`).
+pub const SERVICE: &str = "mcp";
+
+/// The state where the model decides.
+pub const LLM: &str = "llm";
+
+/// The state that runs a tool call.
+pub const SERVICING: &str = "servicing";
+
+/// The definition file.
+const DEFINITION: &str = include_str!("../fsm/mcp.json");
+
+/// Where the tool call's `params` schema sits in the `llm` → `servicing` transition's schema.
+const PARAMS: &str = "/properties/message/properties/params";
+
+/// JSON-RPC's codes for a request that is not one, a method not served, and bad parameters.
+const INVALID_REQUEST: i32 = -32600;
+const METHOD_NOT_FOUND: i32 = -32601;
+const INVALID_PARAMS: i32 = -32602;
+
+/// The MCP FSM as written in `fsm/mcp.json`: any tool name, any arguments.
+pub fn definition() -> Definition {
+    #[allow(
+        clippy::expect_used,
+        reason = "the file is compiled in, and the crate's tests load and check it"
+    )]
+    Definition::from_json(DEFINITION).expect("fsm/mcp.json is a valid FSM definition")
+}
+
+/// The MCP FSM for what `services` may use: the call's `params` is a `oneOf` of the allowed tools,
+/// and the `llm` state's prompts list them (after the project's hat, if there is a project).
+///
+/// A tool's `arguments` schema is its input schema, normalised to draft 2020-12 ([`crate::normalise`])
+/// and embedded with [`claij_schema::embed`]: a schema with definitions becomes a reference to the
+/// machine's shared schemas (`server.tool`, `server.tool.<definition>`), so its references still
+/// resolve. A schema that cannot be embedded (it does not compile alone, it uses `$dynamicRef`, or
+/// its definitions' names clash with another tool's) is left generic: that tool's branch takes any
+/// object, its arguments are shown in the prompt instead, and the client still checks them against
+/// the tool's own schema before sending, so a bad call comes back to the model as an error result
+/// naming each violation.
+///
+/// With no tool at all the `servicing` state and its transitions are left out: the model can only
+/// answer. The tool lists are those last fetched; build the definition again after they change.
+pub fn definition_for(services: &Services) -> Definition {
+    specialise(&services.tools(), services.project())
+}
+
+/// [`definition_for`] from the tools and the project.
+fn specialise(tools: &[Arc<ToolInfo>], project: Option<&Project>) -> Definition {
+    let mut definition = definition();
+    let mut generic = Vec::new();
+    if tools.is_empty() {
+        definition.states.retain(|s| s.id != SERVICING);
+        definition
+            .transitions
+            .retain(|t| t.id.from != SERVICING && t.id.to != SERVICING);
+    } else {
+        let mut branches = Vec::new();
+        for tool in tools {
+            let arguments = match embedded_arguments(tool, &definition.schemas) {
+                Some((arguments, defs)) => {
+                    definition.schemas.extend(defs);
+                    arguments
+                }
+                None => {
+                    generic.push(tool.qualified());
+                    json!({"type": "object"})
+                }
+            };
+            branches.push(json!({
+                "type": "object",
+                "properties": {"name": {"const": tool.qualified()}, "arguments": arguments},
+                "required": ["name", "arguments"],
+                "additionalProperties": false
+            }));
+        }
+        if let Some(params) = definition
+            .transitions
+            .iter_mut()
+            .find(|t| t.id.from == LLM && t.id.to == SERVICING)
+            .and_then(|t| t.schema.pointer_mut(PARAMS))
+        {
+            *params = json!({ "oneOf": branches });
+        }
+    }
+    if let Some(llm) = definition.states.iter_mut().find(|s| s.id == LLM) {
+        if let Some(project) = project {
+            llm.prompts.push(project.hat());
+        }
+        llm.prompts.push(tools_prompt(tools, &generic));
+    }
+    definition
+}
+
+/// A runner of the MCP FSM for `services`: `llm` asks `backend` with `config`, `servicing` runs
+/// [`McpService`].
+///
+/// # Errors
+///
+/// [`claij_fsm::Error::Definition`] when the specialised definition does not compile (a tool's
+/// schema that compiles alone but not inside the state's output schema).
+pub fn runner(
+    services: &Services,
+    backend: Arc<dyn Backend>,
+    config: Config,
+) -> Result<Runner, claij_fsm::Error> {
+    let fsm = Fsm::new(definition_for(services))?;
+    Ok(Runner::new(fsm)
+        .with_llm(backend, config)
+        .with_service(SERVICE, McpService::new(services.clone())))
+}
+
+/// The `servicing` state's action: runs the `tools/call` request in the event that entered the
+/// state and answers with the JSON-RPC response, `{"message": {"jsonrpc", "id", "result"}}`, whose
+/// `result` is [`CallOutcome::to_mcp`].
+///
+/// It never fails the run: a request it cannot run becomes an error result the model reads. A dead
+/// server is one of those too: the other servers still work, a [`crate::Restart`] policy may bring
+/// it back on the next call, and the model can say what failed; the runner's transition limit
+/// stops a model that keeps calling it.
+#[derive(Debug, Clone)]
+pub struct McpService {
+    services: Services,
+}
+
+/// A `tools/call` request read from an event.
+struct ToolsCall {
+    id: Value,
+    name: String,
+    arguments: Value,
+}
+
+/// A request that is not a `tools/call` one: the id to echo, the JSON-RPC error code, and why.
+struct Rejected {
+    id: Value,
+    code: i32,
+    message: String,
+}
+
+impl McpService {
+    /// A service calling through `services` (and only what its project allows).
+    pub fn new(services: Services) -> Self {
+        Self { services }
+    }
+
+    /// The services it calls.
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    /// Runs the request in `event` and returns the response event (without its transition `id`,
+    /// which the runner adds).
+    pub async fn respond(&self, event: &Value) -> Value {
+        let (id, outcome) = match read_call(event) {
+            Ok(call) => {
+                let outcome = self.execute(&call).await;
+                (call.id, outcome)
+            }
+            Err(rejected) => {
+                let outcome = CallOutcome::failure(
+                    Failure::Rejected {
+                        code: rejected.code,
+                    },
+                    rejected.message,
+                );
+                (rejected.id, outcome)
+            }
+        };
+        response(id, &outcome)
+    }
+
+    async fn execute(&self, call: &ToolsCall) -> CallOutcome {
+        let result = self
+            .services
+            .call_qualified(&call.name, call.arguments.clone())
+            .await;
+        match result {
+            Ok(outcome) => {
+                debug!(
+                    tool = call.name,
+                    is_error = outcome.is_error,
+                    "mcp fsm call done"
+                );
+                outcome
+            }
+            Err(err) => {
+                warn!(tool = call.name, error = %err, "mcp fsm call failed");
+                self.failed(&err)
+            }
+        }
+    }
+
+    /// An error the model can read: for a name that is not a known tool, the tools there are.
+    fn failed(&self, err: &Error) -> CallOutcome {
+        match err {
+            Error::UnknownServer { .. } | Error::Unqualified { .. } => {
+                let available: Vec<String> = self
+                    .services
+                    .tools()
+                    .iter()
+                    .map(|t| t.qualified())
+                    .collect();
+                let message = format!(
+                    "{err}; the tools are: {}",
+                    if available.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        available.join(", ")
+                    }
+                );
+                CallOutcome::failure(Failure::UnknownTool { available }, message)
+            }
+            _ => CallOutcome::failure(Failure::Transport, err.to_string()),
+        }
+    }
+}
+
+impl Service for McpService {
+    /// [`McpService::respond`], cancelled by an interrupt: the hook drops the call, which sends the
+    /// server `notifications/cancelled`. (The runner drops the action on an interrupt too; the hook
+    /// also serves callers that run the service outside a runner's race.)
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+        let (cancel, cancelled) = oneshot::channel::<()>();
+        // The hook stays registered after the call ends (an interrupt has no way to unregister
+        // one); sending to a finished call does nothing.
+        call.interrupt.on_interrupt(move || {
+            let _ = cancel.send(());
+        });
+        let event = call.event;
+        Box::pin(async move {
+            let cancelled = async {
+                // A hook dropped unsent (the interrupt handle itself dropped) is no interrupt.
+                if cancelled.await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                biased;
+                () = cancelled => {
+                    let id = event.pointer("/message/id").cloned().unwrap_or(Value::Null);
+                    let outcome = CallOutcome::failure(
+                        Failure::Transport,
+                        "the call was cancelled: the run was interrupted",
+                    );
+                    Ok(response(id, &outcome))
+                }
+                response = self.respond(event) => Ok(response),
+            }
+        })
+    }
+}
+
+/// The tool's input schema, normalised and embedded ([`claij_schema::embed`]): what to put under
+/// `arguments`, and the definitions to add to the machine's shared schemas. `None` when it cannot be
+/// embedded: it does not compile alone, it uses `$dynamicRef`, or its definitions' names are taken.
+fn embedded_arguments(
+    tool: &ToolInfo,
+    taken: &Map<String, Value>,
+) -> Option<(Value, Map<String, Value>)> {
+    let schema = tool.normalised_input();
+    if claij_schema::check(&schema).is_err() || has_dynamic_reference(&schema) {
+        return None;
+    }
+    let (arguments, defs) = claij_schema::embed(&tool.qualified(), &schema);
+    defs.keys()
+        .all(|name| !taken.contains_key(name))
+        .then_some((arguments, defs))
+}
+
+/// Whether a schema uses `$dynamicRef`, which embedding does not rewrite.
+fn has_dynamic_reference(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k == "$dynamicRef" || has_dynamic_reference(v)),
+        Value::Array(items) => items.iter().any(has_dynamic_reference),
+        _ => false,
+    }
+}
+
+/// The `llm` state's list of tools: each name with its description, and the arguments of the
+/// `generic` ones, whose schema is not in the transition's.
+fn tools_prompt(tools: &[Arc<ToolInfo>], generic: &[String]) -> String {
+    if tools.is_empty() {
+        return "No tools are available: answer the request yourself through [\"llm\", \"end\"], and \
+                say so when it needs information you do not have."
+            .to_owned();
+    }
+    let mut out = String::from(
+        "The tools you can call (as `params.name`; the arguments each takes are in the schema of \
+         [\"llm\", \"servicing\"]):",
+    );
+    for tool in tools {
+        out.push_str(&format!("\n- `{}`", tool.qualified()));
+        let about = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .map(str::trim)
+            .unwrap_or_default();
+        if !about.is_empty() {
+            out.push_str(": ");
+            out.push_str(&indent_rest(about, "  "));
+        }
+        if generic.contains(&tool.qualified()) {
+            let compact = claij_schema::to_compact(&tool.normalised_input());
+            out.push_str("\n  arguments (not in the schema; checked when you call):\n");
+            out.push_str(&indent_all(compact.trim_end(), "    "));
+        }
+    }
+    out
+}
+
+/// Reads the `tools/call` request in `event`.
+fn read_call(event: &Value) -> Result<ToolsCall, Rejected> {
+    let reject = |id: &Value, code: i32, message: String| Rejected {
+        id: id.clone(),
+        code,
+        message,
+    };
+    let Some(message) = event.get("message").and_then(Value::as_object) else {
+        return Err(reject(
+            &Value::Null,
+            INVALID_REQUEST,
+            "no request: `message` must be a JSON-RPC 2.0 tools/call request object".to_owned(),
+        ));
+    };
+    let id = match message.get("id") {
+        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+        _ => {
+            return Err(reject(
+                &Value::Null,
+                INVALID_REQUEST,
+                "the request needs an `id`, a number or a string".to_owned(),
+            ));
+        }
+    };
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(reject(
+            &id,
+            INVALID_REQUEST,
+            "the request needs \"jsonrpc\": \"2.0\"".to_owned(),
+        ));
+    }
+    match message.get("method").and_then(Value::as_str) {
+        Some("tools/call") => {}
+        Some(other) => {
+            return Err(reject(
+                &id,
+                METHOD_NOT_FOUND,
+                format!("method `{other}` is not served here: only tools/call"),
+            ));
+        }
+        None => {
+            return Err(reject(
+                &id,
+                INVALID_REQUEST,
+                "the request needs \"method\": \"tools/call\"".to_owned(),
+            ));
+        }
+    }
+    let params = message.get("params");
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Err(reject(
+            &id,
+            INVALID_PARAMS,
+            "`params.name` must name the tool, as `server.tool`".to_owned(),
+        ));
+    };
+    let arguments = match params.and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => json!({}),
+        Some(arguments @ Value::Object(_)) => arguments.clone(),
+        Some(_) => {
+            return Err(reject(
+                &id,
+                INVALID_PARAMS,
+                "`params.arguments` must be an object".to_owned(),
+            ));
+        }
+    };
+    Ok(ToolsCall {
+        id,
+        name: name.to_owned(),
+        arguments,
+    })
+}
+
+/// The `servicing` → `llm` event: the JSON-RPC response carrying the MCP result.
+fn response(id: Value, outcome: &CallOutcome) -> Value {
+    json!({"message": {"jsonrpc": "2.0", "id": id, "result": outcome.to_mcp()}})
+}
+
+/// `text` with every line after the first indented.
+fn indent_rest(text: &str, by: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| match (i, line.trim_end()) {
+            (0, line) | (_, line @ "") => line.to_owned(),
+            (_, line) => format!("{by}{line}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with every non-empty line indented.
+fn indent_all(text: &str, by: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{by}{line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

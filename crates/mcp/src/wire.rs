@@ -42,6 +42,9 @@ pub(crate) struct Connection {
     server_version: Option<String>,
     instructions: Option<String>,
     closing: AtomicBool,
+    /// Set when a request finds the transport closed before the service loop has ended: rmcp's
+    /// HTTP worker gives up on a request once its reconnects are spent but keeps running.
+    failed: std::sync::OnceLock<String>,
     /// Answers the input a 2026-07-28 server asks for in the middle of a call.
     answerer: handler::Handler,
 }
@@ -142,6 +145,7 @@ impl Connection {
             server_version,
             instructions,
             closing: AtomicBool::new(false),
+            failed: std::sync::OnceLock::new(),
             answerer,
         })
     }
@@ -164,7 +168,10 @@ impl Connection {
 
     /// Why the connection ended, if it has.
     pub(crate) fn ended(&self) -> Option<String> {
-        self.ended.borrow().clone()
+        if let Some(reason) = self.ended.borrow().clone() {
+            return Some(reason);
+        }
+        self.failed.get().cloned()
     }
 
     /// A receiver that sees the connection end.
@@ -417,12 +424,18 @@ impl Connection {
                 code: error.code.0,
                 message: error.message.to_string(),
             },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => Error::Dead {
-                server,
-                reason: self
-                    .ended()
-                    .unwrap_or_else(|| "the connection closed".to_owned()),
-            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                if matches!(err, ServiceError::TransportClosed) && self.ended().is_none() {
+                    warn!(server, "mcp server connection lost");
+                    let _ = self.failed.set("the connection closed".to_owned());
+                }
+                Error::Dead {
+                    server,
+                    reason: self
+                        .ended()
+                        .unwrap_or_else(|| "the connection closed".to_owned()),
+                }
+            }
             other => Error::Protocol {
                 server,
                 method: method.to_owned(),
@@ -438,8 +451,10 @@ impl Drop for Connection {
         // Without an explicit close (a dropped client, a runtime shutting down), end the loop and
         // kill the process group now, synchronously: a spawned cleanup might never run.
         self.cancel_loop();
+        // Only while the loop has not reported its end: once it has, the transport has stopped the
+        // process (and after that its id could be reused).
         if let Some(child) = &self.child
-            && self.ended().is_none()
+            && self.ended.borrow().is_none()
         {
             child.kill_group();
         }

@@ -3,7 +3,9 @@
 //! Without the variable or the files a test is skipped with a message, except under `CI=true`,
 //! where a missing server is a failure.
 
-use std::path::PathBuf;
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+use std::path::{Path, PathBuf};
 
 use claij_mcp::{ClientOptions, McpClient, StdioServer};
 
@@ -23,6 +25,7 @@ fn required() -> bool {
 /// # Panics
 ///
 /// Under `CI=true` when the servers are missing.
+#[allow(clippy::print_stderr, reason = "a skipped test says so")]
 pub fn require(test: &str) -> Option<PathBuf> {
     match dir() {
         Some(dir) => Some(dir),
@@ -30,7 +33,6 @@ pub fn require(test: &str) -> Option<PathBuf> {
             "{test}: the MCP test servers are missing (CLAIJ_MCP_SERVERS unset or not installed); run `cargo xtask mcp-servers`"
         ),
         None => {
-            #[allow(clippy::print_stderr, reason = "a skipped test says so")]
             eprintln!(
                 "{test}: skipped: no MCP test servers (run `cargo xtask mcp-servers` and set CLAIJ_MCP_SERVERS)"
             );
@@ -73,4 +75,216 @@ pub async fn connect(name: &str, server: StdioServer) -> McpClient {
     McpClient::connect(name, server, ClientOptions::default())
         .await
         .unwrap_or_else(|err| panic!("connect {name}: {err}"))
+}
+
+/// `server-filesystem` allowed to work in `root`.
+pub fn filesystem(dir: &Path, root: &Path) -> StdioServer {
+    node(dir, "server-filesystem", &[&root.display().to_string()])
+}
+
+/// `server-memory` keeping its graph in `file`.
+pub fn memory(dir: &Path, file: &Path) -> StdioServer {
+    node(dir, "server-memory", &[]).env("MEMORY_FILE_PATH", file.display().to_string())
+}
+
+/// `mcp-server-git` confined to `repo`.
+pub fn git(dir: &Path, repo: &Path) -> StdioServer {
+    python(
+        dir,
+        "mcp-server-git",
+        &["--repository", &repo.display().to_string()],
+    )
+}
+
+/// `mcp-server-fetch`, allowed to fetch from 127.0.0.1 when `private` is set.
+pub fn fetch(dir: &Path, private: bool) -> StdioServer {
+    let args: &[&str] = if private {
+        &["--allow-private-ips"]
+    } else {
+        &[]
+    };
+    python(dir, "mcp-server-fetch", args)
+}
+
+/// Connects with `options`.
+pub async fn connect_with(name: &str, server: StdioServer, options: ClientOptions) -> McpClient {
+    McpClient::connect(name, server, options)
+        .await
+        .unwrap_or_else(|err| panic!("connect {name}: {err}"))
+}
+
+/// A Python MCP server (the SDK's low-level `Server`, from the venv) written to `work`, with tools
+/// real servers never misbehave enough to test:
+/// - `weather` declares an `outputSchema` (`celsius`: a number) and returns `{"celsius": "warm"}`;
+/// - `vanished` is listed, but a call gets JSON-RPC `-32602` "Unknown tool: vanished", as if it had
+///   gone since the list was fetched;
+/// - `ask` (2026-07-28 only) first answers an `InputRequiredResult` asking for an elicitation
+///   (`name`), the roots (`roots`) and a completion (`poem`), then returns, as JSON text, the request
+///   state and the responses it got back.
+pub fn stub(dir: &Path, work: &Path) -> StdioServer {
+    let script = work.join("stub_server.py");
+    std::fs::write(&script, STUB_PY).unwrap();
+    StdioServer::new(
+        dir.join("venv/bin/python").display().to_string(),
+        [script.display().to_string()],
+    )
+}
+
+const STUB_PY: &str = r#"
+import json
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+OBJECT = {"type": "object", "properties": {}}
+
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[
+        types.Tool(name="weather", description="The temperature, as a number (not really).",
+                   input_schema=OBJECT,
+                   output_schema={"type": "object", "properties": {"celsius": {"type": "number"}},
+                                  "required": ["celsius"]}),
+        types.Tool(name="vanished", description="Listed, but gone.", input_schema=OBJECT),
+        types.Tool(name="ask", description="Asks the client for input.", input_schema=OBJECT),
+    ])
+
+
+def plain(value):
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+async def call_tool(ctx, params):
+    if params.name == "weather":
+        return types.CallToolResult(content=[types.TextContent(text="warm")],
+                                    structured_content={"celsius": "warm"})
+    if params.name == "ask":
+        if params.request_state is None:
+            return types.InputRequiredResult(
+                request_state="round-1",
+                input_requests={
+                    "name": types.ElicitRequest(params=types.ElicitRequestFormParams(
+                        message="Your name?",
+                        requested_schema={"type": "object",
+                                          "properties": {"name": {"type": "string"}},
+                                          "required": ["name"]})),
+                    "roots": types.ListRootsRequest(),
+                    "poem": types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+                        messages=[types.SamplingMessage(role="user",
+                                                        content=types.TextContent(text="A poem, please"))],
+                        system_prompt="You are a poet.",
+                        max_tokens=40)),
+                })
+        responses = {key: plain(value) for key, value in (params.input_responses or {}).items()}
+        text = json.dumps({"state": params.request_state, "responses": responses}, sort_keys=True)
+        return types.CallToolResult(content=[types.TextContent(text=text)])
+    raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+
+
+server = Server("claij-stub", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+anyio.run(main)
+"#;
+
+/// `git init` in `dir`, so `mcp-server-git --repository` accepts it.
+pub fn git_init(dir: &Path) {
+    let status = std::process::Command::new("git")
+        .args(["init", "--quiet", "--initial-branch", "trunk"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git init {}: {status}", dir.display());
+}
+
+/// What `/proc/<pid>/stat` says of a process: its state (`R`, `S`, `Z`...), parent and group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proc {
+    pub pid: u32,
+    pub state: char,
+    pub ppid: u32,
+    pub pgrp: u32,
+}
+
+/// Process `pid`, if it exists (zombies included).
+pub fn proc(pid: u32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(Proc {
+        pid,
+        state,
+        ppid,
+        pgrp,
+    })
+}
+
+/// Whether `p` still counts as a process left behind: anything but a zombie whose parent is not
+/// this test process (init reaps those, at its own pace; a zombie child of ours was never waited
+/// for, and counts).
+fn left_behind(p: &Proc) -> bool {
+    p.state != 'Z' || p.ppid == std::process::id()
+}
+
+/// The processes of process group `pgid` that count as left behind.
+pub fn group_members(pgid: u32) -> Vec<Proc> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(proc)
+        .filter(|p| p.pgrp == pgid && left_behind(p))
+        .collect()
+}
+
+/// Whether process `pid` exists and counts as left behind.
+pub fn exists(pid: u32) -> bool {
+    proc(pid).is_some_and(|p| left_behind(&p))
+}
+
+/// Waits up to `limit` until process `pid` and its whole process group are gone; returns how long
+/// that took, or the processes still there.
+pub async fn wait_gone(
+    pid: u32,
+    limit: std::time::Duration,
+) -> Result<std::time::Duration, Vec<Proc>> {
+    let started = std::time::Instant::now();
+    loop {
+        let mut left = group_members(pid);
+        if let Some(p) = proc(pid).filter(left_behind)
+            && !left.contains(&p)
+        {
+            left.push(p);
+        }
+        if left.is_empty() {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > limit {
+            return Err(left);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Sends SIGKILL to process `pid` (only processes the test started).
+pub fn kill9(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -9 {pid}: {status}");
 }

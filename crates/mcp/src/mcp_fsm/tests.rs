@@ -1,0 +1,188 @@
+//! Unit tests of the MCP FSM: reading requests, specialising the definition, the tool list.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use claij_fsm::Fsm;
+use serde_json::{Value, json};
+
+use super::{read_call, response, specialise};
+use crate::outcome::{CallOutcome, Failure};
+use crate::project::Project;
+use crate::tool::ToolInfo;
+
+/// What `read_call` makes of `event`: the call, or the echoed id, the JSON-RPC code and the text.
+#[track_caller]
+fn check(event: Value, expected: Result<(Value, &str, Value), (Value, i32, &str)>) {
+    match (read_call(&event), expected) {
+        (Ok(call), Ok((id, name, arguments))) => {
+            assert_eq!(
+                (call.id, call.name.as_str(), call.arguments),
+                (id, name, arguments)
+            );
+        }
+        (Err(rejected), Err((id, code, text))) => {
+            assert_eq!((rejected.id, rejected.code), (id, code));
+            assert!(rejected.message.contains(text), "{}", rejected.message);
+        }
+        (got, expected) => panic!(
+            "{event}: got {:?}, expected {expected:?}",
+            got.map(|c| c.name).map_err(|r| r.message)
+        ),
+    }
+}
+
+fn request(message: Value) -> Value {
+    json!({"id": ["llm", "servicing"], "message": message})
+}
+
+#[test]
+fn requests_are_read_or_rejected_with_json_rpc_codes() {
+    let call = |id: Value, params: Value| {
+        request(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+    };
+    check(
+        call(
+            json!(1),
+            json!({"name": "fs.read", "arguments": {"path": "/a"}}),
+        ),
+        Ok((json!(1), "fs.read", json!({"path": "/a"}))),
+    );
+    check(
+        call(json!("x-1"), json!({"name": "fs.list"})),
+        Ok((json!("x-1"), "fs.list", json!({}))),
+    );
+    check(
+        json!({"id": ["llm", "servicing"]}),
+        Err((Value::Null, -32600, "`message` must be")),
+    );
+    check(
+        call(json!(null), json!({"name": "a.b"})),
+        Err((Value::Null, -32600, "needs an `id`")),
+    );
+    check(
+        request(json!({"id": 2, "method": "tools/call", "params": {"name": "a.b"}})),
+        Err((json!(2), -32600, "\"jsonrpc\": \"2.0\"")),
+    );
+    check(
+        request(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})),
+        Err((json!(3), -32601, "only tools/call")),
+    );
+    check(
+        call(json!(4), json!({"arguments": {}})),
+        Err((json!(4), -32602, "`params.name`")),
+    );
+    check(
+        call(json!(5), json!({"name": "a.b", "arguments": [1]})),
+        Err((json!(5), -32602, "must be an object")),
+    );
+}
+
+#[test]
+fn the_response_is_json_rpc_with_the_mcp_result() {
+    let outcome = CallOutcome::failure(Failure::Transport, "gone");
+    assert_eq!(
+        response(json!(9), &outcome),
+        json!({"message": {"jsonrpc": "2.0", "id": 9, "result": {
+            "content": [{"type": "text", "text": "gone"}], "isError": true
+        }}})
+    );
+}
+
+fn tool(server: &str, name: &str, description: &str, input: Value) -> Arc<ToolInfo> {
+    Arc::new(ToolInfo::new(
+        server,
+        name,
+        Some(description.to_owned()),
+        input,
+        None,
+    ))
+}
+
+#[test]
+fn tools_become_branches_with_their_definitions_hoisted() {
+    let draft7 = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"when": {"type": "string"}},
+        "required": ["when"]
+    });
+    let with_refs = json!({
+        "type": "object",
+        "properties": {"at": {"$ref": "#/definitions/point"}},
+        "required": ["at"],
+        "definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}}
+    });
+    let broken = json!({"type": "object", "properties": {"n": {"type": "whole"}}});
+    let tools = [
+        tool("clock", "now", "The time.\nIn UTC.", draft7),
+        tool("map", "pin", "Pins a point.", with_refs),
+        tool("odd", "count", "Counts.", broken),
+    ];
+    let project = Project::new("trip", ["clock", "map", "odd"]);
+    let definition = specialise(&tools, Some(&project));
+    let fsm = Fsm::new(definition.clone()).unwrap();
+
+    let params = definition
+        .transition("llm", "servicing")
+        .unwrap()
+        .schema
+        .pointer("/properties/message/properties/params/oneOf")
+        .unwrap();
+    let arguments = |i: usize| &params[i]["properties"]["arguments"];
+    assert_eq!(
+        arguments(0),
+        &json!({"type": "object", "properties": {"when": {"type": "string"}}, "required": ["when"]}),
+        "self-contained and normalised (no $schema): in place"
+    );
+    assert_eq!(arguments(1), &json!({"$ref": "#/$defs/map.pin"}));
+    assert_eq!(
+        definition.schemas["map.pin.point"]["required"],
+        json!(["x"]),
+        "{:?}",
+        definition.schemas
+    );
+    assert_eq!(
+        arguments(2),
+        &json!({"type": "object"}),
+        "does not compile: generic"
+    );
+
+    let call = |name: &str, arguments: Value| {
+        json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+            "method": "tools/call", "params": {"name": name, "arguments": arguments}}})
+    };
+    assert!(
+        fsm.route("llm", &call("clock.now", json!({"when": "now"})))
+            .is_ok()
+    );
+    assert!(fsm.route("llm", &call("clock.now", json!({}))).is_err());
+    assert!(
+        fsm.route("llm", &call("map.pin", json!({"at": {"x": 1}})))
+            .is_ok()
+    );
+    assert!(
+        fsm.route("llm", &call("map.pin", json!({"at": {"y": 1}})))
+            .is_err()
+    );
+    assert!(
+        fsm.route("llm", &call("odd.count", json!({"n": 1})))
+            .is_ok()
+    );
+    assert!(fsm.route("llm", &call("map.drop", json!({}))).is_err());
+
+    let llm = definition.state("llm").unwrap();
+    let hat = &llm.prompts[llm.prompts.len() - 2];
+    assert!(
+        hat.starts_with("You are working on project `trip`"),
+        "{hat}"
+    );
+    let list = llm.prompts.last().unwrap();
+    assert!(list.contains("- `clock.now`: The time.\n  In UTC.\n- `map.pin`: Pins a point.\n- `odd.count`: Counts.\n  arguments (not in the schema"), "{list}");
+    let prompt = fsm.prompt("llm").unwrap();
+    assert!(
+        prompt.contains("x: number"),
+        "the hoisted definition is rendered: {prompt}"
+    );
+}
