@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 mod ask;
 mod fsm;
 mod input;
+mod mcp;
 mod repair;
 mod schema;
 mod validate;
@@ -41,6 +42,9 @@ enum Command {
     /// Check and draw state machine definitions.
     #[command(subcommand)]
     Fsm(fsm::Command),
+    /// List the MCP servers of a configuration file and their tools; call a tool.
+    #[command(subcommand)]
+    Mcp(mcp::Command),
 }
 
 /// How a command ended, when it did not fail outright.
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Repair(args) => repair::run(args),
         Command::Schema(cmd) => schema::run(cmd),
         Command::Fsm(cmd) => fsm::run(cmd),
+        Command::Mcp(cmd) => mcp::run(cmd),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 mod ask;
 mod fsm;
 mod local_model;
+mod mcp;
 
 /// What a run printed and how it ended.
 struct Run {
