@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: run every bench target, then summarize `target/criterion` and the local model's
-//! report (`target/claij/bench-local.md`).
+//! reports (`target/claij/bench-local.md`, `target/claij/bench-mcp.md`).
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -59,16 +59,16 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     } else {
         print!("{}", table(&estimates));
     }
-    // Benches that report figures rather than criterion estimates (the local model's) write markdown here.
-    let report = workspace
-        .target_directory
-        .join("claij")
-        .join("bench-local.md");
-    let fresh = fs::metadata(&report)
-        .and_then(|m| m.modified())
-        .is_ok_and(|m| m >= started);
-    if fresh && let Ok(text) = fs::read_to_string(&report) {
-        print!("{text}");
+    // Benches that report figures rather than criterion estimates (the local model's, the MCP
+    // overhead) write markdown here.
+    for name in ["bench-local.md", "bench-mcp.md"] {
+        let report = workspace.target_directory.join("claij").join(name);
+        let fresh = fs::metadata(&report)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= started);
+        if fresh && let Ok(text) = fs::read_to_string(&report) {
+            print!("\n{text}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
