@@ -500,3 +500,58 @@ async fn a_killed_server_is_restarted_when_the_policy_allows() {
             .is_ok()
     );
 }
+
+const GROWING_STUB: &str = r#"
+import { McpServer } from "SDK/server/mcp.js";
+import { StdioServerTransport } from "SDK/server/stdio.js";
+
+const server = new McpServer({ name: "claij-growing-stub", version: "1.0.0" });
+server.registerTool("grow", { description: "Adds the tool `grown`." }, async () => {
+  // Registering a tool on a connected server sends notifications/tools/list_changed.
+  server.registerTool("grown", { description: "New." }, async () => ({
+    content: [{ type: "text", text: "grown here" }],
+  }));
+  return { content: [{ type: "text", text: "grew" }] };
+});
+await server.connect(new StdioServerTransport());
+"#;
+
+#[tokio::test]
+async fn a_list_changed_notification_refreshes_the_cached_tools() {
+    let Some(dir) = servers::require("a_list_changed_notification_refreshes_the_cached_tools")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let sdk = dir.join("npm/node_modules/@modelcontextprotocol/sdk/dist/esm");
+    let script = work.path().join("growing_server.mjs");
+    std::fs::write(
+        &script,
+        GROWING_STUB.replace("SDK", &sdk.display().to_string()),
+    )
+    .unwrap();
+    let client = servers::connect(
+        "grow",
+        StdioServer::new("node", [script.display().to_string()]),
+    )
+    .await;
+    assert!(client.tool("grown").is_none());
+    assert!(!client.tools_stale());
+    assert_eq!(client.call("grow", json!({})).await.unwrap().text(), "grew");
+    // The notification arrives on its own; the cached list is marked stale, not refetched yet.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !client.tools_stale() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        client.tools_stale(),
+        "tools/list_changed marks the list stale"
+    );
+    assert!(client.tool("grown").is_none(), "not fetched until needed");
+    // The next call fetches the list again first, so the new tool is known.
+    let grown = client.call("grown", json!({})).await.unwrap();
+    assert_eq!(grown.text(), "grown here", "{grown:?}");
+    assert!(!client.tools_stale());
+    assert!(client.tool("grown").is_some());
+    client.close().await;
+}
