@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_mcp::{ClientOptions, McpConfig, Services};
+use claij_mcp::{BackendSampler, ClientOptions, Hooks, McpConfig, Services};
 use serde_json::{Value, json};
 
 use crate::Status;
@@ -52,6 +52,10 @@ pub struct Common {
     /// Only the services and tools this project of the configuration allows.
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
+    /// Answer servers' sampling requests with this model: `local` or PROVIDER:MODEL (as `ask --llm`);
+    /// without it, sampling is not offered. Elicitations are declined.
+    #[arg(long, value_name = "LLM", value_parser = crate::ask::llm::parse)]
+    sampling_llm: Option<crate::ask::llm::Llm>,
 }
 
 /// Runs a `claij mcp` subcommand.
@@ -215,7 +219,13 @@ async fn connect(common: &Common, only: Option<&str>) -> Result<(McpConfig, Serv
             .servers
             .retain(|name, _| project.services.contains(name));
     }
-    let services = Services::connect(&selected, ClientOptions::default()).await?;
+    let mut hooks = Hooks::default();
+    if let Some(llm) = &common.sampling_llm {
+        let opened = crate::ask::llm::open(Some(llm), None)?;
+        hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
+    }
+    let options = ClientOptions::default().with_hooks(config.hooks(hooks));
+    let services = Services::connect(&selected, options).await?;
     Ok(match project {
         Some(project) => (config, services.with_project(project)),
         None => (config, services),

@@ -10,14 +10,16 @@
 //!   "projects": {
 //!     "docs": {"services": ["fs"], "tools": ["fs.read_text_file", "fs.list_directory"],
 //!              "hat": "You maintain the documentation."}
-//!   }
+//!   },
+//!   "roots": ["/srv/docs"]
 //! }
 //! ```
 //!
 //! A server has either `command` (stdio: `args`, `env`, `cwd`) or `url` (streamable HTTP: `headers`);
 //! `type` may say so explicitly (`stdio`, `http`, `streamable-http`, `streamableHttp`). `disabled: true`
 //! leaves a server out; `timeout` (seconds) overrides the request timeout for that server. Unknown keys
-//! are ignored, as other clients of the same file may use them. Values of `env` and `headers` often hold
+//! are ignored, as other clients of the same file may use them. `roots` lists the directories (paths
+//! or `file://` URIs) the client offers servers that ask for its roots ([`McpConfig::hooks`]). Values of `env` and `headers` often hold
 //! secrets: they never appear in `Debug` output or errors.
 
 use std::collections::BTreeMap;
@@ -29,6 +31,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::hooks::{Hooks, Root};
 use crate::project::Project;
 
 /// A parsed configuration file.
@@ -39,6 +42,8 @@ pub struct McpConfig {
     pub servers: BTreeMap<String, ServerConfig>,
     /// The projects, by name.
     pub projects: BTreeMap<String, Project>,
+    /// The roots offered to servers that ask (`roots/list`).
+    pub roots: Vec<Root>,
 }
 
 /// How to reach one server.
@@ -250,6 +255,24 @@ impl McpConfig {
                 .servers
                 .insert(name.clone(), raw.into_config(&pointer)?);
         }
+        if let Some(roots) = root.get("roots") {
+            let roots = roots.as_array().ok_or_else(|| {
+                config_error("/roots", "expected an array of paths or file:// URIs")
+            })?;
+            for (i, entry) in roots.iter().enumerate() {
+                let text = entry.as_str().filter(|t| !t.is_empty()).ok_or_else(|| {
+                    config_error(&format!("/roots/{i}"), "expected a path or a file:// URI")
+                })?;
+                config.roots.push(if text.starts_with("file://") {
+                    Root {
+                        uri: text.to_owned(),
+                        name: None,
+                    }
+                } else {
+                    Root::dir(text)
+                });
+            }
+        }
         if let Some(projects) = root.get("projects") {
             let projects = projects
                 .as_object()
@@ -275,6 +298,17 @@ impl McpConfig {
     /// The project of that name.
     pub fn project(&self, name: &str) -> Option<&Project> {
         self.projects.get(name)
+    }
+
+    /// `hooks` offering this configuration's roots (when it has any; the hooks' own are kept
+    /// otherwise).
+    #[must_use]
+    pub fn hooks(&self, hooks: Hooks) -> Hooks {
+        if self.roots.is_empty() {
+            hooks
+        } else {
+            hooks.with_roots(self.roots.iter().cloned())
+        }
     }
 }
 

@@ -92,3 +92,54 @@ fn two_turns_through_a_memory_file() {
     assert_eq!(session["turn"], 2, "{session}");
     assert_eq!(session["memory"]["summaries"].as_array().unwrap().len(), 2);
 }
+
+/// A server's sampling request answered by the embedded model: server-everything's
+/// `trigger-sampling-request` asks the client for a completion and returns it in its result.
+#[test]
+fn mcp_sampling_is_answered_by_the_local_model() {
+    let Some(model) = model() else { return };
+    let Some(dir) = super::mcp::servers("mcp_sampling_is_answered_by_the_local_model") else {
+        return;
+    };
+    let files = Files::new(&[("mcp.json", &super::mcp::config(&dir))]);
+    let model_dir = model.parent().unwrap().to_string_lossy().into_owned();
+    let run = claij_env(
+        &[
+            "mcp",
+            "call",
+            "everything.trigger-sampling-request",
+            "--args",
+            r#"{"prompt": "Say hello.", "maxTokens": 12}"#,
+            "--sampling-llm",
+            "local",
+            "--config",
+            &files.path("mcp.json"),
+        ],
+        "",
+        &[("CLAIJ_MODEL_DIR", Some(&model_dir))],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The server's result quotes the completion it got back, with the model that wrote it.
+    assert!(run.stdout.contains("SmolLM2"), "{}", run.stdout);
+
+    // Without a sampler the capability is not declared, and the server does not offer the tool.
+    let without = claij_env(
+        &[
+            "mcp",
+            "call",
+            "everything.trigger-sampling-request",
+            "--args",
+            r#"{"prompt": "Say hello."}"#,
+            "--config",
+            &files.path("mcp.json"),
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(without.code, 1, "{}", without.stderr);
+    assert!(
+        without.stdout.contains("unknown tool"),
+        "{}",
+        without.stdout
+    );
+}

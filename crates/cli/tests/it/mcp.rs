@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{Files, assert_one_line_error, claij};
 
 /// The servers' install directory; `None` skips the test (under `CI=true` a missing install fails it).
-fn servers(test: &str) -> Option<PathBuf> {
+pub(super) fn servers(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("CLAIJ_MCP_SERVERS").map(PathBuf::from);
     match dir.filter(|d| d.join("servers.json").is_file()) {
         Some(dir) => Some(dir),
@@ -25,7 +25,7 @@ fn servers(test: &str) -> Option<PathBuf> {
 }
 
 /// A configuration with server-everything and mcp-server-time, and a project allowing only echo.
-fn config(dir: &std::path::Path) -> String {
+pub(super) fn config(dir: &std::path::Path) -> String {
     let everything =
         dir.join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     json!({

@@ -50,6 +50,9 @@ fn render(config: &McpConfig) -> String {
     for (name, project) in &config.projects {
         let _ = writeln!(out, "project {name}: {project:?}");
     }
+    for root in &config.roots {
+        let _ = writeln!(out, "root {}", root.uri);
+    }
     out.trim_end().to_owned()
 }
 
@@ -305,4 +308,23 @@ fn projects() {
             expected,
         );
     }
+}
+
+#[test]
+fn roots() {
+    check(
+        r#"{"mcpServers": {}, "roots": ["/srv/docs", "file:///home/ada/notes"]}"#,
+        "root file:///srv/docs\nroot file:///home/ada/notes",
+    );
+    check(
+        r#"{"mcpServers": {}, "roots": "/srv"}"#,
+        r#"error at "/roots": expected an array of paths or file:// URIs"#,
+    );
+    check(
+        r#"{"mcpServers": {}, "roots": ["/srv", 3]}"#,
+        r#"error at "/roots/1": expected a path or a file:// URI"#,
+    );
+    let config = McpConfig::from_json(r#"{"mcpServers": {}, "roots": ["/srv"]}"#).unwrap();
+    let hooks = config.hooks(crate::hooks::Hooks::default());
+    assert_eq!(hooks.roots, [crate::hooks::Root::dir("/srv")]);
 }
