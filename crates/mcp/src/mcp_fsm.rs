@@ -6,11 +6,14 @@
 //!   s0(("start"))
 //!   s1("llm")
 //!   s2{{"servicing<br/>service: mcp"}}
-//!   s3((("end")))
+//!   s3[/"asking"/]
+//!   s4((("end")))
 //!   s0 -->|"the user's request"| s1
 //!   s1 -->|"call a tool"| s2
 //!   s2 -->|"the tool's result"| s1
-//!   s1 -->|"the final answer"| s3
+//!   s2 -->|"a server asks a person"| s3
+//!   s3 -->|"the person's answer"| s2
+//!   s1 -->|"the final answer"| s4
 //! ```
 //!
 //! The events, each with its transition `id`:
@@ -20,6 +23,8 @@
 //! | `start` → `llm` | `{"request": "..."}` |
 //! | `llm` → `servicing` | `{"message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "server.tool", "arguments": {...}}}}` |
 //! | `servicing` → `llm` | `{"message": {"jsonrpc": "2.0", "id": 1, "result": {"content": [...], "isError": false, "structuredContent"?: ...}}}` |
+//! | `servicing` → `asking` | `{"elicitation": {"server": "...", "message": "...", "schema": {...}}}` (see [`McpService`]) |
+//! | `asking` → `servicing` | `{"answer": {"action": "accept" \| "decline" \| "cancel", "content"?: {...}}}` |
 //! | `llm` → `end` | `{"result": {"content": [{"type": "text", "text": "..."}], "isError"?: false}}` |
 //!
 //! [`definition`] is the file as written: `params` is any `{name, arguments}`. [`definition_for`]
@@ -75,10 +80,12 @@ use claij_backends::{Backend, BoxFuture};
 use claij_fsm::{Definition, Fsm, Runner, Service, ServiceCall};
 use claij_interceptors::{BoxError, Config};
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::error::Error;
+use crate::hooks::{ElicitationReply, PendingElicitation};
 use crate::outcome::{CallOutcome, Failure};
 use crate::project::Project;
 use crate::services::Services;
@@ -98,6 +105,9 @@ pub const LLM: &str = "llm";
 
 /// The state that runs a tool call.
 pub const SERVICING: &str = "servicing";
+
+/// The `human` state where a person answers a server's question (an elicitation) while a call waits.
+pub const ASKING: &str = "asking";
 
 /// The definition file.
 const DEFINITION: &str = include_str!("../fsm/mcp.json");
@@ -142,10 +152,14 @@ fn specialise(tools: &[Arc<ToolInfo>], project: Option<&Project>) -> Definition 
     let mut definition = definition();
     let mut generic = Vec::new();
     if tools.is_empty() {
-        definition.states.retain(|s| s.id != SERVICING);
         definition
-            .transitions
-            .retain(|t| t.id.from != SERVICING && t.id.to != SERVICING);
+            .states
+            .retain(|s| s.id != SERVICING && s.id != ASKING);
+        definition.transitions.retain(|t| {
+            ![&t.id.from, &t.id.to]
+                .iter()
+                .any(|s| *s == SERVICING || *s == ASKING)
+        });
     } else {
         let mut branches = Vec::new();
         for tool in tools {
@@ -196,10 +210,24 @@ pub fn runner(
     backend: Arc<dyn Backend>,
     config: Config,
 ) -> Result<Runner, claij_fsm::Error> {
-    let fsm = Fsm::new(definition_for(services))?;
+    runner_with(McpService::new(services.clone()), backend, config)
+}
+
+/// [`runner`] with a service of your own making (one that routes questions to `asking`,
+/// [`McpService::with_questions`]); the definition is specialised for its services.
+///
+/// # Errors
+///
+/// As [`runner`].
+pub fn runner_with(
+    service: McpService,
+    backend: Arc<dyn Backend>,
+    config: Config,
+) -> Result<Runner, claij_fsm::Error> {
+    let fsm = Fsm::new(definition_for(service.services()))?;
     Ok(Runner::new(fsm)
         .with_llm(backend, config)
-        .with_service(SERVICE, McpService::new(services.clone())))
+        .with_service(SERVICE, service))
 }
 
 /// The `servicing` state's action: runs the `tools/call` request in the event that entered the
@@ -210,9 +238,53 @@ pub fn runner(
 /// server is one of those too: the other servers still work, a [`crate::Restart`] policy may bring
 /// it back on the next call, and the model can say what failed; the runner's transition limit
 /// stops a model that keeps calling it.
-#[derive(Debug, Clone)]
+///
+/// # Questions for a person
+///
+/// A server may ask the user something in the middle of a call (MCP elicitation). By default the
+/// clients decline (they declare no elicitation capability). To route questions to the machine's
+/// `asking` state, a `human` state, connect the services with an
+/// [`ElicitationQueue`](crate::ElicitationQueue) as their
+/// elicitor and give this service the queue's receiving end ([`McpService::with_questions`]): when a
+/// question arrives while a call runs, the service leaves `servicing` for `asking` with
+/// `{"elicitation": {"server", "message", "schema"}}` and the run waits; [`claij_fsm::Runner::provide`]
+/// with `{"answer": {"action": "accept", "content": {...}}}` (or `decline`, `cancel`) brings it back,
+/// the answer goes to the server, and the same call goes on. The waiting call lives in this service,
+/// so such a runner serves one run at a time, and a run resumed from its journal in another process
+/// finds no call waiting (the model is told so).
+///
+/// ```
+/// # use claij_mcp::{ClientOptions, ElicitationQueue, Hooks, McpConfig, Services, mcp_fsm::McpService};
+/// # async fn demo(config: McpConfig) -> Result<(), claij_mcp::Error> {
+/// let (queue, questions) = ElicitationQueue::new(4);
+/// let options = ClientOptions::default().with_hooks(Hooks::default().with_elicitor(queue));
+/// let services = Services::connect(&config, options).await?;
+/// let service = McpService::new(services).with_questions(questions);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
 pub struct McpService {
     services: Services,
+    questions: Option<Arc<Mutex<mpsc::Receiver<PendingElicitation>>>>,
+    in_flight: Arc<Mutex<Option<InFlight>>>,
+}
+
+/// A call that runs while its run waits in `asking`.
+struct InFlight {
+    /// The JSON-RPC id of its request.
+    id: Value,
+    task: JoinHandle<CallOutcome>,
+    /// The question a person is answering.
+    waiting: Option<PendingElicitation>,
+}
+
+impl std::fmt::Debug for McpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("services", &self.services)
+            .field("questions", &self.questions.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A `tools/call` request read from an event.
@@ -232,7 +304,20 @@ struct Rejected {
 impl McpService {
     /// A service calling through `services` (and only what its project allows).
     pub fn new(services: Services) -> Self {
-        Self { services }
+        Self {
+            services,
+            questions: None,
+            in_flight: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Routes the servers' questions that arrive on `questions` (the receiving end of the
+    /// [`ElicitationQueue`](crate::ElicitationQueue) the services' clients were connected with) to the
+    /// `asking` state.
+    #[must_use]
+    pub fn with_questions(mut self, questions: mpsc::Receiver<PendingElicitation>) -> Self {
+        self.questions = Some(Arc::new(Mutex::new(questions)));
+        self
     }
 
     /// The services it calls.
@@ -240,8 +325,7 @@ impl McpService {
         &self.services
     }
 
-    /// Runs the request in `event` and returns the response event (without its transition `id`,
-    /// which the runner adds).
+    /// Runs the request in `event` and returns the response event (`["servicing", "llm"]`).
     pub async fn respond(&self, event: &Value) -> Value {
         let (id, outcome) = match read_call(event) {
             Ok(call) => {
@@ -307,6 +391,129 @@ impl McpService {
     }
 }
 
+impl McpService {
+    /// One visit of `servicing`: a new call, or a person's answer for the call that waits.
+    async fn step(&self, event: &Value) -> Value {
+        let Some(questions) = &self.questions else {
+            return self.respond(event).await;
+        };
+        let mut slot = self.in_flight.lock().await;
+        if let Some(answer) = event.get("answer") {
+            let Some(flight) = slot.as_mut() else {
+                let outcome = CallOutcome::failure(
+                    Failure::Transport,
+                    "no tool call is waiting for this answer (the run was resumed elsewhere, or the call ended)",
+                );
+                return response(Value::Null, &outcome);
+            };
+            if let Some(pending) = flight.waiting.take() {
+                pending.answer(reply_of(answer));
+            }
+        } else {
+            if let Some(stale) = slot.take() {
+                stale.task.abort();
+            }
+            let call = match read_call(event) {
+                Ok(call) => call,
+                Err(rejected) => {
+                    let outcome = CallOutcome::failure(
+                        Failure::Rejected {
+                            code: rejected.code,
+                        },
+                        rejected.message,
+                    );
+                    return response(rejected.id, &outcome);
+                }
+            };
+            let this = self.clone();
+            let id = call.id.clone();
+            let task = tokio::spawn(async move { this.execute(&call).await });
+            *slot = Some(InFlight {
+                id,
+                task,
+                waiting: None,
+            });
+        }
+        let Some(flight) = slot.as_mut() else {
+            return response(
+                Value::Null,
+                &CallOutcome::failure(Failure::Transport, "no call"),
+            );
+        };
+        // Dropped here (an interrupt racing the runner), the call is dropped too: the server is
+        // told it was cancelled. Returned normally, it keeps running while a person answers.
+        let abort = AbortOnDrop(Some(flight.task.abort_handle()));
+        let mut receiver = questions.lock().await;
+        let next = tokio::select! {
+            joined = &mut flight.task => Step::Done(joined),
+            question = receiver.recv() => match question {
+                Some(pending) => Step::Asked(pending),
+                None => Step::Done((&mut flight.task).await),
+            },
+        };
+        abort.disarm();
+        match next {
+            Step::Done(joined) => {
+                let outcome = joined.unwrap_or_else(|err| {
+                    CallOutcome::failure(
+                        Failure::Transport,
+                        format!("the call's task failed: {err}"),
+                    )
+                });
+                let id = flight.id.clone();
+                *slot = None;
+                response(id, &outcome)
+            }
+            Step::Asked(pending) => {
+                let request = pending.request.clone();
+                flight.waiting = Some(pending);
+                json!({
+                    "id": [SERVICING, ASKING],
+                    "elicitation": {
+                        "server": request.server,
+                        "message": request.message,
+                        "schema": if request.schema.is_object() { request.schema } else { json!({}) },
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// What a visit of `servicing` ends with.
+enum Step {
+    Done(Result<CallOutcome, tokio::task::JoinError>),
+    Asked(PendingElicitation),
+}
+
+/// Aborts a task when dropped, unless disarmed.
+struct AbortOnDrop(Option<tokio::task::AbortHandle>);
+
+impl AbortOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// A person's answer, from the `["asking", "servicing"]` event.
+fn reply_of(answer: &Value) -> ElicitationReply {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            ElicitationReply::Accept(answer.get("content").cloned().unwrap_or_else(|| json!({})))
+        }
+        Some("cancel") => ElicitationReply::Cancel,
+        _ => ElicitationReply::Decline,
+    }
+}
+
 impl Service for McpService {
     /// [`McpService::respond`], cancelled by an interrupt: the hook drops the call, which sends the
     /// server `notifications/cancelled`. (The runner drops the action on an interrupt too; the hook
@@ -329,14 +536,22 @@ impl Service for McpService {
             tokio::select! {
                 biased;
                 () = cancelled => {
-                    let id = event.pointer("/message/id").cloned().unwrap_or(Value::Null);
+                    // The step future is gone, and its lock with it; `try_lock` never waits anyway.
+                    let flight = self.in_flight.try_lock().ok().and_then(|mut slot| slot.take());
+                    let id = match flight {
+                        Some(flight) => {
+                            flight.task.abort();
+                            flight.id
+                        }
+                        None => event.pointer("/message/id").cloned().unwrap_or(Value::Null),
+                    };
                     let outcome = CallOutcome::failure(
                         Failure::Transport,
                         "the call was cancelled: the run was interrupted",
                     );
                     Ok(response(id, &outcome))
                 }
-                response = self.respond(event) => Ok(response),
+                response = self.step(event) => Ok(response),
             }
         })
     }
@@ -479,7 +694,10 @@ fn read_call(event: &Value) -> Result<ToolsCall, Rejected> {
 
 /// The `servicing` → `llm` event: the JSON-RPC response carrying the MCP result.
 fn response(id: Value, outcome: &CallOutcome) -> Value {
-    json!({"message": {"jsonrpc": "2.0", "id": id, "result": outcome.to_mcp()}})
+    json!({
+        "id": [SERVICING, LLM],
+        "message": {"jsonrpc": "2.0", "id": id, "result": outcome.to_mcp()}
+    })
 }
 
 /// `text` with every line after the first indented.

@@ -84,7 +84,7 @@ fn the_response_is_json_rpc_with_the_mcp_result() {
     let outcome = CallOutcome::failure(Failure::Transport, "gone");
     assert_eq!(
         response(json!(9), &outcome),
-        json!({"message": {"jsonrpc": "2.0", "id": 9, "result": {
+        json!({"id": ["servicing", "llm"], "message": {"jsonrpc": "2.0", "id": 9, "result": {
             "content": [{"type": "text", "text": "gone"}], "isError": true
         }}})
     );
@@ -185,4 +185,42 @@ fn tools_become_branches_with_their_definitions_hoisted() {
         prompt.contains("x: number"),
         "the hoisted definition is rendered: {prompt}"
     );
+}
+
+#[tokio::test]
+async fn an_answer_with_no_call_waiting_is_an_error_result() {
+    let (_queue, questions) = crate::hooks::ElicitationQueue::new(1);
+    let service = super::McpService::new(crate::services::Services::from_clients([]))
+        .with_questions(questions);
+    let event =
+        json!({"id": ["asking", "servicing"], "answer": {"action": "accept", "content": {}}});
+    let reply = service.step(&event).await;
+    assert_eq!(reply["id"], json!(["servicing", "llm"]));
+    assert_eq!(reply["message"]["result"]["isError"], true);
+    let text = reply["message"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("no tool call is waiting"), "{text}");
+}
+
+#[test]
+fn answers_become_replies() {
+    use crate::hooks::ElicitationReply;
+    assert_eq!(
+        super::reply_of(&json!({"action": "accept", "content": {"a": 1}})),
+        ElicitationReply::Accept(json!({"a": 1}))
+    );
+    assert_eq!(
+        super::reply_of(&json!({"action": "accept"})),
+        ElicitationReply::Accept(json!({}))
+    );
+    assert_eq!(
+        super::reply_of(&json!({"action": "cancel"})),
+        ElicitationReply::Cancel
+    );
+    assert_eq!(
+        super::reply_of(&json!({"action": "decline"})),
+        ElicitationReply::Decline
+    );
+    assert_eq!(super::reply_of(&json!({})), ElicitationReply::Decline);
 }

@@ -411,3 +411,86 @@ async fn snapshot_the_llm_state_for_a_fixed_view() {
         "method": "tools/call", "params": {"name": "fs.read_text_file", "arguments": {"path": 3}}}});
     assert!(fsm.route("llm", &bad_args).is_err());
 }
+
+/// A server's question in the middle of a call (everything's `trigger-elicitation-request`) takes
+/// the run to the `asking` state; the person's answer, given with `provide`, goes back to the server
+/// and the same call finishes with it. Declining works the same way.
+#[tokio::test]
+async fn a_servers_question_waits_in_the_asking_state_for_a_person() {
+    let Some(dir) = servers::require("a_servers_question_waits_in_the_asking_state_for_a_person")
+    else {
+        return;
+    };
+    let (queue, questions) = claij_mcp::ElicitationQueue::new(1);
+    let options = claij_mcp::ClientOptions::default()
+        .with_hooks(claij_mcp::Hooks::default().with_elicitor(queue));
+    let everything = servers::connect_with("everything", servers::everything(&dir), options).await;
+    let services = Services::from_clients([everything]);
+    // Calls the tool, then answers with the text blocks of the tool's result.
+    let model = Scripted::from_fn(|request, _| {
+        Ok(ChatResponse::text(match last_response(request) {
+            None => call(3, "everything.trigger-elicitation-request", json!({})),
+            Some(response) => answer(
+                &response["result"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|block| block["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                false,
+            ),
+        }))
+    });
+    let service = mcp_fsm::McpService::new(services.clone()).with_questions(questions);
+    let runner = mcp_fsm::runner_with(service, Arc::new(model), config()).unwrap();
+
+    for (answer_event, expected) in [
+        (
+            json!({"answer": {"action": "accept", "content": {"name": "Ada Lovelace", "check": true, "integer": 7}}}),
+            "- Name: Ada Lovelace",
+        ),
+        (json!({"answer": {"action": "decline"}}), "User declined"),
+    ] {
+        let mut run = runner
+            .start(json!({"request": "Ask me for my details."}))
+            .unwrap();
+        let waiting = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+        assert_eq!(
+            waiting,
+            Outcome::Waiting {
+                state: mcp_fsm::ASKING.into()
+            }
+        );
+        assert_eq!(run.event["elicitation"]["server"], "everything");
+        assert_eq!(
+            run.event["elicitation"]["message"],
+            "Please provide inputs for the following fields:"
+        );
+        assert_eq!(
+            run.event["elicitation"]["schema"]["properties"]["name"]["type"],
+            "string"
+        );
+        runner.provide(&mut run, answer_event, None).unwrap();
+        let outcome = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+        let Outcome::Finished { state, event } = outcome else {
+            panic!("not finished: {outcome:?}")
+        };
+        assert_eq!(state, "end");
+        let text = event["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(expected), "{text}");
+        assert_eq!(
+            path(&run),
+            [
+                "start->llm",
+                "llm->servicing",
+                "servicing->asking",
+                "asking->servicing",
+                "servicing->llm",
+                "llm->end"
+            ]
+        );
+    }
+
+    services.close().await;
+}
