@@ -6,6 +6,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod cache;
 mod cmd;
 mod demo;
 mod invariants;

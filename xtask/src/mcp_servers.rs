@@ -17,7 +17,7 @@
 mod tests;
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fmt;
 use std::fs;
 use std::io;
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
 
+use crate::cache;
 use crate::test::format_duration;
 
 /// The npm packages and their versions; each runs as
@@ -94,7 +95,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
     let dir = match dir {
-        Some(dir) => absolute(dir),
+        Some(dir) => cache::absolute(dir),
         None => servers_dir(),
     };
     ensure_in(&dir, force)?;
@@ -112,31 +113,7 @@ pub fn ensure() -> Result<PathBuf> {
 /// The MCP server cache, absolute: `$CLAIJ_MCP_SERVERS`, else `$XDG_CACHE_HOME/claij/mcp-servers`,
 /// else `$HOME/.cache/claij/mcp-servers` (else the temp dir's `claij/mcp-servers`).
 pub fn servers_dir() -> PathBuf {
-    let dir = resolve_dir(|name| std::env::var_os(name))
-        .unwrap_or_else(|| std::env::temp_dir().join("claij").join("mcp-servers"));
-    absolute(dir)
-}
-
-/// The cache directory the environment names, if any. Empty variables count as unset, and a
-/// relative `XDG_CACHE_HOME` is ignored, as the XDG base directory spec says (as for the model).
-fn resolve_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let var = |name| {
-        var(name)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    var("CLAIJ_MCP_SERVERS")
-        .or_else(|| {
-            var("XDG_CACHE_HOME")
-                .filter(|cache| cache.is_absolute())
-                .map(|cache| cache.join("claij").join("mcp-servers"))
-        })
-        .or_else(|| var("HOME").map(|home| home.join(".cache").join("claij").join("mcp-servers")))
-}
-
-/// `path` made absolute against the current directory: the installs run from the cache directory.
-fn absolute(path: PathBuf) -> PathBuf {
-    std::path::absolute(&path).unwrap_or(path)
+    cache::MCP_SERVERS.dir()
 }
 
 /// Makes `dir` hold the pinned servers. A matching `servers.json` with every entry point in place

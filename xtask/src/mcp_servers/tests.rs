@@ -3,58 +3,6 @@
 
 use super::*;
 
-#[track_caller]
-fn check_dir(vars: &[(&str, &str)], expected: Option<&str>) {
-    let var = |name: &str| {
-        vars.iter()
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| OsString::from(value))
-    };
-    assert_eq!(resolve_dir(var), expected.map(PathBuf::from));
-}
-
-#[test]
-fn servers_dir_follows_claij_then_xdg_then_home() {
-    let all = [
-        ("CLAIJ_MCP_SERVERS", "/servers"),
-        ("XDG_CACHE_HOME", "/xdg"),
-        ("HOME", "/home/me"),
-    ];
-    check_dir(&all, Some("/servers"));
-    check_dir(&all[1..], Some("/xdg/claij/mcp-servers"));
-    check_dir(&all[2..], Some("/home/me/.cache/claij/mcp-servers"));
-    check_dir(&[], None);
-}
-
-#[test]
-fn servers_dir_skips_empty_variables_and_a_relative_xdg_cache_home() {
-    check_dir(
-        &[("CLAIJ_MCP_SERVERS", ""), ("XDG_CACHE_HOME", "/xdg")],
-        Some("/xdg/claij/mcp-servers"),
-    );
-    check_dir(
-        &[("XDG_CACHE_HOME", ""), ("HOME", "/home/me")],
-        Some("/home/me/.cache/claij/mcp-servers"),
-    );
-    check_dir(
-        &[("XDG_CACHE_HOME", "cache"), ("HOME", "/home/me")],
-        Some("/home/me/.cache/claij/mcp-servers"),
-    );
-    check_dir(&[("HOME", "")], None);
-    // CLAIJ_MCP_SERVERS is taken as given; `servers_dir` makes it absolute.
-    check_dir(&[("CLAIJ_MCP_SERVERS", "servers")], Some("servers"));
-    // The model's variable is the model's.
-    check_dir(
-        &[("CLAIJ_MODEL_DIR", "/models"), ("HOME", "/home/me")],
-        Some("/home/me/.cache/claij/mcp-servers"),
-    );
-}
-
-#[test]
-fn servers_dir_is_absolute() {
-    assert!(servers_dir().is_absolute());
-}
-
 /// The paths the MCP tests start the servers from: changing them breaks those tests.
 #[test]
 fn layout_is_the_one_the_tests_rely_on() {

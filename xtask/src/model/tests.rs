@@ -2,54 +2,6 @@
 
 use super::*;
 
-#[track_caller]
-fn check_dir(vars: &[(&str, &str)], expected: Option<&str>) {
-    let var = |name: &str| {
-        vars.iter()
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| OsString::from(value))
-    };
-    assert_eq!(resolve_dir(var), expected.map(PathBuf::from));
-}
-
-#[test]
-fn model_dir_follows_claij_then_xdg_then_home() {
-    let all = [
-        ("CLAIJ_MODEL_DIR", "/models"),
-        ("XDG_CACHE_HOME", "/xdg"),
-        ("HOME", "/home/me"),
-    ];
-    check_dir(&all, Some("/models"));
-    check_dir(&all[1..], Some("/xdg/claij/models"));
-    check_dir(&all[2..], Some("/home/me/.cache/claij/models"));
-    check_dir(&[], None);
-}
-
-#[test]
-fn model_dir_skips_empty_variables_and_a_relative_xdg_cache_home() {
-    check_dir(
-        &[("CLAIJ_MODEL_DIR", ""), ("XDG_CACHE_HOME", "/xdg")],
-        Some("/xdg/claij/models"),
-    );
-    check_dir(
-        &[("XDG_CACHE_HOME", ""), ("HOME", "/home/me")],
-        Some("/home/me/.cache/claij/models"),
-    );
-    check_dir(
-        &[("XDG_CACHE_HOME", "cache"), ("HOME", "/home/me")],
-        Some("/home/me/.cache/claij/models"),
-    );
-    check_dir(&[("HOME", "")], None);
-    // CLAIJ_MODEL_DIR is taken as given; `model_dir` makes it absolute.
-    check_dir(&[("CLAIJ_MODEL_DIR", "models")], Some("models"));
-}
-
-#[test]
-fn model_dir_is_absolute() {
-    assert!(model_dir().is_absolute());
-    assert!(absolute(PathBuf::from("models")).is_absolute());
-}
-
 fn good_stamp() -> Stamp {
     Stamp {
         size: SIZE,

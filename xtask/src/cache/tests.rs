@@ -1,0 +1,78 @@
+//! Where the caches are.
+
+use super::*;
+
+#[track_caller]
+fn check(cache: Cache, vars: &[(&str, &str)], expected: Option<&str>) {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| OsString::from(value))
+    };
+    assert_eq!(
+        cache.resolve(var),
+        expected.map(PathBuf::from),
+        "{cache:?} {vars:?}"
+    );
+}
+
+#[test]
+fn each_cache_follows_its_variable_then_xdg_then_home() {
+    for (cache, own) in [(MODELS, "/models"), (MCP_SERVERS, "/servers")] {
+        let all = [
+            (cache.var, own),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/me"),
+        ];
+        check(cache, &all, Some(own));
+        check(
+            cache,
+            &all[1..],
+            Some(&format!("/xdg/claij/{}", cache.folder)),
+        );
+        check(
+            cache,
+            &all[2..],
+            Some(&format!("/home/me/.cache/claij/{}", cache.folder)),
+        );
+        check(cache, &[], None);
+    }
+}
+
+#[test]
+fn empty_variables_and_a_relative_xdg_cache_home_are_skipped() {
+    for cache in [MODELS, MCP_SERVERS] {
+        let home = format!("/home/me/.cache/claij/{}", cache.folder);
+        check(
+            cache,
+            &[(cache.var, ""), ("XDG_CACHE_HOME", "/xdg")],
+            Some(&format!("/xdg/claij/{}", cache.folder)),
+        );
+        check(
+            cache,
+            &[("XDG_CACHE_HOME", ""), ("HOME", "/home/me")],
+            Some(&home),
+        );
+        check(
+            cache,
+            &[("XDG_CACHE_HOME", "cache"), ("HOME", "/home/me")],
+            Some(&home),
+        );
+        check(cache, &[("HOME", "")], None);
+        // The variable is taken as given; `dir` makes it absolute.
+        check(cache, &[(cache.var, "rel")], Some("rel"));
+    }
+    // One cache's variable is not the other's.
+    check(
+        MCP_SERVERS,
+        &[("CLAIJ_MODEL_DIR", "/models"), ("HOME", "/home/me")],
+        Some("/home/me/.cache/claij/mcp-servers"),
+    );
+}
+
+#[test]
+fn dirs_are_absolute() {
+    assert!(MODELS.dir().is_absolute());
+    assert!(MCP_SERVERS.dir().is_absolute());
+    assert!(absolute(PathBuf::from("models")).is_absolute());
+}
