@@ -206,6 +206,28 @@ pub(crate) fn redact_url(url: &str) -> String {
     }
 }
 
+/// `text` with every `http(s)://` URL in it redacted as [`redact_url`] does (messages of the HTTP
+/// stack quote the URL they failed on, query string included).
+pub(crate) fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = ["http://", "https://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme))
+        .min()
+    {
+        out.push_str(&rest[..start]);
+        let url = &rest[start..];
+        let end = url
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>' | ']'))
+            .unwrap_or(url.len());
+        out.push_str(&redact_url(&url[..end]));
+        rest = &url[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl McpConfig {
     /// Parses a configuration file's text.
     ///

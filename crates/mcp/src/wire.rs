@@ -92,7 +92,8 @@ impl Connection {
             ServerConfig::Http(http) => {
                 let transport = http_transport(server, http, options)?;
                 let running =
-                    handshake_no_child(server, options, handler, transport, lifecycle).await?;
+                    handshake_no_child(server, &http.url, options, handler, transport, lifecycle)
+                        .await?;
                 (running, None)
             }
             #[cfg(not(feature = "http"))]
@@ -440,7 +441,7 @@ impl Connection {
                 server,
                 method: method.to_owned(),
                 code: 0,
-                message: other.to_string(),
+                message: tidy(&crate::config::redact_urls(&other.to_string())),
             },
         }
     }
@@ -530,7 +531,7 @@ async fn handshake(
         Ok(Ok(running)) => Ok(running),
         Ok(Err(err)) => {
             child.kill_group();
-            let mut message = err.to_string();
+            let mut message = tidy(&err.to_string());
             if let Some(tail) = child.stderr_tail().last() {
                 message.push_str(&format!(" (last stderr line: {tail})"));
             }
@@ -553,6 +554,7 @@ async fn handshake(
 #[cfg(feature = "http")]
 async fn handshake_no_child<T, E, A>(
     server: &str,
+    url: &str,
     options: &ClientOptions,
     handler: handler::Handler,
     transport: T,
@@ -569,9 +571,13 @@ where
     .await
     {
         Ok(Ok(running)) => Ok(running),
+        // The transport's message may quote the URL: never its query string or user info.
         Ok(Err(err)) => Err(Error::Handshake {
             server: server.to_owned(),
-            message: err.to_string(),
+            message: tidy(&crate::config::redact_urls(
+                &err.to_string()
+                    .replace(url, &crate::config::redact_url(url)),
+            )),
         }),
         Err(_) => Err(Error::Timeout {
             server: server.to_owned(),
@@ -619,6 +625,18 @@ fn http_transport(
     Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
         config,
     ))
+}
+
+/// An rmcp error message without the Rust type names it embeds (`Transport [rmcp::...<...>]`).
+fn tidy(message: &str) -> String {
+    let mut out = message.to_owned();
+    while let Some(start) = out.find(" [rmcp::") {
+        let Some(len) = out[start..].find(']') else {
+            break;
+        };
+        out.replace_range(start..start + len + 1, "");
+    }
+    out
 }
 
 fn to_values<T: serde::Serialize>(

@@ -328,3 +328,16 @@ fn roots() {
     let hooks = config.hooks(crate::hooks::Hooks::default());
     assert_eq!(hooks.roots, [crate::hooks::Root::dir("/srv")]);
 }
+
+#[test]
+fn urls_in_messages_lose_their_secrets() {
+    let message = "error sending request for url (http://127.0.0.1:4/mcp?token=s3cr3t), when \
+                   sending to https://ada:s3cr3t@example.invalid/x#frag and 'http://h/p?q=s3cr3t'";
+    let redacted = super::redact_urls(message);
+    assert_eq!(
+        redacted,
+        "error sending request for url (http://127.0.0.1:4/mcp), when sending to \
+         https://<redacted>@example.invalid/x and 'http://h/p'"
+    );
+    assert_eq!(super::redact_urls("no url here"), "no url here");
+}

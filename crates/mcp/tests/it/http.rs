@@ -257,3 +257,33 @@ async fn fetch_reads_a_local_page_when_allowed() {
     assert!(no.text().contains("--allow-private-ips"), "{no}");
     tokio::join!(allowed.close(), refused.close());
 }
+
+/// A server that cannot be reached fails the connection with an error that names the server and
+/// never the URL's user info or query string (where tokens hide).
+#[tokio::test]
+async fn an_unreachable_url_is_an_error_without_its_secrets() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The listener is dropped: nothing answers on the port.
+    let url = format!("http://ada:hunter2@127.0.0.1:{port}/mcp?token=s3cr3t");
+    let mut options = ClientOptions::default();
+    options.connect_timeout = Duration::from_secs(5);
+    let started = Instant::now();
+    let err = McpClient::connect("remote", HttpServer::new(url), options)
+        .await
+        .unwrap_err();
+    let shown = format!("{err} / {err:?}");
+    assert_eq!(err.server(), Some("remote"), "{shown}");
+    assert!(
+        !shown.contains("s3cr3t") && !shown.contains("hunter2"),
+        "{shown}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+}
