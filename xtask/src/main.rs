@@ -9,6 +9,7 @@ mod bench;
 mod cache;
 mod cmd;
 mod demo;
+mod integration;
 mod invariants;
 mod mcp_servers;
 mod metadata;
@@ -57,6 +58,20 @@ commands:
                               dev with --dev), hold a two-turn conversation with the local model
                               (`claij ask --llm local --interceptors memory --memory FILE`), then
                               repair and validate the messy replies in examples/
+  integration --llm MODEL [--llm MODEL...] [--suite SUITE...] [--yes] [--dry-run] [--out DIR]
+                              the live suites (memory, tools, mcp, retry, fsm, citations; default
+                              all) against real models: prints the plan, the estimated calls,
+                              tokens and cost, and, unless every model is `local`, waits for ENTER
+                              (Ctrl-C aborts, nothing sent); then builds claij (release; $CLAIJ_BIN
+                              overrides), runs `claij suite run` per model and suite, and writes
+                              compat-matrix.md and .json and appends compat-history.jsonl in DIR
+                              (default target/claij); exits 1 if any test failed
+                                --llm MODEL  an alias (gemini-flash, claude-sonnet, claude-opus,
+                                             gpt-5, grok, llama-maverick, kimi, qwen-7b), local,
+                                             PROVIDER:MODEL, or all (every alias); repeatable
+                                --yes        run without asking (without a terminal, paid
+                                             models need it: otherwise exit 2)
+                                --dry-run    print the plan and exit 0
   invariants                  only the dependency invariants step of `test`
   help                        this text
 ";
@@ -88,6 +103,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "test" => test::run(rest),
         "bench" => bench::run(rest),
         "demo" => demo::run(rest),
+        "integration" => integration::run(rest),
         "model" => model::run(rest),
         "mcp-servers" => mcp_servers::run(rest),
         "invariants" => match rest.first() {

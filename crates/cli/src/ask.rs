@@ -15,13 +15,17 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
+use std::io::IsTerminal as _;
+
+use claij_interceptors::builtin::citations::{Citations, Document};
+use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::{Chain, Config, Error, Pipeline, StructuredMode};
+use claij_mcp::{ClientOptions, McpInterceptor, Services};
 
 use crate::Status;
 use crate::input;
 
-use self::llm::Llm;
 use self::session::Session;
 
 /// Arguments of `claij ask`.
@@ -29,14 +33,21 @@ use self::session::Session;
 pub struct Args {
     /// What to ask.
     prompt: String,
+    #[command(flatten)]
+    options: Options,
+}
+
+/// What `claij ask` and `claij chat` share: the model, the schema, the interceptors, the knobs.
+#[derive(Debug, clap::Args)]
+pub struct Options {
     /// The response schema (a JSON Schema file); default the base response schema (`answer`, `state`).
     #[arg(long, short, value_name = "FILE")]
     schema: Option<String>,
-    /// The model: `local` (the embedded model) or PROVIDER:MODEL, PROVIDER one of openrouter, openai,
-    /// anthropic, gemini. Default: openrouter:google/gemini-2.5-flash when OPENROUTER_API_KEY is set,
-    /// else local.
-    #[arg(long, value_name = "local|PROVIDER:MODEL", value_parser = llm::parse)]
-    llm: Option<Llm>,
+    /// The model: an alias (`claij config show` lists them; `local` is the embedded model) or
+    /// PROVIDER:MODEL, PROVIDER one of openrouter, openai, anthropic, gemini. Default: the
+    /// configuration's `defaults.llm`, else gemini-flash when OPENROUTER_API_KEY is set, else local.
+    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
+    llm: Option<String>,
     /// The local model's GGUF file; default SmolLM2-135M-Instruct.Q4_1.gguf in the model cache
     /// ($CLAIJ_MODEL_DIR, else $XDG_CACHE_HOME/claij/models, else ~/.cache/claij/models).
     #[arg(long, value_name = "FILE")]
@@ -49,11 +60,13 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     memory: Option<PathBuf>,
     /// How the schema reaches the model.
-    #[arg(long, value_enum, default_value_t = Mode::Auto)]
-    mode: Mode,
+    /// Default: the configuration's `defaults.mode`, else auto.
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
     /// Retries after the first attempt when a reply is invalid.
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    max_retries: usize,
+    /// Default: the configuration's `defaults.max_retries`, else 3.
+    #[arg(long, value_name = "N")]
+    max_retries: Option<usize>,
     /// Token limit per attempt.
     #[arg(long, value_name = "N")]
     max_tokens: Option<u32>,
@@ -66,6 +79,17 @@ pub struct Args {
     /// Threads the local model computes with (default: the physical cores).
     #[arg(long, value_name = "N")]
     threads: Option<NonZeroUsize>,
+    /// Ask for the standard response (the `citations` interceptor: the answer plus `metadata` on its
+    /// sources); on a terminal it is rendered for people, `--json` keeps the raw value.
+    #[arg(long)]
+    standard: bool,
+    /// A note the model may cite (with `--standard` or `--interceptors citations`), repeatable: its
+    /// id is `note-N` in order, its title the file name.
+    #[arg(long, value_name = "FILE")]
+    note: Vec<PathBuf>,
+    /// With `--interceptors mcp`: the project whose services and tools the model may use.
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
     /// Print `{"value", "attempts", "usage", "elapsed_ms"}` on stdout; stderr only for errors.
     #[arg(long)]
     json: bool,
@@ -76,6 +100,12 @@ pub struct Args {
 enum Interceptor {
     /// Every reply carries a `summary`; later turns are reminded of them.
     Memory,
+    /// The standard response: the answer with `metadata` on the notes and sources it uses.
+    Citations,
+    /// Every reply may carry `eval`: Rhai expressions run in a sandbox, results on the next turn.
+    Eval,
+    /// The tools of the configuration's MCP servers (`mcpServers`), called through `mcp_calls`.
+    Mcp,
 }
 
 /// `--mode`: how the schema reaches the model.
@@ -94,86 +124,333 @@ enum Mode {
 impl Args {
     /// `--threads`: the process sets it in the environment before any thread starts.
     pub fn threads(&self) -> Option<NonZeroUsize> {
+        self.options.threads
+    }
+}
+
+impl Options {
+    /// `--threads`.
+    pub fn threads(&self) -> Option<NonZeroUsize> {
         self.threads
     }
 }
 
 /// Asks once; exit 0 with a valid answer, 1 when every attempt was invalid.
 pub fn run(args: &Args) -> Result<Status> {
-    let base = match &args.schema {
-        Some(path) => {
-            let schema = input::read_json(path)?;
-            claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
-            Some(schema)
-        }
-        None => None,
-    };
-    let session = match &args.memory {
-        Some(path) => Session::load(path)?,
-        None => Session::default(),
-    };
-    let opened = llm::open(args.llm.as_ref(), args.model_path.as_deref())?;
-    if let Some(notice) = &opened.notice
-        && !args.json
-    {
-        report::notice(notice)?;
-    }
-    let mut pipeline = Pipeline::new(opened.backend, config(args, opened.model), chain(args));
-    if base.is_some() {
-        pipeline = pipeline.with_base_schema(base);
-    }
-    let mut ctx = session.into_context();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let started = Instant::now();
-    let result = runtime.block_on(pipeline.ask(&mut ctx, &args.prompt));
-    let elapsed = started.elapsed();
-    match result {
+    let mut conversation = Conversation::open(&args.options)?;
+    let (result, elapsed) = conversation.turn(&args.prompt);
+    let status = match result {
         Ok(answer) => {
-            if let Some(path) = &args.memory {
-                Session::of(&ctx).save(path)?;
-            }
-            report::answer(&answer, elapsed, args.json)?;
+            conversation.save()?;
+            conversation.print_answer(&answer, elapsed)?;
             Ok(Status::Ok)
         }
         Err(Error::RetriesExhausted(exhausted)) => {
-            report::exhausted(&exhausted, elapsed, args.json)?;
+            report::exhausted(&exhausted, elapsed, args.options.json)?;
             Ok(Status::Invalid)
         }
         Err(e) => Err(e.into()),
+    };
+    conversation.close();
+    status
+}
+
+/// An open conversation: the backend, the pipeline, its context, the MCP services it started.
+pub(crate) struct Conversation<'a> {
+    options: &'a Options,
+    runtime: tokio::runtime::Runtime,
+    pipeline: Pipeline,
+    /// What the model is told and remembers, carried from turn to turn.
+    pub ctx: claij_interceptors::Context,
+    services: Option<Services>,
+    /// Whether replies are standard responses (rendered for people on a terminal).
+    standard: bool,
+}
+
+impl<'a> Conversation<'a> {
+    /// Reads the schema, the conversation file and the configuration, opens the backend and starts
+    /// the MCP servers `--interceptors mcp` needs.
+    pub(crate) fn open(options: &'a Options) -> Result<Self> {
+        Self::open_with(options, &[])
+    }
+
+    /// [`Conversation::open`] for `claij chat`: the memory interceptor unless `--interceptors` says
+    /// otherwise.
+    pub(crate) fn open_chat(options: &'a Options) -> Result<Self> {
+        Self::open_with(options, &[Interceptor::Memory])
+    }
+
+    fn open_with(options: &'a Options, default_interceptors: &[Interceptor]) -> Result<Self> {
+        let base = match &options.schema {
+            Some(path) => {
+                let schema = input::read_json(path)?;
+                claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
+                Some(schema)
+            }
+            None => None,
+        };
+        let session = match &options.memory {
+            Some(path) => Session::load(path)?,
+            None => Session::default(),
+        };
+        let settings = crate::config::Config::load()?;
+        let opened = llm::open(
+            options.llm.as_deref(),
+            options.model_path.as_deref(),
+            &settings,
+        )?;
+        if let Some(notice) = &opened.notice
+            && !options.json
+        {
+            report::notice(notice)?;
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let names = interceptors(options, default_interceptors);
+        let services = if names.contains(&Interceptor::Mcp) {
+            Some(runtime.block_on(mcp_services(options, &settings))?)
+        } else {
+            None
+        };
+        let notes = notes(&options.note)?;
+        let measured = matrix_choice(options, &opened.model, &settings.defaults);
+        if let Some(choice) = &measured
+            && !options.json
+        {
+            report::notice(&format!(
+                "compatibility matrix: {} with {} retries for {} ({})",
+                match choice.mode {
+                    Some(StructuredMode::Native) => "native output",
+                    Some(StructuredMode::Tool) => "a forced tool",
+                    Some(StructuredMode::Prompted) => "the schema in the prompt",
+                    _ => "auto mode",
+                },
+                choice.max_retries,
+                choice.model,
+                choice.why
+            ))?;
+        }
+        let knobs = config(options, opened.model, &settings.defaults, measured.as_ref());
+        let (chain, citations) = chain(&names, services.as_ref(), notes);
+        let mut pipeline = Pipeline::new(opened.backend, knobs, chain);
+        if let Some(citations) = citations {
+            pipeline = pipeline.with_check("citations", citations.check());
+        }
+        if base.is_some() {
+            pipeline = pipeline.with_base_schema(base);
+        }
+        Ok(Self {
+            options,
+            runtime,
+            pipeline,
+            ctx: session.into_context(),
+            services,
+            standard: names.contains(&Interceptor::Citations),
+        })
+    }
+
+    /// One turn: the answer or why there is none, and how long it took.
+    pub(crate) fn turn(
+        &mut self,
+        prompt: &str,
+    ) -> (
+        Result<claij_interceptors::Answer, Error>,
+        std::time::Duration,
+    ) {
+        let started = Instant::now();
+        let result = self
+            .runtime
+            .block_on(self.pipeline.ask(&mut self.ctx, prompt));
+        (result, started.elapsed())
+    }
+
+    /// Writes the conversation file, if there is one.
+    pub(crate) fn save(&self) -> Result<()> {
+        match &self.options.memory {
+            Some(path) => Session::of(&self.ctx).save(path),
+            None => Ok(()),
+        }
+    }
+
+    /// Prints a valid answer: the standard response rendered for people on a terminal, else the
+    /// value (or the `--json` report).
+    pub(crate) fn print_answer(
+        &self,
+        answer: &claij_interceptors::Answer,
+        elapsed: std::time::Duration,
+    ) -> Result<()> {
+        if self.standard && !self.options.json && std::io::stdout().is_terminal() {
+            report::rendered(answer, elapsed)
+        } else {
+            report::answer(answer, elapsed, self.options.json)
+        }
+    }
+
+    /// Whether `--json` was given.
+    pub(crate) fn json(&self) -> bool {
+        self.options.json
+    }
+
+    /// Stops the MCP servers it started.
+    pub(crate) fn close(self) {
+        if let Some(services) = &self.services {
+            self.runtime.block_on(services.close());
+        }
     }
 }
 
-/// The pipeline's knobs from the arguments.
-fn config(args: &Args, model: String) -> Config {
+/// One line for a turn: attempts, tokens, time and cost.
+pub(crate) fn summary_line(
+    answer: &claij_interceptors::Answer,
+    elapsed: std::time::Duration,
+) -> String {
+    report::total_line(&answer.attempts, answer.usage, elapsed)
+}
+
+/// The pipeline's knobs from the options.
+fn config(
+    options: &Options,
+    model: String,
+    defaults: &crate::config::Defaults,
+    measured: Option<&crate::models::Choice>,
+) -> Config {
     let mut config = Config::new(model);
-    config.max_retries = args.max_retries;
-    config.structured = match args.mode {
-        Mode::Auto => StructuredMode::Auto,
-        Mode::Native => StructuredMode::Native,
-        Mode::Tool => StructuredMode::Tool,
-        Mode::Prompted => StructuredMode::Prompted,
+    config.max_retries = options
+        .max_retries
+        .or(defaults.max_retries)
+        .or(measured.map(|c| c.max_retries))
+        .unwrap_or(3);
+    config.structured = match options.mode {
+        Some(Mode::Auto) => StructuredMode::Auto,
+        Some(Mode::Native) => StructuredMode::Native,
+        Some(Mode::Tool) => StructuredMode::Tool,
+        Some(Mode::Prompted) => StructuredMode::Prompted,
+        None => defaults
+            .mode
+            .or(measured.and_then(|c| c.mode))
+            .unwrap_or_default(),
     };
-    config.max_tokens = args.max_tokens;
-    config.temperature = args.temperature;
-    config.seed = args.seed;
+    config.max_tokens = options.max_tokens;
+    config.temperature = options.temperature;
+    config.seed = options.seed;
     config
 }
 
-/// The interceptors named by `--interceptors`, in order, each once.
-fn chain(args: &Args) -> Chain {
-    let mut chain = Chain::new();
-    let mut added = Vec::new();
-    for &name in &args.interceptors {
-        if added.contains(&name) {
-            continue;
-        }
-        added.push(name);
-        match name {
-            Interceptor::Memory => chain.push(Memory::default()),
+/// What the compatibility matrix chooses for this model, when it measured it and neither the
+/// options nor the configuration's defaults set the mode and the retries themselves.
+fn matrix_choice(
+    options: &Options,
+    model: &str,
+    defaults: &crate::config::Defaults,
+) -> Option<crate::models::Choice> {
+    let decided = (options.mode.is_some() || defaults.mode.is_some())
+        && (options.max_retries.is_some() || defaults.max_retries.is_some());
+    if decided {
+        return None;
+    }
+    let matrix = crate::models::read(&crate::models::default_path()?).ok()?;
+    let mut names = vec![model];
+    if let Some(llm) = options.llm.as_deref() {
+        names.push(llm);
+    }
+    crate::models::choice_for(&matrix, &names)
+}
+
+/// The interceptors to run, in order, each once: `--interceptors` (or `defaults` without it), then
+/// `citations` for `--standard`.
+fn interceptors(options: &Options, defaults: &[Interceptor]) -> Vec<Interceptor> {
+    let given = if options.interceptors.is_empty() {
+        defaults
+    } else {
+        &options.interceptors
+    };
+    let mut names: Vec<Interceptor> = Vec::new();
+    for &name in given {
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
-    chain
+    if options.standard && !names.contains(&Interceptor::Citations) {
+        names.push(Interceptor::Citations);
+    }
+    names
+}
+
+/// The chain for `names`, and the citations interceptor (for its check) when there is one.
+fn chain(
+    names: &[Interceptor],
+    services: Option<&Services>,
+    notes: Vec<Document>,
+) -> (Chain, Option<Citations>) {
+    let mut chain = Chain::new();
+    let mut citations = None;
+    for name in names {
+        match name {
+            Interceptor::Memory => chain.push(Memory::default()),
+            Interceptor::Citations => {
+                let interceptor = Citations::new(notes.clone());
+                citations = Some(interceptor.clone());
+                chain.push(interceptor);
+            }
+            Interceptor::Eval => chain.push(Eval::new()),
+            Interceptor::Mcp => {
+                if let Some(services) = services {
+                    chain.push(McpInterceptor::new(services.clone()));
+                }
+            }
+        }
+    }
+    (chain, citations)
+}
+
+/// `--note` files as documents: `note-1`, `note-2`... titled by their file names.
+fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
+    paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let content = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let title = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            Ok(Document::new(format!("note-{}", i + 1), title, content))
+        })
+        .collect()
+}
+
+/// The configuration's MCP servers, started, seen through `--project`.
+async fn mcp_services(options: &Options, settings: &crate::config::Config) -> Result<Services> {
+    let Some(mcp) = &settings.mcp else {
+        anyhow::bail!(
+            "--interceptors mcp needs MCP servers: add `[mcpServers.NAME]` tables to the configuration ({})",
+            settings
+                .path
+                .as_ref()
+                .map_or_else(|| "none read".to_owned(), |p| p.display().to_string())
+        );
+    };
+    let project = match &options.project {
+        None => None,
+        Some(name) => Some(
+            mcp.project(name)
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("no project `{name}` in the configuration"))?,
+        ),
+    };
+    let mut selected = mcp.clone();
+    if let Some(project) = &project {
+        selected
+            .servers
+            .retain(|name, _| project.services.contains(name));
+    }
+    let hooks = mcp.hooks(claij_mcp::Hooks::default());
+    let services = Services::connect(&selected, ClientOptions::default().with_hooks(hooks)).await?;
+    Ok(match project {
+        Some(project) => services.with_project(project),
+        None => services,
+    })
 }

@@ -12,11 +12,15 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ask;
+mod chat;
+mod config;
 mod fsm;
 mod input;
 mod mcp;
+mod models;
 mod repair;
 mod schema;
+mod suite;
 mod validate;
 
 /// Every LLM reply a validated JSON document.
@@ -32,6 +36,12 @@ enum Command {
     /// Ask a model; the answer is a JSON document valid against the schema (exit 0 valid, 1 no valid
     /// reply within the retries, 2 usage, configuration or backend error).
     Ask(ask::Args),
+    /// Talk with a model, a turn per line; every reply validated, the memory interceptor on (exit 0,
+    /// or 1 when the last turn got no valid reply).
+    Chat(chat::Args),
+    /// What the compatibility matrix (`cargo xtask integration`) makes claij choose for each
+    /// measured model: structured-output mode and retry budget, and why.
+    Models(models::Args),
     /// Validate a JSON instance against a schema (exit 0 valid, 1 invalid, 2 usage or IO error).
     Validate(validate::Args),
     /// Recover a JSON value from an LLM reply on stdin: extract, repair, and with --schema coerce and validate.
@@ -45,6 +55,12 @@ enum Command {
     /// List the MCP servers of a configuration file and their tools; call a tool.
     #[command(subcommand)]
     Mcp(mcp::Command),
+    /// Show the configuration (`$CLAIJ_CONFIG`, else `~/.config/claij/config.toml`), secrets redacted.
+    #[command(subcommand)]
+    Config(config::Command),
+    /// The live integration suites (only `cargo xtask integration` runs them: they call real models).
+    #[command(subcommand, hide = true)]
+    Suite(suite::Command),
 }
 
 /// How a command ended, when it did not fail outright.
@@ -69,18 +85,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Command::Ask(args) = &cli.command
-        && let Some(threads) = args.threads()
-    {
+    let threads = match &cli.command {
+        Command::Ask(args) => args.threads(),
+        Command::Chat(args) => args.threads(),
+        _ => None,
+    };
+    if let Some(threads) = threads {
         set_compute_threads(threads);
     }
     let result = match &cli.command {
         Command::Ask(args) => ask::run(args),
+        Command::Chat(args) => chat::run(args),
+        Command::Models(args) => models::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Repair(args) => repair::run(args),
         Command::Schema(cmd) => schema::run(cmd),
         Command::Fsm(cmd) => fsm::run(cmd),
         Command::Mcp(cmd) => mcp::run(cmd),
+        Command::Config(cmd) => config::run(cmd),
+        Command::Suite(cmd) => suite::run(cmd),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,

@@ -54,8 +54,8 @@ pub struct Common {
     project: Option<String>,
     /// Answer servers' sampling requests with this model: `local` or PROVIDER:MODEL (as `ask --llm`);
     /// without it, sampling is not offered. Elicitations are declined.
-    #[arg(long, value_name = "LLM", value_parser = crate::ask::llm::parse)]
-    sampling_llm: Option<crate::ask::llm::Llm>,
+    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
+    sampling_llm: Option<String>,
 }
 
 /// Runs a `claij mcp` subcommand.
@@ -221,7 +221,8 @@ async fn connect(common: &Common, only: Option<&str>) -> Result<(McpConfig, Serv
     }
     let mut hooks = Hooks::default();
     if let Some(llm) = &common.sampling_llm {
-        let opened = crate::ask::llm::open(Some(llm), None)?;
+        let opened =
+            crate::ask::llm::open(Some(llm.as_str()), None, &crate::config::Config::load()?)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     let options = ClientOptions::default().with_hooks(config.hooks(hooks));

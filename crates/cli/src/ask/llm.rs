@@ -1,15 +1,18 @@
-//! Which backend `claij ask` talks to: `--llm`, the provider keys in the environment, the local model.
+//! Which backend `claij ask` talks to: `--llm` (resolved with the configuration's aliases), the
+//! provider keys in the environment, the local model.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
 use claij_backends::local::{DEFAULT_MODEL_FILE, LocalBackend};
-use claij_backends::{Anthropic, ApiKey, Backend, Gemini, OpenAi, OpenRouter};
+use claij_backends::{
+    Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, OpenAi, OpenRouter,
+};
 
-/// The model used when no `--llm` is given and `OPENROUTER_API_KEY` is set.
-pub const DEFAULT_OPENROUTER_MODEL: &str = "google/gemini-2.5-flash";
+use crate::config::{Config, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved};
 
 /// A `--llm` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +26,16 @@ pub enum Llm {
         /// The model id, as the provider knows it.
         model: String,
     },
+}
+
+impl fmt::Display for Llm {
+    /// `local` or `provider:model`, as `--llm` takes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Llm::Local => f.write_str("local"),
+            Llm::Remote { provider, model } => write!(f, "{}:{model}", provider.name()),
+        }
+    }
 }
 
 /// The providers `--llm PROVIDER:MODEL` can name.
@@ -45,7 +58,8 @@ pub struct Opened {
 }
 
 impl Provider {
-    const ALL: [Provider; 4] = [
+    /// Every provider, in the order messages list them.
+    pub const ALL: [Provider; 4] = [
         Provider::OpenRouter,
         Provider::OpenAi,
         Provider::Anthropic,
@@ -72,12 +86,13 @@ impl Provider {
         }
     }
 
-    fn backend(self, key: ApiKey) -> Arc<dyn Backend> {
+    /// The backend, at `base_url` when the configuration sets one.
+    fn backend(self, key: ApiKey, base_url: Option<&str>) -> Arc<dyn Backend> {
         match self {
-            Provider::OpenRouter => Arc::new(OpenRouter::new(key)),
-            Provider::OpenAi => Arc::new(OpenAi::new(key)),
-            Provider::Anthropic => Arc::new(Anthropic::new(key)),
-            Provider::Gemini => Arc::new(Gemini::new(key)),
+            Provider::OpenRouter => at(OpenRouter::new(key), base_url),
+            Provider::OpenAi => at(OpenAi::new(key), base_url),
+            Provider::Anthropic => at(Anthropic::new(key), base_url),
+            Provider::Gemini => at(Gemini::new(key), base_url),
         }
     }
 }
@@ -109,27 +124,64 @@ pub fn parse(text: &str) -> Result<Llm, String> {
     })
 }
 
-/// Opens the backend `--llm` names. Without `--llm`: the local model if `--model-path` is given,
-/// else OpenRouter when its key is set, else the local model (claij needs no key to answer).
-pub fn open(llm: Option<&Llm>, model_path: Option<&Path>) -> Result<Opened> {
-    match (llm, model_path) {
-        (Some(Llm::Local), _) => open_local(model_path, None),
-        (Some(Llm::Remote { provider, model }), None) => open_remote(*provider, model, None),
-        (Some(Llm::Remote { provider, .. }), Some(_)) => bail!(
+/// Opens the backend `--llm` names (an alias, `local` or `provider:model`, resolved with `config`).
+/// Without `--llm`: the local model if `--model-path` is given, else the configuration's default
+/// model, else OpenRouter's default model when its key is set, else the local model (claij needs no
+/// key to answer).
+pub fn open<S: AsRef<str> + ?Sized>(
+    llm: Option<&S>,
+    model_path: Option<&Path>,
+    config: &Config,
+) -> Result<Opened> {
+    let resolved = match llm {
+        Some(text) => Some(resolve(config, text.as_ref())?),
+        None => None,
+    };
+    open_resolved(resolved, model_path, config)
+}
+
+fn resolve(config: &Config, text: &str) -> Result<Resolved> {
+    config.resolve(text).map_err(anyhow::Error::msg)
+}
+
+fn open_resolved(
+    resolved: Option<Resolved>,
+    model_path: Option<&Path>,
+    config: &Config,
+) -> Result<Opened> {
+    let (resolved, why) = match (resolved, model_path) {
+        (Some(resolved), _) => (resolved, None),
+        (None, Some(_)) => return open_local(model_path, Some("--model-path")),
+        (None, None) => match &config.defaults.llm {
+            Some(text) => {
+                let why = "defaults.llm in the configuration".to_owned();
+                (resolve(config, text)?, Some(why))
+            }
+            None => {
+                let openrouter = config.provider(Provider::OpenRouter);
+                if key(&openrouter.api_key_env)?.is_none() {
+                    return open_local(None, Some("no provider key set"))
+                        .context("no provider key is set, so claij uses the local model");
+                }
+                let why = format!("{} is set", openrouter.api_key_env);
+                (resolve(config, DEFAULT_REMOTE_ALIAS)?, Some(why))
+            }
+        },
+    };
+    match (resolved.llm, model_path) {
+        (Llm::Local, _) => open_local(model_path, why.as_deref()),
+        (Llm::Remote { provider, model }, None) => {
+            let remote = Remote {
+                settings: config.provider(provider),
+                model: &model,
+                name: &resolved.name,
+            };
+            open_remote(&remote, why.as_deref())
+        }
+        (Llm::Remote { provider, .. }, Some(_)) => bail!(
             "--model-path is for the local model, not {}: drop it or use --llm local",
             provider.name()
         ),
-        (None, Some(_)) => open_local(model_path, Some("--model-path")),
-        (None, None) => {
-            let openrouter = Provider::OpenRouter;
-            if key(openrouter)?.is_some() {
-                let why = format!("{} is set", openrouter.key_var());
-                open_remote(openrouter, DEFAULT_OPENROUTER_MODEL, Some(&why))
-            } else {
-                open_local(None, Some("no provider key set"))
-                    .context("no provider key is set, so claij uses the local model")
-            }
-        }
     }
 }
 
@@ -162,29 +214,50 @@ fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
     })
 }
 
-fn open_remote(provider: Provider, model: &str, why: Option<&str>) -> Result<Opened> {
-    let Some(key) = key(provider)? else {
+/// A hosted model to open: the provider's settings, the model id, and what the user called it.
+struct Remote<'a> {
+    settings: &'a ProviderSettings,
+    model: &'a str,
+    name: &'a str,
+}
+
+fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
+    let settings = remote.settings;
+    let provider = settings.provider;
+    let model = remote.model;
+    let Some(key) = key(&settings.api_key_env)? else {
+        let target = format!("{}:{model}", provider.name());
+        let also = if remote.name == target {
+            String::new()
+        } else {
+            format!(" ({target})")
+        };
         bail!(
-            "{} is not set: export it to use --llm {}:{model}",
-            provider.key_var(),
-            provider.name()
+            "{} is not set: export it to use --llm {}{also}",
+            settings.api_key_env,
+            remote.name
         );
     };
     Ok(Opened {
-        backend: provider.backend(key),
+        backend: provider.backend(key, settings.base_url.as_deref()),
         model: model.to_owned(),
         notice: why.map(|why| format!("using {}:{model} ({why})", provider.name())),
     })
 }
 
-/// The provider's key from the environment; empty counts as unset. The key is never shown.
-fn key(provider: Provider) -> Result<Option<ApiKey>> {
-    match std::env::var(provider.key_var()) {
+fn at<A: Adapter + 'static>(backend: HttpBackend<A>, base_url: Option<&str>) -> Arc<dyn Backend> {
+    match base_url {
+        Some(url) => Arc::new(backend.with_base_url(url)),
+        None => Arc::new(backend),
+    }
+}
+
+/// A key from the environment variable `var`; empty counts as unset. The key is never shown.
+fn key(var: &str) -> Result<Option<ApiKey>> {
+    match std::env::var(var) {
         Ok(key) if key.trim().is_empty() => Ok(None),
         Ok(key) => Ok(Some(ApiKey::new(key.trim()))),
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            bail!("{} is not valid UTF-8", provider.key_var())
-        }
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{var} is not valid UTF-8"),
     }
 }

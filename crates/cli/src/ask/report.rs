@@ -32,6 +32,23 @@ pub fn answer(answer: &Answer, elapsed: Duration, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// A standard response for people (a terminal): the rendered answer and sources on stdout, the
+/// attempts on stderr.
+pub fn rendered(answer: &Answer, elapsed: Duration) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}",
+        claij_interceptors::builtin::citations::render_for_people(&answer.value).trim_end()
+    )?;
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    for line in attempt_lines(&answer.attempts, answer.usage, elapsed) {
+        writeln!(err, "{line}")?;
+    }
+    Ok(())
+}
+
 /// Retries exhausted: the attempts (or the `--json` report, with a null value), then the last reply's
 /// violations on stderr, one a line.
 pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result<()> {
@@ -65,6 +82,13 @@ pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result
         }
     }
     Ok(())
+}
+
+/// The total line alone: attempts, tokens, time, cost.
+pub fn total_line(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> String {
+    attempt_lines(attempts, usage, elapsed)
+        .pop()
+        .unwrap_or_default()
 }
 
 /// A line per attempt, then the total.

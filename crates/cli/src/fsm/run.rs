@@ -10,15 +10,15 @@ use claij_interceptors::Config;
 use serde_json::{Value, json};
 
 use crate::Status;
-use crate::ask::llm::{self, Llm};
+use crate::ask::llm;
 
 /// Options shared by `run` and `resume`.
 #[derive(Debug, clap::Args)]
 pub struct Options {
-    /// The model for `llm` states: `local` or PROVIDER:MODEL (as `claij ask`); default OpenRouter
-    /// when OPENROUTER_API_KEY is set, else the local model.
-    #[arg(long, value_name = "local|PROVIDER:MODEL", value_parser = llm::parse)]
-    llm: Option<Llm>,
+    /// The model for `llm` states: an alias or PROVIDER:MODEL (as `claij ask`); default the
+    /// configuration's `defaults.llm`, else OpenRouter when its key is set, else the local model.
+    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
+    llm: Option<String>,
     /// The local model's GGUF file.
     #[arg(long, value_name = "FILE")]
     model_path: Option<PathBuf>,
@@ -83,7 +83,11 @@ fn runner(fsm: Fsm, options: &Options) -> Result<Runner> {
             let _ = print_transition(entry);
         });
     if needs_model {
-        let opened = llm::open(options.llm.as_ref(), options.model_path.as_deref())?;
+        let opened = llm::open(
+            options.llm.as_deref(),
+            options.model_path.as_deref(),
+            &crate::config::Config::load()?,
+        )?;
         if let Some(notice) = &opened.notice {
             writeln!(std::io::stderr(), "{notice}")?;
         }

@@ -27,9 +27,9 @@ fn usage_errors_are_one_line() {
         "invalid value 'bogus' for '--mode",
     );
     check(
-        &["ask", "hi", "--llm", "gpt-5"],
+        &["ask", "hi", "--llm", "gpt-6"],
         &[],
-        "expected `local` or PROVIDER:MODEL",
+        "unknown model `gpt-6`: expected an alias",
     );
     check(
         &["ask", "hi", "--llm", "mistral:large"],

@@ -7,9 +7,14 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 mod ask;
+mod ask_wiremock;
+mod chat;
+mod config;
 mod fsm;
 mod local_model;
 mod mcp;
+mod models;
+mod suite;
 
 /// What a run printed and how it ended.
 struct Run {
@@ -25,6 +30,17 @@ fn claij(args: &[&str], stdin: &str) -> Run {
 /// Runs `claij` with environment changes: `(name, Some(value))` sets, `(name, None)` removes.
 fn claij_env(args: &[&str], stdin: &str, env: &[(&str, Option<&str>)]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_claij"));
+    // A developer's own configuration must not change what the tests see: unless a test says where
+    // the configuration is, there is none.
+    if !env
+        .iter()
+        .any(|(name, _)| matches!(*name, "CLAIJ_CONFIG" | "XDG_CONFIG_HOME" | "HOME"))
+    {
+        command.env_remove("CLAIJ_CONFIG").env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join("claij-tests-no-config"),
+        );
+    }
     for (name, value) in env {
         match value {
             Some(value) => command.env(name, value),

@@ -1,0 +1,190 @@
+//! `claij chat`: an interactive conversation, every reply a validated JSON document.
+//!
+//! Each line is a turn through the same pipeline as `claij ask` (the memory interceptor on by
+//! default, so the model is reminded of earlier turns). After each reply: the answer (the standard
+//! response rendered with `--standard`), then on stderr the state, the remembered summary and the
+//! turn's tokens, cost and time. On a terminal the line editor keeps a history (`~/.claij_history`
+//! unless `--no-history`); from a pipe, each line of stdin is a turn. `/memory` shows what is
+//! remembered, `/reset` forgets it, `/quit` (or end of input) ends the conversation, saving it with
+//! `--memory FILE`.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+
+use anyhow::{Context as _, Result};
+use claij_interceptors::Error;
+use serde_json::Value;
+
+use crate::Status;
+use crate::ask::{Conversation, Options};
+
+/// Arguments of `claij chat`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    options: Options,
+    /// Keep no line history on disk.
+    #[arg(long)]
+    no_history: bool,
+}
+
+impl Args {
+    /// `--threads`.
+    pub fn threads(&self) -> Option<std::num::NonZeroUsize> {
+        self.options.threads()
+    }
+}
+
+/// Where a line comes from: the line editor on a terminal, stdin otherwise.
+enum Lines {
+    Editor(Box<rustyline::DefaultEditor>, Option<std::path::PathBuf>),
+    Piped(std::io::StdinLock<'static>),
+}
+
+impl Lines {
+    fn open(history: bool) -> Result<Self> {
+        if !std::io::stdin().is_terminal() {
+            return Ok(Lines::Piped(std::io::stdin().lock()));
+        }
+        let mut editor = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
+        let path = history
+            .then(|| {
+                std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".claij_history"))
+            })
+            .flatten();
+        if let Some(path) = &path {
+            // A missing history file is a first run.
+            let _ = editor.load_history(path);
+        }
+        Ok(Lines::Editor(Box::new(editor), path))
+    }
+
+    /// The next line, `None` at the end of input (Ctrl-D) or on Ctrl-C.
+    fn next(&mut self) -> Result<Option<String>> {
+        match self {
+            Lines::Piped(stdin) => {
+                let mut line = String::new();
+                Ok((stdin.read_line(&mut line)? > 0).then_some(line))
+            }
+            Lines::Editor(editor, _) => match editor.readline("you> ") {
+                Ok(line) => {
+                    let _ = editor.add_history_entry(line.as_str());
+                    Ok(Some(line))
+                }
+                Err(
+                    rustyline::error::ReadlineError::Eof
+                    | rustyline::error::ReadlineError::Interrupted,
+                ) => Ok(None),
+                Err(err) => Err(err).context("cannot read the line"),
+            },
+        }
+    }
+
+    fn save_history(&mut self) {
+        if let Lines::Editor(editor, Some(path)) = self {
+            let _ = editor.save_history(path);
+        }
+    }
+}
+
+/// Runs the conversation until `/quit` or the end of input. Exit 0, or 1 when the last turn got no
+/// valid reply.
+pub fn run(args: &Args) -> Result<Status> {
+    let mut conversation = Conversation::open_chat(&args.options)?;
+    let mut lines = Lines::open(!args.no_history)?;
+    let mut status = Status::Ok;
+    let mut err = std::io::stderr();
+    while let Some(line) = lines.next()? {
+        let prompt = line.trim();
+        match prompt {
+            "" => continue,
+            "/quit" | "/exit" => break,
+            "/memory" => {
+                writeln!(err, "{}", memory_text(&conversation))?;
+                continue;
+            }
+            "/reset" => {
+                conversation.ctx.memory = claij_interceptors::Memory::default();
+                conversation.ctx.turn = 0;
+                writeln!(err, "(memory cleared)")?;
+                continue;
+            }
+            _ => {}
+        }
+        let (result, elapsed) = conversation.turn(prompt);
+        match result {
+            Ok(answer) => {
+                status = Status::Ok;
+                conversation.save()?;
+                if conversation.json() {
+                    conversation.print_answer(&answer, elapsed)?;
+                } else {
+                    print_turn(&answer.value)?;
+                    writeln!(
+                        err,
+                        "  [turn {} · {}]",
+                        conversation.ctx.turn,
+                        crate::ask::summary_line(&answer, elapsed)
+                    )?;
+                }
+            }
+            Err(Error::RetriesExhausted(exhausted)) => {
+                status = Status::Invalid;
+                let n = exhausted.attempts.len();
+                writeln!(
+                    err,
+                    "  (no valid reply after {n} attempt{}; ask again or rephrase)",
+                    if n == 1 { "" } else { "s" }
+                )?;
+            }
+            Err(e) => {
+                lines.save_history();
+                conversation.close();
+                return Err(e.into());
+            }
+        }
+    }
+    lines.save_history();
+    conversation.close();
+    Ok(status)
+}
+
+/// The answer for people: `answer` (or the standard response rendered), then state and summary.
+fn print_turn(value: &Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if value.get("metadata").is_some() {
+        writeln!(
+            out,
+            "{}",
+            claij_interceptors::builtin::citations::render_for_people(value).trim_end()
+        )?;
+    } else {
+        match value.get("answer").and_then(Value::as_str) {
+            Some(answer) => writeln!(out, "{answer}")?,
+            None => writeln!(out, "{}", serde_json::to_string_pretty(value)?)?,
+        }
+    }
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    if let Some(state) = value.get("state").and_then(Value::as_str) {
+        writeln!(err, "  state: {state}")?;
+    }
+    if let Some(summary) = value.get("summary").and_then(Value::as_str) {
+        writeln!(err, "  remembered: {summary}")?;
+    }
+    Ok(())
+}
+
+fn memory_text(conversation: &Conversation<'_>) -> String {
+    let memory = &conversation.ctx.memory;
+    if memory.is_empty() {
+        return "(nothing remembered yet)".to_owned();
+    }
+    let mut text = String::from("remembered:");
+    for (i, summary) in memory.summaries.iter().enumerate() {
+        text.push_str(&format!("\n  {}. {summary}", i + 1));
+    }
+    if let Some(insights) = &memory.insights {
+        text.push_str(&format!("\n  insights: {insights}"));
+    }
+    text
+}

@@ -1,0 +1,471 @@
+//! The configuration file, `config.toml`: providers and the variables holding their keys, model
+//! aliases, defaults, MCP servers and projects; and `claij config show`.
+//!
+//! ```toml
+//! [providers.openrouter]
+//! api_key_env = "OPENROUTER_API_KEY"   # the default
+//! base_url = "http://127.0.0.1:8080/v1" # a proxy or a test double
+//!
+//! [aliases]
+//! fast = "openrouter:google/gemini-2.5-flash"
+//! tiny = "local"
+//!
+//! [defaults]
+//! llm = "claude-sonnet"
+//! max_retries = 2
+//! mode = "auto"
+//!
+//! [mcpServers.fs]
+//! command = "mcp-server-filesystem"
+//! args = ["/srv/docs"]
+//!
+//! [projects.docs]
+//! services = ["fs"]
+//! ```
+//!
+//! Where: `$CLAIJ_CONFIG`, else `$XDG_CONFIG_HOME/claij/config.toml`, else
+//! `$HOME/.config/claij/config.toml`. No file means the defaults; a file named by `CLAIJ_CONFIG` must
+//! exist. Every error names the file, the line and the key path (`providers.openrouter.base_url`).
+
+mod show;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use claij_interceptors::StructuredMode;
+use claij_mcp::McpConfig;
+use toml::{Table, Value};
+
+use crate::ask::llm::{self, Llm, Provider};
+
+pub use self::show::{Command, run};
+
+/// The built-in aliases (the design's model table): name, `provider:model` or `local`.
+pub const BUILTIN_ALIASES: [(&str, &str); 9] = [
+    ("gemini-flash", "openrouter:google/gemini-2.5-flash"),
+    ("claude-sonnet", "openrouter:anthropic/claude-sonnet-4.5"),
+    ("claude-opus", "openrouter:anthropic/claude-opus-4.5"),
+    ("gpt-5", "openrouter:openai/gpt-5.1"),
+    ("grok", "openrouter:x-ai/grok-4.1-fast"),
+    ("llama-maverick", "openrouter:meta-llama/llama-4-maverick"),
+    ("kimi", "openrouter:moonshotai/kimi-k2:free"),
+    ("qwen-7b", "openrouter:qwen/qwen-2.5-7b-instruct"),
+    ("local", "local"),
+];
+
+/// The alias of the default remote model (used without `--llm` when OpenRouter's key is set).
+pub const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
+
+/// The effective configuration: the file's settings over the built-in ones.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file read; `None` when no file exists (the defaults apply).
+    pub path: Option<PathBuf>,
+    /// One entry per provider, in [`Provider::ALL`] order.
+    providers: Vec<ProviderSettings>,
+    /// Every alias, built-in and from the file.
+    aliases: BTreeMap<String, Alias>,
+    /// `[defaults]`.
+    pub defaults: Defaults,
+    /// `mcpServers` and `projects`, when the file has servers.
+    pub mcp: Option<McpConfig>,
+}
+
+/// How to reach one provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// Which provider.
+    pub provider: Provider,
+    /// The environment variable holding its key.
+    pub api_key_env: String,
+    /// Another base URL than the provider's own (a proxy, a compatible server, a test double).
+    pub base_url: Option<String>,
+}
+
+/// What an alias stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alias {
+    /// The model.
+    pub llm: Llm,
+    /// Where it was defined.
+    pub origin: Origin,
+}
+
+/// Where an alias comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// claij's own table.
+    BuiltIn,
+    /// The configuration file (possibly replacing a built-in one).
+    File {
+        /// Whether a built-in alias of that name exists.
+        overrides: bool,
+    },
+}
+
+/// `[defaults]`: what a command uses when its flags do not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Defaults {
+    /// The model (an alias, `local` or `provider:model`), checked when the file is read.
+    pub llm: Option<String>,
+    /// Retries after the first attempt when a reply is invalid.
+    pub max_retries: Option<usize>,
+    /// How the schema reaches the model.
+    pub mode: Option<StructuredMode>,
+}
+
+/// A resolved `--llm` value: the model and the words a message should use for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The model.
+    pub llm: Llm,
+    /// What the user wrote (`gpt-5`, `openai:gpt-5`).
+    pub name: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let providers = Provider::ALL
+            .into_iter()
+            .map(|provider| ProviderSettings {
+                provider,
+                api_key_env: provider.key_var().to_owned(),
+                base_url: None,
+            })
+            .collect();
+        let aliases = BUILTIN_ALIASES
+            .into_iter()
+            .filter_map(|(name, target)| {
+                let llm = llm::parse(target).ok()?;
+                let origin = Origin::BuiltIn;
+                Some((name.to_owned(), Alias { llm, origin }))
+            })
+            .collect();
+        Self {
+            path: None,
+            providers,
+            aliases,
+            defaults: Defaults::default(),
+            mcp: None,
+        }
+    }
+}
+
+impl Config {
+    /// The configuration of this process: the file [`locate`] finds, or the defaults.
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be read or is invalid (named by `CLAIJ_CONFIG` and missing, too).
+    pub fn load() -> Result<Self> {
+        let Some((path, explicit)) = locate(|name| std::env::var_os(name)) else {
+            return Ok(Self::default());
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !explicit => Ok(Self::default()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
+                "CLAIJ_CONFIG names {}, which does not exist",
+                path.display()
+            ),
+            Err(e) => Err(anyhow!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Parses the text of the file at `path` (named in errors).
+    ///
+    /// # Errors
+    ///
+    /// Invalid TOML, an unknown key, a value of the wrong type, an alias or default model that does
+    /// not resolve, invalid MCP servers or projects: `path:line: key.path: what`.
+    pub fn parse(text: &str, path: &Path) -> Result<Self> {
+        let table: Table = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|span| line_at(text, span.start));
+            anyhow!("{}: {}", at(path, line), e.message().trim())
+        })?;
+        let mut config = Self {
+            path: Some(path.to_owned()),
+            ..Self::default()
+        };
+        let fail = |keys: &[&str], message: &str| {
+            let line = line_of(text, keys);
+            anyhow!("{}: {}: {message}", at(path, line), keys.join("."))
+        };
+        for (key, value) in &table {
+            match key.as_str() {
+                "providers" => config.read_providers(value, &fail)?,
+                "aliases" => config.read_aliases(value, &fail)?,
+                "defaults" => config.read_defaults(value, &fail)?,
+                "mcpServers" | "projects" | "roots" => {}
+                other => {
+                    return Err(fail(
+                        &[other],
+                        "unknown key (expected providers, aliases, defaults, mcpServers, projects or roots)",
+                    ));
+                }
+            }
+        }
+        if let Some(llm) = &config.defaults.llm {
+            config
+                .resolve(llm)
+                .map_err(|e| fail(&["defaults", "llm"], &e))?;
+        }
+        config.mcp = read_mcp(&table, &fail)?;
+        Ok(config)
+    }
+
+    /// The settings of `provider`.
+    pub fn provider(&self, provider: Provider) -> &ProviderSettings {
+        let index = Provider::ALL
+            .iter()
+            .position(|p| *p == provider)
+            .unwrap_or(0);
+        &self.providers[index]
+    }
+
+    /// Every provider's settings.
+    pub fn providers(&self) -> &[ProviderSettings] {
+        &self.providers
+    }
+
+    /// Every alias, by name.
+    pub fn aliases(&self) -> &BTreeMap<String, Alias> {
+        &self.aliases
+    }
+
+    /// Resolves a `--llm` value: an alias, `local`, or `provider:model`.
+    ///
+    /// # Errors
+    ///
+    /// A message for the user: the value is neither an alias nor `provider:model`, or names an unknown
+    /// provider.
+    pub fn resolve(&self, text: &str) -> Result<Resolved, String> {
+        let name = text.to_owned();
+        if let Some(alias) = self.aliases.get(text) {
+            return Ok(Resolved {
+                llm: alias.llm.clone(),
+                name,
+            });
+        }
+        if !text.contains(':') {
+            let names: Vec<&str> = self.aliases.keys().map(String::as_str).collect();
+            return Err(format!(
+                "unknown model `{text}`: expected an alias ({}) or PROVIDER:MODEL with PROVIDER one of {}",
+                names.join(", "),
+                provider_names()
+            ));
+        }
+        llm::parse(text).map(|llm| Resolved { llm, name })
+    }
+
+    fn read_providers(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
+        let providers = as_table(value, &["providers"], fail)?;
+        for (name, entry) in providers {
+            let keys = ["providers", name.as_str()];
+            let Some(index) = Provider::ALL.iter().position(|p| p.name() == name) else {
+                return Err(fail(
+                    &keys,
+                    &format!("unknown provider (expected one of {})", provider_names()),
+                ));
+            };
+            let settings = &mut self.providers[index];
+            for (key, value) in as_table(entry, &keys, fail)? {
+                let keys = ["providers", name.as_str(), key.as_str()];
+                match key.as_str() {
+                    "api_key_env" => {
+                        let var = as_str(value, &keys, fail)?;
+                        if var.is_empty() || var.contains(['=', '\0']) {
+                            return Err(fail(
+                                &keys,
+                                "expected the name of an environment variable",
+                            ));
+                        }
+                        settings.api_key_env = var.to_owned();
+                    }
+                    "base_url" => {
+                        let url = as_str(value, &keys, fail)?;
+                        if !(url.starts_with("http://") || url.starts_with("https://")) {
+                            return Err(fail(&keys, "expected an http:// or https:// URL"));
+                        }
+                        settings.base_url = Some(url.trim_end_matches('/').to_owned());
+                    }
+                    _ => {
+                        return Err(fail(
+                            &keys,
+                            "unknown key (expected api_key_env or base_url)",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_aliases(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
+        for (name, target) in as_table(value, &["aliases"], fail)? {
+            let keys = ["aliases", name.as_str()];
+            if name.is_empty() || name.contains(':') {
+                return Err(fail(&keys, "an alias name is non-empty and has no `:`"));
+            }
+            let target = as_str(target, &keys, fail)?;
+            let llm = llm::parse(target).map_err(|e| fail(&keys, &e))?;
+            let overrides = BUILTIN_ALIASES.iter().any(|(n, _)| n == name);
+            let origin = Origin::File { overrides };
+            self.aliases.insert(name.clone(), Alias { llm, origin });
+        }
+        Ok(())
+    }
+
+    fn read_defaults(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
+        for (key, value) in as_table(value, &["defaults"], fail)? {
+            let keys = ["defaults", key.as_str()];
+            match key.as_str() {
+                "llm" => self.defaults.llm = Some(as_str(value, &keys, fail)?.to_owned()),
+                "max_retries" => {
+                    let n = value
+                        .as_integer()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or_else(|| fail(&keys, "expected a non-negative integer"))?;
+                    self.defaults.max_retries = Some(n);
+                }
+                "mode" => {
+                    let mode = match as_str(value, &keys, fail)? {
+                        "auto" => StructuredMode::Auto,
+                        "native" => StructuredMode::Native,
+                        "tool" => StructuredMode::Tool,
+                        "prompted" => StructuredMode::Prompted,
+                        _ => {
+                            return Err(fail(
+                                &keys,
+                                "expected one of auto, native, tool, prompted",
+                            ));
+                        }
+                    };
+                    self.defaults.mode = Some(mode);
+                }
+                _ => {
+                    return Err(fail(
+                        &keys,
+                        "unknown key (expected llm, max_retries or mode)",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The file to read and whether `CLAIJ_CONFIG` named it: `$CLAIJ_CONFIG`, else
+/// `$XDG_CONFIG_HOME/claij/config.toml` (an absolute `XDG_CONFIG_HOME`), else
+/// `$HOME/.config/claij/config.toml`; `None` without any of them. Empty variables count as unset.
+pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf, bool)> {
+    let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(path) = set("CLAIJ_CONFIG") {
+        return Some((path, true));
+    }
+    let base = set("XDG_CONFIG_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| set("HOME").map(|home| home.join(".config")))?;
+    Some((base.join("claij").join("config.toml"), false))
+}
+
+/// Builds an error at a key path.
+type Fail<'a> = dyn Fn(&[&str], &str) -> anyhow::Error + 'a;
+
+fn provider_names() -> String {
+    Provider::ALL.map(Provider::name).join(", ")
+}
+
+fn as_table<'v>(value: &'v Value, keys: &[&str], fail: &Fail<'_>) -> Result<&'v Table> {
+    value
+        .as_table()
+        .ok_or_else(|| fail(keys, &format!("expected a table, found {}", kind(value))))
+}
+
+fn as_str<'v>(value: &'v Value, keys: &[&str], fail: &Fail<'_>) -> Result<&'v str> {
+    value
+        .as_str()
+        .ok_or_else(|| fail(keys, &format!("expected a string, found {}", kind(value))))
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a datetime",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+/// `mcpServers`, `projects` and `roots`, parsed by claij-mcp from their JSON form.
+fn read_mcp(table: &Table, fail: &Fail<'_>) -> Result<Option<McpConfig>> {
+    let mut json = serde_json::Map::new();
+    for key in ["mcpServers", "projects", "roots"] {
+        if let Some(value) = table.get(key) {
+            let value = serde_json::to_value(value).map_err(|e| fail(&[key], &e.to_string()))?;
+            json.insert(key.to_owned(), value);
+        }
+    }
+    if json.is_empty() {
+        return Ok(None);
+    }
+    if !json.contains_key("mcpServers") {
+        json.insert("mcpServers".to_owned(), serde_json::json!({}));
+    }
+    match McpConfig::from_value(&serde_json::Value::Object(json)) {
+        Ok(config) => Ok(Some(config)),
+        Err(claij_mcp::Error::Config { pointer, message }) => {
+            let keys: Vec<String> = pointer
+                .split('/')
+                .filter(|k| !k.is_empty())
+                .map(|k| k.replace("~1", "/").replace("~0", "~"))
+                .collect();
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            Err(fail(&keys, &message))
+        }
+        Err(e) => Err(fail(&["mcpServers"], &e.to_string())),
+    }
+}
+
+/// `path:line`, or `path` when the line is unknown.
+fn at(path: &Path, line: Option<usize>) -> String {
+    match line {
+        Some(line) => format!("{}:{line}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// The 1-based line of byte `offset`.
+fn line_at(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// The line of the value at `keys` (or of the deepest table on the way that exists).
+fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let document = DeTable::parse(text).ok()?;
+    let mut table = document.get_ref();
+    let mut span = None;
+    for key in keys {
+        let (_, value) = table.iter().find(|(k, _)| k.get_ref().as_ref() == *key)?;
+        span = Some(value.span());
+        match value.get_ref() {
+            DeValue::Table(inner) => table = inner,
+            _ => break,
+        }
+    }
+    span.map(|span| line_at(text, span.start))
+}

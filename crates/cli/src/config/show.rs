@@ -1,0 +1,272 @@
+//! `claij config show`: the effective configuration, with every secret left out: keys are named by
+//! their variable (set or not, never the value), URLs lose their query string and user info, MCP
+//! `env` and `headers` values are replaced.
+
+use std::io::Write as _;
+
+use anyhow::Result;
+use claij_interceptors::StructuredMode;
+use claij_mcp::{McpConfig, ServerConfig};
+use serde_json::{Map, Value, json};
+
+use super::{Config, DEFAULT_REMOTE_ALIAS, Origin};
+use crate::Status;
+use crate::ask::llm::Provider;
+
+/// What stands in for a secret.
+pub const REDACTED: &str = "<redacted>";
+
+/// `claij config ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Print the effective configuration (the file, or the defaults), secrets redacted.
+    Show {
+        /// Print it as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `config` command.
+pub fn run(command: &Command) -> Result<Status> {
+    let Command::Show { json } = command;
+    let config = Config::load()?;
+    let is_set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
+    let mut out = std::io::stdout().lock();
+    if *json {
+        writeln!(out, "{:#}", to_json(&config, &is_set))?;
+    } else {
+        for line in to_lines(&config, &is_set) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(Status::Ok)
+}
+
+/// The configuration as JSON; `is_set` says whether a variable is set (its value is never read).
+pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
+    let providers: Map<String, Value> = config
+        .providers()
+        .iter()
+        .map(|p| {
+            let value = json!({
+                "api_key_env": p.api_key_env,
+                "api_key_set": is_set(&p.api_key_env),
+                "base_url": p.base_url.as_deref().map(redact_url),
+            });
+            (p.provider.name().to_owned(), value)
+        })
+        .collect();
+    let aliases: Map<String, Value> = config
+        .aliases()
+        .iter()
+        .map(|(name, alias)| {
+            let value = json!({"target": alias.llm.to_string(), "origin": origin(alias.origin)});
+            (name.clone(), value)
+        })
+        .collect();
+    let defaults = &config.defaults;
+    json!({
+        "path": config.path.as_ref().map(|p| p.display().to_string()),
+        "providers": providers,
+        "aliases": aliases,
+        "defaults": {
+            "llm": defaults.llm,
+            "max_retries": defaults.max_retries,
+            "mode": defaults.mode.map(mode),
+        },
+        "mcpServers": config.mcp.as_ref().map(servers_json).unwrap_or_default(),
+        "projects": config.mcp.as_ref().map(projects_json).unwrap_or_default(),
+    })
+}
+
+/// The configuration for people, a line per setting.
+pub fn to_lines(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut lines = vec![match &config.path {
+        Some(path) => format!("file: {}", path.display()),
+        None => "file: (defaults)".to_owned(),
+    }];
+    lines.push("providers:".to_owned());
+    for p in config.providers() {
+        let set = if is_set(&p.api_key_env) {
+            "set"
+        } else {
+            "not set"
+        };
+        let mut line = format!("  {:<11} key {} ({set})", p.provider.name(), p.api_key_env);
+        if let Some(url) = &p.base_url {
+            line.push_str(&format!(", base_url {}", redact_url(url)));
+        }
+        lines.push(line);
+    }
+    lines.push("aliases:".to_owned());
+    let width = config.aliases().keys().map(String::len).max().unwrap_or(0);
+    for (name, alias) in config.aliases() {
+        let from = match alias.origin {
+            Origin::BuiltIn => "built-in",
+            Origin::File { overrides: false } => "file",
+            Origin::File { overrides: true } => "file, overrides built-in",
+        };
+        lines.push(format!("  {name:<width$}  {}  ({from})", alias.llm));
+    }
+    let defaults = &config.defaults;
+    lines.push("defaults:".to_owned());
+    lines.push(format!(
+        "  llm          {}",
+        defaults.llm.clone().unwrap_or_else(|| format!(
+            "(none: {DEFAULT_REMOTE_ALIAS} when {} is set, else local)",
+            config.provider(Provider::OpenRouter).api_key_env
+        ))
+    ));
+    lines.push(format!(
+        "  max_retries  {}",
+        defaults
+            .max_retries
+            .map_or_else(|| "(none: 3)".to_owned(), |n| n.to_string())
+    ));
+    lines.push(format!(
+        "  mode         {}",
+        defaults.mode.map_or("(none: auto)", mode)
+    ));
+    lines.extend(mcp_lines(config.mcp.as_ref()));
+    lines
+}
+
+/// A URL without its query string, fragment or user info, which may carry secrets.
+pub fn redact_url(url: &str) -> String {
+    let (base, dropped) = match url.find(['?', '#']) {
+        Some(i) => (&url[..i], true),
+        None => (url, false),
+    };
+    let mut out = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(end);
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://{REDACTED}@{host}{path}"),
+                None => base.to_owned(),
+            }
+        }
+        None => base.to_owned(),
+    };
+    if dropped {
+        out.push_str(&format!("?{REDACTED}"));
+    }
+    out
+}
+
+fn mcp_lines(mcp: Option<&McpConfig>) -> Vec<String> {
+    let mut lines = vec!["mcpServers:".to_owned()];
+    let Some(mcp) = mcp else {
+        lines.push("  (none)".to_owned());
+        return lines;
+    };
+    if mcp.servers.is_empty() {
+        lines.push("  (none)".to_owned());
+    }
+    for (name, server) in &mcp.servers {
+        let line = match server {
+            ServerConfig::Stdio(s) => {
+                let mut line = format!("  {name}: stdio `{}", s.command);
+                for arg in &s.args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                line.push('`');
+                if !s.env.is_empty() {
+                    line.push_str(&format!(", env {}", redacted_keys(s.env.keys())));
+                }
+                line
+            }
+            ServerConfig::Http(s) => {
+                let mut line = format!("  {name}: http {}", redact_url(&s.url));
+                if !s.headers.is_empty() {
+                    line.push_str(&format!(", headers {}", redacted_keys(s.headers.keys())));
+                }
+                line
+            }
+            _ => format!("  {name}: (unknown transport)"),
+        };
+        lines.push(line);
+    }
+    if !mcp.projects.is_empty() {
+        lines.push("projects:".to_owned());
+        for (name, project) in &mcp.projects {
+            let tools = project
+                .tools
+                .as_ref()
+                .map_or_else(|| "every tool".to_owned(), |t| t.join(", "));
+            lines.push(format!(
+                "  {name}: services {}; tools {tools}",
+                project.services.join(", ")
+            ));
+        }
+    }
+    lines
+}
+
+fn redacted_keys<'a>(keys: impl Iterator<Item = &'a String>) -> String {
+    keys.map(|k| format!("{k}={REDACTED}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn servers_json(mcp: &McpConfig) -> Value {
+    let redacted = |map: &std::collections::BTreeMap<String, String>| -> Map<String, Value> {
+        map.keys()
+            .map(|k| (k.clone(), Value::String(REDACTED.to_owned())))
+            .collect()
+    };
+    let servers: Map<String, Value> = mcp
+        .servers
+        .iter()
+        .map(|(name, server)| {
+            let value = match server {
+                ServerConfig::Stdio(s) => json!({
+                    "type": "stdio",
+                    "command": s.command,
+                    "args": s.args,
+                    "env": redacted(&s.env),
+                    "cwd": s.cwd.as_ref().map(|p| p.display().to_string()),
+                }),
+                ServerConfig::Http(s) => json!({
+                    "type": "http",
+                    "url": redact_url(&s.url),
+                    "headers": redacted(&s.headers),
+                }),
+                _ => json!({"type": "unknown"}),
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    Value::Object(servers)
+}
+
+fn projects_json(mcp: &McpConfig) -> Value {
+    let projects: Map<String, Value> = mcp
+        .projects
+        .iter()
+        .map(|(name, p)| {
+            let value = json!({"services": p.services, "tools": p.tools});
+            (name.clone(), value)
+        })
+        .collect();
+    Value::Object(projects)
+}
+
+fn origin(origin: Origin) -> &'static str {
+    match origin {
+        Origin::BuiltIn => "built-in",
+        Origin::File { overrides: false } => "file",
+        Origin::File { overrides: true } => "file (overrides built-in)",
+    }
+}
+
+fn mode(mode: StructuredMode) -> &'static str {
+    match mode {
+        StructuredMode::Auto => "auto",
+        StructuredMode::Native => "native",
+        StructuredMode::Tool => "tool",
+        StructuredMode::Prompted => "prompted",
+    }
+}

@@ -1,0 +1,286 @@
+//! Unit tests of the configuration file: where it is, parsing, errors with locations, aliases,
+//! redaction.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use claij_interceptors::StructuredMode;
+
+use super::show::{self, redact_url};
+use super::{Config, Origin, locate};
+use crate::ask::llm::{Llm, Provider};
+
+const PATH: &str = "/etc/claij.toml";
+
+fn parse(text: &str) -> Config {
+    Config::parse(text, Path::new(PATH)).unwrap()
+}
+
+#[track_caller]
+fn check_error(text: &str, expected: &str) {
+    let err = format!("{:#}", Config::parse(text, Path::new(PATH)).unwrap_err());
+    assert_eq!(err, expected, "{text}");
+}
+
+fn remote(provider: Provider, model: &str) -> Llm {
+    Llm::Remote {
+        provider,
+        model: model.to_owned(),
+    }
+}
+
+#[track_caller]
+fn check_locate(vars: &[(&str, &str)], expected: Option<(&str, bool)>) {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| OsString::from(v))
+    };
+    let expected = expected.map(|(p, explicit)| (PathBuf::from(p), explicit));
+    assert_eq!(locate(var), expected, "{vars:?}");
+}
+
+#[test]
+fn where_the_file_is() {
+    check_locate(
+        &[
+            ("CLAIJ_CONFIG", "/c.toml"),
+            ("XDG_CONFIG_HOME", "/x"),
+            ("HOME", "/h"),
+        ],
+        Some(("/c.toml", true)),
+    );
+    check_locate(
+        &[
+            ("CLAIJ_CONFIG", ""),
+            ("XDG_CONFIG_HOME", "/x"),
+            ("HOME", "/h"),
+        ],
+        Some(("/x/claij/config.toml", false)),
+    );
+    check_locate(
+        &[("XDG_CONFIG_HOME", "relative"), ("HOME", "/h")],
+        Some(("/h/.config/claij/config.toml", false)),
+    );
+    check_locate(&[], None);
+}
+
+#[test]
+fn defaults_without_a_file() {
+    let config = Config::default();
+    assert_eq!(config.path, None);
+    assert_eq!(
+        config.resolve("gemini-flash").unwrap().llm,
+        remote(Provider::OpenRouter, "google/gemini-2.5-flash")
+    );
+    assert_eq!(
+        config.resolve("kimi").unwrap().llm,
+        remote(Provider::OpenRouter, "moonshotai/kimi-k2:free")
+    );
+    assert_eq!(config.resolve("local").unwrap().llm, Llm::Local);
+    assert_eq!(config.aliases().len(), 9);
+    let openrouter = config.provider(Provider::OpenRouter);
+    assert_eq!(
+        (
+            openrouter.api_key_env.as_str(),
+            openrouter.base_url.as_deref()
+        ),
+        ("OPENROUTER_API_KEY", None)
+    );
+    assert_eq!(
+        config.provider(Provider::Gemini).api_key_env,
+        "GEMINI_API_KEY"
+    );
+}
+
+#[test]
+fn resolve_values() {
+    let config = Config::default();
+    let resolved = config.resolve("openai:gpt-5").unwrap();
+    assert_eq!(resolved.llm, remote(Provider::OpenAi, "gpt-5"));
+    assert_eq!(resolved.name, "openai:gpt-5");
+    let unknown = config.resolve("gpt-6").unwrap_err();
+    assert!(unknown.starts_with("unknown model `gpt-6`: expected an alias (claude-opus, claude-sonnet, gemini-flash, gpt-5, grok, kimi, llama-maverick, local, qwen-7b) or PROVIDER:MODEL"), "{unknown}");
+    let provider = config.resolve("mistral:large").unwrap_err();
+    assert!(
+        provider.contains("unknown provider `mistral`"),
+        "{provider}"
+    );
+}
+
+#[test]
+fn a_full_file() {
+    let config = parse(
+        r#"
+[providers.openrouter]
+api_key_env = "MY_OR_KEY"
+base_url = "http://127.0.0.1:9/api/v1/"
+
+[providers.anthropic]
+base_url = "https://proxy.example.invalid"
+
+[aliases]
+fast = "openai:gpt-5-mini"
+gpt-5 = "openai:gpt-5"
+tiny = "local"
+
+[defaults]
+llm = "fast"
+max_retries = 1
+mode = "prompted"
+
+[mcpServers.time]
+command = "mcp-server-time"
+env = { TZ = "UTC" }
+
+[mcpServers.web]
+url = "http://127.0.0.1:3001/mcp"
+headers = { Authorization = "Bearer x" }
+
+[projects.clock]
+services = ["time"]
+tools = ["time.get_current_time"]
+"#,
+    );
+    assert_eq!(config.path.as_deref(), Some(Path::new(PATH)));
+    let openrouter = config.provider(Provider::OpenRouter);
+    assert_eq!(openrouter.api_key_env, "MY_OR_KEY");
+    assert_eq!(
+        openrouter.base_url.as_deref(),
+        Some("http://127.0.0.1:9/api/v1")
+    );
+    assert_eq!(
+        config.provider(Provider::OpenAi).api_key_env,
+        "OPENAI_API_KEY"
+    );
+    assert_eq!(
+        config.resolve("fast").unwrap().llm,
+        remote(Provider::OpenAi, "gpt-5-mini")
+    );
+    assert_eq!(config.resolve("tiny").unwrap().llm, Llm::Local);
+    let gpt5 = &config.aliases()["gpt-5"];
+    assert_eq!(gpt5.llm, remote(Provider::OpenAi, "gpt-5"));
+    assert_eq!(gpt5.origin, Origin::File { overrides: true });
+    assert_eq!(config.aliases()["grok"].origin, Origin::BuiltIn);
+    assert_eq!(config.defaults.llm.as_deref(), Some("fast"));
+    assert_eq!(config.defaults.max_retries, Some(1));
+    assert_eq!(config.defaults.mode, Some(StructuredMode::Prompted));
+    let mcp = config.mcp.as_ref().unwrap();
+    assert_eq!(
+        mcp.servers.keys().collect::<Vec<_>>(),
+        ["time", "web"].iter().collect::<Vec<_>>()
+    );
+    assert_eq!(mcp.projects["clock"].services, ["time"]);
+}
+
+#[test]
+fn an_empty_file_is_the_defaults() {
+    let config = parse("");
+    assert_eq!(config.defaults, super::Defaults::default());
+    assert!(config.mcp.is_none());
+    assert_eq!(config.aliases().len(), 9);
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    check_error(
+        "[providers\n",
+        "/etc/claij.toml:1: unclosed table, expected `]`",
+    );
+    check_error(
+        "[providers.mistral]\nbase_url = \"http://x\"\n",
+        "/etc/claij.toml:1: providers.mistral: unknown provider (expected one of openrouter, openai, anthropic, gemini)",
+    );
+    check_error(
+        "[providers.openrouter]\nbase_url = 3\n",
+        "/etc/claij.toml:2: providers.openrouter.base_url: expected a string, found an integer",
+    );
+    check_error(
+        "[providers.openrouter]\n\nbase_url = \"ftp://x\"\n",
+        "/etc/claij.toml:3: providers.openrouter.base_url: expected an http:// or https:// URL",
+    );
+    check_error(
+        "[providers.openai]\napi_key = \"sk-secret\"\n",
+        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env or base_url)",
+    );
+    check_error(
+        "[aliases]\nfast = \"gpt-5\"\n",
+        "/etc/claij.toml:2: aliases.fast: expected `local` or PROVIDER:MODEL with PROVIDER one of openrouter, openai, anthropic, gemini",
+    );
+    check_error(
+        "[defaults]\nmax_retries = -1\n",
+        "/etc/claij.toml:2: defaults.max_retries: expected a non-negative integer",
+    );
+    check_error(
+        "[defaults]\nmode = \"json\"\n",
+        "/etc/claij.toml:2: defaults.mode: expected one of auto, native, tool, prompted",
+    );
+    check_error(
+        "[defaults]\nllm = \"nope\"\n",
+        "/etc/claij.toml:2: defaults.llm: unknown model `nope`: expected an alias (claude-opus, claude-sonnet, gemini-flash, gpt-5, grok, kimi, llama-maverick, local, qwen-7b) or PROVIDER:MODEL with PROVIDER one of openrouter, openai, anthropic, gemini",
+    );
+    check_error(
+        "model = \"x\"\n",
+        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, mcpServers, projects or roots)",
+    );
+    check_error(
+        "[mcpServers.fs]\nargs = [\"x\"]\n",
+        "/etc/claij.toml:1: mcpServers.fs: neither `command` nor `url`",
+    );
+    check_error(
+        "[projects.docs]\nservices = [\"fs\"]\n",
+        "/etc/claij.toml:2: projects.docs.services.0: no enabled server `fs`",
+    );
+}
+
+#[test]
+fn urls_lose_their_secrets() {
+    let cases = [
+        ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"),
+        (
+            "https://user:pw@host.invalid/v1?key=k#f",
+            "https://<redacted>@host.invalid/v1?<redacted>",
+        ),
+        (
+            "http://host.invalid?token=t",
+            "http://host.invalid?<redacted>",
+        ),
+    ];
+    for (url, expected) in cases {
+        assert_eq!(redact_url(url), expected, "{url}");
+    }
+}
+
+#[test]
+fn show_never_prints_a_secret() {
+    let config = parse(
+        r#"
+[providers.openrouter]
+base_url = "https://me:secret-1@proxy.invalid/v1?key=secret-2"
+[mcpServers.time]
+command = "mcp-server-time"
+env = { TOKEN = "secret-3" }
+[mcpServers.web]
+url = "http://127.0.0.1:3001/mcp?auth=secret-4"
+headers = { Authorization = "Bearer secret-5" }
+"#,
+    );
+    let is_set = |var: &str| var == "OPENROUTER_API_KEY";
+    let text = show::to_lines(&config, &is_set).join("\n");
+    let json = show::to_json(&config, &is_set).to_string();
+    for out in [&text, &json] {
+        assert!(!out.contains("secret"), "{out}");
+        assert!(out.contains("TOKEN"), "{out}");
+        assert!(out.contains("Authorization"), "{out}");
+    }
+    assert!(
+        text.contains("openrouter  key OPENROUTER_API_KEY (set), base_url https://<redacted>@proxy.invalid/v1?<redacted>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("openai      key OPENAI_API_KEY (not set)"),
+        "{text}"
+    );
+}

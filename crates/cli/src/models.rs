@@ -1,0 +1,257 @@
+//! The compatibility matrix, put to use: for each model it has measured, the structured-output mode
+//! and the retry budget claij chooses, and `claij models`, which says what it would choose and why.
+//!
+//! `cargo xtask integration` writes `target/claij/compat-matrix.json`: a record per test with the
+//! model, whether it passed, was valid on the first try, and its retries (and the mode it ran in,
+//! when the suite varied it). claij reads the file named by `--matrix` (for `claij models`), else
+//! `target/claij/compat-matrix.json` under the current directory, else
+//! `$XDG_DATA_HOME/claij/compat-matrix.json` (default `~/.local/share/claij/`).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use claij_interceptors::StructuredMode;
+use serde_json::{Value, json};
+
+use crate::Status;
+
+/// Arguments of `claij models`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The matrix file (default: `target/claij/compat-matrix.json`, else the user's data directory).
+    #[arg(long, value_name = "FILE")]
+    matrix: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What claij uses for one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// The model as the matrix names it.
+    pub model: String,
+    /// The mode to use; `None` keeps `auto`.
+    pub mode: Option<StructuredMode>,
+    /// Retries after the first attempt.
+    pub max_retries: usize,
+    /// Why, in a sentence.
+    pub why: String,
+    /// Tests measured, passed, valid on the first try.
+    pub measured: (u64, u64, u64),
+}
+
+/// Prints each measured model's choice.
+pub fn run(args: &Args) -> Result<Status> {
+    let Some(path) = args.matrix.clone().or_else(default_path) else {
+        anyhow::bail!(
+            "no compatibility matrix: run `cargo xtask integration` (it writes target/claij/compat-matrix.json) or give --matrix FILE"
+        );
+    };
+    let matrix = read(&path)?;
+    let choices = choices(&matrix);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let list: Vec<Value> = choices.iter().map(to_json).collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json!({"matrix": path, "models": list}))?
+        )?;
+        return Ok(Status::Ok);
+    }
+    writeln!(out, "matrix: {}", path.display())?;
+    for choice in &choices {
+        let (tests, passed, first) = choice.measured;
+        writeln!(
+            out,
+            "{}: mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try): {}",
+            choice.model,
+            mode_name(choice.mode),
+            choice.max_retries,
+            if choice.max_retries == 1 { "y" } else { "ies" },
+            choice.why
+        )?;
+    }
+    if choices.is_empty() {
+        writeln!(out, "(no model measured)")?;
+    }
+    Ok(Status::Ok)
+}
+
+/// The matrix claij consults when nothing names one: under the current directory, else the user's
+/// data directory.
+pub fn default_path() -> Option<PathBuf> {
+    let local = PathBuf::from("target/claij/compat-matrix.json");
+    if local.is_file() {
+        return Some(local);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    let shared = data.join("claij/compat-matrix.json");
+    shared.is_file().then_some(shared)
+}
+
+/// Reads a matrix file.
+pub fn read(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let matrix: Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    if !matrix.get("records").is_some_and(Value::is_array) {
+        anyhow::bail!(
+            "{}: not a compatibility matrix (no `records` array)",
+            path.display()
+        );
+    }
+    Ok(matrix)
+}
+
+/// The choice for `model` (its alias or its model id), if the matrix measured it.
+pub fn choice_for(matrix: &Value, names: &[&str]) -> Option<Choice> {
+    choices(matrix)
+        .into_iter()
+        .find(|c| names.contains(&c.model.as_str()))
+}
+
+/// A choice for every model of the matrix, in the order of its `models`.
+pub fn choices(matrix: &Value) -> Vec<Choice> {
+    let records = matrix
+        .get("records")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut models: Vec<String> = Vec::new();
+    for record in &records {
+        if let Some(model) = record.get("model").and_then(Value::as_str)
+            && !models.iter().any(|m| m == model)
+        {
+            models.push(model.to_owned());
+        }
+    }
+    models
+        .into_iter()
+        .map(|model| {
+            let mine: Vec<&Value> = records
+                .iter()
+                .filter(|r| r.get("model").and_then(Value::as_str) == Some(model.as_str()))
+                .collect();
+            choose(&model, &mine)
+        })
+        .collect()
+}
+
+/// The rule: the mode with the best first-try validity (when the matrix measured several), and a
+/// retry budget that covers the retries passing tests needed, plus one.
+fn choose(model: &str, records: &[&Value]) -> Choice {
+    let count = |rs: &[&Value], key: &str| {
+        rs.iter()
+            .filter(|r| r.get(key) == Some(&Value::Bool(true)))
+            .count() as u64
+    };
+    let tests = records.len() as u64;
+    let passed = count(records, "passed");
+    let first = count(records, "valid_first_try");
+    let mut by_mode: Vec<(StructuredMode, u64, u64)> = Vec::new();
+    for mode in [
+        StructuredMode::Native,
+        StructuredMode::Tool,
+        StructuredMode::Prompted,
+    ] {
+        let of_mode: Vec<&Value> = records
+            .iter()
+            .copied()
+            .filter(|r| r.get("mode").and_then(Value::as_str) == Some(mode_name(Some(mode))))
+            .collect();
+        if !of_mode.is_empty() {
+            by_mode.push((
+                mode,
+                count(&of_mode, "valid_first_try"),
+                of_mode.len() as u64,
+            ));
+        }
+    }
+    // Best first-try rate; on a tie the earlier of native, tool, prompted.
+    let best = by_mode.iter().copied().reduce(|best, next| {
+        if next.1 * best.2 > best.1 * next.2 {
+            next
+        } else {
+            best
+        }
+    });
+    let retries_needed = records
+        .iter()
+        .filter(|r| r.get("passed") == Some(&Value::Bool(true)))
+        .filter_map(|r| r.get("retries").and_then(Value::as_u64))
+        .max();
+    let (max_retries, retry_why) = match retries_needed {
+        None => (3, "no test passed, so the default budget of 3".to_owned()),
+        Some(0) if first == tests => (
+            1,
+            "every test was valid on the first try: one retry in reserve".to_owned(),
+        ),
+        Some(n) => {
+            let budget = usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+                .clamp(1, 5);
+            (
+                budget,
+                format!(
+                    "passing tests needed up to {n} retr{}: that plus one (at most 5)",
+                    if n == 1 { "y" } else { "ies" }
+                ),
+            )
+        }
+    };
+    let (mode, mode_why) = match best {
+        Some((mode, valid, of)) if by_mode.len() > 1 => (
+            Some(mode),
+            format!(
+                "{} was valid first try most often ({valid}/{of})",
+                mode_name(Some(mode))
+            ),
+        ),
+        Some((mode, valid, of)) => (
+            Some(mode),
+            format!(
+                "only {} was measured ({valid}/{of} first try)",
+                mode_name(Some(mode))
+            ),
+        ),
+        None => (None, "the matrix did not compare modes, so auto".to_owned()),
+    };
+    Choice {
+        model: model.to_owned(),
+        mode,
+        max_retries,
+        why: format!("{mode_why}; {retry_why}"),
+        measured: (tests, passed, first),
+    }
+}
+
+fn mode_name(mode: Option<StructuredMode>) -> &'static str {
+    match mode {
+        Some(StructuredMode::Native) => "native",
+        Some(StructuredMode::Tool) => "tool",
+        Some(StructuredMode::Prompted) => "prompted",
+        _ => "auto",
+    }
+}
+
+fn to_json(choice: &Choice) -> Value {
+    let (tests, passed, first) = choice.measured;
+    json!({
+        "model": choice.model,
+        "mode": mode_name(choice.mode),
+        "max_retries": choice.max_retries,
+        "why": choice.why,
+        "tests": tests, "passed": passed, "valid_first_try": first,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,384 @@
+//! `claij suite run` (hidden): the live integration suites `cargo xtask integration` drives, one JSON
+//! line per test on stdout.
+//!
+//! Each line is `{model, suite, test, passed, valid_first_try, attempts, retries, tokens_in,
+//! tokens_out, cost, elapsed_ms, detail}`. A test that fails (wrong content, no valid reply, a backend
+//! error) is a line with `passed: false` and the reason in `detail`, never an early exit: the matrix
+//! needs every cell. These suites call real models, so nothing but xtask runs them.
+
+mod chat;
+mod machines;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use claij_backends::{Backend, Usage};
+use claij_interceptors::{
+    Answer, Attempt, Config, Context, Error, Pipeline, StructuredMode, Verdict,
+};
+use serde::Serialize;
+
+use crate::Status;
+
+/// `claij suite ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Run suites against one model, printing a JSON line per test.
+    Run(Args),
+    /// List the suites and their tests, one `suite test` per line.
+    List,
+}
+
+/// Arguments of `claij suite run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The model: an alias from the configuration, `local` or PROVIDER:MODEL; it names the model
+    /// in the records.
+    #[arg(long, value_name = "ALIAS|local|PROVIDER:MODEL")]
+    llm: String,
+    /// The suites to run, in order (repeat or comma-separate); default all.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
+    suite: Vec<Suite>,
+    /// The local model's GGUF file.
+    #[arg(long, value_name = "FILE")]
+    model_path: Option<PathBuf>,
+    /// Retries per model call when a reply is invalid.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    max_retries: usize,
+    /// Token limit per model call.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u32>,
+    /// Seconds a test may take before it is stopped and failed.
+    #[arg(long, default_value_t = 600, value_name = "SECS")]
+    timeout: u64,
+    /// Accepted for clarity: the output is always JSON lines.
+    #[arg(long)]
+    json_lines: bool,
+}
+
+/// The suites, in the order `all` runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// The memory interceptor recalls a fact from an earlier turn.
+    Memory,
+    /// The tools interceptor calls a tool whose result the model must report.
+    Tools,
+    /// The MCP FSM reads a file through the real filesystem server.
+    Mcp,
+    /// A strict schema that provokes retries.
+    Retry,
+    /// A small code-review state machine.
+    Fsm,
+    /// The citations interceptor's standard response.
+    Citations,
+}
+
+/// One test's result: the JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Record {
+    pub model: String,
+    pub suite: &'static str,
+    pub test: &'static str,
+    pub passed: bool,
+    pub valid_first_try: bool,
+    pub attempts: usize,
+    pub retries: usize,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost: f64,
+    pub elapsed_ms: u64,
+    pub detail: String,
+    /// How the schema reached the model (`auto`, or the mode a test pins): `claij models` compares
+    /// first-try validity across modes to choose one per model.
+    pub mode: &'static str,
+}
+
+/// What a test measured across its model calls.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    /// Every call's first reply was valid.
+    pub valid_first_try: bool,
+    pub attempts: usize,
+    pub retries: usize,
+    pub usage: Usage,
+}
+
+/// A test's verdict on the content.
+pub struct Judged {
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// What the tests share: the backend and the pipeline's knobs.
+pub struct Env {
+    pub backend: Arc<dyn Backend>,
+    pub model: String,
+    pub max_retries: usize,
+    pub max_tokens: Option<u32>,
+    /// How the schema reaches the model.
+    pub mode: StructuredMode,
+}
+
+impl Suite {
+    pub const ALL: [Suite; 6] = [
+        Suite::Memory,
+        Suite::Tools,
+        Suite::Mcp,
+        Suite::Retry,
+        Suite::Fsm,
+        Suite::Citations,
+    ];
+
+    /// The name on the command line and in the records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Memory => "memory",
+            Suite::Tools => "tools",
+            Suite::Mcp => "mcp",
+            Suite::Retry => "retry",
+            Suite::Fsm => "fsm",
+            Suite::Citations => "citations",
+        }
+    }
+
+    /// The suite's tests (one each for now; the name says what it checks).
+    pub fn tests(self) -> &'static [&'static str] {
+        match self {
+            Suite::Memory => &["recall-colour"],
+            Suite::Tools => &["report-nonce"],
+            Suite::Mcp => &["read-token-file"],
+            // Once per way of delivering the schema, so the matrix can choose one per model.
+            Suite::Retry => &[
+                "strict-word/native",
+                "strict-word/tool",
+                "strict-word/prompted",
+            ],
+            Suite::Fsm => &["code-review"],
+            Suite::Citations => &["cite-note"],
+        }
+    }
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Self {
+            valid_first_try: true,
+            attempts: 0,
+            retries: 0,
+            usage: Usage::default(),
+        }
+    }
+}
+
+impl Tally {
+    /// Counts one pipeline call's attempts.
+    pub fn add(&mut self, attempts: &[Attempt]) {
+        self.count(attempts.iter().map(|a| (&a.verdict, &a.usage)));
+    }
+
+    /// Counts one model call from its attempts' verdicts and usage, in order (none: no call).
+    pub fn count<'a>(&mut self, attempts: impl IntoIterator<Item = (&'a Verdict, &'a Usage)>) {
+        let mut n = 0;
+        for (verdict, usage) in attempts {
+            if n == 0 {
+                self.valid_first_try &= *verdict == Verdict::Valid;
+            }
+            n += 1;
+            add_usage(&mut self.usage, usage);
+        }
+        self.attempts += n;
+        self.retries += n.saturating_sub(1);
+    }
+}
+
+/// Adds `more` into `total`.
+pub fn add_usage(total: &mut Usage, more: &Usage) {
+    total.input_tokens += more.input_tokens;
+    total.output_tokens += more.output_tokens;
+    total.cached_tokens += more.cached_tokens;
+    total.reasoning_tokens += more.reasoning_tokens;
+    total.cost_usd = match (total.cost_usd, more.cost_usd) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+}
+
+impl Env {
+    /// The pipeline configuration for a test.
+    pub fn config(&self) -> Config {
+        let mut config = Config::new(self.model.clone());
+        config.max_retries = self.max_retries;
+        config.max_tokens = self.max_tokens;
+        config.structured = self.mode;
+        config
+    }
+
+    /// Asks once, counting the attempts: `Some` with a valid answer, `None` when retries ran out.
+    ///
+    /// # Errors
+    ///
+    /// Anything else the pipeline returns (a backend or hook failure), after counting its attempts.
+    pub async fn ask(
+        &self,
+        pipeline: &Pipeline,
+        ctx: &mut Context,
+        prompt: &str,
+        tally: &mut Tally,
+    ) -> Result<Option<Answer>> {
+        match pipeline.ask(ctx, prompt).await {
+            Ok(answer) => {
+                tally.add(&answer.attempts);
+                Ok(Some(answer))
+            }
+            Err(Error::RetriesExhausted(exhausted)) => {
+                tally.add(&exhausted.attempts);
+                Ok(None)
+            }
+            Err(err) => {
+                tally.add(err.attempts());
+                Err(err.into())
+            }
+        }
+    }
+}
+
+/// `claij suite ...`.
+pub fn run(command: &Command) -> Result<Status> {
+    match command {
+        Command::List => {
+            let mut out = std::io::stdout().lock();
+            for suite in Suite::ALL {
+                for test in suite.tests() {
+                    writeln!(out, "{} {test}", suite.name())?;
+                }
+            }
+            Ok(Status::Ok)
+        }
+        Command::Run(args) => run_suites(args),
+    }
+}
+
+/// Runs the suites; exit 0 when every test passed, 1 when any failed.
+fn run_suites(args: &Args) -> Result<Status> {
+    let config = crate::config::Config::load()?;
+    let opened = crate::ask::llm::open(Some(&args.llm), args.model_path.as_deref(), &config)?;
+    let label = args.llm.clone();
+    let env = Env {
+        backend: opened.backend,
+        model: opened.model,
+        max_retries: args.max_retries,
+        max_tokens: args.max_tokens,
+        mode: StructuredMode::Auto,
+    };
+    let suites = if args.suite.is_empty() {
+        Suite::ALL.to_vec()
+    } else {
+        args.suite.clone()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut all_passed = true;
+    for suite in suites {
+        for &test in suite.tests() {
+            let limit = Duration::from_secs(args.timeout);
+            let record = runtime.block_on(run_test(&env, &label, suite, test, limit));
+            all_passed &= record.passed;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", serde_json::to_string(&record)?)?;
+            out.flush()?;
+        }
+    }
+    Ok(if all_passed {
+        Status::Ok
+    } else {
+        Status::Invalid
+    })
+}
+
+/// Runs one test and measures it; an error is a failed test with the error as its detail.
+async fn run_test(
+    env: &Env,
+    label: &str,
+    suite: Suite,
+    test: &'static str,
+    limit: Duration,
+) -> Record {
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let (mode, mode_name) = mode_of(test);
+    let pinned = Env {
+        backend: env.backend.clone(),
+        model: env.model.clone(),
+        max_retries: env.max_retries,
+        max_tokens: env.max_tokens,
+        mode,
+    };
+    let env = &pinned;
+    let run = async {
+        match suite {
+            Suite::Memory => chat::memory(env, &mut tally).await,
+            Suite::Tools => chat::tools(env, &mut tally).await,
+            Suite::Retry => chat::retry(env, &mut tally).await,
+            Suite::Citations => chat::citations(env, &mut tally).await,
+            Suite::Fsm => machines::code_review(env, &mut tally).await,
+            Suite::Mcp => machines::mcp(env, &mut tally).await,
+        }
+    };
+    // Dropping the test stops the model call in flight; what it counted so far stays in `tally`.
+    let result = match tokio::time::timeout(limit, run).await {
+        Ok(result) => result,
+        Err(_) => Err(anyhow::anyhow!("timed out after {}s", limit.as_secs())),
+    };
+    let (passed, detail) = match result {
+        Ok(verdict) => (verdict.passed, verdict.detail),
+        Err(err) => (false, crate::one_line(&format!("error: {err:#}"))),
+    };
+    Record {
+        model: label.to_owned(),
+        suite: suite.name(),
+        test,
+        passed,
+        valid_first_try: tally.valid_first_try && tally.attempts > 0,
+        attempts: tally.attempts,
+        retries: tally.retries,
+        tokens_in: tally.usage.input_tokens,
+        tokens_out: tally.usage.output_tokens,
+        cost: tally.usage.cost_usd.unwrap_or(0.0),
+        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        detail,
+        mode: mode_name,
+    }
+}
+
+/// The mode a test pins by its name's suffix (`strict-word/tool`), else auto.
+fn mode_of(test: &str) -> (StructuredMode, &'static str) {
+    match test.rsplit_once('/').map(|(_, mode)| mode) {
+        Some("native") => (StructuredMode::Native, "native"),
+        Some("tool") => (StructuredMode::Tool, "tool"),
+        Some("prompted") => (StructuredMode::Prompted, "prompted"),
+        _ => (StructuredMode::Auto, "auto"),
+    }
+}
+
+/// A random hex token a model cannot guess, so it cannot fake a tool or file read.
+pub fn nonce() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
+
+/// Whether `text` mentions `needle`, ignoring case.
+pub fn mentions(text: &str, needle: &str) -> bool {
+    text.to_lowercase().contains(&needle.to_lowercase())
+}

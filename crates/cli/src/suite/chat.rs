@@ -1,0 +1,227 @@
+//! The suites that talk to one pipeline: memory, tools, retry, citations.
+
+use anyhow::Result;
+use claij_interceptors::builtin::citations::{Citations, Document};
+use claij_interceptors::builtin::memory::Memory;
+use claij_interceptors::builtin::tools::Tools;
+use claij_interceptors::{Chain, Context, Pipeline};
+use serde_json::{Value, json};
+
+use super::{Env, Judged, Tally, mentions, nonce};
+
+/// The design's memory test: a fact on turn 1, a question about it on turn 2; both replies carry a
+/// `summary`, and the second answer says blue.
+pub async fn memory(env: &Env, tally: &mut Tally) -> Result<Judged> {
+    let pipeline = Pipeline::new(
+        env.backend.clone(),
+        env.config(),
+        Chain::new().with(Memory::default()),
+    );
+    let mut ctx = Context::default();
+    let Some(first) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "Remember: my favourite colour is blue.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail("turn 1: no valid reply within the retries"));
+    };
+    let Some(second) = env
+        .ask(&pipeline, &mut ctx, "What's my favourite colour?", tally)
+        .await?
+    else {
+        return Ok(Judged::fail("turn 2: no valid reply within the retries"));
+    };
+    let summaries = [&first.value, &second.value]
+        .iter()
+        .all(|value| text(value, "summary").is_some_and(|s| !s.trim().is_empty()));
+    let answer = text(&second.value, "answer").unwrap_or_default();
+    let blue = mentions(answer, "blue");
+    Ok(Judged {
+        passed: summaries && blue,
+        detail: format!(
+            "summaries present: {summaries}; turn 2 answer mentions blue: {blue}; answer: {}",
+            clip(answer)
+        ),
+    })
+}
+
+/// A tool returning a random nonce: turn 1 must call it, turn 2 must report its result.
+pub async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
+    let secret = nonce();
+    let returned = secret.clone();
+    let tools = Tools::new().register(
+        "nonce",
+        "Returns a secret one-time code that only this tool knows.",
+        json!({"type": "object", "properties": {}}),
+        move |_| {
+            let code = returned.clone();
+            async move { Ok(json!(code)) }
+        },
+    )?;
+    let pipeline = Pipeline::new(env.backend.clone(), env.config(), Chain::new().with(tools));
+    let mut ctx = Context::default();
+    let Some(_) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "Call the `nonce` tool now by adding it to `tools` in your reply; you will see its result on \
+             the next turn.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail("turn 1: no valid reply within the retries"));
+    };
+    let called = ctx.tool_results.iter().any(|r| r.name == "nonce");
+    let Some(second) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "What exactly did the `nonce` tool return? Put the code in `answer`.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail(&format!(
+            "tool called: {called}; turn 2: no valid reply within the retries"
+        )));
+    };
+    let answer = text(&second.value, "answer").unwrap_or_default();
+    let reported = answer.contains(&secret);
+    Ok(Judged {
+        passed: called && reported,
+        detail: format!(
+            "tool called: {called}; nonce reported: {reported}; answer: {}",
+            clip(answer)
+        ),
+    })
+}
+
+/// A schema strict enough to provoke invalid replies: passes when a valid reply comes within the
+/// retries and its letters spell its word.
+pub async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
+    let pipeline = Pipeline::new(env.backend.clone(), env.config(), Chain::new())
+        .with_base_schema(Some(strict_schema()));
+    let mut ctx = Context::default();
+    let Some(answer) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "Give a five-letter English word in lowercase as `answer`, its letters in order as `letters`, \
+             `length` 5 and `state` \"done\".",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail(&format!(
+            "no valid reply after {} attempts",
+            tally.attempts
+        )));
+    };
+    let word = text(&answer.value, "answer").unwrap_or_default();
+    let spelled: String = answer.value["letters"]
+        .as_array()
+        .map(|letters| letters.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let consistent = spelled == word;
+    Ok(Judged {
+        passed: consistent,
+        detail: format!(
+            "valid after {} retries; word {word:?}, letters spell {spelled:?}",
+            tally.retries
+        ),
+    })
+}
+
+/// The schema of the retry suite.
+pub fn strict_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "pattern": "^[a-z]{5}$", "description": "A five-letter English word in lowercase"},
+            "letters": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^[a-z]$"},
+                "minItems": 5,
+                "maxItems": 5,
+                "description": "The word's letters, in order"
+            },
+            "length": {"const": 5},
+            "state": {"const": "done"}
+        },
+        "required": ["answer", "letters", "length", "state"],
+        "additionalProperties": false
+    })
+}
+
+/// The standard response: the answer from a supplied note, citing it by id.
+pub async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
+    let citations = Citations::new(vec![
+        Document::new(
+            "note-17",
+            "Office wifi",
+            "The office wifi password is heliotrope-42.",
+        ),
+        Document::new("note-3", "Lunch", "Lunch is served at noon in the atrium."),
+    ]);
+    let check = citations.check();
+    let pipeline = Pipeline::new(
+        env.backend.clone(),
+        env.config(),
+        Chain::new().with(citations),
+    )
+    .with_check("citations", check);
+    let mut ctx = Context::default();
+    let Some(answer) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "What is the office wifi password? Cite the note you used.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail("no valid reply within the retries"));
+    };
+    let text_answer = text(&answer.value, "answer").unwrap_or_default();
+    let correct = text_answer.contains("heliotrope-42");
+    let cited = answer.value["metadata"]["citations"]
+        .as_array()
+        .is_some_and(|all| all.iter().any(|c| c["noteId"] == "note-17"));
+    Ok(Judged {
+        passed: correct && cited,
+        detail: format!(
+            "answer has the password: {correct}; cites note-17: {cited}; answer: {}",
+            clip(text_answer)
+        ),
+    })
+}
+
+impl Judged {
+    /// A failed test.
+    pub fn fail(detail: &str) -> Self {
+        Self {
+            passed: false,
+            detail: detail.to_owned(),
+        }
+    }
+}
+
+/// `value[key]` as a string.
+fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// At most 120 characters of `s`, for details.
+pub fn clip(s: &str) -> String {
+    let mut out: String = s.chars().take(120).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    format!("{out:?}")
+}

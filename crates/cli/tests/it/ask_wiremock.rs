@@ -1,0 +1,216 @@
+//! `claij ask` against a mock OpenRouter: the binary runs as a subprocess, the mock's address reaches
+//! it through a configuration file (`CLAIJ_CONFIG`, `providers.openrouter.base_url`), and the replies
+//! are the shared OpenAI-format example response with the content replaced.
+
+use std::path::Path;
+
+use serde_json::Value;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::{BASE, Files, Run, assert_one_line_error, claij_env};
+
+/// The key the mock expects; it must never be printed.
+const KEY: &str = "sk-or-v1-wiremock-secret-0123456789";
+const CHAT: &str = "/api/v1/chat/completions";
+
+/// The shared example chat completion with `content` as the assistant's reply.
+fn completion(content: &str) -> Value {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/providers/examples/openai-1.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut example: Value = serde_json::from_str(&text).unwrap();
+    let mut body = example["body"].take();
+    body["model"] = "google/gemini-2.5-flash".into();
+    body["choices"][0]["message"]["content"] = content.into();
+    body
+}
+
+fn reply(content: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(completion(content))
+}
+
+/// The configuration pointing OpenRouter at the mock, and the response schema.
+fn files(server: &MockServer) -> Files {
+    let config = format!(
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
+        server.uri()
+    );
+    Files::new(&[("config.toml", &config), ("schema.json", BASE)])
+}
+
+/// `claij ask` with the key set and the default model (gemini-flash, through the configuration).
+fn ask(files: &Files, extra: &[&str]) -> Run {
+    let config = files.path("config.toml");
+    let schema = files.path("schema.json");
+    let mut args = vec!["ask", "What is the capital of France?", "--schema", &schema];
+    args.extend_from_slice(extra);
+    claij_env(
+        &args,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some(KEY)),
+        ],
+    )
+}
+
+#[track_caller]
+fn assert_no_key(run: &Run) {
+    assert!(!run.stdout.contains(KEY), "{}", run.stdout);
+    assert!(!run.stderr.contains(KEY), "{}", run.stderr);
+}
+
+const VALID: &str = r#"{"answer": "Paris", "state": "done"}"#;
+
+#[tokio::test]
+async fn a_valid_reply() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(header("authorization", format!("Bearer {KEY}").as_str()))
+        .respond_with(reply(VALID))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--llm", "gemini-flash"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let value: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"answer": "Paris", "state": "done"})
+    );
+    assert!(run.stderr.contains("attempt 1: valid"), "{}", run.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "google/gemini-2.5-flash");
+    assert_no_key(&run);
+}
+
+#[tokio::test]
+async fn invalid_then_valid() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": 42}"#))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(VALID))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    // No --llm: OpenRouter's key is set, so the default remote model, at the configured base URL.
+    let run = ask(&f, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let value: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(value["answer"], "Paris");
+    assert!(
+        run.stderr.contains("attempt 1: invalid ("),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("attempt 2: valid"), "{}", run.stderr);
+    assert!(run.stderr.contains("2 attempts"), "{}", run.stderr);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    // The retry told the model what was wrong.
+    let retry =
+        String::from_utf8_lossy(&server.received_requests().await.unwrap()[1].body).into_owned();
+    assert!(retry.contains("state"), "{retry}");
+    assert_no_key(&run);
+}
+
+#[tokio::test]
+async fn a_fenced_reply_is_repaired() {
+    let server = MockServer::start().await;
+    let fenced = format!("Here it is:\n```json\n{VALID}\n```\n");
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&fenced))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(
+        &f,
+        &["--llm", "openrouter:google/gemini-2.5-flash", "--json"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["value"]["answer"], "Paris");
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(report["attempts"][0]["verdict"], "valid");
+    assert_no_key(&run);
+}
+
+#[tokio::test]
+async fn all_invalid_exits_1() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": "Paris"}"#))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--max-retries", "1"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("no valid reply after 2 attempts"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("missing required property `state`"),
+        "{}",
+        run.stderr
+    );
+    assert_no_key(&run);
+}
+
+#[tokio::test]
+async fn max_retries_from_the_configuration() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply("no JSON here"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let config = format!(
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n[defaults]\nmax_retries = 0\nllm = \"gemini-flash\"\n",
+        server.uri()
+    );
+    std::fs::write(f.path("config.toml"), config).unwrap();
+    let run = ask(&f, &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no valid reply after 1 attempt"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn http_401_is_one_line_without_the_key() {
+    let server = MockServer::start().await;
+    let body = serde_json::json!({"error": {"message": "No auth credentials found", "code": 401}});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(401).set_body_json(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--llm", "gemini-flash"]);
+    assert_one_line_error(&run, 2, "401");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert_no_key(&run);
+}

@@ -1,0 +1,195 @@
+//! `claij chat` (turns from a pipe) and `claij ask --standard`, against a mock OpenRouter reached
+//! through a configuration file.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::{Files, Run, claij_env};
+
+const KEY: &str = "sk-or-v1-chat-secret-0123456789";
+const CHAT: &str = "/api/v1/chat/completions";
+
+fn reply(content: &Value) -> ResponseTemplate {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/providers/examples/openai-1.json");
+    let mut example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let mut body = example["body"].take();
+    body["choices"][0]["message"]["content"] = content.to_string().into();
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+fn run(server: &MockServer, args: &[&str], stdin: &str, files: &[(&str, &str)]) -> (Run, Files) {
+    let config = format!(
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
+        server.uri()
+    );
+    let mut all = vec![("config.toml", config.as_str())];
+    all.extend_from_slice(files);
+    let f = Files::new(&all);
+    let config_path = f.path("config.toml");
+    let run = claij_env(
+        args,
+        stdin,
+        &[
+            ("CLAIJ_CONFIG", Some(config_path.as_str())),
+            ("OPENROUTER_API_KEY", Some(KEY)),
+        ],
+    );
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+    (run, f)
+}
+
+#[tokio::test]
+async fn chat_turns_carry_memory_and_show_state_summary_and_tokens() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&json!({"answer": "Noted.", "state": "remembering", "summary": "The user's favourite colour is blue."})))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Blue.", "state": "answered", "summary": "Said the colour is blue."}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let stdin = "Remember: my favourite colour is blue.\n\nWhat's my favourite colour?\n/memory\n/quit\nnever sent\n";
+    let (run, _f) = run(&server, &["chat", "--llm", "gemini-flash"], stdin, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "Noted.\nBlue.\n");
+    assert!(run.stderr.contains("state: remembering"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("remembered: The user's favourite colour is blue."),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("[turn 1 · 1 attempt, "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("[turn 2 · 1 attempt, "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("  1. The user's favourite colour is blue."),
+        "{}",
+        run.stderr
+    );
+    // The second turn reminded the model of the first (the memory interceptor is on by default).
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the empty line and the line after /quit are not turns"
+    );
+    let second = String::from_utf8_lossy(&requests[1].body);
+    assert!(second.contains("favourite colour is blue"), "{second}");
+}
+
+#[tokio::test]
+async fn chat_goes_on_after_a_turn_without_a_valid_reply() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&json!({"answer": 7})))
+        .up_to_n_times(2)
+        .expect(2)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Fine.", "state": "ok", "summary": "Greeted."}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (run, f) = run(
+        &server,
+        &["chat", "--llm", "gemini-flash", "--max-retries", "1"],
+        "Hello\nHello again\n",
+        &[],
+    );
+    let _ = f;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("(no valid reply after 2 attempts; ask again or rephrase)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "Fine.\n");
+}
+
+#[tokio::test]
+async fn ask_standard_keeps_the_raw_value_off_a_terminal_and_checks_citations() {
+    let server = MockServer::start().await;
+    let cited = json!({
+        "answer": "We land in Lisbon on 3 May.",
+        "state": "answered",
+        "metadata": {"hasSources": true, "sourceTypes": ["notes"],
+                     "citations": [{"noteId": "note-1", "noteTitle": "trip.txt", "excerpt": "Lisbon on 3 May"}]}
+    });
+    // A first reply citing a note that was never supplied is sent back.
+    let unknown = json!({
+        "answer": "Lisbon.", "state": "answered",
+        "metadata": {"hasSources": true, "citations": [{"noteId": "note-9", "noteTitle": "?"}]}
+    });
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&unknown))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&cited))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let notes_dir = Files::new(&[("trip.txt", "We land in Lisbon on 3 May.")]);
+    let note = notes_dir.path("trip.txt");
+    let (run, _f) = run(
+        &server,
+        &[
+            "ask",
+            "When do we land?",
+            "--llm",
+            "gemini-flash",
+            "--standard",
+            "--note",
+            &note,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Not a terminal: the raw value, as with --json.
+    let value: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(value["metadata"]["citations"][0]["noteId"], "note-1");
+    assert!(run.stderr.contains("attempt 2: valid"), "{}", run.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let first = String::from_utf8_lossy(&requests[0].body);
+    assert!(
+        first.contains("note-1") && first.contains("We land in Lisbon on 3 May."),
+        "{first}"
+    );
+    let retry = String::from_utf8_lossy(&requests[1].body);
+    assert!(
+        retry.contains("note-9"),
+        "the retry prompt names the unknown note: {retry}"
+    );
+}

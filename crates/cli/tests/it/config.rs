@@ -1,0 +1,180 @@
+//! `claij config show` and the configuration file's effect on `claij ask`: defaults, redaction, errors
+//! with locations, the key variable a provider names.
+
+use serde_json::Value;
+
+use super::{Files, Run, assert_one_line_error, claij_env};
+
+/// Runs `claij` with `CLAIJ_CONFIG` set to `config` (or unset, with an empty config home), no
+/// provider key but those in `env`.
+fn run_with(args: &[&str], config: Option<&str>, env: &[(&str, Option<&str>)]) -> Run {
+    let home = Files::new(&[]);
+    let home_path = home.path("");
+    let mut all: Vec<(&str, Option<&str>)> = vec![
+        ("CLAIJ_CONFIG", config),
+        ("XDG_CONFIG_HOME", Some(home_path.as_str())),
+        ("HOME", Some(home_path.as_str())),
+        ("OPENROUTER_API_KEY", None),
+        ("OPENAI_API_KEY", None),
+        ("ANTHROPIC_API_KEY", None),
+        ("GEMINI_API_KEY", None),
+    ];
+    all.extend_from_slice(env);
+    claij_env(args, "", &all)
+}
+
+#[test]
+fn show_without_a_file_prints_the_defaults() {
+    let run = run_with(&["config", "show"], None, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("file: (defaults)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("gemini-flash    openrouter:google/gemini-2.5-flash  (built-in)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("key OPENROUTER_API_KEY (not set)"),
+        "{}",
+        run.stdout
+    );
+    let json = run_with(&["config", "show", "--json"], None, &[]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let value: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["path"], Value::Null);
+    assert_eq!(value["aliases"]["local"]["target"], "local");
+    assert_eq!(
+        value["aliases"]["gpt-5"]["target"],
+        "openrouter:openai/gpt-5.1"
+    );
+    assert_eq!(value["providers"]["gemini"]["api_key_set"], false);
+}
+
+const SECRET_CONFIG: &str = r#"
+[providers.openrouter]
+api_key_env = "CLAIJ_TEST_OR_KEY"
+base_url = "https://user:secret-pw@proxy.invalid/api/v1?key=secret-query"
+
+[aliases]
+fast = "openai:gpt-5-mini"
+
+[defaults]
+llm = "fast"
+max_retries = 2
+
+[mcpServers.time]
+command = "mcp-server-time"
+env = { API_TOKEN = "secret-env" }
+
+[mcpServers.web]
+url = "http://127.0.0.1:3001/mcp?token=secret-url"
+headers = { Authorization = "Bearer secret-header" }
+
+[projects.clock]
+services = ["time"]
+"#;
+
+#[test]
+fn show_never_prints_a_secret() {
+    let f = Files::new(&[("config.toml", SECRET_CONFIG)]);
+    let path = f.path("config.toml");
+    let env = [
+        ("CLAIJ_TEST_OR_KEY", Some("secret-key-or")),
+        ("OPENAI_API_KEY", Some("secret-key-openai")),
+    ];
+    for args in [&["config", "show"][..], &["config", "show", "--json"][..]] {
+        let run = run_with(args, Some(&path), &env);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!run.stdout.contains("secret"), "{}", run.stdout);
+        assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+        for part in [
+            "CLAIJ_TEST_OR_KEY",
+            "API_TOKEN",
+            "Authorization",
+            "proxy.invalid",
+        ] {
+            assert!(run.stdout.contains(part), "{part}: {}", run.stdout);
+        }
+    }
+    let text = run_with(&["config", "show"], Some(&path), &env).stdout;
+    assert!(text.starts_with(&format!("file: {path}\n")), "{text}");
+    assert!(
+        text.contains("openrouter  key CLAIJ_TEST_OR_KEY (set), base_url https://<redacted>@proxy.invalid/api/v1?<redacted>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fast  openai:gpt-5-mini  (file)")
+            || text.contains("openai:gpt-5-mini  (file)"),
+        "{text}"
+    );
+    assert!(text.contains("  llm          fast"), "{text}");
+    assert!(
+        text.contains("  time: stdio `mcp-server-time`, env API_TOKEN=<redacted>"),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&run_with(&["config", "show", "--json"], Some(&path), &env).stdout)
+            .unwrap();
+    assert_eq!(json["providers"]["openrouter"]["api_key_set"], true);
+    assert_eq!(json["providers"]["anthropic"]["api_key_set"], false);
+    assert_eq!(json["aliases"]["fast"]["origin"], "file");
+    assert_eq!(json["defaults"]["max_retries"], 2);
+    assert_eq!(
+        json["mcpServers"]["web"]["headers"]["Authorization"],
+        "<redacted>"
+    );
+    assert_eq!(json["projects"]["clock"]["services"][0], "time");
+}
+
+#[test]
+fn a_bad_file_is_one_line_with_its_location() {
+    let f = Files::new(&[
+        ("syntax.toml", "[defaults\nllm = 1\n"),
+        ("type.toml", "[defaults]\n\nmax_retries = \"three\"\n"),
+        ("alias.toml", "[aliases]\nx = \"nope:model\"\n"),
+    ]);
+    let cases = [
+        ("syntax.toml", ":1: "),
+        (
+            "type.toml",
+            ":3: defaults.max_retries: expected a non-negative integer",
+        ),
+        ("alias.toml", ":2: aliases.x: unknown provider `nope`"),
+    ];
+    for (name, part) in cases {
+        let path = f.path(name);
+        for args in [&["config", "show"][..], &["ask", "hi"][..]] {
+            let run = run_with(args, Some(&path), &[]);
+            assert_one_line_error(&run, 2, &format!("{path}{part}"));
+            assert!(run.stdout.is_empty(), "{}", run.stdout);
+        }
+    }
+    let missing = f.path("missing.toml");
+    let run = run_with(&["config", "show"], Some(&missing), &[]);
+    assert_one_line_error(&run, 2, "CLAIJ_CONFIG names");
+}
+
+#[test]
+fn a_missing_key_names_the_configured_variable() {
+    let f = Files::new(&[(
+        "config.toml",
+        "[providers.openrouter]\napi_key_env = \"CLAIJ_TEST_OR_KEY\"\n",
+    )]);
+    let path = f.path("config.toml");
+    let run = run_with(&["ask", "hi", "--llm", "gpt-5"], Some(&path), &[]);
+    assert_one_line_error(
+        &run,
+        2,
+        "CLAIJ_TEST_OR_KEY is not set: export it to use --llm gpt-5 (openrouter:openai/gpt-5.1)",
+    );
+    // The default variable of another provider still applies.
+    let run = run_with(&["ask", "hi", "--llm", "claude-opus"], None, &[]);
+    assert_one_line_error(&run, 2, "OPENROUTER_API_KEY is not set");
+    let run = run_with(&["ask", "hi", "--llm", "gpt-6"], None, &[]);
+    assert_one_line_error(&run, 2, "unknown model `gpt-6`: expected an alias");
+}

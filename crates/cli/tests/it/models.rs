@@ -1,0 +1,130 @@
+//! `claij models` and the matrix's effect on `claij ask`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::{Files, assert_one_line_error, claij_env};
+
+fn record(model: &str, mode: &str, first: bool, retries: u64) -> Value {
+    json!({"model": model, "suite": "retry", "test": format!("{mode}-{retries}"), "passed": true,
+           "valid_first_try": first, "attempts": retries + 1, "retries": retries, "tokens_in": 10,
+           "tokens_out": 5, "cost": 0.0, "elapsed_ms": 10, "detail": "", "mode": mode})
+}
+
+/// A data directory holding `claij/compat-matrix.json` where the tool mode did best for the model.
+fn data_dir() -> Files {
+    let matrix = json!({"records": [
+        record("google/gemini-2.5-flash", "native", false, 2),
+        record("google/gemini-2.5-flash", "tool", true, 0),
+        record("google/gemini-2.5-flash", "prompted", false, 1),
+    ]});
+    let files = Files::new(&[]);
+    let dir = Path::new(&files.path("claij")).to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("compat-matrix.json"), matrix.to_string()).unwrap();
+    files
+}
+
+#[test]
+fn models_prints_each_choice_and_why() {
+    let data = data_dir();
+    let root = data.path("");
+    let run = claij_env(&["models"], "", &[("XDG_DATA_HOME", Some(root.as_str()))]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("google/gemini-2.5-flash: mode tool, 3 retries (3/3 passed, 1 valid first try): tool was valid first try most often (1/1)"),
+        "{}",
+        run.stdout
+    );
+    let json_run = claij_env(
+        &["models", "--json"],
+        "",
+        &[("XDG_DATA_HOME", Some(root.as_str()))],
+    );
+    let listed: Value = serde_json::from_str(&json_run.stdout).unwrap();
+    assert_eq!(listed["models"][0]["mode"], "tool");
+    assert_eq!(listed["models"][0]["max_retries"], 3);
+
+    let none = claij_env(&["models"], "", &[]);
+    assert_one_line_error(&none, 2, "no compatibility matrix");
+    let f = Files::new(&[("m.json", "{\"cells\": []}")]);
+    let bad = claij_env(&["models", "--matrix", &f.path("m.json")], "", &[]);
+    assert_one_line_error(&bad, 2, "not a compatibility matrix");
+}
+
+#[tokio::test]
+async fn ask_takes_mode_and_retries_from_the_matrix_unless_told() {
+    let server = MockServer::start().await;
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/providers/examples/openai-1.json");
+    let mut body: Value = serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
+    let mut body = body["body"].take();
+    body["choices"][0]["message"]["content"] = r#"{"answer": "Paris", "state": "done"}"#.into();
+    Mock::given(method("POST"))
+        .and(path("/api/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let data = data_dir();
+    let root = data.path("");
+    let config = format!(
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
+        server.uri()
+    );
+    let f = Files::new(&[("config.toml", &config)]);
+    let cfg = f.path("config.toml");
+    let env = [
+        ("CLAIJ_CONFIG", Some(cfg.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-test-models")),
+        ("XDG_DATA_HOME", Some(root.as_str())),
+    ];
+    let chosen = claij_env(
+        &["ask", "Capital of France?", "--llm", "gemini-flash"],
+        "",
+        &env,
+    );
+    assert_eq!(chosen.code, 0, "{}", chosen.stderr);
+    assert!(
+        chosen.stderr.contains(
+            "compatibility matrix: a forced tool with 3 retries for google/gemini-2.5-flash"
+        ),
+        "{}",
+        chosen.stderr
+    );
+    // Told otherwise, the options win and the matrix is not consulted.
+    let told = claij_env(
+        &[
+            "ask",
+            "Capital of France?",
+            "--llm",
+            "gemini-flash",
+            "--mode",
+            "prompted",
+            "--max-retries",
+            "0",
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(told.code, 0, "{}", told.stderr);
+    assert!(
+        !told.stderr.contains("compatibility matrix"),
+        "{}",
+        told.stderr
+    );
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert!(
+        first.get("tools").is_some(),
+        "tool mode sends the schema as a tool: {first}"
+    );
+    assert!(
+        second.get("tools").is_none() && second.get("response_format").is_none(),
+        "{second}"
+    );
+}

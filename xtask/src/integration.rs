@@ -1,0 +1,279 @@
+//! `cargo xtask integration`: the live suites against real models, with a plan, a cost estimate and
+//! a confirmation before anything is sent, then the compatibility matrix.
+//!
+//! The suites live in the claij binary (`claij suite run`, hidden), because xtask depends on no claij
+//! crate: xtask builds it, runs it once per model and suite, reads one JSON record per test from its
+//! stdout, and writes `compat-matrix.md`, `compat-matrix.json` and a line of `compat-history.jsonl`.
+
+mod matrix;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::io::{BufRead as _, BufReader, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, Result, bail};
+
+use self::matrix::{Matrix, Record};
+use self::plan::{Plan, Suite, money};
+use crate::cmd::{Cmd, display_path, root};
+use crate::metadata::Workspace;
+
+/// Use this claij binary instead of building one (tests point it at a stand-in).
+const CLAIJ_BIN: &str = "CLAIJ_BIN";
+
+/// The parsed arguments.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Options {
+    llms: Vec<String>,
+    suites: Vec<String>,
+    yes: bool,
+    dry_run: bool,
+    /// Where the matrix goes; default `<target>/claij`.
+    out: Option<PathBuf>,
+}
+
+pub fn run(args: &[String]) -> Result<ExitCode> {
+    execute(args).map(ExitCode::from)
+}
+
+/// [`run`] with the exit code as a number (the tests re-run xtask in a child process).
+fn execute(args: &[String]) -> Result<u8> {
+    let options = match parse(args) {
+        Ok(options) => options,
+        Err(message) => {
+            crate::usage_error(&message)?;
+            return Ok(2);
+        }
+    };
+    let plan = match Plan::new(&options.llms, &options.suites) {
+        Ok(plan) => plan,
+        Err(message) => {
+            crate::usage_error(&message)?;
+            return Ok(2);
+        }
+    };
+    print!("{}", plan::render(&plan));
+    std::io::stdout().flush()?;
+    if options.dry_run {
+        println!("\n--dry-run: nothing was run");
+        return Ok(0);
+    }
+    if plan.spends_money() && !options.yes {
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "xtask: refusing to spend money without confirmation: stdin is not a terminal; pass --yes to spend the estimated {}",
+                money(plan.cost())
+            );
+            return Ok(2);
+        }
+        if !confirm()? {
+            eprintln!("xtask: aborted: nothing was sent");
+            return Ok(2);
+        }
+    }
+    let claij = claij_binary()?;
+    let out = match &options.out {
+        Some(dir) => dir.clone(),
+        None => Workspace::load()?.target_directory.join("claij"),
+    };
+    let records = run_plan(&claij, &plan)?;
+    let matrix = Matrix::from_records(&records);
+    write_matrix(&matrix, &out)?;
+    let failed = matrix.failed();
+    let total = matrix.total();
+    println!(
+        "\nintegration: {}/{} tests passed, {} failed; {}+{} tokens, {}",
+        total.passed,
+        total.tests,
+        failed,
+        total.tokens_in,
+        total.tokens_out,
+        money(Some(total.cost))
+    );
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut options = Options::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| {
+            args.next()
+                .cloned()
+                .ok_or_else(|| format!("`{flag}` needs a value"))
+        };
+        match arg.as_str() {
+            "--llm" => options
+                .llms
+                .extend(value("--llm")?.split(',').map(str::to_owned)),
+            "--suite" => options
+                .suites
+                .extend(value("--suite")?.split(',').map(str::to_owned)),
+            "--out" => options.out = Some(PathBuf::from(value("--out")?)),
+            "--yes" | "-y" => options.yes = true,
+            "--dry-run" => options.dry_run = true,
+            other => return Err(format!("`integration` does not take `{other}`")),
+        }
+    }
+    if options.llms.is_empty() {
+        return Err("`integration` needs --llm ALIAS (or `local`, or `all`)".to_owned());
+    }
+    Ok(options)
+}
+
+/// Waits for ENTER. Ctrl-C ends the process here (the default SIGINT handler), before anything
+/// is built or sent; end of input also aborts.
+fn confirm() -> Result<bool> {
+    print!("\npress ENTER to run, Ctrl-C to abort: ");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    let read = std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("cannot read the confirmation")?;
+    Ok(read > 0)
+}
+
+/// `$CLAIJ_BIN`, or the release build of the claij CLI.
+fn claij_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(CLAIJ_BIN) {
+        return Ok(PathBuf::from(path));
+    }
+    Cmd::cargo()
+        .args(["build", "--release", "-p", "claij-cli"])
+        .run()
+        .context("cannot build the claij CLI")?;
+    let claij = Workspace::load()?
+        .target_directory
+        .join("release")
+        .join(format!("claij{}", std::env::consts::EXE_SUFFIX));
+    if !claij.is_file() {
+        bail!("the build produced no {}", claij.display());
+    }
+    Ok(claij)
+}
+
+/// Runs every (model, suite), printing a line per test as it finishes, with a running total.
+fn run_plan(claij: &Path, plan: &Plan) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
+    let total = plan.tests();
+    let started = Instant::now();
+    let (mut tokens, mut cost) = (0, 0.0);
+    for model in &plan.models {
+        for suite in &plan.suites {
+            run_suite(claij, &model.name, suite, |record| {
+                tokens += record.tokens_in + record.tokens_out;
+                cost += record.cost;
+                let done = records.len() + 1;
+                println!(
+                    "[{done}/{total}] {} {}/{}: {} ({} attempts, {} retries, {}+{} tokens, {}, {:.1}s; run so far: {tokens} tokens, {}, {})",
+                    record.model,
+                    record.suite,
+                    record.test,
+                    if record.passed { "pass" } else { "FAIL" },
+                    record.attempts,
+                    record.retries,
+                    record.tokens_in,
+                    record.tokens_out,
+                    money(Some(record.cost)),
+                    record.elapsed_ms as f64 / 1000.0,
+                    money(Some(cost)),
+                    crate::test::format_duration(started.elapsed()),
+                );
+                if !record.passed {
+                    println!("        {}", record.detail);
+                }
+                records.push(record.clone());
+            })?;
+        }
+    }
+    Ok(records)
+}
+
+/// `claij suite run --llm MODEL --suite SUITE`: calls `each` per record as it arrives; a test
+/// that printed no record (claij failed first) becomes a failed record naming the exit status.
+fn run_suite(
+    claij: &Path,
+    model: &str,
+    suite: &Suite,
+    mut each: impl FnMut(&Record),
+) -> Result<()> {
+    println!(
+        "\n==> {model} {}: {} (running...)",
+        suite.name,
+        suite.tests.join(", ")
+    );
+    let mut child = Command::new(claij)
+        .args(["suite", "run", "--llm", model, "--suite", suite.name])
+        .env("CLAIJ_MODEL_DIR", crate::model::model_dir())
+        .env("CLAIJ_MCP_SERVERS", crate::mcp_servers::servers_dir())
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", claij.display()))?;
+    let mut seen = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("cannot read claij's output")?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match Record::parse(&line) {
+                Ok(record) => {
+                    seen.push(record.test.clone());
+                    each(&record);
+                }
+                Err(why) => println!("        (ignored a line of claij's output: {why})"),
+            }
+        }
+    }
+    let status = child.wait().context("cannot wait for claij")?;
+    for test in suite.tests {
+        if !seen.iter().any(|t| t == test) {
+            each(&Record::missing(
+                model,
+                suite.name,
+                test,
+                &format!("claij suite run ended ({status}) without a result for this test"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the matrix (Markdown and JSON) and appends the history line.
+fn write_matrix(matrix: &Matrix, dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let at = matrix::utc(secs);
+    let md = dir.join("compat-matrix.md");
+    fs::write(&md, matrix.to_markdown(&at))
+        .with_context(|| format!("cannot write {}", md.display()))?;
+    let json = dir.join("compat-matrix.json");
+    let text = serde_json::to_string_pretty(&matrix.to_json(&at))? + "\n";
+    fs::write(&json, text).with_context(|| format!("cannot write {}", json.display()))?;
+    let history = dir.join("compat-history.jsonl");
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&history)
+        .with_context(|| format!("cannot open {}", history.display()))?;
+    writeln!(file, "{}", matrix.history_line(&at))
+        .with_context(|| format!("cannot write {}", history.display()))?;
+    println!(
+        "\nmatrix: {} and {}; history: {}",
+        display_path(&md),
+        display_path(&json),
+        display_path(&history)
+    );
+    print!("{}", matrix.to_markdown(&at));
+    Ok(())
+}

@@ -1,0 +1,685 @@
+//! Unit tests of the plan, the estimate and the matrix; process tests of the confirmation (xtask
+//! re-run in a child process, under a pseudo-terminal for ENTER and Ctrl-C, with a stand-in claij).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use super::matrix::{Matrix, Record, utc};
+use super::plan::{self, Model, Plan};
+use super::{Options, parse};
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[track_caller]
+fn check_plan(llms: &[&str], suites: &[&str], models: &[&str], tests: u64, spends: bool) {
+    let plan = Plan::new(&strings(llms), &strings(suites)).unwrap();
+    let names: Vec<&str> = plan.models.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, models);
+    assert_eq!(plan.tests(), tests);
+    assert_eq!(plan.spends_money(), spends);
+}
+
+#[test]
+fn plans() {
+    check_plan(&["local"], &["retry"], &["local"], 3, false);
+    check_plan(&["local"], &[], &["local"], 8, false);
+    check_plan(
+        &["gemini-flash", "local"],
+        &["memory", "tools"],
+        &["gemini-flash", "local"],
+        4,
+        true,
+    );
+    check_plan(
+        &["local", "local"],
+        &["retry", "retry"],
+        &["local"],
+        3,
+        false,
+    );
+    check_plan(&["openai:gpt-4o"], &["fsm"], &["openai:gpt-4o"], 1, true);
+    let all = [
+        "gemini-flash",
+        "claude-sonnet",
+        "claude-opus",
+        "gpt-5",
+        "grok",
+        "llama-maverick",
+        "kimi",
+        "qwen-7b",
+        "local",
+    ];
+    check_plan(&["all"], &["retry"], &all, 27, true);
+    check_plan(
+        &["local", "all"],
+        &["retry"],
+        &[
+            "local",
+            "gemini-flash",
+            "claude-sonnet",
+            "claude-opus",
+            "gpt-5",
+            "grok",
+            "llama-maverick",
+            "kimi",
+            "qwen-7b",
+        ],
+        27,
+        true,
+    );
+}
+
+#[track_caller]
+fn check_plan_error(llms: &[&str], suites: &[&str], expected: &str) {
+    let err = Plan::new(&strings(llms), &strings(suites)).unwrap_err();
+    assert!(err.contains(expected), "{err}");
+}
+
+#[test]
+fn plan_errors() {
+    check_plan_error(&[], &[], "no model");
+    check_plan_error(&["gpt5"], &[], "unknown model `gpt5`");
+    check_plan_error(&["acme:x"], &[], "PROVIDER one of openrouter");
+    check_plan_error(&["openai:"], &[], "unknown model `openai:`");
+    check_plan_error(
+        &["local"],
+        &["speed"],
+        "unknown suite `speed`: expected one of memory, tools, mcp, retry, fsm, citations",
+    );
+}
+
+#[test]
+fn estimates_use_the_suite_table_and_the_price() {
+    let plan = Plan::new(
+        &strings(&["gemini-flash", "local", "openai:gpt-4o"]),
+        &strings(&["memory", "retry"]),
+    )
+    .unwrap();
+    let flash = plan.estimate(&plan.models[0]);
+    // memory: 1 test, 2 calls of 900+120; retry: 3 tests (one per mode), 2 calls of 700+100 each.
+    assert_eq!(
+        (flash.tests, flash.calls, flash.tokens_in, flash.tokens_out),
+        (4, 8, 6_000, 840)
+    );
+    let expected = (6_000.0 * 0.30 + 840.0 * 2.50) / 1e6;
+    assert!((flash.cost.unwrap() - expected).abs() < 1e-12);
+    assert_eq!(plan.estimate(&plan.models[1]).cost, Some(0.0));
+    assert_eq!(
+        plan.estimate(&plan.models[2]).cost,
+        None,
+        "an unaliased model's price is unknown"
+    );
+    assert_eq!(plan.cost(), None);
+    // An aliased target costs what its alias costs.
+    assert_eq!(
+        Model::parse("openrouter:google/gemini-2.5-flash")
+            .unwrap()
+            .price,
+        Some((0.30, 2.50))
+    );
+}
+
+#[track_caller]
+fn check_money(cost: Option<f64>, expected: &str) {
+    assert_eq!(plan::money(cost), expected);
+}
+
+#[test]
+fn money() {
+    check_money(None, "unknown");
+    check_money(Some(0.0), "$0");
+    check_money(Some(0.00206), "$0.0021");
+    check_money(Some(1.234), "$1.23");
+}
+
+#[test]
+fn the_plan_text_warns_when_money_is_spent() {
+    let paid = plan::render(&Plan::new(&strings(&["gemini-flash"]), &strings(&["retry"])).unwrap());
+    assert!(
+        paid.starts_with(
+            "cargo xtask integration: 1 model(s) x 1 suite(s) (3 test(s) per model) = 3 test runs\n"
+        ),
+        "{paid}"
+    );
+    assert!(
+        paid.contains("  retry          3          2         ~700+100  strict-word/native, strict-word/tool, strict-word/prompted\n"),
+        "{paid}"
+    );
+    assert!(
+        paid.contains("gemini-flash openrouter:google/gemini-2.5-flash"),
+        "{paid}"
+    );
+    assert!(
+        paid.contains("total: 3 tests, ~6 calls, ~4200+600 tokens, estimated cost $0.0028"),
+        "{paid}"
+    );
+    assert!(
+        paid.contains("WARNING: this calls hosted models with your API keys and spends money"),
+        "{paid}"
+    );
+    assert!(!paid.contains("--llm all"), "{paid}");
+    let all = plan::render(&Plan::new(&strings(&["all"]), &[]).unwrap());
+    assert!(
+        all.contains("WARNING: --llm all runs the whole matrix: every suite against all 9 models"),
+        "{all}"
+    );
+    let local = plan::render(&Plan::new(&strings(&["local"]), &[]).unwrap());
+    assert!(
+        local.contains("local model only: no network, no cost, no confirmation needed."),
+        "{local}"
+    );
+    assert!(!local.contains("WARNING"), "{local}");
+}
+
+#[track_caller]
+fn check_args(args: &[&str], expected: Result<Options, &str>) {
+    assert_eq!(parse(&strings(args)), expected.map_err(str::to_owned));
+}
+
+#[test]
+fn arguments() {
+    let options = |llms: &[&str], suites: &[&str], yes, dry_run| Options {
+        llms: strings(llms),
+        suites: strings(suites),
+        yes,
+        dry_run,
+        out: None,
+    };
+    check_args(
+        &["--llm", "local"],
+        Ok(options(&["local"], &[], false, false)),
+    );
+    check_args(
+        &[
+            "--llm",
+            "kimi,local",
+            "--suite",
+            "retry",
+            "--suite",
+            "fsm,mcp",
+            "--yes",
+            "--dry-run",
+        ],
+        Ok(options(
+            &["kimi", "local"],
+            &["retry", "fsm", "mcp"],
+            true,
+            true,
+        )),
+    );
+    check_args(
+        &["--suite", "retry"],
+        Err("`integration` needs --llm ALIAS (or `local`, or `all`)"),
+    );
+    check_args(&["--llm"], Err("`--llm` needs a value"));
+    check_args(
+        &["--llm", "local", "--fast"],
+        Err("`integration` does not take `--fast`"),
+    );
+}
+
+fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cost: f64) -> Record {
+    Record {
+        model: model.to_owned(),
+        suite: suite.to_owned(),
+        test: format!("{suite}-test"),
+        passed,
+        valid_first_try: first,
+        attempts: retries + 1,
+        retries,
+        tokens_in: 100,
+        tokens_out: 10,
+        cost,
+        elapsed_ms: 1_500,
+        detail: if passed {
+            "ok".into()
+        } else {
+            "answer: \"red\" | wrong".into()
+        },
+        mode: "auto".into(),
+    }
+}
+
+#[test]
+fn records_parse_from_claij_lines() {
+    let line = r#"{"model":"local","suite":"retry","test":"strict-word","passed":true,"valid_first_try":false,"attempts":3,"retries":2,"tokens_in":812,"tokens_out":97,"cost":0.0,"elapsed_ms":4120,"detail":"valid after 2 retries"}"#;
+    let r = Record::parse(line).unwrap();
+    assert_eq!(
+        (
+            r.model.as_str(),
+            r.test.as_str(),
+            r.passed,
+            r.retries,
+            r.elapsed_ms
+        ),
+        ("local", "strict-word", true, 2, 4_120)
+    );
+    assert_eq!(
+        Record::parse("nope").unwrap_err().split(':').next(),
+        Some("not a JSON record")
+    );
+    assert_eq!(
+        Record::parse(&line.replace("\"retries\":2", "\"retries\":-2")).unwrap_err(),
+        "record without a count `retries`"
+    );
+    assert_eq!(
+        Record::parse(&line.replace("\"cost\":0.0", "\"cost\":\"0\"")).unwrap_err(),
+        "record without a number `cost`"
+    );
+}
+
+#[test]
+fn the_matrix_gathers_models_by_suites() {
+    let records = [
+        record("local", "retry", true, false, 2, 0.0),
+        record("local", "memory", false, true, 0, 0.0),
+        record("gemini-flash", "retry", true, true, 0, 0.001),
+        record("gemini-flash", "retry", false, false, 3, 0.002),
+    ];
+    let matrix = Matrix::from_records(&records);
+    assert_eq!(matrix.models, ["local", "gemini-flash"]);
+    assert_eq!(matrix.suites, ["retry", "memory"]);
+    let cell = matrix.cell("gemini-flash", "retry").unwrap();
+    assert_eq!(
+        (
+            cell.tests,
+            cell.passed,
+            cell.valid_first_try,
+            cell.retries,
+            cell.tokens_in
+        ),
+        (2, 1, 1, 3, 200)
+    );
+    assert!((cell.cost - 0.003).abs() < 1e-12);
+    assert_eq!(matrix.failed(), 2);
+
+    let md = matrix.to_markdown("2026-11-26T05:00:00Z");
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(rows[0], "| model | retry | memory |");
+    assert_eq!(rows[1], "|---|---|---|");
+    assert_eq!(
+        rows[2],
+        "| local | 1/1 pass · 0% first try · 2 retries · 100+10 tok · $0 | 0/1 FAIL · 100% first try · 0 retries · 100+10 tok · $0 |"
+    );
+    assert_eq!(
+        rows[3],
+        "| gemini-flash | 1/2 FAIL · 50% first try · 3 retries · 200+20 tok · $0.0030 | - |"
+    );
+    assert!(rows.iter().all(|r| r.matches('|').count() == 4), "{md}");
+    assert!(
+        md.contains("Total: 2/4 passed, 5 retries, 400+40 tokens, $0.0030, 6.0s."),
+        "{md}"
+    );
+    assert!(
+        md.contains("- local memory/memory-test: answer: \"red\" \\| wrong"),
+        "{md}"
+    );
+
+    let json = matrix.to_json("2026-11-26T05:00:00Z");
+    assert_eq!(json["cells"].as_array().unwrap().len(), 3);
+    assert_eq!(json["cells"][2]["first_try_valid_rate"], 0.5);
+    assert_eq!(json["cells"][2]["failed"], 1);
+    assert_eq!(json["total"]["passed"], 2);
+    assert_eq!(json["total"].get("model"), None);
+    assert_eq!(json["records"][1]["detail"], "answer: \"red\" | wrong");
+    let history: Value = serde_json::from_str(&matrix.history_line("t")).unwrap();
+    assert_eq!(history["at"], "t");
+    assert_eq!(history["total"]["tests"], 4);
+}
+
+#[track_caller]
+fn check_utc(secs: u64, expected: &str) {
+    assert_eq!(utc(secs), expected);
+}
+
+#[test]
+fn timestamps() {
+    check_utc(0, "1970-01-01T00:00:00Z");
+    check_utc(951_782_400, "2000-02-29T00:00:00Z");
+    check_utc(1_795_670_529, "2026-11-26T05:22:09Z");
+}
+
+// --- xtask in a child process -------------------------------------------------------------------
+
+/// Set in a child: the arguments for `cargo xtask`, one per line.
+const CHILD: &str = "CLAIJ_XTASK_TEST_CHILD";
+
+/// The child's entry point: the tests re-run this test binary with [`CHILD`] set and only this
+/// test selected, so the real `integration` command runs in its own process (its own stdin, a
+/// pseudo-terminal). Without [`CHILD`] it does nothing.
+#[test]
+fn child_process_entry() {
+    let Some(args) = std::env::var_os(CHILD) else {
+        return;
+    };
+    let args: Vec<String> = args.to_string_lossy().lines().map(str::to_owned).collect();
+    let code = match super::execute(&args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            1
+        }
+    };
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    std::process::exit(i32::from(code));
+}
+
+/// A scratch directory, a listener standing in for the provider, and a stand-in claij that
+/// connects to it, notes its arguments and prints canned records.
+struct Stage {
+    dir: PathBuf,
+    listener: TcpListener,
+}
+
+const FAKE_CLAIJ: &str = r#"#!/usr/bin/env python3
+import json, os, socket, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_MARKER"], "a") as f:
+    f.write(" ".join(args) + "\n")
+socket.create_connection(("127.0.0.1", int(os.environ["FAKE_PORT"]))).close()
+llm = args[args.index("--llm") + 1]
+suite = args[args.index("--suite") + 1]
+tests = {"retry": ["strict-word/native", "strict-word/tool", "strict-word/prompted"],
+         "memory": ["recall-colour"]}
+for test in tests.get(suite, []):
+    print(json.dumps({"model": llm, "suite": suite, "test": test, "passed": suite == "retry",
+        "valid_first_try": False, "attempts": 3, "retries": 2, "tokens_in": 812, "tokens_out": 97,
+        "cost": 0.0, "elapsed_ms": 4120, "detail": "canned", "mode": test.rsplit("/", 1)[-1]}),
+        flush=True)
+"#;
+
+impl Stage {
+    fn new(name: &str) -> Stage {
+        let dir =
+            std::env::temp_dir().join(format!("xtask-integration-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("claij");
+        fs::write(&fake, FAKE_CLAIJ).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // What a real claij would read: the provider pointed at the listener.
+        fs::write(
+            dir.join("config.toml"),
+            format!("[providers.openrouter]\nbase_url = \"http://127.0.0.1:{port}/api/v1\"\n"),
+        )
+        .unwrap();
+        Stage { dir, listener }
+    }
+
+    /// The test binary re-run as `cargo xtask integration ARGS`, stdin from /dev/null.
+    fn command(&self, program: &[&str], args: &[&str]) -> Command {
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = Command::new(
+            program
+                .first()
+                .copied()
+                .map_or(exe.as_os_str(), std::ffi::OsStr::new),
+        );
+        cmd.args(&program[program.len().min(1)..]);
+        if !program.is_empty() {
+            cmd.arg(&exe);
+        }
+        let mut all = vec!["--out"];
+        let out = self.dir.join("out");
+        all.push(out.to_str().unwrap());
+        all.extend_from_slice(args);
+        cmd.args([
+            "--exact",
+            "integration::tests::child_process_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, all.join("\n"))
+        .env("CLAIJ_BIN", self.dir.join("claij"))
+        .env("CLAIJ_CONFIG", self.dir.join("config.toml"))
+        .env("FAKE_MARKER", self.dir.join("invoked"))
+        .env(
+            "FAKE_PORT",
+            self.listener.local_addr().unwrap().port().to_string(),
+        )
+        .stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(&[], args).output().unwrap()
+    }
+
+    /// Runs under a pseudo-terminal, sending `key` once the confirmation prompt shows; returns the
+    /// terminal's text and the exit code (negative: killed by that signal).
+    fn run_in_pty(&self, args: &[&str], key: &str) -> (String, i32) {
+        let output = self
+            .command(&["python3", "-c", PTY_DRIVER, key], args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "pty driver: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let (text, code) = text.rsplit_once("\nEXIT ").unwrap();
+        (text.to_owned(), code.trim().parse().unwrap())
+    }
+
+    /// Connections the listener received.
+    fn connections(&self) -> usize {
+        std::iter::from_fn(|| self.listener.accept().ok()).count()
+    }
+
+    fn invocations(&self) -> Vec<String> {
+        fs::read_to_string(self.dir.join("invoked"))
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    fn out(&self, name: &str) -> PathBuf {
+        self.dir.join("out").join(name)
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs argv[2:] under a pseudo-terminal (as its controlling terminal), writes argv[1] once the
+/// prompt appears, prints everything the terminal showed, then `EXIT <code>`.
+const PTY_DRIVER: &str = r#"
+import os, pty, select, sys, time
+key = sys.argv[1]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+out = b""
+sent = False
+deadline = time.time() + 120
+while time.time() < deadline:
+    ready, _, _ = select.select([fd], [], [], 0.5)
+    if ready:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    if not sent and b"press ENTER" in out:
+        time.sleep(0.2)
+        os.write(fd, key.encode())
+        sent = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode("utf-8", "replace"))
+sys.stdout.write("\nEXIT %d\n" % os.waitstatus_to_exitcode(status))
+"#;
+
+fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn without_a_terminal_and_without_yes_a_paid_run_is_refused_before_anything_runs() {
+    let stage = Stage::new("refuse");
+    let output = stage.run(&["--llm", "gemini-flash", "--suite", "retry"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = lines(&output.stderr);
+    assert_eq!(
+        stderr,
+        [
+            "xtask: refusing to spend money without confirmation: stdin is not a terminal; pass --yes to spend the estimated $0.0028"
+        ]
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("WARNING: this calls hosted models"));
+    assert_eq!(
+        stage.invocations(),
+        Vec::<String>::new(),
+        "claij must not run"
+    );
+    assert_eq!(stage.connections(), 0, "nothing may reach the provider");
+    assert!(!stage.out("compat-matrix.md").exists());
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_runs_nothing() {
+    let stage = Stage::new("dry-run");
+    let output = stage.run(&[
+        "--llm",
+        "gemini-flash",
+        "--llm",
+        "local",
+        "--suite",
+        "memory,retry",
+        "--dry-run",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "cargo xtask integration: 2 model(s) x 2 suite(s) (4 test(s) per model) = 8 test runs"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  memory         1          2         ~900+120  recall-colour\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  local        local "), "{stdout}");
+    assert!(
+        stdout.contains("WARNING: this calls hosted models"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--dry-run: nothing was run"), "{stdout}");
+    assert_eq!(stage.invocations(), Vec::<String>::new());
+    assert_eq!(stage.connections(), 0);
+}
+
+#[test]
+fn enter_on_a_terminal_proceeds() {
+    let stage = Stage::new("enter");
+    let (text, code) = stage.run_in_pty(&["--llm", "gemini-flash", "--suite", "retry"], "\n");
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("press ENTER to run, Ctrl-C to abort"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[1/3] gemini-flash retry/strict-word/native: pass (3 attempts, 2 retries, 812+97 tokens"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        stage.invocations(),
+        ["suite run --llm gemini-flash --suite retry"]
+    );
+    assert_eq!(stage.connections(), 1);
+    assert!(stage.out("compat-matrix.md").is_file());
+}
+
+#[test]
+fn ctrl_c_on_a_terminal_aborts_before_anything_is_sent() {
+    let stage = Stage::new("ctrl-c");
+    let (text, code) = stage.run_in_pty(&["--llm", "gemini-flash", "--suite", "retry"], "\u{3}");
+    assert_eq!(code, -2, "killed by SIGINT: {text}");
+    assert!(
+        text.contains("press ENTER to run, Ctrl-C to abort"),
+        "{text}"
+    );
+    assert_eq!(stage.invocations(), Vec::<String>::new());
+    assert_eq!(stage.connections(), 0);
+    assert!(!stage.out("compat-matrix.md").exists());
+}
+
+#[test]
+fn a_local_run_needs_no_confirmation_and_writes_a_well_formed_matrix() {
+    let stage = Stage::new("local");
+    let output = stage.run(&["--llm", "local", "--suite", "retry,memory,tools"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // memory fails (canned), tools prints nothing: both count as failures.
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert_eq!(
+        stage.invocations(),
+        [
+            "suite run --llm local --suite retry",
+            "suite run --llm local --suite memory",
+            "suite run --llm local --suite tools"
+        ]
+    );
+    assert!(
+        stdout.contains("[1/5] local retry/strict-word/native: pass"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[5/5] local tools/report-nonce: FAIL"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("integration: 3/5 tests passed, 2 failed"),
+        "{stdout}"
+    );
+    let md = fs::read_to_string(stage.out("compat-matrix.md")).unwrap();
+    assert!(md.contains("| model | retry | memory | tools |\n|---|---|---|---|\n| local | 3/3 pass · 0% first try · 6 retries · 2436+291 tok · $0 | 0/1 FAIL"), "{md}");
+    assert!(md.contains("- local tools/report-nonce: claij suite run ended (exit status: 0) without a result for this test"), "{md}");
+    let json: Value =
+        serde_json::from_str(&fs::read_to_string(stage.out("compat-matrix.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["models"], serde_json::json!(["local"]));
+    assert_eq!(json["total"]["tests"], 5);
+    assert_eq!(json["cells"][0]["retries"], 6);
+    // Each record keeps the mode it ran in, for `claij models`.
+    assert_eq!(json["records"][1]["mode"], "tool");
+    // A second run appends to the history.
+    let _ = stage.run(&["--llm", "local", "--suite", "retry"]);
+    let history = fs::read_to_string(stage.out("compat-history.jsonl")).unwrap();
+    assert_eq!(history.lines().count(), 2);
+    for line in history.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        assert!(entry["at"].as_str().unwrap().ends_with('Z'));
+    }
+}
