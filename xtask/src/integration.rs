@@ -171,7 +171,8 @@ fn run_plan(claij: &Path, plan: &Plan) -> Result<Vec<Record>> {
                 cost += record.cost;
                 let done = records.len() + 1;
                 println!(
-                    "[{done}/{total}] {} {}/{}: {} ({} attempts, {} retries, {}+{} tokens, {}, {:.1}s; run so far: {tokens} tokens, {}, {})",
+                    "{} [{done}/{total}] {} {}/{}: {} ({} attempts, {} retries, {}+{} tokens, {}, {:.1}s; run so far: {tokens} tokens, {}, {})",
+                    progress_bar(done, total),
                     record.model,
                     record.suite,
                     record.test,
@@ -193,6 +194,20 @@ fn run_plan(claij: &Path, plan: &Plan) -> Result<Vec<Record>> {
         }
     }
     Ok(records)
+}
+
+/// `|#####---------------|`: how much of the run is done, 20 characters wide.
+fn progress_bar(done: usize, total: u64) -> String {
+    const WIDTH: u64 = 20;
+    let filled = (done as u64 * WIDTH)
+        .checked_div(total)
+        .unwrap_or(WIDTH)
+        .min(WIDTH);
+    format!(
+        "|{}{}|",
+        "#".repeat(filled as usize),
+        "-".repeat((WIDTH - filled) as usize)
+    )
 }
 
 /// `claij suite run --llm MODEL --suite SUITE`: calls `each` per record as it arrives; a test

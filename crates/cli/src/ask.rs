@@ -9,6 +9,7 @@ mod report;
 mod session;
 #[cfg(test)]
 mod tests;
+mod tools;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -104,6 +105,9 @@ enum Interceptor {
     Citations,
     /// Every reply may carry `eval`: Rhai expressions run in a sandbox, results on the next turn.
     Eval,
+    /// Every reply may call tools (`now`: the UTC time; `random_int`: a random integer in a range);
+    /// their results come back on the next turn.
+    Tools,
     /// The tools of the configuration's MCP servers (`mcpServers`), called through `mcp_calls`.
     Mcp,
 }
@@ -233,7 +237,7 @@ impl<'a> Conversation<'a> {
             ))?;
         }
         let knobs = config(options, opened.model, &settings.defaults, measured.as_ref());
-        let (chain, citations) = chain(&names, services.as_ref(), notes);
+        let (chain, citations) = chain(&names, services.as_ref(), notes)?;
         let mut pipeline = Pipeline::new(opened.backend, knobs, chain);
         if let Some(citations) = citations {
             pipeline = pipeline.with_check("citations", citations.check());
@@ -383,7 +387,7 @@ fn chain(
     names: &[Interceptor],
     services: Option<&Services>,
     notes: Vec<Document>,
-) -> (Chain, Option<Citations>) {
+) -> Result<(Chain, Option<Citations>)> {
     let mut chain = Chain::new();
     let mut citations = None;
     for name in names {
@@ -395,6 +399,7 @@ fn chain(
                 chain.push(interceptor);
             }
             Interceptor::Eval => chain.push(Eval::new()),
+            Interceptor::Tools => chain.push(tools::builtin()?),
             Interceptor::Mcp => {
                 if let Some(services) = services {
                     chain.push(McpInterceptor::new(services.clone()));
@@ -402,7 +407,7 @@ fn chain(
             }
         }
     }
-    (chain, citations)
+    Ok((chain, citations))
 }
 
 /// `--note` files as documents: `note-1`, `note-2`... titled by their file names.

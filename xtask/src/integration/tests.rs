@@ -683,3 +683,11 @@ fn a_local_run_needs_no_confirmation_and_writes_a_well_formed_matrix() {
         assert!(entry["at"].as_str().unwrap().ends_with('Z'));
     }
 }
+
+#[test]
+fn the_progress_bar_fills_with_the_run() {
+    assert_eq!(super::progress_bar(0, 4), "|--------------------|");
+    assert_eq!(super::progress_bar(1, 4), "|#####---------------|");
+    assert_eq!(super::progress_bar(4, 4), "|####################|");
+    assert_eq!(super::progress_bar(3, 0), "|####################|");
+}

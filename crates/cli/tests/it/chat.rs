@@ -193,3 +193,155 @@ async fn ask_standard_keeps_the_raw_value_off_a_terminal_and_checks_citations() 
         "the retry prompt names the unknown note: {retry}"
     );
 }
+
+#[tokio::test]
+async fn chat_with_tools_shows_the_previous_turns_results() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&json!({
+            "answer": "Let me draw.", "state": "drawing", "summary": "Drew a number.",
+            "tools": [{"name": "random_int", "args": {"min": 7, "max": 7}}, {"name": "now", "args": {}}]
+        })))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "It was 7.", "state": "done", "summary": "Reported 7."}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (run, _f) = run(
+        &server,
+        &[
+            "chat",
+            "--llm",
+            "gemini-flash",
+            "--interceptors",
+            "memory,tools",
+        ],
+        "Draw a number between 7 and 7.\nWhich number was it?\n",
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "Let me draw.\nIt was 7.\n");
+    let requests = server.received_requests().await.unwrap();
+    let first = String::from_utf8_lossy(&requests[0].body);
+    assert!(
+        first.contains("random_int") && first.contains("now"),
+        "the tools are offered: {first}"
+    );
+    let second = String::from_utf8_lossy(&requests[1].body);
+    assert!(
+        second.contains("ok: 7"),
+        "the result is shown on the next turn: {second}"
+    );
+}
+
+/// Runs `claij ARGS` with its stdout on a pseudo-terminal (python3's `pty`), everything it showed
+/// and its exit code.
+fn claij_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
+    const DRIVER: &str = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+chunks = []
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    chunks.append(data)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(b"".join(chunks).decode("utf-8", "replace"))
+sys.stdout.write("\nEXIT %d\n" % os.waitstatus_to_exitcode(status))
+"#;
+    let mut command = std::process::Command::new("python3");
+    command
+        .args(["-c", DRIVER, env!("CARGO_BIN_EXE_claij")])
+        .args(args)
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("claij-tests-no-data"),
+        );
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n");
+    let (text, code) = text.rsplit_once("\nEXIT ").unwrap();
+    (text.to_owned(), code.trim().parse().unwrap())
+}
+
+#[tokio::test]
+async fn ask_standard_on_a_terminal_is_rendered_for_people() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&json!({
+            "answer": "We land in Lisbon on 3 May.",
+            "state": "answered",
+            "metadata": {"hasSources": true, "sourceTypes": ["notes", "external"],
+                "citations": [{"noteId": "note-1", "noteTitle": "trip.txt", "excerpt": "Lisbon on 3 May"}],
+                "externalSources": [{"title": "Lisbon Airport", "source": "ANA", "url": "https://example.invalid/lis"}]}
+        })))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[
+        ("trip.txt", "We land in Lisbon on 3 May."),
+        (
+            "config.toml",
+            &format!(
+                "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
+                server.uri()
+            ),
+        ),
+    ]);
+    let (note, config) = (files.path("trip.txt"), files.path("config.toml"));
+    let env = [
+        ("CLAIJ_CONFIG", config.as_str()),
+        ("OPENROUTER_API_KEY", KEY),
+    ];
+    let args = [
+        "ask",
+        "When do we land?",
+        "--llm",
+        "gemini-flash",
+        "--standard",
+        "--note",
+        &note,
+    ];
+    let (shown, code) = claij_on_a_terminal(&args, &env);
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("We land in Lisbon on 3 May."), "{shown}");
+    assert!(
+        shown.contains("Sources used: 1 note, 1 external source"),
+        "{shown}"
+    );
+    assert!(shown.contains("trip.txt"), "{shown}");
+    assert!(shown.contains("https://example.invalid/lis"), "{shown}");
+    assert!(
+        !shown.contains("\"metadata\""),
+        "rendered, not raw JSON: {shown}"
+    );
+    // --json keeps the raw value, terminal or not.
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let (raw, code) = claij_on_a_terminal(&with_json, &env);
+    assert_eq!(code, 0, "{raw}");
+    assert!(raw.contains("\"metadata\""), "{raw}");
+    assert!(!raw.contains(KEY));
+}
