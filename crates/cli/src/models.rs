@@ -193,6 +193,10 @@ fn choose(model: &str, records: &[&Value]) -> Choice {
             1,
             "every test was valid on the first try: one retry in reserve".to_owned(),
         ),
+        Some(0) => (
+            1,
+            "passing tests needed no retry: one in reserve".to_owned(),
+        ),
         Some(n) => {
             let budget = usize::try_from(n)
                 .unwrap_or(usize::MAX)

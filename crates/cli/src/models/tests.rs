@@ -57,6 +57,17 @@ fn modes_and_retry_budgets() {
         3,
         "up to 2 retries",
     );
+    // What passed needed no retry, though not every test was valid first try.
+    check(
+        vec![
+            record("g", None, true, true, 0),
+            record("g", None, false, false, 3),
+        ],
+        "g",
+        None,
+        1,
+        "needed no retry",
+    );
     // Nothing passed: the default.
     check(
         vec![record("c", None, false, false, 3)],
