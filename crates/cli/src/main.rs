@@ -109,7 +109,7 @@ fn main() -> ExitCode {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::Invalid) => ExitCode::from(1),
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&chain_text(&e)));
             ExitCode::from(2)
         }
     }
@@ -127,6 +127,20 @@ fn set_compute_threads(threads: NonZeroUsize) {
         std::env::set_var("CANDLE_NUM_THREADS", &threads);
         std::env::set_var("RAYON_NUM_THREADS", &threads);
     }
+}
+
+/// An error and its causes, `outer: inner: ...`, skipping a cause whose text its parent already
+/// shows (library errors often print their source in their own message too).
+fn chain_text(error: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if parts.last().is_some_and(|shown| shown.contains(&text)) {
+            continue;
+        }
+        parts.push(text);
+    }
+    parts.join(": ")
 }
 
 /// clap's error as one line: its first paragraph, folded (the usage and the `--help` tip dropped).

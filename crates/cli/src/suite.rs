@@ -2,7 +2,8 @@
 //! line per test on stdout.
 //!
 //! Each line is `{model, suite, test, passed, valid_first_try, attempts, retries, tokens_in,
-//! tokens_out, cost, elapsed_ms, detail}`. A test that fails (wrong content, no valid reply, a backend
+//! tokens_out, cost, elapsed_ms, detail, mode}` (`mode`: how the schema reached the model; the retry
+//! suite runs once per mode so `claij models` can choose one). A test that fails (wrong content, no valid reply, a backend
 //! error) is a line with `passed: false` and the reason in `detail`, never an early exit: the matrix
 //! needs every cell. These suites call real models, so nothing but xtask runs them.
 

@@ -211,6 +211,12 @@ async fn http_401_is_one_line_without_the_key() {
     let f = files(&server);
     let run = ask(&f, &["--llm", "gemini-flash"]);
     assert_one_line_error(&run, 2, "401");
+    assert_eq!(
+        run.stderr.matches("HTTP 401").count(),
+        1,
+        "the provider's error is said once: {}",
+        run.stderr
+    );
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert_no_key(&run);
 }
