@@ -2,7 +2,9 @@
 //! `$XDG_CACHE_HOME/claij/<folder>`, else `$HOME/.cache/claij/<folder>`.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// One cache: the variable that overrides it and its folder under `claij/`.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +51,27 @@ impl Cache {
                     .map(|cache| cache.join("claij").join(self.folder))
             })
             .or_else(|| var("HOME").map(|home| home.join(".cache").join("claij").join(self.folder)))
+    }
+}
+
+/// Best effort: removes the temp dirs (named `prefix...`) that fetches and installs killed midway
+/// left in `dir`. Those younger than a day may belong to one running right now, so they stay.
+pub fn remove_abandoned_temps(dir: &Path, prefix: &str) {
+    const MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let abandoned = entry.file_name().to_string_lossy().starts_with(prefix)
+            && entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > MAX_AGE);
+        if abandoned {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 

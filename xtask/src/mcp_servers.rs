@@ -23,7 +23,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
@@ -51,7 +51,6 @@ const PART_STAMP: &str = "installed.json";
 /// Temp dirs of installs are named `<prefix><what>-<pid>-<nanos>`; ones older than a day were
 /// abandoned.
 const TEMP_PREFIX: &str = ".install-";
-const TEMP_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 /// How many lines of a failed command's output its error quotes.
 const TAIL_LINES: usize = 15;
 /// Prints `<name> <version>` for each distribution named after it, `<name> -` for one not
@@ -129,7 +128,7 @@ fn ensure_in(dir: &Path, force: bool) -> Result<()> {
             dir.display()
         )
     })?;
-    remove_abandoned_temps(dir);
+    cache::remove_abandoned_temps(dir, TEMP_PREFIX);
     // servers.json vouches for everything, so it goes before anything changes.
     remove_if_present(&stamp_path)?;
     for part in [Part::Npm, Part::Pip] {
@@ -578,26 +577,6 @@ fn temp_path(cache: &Path, what: &str) -> PathBuf {
         "{TEMP_PREFIX}{what}-{}-{nanos}",
         std::process::id()
     ))
-}
-
-/// Best effort: removes temp dirs that installs killed midway left behind. Young ones may belong to
-/// an install running right now, so they stay.
-fn remove_abandoned_temps(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let abandoned = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
-            && entry
-                .metadata()
-                .and_then(|meta| meta.modified())
-                .ok()
-                .and_then(|modified| modified.elapsed().ok())
-                .is_some_and(|age| age > TEMP_MAX_AGE);
-        if abandoned {
-            let _ = fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 fn remove_if_present(path: &Path) -> Result<()> {

@@ -12,7 +12,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use sha2::{Digest, Sha256};
@@ -30,7 +30,6 @@ const SIZE: u64 = 98_362_432;
 const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
 /// Temp dirs of fetches are named `<prefix><pid>-<nanos>`; ones older than a day were abandoned.
 const TEMP_PREFIX: &str = ".fetch-";
-const TEMP_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// What `<file>.sha256` records about a verified model file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +150,7 @@ fn fetch(dir: &Path, path: &Path) -> Result<()> {
             dir.display()
         )
     })?;
-    remove_abandoned_temps(dir);
+    cache::remove_abandoned_temps(dir, TEMP_PREFIX);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.subsec_nanos());
@@ -257,26 +256,6 @@ fn collect_ggufs(dir: &Path, found: &mut Vec<PathBuf>) {
                 found.push(path);
             }
             _ => {}
-        }
-    }
-}
-
-/// Best effort: removes temp dirs that fetches killed midway left behind. Young ones may belong to
-/// a fetch running right now, so they stay.
-fn remove_abandoned_temps(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let abandoned = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
-            && entry
-                .metadata()
-                .and_then(|meta| meta.modified())
-                .ok()
-                .and_then(|modified| modified.elapsed().ok())
-                .is_some_and(|age| age > TEMP_MAX_AGE);
-        if abandoned {
-            let _ = fs::remove_dir_all(entry.path());
         }
     }
 }

@@ -76,3 +76,27 @@ fn dirs_are_absolute() {
     assert!(MCP_SERVERS.dir().is_absolute());
     assert!(absolute(PathBuf::from("models")).is_absolute());
 }
+
+#[test]
+fn only_old_temp_dirs_with_the_prefix_are_removed() {
+    let dir = std::env::temp_dir().join(format!("xtask-cache-temps-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    for name in [".fetch-old", ".fetch-young", "models-old"] {
+        fs::create_dir_all(dir.join(name)).unwrap();
+    }
+    let two_days_ago = std::time::SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60);
+    for name in [".fetch-old", "models-old"] {
+        let handle = fs::File::open(dir.join(name)).unwrap();
+        handle
+            .set_times(fs::FileTimes::new().set_modified(two_days_ago))
+            .unwrap();
+    }
+    remove_abandoned_temps(&dir, ".fetch-");
+    let mut left: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".fetch-young", "models-old"]);
+    fs::remove_dir_all(&dir).unwrap();
+}
