@@ -2,41 +2,18 @@
 //! it through a configuration file (`CLAIJ_CONFIG`, `providers.openrouter.base_url`), and the replies
 //! are the shared OpenAI-format example response with the content replaced.
 
-use std::path::Path;
-
 use serde_json::Value;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::openrouter::{CHAT, config, reply};
 use super::{BASE, Files, Run, assert_one_line_error, claij_env};
 
 /// The key the mock expects; it must never be printed.
 const KEY: &str = "sk-or-v1-wiremock-secret-0123456789";
-const CHAT: &str = "/api/v1/chat/completions";
-
-/// The shared example chat completion with `content` as the assistant's reply.
-fn completion(content: &str) -> Value {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/providers/examples/openai-1.json");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let mut example: Value = serde_json::from_str(&text).unwrap();
-    let mut body = example["body"].take();
-    body["model"] = "google/gemini-2.5-flash".into();
-    body["choices"][0]["message"]["content"] = content.into();
-    body
-}
-
-fn reply(content: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(completion(content))
-}
-
 /// The configuration pointing OpenRouter at the mock, and the response schema.
 fn files(server: &MockServer) -> Files {
-    let config = format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
-        server.uri()
-    );
-    Files::new(&[("config.toml", &config), ("schema.json", BASE)])
+    Files::new(&[("config.toml", &config(server)), ("schema.json", BASE)])
 }
 
 /// `claij ask` with the key set and the default model (gemini-flash, through the configuration).

@@ -1,31 +1,20 @@
 //! `claij chat` (turns from a pipe) and `claij ask --standard`, against a mock OpenRouter reached
 //! through a configuration file.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::openrouter::{self, CHAT};
 use super::{Files, Run, claij_env};
 
 const KEY: &str = "sk-or-v1-chat-secret-0123456789";
-const CHAT: &str = "/api/v1/chat/completions";
-
 fn reply(content: &Value) -> ResponseTemplate {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/providers/examples/openai-1.json");
-    let mut example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut body = example["body"].take();
-    body["choices"][0]["message"]["content"] = content.to_string().into();
-    ResponseTemplate::new(200).set_body_json(body)
+    openrouter::reply(&content.to_string())
 }
 
 fn run(server: &MockServer, args: &[&str], stdin: &str, files: &[(&str, &str)]) -> (Run, Files) {
-    let config = format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
-        server.uri()
-    );
+    let config = super::openrouter::config(server);
     let mut all = vec![("config.toml", config.as_str())];
     all.extend_from_slice(files);
     let f = Files::new(&all);
@@ -302,13 +291,7 @@ async fn ask_standard_on_a_terminal_is_rendered_for_people() {
         .await;
     let files = Files::new(&[
         ("trip.txt", "We land in Lisbon on 3 May."),
-        (
-            "config.toml",
-            &format!(
-                "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
-                server.uri()
-            ),
-        ),
+        ("config.toml", &super::openrouter::config(&server)),
     ]);
     let (note, config) = (files.path("trip.txt"), files.path("config.toml"));
     let env = [

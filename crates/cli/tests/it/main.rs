@@ -14,6 +14,7 @@ mod fsm;
 mod local_model;
 mod mcp;
 mod models;
+mod openrouter;
 mod suite;
 
 /// What a run printed and how it ended.

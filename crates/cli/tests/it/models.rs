@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
 use super::{Files, assert_one_line_error, claij_env};
 
@@ -58,23 +58,17 @@ fn models_prints_each_choice_and_why() {
 #[tokio::test]
 async fn ask_takes_mode_and_retries_from_the_matrix_unless_told() {
     let server = MockServer::start().await;
-    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/providers/examples/openai-1.json");
-    let mut body: Value = serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
-    let mut body = body["body"].take();
-    body["choices"][0]["message"]["content"] = r#"{"answer": "Paris", "state": "done"}"#.into();
     Mock::given(method("POST"))
-        .and(path("/api/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(
+            r#"{"answer": "Paris", "state": "done"}"#,
+        ))
         .expect(2)
         .mount(&server)
         .await;
     let data = data_dir();
     let root = data.path("");
-    let config = format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
-        server.uri()
-    );
+    let config = super::openrouter::config(&server);
     let f = Files::new(&[("config.toml", &config)]);
     let cfg = f.path("config.toml");
     let env = [

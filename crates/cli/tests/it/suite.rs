@@ -7,21 +7,10 @@ use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::openrouter::{CHAT, reply};
 use super::{Files, Run, assert_one_line_error, claij, claij_env};
 
 const KEY: &str = "sk-or-v1-suite-secret-0123456789";
-const CHAT: &str = "/api/v1/chat/completions";
-
-/// The shared example chat completion (19 prompt and 10 completion tokens) with `content`.
-fn reply(content: &str) -> ResponseTemplate {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/providers/examples/openai-1.json");
-    let mut example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut body = example["body"].take();
-    body["choices"][0]["message"]["content"] = content.into();
-    ResponseTemplate::new(200).set_body_json(body)
-}
-
 /// Serves `replies` in order, each once.
 async fn mock(replies: &[&str]) -> MockServer {
     let server = MockServer::start().await;
@@ -39,10 +28,7 @@ async fn mock(replies: &[&str]) -> MockServer {
 
 /// `claij suite run --llm gemini-flash --suite SUITE` against `server`.
 fn run_suite(server: &MockServer, suite: &str) -> (Run, Vec<Value>) {
-    let config = format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
-        server.uri()
-    );
+    let config = super::openrouter::config(server);
     let files = Files::new(&[("config.toml", &config)]);
     let config = files.path("config.toml");
     let run = claij_env(
