@@ -385,12 +385,9 @@ impl Connection {
         wait: Wait,
         request: impl Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, Error> {
-        match tokio::time::timeout(
-            wait.max_total.unwrap_or(wait.timeout).max(wait.timeout),
-            request,
-        )
-        .await
-        {
+        // Lists, reads and prompts report no progress, so the per-answer timeout is their limit (the
+        // error says so); the total cap only matters for calls that progress resets.
+        match tokio::time::timeout(wait.timeout, request).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(ServiceError::McpError(error))) => Err(Error::Protocol {
                 server: self.server.clone(),
