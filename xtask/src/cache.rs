@@ -36,6 +36,27 @@ impl Cache {
         absolute(dir)
     }
 
+    /// The arguments of a command that fills this cache: `--dir DIR` (or `--dir=DIR`; default
+    /// [`Cache::dir`], made absolute) and `--force`; or the usage error, naming `command`.
+    pub fn dir_args(self, command: &str, args: &[String]) -> Result<(PathBuf, bool), String> {
+        let (mut dir, mut force) = (None, false);
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--force" => force = true,
+                "--dir" => match args.next() {
+                    Some(value) => dir = Some(PathBuf::from(value)),
+                    None => return Err(format!("`{command} --dir` needs a directory")),
+                },
+                other => match other.strip_prefix("--dir=") {
+                    Some(value) => dir = Some(PathBuf::from(value)),
+                    None => return Err(format!("`{command}` does not take `{other}`")),
+                },
+            }
+        }
+        Ok((dir.map_or_else(|| self.dir(), absolute), force))
+    }
+
     /// The directory the environment names, if any. Empty variables count as unset, and a relative
     /// `XDG_CACHE_HOME` is ignored, as the XDG base directory spec says.
     fn resolve(self, var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {

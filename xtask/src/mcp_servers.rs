@@ -76,26 +76,9 @@ struct Stamp {
 }
 
 pub fn run(args: &[String]) -> Result<ExitCode> {
-    let (mut dir, mut force) = (None, false);
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--force" => force = true,
-            "--dir" => match args.next() {
-                Some(value) => dir = Some(PathBuf::from(value)),
-                None => return crate::usage_error("`mcp-servers --dir` needs a directory"),
-            },
-            other => match other.strip_prefix("--dir=") {
-                Some(value) => dir = Some(PathBuf::from(value)),
-                None => {
-                    return crate::usage_error(&format!("`mcp-servers` does not take `{other}`"));
-                }
-            },
-        }
-    }
-    let dir = match dir {
-        Some(dir) => cache::absolute(dir),
-        None => servers_dir(),
+    let (dir, force) = match cache::MCP_SERVERS.dir_args("mcp-servers", args) {
+        Ok(parsed) => parsed,
+        Err(message) => return crate::usage_error(&message),
     };
     ensure_in(&dir, force)?;
     println!("{}", dir.display());

@@ -50,24 +50,9 @@ enum Cached {
 }
 
 pub fn run(args: &[String]) -> Result<ExitCode> {
-    let (mut dir, mut force) = (None, false);
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--force" => force = true,
-            "--dir" => match args.next() {
-                Some(value) => dir = Some(PathBuf::from(value)),
-                None => return crate::usage_error("`model --dir` needs a directory"),
-            },
-            other => match other.strip_prefix("--dir=") {
-                Some(value) => dir = Some(PathBuf::from(value)),
-                None => return crate::usage_error(&format!("`model` does not take `{other}`")),
-            },
-        }
-    }
-    let dir = match dir {
-        Some(dir) => cache::absolute(dir),
-        None => model_dir(),
+    let (dir, force) = match cache::MODELS.dir_args("model", args) {
+        Ok(parsed) => parsed,
+        Err(message) => return crate::usage_error(&message),
     };
     let path = ensure_in(&dir, force)?;
     println!("{}", path.display());

@@ -100,3 +100,32 @@ fn only_old_temp_dirs_with_the_prefix_are_removed() {
     assert_eq!(left, [".fetch-young", "models-old"]);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn dir_and_force_arguments() {
+    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        MODELS.dir_args("model", &args(&["--dir", "/m", "--force"])),
+        Ok((PathBuf::from("/m"), true))
+    );
+    assert_eq!(
+        MCP_SERVERS.dir_args("mcp-servers", &args(&["--dir=/s"])),
+        Ok((PathBuf::from("/s"), false))
+    );
+    assert_eq!(MODELS.dir_args("model", &[]), Ok((MODELS.dir(), false)));
+    assert!(
+        MODELS
+            .dir_args("model", &args(&["--dir=rel"]))
+            .unwrap()
+            .0
+            .is_absolute()
+    );
+    assert_eq!(
+        MODELS.dir_args("model", &args(&["--dir"])),
+        Err("`model --dir` needs a directory".to_owned())
+    );
+    assert_eq!(
+        MCP_SERVERS.dir_args("mcp-servers", &args(&["--fast"])),
+        Err("`mcp-servers` does not take `--fast`".to_owned())
+    );
+}

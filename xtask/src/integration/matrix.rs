@@ -114,6 +114,37 @@ impl Record {
     }
 }
 
+impl Cell {
+    /// One record as a cell of one test (its model and suite left empty).
+    fn of(r: &Record) -> Cell {
+        Cell {
+            tests: 1,
+            passed: u64::from(r.passed),
+            valid_first_try: u64::from(r.valid_first_try),
+            attempts: r.attempts,
+            retries: r.retries,
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            cost: r.cost,
+            elapsed_ms: r.elapsed_ms,
+            ..Cell::default()
+        }
+    }
+
+    /// Adds `other`'s counts to this cell's.
+    fn add(&mut self, other: &Cell) {
+        self.tests += other.tests;
+        self.passed += other.passed;
+        self.valid_first_try += other.valid_first_try;
+        self.attempts += other.attempts;
+        self.retries += other.retries;
+        self.tokens_in += other.tokens_in;
+        self.tokens_out += other.tokens_out;
+        self.cost += other.cost;
+        self.elapsed_ms += other.elapsed_ms;
+    }
+}
+
 impl Matrix {
     /// Gathers records into cells.
     pub fn from_records(records: &[Record]) -> Matrix {
@@ -143,16 +174,7 @@ impl Matrix {
                     matrix.cells.len() - 1
                 }
             };
-            let cell = &mut matrix.cells[index];
-            cell.tests += 1;
-            cell.passed += u64::from(r.passed);
-            cell.valid_first_try += u64::from(r.valid_first_try);
-            cell.attempts += r.attempts;
-            cell.retries += r.retries;
-            cell.tokens_in += r.tokens_in;
-            cell.tokens_out += r.tokens_out;
-            cell.cost += r.cost;
-            cell.elapsed_ms += r.elapsed_ms;
+            matrix.cells[index].add(&Cell::of(r));
         }
         matrix
     }
@@ -172,15 +194,7 @@ impl Matrix {
     pub fn total(&self) -> Cell {
         let mut total = Cell::default();
         for c in &self.cells {
-            total.tests += c.tests;
-            total.passed += c.passed;
-            total.valid_first_try += c.valid_first_try;
-            total.attempts += c.attempts;
-            total.retries += c.retries;
-            total.tokens_in += c.tokens_in;
-            total.tokens_out += c.tokens_out;
-            total.cost += c.cost;
-            total.elapsed_ms += c.elapsed_ms;
+            total.add(c);
         }
         total
     }
