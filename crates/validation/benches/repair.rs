@@ -1,7 +1,10 @@
 //! Repair speed: valid JSON against `serde_json` (the fast path), throughput on malformed JSON
 //! (`big.valid.json` with single quotes and trailing commas) and on the inputs of the repair corpora.
 //!
-//! Run with `cargo bench -p claij-validation --bench repair`.
+//! The `adversarial` group runs `recover` on 160 KB hostile replies (empty objects back to back, fences,
+//! unbalanced quotes, deep brackets, open members, objects scattered in prose): each must stay linear.
+//!
+//! Run with `cargo bench -p claij-validation --bench repair` (`-- adversarial` for the hostile ones).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -96,5 +99,30 @@ fn corpora(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, valid, malformed_json, corpora);
+/// 160 KB replies built to make extraction or repair quadratic.
+fn adversarial(c: &mut Criterion) {
+    const SIZE: usize = 160 * 1024;
+    let scattered: String = (0..SIZE / 10)
+        .map(|i| format!("x {{\"a\":{i}}} "))
+        .collect();
+    let cases = [
+        ("empty-objects", "{}".repeat(SIZE / 2)),
+        ("fences", "```\n".repeat(SIZE / 4)),
+        ("unbalanced-quotes", "\"a".repeat(SIZE / 2)),
+        ("deep-arrays", "[".repeat(SIZE)),
+        ("open-members", "{\"a\":".repeat(SIZE / 5)),
+        ("objects-in-prose", scattered),
+    ];
+    let mut group = c.benchmark_group("adversarial");
+    group.sample_size(10);
+    for (name, reply) in &cases {
+        group.throughput(Throughput::Bytes(reply.len() as u64));
+        group.bench_function(*name, |b| {
+            b.iter(|| black_box(recover(black_box(reply)).is_ok()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, valid, malformed_json, corpora, adversarial);
 criterion_main!(benches);

@@ -18,6 +18,7 @@ mod scan;
 mod tests;
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::ops::Range;
 
 use serde::de::IgnoredAny;
@@ -37,6 +38,11 @@ pub struct Candidate<'a> {
     pub fixes: Vec<Fix>,
 }
 
+/// Most candidates [`candidates`] lists before the last resort: a reply of 160 KB of `{"a": 1} `
+/// would otherwise yield tens of thousands, each repaired and validated in turn. The most preferred
+/// ones are kept (tags, fences, then bracketed values, objects first).
+pub const MAX_CANDIDATES: usize = 32;
+
 /// The pieces of `reply` that may be its JSON value, in order of preference.
 ///
 /// - A reply that is valid JSON as a whole is the first candidate, borrowed, with no fixes (a JSON
@@ -46,6 +52,9 @@ pub struct Candidate<'a> {
 /// - Then `<json>` tags, fenced code blocks (```` ``` ```` or `~~~`, json-tagged first), and each
 ///   bracketed value in the prose (brackets balanced, strings respected; objects before arrays).
 /// - Last, the whole reply, for repair to make what it can of it.
+///
+/// At most [`MAX_CANDIDATES`] come before the whole reply, so the work of repairing them all stays
+/// linear in the reply's length (the pieces of one kind do not overlap).
 pub fn candidates(reply: &str) -> Vec<Candidate<'_>> {
     let (mut out, last_resort) = ranked(reply);
     out.extend(last_resort);
@@ -149,31 +158,44 @@ fn ranked(reply: &str) -> (Vec<Candidate<'_>>, Option<Candidate<'_>>) {
         return (valid, None);
     }
     let visible = scan::visible_segments(reply, bom);
+    // What every candidate leaves out (byte order mark, reasoning), computed once.
+    let hidden = whole_fixes(reply, &visible);
     let mut out = Vec::new();
-    let mut whole = whole_candidate(reply, &visible).filter(|candidate| !candidate.text.is_empty());
+    let mut whole =
+        whole_candidate(reply, &visible, &hidden).filter(|candidate| !candidate.text.is_empty());
     if let Some(candidate) = whole.take_if(|candidate| scan::starts_like_json(&candidate.text)) {
         // `{"a": 1} Hope this helps!`: valid JSON followed by prose is that JSON, not a repair of all.
         if let Some(first) = visible.first()
             && let Some(span) = scan::leading_valid_value(reply, first.clone())
         {
-            out.push(piece_candidate(reply, &visible, first.clone(), span));
+            out.push(piece_candidate(reply, &hidden, first.clone(), span));
         }
         out.push(candidate);
     }
+    // Texts already listed, so that a piece found twice (a fence that is also a bracketed value) is
+    // tried once; a set rather than a scan of `out`, which would be quadratic in the pieces.
+    let mut seen: HashSet<Cow<'_, str>> =
+        out.iter().map(|candidate| candidate.text.clone()).collect();
     for (segment, piece) in pieces(reply, &visible) {
+        if out.len() >= MAX_CANDIDATES {
+            break;
+        }
         let span = trimmed(reply, piece);
-        if span.is_empty()
-            || out
-                .iter()
-                .any(|candidate| reply.get(span.clone()) == Some(&candidate.text))
-        {
+        let Some(text) = reply.get(span.clone()) else {
+            continue;
+        };
+        if text.is_empty() || seen.contains(text) {
             continue;
         }
-        out.push(piece_candidate(reply, &visible, segment, span));
+        let before = out.len();
+        out.push(piece_candidate(reply, &hidden, segment, span));
         push_unescaped(&mut out);
+        for candidate in out.get(before..).unwrap_or_default() {
+            seen.insert(candidate.text.clone());
+        }
     }
-    let last_resort =
-        whole.filter(|candidate| !out.iter().any(|earlier| earlier.text == candidate.text));
+    out.truncate(MAX_CANDIDATES);
+    let last_resort = whole.filter(|candidate| !seen.contains(candidate.text.as_ref()));
     (out, last_resort)
 }
 
@@ -235,11 +257,11 @@ fn pieces(reply: &str, visible: &[Range<usize>]) -> Vec<(Range<usize>, Range<usi
 /// A candidate for `span`, cut out of `segment`: the fix shows the text cut around it.
 fn piece_candidate<'a>(
     reply: &'a str,
-    visible: &[Range<usize>],
+    hidden: &[Fix],
     segment: Range<usize>,
     span: Range<usize>,
 ) -> Candidate<'a> {
-    let mut fixes = whole_fixes(reply, visible);
+    let mut fixes = hidden.to_vec();
     let before = reply
         .get(segment.start..span.start)
         .unwrap_or_default()
@@ -258,10 +280,14 @@ fn piece_candidate<'a>(
 }
 
 /// The reply without reasoning blocks and byte order mark: borrowed when that is one piece.
-fn whole_candidate<'a>(reply: &'a str, visible: &[Range<usize>]) -> Option<Candidate<'a>> {
+fn whole_candidate<'a>(
+    reply: &'a str,
+    visible: &[Range<usize>],
+    hidden: &[Fix],
+) -> Option<Candidate<'a>> {
     let first = visible.first()?.start;
     let last = visible.last()?.end;
-    let fixes = whole_fixes(reply, visible);
+    let fixes = hidden.to_vec();
     if let [only] = visible {
         let span = trimmed(reply, only.clone());
         let text = reply.get(span.clone())?;

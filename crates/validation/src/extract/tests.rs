@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::json;
 
-use super::{candidates, recover};
+use super::{MAX_CANDIDATES, candidates, recover};
 use crate::FixKind;
 use crate::repair::RepairError;
 
@@ -196,4 +196,71 @@ fn recover_errors() {
     // The error is placed in the reply, not in the piece that was repaired.
     let error = recover("Here:\n{\"a\" ]").unwrap_err();
     assert_eq!(error.offset(), Some(11), "{error}");
+}
+
+/// Hostile replies of about `n` bytes: each kind once made extraction or repair quadratic, or could.
+fn adversarial(n: usize) -> Vec<(&'static str, String)> {
+    let distinct: String = (0..n / 10).map(|i| format!("x {{\"a\":{i}}} ")).collect();
+    let hidden: String = (0..n / 24)
+        .map(|i| format!("<think>{i}</think>{{\"a\":{i}}} "))
+        .collect();
+    vec![
+        ("empty objects", "{}".repeat(n / 2)),
+        ("objects in prose", distinct),
+        ("objects between reasoning", hidden),
+        ("fences", "```\n".repeat(n / 4)),
+        ("inline fences", "```{}".repeat(n / 5)),
+        ("unbalanced quotes", "\"a".repeat(n / 2)),
+        ("deep arrays", "[".repeat(n)),
+        ("open members", "{\"a\":".repeat(n / 5)),
+        ("json tags", "<json>{".repeat(n / 7)),
+        ("newline-delimited", "{\"a\":1}\n".repeat(n / 8)),
+    ]
+}
+
+/// The work of recovering a reply, counted rather than timed: the bytes of every candidate that
+/// repair may be run on, and the fixes each carries.
+fn work(reply: &str) -> usize {
+    let found = candidates(reply);
+    assert!(
+        found.len() <= MAX_CANDIDATES + 1,
+        "{} candidates in a reply of {} bytes",
+        found.len(),
+        reply.len()
+    );
+    found
+        .iter()
+        .map(|candidate| candidate.text.len() + candidate.fixes.len())
+        .sum()
+}
+
+#[test]
+fn extraction_work_is_linear_in_the_reply() {
+    let (small, large) = (adversarial(20_000), adversarial(40_000));
+    for ((name, small), (_, large)) in small.iter().zip(&large) {
+        let (w_small, w_large) = (work(small), work(large));
+        assert!(
+            w_small <= 6 * small.len() + 1024,
+            "{name}: work {w_small} for {} bytes",
+            small.len()
+        );
+        // Twice the reply, about twice the work (not four times).
+        assert!(
+            w_large <= 2 * w_small + w_small / 4 + 1024,
+            "{name}: work {w_small} for {} bytes, {w_large} for {}",
+            small.len(),
+            large.len()
+        );
+    }
+}
+
+#[test]
+fn hostile_replies_still_recover_their_first_value() {
+    for (name, reply) in adversarial(40_000) {
+        let _ = recover(&reply);
+        assert!(!candidates(&reply).is_empty(), "{name}");
+    }
+    assert_eq!(recover(&"{}".repeat(80_000)).unwrap().value, json!({}));
+    let prose: String = (0..5_000).map(|i| format!("x {{\"a\":{i}}} ")).collect();
+    assert_eq!(recover(&prose).unwrap().value, json!({"a": 0}));
 }

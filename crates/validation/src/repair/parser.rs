@@ -136,22 +136,25 @@ impl<'a> Parser<'a> {
         for fix in self.fixes.iter_mut().skip(fixes_before) {
             fix.pointer.insert_str(0, "/0");
         }
+        // Kept up to date rather than recomputed per item: `{}{}{}…` has one item per two bytes.
+        let mut all_containers = first.is_object() || first.is_array();
         let mut items = vec![first];
         loop {
             let comma = self.eat(b',');
             if comma {
                 self.skip_ws_comments(true);
             }
-            if items.iter().all(|item| item.is_object() || item.is_array())
-                && !matches!(self.cur(), Some(b'{' | b'['))
-            {
+            if all_containers && !matches!(self.cur(), Some(b'{' | b'[')) {
                 break;
             }
             self.push_index(items.len());
             let item = self.parse_value()?;
             self.pop_step();
             match item {
-                Some(item) => items.push(item),
+                Some(item) => {
+                    all_containers &= item.is_object() || item.is_array();
+                    items.push(item);
+                }
                 None => break,
             }
         }
