@@ -14,6 +14,13 @@ pub enum Failure<'a> {
     NoJson(&'a str),
     /// It was cut off at the token limit and what was recovered is still invalid.
     Truncated(&'a [Violation]),
+    /// It was longer than the caller reads (a pipeline's `max_reply_bytes`), so it was not read.
+    TooLarge {
+        /// Its length in bytes.
+        bytes: usize,
+        /// The limit it went over, in bytes.
+        limit: usize,
+    },
 }
 
 /// Renders retry prompts, with bounds so a huge request or reply cannot blow up the next request.
@@ -59,6 +66,7 @@ impl RetryPrompt {
             Failure::Truncated(_) => {
                 "Your previous response was cut off at the output token limit and is incomplete."
             }
+            Failure::TooLarge { .. } => "Your previous response was too long to be read.",
         };
         out.push_str(headline);
         out.push_str("\n\nORIGINAL REQUEST:\n");
@@ -72,6 +80,12 @@ impl RetryPrompt {
             }
             Failure::NoJson(reason) => {
                 let _ = writeln!(out, "PROBLEM: {reason}");
+            }
+            Failure::TooLarge { bytes, limit } => {
+                let _ = writeln!(
+                    out,
+                    "PROBLEM: your reply was {bytes} bytes, over the limit of {limit} bytes"
+                );
             }
         }
         out.push('\n');
@@ -98,6 +112,10 @@ impl RetryPrompt {
             Failure::NoJson(_) => out.push_str(
                 "Reply with a single JSON value that conforms to the schema, and nothing else: \
                  no prose, no code fences.",
+            ),
+            Failure::TooLarge { .. } => out.push_str(
+                "Reply with a single, much shorter JSON value that conforms to the schema, and \
+                 nothing else: brief string values, fewer array items, no prose.",
             ),
         }
         out

@@ -76,3 +76,22 @@ fn truncated_reply_and_violation_bound() {
         )
     );
 }
+
+#[test]
+fn reply_over_the_size_limit() {
+    let huge = "{}".repeat(3_000);
+    insta::assert_snapshot!(
+        RetryPrompt {
+            max_response_chars: 40,
+            ..RetryPrompt::default()
+        }
+        .render(
+            "List the planets.",
+            &huge,
+            Failure::TooLarge {
+                bytes: huge.len(),
+                limit: 4096
+            }
+        )
+    );
+}
