@@ -75,6 +75,19 @@ pub enum Error {
         /// The IO error.
         source: std::io::Error,
     },
+    /// Another handle holds the journal's lock: a run or resume of the same journal is under way
+    /// (in this process or another), and two must not append to one journal.
+    #[error("journal {}: another process holds it (a run or resume of this journal is under way)", .path.display())]
+    JournalLocked {
+        /// The journal file.
+        path: PathBuf,
+    },
+    /// A new run's journal file already holds something (see `journal::ExistingJournal`).
+    #[error("journal {} already holds a run", .path.display())]
+    JournalExists {
+        /// The journal file.
+        path: PathBuf,
+    },
     /// A journal line is not what the runner writes.
     #[error("journal {} line {line}: {message}", .path.display())]
     CorruptJournal {

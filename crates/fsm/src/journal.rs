@@ -3,9 +3,29 @@
 //!
 //! Line 1 is the header `{"kind": "run", "run_id", "fsm", "started_at"}`; every other line is
 //! `{"kind": "transition", ...entry}`.
+//!
+//! A journal has one writer at a time: an open [`Journal`] holds an exclusive advisory lock on its
+//! file (`flock` on Unix, `LockFileEx` on Windows) until it is dropped, and opening one that another
+//! handle holds is [`Error::JournalLocked`]. So two resumes of one journal cannot both run.
+//!
+//! # A torn last line
+//!
+//! A process killed (or a machine losing power) while writing leaves at most its last line cut
+//! short. The rule for what was recorded:
+//!
+//! - every line but the last must parse as a journal line, or the journal is corrupt
+//!   ([`Error::CorruptJournal`] naming the line);
+//! - the last line, when it ends with its newline, must parse too (each line is written with its
+//!   newline as its last byte, so a line that has it was written whole);
+//! - the last line without its newline is complete when it parses as a journal line (only the newline
+//!   was lost), and torn otherwise: its transition did not happen, and it is ignored.
+//!
+//! [`read`] applies the rule without changing the file; [`Journal::resume`] also repairs the file
+//! before appending: it truncates a torn line away, or adds the newline a complete last line lacks,
+//! and fsyncs, so the lines it appends start on a line of their own.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -25,7 +45,18 @@ pub enum Durability {
     Flush,
 }
 
-/// An open journal, appending.
+/// What starting a new run does when its journal file already holds something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ExistingJournal {
+    /// Refuse with [`Error::JournalExists`] and leave the file alone (an empty file is taken).
+    #[default]
+    Refuse,
+    /// Start the new run's journal over it.
+    Overwrite,
+}
+
+/// An open journal, appending, holding the journal file's lock until dropped.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
@@ -56,46 +87,82 @@ enum Line {
     Transition(Entry),
 }
 
+/// What a journal's bytes hold, by the torn-line rule of the module docs.
+struct Scan {
+    header: Header,
+    entries: Vec<Entry>,
+    /// The length of the recorded part: everything after it is a torn line.
+    recorded: u64,
+    /// Whether the recorded part's last line lacks its newline.
+    missing_newline: bool,
+}
+
 impl Journal {
-    /// Creates (or truncates) the journal at `path` for a new run.
+    /// Creates the journal at `path` for a new run and writes its header; `existing` says what to do
+    /// when the file already holds something.
     ///
     /// # Errors
     ///
-    /// [`Error::Journal`] when the file cannot be written.
-    pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<Self, Error> {
+    /// [`Error::Journal`] when the file cannot be written, [`Error::JournalLocked`] when another
+    /// handle holds it, [`Error::JournalExists`] when it is not empty and `existing` refuses.
+    pub fn create(
+        path: impl AsRef<Path>,
+        header: &Header,
+        existing: ExistingJournal,
+    ) -> Result<Self, Error> {
+        let mut journal = Self::open_new(path.as_ref(), existing)?;
+        journal.begin(header)?;
+        Ok(journal)
+    }
+
+    /// Opens an existing journal to append to it: [`Journal::resume`] without what it read.
+    ///
+    /// # Errors
+    ///
+    /// As [`Journal::resume`].
+    pub fn append_to(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::resume(path).map(|(journal, _, _)| journal)
+    }
+
+    /// Opens an existing journal to go on with its run: locks it, reads its header and transitions,
+    /// and repairs a torn last line (see the module docs) before anything is appended.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Journal`] when the file cannot be opened, read or repaired,
+    /// [`Error::JournalLocked`] when another handle holds it, [`Error::CorruptJournal`] naming the
+    /// line.
+    pub fn resume(path: impl AsRef<Path>) -> Result<(Self, Header, Vec<Entry>), Error> {
         let path = path.as_ref().to_owned();
-        let file = File::create(&path).map_err(|source| Error::Journal {
+        let io = |source| Error::Journal {
             path: path.clone(),
             source,
-        })?;
-        let mut journal = Self {
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
+        lock(&file, &path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io)?;
+        let scan = scan(&path, &bytes)?;
+        let torn = scan.recorded < bytes.len() as u64;
+        if torn {
+            file.set_len(scan.recorded).map_err(io)?;
+        }
+        if scan.missing_newline {
+            file.write_all(b"\n").map_err(io)?;
+        }
+        if torn || scan.missing_newline {
+            file.sync_data().map_err(io)?;
+        }
+        let journal = Self {
             path,
             file,
             durability: Durability::default(),
         };
-        journal.write(&Line::Run(header.clone()))?;
-        Ok(journal)
-    }
-
-    /// Opens an existing journal to append to it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Journal`] when the file cannot be opened.
-    pub fn append_to(path: impl AsRef<Path>) -> Result<Self, Error> {
-        let path = path.as_ref().to_owned();
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|source| Error::Journal {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(Self {
-            path,
-            file,
-            durability: Durability::default(),
-        })
+        Ok((journal, scan.header, scan.entries))
     }
 
     /// The same journal with another durability.
@@ -119,6 +186,41 @@ impl Journal {
         self.write(&Line::Transition(entry.clone()))
     }
 
+    /// Opens (creating it) and locks the journal of a new run, writing nothing yet: a refused or
+    /// locked journal is left as it was.
+    pub(crate) fn open_new(path: &Path, existing: ExistingJournal) -> Result<Self, Error> {
+        let io = |source| Error::Journal {
+            path: path.to_owned(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io)?;
+        lock(&file, path)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len > 0 && existing == ExistingJournal::Refuse {
+            return Err(Error::JournalExists {
+                path: path.to_owned(),
+            });
+        }
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            durability: Durability::default(),
+        })
+    }
+
+    /// Empties the file and writes the run's header.
+    pub(crate) fn begin(&mut self, header: &Header) -> Result<(), Error> {
+        self.file.set_len(0).map_err(|source| Error::Journal {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.write(&Line::Run(header.clone()))
+    }
+
     fn write(&mut self, line: &Line) -> Result<(), Error> {
         let io = |source| Error::Journal {
             path: self.path.clone(),
@@ -136,25 +238,38 @@ impl Journal {
     }
 }
 
-/// Reads a journal: its header and every recorded transition. A last line cut short by a crash is
-/// ignored; any other bad line is an error.
+/// Reads a journal: its header and every recorded transition, a torn last line ignored (see the
+/// module docs). Takes no lock and changes nothing, so it can read a journal a run is appending to.
 ///
 /// # Errors
 ///
 /// [`Error::Journal`] when the file cannot be read, [`Error::CorruptJournal`] naming the line.
 pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|source| Error::Journal {
+    let bytes = std::fs::read(path).map_err(|source| Error::Journal {
         path: path.to_owned(),
         source,
     })?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|source| Error::Journal {
+    let scan = scan(path, &bytes)?;
+    Ok((scan.header, scan.entries))
+}
+
+/// Takes the journal's exclusive lock, or says another handle holds it.
+fn lock(file: &File, path: &Path) -> Result<(), Error> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(Error::JournalLocked {
+            path: path.to_owned(),
+        }),
+        Err(TryLockError::Error(source)) => Err(Error::Journal {
             path: path.to_owned(),
             source,
-        })?;
+        }),
+    }
+}
+
+/// Splits `bytes` into lines and applies the torn-line rule.
+fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
     let corrupt = |line: usize, message: String| Error::CorruptJournal {
         path: path.to_owned(),
         line,
@@ -162,13 +277,25 @@ pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
     };
     let mut header = None;
     let mut entries = Vec::new();
-    let last = lines.len();
-    for (index, text) in lines.iter().enumerate() {
-        let number = index + 1;
-        if text.trim().is_empty() {
+    let mut recorded = 0;
+    let mut missing_newline = false;
+    let mut start = 0;
+    let mut number = 0;
+    while start < bytes.len() {
+        number += 1;
+        let rest = &bytes[start..];
+        let (text, next, terminated) = match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => (&rest[..i], start + i + 1, true),
+            None => (rest, bytes.len(), false),
+        };
+        start = next;
+        if text.trim_ascii().is_empty() {
+            if terminated {
+                recorded = next;
+            }
             continue;
         }
-        match serde_json::from_str::<Line>(text) {
+        match serde_json::from_slice::<Line>(text) {
             Ok(Line::Run(h)) if header.is_none() && number == 1 => header = Some(h),
             Ok(Line::Run(_)) => return Err(corrupt(number, "a second run header".into())),
             Ok(Line::Transition(_)) if header.is_none() => {
@@ -176,10 +303,17 @@ pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
             }
             Ok(Line::Transition(entry)) => entries.push(entry),
             // Written but not finished when the process died: the transition did not happen.
-            Err(_) if number == last && !text.ends_with('}') => {}
+            Err(_) if !terminated => break,
             Err(e) => return Err(corrupt(number, e.to_string())),
         }
+        recorded = next;
+        missing_newline = !terminated;
     }
     let header = header.ok_or_else(|| corrupt(1, "no run header".into()))?;
-    Ok((header, entries))
+    Ok(Scan {
+        header,
+        entries,
+        recorded: recorded as u64,
+        missing_newline,
+    })
 }

@@ -89,7 +89,7 @@ pub use definition::{Action, Definition, State, Transition, TransitionId};
 pub use error::Error;
 pub use fsm::Fsm;
 pub use interrupt::Interrupt;
-pub use journal::{Durability, Journal};
+pub use journal::{Durability, ExistingJournal, Journal};
 pub use runner::{
     DEFAULT_MAX_TRANSITIONS, Outcome, Run, Runner, Service, ServiceCall, Status, TrailMode,
     service_fn,

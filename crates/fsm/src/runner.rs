@@ -15,7 +15,7 @@ use crate::definition::{Action, INTERRUPTED, START, State};
 use crate::error::Error;
 use crate::fsm::Fsm;
 use crate::interrupt::Interrupt;
-use crate::journal::{self, Header, Journal};
+use crate::journal::{ExistingJournal, Header, Journal};
 use crate::schema::id_value;
 use crate::trail::{AttemptRecord, Entry, Trail};
 
@@ -235,16 +235,21 @@ impl Runner {
         Ok(run)
     }
 
-    /// [`Runner::start`], journaling to `path` (created or truncated).
+    /// [`Runner::start`], journaling to `path`. The journal is locked before anything happens and
+    /// stays locked while the returned [`Journal`] lives; `existing` says whether a journal that
+    /// already holds something is refused (left as it was) or started over.
     ///
     /// # Errors
     ///
-    /// As [`Runner::start`], and [`Error::Journal`].
+    /// As [`Runner::start`], [`Error::Journal`], [`Error::JournalLocked`] when another handle holds
+    /// the journal, [`Error::JournalExists`] when it is not empty and `existing` refuses.
     pub fn start_journaled(
         &self,
         input: Value,
         path: &std::path::Path,
+        existing: ExistingJournal,
     ) -> Result<(Run, Journal), Error> {
+        let mut journal = Journal::open_new(path, existing)?;
         let run = self.start(input)?;
         let header = Header {
             run_id: run.id.clone(),
@@ -252,7 +257,7 @@ impl Runner {
             started_at: SystemTime::now(),
             definition: Some(self.fsm.definition().clone()),
         };
-        let mut journal = Journal::create(path, &header)?;
+        journal.begin(&header)?;
         for entry in &run.trail.entries {
             journal.record(entry)?;
         }
@@ -260,14 +265,16 @@ impl Runner {
     }
 
     /// Picks up the run journaled at `path` where its last recorded transition left it; no action
-    /// that completed is run again.
+    /// that completed is run again. The journal is locked first (and stays locked while the returned
+    /// [`Journal`] lives), and a torn last line is cut away before anything is appended (see
+    /// [`crate::journal`]).
     ///
     /// # Errors
     ///
-    /// The journal's errors, or [`Error::CorruptJournal`] when it belongs to another machine or is
-    /// empty.
+    /// The journal's errors ([`Error::JournalLocked`] when another handle holds it), or
+    /// [`Error::CorruptJournal`] when it belongs to another machine or is empty.
     pub fn resume(&self, path: &std::path::Path) -> Result<(Run, Journal), Error> {
-        let (header, entries) = journal::read(path)?;
+        let (journal, header, entries) = Journal::resume(path)?;
         let corrupt = |message: String| Error::CorruptJournal {
             path: path.to_owned(),
             line: 1,
@@ -294,7 +301,7 @@ impl Runner {
             status,
             context: Context::default(),
         };
-        Ok((run, Journal::append_to(path)?))
+        Ok((run, journal))
     }
 
     /// Runs until a terminal state, a person's turn or an interrupt.

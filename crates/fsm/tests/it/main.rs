@@ -4,6 +4,7 @@
 
 mod builtin;
 mod definitions;
+mod journal;
 mod local_model;
 mod render;
 mod run;

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use claij_backends::Message;
 use claij_backends::testing::Scripted;
 use claij_fsm::{
-    Definition, Error, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, Status, service_fn,
+    Definition, Error, ExistingJournal, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall,
+    Status, service_fn,
 };
 use claij_interceptors::Config;
 use serde_json::{Value, json};
@@ -458,7 +459,11 @@ fn kill_child() {
     let runner = Runner::new(chain_fsm())
         .with_service("step", step_service(effects.into(), Some("c".into())));
     let (mut run, mut journal) = runner
-        .start_journaled(json!({"n": "0"}), std::path::Path::new(&journal))
+        .start_journaled(
+            json!({"n": "0"}),
+            std::path::Path::new(&journal),
+            ExistingJournal::Refuse,
+        )
         .unwrap();
     let _ = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal)));
     unreachable!("the child aborts in state c");
@@ -514,8 +519,10 @@ fn kill_and_resume_runs_no_action_twice() {
         .map(|e| format!("{}->{}", e.from, e.to))
         .collect();
     assert_eq!(steps, ["start->a", "a->b", "b->c", "c->end"]);
-    // A finished run resumes as finished and does nothing.
-    let (mut again, mut journal) = runner.resume(journal.path()).unwrap();
+    // A finished run resumes as finished and does nothing (once the first handle lets go of it).
+    let path = journal.path().to_owned();
+    drop(journal);
+    let (mut again, mut journal) = runner.resume(&path).unwrap();
     assert_eq!(again.status, Status::Finished);
     block(runner.run(&mut again, &Interrupt::new(), Some(&mut journal))).unwrap();
     assert_eq!(std::fs::read_to_string(&effects).unwrap(), "a\nb\nc\n");
@@ -647,7 +654,11 @@ fn a_journaled_start_into_a_human_state_is_waiting() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (run, _journal) = Runner::new(fsm)
-        .start_journaled(json!({"plan": "p"}), &dir.path().join("run.jsonl"))
+        .start_journaled(
+            json!({"plan": "p"}),
+            &dir.path().join("run.jsonl"),
+            ExistingJournal::Refuse,
+        )
         .unwrap();
     assert_eq!(run.status, Status::Waiting);
 }
