@@ -10,6 +10,9 @@
 //! - `$schema`: must name the schema's draft (else [`Error::DraftMismatch`]).
 //! - any other keyword: set when absent, a no-op when equal, otherwise unsafe to merge: every such keyword
 //!   of the delta goes, as one subschema, into the root `allOf` (once).
+//! - a delta that contradicts the base, an earlier delta or itself (different types, `const`s or
+//!   `enum`s at one place, a minimum over a maximum, a required property whose schema is `false`) is
+//!   an [`Error::Contradiction`] naming both extensions: the composed schema would accept nothing.
 //!
 //! The same deltas in the same order give byte-identical output (maps keep insertion order); applying a
 //! delta that is already in the schema changes nothing.
@@ -42,7 +45,8 @@ pub const BASE: &str = "base";
 ///
 /// # Errors
 ///
-/// [`Error::InvalidDelta`], [`Error::DefinitionConflict`] or [`Error::DraftMismatch`], naming the extension.
+/// [`Error::InvalidDelta`], [`Error::DefinitionConflict`], [`Error::Contradiction`] or
+/// [`Error::DraftMismatch`], naming the extension.
 /// The result is not meta-validated here; [`crate::Registry`] does that before activating it.
 pub fn compose(base: &Value, deltas: &[SchemaDelta]) -> Result<Value> {
     let mut composer = Composer::new(base)?;
@@ -58,6 +62,9 @@ struct Composer {
     draft: Draft,
     /// (defs keyword, name) -> extension that defined it.
     def_owners: HashMap<(String, String), String>,
+    /// The base and every delta applied, with who wrote it: each must leave some value possible
+    /// with every other.
+    applied: Vec<(String, Value)>,
 }
 
 impl Composer {
@@ -90,6 +97,7 @@ impl Composer {
             schema,
             draft,
             def_owners,
+            applied: vec![(BASE.to_owned(), base.clone())],
         })
     }
 
@@ -98,6 +106,7 @@ impl Composer {
         let Value::Object(fields) = &delta.delta else {
             return Err(invalid(ext, "", "a schema delta must be a JSON object"));
         };
+        self.check_contradictions(ext, &delta.delta)?;
         let mut unsafe_part = Map::new();
         for (keyword, value) in fields {
             match keyword.as_str() {
@@ -119,6 +128,33 @@ impl Composer {
         }
         if !unsafe_part.is_empty() {
             self.push_all_of(Value::Object(unsafe_part));
+        }
+        if !self
+            .applied
+            .iter()
+            .any(|(_, applied)| applied == &delta.delta)
+        {
+            self.applied.push((ext.to_owned(), delta.delta.clone()));
+        }
+        Ok(())
+    }
+
+    /// Refuses a delta that contradicts itself, the base or a delta applied before it.
+    fn check_contradictions(&self, ext: &str, delta: &Value) -> Result<()> {
+        let own = std::iter::once((ext, delta));
+        let earlier = self
+            .applied
+            .iter()
+            .map(|(owner, applied)| (owner.as_str(), applied));
+        for (owner, earlier) in own.chain(earlier) {
+            if let Some(found) = contradiction::between(earlier, delta, "") {
+                return Err(Error::Contradiction {
+                    pointer: found.pointer,
+                    first: owner.to_owned(),
+                    second: ext.to_owned(),
+                    detail: found.detail,
+                });
+            }
         }
         Ok(())
     }
@@ -292,5 +328,6 @@ fn invalid(extension: &str, pointer: &str, reason: &str) -> Error {
     }
 }
 
+mod contradiction;
 #[cfg(test)]
 mod tests;

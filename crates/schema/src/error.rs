@@ -26,6 +26,20 @@ pub enum Error {
         /// The extension that tried to redefine it.
         second: String,
     },
+    /// Two extensions (or one with itself) constrain one place in ways no value can meet: different
+    /// types, `const`s or `enum`s, a minimum over a maximum, a required property whose schema is
+    /// `false`. The composed schema would reject every reply.
+    #[error("{}", contradiction(.pointer, .first, .second, .detail))]
+    Contradiction {
+        /// JSON pointer of the keyword in the composed schema (`/properties/summary/type`).
+        pointer: String,
+        /// The extension (or `base`) whose constraint was there first.
+        first: String,
+        /// The extension whose delta contradicts it (the same as `first` when it contradicts itself).
+        second: String,
+        /// The two constraints (`type "string" and type "integer"`).
+        detail: String,
+    },
     /// A delta declares a different JSON Schema draft than the schema it extends.
     #[error("extension `{extension}` declares `$schema` {found}, but the schema uses {expected}")]
     DraftMismatch {
@@ -58,6 +72,14 @@ pub enum Error {
         /// The extension id.
         extension: String,
     },
+}
+
+fn contradiction(pointer: &str, first: &str, second: &str, detail: &str) -> String {
+    if first == second {
+        format!("extension `{second}` contradicts itself at `{pointer}`: {detail}")
+    } else {
+        format!("extension `{second}` contradicts extension `{first}` at `{pointer}`: {detail}")
+    }
 }
 
 fn extension_prefix(extension: &Option<String>) -> String {
