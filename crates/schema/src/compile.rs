@@ -4,6 +4,8 @@
 //! Compilation never touches the filesystem or the network: only the schema itself and the standard
 //! meta-schemas (which boon embeds) can be referenced.
 
+mod cycle;
+
 use std::error::Error as StdError;
 use std::fmt;
 
@@ -51,7 +53,9 @@ impl fmt::Debug for CompiledSchema {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidSchema`] with the JSON pointer of the offending keyword and boon's message.
+/// [`Error::InvalidSchema`] with the JSON pointer of the offending keyword and boon's message; also
+/// for a `pattern` too large to compile (naming it) and for a `$ref` cycle that never moves into the
+/// instance (`{"$ref": "#"}`, or `a` referring to `b` referring to `a`), which would loop on any value.
 pub fn compile(schema: &Value) -> Result<CompiledSchema> {
     compile_at(schema, &[]).map(|(compiled, _)| compiled)
 }
@@ -75,6 +79,9 @@ pub fn compile_at(
             schema.get("$schema").unwrap_or(&Value::Null)
         ),
     })?;
+    // Before boon, which reports a pattern too large for the regex engine as a bug of its own,
+    // without saying where.
+    check_patterns(schema)?;
     let mut compiler = boon::Compiler::new();
     compiler.set_default_draft(draft.to_boon());
     compiler.enable_format_assertions();
@@ -85,6 +92,17 @@ pub fn compile_at(
         .add_resource(ROOT_URL, schema.clone())
         .map_err(err)?;
     let index = compiler.compile(ROOT_URL, &mut schemas).map_err(err)?;
+    if let Some(found) = cycle::find(schema) {
+        let path: Vec<String> = found.path.iter().map(|at| format!("#{at}")).collect();
+        return Err(Error::InvalidSchema {
+            extension: None,
+            pointer: found.at,
+            message: format!(
+                "`$ref` cycle that never reaches a value: {}",
+                path.join(" -> ")
+            ),
+        });
+    }
     let mut indexes = Vec::with_capacity(pointers.len());
     for pointer in pointers {
         let loc = format!("{ROOT_URL}#{}", encode_fragment(pointer));
@@ -120,6 +138,60 @@ pub fn check(schema: &Value) -> Result<()> {
     compile(schema).map(drop)
 }
 
+/// Every `pattern` must compile within the regex engine's size limit (as boon compiles it: `\d` and
+/// `\w` are ASCII classes).
+fn check_patterns(schema: &Value) -> Result<()> {
+    for at in cycle::subschemas(schema) {
+        let Some(Value::String(pattern)) = schema.pointer(&at).and_then(|s| s.get("pattern"))
+        else {
+            continue;
+        };
+        if let Err(regex::Error::CompiledTooBig(limit)) = regex::Regex::new(&ascii_classes(pattern))
+        {
+            let shown: String = pattern.chars().take(60).collect();
+            let more = if shown.len() < pattern.len() {
+                "…"
+            } else {
+                ""
+            };
+            return Err(Error::InvalidSchema {
+                extension: None,
+                pointer: crate::pointer::push(&at, "pattern"),
+                message: format!(
+                    "regular expression {shown:?}{more} ({} bytes) is too large: compiled, it \
+                     exceeds the regex engine's limit of {limit} bytes",
+                    pattern.len()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `pattern` with `\d`, `\D`, `\w` and `\W` as the ASCII classes ECMA 262 means (and boon compiles).
+fn ascii_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => out.push_str("[0-9]"),
+            Some('D') => out.push_str("[^0-9]"),
+            Some('w') => out.push_str("[a-zA-Z0-9_]"),
+            Some('W') => out.push_str("[^a-zA-Z0-9_]"),
+            Some(next) => {
+                out.push('\\');
+                out.push(next);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// Refuses every external document: schemas from LLMs and MCP servers must not read files or URLs.
 struct NoLoader;
 
@@ -151,6 +223,10 @@ fn to_error(schema: &Value, e: &boon::CompileError) -> Error {
         C::InvalidRegex { url, regex, .. } => (
             fragment(url).unwrap_or_default().to_owned(),
             format!("invalid regular expression {regex:?}"),
+        ),
+        C::Bug(src) => (
+            String::new(),
+            format!("the schema cannot be compiled: {src}").replace(ROOT_URL, "schema"),
         ),
         other => {
             let text = format!("{other:#}");
@@ -263,5 +339,42 @@ mod tests {
             "/properties/a/$ref",
             "",
         );
+        check_err(
+            json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+            "/$defs/b/$ref",
+            "`$ref` cycle that never reaches a value: #/$defs/a -> #/$defs/b -> #/$defs/a",
+        );
+        check_err(
+            json!({"$ref": "#"}),
+            "/$ref",
+            "`$ref` cycle that never reaches a value: # -> #",
+        );
+        check_err(
+            json!({"properties": {"code": {"type": "string", "pattern": "a{1000}{1000}"}}}),
+            "/properties/code/pattern",
+            "regular expression \"a{1000}{1000}\" (13 bytes) is too large",
+        );
+        let huge = "(ab|cd)".repeat(150_000);
+        check_err(
+            json!({"$defs": {"x": {"pattern": huge}}}),
+            "/$defs/x/pattern",
+            "…",
+        );
+    }
+
+    #[test]
+    fn recursion_through_the_instance_compiles_and_validates() {
+        let tree = json!({
+            "$defs": {"node": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string", "pattern": "^\\w+$"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$ref": "#/$defs/node"
+        });
+        let compiled = compile(&tree).unwrap();
+        let (schemas, root) = compiled.as_boon();
+        let good = json!({"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]});
+        assert!(schemas.validate(&good, root).is_ok());
+        let bad = json!({"name": "a", "children": [{"name": "b", "children": [{"name": 1}]}]});
+        assert!(schemas.validate(&bad, root).is_err());
     }
 }
