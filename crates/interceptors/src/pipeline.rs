@@ -75,6 +75,9 @@ enum Delivery {
     },
 }
 
+/// Below this many bytes a streamed reply is recovered at every event, for smooth partial values.
+const PARTIAL_EVERY_EVENT: usize = 4096;
+
 /// The knobs of a [`Pipeline`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -97,7 +100,15 @@ pub struct Config {
     pub seed: Option<u64>,
     /// Bounds of the retry prompt.
     pub retry_prompt: RetryPrompt,
+    /// Longest reply, in bytes, that is searched for JSON ([`DEFAULT_MAX_REPLY_BYTES`] by default):
+    /// a longer one is a failed attempt (`Verdict::NoJson` naming this limit) and the retry prompt
+    /// asks for a shorter reply.
+    pub max_reply_bytes: usize,
 }
+
+/// The default [`Config::max_reply_bytes`]: 1 MiB, far more than any structured reply, small enough
+/// that extracting and repairing it takes milliseconds.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 1 << 20;
 
 impl Config {
     /// Defaults for `model`: three retries, compact schema, automatic structured mode.
@@ -112,6 +123,7 @@ impl Config {
             max_tokens: None,
             seed: None,
             retry_prompt: RetryPrompt::default(),
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
         }
     }
 }
@@ -570,7 +582,14 @@ impl Pipeline {
                 })));
             }
             let retry_started = Instant::now();
+            let bytes = response.content.len();
             let failure = match &verdict {
+                Verdict::NoJson { .. } if bytes > self.config.max_reply_bytes => {
+                    Failure::TooLarge {
+                        bytes,
+                        limit: self.config.max_reply_bytes,
+                    }
+                }
                 Verdict::NoJson { reason } => Failure::NoJson(reason),
                 _ if response.finish_reason == FinishReason::Length => {
                     Failure::Truncated(&violations)
@@ -696,10 +715,20 @@ impl Pipeline {
         let mut stream = self.backend.stream(request);
         let mut response = ChatResponse::default();
         let mut last: Option<Value> = None;
+        let mut recovered_at = 0;
         while let Some(event) = stream.next().await {
             match event? {
                 StreamEvent::Text(text) => {
                     response.content.push_str(&text);
+                    // Recovering the whole text at every event is quadratic in the reply: past a few
+                    // KB, only once it has grown by a quarter (linear in all), never past the limit.
+                    let len = response.content.len();
+                    if len > self.config.max_reply_bytes
+                        || (len > PARTIAL_EVERY_EVENT && len < recovered_at + recovered_at / 4)
+                    {
+                        continue;
+                    }
+                    recovered_at = len;
                     let partial = claij_validation::extract::recover(&response.content)
                         .ok()
                         .map(|r| r.value)
@@ -740,6 +769,19 @@ impl Pipeline {
                 Vec::new(),
             );
         };
+        let bytes = response.content.len();
+        if bytes > self.config.max_reply_bytes {
+            warn!(
+                bytes,
+                limit = self.config.max_reply_bytes,
+                "reply over max_reply_bytes"
+            );
+            let reason = format!(
+                "the reply is {bytes} bytes, over the limit of {} bytes (max_reply_bytes)",
+                self.config.max_reply_bytes
+            );
+            return (Verdict::NoJson { reason }, None, Vec::new(), Vec::new());
+        }
         let (outcome, stages) = process_timed(&response.content, prepared.validator());
         times.stages = stages;
         match outcome {

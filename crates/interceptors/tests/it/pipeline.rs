@@ -604,3 +604,37 @@ fn pre_schema_sees_the_base_schema() {
     block(pipeline(&Scripted::replies([VALID]), chain).ask(&mut Context::default(), "Hi")).unwrap();
     assert_eq!(*seen.lock().unwrap(), claij_schema::base());
 }
+
+#[test]
+fn a_reply_over_max_reply_bytes_is_not_searched_and_the_retry_asks_for_less() {
+    // Valid JSON, but padded past the limit: refused unread, whatever it holds.
+    let padded = format!("{VALID}{}", " ".repeat(100));
+    let backend = Scripted::replies([padded.as_str(), VALID]);
+    let mut config = Config::new("test-model");
+    config.max_reply_bytes = 64;
+    let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
+    let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.retries(), 1);
+    let Verdict::NoJson { reason } = &answer.attempts[0].verdict else {
+        panic!("{:?}", answer.attempts[0].verdict)
+    };
+    assert_eq!(
+        reason,
+        &format!(
+            "the reply is {} bytes, over the limit of 64 bytes (max_reply_bytes)",
+            padded.len()
+        )
+    );
+    let retry = &backend.requests()[1].messages[0].content;
+    assert!(
+        retry.contains(&format!(
+            "PROBLEM: your reply was {} bytes, over the limit of 64 bytes",
+            padded.len()
+        )),
+        "{retry}"
+    );
+    assert_eq!(
+        claij_interceptors::DEFAULT_MAX_REPLY_BYTES,
+        Config::new("m").max_reply_bytes
+    );
+}
