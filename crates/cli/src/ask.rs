@@ -27,7 +27,7 @@ use claij_mcp::{ClientOptions, McpInterceptor, Services};
 use crate::Status;
 use crate::input;
 
-use self::session::Session;
+use self::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
 #[derive(Debug, clap::Args)]
@@ -57,7 +57,8 @@ pub struct Options {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "NAME[,NAME...]")]
     interceptors: Vec<Interceptor>,
     /// Carry the conversation (turn counter and memory) in this JSON file: read before the turn if it
-    /// exists, written after a valid answer. Use with `--interceptors memory`.
+    /// exists, written after a valid answer. Use with `--interceptors memory`. Locked (through
+    /// FILE.lock) from the read to the write: a concurrent run on the same file waits its turn.
     #[arg(long, value_name = "FILE")]
     memory: Option<PathBuf>,
     /// How the schema reaches the model.
@@ -166,6 +167,9 @@ pub(crate) struct Conversation<'a> {
     pipeline: Pipeline,
     /// What the model is told and remembers, carried from turn to turn.
     pub ctx: claij_interceptors::Context,
+    /// The conversation file as read, and its lock (held until the conversation is dropped).
+    session: Session,
+    _lock: Option<SessionLock>,
     services: Option<Services>,
     /// Whether replies are standard responses (rendered for people on a terminal).
     standard: bool,
@@ -193,9 +197,16 @@ impl<'a> Conversation<'a> {
             }
             None => None,
         };
-        let session = match &options.memory {
-            Some(path) => Session::load(path)?,
-            None => Session::default(),
+        // Locked and checked before anything is asked, so no paid turn is lost to another process
+        // or to a file that cannot be written.
+        let (session, lock) = match &options.memory {
+            Some(path) => {
+                let lock = SessionLock::acquire(path, options.json)?;
+                let session = Session::load(path)?;
+                Session::check_turn(session.turn, Some(path))?;
+                (session, Some(lock))
+            }
+            None => (Session::default(), None),
         };
         let settings = crate::config::Config::load()?;
         let opened = llm::open(
@@ -249,7 +260,9 @@ impl<'a> Conversation<'a> {
             options,
             runtime,
             pipeline,
-            ctx: session.into_context(),
+            ctx: session.to_context(),
+            session,
+            _lock: lock,
             services,
             standard: names.contains(&Interceptor::Citations),
         })
@@ -273,9 +286,14 @@ impl<'a> Conversation<'a> {
     /// Writes the conversation file, if there is one.
     pub(crate) fn save(&self) -> Result<()> {
         match &self.options.memory {
-            Some(path) => Session::of(&self.ctx).save(path),
+            Some(path) => self.session.continued(&self.ctx).save(path),
             None => Ok(()),
         }
+    }
+
+    /// Whether one more turn can be counted (a counter at its maximum is an error, not a wrap).
+    pub(crate) fn check_turn(&self) -> Result<()> {
+        Session::check_turn(self.ctx.turn, self.options.memory.as_deref())
     }
 
     /// Prints a valid answer: the standard response rendered for people on a terminal, else the

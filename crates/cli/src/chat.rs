@@ -110,6 +110,11 @@ pub fn run(args: &Args) -> Result<Status> {
             }
             _ => {}
         }
+        if let Err(e) = conversation.check_turn() {
+            lines.save_history();
+            conversation.close();
+            return Err(e);
+        }
         let (result, elapsed) = conversation.turn(prompt);
         match result {
             Ok(answer) => {

@@ -29,20 +29,26 @@ pub enum Command {
         format: Format,
     },
     /// Run a machine from an input event: each transition on stderr as it happens, the trail on stdout
-    /// at the end (exit 0 finished or waiting for input, 1 no valid event or interrupted).
+    /// at the end (exit 0 finished or waiting for input, 1 no valid event or interrupted, 2 a backend
+    /// failure, an unreadable file or a journal in use or already holding a run).
     Run {
         /// The definition file (`-` for stdin).
         file: String,
         /// The first event, as JSON (its `id` may be left out when one transition leaves `start`).
         #[arg(long, value_name = "JSON")]
         input: String,
-        /// Append every transition to this JSONL journal (fsynced), so `claij fsm resume` can go on.
+        /// Write every transition to this new JSONL journal (fsynced, locked while the run lasts), so
+        /// `claij fsm resume` can go on. A file that already holds a run is refused (see `--force`).
         #[arg(long, value_name = "FILE")]
         journal: Option<std::path::PathBuf>,
+        /// With `--journal`: start a new journal over a file that already holds a run (its run is lost).
+        #[arg(long, requires = "journal")]
+        force: bool,
         #[command(flatten)]
         options: run::Options,
     },
-    /// Go on with a journaled run after its last recorded transition (the journal holds the machine).
+    /// Go on with a journaled run after its last recorded transition (the journal holds the machine;
+    /// a line a crash tore is cut away first; exit 2 when another process holds the journal).
     Resume {
         /// The journal written by `claij fsm run --journal`.
         journal: std::path::PathBuf,
@@ -71,9 +77,16 @@ pub fn run(cmd: &Command) -> Result<Status> {
             file,
             input,
             journal,
+            force,
             options,
         } => match load(file)? {
-            Ok(fsm) => run::run(fsm, input, journal.as_deref(), options),
+            Ok(fsm) => {
+                let journal = journal.as_deref().map(|path| run::NewJournal {
+                    path,
+                    force: *force,
+                });
+                run::run(fsm, input, journal, options)
+            }
             Err(invalid) => report(file, &invalid),
         },
         Command::Resume { journal, options } => run::resume(journal, options),

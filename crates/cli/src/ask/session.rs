@@ -1,22 +1,47 @@
 //! `--memory FILE`: the conversation carried from one `claij ask` to the next, as `{turn, memory}`.
+//!
+//! One conversation has one writer at a time: a process holds an exclusive lock on the sidecar
+//! `FILE.lock` (the file itself is replaced by a rename on every save, so it cannot carry the lock)
+//! from before it reads the file until after it wrote it back. The lock spans the model call on
+//! purpose: a concurrent `claij ask --memory FILE` waits and then starts from the turn before it, so
+//! no turn is lost and every turn is asked with the memory of all the turns before it (merging two
+//! turns asked from the same memory at write time would keep both summaries but each model would
+//! have answered without the other's). Keys of the file this version does not know survive a
+//! rewrite.
 
-use std::fs;
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, anyhow, bail};
 use claij_interceptors::{Context, Memory};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 /// What one invocation hands to the next.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Session {
     /// Completed turns.
-    #[serde(default)]
     pub turn: u64,
     /// What the memory interceptor remembers.
-    #[serde(default)]
     pub memory: Memory,
+    /// The file as read, for the keys this version does not know.
+    file: Map<String, Value>,
+}
+
+/// The keys of the file this version knows.
+#[derive(Deserialize)]
+struct Known {
+    #[serde(default)]
+    turn: u64,
+    #[serde(default)]
+    memory: Memory,
+}
+
+/// The exclusive lock on a memory file's sidecar `FILE.lock`, held until dropped.
+#[derive(Debug)]
+pub struct SessionLock {
+    _file: File,
 }
 
 impl Session {
@@ -30,34 +55,76 @@ impl Session {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_json::from_str(&text).with_context(|| {
+        let not_session = || {
             format!(
                 "{}: not a claij memory file (`{{\"turn\": N, \"memory\": {{\"summaries\": [...]}}}}`)",
                 path.display()
             )
+        };
+        let file: Map<String, Value> = serde_json::from_str(&text).with_context(not_session)?;
+        let known: Known =
+            serde_json::from_value(Value::Object(file.clone())).with_context(not_session)?;
+        Ok(Self {
+            turn: known.turn,
+            memory: known.memory,
+            file,
         })
     }
 
-    /// What `ctx` carries to the next turn.
-    pub fn of(ctx: &Context) -> Self {
+    /// Whether one more turn can be counted: a counter at its maximum is an error, never a wrap to 0.
+    pub fn check_turn(turn: u64, path: Option<&Path>) -> Result<()> {
+        if turn < u64::MAX {
+            return Ok(());
+        }
+        let name = path.map_or_else(String::new, |p| format!("{}: ", p.display()));
+        bail!(
+            "{name}the turn counter is at its maximum ({}): start a new conversation",
+            u64::MAX
+        )
+    }
+
+    /// This session carried on by `ctx`: its turn and memory, the rest of the file as it was.
+    pub fn continued(&self, ctx: &Context) -> Self {
         Self {
             turn: ctx.turn,
             memory: ctx.memory.clone(),
+            file: self.file.clone(),
         }
     }
 
     /// A context that continues this session.
-    pub fn into_context(self) -> Context {
+    pub fn to_context(&self) -> Context {
         let mut ctx = Context::default();
         ctx.turn = self.turn;
-        ctx.memory = self.memory;
+        ctx.memory = self.memory.clone();
         ctx
+    }
+
+    /// The file's JSON: the keys it was read with, `turn` and `memory` replaced (inside `memory`,
+    /// the keys [`Memory`] does not have are kept too).
+    pub fn to_value(&self) -> Result<Value> {
+        let mut file = self.file.clone();
+        let mut memory = match file.remove("memory") {
+            Some(Value::Object(old)) => {
+                let known = memory_keys()?;
+                old.into_iter()
+                    .filter(|(key, _)| !known.contains(key))
+                    .collect()
+            }
+            _ => Map::new(),
+        };
+        if let Value::Object(new) = serde_json::to_value(&self.memory)? {
+            memory.extend(new);
+        }
+        file.insert("turn".into(), self.turn.into());
+        file.insert("memory".into(), Value::Object(memory));
+        Ok(Value::Object(file))
     }
 
     /// Writes the session to `path` atomically: a temp file in the same directory, then a rename, so
     /// an interrupted write never leaves half a file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(self)?;
+        let mut text = serde_json::to_string_pretty(&self.to_value()?)?;
         text.push('\n');
         let temp = temp_path(path);
         let written = fs::write(&temp, text).and_then(|()| fs::rename(&temp, path));
@@ -67,6 +134,78 @@ impl Session {
         }
         Ok(())
     }
+}
+
+impl SessionLock {
+    /// Locks the memory file `path` (through `path.lock`, created if need be), waiting for another
+    /// process that holds it (saying so on stderr unless `quiet`), then checks that `path` can be
+    /// written, so a turn is never paid for and then lost. Leaves nothing behind but the lock file,
+    /// and not even that when the directory cannot be written.
+    pub fn acquire(path: &Path, quiet: bool) -> Result<Self> {
+        let unwritable = || format!("the memory file {} cannot be written", path.display());
+        let name = path
+            .file_name()
+            .ok_or_else(|| anyhow!("{}: not a file name", path.display()))
+            .with_context(unwritable)?;
+        if path.is_dir() {
+            return Err(anyhow!("{} is a directory", path.display())).with_context(unwritable);
+        }
+        let mut lock_name = name.to_owned();
+        lock_name.push(".lock");
+        let lock_path = path.with_file_name(lock_name);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .with_context(|| lock_path.display().to_string())
+            .with_context(unwritable)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                if !quiet {
+                    super::report::notice(&format!(
+                        "waiting for {}: another claij is on this conversation",
+                        lock_path.display()
+                    ))?;
+                }
+                file.lock()
+                    .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+            }
+            Err(TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+            }
+        }
+        check_writable(path).with_context(unwritable)?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// The session file can be replaced: an existing one opens for writing, and a temp file can be made
+/// (and is removed) beside it.
+fn check_writable(path: &Path) -> Result<()> {
+    match OpenOptions::new().write(true).open(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| path.display().to_string()),
+    }
+    let temp = temp_path(path);
+    File::create(&temp).with_context(|| temp.display().to_string())?;
+    fs::remove_file(&temp).with_context(|| temp.display().to_string())?;
+    Ok(())
+}
+
+/// The keys [`Memory`] writes when every field is set.
+fn memory_keys() -> Result<Vec<String>> {
+    let full = Memory {
+        summaries: Vec::new(),
+        insights: Some(String::new()),
+    };
+    Ok(match serde_json::to_value(full)? {
+        Value::Object(keys) => keys.into_iter().map(|(key, _)| key).collect(),
+        _ => Vec::new(),
+    })
 }
 
 /// `path`'s sibling `.<name>.<pid>.tmp`.

@@ -137,13 +137,13 @@ fn session_round_trip() {
     std::fs::write(&path, "  \n").unwrap();
     assert_eq!(Session::load(&path).unwrap(), Session::default());
 
-    let mut ctx = Session::default().into_context();
+    let mut ctx = Session::default().to_context();
     ctx.turn = 2;
     ctx.memory.summaries = vec!["The user likes blue.".into(), "They asked why.".into()];
-    Session::of(&ctx).save(&path).unwrap();
+    Session::default().continued(&ctx).save(&path).unwrap();
     let loaded = Session::load(&path).unwrap();
-    assert_eq!(loaded, Session::of(&ctx));
-    let ctx = loaded.into_context();
+    assert_eq!((loaded.turn, &loaded.memory), (2, &ctx.memory));
+    let ctx = loaded.to_context();
     assert_eq!((ctx.turn, ctx.memory.summaries.len()), (2, 2));
     // Nothing but the file is left behind.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
@@ -152,4 +152,42 @@ fn session_round_trip() {
     let err = format!("{:#}", Session::load(&path).unwrap_err());
     assert!(err.contains("not a claij memory file"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn session_keeps_the_keys_it_does_not_know() {
+    let dir = scratch("session-keys");
+    let path = dir.join("memory.json");
+    std::fs::write(
+        &path,
+        r#"{"turn": 3, "owner": {"name": "ada"}, "memory": {"summaries": ["a"], "insights": "old", "pinned": [1]}}"#,
+    )
+    .unwrap();
+    let loaded = Session::load(&path).unwrap();
+    let mut ctx = loaded.to_context();
+    ctx.turn += 1;
+    ctx.memory.summaries.push("b".into());
+    // Known keys are the new values, even where that removes them (`insights` is gone).
+    ctx.memory.insights = None;
+    loaded.continued(&ctx).save(&path).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        saved,
+        serde_json::json!({"turn": 4, "owner": {"name": "ada"}, "memory": {"summaries": ["a", "b"], "pinned": [1]}})
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_turn_counter_at_its_maximum_is_an_error_not_a_wrap() {
+    let path = Path::new("m.json");
+    Session::check_turn(u64::MAX - 1, Some(path)).unwrap();
+    let err = Session::check_turn(u64::MAX, Some(path))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "m.json: the turn counter is at its maximum (18446744073709551615): start a new conversation"
+    );
 }

@@ -5,7 +5,7 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
-use claij_fsm::{Action, Entry, Fsm, Interrupt, Journal, Outcome, Run, Runner};
+use claij_fsm::{Action, Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
 use claij_interceptors::Config;
 use serde_json::{Value, json};
 
@@ -23,26 +23,54 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     model_path: Option<PathBuf>,
     /// Retries per `llm` state when a reply is invalid.
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = crate::args::retries)]
     max_retries: usize,
     /// Token limit per model call.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
     max_tokens: Option<u32>,
     /// Stop after this many transitions (models can loop).
-    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N")]
+    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
     json: bool,
 }
 
+/// `--journal FILE` of `claij fsm run`.
+pub struct NewJournal<'a> {
+    /// The journal file.
+    pub path: &'a Path,
+    /// `--force`: start over a journal that holds a run.
+    pub force: bool,
+}
+
 /// `claij fsm run FILE --input JSON`.
-pub fn run(fsm: Fsm, input: &str, journal: Option<&Path>, options: &Options) -> Result<Status> {
+pub fn run(
+    fsm: Fsm,
+    input: &str,
+    journal: Option<NewJournal<'_>>,
+    options: &Options,
+) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let runner = runner(fsm, options)?;
     let (mut run, journal) = match journal {
-        Some(path) => {
-            let (run, journal) = runner.start_journaled(input, path)?;
+        Some(NewJournal { path, force }) => {
+            let existing = if force {
+                ExistingJournal::Overwrite
+            } else {
+                ExistingJournal::Refuse
+            };
+            let (run, journal) = match runner.start_journaled(input, path, existing) {
+                Ok(started) => started,
+                Err(claij_fsm::Error::JournalExists { path }) => {
+                    let path = path.display();
+                    return Err(anyhow!(
+                        "journal {path} already holds a run: use `claij fsm resume {path}` to go \
+                         on with it, or --force to start a new run over it"
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            };
             (run, Some(journal))
         }
         None => (runner.start(input)?, None),
@@ -132,6 +160,12 @@ fn drive(
                 | claij_fsm::Error::TooManyTransitions { .. }),
             ) => {
                 finish(run, None, options)?;
+                // As `claij ask`: a backend that fails is exit 2; replies that stay invalid are 1.
+                if let claij_fsm::Error::Llm { source, .. } = &e
+                    && !matches!(**source, claij_interceptors::Error::RetriesExhausted(_))
+                {
+                    return Err(e.into());
+                }
                 writeln!(
                     std::io::stderr(),
                     "error: {}",

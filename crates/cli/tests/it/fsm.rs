@@ -250,3 +250,248 @@ fn run_refuses_input_that_fits_no_start_transition() {
     );
     assert_one_line_error(&run, 2, "invalid event from state `start`");
 }
+
+/// `claij fsm run approval.json --journal FILE` (plus `extra`), with no answer on stdin: it stops
+/// waiting in `approve` with one transition journaled.
+fn run_approval(files: &Files, journal: &str, extra: &[&str]) -> super::Run {
+    let definition = files.path("approval.json");
+    let mut args = vec![
+        "fsm",
+        "run",
+        definition.as_str(),
+        "--input",
+        r#"{"plan": "ship it"}"#,
+        "--journal",
+        journal,
+    ];
+    args.extend_from_slice(extra);
+    claij(&args, "")
+}
+
+fn journal_lines(journal: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// What a crash can leave at the end of a journal.
+#[track_caller]
+fn check_resume_after_tear(tear: impl Fn(&mut Vec<u8>), what: &str) {
+    let files = Files::new(&[("approval.json", APPROVAL)]);
+    let journal = files.path("run.jsonl");
+    let waiting = run_approval(&files, &journal, &[]);
+    assert_eq!(waiting.code, 0, "{what}: {}", waiting.stderr);
+    let mut bytes = std::fs::read(&journal).unwrap();
+    tear(&mut bytes);
+    std::fs::write(&journal, bytes).unwrap();
+
+    let done = claij(&["fsm", "resume", &journal], "{\"decision\": \"yes\"}\n");
+    assert_eq!(done.code, 0, "{what}: {}", done.stderr);
+    assert!(
+        done.stderr.contains("approve -> end"),
+        "{what}: {}",
+        done.stderr
+    );
+    // The second resume is the one a torn line used to break.
+    let again = claij(&["fsm", "resume", &journal, "--json"], "");
+    assert_eq!(again.code, 0, "{what}: {}", again.stderr);
+    let report: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(report["outcome"]["finished"], "end", "{what}");
+    assert_eq!(report["trail"].as_array().unwrap().len(), 2, "{what}");
+    assert_eq!(journal_lines(&journal).len(), 3, "{what}");
+}
+
+#[test]
+fn resume_cuts_a_torn_last_line_and_resumes_again() {
+    let next = br#"{"kind":"transition","from":"approve","to":"end","event":{"decision":"yes"}}"#;
+    check_resume_after_tear(|b| b.extend_from_slice(&next[..25]), "cut mid-line");
+    check_resume_after_tear(
+        |b| b.extend_from_slice(&next[..next.len() - 1]),
+        "cut right after an inner `}`",
+    );
+    check_resume_after_tear(
+        |b| assert_eq!(b.pop(), Some(b'\n')),
+        "a whole last line without its newline",
+    );
+}
+
+#[test]
+fn run_refuses_a_journal_that_holds_a_run_unless_forced() {
+    let files = Files::new(&[("approval.json", APPROVAL)]);
+    let journal = files.path("run.jsonl");
+    let first = run_approval(&files, &journal, &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let before = std::fs::read(&journal).unwrap();
+
+    let refused = run_approval(&files, &journal, &[]);
+    assert_one_line_error(
+        &refused,
+        2,
+        &format!("journal {journal} already holds a run: use `claij fsm resume {journal}`"),
+    );
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    assert_eq!(std::fs::read(&journal).unwrap(), before, "left as it was");
+
+    let forced = run_approval(&files, &journal, &["--force"]);
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    let lines = journal_lines(&journal);
+    assert_eq!(lines.len(), 2, "a new header and one transition");
+    let old: serde_json::Value = serde_json::from_str(
+        std::str::from_utf8(&before)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_ne!(lines[0]["run_id"], old["run_id"]);
+
+    let usage = claij(
+        &[
+            "fsm",
+            "run",
+            &files.path("approval.json"),
+            "--input",
+            "{}",
+            "--force",
+        ],
+        "",
+    );
+    assert_one_line_error(&usage, 2, "--journal");
+}
+
+#[test]
+fn a_second_process_on_a_journal_in_use_exits_2() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+
+    let files = Files::new(&[("approval.json", APPROVAL)]);
+    let journal = files.path("run.jsonl");
+    let definition = files.path("approval.json");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .args([
+            "fsm",
+            "run",
+            &definition,
+            "--input",
+            r#"{"plan": "ship it"}"#,
+            "--journal",
+            &journal,
+        ])
+        .env_remove("CLAIJ_CONFIG")
+        .env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join("claij-tests-no-config"),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(first.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    // The first transition is printed after the journal is locked; the run now waits on stdin.
+    assert!(line.starts_with("start -> approve"), "{line}");
+
+    for args in [
+        vec!["fsm", "resume", journal.as_str()],
+        vec![
+            "fsm",
+            "run",
+            definition.as_str(),
+            "--input",
+            r#"{"plan": "other"}"#,
+            "--journal",
+            journal.as_str(),
+            "--force",
+        ],
+    ] {
+        let second = claij(&args, "{\"decision\": \"no\"}\n");
+        assert_one_line_error(
+            &second,
+            2,
+            &format!("journal {journal}: another process holds it"),
+        );
+    }
+
+    let mut stdin = first.stdin.take().unwrap();
+    stdin.write_all(b"{\"decision\": \"yes\"}\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(first.wait().unwrap().success(), "{rest}");
+    let lines = journal_lines(&journal);
+    let steps: Vec<String> = lines[1..]
+        .iter()
+        .map(|l| format!("{}->{}", l["from"], l["to"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [r#""start"->"approve""#, r#""approve"->"end""#],
+        "each transition once, the refused processes' answers nowhere"
+    );
+}
+
+/// One `llm` state, asked through a mock OpenRouter.
+const ONE_QUESTION: &str = r#"{
+  "id": "one-question",
+  "states": [{"id": "ask", "action": "llm"}, {"id": "end", "action": "end"}],
+  "transitions": [
+    {"id": ["start", "ask"], "schema": {"type": "object"}},
+    {"id": ["ask", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+/// `claij fsm run` exits as `claij ask` does: 2 when the backend fails, 1 when the replies stay
+/// invalid.
+#[tokio::test]
+async fn run_exit_codes_follow_ask_for_backend_failures() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let unauthorized = ResponseTemplate::new(401).set_body_json(
+        serde_json::json!({"error": {"message": "No auth credentials found", "code": 401}}),
+    );
+    for (response, code, says) in [
+        (unauthorized, 2, "401"),
+        (super::openrouter::reply("no JSON here"), 1, "state `ask`"),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(super::openrouter::CHAT))
+            .respond_with(response)
+            .expect(1)
+            .mount(&server)
+            .await;
+        let files = Files::new(&[
+            ("one.json", ONE_QUESTION),
+            ("config.toml", &super::openrouter::config(&server)),
+        ]);
+        let config = files.path("config.toml");
+        let run = claij_env(
+            &[
+                "fsm",
+                "run",
+                &files.path("one.json"),
+                "--input",
+                "{}",
+                "--llm",
+                "gemini-flash",
+                "--max-retries",
+                "0",
+            ],
+            "",
+            &[
+                ("CLAIJ_CONFIG", Some(config.as_str())),
+                ("OPENROUTER_API_KEY", Some("sk-or-v1-fsm-test-0123456789")),
+            ],
+        );
+        assert_eq!(run.code, code, "{}", run.stderr);
+        let last = run.stderr.lines().last().unwrap();
+        assert!(last.starts_with("error: "), "{}", run.stderr);
+        assert!(last.contains(says), "{}", run.stderr);
+        assert!(!run.stderr.contains("sk-or-v1-fsm-test"), "{}", run.stderr);
+    }
+}

@@ -13,6 +13,7 @@ mod config;
 mod fsm;
 mod local_model;
 mod mcp;
+mod memory;
 mod models;
 mod openrouter;
 mod suite;
