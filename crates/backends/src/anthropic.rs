@@ -10,8 +10,9 @@
 //! - [`OutputMode::Native`]: `output_config: {format: {type: "json_schema", schema}}`; the JSON comes
 //!   back as a text block.
 //! - [`OutputMode::Tool`]: one tool `{name, description, input_schema}` (plus `strict: true` when the
-//!   structured output is strict) forced with `tool_choice: {type: "tool", name}`; the answer is the
-//!   `tool_use` block's `input`, serialized to JSON text.
+//!   structured output is strict and the model has structured outputs: older models reject the
+//!   field) forced with `tool_choice: {type: "tool", name}`; the answer is the `tool_use` block's
+//!   `input`, serialized to JSON text.
 //! - No structured output (prompted): none of the above; the schema is in the system prompt already.
 //!
 //! Extended thinking ([`AnthropicAdapter::with_thinking_budget`]) is never combined with a forced
@@ -274,7 +275,8 @@ impl AnthropicAdapter {
                     name: &structured.name,
                     description: tool_description(&structured.schema),
                     input_schema: &structured.schema,
-                    strict: structured.strict,
+                    // Models before structured outputs reject the field.
+                    strict: structured.strict && has_structured_outputs(&request.model),
                 });
                 body.tool_choice = Some(wire::ToolChoice {
                     kind: "tool",
@@ -287,8 +289,8 @@ impl AnthropicAdapter {
 }
 
 /// What Anthropic offers for `model`: tools, streaming and (Claude) a 200k context window everywhere;
-/// native structured outputs (`output_config`, [`SchemaDialect::Anthropic`]) from Claude Opus 4.1 and
-/// the 4.5 generation on.
+/// native structured outputs (`output_config`, [`SchemaDialect::Anthropic`]) and strict tools (in
+/// the same dialect) from Claude Opus 4.1 and the 4.5 generation on.
 pub fn capabilities(model: &str) -> Capabilities {
     let mut capabilities = Capabilities::prompted()
         .with_tools(true)
@@ -297,7 +299,9 @@ pub fn capabilities(model: &str) -> Capabilities {
         capabilities = capabilities.with_context_window(window);
     }
     if has_structured_outputs(model) {
-        capabilities = capabilities.with_schema_dialect(SchemaDialect::Anthropic);
+        capabilities = capabilities
+            .with_schema_dialect(SchemaDialect::Anthropic)
+            .with_strict_tools(SchemaDialect::Anthropic);
     }
     capabilities
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use futures_util::StreamExt as _;
 
-use crate::{ChatRequest, ChatResponse, Error, StreamEvent};
+use crate::{ChatRequest, ChatResponse, Error, OutputMode, StreamEvent};
 
 /// A boxed, sendable future: what object-safe async methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -68,6 +68,22 @@ pub struct Capabilities {
     pub context_window: Option<u32>,
     /// The JSON Schema subset the provider's structured output accepts, when it has structured output.
     pub schema_dialect: Option<SchemaDialect>,
+    /// The JSON Schema subset a forced tool's parameters must be in for the provider to enforce them
+    /// (`strict: true`), when the model has strict tools. `None`: tools are sent non-strict, their
+    /// parameters in `schema_dialect` (or full JSON Schema), and the schema is only a hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_tools: Option<SchemaDialect>,
+}
+
+/// How to send a schema in one [`OutputMode`]: the dialect to compile it to and whether to ask the
+/// provider to enforce it. See [`Capabilities::schema_target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct SchemaTarget {
+    /// The dialect the schema must be compiled to (reporting what it loses).
+    pub dialect: SchemaDialect,
+    /// Whether to send it strict ([`StructuredOutput::strict`](crate::StructuredOutput::strict)).
+    pub strict: bool,
 }
 
 /// The JSON Schema subset a provider's structured output accepts. The caller compiles a schema to it
@@ -129,5 +145,48 @@ impl Capabilities {
         self.native_json_schema = true;
         self.schema_dialect = Some(dialect);
         self
+    }
+
+    /// The same capabilities with strict tools, whose parameters must be in `dialect` (tools on).
+    #[must_use]
+    pub fn with_strict_tools(mut self, dialect: SchemaDialect) -> Self {
+        self.tools = true;
+        self.strict_tools = Some(dialect);
+        self
+    }
+
+    /// How to send a schema in `mode`. Native: in `schema_dialect` (full JSON Schema when unknown),
+    /// strict. Tool: in the strict-tools dialect, strict, when the model has strict tools; otherwise
+    /// non-strict in `schema_dialect` (or full JSON Schema), since a provider with strict tools
+    /// rejects `strict: true` on a schema outside its dialect and one without them ignores or
+    /// rejects the flag.
+    ///
+    /// ```
+    /// use claij_backends::{Capabilities, OutputMode, SchemaDialect};
+    ///
+    /// let gpt4_turbo = Capabilities::prompted().with_strict_tools(SchemaDialect::OpenAiStrict);
+    /// let target = gpt4_turbo.schema_target(OutputMode::Tool);
+    /// assert_eq!((target.dialect, target.strict), (SchemaDialect::OpenAiStrict, true));
+    ///
+    /// let claude_3_5 = Capabilities::prompted().with_tools(true);
+    /// let target = claude_3_5.schema_target(OutputMode::Tool);
+    /// assert_eq!((target.dialect, target.strict), (SchemaDialect::JsonSchema, false));
+    /// ```
+    pub fn schema_target(&self, mode: OutputMode) -> SchemaTarget {
+        let native = self.schema_dialect.unwrap_or(SchemaDialect::JsonSchema);
+        match (mode, self.strict_tools) {
+            (OutputMode::Native, _) => SchemaTarget {
+                dialect: native,
+                strict: true,
+            },
+            (OutputMode::Tool, Some(dialect)) => SchemaTarget {
+                dialect,
+                strict: true,
+            },
+            (OutputMode::Tool, None) => SchemaTarget {
+                dialect: native,
+                strict: false,
+            },
+        }
     }
 }

@@ -81,7 +81,7 @@ pub mod testing;
 pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 #[cfg(feature = "anthropic")]
 pub use anthropic::Anthropic;
-pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect};
+pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect, SchemaTarget};
 pub use cassette::{Recorder, Replayer};
 pub use error::{Error, ErrorContext};
 #[cfg(feature = "gemini")]
@@ -91,7 +91,7 @@ pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, RetryPolicy};
 pub use key::ApiKey;
 #[cfg(feature = "local")]
 pub use local::LocalBackend;
-pub use models::{ModelInfo, ModelTable, Price};
+pub use models::{InstructionRole, ModelInfo, ModelTable, Price};
 #[cfg(feature = "openrouter")]
 pub use openai::OpenRouter;
 #[cfg(feature = "openai")]

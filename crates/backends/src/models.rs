@@ -72,6 +72,63 @@ pub struct ModelInfo {
     /// Whether it takes tools (so tool-mode structured output works).
     #[serde(default)]
     pub tools: bool,
+    /// The schema dialect of its strict tools (`strict: true`); `None` when tools are not strict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_tools: Option<SchemaDialect>,
+}
+
+/// Where a model on the OpenAI chat format takes its instructions (the system prompt).
+///
+/// OpenAI's reasoning models replaced the `system` role with `developer`; the first of them (o1-mini,
+/// o1-preview) take neither and answer 400 to both, so their instructions go in the first user
+/// message. See [`instruction_role`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum InstructionRole {
+    /// A `system` message: every chat model but OpenAI's reasoning models.
+    #[default]
+    System,
+    /// A `developer` message: o1, o3, o4-mini and the GPT-5 family.
+    Developer,
+    /// No role for instructions: they are folded into the first user message, delimited
+    /// (o1-mini, o1-preview).
+    User,
+}
+
+/// Which OpenAI model ids take instructions how, by id prefix; the first match wins.
+const INSTRUCTION_ROLES: &[(&str, InstructionRole)] = &[
+    ("o1-mini", InstructionRole::User),
+    ("o1-preview", InstructionRole::User),
+    ("o1", InstructionRole::Developer),
+    ("o3", InstructionRole::Developer),
+    ("o4-mini", InstructionRole::Developer),
+    ("gpt-5", InstructionRole::Developer),
+];
+
+/// Where `model` takes its instructions on the OpenAI chat format: an OpenAI id, bare (`o1-mini`)
+/// or as OpenRouter names it (`openai/o1-mini`). Any other vendor's model, and any model not known
+/// to differ, takes a `system` message.
+///
+/// ```
+/// use claij_backends::models::{InstructionRole, instruction_role};
+///
+/// assert_eq!(instruction_role("openai/o1-mini"), InstructionRole::User);
+/// assert_eq!(instruction_role("gpt-5-mini"), InstructionRole::Developer);
+/// assert_eq!(instruction_role("gpt-4o"), InstructionRole::System);
+/// assert_eq!(instruction_role("acme/o1-mini"), InstructionRole::System);
+/// ```
+pub fn instruction_role(model: &str) -> InstructionRole {
+    let id = model.trim().to_ascii_lowercase();
+    let id = match id.split_once('/') {
+        None => id.as_str(),
+        Some(("openai", id)) => id,
+        Some(_) => return InstructionRole::System,
+    };
+    INSTRUCTION_ROLES
+        .iter()
+        .find(|(prefix, _)| id.starts_with(prefix))
+        .map_or(InstructionRole::System, |(_, role)| *role)
 }
 
 /// Prices in US dollars per million tokens. `None` means unknown.
@@ -116,6 +173,7 @@ impl ModelInfo {
             price: Price::default(),
             schema_dialect: None,
             tools: false,
+            strict_tools: None,
         }
     }
 
@@ -169,9 +227,20 @@ impl ModelInfo {
         self
     }
 
+    /// The same model with strict tools in a schema dialect (tools on).
+    #[must_use]
+    pub fn with_strict_tools(mut self, dialect: SchemaDialect) -> Self {
+        self.tools = true;
+        self.strict_tools = Some(dialect);
+        self
+    }
+
     /// What the table says about the model, as backend [`Capabilities`] (streaming is left to the backend).
     pub fn capabilities(&self) -> Capabilities {
         let mut capabilities = Capabilities::prompted().with_tools(self.tools);
+        if let Some(dialect) = self.strict_tools {
+            capabilities = capabilities.with_strict_tools(dialect);
+        }
         if let Some(window) = self.context_window {
             capabilities = capabilities.with_context_window(window);
         }
@@ -179,6 +248,16 @@ impl ModelInfo {
             capabilities = capabilities.with_schema_dialect(dialect);
         }
         capabilities
+    }
+
+    /// Where the model takes its instructions on the OpenAI chat format; see [`instruction_role`].
+    /// Providers with their own format (Anthropic, Gemini) take them apart from the conversation,
+    /// as [`InstructionRole::System`].
+    pub fn instruction_role(&self) -> InstructionRole {
+        match self.provider.as_str() {
+            "openai" | "openrouter" => instruction_role(&self.id),
+            _ => InstructionRole::System,
+        }
     }
 
     /// What `usage` cost on this model; see [`cost`].

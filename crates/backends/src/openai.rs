@@ -284,7 +284,7 @@ impl Adapter for OpenRouterAdapter {
     fn capabilities(&self, _model: &str) -> Capabilities {
         Capabilities::default()
             .with_schema_dialect(SchemaDialect::OpenAiStrict)
-            .with_tools(true)
+            .with_strict_tools(SchemaDialect::OpenAiStrict)
             .with_streaming(true)
     }
 
@@ -460,31 +460,33 @@ impl Adapter for CompatibleAdapter {
     }
 }
 
-/// What OpenAI offers for `model`: tools and streaming everywhere; strict structured outputs on
-/// everything since `gpt-4o-2024-08-06`, so on any model not known to predate them.
+/// What OpenAI offers for `model`: streaming everywhere; strict structured outputs on everything
+/// since `gpt-4o-2024-08-06`, so on any model not known to predate them; strict tools (function
+/// calling with `strict: true`, in the same dialect) on every model with function calling, which is
+/// all but o1-mini, o1-preview, ChatGPT's own model, the completion models and the March 2023
+/// snapshots.
 #[cfg(feature = "openai")]
 fn openai_capabilities(model: &str) -> Capabilities {
     let name = model.rsplit('/').next().unwrap_or(model);
-    let older = [
-        "gpt-3.5",
-        "gpt-4-",
-        "o1-mini",
-        "o1-preview",
-        "chatgpt-",
-        "davinci",
-        "babbage",
-    ];
-    let no_schema = name == "gpt-4"
+    let no_tools = ["o1-mini", "o1-preview", "chatgpt-", "davinci", "babbage"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || name.ends_with("-0301")
+        || name.ends_with("-0314");
+    let no_schema = no_tools
+        || name == "gpt-4"
         || name == "gpt-4o-2024-05-13"
-        || older.iter().any(|prefix| name.starts_with(prefix));
-    let base = Capabilities::default()
-        .with_tools(true)
-        .with_streaming(true);
-    if no_schema {
-        base
-    } else {
-        base.with_schema_dialect(SchemaDialect::OpenAiStrict)
+        || ["gpt-3.5", "gpt-4-"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix));
+    let mut capabilities = Capabilities::default().with_streaming(true);
+    if !no_tools {
+        capabilities = capabilities.with_strict_tools(SchemaDialect::OpenAiStrict);
     }
+    if !no_schema {
+        capabilities = capabilities.with_schema_dialect(SchemaDialect::OpenAiStrict);
+    }
+    capabilities
 }
 
 #[cfg(test)]

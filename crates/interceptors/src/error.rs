@@ -77,7 +77,29 @@ impl std::fmt::Display for Exhausted {
             }
             (None, Some(first)) => write!(f, "{first}"),
             (None, None) => write!(f, "invalid"),
+        }?;
+        match self.truncation() {
+            Some(truncation) => write!(f, "; {truncation}"),
+            None => Ok(()),
         }
+    }
+}
+
+impl Exhausted {
+    /// What the token limit did, when it cut replies off: `the reply was cut at max_tokens (N)`
+    /// for the last, else `K of N replies were cut at max_tokens (N)`.
+    pub fn truncation(&self) -> Option<String> {
+        if let Some(last) = self.attempts.last().and_then(Attempt::truncation) {
+            return Some(last);
+        }
+        let cut: Vec<&Attempt> = self.attempts.iter().filter(|a| a.is_truncated()).collect();
+        let first = cut.first()?;
+        Some(format!(
+            "{} of {} replies were cut at {}",
+            cut.len(),
+            self.attempts.len(),
+            first.token_limit()
+        ))
     }
 }
 

@@ -71,6 +71,7 @@ enum Delivery {
     Prompted,
     Provider {
         mode: claij_backends::OutputMode,
+        strict: bool,
         compiled: Arc<claij_schema::dialect::Compiled>,
     },
 }
@@ -165,6 +166,28 @@ pub struct Attempt {
     pub request_id: Option<String>,
     /// What the provider's schema dialect could not carry (still enforced by local validation).
     pub dialect_losses: Arc<Vec<claij_schema::dialect::Loss>>,
+}
+
+impl Attempt {
+    /// Whether the token limit cut the reply off ([`FinishReason::Length`]).
+    pub fn is_truncated(&self) -> bool {
+        self.finish_reason == Some(FinishReason::Length)
+    }
+
+    /// `the reply was cut at max_tokens (N)` (`at the output token limit` when the request set
+    /// none, so the provider's applied), when the token limit cut the reply off.
+    pub fn truncation(&self) -> Option<String> {
+        self.is_truncated()
+            .then(|| format!("the reply was cut at {}", self.token_limit()))
+    }
+
+    /// `max_tokens (N)`, or `the output token limit` when the request set none.
+    pub(crate) fn token_limit(&self) -> String {
+        match self.request.max_tokens {
+            Some(n) => format!("max_tokens ({n})"),
+            None => "the output token limit".to_owned(),
+        }
+    }
 }
 
 /// How an attempt's reply fared.
@@ -414,11 +437,15 @@ impl Pipeline {
             StructuredMode::Auto if capabilities.tools => OutputMode::Tool,
             StructuredMode::Auto => return Delivery::Prompted,
         };
-        let dialect = capabilities
-            .schema_dialect
-            .unwrap_or(claij_backends::SchemaDialect::JsonSchema);
+        // Tools are strict, in the strict dialect, only on models that have strict tools.
+        let target = capabilities.schema_target(mode);
+        let dialect = target.dialect;
         match prepared.dialect(dialect) {
-            Ok(compiled) => Delivery::Provider { mode, compiled },
+            Ok(compiled) => Delivery::Provider {
+                mode,
+                strict: target.strict,
+                compiled,
+            },
             Err(e) => {
                 // A schema the dialect cannot express (a recursive one for Gemini) still works prompted.
                 warn!(?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
@@ -501,11 +528,16 @@ impl Pipeline {
         request
             .messages
             .push(Message::user(retry.unwrap_or_else(|| prompts.user.clone())));
-        if let Delivery::Provider { mode, compiled } = delivery {
+        if let Delivery::Provider {
+            mode,
+            strict,
+            compiled,
+        } = delivery
+        {
             request.structured_output = Some(claij_backends::StructuredOutput {
                 name: "response".to_owned(),
                 schema: compiled.schema.clone(),
-                strict: true,
+                strict: *strict,
                 mode: *mode,
             });
         }
@@ -582,6 +614,7 @@ impl Pipeline {
                 })));
             }
             let retry_started = Instant::now();
+            let cut_reason;
             let bytes = response.content.len();
             let failure = match &verdict {
                 Verdict::NoJson { .. } if bytes > self.config.max_reply_bytes => {
@@ -589,6 +622,14 @@ impl Pipeline {
                         bytes,
                         limit: self.config.max_reply_bytes,
                     }
+                }
+                // Cut off before any JSON (a long preamble): say so, so the next reply is shorter.
+                Verdict::NoJson { reason } if response.finish_reason == FinishReason::Length => {
+                    cut_reason = format!(
+                        "{reason}; it was cut off at the output token limit: reply with the JSON \
+                         alone, and keep it shorter"
+                    );
+                    Failure::NoJson(&cut_reason)
                 }
                 Verdict::NoJson { reason } => Failure::NoJson(reason),
                 _ if response.finish_reason == FinishReason::Length => {

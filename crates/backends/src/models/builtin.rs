@@ -37,7 +37,7 @@ fn openrouter() -> Vec<ModelInfo> {
     let or = |id: &str| {
         ModelInfo::new(id, "openrouter")
             .with_schema_dialect(SchemaDialect::OpenAiStrict)
-            .with_tools(true)
+            .with_strict_tools(SchemaDialect::OpenAiStrict)
     };
     vec![
         // OR. The design's default.
@@ -114,7 +114,7 @@ fn openai() -> Vec<ModelInfo> {
     let openai = |id: &str| {
         ModelInfo::new(id, "openai")
             .with_schema_dialect(SchemaDialect::OpenAiStrict)
-            .with_tools(true)
+            .with_strict_tools(SchemaDialect::OpenAiStrict)
     };
     let gpt5 = |id: &str| {
         openai(id)
@@ -149,7 +149,7 @@ fn anthropic() -> Vec<ModelInfo> {
     let claude = |id: &str, max_output: u32| {
         ModelInfo::new(id, "anthropic")
             .with_schema_dialect(SchemaDialect::Anthropic)
-            .with_tools(true)
+            .with_strict_tools(SchemaDialect::Anthropic)
             .with_context_window(200_000)
             .with_max_output_tokens(max_output)
     };

@@ -1,11 +1,13 @@
 //! The pure translations every OpenAI-format adapter shares: neutral request to body, body to neutral
 //! response, error body to typed error, stream chunk to events.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::wire;
+use crate::models::{InstructionRole, instruction_role};
 use crate::{
     ApiKey, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason, OutputMode, Role,
     StreamEvent, Usage, WireRequest, excerpt,
@@ -51,17 +53,7 @@ pub(super) fn request(
         .filter(|m| !m.is_empty())
         .or(shape.default_model)
         .ok_or_else(|| bad("the request names no model and the backend has no default model"))?;
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
-        messages.push(wire::Message {
-            role: "system",
-            content: system,
-        });
-    }
-    messages.extend(request.messages.iter().map(|m| wire::Message {
-        role: role(m.role),
-        content: &m.content,
-    }));
+    let messages = messages(request, instruction_role(model));
     if messages.is_empty() {
         return Err(bad("the request has no messages"));
     }
@@ -168,10 +160,12 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
         });
     }
     let finish_reason = finish_reason(choice.finish_reason.as_deref());
-    let content = text(message.content.as_ref())
-        .filter(|t| !t.is_empty())
-        .or_else(|| first_tool_arguments(message.tool_calls.as_deref()))
-        .unwrap_or_default();
+    // A tool call is the answer (only the forced answer tool is ever offered), even when the model
+    // also wrote text beside it.
+    let content = match message.tool_calls.as_deref().and_then(<[_]>::first) {
+        Some(call) => tool_arguments(call),
+        None => text(message.content.as_ref()).unwrap_or_default(),
+    };
     if finish_reason == FinishReason::ContentFilter && content.trim().is_empty() {
         return Err(Error::Refused {
             context: context.clone(),
@@ -220,11 +214,12 @@ pub(super) fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<Str
             .into_iter()
             .filter(|c| c.index.unwrap_or(0) == 0);
         for call in arguments {
-            if let Some(part) = call
-                .function
-                .and_then(|f| f.arguments)
-                .filter(|a| !a.is_empty())
-            {
+            let part = match call.function.and_then(|f| f.arguments) {
+                Some(Value::String(part)) => part,
+                None | Some(Value::Null) => String::new(),
+                Some(object) => object.to_string(),
+            };
+            if !part.is_empty() {
                 events.push(StreamEvent::Text(part));
             }
         }
@@ -424,15 +419,67 @@ fn malformed(context: &ErrorContext, reason: String, body: &[u8]) -> Error {
     }
 }
 
-fn role(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
+/// The conversation with the instructions where the model takes them: a `system` or `developer`
+/// message first, or (o1-mini, o1-preview) delimited at the top of the opening user message (a user
+/// message of their own when the conversation opens with the model). System messages in the
+/// conversation go the same way, as messages of their own.
+fn messages(request: &ChatRequest, instructions: InstructionRole) -> Vec<wire::Message<'_>> {
+    let system_role = match instructions {
+        InstructionRole::Developer => "developer",
+        _ => "system",
+    };
+    let fold = instructions == InstructionRole::User;
+    let mut messages: Vec<wire::Message<'_>> = Vec::with_capacity(request.messages.len() + 1);
+    messages.extend(request.messages.iter().map(|m| match m.role {
+        Role::System if fold => wire::Message {
+            role: "user",
+            content: Cow::Owned(delimited(&m.content)),
+        },
+        Role::System => wire::Message {
+            role: system_role,
+            content: Cow::Borrowed(&m.content),
+        },
+        Role::User => wire::Message {
+            role: "user",
+            content: Cow::Borrowed(&m.content),
+        },
+        Role::Assistant => wire::Message {
+            role: "assistant",
+            content: Cow::Borrowed(&m.content),
+        },
         // A chat-completions tool message must answer a `tool_call_id`, which neutral messages do
         // not carry; the result goes back as what it is to the model, text from outside.
-        Role::Tool => "user",
+        Role::Tool => wire::Message {
+            role: "user",
+            content: Cow::Borrowed(&m.content),
+        },
+    }));
+    let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) else {
+        return messages;
+    };
+    // Instructions always come first: in a conversation that opens with the model, on their own.
+    match messages.first_mut().filter(|m| fold && m.role == "user") {
+        Some(first) => {
+            first.content = Cow::Owned(format!("{}\n\n{}", delimited(system), first.content))
+        }
+        None => messages.insert(
+            0,
+            wire::Message {
+                role: if fold { "user" } else { system_role },
+                content: if fold {
+                    Cow::Owned(delimited(system))
+                } else {
+                    Cow::Borrowed(system)
+                },
+            },
+        ),
     }
+    messages
+}
+
+/// Instructions inside a user message, marked off from what the user says.
+fn delimited(instructions: &str) -> String {
+    format!("<instructions>\n{instructions}\n</instructions>")
 }
 
 /// A schema or tool name as the API accepts it: `[A-Za-z0-9_-]{1,64}`.
@@ -469,14 +516,14 @@ fn text(content: Option<&Value>) -> Option<String> {
     }
 }
 
-fn first_tool_arguments(calls: Option<&[wire::ToolCall]>) -> Option<String> {
-    calls?
-        .first()?
-        .function
-        .as_ref()?
-        .arguments
-        .clone()
-        .filter(|a| !a.is_empty())
+/// A call's arguments: `{}` when they are missing or blank (OpenRouter relaying Claude leaves them
+/// out for a call without arguments).
+fn tool_arguments(call: &wire::ToolCall) -> String {
+    match call.function.as_ref().and_then(|f| f.arguments.as_ref()) {
+        Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
+        None | Some(Value::Null | Value::String(_)) => "{}".to_owned(),
+        Some(object) => object.to_string(),
+    }
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {

@@ -1,6 +1,8 @@
 //! The chat-completions wire format, private: requests built strictly (every field the spec knows),
 //! responses read leniently (unknown fields ignored, optional-in-practice fields optional).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -44,7 +46,7 @@ pub(super) struct Request<'a> {
 #[derive(Debug, Serialize)]
 pub(super) struct Message<'a> {
     pub role: &'static str,
-    pub content: &'a str,
+    pub content: Cow<'a, str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -153,8 +155,10 @@ pub(super) struct ToolCall {
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct FunctionCall {
+    /// A JSON text as OpenAI sends it; some compatible servers send the object itself, and some
+    /// relays leave it out for a call without arguments.
     #[serde(default)]
-    pub arguments: Option<String>,
+    pub arguments: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -624,3 +624,41 @@ async fn a_streamed_answer() {
     let body = received_body(&server, &logs).await;
     assert_eq!(body["stream"], true);
 }
+
+/// Tool mode as the pipeline sends it: `strict` (with the schema in the Anthropic dialect) only to
+/// models with structured outputs; older models get the schema as written and no `strict` field,
+/// which they reject.
+#[test]
+fn tool_mode_bodies_by_model() {
+    let adapter = AnthropicAdapter::default();
+    for (model, strict) in [
+        ("claude-sonnet-4-5", true),
+        ("claude-3-5-sonnet-20241022", false),
+    ] {
+        let (request, losses) =
+            super::models::tool_request(claij_backends::anthropic::capabilities(model), model);
+        let body = adapter.transform_request(&request, false).unwrap().body;
+        let tool = &body["tools"][0];
+        assert_eq!(tool.get("strict").is_some(), strict, "{model}: {tool}");
+        assert_eq!(
+            tool["input_schema"]["additionalProperties"] == false,
+            strict,
+            "{model}"
+        );
+        assert_eq!(losses.is_empty(), !strict, "{model}: {losses:?}");
+        if !strict {
+            // Every field of this body is one the (older) OpenAPI document knows.
+            let found = support::violations(&messages_validator(), &body);
+            assert!(found.is_empty(), "{model}: {found:?}");
+        }
+        insta::assert_json_snapshot!(format!("anthropic_tool_{model}"), body);
+    }
+    // A strict request built by hand for an older model loses the field too.
+    let old = with_output(
+        ChatRequest::new("claude-3-5-sonnet-20241022").message(Message::user("Hi")),
+        OutputMode::Tool,
+        true,
+    );
+    let body = adapter.transform_request(&old, false).unwrap().body;
+    assert_eq!(body["tools"][0].get("strict"), None, "{body}");
+}

@@ -4,8 +4,13 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use claij_backends::models::{estimate_text, estimate_tokens, preflight};
-use claij_backends::{ChatRequest, Error, Message, ModelInfo, ModelTable, Usage};
+use claij_backends::models::{
+    InstructionRole, estimate_text, estimate_tokens, instruction_role, preflight,
+};
+use claij_backends::{
+    Capabilities, ChatRequest, Error, Message, ModelInfo, ModelTable, OutputMode, SchemaDialect,
+    StructuredOutput, Usage,
+};
 use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
@@ -148,4 +153,117 @@ fn users_override_and_extend_the_table() {
     assert_eq!(table.cost(&usage, "google/gemini-2.5-flash"), Some(3.0));
     assert_eq!(table.cost(&usage, "llama3.1:8b"), Some(0.0));
     assert_eq!(usage.with_cost_from(&table, "my-model").cost_usd, Some(1.0));
+}
+
+/// A schema as a user writes it, not strict-compatible: an optional property (`note`), no
+/// `additionalProperties`, and a keyword strict dialects drop (`minLength`).
+pub fn loose_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "minLength": 1},
+            "state": {"type": "string", "enum": ["done", "more"]},
+            "note": {"type": "string"}
+        },
+        "required": ["answer", "state"]
+    })
+}
+
+/// The tool-mode request the pipeline builds for a model with `capabilities`: [`loose_schema`]
+/// compiled to [`Capabilities::schema_target`]'s dialect (as the pipeline's `Prepared::dialect`
+/// does), strict as the target says; and what the dialect lost.
+pub fn tool_request(
+    capabilities: Capabilities,
+    model: &str,
+) -> (ChatRequest, Vec<claij_schema::dialect::Loss>) {
+    use claij_schema::dialect::{Compiled, Dialect};
+    let target = capabilities.schema_target(OutputMode::Tool);
+    let schema = loose_schema();
+    let compiled = match target.dialect {
+        SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict.compile(&schema).unwrap(),
+        SchemaDialect::Anthropic => Dialect::Anthropic.compile(&schema).unwrap(),
+        SchemaDialect::Gemini => Dialect::Gemini.compile(&schema).unwrap(),
+        _ => Compiled {
+            schema,
+            losses: Vec::new(),
+        },
+    };
+    let mut request = ChatRequest::new(model)
+        .system("Answer in JSON.")
+        .message(Message::user("What is 2+2?"));
+    request.structured_output = Some(StructuredOutput {
+        name: "response".into(),
+        schema: compiled.schema,
+        strict: target.strict,
+        mode: OutputMode::Tool,
+    });
+    (request, compiled.losses)
+}
+
+#[test]
+fn instruction_roles_by_model() {
+    let cases = [
+        ("gpt-4o", InstructionRole::System),
+        ("gpt-4.1-mini", InstructionRole::System),
+        ("gpt-3.5-turbo", InstructionRole::System),
+        ("o1-mini", InstructionRole::User),
+        ("o1-mini-2024-09-12", InstructionRole::User),
+        ("o1-preview", InstructionRole::User),
+        ("openai/o1-mini", InstructionRole::User),
+        ("OpenAI/O1-Preview", InstructionRole::User),
+        ("o1", InstructionRole::Developer),
+        ("o1-2024-12-17", InstructionRole::Developer),
+        ("o3-mini", InstructionRole::Developer),
+        ("o3", InstructionRole::Developer),
+        ("o4-mini", InstructionRole::Developer),
+        ("gpt-5", InstructionRole::Developer),
+        ("gpt-5-mini", InstructionRole::Developer),
+        ("openai/gpt-5.1", InstructionRole::Developer),
+        // Another vendor's model of the same name is not OpenAI's.
+        ("acme/o1-mini", InstructionRole::System),
+        ("anthropic/claude-sonnet-4.5", InstructionRole::System),
+        ("", InstructionRole::System),
+    ];
+    for (model, expected) in cases {
+        assert_eq!(instruction_role(model), expected, "{model}");
+    }
+    let table = ModelTable::builtin();
+    let role = |provider: &str, id: &str| table.get_for(provider, id).unwrap().instruction_role();
+    assert_eq!(role("openai", "gpt-5"), InstructionRole::Developer);
+    assert_eq!(
+        role("openrouter", "openai/gpt-5"),
+        InstructionRole::Developer
+    );
+    assert_eq!(role("openai", "gpt-4o-mini"), InstructionRole::System);
+    assert_eq!(
+        role("anthropic", "claude-sonnet-4-5"),
+        InstructionRole::System
+    );
+}
+
+#[test]
+fn the_table_knows_strict_tools() {
+    let table = ModelTable::builtin();
+    let strict = |provider: &str, id: &str| {
+        let model = table.get_for(provider, id).unwrap();
+        (model.strict_tools, model.capabilities().strict_tools)
+    };
+    let openai = Some(SchemaDialect::OpenAiStrict);
+    let anthropic = Some(SchemaDialect::Anthropic);
+    assert_eq!(strict("openai", "gpt-4o-mini"), (openai, openai));
+    assert_eq!(strict("openrouter", "openai/gpt-5"), (openai, openai));
+    assert_eq!(
+        strict("anthropic", "claude-haiku-4-5"),
+        (anthropic, anthropic)
+    );
+    // Gemini's function declarations have no strict flag; qwen's upstream has no structured outputs.
+    assert_eq!(strict("gemini", "gemini-2.5-flash"), (None, None));
+    assert_eq!(
+        strict("openrouter", "qwen/qwen-2.5-7b-instruct"),
+        (None, None)
+    );
+    let from_json = ModelTable::from_json(&json!([{"id": "m", "provider": "p", "tools": true,
+        "strict_tools": "open_ai_strict"}]))
+    .unwrap();
+    assert_eq!(from_json.get("m").unwrap().strict_tools, openai);
 }

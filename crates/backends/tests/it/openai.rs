@@ -480,19 +480,49 @@ fn capabilities() {
         );
         assert!(c.native_json_schema && c.tools && c.streaming, "{model}");
     }
-    for model in ["gpt-3.5-turbo", "gpt-4", "gpt-4-turbo", "o1-mini"] {
+    for model in [
+        "gpt-3.5-turbo",
+        "gpt-4",
+        "gpt-4-turbo",
+        "gpt-4-0613",
+        "o1-mini",
+    ] {
         let c = openai.capabilities(model);
         assert!(
             !c.native_json_schema && c.schema_dialect.is_none(),
             "{model}"
         );
+    }
+    // Strict function calling on every model with function calling.
+    for model in [
+        "gpt-4o-mini",
+        "gpt-3.5-turbo",
+        "gpt-4",
+        "gpt-4-turbo",
+        "gpt-5",
+    ] {
+        let c = openai.capabilities(model);
         assert!(c.tools, "{model}");
+        assert_eq!(c.strict_tools, Some(SchemaDialect::OpenAiStrict), "{model}");
+    }
+    // No function calling at all.
+    for model in [
+        "o1-mini",
+        "o1-preview",
+        "openai/o1-mini",
+        "chatgpt-4o-latest",
+        "gpt-4-0314",
+    ] {
+        let c = openai.capabilities(model);
+        assert!(!c.tools && c.strict_tools.is_none(), "{model}");
     }
     let router = OpenRouterAdapter::default().capabilities("google/gemini-2.5-flash");
     assert_eq!(router.schema_dialect, Some(SchemaDialect::OpenAiStrict));
+    assert_eq!(router.strict_tools, Some(SchemaDialect::OpenAiStrict));
     let local = CompatibleAdapter::default().capabilities("qwen3");
     assert_eq!(local.schema_dialect, Some(SchemaDialect::JsonSchema));
     assert!(local.tools && local.streaming);
+    assert_eq!(local.strict_tools, None);
     let plain = CompatibleAdapter::default()
         .with_capabilities(claij_backends::Capabilities::prompted())
         .capabilities("old");
@@ -512,4 +542,197 @@ fn the_spec_check_rejects_what_openai_would() {
     for body in invalid {
         assert!(request_schema().validate(&body).is_err(), "{body}");
     }
+}
+
+/// Tool mode as the pipeline sends it: strict tools in the strict dialect (optional properties
+/// required and nullable, objects closed, dropped keywords reported) on every OpenAI model with
+/// function calling, with or without native structured output.
+#[test]
+fn tool_mode_bodies_are_strict_compatible() {
+    let adapter = OpenAiAdapter::default();
+    for model in ["gpt-4-turbo", "gpt-4o"] {
+        let (request, losses) = super::models::tool_request(adapter.capabilities(model), model);
+        let body = adapter.transform_request(&request, false).unwrap().body;
+        assert_valid_request(model, &body);
+        let function = &body["tools"][0]["function"];
+        assert_eq!(function["strict"], true, "{model}");
+        let parameters = &function["parameters"];
+        assert_eq!(parameters["additionalProperties"], false, "{model}");
+        assert_eq!(
+            parameters["required"],
+            json!(["answer", "state", "note"]),
+            "{model}"
+        );
+        assert_eq!(
+            parameters["properties"]["note"]["type"],
+            json!(["string", "null"])
+        );
+        let keywords: Vec<&str> = losses.iter().map(|l| l.keyword.as_str()).collect();
+        assert!(keywords.contains(&"minLength"), "{model}: {keywords:?}");
+        insta::assert_json_snapshot!(format!("openai_tool_{model}"), body);
+    }
+}
+
+/// Without strict tools (a compatible server by default) the schema goes as written, not strict.
+#[test]
+fn tools_without_strict_support_are_sent_non_strict() {
+    let adapter = CompatibleAdapter::default();
+    let (request, losses) = super::models::tool_request(adapter.capabilities("qwen3"), "qwen3");
+    let body = adapter.transform_request(&request, false).unwrap().body;
+    assert_valid_request("compatible", &body);
+    assert_eq!(body["tools"][0]["function"]["strict"], false);
+    assert_eq!(
+        body["tools"][0]["function"]["parameters"],
+        super::models::loose_schema()
+    );
+    assert!(losses.is_empty(), "{losses:?}");
+}
+
+/// o1-mini and o1-preview take no `system` (or `developer`) message: the instructions open the
+/// first user message, marked off; o1, o3, o4-mini and GPT-5 take a `developer` message.
+#[test]
+fn instructions_go_where_the_model_takes_them() {
+    let request = |model: &str| {
+        ChatRequest::new(model)
+            .system("Answer in JSON.")
+            .message(Message::user("What is 2+2?"))
+            .message(Message::assistant("{\"answer\": \"4\"}"))
+            .message(Message::user("And 3+3?"))
+    };
+    let openai = OpenAiAdapter::default();
+    for (name, model) in [("openai_o1_mini", "o1-mini"), ("openai_developer", "gpt-5")] {
+        let body = openai
+            .transform_request(&request(model), false)
+            .unwrap()
+            .body;
+        assert_valid_request(name, &body);
+        insta::assert_json_snapshot!(name, body);
+    }
+    let roles = |adapter: &dyn Adapter, model: &str| -> Vec<String> {
+        let body = adapter
+            .transform_request(&request(model), false)
+            .unwrap()
+            .body;
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let router = OpenRouterAdapter::default();
+    assert_eq!(
+        roles(&router, "openai/o1-mini"),
+        ["user", "assistant", "user"]
+    );
+    assert_eq!(
+        roles(&router, "openai/o3"),
+        ["developer", "user", "assistant", "user"]
+    );
+    assert_eq!(
+        roles(&router, "google/gemini-2.5-flash"),
+        ["system", "user", "assistant", "user"]
+    );
+    assert_eq!(
+        roles(&CompatibleAdapter::default(), "o1-preview"),
+        ["user", "assistant", "user"]
+    );
+    // System messages in the conversation go the same way; a conversation opening with the model
+    // gets the instructions as a user message of their own.
+    let mut odd = ChatRequest::new("o1-mini")
+        .system("Be brief.")
+        .message(Message::assistant("Hello."))
+        .message(Message::system("Use metric units."));
+    let body = openai.transform_request(&odd, false).unwrap().body;
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": "<instructions>\nBe brief.\n</instructions>"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "<instructions>\nUse metric units.\n</instructions>"}
+        ])
+    );
+    odd.model = "o4-mini".into();
+    let body = openai.transform_request(&odd, false).unwrap().body;
+    assert_eq!(body["messages"][0]["role"], "developer");
+    assert_eq!(body["messages"][2]["role"], "developer");
+}
+
+/// The documented function-calling response (`examples/openai-2.json`) with its message replaced.
+fn documented_tool_reply(message: Value) -> Vec<u8> {
+    let file = providers_dir().join("examples/openai-2.json");
+    let example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let mut body = example["body"].clone();
+    body["choices"][0]["message"] = message;
+    serde_json::to_vec(&body).unwrap()
+}
+
+#[track_caller]
+fn check_tool_reply(message: Value, expected: &str) {
+    let body = documented_tool_reply(message.clone());
+    let context = ErrorContext::provider("openai").status(200);
+    let r = OpenAiAdapter::default()
+        .transform_response(&body, &context)
+        .unwrap();
+    assert_eq!(r.content, expected, "{message}");
+    assert_eq!(r.finish_reason, FinishReason::ToolCalls, "{message}");
+}
+
+#[test]
+fn a_tool_call_is_the_answer_even_beside_text() {
+    let call =
+        |function: Value| json!([{"id": "call_1", "type": "function", "function": function}]);
+    // Text and the forced call together (Claude through OpenRouter explains itself first).
+    check_tool_reply(
+        json!({"role": "assistant", "content": "I'll answer with the tool.",
+               "tool_calls": call(json!({"name": "response", "arguments": "{\"answer\":\"4\"}"}))}),
+        "{\"answer\":\"4\"}",
+    );
+    // Content as parts beside the call.
+    check_tool_reply(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
+               "tool_calls": call(json!({"name": "response", "arguments": "{\"a\":1}"}))}),
+        "{\"a\":1}",
+    );
+    // No `arguments` at all (OpenRouter relaying a Claude call without input), empty, blank, null.
+    check_tool_reply(
+        json!({"role": "assistant", "content": "", "tool_calls": call(json!({"name": "response"}))}),
+        "{}",
+    );
+    check_tool_reply(
+        json!({"role": "assistant", "content": null,
+               "tool_calls": call(json!({"name": "response", "arguments": ""}))}),
+        "{}",
+    );
+    check_tool_reply(
+        json!({"role": "assistant", "tool_calls": call(json!({"name": "response", "arguments": "  "}))}),
+        "{}",
+    );
+    check_tool_reply(
+        json!({"role": "assistant", "tool_calls": call(json!({"name": "response", "arguments": null}))}),
+        "{}",
+    );
+    // Some compatible servers send the arguments as an object.
+    check_tool_reply(
+        json!({"role": "assistant",
+               "tool_calls": call(json!({"name": "response", "arguments": {"answer": "4"}}))}),
+        "{\"answer\":\"4\"}",
+    );
+    // An empty list of calls: the text is the answer.
+    check_tool_reply(
+        json!({"role": "assistant", "content": "{\"b\":2}", "tool_calls": []}),
+        "{\"b\":2}",
+    );
+}
+
+#[test]
+fn streamed_tool_arguments_as_objects_are_text() {
+    let events = OpenAiAdapter::default()
+        .stream_event(
+            None,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":{"a":1}}}]}}]}"#,
+            &ErrorContext::provider("openai"),
+        )
+        .unwrap();
+    assert_eq!(events, vec![StreamEvent::Text("{\"a\":1}".into())]);
 }

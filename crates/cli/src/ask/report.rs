@@ -63,17 +63,22 @@ pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result
         }
     }
     let n = exhausted.attempts.len();
+    // A reply cut at the token limit is the likely cause: name it first.
+    let cut = exhausted
+        .truncation()
+        .map(|t| format!(" ({t})"))
+        .unwrap_or_default();
     match &exhausted.no_json {
         Some(reason) => writeln!(
             err,
-            "no valid reply after {n} {}: the last held no JSON: {}",
+            "no valid reply after {n} {}{cut}: the last held no JSON: {}",
             plural(n, "attempt"),
             crate::one_line(reason)
         )?,
         None => {
             writeln!(
                 err,
-                "no valid reply after {n} {}; the last one's violations:",
+                "no valid reply after {n} {}{cut}; the last one's violations:",
                 plural(n, "attempt")
             )?;
             for v in &exhausted.violations {
@@ -105,7 +110,7 @@ pub fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> V
     lines
 }
 
-/// `attempt 1: valid, in 1.23s, 456+78 tokens[, $cost]`.
+/// `attempt 1: valid, in 1.23s, 456+78 tokens[, $cost][; the reply was cut at max_tokens (N)]`.
 pub fn attempt_line(attempt: &Attempt) -> String {
     let verdict = match &attempt.verdict {
         Verdict::Valid => "valid".to_owned(),
@@ -125,6 +130,10 @@ pub fn attempt_line(attempt: &Attempt) -> String {
     if let Some(cost) = attempt.usage.cost_usd {
         line.push_str(", ");
         line.push_str(&dollars(cost));
+    }
+    if let Some(truncation) = attempt.truncation() {
+        line.push_str("; ");
+        line.push_str(&truncation);
     }
     line
 }

@@ -197,3 +197,50 @@ async fn http_401_is_one_line_without_the_key() {
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert_no_key(&run);
 }
+
+/// A reply cut at `max_tokens` (`finish_reason: "length"`) is named on its attempt line and in the
+/// final error, and the retry asks for a shorter reply.
+#[tokio::test]
+async fn a_reply_cut_at_max_tokens_is_named() {
+    let server = MockServer::start().await;
+    let mut cut = super::openrouter::completion(r#"{"answer": "Paris, the capital of"#);
+    cut["choices"][0]["finish_reason"] = "length".into();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(cut))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--max-retries", "1", "--max-tokens", "64"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for n in [1, 2] {
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("attempt {n}: ")))
+            .unwrap_or_else(|| panic!("no line for attempt {n}: {}", run.stderr));
+        assert!(
+            line.ends_with("; the reply was cut at max_tokens (64)"),
+            "{line}"
+        );
+    }
+    assert!(
+        run.stderr.contains(
+            "no valid reply after 2 attempts (the reply was cut at max_tokens (64)); the last \
+             one's violations:"
+        ),
+        "{}",
+        run.stderr
+    );
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(first["max_tokens"], 64);
+    let retry: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let retry = retry["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(retry.contains("keep it shorter"), "{retry}");
+    assert_no_key(&run);
+}

@@ -248,6 +248,63 @@ fn truncated_reply_is_repaired_or_retried_for_brevity() {
     assert!(retry.contains("keep it shorter"), "{retry}");
 }
 
+/// A reply cut at the token limit is named in each attempt and in the final error, not only as the
+/// schema violation it causes; cut before any JSON, the retry still asks for a shorter reply.
+#[test]
+fn a_cut_reply_is_named_in_the_attempts_and_the_error() {
+    let cut = |text: &str| Ok(ChatResponse::text(text).finish_reason(FinishReason::Length));
+    let ask = |backend: &Scripted, max_tokens: Option<u32>| {
+        let mut config = Config::new("test-model");
+        config.max_retries = 1;
+        config.max_tokens = max_tokens;
+        let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
+        match block(p.ask(&mut Context::default(), "Hi")) {
+            Err(Error::RetriesExhausted(exhausted)) => exhausted,
+            other => panic!("{other:?}"),
+        }
+    };
+    // Both replies cut inside JSON: invalid (no `state`), and the error says why.
+    let backend = Scripted::new([
+        cut(r#"{"answer": "a very long"#),
+        cut(r#"{"answer": "still too long"#),
+    ]);
+    let exhausted = ask(&backend, Some(64));
+    let cut_64 = Some("the reply was cut at max_tokens (64)".to_owned());
+    assert_eq!(exhausted.attempts[0].truncation(), cut_64);
+    assert_eq!(exhausted.attempts[1].truncation(), cut_64);
+    assert_eq!(exhausted.truncation(), cut_64);
+    let error = Error::RetriesExhausted(exhausted).to_string();
+    assert!(
+        error.ends_with("; the reply was cut at max_tokens (64)"),
+        "{error}"
+    );
+
+    // Cut before any JSON (a long preamble): no JSON, but the retry says it was cut and asks for
+    // less. Only the first reply was cut, and no max_tokens was set.
+    let backend = Scripted::new([
+        cut("Let me think about this step by step. First, the capital of"),
+        Ok(ChatResponse::text("Paris.")),
+    ]);
+    let exhausted = ask(&backend, None);
+    assert_eq!(exhausted.attempts[1].truncation(), None);
+    assert_eq!(
+        exhausted.truncation().as_deref(),
+        Some("1 of 2 replies were cut at the output token limit")
+    );
+    let retry = &backend.requests()[1].messages[0].content;
+    assert!(
+        retry.contains("cut off at the output token limit"),
+        "{retry}"
+    );
+    assert!(retry.contains("keep it shorter"), "{retry}");
+
+    // Nothing cut: nothing said.
+    let backend = Scripted::replies([r#"{"answer": "x"}"#, r#"{"answer": "y"}"#]);
+    let exhausted = ask(&backend, Some(64));
+    assert_eq!(exhausted.truncation(), None);
+    assert!(!exhausted.to_string().contains("cut"), "{exhausted}");
+}
+
 #[test]
 fn no_schema_means_plain_text() {
     let backend = Scripted::replies(["Just text, no JSON."]);
@@ -463,6 +520,53 @@ fn history_goes_before_the_input() {
         .map(|m| m.role)
         .collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+}
+
+/// Tool mode is strict only on models with strict tools, and then compiled to their dialect with
+/// the losses reported as in native mode; elsewhere the schema goes as composed, not strict.
+#[test]
+fn tool_mode_is_strict_only_where_the_model_has_strict_tools() {
+    use claij_backends::{OutputMode, SchemaDialect};
+    let schema = json!({
+        "type": "object", "required": ["answer"],
+        "properties": {"answer": {"type": "string", "minLength": 2}, "note": {"type": "string"}}
+    });
+    let ask = |capabilities: Capabilities| {
+        let backend = Scripted::replies([r#"{"answer": "ok", "note": null}"#])
+            .with_capabilities(capabilities);
+        let mut config = Config::new("test-model");
+        config.structured = StructuredMode::Tool;
+        let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new())
+            .with_base_schema(Some(schema.clone()));
+        let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+        assert_eq!(answer.value, json!({"answer": "ok"}));
+        let sent = backend.requests()[0].structured_output.clone().unwrap();
+        assert_eq!(sent.mode, OutputMode::Tool);
+        let keywords: Vec<String> = answer.attempts[0]
+            .dialect_losses
+            .iter()
+            .map(|l| l.keyword.clone())
+            .collect();
+        (sent, keywords)
+    };
+    // gpt-4-turbo: strict tools without native structured output.
+    let (sent, losses) =
+        ask(Capabilities::prompted().with_strict_tools(SchemaDialect::OpenAiStrict));
+    assert!(sent.strict);
+    assert_eq!(sent.schema["additionalProperties"], json!(false));
+    assert_eq!(sent.schema["required"], json!(["answer", "note"]));
+    assert!(losses.contains(&"minLength".to_owned()), "{losses:?}");
+    // Claude 3.5 or a compatible server: tools, none strict.
+    let (sent, losses) = ask(Capabilities::prompted().with_tools(true));
+    assert!(!sent.strict);
+    assert_eq!(sent.schema, schema);
+    assert!(losses.is_empty(), "{losses:?}");
+    // Gemini: tools in its dialect (function declarations take its subset), none strict.
+    let (sent, _) = ask(Capabilities::prompted()
+        .with_tools(true)
+        .with_schema_dialect(SchemaDialect::Gemini));
+    assert!(!sent.strict);
+    assert_eq!(sent.schema.get("additionalProperties"), None);
 }
 
 #[test]
