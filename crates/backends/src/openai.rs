@@ -28,10 +28,17 @@
 //! Structured output: [`OutputMode::Native`](crate::OutputMode::Native) sends
 //! `response_format: {type: json_schema, json_schema: {name, strict, schema}}`;
 //! [`OutputMode::Tool`](crate::OutputMode::Tool) sends the schema as the parameters of one function
-//! the model must call (`tool_choice`), and the answer is that call's arguments. A request without a
+//! the model must call (`tool_choice`), and the answer is that call's arguments (even when the model
+//! wrote text beside the call; `{}` when they are missing or blank). A request without a
 //! schema is plain completion (the prompted mode: the schema is in the system prompt). The schema is
 //! sent as given: the caller compiles it to [`SchemaDialect::OpenAiStrict`] (OpenAI, OpenRouter) or
-//! full JSON Schema (compatible servers) first.
+//! full JSON Schema (compatible servers) first, and asks for a strict tool only where
+//! [`Capabilities::strict_tools`] says the model has them ([`Capabilities::schema_target`]).
+//!
+//! Instructions (the system prompt and system messages) go as `system` messages, except on OpenAI's
+//! reasoning models ([`models::instruction_role`](crate::models::instruction_role)): `developer`
+//! messages for o1, o3, o4-mini and GPT-5; o1-mini and o1-preview take neither, so their
+//! instructions open the first user message inside `<instructions>...</instructions>`.
 //!
 //! Errors: `{"error": {message, type, code}}` bodies become 401/403 [`Error::Authentication`], 404
 //! [`Error::ModelNotFound`], 429 [`Error::RateLimited`], 400 with `context_length_exceeded`
@@ -280,8 +287,13 @@ impl Adapter for OpenRouterAdapter {
     }
 
     /// Strict structured outputs for every model: with `require_parameters` OpenRouter routes only
-    /// to upstreams that honour the schema, and answers 404 when none does.
-    fn capabilities(&self, _model: &str) -> Capabilities {
+    /// to upstreams that honour the schema, and answers 404 when none does. OpenAI's own models
+    /// (`openai/...`) as OpenAI serves them, so one without structured outputs or tools (o1-mini,
+    /// gpt-4-turbo) is not sent to a 404.
+    fn capabilities(&self, model: &str) -> Capabilities {
+        if model.starts_with("openai/") {
+            return openai_capabilities(model);
+        }
         Capabilities::default()
             .with_schema_dialect(SchemaDialect::OpenAiStrict)
             .with_strict_tools(SchemaDialect::OpenAiStrict)
@@ -465,7 +477,6 @@ impl Adapter for CompatibleAdapter {
 /// calling with `strict: true`, in the same dialect) on every model with function calling, which is
 /// all but o1-mini, o1-preview, ChatGPT's own model, the completion models and the March 2023
 /// snapshots.
-#[cfg(feature = "openai")]
 fn openai_capabilities(model: &str) -> Capabilities {
     let name = model.rsplit('/').next().unwrap_or(model);
     let no_tools = ["o1-mini", "o1-preview", "chatgpt-", "davinci", "babbage"]

@@ -519,6 +519,16 @@ fn capabilities() {
     let router = OpenRouterAdapter::default().capabilities("google/gemini-2.5-flash");
     assert_eq!(router.schema_dialect, Some(SchemaDialect::OpenAiStrict));
     assert_eq!(router.strict_tools, Some(SchemaDialect::OpenAiStrict));
+    // OpenAI's models through OpenRouter: as OpenAI serves them.
+    let router = OpenRouterAdapter::default();
+    let o1_mini = router.capabilities("openai/o1-mini");
+    assert!(!o1_mini.tools && !o1_mini.native_json_schema, "{o1_mini:?}");
+    let turbo = router.capabilities("openai/gpt-4-turbo");
+    assert!(!turbo.native_json_schema, "{turbo:?}");
+    assert_eq!(turbo.strict_tools, Some(SchemaDialect::OpenAiStrict));
+    let gpt5 = router.capabilities("openai/gpt-5");
+    assert_eq!(gpt5.schema_dialect, Some(SchemaDialect::OpenAiStrict));
+    assert!(gpt5.streaming);
     let local = CompatibleAdapter::default().capabilities("qwen3");
     assert_eq!(local.schema_dialect, Some(SchemaDialect::JsonSchema));
     assert!(local.tools && local.streaming);
