@@ -25,6 +25,10 @@ use crate::outcome::{self, CallOutcome, Content, Failure};
 use crate::tool::ToolInfo;
 use crate::wire::{Connection, Events, RawCall, Wait};
 
+/// The default size limit on one message from a server: 64 MiB (rmcp's own, 16 MiB, is too small
+/// for a large file or image a tool returns).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 << 20;
+
 /// How a client connects and waits.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -44,6 +48,10 @@ pub struct ClientOptions {
     /// Reconnect attempts of the HTTP transport before a server counts as gone (default 2, 100 ms
     /// apart then doubling): rmcp alone retries forever, and a call in flight would hang.
     pub http_reconnects: usize,
+    /// The largest message accepted from a server, in bytes (default [`DEFAULT_MAX_MESSAGE_BYTES`],
+    /// 64 MiB; a server's `maxMessageBytes` overrides it). A larger answer fails its request at once
+    /// with [`Error::TooLarge`]; the message is read and dropped without being kept.
+    pub max_message_bytes: usize,
     /// Answers to sampling, roots and elicitation requests; the progress callback.
     pub hooks: Hooks,
 }
@@ -58,6 +66,7 @@ impl Default for ClientOptions {
             start: StartMode::default(),
             restart: Restart::default(),
             http_reconnects: 2,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             hooks: Hooks::default(),
         }
     }
@@ -68,6 +77,13 @@ impl ClientOptions {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets the size limit on one message from a server.
+    #[must_use]
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
         self
     }
 

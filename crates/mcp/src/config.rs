@@ -17,13 +17,16 @@
 //!
 //! A server has either `command` (stdio: `args`, `env`, `cwd`) or `url` (streamable HTTP: `headers`);
 //! `type` may say so explicitly (`stdio`, `http`, `streamable-http`, `streamableHttp`). `disabled: true`
-//! leaves a server out; `timeout` (seconds) overrides the request timeout for that server. Unknown keys
+//! leaves a server out; `timeout` (seconds, above 0 and at most a day) overrides the request timeout for
+//! that server; `maxMessageBytes` (1 KiB to 1 GiB) overrides the size limit on one message from it
+//! ([`crate::ClientOptions::max_message_bytes`], 64 MiB by default). Unknown keys
 //! are ignored, as other clients of the same file may use them. `roots` lists the directories (paths
 //! or `file://` URIs) the client offers servers that ask for its roots ([`McpConfig::hooks`]). Values of `env` and `headers` often hold
 //! secrets: they never appear in `Debug` output or errors.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,6 +36,22 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::hooks::{Hooks, Root};
 use crate::project::Project;
+
+/// The longest request timeout a configuration entry (or a flag) may set: a day.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// The sizes the limit on one message from a server may be set to (`maxMessageBytes`): 1 KiB to
+/// 1 GiB.
+pub const MESSAGE_BYTES: RangeInclusive<usize> = 1024..=1 << 30;
+
+/// `secs` seconds as a request timeout: a finite number above 0 and at most [`MAX_TIMEOUT`] (a
+/// day); `None` otherwise (never a panic, whatever the number).
+pub fn timeout_from_secs(secs: f64) -> Option<Duration> {
+    // Negative, NaN and overflowing numbers are errors of `try_from_secs_f64`, not panics.
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= MAX_TIMEOUT)
+}
 
 /// A parsed configuration file.
 #[derive(Debug, Clone, Default)]
@@ -70,6 +89,8 @@ pub struct StdioServer {
     pub cwd: Option<PathBuf>,
     /// The request timeout for this server, if it overrides the client's.
     pub timeout: Option<Duration>,
+    /// The size limit on one message from this server, if it overrides the client's.
+    pub max_message_bytes: Option<usize>,
 }
 
 /// A streamable HTTP server.
@@ -82,6 +103,8 @@ pub struct HttpServer {
     pub headers: BTreeMap<String, String>,
     /// The request timeout for this server, if it overrides the client's.
     pub timeout: Option<Duration>,
+    /// The size limit on one message from this server, if it overrides the client's.
+    pub max_message_bytes: Option<usize>,
 }
 
 impl StdioServer {
@@ -149,6 +172,22 @@ impl ServerConfig {
             ServerConfig::Http(s) => s.timeout,
         }
     }
+
+    /// The message size limit this server's entry sets, if any.
+    pub fn max_message_bytes(&self) -> Option<usize> {
+        match self {
+            ServerConfig::Stdio(s) => s.max_message_bytes,
+            ServerConfig::Http(s) => s.max_message_bytes,
+        }
+    }
+
+    /// Sets this server's message size limit (a command-line flag overriding the file).
+    pub fn set_max_message_bytes(&mut self, bytes: usize) {
+        match self {
+            ServerConfig::Stdio(s) => s.max_message_bytes = Some(bytes),
+            ServerConfig::Http(s) => s.max_message_bytes = Some(bytes),
+        }
+    }
 }
 
 impl fmt::Debug for StdioServer {
@@ -159,6 +198,7 @@ impl fmt::Debug for StdioServer {
             .field("env", &Redacted(&self.env))
             .field("cwd", &self.cwd)
             .field("timeout", &self.timeout)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
@@ -169,6 +209,7 @@ impl fmt::Debug for HttpServer {
             .field("url", &redact_url(&self.url))
             .field("headers", &Redacted(&self.headers))
             .field("timeout", &self.timeout)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
@@ -351,21 +392,38 @@ struct RawServer {
     #[serde(default)]
     disabled: bool,
     timeout: Option<f64>,
+    max_message_bytes: Option<Value>,
 }
 
 impl RawServer {
     fn into_config(self, pointer: &str) -> Result<ServerConfig, Error> {
         let timeout = match self.timeout {
             None => None,
-            Some(secs) if secs.is_finite() && secs > 0.0 && secs < 86_400.0 => {
-                Some(Duration::from_secs_f64(secs))
-            }
-            Some(_) => {
-                return Err(config_error(
+            Some(secs) => Some(timeout_from_secs(secs).ok_or_else(|| {
+                config_error(
                     &format!("{pointer}/timeout"),
-                    "a timeout is a number of seconds, above 0 and below a day",
-                ));
-            }
+                    "a timeout is a number of seconds, above 0 and at most 86400 (a day)",
+                )
+            })?),
+        };
+        let max_message_bytes = match &self.max_message_bytes {
+            None => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|n| MESSAGE_BYTES.contains(n))
+                    .ok_or_else(|| {
+                        config_error(
+                            &format!("{pointer}/maxMessageBytes"),
+                            &format!(
+                                "a message size limit is a whole number of bytes from {} to {}",
+                                MESSAGE_BYTES.start(),
+                                MESSAGE_BYTES.end()
+                            ),
+                        )
+                    })?,
+            ),
         };
         let kind = self.kind.as_deref().map(str::to_ascii_lowercase);
         match (kind.as_deref(), self.command, self.url) {
@@ -379,6 +437,7 @@ impl RawServer {
                     env: self.env,
                     cwd: self.cwd,
                     timeout,
+                    max_message_bytes,
                 }))
             }
             (None | Some("http" | "streamable-http" | "streamablehttp"), None, Some(url)) => {
@@ -392,6 +451,7 @@ impl RawServer {
                     url,
                     headers: self.headers,
                     timeout,
+                    max_message_bytes,
                 }))
             }
             (Some("sse"), _, _) => Err(config_error(

@@ -52,6 +52,21 @@ pub enum Error {
         /// What was observed (exit, closed stream, failed reconnect).
         reason: String,
     },
+    /// A message from the server was over the size limit (`maxMessageBytes` in the configuration,
+    /// [`crate::ClientOptions::max_message_bytes`]): the request failed as soon as that was seen.
+    #[error(
+        "mcp server `{server}`: the answer to `{method}` is {size} bytes or more, over the limit of {limit} bytes (maxMessageBytes)"
+    )]
+    TooLarge {
+        /// The server's name.
+        server: String,
+        /// The request.
+        method: String,
+        /// Bytes of the message seen when the request failed (all of it, or as far as it had come).
+        size: u64,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The call was cancelled (an FSM interrupt, a dropped future).
     #[error("mcp server `{server}`: `{method}` was cancelled")]
     Cancelled {
@@ -101,6 +116,7 @@ impl Error {
             | Error::Timeout { server, .. }
             | Error::Dead { server, .. }
             | Error::Cancelled { server, .. }
+            | Error::TooLarge { server, .. }
             | Error::Protocol { server, .. }
             | Error::UnknownServer { server, .. } => Some(server),
             Error::Config { .. } | Error::Unqualified { .. } => None,

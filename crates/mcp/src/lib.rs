@@ -52,8 +52,12 @@ mod services;
 mod tool;
 mod wire;
 
-pub use client::{ClientOptions, McpClient, Restart, ServerInfo, StartMode};
-pub use config::{HttpServer, McpConfig, ServerConfig, StdioServer};
+pub use client::{
+    ClientOptions, DEFAULT_MAX_MESSAGE_BYTES, McpClient, Restart, ServerInfo, StartMode,
+};
+pub use config::{
+    HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, ServerConfig, StdioServer, timeout_from_secs,
+};
 pub use error::{Error, Result};
 pub use hooks::{
     BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks,

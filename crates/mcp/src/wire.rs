@@ -4,6 +4,7 @@
 //! `serde_json::Value`s and this crate's types.
 
 mod handler;
+mod limit;
 mod spawn;
 
 use std::sync::Arc;
@@ -47,6 +48,8 @@ pub(crate) struct Connection {
     failed: std::sync::OnceLock<String>,
     /// Answers the input a 2026-07-28 server asks for in the middle of a call.
     answerer: handler::Handler,
+    /// The size limit on one message from the server.
+    limit: Arc<limit::Limit>,
 }
 
 /// What a `tools/call` came back with, before claij normalises it.
@@ -81,16 +84,21 @@ impl Connection {
         let answerer = handler.clone();
         let lifecycle = lifecycle(options.start);
         let (ended_tx, ended) = watch::channel(None);
+        let limit = limit::Limit::new(
+            config
+                .max_message_bytes()
+                .unwrap_or(options.max_message_bytes),
+        );
         let (running, child) = match config {
             ServerConfig::Stdio(stdio) => {
-                let (transport, child) = spawn::spawn(server, stdio)?;
+                let (transport, child) = spawn::spawn(server, stdio, Arc::clone(&limit))?;
                 let running =
                     handshake(server, options, handler, transport, lifecycle, &child).await?;
                 (running, Some(child))
             }
             #[cfg(feature = "http")]
             ServerConfig::Http(http) => {
-                let transport = http_transport(server, http, options)?;
+                let transport = http_transport(server, http, options, limit.bytes())?;
                 let running =
                     handshake_no_child(server, &http.url, options, handler, transport, lifecycle)
                         .await?;
@@ -148,6 +156,7 @@ impl Connection {
             closing: AtomicBool::new(false),
             failed: std::sync::OnceLock::new(),
             answerer,
+            limit,
         })
     }
 
@@ -302,6 +311,9 @@ impl Connection {
             let response = match response {
                 Ok(response) => response,
                 Err(ServiceError::McpError(error)) => {
+                    if let Some(oversized) = self.limit.recognise(error.data.as_ref()) {
+                        return Err(self.too_large(&method, oversized));
+                    }
                     return Ok(RawCall::Rejected {
                         code: error.code.0,
                         message: error.message.to_string(),
@@ -389,28 +401,50 @@ impl Connection {
         // error says so); the total cap only matters for calls that progress resets.
         match tokio::time::timeout(wait.timeout, request).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(ServiceError::McpError(error))) => Err(Error::Protocol {
-                server: self.server.clone(),
-                method: method.to_owned(),
-                code: error.code.0,
-                message: error.message.to_string(),
-            }),
+            Ok(Err(ServiceError::McpError(error))) => {
+                Err(match self.limit.recognise(error.data.as_ref()) {
+                    Some(oversized) => self.too_large(method, oversized),
+                    None => Error::Protocol {
+                        server: self.server.clone(),
+                        method: method.to_owned(),
+                        code: error.code.0,
+                        message: error.message.to_string(),
+                    },
+                })
+            }
             Ok(Err(err)) => Err(self.service_error(method, err)),
-            Err(_) => Err(Error::Timeout {
-                server: self.server.clone(),
-                method: method.to_owned(),
-                after: wait.timeout,
+            Err(_) => Err(match self.limit.in_progress() {
+                Some(oversized) => self.too_large(method, oversized),
+                None => Error::Timeout {
+                    server: self.server.clone(),
+                    method: method.to_owned(),
+                    after: wait.timeout,
+                },
             }),
+        }
+    }
+
+    /// A request failed by a message over the size limit (answered in its place, or still arriving
+    /// when the request timed out).
+    fn too_large(&self, method: &str, oversized: limit::Oversized) -> Error {
+        Error::TooLarge {
+            server: self.server.clone(),
+            method: method.to_owned(),
+            size: oversized.size,
+            limit: oversized.limit,
         }
     }
 
     fn service_error(&self, method: &str, err: ServiceError) -> Error {
         let server = self.server.clone();
         match err {
-            ServiceError::Timeout { timeout } => Error::Timeout {
-                server,
-                method: method.to_owned(),
-                after: timeout,
+            ServiceError::Timeout { timeout } => match self.limit.in_progress() {
+                Some(oversized) => self.too_large(method, oversized),
+                None => Error::Timeout {
+                    server,
+                    method: method.to_owned(),
+                    after: timeout,
+                },
             },
             ServiceError::Cancelled { .. } => Error::Cancelled {
                 server,
@@ -515,7 +549,7 @@ async fn handshake(
     server: &str,
     options: &ClientOptions,
     handler: handler::Handler,
-    transport: rmcp::transport::TokioChildProcess,
+    transport: spawn::StdioTransport,
     lifecycle: ClientLifecycleMode,
     child: &spawn::ChildGuard,
 ) -> Result<RunningService<RoleClient, handler::Handler>, Error> {
@@ -589,6 +623,7 @@ fn http_transport(
     server: &str,
     http: &crate::config::HttpServer,
     options: &ClientOptions,
+    max_message_bytes: usize,
 ) -> Result<
     rmcp::transport::StreamableHttpClientTransport<
         impl rmcp::transport::streamable_http_client::StreamableHttpClient,
@@ -604,6 +639,8 @@ fn http_transport(
     backoff.base_duration = Duration::from_millis(100);
     backoff.max_delay = Some(Duration::from_secs(1));
     config.retry_config = Arc::new(backoff);
+    config.max_sse_event_size = max_message_bytes;
+    config.max_json_response_size = max_message_bytes;
     for (name, value) in &http.headers {
         if name.eq_ignore_ascii_case("authorization")
             && let Some(token) = value.strip_prefix("Bearer ")

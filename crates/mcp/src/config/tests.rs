@@ -60,24 +60,28 @@ fn render(config: &McpConfig) -> String {
 fn stdio_servers() {
     check(
         r#"{"mcpServers": {"time": {"command": "mcp-server-time"}}}"#,
-        r#"time: StdioServer { command: "mcp-server-time", args: [], env: {}, cwd: None, timeout: None }"#,
+        r#"time: StdioServer { command: "mcp-server-time", args: [], env: {}, cwd: None, timeout: None, max_message_bytes: None }"#,
     );
     check(
         r#"{"mcpServers": {"fs": {"command": "node", "args": ["fs.js", "/srv/docs"], "cwd": "/srv",
             "env": {"NODE_ENV": "production", "API_KEY": "s3cr3t"}, "timeout": 2.5}}}"#,
-        r#"fs: StdioServer { command: "node", args: ["fs.js", "/srv/docs"], env: {"API_KEY": "<redacted>", "NODE_ENV": "<redacted>"}, cwd: Some("/srv"), timeout: Some(2.5s) } | API_KEY=s3cr3t, NODE_ENV=production"#,
+        r#"fs: StdioServer { command: "node", args: ["fs.js", "/srv/docs"], env: {"API_KEY": "<redacted>", "NODE_ENV": "<redacted>"}, cwd: Some("/srv"), timeout: Some(2.5s), max_message_bytes: None } | API_KEY=s3cr3t, NODE_ENV=production"#,
+    );
+    check(
+        r#"{"mcpServers": {"big": {"command": "big", "timeout": 86400, "maxMessageBytes": 1048576}}}"#,
+        r#"big: StdioServer { command: "big", args: [], env: {}, cwd: None, timeout: Some(86400s), max_message_bytes: Some(1048576) }"#,
     );
     // `type` may say so; other clients' keys are ignored.
     check(
         r#"{"mcpServers": {"t": {"type": "stdio", "command": "t", "autoApprove": ["x"], "alwaysAllow": []}},
             "inputs": [], "globalShortcut": "Ctrl+M"}"#,
-        r#"t: StdioServer { command: "t", args: [], env: {}, cwd: None, timeout: None }"#,
+        r#"t: StdioServer { command: "t", args: [], env: {}, cwd: None, timeout: None, max_message_bytes: None }"#,
     );
     // In name order; `servers` is accepted for `mcpServers`.
     check(
         r#"{"servers": {"zed": {"command": "z", "timeout": 30}, "alpha": {"command": "a"}}}"#,
-        "alpha: StdioServer { command: \"a\", args: [], env: {}, cwd: None, timeout: None }\n\
-         zed: StdioServer { command: \"z\", args: [], env: {}, cwd: None, timeout: Some(30s) }",
+        "alpha: StdioServer { command: \"a\", args: [], env: {}, cwd: None, timeout: None, max_message_bytes: None }\n\
+         zed: StdioServer { command: \"z\", args: [], env: {}, cwd: None, timeout: Some(30s), max_message_bytes: None }",
     );
     check(r#"{"mcpServers": {}}"#, "");
 }
@@ -86,19 +90,19 @@ fn stdio_servers() {
 fn http_servers() {
     check(
         r#"{"mcpServers": {"web": {"url": "http://127.0.0.1:3001/mcp"}}}"#,
-        r#"web: HttpServer { url: "http://127.0.0.1:3001/mcp", headers: {}, timeout: None } | url=http://127.0.0.1:3001/mcp"#,
+        r#"web: HttpServer { url: "http://127.0.0.1:3001/mcp", headers: {}, timeout: None, max_message_bytes: None } | url=http://127.0.0.1:3001/mcp"#,
     );
     check(
         r#"{"mcpServers": {"web": {"url": "https://127.0.0.1/mcp", "timeout": 0.5,
             "headers": {"Authorization": "Bearer s3cr3t", "X-Team": "core"}}}}"#,
-        r#"web: HttpServer { url: "https://127.0.0.1/mcp", headers: {"Authorization": "<redacted>", "X-Team": "<redacted>"}, timeout: Some(500ms) } | url=https://127.0.0.1/mcp, Authorization=Bearer s3cr3t, X-Team=core"#,
+        r#"web: HttpServer { url: "https://127.0.0.1/mcp", headers: {"Authorization": "<redacted>", "X-Team": "<redacted>"}, timeout: Some(500ms), max_message_bytes: None } | url=https://127.0.0.1/mcp, Authorization=Bearer s3cr3t, X-Team=core"#,
     );
     for kind in ["http", "streamable-http", "streamableHttp", "HTTP"] {
         check(
             &format!(
                 r#"{{"mcpServers": {{"web": {{"type": "{kind}", "url": "http://127.0.0.1/mcp"}}}}}}"#
             ),
-            r#"web: HttpServer { url: "http://127.0.0.1/mcp", headers: {}, timeout: None } | url=http://127.0.0.1/mcp"#,
+            r#"web: HttpServer { url: "http://127.0.0.1/mcp", headers: {}, timeout: None, max_message_bytes: None } | url=http://127.0.0.1/mcp"#,
         );
     }
 }
@@ -107,15 +111,15 @@ fn http_servers() {
 fn urls_lose_their_user_info_query_and_fragment_in_debug() {
     check(
         r#"{"mcpServers": {"web": {"url": "http://admin:s3cr3t@127.0.0.1:3001/mcp?token=s3cr3t#s3cr3t"}}}"#,
-        r#"web: HttpServer { url: "http://<redacted>@127.0.0.1:3001/mcp", headers: {}, timeout: None } | url=http://admin:s3cr3t@127.0.0.1:3001/mcp?token=s3cr3t#s3cr3t"#,
+        r#"web: HttpServer { url: "http://<redacted>@127.0.0.1:3001/mcp", headers: {}, timeout: None, max_message_bytes: None } | url=http://admin:s3cr3t@127.0.0.1:3001/mcp?token=s3cr3t#s3cr3t"#,
     );
     check(
         r#"{"mcpServers": {"web": {"url": "https://s3cr3t@127.0.0.1?key=s3cr3t"}}}"#,
-        r#"web: HttpServer { url: "https://<redacted>@127.0.0.1", headers: {}, timeout: None } | url=https://s3cr3t@127.0.0.1?key=s3cr3t"#,
+        r#"web: HttpServer { url: "https://<redacted>@127.0.0.1", headers: {}, timeout: None, max_message_bytes: None } | url=https://s3cr3t@127.0.0.1?key=s3cr3t"#,
     );
     check(
         r#"{"mcpServers": {"web": {"url": "http://127.0.0.1/mcp/a@b?k=s3cr3t"}}}"#,
-        r#"web: HttpServer { url: "http://127.0.0.1/mcp/a@b", headers: {}, timeout: None } | url=http://127.0.0.1/mcp/a@b?k=s3cr3t"#,
+        r#"web: HttpServer { url: "http://127.0.0.1/mcp/a@b", headers: {}, timeout: None, max_message_bytes: None } | url=http://127.0.0.1/mcp/a@b?k=s3cr3t"#,
     );
 }
 
@@ -123,7 +127,7 @@ fn urls_lose_their_user_info_query_and_fragment_in_debug() {
 fn disabled_servers_are_left_out() {
     check(
         r#"{"mcpServers": {"a": {"command": "a", "disabled": true}, "b": {"command": "b", "disabled": false}}}"#,
-        r#"b: StdioServer { command: "b", args: [], env: {}, cwd: None, timeout: None }"#,
+        r#"b: StdioServer { command: "b", args: [], env: {}, cwd: None, timeout: None, max_message_bytes: None }"#,
     );
     // Left out before its transport is checked.
     check(
@@ -176,10 +180,19 @@ fn bad_servers_are_errors_at_their_pointer() {
         r#"{"mcpServers": {"x": {"type": "pigeon", "command": "x"}}}"#,
         r#"error at "/mcpServers/x/type": `pigeon` does not match the server's `command`/`url`"#,
     );
-    for timeout in ["0", "-1", "86400"] {
+    // Never a panic converting to a `Duration`, however large, small or negative the number.
+    for timeout in ["0", "-0", "-1", "86400.5", "1e308", "-1e308", "1e-320"] {
         check(
             &format!(r#"{{"mcpServers": {{"x": {{"command": "x", "timeout": {timeout}}}}}}}"#),
-            r#"error at "/mcpServers/x/timeout": a timeout is a number of seconds, above 0 and below a day"#,
+            r#"error at "/mcpServers/x/timeout": a timeout is a number of seconds, above 0 and at most 86400 (a day)"#,
+        );
+    }
+    for bytes in ["1023", "1073741825", "-1", "1e308", "65536.5", "\"64MiB\""] {
+        check(
+            &format!(
+                r#"{{"mcpServers": {{"x": {{"command": "x", "maxMessageBytes": {bytes}}}}}}}"#
+            ),
+            r#"error at "/mcpServers/x/maxMessageBytes": a message size limit is a whole number of bytes from 1024 to 1073741824"#,
         );
     }
     check(
@@ -243,8 +256,8 @@ fn secrets_stay_out_of_errors() {
 #[test]
 fn projects() {
     let servers = r#""mcpServers": {"fs": {"command": "fs"}, "git": {"command": "git"}, "old": {"command": "old", "disabled": true}}"#;
-    let fs = r#"fs: StdioServer { command: "fs", args: [], env: {}, cwd: None, timeout: None }"#;
-    let git = r#"git: StdioServer { command: "git", args: [], env: {}, cwd: None, timeout: None }"#;
+    let fs = r#"fs: StdioServer { command: "fs", args: [], env: {}, cwd: None, timeout: None, max_message_bytes: None }"#;
+    let git = r#"git: StdioServer { command: "git", args: [], env: {}, cwd: None, timeout: None, max_message_bytes: None }"#;
     check(
         &format!(
             r#"{{{servers}, "projects": {{

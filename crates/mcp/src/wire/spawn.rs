@@ -1,19 +1,28 @@
 //! Starting a stdio server: its own process group (so a wrapper like `npx` takes its children with
-//! it), stderr piped into tracing with the last lines kept for error messages, and a guard that can
-//! kill the whole group synchronously.
+//! it), stdout read through the message size limit ([`super::limit`]), stderr piped into tracing with
+//! the last lines kept for error messages, and a guard that can kill the whole group synchronously.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use process_wrap::tokio::{CommandWrap, ProcessGroup};
-use rmcp::transport::TokioChildProcess;
+use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tracing::debug;
+use tokio::process::{ChildStdin, ChildStdout};
+use tracing::{debug, warn};
 
+use super::limit::{Limit, LimitedReader};
 use crate::config::StdioServer;
 use crate::error::Error;
+
+/// How long a server may take to exit after its stdin closes, then after SIGTERM (as rmcp's own
+/// child-process transport waits).
+const EXIT_WAIT: Duration = Duration::from_secs(3);
 
 /// Lines of a server's stderr kept for error messages.
 const TAIL_LINES: usize = 8;
@@ -71,12 +80,89 @@ impl ChildGuard {
     }
 }
 
-/// Spawns the server. The returned transport owns the process (rmcp closes stdin, waits, then
-/// signals it when the connection closes).
+/// A stdio server as an rmcp transport: rmcp's line reader and writer on the child's pipes, stdout
+/// read through the size limit. It owns the process: closing it closes stdin, waits, then signals.
+pub(crate) struct StdioTransport {
+    child: Option<Box<dyn ChildWrapper>>,
+    io: AsyncRwTransport<RoleClient, LimitedReader<ChildStdout>, ChildStdin>,
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.io.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.io.receive()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.io.close().await?;
+        let Some(child) = self.child.as_mut() else {
+            return Ok(());
+        };
+        if exited(child).await {
+            self.child = None;
+            return Ok(());
+        }
+        #[cfg(unix)]
+        if child
+            .signal(nix::sys::signal::Signal::SIGTERM as i32)
+            .is_ok()
+            && exited(child).await
+        {
+            self.child = None;
+            return Ok(());
+        }
+        let killed = Box::into_pin(child.kill()).await;
+        self.child = None;
+        killed
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // The whole group, now: a runtime shutting down (a dropped service task, a signalled CLI)
+        // may never run the task below.
+        #[cfg(unix)]
+        if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        // Then waited for, so no zombie is left (as rmcp's own transport does).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(err) = Box::into_pin(child.kill()).await {
+                    warn!(error = %err, "cannot kill an mcp server");
+                }
+            });
+        }
+    }
+}
+
+async fn exited(child: &mut Box<dyn ChildWrapper>) -> bool {
+    matches!(
+        tokio::time::timeout(EXIT_WAIT, child.wait()).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Spawns the server, its messages bounded by `limit`.
 pub(crate) fn spawn(
     server: &str,
     stdio: &StdioServer,
-) -> Result<(TokioChildProcess, ChildGuard), Error> {
+    limit: Arc<Limit>,
+) -> Result<(StdioTransport, ChildGuard), Error> {
     let mut command = tokio::process::Command::new(&stdio.command);
     command
         .args(&stdio.args)
@@ -85,16 +171,39 @@ pub(crate) fn spawn(
     if let Some(cwd) = &stdio.cwd {
         command.current_dir(cwd);
     }
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut wrapped = CommandWrap::from(command);
     wrapped.wrap(ProcessGroup::leader());
-    let (transport, stderr) = TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn {
-            server: server.to_owned(),
-            command: stdio.command.clone(),
-            source,
-        })?;
+    let spawn_error = |source| Error::Spawn {
+        server: server.to_owned(),
+        command: stdio.command.clone(),
+        source,
+    };
+    let mut child = wrapped.spawn().map_err(spawn_error)?;
+    let pipes = (
+        child.stdin().take(),
+        child.stdout().take(),
+        child.stderr().take(),
+    );
+    let (Some(stdin), Some(stdout), stderr) = pipes else {
+        return Err(spawn_error(std::io::Error::other(
+            "no stdin or stdout pipe",
+        )));
+    };
+    // rmcp's own line limit is set past this one, which cuts every longer line first.
+    let io = AsyncRwTransport::new_client(
+        LimitedReader::new(stdout, Arc::clone(&limit), server),
+        stdin,
+    )
+    .with_max_line_length(limit.bytes().saturating_add(1));
+    let pid = child.id();
+    let transport = StdioTransport {
+        child: Some(child),
+        io,
+    };
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
     if let Some(stderr) = stderr {
         let (server, tail) = (server.to_owned(), Arc::clone(&tail));
@@ -110,7 +219,6 @@ pub(crate) fn spawn(
             }
         });
     }
-    let pid = transport.id();
     debug!(server, pid, command = stdio.command, "mcp server started");
     Ok((transport, ChildGuard { pid, tail }))
 }

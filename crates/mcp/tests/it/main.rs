@@ -6,6 +6,7 @@ mod failures;
 mod fsm;
 mod http;
 mod interceptor;
+mod limits;
 mod resources;
 mod sampling;
 mod servers;
