@@ -67,19 +67,19 @@ pub struct Options {
     mode: Option<Mode>,
     /// Retries after the first attempt when a reply is invalid.
     /// Default: the configuration's `defaults.max_retries`, else 3.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::retries)]
     max_retries: Option<usize>,
     /// Token limit per attempt.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
     max_tokens: Option<u32>,
     /// Sampling temperature (the local model decodes greedily without one).
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = crate::args::temperature)]
     temperature: Option<f32>,
     /// Seed, for backends that sample reproducibly.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Threads the local model computes with (default: the physical cores).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::threads)]
     threads: Option<NonZeroUsize>,
     /// Ask for the standard response (the `citations` interceptor: the answer plus `metadata` on its
     /// sources); on a terminal it is rendered for people, `--json` keeps the raw value.

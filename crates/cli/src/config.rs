@@ -330,7 +330,16 @@ impl Config {
                     let n = value
                         .as_integer()
                         .and_then(|n| usize::try_from(n).ok())
-                        .ok_or_else(|| fail(&keys, "expected a non-negative integer"))?;
+                        .filter(|n| *n <= crate::args::MAX_RETRIES)
+                        .ok_or_else(|| {
+                            fail(
+                                &keys,
+                                &format!(
+                                    "expected a whole number from 0 to {}",
+                                    crate::args::MAX_RETRIES
+                                ),
+                            )
+                        })?;
                     self.defaults.max_retries = Some(n);
                 }
                 "mode" => {

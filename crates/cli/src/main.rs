@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod ask;
 mod chat;
 mod config;
@@ -70,6 +71,8 @@ enum Status {
     /// The input was read but is invalid (exit 1).
     Invalid,
 }
+    /// Stopped by a signal, after cleaning up (exit `code`: 128 + the signal's number).
+    Signalled { name: &'static str, code: u8 },
 
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
@@ -109,6 +112,10 @@ fn main() -> ExitCode {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::Invalid) => ExitCode::from(1),
         Err(e) => {
+        Ok(Status::Signalled { name, code }) => {
+            let _ = writeln!(std::io::stderr(), "error: stopped by {name}");
+            ExitCode::from(code)
+        }
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&chain_text(&e)));
             ExitCode::from(2)
         }

@@ -1,11 +1,14 @@
 //! `claij mcp list|call`: the MCP servers of a configuration file, their tools, and one call.
+//!
+//! SIGINT and SIGTERM stop the servers (each runs in its own process group, which a signal to claij
+//! does not reach) before claij exits 130 or 143.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_mcp::{BackendSampler, ClientOptions, Hooks, McpConfig, Services};
+use claij_mcp::{BackendSampler, CallOutcome, ClientOptions, Failure, Hooks, McpConfig, Services};
 use serde_json::{Value, json};
 
 use crate::Status;
@@ -25,16 +28,23 @@ pub enum Command {
         json: bool,
     },
     /// Call one tool, `server.tool`, and print its result (exit 0 ok, 1 the tool reported an error
-    /// or the arguments are invalid, 2 configuration, start-up or transport error).
+    /// or the arguments are invalid, 2 configuration, start-up or transport error, 130/143 SIGINT or
+    /// SIGTERM). A structured result that breaks the tool's outputSchema is printed, and the
+    /// violations said on stderr (exit 1).
     Call {
         /// The tool, as `server.tool`.
         tool: String,
         /// The arguments, a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
-        /// Longest wait for the result, in seconds (default: the server's `timeout`, else 30).
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<f64>,
+        /// Longest wait for the result, in seconds, above 0 and at most 86400 (default: the server's
+        /// `timeout`, else 30).
+        #[arg(long, value_name = "SECS", value_parser = crate::args::seconds)]
+        timeout: Option<Duration>,
+        /// Largest message accepted from the server, in bytes, 1024 to 1073741824 (default: the
+        /// server's `maxMessageBytes`, else 67108864, 64 MiB).
+        #[arg(long, value_name = "BYTES", value_parser = crate::args::message_bytes)]
+        max_message_bytes: Option<usize>,
         #[command(flatten)]
         common: Common,
         /// Print the whole outcome as JSON (MCP `CallToolResult` shape plus claij's `failure`).
@@ -64,22 +74,95 @@ pub fn run(cmd: &Command) -> Result<Status> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // Dropping the runtime on the way out drops every task, and with them any server still
+    // starting: their process groups are killed then.
     runtime.block_on(async {
+        let mut signals = Signals::new()?;
         match cmd {
-            Command::List { common, json } => list(common, *json).await,
+            Command::List { common, json } => list(common, *json, &mut signals).await,
             Command::Call {
                 tool,
                 args,
                 timeout,
+                max_message_bytes,
                 common,
                 json,
-            } => call(common, tool, args, *timeout, *json).await,
+            } => {
+                let call = Call {
+                    tool,
+                    args,
+                    timeout: *timeout,
+                    max_message_bytes: *max_message_bytes,
+                    json: *json,
+                };
+                call.run(common, &mut signals).await
+            }
         }
     })
 }
 
-async fn list(common: &Common, json: bool) -> Result<Status> {
-    let (config, services) = connect(common, None).await?;
+/// SIGINT and SIGTERM, listened for from the start, so none is missed while servers start.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> Result<Self> {
+        Ok(Self {})
+    }
+
+    /// The next signal: the status to exit with.
+    #[cfg(unix)]
+    async fn recv(&mut self) -> Status {
+        tokio::select! {
+            _ = self.interrupt.recv() => Status::Signalled { name: "SIGINT", code: 130 },
+            _ = self.terminate.recv() => Status::Signalled { name: "SIGTERM", code: 143 },
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn recv(&mut self) -> Status {
+        let _ = tokio::signal::ctrl_c().await;
+        Status::Signalled {
+            name: "SIGINT",
+            code: 130,
+        }
+    }
+}
+
+/// Runs `work` with the servers; a signal first stops them (closed, killed after a second).
+async fn or_signal<T>(
+    services: &Services,
+    signals: &mut Signals,
+    work: impl Future<Output = T>,
+) -> Result<T, Status> {
+    let signalled = tokio::select! {
+        done = work => return Ok(done),
+        status = signals.recv() => status,
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), services.close()).await;
+    Err(signalled)
+}
+
+async fn list(common: &Common, json: bool, signals: &mut Signals) -> Result<Status> {
+    let connected = tokio::select! {
+        connected = connect(common, None, None) => connected?,
+        status = signals.recv() => return Ok(status),
+    };
+    let (config, services) = connected;
     let mut out = Vec::new();
     let mut report = Vec::new();
     for name in services.names() {
@@ -139,54 +222,107 @@ async fn list(common: &Common, json: bool) -> Result<Status> {
     Ok(Status::Ok)
 }
 
-async fn call(
-    common: &Common,
-    tool: &str,
-    args: &str,
-    timeout: Option<f64>,
+/// One `claij mcp call`.
+struct Call<'a> {
+    tool: &'a str,
+    args: &'a str,
+    timeout: Option<Duration>,
+    max_message_bytes: Option<usize>,
     json: bool,
-) -> Result<Status> {
-    let args: Value = serde_json::from_str(args).map_err(|e| anyhow!("--args is not JSON: {e}"))?;
-    if !args.is_object() {
-        bail!("--args must be a JSON object");
-    }
-    let (server, name) = tool
-        .split_once('.')
-        .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
-    let timeout = match timeout {
-        None => None,
-        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-        Some(_) => bail!("--timeout is a positive number of seconds"),
-    };
-    // Only the named server is started.
-    let (_, services) = connect(common, Some(server)).await?;
-    let result = match services.client(server) {
-        Some(client) if services.allows(server, name) => {
-            client.call_with_timeout(name, args, timeout).await
+}
+
+impl Call<'_> {
+    async fn run(&self, common: &Common, signals: &mut Signals) -> Result<Status> {
+        let args: Value =
+            serde_json::from_str(self.args).map_err(|e| anyhow!("--args is not JSON: {e}"))?;
+        if !args.is_object() {
+            bail!("--args must be a JSON object");
         }
-        _ => services.call(server, name, args).await,
-    };
-    services.close().await;
-    let outcome = result?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?;
-    } else {
-        writeln!(out, "{}", outcome.text())?;
-        if let Some(structured) = &outcome.structured {
-            writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
-        }
+        let tool = self.tool;
+        let (server, name) = tool
+            .split_once('.')
+            .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
+        // Only the named server is started.
+        let connected = tokio::select! {
+            connected = connect(common, Some(server), self.max_message_bytes) => connected?,
+            status = signals.recv() => return Ok(status),
+        };
+        let (_, services) = connected;
+        let call = async {
+            match services.client(server) {
+                Some(client) if services.allows(server, name) => {
+                    client.call_with_timeout(name, args, self.timeout).await
+                }
+                _ => services.call(server, name, args).await,
+            }
+        };
+        let result = match or_signal(&services, signals, call).await {
+            Ok(result) => result,
+            Err(status) => return Ok(status),
+        };
+        services.close().await;
+        let outcome = result?;
+        self.print(&outcome)?;
+        Ok(if outcome.is_error {
+            Status::Invalid
+        } else {
+            Status::Ok
+        })
     }
-    Ok(if outcome.is_error {
-        Status::Invalid
-    } else {
-        Status::Ok
-    })
+
+    /// The result on stdout; when the structured result breaks the tool's outputSchema, what the
+    /// tool returned still goes to stdout and the violations, on one line, to stderr.
+    fn print(&self, outcome: &CallOutcome) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        let invalid_output = match &outcome.failure {
+            Some(Failure::InvalidOutput { violations }) => Some(violations),
+            _ => None,
+        };
+        if self.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(outcome)?)?;
+        } else {
+            // The last block of an invalid output is claij's explanation, not the tool's.
+            let shown = match invalid_output {
+                Some(_) => &outcome.content[..outcome.content.len().saturating_sub(1)],
+                None => &outcome.content[..],
+            };
+            let text: Vec<String> = shown.iter().map(claij_mcp::Content::describe).collect();
+            writeln!(out, "{}", text.join("\n"))?;
+            if let Some(structured) = &outcome.structured {
+                writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
+            }
+        }
+        out.flush()?;
+        if let Some(violations) = invalid_output {
+            let each: Vec<String> = violations
+                .iter()
+                .map(|v| {
+                    let at = if v.instance_pointer.is_empty() {
+                        "(root)"
+                    } else {
+                        v.instance_pointer.as_str()
+                    };
+                    format!("{at}: {} [{}]", v.message, v.schema_pointer)
+                })
+                .collect();
+            let line = format!(
+                "invalid: the structured result of `{}` breaks its outputSchema: {}",
+                self.tool,
+                each.join("; ")
+            );
+            writeln!(std::io::stderr(), "{}", crate::one_line(&line))?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads the configuration and starts its servers (only `only`, when given), seen through the
 /// project when one is named.
-async fn connect(common: &Common, only: Option<&str>) -> Result<(McpConfig, Services)> {
+async fn connect(
+    common: &Common,
+    only: Option<&str>,
+    max_message_bytes: Option<usize>,
+) -> Result<(McpConfig, Services)> {
     let path = common
         .config
         .as_deref()
@@ -214,6 +350,11 @@ async fn connect(common: &Common, only: Option<&str>) -> Result<(McpConfig, Serv
             );
         }
         selected.servers.retain(|name, _| name == server);
+        if let Some(bytes) = max_message_bytes {
+            for config in selected.servers.values_mut() {
+                config.set_max_message_bytes(bytes);
+            }
+        }
     } else if let Some(project) = &project {
         selected
             .servers

@@ -47,14 +47,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     model_path: Option<PathBuf>,
     /// Retries per model call when a reply is invalid.
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = crate::args::retries)]
     max_retries: usize,
     /// Token limit per model call.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
     max_tokens: Option<u32>,
     /// Seconds a test may take before it is stopped and failed.
-    #[arg(long, default_value_t = 600, value_name = "SECS")]
-    timeout: u64,
+    #[arg(long, default_value = "600", value_name = "SECS", value_parser = crate::args::seconds)]
+    timeout: Duration,
     /// Accepted for clarity: the output is always JSON lines.
     #[arg(long)]
     json_lines: bool,
@@ -286,7 +286,7 @@ fn run_suites(args: &Args) -> Result<Status> {
     let mut all_passed = true;
     for suite in suites {
         for &test in suite.tests() {
-            let limit = Duration::from_secs(args.timeout);
+            let limit = args.timeout;
             let record = runtime.block_on(run_test(&env, &label, suite, test, limit));
             all_passed &= record.passed;
             let mut out = std::io::stdout().lock();

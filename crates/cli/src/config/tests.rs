@@ -209,10 +209,12 @@ fn errors_name_file_line_and_key() {
         "[aliases]\nfast = \"gpt-5\"\n",
         "/etc/claij.toml:2: aliases.fast: expected `local` or PROVIDER:MODEL with PROVIDER one of openrouter, openai, anthropic, gemini",
     );
-    check_error(
-        "[defaults]\nmax_retries = -1\n",
-        "/etc/claij.toml:2: defaults.max_retries: expected a non-negative integer",
-    );
+    for retries in ["-1", "101", "1e308"] {
+        check_error(
+            &format!("[defaults]\nmax_retries = {retries}\n"),
+            "/etc/claij.toml:2: defaults.max_retries: expected a whole number from 0 to 100",
+        );
+    }
     check_error(
         "[defaults]\nmode = \"json\"\n",
         "/etc/claij.toml:2: defaults.mode: expected one of auto, native, tool, prompted",

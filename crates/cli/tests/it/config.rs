@@ -142,7 +142,7 @@ fn a_bad_file_is_one_line_with_its_location() {
         ("syntax.toml", ":1: "),
         (
             "type.toml",
-            ":3: defaults.max_retries: expected a non-negative integer",
+            ":3: defaults.max_retries: expected a whole number from 0 to 100",
         ),
         ("alias.toml", ":2: aliases.x: unknown provider `nope`"),
     ];

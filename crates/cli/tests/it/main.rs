@@ -10,6 +10,7 @@ mod ask;
 mod ask_wiremock;
 mod chat;
 mod config;
+mod flags;
 mod fsm;
 mod local_model;
 mod mcp;

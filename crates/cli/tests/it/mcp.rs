@@ -258,3 +258,276 @@ fn configuration_and_usage_errors_are_one_line_exit_2() {
     );
     assert_one_line_error(&not_object, 2, "--args must be a JSON object");
 }
+
+/// A Python MCP server (the SDK's low-level `Server`, from the venv) with the tools the CLI's
+/// edge cases need:
+/// - `weather` declares an `outputSchema` (`celsius`: a number) and returns `{"celsius": "warm"}`;
+/// - `big` returns `{"bytes": N}` characters of text;
+/// - `sleep` writes its process id and group to `{"marker": FILE}`, then sleeps for a minute.
+const STUB_PY: &str = r#"
+import os
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[
+        types.Tool(name="weather", description="The temperature (not really).",
+                   input_schema={"type": "object"},
+                   output_schema={"type": "object", "properties": {"celsius": {"type": "number"}},
+                                  "required": ["celsius"]}),
+        types.Tool(name="big", description="Text of the given size.",
+                   input_schema={"type": "object", "properties": {"bytes": {"type": "integer"}}}),
+        types.Tool(name="sleep", description="Says where it runs, then sleeps.",
+                   input_schema={"type": "object", "properties": {"marker": {"type": "string"}}}),
+    ])
+
+
+async def call_tool(ctx, params):
+    if params.name == "weather":
+        return types.CallToolResult(content=[types.TextContent(text="warm")],
+                                    structured_content={"celsius": "warm"})
+    if params.name == "big":
+        return types.CallToolResult(content=[types.TextContent(text="x" * params.arguments["bytes"])])
+    marker = params.arguments["marker"]
+    with open(marker + ".tmp", "w") as f:
+        f.write(f"{os.getpid()} {os.getpgrp()}")
+    os.rename(marker + ".tmp", marker)
+    await anyio.sleep(60)
+    return types.CallToolResult(content=[types.TextContent(text="woke")])
+
+
+server = Server("claij-cli-stub", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+anyio.run(main)
+"#;
+
+/// The stub server (as `stub`) in a configuration written to `files`; returns the configuration's path.
+fn stub_config(dir: &std::path::Path, files: &Files, extra: Value) -> String {
+    let script = files.path("stub_server.py");
+    std::fs::write(&script, STUB_PY).unwrap();
+    let mut server = json!({"command": dir.join("venv/bin/python"), "args": [script]});
+    if let (Value::Object(server), Value::Object(extra)) = (&mut server, extra) {
+        server.extend(extra);
+    }
+    let config = files.path("stub.json");
+    std::fs::write(&config, json!({"mcpServers": {"stub": server}}).to_string()).unwrap();
+    config
+}
+
+#[test]
+fn an_output_schema_failure_is_said_on_stderr_and_stdout_keeps_the_result() {
+    let Some(dir) = servers("output schema") else {
+        return;
+    };
+    let f = Files::new(&[]);
+    let cfg = stub_config(&dir, &f, json!({}));
+    let run = claij(&["mcp", "call", "stub.weather", "--config", &cfg], "");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "warm\n{\n  \"celsius\": \"warm\"\n}\n");
+    assert_eq!(
+        run.stderr,
+        "invalid: the structured result of `stub.weather` breaks its outputSchema: /celsius: \
+         expected number, got string [/properties/celsius/type]\n"
+    );
+    // With --json, stdout is the whole outcome (the failure is part of it); stderr says it too.
+    let json_run = claij(
+        &["mcp", "call", "stub.weather", "--json", "--config", &cfg],
+        "",
+    );
+    assert_eq!(json_run.code, 1, "{}", json_run.stderr);
+    let outcome: Value = serde_json::from_str(&json_run.stdout).unwrap();
+    assert_eq!(outcome["structured"], json!({"celsius": "warm"}));
+    assert_eq!(json_run.stderr.lines().count(), 1, "{}", json_run.stderr);
+}
+
+#[test]
+fn a_16_mib_result_is_printed_and_a_smaller_limit_fails_at_once() {
+    let Some(dir) = servers("16 MiB") else { return };
+    let f = Files::new(&[]);
+    let cfg = stub_config(&dir, &f, json!({"timeout": 3600}));
+    let size = (16 << 20).to_string();
+    let args = format!(r#"{{"bytes": {size}}}"#);
+    let run = claij(
+        &["mcp", "call", "stub.big", "--args", &args, "--config", &cfg],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.len(), (16 << 20) + 1);
+
+    // The flag overrides the file; the server's timeout (an hour) is not what ends the call.
+    let limited = claij(
+        &[
+            "mcp",
+            "call",
+            "stub.big",
+            "--args",
+            &args,
+            "--max-message-bytes",
+            "1048576",
+            "--config",
+            &cfg,
+        ],
+        "",
+    );
+    assert_one_line_error(
+        &limited,
+        2,
+        "mcp server `stub`: the answer to `tools/call big` is ",
+    );
+    assert!(
+        limited
+            .stderr
+            .contains("over the limit of 1048576 bytes (maxMessageBytes)"),
+        "{}",
+        limited.stderr
+    );
+    assert_eq!(limited.stdout, "");
+    // The same from the configuration file.
+    let cfg = stub_config(&dir, &f, json!({"maxMessageBytes": 1_048_576}));
+    let configured = claij(
+        &["mcp", "call", "stub.big", "--args", &args, "--config", &cfg],
+        "",
+    );
+    assert_one_line_error(&configured, 2, "over the limit of 1048576 bytes");
+}
+
+#[test]
+fn numeric_flags_and_values_out_of_range_are_one_line_usage_errors() {
+    let f = Files::new(&[(
+        "huge.json",
+        r#"{"mcpServers": {"x": {"command": "x", "timeout": 1e308}}}"#,
+    )]);
+    let cfg = f.path("huge.json");
+    for timeout in ["1e308", "-1", "NaN", "inf", "0", "86401"] {
+        let flag = format!("--timeout={timeout}");
+        let run = claij(&["mcp", "call", "x.tool", &flag, "--config", &cfg], "");
+        assert_one_line_error(
+            &run,
+            2,
+            &format!(
+                "invalid value '{timeout}' for '--timeout <SECS>': expected seconds, above 0 and at most 86400 (a day)"
+            ),
+        );
+    }
+    let run = claij(
+        &[
+            "mcp",
+            "call",
+            "x.tool",
+            "--max-message-bytes=10",
+            "--config",
+            &cfg,
+        ],
+        "",
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "'--max-message-bytes <BYTES>': expected a whole number from 1024 to 1073741824",
+    );
+    let run = claij(&["mcp", "list", "--config", &cfg], "");
+    assert_one_line_error(
+        &run,
+        2,
+        "/mcpServers/x/timeout: a timeout is a number of seconds, above 0 and at most 86400 (a day)",
+    );
+}
+
+/// The processes of group `pgid` still running (zombies, which init reaps, aside).
+fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+            let fields: Vec<&str> = stat[stat.rfind(')').unwrap_or(0) + 1..]
+                .split_whitespace()
+                .collect();
+            fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+        })
+        .collect()
+}
+
+/// Starts `claij mcp call stub.sleep`, waits until the tool runs, sends `signal` to claij, and
+/// checks it exits `code` saying why, with the server's process group gone.
+fn signal_mid_call(dir: &std::path::Path, signal: &str, code: i32) {
+    use std::time::{Duration, Instant};
+    let f = Files::new(&[]);
+    let cfg = stub_config(dir, &f, json!({}));
+    let marker = f.path("running");
+    let args = json!({"marker": marker}).to_string();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_claij"))
+        .args([
+            "mcp",
+            "call",
+            "stub.sleep",
+            "--args",
+            &args,
+            "--config",
+            &cfg,
+        ])
+        .env_remove("CLAIJ_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A bound against a hang, not a measure of speed.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::path::Path::new(&marker).exists() {
+        assert!(Instant::now() < deadline, "the tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ids = std::fs::read_to_string(&marker).unwrap();
+    let (server, pgid) = ids.split_once(' ').unwrap();
+    let (server, pgid): (u32, u32) = (server.parse().unwrap(), pgid.parse().unwrap());
+    assert_eq!(server, pgid, "the server leads its own process group");
+    assert!(!group_members(pgid).is_empty());
+
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{signal}: {stderr}");
+    assert_eq!(stderr, format!("error: stopped by SIG{signal}\n"));
+    assert!(out.stdout.is_empty());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = group_members(pgid);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{signal}: the server's group is still there: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_and_sigint_stop_the_servers_before_claij_exits() {
+    let Some(dir) = servers("signals") else {
+        return;
+    };
+    signal_mid_call(&dir, "TERM", 143);
+    signal_mid_call(&dir, "INT", 130);
+}

@@ -1,0 +1,86 @@
+//! The value parsers of the numeric flags: each number is checked against its range when the
+//! command line is parsed, so a wild value is a one-line usage error (exit 2) naming the flag and
+//! the range, never a panic or a runaway loop later.
+
+use std::time::Duration;
+
+/// The most retries a flag or the configuration may ask for per call.
+pub const MAX_RETRIES: usize = 100;
+/// The largest token limit per model call.
+pub const MAX_TOKENS: u32 = 10_000_000;
+/// The most transitions an FSM run may be allowed.
+pub const MAX_TRANSITIONS: usize = 1_000_000;
+/// The most threads the local model may be given.
+pub const MAX_THREADS: usize = 1024;
+/// The highest sampling temperature (the providers' widest range is 0 to 2).
+pub const MAX_TEMPERATURE: f32 = 2.0;
+
+/// Every duration flag (`--timeout`): seconds, a finite number above 0 and at most a day (the same
+/// bound as a server's `timeout` in an MCP configuration).
+pub fn seconds(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(claij_mcp::timeout_from_secs)
+        .ok_or_else(|| {
+            format!(
+                "expected seconds, above 0 and at most {} (a day)",
+                claij_mcp::MAX_TIMEOUT.as_secs()
+            )
+        })
+}
+
+/// `--max-retries`: 0 to [`MAX_RETRIES`].
+pub fn retries(text: &str) -> Result<usize, String> {
+    whole(text, 0, MAX_RETRIES)
+}
+
+/// `--max-tokens`: 1 to [`MAX_TOKENS`].
+pub fn tokens(text: &str) -> Result<u32, String> {
+    whole(text, 1, MAX_TOKENS)
+}
+
+/// `--max-transitions`: 1 to [`MAX_TRANSITIONS`].
+pub fn transitions(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_TRANSITIONS)
+}
+
+/// `--threads`: 1 to [`MAX_THREADS`].
+pub fn threads(text: &str) -> Result<std::num::NonZeroUsize, String> {
+    whole(text, 1, MAX_THREADS)
+        .and_then(|n| std::num::NonZeroUsize::new(n).ok_or_else(|| "expected 1 or more".to_owned()))
+}
+
+/// `--temperature`: a finite number from 0 to [`MAX_TEMPERATURE`].
+pub fn temperature(text: &str) -> Result<f32, String> {
+    text.trim()
+        .parse::<f32>()
+        .ok()
+        .filter(|t| (0.0..=MAX_TEMPERATURE).contains(t))
+        .ok_or_else(|| format!("expected a number from 0 to {MAX_TEMPERATURE}"))
+}
+
+/// `--max-message-bytes`: the size limit on one message from an MCP server, in bytes (the range of
+/// a server's `maxMessageBytes`).
+pub fn message_bytes(text: &str) -> Result<usize, String> {
+    whole(
+        text,
+        *claij_mcp::MESSAGE_BYTES.start(),
+        *claij_mcp::MESSAGE_BYTES.end(),
+    )
+}
+
+/// A whole number from `min` to `max`.
+fn whole<T>(text: &str, min: T, max: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    text.trim()
+        .parse::<T>()
+        .ok()
+        .filter(|n| *n >= min && *n <= max)
+        .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
+}
+
+#[cfg(test)]
+mod tests;
