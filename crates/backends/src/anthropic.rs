@@ -513,8 +513,12 @@ fn typed_error(
         kind => kind,
     };
     match kind {
-        "authentication_error" | "permission_error" | "billing_error" => {
-            Error::Authentication { context, message }
+        "authentication_error" | "permission_error" => Error::Authentication { context, message },
+        // Out of credit (a 402 `billing_error`, or a 400 saying "credit balance is too low"):
+        // waiting will not help.
+        "billing_error" => Error::QuotaExhausted { context, message },
+        _ if message.to_ascii_lowercase().contains("credit balance") => {
+            Error::QuotaExhausted { context, message }
         }
         // The model is left empty for `HttpBackend` to fill in with the one asked for.
         "not_found_error" => Error::ModelNotFound {

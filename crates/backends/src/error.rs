@@ -14,6 +14,10 @@ pub struct ErrorContext {
     pub status: Option<u16>,
     /// The provider's request id, when it sent one.
     pub request_id: Option<String>,
+    /// How many HTTP requests the call made, retries included (0 when not counted, as for an
+    /// error before anything was sent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requests: u32,
 }
 
 impl ErrorContext {
@@ -38,18 +42,99 @@ impl ErrorContext {
         self.request_id = Some(id.into());
         self
     }
+
+    /// The same context with a count of HTTP requests made.
+    #[must_use]
+    pub fn requests(mut self, requests: u32) -> Self {
+        self.requests = requests;
+        self
+    }
 }
 
 impl fmt::Display for ErrorContext {
+    /// `openai (HTTP 500, request req-1, after 4 HTTP requests)`; the count shows when retries
+    /// made more than one request.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.provider)?;
-        match (self.status, &self.request_id) {
-            (Some(s), Some(id)) => write!(f, " (HTTP {s}, request {id})"),
-            (Some(s), None) => write!(f, " (HTTP {s})"),
-            (None, Some(id)) => write!(f, " (request {id})"),
-            (None, None) => Ok(()),
+        let mut parts = Vec::with_capacity(3);
+        if let Some(status) = self.status {
+            parts.push(format!("HTTP {status}"));
+        }
+        if let Some(id) = &self.request_id {
+            parts.push(format!("request {id}"));
+        }
+        if self.requests > 1 {
+            parts.push(format!("after {} HTTP requests", self.requests));
+        }
+        if !parts.is_empty() {
+            write!(f, " ({})", parts.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Which response-size limit of the HTTP configuration a response reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BodyLimit {
+    /// `max_body_bytes`: one response body, or all the bytes of one stream.
+    Body,
+    /// `max_event_bytes`: one server-sent event of a stream.
+    Event,
+}
+
+impl BodyLimit {
+    /// The setting that sets this limit (`max_body_bytes`, `max_event_bytes`).
+    pub fn setting(self) -> &'static str {
+        match self {
+            BodyLimit::Body => "max_body_bytes",
+            BodyLimit::Event => "max_event_bytes",
         }
     }
+
+    fn noun(self) -> &'static str {
+        match self {
+            BodyLimit::Body => "response body",
+            BodyLimit::Event => "server-sent event",
+        }
+    }
+}
+
+/// What kind of failure an [`Error`] is, to match on without its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Authentication`].
+    Authentication,
+    /// [`Error::RateLimited`].
+    RateLimited,
+    /// [`Error::QuotaExhausted`].
+    QuotaExhausted,
+    /// [`Error::ContextLengthExceeded`].
+    ContextLengthExceeded,
+    /// [`Error::ModelNotFound`].
+    ModelNotFound,
+    /// [`Error::Refused`].
+    Refused,
+    /// [`Error::Overloaded`].
+    Overloaded,
+    /// [`Error::Server`].
+    Server,
+    /// [`Error::BadRequest`].
+    BadRequest,
+    /// [`Error::Timeout`].
+    Timeout,
+    /// [`Error::Network`].
+    Network,
+    /// [`Error::Cancelled`].
+    Cancelled,
+    /// [`Error::MalformedResponse`].
+    MalformedResponse,
+    /// [`Error::BodyTooLarge`].
+    BodyTooLarge,
+    /// [`Error::Other`].
+    Other,
 }
 
 /// Why a backend call failed. Messages never contain an API key.
@@ -80,6 +165,15 @@ pub enum Error {
         /// Where.
         context: ErrorContext,
         /// What the provider (or the pre-flight estimate) said.
+        message: String,
+    },
+    /// The account's quota or credit is used up (OpenAI's 429 `insufficient_quota`, 402, Anthropic's
+    /// billing errors, a Gemini daily quota). Waiting will not help, so it is never retried.
+    #[error("{context}: quota exhausted: {message}")]
+    QuotaExhausted {
+        /// Where.
+        context: ErrorContext,
+        /// What the provider said.
         message: String,
     },
     /// The provider does not know the model (404).
@@ -156,6 +250,17 @@ pub enum Error {
         /// The start of the body.
         excerpt: String,
     },
+    /// The response was larger than a limit of the HTTP configuration; reading stopped at the limit,
+    /// so no more than `limit` bytes were held. Not retried.
+    #[error("{context}: {} too large: over the {} limit of {limit} bytes", .which.noun(), .which.setting())]
+    BodyTooLarge {
+        /// Where.
+        context: ErrorContext,
+        /// Which limit.
+        which: BodyLimit,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// A scripted or custom backend's own failure.
     #[error("{context}: {message}")]
     Other {
@@ -182,7 +287,52 @@ impl Error {
             | Error::Network { context, .. }
             | Error::Cancelled { context }
             | Error::MalformedResponse { context, .. }
+            | Error::QuotaExhausted { context, .. }
+            | Error::BodyTooLarge { context, .. }
             | Error::Other { context, .. } => context,
+        }
+    }
+
+    /// Where it happened, to fill in what only the caller knows (the request count).
+    #[cfg(feature = "http")]
+    pub(crate) fn context_mut(&mut self) -> &mut ErrorContext {
+        match self {
+            Error::Authentication { context, .. }
+            | Error::RateLimited { context, .. }
+            | Error::ContextLengthExceeded { context, .. }
+            | Error::ModelNotFound { context, .. }
+            | Error::Refused { context, .. }
+            | Error::Overloaded { context, .. }
+            | Error::Server { context, .. }
+            | Error::BadRequest { context, .. }
+            | Error::Timeout { context, .. }
+            | Error::Network { context, .. }
+            | Error::Cancelled { context }
+            | Error::MalformedResponse { context, .. }
+            | Error::QuotaExhausted { context, .. }
+            | Error::BodyTooLarge { context, .. }
+            | Error::Other { context, .. } => context,
+        }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Authentication { .. } => ErrorKind::Authentication,
+            Error::RateLimited { .. } => ErrorKind::RateLimited,
+            Error::QuotaExhausted { .. } => ErrorKind::QuotaExhausted,
+            Error::ContextLengthExceeded { .. } => ErrorKind::ContextLengthExceeded,
+            Error::ModelNotFound { .. } => ErrorKind::ModelNotFound,
+            Error::Refused { .. } => ErrorKind::Refused,
+            Error::Overloaded { .. } => ErrorKind::Overloaded,
+            Error::Server { .. } => ErrorKind::Server,
+            Error::BadRequest { .. } => ErrorKind::BadRequest,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Network { .. } => ErrorKind::Network,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
+            Error::MalformedResponse { .. } => ErrorKind::MalformedResponse,
+            Error::BodyTooLarge { .. } => ErrorKind::BodyTooLarge,
+            Error::Other { .. } => ErrorKind::Other,
         }
     }
 
@@ -217,11 +367,15 @@ impl Error {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 fn retry_suffix(after: &Option<Duration>) -> String {
     after.map_or_else(String::new, |d| format!(" (retry after {})", humanize(d)))
 }
 
-fn humanize(d: Duration) -> String {
+pub(crate) fn humanize(d: Duration) -> String {
     if d.as_millis() < 1000 {
         format!("{} ms", d.as_millis())
     } else {
@@ -254,5 +408,56 @@ mod tests {
         };
         assert_eq!(t.to_string(), "local: timed out after 250 ms");
         assert!(!Error::other("x", "y").is_retryable());
+    }
+
+    #[test]
+    fn contexts_count_requests_past_the_first() {
+        let check = |context: ErrorContext, expected: &str| {
+            assert_eq!(context.to_string(), expected);
+        };
+        let base = || ErrorContext::provider("openai");
+        check(base(), "openai");
+        check(base().requests(1), "openai");
+        check(base().requests(4), "openai (after 4 HTTP requests)");
+        check(
+            base().status(500).requests(4),
+            "openai (HTTP 500, after 4 HTTP requests)",
+        );
+        check(
+            base().status(500).request_id("r").requests(2),
+            "openai (HTTP 500, request r, after 2 HTTP requests)",
+        );
+        // The count is not written when unknown, so older cassettes read the same.
+        let json = serde_json::to_string(&base()).unwrap_or_default();
+        assert!(!json.contains("requests"), "{json}");
+        let back: ErrorContext =
+            serde_json::from_str(r#"{"provider": "openai", "status": null, "request_id": null}"#)
+                .unwrap_or_default();
+        assert_eq!(back, base());
+    }
+
+    #[test]
+    fn new_kinds_say_what_and_which_limit() {
+        let quota = Error::QuotaExhausted {
+            context: ErrorContext::provider("openai").status(429),
+            message: "You exceeded your current quota".into(),
+        };
+        assert_eq!(quota.kind(), ErrorKind::QuotaExhausted);
+        assert!(!quota.is_retryable());
+        assert_eq!(
+            quota.to_string(),
+            "openai (HTTP 429): quota exhausted: You exceeded your current quota"
+        );
+        let big = Error::BodyTooLarge {
+            context: ErrorContext::provider("gemini").status(200),
+            which: BodyLimit::Event,
+            limit: 4096,
+        };
+        assert_eq!(big.kind(), ErrorKind::BodyTooLarge);
+        assert!(!big.is_retryable());
+        assert_eq!(
+            big.to_string(),
+            "gemini (HTTP 200): server-sent event too large: over the max_event_bytes limit of 4096 bytes"
+        );
     }
 }

@@ -572,6 +572,9 @@ fn typed_error(
             context,
             model: String::new(),
         },
+        "RESOURCE_EXHAUSTED" if is_quota_exhausted(error) => {
+            Error::QuotaExhausted { context, message }
+        }
         "RESOURCE_EXHAUSTED" => Error::RateLimited {
             context,
             retry_after,
@@ -591,6 +594,20 @@ fn typed_error(
         }
         _ => Error::BadRequest { context, message },
     }
+}
+
+/// Whether a `RESOURCE_EXHAUSTED` is a quota that waiting within a call cannot clear: a daily quota
+/// (`...PerDay...` in a `QuotaFailure`), or a quota of 0 (`limit: 0`, the model is not in the plan).
+/// A per-minute quota is a rate limit, retried after its `RetryInfo` delay.
+fn is_quota_exhausted(error: &wire::Status) -> bool {
+    let daily = error
+        .details
+        .iter()
+        .flat_map(|d| &d.violations)
+        .flat_map(|v| [v.quota_id.as_deref(), v.quota_metric.as_deref()])
+        .flatten()
+        .any(|id| id.to_ascii_lowercase().contains("perday"));
+    daily || error.message.contains("limit: 0,") || error.message.ends_with("limit: 0")
 }
 
 /// Whether an invalid-argument message says the prompt has too many tokens.

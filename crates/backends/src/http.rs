@@ -13,6 +13,13 @@
 //! or wrap any backend in [`Cancellable`]; after [`CancelToken::cancel`] the call returns
 //! [`Error::Cancelled`] at its next poll, well within 100 ms, also while it waits to retry.
 //!
+//! Limits: a response body (an error body too) may have at most [`HttpConfig::max_body_bytes`]
+//! (32 MiB by default); a stream at most that many bytes in all and
+//! [`HttpConfig::max_event_bytes`] (4 MiB) in one event. Bodies are counted while they are read, so
+//! an endless or huge response ends in [`Error::BodyTooLarge`] naming the limit, with no more than the
+//! limit held in memory. A wait the server asks for is honoured exactly when it fits the retry
+//! budget ([`RetryPolicy::max_total`]); otherwise the call fails at once saying so.
+//!
 //! Logs (`tracing`): `debug` for request and response sizes, status and latency, `warn` for each
 //! retry with its wait. Headers, bodies and keys are never logged.
 
@@ -56,7 +63,19 @@ pub struct HttpConfig {
     pub retry: RetryPolicy,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// The most bytes one response body may have (an error body too), and the most one stream may
+    /// deliver in all. Reading stops there with [`Error::BodyTooLarge`]; nothing past it is held.
+    pub max_body_bytes: u64,
+    /// The most bytes one server-sent event of a stream may have (at most `max_body_bytes` takes
+    /// effect).
+    pub max_event_bytes: u64,
 }
+
+/// The default [`HttpConfig::max_body_bytes`]: 32 MiB, far above any answer a model can write.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The default [`HttpConfig::max_event_bytes`]: 4 MiB, room for a whole answer sent as one event.
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 4 * 1024 * 1024;
 
 /// A [`Backend`] that drives an [`Adapter`] over HTTP.
 ///
@@ -94,7 +113,8 @@ struct Prepared {
 
 impl HttpConfig {
     /// Defaults for `base_url`: connect within 10 s, each attempt within 300 s, the default
-    /// [`RetryPolicy`], and `claij/<version>` as the user agent.
+    /// [`RetryPolicy`], `claij/<version>` as the user agent, bodies up to
+    /// [`DEFAULT_MAX_BODY_BYTES`] and events up to [`DEFAULT_MAX_EVENT_BYTES`].
     pub fn new(base_url: impl Into<String>) -> Self {
         Self {
             base_url: base_url.into(),
@@ -102,7 +122,23 @@ impl HttpConfig {
             request_timeout: Duration::from_secs(300),
             retry: RetryPolicy::default(),
             user_agent: concat!("claij/", env!("CARGO_PKG_VERSION")).to_owned(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
+    }
+
+    /// The same configuration with another limit on a response body (and on a whole stream).
+    #[must_use]
+    pub fn with_max_body_bytes(mut self, limit: u64) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// The same configuration with another limit on one server-sent event.
+    #[must_use]
+    pub fn with_max_event_bytes(mut self, limit: u64) -> Self {
+        self.max_event_bytes = limit;
+        self
     }
 
     /// The same configuration with another base URL.
@@ -362,6 +398,7 @@ impl<A: Adapter> fmt::Debug for HttpBackend<A> {
             .field("key", &self.key)
             .field("request_timeout", &self.config.request_timeout)
             .field("retry", &self.config.retry)
+            .field("max_body_bytes", &self.config.max_body_bytes)
             .field("preflight", &self.preflight.is_some())
             .finish_non_exhaustive()
     }

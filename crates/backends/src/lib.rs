@@ -83,7 +83,7 @@ pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 pub use anthropic::Anthropic;
 pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect, SchemaTarget};
 pub use cassette::{Recorder, Replayer};
-pub use error::{Error, ErrorContext};
+pub use error::{BodyLimit, Error, ErrorContext, ErrorKind};
 #[cfg(feature = "gemini")]
 pub use gemini::Gemini;
 #[cfg(feature = "http")]

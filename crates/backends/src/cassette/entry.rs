@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{Capabilities, ChatRequest, ChatResponse, Error, ErrorContext};
+use crate::{BodyLimit, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext};
 
 use super::scrub::scrub_value;
 
@@ -191,6 +191,15 @@ pub(super) enum RecordedError {
         context: ErrorContext,
         message: String,
     },
+    QuotaExhausted {
+        context: ErrorContext,
+        message: String,
+    },
+    BodyTooLarge {
+        context: ErrorContext,
+        which: BodyLimit,
+        limit: u64,
+    },
 }
 
 impl From<&Error> for RecordedError {
@@ -236,6 +245,16 @@ impl From<&Error> for RecordedError {
                 excerpt,
             },
             Error::Other { context, message } => Self::Other { context, message },
+            Error::QuotaExhausted { context, message } => Self::QuotaExhausted { context, message },
+            Error::BodyTooLarge {
+                context,
+                which,
+                limit,
+            } => Self::BodyTooLarge {
+                context,
+                which,
+                limit,
+            },
         }
     }
 }
@@ -283,6 +302,16 @@ impl From<RecordedError> for Error {
                 excerpt,
             },
             R::Other { context, message } => Error::Other { context, message },
+            R::QuotaExhausted { context, message } => Error::QuotaExhausted { context, message },
+            R::BodyTooLarge {
+                context,
+                which,
+                limit,
+            } => Error::BodyTooLarge {
+                context,
+                which,
+                limit,
+            },
         }
     }
 }

@@ -199,7 +199,8 @@ pub(super) struct Status {
     pub details: Vec<Detail>,
 }
 
-/// An `ErrorInfo` (`reason`) or `RetryInfo` (`retryDelay`, like `"37s"`) detail; others are ignored.
+/// An `ErrorInfo` (`reason`), `RetryInfo` (`retryDelay`, like `"37s"`) or `QuotaFailure`
+/// (`violations`) detail; others are ignored.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Detail {
@@ -207,4 +208,17 @@ pub(super) struct Detail {
     pub reason: Option<String>,
     #[serde(default)]
     pub retry_delay: Option<String>,
+    #[serde(default)]
+    pub violations: Vec<QuotaViolation>,
+}
+
+/// One quota a `QuotaFailure` says was exceeded
+/// (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct QuotaViolation {
+    #[serde(default)]
+    pub quota_id: Option<String>,
+    #[serde(default)]
+    pub quota_metric: Option<String>,
 }

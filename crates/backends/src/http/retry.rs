@@ -4,20 +4,28 @@
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
+use tokio::time::Instant;
 use tracing::warn;
 
+use crate::error::humanize;
 use crate::{Error, ErrorContext};
 
 /// When and how often a failed attempt is tried again.
 ///
 /// Retried: HTTP 429, 500, 502, 503, 504 and 529, connection failures and timeouts. Never retried:
-/// anything else (400, 401, 403, 404, 422, a malformed body, a refusal). The wait before attempt
-/// `n + 1` is `initial_backoff * 2^(n-1)`, at most `max_backoff`, less a random part of up to
-/// `jitter` of it; a `Retry-After` from the server replaces it (capped at `max_backoff`). No retry
-/// starts once the call has run for `max_total`, or would pass it while waiting.
+/// anything else (400, 401, 403, 404, 422, a malformed or oversized body, a refusal), nor an exhausted
+/// quota whatever its status ([`Error::QuotaExhausted`], such as OpenAI's 429 `insufficient_quota`).
+/// The wait before attempt `n + 1` is `initial_backoff * 2^(n-1)`, at most `max_backoff`, less a
+/// random part of up to `jitter` of it.
+///
+/// A wait the server asks for (`Retry-After`, `retry-after-ms`, Gemini's `RetryInfo`) is waited
+/// exactly, however long, when it fits in what is left of the retry budget, `max_total`; when it does
+/// not, the call fails at once with the server's error, its `retry_after` set and its message saying
+/// the wait and the budget (`the server asks to wait 86400.0 s, more than the retry budget of
+/// 120.0 s`). No retry starts once the call has run for `max_total`, or would pass it while waiting.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
@@ -25,9 +33,10 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// The wait before the first retry.
     pub initial_backoff: Duration,
-    /// The longest single wait, `Retry-After` included.
+    /// The longest single backoff. A wait the server asks for is not capped by it, only by
+    /// `max_total`.
     pub max_backoff: Duration,
-    /// The longest a call may take with all its attempts and waits.
+    /// The retry budget: the longest a call may take with all its attempts and waits.
     pub max_total: Duration,
     /// The share of each backoff, from 0.0 to 1.0, taken off at random so clients do not retry in step.
     pub jitter: f64,
@@ -73,7 +82,7 @@ impl RetryPolicy {
         self
     }
 
-    /// The same policy with another bound on the whole call.
+    /// The same policy with another retry budget (the bound on the whole call).
     #[must_use]
     pub fn with_max_total(mut self, max_total: Duration) -> Self {
         self.max_total = max_total;
@@ -102,30 +111,70 @@ impl RetryPolicy {
         full.mul_f64(1.0 - jitter * random.clamp(0.0, 1.0))
     }
 
-    /// How long to wait before retrying after `error` on attempt `attempt`, `elapsed` into the call;
-    /// `None` to give up.
-    pub(crate) fn wait(&self, error: &Error, attempt: u32, elapsed: Duration) -> Option<Duration> {
+    /// What to do after `error` on attempt `attempt`, `elapsed` into the call.
+    pub(crate) fn next(&self, error: &Error, attempt: u32, elapsed: Duration) -> Next {
         if attempt >= self.max_attempts || !is_retryable(error) {
-            return None;
+            return Next::Stop;
         }
-        let wait = match error.retry_after() {
-            Some(after) => after.min(self.max_backoff),
-            None => self.backoff(attempt, random_unit()),
-        };
-        (elapsed.saturating_add(wait) < self.max_total).then_some(wait)
+        let left = self.max_total.saturating_sub(elapsed);
+        match error.retry_after() {
+            Some(wait) if wait < left => Next::Retry(wait),
+            Some(wait) => Next::TooLong {
+                wait,
+                budget: self.max_total,
+                left,
+            },
+            None => {
+                let wait = self.backoff(attempt, random_unit());
+                if wait < left {
+                    Next::Retry(wait)
+                } else {
+                    Next::Stop
+                }
+            }
+        }
     }
+}
+
+/// The retry decision after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Wait this long, then send again.
+    Retry(Duration),
+    /// Return the error as it is.
+    Stop,
+    /// The server asks for a wait past the budget: return its error at once, saying so.
+    TooLong {
+        /// The wait the server asks for.
+        wait: Duration,
+        /// The whole retry budget (`max_total`).
+        budget: Duration,
+        /// What is left of it.
+        left: Duration,
+    },
 }
 
 /// Whether a failure may pass if the same request is sent again.
 pub(crate) fn is_retryable(error: &Error) -> bool {
-    matches!(error, Error::Network { .. } | Error::Timeout { .. })
-        || error
+    match error {
+        Error::Network { .. } | Error::Timeout { .. } => true,
+        // These say the same request will fail again, whatever the status.
+        Error::QuotaExhausted { .. }
+        | Error::Authentication { .. }
+        | Error::BodyTooLarge { .. }
+        // An adapter that reads a 5xx as a rejection of the request (llama-cpp-python's 500 for a
+        // `response_format` it does not take) says it will fail again.
+        | Error::BadRequest { .. }
+        | Error::Cancelled { .. } => false,
+        _ => error
             .context()
             .status
-            .is_some_and(|s| RETRY_STATUSES.contains(&s))
+            .is_some_and(|s| RETRY_STATUSES.contains(&s)),
+    }
 }
 
-/// Runs `attempt` (numbered from 1) until it succeeds, fails for good, or the policy gives up.
+/// Runs `attempt` (numbered from 1) until it succeeds, fails for good, or the policy gives up. The
+/// error returned counts the HTTP requests made (`ErrorContext::requests`).
 pub(crate) async fn run<T, F, Fut>(
     policy: &RetryPolicy,
     context: &ErrorContext,
@@ -136,15 +185,25 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
+    // tokio's clock, so tests can run the waits on a paused clock.
     let started = Instant::now();
     let mut n = 1;
     loop {
-        let error = match attempt(n).await {
+        let mut error = match attempt(n).await {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        let Some(wait) = policy.wait(&error, n, started.elapsed()) else {
-            return Err(error);
+        let wait = match policy.next(&error, n, started.elapsed()) {
+            Next::Retry(wait) => wait,
+            Next::Stop => {
+                error.context_mut().requests = n;
+                return Err(error);
+            }
+            Next::TooLong { wait, budget, left } => {
+                let mut error = past_budget(error, wait, budget, left);
+                error.context_mut().requests = n;
+                return Err(error);
+            }
         };
         warn!(
             provider = %context.provider,
@@ -157,6 +216,48 @@ where
         );
         tokio::time::sleep(wait).await;
         n += 1;
+    }
+}
+
+/// `error` (rate limited or overloaded) with its message saying the server's wait is past the budget.
+fn past_budget(error: Error, wait: Duration, budget: Duration, left: Duration) -> Error {
+    let left = if budget.saturating_sub(left) < Duration::from_millis(100) {
+        String::new()
+    } else {
+        format!(" ({} left)", humanize(left))
+    };
+    let note = format!(
+        "the server asks to wait {}, more than the retry budget of {}{left}",
+        humanize(wait),
+        humanize(budget)
+    );
+    let join = |message: String| {
+        if message.is_empty() {
+            note.clone()
+        } else {
+            format!("{note}; {message}")
+        }
+    };
+    match error {
+        Error::RateLimited {
+            context,
+            retry_after,
+            message,
+        } => Error::RateLimited {
+            context,
+            retry_after,
+            message: join(message),
+        },
+        Error::Overloaded {
+            context,
+            retry_after,
+            message,
+        } => Error::Overloaded {
+            context,
+            retry_after,
+            message: join(message),
+        },
+        other => other,
     }
 }
 

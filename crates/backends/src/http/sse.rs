@@ -16,8 +16,12 @@ pub(crate) struct SseEvent {
 }
 
 /// The parser's state between chunks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SseParser {
+    /// The most bytes one event may hold (its data plus the line being read).
+    max_event: usize,
+    /// An event grew past `max_event`: parsing stopped.
+    overflowed: bool,
     /// Bytes of a line not yet complete.
     line: Vec<u8>,
     /// The last chunk ended with `\r`: a `\n` starting the next one belongs to it.
@@ -35,14 +39,37 @@ impl SseEvent {
 }
 
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// A parser at the start of a stream, without a limit on events.
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
-        Self::default()
+        Self::with_max_event(usize::MAX)
     }
 
-    /// Reads one chunk and returns the events it completed.
+    /// A parser at the start of a stream whose events may hold at most `max_event` bytes.
+    pub(crate) fn with_max_event(max_event: usize) -> Self {
+        Self {
+            max_event,
+            overflowed: false,
+            line: Vec::new(),
+            after_cr: false,
+            event: None,
+            data: String::new(),
+            has_data: false,
+        }
+    }
+
+    /// Whether an event grew past the limit; then the parser reads nothing more.
+    pub(crate) fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// Reads one chunk and returns the events it completed, up to an event past the limit (see
+    /// [`SseParser::overflowed`]); nothing of that event is held beyond the limit.
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
+        if self.overflowed {
+            return events;
+        }
         let mut rest = chunk;
         if self.after_cr {
             self.after_cr = false;
@@ -51,10 +78,16 @@ impl SseParser {
             }
         }
         while let Some(end) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            if !self.fits(end) {
+                return events;
+            }
             self.line.extend_from_slice(&rest[..end]);
             let line = std::mem::take(&mut self.line);
             if let Some(event) = self.line_done(&line) {
                 events.push(event);
+            }
+            if self.overflowed {
+                return events;
             }
             let cr = rest[end] == b'\r';
             rest = &rest[end + 1..];
@@ -66,12 +99,32 @@ impl SseParser {
                 }
             }
         }
-        self.line.extend_from_slice(rest);
+        if self.fits(rest.len()) {
+            self.line.extend_from_slice(rest);
+        }
         events
+    }
+
+    /// Whether `more` bytes still fit the event in progress; marks the overflow when not.
+    fn fits(&mut self, more: usize) -> bool {
+        let size = self
+            .data
+            .len()
+            .saturating_add(self.line.len())
+            .saturating_add(more);
+        if size > self.max_event {
+            self.overflowed = true;
+            self.line = Vec::new();
+            self.data = String::new();
+        }
+        !self.overflowed
     }
 
     /// Ends the stream: the event in progress, if it has data.
     pub(crate) fn finish(&mut self) -> Option<SseEvent> {
+        if self.overflowed {
+            return None;
+        }
         let line = std::mem::take(&mut self.line);
         let from_line = if line.is_empty() {
             None
@@ -96,6 +149,10 @@ impl SseParser {
         };
         match field {
             "data" => {
+                // The line was counted while read; here it moves into `data` (the line is empty).
+                if !self.fits(value.len() + 1) {
+                    return None;
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }

@@ -8,7 +8,7 @@ use tracing::debug;
 
 use super::sse::{SseEvent, SseParser};
 use super::{CancelToken, HttpBackend, retry, transport};
-use crate::{Adapter, BoxStream, ChatRequest, Error, ErrorContext, StreamEvent};
+use crate::{Adapter, BodyLimit, BoxStream, ChatRequest, Error, ErrorContext, StreamEvent};
 
 /// Where a stream is.
 enum Phase {
@@ -43,7 +43,7 @@ pub(super) fn events<'a, A: Adapter>(
         request,
         cancel,
         phase: Phase::Start,
-        parser: SseParser::new(),
+        parser: SseParser::with_max_event(event_limit(&backend.config)),
         pending: VecDeque::new(),
         context: ErrorContext::provider(backend.adapter.provider()),
         started: Instant::now(),
@@ -126,12 +126,22 @@ impl<A: Adapter> State<'_, A> {
                 self.fail(self.backend.finish_error(error, self.request));
             }
             Ok(Ok(Some(chunk))) => {
-                self.received += chunk.len();
+                self.received = self.received.saturating_add(chunk.len());
+                let limit = self.backend.config.max_body_bytes;
+                if u64::try_from(self.received).unwrap_or(u64::MAX) > limit {
+                    // Dropping the response closes the connection.
+                    return self.too_large(BodyLimit::Body, limit);
+                }
                 self.phase = Phase::Body(response);
                 for event in self.parser.push(&chunk) {
                     if !self.event(event) {
-                        break;
+                        return;
                     }
+                }
+                if self.parser.overflowed() {
+                    let limit =
+                        u64::try_from(event_limit(&self.backend.config)).unwrap_or(u64::MAX);
+                    self.too_large(BodyLimit::Event, limit);
                 }
             }
             Ok(Ok(None)) => {
@@ -176,4 +186,24 @@ impl<A: Adapter> State<'_, A> {
         self.phase = Phase::Done;
         self.pending.push_back(Err(error));
     }
+
+    fn too_large(&mut self, which: BodyLimit, limit: u64) {
+        debug!(
+            provider = %self.context.provider,
+            response_bytes = self.received,
+            limit,
+            "stream past its size limit"
+        );
+        self.fail(Error::BodyTooLarge {
+            context: self.context.clone(),
+            which,
+            limit,
+        });
+    }
+}
+
+/// The per-event limit in effect: `max_event_bytes`, at most `max_body_bytes`.
+fn event_limit(config: &super::HttpConfig) -> usize {
+    let limit = config.max_event_bytes.min(config.max_body_bytes);
+    usize::try_from(limit).unwrap_or(usize::MAX)
 }

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::retry::{RetryPolicy, is_retryable, parse_retry_after, retry_after};
+use super::retry::{Next, RetryPolicy, is_retryable, parse_retry_after, retry_after};
 use super::sse::{SseEvent, SseParser};
 use super::transport::{request_id, scrub};
 use crate::{ApiKey, Error, ErrorContext};
@@ -59,6 +59,38 @@ fn sse_event_names_and_comments() {
         &[b"id: 7\nretry: 10\nfoo: bar\ndata: x\n\n"],
         &[ev(None, "x")],
     );
+}
+
+/// Parses `chunks` with a 16-byte event limit: the events delivered, and whether it overflowed.
+#[track_caller]
+fn check_sse_limit(chunks: &[&[u8]], expected: &[SseEvent], overflows: bool) {
+    let mut parser = SseParser::with_max_event(16);
+    let mut got: Vec<SseEvent> = chunks.iter().flat_map(|c| parser.push(c)).collect();
+    got.extend(parser.finish());
+    assert_eq!(got, expected, "chunks: {chunks:?}");
+    assert_eq!(parser.overflowed(), overflows, "chunks: {chunks:?}");
+}
+
+#[test]
+fn sse_events_past_the_limit_overflow_without_being_held() {
+    // Many events, each within the limit, however many in all.
+    let many = b"data: 0123456789\n\n".repeat(100);
+    let each = vec![ev(None, "0123456789"); 100];
+    check_sse_limit(&[&many], &each, false);
+    // One line past the limit, in one chunk or cut anywhere, and never ended.
+    check_sse_limit(&[b"data: 0123456789abcdefXYZ\n\n"], &[], true);
+    check_sse_limit(&[b"data: 01234", b"56789abcdef", b"XYZ"], &[], true);
+    // Data lines that add up past the limit.
+    check_sse_limit(&[b"data: 0123456\ndata: 789abcdef\n\n"], &[], true);
+    // Events before the big one are delivered; nothing after it is read.
+    check_sse_limit(
+        &[b"data: ok\n\ndata: 0123456789abcdefXYZ\n\ndata: later\n\n"],
+        &[ev(None, "ok")],
+        true,
+    );
+    // Every line counts as read, whatever its field (the limit is on bytes held, not on data).
+    check_sse_limit(&[b"event: abcdefghijklmnop\n"], &[], true);
+    check_sse_limit(&[b": a comment longer than 16 bytes\n"], &[], true);
 }
 
 #[test]
@@ -168,37 +200,79 @@ fn waits_respect_attempts_total_time_and_retry_after() {
         .with_backoff(Duration::from_millis(100), Duration::from_secs(2))
         .with_max_total(Duration::from_secs(10))
         .with_jitter(0.0);
+    let ms = Duration::from_millis;
+    let secs = Duration::from_secs;
     let e = status_error(500);
-    assert_eq!(
-        policy.wait(&e, 1, Duration::ZERO),
-        Some(Duration::from_millis(100))
-    );
-    assert_eq!(
-        policy.wait(&e, 2, Duration::ZERO),
-        Some(Duration::from_millis(200))
-    );
-    assert_eq!(policy.wait(&e, 3, Duration::ZERO), None, "out of attempts");
-    assert_eq!(
-        policy.wait(&e, 1, Duration::from_millis(9950)),
-        None,
-        "would pass max_total"
-    );
-    assert_eq!(policy.wait(&status_error(400), 1, Duration::ZERO), None);
-    let limited = |after: u64| Error::RateLimited {
+    let limited = |after: Duration| Error::RateLimited {
         context: ErrorContext::provider("p").status(429),
-        retry_after: Some(Duration::from_secs(after)),
+        retry_after: Some(after),
         message: String::new(),
     };
-    assert_eq!(
-        policy.wait(&limited(1), 1, Duration::ZERO),
-        Some(Duration::from_secs(1))
+    let too_long = |wait: Duration, left: Duration| Next::TooLong {
+        wait,
+        budget: secs(10),
+        left,
+    };
+    #[track_caller]
+    fn check(policy: &RetryPolicy, error: &Error, attempt: u32, elapsed: Duration, expected: Next) {
+        assert_eq!(policy.next(error, attempt, elapsed), expected, "{error}");
+    }
+    check(&policy, &e, 1, Duration::ZERO, Next::Retry(ms(100)));
+    check(&policy, &e, 2, Duration::ZERO, Next::Retry(ms(200)));
+    check(&policy, &e, 3, Duration::ZERO, Next::Stop); // out of attempts
+    check(&policy, &e, 1, ms(9950), Next::Stop); // would pass max_total
+    check(&policy, &status_error(400), 1, Duration::ZERO, Next::Stop);
+    check(
+        &policy,
+        &limited(secs(1)),
+        1,
+        Duration::ZERO,
+        Next::Retry(secs(1)),
     );
-    assert_eq!(
-        policy.wait(&limited(3600), 1, Duration::ZERO),
-        Some(Duration::from_secs(2)),
-        "Retry-After is capped at max_backoff"
+    // The server's wait is not capped at max_backoff (2 s): it is waited exactly, or not at all.
+    check(
+        &policy,
+        &limited(ms(9_400)),
+        1,
+        Duration::ZERO,
+        Next::Retry(ms(9_400)),
     );
-    assert_eq!(RetryPolicy::none().wait(&e, 1, Duration::ZERO), None);
+    check(
+        &policy,
+        &limited(secs(3600)),
+        1,
+        Duration::ZERO,
+        too_long(secs(3600), secs(10)),
+    );
+    check(
+        &policy,
+        &limited(secs(6)),
+        2,
+        secs(5),
+        too_long(secs(6), secs(5)),
+    );
+    check(&policy, &limited(secs(3600)), 3, Duration::ZERO, Next::Stop); // out of attempts
+    check(&RetryPolicy::none(), &e, 1, Duration::ZERO, Next::Stop);
+}
+
+#[test]
+fn exhausted_quotas_are_never_retried_whatever_the_status() {
+    let quota = Error::QuotaExhausted {
+        context: ErrorContext::provider("openai").status(429),
+        message: "You exceeded your current quota".into(),
+    };
+    assert!(!is_retryable(&quota));
+    assert!(!quota.is_retryable());
+    assert_eq!(
+        RetryPolicy::default().next(&quota, 1, Duration::ZERO),
+        Next::Stop
+    );
+    let too_large = Error::BodyTooLarge {
+        context: ErrorContext::provider("openai").status(503),
+        which: crate::BodyLimit::Body,
+        limit: 10,
+    };
+    assert!(!is_retryable(&too_large));
 }
 
 #[test]

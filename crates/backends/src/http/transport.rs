@@ -7,7 +7,7 @@ use reqwest::header::HeaderMap;
 use tracing::debug;
 
 use super::{HttpBackend, Prepared, retry};
-use crate::{Adapter, ApiKey, ChatResponse, Error, ErrorContext, excerpt};
+use crate::{Adapter, ApiKey, BodyLimit, ChatResponse, Error, ErrorContext, excerpt};
 
 /// Response headers that carry the provider's request id, most specific first: OpenAI and most
 /// OpenAI-compatible servers send `x-request-id`, Anthropic `request-id`. Where none is sent, the
@@ -43,10 +43,7 @@ pub(super) async fn complete<A: Adapter>(
             )
         })?;
         let (status, context, retry_after) = read_head(&response, context.clone());
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| body_error(&e, context.clone(), config.request_timeout))?;
+        let body = read_body(response, config, &context).await?;
         Ok::<_, Error>((status, context, retry_after, body))
     };
     let outcome = tokio::time::timeout(config.request_timeout, exchange).await;
@@ -108,10 +105,7 @@ pub(super) async fn open_stream<A: Adapter>(
         if (200..300).contains(&status) {
             return Ok((response, context));
         }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| body_error(&e, context.clone(), config.request_timeout))?;
+        let body = read_body(response, config, &context).await?;
         Err(backend
             .adapter
             .classify_error(status, retry_after, &body, context))
@@ -124,6 +118,40 @@ pub(super) async fn open_stream<A: Adapter>(
         Ok(result) => result,
     };
     result.map_err(|e| scrub_with(e, backend.key.as_ref()))
+}
+
+/// The whole body, counted as it arrives: more than `max_body_bytes` (announced or sent) is
+/// [`Error::BodyTooLarge`], and nothing past the limit is buffered.
+async fn read_body(
+    mut response: reqwest::Response,
+    config: &super::HttpConfig,
+    context: &ErrorContext,
+) -> Result<Vec<u8>, Error> {
+    let limit = config.max_body_bytes;
+    let too_large = || Error::BodyTooLarge {
+        context: context.clone(),
+        which: BodyLimit::Body,
+        limit,
+    };
+    let announced = response.content_length();
+    if announced.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    // Trust a length only as far as the limit; a small start for bodies without one.
+    let capacity = announced.unwrap_or(8 * 1024).min(limit);
+    let mut body = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| body_error(&e, context.clone(), config.request_timeout))?
+    {
+        let total = u64::try_from(body.len().saturating_add(chunk.len())).unwrap_or(u64::MAX);
+        if total > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn send(
@@ -277,6 +305,10 @@ pub(super) fn scrub(error: Error, key: &ApiKey) -> Error {
         } => Error::RateLimited {
             context,
             retry_after,
+            message: s(message),
+        },
+        Error::QuotaExhausted { context, message } => Error::QuotaExhausted {
+            context,
             message: s(message),
         },
         Error::ContextLengthExceeded { context, message } => Error::ContextLengthExceeded {

@@ -40,6 +40,8 @@ fn kind(error: &Error) -> &'static str {
         Error::Cancelled { .. } => "Cancelled",
         Error::MalformedResponse { .. } => "MalformedResponse",
         Error::Other { .. } => "Other",
+        Error::QuotaExhausted { .. } => "QuotaExhausted",
+        Error::BodyTooLarge { .. } => "BodyTooLarge",
     }
 }
 
@@ -63,7 +65,7 @@ fn error_classes() {
     check_classify(
         402,
         r#"{"error": {"code": 402, "message": "Insufficient credits"}}"#,
-        "Authentication",
+        "QuotaExhausted",
     );
     check_classify(404, &e("model_not_found"), "ModelNotFound");
     check_classify(
@@ -395,6 +397,6 @@ fn exhausted_quota_is_not_retried() {
         br#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#,
         ctx().status(429),
     );
-    assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
+    assert!(matches!(e, Error::QuotaExhausted { .. }), "{e:?}");
     assert!(!e.is_retryable());
 }

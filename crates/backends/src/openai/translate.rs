@@ -343,7 +343,8 @@ fn classify_info(
     ];
     match status {
         401 | 403 => Error::Authentication { context, message },
-        402 => Error::Authentication {
+        // OpenRouter's "insufficient credits".
+        402 => Error::QuotaExhausted {
             context,
             message: format!("payment required: {message}"),
         },
@@ -357,10 +358,7 @@ fn classify_info(
             excerpt: excerpt(body, EXCERPT),
         },
         // Out of credit is not a rate limit: waiting will not help, so it must not be retried.
-        429 if info.mentions(&["insufficient_quota"]) => Error::Authentication {
-            context,
-            message: format!("quota exhausted: {message}"),
-        },
+        429 if info.mentions(&["insufficient_quota"]) => Error::QuotaExhausted { context, message },
         429 => Error::RateLimited {
             context,
             retry_after,

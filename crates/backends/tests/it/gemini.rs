@@ -386,6 +386,45 @@ fn error_bodies_are_classified() {
     assert_eq!(e.to_string(), "gemini (HTTP 429): rate limited: quota");
 }
 
+/// Gemini's 429 as sent for an exceeded quota: the message, a `QuotaFailure` naming the quota and a
+/// `RetryInfo` delay.
+fn quota_body(quota_id: &str, limit: u32, delay: &str) -> String {
+    let message = format!(
+        "You exceeded your current quota, please check your plan and billing details. For more \
+         information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n\
+         * Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, \
+         limit: {limit}, model: gemini-2.5-flash\nPlease retry in {delay}."
+    );
+    let details = json!([
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+            "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+            "quotaId": quota_id,
+            "quotaDimensions": {"location": "global", "model": "gemini-2.5-flash"},
+            "quotaValue": limit.to_string()}]},
+        {"@type": "type.googleapis.com/google.rpc.Help", "links": [{"description": "Learn more",
+            "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
+    ]);
+    status_body(429, "RESOURCE_EXHAUSTED", &message, details)
+}
+
+#[test]
+fn a_daily_or_zero_quota_is_exhausted_and_a_per_minute_one_is_a_rate_limit() {
+    let per_minute = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier";
+    let per_day = "GenerateRequestsPerDayPerProjectPerModel-FreeTier";
+    let e = check_error(429, &quota_body(per_minute, 10, "34.4s"), "RateLimited");
+    assert_eq!(e.retry_after(), Some(Duration::from_millis(34_400)));
+    assert!(e.is_retryable());
+    for body in [
+        quota_body(per_day, 250, "13s"),
+        quota_body(per_minute, 0, "13s"),
+    ] {
+        let e = check_error(429, &body, "QuotaExhausted");
+        assert!(!e.is_retryable(), "{e}");
+        assert!(e.to_string().contains("quota exhausted"), "{e}");
+    }
+}
+
 #[test]
 fn retry_info_stands_in_for_retry_after() {
     let details = json!([

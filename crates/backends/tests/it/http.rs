@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use claij_backends::http::{CancelToken, Cancellable, HttpConfig, RetryPolicy};
 use claij_backends::openai::OpenAi;
-use claij_backends::{ApiKey, Backend, ChatRequest, Error, ErrorContext, Message, StreamEvent};
+use claij_backends::{
+    ApiKey, Backend, BodyLimit, ChatRequest, Error, ErrorContext, ErrorKind, Message, StreamEvent,
+};
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -225,6 +227,7 @@ async fn unauthorized_says_where_and_hides_the_key() {
         &ErrorContext::provider("openai")
             .status(401)
             .request_id("req_401")
+            .requests(1)
     );
     assert!(
         error
@@ -752,4 +755,386 @@ async fn the_builtin_table_checks_by_default_and_can_be_turned_off() {
     let unchecked = checked.without_preflight();
     let sent = unchecked.complete(&huge).await;
     assert!(sent.is_ok(), "{sent:?}");
+}
+
+// ---- Issue 21: body limits, exhausted quotas, request counts, server waits past the budget ----
+
+/// `fast_config` with a body limit of `body` bytes and an event limit of `event` bytes.
+fn limited(server: &str, body: u64, event: u64) -> OpenAi {
+    let config = fast_config(server)
+        .with_max_body_bytes(body)
+        .with_max_event_bytes(event);
+    OpenAi::new(ApiKey::new(KEY)).with_config(config)
+}
+
+/// Asserts `error` is a `BodyTooLarge` for `which` at `limit`, and its message names the setting.
+#[track_caller]
+fn assert_too_large(error: &Error, which: BodyLimit, limit: u64) {
+    assert_eq!(error.kind(), ErrorKind::BodyTooLarge, "{error}");
+    match error {
+        Error::BodyTooLarge {
+            which: got,
+            limit: got_limit,
+            ..
+        } => assert_eq!((*got, *got_limit), (which, limit), "{error}"),
+        other => panic!("not BodyTooLarge: {other}"),
+    }
+    let shown = error.to_string();
+    assert!(shown.contains(which.setting()), "{shown}");
+    assert!(
+        shown.contains(&format!("limit of {limit} bytes")),
+        "{shown}"
+    );
+    assert!(!error.is_retryable());
+}
+
+#[tokio::test]
+async fn a_body_one_byte_over_the_limit_is_too_large_and_one_at_it_is_read() {
+    let server = MockServer::start().await;
+    let body = completion(r#"{"answer": "4"}"#).to_string();
+    let limit = 1024;
+    let pad = |n: usize| format!("{body}{}", " ".repeat(n - body.len()));
+    let at_limit = ResponseTemplate::new(200).set_body_raw(pad(1024), "application/json");
+    mount(&server, at_limit, 1).await;
+    let response = limited(&server.uri(), limit, limit)
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(response.content, r#"{"answer": "4"}"#);
+    server.verify().await;
+
+    server.reset().await;
+    let over = ResponseTemplate::new(200).set_body_raw(pad(1025), "application/json");
+    mount(&server, over, 1).await;
+    let error = limited(&server.uri(), limit, limit)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_too_large(&error, BodyLimit::Body, limit);
+    assert_eq!(error.context().status, Some(200));
+    // An error body is held to the same limit, and an oversized one is not retried.
+    server.reset().await;
+    let error_page = ResponseTemplate::new(503).set_body_raw("x".repeat(1025), "text/html");
+    mount(&server, error_page, 1).await;
+    let error = limited(&server.uri(), limit, limit)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_too_large(&error, BodyLimit::Body, limit);
+    assert_eq!(error.context().requests, 1);
+}
+
+/// A server that answers every connection with `head` and then `piece`, again and again, until the
+/// client hangs up. Returns its URL and how many bytes it managed to send.
+async fn endless_server(head: &'static str, piece: Vec<u8>) -> (String, Arc<Mutex<u64>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sent = Arc::new(Mutex::new(0u64));
+    let counter = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let piece = piece.clone();
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                // Read the request head and whatever of the body came with it.
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = socket.read(&mut buf).await;
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                while socket.write_all(&piece).await.is_ok() {
+                    *counter.lock().unwrap() += piece.len() as u64;
+                }
+            });
+        }
+    });
+    (url, sent)
+}
+
+#[tokio::test]
+async fn an_endless_body_ends_at_the_limit() {
+    // No Content-Length: only counting while reading can stop it.
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+    let (url, sent) = endless_server(head, vec![b' '; 16 * 1024]).await;
+    let limit = 1024 * 1024;
+    let error = limited(&url, limit, limit)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_too_large(&error, BodyLimit::Body, limit);
+    assert_eq!(error.context().requests, 1, "not retried: {error}");
+    // The server went on sending until the client hung up; the client held at most the limit.
+    assert!(
+        *sent.lock().unwrap() >= limit,
+        "the server sent past the limit"
+    );
+}
+
+#[tokio::test]
+async fn an_endless_error_body_ends_at_the_limit_and_is_not_retried() {
+    let head = "HTTP/1.1 500 Internal Server Error\r\ntransfer-encoding: chunked\r\n\r\n";
+    // One 16 KiB chunk in chunked encoding, sent forever.
+    let mut piece = format!("{:x}\r\n", 16 * 1024).into_bytes();
+    piece.extend(std::iter::repeat_n(b'x', 16 * 1024));
+    piece.extend_from_slice(b"\r\n");
+    let (url, _) = endless_server(head, piece).await;
+    let limit = 256 * 1024;
+    let error = limited(&url, limit, limit)
+        .complete(&request())
+        .await
+        .unwrap_err();
+    assert_too_large(&error, BodyLimit::Body, limit);
+    assert_eq!(error.context().status, Some(500));
+    assert_eq!(error.context().requests, 1);
+}
+
+/// The items of a stream, the first `max` at most (a stream that never ended would fail here).
+async fn first_items(backend: &OpenAi, max: usize) -> Vec<Result<StreamEvent, Error>> {
+    let request = request();
+    backend.stream(&request).take(max).collect().await
+}
+
+#[tokio::test]
+async fn a_giant_server_sent_event_ends_the_stream_at_the_event_limit() {
+    let server = MockServer::start().await;
+    let small = r#"{"choices":[{"delta":{"content":"{\"a\""}}]}"#;
+    let giant = format!(
+        r#"{{"choices":[{{"delta":{{"content":"{}"}}}}]}}"#,
+        "y".repeat(8 * 1024)
+    );
+    let body = format!("data: {small}\n\ndata: {giant}\n\ndata: {small}\n\ndata: [DONE]\n\n");
+    let sse = ResponseTemplate::new(200).set_body_raw(body, "text/event-stream");
+    mount(&server, sse, 1).await;
+    let backend = limited(&server.uri(), 1024 * 1024, 4096);
+    let items = first_items(&backend, 100).await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(items[0], Ok(StreamEvent::Text("{\"a\"".into())));
+    assert_too_large(items[1].as_ref().unwrap_err(), BodyLimit::Event, 4096);
+}
+
+#[tokio::test]
+async fn a_stream_that_never_ends_stops_at_the_body_limit() {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let one = b"data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n";
+    let (url, _) = endless_server(head, one.repeat(100)).await;
+    let limit = 64 * 1024;
+    let backend = limited(&url, limit, limit);
+    let items = first_items(&backend, 10_000).await;
+    let (last, events) = items.split_last().unwrap();
+    assert_too_large(last.as_ref().unwrap_err(), BodyLimit::Body, limit);
+    assert!(
+        events
+            .iter()
+            .all(|e| *e == Ok(StreamEvent::Text("ab".into()))),
+        "every event before the error is text"
+    );
+    // The events read add up to no more than the limit.
+    assert!(events.len() > 100, "{}", events.len());
+    assert!(
+        events.len() * one.len() <= limit as usize,
+        "{}",
+        events.len()
+    );
+}
+
+#[tokio::test]
+async fn an_exhausted_quota_is_sent_once_and_says_quota() {
+    let server = MockServer::start().await;
+    let body = json!({"error": {
+        "message": "You exceeded your current quota, please check your plan and billing details.",
+        "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}});
+    mount(&server, ResponseTemplate::new(429).set_body_json(body), 1).await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    server.verify().await;
+    assert_eq!(error.kind(), ErrorKind::QuotaExhausted, "{error}");
+    assert!(!error.is_retryable());
+    assert_eq!(error.context().requests, 1);
+    let shown = error.to_string();
+    assert!(shown.contains("quota exhausted"), "{shown}");
+    assert!(!shown.contains("authentication"), "{shown}");
+}
+
+#[cfg(feature = "anthropic")]
+#[test]
+fn anthropic_billing_errors_are_exhausted_quotas() {
+    use claij_backends::Adapter as _;
+    use claij_backends::anthropic::AnthropicAdapter;
+    let cases = [
+        (
+            400,
+            r#"{"type": "error", "error": {"type": "invalid_request_error", "message": "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
+        ),
+        (
+            402,
+            r#"{"type": "error", "error": {"type": "billing_error", "message": "There is an issue with your billing."}}"#,
+        ),
+    ];
+    for (status, body) in cases {
+        let context = ErrorContext::provider("anthropic").status(status);
+        let error =
+            AnthropicAdapter::default().classify_error(status, None, body.as_bytes(), context);
+        assert_eq!(error.kind(), ErrorKind::QuotaExhausted, "{status}: {error}");
+        assert!(!error.is_retryable());
+    }
+}
+
+#[tokio::test]
+async fn a_retried_failure_says_how_many_requests_were_made() {
+    let server = MockServer::start().await;
+    let failing = ResponseTemplate::new(500)
+        .set_body_json(json!({"error": {"message": "oops", "type": "server_error"}}));
+    mount(&server, failing, 3).await;
+    let error = backend(&server.uri())
+        .complete(&request())
+        .await
+        .unwrap_err();
+    server.verify().await;
+    assert_eq!(error.context().requests, 3);
+    assert_eq!(
+        error.to_string(),
+        "openai (HTTP 500, after 3 HTTP requests): server error: oops"
+    );
+    // Streams count their requests too.
+    server.reset().await;
+    mount(&server, ResponseTemplate::new(503), 3).await;
+    let items = first_items(&backend(&server.uri()), 10).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].as_ref().unwrap_err().context().requests, 3);
+}
+
+/// Keeps tokio's paused clock still while real sockets do their work: while a blocking task runs,
+/// tokio does not auto-advance, so only `tokio::time::advance` moves time and no timeout can fire
+/// early while a response is on its way.
+struct FrozenClock {
+    _release: std::sync::mpsc::Sender<()>,
+}
+
+impl FrozenClock {
+    fn hold() -> Self {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        tokio::task::spawn_blocking(move || {
+            let _ = wait.recv();
+        });
+        Self { _release: release }
+    }
+}
+
+/// Yields to the runtime (sockets keep working, the frozen clock does not move) until `done`.
+async fn until(mut done: impl FnMut() -> bool) {
+    while !done() {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Logs of this thread without colours, and the guard that keeps capturing them.
+fn plain_logs() -> (Capture, tracing::subscriber::DefaultGuard) {
+    let logs = Capture::default();
+    let writer = logs.clone();
+    let guard = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish()
+        .set_default();
+    (logs, guard)
+}
+
+impl Capture {
+    fn count(&self, needle: &str) -> usize {
+        let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).matches(needle).count()
+    }
+}
+
+#[cfg(feature = "gemini")]
+#[tokio::test(start_paused = true)]
+async fn a_retry_delay_in_the_body_is_waited_exactly_past_the_backoff_cap() {
+    use claij_backends::Gemini;
+    let (logs, _guard) = plain_logs();
+    let _frozen = FrozenClock::hold();
+    let server = MockServer::start().await;
+    let limited = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+        "message": "You exceeded your current quota. Please retry in 34.4s.",
+        "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}]}});
+    let answer = json!({"candidates": [{"content": {"parts": [{"text": "{\"a\": 1}"}]},
+        "finishReason": "STOP"}]});
+    let endpoint =
+        || Mock::given(method("POST")).and(path("/v1beta/models/gemini-2.5-flash:generateContent"));
+    endpoint()
+        .respond_with(ResponseTemplate::new(429).set_body_json(limited))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    endpoint()
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .expect(1)
+        .mount(&server)
+        .await;
+    // The default policy: backoff capped at 30 s, a retry budget of 120 s.
+    assert_eq!(RetryPolicy::default().max_backoff, Duration::from_secs(30));
+    let config = HttpConfig::new(format!("{}/v1beta", server.uri()));
+    let backend = Gemini::new(ApiKey::new(KEY)).with_config(config);
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(async move {
+        let request = ChatRequest::new("gemini-2.5-flash").message(Message::user("Q"));
+        backend.complete(&request).await
+    });
+    // The 429 arrives; the retry is scheduled while the clock stands at the start.
+    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    assert_eq!(logs.count("wait_ms=34400"), 1);
+    tokio::time::advance(Duration::from_millis(34_399)).await;
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        logs.count("sending request"),
+        1,
+        "no second request before 34.4 s"
+    );
+    tokio::time::advance(Duration::from_millis(1)).await;
+    let response = call.await.unwrap().unwrap();
+    assert_eq!(response.content, "{\"a\": 1}");
+    assert_eq!(logs.count("sending request"), 2);
+    assert_eq!(started.elapsed(), Duration::from_millis(34_400));
+    server.verify().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_wait_past_the_retry_budget_fails_at_once_saying_so() {
+    let (logs, _guard) = plain_logs();
+    let _frozen = FrozenClock::hold();
+    let server = MockServer::start().await;
+    let limited = ResponseTemplate::new(429)
+        .insert_header("retry-after", "86400")
+        .set_body_json(
+            json!({"error": {"message": "Rate limit reached", "type": "requests",
+            "code": "rate_limit_exceeded"}}),
+        );
+    mount(&server, limited, 1).await;
+    let config = HttpConfig::new(format!("{}/v1", server.uri()));
+    let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config);
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(async move { backend.complete(&request()).await });
+    // Either the call ends, or (the bug) a retry is scheduled; the frozen clock never runs it.
+    until(|| call.is_finished() || logs.count("retrying after a failed attempt") > 0).await;
+    assert_eq!(logs.count("retrying after a failed attempt"), 0);
+    let error = call.await.unwrap().unwrap_err();
+    server.verify().await;
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(error.kind(), ErrorKind::RateLimited);
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(86_400)));
+    assert_eq!(error.context().requests, 1);
+    assert_eq!(
+        error.to_string(),
+        "openai (HTTP 429): rate limited (retry after 86400.0 s): the server asks to wait \
+         86400.0 s, more than the retry budget of 120.0 s; Rate limit reached"
+    );
 }

@@ -147,6 +147,8 @@ pub fn kind(error: &Error) -> &'static str {
         Error::Network { .. } => "Network",
         Error::Cancelled { .. } => "Cancelled",
         Error::MalformedResponse { .. } => "MalformedResponse",
+        Error::QuotaExhausted { .. } => "QuotaExhausted",
+        Error::BodyTooLarge { .. } => "BodyTooLarge",
         _ => "other",
     }
 }
