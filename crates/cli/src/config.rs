@@ -166,7 +166,12 @@ impl Config {
         let Some((path, explicit)) = locate(|name| std::env::var_os(name)) else {
             return Ok(Self::default());
         };
-        match std::fs::read_to_string(&path) {
+        let read = crate::input::read_file_capped(
+            &path,
+            crate::input::MAX_CONFIG_BYTES,
+            "a configuration file",
+        );
+        match read {
             Ok(text) => Self::parse(&text, &path),
             Err(e) if e.kind() == io::ErrorKind::NotFound && !explicit => Ok(Self::default()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(

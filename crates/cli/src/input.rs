@@ -1,31 +1,47 @@
-//! Reading schemas, deltas and instances from files or stdin, with errors that name the file.
+//! Reading schemas, deltas and instances from files or stdin, with errors that name the file; every
+//! read is bounded (`yes | claij repair` or a path to `/dev/zero` ends in an error naming the limit).
 
-use std::io::Read as _;
+use std::io::{self, Read};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use claij_schema::SchemaDelta;
 use serde_json::Value;
 
-/// The text of a file, or of stdin for `-`.
+/// Default bound of an input: stdin, an instance, a schema or a delta file, 64 MiB (`repair` and
+/// `validate` take `--max-input-bytes` for their input).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Bound of a configuration file: 1 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// What the limit of an input is called in errors.
+const INPUT_LIMIT: &str = "an input (--max-input-bytes)";
+
+/// The text of a file, or of stdin for `-`, at most [`MAX_INPUT_BYTES`].
 pub fn read_text(path: &str) -> Result<String> {
-    if path == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read stdin")?;
-        return Ok(text);
-    }
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))
+    read_text_capped(path, MAX_INPUT_BYTES)
 }
 
-/// Stdin as text, invalid UTF-8 replaced (an LLM reply with a stray byte is still worth recovering).
-pub fn read_stdin_lossy() -> Result<String> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
-        .context("cannot read stdin")?;
+/// The text of a file, or of stdin for `-`, at most `limit` bytes.
+pub fn read_text_capped(path: &str, limit: u64) -> Result<String> {
+    let bytes = read_bytes(path, limit)?;
+    String::from_utf8(bytes).with_context(|| format!("cannot read {}: invalid UTF-8", name(path)))
+}
+
+/// Stdin as text, invalid UTF-8 replaced (an LLM reply with a stray byte is still worth recovering),
+/// at most `limit` bytes.
+pub fn read_stdin_lossy(limit: u64) -> Result<String> {
+    let bytes = read_bytes("-", limit)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A file (not stdin) as text, at most `limit` bytes: over it, an [`io::ErrorKind::InvalidData`]
+/// error saying `larger than {limit} bytes, the limit for {what}`. Other errors are the file's own
+/// (a missing file stays [`io::ErrorKind::NotFound`]).
+pub fn read_file_capped(path: &Path, limit: u64, what: &str) -> io::Result<String> {
+    let bytes = read_capped(std::fs::File::open(path)?, limit, what)?;
+    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// Where a text came from, for messages.
@@ -63,4 +79,30 @@ pub fn read_delta(path: &str) -> Result<SchemaDelta> {
         .trim_end_matches(".delta")
         .to_owned();
     Ok(SchemaDelta::new(id, "cli", value))
+}
+
+/// The bytes of a file, or of stdin for `-`, at most `limit`.
+fn read_bytes(path: &str, limit: u64) -> Result<Vec<u8>> {
+    let read = if path == "-" {
+        read_capped(io::stdin().lock(), limit, INPUT_LIMIT)
+    } else {
+        std::fs::File::open(path).and_then(|file| read_capped(file, limit, INPUT_LIMIT))
+    };
+    read.with_context(|| format!("cannot read {}", name(path)))
+}
+
+/// At most `limit` bytes of `reader`: one byte more is read to tell a reader that ends at the limit
+/// from one that goes on (`/dev/zero`, `yes`), which is an error naming the limit.
+fn read_capped(reader: impl Read, limit: u64, what: &str) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes, the limit for {what}"),
+        ));
+    }
+    Ok(bytes)
 }

@@ -18,9 +18,14 @@ pub struct Args {
     /// Print `{"value", "fixes"}` instead of the bare value.
     #[arg(long)]
     json: bool,
+    /// Read at most this many bytes of stdin; a longer reply is an error (exit 2).
+    #[arg(long, value_name = "BYTES", default_value_t = input::MAX_INPUT_BYTES)]
+    max_input_bytes: u64,
 }
 
-/// Reads stdin, recovers, prints compact JSON on stdout; failures on stderr with exit 1.
+/// Reads stdin, recovers, prints compact JSON on stdout; failures on stderr with exit 1: `no JSON
+/// found: ...` when the reply holds no value (prose, or only an empty `{}` or `[]` cut out of other
+/// text, as random bytes may hold).
 pub fn run(args: &Args) -> Result<Status> {
     let validator = match &args.schema {
         Some(path) => {
@@ -31,20 +36,28 @@ pub fn run(args: &Args) -> Result<Status> {
         }
         None => None,
     };
-    let reply = input::read_stdin_lossy()?;
+    let reply = input::read_stdin_lossy(args.max_input_bytes)?;
     let mut err = std::io::stderr().lock();
     let (value, fixes) = match &validator {
         None => match extract::recover(&reply) {
             Ok(_) if extract::is_prose(&reply) => {
                 writeln!(
                     err,
-                    "no JSON recovered: the reply is prose without a JSON value"
+                    "no JSON found: the reply is prose without a JSON value"
+                )?;
+                return Ok(Status::Invalid);
+            }
+            Ok(r) if is_cut_out_empty(&reply, &r.value) => {
+                writeln!(
+                    err,
+                    "no JSON found: only an empty {} cut out of text that is not JSON",
+                    r.value
                 )?;
                 return Ok(Status::Invalid);
             }
             Ok(r) => (r.value, r.fixes),
             Err(e) => {
-                writeln!(err, "no JSON recovered: {e}")?;
+                writeln!(err, "no JSON found: {e}")?;
                 return Ok(Status::Invalid);
             }
         },
@@ -58,7 +71,7 @@ pub fn run(args: &Args) -> Result<Status> {
                 return Ok(Status::Invalid);
             }
             Outcome::NoJson { reason } => {
-                writeln!(err, "no JSON recovered: {reason}")?;
+                writeln!(err, "no JSON found: {reason}")?;
                 return Ok(Status::Invalid);
             }
         },
@@ -70,4 +83,24 @@ pub fn run(args: &Args) -> Result<Status> {
         writeln!(out, "{value}")?;
     }
     Ok(Status::Ok)
+}
+
+/// Whether `value` is an empty object or array found inside text that holds more than brackets,
+/// commas, whitespace and code fences: noise (`{}` in random bytes or in prose), not an answer. A
+/// reply of only `{}` (or `{}{}`, or `[]` in a json fence) is one.
+fn is_cut_out_empty(reply: &str, value: &serde_json::Value) -> bool {
+    let empty = match value {
+        serde_json::Value::Object(map) => map.is_empty(),
+        serde_json::Value::Array(items) => items.is_empty(),
+        _ => false,
+    };
+    if !empty {
+        return false;
+    }
+    let mut rest = reply.to_owned();
+    for wrapper in ["```json", "```", "~~~json", "~~~", "<json>", "</json>"] {
+        rest = rest.replace(wrapper, "");
+    }
+    rest.chars()
+        .any(|c| !(c.is_whitespace() || matches!(c, '{' | '}' | '[' | ']' | ',' | '\u{feff}')))
 }

@@ -11,7 +11,8 @@ use crate::input;
 /// `claij schema` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Compose schema deltas onto a base schema, checking the result; prints the composed schema.
+    /// Compose schema deltas onto a base schema, checking the result; prints the composed schema
+    /// (exit 1 when a delta contradicts another, so that no reply could satisfy the result).
     Compose {
         /// The base schema file.
         base: String,
@@ -62,9 +63,15 @@ pub fn run(cmd: &Command) -> Result<Status> {
                 Registry::new(base_schema).with_context(|| input::name(base).to_owned())?;
             for path in deltas {
                 let delta = input::read_delta(path)?;
-                registry
-                    .add(delta)
-                    .with_context(|| input::name(path).to_owned())?;
+                match registry.add(delta) {
+                    Ok(_) => {}
+                    // A schema no reply can satisfy: the deltas are wrong, not the command (exit 1).
+                    Err(e @ claij_schema::Error::Contradiction { .. }) => {
+                        writeln!(std::io::stderr(), "{}: {e}", input::name(path))?;
+                        return Ok(Status::Invalid);
+                    }
+                    Err(e) => return Err(e).with_context(|| input::name(path).to_owned()),
+                }
             }
             let schema = registry.active();
             if *compact {

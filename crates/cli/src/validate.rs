@@ -21,6 +21,9 @@ pub struct Args {
     /// Print `{"valid", "violations"}` as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Read at most this many bytes of the instance; a longer one is an error (exit 2).
+    #[arg(long, value_name = "BYTES", default_value_t = input::MAX_INPUT_BYTES)]
+    max_input_bytes: u64,
 }
 
 /// Validates; prints violations on stdout.
@@ -28,7 +31,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let schema = input::read_json(&args.schema)?;
     let validator = Validator::new(&schema)
         .map_err(|e| anyhow::anyhow!("{}: {e}", input::name(&args.schema)))?;
-    let text = input::read_text(&args.instance)?;
+    let text = input::read_text_capped(&args.instance, args.max_input_bytes)?;
     let mut out = std::io::stdout().lock();
     let instance = match serde_json::from_str(&text) {
         Ok(v) => v,

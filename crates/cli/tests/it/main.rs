@@ -12,6 +12,7 @@ mod chat;
 mod config;
 mod flags;
 mod fsm;
+mod limits;
 mod local_model;
 mod mcp;
 mod memory;
@@ -195,7 +196,7 @@ fn repair_recovers_and_reports() {
     let nothing = claij(&["repair"], "I cannot help with that.");
     assert_eq!(nothing.code, 1, "{}", nothing.stdout);
     assert!(
-        nothing.stderr.starts_with("no JSON recovered"),
+        nothing.stderr.starts_with("no JSON found"),
         "{}",
         nothing.stderr
     );

@@ -742,3 +742,36 @@ fn a_reply_over_max_reply_bytes_is_not_searched_and_the_retry_asks_for_less() {
         Config::new("m").max_reply_bytes
     );
 }
+
+#[test]
+fn schemas_no_reply_can_satisfy_are_refused_before_any_request() {
+    // A `$ref` cycle in the base schema: a schema error, not an invalid reply.
+    let backend = Scripted::replies([VALID]);
+    let cyclic = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
+    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(cyclic));
+    let err = block(p.ask(&mut Context::default(), "Hi")).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Schema {
+                interceptor: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("`$ref` cycle"), "{err}");
+    // A delta contradicting the base: refused, naming both.
+    let list = from_fn("list").pre_schema(|s, _| {
+        s.extend("list-v1", json!({"type": "array"}));
+        Ok(())
+    });
+    let p = pipeline(&backend, Chain::new().with(list));
+    let err = block(p.ask(&mut Context::default(), "Hi")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("extension `list-v1` contradicts extension `base` at `/type`"),
+        "{err}"
+    );
+    assert_eq!(backend.calls(), 0);
+}
