@@ -457,15 +457,22 @@ impl Connection {
                 message: error.message.to_string(),
             },
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                // rmcp's HTTP transport ends a request whose answer passes its size limit (set to
+                // ours) the same way, with no more said: the reason names the limit.
+                let closed = match &self.child {
+                    Some(_) => "the connection closed".to_owned(),
+                    None => format!(
+                        "the connection closed (as it does on an answer over the limit of {} bytes, maxMessageBytes)",
+                        self.limit.bytes()
+                    ),
+                };
                 if matches!(err, ServiceError::TransportClosed) && self.ended().is_none() {
                     warn!(server, "mcp server connection lost");
-                    let _ = self.failed.set("the connection closed".to_owned());
+                    let _ = self.failed.set(closed.clone());
                 }
                 Error::Dead {
                     server,
-                    reason: self
-                        .ended()
-                        .unwrap_or_else(|| "the connection closed".to_owned()),
+                    reason: self.ended().unwrap_or(closed),
                 }
             }
             other => Error::Protocol {

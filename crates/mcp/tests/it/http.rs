@@ -287,3 +287,36 @@ async fn an_unreachable_url_is_an_error_without_its_secrets() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn an_http_answer_over_the_size_limit_fails_at_once_naming_the_limit() {
+    let Some(dir) =
+        servers::require("an_http_answer_over_the_size_limit_fails_at_once_naming_the_limit")
+    else {
+        return;
+    };
+    let server = HttpEverything::start(&dir);
+    let options = ClientOptions::default().with_max_message_bytes(64 * 1024);
+    let client = McpClient::connect("web", HttpServer::new(&server.url), options)
+        .await
+        .unwrap();
+    let fits = client
+        .call("echo", json!({"message": "y".repeat(60_000)}))
+        .await
+        .unwrap();
+    assert_eq!(fits.text().len(), "Echo: ".len() + 60_000);
+    let call = client.call("echo", json!({"message": "y".repeat(100_000)}));
+    let result = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the oversized answer waits for a timeout");
+    // rmcp's HTTP transport drops the request without saying why: the error names the limit.
+    let Err(Error::Dead { server, reason }) = &result else {
+        panic!("not Dead: {result:?}");
+    };
+    assert_eq!(server, "web");
+    assert_eq!(
+        reason,
+        "the connection closed (as it does on an answer over the limit of 65536 bytes, maxMessageBytes)"
+    );
+    client.close().await;
+}
