@@ -27,6 +27,12 @@ pub const MCP_SERVERS: Cache = Cache {
     folder: "mcp-servers",
 };
 
+/// llama.cpp's Python server, the OpenAI-compatible test server (`cargo xtask llama-server`).
+pub const LLAMA_SERVER: Cache = Cache {
+    var: "CLAIJ_LLAMA_SERVER",
+    folder: "llama-server",
+};
+
 impl Cache {
     /// The directory, absolute (the temp dir's `claij/<folder>` when the environment names none).
     pub fn dir(self) -> PathBuf {

@@ -11,6 +11,7 @@ mod cmd;
 mod demo;
 mod integration;
 mod invariants;
+mod llama_server;
 mod mcp_servers;
 mod metadata;
 mod model;
@@ -29,8 +30,11 @@ commands:
                               local-model tests are skipped, or with CI=true the step fails),
                               mcp-servers (as `mcp-servers` below; if it cannot install, the MCP
                               server tests are skipped, or with CI=true the step fails),
-                              tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR and
-                              CLAIJ_MCP_SERVERS set, CANDLE_NUM_THREADS=1, RAYON_NUM_THREADS=1),
+                              llama-server (as `llama-server` below; likewise for the
+                              OpenAI-compatible server tests),
+                              tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR,
+                              CLAIJ_MCP_SERVERS and CLAIJ_LLAMA_SERVER set, CANDLE_NUM_THREADS=1,
+                              RAYON_NUM_THREADS=1),
                               docs, per-crate feature builds, dependency invariants
                                 --quick   skip the docs and the per-crate feature builds
                                 --no-fmt  skip the formatting check
@@ -52,6 +56,17 @@ commands:
                                            $XDG_CACHE_HOME/claij/mcp-servers, else
                                            ~/.cache/claij/mcp-servers
                                 --force    install both parts again even if they match
+  llama-server [--dir DIR] [--force]
+                              install llama.cpp's Python server (llama-cpp-python[server] 0.3.36,
+                              built from source: ~10 minutes on 2 cores, once) into a venv in a
+                              cache and print its path: DIR/venv/bin/python runs
+                              `-m llama_cpp.server`; DIR/installed.json, written last, names the
+                              version; a matching install is reused, and pip keeps the built wheel
+                              in DIR/pip-cache
+                                --dir DIR  the cache; default $CLAIJ_LLAMA_SERVER, else
+                                           $XDG_CACHE_HOME/claij/llama-server, else
+                                           ~/.cache/claij/llama-server
+                                --force    install again even if it matches
   bench [ARGS...]             cargo bench over every criterion bench target, then a summary table;
                               ARGS go to criterion (a filter, --save-baseline NAME, ...)
   demo [--dev]                fetch the model as `model` does, build the claij CLI (release, or
@@ -106,6 +121,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "integration" => integration::run(rest),
         "model" => model::run(rest),
         "mcp-servers" => mcp_servers::run(rest),
+        "llama-server" => llama_server::run(rest),
         "invariants" => match rest.first() {
             None => invariants::check().map(|()| ExitCode::SUCCESS),
             Some(arg) => usage_error(&format!("`invariants` does not take `{arg}`")),

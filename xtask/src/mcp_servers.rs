@@ -467,7 +467,7 @@ impl Stamp {
 
 /// Runs `command` from `cwd` with stdin closed and its output captured, echoing it first, and
 /// returns its stdout. A failure names the command and quotes the end of what it printed.
-fn capture(command: &mut Command, cwd: &Path) -> Result<String> {
+pub(crate) fn capture(command: &mut Command, cwd: &Path) -> Result<String> {
     let shown = show(command);
     println!("$ {shown}");
     let output = match command
@@ -522,7 +522,7 @@ fn tail(stderr: &[u8], stdout: &[u8]) -> String {
 }
 
 /// Whether `program --version` runs and exits 0, its output discarded.
-fn runs(program: &str) -> bool {
+pub(crate) fn runs(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
@@ -562,7 +562,7 @@ fn temp_path(cache: &Path, what: &str) -> PathBuf {
     ))
 }
 
-fn remove_if_present(path: &Path) -> Result<()> {
+pub(crate) fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(err) if err.kind() != io::ErrorKind::NotFound => {
             Err(err).with_context(|| format!("cannot remove {}", path.display()))
@@ -572,7 +572,7 @@ fn remove_if_present(path: &Path) -> Result<()> {
 }
 
 /// Written to a temp file and renamed, so a reader never sees half of it.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<()> {
     let mut temp = path.as_os_str().to_owned();
     temp.push(format!(".{}", std::process::id()));
     let written = fs::write(&temp, text).and_then(|()| fs::rename(&temp, path));

@@ -52,9 +52,17 @@ use crate::{
     StreamEvent, WireRequest,
 };
 
+#[cfg(feature = "openai")]
+mod dialect;
+#[cfg(feature = "openai")]
+mod fallback;
 mod translate;
 mod wire;
 
+#[cfg(feature = "openai")]
+pub use dialect::{StructuredDialect, UnknownDialect, rejects_native};
+#[cfg(feature = "openai")]
+pub use fallback::{FallbackMemory, Listener, Remembered, StructuredFallback, memory_key};
 use translate::Shape;
 
 /// OpenAI's API.
@@ -129,6 +137,8 @@ pub struct CompatibleAdapter {
     provider: String,
     default_model: Option<String>,
     capabilities: Capabilities,
+    /// How native requests ask for structured output.
+    structured: StructuredDialect,
 }
 
 #[cfg(feature = "openai")]
@@ -361,12 +371,27 @@ impl Default for CompatibleAdapter {
                 .with_schema_dialect(SchemaDialect::JsonSchema)
                 .with_tools(true)
                 .with_streaming(true),
+            structured: StructuredDialect::default(),
         }
     }
 }
 
 #[cfg(feature = "openai")]
 impl CompatibleAdapter {
+    /// The same adapter asking for structured output in `dialect` (see [`StructuredDialect`]):
+    /// native requests use its wire form, and `tools` or `prompted` take native output out of the
+    /// capabilities.
+    #[must_use]
+    pub fn with_structured_output(mut self, dialect: StructuredDialect) -> Self {
+        self.structured = dialect;
+        self
+    }
+
+    /// How native requests ask for structured output.
+    pub fn structured_output(&self) -> StructuredDialect {
+        self.structured
+    }
+
     /// The same adapter under another provider name (`llama.cpp`, `vllm`, `ollama`...).
     #[must_use]
     pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
@@ -416,6 +441,13 @@ impl HttpBackend<CompatibleAdapter> {
         self.adapter_mut().capabilities = capabilities;
         self
     }
+
+    /// The same backend asking for structured output in `dialect`.
+    #[must_use]
+    pub fn with_structured_output(mut self, dialect: StructuredDialect) -> Self {
+        self.adapter_mut().structured = dialect;
+        self
+    }
 }
 
 #[cfg(feature = "openai")]
@@ -425,7 +457,7 @@ impl Adapter for CompatibleAdapter {
     }
 
     fn capabilities(&self, _model: &str) -> Capabilities {
-        self.capabilities
+        self.structured.capabilities(self.capabilities)
     }
 
     fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
@@ -437,7 +469,9 @@ impl Adapter for CompatibleAdapter {
             max_stops: None,
             headers: Vec::new(),
         };
-        translate::request(shape, request, stream)
+        let mut wire = translate::request(shape, request, stream)?;
+        dialect::apply(&mut wire.body, self.structured);
+        Ok(wire)
     }
 
     fn transform_response(
@@ -455,7 +489,13 @@ impl Adapter for CompatibleAdapter {
         body: &[u8],
         context: ErrorContext,
     ) -> Error {
-        translate::classify(status, retry_after, body, context)
+        let error = translate::classify(status, retry_after, body, context);
+        // A server rejecting the structured-output field fails the same way every time.
+        if dialect::is_structured_rejection(status, body) {
+            dialect::as_rejection(error)
+        } else {
+            error
+        }
     }
 
     fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {

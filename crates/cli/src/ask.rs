@@ -45,7 +45,8 @@ pub struct Options {
     #[arg(long, short, value_name = "FILE")]
     schema: Option<String>,
     /// The model: an alias (`claij config show` lists them; `local` is the embedded model) or
-    /// PROVIDER:MODEL, PROVIDER one of openrouter, openai, anthropic, gemini. Default: the
+    /// PROVIDER:MODEL, PROVIDER one of openrouter, openai, anthropic, gemini, or a provider of the
+    /// configuration's own (`kind = "openai-compatible"`). Default: the
     /// configuration's `defaults.llm`, else gemini-flash when OPENROUTER_API_KEY is set, else local.
     #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
     llm: Option<String>,
@@ -248,6 +249,11 @@ impl<'a> Conversation<'a> {
             ))?;
         }
         let knobs = config(options, opened.model, &settings.defaults, measured.as_ref());
+        if let Some(fallback) = &opened.fallback {
+            // An explicit --mode native keeps to native output (other native dialects only).
+            fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
+            crate::structured_cache::set_quiet(options.json);
+        }
         let (chain, citations) = chain(&names, services.as_ref(), notes)?;
         let mut pipeline = Pipeline::new(opened.backend, knobs, chain);
         if let Some(citations) = citations {

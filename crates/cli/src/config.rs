@@ -6,6 +6,13 @@
 //! api_key_env = "OPENROUTER_API_KEY"   # the default
 //! base_url = "http://127.0.0.1:8080/v1" # a proxy or a test double
 //!
+//! [providers.mylocal]                   # a server of your own: --llm mylocal:MODEL
+//! kind = "openai-compatible"            # llama.cpp, vLLM, Ollama's /v1, LM Studio
+//! base_url = "http://127.0.0.1:8080/v1" # required
+//! api_key_env = "MYLOCAL_KEY"           # optional: no key is sent when unset
+//! structured_output = "json_object_schema" # optional: json_schema, json_object_schema,
+//!                                       # ollama_format, tools, prompted; default: detected
+//!
 //! [aliases]
 //! fast = "openrouter:google/gemini-2.5-flash"
 //! tiny = "local"
@@ -37,6 +44,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
+use claij_backends::openai::StructuredDialect;
 use claij_interceptors::StructuredMode;
 use claij_mcp::McpConfig;
 use toml::{Table, Value};
@@ -74,6 +82,25 @@ pub struct Config {
     pub defaults: Defaults,
     /// `mcpServers` and `projects`, when the file has servers.
     pub mcp: Option<McpConfig>,
+    /// Providers of the user's own (`kind = "openai-compatible"`), by name.
+    compatible: BTreeMap<String, CompatibleSettings>,
+}
+
+/// The `kind` of a provider entry of the user's own.
+pub const COMPATIBLE_KIND: &str = "openai-compatible";
+
+/// A provider of the user's own: an OpenAI-compatible server (`kind = "openai-compatible"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompatibleSettings {
+    /// The entry's name, as `--llm NAME:MODEL` uses it.
+    pub name: String,
+    /// The server's base URL, up to and including `/v1`.
+    pub base_url: String,
+    /// The variable holding a key, if the server wants one (unset or empty: no key is sent).
+    pub api_key_env: Option<String>,
+    /// How the server takes structured output; `None`: `json_schema`, falling back (and
+    /// remembering) when the server rejects it.
+    pub structured_output: Option<StructuredDialect>,
 }
 
 /// How to reach one provider.
@@ -152,6 +179,7 @@ impl Default for Config {
             aliases,
             defaults: Defaults::default(),
             mcp: None,
+            compatible: BTreeMap::new(),
         }
     }
 }
@@ -201,9 +229,13 @@ impl Config {
             let line = line_of(text, keys);
             anyhow!("{}: {}: {message}", at(path, line), keys.join("."))
         };
+        // Aliases may name the file's own providers, so those come first.
+        if let Some(providers) = table.get("providers") {
+            config.read_providers(providers, &fail)?;
+        }
         for (key, value) in &table {
             match key.as_str() {
-                "providers" => config.read_providers(value, &fail)?,
+                "providers" => {}
                 "aliases" => config.read_aliases(value, &fail)?,
                 "defaults" => config.read_defaults(value, &fail)?,
                 "mcpServers" | "projects" | "roots" => {}
@@ -243,6 +275,16 @@ impl Config {
         &self.aliases
     }
 
+    /// The provider of the user's own called `name`.
+    pub fn compatible(&self, name: &str) -> Option<&CompatibleSettings> {
+        self.compatible.get(name)
+    }
+
+    /// Every provider of the user's own, by name.
+    pub fn compatible_providers(&self) -> &BTreeMap<String, CompatibleSettings> {
+        &self.compatible
+    }
+
     /// Resolves a `--llm` value: an alias, `local`, or `provider:model`.
     ///
     /// # Errors
@@ -265,7 +307,29 @@ impl Config {
                 provider_names()
             ));
         }
-        llm::parse(text).map(|llm| Resolved { llm, name })
+        self.parse_llm(text).map(|llm| Resolved { llm, name })
+    }
+
+    /// `local`, `PROVIDER:MODEL`, or `NAME:MODEL` for a provider of the file's own.
+    fn parse_llm(&self, text: &str) -> Result<Llm, String> {
+        if let Some((name, model)) = text.split_once(':')
+            && self.compatible.contains_key(name)
+        {
+            if model.trim().is_empty() {
+                return Err(format!("no model after `{name}:`"));
+            }
+            return Ok(Llm::Compatible {
+                provider: name.to_owned(),
+                model: model.to_owned(),
+            });
+        }
+        llm::parse(text).map_err(|e| match self.compatible.keys().next() {
+            Some(_) if e.starts_with("unknown provider") => {
+                let own: Vec<&str> = self.compatible.keys().map(String::as_str).collect();
+                format!("{e}, or one of the configuration's: {}", own.join(", "))
+            }
+            _ => e,
+        })
     }
 
     fn read_providers(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
@@ -273,32 +337,24 @@ impl Config {
         for (name, entry) in providers {
             let keys = ["providers", name.as_str()];
             let Some(index) = Provider::ALL.iter().position(|p| p.name() == name) else {
-                return Err(fail(
-                    &keys,
-                    &format!("unknown provider (expected one of {})", provider_names()),
-                ));
+                self.read_compatible(name, entry, fail)?;
+                continue;
             };
             let settings = &mut self.providers[index];
             for (key, value) in as_table(entry, &keys, fail)? {
                 let keys = ["providers", name.as_str(), key.as_str()];
                 match key.as_str() {
-                    "api_key_env" => {
-                        let var = as_str(value, &keys, fail)?;
-                        if var.is_empty() || var.contains(['=', '\0']) {
-                            return Err(fail(
-                                &keys,
-                                "expected the name of an environment variable",
-                            ));
-                        }
-                        settings.api_key_env = var.to_owned();
+                    "kind" | "structured_output" => {
+                        return Err(fail(
+                            &keys,
+                            &format!(
+                                "`{key}` is for providers of your own ({name} is built in): \
+                                 name the entry otherwise, e.g. [providers.my{name}]"
+                            ),
+                        ));
                     }
-                    "base_url" => {
-                        let url = as_str(value, &keys, fail)?;
-                        if !(url.starts_with("http://") || url.starts_with("https://")) {
-                            return Err(fail(&keys, "expected an http:// or https:// URL"));
-                        }
-                        settings.base_url = Some(url.trim_end_matches('/').to_owned());
-                    }
+                    "api_key_env" => settings.api_key_env = read_key_var(value, &keys, fail)?,
+                    "base_url" => settings.base_url = Some(read_base_url(value, &keys, fail)?),
                     _ => {
                         return Err(fail(
                             &keys,
@@ -311,6 +367,67 @@ impl Config {
         Ok(())
     }
 
+    /// `[providers.NAME]` for a name that is no built-in provider: an OpenAI-compatible server.
+    fn read_compatible(&mut self, name: &str, entry: &Value, fail: &Fail<'_>) -> Result<()> {
+        let keys = ["providers", name];
+        let table = as_table(entry, &keys, fail)?;
+        let Some(kind) = table.get("kind") else {
+            return Err(fail(
+                &keys,
+                &format!(
+                    "unknown provider (expected one of {}, or a provider of your own with \
+                     kind = \"{COMPATIBLE_KIND}\")",
+                    provider_names()
+                ),
+            ));
+        };
+        let kind_keys = ["providers", name, "kind"];
+        if as_str(kind, &kind_keys, fail)? != COMPATIBLE_KIND {
+            return Err(fail(&kind_keys, &format!("expected \"{COMPATIBLE_KIND}\"")));
+        }
+        if name.is_empty() || name.contains(':') || name == "local" {
+            return Err(fail(
+                &keys,
+                "a provider's name is non-empty, has no `:` and is not `local`",
+            ));
+        }
+        let mut settings = CompatibleSettings {
+            name: name.to_owned(),
+            base_url: String::new(),
+            api_key_env: None,
+            structured_output: None,
+        };
+        for (key, value) in table {
+            let keys = ["providers", name, key.as_str()];
+            match key.as_str() {
+                "kind" => {}
+                "base_url" => settings.base_url = read_base_url(value, &keys, fail)?,
+                "api_key_env" => settings.api_key_env = Some(read_key_var(value, &keys, fail)?),
+                "structured_output" => {
+                    let text = as_str(value, &keys, fail)?;
+                    let dialect = text
+                        .parse::<StructuredDialect>()
+                        .map_err(|e| fail(&keys, &e.to_string()))?;
+                    settings.structured_output = Some(dialect);
+                }
+                _ => {
+                    return Err(fail(
+                        &keys,
+                        "unknown key (expected kind, base_url, api_key_env or structured_output)",
+                    ));
+                }
+            }
+        }
+        if settings.base_url.is_empty() {
+            return Err(fail(
+                &keys,
+                &format!("a provider of kind \"{COMPATIBLE_KIND}\" needs base_url"),
+            ));
+        }
+        self.compatible.insert(name.to_owned(), settings);
+        Ok(())
+    }
+
     fn read_aliases(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
         for (name, target) in as_table(value, &["aliases"], fail)? {
             let keys = ["aliases", name.as_str()];
@@ -318,7 +435,7 @@ impl Config {
                 return Err(fail(&keys, "an alias name is non-empty and has no `:`"));
             }
             let target = as_str(target, &keys, fail)?;
-            let llm = llm::parse(target).map_err(|e| fail(&keys, &e))?;
+            let llm = self.parse_llm(target).map_err(|e| fail(&keys, &e))?;
             let overrides = BUILTIN_ALIASES.iter().any(|(n, _)| n == name);
             let origin = Origin::File { overrides };
             self.aliases.insert(name.clone(), Alias { llm, origin });
@@ -390,6 +507,24 @@ pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf, bool)>
 
 /// Builds an error at a key path.
 type Fail<'a> = dyn Fn(&[&str], &str) -> anyhow::Error + 'a;
+
+/// A `base_url` value: an http:// or https:// URL, without a trailing `/`.
+fn read_base_url(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<String> {
+    let url = as_str(value, keys, fail)?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(fail(keys, "expected an http:// or https:// URL"));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// An `api_key_env` value: the name of an environment variable.
+fn read_key_var(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<String> {
+    let var = as_str(value, keys, fail)?;
+    if var.is_empty() || var.contains(['=', '\0']) {
+        return Err(fail(keys, "expected the name of an environment variable"));
+    }
+    Ok(var.to_owned())
+}
 
 fn provider_names() -> String {
     Provider::ALL.map(Provider::name).join(", ")

@@ -21,6 +21,7 @@ mod mcp;
 mod models;
 mod repair;
 mod schema;
+mod structured_cache;
 mod suite;
 mod validate;
 

@@ -18,7 +18,11 @@ fn check(cache: Cache, vars: &[(&str, &str)], expected: Option<&str>) {
 
 #[test]
 fn each_cache_follows_its_variable_then_xdg_then_home() {
-    for (cache, own) in [(MODELS, "/models"), (MCP_SERVERS, "/servers")] {
+    for (cache, own) in [
+        (MODELS, "/models"),
+        (MCP_SERVERS, "/servers"),
+        (LLAMA_SERVER, "/llama"),
+    ] {
         let all = [
             (cache.var, own),
             ("XDG_CACHE_HOME", "/xdg"),

@@ -11,3 +11,4 @@ mod http;
 mod local_model;
 mod models;
 mod openai;
+mod openai_fallback;

@@ -1,5 +1,5 @@
-//! Which backend `claij ask` talks to: `--llm` (resolved with the configuration's aliases), the
-//! provider keys in the environment, the local model.
+//! Which backend `claij ask` talks to: `--llm` (resolved with the configuration's aliases and
+//! providers), the provider keys in the environment, the local model.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
 use claij_backends::local::{DEFAULT_MODEL_FILE, LocalBackend};
+use claij_backends::openai::{OpenAiCompatible, StructuredFallback};
 use claij_backends::{
     Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, OpenAi, OpenRouter,
 };
 
-use crate::config::{Config, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved};
+use crate::config::{CompatibleSettings, Config, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved};
 
 /// A `--llm` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +27,13 @@ pub enum Llm {
         /// The model id, as the provider knows it.
         model: String,
     },
+    /// A model on an OpenAI-compatible server of the configuration's own.
+    Compatible {
+        /// The provider entry's name (`[providers.NAME]`).
+        provider: String,
+        /// The model id, as the server knows it.
+        model: String,
+    },
 }
 
 impl fmt::Display for Llm {
@@ -34,6 +42,7 @@ impl fmt::Display for Llm {
         match self {
             Llm::Local => f.write_str("local"),
             Llm::Remote { provider, model } => write!(f, "{}:{model}", provider.name()),
+            Llm::Compatible { provider, model } => write!(f, "{provider}:{model}"),
         }
     }
 }
@@ -55,6 +64,9 @@ pub struct Opened {
     pub model: String,
     /// Which backend was chosen when `--llm` did not say, for stderr.
     pub notice: Option<String>,
+    /// The same backend when it is an OpenAI-compatible server that falls back from a rejected
+    /// native request (its mode fallback is for automatic mode only).
+    pub fallback: Option<Arc<StructuredFallback>>,
 }
 
 impl Provider {
@@ -182,6 +194,15 @@ fn open_resolved(
             "--model-path is for the local model, not {}: drop it or use --llm local",
             provider.name()
         ),
+        (Llm::Compatible { provider, model }, None) => {
+            let Some(settings) = config.compatible(&provider) else {
+                bail!("no provider `{provider}` in the configuration");
+            };
+            open_compatible(settings, &model, why.as_deref())
+        }
+        (Llm::Compatible { provider, .. }, Some(_)) => {
+            bail!("--model-path is for the local model, not {provider}: drop it or use --llm local")
+        }
     }
 }
 
@@ -211,6 +232,7 @@ fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
         backend: Arc::new(backend),
         notice: why.map(|why| format!("using local model {model} ({why})")),
         model,
+        fallback: None,
     })
 }
 
@@ -242,6 +264,39 @@ fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
         backend: provider.backend(key, settings.base_url.as_deref()),
         model: model.to_owned(),
         notice: why.map(|why| format!("using {}:{model} ({why})", provider.name())),
+        fallback: None,
+    })
+}
+
+/// An OpenAI-compatible server of the configuration's own. The key is optional: sent when its
+/// variable is set. Without `structured_output` in the entry, a rejected native request falls back
+/// and what worked is remembered ([`crate::structured_cache`]).
+fn open_compatible(
+    settings: &CompatibleSettings,
+    model: &str,
+    why: Option<&str>,
+) -> Result<Opened> {
+    let mut backend =
+        OpenAiCompatible::new(settings.base_url.clone()).with_provider(&settings.name);
+    if let Some(var) = &settings.api_key_env
+        && let Some(key) = key(var)?
+    {
+        backend = backend.with_key(key);
+    }
+    let notice = why.map(|why| format!("using {}:{model} ({why})", settings.name));
+    let (backend, fallback): (Arc<dyn Backend>, _) = match settings.structured_output {
+        Some(dialect) => (Arc::new(backend.with_structured_output(dialect)), None),
+        None => {
+            let memory = crate::structured_cache::memory();
+            let fallback = Arc::new(StructuredFallback::new(backend, memory));
+            (fallback.clone(), Some(fallback))
+        }
+    };
+    Ok(Opened {
+        backend,
+        model: model.to_owned(),
+        notice,
+        fallback,
     })
 }
 

@@ -45,7 +45,7 @@ pub fn run(command: &Command) -> Result<Status> {
 
 /// The configuration as JSON; `is_set` says whether a variable is set (its value is never read).
 pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
-    let providers: Map<String, Value> = config
+    let mut providers: Map<String, Value> = config
         .providers()
         .iter()
         .map(|p| {
@@ -57,6 +57,16 @@ pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
             (p.provider.name().to_owned(), value)
         })
         .collect();
+    for (name, p) in config.compatible_providers() {
+        let value = json!({
+            "kind": super::COMPATIBLE_KIND,
+            "api_key_env": p.api_key_env,
+            "api_key_set": p.api_key_env.as_deref().is_some_and(is_set),
+            "base_url": redact_url(&p.base_url),
+            "structured_output": p.structured_output.map(|d| d.name()),
+        });
+        providers.insert(name.clone(), value);
+    }
     let aliases: Map<String, Value> = config
         .aliases()
         .iter()
@@ -98,6 +108,19 @@ pub fn to_lines(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
             line.push_str(&format!(", base_url {}", redact_url(url)));
         }
         lines.push(line);
+    }
+    for (name, p) in config.compatible_providers() {
+        let key = match &p.api_key_env {
+            Some(var) if is_set(var) => format!("key {var} (set)"),
+            Some(var) => format!("key {var} (not set: no key sent)"),
+            None => "no key".to_owned(),
+        };
+        let structured = p.structured_output.map_or("detected", |d| d.name());
+        lines.push(format!(
+            "  {name:<11} {}, base_url {}, {key}, structured_output {structured}",
+            super::COMPATIBLE_KIND,
+            redact_url(&p.base_url)
+        ));
     }
     lines.push("aliases:".to_owned());
     let width = config.aliases().keys().map(String::len).max().unwrap_or(0);

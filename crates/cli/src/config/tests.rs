@@ -191,7 +191,7 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "[providers.mistral]\nbase_url = \"http://x\"\n",
-        "/etc/claij.toml:1: providers.mistral: unknown provider (expected one of openrouter, openai, anthropic, gemini)",
+        "/etc/claij.toml:1: providers.mistral: unknown provider (expected one of openrouter, openai, anthropic, gemini, or a provider of your own with kind = \"openai-compatible\")",
     );
     check_error(
         "[providers.openrouter]\nbase_url = 3\n",
@@ -284,5 +284,131 @@ headers = { Authorization = "Bearer secret-5" }
     assert!(
         text.contains("openai      key OPENAI_API_KEY (not set)"),
         "{text}"
+    );
+}
+
+#[test]
+fn providers_of_your_own() {
+    let config = parse(
+        r#"
+[aliases]
+smol = "mylocal:SmolLM2-135M"
+[providers.mylocal]
+kind = "openai-compatible"
+base_url = "http://127.0.0.1:8080/v1/"
+[providers.ollama]
+kind = "openai-compatible"
+base_url = "http://127.0.0.1:11434/v1"
+api_key_env = "OLLAMA_KEY"
+structured_output = "ollama_format"
+"#,
+    );
+    let mylocal = config.compatible("mylocal").unwrap();
+    assert_eq!(mylocal.base_url, "http://127.0.0.1:8080/v1");
+    assert_eq!(mylocal.api_key_env, None);
+    assert_eq!(mylocal.structured_output, None);
+    let ollama = config.compatible("ollama").unwrap();
+    assert_eq!(ollama.api_key_env.as_deref(), Some("OLLAMA_KEY"));
+    assert_eq!(
+        ollama.structured_output,
+        Some(claij_backends::openai::StructuredDialect::OllamaFormat)
+    );
+    let compatible = |provider: &str, model: &str| Llm::Compatible {
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+    };
+    // The alias was read before the providers in the file, and still resolves.
+    assert_eq!(
+        config.resolve("smol").unwrap().llm,
+        compatible("mylocal", "SmolLM2-135M")
+    );
+    let resolved = config.resolve("ollama:qwen2.5:7b").unwrap();
+    assert_eq!(resolved.llm, compatible("ollama", "qwen2.5:7b"));
+    assert_eq!(resolved.llm.to_string(), "ollama:qwen2.5:7b");
+    assert_eq!(
+        config.resolve("mylocal:").unwrap_err(),
+        "no model after `mylocal:`"
+    );
+    let unknown = config.resolve("mistral:large").unwrap_err();
+    assert!(
+        unknown.ends_with("or one of the configuration's: mylocal, ollama"),
+        "{unknown}"
+    );
+    assert_eq!(
+        config.resolve("openai:gpt-5").unwrap().llm,
+        remote(Provider::OpenAi, "gpt-5")
+    );
+}
+
+#[test]
+fn errors_in_providers_of_your_own() {
+    check_error(
+        "[providers.mine]\nkind = \"anthropic\"\n",
+        "/etc/claij.toml:2: providers.mine.kind: expected \"openai-compatible\"",
+    );
+    check_error(
+        "[providers.mine]\nkind = \"openai-compatible\"\n",
+        "/etc/claij.toml:1: providers.mine: a provider of kind \"openai-compatible\" needs base_url",
+    );
+    check_error(
+        "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://x/v1\"\nstructured_output = \"grammar\"\n",
+        "/etc/claij.toml:4: providers.mine.structured_output: unknown structured output `grammar` (expected json_schema, json_object_schema, ollama_format, tools or prompted)",
+    );
+    check_error(
+        "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"x\"\n",
+        "/etc/claij.toml:3: providers.mine.base_url: expected an http:// or https:// URL",
+    );
+    check_error(
+        "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\nkey = \"k\"\n",
+        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env or structured_output)",
+    );
+    check_error(
+        "[providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\n",
+        "/etc/claij.toml:1: providers.local: a provider's name is non-empty, has no `:` and is not `local`",
+    );
+    check_error(
+        "[providers.openai]\nkind = \"openai-compatible\"\n",
+        "/etc/claij.toml:2: providers.openai.kind: `kind` is for providers of your own (openai is built in): name the entry otherwise, e.g. [providers.myopenai]",
+    );
+    check_error(
+        "[aliases]\nsmol = \"nowhere:m\"\n[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\n",
+        "/etc/claij.toml:2: aliases.smol: unknown provider `nowhere`: expected `local` or one of openrouter, openai, anthropic, gemini, or one of the configuration's: mine",
+    );
+}
+
+#[test]
+fn show_lists_providers_of_your_own_without_secrets() {
+    let config = parse(
+        r#"
+[providers.mylocal]
+kind = "openai-compatible"
+base_url = "http://me:secret-1@127.0.0.1:8080/v1?key=secret-2"
+api_key_env = "MYLOCAL_KEY"
+structured_output = "tools"
+[providers.plain]
+kind = "openai-compatible"
+base_url = "http://127.0.0.1:11434/v1"
+"#,
+    );
+    let is_set = |var: &str| var == "MYLOCAL_KEY";
+    let text = show::to_lines(&config, &is_set).join("\n");
+    let json = show::to_json(&config, &is_set);
+    assert!(
+        !text.contains("secret") && !json.to_string().contains("secret"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  mylocal     openai-compatible, base_url http://<redacted>@127.0.0.1:8080/v1?<redacted>, key MYLOCAL_KEY (set), structured_output tools"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  plain       openai-compatible, base_url http://127.0.0.1:11434/v1, no key, structured_output detected"),
+        "{text}"
+    );
+    assert_eq!(json["providers"]["mylocal"]["kind"], "openai-compatible");
+    assert_eq!(json["providers"]["mylocal"]["api_key_set"], true);
+    assert_eq!(
+        json["providers"]["plain"]["structured_output"],
+        serde_json::Value::Null
     );
 }

@@ -13,10 +13,12 @@ mod config;
 mod flags;
 mod fsm;
 mod limits;
+mod llama_server;
 mod local_model;
 mod mcp;
 mod memory;
 mod models;
+mod openai_compatible;
 mod openrouter;
 mod suite;
 

@@ -1,0 +1,243 @@
+//! `claij ask` against a real OpenAI-compatible server: llama.cpp's Python server
+//! (`llama-cpp-python[server]`, installed by `cargo xtask llama-server`), serving the embedded
+//! model's GGUF on 127.0.0.1, reached through a configuration entry of `kind = "openai-compatible"`.
+//!
+//! That server answers `response_format.type = "json_schema"` with HTTP 500 and takes
+//! `{"type": "json_object", "schema": ...}`: automatic and native mode must find that out, tool mode
+//! must work as it is. The tests assert the mechanics (a document valid against the schema, what
+//! was learned), never what the 135M model says. They run in the nextest `local-model` group.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Files, Run, claij_env};
+
+/// How many times readiness is polled, [`POLL`] apart: a bound on a server that never comes up.
+const POLLS: u32 = 600;
+const POLL: Duration = Duration::from_millis(200);
+
+/// The install `cargo xtask llama-server` made: `$CLAIJ_LLAMA_SERVER`, else the default cache.
+/// `None` (skip) when it is not there, except under `CI=true`, where that fails the test.
+fn install(test: &str) -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let dir = set("CLAIJ_LLAMA_SERVER").map(PathBuf::from).or_else(|| {
+        set("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .map(|cache| cache.join("claij").join("llama-server"))
+    });
+    let model = claij_backends::local::model_dir(|name| std::env::var_os(name))
+        .join(claij_backends::local::DEFAULT_MODEL_FILE);
+    let ready = dir
+        .filter(|d| d.join("installed.json").is_file() && python(d).is_file())
+        .filter(|_| model.is_file());
+    if ready.is_some() {
+        return ready;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !ci,
+        "{test}: CI=true and llama.cpp's Python server or the model is missing: run \
+         `cargo xtask llama-server` and `cargo xtask model`"
+    );
+    #[allow(clippy::print_stderr, reason = "a skipped test says so")]
+    {
+        eprintln!(
+            "{test}: skipped: no llama-cpp-python server (CLAIJ_LLAMA_SERVER; run `cargo xtask \
+             llama-server`) or no model at {}",
+            model.display()
+        );
+    }
+    None
+}
+
+fn python(dir: &Path) -> PathBuf {
+    dir.join("venv").join("bin").join("python")
+}
+
+/// A running server, killed (by its PID) when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts the server on a free port of 127.0.0.1 and waits until `/v1/models` answers.
+    fn start(install: &Path, files: &Files) -> Server {
+        let model = claij_backends::local::model_dir(|name| std::env::var_os(name))
+            .join(claij_backends::local::DEFAULT_MODEL_FILE);
+        let port = free_port();
+        let log = PathBuf::from(files.path("server.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let err = out.try_clone().unwrap();
+        let child = Command::new(python(install))
+            .args(["-m", "llama_cpp.server", "--model"])
+            .arg(&model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--n_ctx", "2048", "--n_threads", "1", "--verbose", "false"])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap();
+        let mut server = Server { child, port, log };
+        server.wait_ready();
+        server
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn wait_ready(&mut self) {
+        for _ in 0..POLLS {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the server exited ({status}):\n{}", self.log_text());
+            }
+            if models_answer(self.port) {
+                return;
+            }
+            std::thread::sleep(POLL);
+        }
+        panic!(
+            "the server did not answer /v1/models after {POLLS} polls:\n{}",
+            self.log_text()
+        );
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Whether `GET /v1/models` answers 200.
+fn models_answer(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = "GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
+}
+
+/// The schema the answers must satisfy: short strings, so the small model finishes in time.
+const SCHEMA: &str = r#"{"type": "object", "required": ["answer", "state"],
+  "properties": {"answer": {"type": "string", "maxLength": 60},
+                 "state": {"type": "string", "enum": ["done", "more"]}}}"#;
+
+fn ask(files: &Files, mode: &str) -> Run {
+    let config = files.path("config.toml");
+    let cache = files.path("cache");
+    claij_env(
+        &[
+            "ask",
+            "What is the capital of France?",
+            "--schema",
+            &files.path("schema.json"),
+            "--llm",
+            "llamacpp:smollm2",
+            "--mode",
+            mode,
+            "--temperature",
+            "0",
+            "--seed",
+            "1",
+            "--max-tokens",
+            "200",
+            "--max-retries",
+            "3",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+        ],
+    )
+}
+
+#[track_caller]
+fn assert_document(run: &Run, mode: &str) {
+    assert_eq!(run.code, 0, "--mode {mode}: {}", run.stderr);
+    let value: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(value["answer"].is_string(), "--mode {mode}: {value}");
+    assert!(
+        matches!(value["state"].as_str(), Some("done" | "more")),
+        "--mode {mode}: {value}"
+    );
+}
+
+#[test]
+fn auto_native_and_tool_modes_give_valid_documents() {
+    let test = "auto_native_and_tool_modes_give_valid_documents";
+    let Some(install) = install(test) else { return };
+    let files = Files::new(&[("schema.json", SCHEMA)]);
+    let server = Server::start(&install, &files);
+    let config = format!(
+        "[providers.llamacpp]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\n",
+        server.base_url()
+    );
+    std::fs::write(files.path("config.toml"), config).unwrap();
+    let cache = files.path("cache/claij/structured-output.json");
+
+    // Native first: json_schema is rejected, and json_object with the schema (still native) works.
+    let native = ask(&files, "native");
+    assert_document(&native, "native");
+    assert!(
+        native
+            .stderr
+            .contains("using json_object_schema from now on"),
+        "{}",
+        native.stderr
+    );
+    let saved = std::fs::read_to_string(&cache).unwrap();
+    assert!(
+        saved.contains(r#""structured_output": "json_object_schema""#),
+        "{saved}"
+    );
+
+    // Auto reads the lesson: no rejection this time, nothing to say about it.
+    let auto = ask(&files, "auto");
+    assert_document(&auto, "auto");
+    assert!(!auto.stderr.contains("rejected"), "{}", auto.stderr);
+
+    let tool = ask(&files, "tool");
+    assert_document(&tool, "tool");
+
+    // A fresh cache: auto mode finds the dialect by itself.
+    let fresh = Files::new(&[("schema.json", SCHEMA)]);
+    std::fs::copy(files.path("config.toml"), fresh.path("config.toml")).unwrap();
+    let auto = ask(&fresh, "auto");
+    assert_document(&auto, "auto");
+    assert!(
+        auto.stderr.contains("using json_object_schema from now on"),
+        "{}",
+        auto.stderr
+    );
+    drop(server);
+}
