@@ -40,9 +40,22 @@ pub(super) struct Cycle {
 }
 
 /// The first `$ref` cycle in `schema` that stays at one instance location, if any.
+///
+/// A document with embedded resources (a nested `$id` other than `#name`) is not searched: their
+/// references resolve against their own base, which this module does not follow.
 pub(super) fn find(schema: &Value) -> Option<Cycle> {
-    let anchors = anchors(schema);
     let nodes = subschemas(schema);
+    let embedded = nodes.iter().filter(|at| !at.is_empty()).any(|at| {
+        schema
+            .pointer(at)
+            .and_then(|s| s.get("$id"))
+            .and_then(Value::as_str)
+            .is_some_and(|id| !id.starts_with('#'))
+    });
+    if embedded {
+        return None;
+    }
+    let anchors = anchors(schema);
     let mut state: HashMap<String, State> = HashMap::new();
     for start in nodes {
         if state.contains_key(&start) {
@@ -304,6 +317,11 @@ mod tests {
             None,
         );
         check(json!({"$ref": "#/$defs/missing"}), None);
+        // `#` inside an embedded resource is that resource, not the document: not followed.
+        check(
+            json!({"allOf": [{"$ref": "#/$defs/x"}], "$defs": {"x": {"$id": "urn:x", "allOf": [{"$ref": "#"}]}}}),
+            None,
+        );
         check(json!({"$ref": "other.json"}), None);
     }
 }
