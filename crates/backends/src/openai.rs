@@ -40,6 +40,15 @@
 //! messages for o1, o3, o4-mini and GPT-5; o1-mini and o1-preview take neither, so their
 //! instructions open the first user message inside `<instructions>...</instructions>`.
 //!
+//! Compatible servers differ in how they take a native schema: [`StructuredDialect`] names the ways
+//! (`json_schema`, llama-cpp-python's `json_object` with `schema`, Ollama's `format`, or none:
+//! `tools`, `prompted`), set with [`CompatibleAdapter::with_structured_output`].
+//! [`StructuredFallback`] finds out by trying: a native request the server rejects (a 4xx, or a 5xx
+//! whose body names `response_format`, `json_schema` or `json_object`, which is then not retried)
+//! goes again as `json_object` with the schema when the rejection says the server takes that, then
+//! (in automatic mode) as a forced tool, then with the schema in the prompt; what worked is kept per
+//! base URL and model in a [`FallbackMemory`].
+//!
 //! Errors: `{"error": {message, type, code}}` bodies become 401/403 [`Error::Authentication`], 404
 //! [`Error::ModelNotFound`], 429 [`Error::RateLimited`], 400 with `context_length_exceeded`
 //! [`Error::ContextLengthExceeded`], other 400/422 [`Error::BadRequest`], 503/529
@@ -60,7 +69,7 @@ mod translate;
 mod wire;
 
 #[cfg(feature = "openai")]
-pub use dialect::{StructuredDialect, UnknownDialect, rejects_native};
+pub use dialect::{StructuredDialect, UnknownDialect};
 #[cfg(feature = "openai")]
 pub use fallback::{FallbackMemory, Listener, Remembered, StructuredFallback, memory_key};
 use translate::Shape;

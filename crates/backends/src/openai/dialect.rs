@@ -166,7 +166,7 @@ pub(super) fn as_rejection(error: Error) -> Error {
 /// Whether a native request's failure means "not this way": the provider rejected the request
 /// ([`Error::BadRequest`], which a structured-output rejection becomes), as opposed to a failure
 /// that another way of asking would meet as well (authentication, network, model not found...).
-pub fn rejects_native(error: &Error) -> bool {
+pub(super) fn rejects_native(error: &Error) -> bool {
     matches!(error, Error::BadRequest { .. })
 }
 
