@@ -81,6 +81,9 @@ pub struct WireRequest {
 pub enum StreamEvent {
     /// More text of the answer.
     Text(String),
+    /// More of the forced tool call's arguments (an empty fragment says a call began). When a
+    /// stream carries any, they are the answer, and text beside them is not: see [`Assembler`](crate::Assembler).
+    ToolInput(String),
     /// Token usage (often sent once, near the end).
     Usage(Usage),
     /// Why generation stopped.

@@ -581,9 +581,13 @@ fn stream_event(
         wire::Event::ContentBlockStart {
             content_block: wire::StartBlock::Text { text },
         } if !text.is_empty() => vec![StreamEvent::Text(text)],
+        // A call began: its input, not the text beside it, is the answer.
+        wire::Event::ContentBlockStart {
+            content_block: wire::StartBlock::ToolUse,
+        } => vec![StreamEvent::ToolInput(String::new())],
         wire::Event::ContentBlockDelta { delta } => match delta {
             wire::Delta::Text { text } => vec![StreamEvent::Text(text)],
-            wire::Delta::InputJson { partial_json } => vec![StreamEvent::Text(partial_json)],
+            wire::Delta::InputJson { partial_json } => vec![StreamEvent::ToolInput(partial_json)],
             wire::Delta::Other => Vec::new(),
         },
         wire::Event::MessageDelta { delta, usage: u } => {

@@ -58,8 +58,8 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 
 use crate::{
-    Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext,
-    StreamEvent,
+    Assembler, Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error,
+    ErrorContext, StreamEvent,
 };
 
 use entry::{Entry, Outcome};
@@ -106,7 +106,7 @@ struct Recording<'a, B> {
     recorder: &'a Recorder<B>,
     request: &'a ChatRequest,
     inner: BoxStream<'a, Result<StreamEvent, Error>>,
-    response: ChatResponse,
+    assembler: Assembler,
     done: bool,
 }
 
@@ -201,7 +201,7 @@ impl<B: Backend> Backend for Recorder<B> {
             recorder: self,
             request,
             inner: self.inner.stream(request),
-            response: ChatResponse::default(),
+            assembler: Assembler::default(),
             done: false,
         })
     }
@@ -226,7 +226,7 @@ impl<B: Backend> Stream for Recording<'_, B> {
         match this.inner.as_mut().poll_next(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(event))) => {
-                this.add(&event);
+                this.assembler.push(event.clone());
                 Poll::Ready(Some(Ok(event)))
             }
             Poll::Ready(Some(Err(error))) => {
@@ -236,22 +236,10 @@ impl<B: Backend> Stream for Recording<'_, B> {
             }
             Poll::Ready(None) => {
                 this.done = true;
-                let recorded = this.recorder.record(this.request, Ok(&this.response));
+                let response = std::mem::take(&mut this.assembler).finish();
+                let recorded = this.recorder.record(this.request, Ok(&response));
                 Poll::Ready(recorded.err().map(Err))
             }
-        }
-    }
-}
-
-impl<B> Recording<'_, B> {
-    /// Adds one event to the response being recorded.
-    fn add(&mut self, event: &StreamEvent) {
-        match event {
-            StreamEvent::Text(text) => self.response.content.push_str(text),
-            StreamEvent::Usage(usage) => self.response.usage = *usage,
-            StreamEvent::Finish(reason) => self.response.finish_reason = reason.clone(),
-            StreamEvent::Model(model) => self.response.model = Some(model.clone()),
-            StreamEvent::ResponseId(id) => self.response.request_id = Some(id.clone()),
         }
     }
 }

@@ -97,4 +97,4 @@ pub use openai::OpenRouter;
 #[cfg(feature = "openai")]
 pub use openai::{OpenAi, OpenAiCompatible};
 pub use request::{ChatRequest, Message, OutputMode, Role, StructuredOutput};
-pub use response::{ChatResponse, FinishReason, Usage};
+pub use response::{Assembler, ChatResponse, FinishReason, Usage};

@@ -1,8 +1,10 @@
-//! The provider-neutral response and token usage.
+//! The provider-neutral response and token usage, and the [`Assembler`] of streamed responses.
 
 use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
+
+use crate::StreamEvent;
 
 /// What a model answered.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -57,6 +59,85 @@ impl ChatResponse {
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
+    }
+}
+
+/// A response put together from [`StreamEvent`]s: the text, or, once a tool call began, the call's
+/// arguments (the answer in tool mode, even when the model wrote text beside the call); a call
+/// without arguments answers `{}`. Usage split over events (input first, output last) or repeated
+/// as running totals keeps the largest figure seen for each count.
+///
+/// ```
+/// use claij_backends::{Assembler, StreamEvent};
+///
+/// let mut assembler = Assembler::default();
+/// for event in [
+///     StreamEvent::Text("I'll answer with the tool.".into()),
+///     StreamEvent::ToolInput(String::new()),
+///     StreamEvent::ToolInput("{\"answer\":".into()),
+///     StreamEvent::ToolInput("\"4\"}".into()),
+/// ] {
+///     assembler.push(event);
+/// }
+/// assert_eq!(assembler.answer(), "{\"answer\":\"4\"}");
+/// assert_eq!(assembler.finish().content, "{\"answer\":\"4\"}");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Assembler {
+    response: ChatResponse,
+    text: String,
+    tool: Option<String>,
+}
+
+impl Assembler {
+    /// Adds one event. True when it added to [`Assembler::answer`].
+    pub fn push(&mut self, event: StreamEvent) -> bool {
+        match event {
+            StreamEvent::Text(text) => {
+                self.text.push_str(&text);
+                return self.tool.is_none() && !text.is_empty();
+            }
+            StreamEvent::ToolInput(part) => {
+                self.tool.get_or_insert_with(String::new).push_str(&part);
+                return true;
+            }
+            StreamEvent::Usage(usage) => merge_usage(&mut self.response.usage, usage),
+            StreamEvent::Finish(reason) => self.response.finish_reason = reason,
+            StreamEvent::Model(model) => self.response.model = Some(model),
+            StreamEvent::ResponseId(id) => self.response.request_id = Some(id),
+        }
+        false
+    }
+
+    /// The answer so far: the tool call's arguments once a call began, else the text.
+    pub fn answer(&self) -> &str {
+        self.tool.as_deref().unwrap_or(&self.text)
+    }
+
+    /// Whether a tool call began (so the answer is its arguments).
+    pub fn is_tool_call(&self) -> bool {
+        self.tool.is_some()
+    }
+
+    /// The complete response.
+    pub fn finish(mut self) -> ChatResponse {
+        self.response.content = match self.tool {
+            Some(arguments) if arguments.trim().is_empty() => "{}".to_owned(),
+            Some(arguments) => arguments,
+            None => self.text,
+        };
+        self.response
+    }
+}
+
+/// Keeps the largest figure seen for each count; a cost, once reported, is the latest one.
+fn merge_usage(total: &mut Usage, seen: Usage) {
+    total.input_tokens = total.input_tokens.max(seen.input_tokens);
+    total.output_tokens = total.output_tokens.max(seen.output_tokens);
+    total.cached_tokens = total.cached_tokens.max(seen.cached_tokens);
+    total.reasoning_tokens = total.reasoning_tokens.max(seen.reasoning_tokens);
+    if seen.cost_usd.is_some() {
+        total.cost_usd = seen.cost_usd;
     }
 }
 

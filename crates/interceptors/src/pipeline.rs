@@ -751,46 +751,44 @@ impl Pipeline {
         request: &ChatRequest,
         on_partial: &(dyn Fn(&Value) + Send + Sync),
     ) -> Result<ChatResponse, claij_backends::Error> {
-        use claij_backends::StreamEvent;
         use futures_util::StreamExt as _;
         let mut stream = self.backend.stream(request);
-        let mut response = ChatResponse::default();
+        // Text, or the forced tool call's arguments once a call begins (text beside it is not the
+        // answer).
+        let mut assembler = claij_backends::Assembler::default();
         let mut last: Option<Value> = None;
         let mut recovered_at = 0;
+        let mut tool_call = false;
         while let Some(event) = stream.next().await {
-            match event? {
-                StreamEvent::Text(text) => {
-                    response.content.push_str(&text);
-                    // Recovering the whole text at every event is quadratic in the reply: past a few
-                    // KB, only once it has grown by a quarter (linear in all), never past the limit.
-                    let len = response.content.len();
-                    if len > self.config.max_reply_bytes
-                        || (len > PARTIAL_EVERY_EVENT && len < recovered_at + recovered_at / 4)
-                    {
-                        continue;
-                    }
-                    recovered_at = len;
-                    let partial = claij_validation::extract::recover(&response.content)
-                        .ok()
-                        .map(|r| r.value)
-                        .filter(|v| v.is_object() || v.is_array());
-                    if let Some(value) = partial
-                        && last.as_ref() != Some(&value)
-                    {
-                        on_partial(&value);
-                        last = Some(value);
-                    }
-                }
-                // Providers split usage over events (input first, output last) or repeat running
-                // totals: keep the largest figure seen for each count.
-                StreamEvent::Usage(usage) => merge_usage(&mut response.usage, usage),
-                StreamEvent::Finish(reason) => response.finish_reason = reason,
-                StreamEvent::Model(model) => response.model = Some(model),
-                StreamEvent::ResponseId(id) => response.request_id = Some(id),
-                _ => {}
+            if !assembler.push(event?) {
+                continue;
+            }
+            if assembler.is_tool_call() != tool_call {
+                tool_call = true;
+                recovered_at = 0;
+            }
+            // Recovering the whole text at every event is quadratic in the reply: past a few KB,
+            // only once it has grown by a quarter (linear in all), never past the limit.
+            let answer = assembler.answer();
+            let len = answer.len();
+            if len > self.config.max_reply_bytes
+                || (len > PARTIAL_EVERY_EVENT && len < recovered_at + recovered_at / 4)
+            {
+                continue;
+            }
+            recovered_at = len;
+            let partial = claij_validation::extract::recover(answer)
+                .ok()
+                .map(|r| r.value)
+                .filter(|v| v.is_object() || v.is_array());
+            if let Some(value) = partial
+                && last.as_ref() != Some(&value)
+            {
+                on_partial(&value);
+                last = Some(value);
             }
         }
-        Ok(response)
+        Ok(assembler.finish())
     }
 
     /// What to make of a reply: valid, invalid (with violations) or no JSON.
@@ -909,16 +907,6 @@ pub struct CallReport {
 struct Timed {
     stages: StageTimes,
     check: Duration,
-}
-
-fn merge_usage(total: &mut Usage, seen: Usage) {
-    total.input_tokens = total.input_tokens.max(seen.input_tokens);
-    total.output_tokens = total.output_tokens.max(seen.output_tokens);
-    total.cached_tokens = total.cached_tokens.max(seen.cached_tokens);
-    total.reasoning_tokens = total.reasoning_tokens.max(seen.reasoning_tokens);
-    if seen.cost_usd.is_some() {
-        total.cost_usd = seen.cost_usd;
-    }
 }
 
 fn hook_failed(

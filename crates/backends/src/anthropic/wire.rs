@@ -188,6 +188,7 @@ pub(super) enum StartBlock {
         #[serde(default)]
         text: String,
     },
+    ToolUse,
     #[serde(other)]
     Other,
 }

@@ -301,7 +301,7 @@ fn stream_chunks() {
     );
     check(
         r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
-        vec![StreamEvent::Text(":1}".into())],
+        vec![StreamEvent::ToolInput(":1}".into())],
     );
     check(
         r#"{"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,

@@ -214,14 +214,14 @@ pub(super) fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<Str
             .into_iter()
             .filter(|c| c.index.unwrap_or(0) == 0);
         for call in arguments {
+            // Every fragment, empty ones too: the first says a call began, so text beside it is
+            // not the answer and a call without arguments answers `{}`.
             let part = match call.function.and_then(|f| f.arguments) {
                 Some(Value::String(part)) => part,
                 None | Some(Value::Null) => String::new(),
                 Some(object) => object.to_string(),
             };
-            if !part.is_empty() {
-                events.push(StreamEvent::Text(part));
-            }
+            events.push(StreamEvent::ToolInput(part));
         }
         if let Some(reason) = choice.finish_reason.as_deref() {
             events.extend(chunk.model.clone().map(StreamEvent::Model));

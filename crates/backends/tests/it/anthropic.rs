@@ -382,25 +382,35 @@ fn a_text_stream() {
     );
 }
 
+/// The tool call's input is the answer, and the text Claude writes before the call is not.
 #[test]
-fn a_tool_stream_streams_the_input_as_text() {
+fn a_tool_stream_streams_the_input_as_the_answer() {
     let stream = r#"event: message_start
 data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-haiku-4-5","stop_sequence":null,"usage":{"input_tokens":472,"output_tokens":2},"content":[],"stop_reason":null}}
 
 event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"answer","input":{}}}
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
 
 event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"answer\": \"4\", "}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"state\": \"done\"}"}}
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I'll answer with the tool."}}
 
 event: content_block_stop
 data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"answer","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"answer\": \"4\", "}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"state\": \"done\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
 
 event: message_delta
 data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
@@ -409,18 +419,29 @@ event: message_stop
 data: {"type":"message_stop"}
 "#;
     let events = stream_events(stream).unwrap();
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, r#"{"answer": "4", "state": "done"}"#);
     assert_eq!(
         events.last(),
         Some(&StreamEvent::Finish(FinishReason::ToolCalls))
     );
+    let mut assembler = claij_backends::Assembler::default();
+    for event in events {
+        assembler.push(event);
+    }
+    let response = assembler.finish();
+    assert_eq!(response.content, r#"{"answer": "4", "state": "done"}"#);
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    // A call without input answers `{}`.
+    let empty = r#"event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"answer","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}
+"#;
+    let mut assembler = claij_backends::Assembler::default();
+    for event in stream_events(empty).unwrap() {
+        assembler.push(event);
+    }
+    assert_eq!(assembler.finish().content, "{}");
 }
 
 #[test]

@@ -413,8 +413,9 @@ async fn refusals_through_http() {
     assert_eq!(kind(&error), "Refused");
 }
 
+/// Streamed, the call's arguments are the answer too, not the text beside them.
 #[tokio::test]
-async fn streamed_tool_calls_become_text() {
+async fn streamed_tool_calls_are_the_answer() {
     let server = MockServer::start().await;
     let chunk = |delta: Value, finish: Value| {
         format!(
@@ -423,7 +424,11 @@ async fn streamed_tool_calls_become_text() {
         )
     };
     let mut body = String::new();
-    body.push_str(&chunk(json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "response", "arguments": ""}}]}), Value::Null));
+    body.push_str(&chunk(
+        json!({"role": "assistant", "content": "I'll answer with the tool."}),
+        Value::Null,
+    ));
+    body.push_str(&chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "response", "arguments": ""}}]}), Value::Null));
     body.push_str(&chunk(
         json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"answer\":"}}]}),
         Value::Null,
@@ -443,18 +448,15 @@ async fn streamed_tool_calls_become_text() {
     let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config(&server));
     let request = cases().remove(2).1;
     let events: Vec<StreamEvent> = backend.stream(&request).map(Result::unwrap).collect().await;
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, "{\"answer\":\"4\"}");
     assert_eq!(
         events.last(),
         Some(&StreamEvent::Finish(FinishReason::Stop))
     );
+    let mut assembler = claij_backends::Assembler::default();
+    for event in events {
+        assembler.push(event);
+    }
+    assert_eq!(assembler.finish().content, "{\"answer\":\"4\"}");
     let sent: Value =
         serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
     assert_eq!(sent["stream"], true);
@@ -744,5 +746,5 @@ fn streamed_tool_arguments_as_objects_are_text() {
             &ErrorContext::provider("openai"),
         )
         .unwrap();
-    assert_eq!(events, vec![StreamEvent::Text("{\"a\":1}".into())]);
+    assert_eq!(events, vec![StreamEvent::ToolInput("{\"a\":1}".into())]);
 }

@@ -697,6 +697,58 @@ fn streaming_shows_partial_values_and_validates_the_final_one() {
     );
 }
 
+/// A backend streaming a tool call after some text, the way Claude answers a forced tool.
+struct TextThenTool;
+
+impl claij_backends::Backend for TextThenTool {
+    fn provider(&self) -> &str {
+        "text-then-tool"
+    }
+
+    fn capabilities(&self, _model: &str) -> Capabilities {
+        Capabilities::prompted()
+            .with_streaming(true)
+            .with_tools(true)
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a claij_backends::ChatRequest,
+    ) -> claij_backends::BoxFuture<'a, Result<ChatResponse, BackendError>> {
+        Box::pin(std::future::ready(Ok(ChatResponse::text(VALID))))
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _request: &'a claij_backends::ChatRequest,
+    ) -> claij_backends::BoxStream<'a, Result<claij_backends::StreamEvent, BackendError>> {
+        use claij_backends::StreamEvent::{Finish, Text, ToolInput};
+        let events = [
+            Text("I'll answer with the tool: {\"answer\": \"wrong\"".into()),
+            ToolInput(String::new()),
+            ToolInput(r#"{"answer": "4", "#.into()),
+            Text(" (more text)".into()),
+            ToolInput(r#""state": "done"}"#.into()),
+            Finish(FinishReason::ToolCalls),
+        ];
+        Box::pin(futures_util::stream::iter(events.map(Ok)))
+    }
+}
+
+#[test]
+fn a_streamed_tool_call_is_the_answer_not_the_text_beside_it() {
+    let p = Pipeline::new(Arc::new(TextThenTool), Config::new("m"), Chain::new());
+    let partials = Mutex::new(Vec::new());
+    let on_partial = |v: &Value| partials.lock().unwrap().push(v.clone());
+    let answer = block(p.ask_streaming(&mut Context::default(), "2+2?", &on_partial)).unwrap();
+    assert_eq!(answer.value, json!({"answer": "4", "state": "done"}));
+    assert_eq!(answer.retries(), 0);
+    let partials = partials.into_inner().unwrap();
+    // The text's `wrong` was a preview until the call began; the call's values after it.
+    assert_eq!(partials.first(), Some(&json!({"answer": "wrong"})));
+    assert_eq!(partials.last(), Some(&answer.value));
+}
+
 #[test]
 fn pre_schema_sees_the_base_schema() {
     let seen = Arc::new(Mutex::new(Value::Null));
