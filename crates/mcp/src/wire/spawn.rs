@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::future::Either;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -81,10 +82,12 @@ impl ChildGuard {
 }
 
 /// A stdio server as an rmcp transport: rmcp's line reader and writer on the child's pipes, stdout
-/// read through the size limit. It owns the process: closing it closes stdin, waits, then signals.
+/// read through the size limit. It owns the process: closing it closes both pipes, waits, then
+/// signals.
 pub(crate) struct StdioTransport {
     child: Option<Box<dyn ChildWrapper>>,
-    io: AsyncRwTransport<RoleClient, LimitedReader<ChildStdout>, ChildStdin>,
+    /// `None` once closed.
+    io: Option<AsyncRwTransport<RoleClient, LimitedReader<ChildStdout>, ChildStdin>>,
 }
 
 impl Transport<RoleClient> for StdioTransport {
@@ -94,15 +97,25 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.io.send(item)
+        match &mut self.io {
+            Some(io) => Either::Left(io.send(item)),
+            None => Either::Right(std::future::ready(Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the transport is closed",
+            )))),
+        }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.io.receive()
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        self.io.as_mut()?.receive().await
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.io.close().await?;
+        // Stdout is closed too: a server still writing (an answer over the size limit, which is
+        // being thrown away) gets EPIPE and ends, instead of blocking on a pipe nobody reads.
+        if let Some(mut io) = self.io.take() {
+            io.close().await?;
+        }
         let Some(child) = self.child.as_mut() else {
             return Ok(());
         };
@@ -202,7 +215,7 @@ pub(crate) fn spawn(
     let pid = child.id();
     let transport = StdioTransport {
         child: Some(child),
-        io,
+        io: Some(io),
     };
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
     if let Some(stderr) = stderr {
