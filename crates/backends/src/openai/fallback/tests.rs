@@ -96,3 +96,16 @@ fn the_memory_reports_news_once() {
     assert_eq!(memory.entries().len(), 1);
     assert!(!format!("{memory:?}").contains("u:p"));
 }
+
+proptest::proptest! {
+    /// A memory key never keeps a query, a fragment or user info, and keying a key changes nothing.
+    #[test]
+    fn memory_keys_are_clean_and_idempotent(url in "\\PC{0,80}") {
+        let key = super::memory_key(&url);
+        proptest::prop_assert!(!key.contains(['?', '#']), "{key}");
+        let authority = key.split_once("://").map_or(key.as_str(), |(_, rest)| rest);
+        let authority = authority.split('/').next().unwrap_or_default();
+        proptest::prop_assert!(!authority.contains('@'), "{key}");
+        proptest::prop_assert_eq!(super::memory_key(&key), key);
+    }
+}
