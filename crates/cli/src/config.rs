@@ -5,6 +5,8 @@
 //! [providers.openrouter]
 //! api_key_env = "OPENROUTER_API_KEY"   # the default
 //! base_url = "http://127.0.0.1:8080/v1" # a proxy or a test double
+//! max_body_bytes = 33554432             # the default (32 MiB): a longer response is an error
+//! retry_budget_secs = 120               # the default: retries and server-asked waits fit in it
 //!
 //! [providers.mylocal]                   # a server of your own: --llm mylocal:MODEL
 //! kind = "openai-compatible"            # llama.cpp, vLLM, Ollama's /v1, LM Studio
@@ -42,6 +44,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use claij_backends::openai::StructuredDialect;
@@ -112,6 +115,12 @@ pub struct ProviderSettings {
     pub api_key_env: String,
     /// Another base URL than the provider's own (a proxy, a compatible server, a test double).
     pub base_url: Option<String>,
+    /// `max_body_bytes`: the most bytes one response (or one stream) may have; `None`: the
+    /// backend's default, 32 MiB.
+    pub max_body_bytes: Option<u64>,
+    /// `retry_budget_secs`: the longest a call may take with its retries and the waits the server
+    /// asks for; `None`: the backend's default, 120 s.
+    pub retry_budget: Option<Duration>,
 }
 
 /// What an alias stands for.
@@ -163,6 +172,8 @@ impl Default for Config {
                 provider,
                 api_key_env: provider.key_var().to_owned(),
                 base_url: None,
+                max_body_bytes: None,
+                retry_budget: None,
             })
             .collect();
         let aliases = BUILTIN_ALIASES
@@ -355,10 +366,17 @@ impl Config {
                     }
                     "api_key_env" => settings.api_key_env = read_key_var(value, &keys, fail)?,
                     "base_url" => settings.base_url = Some(read_base_url(value, &keys, fail)?),
+                    "max_body_bytes" => {
+                        settings.max_body_bytes = Some(read_body_limit(value, &keys, fail)?);
+                    }
+                    "retry_budget_secs" => {
+                        settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
+                    }
                     _ => {
                         return Err(fail(
                             &keys,
-                            "unknown key (expected api_key_env or base_url)",
+                            "unknown key (expected api_key_env, base_url, max_body_bytes or \
+                             retry_budget_secs)",
                         ));
                     }
                 }
@@ -515,6 +533,40 @@ fn read_base_url(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<String
         return Err(fail(keys, "expected an http:// or https:// URL"));
     }
     Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// The least `max_body_bytes` takes: below it no real answer fits.
+const MIN_BODY_BYTES: u64 = 1024;
+/// The most `retry_budget_secs` takes: a day.
+const MAX_RETRY_BUDGET_SECS: u64 = 86_400;
+
+/// A `max_body_bytes` value: a whole number of bytes, at least [`MIN_BODY_BYTES`].
+fn read_body_limit(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<u64> {
+    value
+        .as_integer()
+        .and_then(|n| u64::try_from(n).ok())
+        .filter(|n| *n >= MIN_BODY_BYTES)
+        .ok_or_else(|| {
+            fail(
+                keys,
+                &format!("expected a whole number of bytes, at least {MIN_BODY_BYTES}"),
+            )
+        })
+}
+
+/// A `retry_budget_secs` value: whole seconds from 0 (no retry) to [`MAX_RETRY_BUDGET_SECS`].
+fn read_retry_budget(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<Duration> {
+    value
+        .as_integer()
+        .and_then(|n| u64::try_from(n).ok())
+        .filter(|n| *n <= MAX_RETRY_BUDGET_SECS)
+        .map(Duration::from_secs)
+        .ok_or_else(|| {
+            fail(
+                keys,
+                &format!("expected whole seconds from 0 to {MAX_RETRY_BUDGET_SECS}"),
+            )
+        })
 }
 
 /// An `api_key_env` value: the name of an environment variable.

@@ -98,13 +98,13 @@ impl Provider {
         }
     }
 
-    /// The backend, at `base_url` when the configuration sets one.
-    fn backend(self, key: ApiKey, base_url: Option<&str>) -> Arc<dyn Backend> {
+    /// The backend, configured as `settings` say (base URL, body limit, retry budget).
+    fn backend(self, key: ApiKey, settings: &ProviderSettings) -> Arc<dyn Backend> {
         match self {
-            Provider::OpenRouter => at(OpenRouter::new(key), base_url),
-            Provider::OpenAi => at(OpenAi::new(key), base_url),
-            Provider::Anthropic => at(Anthropic::new(key), base_url),
-            Provider::Gemini => at(Gemini::new(key), base_url),
+            Provider::OpenRouter => configured(OpenRouter::new(key), settings),
+            Provider::OpenAi => configured(OpenAi::new(key), settings),
+            Provider::Anthropic => configured(Anthropic::new(key), settings),
+            Provider::Gemini => configured(Gemini::new(key), settings),
         }
     }
 }
@@ -261,7 +261,7 @@ fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
         );
     };
     Ok(Opened {
-        backend: provider.backend(key, settings.base_url.as_deref()),
+        backend: provider.backend(key, settings),
         model: model.to_owned(),
         notice: why.map(|why| format!("using {}:{model} ({why})", provider.name())),
         fallback: None,
@@ -300,11 +300,23 @@ fn open_compatible(
     })
 }
 
-fn at<A: Adapter + 'static>(backend: HttpBackend<A>, base_url: Option<&str>) -> Arc<dyn Backend> {
-    match base_url {
-        Some(url) => Arc::new(backend.with_base_url(url)),
-        None => Arc::new(backend),
+/// `backend` with what the configuration sets: `base_url`, `max_body_bytes`, `retry_budget_secs`.
+fn configured<A: Adapter + 'static>(
+    backend: HttpBackend<A>,
+    settings: &ProviderSettings,
+) -> Arc<dyn Backend> {
+    let mut config = backend.config().clone();
+    if let Some(url) = &settings.base_url {
+        config = config.with_base_url(url.clone());
     }
+    if let Some(limit) = settings.max_body_bytes {
+        config = config.with_max_body_bytes(limit);
+    }
+    if let Some(budget) = settings.retry_budget {
+        let retry = config.retry.with_max_total(budget);
+        config = config.with_retry(retry);
+    }
+    Arc::new(backend.with_config(config))
 }
 
 /// A key from the environment variable `var`; empty counts as unset. The key is never shown.

@@ -203,8 +203,22 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "[providers.openai]\napi_key = \"sk-secret\"\n",
-        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env or base_url)",
+        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env, base_url, max_body_bytes or retry_budget_secs)",
     );
+    let bytes = "max_body_bytes: expected a whole number of bytes, at least 1024";
+    let secs = "retry_budget_secs: expected whole seconds from 0 to 86400";
+    for (line, expected) in [
+        ("max_body_bytes = 1023", bytes),
+        ("max_body_bytes = -1", bytes),
+        ("max_body_bytes = \"32MiB\"", bytes),
+        ("retry_budget_secs = 86401", secs),
+        ("retry_budget_secs = 1.5", secs),
+    ] {
+        check_error(
+            &format!("[providers.gemini]\n{line}\n"),
+            &format!("/etc/claij.toml:2: providers.gemini.{expected}"),
+        );
+    }
     check_error(
         "[aliases]\nfast = \"gpt-5\"\n",
         "/etc/claij.toml:2: aliases.fast: expected `local` or PROVIDER:MODEL with PROVIDER one of openrouter, openai, anthropic, gemini",
@@ -411,4 +425,24 @@ base_url = "http://127.0.0.1:11434/v1"
         json["providers"]["plain"]["structured_output"],
         serde_json::Value::Null
     );
+}
+
+#[test]
+fn body_and_retry_limits_per_provider() {
+    let config = parse(
+        "[providers.gemini]\nmax_body_bytes = 1048576\nretry_budget_secs = 300\n\n\
+         [providers.openai]\nretry_budget_secs = 0\n",
+    );
+    let gemini = config.provider(Provider::Gemini);
+    assert_eq!(gemini.max_body_bytes, Some(1_048_576));
+    assert_eq!(
+        gemini.retry_budget,
+        Some(std::time::Duration::from_secs(300))
+    );
+    let openai = config.provider(Provider::OpenAi);
+    assert_eq!(openai.max_body_bytes, None);
+    assert_eq!(openai.retry_budget, Some(std::time::Duration::ZERO));
+    let defaults = parse("");
+    assert_eq!(defaults.provider(Provider::Gemini).max_body_bytes, None);
+    assert_eq!(defaults.provider(Provider::Gemini).retry_budget, None);
 }

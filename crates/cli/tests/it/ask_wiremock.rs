@@ -244,3 +244,86 @@ async fn a_reply_cut_at_max_tokens_is_named() {
     assert!(retry.contains("keep it shorter"), "{retry}");
     assert_no_key(&run);
 }
+
+/// An exhausted quota (OpenAI's 429 `insufficient_quota`) is sent once and said as a quota, not as
+/// an authentication failure.
+#[tokio::test]
+async fn an_exhausted_quota_is_asked_once_and_says_quota() {
+    let server = MockServer::start().await;
+    let body = serde_json::json!({"error": {
+        "message": "You exceeded your current quota, please check your plan and billing details.",
+        "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(429).set_body_json(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--llm", "gemini-flash"]);
+    assert_one_line_error(&run, 2, "quota exhausted: You exceeded your current quota");
+    assert!(!run.stderr.contains("authentication"), "{}", run.stderr);
+    assert_no_key(&run);
+}
+
+/// A failure retried by the HTTP layer says how many requests it took, however the line numbers
+/// the pipeline's attempts.
+#[tokio::test]
+async fn a_retried_failure_says_how_many_http_requests_were_made() {
+    let server = MockServer::start().await;
+    let body = serde_json::json!({"error": {"message": "Rate limit exceeded", "code": 429}});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "0")
+                .set_body_json(body),
+        )
+        .expect(4)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--llm", "gemini-flash"]);
+    assert_one_line_error(&run, 2, "(HTTP 429, after 4 HTTP requests): rate limited");
+}
+
+/// `max_body_bytes` and `retry_budget_secs` from the configuration reach the HTTP layer.
+#[tokio::test]
+async fn body_and_retry_limits_from_the_configuration() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&format!(
+            r#"{{"answer": "{}", "state": "done"}}"#,
+            "Paris ".repeat(400)
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let limits = "max_body_bytes = 1024\nretry_budget_secs = 5\n";
+    let f = Files::new(&[
+        ("config.toml", &format!("{}{limits}", config(&server))),
+        ("schema.json", BASE),
+    ]);
+    let run = ask(&f, &["--llm", "gemini-flash"]);
+    assert_one_line_error(
+        &run,
+        2,
+        "response body too large: over the max_body_bytes limit of 1024 bytes",
+    );
+    server.verify().await;
+
+    server.reset().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "60"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let run = ask(&f, &["--llm", "gemini-flash"]);
+    assert_one_line_error(
+        &run,
+        2,
+        "the server asks to wait 60.0 s, more than the retry budget of 5.0 s",
+    );
+}
