@@ -162,3 +162,59 @@ async fn the_reader_passes_a_stream_through() {
     assert_eq!(answer["id"], 2);
     assert_eq!(lines[3], "{\"id\":3}");
 }
+
+/// Lines made of JSON-ish bytes and newlines, cut into chunks anywhere.
+fn stream() -> impl proptest::strategy::Strategy<Value = (Vec<u8>, Vec<usize>)> {
+    use proptest::prelude::*;
+    (
+        proptest::collection::vec(
+            prop_oneof![
+                Just(b'\n'),
+                Just(b'"'),
+                Just(b'\\'),
+                Just(b'{'),
+                Just(b'}'),
+                Just(b':'),
+                Just(b','),
+                any::<u8>()
+            ],
+            0..400,
+        ),
+        proptest::collection::vec(1usize..64, 0..20),
+    )
+}
+
+proptest::proptest! {
+    /// Whatever the bytes and however they arrive: no panic; every line passed on is within the
+    /// limit or is this reader's own error answer; input whose lines all fit passes unchanged; and
+    /// nothing is left marked as being dropped once the input ends on a newline.
+    #[test]
+    fn every_line_passed_on_fits_or_is_our_answer(
+        (input, cuts) in stream(),
+        limit in 0usize..80,
+    ) {
+        let shared = Limit::new(limit);
+        let mut lines = Lines::new(Arc::clone(&shared), "s");
+        let mut out = Vec::new();
+        let mut rest = &input[..];
+        for cut in cuts {
+            let (chunk, tail) = rest.split_at(cut.min(rest.len()));
+            lines.feed(chunk, &mut out);
+            rest = tail;
+        }
+        lines.feed(rest, &mut out);
+        for line in out.split(|b| *b == b'\n') {
+            let ours = serde_json::from_slice::<Value>(line)
+                .ok()
+                .and_then(|v| shared.recognise(v.pointer("/error/data")).map(|_| ()))
+                .is_some();
+            proptest::prop_assert!(line.len() <= limit || ours, "{:?}", String::from_utf8_lossy(line));
+        }
+        if input.split(|b| *b == b'\n').all(|line| line.len() <= limit) {
+            proptest::prop_assert_eq!(&out, &input);
+        }
+        if input.last() == Some(&b'\n') || input.is_empty() {
+            proptest::prop_assert_eq!(shared.in_progress(), None);
+        }
+    }
+}
