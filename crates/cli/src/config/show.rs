@@ -49,11 +49,18 @@ pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
         .providers()
         .iter()
         .map(|p| {
-            let value = json!({
+            let mut value = json!({
                 "api_key_env": p.api_key_env,
                 "api_key_set": is_set(&p.api_key_env),
                 "base_url": p.base_url.as_deref().map(redact_url),
             });
+            // The limits show only when the file sets them (the defaults are the library's).
+            if let Some(limit) = p.max_body_bytes {
+                value["max_body_bytes"] = limit.into();
+            }
+            if let Some(budget) = p.retry_budget {
+                value["retry_budget_secs"] = budget.as_secs().into();
+            }
             (p.provider.name().to_owned(), value)
         })
         .collect();
@@ -106,6 +113,12 @@ pub fn to_lines(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
         let mut line = format!("  {:<11} key {} ({set})", p.provider.name(), p.api_key_env);
         if let Some(url) = &p.base_url {
             line.push_str(&format!(", base_url {}", redact_url(url)));
+        }
+        if let Some(limit) = p.max_body_bytes {
+            line.push_str(&format!(", max_body_bytes {limit}"));
+        }
+        if let Some(budget) = p.retry_budget {
+            line.push_str(&format!(", retry_budget_secs {}", budget.as_secs()));
         }
         lines.push(line);
     }

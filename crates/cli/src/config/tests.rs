@@ -445,4 +445,15 @@ fn body_and_retry_limits_per_provider() {
     let defaults = parse("");
     assert_eq!(defaults.provider(Provider::Gemini).max_body_bytes, None);
     assert_eq!(defaults.provider(Provider::Gemini).retry_budget, None);
+    // `config show` says what the file set, and only that.
+    let is_set = |_: &str| false;
+    let text = show::to_lines(&config, &is_set).join("\n");
+    assert!(
+        text.contains("gemini      key GEMINI_API_KEY (not set), max_body_bytes 1048576, retry_budget_secs 300"),
+        "{text}"
+    );
+    let json = show::to_json(&config, &is_set);
+    assert_eq!(json["providers"]["gemini"]["max_body_bytes"], 1_048_576);
+    assert_eq!(json["providers"]["openai"]["retry_budget_secs"], 0);
+    assert!(json["providers"]["openai"].get("max_body_bytes").is_none());
 }
