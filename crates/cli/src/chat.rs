@@ -135,9 +135,13 @@ pub fn run(args: &Args) -> Result<Status> {
             Err(Error::RetriesExhausted(exhausted)) => {
                 status = Status::Invalid;
                 let n = exhausted.attempts.len();
+                let cut = exhausted
+                    .truncation()
+                    .map(|t| format!(": {t}"))
+                    .unwrap_or_default();
                 writeln!(
                     err,
-                    "  (no valid reply after {n} attempt{}; ask again or rephrase)",
+                    "  (no valid reply after {n} attempt{}{cut}; ask again or rephrase)",
                     if n == 1 { "" } else { "s" }
                 )?;
             }

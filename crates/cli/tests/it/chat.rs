@@ -328,3 +328,39 @@ async fn ask_standard_on_a_terminal_is_rendered_for_people() {
     assert!(raw.contains("\"metadata\""), "{raw}");
     assert!(!raw.contains(KEY));
 }
+
+/// A reply cut at `max_tokens` is named in the turn's failure line.
+#[tokio::test]
+async fn a_turn_cut_at_max_tokens_says_so() {
+    let server = MockServer::start().await;
+    let mut cut = openrouter::completion(r#"{"answer": "Blue is a"#);
+    cut["choices"][0]["finish_reason"] = "length".into();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(cut))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (run, _f) = run(
+        &server,
+        &[
+            "chat",
+            "--llm",
+            "gemini-flash",
+            "--max-retries",
+            "0",
+            "--max-tokens",
+            "32",
+        ],
+        "Colour?\n",
+        &[],
+    );
+    assert!(
+        run.stderr.contains(
+            "(no valid reply after 1 attempt: the reply was cut at max_tokens (32); ask again or \
+             rephrase)"
+        ),
+        "{}",
+        run.stderr
+    );
+}
