@@ -722,6 +722,7 @@ impl Pipeline {
         if verdict != Verdict::Valid {
             warn!(
                 n_violations = violations.len(),
+                truncated = response.finish_reason == FinishReason::Length,
                 "response failed validation"
             );
         }
