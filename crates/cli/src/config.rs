@@ -101,6 +101,10 @@ pub struct CompatibleSettings {
     pub base_url: String,
     /// The variable holding a key, if the server wants one (unset or empty: no key is sent).
     pub api_key_env: Option<String>,
+    /// `max_body_bytes`, as for a built-in provider.
+    pub max_body_bytes: Option<u64>,
+    /// `retry_budget_secs`, as for a built-in provider.
+    pub retry_budget: Option<Duration>,
     /// How the server takes structured output; `None`: `json_schema`, falling back (and
     /// remembering) when the server rejects it.
     pub structured_output: Option<StructuredDialect>,
@@ -413,6 +417,8 @@ impl Config {
             name: name.to_owned(),
             base_url: String::new(),
             api_key_env: None,
+            max_body_bytes: None,
+            retry_budget: None,
             structured_output: None,
         };
         for (key, value) in table {
@@ -428,10 +434,17 @@ impl Config {
                         .map_err(|e| fail(&keys, &e.to_string()))?;
                     settings.structured_output = Some(dialect);
                 }
+                "max_body_bytes" => {
+                    settings.max_body_bytes = Some(read_body_limit(value, &keys, fail)?);
+                }
+                "retry_budget_secs" => {
+                    settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
+                }
                 _ => {
                     return Err(fail(
                         &keys,
-                        "unknown key (expected kind, base_url, api_key_env or structured_output)",
+                        "unknown key (expected kind, base_url, api_key_env, structured_output, \
+                         max_body_bytes or retry_budget_secs)",
                     ));
                 }
             }

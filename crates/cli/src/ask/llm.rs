@@ -5,12 +5,13 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use claij_backends::local::{DEFAULT_MODEL_FILE, LocalBackend};
 use claij_backends::openai::{OpenAiCompatible, StructuredFallback};
 use claij_backends::{
-    Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, OpenAi, OpenRouter,
+    Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, HttpConfig, OpenAi, OpenRouter,
 };
 
 use crate::config::{CompatibleSettings, Config, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved};
@@ -283,6 +284,12 @@ fn open_compatible(
     {
         backend = backend.with_key(key);
     }
+    let config = with_limits(
+        backend.config().clone(),
+        settings.max_body_bytes,
+        settings.retry_budget,
+    );
+    let backend = backend.with_config(config);
     let notice = why.map(|why| format!("using {}:{model} ({why})", settings.name));
     let (backend, fallback): (Arc<dyn Backend>, _) = match settings.structured_output {
         Some(dialect) => (Arc::new(backend.with_structured_output(dialect)), None),
@@ -309,14 +316,24 @@ fn configured<A: Adapter + 'static>(
     if let Some(url) = &settings.base_url {
         config = config.with_base_url(url.clone());
     }
-    if let Some(limit) = settings.max_body_bytes {
+    let config = with_limits(config, settings.max_body_bytes, settings.retry_budget);
+    Arc::new(backend.with_config(config))
+}
+
+/// `config` with the `max_body_bytes` and `retry_budget_secs` the configuration sets.
+fn with_limits(
+    mut config: HttpConfig,
+    max_body_bytes: Option<u64>,
+    retry_budget: Option<Duration>,
+) -> HttpConfig {
+    if let Some(limit) = max_body_bytes {
         config = config.with_max_body_bytes(limit);
     }
-    if let Some(budget) = settings.retry_budget {
+    if let Some(budget) = retry_budget {
         let retry = config.retry.with_max_total(budget);
         config = config.with_retry(retry);
     }
-    Arc::new(backend.with_config(config))
+    config
 }
 
 /// A key from the environment variable `var`; empty counts as unset. The key is never shown.

@@ -374,7 +374,7 @@ fn errors_in_providers_of_your_own() {
     );
     check_error(
         "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\nkey = \"k\"\n",
-        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env or structured_output)",
+        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env, structured_output, max_body_bytes or retry_budget_secs)",
     );
     check_error(
         "[providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\n",
@@ -445,6 +445,13 @@ fn body_and_retry_limits_per_provider() {
     let defaults = parse("");
     assert_eq!(defaults.provider(Provider::Gemini).max_body_bytes, None);
     assert_eq!(defaults.provider(Provider::Gemini).retry_budget, None);
+    let own = parse(
+        "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+         max_body_bytes = 4096\nretry_budget_secs = 10\n",
+    );
+    let mine = own.compatible("mine").unwrap();
+    assert_eq!(mine.max_body_bytes, Some(4096));
+    assert_eq!(mine.retry_budget, Some(std::time::Duration::from_secs(10)));
     // `config show` says what the file set, and only that.
     let is_set = |_: &str| false;
     let text = show::to_lines(&config, &is_set).join("\n");
