@@ -20,7 +20,9 @@
 //! What is here:
 //! - [`McpClient`]: one server over stdio or streamable HTTP (feature `http`, on by default), on the
 //!   official SDK rmcp (whose types stay inside this crate). Every request has a timeout
-//!   ([`ClientOptions`]), reset by progress and capped in total; the protocol start prefers the
+//!   ([`ClientOptions`]), reset by progress and capped in total, and every message from a server a
+//!   size limit ([`ClientOptions::max_message_bytes`], 64 MiB; a larger answer fails its request at
+//!   once with [`Error::TooLarge`]); the protocol start prefers the
 //!   stateless 2026-07-28 revision and falls back to the 2025-11-25 handshake ([`StartMode`]); tool
 //!   calls give one [`CallOutcome`] `{content, structured, is_error}` whether the server answered an
 //!   error result or a JSON-RPC error ([`Failure`] says which), arguments are checked against the
