@@ -119,16 +119,37 @@ const INSTRUCTION_ROLES: &[(&str, InstructionRole)] = &[
 /// assert_eq!(instruction_role("acme/o1-mini"), InstructionRole::System);
 /// ```
 pub fn instruction_role(model: &str) -> InstructionRole {
-    let id = model.trim().to_ascii_lowercase();
-    let id = match id.split_once('/') {
-        None => id.as_str(),
-        Some(("openai", id)) => id,
-        Some(_) => return InstructionRole::System,
+    let Some(id) = openai_id(model) else {
+        return InstructionRole::System;
     };
     INSTRUCTION_ROLES
         .iter()
         .find(|(prefix, _)| id.starts_with(prefix))
         .map_or(InstructionRole::System, |(_, role)| *role)
+}
+
+/// Whether `model` takes `parallel_tool_calls` on the OpenAI chat format: all but OpenAI's o-series
+/// (o1, o3, o3-mini, o4-mini answer 400 `unsupported_parameter`), bare or as `openai/...`.
+///
+/// ```
+/// use claij_backends::models::takes_parallel_tool_calls;
+///
+/// assert!(takes_parallel_tool_calls("gpt-4o"));
+/// assert!(!takes_parallel_tool_calls("openai/o3-mini"));
+/// ```
+pub fn takes_parallel_tool_calls(model: &str) -> bool {
+    openai_id(model).is_none_or(|id| !["o1", "o3", "o4"].iter().any(|p| id.starts_with(p)))
+}
+
+/// The OpenAI model id in `model` (bare, or `openai/...` as OpenRouter names it), lowercase; `None`
+/// for another vendor's model.
+fn openai_id(model: &str) -> Option<String> {
+    let id = model.trim().to_ascii_lowercase();
+    match id.split_once('/') {
+        None => Some(id),
+        Some(("openai", rest)) => Some(rest.to_owned()),
+        Some(_) => None,
+    }
 }
 
 /// Prices in US dollars per million tokens. `None` means unknown.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::wire;
-use crate::models::{InstructionRole, instruction_role};
+use crate::models::{InstructionRole, instruction_role, takes_parallel_tool_calls};
 use crate::{
     ApiKey, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason, OutputMode, Role,
     StreamEvent, Usage, WireRequest, excerpt,
@@ -115,8 +115,9 @@ pub(super) fn request(
                         strict: structured.strict,
                     },
                 }]);
-                // One call, one answer; strict schemas do not hold for parallel calls.
-                body.parallel_tool_calls = Some(false);
+                // One call, one answer; strict schemas do not hold for parallel calls. OpenAI's
+                // o-series reject the parameter (and make one call anyway).
+                body.parallel_tool_calls = takes_parallel_tool_calls(model).then_some(false);
             }
         }
         if shape.openrouter {

@@ -748,3 +748,29 @@ fn streamed_tool_arguments_as_objects_are_text() {
         .unwrap();
     assert_eq!(events, vec![StreamEvent::ToolInput("{\"a\":1}".into())]);
 }
+
+/// OpenAI's o-series reject `parallel_tool_calls` (400 `unsupported_parameter`): tool mode leaves it
+/// out for them, through OpenRouter too.
+#[test]
+fn o_series_tool_requests_leave_out_parallel_tool_calls() {
+    let openai = OpenAiAdapter::default();
+    let router = OpenRouterAdapter::default();
+    let cases: [(&dyn Adapter, &str, bool); 6] = [
+        (&openai, "gpt-4o", true),
+        (&openai, "gpt-5", true),
+        (&openai, "o3-mini", false),
+        (&openai, "o4-mini-2025-04-16", false),
+        (&router, "openai/o3", false),
+        (&router, "anthropic/claude-sonnet-4.5", true),
+    ];
+    for (adapter, model, parallel) in cases {
+        let (request, _) = super::models::tool_request(adapter.capabilities(model), model);
+        let body = adapter.transform_request(&request, false).unwrap().body;
+        assert_valid_request(model, &body);
+        assert_eq!(
+            body.get("parallel_tool_calls").is_some(),
+            parallel,
+            "{model}: {body}"
+        );
+    }
+}
