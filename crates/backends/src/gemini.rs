@@ -656,7 +656,14 @@ fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<StreamEvent>, 
         return Err(blocked_candidate(reason, candidate, context));
     }
     let text = candidate_text(candidate);
-    if !text.is_empty() {
+    // A function call's arguments are the answer, not text written beside them.
+    let is_call = candidate
+        .content
+        .as_ref()
+        .is_some_and(|c| c.parts.iter().any(|p| p.function_call.is_some()));
+    if is_call {
+        out.push(StreamEvent::ToolInput(text));
+    } else if !text.is_empty() {
         out.push(StreamEvent::Text(text));
     }
     // Chunks carry the running usage, so the last one seen is the most complete.

@@ -491,10 +491,21 @@ fn a_function_call_stream() {
     assert_eq!(
         stream_events(stream).unwrap(),
         [
-            StreamEvent::Text(r#"{"answer":"4","state":"done"}"#.into()),
+            StreamEvent::ToolInput(r#"{"answer":"4","state":"done"}"#.into()),
             StreamEvent::Finish(FinishReason::Stop),
         ]
     );
+    // Text in an earlier chunk is not part of the answer.
+    let stream = r#"data: {"candidates": [{"content": {"parts": [{"text": "Calling the function."}],"role": "model"}}]}
+
+data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "answer", "args": {"answer": "4"}}}],"role": "model"},"finishReason": "STOP"}]}
+
+"#;
+    let mut assembler = claij_backends::Assembler::default();
+    for event in stream_events(stream).unwrap() {
+        assembler.push(event);
+    }
+    assert_eq!(assembler.finish().content, r#"{"answer":"4"}"#);
 }
 
 #[test]
