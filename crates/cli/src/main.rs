@@ -71,9 +71,9 @@ enum Status {
     Ok,
     /// The input was read but is invalid (exit 1).
     Invalid,
-}
     /// Stopped by a signal, after cleaning up (exit `code`: 128 + the signal's number).
     Signalled { name: &'static str, code: u8 },
+}
 
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
@@ -112,11 +112,11 @@ fn main() -> ExitCode {
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::Invalid) => ExitCode::from(1),
-        Err(e) => {
         Ok(Status::Signalled { name, code }) => {
             let _ = writeln!(std::io::stderr(), "error: stopped by {name}");
             ExitCode::from(code)
         }
+        Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&chain_text(&e)));
             ExitCode::from(2)
         }
