@@ -622,7 +622,11 @@ fn is_context_length(message: &str) -> bool {
 /// A protobuf duration (`"37s"`, `"1.5s"`).
 fn parse_delay(delay: &str) -> Option<Duration> {
     let seconds: f64 = delay.strip_suffix('s')?.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    // Provider bytes: `1e308s` must not panic the conversion; a wait past a day is a day.
+    if !seconds.is_finite() {
+        return None;
+    }
+    Duration::try_from_secs_f64(seconds.min(86_400.0)).ok()
 }
 
 /// The neutral events of one streamed chunk (each SSE event is a whole `GenerateContentResponse`).

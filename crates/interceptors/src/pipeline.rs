@@ -416,7 +416,9 @@ impl Pipeline {
             attempts: attempts.clone(),
         });
         self.post_response(&value, ctx, &mut skipped).await?;
-        ctx.turn += 1;
+        // A counter restored from a file can stand at its maximum: it stays there, never wraps
+        // or panics (the CLI refuses such a session before any request).
+        ctx.turn = ctx.turn.saturating_add(1);
         Ok(Answer {
             value,
             attempts,

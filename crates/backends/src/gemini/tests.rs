@@ -210,6 +210,10 @@ fn retry_delays() {
     assert_eq!(parse_delay("1.5s"), Some(Duration::from_millis(1500)));
     assert_eq!(parse_delay("-1s"), None);
     assert_eq!(parse_delay("soon"), None);
+    // Hostile numbers never panic the conversion.
+    assert_eq!(parse_delay("1e308s"), Some(Duration::from_secs(86_400)));
+    assert_eq!(parse_delay("NaNs"), None);
+    assert_eq!(parse_delay("infs"), None);
 }
 
 #[test]

@@ -82,10 +82,12 @@ fn estimate_is_conservative_against_o200k() {
         // Never under the real count, and not wildly over it.
         assert!(
             (1.0..=2.0).contains(&ratio),
-            "{name}: estimate {estimate}, o200k {actual}"
+            "{name}: estimate {estimate}, o200k {actual}\n{table}"
         );
     }
-    insta::assert_snapshot!(table);
+    // The samples come from shared/, which changes outside this repository: the ratios are the
+    // invariant, the table is for reading (`-- --nocapture`), not a snapshot.
+    println!("{table}");
 }
 
 #[test]
