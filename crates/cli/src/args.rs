@@ -14,6 +14,8 @@ pub const MAX_TRANSITIONS: usize = 1_000_000;
 pub const MAX_THREADS: usize = 1024;
 /// The highest sampling temperature (the providers' widest range is 0 to 2).
 pub const MAX_TEMPERATURE: f32 = 2.0;
+/// The range of `--max-reply-bytes` and `[defaults] max_reply_bytes`: 1 KiB to 1 GiB.
+pub const REPLY_BYTES: std::ops::RangeInclusive<usize> = 1024..=1 << 30;
 
 /// Every duration flag (`--timeout`): seconds, a finite number above 0 and at most a day (the same
 /// bound as a server's `timeout` in an MCP configuration).
@@ -68,6 +70,12 @@ pub fn message_bytes(text: &str) -> Result<usize, String> {
         *claij_mcp::MESSAGE_BYTES.start(),
         *claij_mcp::MESSAGE_BYTES.end(),
     )
+}
+
+/// `--max-reply-bytes`: the longest reply the pipeline searches for JSON, in bytes
+/// ([`REPLY_BYTES`]).
+pub fn reply_bytes(text: &str) -> Result<usize, String> {
+    whole(text, *REPLY_BYTES.start(), *REPLY_BYTES.end())
 }
 
 /// A whole number from `min` to `max`.

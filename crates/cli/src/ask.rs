@@ -73,6 +73,10 @@ pub struct Options {
     /// Token limit per attempt.
     #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
     max_tokens: Option<u32>,
+    /// The longest reply searched for JSON, in bytes: a longer one is an invalid attempt whose
+    /// retry asks for less. Default: the configuration's `defaults.max_reply_bytes`, else 1 MiB.
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::reply_bytes)]
+    max_reply_bytes: Option<usize>,
     /// Sampling temperature (the local model decodes greedily without one).
     #[arg(long, value_name = "T", value_parser = crate::args::temperature)]
     temperature: Option<f32>,
@@ -361,6 +365,9 @@ fn config(
             .unwrap_or_default(),
     };
     config.max_tokens = options.max_tokens;
+    if let Some(limit) = options.max_reply_bytes.or(defaults.max_reply_bytes) {
+        config.max_reply_bytes = limit;
+    }
     config.temperature = options.temperature;
     config.seed = options.seed;
     config
@@ -440,7 +447,7 @@ fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
         .iter()
         .enumerate()
         .map(|(i, path)| {
-            let content = std::fs::read_to_string(path)
+            let content = input::read_file_capped(path, input::MAX_INPUT_BYTES, "a note")
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let title = path.file_name().map_or_else(
                 || path.display().to_string(),

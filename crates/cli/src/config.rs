@@ -157,6 +157,8 @@ pub struct Defaults {
     pub max_retries: Option<usize>,
     /// How the schema reaches the model.
     pub mode: Option<StructuredMode>,
+    /// The longest reply searched for JSON, in bytes.
+    pub max_reply_bytes: Option<usize>,
 }
 
 /// A resolved `--llm` value: the model and the words a message should use for it.
@@ -495,6 +497,24 @@ impl Config {
                         })?;
                     self.defaults.max_retries = Some(n);
                 }
+                "max_reply_bytes" => {
+                    let range = crate::args::REPLY_BYTES;
+                    let n = value
+                        .as_integer()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|n| range.contains(n))
+                        .ok_or_else(|| {
+                            fail(
+                                &keys,
+                                &format!(
+                                    "expected a whole number of bytes from {} to {}",
+                                    range.start(),
+                                    range.end()
+                                ),
+                            )
+                        })?;
+                    self.defaults.max_reply_bytes = Some(n);
+                }
                 "mode" => {
                     let mode = match as_str(value, &keys, fail)? {
                         "auto" => StructuredMode::Auto,
@@ -513,7 +533,7 @@ impl Config {
                 _ => {
                     return Err(fail(
                         &keys,
-                        "unknown key (expected llm, max_retries or mode)",
+                        "unknown key (expected llm, max_retries, max_reply_bytes or mode)",
                     ));
                 }
             }

@@ -327,8 +327,12 @@ async fn connect(
         .config
         .as_deref()
         .unwrap_or(Path::new(DEFAULT_CONFIG));
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::input::read_file_capped(
+        path,
+        crate::input::MAX_CONFIG_BYTES,
+        "a configuration file",
+    )
+    .with_context(|| format!("cannot read {}", path.display()))?;
     let config = McpConfig::from_json(&text).with_context(|| path.display().to_string())?;
     let project = match &common.project {
         None => None,

@@ -97,8 +97,8 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// Reads a matrix file.
 pub fn read(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::input::read_file_capped(path, crate::input::MAX_INPUT_BYTES, "a matrix file")
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let matrix: Value =
         serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
     if !matrix.get("records").is_some_and(Value::is_array) {

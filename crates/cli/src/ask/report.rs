@@ -118,7 +118,7 @@ pub fn attempt_line(attempt: &Attempt) -> String {
             let n = attempt.violations.len();
             format!("invalid ({n} {})", plural(n, "violation"))
         }
-        Verdict::NoJson { .. } => "no JSON".to_owned(),
+        Verdict::NoJson { reason } => format!("no JSON ({reason})"),
         Verdict::BackendError { .. } => "backend error".to_owned(),
     };
     let mut line = format!(

@@ -47,7 +47,11 @@ pub struct SessionLock {
 impl Session {
     /// The session in `path`; a new one when the file does not exist or is empty.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = match fs::read_to_string(path) {
+        let text = match crate::input::read_file_capped(
+            path,
+            crate::input::MAX_INPUT_BYTES,
+            "a memory file",
+        ) {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),

@@ -90,6 +90,7 @@ pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
         "defaults": {
             "llm": defaults.llm,
             "max_retries": defaults.max_retries,
+            "max_reply_bytes": defaults.max_reply_bytes,
             "mode": defaults.mode.map(mode),
         },
         "mcpServers": config.mcp.as_ref().map(servers_json).unwrap_or_default(),
@@ -148,20 +149,27 @@ pub fn to_lines(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     let defaults = &config.defaults;
     lines.push("defaults:".to_owned());
     lines.push(format!(
-        "  llm          {}",
+        "  llm              {}",
         defaults.llm.clone().unwrap_or_else(|| format!(
             "(none: {DEFAULT_REMOTE_ALIAS} when {} is set, else local)",
             config.provider(Provider::OpenRouter).api_key_env
         ))
     ));
     lines.push(format!(
-        "  max_retries  {}",
+        "  max_retries      {}",
         defaults
             .max_retries
             .map_or_else(|| "(none: 3)".to_owned(), |n| n.to_string())
     ));
     lines.push(format!(
-        "  mode         {}",
+        "  max_reply_bytes  {}",
+        defaults.max_reply_bytes.map_or_else(
+            || format!("(none: {})", claij_interceptors::DEFAULT_MAX_REPLY_BYTES),
+            |n| n.to_string()
+        )
+    ));
+    lines.push(format!(
+        "  mode             {}",
         defaults.mode.map_or("(none: auto)", mode)
     ));
     lines.extend(mcp_lines(config.mcp.as_ref()));

@@ -327,3 +327,52 @@ async fn body_and_retry_limits_from_the_configuration() {
         "the server asks to wait 60.0 s, more than the retry budget of 5.0 s",
     );
 }
+
+/// `--max-reply-bytes` (else `[defaults] max_reply_bytes`) bounds the reply searched for JSON: a
+/// longer one is an invalid attempt whose retry says its size and the limit.
+#[tokio::test]
+async fn a_reply_over_max_reply_bytes_is_refused_and_the_retry_says_so() {
+    let server = MockServer::start().await;
+    let long = format!(
+        r#"{{"answer": "{}", "state": "done"}}"#,
+        "Paris ".repeat(400)
+    );
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&long))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(VALID))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--llm", "gemini-flash", "--max-reply-bytes", "1024"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("over the limit of 1024 bytes (max_reply_bytes)"),
+        "{}",
+        run.stderr
+    );
+    let retry =
+        String::from_utf8_lossy(&server.received_requests().await.unwrap()[1].body).into_owned();
+    assert!(retry.contains("over the limit of 1024 bytes"), "{retry}");
+
+    // The same limit from the configuration; out of range there or on the flag is a usage error.
+    let config = format!("{}[defaults]\nmax_reply_bytes = 100\n", config(&server));
+    let bad = Files::new(&[("config.toml", &config), ("schema.json", BASE)]);
+    let run = ask(&bad, &["--llm", "gemini-flash"]);
+    assert_one_line_error(
+        &run,
+        2,
+        "defaults.max_reply_bytes: expected a whole number of bytes from 1024 to 1073741824",
+    );
+    let run = ask(&f, &["--llm", "gemini-flash", "--max-reply-bytes", "1e9"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--max-reply-bytes"), "{}", run.stderr);
+}

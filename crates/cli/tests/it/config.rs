@@ -112,7 +112,11 @@ fn show_never_prints_a_secret() {
             || text.contains("openai:gpt-5-mini  (file)"),
         "{text}"
     );
-    assert!(text.contains("  llm          fast"), "{text}");
+    assert!(text.contains("  llm              fast"), "{text}");
+    assert!(
+        text.contains("  max_reply_bytes  (none: 1048576)"),
+        "{text}"
+    );
     assert!(
         text.contains("  time: stdio `mcp-server-time`, env API_TOKEN=<redacted>"),
         "{text}"

@@ -102,6 +102,20 @@ fn an_endless_configuration_file_is_refused_naming_it_and_the_limit() {
         2,
         "cannot read /dev/zero: larger than 1048576 bytes, the limit for a configuration file",
     );
+    // The MCP configuration, a matrix and a note are bounded the same way.
+    for (args, what) in [
+        (
+            &["mcp", "list", "--config", "/dev/zero"][..],
+            "larger than 1048576 bytes, the limit for a configuration file",
+        ),
+        (
+            &["models", "--matrix", "/dev/zero"][..],
+            "larger than 67108864 bytes, the limit for a matrix file",
+        ),
+    ] {
+        let run = claij(args, "");
+        assert_one_line_error(&run, 2, what);
+    }
 }
 
 #[test]
