@@ -72,7 +72,10 @@ enum Status {
     /// The input was read but is invalid (exit 1).
     Invalid,
     /// Stopped by a signal, after cleaning up (exit `code`: 128 + the signal's number).
-    Signalled { name: &'static str, code: u8 },
+    Signalled {
+        name: &'static str,
+        code: u8,
+    },
 }
 
 fn main() -> ExitCode {
