@@ -50,7 +50,8 @@
 //! base URL and model in a [`FallbackMemory`].
 //!
 //! Errors: `{"error": {message, type, code}}` bodies become 401/403 [`Error::Authentication`], 404
-//! [`Error::ModelNotFound`], 429 [`Error::RateLimited`], 400 with `context_length_exceeded`
+//! [`Error::ModelNotFound`], 429 [`Error::RateLimited`] (but 429 `insufficient_quota` and 402
+//! [`Error::QuotaExhausted`], never retried), 400 with `context_length_exceeded`
 //! [`Error::ContextLengthExceeded`], other 400/422 [`Error::BadRequest`], 503/529
 //! [`Error::Overloaded`], other 5xx [`Error::Server`]; a refusal is [`Error::Refused`]; a body that is
 //! not what the API promises (HTML, empty, cut off) is [`Error::MalformedResponse`] with an excerpt.
