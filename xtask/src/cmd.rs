@@ -1,6 +1,10 @@
 //! Running commands from the repository root: stdin closed, output inherited, each echoed first.
 
-use std::ffi::OsString;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
+
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -18,6 +22,8 @@ pub struct Cmd {
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     stdin: Option<PathBuf>,
+    /// Whether the variables `cargo run` set for xtask itself are removed ([`Cmd::without_cargo_run_env`]).
+    clean: bool,
 }
 
 /// The repository root: the parent of xtask's manifest directory.
@@ -40,12 +46,26 @@ impl Cmd {
             args: Vec::new(),
             envs: Vec::new(),
             stdin: None,
+            clean: false,
         }
     }
 
     /// `cargo` from `PATH`: under rustup the proxy keeps the toolchain `cargo xtask` was started with.
+    /// It runs without the variables `cargo run` set for xtask ([`Cmd::without_cargo_run_env`]), so
+    /// it shares one build with a plain `cargo build`.
     pub fn cargo() -> Cmd {
-        Cmd::new("cargo")
+        Cmd::new("cargo").without_cargo_run_env()
+    }
+
+    /// Runs the command without the variables `cargo run` sets for the program it runs (xtask):
+    /// `CARGO_MANIFEST_*`, `CARGO_PKG_*`, `CARGO_CRATE_NAME`, `CARGO_BIN_*`, `CARGO_PRIMARY_PACKAGE`,
+    /// `OUT_DIR`, `CARGO_TARGET_TMPDIR`, `CARGO_RUSTC_CURRENT_DIR`. They describe xtask's package, and
+    /// build scripts that watch them (ring's `rerun-if-env-changed=CARGO_MANIFEST_DIR`,
+    /// `CARGO_PKG_NAME`...) would otherwise see them change and rebuild everything above them. What
+    /// the user set (`RUSTFLAGS`, `CARGO_TARGET_DIR`, `CARGO_HOME`...) stays.
+    pub fn without_cargo_run_env(mut self) -> Cmd {
+        self.clean = true;
+        self
     }
 
     /// Echo the program as `name` (say `claij` for `/long/target/release/claij`).
@@ -95,6 +115,21 @@ impl Cmd {
             .with_context(|| format!("cannot run `{self}`"))
     }
 
+    /// Echoes the command, runs it with stdout captured and stderr inherited, and returns how it
+    /// exited and what it printed (lossy UTF-8), whatever the exit code.
+    pub fn capture(&self) -> Result<(ExitStatus, String)> {
+        println!("$ {self}");
+        let output = self
+            .command()?
+            .stderr(Stdio::inherit())
+            .output()
+            .with_context(|| format!("cannot run `{self}`"))?;
+        Ok((
+            output.status,
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        ))
+    }
+
     /// Runs the command without echoing it and returns its stdout; stderr stays inherited.
     pub fn read(&self) -> Result<String> {
         self.read_inner()
@@ -132,6 +167,13 @@ impl Cmd {
 
     fn command(&self) -> Result<Command> {
         let mut command = Command::new(&self.program);
+        if self.clean {
+            for (name, _) in std::env::vars_os() {
+                if is_cargo_run_var(&name) {
+                    command.env_remove(name);
+                }
+            }
+        }
         command
             .args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
@@ -167,8 +209,24 @@ impl fmt::Display for Cmd {
     }
 }
 
+/// Whether cargo sets `name` for the program `cargo run` runs, describing that program's own package
+/// (see [`Cmd::without_cargo_run_env`]).
+pub fn is_cargo_run_var(name: &OsStr) -> bool {
+    const PREFIXES: [&str; 3] = ["CARGO_MANIFEST_", "CARGO_PKG_", "CARGO_BIN_"];
+    const NAMES: [&str; 5] = [
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "OUT_DIR",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
+    name.to_str().is_some_and(|name| {
+        PREFIXES.iter().any(|prefix| name.starts_with(prefix)) || NAMES.contains(&name)
+    })
+}
+
 /// Shell-quotes `word` for display when it holds anything beyond plain path and flag characters.
-fn quote(word: impl AsRef<std::ffi::OsStr>) -> String {
+fn quote(word: impl AsRef<OsStr>) -> String {
     let word = word.as_ref().to_string_lossy();
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
