@@ -1,6 +1,8 @@
-//! `cargo xtask bench`: run every bench target, then summarize `target/criterion` and the local model's
-//! reports (`target/claij/bench-local.md`, `target/claij/bench-mcp.md`).
+//! `cargo xtask bench`: run every bench target and the embedded model's content-quality prompts
+//! ([`quality`]), then summarize `target/criterion` and the reports that give figures
+//! (`target/claij/bench-local.md`, `bench-mcp.md`, `bench-quality.md`).
 
+mod quality;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
@@ -35,19 +37,31 @@ enum Throughput {
 }
 
 /// Runs `cargo bench` over the bench targets only (so criterion flags never reach a libtest
-/// harness), passing `args` to criterion, then prints the results this run wrote.
+/// harness), passing `args` to criterion, then the quality prompts (unless `--no-quality`), then
+/// prints the results this run wrote. `bench quality [OPTIONS]` runs the quality prompts alone.
 pub fn run(args: &[String]) -> Result<ExitCode> {
+    if let Some((first, rest)) = args.split_first()
+        && first == "quality"
+    {
+        return quality::run(rest);
+    }
     let workspace = Workspace::load()?;
     let criterion_dir = workspace.target_directory.join("criterion");
     // Some filesystems store whole-second mtimes: allow for the truncation.
     let started = SystemTime::now() - Duration::from_secs(2);
     // `cargo xtask bench -- --quick` and `cargo xtask bench --quick` mean the same.
     let args = args.strip_prefix(&["--".to_owned()]).unwrap_or(args);
+    let with_quality = !args.iter().any(|arg| arg == "--no-quality");
+    let args: Vec<&String> = args.iter().filter(|arg| *arg != "--no-quality").collect();
     let mut cargo = Cmd::cargo().args(["bench", "--workspace", "--bench", "*"]);
     if !args.is_empty() {
         cargo = cargo.arg("--").args(args);
     }
     cargo.run()?;
+    if with_quality {
+        println!();
+        quality::measure(&quality::Options::default(), &workspace)?;
+    }
 
     println!();
     let estimates = read_estimates(&criterion_dir, Some(started));
@@ -60,8 +74,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         print!("{}", table(&estimates));
     }
     // Benches that report figures rather than criterion estimates (the local model's, the MCP
-    // overhead) write markdown here.
-    for name in ["bench-local.md", "bench-mcp.md"] {
+    // overhead, the content quality) write markdown here.
+    for name in ["bench-local.md", "bench-mcp.md", "bench-quality.md"] {
         let report = workspace.target_directory.join("claij").join(name);
         let fresh = fs::metadata(&report)
             .and_then(|m| m.modified())

@@ -67,8 +67,25 @@ commands:
                                            $XDG_CACHE_HOME/claij/llama-server, else
                                            ~/.cache/claij/llama-server
                                 --force    install again even if it matches
-  bench [ARGS...]             cargo bench over every criterion bench target, then a summary table;
-                              ARGS go to criterion (a filter, --save-baseline NAME, ...)
+  bench [--no-quality] [ARGS...]
+                              cargo bench over every criterion bench target, then the quality
+                              prompts (as `bench quality` below; --no-quality skips them), then
+                              a summary table; ARGS go to criterion (a filter,
+                              --save-baseline NAME, ...)
+  bench quality [--claij PATH] [--out DIR] [--timeout SECS] [--only TEXT] [--max-retries N]
+                              the embedded model's content quality: 32 prompts with checkable
+                              answers (xtask/src/bench/quality.json: capitals, arithmetic,
+                              sentiment, yes/no, name and date extraction) through `claij ask
+                              --llm local --json`; prints and writes bench-quality.md and .json
+                              in DIR (default target/claij): shares of right answers, valid ones,
+                              strings ending in `,`, `state` values from {answered,
+                              needs_clarification, cannot_answer}, truncated replies; time per
+                              prompt and tokens per second
+                                --claij PATH   the binary to measure; default $CLAIJ_BIN, else a
+                                               release build of this tree
+                                --timeout SECS per prompt, then it is killed (default 300)
+                                --only TEXT    only the prompts whose id contains TEXT
+                                --max-retries N  passed to `claij ask`
   demo [--dev]                fetch the model as `model` does, build the claij CLI (release, or
                               dev with --dev), hold a two-turn conversation with the local model
                               (`claij ask --llm local --interceptors memory --memory FILE`), then
