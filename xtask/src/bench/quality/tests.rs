@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::report::{cell, markdown, report_json, share};
 use super::*;
 
 #[track_caller]
