@@ -411,6 +411,20 @@ impl LocalBackend {
         self.inner.vocab.template.render(system, &request.messages)
     }
 
+    /// The size of [`LocalBackend::prompt`] for `request`, in tokens. [`Backend::stream`] sends it
+    /// first, as a [`Usage`] with only the input tokens, before the prompt is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Other`] when the tokenizer fails.
+    pub fn prompt_tokens(&self, request: &ChatRequest) -> Result<usize, Error> {
+        self.inner
+            .vocab
+            .encode(&self.prompt(request))
+            .map(|tokens| tokens.len())
+            .map_err(|e| Error::other("local", e))
+    }
+
     /// Generates the answer to `request` on the calling thread; stops early, with
     /// [`Error::Cancelled`], once `cancel` is set.
     ///
@@ -596,6 +610,14 @@ impl Backend for LocalBackend {
             .name("claij-local".to_owned())
             .spawn(move || {
                 let _ = events.unbounded_send(Ok(StreamEvent::Model(backend.inner.name.clone())));
+                // The prompt's size alone, before the prompt is read (seconds for a long one), so a
+                // caller can show progress; the final usage follows the text.
+                if let Ok(tokens) = backend.prompt_tokens(&owned) {
+                    let _ = events.unbounded_send(Ok(StreamEvent::Usage(Usage {
+                        input_tokens: tokens as u64,
+                        ..Usage::default()
+                    })));
+                }
                 let mut on_text = |text: &str| {
                     if !text.is_empty() {
                         let _ = events.unbounded_send(Ok(StreamEvent::Text(text.to_owned())));

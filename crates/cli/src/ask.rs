@@ -5,6 +5,7 @@
 //! runtime, save the conversation, print the value and what each attempt cost ([`report`]).
 
 pub(crate) mod llm;
+mod progress;
 mod report;
 mod session;
 #[cfg(test)]
@@ -13,6 +14,7 @@ mod tools;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
@@ -176,6 +178,8 @@ pub(crate) struct Conversation<'a> {
     session: Session,
     _lock: Option<SessionLock>,
     services: Option<Services>,
+    /// The progress line's attempt counter, when the backend draws one.
+    turns: Option<progress::Turns>,
     /// Whether replies are standard responses (rendered for people on a terminal).
     standard: bool,
 }
@@ -259,7 +263,20 @@ impl<'a> Conversation<'a> {
             crate::structured_cache::set_quiet(options.json);
         }
         let (chain, citations) = chain(&names, services.as_ref(), notes)?;
-        let mut pipeline = Pipeline::new(opened.backend, knobs, chain);
+        // The local model takes seconds to minutes on a CPU: on a terminal, show it working.
+        let (backend, turns) = if opened.backend.provider() == "local"
+            && !options.json
+            && std::io::stderr().is_terminal()
+        {
+            let (watched, turns) = progress::Watched::stderr(opened.backend);
+            (
+                Arc::new(watched) as Arc<dyn claij_backends::Backend>,
+                Some(turns),
+            )
+        } else {
+            (opened.backend, None)
+        };
+        let mut pipeline = Pipeline::new(backend, knobs, chain);
         if let Some(citations) = citations {
             pipeline = pipeline.with_check("citations", citations.check());
         }
@@ -274,6 +291,7 @@ impl<'a> Conversation<'a> {
             session,
             _lock: lock,
             services,
+            turns,
             standard: names.contains(&Interceptor::Citations),
         })
     }
@@ -286,6 +304,9 @@ impl<'a> Conversation<'a> {
         Result<claij_interceptors::Answer, Error>,
         std::time::Duration,
     ) {
+        if let Some(turns) = &self.turns {
+            turns.start();
+        }
         let started = Instant::now();
         let result = self
             .runtime

@@ -110,7 +110,7 @@ pub fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> V
     lines
 }
 
-/// `attempt 1: valid, in 1.23s, 456+78 tokens[, $cost][; the reply was cut at max_tokens (N)]`.
+/// `attempt 1: valid, in 1.23s, 456+78 tokens[, 63 tok/s][, $cost][; the reply was cut at max_tokens (N)]`.
 pub fn attempt_line(attempt: &Attempt) -> String {
     let verdict = match &attempt.verdict {
         Verdict::Valid => "valid".to_owned(),
@@ -122,10 +122,9 @@ pub fn attempt_line(attempt: &Attempt) -> String {
         Verdict::BackendError { .. } => "backend error".to_owned(),
     };
     let mut line = format!(
-        "attempt {}: {verdict}, in {}, {} tokens",
+        "attempt {}: {verdict}, {}",
         attempt.number,
-        seconds(attempt.latency),
-        tokens(attempt.usage)
+        attempt_stats(attempt.latency, attempt.usage)
     );
     if let Some(cost) = attempt.usage.cost_usd {
         line.push_str(", ");
@@ -136,6 +135,17 @@ pub fn attempt_line(attempt: &Attempt) -> String {
         line.push_str(&truncation);
     }
     line
+}
+
+/// `in 2.31s, 412+87 tokens, 38 tok/s`: the attempt's time, its tokens, and the rate it generated
+/// at (output tokens over the whole call; none under a tenth of a second or without output).
+pub fn attempt_stats(latency: Duration, usage: Usage) -> String {
+    let mut stats = format!("in {}, {} tokens", seconds(latency), tokens(usage));
+    if let Some(rate) = super::progress::rate(usage.output_tokens, latency) {
+        stats.push_str(", ");
+        stats.push_str(&rate);
+    }
+    stats
 }
 
 /// The `--json` report.

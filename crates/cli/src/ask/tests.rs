@@ -191,3 +191,23 @@ fn a_turn_counter_at_its_maximum_is_an_error_not_a_wrap() {
         "m.json: the turn counter is at its maximum (18446744073709551615): start a new conversation"
     );
 }
+
+#[track_caller]
+fn check_stats(latency_ms: u64, input: u64, output: u64, expected: &str) {
+    let usage = claij_backends::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..claij_backends::Usage::default()
+    };
+    let latency = std::time::Duration::from_millis(latency_ms);
+    assert_eq!(report::attempt_stats(latency, usage), expected);
+}
+
+#[test]
+fn attempt_lines_report_the_generation_rate() {
+    check_stats(2310, 412, 87, "in 2.31s, 412+87 tokens, 38 tok/s");
+    check_stats(4000, 412, 18, "in 4.00s, 412+18 tokens, 4.5 tok/s");
+    // No output, or too quick to be a rate (a mock server): no rate.
+    check_stats(2310, 412, 0, "in 2.31s, 412+0 tokens");
+    check_stats(5, 12, 3, "in 0.01s, 12+3 tokens");
+}

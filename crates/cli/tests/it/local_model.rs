@@ -143,3 +143,63 @@ fn mcp_sampling_is_answered_by_the_local_model() {
         without.stdout
     );
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`), the local model's progress line is
+/// drawn on stderr while it works (the prompt's size while it is read, then the tokens and the
+/// reply so far) and cleared before the answer; the attempt line reports the rate. With `--json`,
+/// on the same terminal, none of it. (Piped, every other test here sees no progress either.)
+#[test]
+fn progress_shows_on_a_terminal_and_not_with_json() {
+    let Some(model) = model() else { return };
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("skipped: no `script` (util-linux) to make a terminal");
+        }
+        return;
+    }
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let on_terminal = |extra: &str| {
+        let command = format!(
+            "{} ask 'Capital of France?' --llm local --model-path {} --threads 1 --max-tokens 24{extra}",
+            quote(env!("CARGO_BIN_EXE_claij")),
+            quote(&model.to_string_lossy()),
+        );
+        let output = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env(
+                "XDG_CONFIG_HOME",
+                std::env::temp_dir().join("claij-tests-no-config"),
+            )
+            .env_remove("CLAIJ_CONFIG")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+
+    let shown = on_terminal("");
+    let frames: Vec<&str> = shown.split("\r\x1b[2K").collect();
+    let first = |part: &str| {
+        frames
+            .iter()
+            .position(|f| f.contains(part))
+            .unwrap_or_else(|| panic!("no {part:?} in {shown:?}"))
+    };
+    let reading = first("attempt 1: reading the prompt, ");
+    let writing = first("attempt 1: 1 token, ");
+    assert!(reading < writing, "{shown:?}");
+    let attempt_line = shown
+        .lines()
+        .find(|l| l.starts_with("attempt 1: "))
+        .unwrap_or_else(|| panic!("no attempt line in {shown:?}"));
+    assert!(attempt_line.contains(" tok/s"), "{attempt_line}");
+
+    let json = on_terminal(" --json");
+    assert!(!json.contains("\x1b[2K"), "{json:?}");
+    assert!(!json.contains("reading the prompt"), "{json:?}");
+}

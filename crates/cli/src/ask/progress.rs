@@ -1,0 +1,287 @@
+//! Progress on a terminal while the local model works: one line on stderr, redrawn in place, with
+//! the attempt, the prompt being read, the tokens so far and their rate, and the end of the reply as
+//! it grows; cleared once the reply is complete, so what is printed after it stays clean.
+
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use claij_backends::{
+    Assembler, Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error,
+    StreamEvent,
+};
+use futures_util::StreamExt as _;
+use tokio::time::Instant;
+
+/// How often the line is redrawn while nothing arrives (the elapsed time keeps moving), and at most
+/// how often while tokens arrive.
+const TICK: Duration = Duration::from_millis(120);
+/// The terminal width assumed when `COLUMNS` does not say: a line never wraps, or it could not be
+/// redrawn in place.
+const DEFAULT_WIDTH: usize = 80;
+/// Characters of the reply kept for the line's tail.
+const TAIL: usize = 160;
+/// The spinner's frames (ASCII: every terminal shows them).
+const FRAMES: [char; 4] = ['-', '\\', '|', '/'];
+
+/// A backend whose calls draw a progress line while they run. The answer is the same as the inner
+/// backend's: the call streams and assembles the events as the pipeline's streaming path does.
+pub struct Watched {
+    inner: Arc<dyn Backend>,
+    out: Mutex<Box<dyn Write + Send>>,
+    width: usize,
+    attempts: Arc<AtomicUsize>,
+}
+
+/// Counts the attempts of a turn for the progress line: [`Turns::start`] before each turn.
+#[derive(Clone)]
+pub struct Turns(Arc<AtomicUsize>);
+
+impl Turns {
+    /// The next call is attempt 1 again.
+    pub fn start(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// What the line shows: where one call is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    /// The attempt (1 for the first call of a turn).
+    pub attempt: usize,
+    /// The prompt's size in tokens, once the backend says it (the local model does before reading it).
+    pub prompt_tokens: Option<u64>,
+    /// Pieces of the reply received: the local model sends one per decoding step, so this counts
+    /// tokens (a step that the grammar extends with forced tokens counts once).
+    pub tokens: u64,
+    /// Time from the call's start to the first piece of the reply.
+    pub first_token_at: Option<Duration>,
+    /// The end of the reply so far, one line (control characters as spaces).
+    pub tail: String,
+}
+
+impl Watched {
+    /// `inner`, drawing on stderr, `COLUMNS` wide (else 80).
+    pub fn stderr(inner: Arc<dyn Backend>) -> (Self, Turns) {
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(DEFAULT_WIDTH);
+        Self::new(inner, Box::new(std::io::stderr()), width)
+    }
+
+    /// `inner`, drawing on `out` with lines shorter than `width` characters.
+    pub fn new(inner: Arc<dyn Backend>, out: Box<dyn Write + Send>, width: usize) -> (Self, Turns) {
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let watched = Self {
+            inner,
+            out: Mutex::new(out),
+            width: width.clamp(20, 1000),
+            attempts: Arc::clone(&attempts),
+        };
+        (watched, Turns(attempts))
+    }
+
+    /// Writes `\r`, clears the line, then `line` (empty: just clears). Progress is best effort: a
+    /// failed write to the terminal never fails the call.
+    fn draw(&self, line: &str) {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = write!(out, "\r\x1b[2K{line}");
+        let _ = out.flush();
+    }
+
+    async fn watch(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
+        let attempt = self
+            .attempts
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1);
+        let _clear = Clear(self);
+        let started = Instant::now();
+        let mut status = Status::new(attempt);
+        let mut frame = 0;
+        let mut drawn = Phase::of(&status);
+        let mut drawn_at = started;
+        self.draw(&render(&status, Duration::ZERO, frame, self.width));
+        let mut stream = self.inner.stream(request);
+        let mut assembler = Assembler::default();
+        loop {
+            match tokio::time::timeout(TICK, stream.next()).await {
+                Err(_) => {}
+                Ok(None) => break,
+                Ok(Some(event)) => {
+                    let event = event?;
+                    status.observe(&event, started.elapsed());
+                    if assembler.push(event) {
+                        status.set_tail(assembler.answer());
+                    }
+                }
+            }
+            let now = Instant::now();
+            let phase = Phase::of(&status);
+            // A new phase shows at once; within one, the line moves at most every tick.
+            if phase != drawn || now.duration_since(drawn_at) >= TICK {
+                frame = frame.wrapping_add(1);
+                self.draw(&render(
+                    &status,
+                    now.duration_since(started),
+                    frame,
+                    self.width,
+                ));
+                drawn = phase;
+                drawn_at = now;
+            }
+        }
+        Ok(assembler.finish())
+    }
+}
+
+/// Clears the line when the call ends, however it ends (an error, a dropped future).
+struct Clear<'a>(&'a Watched);
+
+impl Drop for Clear<'_> {
+    fn drop(&mut self) {
+        self.0.draw("");
+    }
+}
+
+/// The phases a line moves through; a change redraws at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Waiting,
+    Reading,
+    Writing,
+}
+
+impl Phase {
+    fn of(status: &Status) -> Self {
+        match (status.tokens, status.prompt_tokens) {
+            (0, None) => Phase::Waiting,
+            (0, Some(_)) => Phase::Reading,
+            _ => Phase::Writing,
+        }
+    }
+}
+
+impl Status {
+    /// A call that has just started.
+    pub fn new(attempt: usize) -> Self {
+        Self {
+            attempt,
+            prompt_tokens: None,
+            tokens: 0,
+            first_token_at: None,
+            tail: String::new(),
+        }
+    }
+
+    /// Takes in one event, `at` from the call's start.
+    pub fn observe(&mut self, event: &StreamEvent, at: Duration) {
+        match event {
+            // Before any text, a usage figure is the prompt's size (the local model sends it
+            // before reading the prompt).
+            StreamEvent::Usage(usage) if self.tokens == 0 && usage.input_tokens > 0 => {
+                self.prompt_tokens = Some(usage.input_tokens);
+            }
+            StreamEvent::Text(text) | StreamEvent::ToolInput(text) if !text.is_empty() => {
+                self.tokens += 1;
+                self.first_token_at.get_or_insert(at);
+            }
+            _ => {}
+        }
+    }
+
+    /// The reply so far, of which the line shows the end.
+    pub fn set_tail(&mut self, answer: &str) {
+        let start = answer
+            .char_indices()
+            .rev()
+            .nth(TAIL - 1)
+            .map_or(0, |(i, _)| i);
+        self.tail = answer[start..]
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+    }
+}
+
+/// The progress line for `status`, `elapsed` into the call, shorter than `width` characters:
+/// `- attempt 1: reading the prompt, 812 tokens... 1.2s`, then
+/// `\ attempt 1: 87 tokens, 38 tok/s, 3.1s | "answer": "The capital`.
+pub fn render(status: &Status, elapsed: Duration, frame: usize, width: usize) -> String {
+    let spinner = FRAMES[frame % FRAMES.len()];
+    let attempt = status.attempt;
+    let seconds = format!("{:.1}s", elapsed.as_secs_f64());
+    let head = match (status.tokens, status.prompt_tokens) {
+        (0, None) => format!("{spinner} attempt {attempt}: waiting for the model... {seconds}"),
+        (0, Some(n)) => {
+            format!("{spinner} attempt {attempt}: reading the prompt, {n} tokens... {seconds}")
+        }
+        (n, _) => {
+            let rate = status
+                .first_token_at
+                // The first token ends the prompt's reading: the rate is of those after it.
+                .and_then(|first| rate(n - 1, elapsed.saturating_sub(first)))
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            format!(
+                "{spinner} attempt {attempt}: {n} {}{rate}, {seconds} | ",
+                if n == 1 { "token" } else { "tokens" }
+            )
+        }
+    };
+    let room = width.saturating_sub(1);
+    let head_len = head.chars().count();
+    if head_len >= room {
+        return head.chars().take(room).collect();
+    }
+    if status.tokens == 0 {
+        return head;
+    }
+    let tail_room = room - head_len;
+    let tail_len = status.tail.chars().count();
+    let tail: String = status
+        .tail
+        .chars()
+        .skip(tail_len.saturating_sub(tail_room))
+        .collect();
+    format!("{head}{tail}")
+}
+
+/// `38 tok/s` for `tokens` over `span`; none over less than a tenth of a second (not a rate yet).
+pub fn rate(tokens: u64, span: Duration) -> Option<String> {
+    let seconds = span.as_secs_f64();
+    if tokens == 0 || seconds < 0.1 {
+        return None;
+    }
+    let per_second = tokens as f64 / seconds;
+    Some(if per_second < 10.0 {
+        format!("{per_second:.1} tok/s")
+    } else {
+        format!("{per_second:.0} tok/s")
+    })
+}
+
+impl Backend for Watched {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn capabilities(&self, model: &str) -> Capabilities {
+        self.inner.capabilities(model)
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, Error>> {
+        Box::pin(self.watch(request))
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> BoxStream<'a, Result<StreamEvent, Error>> {
+        self.inner.stream(request)
+    }
+}
