@@ -73,7 +73,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use llguidance::{LlguidanceBounds, compile_llguidance};
+pub use llguidance::{DEFAULT_MAX_STRING_CHARS, LlguidanceBounds, compile_llguidance};
 use patterns::regex_features;
 
 /// A provider's structured-output schema dialect.

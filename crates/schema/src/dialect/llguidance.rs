@@ -31,8 +31,10 @@ use recursion::recursive_targets;
 ///
 /// Each added limit is reported as a [`LossKind::Tightened`] loss. A schema that asks for more (`minLength`,
 /// `minItems`, `minProperties` or `required` above a limit) gets its minimum instead, so no schema becomes
-/// unsatisfiable. `maxLength` counts characters, not tokens: size a request's `max_tokens` from the bounds
-/// (roughly 3-4 tokens per character) and treat hitting it as a failed attempt.
+/// unsatisfiable. `maxLength` counts characters, not tokens. The string bound is generous on purpose: it
+/// only stops a model that loops inside a string, and the request's `max_tokens` (which the local backend
+/// honours by closing the document in time) is what normally ends a long answer. A string that reaches an
+/// added bound is cut short: claij-interceptors flags it on the attempt (`Attempt::cut_strings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LlguidanceBounds {
     /// `maxLength` of strings without one (and without `enum` or `const`).
@@ -45,11 +47,16 @@ pub struct LlguidanceBounds {
     pub max_properties: u64,
 }
 
+/// The default `maxLength` [`Dialect::Llguidance`] adds to strings without one: 2000 characters, more than
+/// the local backend's default token limit (512) lets a model write, so it cuts nothing a token limit would
+/// not; it still ends a model that loops inside a string when the token limit is large.
+pub const DEFAULT_MAX_STRING_CHARS: u64 = 2000;
+
 impl Default for LlguidanceBounds {
-    /// 256 characters, 32 items, 32 properties.
+    /// 2000 characters ([`DEFAULT_MAX_STRING_CHARS`]), 32 items, 32 properties.
     fn default() -> Self {
         LlguidanceBounds {
-            max_string_chars: 256,
+            max_string_chars: DEFAULT_MAX_STRING_CHARS,
             max_items: 32,
             max_properties: 32,
         }

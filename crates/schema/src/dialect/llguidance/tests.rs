@@ -59,14 +59,14 @@ fn refs_are_inlined() {
         "$defs": {"Code": {"type": "string", "pattern": "^[A-Z]+$"}, "Unused": {"not": {}}},
         "definitions": {"Level": {"type": "integer", "minimum": 0}}}),
         json!({"type": "object", "properties": {
-            "a": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 256},
-            "b": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 256, "description": "the other code"},
+            "a": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 2000},
+            "b": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 2000, "description": "the other code"},
             "c": {"type": "string", "pattern": "^[A-Z]+$", "maxLength": 2},
             "d": {"type": "integer", "minimum": 0, "default": 1},
         }, "required": ["a", "b", "c", "d"], "additionalProperties": false}),
         &[
             "#/properties/a: $ref rewritten \"#/$defs/Code\"",
-            "#/$defs/Code: maxLength tightened 256",
+            "#/$defs/Code: maxLength tightened 2000",
             "#/properties/b: $ref rewritten \"#/$defs/Code\"",
             "#/properties/c: $ref rewritten \"#/$defs/Code\"",
             "#/properties/d: $ref rewritten \"#/definitions/Level\"",
@@ -276,7 +276,7 @@ fn runaway_bounds() {
     check(
         json!({"type": "object", "properties": {
             "s": {"type": "string"},
-            "n": {"type": ["string", "null"], "minLength": 300},
+            "n": {"type": ["string", "null"], "minLength": 3000},
             "e": {"type": "string", "enum": ["a", "b"]},
             "c": {"type": "string", "const": "a"},
             "a": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 40},
@@ -287,8 +287,8 @@ fn runaway_bounds() {
             "t": {"type": "number", "multipleOf": 2.0, "maxLength": 2.0},
         }, "required": ["s"], "additionalProperties": true}),
         json!({"type": "object", "properties": {
-            "s": {"type": "string", "maxLength": 256},
-            "n": {"type": ["string", "null"], "minLength": 300, "maxLength": 300},
+            "s": {"type": "string", "maxLength": 2000},
+            "n": {"type": ["string", "null"], "minLength": 3000, "maxLength": 3000},
             "e": {"type": "string", "enum": ["a", "b"]},
             "c": {"type": "string", "const": "a"},
             "a": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 40, "maxItems": 40},
@@ -299,8 +299,8 @@ fn runaway_bounds() {
             "t": {"type": "number", "multipleOf": 2.0, "maxLength": 2},
         }, "required": ["s"], "additionalProperties": false}),
         &[
-            "#/properties/s: maxLength tightened 256",
-            "#/properties/n: maxLength tightened 300",
+            "#/properties/s: maxLength tightened 2000",
+            "#/properties/n: maxLength tightened 3000",
             "#/properties/a: maxItems tightened 40",
             "#/properties/m: maxProperties tightened 33",
             "#/properties/r: additionalProperties tightened false",
@@ -363,9 +363,9 @@ fn declared_properties_close_the_object() {
         // A map: no declared properties (a required key alone declares none).
         (
             json!({"type": "object", "additionalProperties": {"type": "string"}}),
-            json!({"type": "object", "additionalProperties": {"type": "string", "maxLength": 256}, "maxProperties": 32}),
+            json!({"type": "object", "additionalProperties": {"type": "string", "maxLength": 2000}, "maxProperties": 32}),
             &[
-                "#/additionalProperties: maxLength tightened 256",
+                "#/additionalProperties: maxLength tightened 2000",
                 "#: maxProperties tightened 32",
             ][..],
         ),
@@ -406,18 +406,18 @@ fn bounds_of_combined_schemas() {
     // Merged `allOf`: one object, bounded once; the minimum of one branch raises the other's bound.
     check(
         json!({"type": "object", "properties": {
-            "s": {"allOf": [{"type": "string"}, {"minLength": 300}]},
+            "s": {"allOf": [{"type": "string"}, {"minLength": 3000}]},
             "o": {"allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"c": {"type": "string", "maxLength": 9}}, "required": ["c"]}]},
         }, "required": ["s", "o"], "additionalProperties": false,
         "$defs": {"Base": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"]}}}),
         json!({"type": "object", "properties": {
-            "s": {"minLength": 300, "type": "string", "maxLength": 300},
+            "s": {"minLength": 3000, "type": "string", "maxLength": 3000},
             "o": {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "string", "maxLength": 9}},
                   "required": ["a", "c"], "type": "object", "additionalProperties": false},
         }, "required": ["s", "o"], "additionalProperties": false}),
         &[
-            "#/properties/s: allOf rewritten [{\"type\":\"string\"},{\"minLength\":300}]",
-            "#/properties/s: maxLength tightened 300",
+            "#/properties/s: allOf rewritten [{\"type\":\"string\"},{\"minLength\":3000}]",
+            "#/properties/s: maxLength tightened 3000",
             "#/properties/o/allOf/0: $ref rewritten \"#/$defs/Base\"",
             "#/properties/o: allOf rewritten [{\"$ref\":\"#/$defs/Base\"},{\"properties\":{\"c\":{\"type\":\"string\",\"maxLength\":9}},\"required\":[\"c\"]}]",
             "#/properties/o: additionalProperties tightened false",
@@ -444,19 +444,19 @@ fn bounds_of_combined_schemas() {
         json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
                "anyOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"required": ["b"]}]}),
         json!({"type": "object", "properties": {"x": {"type": "integer"}, "a": {}, "b": {}}, "required": ["x"],
-               "anyOf": [{"properties": {"a": {"type": "string", "maxLength": 256}}, "required": ["a"]}, {"required": ["b"]}],
+               "anyOf": [{"properties": {"a": {"type": "string", "maxLength": 2000}}, "required": ["a"]}, {"required": ["b"]}],
                "additionalProperties": false}),
         &[
-            "#/anyOf/0/properties/a: maxLength tightened 256",
+            "#/anyOf/0/properties/a: maxLength tightened 2000",
             "#: additionalProperties tightened false",
         ],
     );
     // A plain union: each branch is bounded on its own.
     check(
         json!({"anyOf": [{"type": "string"}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"type": "null"}]}),
-        json!({"anyOf": [{"type": "string", "maxLength": 256}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": false}, {"type": "null"}]}),
+        json!({"anyOf": [{"type": "string", "maxLength": 2000}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": false}, {"type": "null"}]}),
         &[
-            "#/anyOf/0: maxLength tightened 256",
+            "#/anyOf/0: maxLength tightened 2000",
             "#/anyOf/1: additionalProperties tightened false",
         ],
     );
@@ -585,7 +585,7 @@ fn hostile_input_ends_quickly() {
         compiled,
         Ok(json!({"anyOf": [
             {"type": "object", "required": ["k"], "maxProperties": 32},
-            {"type": "string", "maxLength": 256},
+            {"type": "string", "maxLength": 2000},
         ], "x-guidance": {"whitespace_flexible": false}}))
     );
     // One long cycle through 10,000 definitions: found in linear time, kept as references.
