@@ -632,17 +632,13 @@ impl Outcome {
     }
 }
 
-/// Whether the report says the reply was cut: a truthy `truncated`/`truncation` key anywhere
-/// outside the value, or a last attempt that stopped at the token limit.
+/// Whether the report says the final reply was cut: a truthy flag (a key naming truncation, or
+/// `cut_strings`: strings that reached a bound the schema dialect adds) at the top of the report or
+/// in the last attempt, or a last attempt that stopped at the token limit. Earlier attempts, and
+/// anything inside the value, do not count.
 fn is_truncated(report: &Value) -> bool {
-    fn flagged(value: &Value) -> bool {
-        match value {
-            Value::Object(map) => map.iter().any(|(key, v)| {
-                (key.contains("truncat") && truthy(v)) || (key != "value" && flagged(v))
-            }),
-            Value::Array(items) => items.iter().any(flagged),
-            _ => false,
-        }
+    fn is_flag(key: &str) -> bool {
+        key.contains("truncat") || key == "cut_strings"
     }
     fn truthy(value: &Value) -> bool {
         match value {
@@ -654,17 +650,13 @@ fn is_truncated(report: &Value) -> bool {
             Value::Number(_) => true,
         }
     }
-    let Value::Object(map) = report else {
-        return false;
+    let flagged = |value: &Value| {
+        value
+            .as_object()
+            .is_some_and(|map| map.iter().any(|(key, v)| is_flag(key) && truthy(v)))
     };
-    let outside_value = map
-        .iter()
-        .any(|(key, v)| key != "value" && ((key.contains("truncat") && truthy(v)) || flagged(v)));
-    let last_cut = report["attempts"]
-        .as_array()
-        .and_then(|a| a.last())
-        .is_some_and(|last| last["finish_reason"] == "length");
-    outside_value || last_cut
+    let last = report["attempts"].as_array().and_then(|a| a.last());
+    flagged(report) || last.is_some_and(|last| flagged(last) || last["finish_reason"] == "length")
 }
 
 /// Every string in `value` (object keys aside), depth first.

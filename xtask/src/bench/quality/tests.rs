@@ -323,6 +323,21 @@ fn truncation_flags() {
         json!({"value": {}, "attempts": [{"finish_reason": "stop", "truncation": {"pointer": "/answer"}}]}),
         true,
     );
+    check_truncated(
+        json!({"value": {}, "attempts": [{"finish_reason": "stop",
+            "cut_strings": [{"pointer": "/answer", "limit": 256}]}]}),
+        true,
+    );
+    check_truncated(
+        json!({"value": {}, "attempts": [{"finish_reason": "stop", "cut_strings": []}]}),
+        false,
+    );
+    // A flag on an earlier attempt is about a reply that was retried, not the answer.
+    check_truncated(
+        json!({"value": {}, "attempts": [{"cut_strings": [{"pointer": "/answer"}]},
+            {"finish_reason": "stop"}]}),
+        false,
+    );
     // The model writing the word inside its value is not a flag.
     check_truncated(json!({"value": {"truncated": true}, "attempts": []}), false);
     check_truncated(json!("not a report"), false);
