@@ -73,6 +73,10 @@ pub struct Capabilities {
     /// parameters in `schema_dialect` (or full JSON Schema), and the schema is only a hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_tools: Option<SchemaDialect>,
+    /// A request without a temperature decodes greedily: the same request gives the same reply,
+    /// token for token (the embedded local model). The pipeline samples retries on such backends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub greedy_default: bool,
 }
 
 /// How to send a schema in one [`OutputMode`]: the dialect to compile it to and whether to ask the
@@ -144,6 +148,13 @@ impl Capabilities {
     pub fn with_schema_dialect(mut self, dialect: SchemaDialect) -> Self {
         self.native_json_schema = true;
         self.schema_dialect = Some(dialect);
+        self
+    }
+
+    /// The same capabilities with greedy decoding when a request sets no temperature.
+    #[must_use]
+    pub fn with_greedy_default(mut self, yes: bool) -> Self {
+        self.greedy_default = yes;
         self
     }
 

@@ -44,7 +44,16 @@
 //!   (default: the physical cores); [`LocalBackend::threads`] says what it uses. Set them before the
 //!   first load; the `claij` binary's `--threads` does.
 //! - A token-limit stop is reported as [`FinishReason::Length`], so a caller knows the answer may be
-//!   cut off. Usage counts prompt and generated tokens; the cost is zero.
+//!   cut off. A constrained document is closed rather than cut: near the limit, a sampled token is
+//!   kept only when the grammar's shortest way to finish the document still fits after it, otherwise
+//!   that completion is written instead ([`Generation::closed_early`]), so the reply stays valid.
+//!   Only a limit too small for the shortest document (or one needing over 256 tokens to finish)
+//!   still cuts it. Usage counts prompt and generated tokens; the cost is zero.
+//! - Where the grammar masks a token the model wanted (`",` after the last property), its
+//!   probability goes to its longest allowed prefix (`"`), so strings end where the model meant them
+//!   to, not with a comma inside (`"IT,"`).
+//! - Without a temperature it decodes greedily: the same request gives the same reply. Its
+//!   capabilities say so ([`Capabilities::greedy_default`]), and the pipeline samples its retries.
 //!
 //! [candle]: https://docs.rs/candle-core
 //! [llguidance]: https://docs.rs/llguidance
@@ -137,8 +146,8 @@ pub struct LocalConfig {
     pub seed: u64,
     /// The token limit when a request sets none.
     pub max_tokens: u32,
-    /// Divides the logits of tokens among the last [`LocalConfig::repeat_window`] generated ones (JSON
-    /// punctuation and whitespace excepted): 1.0 turns it off. Small models otherwise repeat a phrase
+    /// Divides the logits of tokens among the last [`LocalConfig::repeat_window`] generated ones
+    /// (tokens of punctuation and whitespace only excepted): 1.0 turns it off. Small models otherwise repeat a phrase
     /// until a string's length bound.
     pub repeat_penalty: f32,
     /// How many of the last generated tokens the penalty looks at.
@@ -200,6 +209,10 @@ pub struct Generation {
     pub usage: Usage,
     /// Whether a schema constrained the output.
     pub constrained: bool,
+    /// Whether the token limit was about to cut a constrained document and the decoder closed it
+    /// with the grammar's shortest completion instead (the finish reason is still
+    /// [`FinishReason::Length`]: fields may be cut short, but the document is whole).
+    pub closed_early: bool,
     /// Where the time went.
     pub timings: Timings,
 }
@@ -568,6 +581,7 @@ impl Backend for LocalBackend {
     fn capabilities(&self, _model: &str) -> Capabilities {
         let capabilities = Capabilities::prompted()
             .with_streaming(true)
+            .with_greedy_default(true)
             .with_context_window(u32::try_from(self.inner.context_length).unwrap_or(u32::MAX));
         match self.inner.config.decoding {
             Decoding::Constrained => capabilities.with_schema_dialect(SchemaDialect::Llguidance),

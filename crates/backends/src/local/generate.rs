@@ -1,6 +1,7 @@
 //! The decoding loop: prefill the prompt, then one token at a time (masked by the grammar when the
 //! output is constrained), until an end token, the grammar's end, a stop sequence, the token limit or
-//! cancellation.
+//! cancellation. Near the token limit a constrained document is closed rather than cut (see
+//! [`closing_plan`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -15,6 +16,21 @@ use super::vocab::Vocab;
 use super::{Generation, Timings};
 use crate::{Error, ErrorContext, FinishReason, Usage};
 
+/// Masked tokens whose logit is within this many nats of the best one give their probability to
+/// their longest allowed prefix ([`transfer_masked`]); the others carry no mass worth moving.
+const TRANSFER_SPAN: f32 = 12.0;
+
+/// The longest closing plan searched for ([`closing_plan`]): a document that needs more tokens than
+/// this to finish is left as the token limit cuts it.
+const MAX_PLAN: usize = 256;
+
+/// Near the token limit (within the last plan's length and this many tokens), every sampled token is
+/// checked: it is kept only when the document can still be closed within the limit after it.
+const CLOSING_MARGIN: usize = 24;
+
+/// Further from the limit, the closing plan is refreshed this often (in generated tokens).
+const PLAN_EVERY: usize = 16;
+
 /// One generation's inputs.
 pub(super) struct Job<'a> {
     pub(super) prompt: &'a [TokenId],
@@ -28,7 +44,7 @@ pub(super) struct Job<'a> {
 }
 
 /// The repetition penalty: logits of recently generated tokens divided by `factor` (multiplied when
-/// negative), except tokens the vocabulary marks as JSON structure.
+/// negative), except tokens the vocabulary marks as structure (punctuation and whitespace).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Penalty {
     pub(super) factor: f32,
@@ -59,6 +75,222 @@ impl Penalty {
     }
 }
 
+/// Gives the probability of every token the grammar masks out to its longest prefix the grammar
+/// allows (`raw`: the logits before masking; `masked`: after, masked tokens at `-inf`).
+///
+/// Why: a byte-level BPE vocabulary merges a string's closing quote with what follows (`",`, `"}`,
+/// `.",`). After a document's last property the grammar masks `",`, the model's usual way to end a
+/// string; without the transfer that wish is lost, and the model's next choice, often `,"` (a comma
+/// *inside* the string, then the quote), wins: answers like `"IT,"`. With it, `",`'s probability goes
+/// to `"`, which closes the string where the model meant to.
+fn transfer_masked(raw: &[f32], masked: &mut [f32], prefixes: impl Fn(TokenId) -> Vec<TokenId>) {
+    let Some(best) = raw
+        .iter()
+        .copied()
+        .filter(|l| l.is_finite())
+        .max_by(f32::total_cmp)
+    else {
+        return;
+    };
+    let allowed =
+        |masked: &[f32], t: TokenId| masked.get(t as usize).is_some_and(|l| l.is_finite());
+    let mut moved: Vec<(TokenId, f32)> = Vec::new();
+    for (index, (&r, &m)) in raw.iter().zip(masked.iter()).enumerate() {
+        if m.is_finite() || !r.is_finite() || r < best - TRANSFER_SPAN {
+            continue;
+        }
+        let Ok(token) = TokenId::try_from(index) else {
+            continue;
+        };
+        let target = prefixes(token)
+            .into_iter()
+            .rev()
+            .find(|&p| p != token && allowed(masked, p));
+        if let Some(target) = target {
+            moved.push((target, (r - best).exp()));
+        }
+    }
+    for (target, mass) in moved {
+        if let Some(logit) = masked.get_mut(target as usize) {
+            *logit = best + ((*logit - best).exp() + mass).ln();
+        }
+    }
+}
+
+/// The tokens that finish the document from the matcher's state, chosen by the grammar alone
+/// ([`closing_token`]) with `scan` saying where the text so far stands, forced tokens included;
+/// `None` when the grammar fails or needs more than [`MAX_PLAN`] tokens.
+fn closing_plan(matcher: &Matcher, scan: &JsonScan, vocab: &Vocab) -> Option<Vec<TokenId>> {
+    let mut matcher = matcher.deep_clone();
+    let mut scan = scan.clone();
+    let mut plan = Vec::new();
+    loop {
+        if matcher.is_error() {
+            return None;
+        }
+        if matcher.is_stopped() || matcher.is_accepting().ok()? {
+            return Some(plan);
+        }
+        if plan.len() >= MAX_PLAN {
+            return None;
+        }
+        let mask = matcher.compute_mask().ok()?;
+        let ideal = scan.closing_bytes();
+        // Usually the longest allowed token that starts the ideal closing: found without a scan.
+        let token = vocab
+            .prefixes_of(&ideal)
+            .into_iter()
+            .rev()
+            .find(|&t| mask.is_allowed(t));
+        let token = match token {
+            Some(token) => token,
+            None => closing_token(mask.iter(), &ideal, |t| vocab.token_bytes(t))?,
+        };
+        matcher.consume_token(token).ok()?;
+        let mut step = vec![token];
+        if !matcher.is_stopped() {
+            step.extend(matcher.consume_ff_tokens());
+        }
+        scan.feed(&vocab.decode(&step));
+        plan.extend(step);
+    }
+}
+
+/// Among `allowed` tokens, the one that brings a document closest to its end: the longest that starts
+/// `ideal` (the bytes that would close the open string and containers, [`JsonScan::closing_bytes`]),
+/// else the shortest ASCII letters or digits (a string that needs more characters, a number), else `,`
+/// or `:` (a container that needs more entries), else the shortest token. Special tokens never.
+fn closing_token<'v>(
+    allowed: impl Iterator<Item = TokenId>,
+    ideal: &[u8],
+    bytes: impl Fn(TokenId) -> &'v [u8],
+) -> Option<TokenId> {
+    let rank = |b: &[u8]| -> (u8, usize) {
+        if ideal.starts_with(b) {
+            (0, usize::MAX - b.len())
+        } else if b.iter().all(u8::is_ascii_alphanumeric) {
+            (1, b.len())
+        } else if b.iter().all(|c| matches!(c, b',' | b':')) {
+            (2, b.len())
+        } else {
+            (3, b.len())
+        }
+    };
+    let mut best: Option<((u8, usize), TokenId)> = None;
+    for token in allowed {
+        let b = bytes(token);
+        if b.first()
+            .is_none_or(|&first| first == toktrie::TokTrie::SPECIAL_TOKEN_MARKER)
+        {
+            continue;
+        }
+        let key = rank(b);
+        if best.as_ref().is_none_or(|(k, _)| key < *k) {
+            best = Some((key, token));
+        }
+    }
+    best.map(|(_, token)| token)
+}
+
+/// Where a JSON text stands: inside a string or not, and the containers open.
+#[derive(Debug, Clone, Default)]
+struct JsonScan {
+    /// The closing bracket of each open container, outermost first.
+    open: Vec<u8>,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonScan {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_string {
+                match b {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' => self.open.push(b'}'),
+                b'[' => self.open.push(b']'),
+                b'}' | b']' => {
+                    self.open.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The bytes that would end the text here: a quote for an open string, then the closing
+    /// brackets, innermost first; nothing right after a backslash (an escape comes first).
+    fn closing_bytes(&self) -> Vec<u8> {
+        if self.escaped {
+            return Vec::new();
+        }
+        let quote = self.in_string.then_some(b'"');
+        quote
+            .into_iter()
+            .chain(self.open.iter().rev().copied())
+            .collect()
+    }
+}
+
+/// Reserves the tokens the grammar needs to finish the document: near the token limit, a sampled
+/// token is kept only when the document can still be closed within the limit after it; otherwise the
+/// last plan closes it.
+#[derive(Default)]
+struct Closer {
+    /// The shortest completion found, and the number of generated tokens it was searched at.
+    plan: Option<(usize, Vec<TokenId>)>,
+    /// When the last search was (it may have found nothing).
+    searched_at: Option<usize>,
+}
+
+impl Closer {
+    /// Searches again when the plan is stale: always near the limit, every [`PLAN_EVERY`] tokens
+    /// before. Returns the plan for the current state when every token must be checked, and the
+    /// document can be closed within the `remaining` budget.
+    fn before_step(
+        &mut self,
+        matcher: &Matcher,
+        scan: &JsonScan,
+        vocab: &Vocab,
+        step: usize,
+        remaining: usize,
+    ) -> Option<Vec<TokenId>> {
+        let near = self
+            .plan
+            .as_ref()
+            .is_some_and(|(_, p)| remaining <= p.len() + CLOSING_MARGIN);
+        let stale = match self.searched_at {
+            None => true,
+            Some(at) => at != step && (near || step - at >= PLAN_EVERY),
+        };
+        if stale {
+            self.set(closing_plan(matcher, scan, vocab), step);
+        }
+        match &self.plan {
+            Some((at, plan))
+                if *at == step
+                    && remaining <= plan.len() + CLOSING_MARGIN
+                    && plan.len() <= remaining =>
+            {
+                Some(plan.clone())
+            }
+            _ => None,
+        }
+    }
+
+    fn set(&mut self, plan: Option<Vec<TokenId>>, step: usize) {
+        self.plan = plan.map(|p| (step, p));
+        self.searched_at = Some(step);
+    }
+}
+
 /// Runs `job` on `weights`; `on_text` receives the answer as it grows, in whole UTF-8 characters.
 pub(super) fn run(
     weights: &mut ModelWeights,
@@ -78,6 +310,9 @@ pub(super) fn run(
     let mut position = job.prompt.len();
     let mut tokens: Vec<TokenId> = Vec::new();
     let mut text = Utf8Stream::default();
+    let mut closer = Closer::default();
+    let mut scan = JsonScan::default();
+    let mut closed_early = false;
     let finish = loop {
         if job.cancel.load(Ordering::Relaxed) {
             return Err(cancelled());
@@ -85,17 +320,24 @@ pub(super) fn run(
         if tokens.len() >= job.max_tokens {
             break FinishReason::Length;
         }
+        let remaining = job.max_tokens - tokens.len();
+        let fallback = match job.matcher.as_ref() {
+            Some(matcher) => closer.before_step(matcher, &scan, vocab, tokens.len(), remaining),
+            None => None,
+        };
         job.penalty
             .apply(&mut logits, &tokens, |t| vocab.is_structural(t));
         if let Some(matcher) = job.matcher.as_mut() {
             let mask_started = Instant::now();
             let mask = matcher.compute_mask().map_err(|e| grammar_error(&e))?;
+            let raw = logits.clone();
             for (index, logit) in logits.iter_mut().enumerate() {
                 let allowed = u32::try_from(index).is_ok_and(|t| mask.is_allowed(t));
                 if index >= mask.len() || !allowed {
                     *logit = f32::NEG_INFINITY;
                 }
             }
+            transfer_masked(&raw, &mut logits, |t| vocab.prefixes(t));
             timings.masks += 1;
             timings.mask_total += mask_started.elapsed();
         } else {
@@ -117,6 +359,7 @@ pub(super) fn run(
         let mut feed = vec![token];
         let mut grammar_done = false;
         if let Some(matcher) = job.matcher.as_mut() {
+            let saved = fallback.as_ref().map(|_| matcher.deep_clone());
             matcher
                 .consume_token(token)
                 .map_err(|e| grammar_error(&e))?;
@@ -126,9 +369,34 @@ pub(super) fn run(
                 feed.extend(forced);
             }
             grammar_done = matcher.is_stopped();
+            if let (Some(saved), Some(plan)) = (saved, &fallback)
+                && !grammar_done
+            {
+                // Near the limit: keep the token only if the document can still be closed after it.
+                let mut after = scan.clone();
+                after.feed(&vocab.decode(&feed));
+                let next = closing_plan(matcher, &after, vocab);
+                if next
+                    .as_ref()
+                    .is_some_and(|next| feed.len() + next.len() > remaining)
+                {
+                    *matcher = saved;
+                    matcher
+                        .consume_tokens(plan)
+                        .map_err(|e| grammar_error(&e))?;
+                    timings.forced_tokens += plan.len();
+                    tokens.extend_from_slice(plan);
+                    on_text(&text.push(&vocab.decode(plan)));
+                    closed_early = true;
+                    break FinishReason::Length;
+                }
+                closer.set(next, tokens.len() + feed.len());
+            }
         }
         tokens.extend_from_slice(&feed);
-        let delta = text.push(&vocab.decode(&feed));
+        let bytes = vocab.decode(&feed);
+        scan.feed(&bytes);
+        let delta = text.push(&bytes);
         if let Some(cut) = stop_sequence(text.full(), delta.len(), job.stop) {
             let kept = text.truncate(cut, delta.len());
             on_text(&kept);
@@ -148,6 +416,12 @@ pub(super) fn run(
     on_text(&text.flush());
     timings.generated_tokens = tokens.len();
     timings.decode = decode_started.elapsed();
+    if closed_early {
+        tracing::debug!(
+            tokens = tokens.len(),
+            "token limit near: the document was closed early"
+        );
+    }
     Ok(Generation {
         text: text.into_string(),
         finish_reason: finish,
@@ -158,6 +432,7 @@ pub(super) fn run(
             ..Usage::default()
         },
         constrained: job.matcher.is_some(),
+        closed_early,
         timings,
     })
 }
@@ -286,6 +561,87 @@ mod tests {
         };
         off.apply(&mut logits, &[1, 2], |_| false);
         assert_eq!(logits, [4.0, -2.0, 2.0, 4.0, 4.0]);
+    }
+
+    #[test]
+    fn masked_tokens_give_their_probability_to_their_allowed_prefix() {
+        // 0 `"`, 1 `",` (masked: the last property's string cannot be followed by a comma), 2 `,"`,
+        // 3 `a`. The model wants `",`; without the transfer the in-string comma `,"` wins.
+        let raw = [1.0, 5.0, 3.0, 0.0];
+        let mut masked = [1.0, f32::NEG_INFINITY, 3.0, 0.0];
+        let prefixes = |t: TokenId| if t == 1 { vec![0, 1] } else { vec![t] };
+        transfer_masked(&raw, &mut masked, prefixes);
+        assert_eq!(Sampler::Greedy.pick(&masked), Some(0), "{masked:?}");
+        let expected = (1.0f32.exp() + 5.0f32.exp()).ln();
+        assert!((masked[0] - expected).abs() < 1e-4, "{masked:?}");
+        assert!(masked[1].is_infinite(), "a masked token stays masked");
+        assert_eq!(
+            &masked[2..],
+            &[3.0, 0.0],
+            "allowed tokens keep their logits"
+        );
+
+        // No allowed prefix: the mass is dropped; far below the best: ignored.
+        let raw = [2.0, 9.0, -30.0];
+        let mut masked = [2.0, f32::NEG_INFINITY, f32::NEG_INFINITY];
+        transfer_masked(&raw, &mut masked, |t| vec![t]);
+        assert_eq!(masked[0], 2.0);
+        let mut masked = [2.0, 9.0, f32::NEG_INFINITY];
+        transfer_masked(&raw, &mut masked, |_| vec![0, 2]);
+        assert_eq!(
+            masked[0], 2.0,
+            "a token 39 nats below the best moves nothing"
+        );
+    }
+
+    #[test]
+    fn closing_tokens_finish_the_document_fastest() {
+        #[track_caller]
+        fn check(text: &str, allowed: &[&str], expected: &str) {
+            let mut scan = JsonScan::default();
+            scan.feed(text.as_bytes());
+            let vocab: Vec<&[u8]> = allowed.iter().map(|t| t.as_bytes()).collect();
+            let ids = 0..u32::try_from(vocab.len()).unwrap();
+            let chosen = closing_token(ids, &scan.closing_bytes(), |t| vocab[t as usize]);
+            assert_eq!(
+                chosen.map(|t| allowed[t as usize]),
+                Some(expected),
+                "{text} {allowed:?}"
+            );
+        }
+        // Inside a string a bracket is only text: the quote comes first.
+        check(
+            r#"{"a":"Par"#,
+            &["is", ",\"", "]]]", "\"", "\"}", " the"],
+            "\"}",
+        );
+        check(r#"{"a":["x"#, &["\"", "\"]}", "\"}"], "\"]}");
+        check(r#"{"a":1"#, &["\"", "}", "]"], "}");
+        check(r#"{"a":"say \"#, &["\"", "n", "\"}"], "n");
+        // A string below its minimum length, an array below its minimum size.
+        check(r#"{"a":""#, &["ab", "a", ",", "é"], "a");
+        check(r#"{"a":["x""#, &[",", ":", "-"], ",");
+        let none: [&[u8]; 1] = [b"\xffspecial"];
+        assert_eq!(closing_token(0..1, b"}", |t| none[t as usize]), None);
+    }
+
+    #[test]
+    fn the_scan_follows_strings_escapes_and_containers() {
+        #[track_caller]
+        fn check(text: &str, closing: &str) {
+            let mut scan = JsonScan::default();
+            scan.feed(text.as_bytes());
+            assert_eq!(
+                String::from_utf8_lossy(&scan.closing_bytes()),
+                closing,
+                "{text}"
+            );
+        }
+        check("", "");
+        check(r#"{"a":[{"b":"x]}"#, r#""}]}"#);
+        check(r#"{"a":"q\"x"#, r#""}"#);
+        check(r#"{"a":"q\"#, "");
+        check(r#"{"a":[1,2],"b":{}}"#, "");
     }
 
     #[test]

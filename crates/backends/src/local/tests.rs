@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::sample::{Sampler, SplitMix64};
-use super::vocab::ChatTemplate;
+use super::vocab::{ChatTemplate, is_structural};
 use super::{grammar_schema, schema_for_prompt};
 use crate::Message;
 
@@ -146,4 +146,28 @@ fn splitmix_is_uniform_enough() {
     assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
     let mean = draws.iter().sum::<f32>() / draws.len() as f32;
     assert!((mean - 0.5).abs() < 0.02, "mean {mean}");
+}
+
+#[test]
+fn the_penalty_spares_all_punctuation_alike() {
+    #[track_caller]
+    fn check(token: &[u8], expected: bool) {
+        assert_eq!(
+            is_structural(token),
+            expected,
+            "{:?}",
+            String::from_utf8_lossy(token)
+        );
+    }
+    // A sentence's full stop before the closing quote is spared like a comma before it: otherwise
+    // `."` is penalised after one sentence and `,"` (a comma inside the string) wins.
+    check(b".\"", true);
+    check(b",\"", true);
+    check(b"\",", true);
+    check(b"...\"", true);
+    check(b" \n", true);
+    check(b"Paris", false);
+    check(b"IT,", false);
+    check(b"", false);
+    check(b"\xff<|im_end|>", false);
 }

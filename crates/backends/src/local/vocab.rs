@@ -30,7 +30,7 @@ pub(super) struct Vocab {
     pub(super) template: ChatTemplate,
     /// Tokens that end the answer: the end-of-sequence token and the template's end-of-turn token.
     pub(super) stop: Vec<TokenId>,
-    /// Tokens made only of JSON punctuation and whitespace, which repeat by nature.
+    /// Tokens made only of punctuation and whitespace, which repeat by nature ([`is_structural`]).
     structural: Vec<bool>,
 }
 
@@ -65,14 +65,7 @@ impl Vocab {
         {
             stop.push(end);
         }
-        let structural = words
-            .iter()
-            .map(|w| {
-                !w.is_empty()
-                    && w.first() != Some(&TokTrie::SPECIAL_TOKEN_MARKER)
-                    && w.iter().all(|b| b"{}[]:,\" \n\t\r".contains(b))
-            })
-            .collect();
+        let structural = words.iter().map(|w| is_structural(w)).collect();
         let vocab_size = u32::try_from(words.len()).map_err(|_| "vocabulary too large")?;
         let mut info = TokRxInfo::new(vocab_size, eos);
         info.tok_bos = number(content, "tokenizer.ggml.bos_token_id");
@@ -91,12 +84,36 @@ impl Vocab {
         })
     }
 
-    /// Whether `token` is only JSON punctuation and whitespace.
+    /// Whether `token` is only punctuation and whitespace.
     pub(super) fn is_structural(&self, token: TokenId) -> bool {
         self.structural
             .get(token as usize)
             .copied()
             .unwrap_or(false)
+    }
+
+    /// A token's bytes (a special token's start with [`TokTrie::SPECIAL_TOKEN_MARKER`]).
+    pub(super) fn token_bytes(&self, token: TokenId) -> &[u8] {
+        self.env.tok_trie().token(token)
+    }
+
+    /// The tokens whose bytes start `token`'s, shortest first, `token` included; none for a special
+    /// token.
+    pub(super) fn prefixes(&self, token: TokenId) -> Vec<TokenId> {
+        let trie = self.env.tok_trie();
+        let bytes = trie.token(token);
+        if bytes
+            .first()
+            .is_none_or(|&b| b == TokTrie::SPECIAL_TOKEN_MARKER)
+        {
+            return Vec::new();
+        }
+        trie.all_prefixes(bytes)
+    }
+
+    /// The tokens whose bytes start `bytes`, shortest first.
+    pub(super) fn prefixes_of(&self, bytes: &[u8]) -> Vec<TokenId> {
+        self.env.tok_trie().all_prefixes(bytes)
     }
 
     /// Token ids of `text`, special tokens (`<|im_start|>`) recognised.
@@ -115,6 +132,18 @@ impl Vocab {
     pub(super) fn vocab_size(&self) -> usize {
         self.env.tok_trie().vocab_size()
     }
+}
+
+/// Whether a token's bytes are only ASCII punctuation and whitespace, which the repetition penalty
+/// spares. All punctuation alike: sparing only JSON's (`,"` but not `."`) made a string end in a
+/// comma more likely than in a full stop once a sentence had ended with `."`.
+pub(super) fn is_structural(bytes: &[u8]) -> bool {
+    bytes
+        .first()
+        .is_some_and(|&b| b != TokTrie::SPECIAL_TOKEN_MARKER)
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_punctuation() || b.is_ascii_whitespace())
 }
 
 /// The tokenizer environment llguidance works with: the trie, and the tokenizer for forced text.
