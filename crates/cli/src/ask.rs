@@ -23,7 +23,8 @@ use std::io::IsTerminal as _;
 use claij_interceptors::builtin::citations::{Citations, Document};
 use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::memory::Memory;
-use claij_interceptors::{Chain, Config, Error, Pipeline, StructuredMode};
+use claij_interceptors::builtin::states::States;
+use claij_interceptors::{Chain, Config, Error, Pipeline, ShowExample, StructuredMode};
 use claij_mcp::{ClientOptions, McpInterceptor, Services};
 
 use crate::Status;
@@ -99,6 +100,11 @@ pub struct Options {
     /// With `--interceptors mcp`: the project whose services and tools the model may use.
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
+    /// Whether the system prompt shows an example of a valid reply, built from the schema (its
+    /// `examples`, `enum`s and `const`s; never its descriptions). Default: auto, where the schema is
+    /// in the prompt (`--mode prompted`, the local model).
+    #[arg(long, value_enum, value_name = "WHEN")]
+    example: Option<ExampleWhen>,
     /// Print `{"value", "attempts", "usage", "elapsed_ms"}` on stdout; stderr only for errors.
     #[arg(long)]
     json: bool,
@@ -118,6 +124,17 @@ enum Interceptor {
     Tools,
     /// The tools of the configuration's MCP servers (`mcpServers`), called through `mcp_calls`.
     Mcp,
+}
+
+/// `--example`: when the system prompt shows an example reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExampleWhen {
+    /// Where the schema is in the prompt: prompted delivery and the local model.
+    Auto,
+    /// Always, hosted structured output included.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// `--mode`: how the schema reaches the model.
@@ -262,7 +279,11 @@ impl<'a> Conversation<'a> {
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
             crate::structured_cache::set_quiet(options.json);
         }
-        let (chain, citations) = chain(&names, services.as_ref(), notes)?;
+        let (mut chain, citations) = chain(&names, services.as_ref(), notes)?;
+        if base.is_none() {
+            // The base schema's free-text `state` means nothing without a state machine.
+            chain.push(states(&names));
+        }
         // The local model takes seconds to minutes on a CPU: on a terminal, show it working.
         let (backend, turns) = if opened.backend.provider() == "local"
             && !options.json
@@ -391,6 +412,11 @@ fn config(
     }
     config.temperature = options.temperature;
     config.seed = options.seed;
+    config.example = match options.example {
+        None | Some(ExampleWhen::Auto) => ShowExample::Auto,
+        Some(ExampleWhen::Always) => ShowExample::Always,
+        Some(ExampleWhen::Never) => ShowExample::Never,
+    };
     config
 }
 
@@ -460,6 +486,23 @@ fn chain(
         }
     }
     Ok((chain, citations))
+}
+
+/// What `state` may be in a conversation on the base schema: how the turn ended, plus
+/// `waiting_for_tools` when the model can call tools or run code whose results come next turn.
+fn states(names: &[Interceptor]) -> States {
+    let states = States::conversation();
+    if names
+        .iter()
+        .any(|n| matches!(n, Interceptor::Tools | Interceptor::Mcp | Interceptor::Eval))
+    {
+        states.with_state(
+            "waiting_for_tools",
+            "you called tools or ran code, and will answer from their results on the next turn",
+        )
+    } else {
+        states
+    }
 }
 
 /// `--note` files as documents: `note-1`, `note-2`... titled by their file names.

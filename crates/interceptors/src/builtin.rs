@@ -6,4 +6,5 @@ pub mod fsm_routing;
 pub mod memory;
 pub mod metrics;
 pub mod proposals;
+pub mod states;
 pub mod tools;

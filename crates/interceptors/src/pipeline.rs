@@ -55,6 +55,27 @@ pub enum StructuredMode {
     Prompted,
 }
 
+/// Whether the system prompt shows an example of a valid reply ([`claij_schema::example()`]: the
+/// schema's own `examples`, `const`s and `enum`s, else placeholders, never its descriptions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShowExample {
+    /// Where the schema is shown to the model: prompted delivery (not [`SchemaFormat::Described`]),
+    /// and a backend whose grammar-constrained decoding (the llguidance dialect: the embedded model)
+    /// writes the schema into the prompt itself. Small models need the example most; hosted
+    /// structured output is left as it is.
+    #[default]
+    Auto,
+    /// Always, natively delivered schemas included.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The sentence before the example in the system prompt.
+pub const EXAMPLE_INTRO: &str =
+    "An example of a valid reply, to another question (write your own content, not this):";
+
 /// What stays the same across the attempts of one call.
 #[derive(Clone, Copy)]
 struct Call<'a> {
@@ -105,6 +126,8 @@ pub struct Config {
     /// a longer one is a failed attempt (`Verdict::NoJson` naming this limit) and the retry prompt
     /// asks for a shorter reply.
     pub max_reply_bytes: usize,
+    /// Whether the system prompt shows an example reply.
+    pub example: ShowExample,
 }
 
 /// The default [`Config::max_reply_bytes`]: 1 MiB, far more than any structured reply, small enough
@@ -125,6 +148,7 @@ impl Config {
             seed: None,
             retry_prompt: RetryPrompt::default(),
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            example: ShowExample::Auto,
         }
     }
 }
@@ -389,11 +413,17 @@ impl Pipeline {
             Some(base) => Some(self.prepare_schema(base, ctx, &mut skipped)?),
             None => None,
         };
-        let prompts = self.build_prompts(input, ctx, &mut skipped)?;
+        let mut prompts = self.build_prompts(input, ctx, &mut skipped)?;
         let delivery = match &prepared {
             Some(p) => self.delivery(p),
             None => Delivery::Prompted,
         };
+        if let Some(prepared) = &prepared
+            && self.shows_example(&delivery)
+            && let Some(example) = prepared.example()
+        {
+            prompts.system_push(&format!("{EXAMPLE_INTRO}\n{example}"));
+        }
         let first = self.request(&prompts, prepared.as_deref(), &delivery, None);
         let prepare_time = started.elapsed();
         let (value, attempts) = self
@@ -452,6 +482,22 @@ impl Pipeline {
                 // A schema the dialect cannot express (a recursive one for Gemini) still works prompted.
                 warn!(?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
                 Delivery::Prompted
+            }
+        }
+    }
+
+    /// Whether this call's system prompt shows an example reply ([`ShowExample`]).
+    fn shows_example(&self, delivery: &Delivery) -> bool {
+        match (self.config.example, delivery) {
+            (ShowExample::Never, _) => false,
+            (ShowExample::Always, _) => true,
+            (ShowExample::Auto, Delivery::Prompted) => {
+                self.config.schema_format != SchemaFormat::Described
+            }
+            (ShowExample::Auto, Delivery::Provider { mode, .. }) => {
+                let capabilities = self.backend.capabilities(&self.config.model);
+                capabilities.schema_target(*mode).dialect
+                    == claij_backends::SchemaDialect::Llguidance
             }
         }
     }

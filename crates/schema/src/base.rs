@@ -11,7 +11,10 @@ pub const DRAFT_07: &str = "http://json-schema.org/draft-07/schema#";
 
 /// The minimal schema every reply starts from: an object requiring `answer` and `state`.
 ///
-/// Interceptors grow it with schema deltas (see [`crate::Registry`]).
+/// Interceptors grow it with schema deltas (see [`crate::Registry`]); a state machine constrains
+/// `state` to its next states, a conversation without one to how the turn ended. The descriptions
+/// say what a field holds, not words to copy (a small model parrots "Your response to the user is
+/// ..."), and `answer` carries an example on an unrelated topic, which [`crate::example()`] shows.
 ///
 /// ```
 /// let base = claij_schema::base();
@@ -25,11 +28,12 @@ pub fn base() -> Value {
         "properties": {
             "answer": {
                 "type": "string",
-                "description": "Your response to the user"
+                "description": "the reply itself, in plain words",
+                "examples": ["A spider has eight legs."]
             },
             "state": {
                 "type": "string",
-                "description": "Next FSM state to transition to"
+                "description": "the state the conversation moves to next"
             }
         }
     })

@@ -36,6 +36,8 @@
 //!   model's grammar engine, with bounds against runaway output), reporting each [`dialect::Loss`]; the
 //!   local validator still enforces the full schema.
 //! - [`render`] writes minified JSON or the compact TypeScript-like form.
+//! - [`example()`] builds a valid instance of a schema for a prompt to show (its `examples`, `const`,
+//!   `default`, `enum`, else placeholders that are never its descriptions).
 //! - [`embed()`] places one schema inside another (a tool's arguments in a reply's schema), hoisting its
 //!   definitions to the host's `$defs` and rewriting its references.
 //!
@@ -52,6 +54,7 @@ mod delta;
 pub mod dialect;
 mod embed;
 mod error;
+pub mod example;
 mod memo;
 pub mod pointer;
 mod registry;
@@ -64,6 +67,7 @@ pub use delta::{SchemaDelta, rfc3339};
 pub use dialect::{Dialect, DialectError};
 pub use embed::embed;
 pub use error::{Error, Result};
+pub use example::{NoExample, example};
 pub use memo::{Memo, MemoStats, SchemaHash};
 pub use registry::{Added, AuditAction, AuditEntry, AuditLog, Registry};
 pub use render::{to_compact, to_json};

@@ -376,3 +376,130 @@ async fn a_reply_over_max_reply_bytes_is_refused_and_the_retry_says_so() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--max-reply-bytes"), "{}", run.stderr);
 }
+
+/// `claij ask` on the base schema (no `--schema`), with the key set and the mock's configuration.
+fn ask_on_the_base_schema(files: &Files, extra: &[&str]) -> Run {
+    let config = files.path("config.toml");
+    let mut args = vec!["ask", "What is the capital of France?"];
+    args.extend_from_slice(extra);
+    claij_env(
+        &args,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some(KEY)),
+        ],
+    )
+}
+
+/// Without a state machine `state` is one of the declared states: the schema sent says so, and a
+/// reply naming anything else (`France`, as a small model wrote) is retried.
+#[tokio::test]
+async fn without_a_schema_state_is_one_of_the_declared_states() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": "Paris", "state": "France"}"#))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": "Paris", "state": "answered"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = Files::new(&[("config.toml", &config(&server))]);
+    let run = ask_on_the_base_schema(&f, &["--llm", "gemini-flash", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["value"]["state"], "answered");
+    assert_eq!(report["attempts"][0]["verdict"], "invalid", "{report}");
+    assert_eq!(
+        report["attempts"][0]["violations"][0]["instance_pointer"],
+        "/state"
+    );
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let sent = first.to_string();
+    assert!(
+        sent.contains(r#"["answered","needs_clarification","cannot_answer"]"#),
+        "{sent}"
+    );
+    let retry = String::from_utf8_lossy(&requests[1].body).into_owned();
+    assert!(retry.contains("France"), "{retry}");
+    assert_no_key(&run);
+    // With a schema of one's own, `state` is what that schema says.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": "Paris", "state": "France"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let run = ask(&files(&server), &["--llm", "gemini-flash"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// What the model is told on the base schema, prompted, without and with memory: the example
+/// reply, then the schema with `state`'s declared states.
+#[tokio::test]
+async fn the_prompt_on_the_base_schema() {
+    for (name, extra) in [
+        ("base_prompt", &[][..]),
+        ("memory_prompt", &["--interceptors", "memory"][..]),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(CHAT))
+            .respond_with(reply(
+                r#"{"answer": "Paris", "state": "answered", "summary": "Asked for a capital."}"#,
+            ))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let f = Files::new(&[("config.toml", &config(&server))]);
+        let mut args = vec!["--llm", "gemini-flash", "--mode", "prompted"];
+        args.extend_from_slice(extra);
+        let run = ask_on_the_base_schema(&f, &args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let requests = server.received_requests().await.unwrap();
+        let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+        let system = body["messages"][0]["content"].as_str().unwrap().to_owned();
+        assert_eq!(body["messages"][0]["role"], "system");
+        insta::assert_snapshot!(name, system);
+    }
+}
+
+/// `--example never` leaves the example out; `always` shows it to hosted structured output too.
+#[tokio::test]
+async fn example_flag() {
+    for (when, native, shown) in [
+        ("never", false, false),
+        ("auto", true, false),
+        ("always", true, true),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(CHAT))
+            .respond_with(reply(r#"{"answer": "Paris", "state": "answered"}"#))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let f = Files::new(&[("config.toml", &config(&server))]);
+        let mode = if native { "native" } else { "prompted" };
+        let run = ask_on_the_base_schema(
+            &f,
+            &["--llm", "gemini-flash", "--mode", mode, "--example", when],
+        );
+        assert_eq!(run.code, 0, "{when}: {}", run.stderr);
+        let requests = server.received_requests().await.unwrap();
+        let body = String::from_utf8_lossy(&requests[0].body).into_owned();
+        assert_eq!(
+            body.contains("An example of a valid reply"),
+            shown,
+            "{when}: {body}"
+        );
+    }
+}

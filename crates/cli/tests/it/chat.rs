@@ -36,7 +36,7 @@ async fn chat_turns_carry_memory_and_show_state_summary_and_tokens() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(CHAT))
-        .respond_with(reply(&json!({"answer": "Noted.", "state": "remembering", "summary": "The user's favourite colour is blue."})))
+        .respond_with(reply(&json!({"answer": "Noted.", "state": "answered", "summary": "The user's favourite colour is blue."})))
         .up_to_n_times(1)
         .expect(1)
         .mount(&server)
@@ -53,7 +53,7 @@ async fn chat_turns_carry_memory_and_show_state_summary_and_tokens() {
     let (run, _f) = run(&server, &["chat", "--llm", "gemini-flash"], stdin, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "Noted.\nBlue.\n");
-    assert!(run.stderr.contains("state: remembering"), "{}", run.stderr);
+    assert!(run.stderr.contains("state: answered"), "{}", run.stderr);
     assert!(
         run.stderr
             .contains("remembered: The user's favourite colour is blue."),
@@ -100,7 +100,7 @@ async fn chat_goes_on_after_a_turn_without_a_valid_reply() {
     Mock::given(method("POST"))
         .and(path(CHAT))
         .respond_with(reply(
-            &json!({"answer": "Fine.", "state": "ok", "summary": "Greeted."}),
+            &json!({"answer": "Fine.", "state": "answered", "summary": "Greeted."}),
         ))
         .expect(1)
         .mount(&server)
@@ -189,7 +189,7 @@ async fn chat_with_tools_shows_the_previous_turns_results() {
     Mock::given(method("POST"))
         .and(path(CHAT))
         .respond_with(reply(&json!({
-            "answer": "Let me draw.", "state": "drawing", "summary": "Drew a number.",
+            "answer": "Let me draw.", "state": "waiting_for_tools", "summary": "Drew a number.",
             "tools": [{"name": "random_int", "args": {"min": 7, "max": 7}}, {"name": "now", "args": {}}]
         })))
         .up_to_n_times(1)
@@ -199,7 +199,7 @@ async fn chat_with_tools_shows_the_previous_turns_results() {
     Mock::given(method("POST"))
         .and(path(CHAT))
         .respond_with(reply(
-            &json!({"answer": "It was 7.", "state": "done", "summary": "Reported 7."}),
+            &json!({"answer": "It was 7.", "state": "answered", "summary": "Reported 7."}),
         ))
         .expect(1)
         .mount(&server)

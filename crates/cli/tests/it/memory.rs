@@ -22,7 +22,7 @@ impl Respond for Numbered {
     fn respond(&self, _: &Request) -> ResponseTemplate {
         let n = self.0.fetch_add(1, Ordering::SeqCst);
         reply(
-            &json!({"answer": "ok", "state": "noted", "summary": format!("fact-{n}-zq")})
+            &json!({"answer": "ok", "state": "answered", "summary": format!("fact-{n}-zq")})
                 .to_string(),
         )
     }

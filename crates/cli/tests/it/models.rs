@@ -61,7 +61,7 @@ async fn ask_takes_mode_and_retries_from_the_matrix_unless_told() {
     Mock::given(method("POST"))
         .and(path(super::openrouter::CHAT))
         .respond_with(super::openrouter::reply(
-            r#"{"answer": "Paris", "state": "done"}"#,
+            r#"{"answer": "Paris", "state": "answered"}"#,
         ))
         .expect(2)
         .mount(&server)

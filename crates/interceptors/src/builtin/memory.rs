@@ -7,7 +7,9 @@
 //!
 //! # Schema delta
 //!
-//! Every turn, extension `summary-v1` ([`SUMMARY_EXTENSION`], [`summary_delta`]):
+//! Every turn, extension `summary-v1` ([`SUMMARY_EXTENSION`], [`summary_delta`]). The description
+//! says what the field holds rather than words to copy, and the example (on the base schema's topic,
+//! so a generated example reply is one coherent turn) shows a summary's form:
 //!
 //! ```
 //! # use claij_interceptors::builtin::memory::summary_delta;
@@ -15,8 +17,9 @@
 //! assert_eq!(summary_delta(), json!({
 //!     "properties": {"summary": {
 //!         "type": "string",
-//!         "description": "Your memory of this turn: the key facts from this exchange worth remembering \
-//!             later (what the user told you or asked for, what was decided), in one or two sentences"
+//!         "description": "the key facts of this exchange to remember later (what the user said or \
+//!             asked for, what was decided), in one or two sentences",
+//!         "examples": ["The user asked how many legs a spider has: eight."]
 //!     }},
 //!     "required": ["summary"]
 //! }));
@@ -31,9 +34,10 @@
 //! assert_eq!(insights_delta(), json!({
 //!     "properties": {"long_term_insights": {
 //!         "type": "string",
-//!         "description": "Your long-term memory, rewritten now: the durable facts and patterns of the \
+//!         "description": "the long-term memory, rewritten now: the durable facts and patterns of the \
 //!             whole conversation so far (the user's preferences, goals, recurring topics), merging the \
-//!             previous long-term insights with the turn summaries; it replaces the previous insights"
+//!             previous long-term insights with the turn summaries; it replaces the previous insights",
+//!         "examples": ["The user is curious about animals and likes short answers."]
 //!     }},
 //!     "required": ["long_term_insights"]
 //! }));
@@ -257,8 +261,9 @@ pub fn summary_delta() -> Value {
     json!({
         "properties": {"summary": {
             "type": "string",
-            "description": "Your memory of this turn: the key facts from this exchange worth remembering \
-                later (what the user told you or asked for, what was decided), in one or two sentences"
+            "description": "the key facts of this exchange to remember later (what the user said or \
+                asked for, what was decided), in one or two sentences",
+            "examples": ["The user asked how many legs a spider has: eight."]
         }},
         "required": ["summary"]
     })
@@ -269,9 +274,10 @@ pub fn insights_delta() -> Value {
     json!({
         "properties": {"long_term_insights": {
             "type": "string",
-            "description": "Your long-term memory, rewritten now: the durable facts and patterns of the \
+            "description": "the long-term memory, rewritten now: the durable facts and patterns of the \
                 whole conversation so far (the user's preferences, goals, recurring topics), merging the \
-                previous long-term insights with the turn summaries; it replaces the previous insights"
+                previous long-term insights with the turn summaries; it replaces the previous insights",
+            "examples": ["The user is curious about animals and likes short answers."]
         }},
         "required": ["long_term_insights"]
     })

@@ -1,7 +1,7 @@
 //! The composed schema of a request, checked, compiled and rendered once per distinct set of deltas.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 use claij_backends::SchemaDialect;
@@ -23,6 +23,8 @@ pub struct Prepared {
     validator: Validator,
     section: String,
     dialects: Mutex<HashMap<SchemaDialect, Arc<Compiled>>>,
+    /// An example reply as minified JSON, built on first use (`None`: the schema has none).
+    example: OnceLock<Option<String>>,
 }
 
 impl Prepared {
@@ -47,6 +49,7 @@ impl Prepared {
             validator,
             section,
             dialects: Mutex::new(HashMap::new()),
+            example: OnceLock::new(),
         })
     }
 
@@ -84,6 +87,20 @@ impl Prepared {
     /// Its validator.
     pub fn validator(&self) -> &Validator {
         &self.validator
+    }
+
+    /// An example of a valid reply, as minified JSON ([`claij_schema::example()`], built once);
+    /// `None` when the schema has none (the reason is logged at debug level).
+    pub fn example(&self) -> Option<&str> {
+        self.example
+            .get_or_init(|| match claij_schema::example(&self.schema) {
+                Ok(value) => Some(value.to_string()),
+                Err(error) => {
+                    tracing::debug!(%error, "no example reply for the schema");
+                    None
+                }
+            })
+            .as_deref()
     }
 
     /// The system-prompt section that shows the model the schema.

@@ -4,6 +4,7 @@
 
 mod citations;
 mod eval;
+mod example;
 mod fsm_routing;
 mod local_model;
 mod memory;

@@ -32,7 +32,7 @@ fn llguidance(schema: &Value, name: &str) -> Value {
 }
 
 /// The schemas of `examples/schemas`, a schema delta composed onto `base.json`.
-fn examples() -> Vec<(String, Value)> {
+pub(crate) fn examples() -> Vec<(String, Value)> {
     let dir = format!("{}/../../examples/schemas", env!("CARGO_MANIFEST_DIR"));
     let read = |name: &str| -> Value {
         let path = format!("{dir}/{name}");

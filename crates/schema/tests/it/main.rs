@@ -4,5 +4,6 @@
 
 mod compose;
 mod dialect;
+mod example;
 mod grammar;
 mod render;
