@@ -58,8 +58,8 @@ pub use error::{Error, Exhausted};
 pub use failure_log::{FailureLog, redact};
 pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};
 pub use pipeline::{
-    Answer, Attempt, CallReport, Check, Config, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO, Pipeline,
-    Prepared, SchemaFormat, ShowExample, StructuredMode, Verdict,
+    Answer, Attempt, CallReport, Check, Config, CutString, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO,
+    Pipeline, Prepared, RETRY_TEMPERATURE, SchemaFormat, ShowExample, StructuredMode, Verdict,
 };
 pub use prompts::Prompts;
 pub use schema::Schema;

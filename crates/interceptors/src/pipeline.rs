@@ -134,6 +134,12 @@ pub struct Config {
 /// that extracting and repairing it takes milliseconds.
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 1 << 20;
 
+/// The temperature of a retry on a backend that decodes greedily by default (its capabilities'
+/// `greedy_default`: the embedded local model) when the call sets no temperature or 0: greedy, the
+/// retry would repeat a reply token for token whenever its prompt repeats. Each retry also gets its
+/// own seed: the configured one (0 when none) plus the retry's number.
+pub const RETRY_TEMPERATURE: f32 = 0.7;
+
 impl Config {
     /// Defaults for `model`: three retries, compact schema, automatic structured mode.
     pub fn new(model: impl Into<String>) -> Self {
@@ -190,6 +196,40 @@ pub struct Attempt {
     pub request_id: Option<String>,
     /// What the provider's schema dialect could not carry (still enforced by local validation).
     pub dialect_losses: Arc<Vec<claij_schema::dialect::Loss>>,
+    /// Strings of the reply that reached a `maxLength` the provider's schema dialect added where the
+    /// schema set none: probably cut short. [`Attempt::truncation`] names them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut_strings: Vec<CutString>,
+}
+
+/// A string of a reply as long as a `maxLength` the provider's schema dialect added where the schema
+/// set none (a [`LossKind::Tightened`](claij_schema::dialect::LossKind) `maxLength`, e.g. the
+/// llguidance dialect's 2000 characters for the local model): the decoder had to end it there, so it
+/// is probably cut short. Recognised by its length alone, so a string of exactly that length that
+/// ended on its own is flagged too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CutString {
+    /// JSON pointer to the string in the reply (`""`: the reply is the string).
+    pub pointer: String,
+    /// The bound it reached, in characters.
+    pub limit: u64,
+}
+
+impl std::fmt::Display for CutString {
+    /// `the string at /answer was cut at 2000 characters, the bound ...`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
+        write!(
+            f,
+            "the string at {at} was cut at {} characters, the bound the schema dialect adds for the \
+             decoder (give the field a maxLength to choose another)",
+            self.limit
+        )
+    }
 }
 
 impl Attempt {
@@ -199,10 +239,15 @@ impl Attempt {
     }
 
     /// `the reply was cut at max_tokens (N)` (`at the output token limit` when the request set
-    /// none, so the provider's applied), when the token limit cut the reply off.
+    /// none, so the provider's applied), when the token limit cut the reply off, then each of
+    /// [`Attempt::cut_strings`], joined by `; `.
     pub fn truncation(&self) -> Option<String> {
-        self.is_truncated()
-            .then(|| format!("the reply was cut at {}", self.token_limit()))
+        let mut parts: Vec<String> = Vec::new();
+        if self.is_truncated() {
+            parts.push(format!("the reply was cut at {}", self.token_limit()));
+        }
+        parts.extend(self.cut_strings.iter().map(CutString::to_string));
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// `max_tokens (N)`, or `the output token limit` when the request set none.
@@ -690,7 +735,21 @@ impl Pipeline {
                 .retry_prompt
                 .render(&prompts.user, &response.content, failure);
             request = self.request(prompts, prepared, delivery, Some(text));
+            self.vary_retry(&mut request, attempts.len() + 1);
             prepare_time = retry_started.elapsed();
+        }
+    }
+
+    /// Attempt `number` (2 or more) on a backend that decodes greedily by default, with no
+    /// temperature or 0 configured, samples at [`RETRY_TEMPERATURE`] with the configured seed (0 when
+    /// none) plus `number - 1`: consecutive attempts never send the same request, and with a changed
+    /// seed the sampled reply changes too, unless the grammar leaves the model no choice.
+    fn vary_retry(&self, request: &mut ChatRequest, number: usize) {
+        let greedy = request.temperature.is_none_or(|t| t <= 0.0);
+        if greedy && self.backend.capabilities(&self.config.model).greedy_default {
+            let retry = u64::try_from(number.saturating_sub(1)).unwrap_or(u64::MAX);
+            request.temperature = Some(RETRY_TEMPERATURE);
+            request.seed = Some(self.config.seed.unwrap_or(0).wrapping_add(retry));
         }
     }
 
@@ -741,6 +800,7 @@ impl Pipeline {
                     check_time: Duration::ZERO,
                     request_id: None,
                     dialect_losses,
+                    cut_strings: Vec::new(),
                 };
                 return Err((attempt, source));
             }
@@ -774,6 +834,16 @@ impl Pipeline {
                 "response failed validation"
             );
         }
+        let cut_strings = value
+            .as_ref()
+            .map(|v| cut_strings(v, &dialect_losses))
+            .unwrap_or_default();
+        if !cut_strings.is_empty() {
+            warn!(
+                n_strings = cut_strings.len(),
+                "strings reached the schema dialect's length bound"
+            );
+        }
         let attempt = Attempt {
             number,
             request,
@@ -790,6 +860,7 @@ impl Pipeline {
             check_time: times.check,
             request_id: response.request_id.clone(),
             dialect_losses,
+            cut_strings,
         };
         Ok((attempt, response, value))
     }
@@ -949,6 +1020,49 @@ pub struct CallReport {
     pub model: String,
     /// Every attempt of the call.
     pub attempts: Vec<Attempt>,
+}
+
+/// The strings of `value` exactly as long as a `maxLength` a dialect added (`losses`).
+fn cut_strings(value: &Value, losses: &[claij_schema::dialect::Loss]) -> Vec<CutString> {
+    use claij_schema::dialect::LossKind;
+    let limits: Vec<u64> = losses
+        .iter()
+        .filter(|l| l.change == LossKind::Tightened && l.keyword == "maxLength")
+        .filter_map(|l| l.value.as_u64())
+        .collect();
+    let mut cut = Vec::new();
+    if !limits.is_empty() {
+        collect_cut(value, &mut String::new(), &limits, &mut cut);
+    }
+    cut
+}
+
+fn collect_cut(value: &Value, pointer: &mut String, limits: &[u64], cut: &mut Vec<CutString>) {
+    let children: Box<dyn Iterator<Item = (String, &Value)>> = match value {
+        Value::String(s) => {
+            let chars = u64::try_from(s.chars().count()).unwrap_or(u64::MAX);
+            if limits.contains(&chars) {
+                cut.push(CutString {
+                    pointer: pointer.clone(),
+                    limit: chars,
+                });
+            }
+            return;
+        }
+        Value::Array(items) => Box::new(items.iter().enumerate().map(|(i, v)| (i.to_string(), v))),
+        Value::Object(map) => Box::new(
+            map.iter()
+                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v)),
+        ),
+        _ => return,
+    };
+    for (token, item) in children {
+        let len = pointer.len();
+        pointer.push('/');
+        pointer.push_str(&token);
+        collect_cut(item, pointer, limits, cut);
+        pointer.truncate(len);
+    }
 }
 
 /// Where the time of processing one reply went.

@@ -183,6 +183,10 @@ fn attempt_json(attempt: &Attempt) -> Value {
     if let (Some(reason), Value::Object(map)) = (reason, &mut report) {
         map.insert("reason".to_owned(), Value::String(reason.clone()));
     }
+    // Strings that reached the bound the schema dialect adds (probably cut short).
+    if let (false, Value::Object(map)) = (attempt.cut_strings.is_empty(), &mut report) {
+        map.insert("cut_strings".to_owned(), json!(attempt.cut_strings));
+    }
     report
 }
 

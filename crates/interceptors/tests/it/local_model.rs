@@ -75,7 +75,12 @@ fn constrained_turns_with_memory_are_valid_first_try() {
         );
         let attempt = &answer.attempts[0];
         assert_eq!(attempt.verdict, Verdict::Valid);
-        assert_eq!(attempt.finish_reason, Some(FinishReason::Stop));
+        // Ended by the model, or closed by the decoder at the token limit (still valid, flagged).
+        match attempt.finish_reason {
+            Some(FinishReason::Stop) => assert_eq!(attempt.truncation(), None),
+            Some(FinishReason::Length) => assert!(attempt.truncation().is_some()),
+            ref other => panic!("turn {turn}: finished by {other:?}"),
+        }
         assert!(
             attempt.fixes.is_empty(),
             "constrained output needs no repair: {:?}",
@@ -162,4 +167,41 @@ fn truncated_answers_are_retried_for_brevity_then_fail_typed() {
         .content;
     assert!(retry.contains("cut off"), "{retry}");
     assert!(retry.contains("shorter"), "{retry}");
+}
+
+/// A retry on the greedy local model is sampled: attempt 1 (greedy) fails a check, attempt 2 goes
+/// out at the retry temperature with its own seed, and decodes another reply.
+#[test]
+fn a_retry_on_the_local_model_samples_another_reply() {
+    let mut config = Config::new("local");
+    config.max_tokens = Some(48);
+    config.max_retries = 1;
+    let Some(pipeline) = pipeline(Decoding::Constrained, config, Chain::new()) else {
+        return;
+    };
+    let pipeline = pipeline.with_check("never", |_, _| {
+        vec![claij_validation::Violation {
+            instance_pointer: "/answer".to_owned(),
+            schema_pointer: String::new(),
+            keyword: String::new(),
+            message: "try again".to_owned(),
+        }]
+    });
+    let mut ctx = Context::default();
+    let err = run(pipeline.ask(&mut ctx, "What is the capital of France?")).unwrap_err();
+    let Error::RetriesExhausted(exhausted) = err else {
+        panic!("expected RetriesExhausted, got {err}");
+    };
+    let [first, second] = &exhausted.attempts[..] else {
+        panic!("two attempts: {:?}", exhausted.attempts);
+    };
+    assert_eq!(
+        (first.request.temperature, first.request.seed),
+        (None, None)
+    );
+    assert_eq!(
+        (second.request.temperature, second.request.seed),
+        (Some(claij_interceptors::RETRY_TEMPERATURE), Some(1))
+    );
+    assert_ne!(first.raw, second.raw, "the retry decoded the same reply");
 }

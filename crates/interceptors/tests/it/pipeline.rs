@@ -827,3 +827,88 @@ fn schemas_no_reply_can_satisfy_are_refused_before_any_request() {
     );
     assert_eq!(backend.calls(), 0);
 }
+
+#[test]
+fn retries_on_a_greedy_backend_sample_with_a_new_seed_each() {
+    const MISSING_STATE: &str = r#"{"answer": "4"}"#;
+    let greedy = Capabilities::prompted().with_greedy_default(true);
+    let backend =
+        Scripted::replies([MISSING_STATE, MISSING_STATE, VALID]).with_capabilities(greedy);
+    let mut config = Config::new("test-model");
+    config.seed = Some(40);
+    let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
+    let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+    assert_eq!(answer.retries(), 2);
+    let sampling: Vec<(Option<f32>, Option<u64>)> = backend
+        .requests()
+        .iter()
+        .map(|r| (r.temperature, r.seed))
+        .collect();
+    let t = Some(claij_interceptors::RETRY_TEMPERATURE);
+    assert_eq!(
+        sampling,
+        [(None, Some(40)), (t, Some(41)), (t, Some(42))],
+        "the first attempt as configured, each retry sampled with its own seed"
+    );
+    // Two identical replies in a row never come from identical requests.
+    let requests = backend.requests();
+    assert_ne!(requests[1], requests[2]);
+
+    // A backend that samples by default, or a configured temperature, is left as it is.
+    for (capabilities, temperature) in [
+        (Capabilities::prompted(), None),
+        (
+            Capabilities::prompted().with_greedy_default(true),
+            Some(0.3),
+        ),
+    ] {
+        let backend = Scripted::replies([MISSING_STATE, VALID]).with_capabilities(capabilities);
+        let mut config = Config::new("test-model");
+        config.temperature = temperature;
+        let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
+        block(p.ask(&mut Context::default(), "Hi")).unwrap();
+        let requests = backend.requests();
+        assert_eq!(requests[1].temperature, temperature);
+        assert_eq!(requests[1].seed, None);
+    }
+}
+
+#[test]
+fn a_string_at_the_dialect_bound_is_flagged_as_cut() {
+    use claij_backends::SchemaDialect;
+    let limit = claij_schema::dialect::LlguidanceBounds::default().max_string_chars;
+    let long = "a".repeat(usize::try_from(limit).unwrap());
+    let schema = json!({
+        "type": "object", "required": ["answer", "state"],
+        "properties": {"answer": {"type": "string"}, "state": {"type": "string", "maxLength": 4}}
+    });
+    let replies = [
+        json!({"answer": long, "state": "done"}).to_string(),
+        json!({"answer": "short", "state": "done"}).to_string(),
+    ];
+    for (reply, cut) in replies.into_iter().zip([true, false]) {
+        let backend = Scripted::replies([reply]).with_capabilities(
+            Capabilities::prompted().with_schema_dialect(SchemaDialect::Llguidance),
+        );
+        let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema.clone()));
+        let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
+        let attempt = &answer.attempts[0];
+        if cut {
+            assert_eq!(
+                attempt.cut_strings,
+                [claij_interceptors::CutString {
+                    pointer: "/answer".to_owned(),
+                    limit
+                }]
+            );
+            let warning = attempt.truncation().unwrap();
+            assert!(
+                warning.contains(&format!("/answer was cut at {limit} characters")),
+                "{warning}"
+            );
+        } else {
+            assert!(attempt.cut_strings.is_empty());
+            assert_eq!(attempt.truncation(), None);
+        }
+    }
+}

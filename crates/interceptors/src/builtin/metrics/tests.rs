@@ -57,6 +57,7 @@ fn attempt(number: usize, verdict: Verdict, fixes: &[FixKind], keywords: &[&str]
         check_time: ms(1),
         request_id: None,
         dialect_losses: Arc::default(),
+        cut_strings: Vec::new(),
     }
 }
 
