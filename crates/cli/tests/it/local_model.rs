@@ -203,3 +203,33 @@ fn progress_shows_on_a_terminal_and_not_with_json() {
     assert!(!json.contains("\x1b[2K"), "{json:?}");
     assert!(!json.contains("reading the prompt"), "{json:?}");
 }
+
+/// On the base schema the model's `state` is one of the declared states: the grammar leaves it no
+/// other choice (it once wrote `France` or `IT,` there).
+#[test]
+fn ask_answers_with_a_declared_state() {
+    let Some(model) = model() else { return };
+    let model = model.to_string_lossy().into_owned();
+    let run = claij_env(
+        &[
+            "ask",
+            "What is the capital of France?",
+            "--llm",
+            "local",
+            "--model-path",
+            &model,
+            "--threads",
+            "1",
+            "--json",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let state = report["value"]["state"].as_str().unwrap_or_default();
+    assert!(
+        ["answered", "needs_clarification", "cannot_answer"].contains(&state),
+        "{report}"
+    );
+}
