@@ -73,8 +73,7 @@ pub enum ShowExample {
 }
 
 /// The sentence before the example in the system prompt.
-pub const EXAMPLE_INTRO: &str =
-    "An example of a valid reply, to another question (write your own content, not this):";
+pub const EXAMPLE_INTRO: &str = "The form of a valid reply (\"...\" stands for your own words):";
 
 /// What stays the same across the attempts of one call.
 #[derive(Clone, Copy)]

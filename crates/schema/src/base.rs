@@ -14,7 +14,8 @@ pub const DRAFT_07: &str = "http://json-schema.org/draft-07/schema#";
 /// Interceptors grow it with schema deltas (see [`crate::Registry`]); a state machine constrains
 /// `state` to its next states, a conversation without one to how the turn ended. The descriptions
 /// say what a field holds, not words to copy (a small model parrots "Your response to the user is
-/// ..."), and `answer` carries an example on an unrelated topic, which [`crate::example()`] shows.
+/// ..."). No field carries `examples`: SmolLM2-135M copied an example answer ("A spider has eight
+/// legs.") into its reply to an unrelated message, so [`crate::example()`] shows placeholders.
 ///
 /// ```
 /// let base = claij_schema::base();
@@ -28,8 +29,7 @@ pub fn base() -> Value {
         "properties": {
             "answer": {
                 "type": "string",
-                "description": "the reply itself, in plain words",
-                "examples": ["A spider has eight legs."]
+                "description": "the reply itself, in plain words"
             },
             "state": {
                 "type": "string",

@@ -497,7 +497,7 @@ async fn example_flag() {
         let requests = server.received_requests().await.unwrap();
         let body = String::from_utf8_lossy(&requests[0].body).into_owned();
         assert_eq!(
-            body.contains("An example of a valid reply"),
+            body.contains("The form of a valid reply"),
             shown,
             "{when}: {body}"
         );

@@ -8,8 +8,7 @@
 //! # Schema delta
 //!
 //! Every turn, extension `summary-v1` ([`SUMMARY_EXTENSION`], [`summary_delta`]). The description
-//! says what the field holds rather than words to copy, and the example (on the base schema's topic,
-//! so a generated example reply is one coherent turn) shows a summary's form:
+//! says what the field holds rather than words to copy; no `examples` (a small model copies them):
 //!
 //! ```
 //! # use claij_interceptors::builtin::memory::summary_delta;
@@ -18,8 +17,7 @@
 //!     "properties": {"summary": {
 //!         "type": "string",
 //!         "description": "the key facts of this exchange to remember later (what the user said or \
-//!             asked for, what was decided), in one or two sentences",
-//!         "examples": ["The user asked how many legs a spider has: eight."]
+//!             asked for, what was decided), in one or two sentences"
 //!     }},
 //!     "required": ["summary"]
 //! }));
@@ -36,8 +34,7 @@
 //!         "type": "string",
 //!         "description": "the long-term memory, rewritten now: the durable facts and patterns of the \
 //!             whole conversation so far (the user's preferences, goals, recurring topics), merging the \
-//!             previous long-term insights with the turn summaries; it replaces the previous insights",
-//!         "examples": ["The user is curious about animals and likes short answers."]
+//!             previous long-term insights with the turn summaries; it replaces the previous insights"
 //!     }},
 //!     "required": ["long_term_insights"]
 //! }));
@@ -262,8 +259,7 @@ pub fn summary_delta() -> Value {
         "properties": {"summary": {
             "type": "string",
             "description": "the key facts of this exchange to remember later (what the user said or \
-                asked for, what was decided), in one or two sentences",
-            "examples": ["The user asked how many legs a spider has: eight."]
+                asked for, what was decided), in one or two sentences"
         }},
         "required": ["summary"]
     })
@@ -276,8 +272,7 @@ pub fn insights_delta() -> Value {
             "type": "string",
             "description": "the long-term memory, rewritten now: the durable facts and patterns of the \
                 whole conversation so far (the user's preferences, goals, recurring topics), merging the \
-                previous long-term insights with the turn summaries; it replaces the previous insights",
-            "examples": ["The user is curious about animals and likes short answers."]
+                previous long-term insights with the turn summaries; it replaces the previous insights"
         }},
         "required": ["long_term_insights"]
     })
