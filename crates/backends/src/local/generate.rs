@@ -31,6 +31,12 @@ const CLOSING_MARGIN: usize = 24;
 /// Further from the limit, the closing plan is refreshed this often (in generated tokens).
 const PLAN_EVERY: usize = 16;
 
+/// Inside a JSON string, a word token that would repeat an n-gram of this many tokens already
+/// written is banned ([`block_repeats`]): greedy decoding of a small model otherwise loops ("The
+/// answer is: The answer is: …") until the token limit, and a penalty on single tokens is too weak
+/// once punctuation is spared. Eight tokens lets any phrase occur twice, never a third time in a row.
+const NO_REPEAT_NGRAM: usize = 8;
+
 /// One generation's inputs.
 pub(super) struct Job<'a> {
     pub(super) prompt: &'a [TokenId],
@@ -73,6 +79,44 @@ impl Penalty {
             }
         }
     }
+}
+
+/// Bans (sets to `-inf`) each token that would complete an `n`-gram already in `tokens`, unless it
+/// is structure (`structural`: punctuation and whitespace, which JSON repeats by nature) or banning
+/// would leave no allowed token (the grammar's choice stands). Returns how many were banned.
+fn block_repeats(
+    logits: &mut [f32],
+    tokens: &[TokenId],
+    n: usize,
+    structural: impl Fn(TokenId) -> bool,
+) -> usize {
+    let Some(k) = n.checked_sub(1).filter(|k| *k > 0 && tokens.len() > *k) else {
+        return 0;
+    };
+    let prefix = &tokens[tokens.len() - k..];
+    let mut banned: Vec<TokenId> = tokens
+        .windows(n)
+        .filter(|w| &w[..k] == prefix && !structural(w[k]))
+        .map(|w| w[k])
+        .filter(|&t| logits.get(t as usize).is_some_and(|l| l.is_finite()))
+        .collect();
+    banned.sort_unstable();
+    banned.dedup();
+    if banned.is_empty() {
+        return 0;
+    }
+    let others = logits.iter().enumerate().any(|(index, l)| {
+        l.is_finite() && TokenId::try_from(index).is_ok_and(|t| banned.binary_search(&t).is_err())
+    });
+    if !others {
+        return 0;
+    }
+    for &t in &banned {
+        if let Some(logit) = logits.get_mut(t as usize) {
+            *logit = f32::NEG_INFINITY;
+        }
+    }
+    banned.len()
 }
 
 /// Gives the probability of every token the grammar masks out to its longest prefix the grammar
@@ -338,6 +382,11 @@ pub(super) fn run(
                 }
             }
             transfer_masked(&raw, &mut logits, |t| vocab.prefixes(t));
+            if scan.in_string {
+                block_repeats(&mut logits, &tokens, NO_REPEAT_NGRAM, |t| {
+                    vocab.is_structural(t)
+                });
+            }
             timings.masks += 1;
             timings.mask_total += mask_started.elapsed();
         } else {
@@ -543,6 +592,54 @@ mod tests {
         assert_eq!(stop_sequence("ab\n\nc", 2, &["\n\n".into()]), Some(2));
         assert_eq!(stop_sequence("é stop", 4, &["stop".into()]), Some(3));
         assert_eq!(stop_sequence("x", 1, &[String::new()]), None);
+    }
+
+    #[test]
+    fn repeated_ngrams_are_blocked_unless_structure_or_the_only_choice() {
+        // `1 2 3 1 2`: a 3-gram `1 2 3` exists, so after `1 2` the token 3 is banned.
+        let mut logits = [0.0, 1.0, 1.0, 5.0, 1.0];
+        assert_eq!(
+            block_repeats(&mut logits, &[1, 2, 3, 1, 2], 3, |_| false),
+            1
+        );
+        assert_eq!(logits[3], f32::NEG_INFINITY);
+        assert_eq!(logits[4], 1.0);
+        // No earlier `1 2`: nothing banned.
+        let mut logits = [0.0, 1.0, 1.0, 5.0, 1.0];
+        assert_eq!(
+            block_repeats(&mut logits, &[4, 2, 3, 1, 2], 3, |_| false),
+            0
+        );
+        // Structure repeats freely.
+        let mut logits = [0.0, 1.0, 1.0, 5.0, 1.0];
+        assert_eq!(
+            block_repeats(&mut logits, &[1, 2, 3, 1, 2], 3, |t| t == 3),
+            0
+        );
+        // When the grammar allows only the repeat, it stands.
+        let mut logits = [
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            5.0,
+            f32::NEG_INFINITY,
+        ];
+        assert_eq!(
+            block_repeats(&mut logits, &[1, 2, 3, 1, 2], 3, |_| false),
+            0
+        );
+        assert_eq!(logits[3], 5.0);
+        // A loop of greedy picks ends: the second cycle may not complete a third.
+        let mut tokens = vec![7, 8, 9, 10, 7, 8, 9, 10, 7, 8, 9];
+        let mut logits = [0.0; 12];
+        logits[10] = 9.0;
+        logits[11] = 1.0;
+        block_repeats(&mut logits, &tokens, 8, |_| false);
+        assert_eq!(logits[10], f32::NEG_INFINITY, "{tokens:?}");
+        tokens.truncate(4);
+        let mut logits = [0.0; 12];
+        logits[10] = 9.0;
+        assert_eq!(block_repeats(&mut logits, &tokens, 8, |_| false), 0);
     }
 
     #[test]
