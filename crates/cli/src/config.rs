@@ -482,38 +482,20 @@ impl Config {
             match key.as_str() {
                 "llm" => self.defaults.llm = Some(as_str(value, &keys, fail)?.to_owned()),
                 "max_retries" => {
-                    let n = value
-                        .as_integer()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .filter(|n| *n <= crate::args::MAX_RETRIES)
-                        .ok_or_else(|| {
-                            fail(
-                                &keys,
-                                &format!(
-                                    "expected a whole number from 0 to {}",
-                                    crate::args::MAX_RETRIES
-                                ),
-                            )
-                        })?;
-                    self.defaults.max_retries = Some(n);
+                    let max = crate::args::MAX_RETRIES;
+                    let expected = format!("a whole number from 0 to {max}");
+                    self.defaults.max_retries =
+                        Some(whole_in(value, 0..=max, &expected, &keys, fail)?);
                 }
                 "max_reply_bytes" => {
                     let range = crate::args::REPLY_BYTES;
-                    let n = value
-                        .as_integer()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .filter(|n| range.contains(n))
-                        .ok_or_else(|| {
-                            fail(
-                                &keys,
-                                &format!(
-                                    "expected a whole number of bytes from {} to {}",
-                                    range.start(),
-                                    range.end()
-                                ),
-                            )
-                        })?;
-                    self.defaults.max_reply_bytes = Some(n);
+                    let expected = format!(
+                        "a whole number of bytes from {} to {}",
+                        range.start(),
+                        range.end()
+                    );
+                    self.defaults.max_reply_bytes =
+                        Some(whole_in(value, range, &expected, &keys, fail)?);
                 }
                 "mode" => {
                     let mode = match as_str(value, &keys, fail)? {
@@ -575,31 +557,32 @@ const MAX_RETRY_BUDGET_SECS: u64 = 86_400;
 
 /// A `max_body_bytes` value: a whole number of bytes, at least [`MIN_BODY_BYTES`].
 fn read_body_limit(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<u64> {
-    value
-        .as_integer()
-        .and_then(|n| u64::try_from(n).ok())
-        .filter(|n| *n >= MIN_BODY_BYTES)
-        .ok_or_else(|| {
-            fail(
-                keys,
-                &format!("expected a whole number of bytes, at least {MIN_BODY_BYTES}"),
-            )
-        })
+    let expected = format!("a whole number of bytes, at least {MIN_BODY_BYTES}");
+    whole_in(value, MIN_BODY_BYTES..=u64::MAX, &expected, keys, fail)
 }
 
 /// A `retry_budget_secs` value: whole seconds from 0 (no retry) to [`MAX_RETRY_BUDGET_SECS`].
 fn read_retry_budget(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<Duration> {
+    let expected = format!("whole seconds from 0 to {MAX_RETRY_BUDGET_SECS}");
+    whole_in(value, 0..=MAX_RETRY_BUDGET_SECS, &expected, keys, fail).map(Duration::from_secs)
+}
+
+/// Every whole-number key: an integer within `range`, else one line saying `expected {expected}`.
+fn whole_in<T>(
+    value: &Value,
+    range: std::ops::RangeInclusive<T>,
+    expected: &str,
+    keys: &[&str],
+    fail: &Fail<'_>,
+) -> Result<T>
+where
+    T: TryFrom<i64> + PartialOrd,
+{
     value
         .as_integer()
-        .and_then(|n| u64::try_from(n).ok())
-        .filter(|n| *n <= MAX_RETRY_BUDGET_SECS)
-        .map(Duration::from_secs)
-        .ok_or_else(|| {
-            fail(
-                keys,
-                &format!("expected whole seconds from 0 to {MAX_RETRY_BUDGET_SECS}"),
-            )
-        })
+        .and_then(|n| T::try_from(n).ok())
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| fail(keys, &format!("expected {expected}")))
 }
 
 /// An `api_key_env` value: the name of an environment variable.
