@@ -212,6 +212,11 @@ pub struct CutString {
     pub pointer: String,
     /// The bound it reached, in characters.
     pub limit: u64,
+    /// When the cut fell inside a word: the characters kept so that the string ends after its last
+    /// whole word, followed by `…` in the answer (the raw reply keeps what the model wrote). `None`
+    /// when it is left as cut (between words, or shortening it would break the schema or a check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<u64>,
 }
 
 impl std::fmt::Display for CutString {
@@ -227,7 +232,14 @@ impl std::fmt::Display for CutString {
             "the string at {at} was cut at {} characters, the bound the schema dialect adds for the \
              decoder (give the field a maxLength to choose another)",
             self.limit
-        )
+        )?;
+        match self.kept {
+            Some(kept) => write!(
+                f,
+                "; it ends after its last whole word ({kept} characters) and `…`"
+            ),
+            None => Ok(()),
+        }
     }
 }
 
@@ -833,10 +845,16 @@ impl Pipeline {
                 "response failed validation"
             );
         }
-        let cut_strings = value
+        let mut cut_strings = value
             .as_ref()
             .map(|v| cut_strings(v, &dialect_losses))
             .unwrap_or_default();
+        let value = match (value, prepared) {
+            (Some(v), Some(prepared)) if verdict == Verdict::Valid && !cut_strings.is_empty() => {
+                Some(self.end_at_words(v, &mut cut_strings, prepared, ctx))
+            }
+            (value, _) => value,
+        };
         if !cut_strings.is_empty() {
             warn!(
                 n_strings = cut_strings.len(),
@@ -964,6 +982,47 @@ impl Pipeline {
         }
     }
 
+    /// A valid `value` whose strings in `cut` were cut mid-word by a dialect's bound, with each of them
+    /// ended at its last whole word and marked `…` ([`CutString::kept`]), when the result is still
+    /// valid and passes the checks; otherwise `value` as it is.
+    fn end_at_words(
+        &self,
+        value: Value,
+        cut: &mut [CutString],
+        prepared: &Prepared,
+        ctx: &Context,
+    ) -> Value {
+        let mut ended = value.clone();
+        let mut kept = Vec::with_capacity(cut.len());
+        for string in cut.iter() {
+            let shorter = match ended.pointer(&string.pointer) {
+                Some(Value::String(s)) => at_last_word(s).map(|n| {
+                    let mut short: String = s.chars().take(n).collect();
+                    short.push('…');
+                    (short, n)
+                }),
+                _ => None,
+            };
+            match (shorter, ended.pointer_mut(&string.pointer)) {
+                (Some((short, n)), Some(slot)) => {
+                    *slot = Value::String(short);
+                    kept.push(Some(u64::try_from(n).unwrap_or(u64::MAX)));
+                }
+                _ => kept.push(None),
+            }
+        }
+        if kept.iter().all(Option::is_none)
+            || !prepared.validator().is_valid(&ended)
+            || !self.check(&ended, ctx).is_empty()
+        {
+            return value;
+        }
+        for (string, kept) in cut.iter_mut().zip(kept) {
+            string.kept = kept;
+        }
+        ended
+    }
+
     fn check(&self, value: &Value, ctx: &Context) -> Vec<Violation> {
         self.checks
             .iter()
@@ -1021,6 +1080,25 @@ pub struct CallReport {
     pub attempts: Vec<Attempt>,
 }
 
+/// How many characters of `s` (cut mid-word) to keep so it ends after its last whole word: before the
+/// last run of whitespace, without the punctuation that led into the cut word (`,` `;` `:` `-`), when
+/// that keeps at least half of it; `None` when the cut fell between words already or no such boundary
+/// exists.
+fn at_last_word(s: &str) -> Option<usize> {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.last().is_none_or(|c| c.is_whitespace()) {
+        return None;
+    }
+    let space = chars.iter().rposition(|c| c.is_whitespace())?;
+    let mut end = space;
+    while end > 0
+        && (chars[end - 1].is_whitespace() || matches!(chars[end - 1], ',' | ';' | ':' | '-'))
+    {
+        end -= 1;
+    }
+    (end > 0 && end * 2 >= chars.len()).then_some(end)
+}
+
 /// The strings of `value` exactly as long as a `maxLength` a dialect added (`losses`).
 fn cut_strings(value: &Value, losses: &[claij_schema::dialect::Loss]) -> Vec<CutString> {
     use claij_schema::dialect::LossKind;
@@ -1044,6 +1122,7 @@ fn collect_cut(value: &Value, pointer: &mut String, limits: &[u64], cut: &mut Ve
                 cut.push(CutString {
                     pointer: pointer.clone(),
                     limit: chars,
+                    kept: None,
                 });
             }
             return;

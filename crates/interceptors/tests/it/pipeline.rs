@@ -898,7 +898,8 @@ fn a_string_at_the_dialect_bound_is_flagged_as_cut() {
                 attempt.cut_strings,
                 [claij_interceptors::CutString {
                     pointer: "/answer".to_owned(),
-                    limit
+                    limit,
+                    kept: None,
                 }]
             );
             let warning = attempt.truncation().unwrap();
@@ -911,4 +912,59 @@ fn a_string_at_the_dialect_bound_is_flagged_as_cut() {
             assert_eq!(attempt.truncation(), None);
         }
     }
+}
+
+/// A reply whose string the dialect's bound cut mid-word, for the schema `answer_schema`.
+fn cut_mid_word(answer_schema: Value) -> (claij_interceptors::Answer, u64) {
+    use claij_backends::SchemaDialect;
+    let limit = claij_schema::dialect::LlguidanceBounds::default().max_string_chars;
+    let mut long = "Once upon a time, a dragon ".repeat(100);
+    long.truncate(usize::try_from(limit).unwrap());
+    assert!(!long.ends_with(' '));
+    let schema = json!({
+        "type": "object", "required": ["answer"],
+        "properties": {"answer": answer_schema}
+    });
+    let backend = Scripted::replies([json!({ "answer": long }).to_string()])
+        .with_capabilities(Capabilities::prompted().with_schema_dialect(SchemaDialect::Llguidance));
+    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema));
+    (block(p.ask(&mut Context::default(), "Hi")).unwrap(), limit)
+}
+
+#[test]
+fn a_string_cut_mid_word_by_the_dialect_bound_ends_at_its_last_whole_word() {
+    let (answer, limit) = cut_mid_word(json!({"type": "string"}));
+    let attempt = &answer.attempts[0];
+    let text = answer.value["answer"].as_str().unwrap();
+    let kept = attempt.cut_strings[0].kept.expect("ended at a word");
+    assert!(kept < limit && kept * 2 >= limit, "{kept}");
+    assert_eq!(text.chars().count(), usize::try_from(kept).unwrap() + 1);
+    assert!(
+        text.ends_with("dragon…") || text.ends_with("time…"),
+        "{text}"
+    );
+    // The raw reply keeps what the model wrote; the warning says what was done.
+    assert!(
+        attempt
+            .raw
+            .as_ref()
+            .unwrap()
+            .contains(&text[..text.len() - '…'.len_utf8()])
+    );
+    let warning = attempt.truncation().unwrap();
+    assert!(
+        warning.contains(&format!(
+            "ends after its last whole word ({kept} characters)"
+        )),
+        "{warning}"
+    );
+}
+
+#[test]
+fn a_cut_string_is_left_as_cut_when_ending_it_at_a_word_would_break_the_schema() {
+    let (answer, limit) = cut_mid_word(json!({"type": "string", "pattern": "^[A-Za-z ,]*$"}));
+    let attempt = &answer.attempts[0];
+    assert_eq!(attempt.cut_strings[0].kept, None);
+    let text = answer.value["answer"].as_str().unwrap();
+    assert_eq!(text.chars().count(), usize::try_from(limit).unwrap());
 }
