@@ -360,6 +360,37 @@ impl<'a> Renderer<'a> {
             }
         }
         if let Some(Value::Array(branches)) = map.get("allOf") {
+            // `string & ("a" | "b")` says no more than `"a" | "b"`: a branch that only names a type
+            // (and describes it) is dropped beside one whose literals all have that type; its
+            // description leads the comment.
+            let literals = branches.iter().find_map(literal_types);
+            let subsumed = |branch: &Value| {
+                let (Some(types), Value::Object(b)) = (&literals, branch) else {
+                    return false;
+                };
+                b.keys()
+                    .all(|k| matches!(k.as_str(), "type" | "description" | "title"))
+                    && b.get("type").and_then(Value::as_str).is_some_and(|t| {
+                        types
+                            .iter()
+                            .all(|lit| *lit == t || (t == "number" && *lit == "integer"))
+                    })
+            };
+            let kept: Vec<Value> = branches.iter().filter(|b| !subsumed(b)).cloned().collect();
+            if kept.len() < branches.len() {
+                let lead: Vec<&str> = branches
+                    .iter()
+                    .filter(|b| subsumed(b))
+                    .filter_map(|b| b.get("description").and_then(Value::as_str))
+                    .collect();
+                let mut rest = map.clone();
+                rest.insert("allOf".to_owned(), Value::Array(kept));
+                let mut out = self.core(&rest, indent);
+                if !lead.is_empty() {
+                    out.notes.insert(0, lead.join("; "));
+                }
+                return out;
+            }
             let mut out = self.combine(branches, indent, " & ");
             if map.contains_key("type") || map.contains_key("properties") {
                 let mut rest = map.clone();
@@ -865,3 +896,28 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The JSON types of a schema's literals (`const`, or every `enum` value): `Some` only for a schema
+/// that admits nothing else.
+fn literal_types(schema: &Value) -> Option<Vec<&'static str>> {
+    let map = schema.as_object()?;
+    let values: Vec<&Value> = match (map.get("const"), map.get("enum")) {
+        (Some(value), _) => vec![value],
+        (None, Some(Value::Array(values))) if !values.is_empty() => values.iter().collect(),
+        _ => return None,
+    };
+    Some(
+        values
+            .into_iter()
+            .map(|v| match v {
+                Value::Null => "null",
+                Value::Bool(_) => "boolean",
+                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            })
+            .collect(),
+    )
+}

@@ -151,9 +151,30 @@ fn a_union_of_objects_in_an_array_is_parenthesised() {
 
 #[test]
 fn an_enum_inside_an_intersection_is_parenthesised() {
-    let schema = json!({"allOf": [{"type": "string"}, {"enum": ["approved", "draft"]}]});
+    let schema =
+        json!({"allOf": [{"type": "string", "maxLength": 8}, {"enum": ["approved", "draft"]}]});
+    let text = to_compact(&schema);
+    assert!(
+        text.contains(r#"string & ("approved" | "draft")"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_type_its_literals_all_have_is_not_repeated_beside_them() {
+    let schema = json!({"allOf": [
+        {"type": "string", "description": "the next state"},
+        {"enum": ["approved", "draft"], "description": "approved: done; draft: not yet"}
+    ]});
     assert_eq!(
         to_compact(&schema).trim(),
-        r#"string & ("approved" | "draft")"#
+        r#""approved" | "draft" // the next state; approved: done; draft: not yet"#
     );
+    // Literals of another type, or a branch that says more than its type, keep the intersection.
+    for schema in [
+        json!({"allOf": [{"type": "integer"}, {"enum": ["a", "b"]}]}),
+        json!({"allOf": [{"type": "string", "minLength": 2}, {"enum": ["a", "b"]}]}),
+    ] {
+        assert!(to_compact(&schema).contains(" & "), "{schema}");
+    }
 }
