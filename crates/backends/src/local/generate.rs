@@ -119,6 +119,40 @@ fn block_repeats(
     banned.len()
 }
 
+/// Inside a string, bans every token that would close it right after whitespace: whitespace then `"`
+/// (` "}`), or `"` first when the string so far ends with whitespace (`after_space`); unless nothing
+/// else is allowed (a `maxLength` reached, say). Returns how many it banned.
+///
+/// Why: a small model often ends a string between words, `"The answer was "`, the closing quote
+/// being likelier than a word it was penalised for repeating. Text does not end with a space, so
+/// the model writes the next word instead, and ends the string after it.
+fn keep_open_after_space<'a>(
+    logits: &mut [f32],
+    after_space: bool,
+    bytes: impl Fn(TokenId) -> &'a [u8],
+) -> usize {
+    let closes_after_space = |token: &[u8]| {
+        let space = token.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        token.get(space) == Some(&b'"') && (space > 0 || after_space)
+    };
+    let closing: Vec<usize> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_finite())
+        .filter_map(|(index, _)| TokenId::try_from(index).ok().map(|t| (index, t)))
+        .filter(|&(_, t)| closes_after_space(bytes(t)))
+        .map(|(index, _)| index)
+        .collect();
+    let allowed = logits.iter().filter(|l| l.is_finite()).count();
+    if closing.is_empty() || closing.len() == allowed {
+        return 0;
+    }
+    for &index in &closing {
+        logits[index] = f32::NEG_INFINITY;
+    }
+    closing.len()
+}
+
 /// Gives the probability of every token the grammar masks out to its longest prefix the grammar
 /// allows (`raw`: the logits before masking; `masked`: after, masked tokens at `-inf`).
 ///
@@ -243,16 +277,20 @@ struct JsonScan {
     open: Vec<u8>,
     in_string: bool,
     escaped: bool,
+    /// Inside a string, right after whitespace: the string's text so far ends with a space.
+    after_space: bool,
 }
 
 impl JsonScan {
     fn feed(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if self.in_string {
+                self.after_space = false;
                 match b {
                     _ if self.escaped => self.escaped = false,
                     b'\\' => self.escaped = true,
                     b'"' => self.in_string = false,
+                    b' ' | b'\t' | b'\n' | b'\r' => self.after_space = true,
                     _ => {}
                 }
                 continue;
@@ -386,6 +424,9 @@ pub(super) fn run(
                 block_repeats(&mut logits, &tokens, NO_REPEAT_NGRAM, |t| {
                     vocab.is_structural(t)
                 });
+            }
+            if scan.in_string && !scan.escaped {
+                keep_open_after_space(&mut logits, scan.after_space, |t| vocab.token_bytes(t));
             }
             timings.masks += 1;
             timings.mask_total += mask_started.elapsed();
@@ -640,6 +681,35 @@ mod tests {
         let mut logits = [0.0; 12];
         logits[10] = 9.0;
         assert_eq!(block_repeats(&mut logits, &tokens, 8, |_| false), 0);
+    }
+
+    #[test]
+    fn a_string_is_not_closed_right_after_a_space_unless_nothing_else_is_allowed() {
+        let vocab: [&[u8]; 5] = [b"\"", b"\"}", b"yes", b" no", b" \"}"];
+        let bytes = |t: TokenId| vocab[t as usize];
+        let mut logits = [9.0, 8.0, 1.0, 0.5, 7.0];
+        assert_eq!(keep_open_after_space(&mut logits, true, bytes), 3);
+        let banned = f32::NEG_INFINITY;
+        assert_eq!(logits, [banned, banned, 1.0, 0.5, banned]);
+        // After a word, the quote may close the string, but not with a space before it.
+        let mut logits = [9.0, 8.0, 1.0, 0.5, 7.0];
+        assert_eq!(keep_open_after_space(&mut logits, false, bytes), 1);
+        assert_eq!(logits, [9.0, 8.0, 1.0, 0.5, banned]);
+        // A bound reached (only the quote allowed): it closes.
+        let mut logits = [9.0, banned, banned, banned, banned];
+        assert_eq!(keep_open_after_space(&mut logits, true, bytes), 0);
+        assert_eq!(logits[0], 9.0);
+        // The scan knows when a string's text ends with a space.
+        let mut scan = JsonScan::default();
+        scan.feed(br#"{"a": "The answer was "#);
+        assert!(scan.after_space);
+        scan.feed(b"yes");
+        assert!(!scan.after_space);
+        scan.feed(br#"", "b": "#);
+        assert!(
+            !scan.after_space,
+            "a space between values is not in a string"
+        );
     }
 
     #[test]
