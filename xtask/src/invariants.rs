@@ -115,6 +115,29 @@ pub fn check() -> Result<()> {
             )
         }));
     }
+    let features = |selection: &[&str]| -> Result<String> {
+        Cmd::cargo()
+            .args([
+                "tree",
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+                "-f",
+                "{p}|{f}",
+            ])
+            .args(selection)
+            .read()
+    };
+    let drift = feature_drift(
+        &features(&["-p", "claij-cli"])?,
+        &features(&["--workspace"])?,
+    );
+    println!(
+        "claij-cli alone and the workspace build its dependencies with the same features: {}",
+        if drift.is_empty() { "yes" } else { "no" }
+    );
+    violations.extend(drift);
     if violations.is_empty() {
         println!("dependency invariants hold");
         return Ok(());
@@ -123,6 +146,33 @@ pub fn check() -> Result<()> {
         println!("violation: {violation}");
     }
     bail!("{} dependency invariant violation(s)", violations.len())
+}
+
+/// Packages that `cargo build -p claij-cli` (`cli`, a `cargo tree -f "{p}|{f}"` listing) would build
+/// with other features than a plain `cargo build` of the workspace (`workspace`): each is built twice,
+/// so `cargo xtask demo` after `cargo build --release` would rebuild them (a workspace build turns on a
+/// member's `default` features, for one).
+fn feature_drift(cli: &str, workspace: &str) -> Vec<String> {
+    let parse = |tree: &str| -> std::collections::BTreeMap<String, String> {
+        tree.lines()
+            .filter_map(|line| line.trim_end_matches(" (*)").split_once('|'))
+            .map(|(package, features)| (package.trim().to_owned(), features.trim().to_owned()))
+            .collect()
+    };
+    let workspace = parse(workspace);
+    parse(cli)
+        .into_iter()
+        .filter_map(|(package, features)| {
+            let other = workspace.get(&package)?;
+            (*other != features).then(|| {
+                format!(
+                    "{package}: built with features [{features}] for claij-cli alone and [{other}] in a \
+                     workspace build, so the demo's `cargo build -p claij-cli` rebuilds it after `cargo \
+                     build`; name the missing features in claij-cli's dependency on it"
+                )
+            })
+        })
+        .collect()
 }
 
 /// Violations visible in the manifests alone: claij→claij edges, backends features, application-only crates.

@@ -161,3 +161,19 @@ smol_str v0.2.0
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_dependency_built_with_other_features_for_the_cli_alone_is_a_violation() {
+    let cli = "claij-cli v0.1.0 (/w/crates/cli)|\nclaij-mcp v0.1.0 (/w/crates/mcp)|http\n\
+               serde v1.0.0|derive,std\nserde v1.0.0|derive,std (*)\n";
+    let workspace = "claij-cli v0.1.0 (/w/crates/cli)|\nclaij-mcp v0.1.0 (/w/crates/mcp)|default,http\n\
+                     serde v1.0.0|derive,std\nxtask v0.1.0 (/w/xtask)|\n";
+    let drift = feature_drift(cli, workspace);
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    assert!(
+        drift[0].starts_with("claij-mcp v0.1.0 (/w/crates/mcp): built with features [http]"),
+        "{}",
+        drift[0]
+    );
+    assert!(feature_drift(workspace, workspace).is_empty());
+}
