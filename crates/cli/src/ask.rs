@@ -301,7 +301,7 @@ impl<'a> Conversation<'a> {
         if let Some(citations) = citations {
             pipeline = pipeline.with_check("citations", citations.check());
         }
-        if base.is_some() {
+        if let Some(base) = base {
             pipeline = pipeline.with_base_schema(base);
         }
         Ok(Self {

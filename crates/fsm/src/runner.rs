@@ -515,8 +515,11 @@ impl Runner {
         };
         let mut chain = (self.chain)();
         chain.push(actions::history());
-        let pipeline = Pipeline::new(Arc::clone(backend), config, chain)
-            .with_base_schema(self.fsm.output_schema(state).cloned());
+        let pipeline = Pipeline::new(Arc::clone(backend), config, chain);
+        let pipeline = match self.fsm.output_schema(state) {
+            Some(schema) => pipeline.with_base_schema(schema.clone()),
+            None => pipeline.with_plain_text(),
+        };
         let pipeline = Arc::new(pipeline);
         pipelines.insert(state.to_owned(), Arc::clone(&pipeline));
         Some(pipeline)

@@ -31,8 +31,8 @@ fn per_call(c: &mut Criterion) {
         let backend = Arc::new(Scripted::from_fn(move |_, _| {
             Ok(ChatResponse::text(reply.clone()))
         }));
-        let pipeline = Pipeline::new(backend, Config::new("bench"), Chain::new())
-            .with_base_schema(Some(schema));
+        let pipeline =
+            Pipeline::new(backend, Config::new("bench"), Chain::new()).with_base_schema(schema);
         let mut ctx = Context::default();
         group.bench_function(format!("{name}/no-interceptors"), |b| {
             b.iter(|| {

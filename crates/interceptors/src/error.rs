@@ -3,7 +3,7 @@
 use claij_validation::Violation;
 
 use crate::interceptor::{BoxError, Stage};
-use crate::pipeline::Attempt;
+use crate::pipeline::{Attempt, Verdict};
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,17 +50,12 @@ pub enum Error {
     },
 }
 
-/// What is known when retries run out.
+/// What is known when retries run out: every attempt, the last one's reply, verdict and violations
+/// saying what was wrong in the end.
 #[derive(Debug)]
 pub struct Exhausted {
-    /// Every attempt, in order.
+    /// Every attempt, in order (at least one).
     pub attempts: Vec<Attempt>,
-    /// What was wrong with the last reply.
-    pub violations: Vec<Violation>,
-    /// The last reply as the model sent it.
-    pub last_response: String,
-    /// Why the last reply failed, when it held no JSON.
-    pub no_json: Option<String>,
 }
 
 impl std::fmt::Display for Exhausted {
@@ -70,10 +65,11 @@ impl std::fmt::Display for Exhausted {
             "no valid reply after {} attempts; last: ",
             self.attempts.len()
         )?;
-        match (&self.no_json, self.violations.first()) {
+        let violations = self.violations();
+        match (self.no_json(), violations.first()) {
             (Some(reason), _) => write!(f, "{reason}"),
-            (None, Some(first)) if self.violations.len() > 1 => {
-                write!(f, "{first} (and {} more)", self.violations.len() - 1)
+            (None, Some(first)) if violations.len() > 1 => {
+                write!(f, "{first} (and {} more)", violations.len() - 1)
             }
             (None, Some(first)) => write!(f, "{first}"),
             (None, None) => write!(f, "invalid"),
@@ -86,6 +82,31 @@ impl std::fmt::Display for Exhausted {
 }
 
 impl Exhausted {
+    /// The last attempt.
+    pub fn last(&self) -> Option<&Attempt> {
+        self.attempts.last()
+    }
+
+    /// What was wrong with the last reply (empty when it held no JSON).
+    pub fn violations(&self) -> &[Violation] {
+        self.last().map_or(&[], |a| a.violations.as_slice())
+    }
+
+    /// The last reply as the model sent it.
+    pub fn last_response(&self) -> &str {
+        self.last()
+            .and_then(|a| a.raw.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Why the last reply failed, when it held no JSON.
+    pub fn no_json(&self) -> Option<&str> {
+        match self.last().map(|a| &a.verdict) {
+            Some(Verdict::NoJson { reason }) => Some(reason),
+            _ => None,
+        }
+    }
+
     /// What the token limit did, when it cut replies off: `the reply was cut at max_tokens (N)`
     /// for the last, else `K of N replies were cut at max_tokens (N)`.
     pub fn truncation(&self) -> Option<String> {

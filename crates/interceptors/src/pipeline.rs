@@ -1,13 +1,15 @@
 //! The [`Pipeline`]: compose the schema, build the prompts, call the backend, extract, repair, coerce
 //! and validate the reply, retry with a precise prompt when it is invalid, then let interceptors act.
+//!
+//! The loop is here; what it records is in `attempt` ([`Attempt`], [`Verdict`], [`Answer`]), its knobs
+//! in `config`, the composed schemas in `prepare` and the strings a dialect's bound cut in `cut`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Message, Usage};
-use claij_validation::retry::{Failure, RetryPrompt};
+use claij_validation::retry::Failure;
 use claij_validation::{Fix, Outcome, StageTimes, Violation, process_timed};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::{Instrument as _, debug, info_span, warn};
 
@@ -19,67 +21,40 @@ use crate::interceptor::{BoxError, OnError, Stage};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
 
+mod attempt;
+mod config;
+mod cut;
 mod prepare;
 
+pub use attempt::{Answer, Attempt, CallReport, Verdict};
+pub use config::{
+    Config, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO, RETRY_TEMPERATURE, SchemaFormat, ShowExample,
+    StructuredMode,
+};
+pub use cut::CutString;
 pub use prepare::Prepared;
 use prepare::Schemas;
 
-/// How the schema reaches the model when the backend does not enforce it natively.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SchemaFormat {
-    /// The compact TypeScript-like rendering (about a third of the JSON's tokens).
-    #[default]
-    Compact,
-    /// Minified JSON Schema.
-    Json,
-    /// Not written: the system prompt already describes the schema (claij-fsm's state prompts list
-    /// each transition's schema).
-    Described,
-}
+/// A user check beyond the schema (a chosen index within range, a date in the future...): the
+/// violations it returns are fed to the same retry loop as schema violations.
+pub type Check = dyn Fn(&Value, &Context) -> Vec<Violation> + Send + Sync;
 
-/// How the schema reaches the provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StructuredMode {
-    /// By capabilities: native structured output if the backend has it for the model, else the schema
-    /// as a forced tool if it has tools, else the schema in the prompt.
-    #[default]
-    Auto,
-    /// The provider's structured output (`response_format`, `output_config`, `responseSchema`), with the
-    /// schema compiled to its dialect; the schema is kept out of the prompt.
-    Native,
-    /// The schema as one tool the model must call; its arguments are the answer.
-    Tool,
-    /// The schema in the system prompt only.
-    Prompted,
+/// What a call's replies must be: JSON valid against a base schema grown by the chain's deltas, or
+/// plain text taken as it is.
+#[derive(Debug, Clone)]
+pub(crate) enum Base {
+    /// The base schema the chain's deltas grow.
+    Schema(Arc<Value>),
+    /// No schema: the reply's text is the answer, never validated nor retried.
+    PlainText,
 }
-
-/// Whether the system prompt shows an example of a valid reply ([`claij_schema::example()`]: the
-/// schema's own `examples`, `const`s and `enum`s, else placeholders, never its descriptions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ShowExample {
-    /// Where the schema is shown to the model: prompted delivery (not [`SchemaFormat::Described`]),
-    /// and a backend whose grammar-constrained decoding (the llguidance dialect: the embedded model)
-    /// writes the schema into the prompt itself. Small models need the example most; hosted
-    /// structured output is left as it is.
-    #[default]
-    Auto,
-    /// Always, natively delivered schemas included.
-    Always,
-    /// Never.
-    Never,
-}
-
-/// The sentence before the example in the system prompt.
-pub const EXAMPLE_INTRO: &str = "The form of a valid reply (\"...\" stands for your own words):";
 
 /// What stays the same across the attempts of one call.
 #[derive(Clone, Copy)]
 struct Call<'a> {
     ctx: &'a Context,
     prompts: &'a Prompts,
+    /// `None` for [`Base::PlainText`].
     prepared: Option<&'a Prepared>,
     delivery: &'a Delivery,
     on_partial: Option<&'a (dyn Fn(&Value) + Send + Sync)>,
@@ -96,224 +71,42 @@ enum Delivery {
     },
 }
 
+/// What one attempt left: its record, and what the loop goes on with.
+struct Tried {
+    attempt: Attempt,
+    reply: Reply,
+}
+
+/// The outcome of one attempt, beside its record.
+enum Reply {
+    /// The backend failed: the call ends with this error.
+    Failed(claij_backends::Error),
+    /// The backend replied; the value made of it, when it holds JSON (valid only when the attempt's
+    /// verdict is [`Verdict::Valid`]).
+    Judged(Option<Value>),
+}
+
+/// What [`Pipeline::judge`] makes of a reply.
+struct Judgement {
+    verdict: Verdict,
+    value: Option<Value>,
+    fixes: Vec<Fix>,
+    violations: Vec<Violation>,
+}
+
+impl Judgement {
+    fn no_json(reason: String) -> Self {
+        Self {
+            verdict: Verdict::NoJson { reason },
+            value: None,
+            fixes: Vec::new(),
+            violations: Vec::new(),
+        }
+    }
+}
+
 /// Below this many bytes a streamed reply is recovered at every event, for smooth partial values.
 const PARTIAL_EVERY_EVENT: usize = 4096;
-
-/// The knobs of a [`Pipeline`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Config {
-    /// The model id, as the backend knows it.
-    pub model: String,
-    /// The system prompt interceptors add to.
-    pub system: String,
-    /// Retries after the first attempt when a reply is invalid (the design's default: 3).
-    pub max_retries: usize,
-    /// How the schema is written into the prompt.
-    pub schema_format: SchemaFormat,
-    /// Whether the provider enforces the schema.
-    pub structured: StructuredMode,
-    /// Sampling temperature.
-    pub temperature: Option<f32>,
-    /// Token limit per attempt.
-    pub max_tokens: Option<u32>,
-    /// Seed, for providers that sample reproducibly.
-    pub seed: Option<u64>,
-    /// Bounds of the retry prompt.
-    pub retry_prompt: RetryPrompt,
-    /// Longest reply, in bytes, that is searched for JSON ([`DEFAULT_MAX_REPLY_BYTES`] by default):
-    /// a longer one is a failed attempt (`Verdict::NoJson` naming this limit) and the retry prompt
-    /// asks for a shorter reply.
-    pub max_reply_bytes: usize,
-    /// Whether the system prompt shows an example reply.
-    pub example: ShowExample,
-}
-
-/// The default [`Config::max_reply_bytes`]: 1 MiB, far more than any structured reply, small enough
-/// that extracting and repairing it takes milliseconds.
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 1 << 20;
-
-/// The temperature of a retry on a backend that decodes greedily by default (its capabilities'
-/// `greedy_default`: the embedded local model) when the call sets no temperature or 0: greedy, the
-/// retry would repeat a reply token for token whenever its prompt repeats. Each retry also gets its
-/// own seed: the configured one (0 when none) plus the retry's number.
-pub const RETRY_TEMPERATURE: f32 = 0.7;
-
-impl Config {
-    /// Defaults for `model`: three retries, compact schema, automatic structured mode.
-    pub fn new(model: impl Into<String>) -> Self {
-        Self {
-            model: model.into(),
-            system: String::new(),
-            max_retries: 3,
-            schema_format: SchemaFormat::Compact,
-            structured: StructuredMode::Auto,
-            temperature: None,
-            max_tokens: None,
-            seed: None,
-            retry_prompt: RetryPrompt::default(),
-            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
-            example: ShowExample::Auto,
-        }
-    }
-}
-
-/// A user check beyond the schema (a chosen index within range, a date in the future...): the
-/// violations it returns are fed to the same retry loop as schema violations.
-pub type Check = dyn Fn(&Value, &Context) -> Vec<Violation> + Send + Sync;
-
-/// What one attempt sent, got and made of it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Attempt {
-    /// 1 for the first attempt.
-    pub number: usize,
-    /// The request sent.
-    pub request: Arc<ChatRequest>,
-    /// The reply text (`None` when the backend failed).
-    pub raw: Option<String>,
-    /// Why generation stopped.
-    pub finish_reason: Option<FinishReason>,
-    /// How the reply fared.
-    pub verdict: Verdict,
-    /// What extraction, repair and coercion changed.
-    pub fixes: Vec<Fix>,
-    /// What was still wrong (schema and semantic checks).
-    pub violations: Vec<Violation>,
-    /// Tokens and cost of this attempt.
-    pub usage: Usage,
-    /// Time spent in the backend call.
-    pub latency: Duration,
-    /// Time spent building the request (prompts, schema).
-    pub prepare_time: Duration,
-    /// Time spent processing the reply (extract, repair, coerce, validate, checks).
-    pub process_time: Duration,
-    /// Part of `process_time`: extraction, repair, coercion and validation, each timed.
-    pub stage_times: StageTimes,
-    /// Part of `process_time`: the semantic checks ([`Pipeline::with_check`]).
-    pub check_time: Duration,
-    /// The provider's request id.
-    pub request_id: Option<String>,
-    /// What the provider's schema dialect could not carry (still enforced by local validation).
-    pub dialect_losses: Arc<Vec<claij_schema::dialect::Loss>>,
-    /// Strings of the reply that reached a `maxLength` the provider's schema dialect added where the
-    /// schema set none: probably cut short. [`Attempt::truncation`] names them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub cut_strings: Vec<CutString>,
-}
-
-/// A string of a reply as long as a `maxLength` the provider's schema dialect added where the schema
-/// set none (a [`LossKind::Tightened`](claij_schema::dialect::LossKind) `maxLength`, e.g. the
-/// llguidance dialect's 2000 characters for the local model): the decoder had to end it there, so it
-/// is probably cut short. Recognised by its length alone, so a string of exactly that length that
-/// ended on its own is flagged too.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CutString {
-    /// JSON pointer to the string in the reply (`""`: the reply is the string).
-    pub pointer: String,
-    /// The bound it reached, in characters.
-    pub limit: u64,
-    /// When the cut fell inside a word: the characters kept so that the string ends after its last
-    /// whole word, followed by `…` in the answer (the raw reply keeps what the model wrote). `None`
-    /// when it is left as cut (between words, or shortening it would break the schema or a check).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kept: Option<u64>,
-}
-
-impl std::fmt::Display for CutString {
-    /// `the string at /answer was cut at 2000 characters, the bound ...`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            &self.pointer
-        };
-        write!(
-            f,
-            "the string at {at} was cut at {} characters, the bound the schema dialect adds for the \
-             decoder (give the field a maxLength to choose another)",
-            self.limit
-        )?;
-        match self.kept {
-            Some(kept) => write!(
-                f,
-                "; it ends after its last whole word ({kept} characters) and `…`"
-            ),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Attempt {
-    /// Whether the token limit cut the reply off ([`FinishReason::Length`]).
-    pub fn is_truncated(&self) -> bool {
-        self.finish_reason == Some(FinishReason::Length)
-    }
-
-    /// `the reply was cut at max_tokens (N)` (`at the output token limit` when the request set
-    /// none, so the provider's applied), when the token limit cut the reply off, then each of
-    /// [`Attempt::cut_strings`], joined by `; `.
-    pub fn truncation(&self) -> Option<String> {
-        let mut parts: Vec<String> = Vec::new();
-        if self.is_truncated() {
-            parts.push(format!("the reply was cut at {}", self.token_limit()));
-        }
-        parts.extend(self.cut_strings.iter().map(CutString::to_string));
-        (!parts.is_empty()).then(|| parts.join("; "))
-    }
-
-    /// `max_tokens (N)`, or `the output token limit` when the request set none.
-    pub(crate) fn token_limit(&self) -> String {
-        match self.request.max_tokens {
-            Some(n) => format!("max_tokens ({n})"),
-            None => "the output token limit".to_owned(),
-        }
-    }
-}
-
-/// How an attempt's reply fared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
-    /// Valid (after the fixes listed).
-    Valid,
-    /// JSON, but violating the schema or a check.
-    Invalid,
-    /// No JSON in the reply.
-    NoJson {
-        /// Why.
-        reason: String,
-    },
-    /// The backend failed.
-    BackendError {
-        /// The error.
-        message: String,
-    },
-}
-
-/// A validated answer and how it was obtained. The context passed to `ask` has been updated in place.
-#[derive(Debug, Clone, Serialize)]
-pub struct Answer<T = Value> {
-    /// The value, valid against the composed schema and every check.
-    pub value: T,
-    /// Every attempt, the last one being the valid reply.
-    pub attempts: Vec<Attempt>,
-    /// Tokens and cost over all attempts.
-    pub usage: Usage,
-    /// Hooks that failed under [`OnError::Skip`], as `interceptor/stage: error`.
-    pub skipped: Vec<String>,
-}
-
-impl<T> Answer<T> {
-    /// Retries used (0 when the first reply was valid).
-    pub fn retries(&self) -> usize {
-        self.attempts.len().saturating_sub(1)
-    }
-
-    /// Cost over all attempts, when the backend reports it.
-    pub fn cost_usd(&self) -> Option<f64> {
-        self.usage.cost_usd
-    }
-}
 
 /// A request pipeline: one backend and model, a chain of interceptors, a base schema.
 ///
@@ -338,7 +131,7 @@ pub struct Pipeline {
     backend: Arc<dyn Backend>,
     config: Config,
     chain: Chain,
-    base: Option<Arc<Value>>,
+    base: Base,
     checks: Vec<(String, Arc<Check>)>,
     schemas: Mutex<Schemas>,
     failure_log: Option<FailureLog>,
@@ -351,17 +144,25 @@ impl Pipeline {
             backend,
             config,
             chain,
-            base: Some(Arc::new(claij_schema::base())),
+            base: Base::Schema(Arc::new(claij_schema::base())),
             checks: Vec::new(),
             schemas: Mutex::new(Schemas::default()),
             failure_log: None,
         }
     }
 
-    /// The same pipeline with another base schema (`None`: plain text answers, no validation).
+    /// The same pipeline with another base schema.
     #[must_use]
-    pub fn with_base_schema(mut self, base: Option<Value>) -> Self {
-        self.base = base.map(Arc::new);
+    pub fn with_base_schema(mut self, base: Value) -> Self {
+        self.base = Base::Schema(Arc::new(base));
+        self
+    }
+
+    /// The same pipeline answering in plain text: the reply's text is the answer, with no schema, no
+    /// validation and no retry (`pre_schema` hooks and checks do not run).
+    #[must_use]
+    pub fn with_plain_text(mut self) -> Self {
+        self.base = Base::PlainText;
         self
     }
 
@@ -402,10 +203,10 @@ impl Pipeline {
     /// or removed, by whom and when.
     pub fn audit(&self) -> claij_schema::AuditLog {
         let schemas = self.schemas.lock().unwrap_or_else(PoisonError::into_inner);
-        self.base
-            .as_ref()
-            .and_then(|b| schemas.audit(b))
-            .unwrap_or_default()
+        match &self.base {
+            Base::Schema(base) => schemas.audit(base).unwrap_or_default(),
+            Base::PlainText => claij_schema::AuditLog::default(),
+        }
     }
 
     /// Asks `input` and returns a value valid against the composed schema, retrying up to
@@ -442,7 +243,7 @@ impl Pipeline {
         &self,
         ctx: &mut Context,
         input: &str,
-        base: Option<Arc<Value>>,
+        base: Base,
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<Answer, Error> {
         let span = info_span!(
@@ -460,14 +261,14 @@ impl Pipeline {
         &self,
         ctx: &mut Context,
         input: &str,
-        base: Option<Arc<Value>>,
+        base: Base,
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<Answer, Error> {
         let started = Instant::now();
         let mut skipped = Vec::new();
         let prepared = match &base {
-            Some(base) => Some(self.prepare_schema(base, ctx, &mut skipped)?),
-            None => None,
+            Base::Schema(base) => Some(self.prepare_schema(base, ctx, &mut skipped)?),
+            Base::PlainText => None,
         };
         let mut prompts = self.build_prompts(input, ctx, &mut skipped)?;
         let delivery = match &prepared {
@@ -680,12 +481,10 @@ impl Pipeline {
                 .attempt(call, number, sending, prepare_time)
                 .instrument(span)
                 .await;
-            let (response, value) = match done {
-                Ok((attempt, response, value)) => {
-                    attempts.push(attempt);
-                    (response, value)
-                }
-                Err((attempt, source)) => {
+            let Tried { attempt, reply } = done;
+            let value = match reply {
+                Reply::Judged(value) => value,
+                Reply::Failed(source) => {
                     attempts.push(attempt);
                     self.log_failures(&attempts);
                     return Err(Error::Backend {
@@ -694,61 +493,52 @@ impl Pipeline {
                     });
                 }
             };
-            let (verdict, violations) = attempts
-                .last()
-                .map(|a| (a.verdict.clone(), a.violations.clone()))
-                .unwrap_or((Verdict::Invalid, Vec::new()));
-            if let (Verdict::Valid, Some(value)) = (&verdict, value) {
+            if let (Verdict::Valid, Some(value)) = (&attempt.verdict, value) {
+                attempts.push(attempt);
                 if attempts.len() > 1 {
                     self.log_failures(&attempts);
                 }
                 return Ok((value, attempts));
             }
-            if attempts.len() > self.config.max_retries {
+            if attempts.len() >= self.config.max_retries {
+                attempts.push(attempt);
                 self.log_failures(&attempts);
-                let no_json = match verdict {
-                    Verdict::NoJson { reason } => Some(reason),
-                    _ => None,
-                };
-                return Err(Error::RetriesExhausted(Box::new(Exhausted {
-                    last_response: response.content,
-                    violations,
-                    no_json,
-                    attempts,
-                })));
+                return Err(Error::RetriesExhausted(Box::new(Exhausted { attempts })));
             }
             let retry_started = Instant::now();
-            let cut_reason;
-            let bytes = response.content.len();
-            let failure = match &verdict {
-                Verdict::NoJson { .. } if bytes > self.config.max_reply_bytes => {
-                    Failure::TooLarge {
-                        bytes,
-                        limit: self.config.max_reply_bytes,
-                    }
-                }
-                // Cut off before any JSON (a long preamble): say so, so the next reply is shorter.
-                Verdict::NoJson { reason } if response.finish_reason == FinishReason::Length => {
-                    cut_reason = format!(
-                        "{reason}; it was cut off at the output token limit: reply with the JSON \
-                         alone, and keep it shorter"
-                    );
-                    Failure::NoJson(&cut_reason)
-                }
-                Verdict::NoJson { reason } => Failure::NoJson(reason),
-                _ if response.finish_reason == FinishReason::Length => {
-                    Failure::Truncated(&violations)
-                }
-                _ => Failure::Invalid(&violations),
-            };
-            let text = self
-                .config
-                .retry_prompt
-                .render(&prompts.user, &response.content, failure);
+            let text = self.retry_text(prompts, &attempt);
+            attempts.push(attempt);
             request = self.request(prompts, prepared, delivery, Some(text));
             self.vary_retry(&mut request, attempts.len() + 1);
             prepare_time = retry_started.elapsed();
         }
+    }
+
+    /// The retry prompt after `attempt`'s invalid reply: what was wrong, and whether it was cut off.
+    fn retry_text(&self, prompts: &Prompts, attempt: &Attempt) -> String {
+        let raw = attempt.raw.as_deref().unwrap_or_default();
+        let cut_off = attempt.is_truncated();
+        let violations = &attempt.violations;
+        let cut_reason;
+        let bytes = raw.len();
+        let failure = match &attempt.verdict {
+            Verdict::NoJson { .. } if bytes > self.config.max_reply_bytes => Failure::TooLarge {
+                bytes,
+                limit: self.config.max_reply_bytes,
+            },
+            // Cut off before any JSON (a long preamble): say so, so the next reply is shorter.
+            Verdict::NoJson { reason } if cut_off => {
+                cut_reason = format!(
+                    "{reason}; it was cut off at the output token limit: reply with the JSON \
+                         alone, and keep it shorter"
+                );
+                Failure::NoJson(&cut_reason)
+            }
+            Verdict::NoJson { reason } => Failure::NoJson(reason),
+            _ if cut_off => Failure::Truncated(violations),
+            _ => Failure::Invalid(violations),
+        };
+        self.config.retry_prompt.render(&prompts.user, raw, failure)
     }
 
     /// Attempt `number` (2 or more) on a backend that decodes greedily by default, with no
@@ -771,7 +561,7 @@ impl Pipeline {
         number: usize,
         request: Arc<ChatRequest>,
         prepare_time: Duration,
-    ) -> Result<(Attempt, ChatResponse, Option<Value>), (Attempt, claij_backends::Error)> {
+    ) -> Tried {
         let Call {
             ctx,
             prepared,
@@ -813,7 +603,10 @@ impl Pipeline {
                     dialect_losses,
                     cut_strings: Vec::new(),
                 };
-                return Err((attempt, source));
+                return Tried {
+                    attempt,
+                    reply: Reply::Failed(source),
+                };
             }
         };
         debug!(
@@ -824,7 +617,12 @@ impl Pipeline {
         );
         let processing = Instant::now();
         let mut times = Timed::default();
-        let (verdict, value, fixes, violations) = self.judge(&response, prepared, ctx, &mut times);
+        let Judgement {
+            verdict,
+            value,
+            fixes,
+            violations,
+        } = self.judge(&response.content, prepared, ctx, &mut times);
         if !fixes.is_empty() {
             let kinds: std::collections::BTreeSet<String> = fixes
                 .iter()
@@ -847,7 +645,7 @@ impl Pipeline {
         }
         let mut cut_strings = value
             .as_ref()
-            .map(|v| cut_strings(v, &dialect_losses))
+            .map(|v| cut::cut_strings(v, &dialect_losses))
             .unwrap_or_default();
         let value = match (value, prepared) {
             (Some(v), Some(prepared)) if verdict == Verdict::Valid && !cut_strings.is_empty() => {
@@ -879,7 +677,10 @@ impl Pipeline {
             dialect_losses,
             cut_strings,
         };
-        Ok((attempt, response, value))
+        Tried {
+            attempt,
+            reply: Reply::Judged(value),
+        }
     }
 
     /// A streamed reply assembled into a response, with partial values shown as the text grows.
@@ -931,21 +732,21 @@ impl Pipeline {
     /// What to make of a reply: valid, invalid (with violations) or no JSON.
     fn judge(
         &self,
-        response: &ChatResponse,
+        content: &str,
         prepared: Option<&Prepared>,
         ctx: &Context,
         times: &mut Timed,
-    ) -> (Verdict, Option<Value>, Vec<Fix>, Vec<Violation>) {
+    ) -> Judgement {
         let Some(prepared) = prepared else {
-            // No schema: the text is the answer.
-            return (
-                Verdict::Valid,
-                Some(Value::String(response.content.clone())),
-                Vec::new(),
-                Vec::new(),
-            );
+            // Plain text: the text is the answer.
+            return Judgement {
+                verdict: Verdict::Valid,
+                value: Some(Value::String(content.to_owned())),
+                fixes: Vec::new(),
+                violations: Vec::new(),
+            };
         };
-        let bytes = response.content.len();
+        let bytes = content.len();
         if bytes > self.config.max_reply_bytes {
             warn!(
                 bytes,
@@ -956,29 +757,38 @@ impl Pipeline {
                 "the reply is {bytes} bytes, over the limit of {} bytes (max_reply_bytes)",
                 self.config.max_reply_bytes
             );
-            return (Verdict::NoJson { reason }, None, Vec::new(), Vec::new());
+            return Judgement::no_json(reason);
         }
-        let (outcome, stages) = process_timed(&response.content, prepared.validator());
+        let (outcome, stages) = process_timed(content, prepared.validator());
         times.stages = stages;
         match outcome {
             Outcome::Valid { value, fixes } => {
                 let started = Instant::now();
                 let violations = self.check(&value, ctx);
                 times.check = started.elapsed();
-                if violations.is_empty() {
-                    (Verdict::Valid, Some(value), fixes, violations)
+                let verdict = if violations.is_empty() {
+                    Verdict::Valid
                 } else {
-                    (Verdict::Invalid, Some(value), fixes, violations)
+                    Verdict::Invalid
+                };
+                Judgement {
+                    verdict,
+                    value: Some(value),
+                    fixes,
+                    violations,
                 }
             }
             Outcome::Invalid {
                 value,
                 violations,
                 fixes,
-            } => (Verdict::Invalid, Some(value), fixes, violations),
-            Outcome::NoJson { reason } => {
-                (Verdict::NoJson { reason }, None, Vec::new(), Vec::new())
-            }
+            } => Judgement {
+                verdict: Verdict::Invalid,
+                value: Some(value),
+                fixes,
+                violations,
+            },
+            Outcome::NoJson { reason } => Judgement::no_json(reason),
         }
     }
 
@@ -996,7 +806,7 @@ impl Pipeline {
         let mut kept = Vec::with_capacity(cut.len());
         for string in cut.iter() {
             let shorter = match ended.pointer(&string.pointer) {
-                Some(Value::String(s)) => at_last_word(s).map(|n| {
+                Some(Value::String(s)) => cut::at_last_word(s).map(|n| {
                     let mut short: String = s.chars().take(n).collect();
                     short.push('…');
                     (short, n)
@@ -1065,81 +875,6 @@ impl Pipeline {
         {
             warn!(error = %e, "cannot append to the failure log");
         }
-    }
-}
-
-/// What the last call did, put in the context before `post_response` so interceptors (metrics,
-/// logging) can see every attempt.
-#[derive(Debug, Clone)]
-pub struct CallReport {
-    /// The provider.
-    pub provider: String,
-    /// The model.
-    pub model: String,
-    /// Every attempt of the call.
-    pub attempts: Vec<Attempt>,
-}
-
-/// How many characters of `s` (cut mid-word) to keep so it ends after its last whole word: before the
-/// last run of whitespace, without the punctuation that led into the cut word (`,` `;` `:` `-`), when
-/// that keeps at least half of it; `None` when the cut fell between words already or no such boundary
-/// exists.
-fn at_last_word(s: &str) -> Option<usize> {
-    let chars: Vec<char> = s.chars().collect();
-    if chars.last().is_none_or(|c| c.is_whitespace()) {
-        return None;
-    }
-    let space = chars.iter().rposition(|c| c.is_whitespace())?;
-    let mut end = space;
-    while end > 0
-        && (chars[end - 1].is_whitespace() || matches!(chars[end - 1], ',' | ';' | ':' | '-'))
-    {
-        end -= 1;
-    }
-    (end > 0 && end * 2 >= chars.len()).then_some(end)
-}
-
-/// The strings of `value` exactly as long as a `maxLength` a dialect added (`losses`).
-fn cut_strings(value: &Value, losses: &[claij_schema::dialect::Loss]) -> Vec<CutString> {
-    use claij_schema::dialect::LossKind;
-    let limits: Vec<u64> = losses
-        .iter()
-        .filter(|l| l.change == LossKind::Tightened && l.keyword == "maxLength")
-        .filter_map(|l| l.value.as_u64())
-        .collect();
-    let mut cut = Vec::new();
-    if !limits.is_empty() {
-        collect_cut(value, &mut String::new(), &limits, &mut cut);
-    }
-    cut
-}
-
-fn collect_cut(value: &Value, pointer: &mut String, limits: &[u64], cut: &mut Vec<CutString>) {
-    let children: Box<dyn Iterator<Item = (String, &Value)>> = match value {
-        Value::String(s) => {
-            let chars = u64::try_from(s.chars().count()).unwrap_or(u64::MAX);
-            if limits.contains(&chars) {
-                cut.push(CutString {
-                    pointer: pointer.clone(),
-                    limit: chars,
-                    kept: None,
-                });
-            }
-            return;
-        }
-        Value::Array(items) => Box::new(items.iter().enumerate().map(|(i, v)| (i.to_string(), v))),
-        Value::Object(map) => Box::new(
-            map.iter()
-                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v)),
-        ),
-        _ => return,
-    };
-    for (token, item) in children {
-        let len = pointer.len();
-        pointer.push('/');
-        pointer.push_str(&token);
-        collect_cut(item, pointer, limits, cut);
-        pointer.truncate(len);
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::pipeline::{Answer, Pipeline};
+use crate::pipeline::{Answer, Base, Pipeline};
 
 /// Schemas derived from types, one per type for the life of the process (the pipeline then memoizes
 /// the compiled validator by schema content).
@@ -57,7 +57,7 @@ impl Pipeline {
         T: JsonSchema + DeserializeOwned + 'static,
     {
         let answer = self
-            .ask_with_base(ctx, input, Some(schema_of::<T>()), None)
+            .ask_with_base(ctx, input, Base::Schema(schema_of::<T>()), None)
             .await?;
         let value = T::deserialize(&answer.value).map_err(|e| Error::Typed {
             type_name: type_name::<T>(),

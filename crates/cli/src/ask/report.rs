@@ -68,7 +68,7 @@ pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result
         .truncation()
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();
-    match &exhausted.no_json {
+    match exhausted.no_json() {
         Some(reason) => writeln!(
             err,
             "no valid reply after {n} {}{cut}: the last held no JSON: {}",
@@ -81,7 +81,7 @@ pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result
                 "no valid reply after {n} {}{cut}; the last one's violations:",
                 plural(n, "attempt")
             )?;
-            for v in &exhausted.violations {
+            for v in exhausted.violations() {
                 writeln!(err, "  {}", crate::one_line(&v.to_string()))?;
             }
         }

@@ -105,7 +105,7 @@ pub async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
 /// retries and its letters spell its word.
 pub async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let pipeline = Pipeline::new(env.backend.clone(), env.config(), Chain::new())
-        .with_base_schema(Some(strict_schema()));
+        .with_base_schema(strict_schema());
     let mut ctx = Context::default();
     let Some(answer) = env
         .ask(

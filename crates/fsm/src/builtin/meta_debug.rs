@@ -140,8 +140,8 @@ impl Failure {
             model: model.into(),
             system: first.and_then(|r| r.system.clone()).unwrap_or_default(),
             request,
-            response: exhausted.last_response.clone(),
-            violations: exhausted.violations.clone(),
+            response: exhausted.last_response().to_owned(),
+            violations: exhausted.violations().to_vec(),
             attempts: exhausted.attempts.len(),
         }
     }

@@ -280,7 +280,7 @@ fn failing_pipeline(system: &str) -> Pipeline {
     config.system = system.to_owned();
     config.max_retries = 2;
     Pipeline::new(Arc::new(failing_model()), config, Chain::new())
-        .with_base_schema(Some(claij_schema::base()))
+        .with_base_schema(claij_schema::base())
 }
 
 /// The failure as the pipeline reports it, after three invalid replies.

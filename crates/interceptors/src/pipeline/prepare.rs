@@ -110,6 +110,17 @@ impl Prepared {
 }
 
 /// Registries (one per base schema) and compiled schemas, shared by every call of a pipeline.
+///
+/// What each cache keys and why it pays:
+/// - `bases`: the base schema's address (an `Arc` the pipeline or [`crate::schema_of`] keeps alive)
+///   → its [`Registry`] (so the audit log records each change once), the deltas it refused, and
+///   `last`: the previous call's deltas and [`SchemaFormat`] → its [`Prepared`]. Most turns offer the
+///   same deltas, so comparing them skips syncing the registry and hashing the composed schema.
+/// - `compact`, `json`, `described`: the composed schema's content hash ([`Memo`]) → its
+///   [`Prepared`], one memo per format since the prompt section differs: compiling a validator is
+///   the expensive step, and deltas that come back (memory on, off, on) find it again.
+/// - Inside a [`Prepared`]: `dialects`, per [`SchemaDialect`] → the compiled dialect and its losses
+///   (a dialect compile walks the whole schema), and `example`, built once.
 #[derive(Default)]
 pub(super) struct Schemas {
     bases: HashMap<usize, BaseState>,

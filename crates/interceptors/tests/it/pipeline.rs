@@ -77,9 +77,9 @@ fn retries_exhausted_carry_every_attempt() {
         panic!("{err}")
     };
     assert_eq!(exhausted.attempts.len(), 4); // 1 + max_retries (3)
-    assert_eq!(exhausted.last_response, "[1]");
+    assert_eq!(exhausted.last_response(), "[1]");
     assert_eq!(
-        exhausted.violations[0].message,
+        exhausted.violations()[0].message,
         "expected object, got array"
     );
     assert!(matches!(
@@ -308,7 +308,7 @@ fn a_cut_reply_is_named_in_the_attempts_and_the_error() {
 #[test]
 fn no_schema_means_plain_text() {
     let backend = Scripted::replies(["Just text, no JSON."]);
-    let p = pipeline(&backend, Chain::new()).with_base_schema(None);
+    let p = pipeline(&backend, Chain::new()).with_plain_text();
     let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
     assert_eq!(answer.value, json!("Just text, no JSON."));
     assert_eq!(backend.requests()[0].system, None);
@@ -537,7 +537,7 @@ fn tool_mode_is_strict_only_where_the_model_has_strict_tools() {
         let mut config = Config::new("test-model");
         config.structured = StructuredMode::Tool;
         let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new())
-            .with_base_schema(Some(schema.clone()));
+            .with_base_schema(schema.clone());
         let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
         assert_eq!(answer.value, json!({"answer": "ok"}));
         let sent = backend.requests()[0].structured_output.clone().unwrap();
@@ -580,7 +580,7 @@ fn native_mode_compiles_to_the_provider_dialect_and_reports_losses() {
     let backend = Scripted::replies([r#"{"answer": "ok", "note": null}"#]).with_capabilities(
         Capabilities::prompted().with_schema_dialect(SchemaDialect::OpenAiStrict),
     );
-    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema));
+    let p = pipeline(&backend, Chain::new()).with_base_schema(schema);
     let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
     assert_eq!(answer.value, json!({"answer": "ok"}));
     let sent = backend.requests()[0].structured_output.clone().unwrap();
@@ -599,7 +599,7 @@ fn native_mode_compiles_to_the_provider_dialect_and_reports_losses() {
             Capabilities::prompted().with_schema_dialect(SchemaDialect::OpenAiStrict),
         );
     let schema = json!({"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string", "minLength": 2}}});
-    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema));
+    let p = pipeline(&backend, Chain::new()).with_base_schema(schema);
     assert_eq!(
         block(p.ask(&mut Context::default(), "Hi"))
             .unwrap()
@@ -800,7 +800,7 @@ fn schemas_no_reply_can_satisfy_are_refused_before_any_request() {
     // A `$ref` cycle in the base schema: a schema error, not an invalid reply.
     let backend = Scripted::replies([VALID]);
     let cyclic = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
-    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(cyclic));
+    let p = pipeline(&backend, Chain::new()).with_base_schema(cyclic);
     let err = block(p.ask(&mut Context::default(), "Hi")).unwrap_err();
     assert!(
         matches!(
@@ -890,7 +890,7 @@ fn a_string_at_the_dialect_bound_is_flagged_as_cut() {
         let backend = Scripted::replies([reply]).with_capabilities(
             Capabilities::prompted().with_schema_dialect(SchemaDialect::Llguidance),
         );
-        let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema.clone()));
+        let p = pipeline(&backend, Chain::new()).with_base_schema(schema.clone());
         let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
         let attempt = &answer.attempts[0];
         if cut {
@@ -927,7 +927,7 @@ fn cut_mid_word(answer_schema: Value) -> (claij_interceptors::Answer, u64) {
     });
     let backend = Scripted::replies([json!({ "answer": long }).to_string()])
         .with_capabilities(Capabilities::prompted().with_schema_dialect(SchemaDialect::Llguidance));
-    let p = pipeline(&backend, Chain::new()).with_base_schema(Some(schema));
+    let p = pipeline(&backend, Chain::new()).with_base_schema(schema);
     (block(p.ask(&mut Context::default(), "Hi")).unwrap(), limit)
 }
 

@@ -172,9 +172,6 @@ fn errors_with_attempts_are_failed_calls_others_only_counted() {
     let collector = MetricsCollector::new();
     let exhausted = Error::RetriesExhausted(Box::new(Exhausted {
         attempts: vec![attempt(1, Verdict::Invalid, &[], &["type"])],
-        violations: Vec::new(),
-        last_response: String::new(),
-        no_json: None,
     }));
     let backend = Error::Backend {
         attempts: vec![attempt(

@@ -1,0 +1,134 @@
+//! What a call leaves behind: each [`Attempt`] with its [`Verdict`], and the [`Answer`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use claij_backends::{ChatRequest, FinishReason, Usage};
+use claij_validation::{Fix, StageTimes, Violation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::CutString;
+
+/// What one attempt sent, got and made of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: usize,
+    /// The request sent.
+    pub request: Arc<ChatRequest>,
+    /// The reply text (`None` when the backend failed).
+    pub raw: Option<String>,
+    /// Why generation stopped.
+    pub finish_reason: Option<FinishReason>,
+    /// How the reply fared.
+    pub verdict: Verdict,
+    /// What extraction, repair and coercion changed.
+    pub fixes: Vec<Fix>,
+    /// What was still wrong (schema and semantic checks).
+    pub violations: Vec<Violation>,
+    /// Tokens and cost of this attempt.
+    pub usage: Usage,
+    /// Time spent in the backend call.
+    pub latency: Duration,
+    /// Time spent building the request (prompts, schema).
+    pub prepare_time: Duration,
+    /// Time spent processing the reply (extract, repair, coerce, validate, checks).
+    pub process_time: Duration,
+    /// Part of `process_time`: extraction, repair, coercion and validation, each timed.
+    pub stage_times: StageTimes,
+    /// Part of `process_time`: the semantic checks ([`Pipeline::with_check`](super::Pipeline::with_check)).
+    pub check_time: Duration,
+    /// The provider's request id.
+    pub request_id: Option<String>,
+    /// What the provider's schema dialect could not carry (still enforced by local validation).
+    pub dialect_losses: Arc<Vec<claij_schema::dialect::Loss>>,
+    /// Strings of the reply that reached a `maxLength` the provider's schema dialect added where the
+    /// schema set none: probably cut short. [`Attempt::truncation`] names them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut_strings: Vec<CutString>,
+}
+
+impl Attempt {
+    /// Whether the token limit cut the reply off ([`FinishReason::Length`]).
+    pub fn is_truncated(&self) -> bool {
+        self.finish_reason == Some(FinishReason::Length)
+    }
+
+    /// `the reply was cut at max_tokens (N)` (`at the output token limit` when the request set
+    /// none, so the provider's applied), when the token limit cut the reply off, then each of
+    /// [`Attempt::cut_strings`], joined by `; `.
+    pub fn truncation(&self) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
+        if self.is_truncated() {
+            parts.push(format!("the reply was cut at {}", self.token_limit()));
+        }
+        parts.extend(self.cut_strings.iter().map(CutString::to_string));
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// `max_tokens (N)`, or `the output token limit` when the request set none.
+    pub(crate) fn token_limit(&self) -> String {
+        match self.request.max_tokens {
+            Some(n) => format!("max_tokens ({n})"),
+            None => "the output token limit".to_owned(),
+        }
+    }
+}
+
+/// How an attempt's reply fared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Valid (after the fixes listed).
+    Valid,
+    /// JSON, but violating the schema or a check.
+    Invalid,
+    /// No JSON in the reply.
+    NoJson {
+        /// Why.
+        reason: String,
+    },
+    /// The backend failed.
+    BackendError {
+        /// The error.
+        message: String,
+    },
+}
+
+/// A validated answer and how it was obtained. The context passed to `ask` has been updated in place.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer<T = Value> {
+    /// The value, valid against the composed schema and every check.
+    pub value: T,
+    /// Every attempt, the last one being the valid reply.
+    pub attempts: Vec<Attempt>,
+    /// Tokens and cost over all attempts.
+    pub usage: Usage,
+    /// Hooks that failed under [`OnError::Skip`](crate::OnError::Skip), as `interceptor/stage: error`.
+    pub skipped: Vec<String>,
+}
+
+impl<T> Answer<T> {
+    /// Retries used (0 when the first reply was valid).
+    pub fn retries(&self) -> usize {
+        self.attempts.len().saturating_sub(1)
+    }
+
+    /// Cost over all attempts, when the backend reports it.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.usage.cost_usd
+    }
+}
+
+/// What the last call did, put in the context before `post_response` so interceptors (metrics,
+/// logging) can see every attempt.
+#[derive(Debug, Clone)]
+pub struct CallReport {
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// Every attempt of the call.
+    pub attempts: Vec<Attempt>,
+}
