@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use claij_backends::Message;
 use claij_backends::testing::Scripted;
@@ -13,6 +13,9 @@ use claij_fsm::{
 };
 use claij_interceptors::Config;
 use serde_json::{Value, json};
+
+/// Long enough that only a hang reaches it: a guard, not a speed claim.
+const HANG: Duration = Duration::from_secs(60);
 
 fn object(required: &[&str]) -> Value {
     let properties: serde_json::Map<String, Value> = required
@@ -304,50 +307,59 @@ fn sub_fsm_trail_modes() {
     }
 }
 
-/// A service that takes a second and records whether its cleanup ran.
-struct Slow(Arc<AtomicUsize>);
+/// A service that never finishes on its own: it says when it has started and records whether its
+/// cleanup ran.
+struct Endless {
+    cleaned: Arc<AtomicUsize>,
+    started: Arc<tokio::sync::Notify>,
+}
 
-impl Service for Slow {
+impl Service for Endless {
     fn call<'a>(
         &'a self,
         call: ServiceCall<'a>,
     ) -> claij_backends::BoxFuture<'a, Result<Value, claij_interceptors::BoxError>> {
-        let cleaned = Arc::clone(&self.0);
+        let cleaned = Arc::clone(&self.cleaned);
         call.interrupt.on_interrupt(move || {
             cleaned.fetch_add(1, Ordering::SeqCst);
         });
+        let started = Arc::clone(&self.started);
         Box::pin(async move {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            Ok(json!({"body": "late"}))
+            started.notify_one();
+            std::future::pending::<()>().await;
+            Ok(json!({"body": "never"}))
         })
     }
 }
 
+/// The interrupt comes once the action is running; the action never ends by itself, so the run
+/// returns only because the interrupt stopped it (the timeout only turns a hang into a failure).
 #[test]
-fn an_interrupt_stops_a_slow_action_promptly() {
+fn an_interrupt_stops_a_running_action() {
     let cleaned = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(tokio::sync::Notify::new());
     let (runner, _) = runner(pipeline_fsm(false), &[]);
-    let runner = runner.with_service("fetch", Slow(Arc::clone(&cleaned)));
+    let runner = runner.with_service(
+        "fetch",
+        Endless {
+            cleaned: Arc::clone(&cleaned),
+            started: Arc::clone(&started),
+        },
+    );
     let mut run = runner.start(json!({"url": "u"})).unwrap();
     let interrupt = Interrupt::new();
     let outcome = block(async {
         let stopper = interrupt.clone();
         let stop = async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let at = Instant::now();
+            started.notified().await;
             stopper.interrupt();
-            at
         };
-        let (outcome, at) = tokio::join!(runner.run(&mut run, &interrupt, None), stop);
-        (outcome, at.elapsed())
+        let both = async { tokio::join!(runner.run(&mut run, &interrupt, None), stop).0 };
+        tokio::time::timeout(HANG, both).await
     });
-    assert!(
-        outcome.1 < Duration::from_millis(100),
-        "returned {:?} after the interrupt",
-        outcome.1
-    );
+    let outcome = outcome.expect("the interrupted run never returned");
     assert_eq!(
-        outcome.0.unwrap(),
+        outcome.unwrap(),
         Outcome::Interrupted {
             from: "fetch".into()
         }
