@@ -11,8 +11,9 @@
 //! - `request` is the neutral [`ChatRequest`] as JSON; `response` a [`ChatResponse`]; `error` an
 //!   [`Error`] with its variant in `kind` and every field kept, so it replays as the same error.
 //! - Keys never reach a cassette: a neutral request carries none, and before a line is written every
-//!   string in it is passed through [`scrub_secrets`] (and members named like auth headers are
-//!   blanked), so a key echoed in a prompt, an answer or an error message is written as `***`.
+//!   string in it is passed through [`redact_text`](crate::redact::redact_text) (and members named
+//!   like credentials are blanked: [`redact_value`](crate::redact::redact_value)), so a key echoed in
+//!   a prompt, an answer or an error message is written as `***` ([`MARKER`](crate::redact::MARKER)).
 //! - `hash` is [`request_hash`]: 128-bit FNV-1a of the scrubbed request's canonical JSON (keys
 //!   sorted, no whitespace). Everything in the request counts: model, system prompt, every message and
 //!   its role, the structured-output name, schema, strictness and mode, temperature, `max_tokens`,
@@ -42,7 +43,6 @@
 //! ```
 
 mod entry;
-mod scrub;
 #[cfg(test)]
 mod tests;
 
@@ -63,8 +63,6 @@ use crate::{
 };
 
 use entry::{Entry, Outcome};
-
-pub use scrub::scrub_secrets;
 
 /// A backend that forwards every call to `inner` and appends it, with its response or error, to a
 /// JSONL cassette.
@@ -111,7 +109,7 @@ struct Recording<'a, B> {
 }
 
 /// The cassette hash of `request`: 32 hex digits of 128-bit FNV-1a over the canonical JSON of the
-/// request after [`scrub_secrets`]. Stable across runs and platforms; not a cryptographic hash (the
+/// request after [`redact_value`](crate::redact::redact_value). Stable across runs and platforms; not a cryptographic hash (the
 /// [`Replayer`] compares whole requests, so a collision cannot answer the wrong one).
 pub fn request_hash(request: &ChatRequest) -> String {
     match entry::scrubbed_request(request) {

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::redact::{MARKER, redact_secret};
+
 /// A secret API key. `Debug` and `Display` print `ApiKey(***)`; only [`ApiKey::expose`] gives the text.
 ///
 /// ```
@@ -31,23 +33,34 @@ impl ApiKey {
         self.0.is_empty()
     }
 
-    /// Replaces every occurrence of this key in `text` with `***` (for messages that might echo it).
+    /// `text` with every copy of this key replaced by `***` (for messages that might echo it): the
+    /// key itself and, for a key of 8 bytes or more, its base64 and percent-encoded copies (see
+    /// [`redact_secret`]). A key shorter than 4 bytes is left alone: it would match ordinary text.
+    ///
+    /// ```
+    /// use claij_backends::ApiKey;
+    ///
+    /// let key = ApiKey::new("sk-live-1234567890");
+    /// assert_eq!(key.scrub("bad key sk-live-1234567890"), "bad key ***");
+    /// // base64("sk-live-1234567890"), as in a Basic header
+    /// assert_eq!(key.scrub("Basic c2stbGl2ZS0xMjM0NTY3ODkw"), "Basic ***");
+    /// ```
     pub fn scrub(&self, text: &str) -> String {
         if self.0.len() < 4 {
             return text.to_owned();
         }
-        text.replace(&self.0, "***")
+        redact_secret(text, &self.0).into_owned()
     }
 }
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(***)")
+        write!(f, "ApiKey({MARKER})")
     }
 }
 
 impl fmt::Display for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
+        f.write_str(MARKER)
     }
 }

@@ -44,6 +44,9 @@
 //! - [`cassette`]: [`Recorder`] writes request/response pairs (secrets scrubbed) to JSONL; [`Replayer`]
 //!   answers from them offline, so real failures become regression tests.
 //! - [`ApiKey`]: never shown by `Debug` or `Display`. The library never reads the environment.
+//! - [`redact`]: the one set of redaction rules (keys by prefix, auth headers, query parameters, URL
+//!   user info, a known key's encoded copies) that cassettes, errors, the failure log and printed
+//!   configurations all use.
 //!
 //! Features (additive):
 //! - `openai`, `openrouter`, `anthropic`, `gemini` (default on): the HTTP adapters; each pulls in `http`
@@ -73,6 +76,7 @@ pub mod local;
 pub mod models;
 #[cfg(any(feature = "openai", feature = "openrouter"))]
 pub mod openai;
+pub mod redact;
 mod request;
 mod response;
 #[cfg(feature = "testing")]

@@ -7,9 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::redact::redact_value;
 use crate::{BodyLimit, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext};
-
-use super::scrub::scrub_value;
 
 /// A cassette line as read back.
 #[derive(Debug, Deserialize)]
@@ -50,7 +49,7 @@ pub(super) fn line(
         Ok(response) => ("response", serde_json::to_value(response)?),
         Err(error) => ("error", serde_json::to_value(RecordedError::from(error))?),
     };
-    scrub_value(&mut outcome);
+    redact_value(&mut outcome);
     let mut entry = Map::new();
     entry.insert("hash".into(), Value::String(hash));
     entry.insert("provider".into(), Value::String(provider.to_owned()));
@@ -65,7 +64,7 @@ pub(super) fn line(
 /// The request as it is written to (and looked up in) a cassette: its JSON with secrets scrubbed.
 pub(super) fn scrubbed_request(request: &ChatRequest) -> Result<Value, serde_json::Error> {
     let mut value = serde_json::to_value(request)?;
-    scrub_value(&mut value);
+    redact_value(&mut value);
     Ok(value)
 }
 

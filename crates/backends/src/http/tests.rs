@@ -364,3 +364,26 @@ fn scrub_removes_a_key_an_excerpt_cut_short() {
         "p: server error: ends with sk-"
     );
 }
+
+#[test]
+fn scrub_removes_encoded_copies_of_the_key() {
+    let key = ApiKey::new("live-key-1234567890");
+    // base64("user:live-key-1234567890") in a Basic header, and the key percent-encoded in a URL.
+    let error = Error::Authentication {
+        context: ErrorContext::provider("p"),
+        message: "rejected Authorization: Basic dXNlcjpsaXZlLWtleS0xMjM0NTY3ODkw".into(),
+    };
+    assert_eq!(
+        scrub(error, &key).to_string(),
+        "p: authentication failed: rejected Authorization: Basic dXNlcjp***"
+    );
+    let key = ApiKey::new("k3y/with+reserved=chars");
+    let error = Error::Server {
+        context: ErrorContext::provider("p"),
+        message: "bad url /v1?key=k3y%2Fwith%2Breserved%3Dchars".into(),
+    };
+    assert_eq!(
+        scrub(error, &key).to_string(),
+        "p: server error: bad url /v1?key=***"
+    );
+}

@@ -361,14 +361,11 @@ pub(super) fn scrub(error: Error, key: &ApiKey) -> Error {
     }
 }
 
-/// `text` without `key`, also where an excerpt cut the key short (`...sk-abc12...`).
+/// `text` without `key` or its encoded copies ([`ApiKey::scrub`]), also where an excerpt cut the
+/// key short (`...sk-abc12...`).
 fn scrub_text(text: String, key: &ApiKey) -> String {
     let secret = key.expose();
-    let text = if text.contains(secret) {
-        key.scrub(&text)
-    } else {
-        text
-    };
+    let text = key.scrub(&text);
     // A cut-off key ends the text, before the excerpt's `...`; 6 characters is where a prefix
     // stops being an accident.
     let body = text.strip_suffix("...").unwrap_or(&text);
