@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The state of a conversation: the well-known parts interceptors share, plus a typed extension map for
-/// anything else.
+/// anything else (the FSM routing state is one: `builtin::fsm_routing::RoutingState`).
 ///
 /// ```
 /// use claij_interceptors::Context;
@@ -26,12 +26,6 @@ use serde_json::Value;
 pub struct Context {
     /// What the memory interceptor remembers.
     pub memory: Memory,
-    /// The active project (MCP service filtering and "hat" prompts use it).
-    pub project: Option<String>,
-    /// The current FSM state, if the conversation is a state machine.
-    pub state: Option<String>,
-    /// The states the model may move to next (the FSM routing interceptor constrains `state` to them).
-    pub allowed_states: Vec<String>,
     /// Results of tool calls from the previous turn, for the next prompt.
     pub tool_results: Vec<ToolResult>,
     /// Completed turns (a turn is one successful `ask`).
@@ -116,9 +110,6 @@ impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Context")
             .field("memory", &self.memory)
-            .field("project", &self.project)
-            .field("state", &self.state)
-            .field("allowed_states", &self.allowed_states)
             .field("tool_results", &self.tool_results)
             .field("turn", &self.turn)
             .field("extensions", &self.extensions.len())

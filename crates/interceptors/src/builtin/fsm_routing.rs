@@ -1,9 +1,11 @@
 //! The `fsm_routing` interceptor: `state` constrained to the allowed next states, the model told where
 //! it is and where it may go, and every transition recorded in the context.
 //!
-//! The allowed next states come from a transition table given to [`FsmRouting::new`] (looked up with
-//! [`Context::state`] as the current state), or, without a table or before the first state, from
-//! [`Context::allowed_states`]. When neither says anything the interceptor constrains nothing.
+//! Where the conversation is lives in the context's typed map as a [`RoutingState`]
+//! (`ctx.get::<RoutingState>()`). The allowed next states come from a transition table given to
+//! [`FsmRouting::new`] (looked up with [`RoutingState::current`] as the current state), or, without a
+//! table or before the first state, from [`RoutingState::allowed`]. When neither says anything (or the
+//! context holds no `RoutingState`) the interceptor constrains nothing.
 //!
 //! **Schema delta** (extension [`EXTENSION_ID`]), for allowed states `review` and `draft`:
 //!
@@ -25,14 +27,14 @@
 //! ``Set `state` to `done`, the only next state.``
 //!
 //! **After the response**, the new state is checked against the allowed ones once more, then
-//! [`Context::state`] becomes it, [`Context::allowed_states`] becomes its next states from the table
-//! (or is cleared without a table: the caller sets them for the next turn), and a [`Transition`] is
-//! appended to the [`Transitions`] log in the context.
+//! [`RoutingState::current`] becomes it, [`RoutingState::allowed`] becomes its next states from the
+//! table (or is cleared without a table: the caller sets them for the next turn), and a [`Transition`]
+//! is appended to the [`Transitions`] log in the context.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use claij_backends::testing::Scripted;
-//! use claij_interceptors::builtin::fsm_routing::{FsmRouting, Transitions};
+//! use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState, Transitions};
 //! use claij_interceptors::{Chain, Config, Context, Pipeline};
 //!
 //! let routing = FsmRouting::new([("draft", vec!["review"]), ("review", vec!["approved", "draft"])]);
@@ -42,11 +44,12 @@
 //! ]));
 //! let pipeline = Pipeline::new(backend, Config::new("test-model"), Chain::new().with(routing));
 //! let mut ctx = Context::default();
-//! ctx.state = Some("draft".into());
+//! ctx.insert(RoutingState::at("draft"));
 //! let answer = futures_executor::block_on(pipeline.ask(&mut ctx, "Send it for review"))?;
 //! assert_eq!(answer.retries(), 1);
-//! assert_eq!(ctx.state.as_deref(), Some("review"));
-//! assert_eq!(ctx.allowed_states, ["approved", "draft"]);
+//! let routing = ctx.get::<RoutingState>().unwrap();
+//! assert_eq!(routing.current.as_deref(), Some("review"));
+//! assert_eq!(routing.allowed, ["approved", "draft"]);
 //! let log = ctx.get::<Transitions>().unwrap();
 //! assert_eq!(log.0[0].from.as_deref(), Some("draft"));
 //! assert_eq!(log.0[0].to, "review");
@@ -76,6 +79,42 @@ pub const EXTENSION_ID: &str = "fsm-routing-v1";
 pub struct FsmRouting {
     /// State -> allowed next states; every target is also a key (with no next states if it had none).
     table: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// Where the conversation's state machine is: kept in the context's typed map
+/// (`ctx.get::<RoutingState>()`, `ctx.insert(RoutingState::at("draft"))`) and moved by
+/// [`FsmRouting::transition`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RoutingState {
+    /// The current state (`None` before the first move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<String>,
+    /// The states the model may move to next, when routing has no table or no current state (set by
+    /// the caller; cleared by a move without a table, replaced by the table's next states with one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<String>,
+}
+
+impl RoutingState {
+    /// In state `state`, the next states left to the transition table.
+    pub fn at(state: impl Into<String>) -> Self {
+        Self {
+            current: Some(state.into()),
+            allowed: Vec::new(),
+        }
+    }
+
+    /// Before any state, allowed to move to `states`.
+    pub fn allowing<I>(states: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        Self {
+            current: None,
+            allowed: states.into_iter().map(Into::into).collect(),
+        }
+    }
 }
 
 /// One move of the conversation's state machine.
@@ -155,20 +194,24 @@ impl FsmRouting {
         Self { table: Some(map) }
     }
 
-    /// Routing by [`Context::allowed_states`] alone (set by the caller each turn).
+    /// Routing by [`RoutingState::allowed`] alone (set by the caller each turn).
     pub fn from_context() -> Self {
         Self::default()
     }
 
     /// The states the model may move to now: from the table when it knows the current state, else
-    /// [`Context::allowed_states`]; `None` when neither constrains anything.
+    /// [`RoutingState::allowed`]; `None` when neither constrains anything (or the context holds no
+    /// [`RoutingState`]).
     ///
     /// # Errors
     ///
     /// [`RoutingError::UnknownState`] when there is a table and a current state it does not know,
     /// [`RoutingError::Terminal`] when the current state has no next states.
     pub fn allowed(&self, ctx: &Context) -> Result<Option<Vec<String>>, RoutingError> {
-        if let (Some(table), Some(state)) = (&self.table, &ctx.state) {
+        let Some(routing) = ctx.get::<RoutingState>() else {
+            return Ok(None);
+        };
+        if let (Some(table), Some(state)) = (&self.table, &routing.current) {
             return match table.get(state) {
                 Some(next) if next.is_empty() => Err(RoutingError::Terminal {
                     state: state.clone(),
@@ -179,11 +222,11 @@ impl FsmRouting {
                 }),
             };
         }
-        if ctx.allowed_states.is_empty() {
+        if routing.allowed.is_empty() {
             return Ok(None);
         }
         let mut allowed: Vec<String> = Vec::new();
-        for s in &ctx.allowed_states {
+        for s in &routing.allowed {
             if !allowed.contains(s) {
                 allowed.push(s.clone());
             }
@@ -214,9 +257,9 @@ impl FsmRouting {
         }
     }
 
-    /// Applies a validated response to the context: checks its `state`, moves [`Context::state`]
-    /// and [`Context::allowed_states`], logs the [`Transition`]. Returns it (`None` when the response
-    /// names no state and routing is inactive).
+    /// Applies a validated response to the context: checks its `state`, moves the context's
+    /// [`RoutingState`] (storing one if there was none), logs the [`Transition`]. Returns it (`None`
+    /// when the response names no state and routing is inactive).
     ///
     /// # Errors
     ///
@@ -238,18 +281,20 @@ impl FsmRouting {
             && !allowed.iter().any(|s| s == to)
         {
             return Err(RoutingError::NotAllowed {
-                from: ctx.state.clone(),
+                from: ctx.get::<RoutingState>().and_then(|r| r.current.clone()),
                 to: to.to_owned(),
                 allowed,
             });
         }
-        let from = ctx.state.replace(to.to_owned());
-        ctx.allowed_states = self
+        let next = self
             .table
             .as_ref()
             .and_then(|t| t.get(to))
             .cloned()
             .unwrap_or_default();
+        let routing = ctx.get_or_default::<RoutingState>();
+        let from = routing.current.replace(to.to_owned());
+        routing.allowed = next;
         let transition = Transition {
             from,
             to: to.to_owned(),
@@ -277,7 +322,8 @@ impl Interceptor for FsmRouting {
 
     fn pre_prompt(&self, prompts: &mut Prompts, ctx: &Context) -> Result<(), BoxError> {
         if let Some(allowed) = self.allowed(ctx)? {
-            prompts.system_push(&Self::prompt(ctx.state.as_deref(), &allowed));
+            let current = ctx.get::<RoutingState>().and_then(|r| r.current.as_deref());
+            prompts.system_push(&Self::prompt(current, &allowed));
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use claij_backends::testing::Scripted;
-use claij_interceptors::builtin::fsm_routing::{FsmRouting, Transition, Transitions};
+use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState, Transition, Transitions};
 use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Stage, StructuredMode};
 use serde_json::json;
 
@@ -34,8 +34,14 @@ fn reply(state: &str) -> String {
 
 fn in_state(state: &str) -> Context {
     let mut ctx = Context::default();
-    ctx.state = Some(state.to_owned());
+    ctx.insert(RoutingState::at(state));
     ctx
+}
+
+/// The routing state the pipeline left in the context.
+#[track_caller]
+fn routing_of(ctx: &Context) -> &RoutingState {
+    ctx.get::<RoutingState>().expect("a routing state")
 }
 
 #[test]
@@ -49,8 +55,8 @@ fn a_state_not_allowed_is_a_violation_retried_then_accepted() {
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(first[0].instance_pointer, "/state");
     assert_eq!(first[0].keyword, "enum");
-    assert_eq!(ctx.state.as_deref(), Some("review"));
-    assert_eq!(ctx.allowed_states, ["approved", "draft"]);
+    assert_eq!(routing_of(&ctx).current.as_deref(), Some("review"));
+    assert_eq!(routing_of(&ctx).allowed, ["approved", "draft"]);
     insta::assert_snapshot!("retry_prompt", backend.requests()[1].messages[0].content);
 }
 
@@ -82,7 +88,7 @@ fn transitions_are_recorded_turn_after_turn() {
             (Some("review"), "approved", 3),
         ]
     );
-    assert!(ctx.allowed_states.is_empty());
+    assert!(routing_of(&ctx).allowed.is_empty());
     // Each request showed the states allowed at that turn.
     let systems: Vec<String> = backend
         .requests()
@@ -109,7 +115,7 @@ fn the_callers_allowed_states_route_without_a_table() {
     let backend = Scripted::replies([reply("left"), reply("right")]);
     let p = pipeline(&backend, FsmRouting::from_context());
     let mut ctx = Context::default();
-    ctx.allowed_states = vec!["right".into(), "up".into()];
+    ctx.insert(RoutingState::allowing(["right", "up"]));
     let answer = block(p.ask(&mut ctx, "Which way?")).unwrap();
     assert_eq!(answer.retries(), 1);
     assert_eq!(
@@ -121,7 +127,7 @@ fn the_callers_allowed_states_route_without_a_table() {
         }]
     );
     assert!(
-        ctx.allowed_states.is_empty(),
+        routing_of(&ctx).allowed.is_empty(),
         "the caller sets the next ones"
     );
 }

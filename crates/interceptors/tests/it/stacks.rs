@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::citations::{Citations, Document};
-use claij_interceptors::builtin::fsm_routing::FsmRouting;
+use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState};
 use claij_interceptors::builtin::memory::{Hierarchical, Memory};
 use claij_interceptors::builtin::metrics::Metrics;
 use claij_interceptors::builtin::proposals::{Decision, Proposal, Proposals};
@@ -101,7 +101,7 @@ fn tools() -> Tools {
 /// A context in which every built-in has something to say.
 fn context() -> Context {
     let mut ctx = Context::default();
-    ctx.state = Some("review".into());
+    ctx.insert(RoutingState::at("review"));
     ctx.memory.summaries = vec!["The user asked for a review of their draft.".into()];
     ctx.tool_results = vec![ToolResult {
         name: "weather".into(),

@@ -13,9 +13,17 @@ fn table() -> FsmRouting {
 
 fn ctx(state: Option<&str>, allowed: &[&str]) -> Context {
     let mut ctx = Context::default();
-    ctx.state = state.map(str::to_owned);
-    ctx.allowed_states = allowed.iter().map(|s| (*s).to_owned()).collect();
+    ctx.insert(RoutingState {
+        current: state.map(str::to_owned),
+        allowed: allowed.iter().map(|s| (*s).to_owned()).collect(),
+    });
     ctx
+}
+
+/// The context's routing state, which a move always leaves there.
+#[track_caller]
+fn at(ctx: &Context) -> &RoutingState {
+    ctx.get::<RoutingState>().expect("a routing state")
 }
 
 #[track_caller]
@@ -94,10 +102,10 @@ fn a_transition_moves_the_context_and_is_logged() {
         turn: 4,
     };
     assert_eq!(moved, Some(expected.clone()));
-    assert_eq!(c.state.as_deref(), Some("review"));
-    assert_eq!(c.allowed_states, ["approved", "draft"]);
+    assert_eq!(at(&c).current.as_deref(), Some("review"));
+    assert_eq!(at(&c).allowed, ["approved", "draft"]);
     t.transition(&json!({"state": "approved"}), &mut c).unwrap();
-    assert!(c.allowed_states.is_empty(), "approved is terminal");
+    assert!(at(&c).allowed.is_empty(), "approved is terminal");
     let log = c.get::<Transitions>().unwrap();
     assert_eq!(log.0.len(), 2);
     assert_eq!(log.0[0], expected);
@@ -108,12 +116,12 @@ fn without_a_table_the_allowed_states_are_cleared_after_a_move() {
     let routing = FsmRouting::from_context();
     let mut c = ctx(None, &["a", "b"]);
     routing.transition(&json!({"state": "b"}), &mut c).unwrap();
-    assert_eq!(c.state.as_deref(), Some("b"));
-    assert!(c.allowed_states.is_empty());
+    assert_eq!(at(&c).current.as_deref(), Some("b"));
+    assert!(at(&c).allowed.is_empty());
     // Inactive routing still follows the state, and a response without one changes nothing.
     routing.transition(&json!({"state": "c"}), &mut c).unwrap();
     assert_eq!(routing.transition(&json!({}), &mut c), Ok(None));
-    assert_eq!(c.state.as_deref(), Some("c"));
+    assert_eq!(at(&c).current.as_deref(), Some("c"));
     assert_eq!(c.get::<Transitions>().unwrap().0.len(), 2);
 }
 
@@ -132,6 +140,63 @@ fn a_state_outside_the_allowed_ones_is_refused() {
         t.transition(&json!({"answer": "x"}), &mut c),
         Err(RoutingError::MissingState)
     );
-    assert_eq!(c.state.as_deref(), Some("draft"), "unchanged");
+    assert_eq!(at(&c).current.as_deref(), Some("draft"), "unchanged");
     assert!(c.get::<Transitions>().is_none());
+}
+
+#[test]
+fn the_routing_state_is_a_typed_extension_of_the_context() {
+    let t = table();
+    // No routing state: nothing to constrain, even with a table.
+    let mut c = Context::default();
+    assert_eq!(t.allowed(&c), Ok(None));
+    // The first move stores one, beside the context's other extensions.
+    c.insert(Transitions::default());
+    t.transition(&json!({"state": "draft"}), &mut c).unwrap();
+    assert_eq!(
+        c.get::<RoutingState>(),
+        Some(&RoutingState {
+            current: Some("draft".into()),
+            allowed: vec!["review".into(), "draft".into()],
+        })
+    );
+    assert_eq!(
+        t.allowed(&c),
+        Ok(Some(vec!["review".into(), "draft".into()]))
+    );
+    // Taken out and put back (as a caller carrying it between runs would), it routes the same.
+    let kept = c.remove::<RoutingState>().unwrap();
+    assert_eq!(t.allowed(&c), Ok(None));
+    let json = serde_json::to_value(&kept).unwrap();
+    assert_eq!(
+        json,
+        json!({"current": "draft", "allowed": ["review", "draft"]})
+    );
+    c.insert(serde_json::from_value::<RoutingState>(json).unwrap());
+    assert_eq!(
+        t.allowed(&c),
+        Ok(Some(vec!["review".into(), "draft".into()]))
+    );
+}
+
+#[test]
+fn routing_state_constructors() {
+    assert_eq!(
+        RoutingState::at("draft"),
+        RoutingState {
+            current: Some("draft".into()),
+            allowed: Vec::new(),
+        }
+    );
+    assert_eq!(
+        RoutingState::allowing(["a", "b"]),
+        RoutingState {
+            current: None,
+            allowed: vec!["a".into(), "b".into()],
+        }
+    );
+    assert_eq!(
+        serde_json::from_value::<RoutingState>(json!({})).unwrap(),
+        RoutingState::default()
+    );
 }
