@@ -26,7 +26,8 @@ use serde_json::Value;
 pub struct Context {
     /// What the memory interceptor remembers.
     pub memory: Memory,
-    /// Results of tool calls from the previous turn, for the next prompt.
+    /// Results of tool calls from the previous turn, for the next prompt; each interceptor that runs
+    /// tools replaces the results of its own [`ToolOrigin`] and leaves the others.
     pub tool_results: Vec<ToolResult>,
     /// Completed turns (a turn is one successful `ask`).
     pub turn: u64,
@@ -59,6 +60,28 @@ pub struct ToolResult {
     pub args: Value,
     /// The tool's output, or why it failed (a bad argument, a timeout, an error).
     pub output: Result<Value, String>,
+    /// What ran the tool: each interceptor shows and replaces only the results of its own origin.
+    pub origin: ToolOrigin,
+}
+
+/// What ran a tool call, so interceptors sharing [`Context::tool_results`] tell their results apart
+/// whatever the tools are called.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolOrigin {
+    /// A Rust function registered with the `tools` interceptor.
+    Rust,
+    /// A tool of an MCP server, called by the `mcp` interceptor.
+    Mcp {
+        /// The server's name in the configuration.
+        server: String,
+    },
+    /// A tool run by another interceptor, named by it.
+    Other {
+        /// The interceptor's name ([`crate::Interceptor::name`]).
+        interceptor: String,
+    },
 }
 
 impl Context {

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use claij_backends::BoxFuture;
-use claij_interceptors::{BoxError, Context, Interceptor, Prompts, Schema, ToolResult};
+use claij_interceptors::{BoxError, Context, Interceptor, Prompts, Schema, ToolOrigin, ToolResult};
 use futures_util::stream::{self, StreamExt as _};
 use serde_json::{Value, json};
 use tracing::debug;
@@ -80,11 +80,11 @@ pub const EXTENSION: &str = "mcp-v1";
 /// under [`InterceptorConfig::timeout`] when set, every one through [`Services::call`] (which refuses,
 /// and records, a tool the project does not allow, even if the reply names it). Calls past
 /// [`InterceptorConfig::max_calls`] are not run but reported. Results keep the order of the calls and
-/// go into [`Context::tool_results`] as `server.tool`, the output the MCP `CallToolResult`
+/// go into [`Context::tool_results`] as `server.tool` of origin [`ToolOrigin::Mcp`], the output the MCP `CallToolResult`
 /// ([`crate::CallOutcome::to_mcp`]) or, when the call could not complete (a timeout, a dead server),
 /// the error's text: nothing a server does fails the pipeline. Each turn replaces the previous turn's
-/// results named with a `.` and keeps the others (the `tools` interceptor's names have none); tool lists
-/// that servers announced as changed are fetched again for the next turn.
+/// results of origin [`ToolOrigin::Mcp`] and keeps the others (the `tools` interceptor's, whatever
+/// their names); tool lists that servers announced as changed are fetched again for the next turn.
 pub struct McpInterceptor {
     services: Services,
     config: InterceptorConfig,
@@ -128,6 +128,8 @@ struct Derived {
 /// One call of a reply, ready to run or refused.
 struct Planned {
     name: String,
+    /// The server the call names (`?` when it names none), for the result's origin.
+    server: String,
     args: Value,
     target: Result<(String, String), String>,
 }
@@ -171,8 +173,8 @@ impl McpInterceptor {
         self.derived().section.clone()
     }
 
-    /// The system-prompt section showing `results` (those named `server.tool`), cut to the result
-    /// budget; `None` when there are none.
+    /// The system-prompt section showing `results` (those of origin [`ToolOrigin::Mcp`]), cut to the
+    /// result budget; `None` when there are none.
     pub fn results_section(&self, results: &[ToolResult]) -> Option<String> {
         render::results_section(results, self.config.result_budget)
     }
@@ -205,6 +207,9 @@ impl McpInterceptor {
                 name: call.name,
                 args: call.args,
                 output,
+                origin: ToolOrigin::Mcp {
+                    server: call.server,
+                },
             })
             .collect()
     }
@@ -217,6 +222,7 @@ impl McpInterceptor {
             other => {
                 return vec![Planned {
                     name: "?.?".to_owned(),
+                    server: "?".to_owned(),
                     args: other.clone(),
                     target: Err("`mcp_calls` must be a list of calls \
                         `{\"service\": …, \"tool\": …, \"args\": {…}}`"
@@ -240,7 +246,12 @@ impl McpInterceptor {
                     (Some(service), Some(tool)) => Ok((service.to_owned(), tool.to_owned())),
                     _ => Err("a call names its `service` and its `tool` as strings".to_owned()),
                 };
-                Planned { name, args, target }
+                Planned {
+                    name,
+                    server: service.unwrap_or("?").to_owned(),
+                    args,
+                    target,
+                }
             })
             .collect()
     }

@@ -97,9 +97,9 @@
 //! past [`Config::max_calls`] becomes an error result, not an error of the pipeline); the rest run at most
 //! [`Config::concurrency`] at a time, each under [`Config::timeout`]. A tool's error, a timeout and a
 //! panic all become error results. Results keep the order of the calls and replace the previous turn's in
-//! [`Context::tool_results`]. This interceptor owns the entries named like its tools (no `.`): results
-//! of namespaced tools (`server.tool`, the MCP interceptor's) are left alone and not shown, so both can
-//! share a chain in any order. Timeouts need a tokio runtime with its timer enabled; without a runtime,
+//! [`Context::tool_results`]. This interceptor owns the entries of origin [`ToolOrigin::Rust`]: results
+//! of any other origin (the MCP interceptor's, whatever their names) are left alone and not shown, so
+//! both can share a chain in any order. Timeouts need a tokio runtime with its timer enabled; without a runtime,
 //! calls are not run and report so.
 
 use std::fmt;
@@ -119,7 +119,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tracing::debug;
 
-use crate::context::{Context, ToolResult};
+use crate::context::{Context, ToolOrigin, ToolResult};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
@@ -375,6 +375,7 @@ impl Tools {
                 name: call.name,
                 args: call.args,
                 output,
+                origin: ToolOrigin::Rust,
             })
             .collect()
     }
@@ -559,13 +560,13 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "no message".to_owned())
 }
 
-/// Whether `name` is 1 to 64 ASCII letters, digits, `_` or `-`.
-/// Whether a result is one of this interceptor's: its tool names have no `.`, namespaced ones
-/// (`server.tool`) belong to another interceptor.
+/// Whether a result is one of this interceptor's, by its origin (not its name: another interceptor's
+/// tool may be called like one of these).
 fn is_own_result(result: &ToolResult) -> bool {
-    !result.name.contains('.')
+    result.origin == ToolOrigin::Rust
 }
 
+/// Whether `name` is 1 to 64 ASCII letters, digits, `_` or `-`.
 fn is_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name

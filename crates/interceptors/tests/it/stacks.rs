@@ -13,7 +13,8 @@ use claij_interceptors::builtin::metrics::Metrics;
 use claij_interceptors::builtin::proposals::{Decision, Proposal, Proposals};
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{
-    Chain, Config, Context, Error, Interceptor, OnError, Pipeline, StructuredMode, ToolResult,
+    Chain, Config, Context, Error, Interceptor, OnError, Pipeline, StructuredMode, ToolOrigin,
+    ToolResult,
 };
 use claij_validation::Validator;
 use proptest::prelude::*;
@@ -107,6 +108,7 @@ fn context() -> Context {
         name: "weather".into(),
         args: json!({"city": "Paris"}),
         output: Ok(json!("sunny")),
+        origin: ToolOrigin::Rust,
     }];
     ctx
 }

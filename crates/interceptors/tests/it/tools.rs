@@ -10,7 +10,7 @@ use std::time::Duration;
 use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::builtin::tools::{self, Tools};
-use claij_interceptors::{Chain, Config, Context, Pipeline, ToolResult};
+use claij_interceptors::{Chain, Config, Context, Pipeline, ToolOrigin, ToolResult};
 use serde_json::{Value, json};
 
 fn system(request: &ChatRequest) -> &str {
@@ -230,6 +230,7 @@ async fn bad_calls_are_violations_then_retried() {
             name: "add".into(),
             args: json!({"a": 1, "b": 2}),
             output: Ok(json!(3)),
+            origin: ToolOrigin::Rust,
         }]
     );
 }
@@ -269,16 +270,19 @@ fn prompt_sections() {
             name: "add".into(),
             args: json!({"a": 1, "b": 2}),
             output: Ok(json!(3)),
+            origin: ToolOrigin::Rust,
         },
         ToolResult {
             name: "search".into(),
             args: json!({"query": "x".repeat(300), "scope": "docs"}),
             output: Ok(json!({"hits": ["y".repeat(400)]})),
+            origin: ToolOrigin::Rust,
         },
         ToolResult {
             name: "now".into(),
             args: json!({}),
             output: Err("timed out after 30s".into()),
+            origin: ToolOrigin::Rust,
         },
     ];
     let section = format!(

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use claij_interceptors::ToolResult;
+use claij_interceptors::{ToolOrigin, ToolResult};
 use serde_json::Value;
 
 use crate::outcome::Content;
@@ -55,10 +55,10 @@ pub(super) fn results_section(results: &[ToolResult], budget: usize) -> Option<S
     claij_interceptors::builtin::tools::results_section(&condensed, budget)
 }
 
-/// Whether a result is one of this interceptor's: named `server.tool` (the `tools` interceptor's
-/// names have no `.`).
+/// Whether a result is one of this interceptor's, by its origin (not its name: another
+/// interceptor's tool may be named with a `.` too).
 pub(super) fn is_mcp(result: &ToolResult) -> bool {
-    result.name.contains('.')
+    matches!(result.origin, ToolOrigin::Mcp { .. })
 }
 
 /// A result as the model reads it: an error outcome as `Err` with its text, else the structured
@@ -89,6 +89,7 @@ pub(super) fn condense(result: &ToolResult) -> ToolResult {
         name: result.name.clone(),
         args: result.args.clone(),
         output,
+        origin: result.origin.clone(),
     }
 }
 

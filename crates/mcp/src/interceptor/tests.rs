@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use claij_interceptors::ToolResult;
+use claij_interceptors::{Context, Interceptor as _, Prompts, ToolOrigin, ToolResult};
 use serde_json::{Value, json};
 
 use super::render::{condense, summary};
@@ -50,6 +50,7 @@ fn check_condense(output: Result<Value, String>, expected: Result<Value, String>
         name: "s.t".into(),
         args: json!({}),
         output,
+        origin: ToolOrigin::Mcp { server: "s".into() },
     };
     assert_eq!(condense(&result).output, expected);
 }
@@ -226,5 +227,59 @@ async fn calls_that_cannot_run_are_error_results() {
             .as_ref()
             .unwrap_err()
             .contains("must be a list")
+    );
+}
+
+/// The interceptor's results carry their server as origin; it replaces and shows only those, and
+/// leaves another interceptor's results alone even when they are named `server.tool` too.
+#[tokio::test]
+async fn results_are_told_apart_by_origin_not_by_name() {
+    let mcp = McpInterceptor::new(Services::from_clients([]));
+    let result = |name: &str, output: &str, origin| ToolResult {
+        name: name.into(),
+        args: json!({}),
+        output: Ok(json!(output)),
+        origin,
+    };
+    let rust = result("ghost.boo", "from rust", ToolOrigin::Rust);
+    let other = result(
+        "notes.today",
+        "from notes",
+        ToolOrigin::Other {
+            interceptor: "notes".into(),
+        },
+    );
+    let old = result(
+        "ghost.boo",
+        "old mcp",
+        ToolOrigin::Mcp {
+            server: "ghost".into(),
+        },
+    );
+    let mut ctx = Context::default();
+    ctx.tool_results = vec![rust.clone(), old, other.clone()];
+
+    let mut prompts = Prompts::new("system", "user");
+    mcp.pre_prompt(&mut prompts, &ctx).unwrap();
+    assert!(prompts.system.contains("old mcp"), "{}", prompts.system);
+    assert!(!prompts.system.contains("from rust"), "{}", prompts.system);
+    assert!(!prompts.system.contains("from notes"), "{}", prompts.system);
+
+    let reply = json!({"mcp_calls": [{"service": "ghost", "tool": "boo", "args": {}}]});
+    mcp.post_response(&reply, &mut ctx).await.unwrap();
+    let [kept_rust, kept_other, new] = ctx.tool_results.as_slice() else {
+        panic!("three results: {:?}", ctx.tool_results)
+    };
+    assert_eq!((kept_rust, kept_other), (&rust, &other));
+    assert_eq!(new.name, "ghost.boo");
+    assert_eq!(
+        new.origin,
+        ToolOrigin::Mcp {
+            server: "ghost".into()
+        }
+    );
+    assert_eq!(
+        new.output,
+        Err("no mcp server `ghost`; configured: none".to_owned())
     );
 }

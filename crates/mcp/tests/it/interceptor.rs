@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
-use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, ToolResult};
+use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, ToolOrigin, ToolResult};
 use claij_mcp::{EXTENSION, InterceptorConfig, McpInterceptor, Project, Services};
 use claij_validation::Validator;
 use serde_json::{Value, json};
@@ -308,6 +308,7 @@ async fn timeouts_and_dead_servers_are_error_results() {
         name: "local_tool".into(),
         args: json!({}),
         output: Ok(json!(1)),
+        origin: ToolOrigin::Rust,
     });
     mcp.post_response(&reply, &mut ctx)
         .await

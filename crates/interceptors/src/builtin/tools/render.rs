@@ -33,13 +33,19 @@ pub(super) fn tools_section(tools: &[(&str, &str, &Value)], max_calls: usize) ->
 /// together they take at most about `budget` characters: short ones whole, the rest sharing what is left.
 ///
 /// ```
-/// use claij_interceptors::ToolResult;
 /// use claij_interceptors::builtin::tools::results_section;
+/// use claij_interceptors::{ToolOrigin, ToolResult};
 /// use serde_json::json;
 ///
+/// let result = |name: &str, args, output| ToolResult {
+///     name: name.into(),
+///     args,
+///     output,
+///     origin: ToolOrigin::Rust,
+/// };
 /// let results = [
-///     ToolResult { name: "add".into(), args: json!({"a": 1, "b": 2}), output: Ok(json!(3)) },
-///     ToolResult { name: "fetch".into(), args: json!({}), output: Err("timed out after 30s".into()) },
+///     result("add", json!({"a": 1, "b": 2}), Ok(json!(3))),
+///     result("fetch", json!({}), Err("timed out after 30s".into())),
 /// ];
 /// assert_eq!(results_section(&results, 4000).unwrap(), "\
 /// Results of the tool calls of your previous reply, in call order:

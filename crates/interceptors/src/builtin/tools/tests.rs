@@ -193,35 +193,49 @@ fn without_a_runtime_calls_report_it() {
 }
 
 #[tokio::test]
-async fn namespaced_results_of_another_interceptor_are_kept_and_not_shown() {
-    use crate::context::{Context, ToolResult};
+async fn results_of_another_origin_are_kept_and_not_shown_whatever_their_names() {
+    use crate::context::{Context, ToolOrigin, ToolResult};
     use crate::interceptor::Interceptor as _;
     use crate::prompts::Prompts;
 
     let tools = two_tools();
     let mut ctx = Context::default();
-    let theirs = ToolResult {
-        name: "server.tool".to_owned(),
+    let result = |name: &str, output, origin| ToolResult {
+        name: name.to_owned(),
         args: json!({}),
-        output: Ok(json!("theirs")),
+        output: Ok(output),
+        origin,
     };
-    ctx.tool_results = vec![
-        theirs.clone(),
-        ToolResult {
-            name: "echo".to_owned(),
-            args: json!({"x": 0}),
-            output: Ok(json!("old")),
+    // Another interceptor's tools, one namespaced, one called like one of ours: told apart by origin.
+    let mcp = result(
+        "server.tool",
+        json!("theirs"),
+        ToolOrigin::Mcp {
+            server: "server".to_owned(),
         },
+    );
+    let other = result(
+        "echo",
+        json!("noted"),
+        ToolOrigin::Other {
+            interceptor: "notes".to_owned(),
+        },
+    );
+    ctx.tool_results = vec![
+        mcp.clone(),
+        other.clone(),
+        result("echo", json!("old"), ToolOrigin::Rust),
     ];
     let reply = json!({"tools": [{"name": "echo", "args": {"x": 7}}]});
     tools.post_response(&reply, &mut ctx).await.unwrap();
-    let names: Vec<&str> = ctx.tool_results.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(ctx.tool_results.len(), 3, "{:?}", ctx.tool_results);
     assert_eq!(
-        names,
-        ["server.tool", "echo"],
+        ctx.tool_results[..2],
+        [mcp, other],
         "own results replaced, others kept"
     );
-    assert_eq!(ctx.tool_results[1].output, Ok(json!({"x": 7})));
+    assert_eq!(ctx.tool_results[2].output, Ok(json!({"x": 7})));
+    assert_eq!(ctx.tool_results[2].origin, ToolOrigin::Rust);
 
     let mut prompts = Prompts::new("system", "user");
     tools.pre_prompt(&mut prompts, &ctx).unwrap();
@@ -231,4 +245,5 @@ async fn namespaced_results_of_another_interceptor_are_kept_and_not_shown() {
         prompts.system
     );
     assert!(!prompts.system.contains("theirs"), "{}", prompts.system);
+    assert!(!prompts.system.contains("noted"), "{}", prompts.system);
 }
