@@ -279,7 +279,7 @@ impl<'a> Conversation<'a> {
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
             crate::structured_cache::set_quiet(options.json);
         }
-        let (mut chain, citations) = chain(&names, services.as_ref(), notes)?;
+        let mut chain = chain(&names, services.as_ref(), notes)?;
         if base.is_none() {
             // The base schema's free-text `state` means nothing without a state machine.
             chain.push(states(&names));
@@ -298,9 +298,6 @@ impl<'a> Conversation<'a> {
             (opened.backend, None)
         };
         let mut pipeline = Pipeline::new(backend, knobs, chain);
-        if let Some(citations) = citations {
-            pipeline = pipeline.with_check("citations", citations.check());
-        }
         if let Some(base) = base {
             pipeline = pipeline.with_base_schema(base);
         }
@@ -460,22 +457,17 @@ fn interceptors(options: &Options, defaults: &[Interceptor]) -> Vec<Interceptor>
     names
 }
 
-/// The chain for `names`, and the citations interceptor (for its check) when there is one.
+/// The chain for `names` (the citations interceptor checks its citations itself).
 fn chain(
     names: &[Interceptor],
     services: Option<&Services>,
     notes: Vec<Document>,
-) -> Result<(Chain, Option<Citations>)> {
+) -> Result<Chain> {
     let mut chain = Chain::new();
-    let mut citations = None;
     for name in names {
         match name {
             Interceptor::Memory => chain.push(Memory::default()),
-            Interceptor::Citations => {
-                let interceptor = Citations::new(notes.clone());
-                citations = Some(interceptor.clone());
-                chain.push(interceptor);
-            }
+            Interceptor::Citations => chain.push(Citations::new(notes.clone())),
             Interceptor::Eval => chain.push(Eval::new()),
             Interceptor::Tools => chain.push(tools::builtin()?),
             Interceptor::Mcp => {
@@ -485,7 +477,7 @@ fn chain(
             }
         }
     }
-    Ok((chain, citations))
+    Ok(chain)
 }
 
 /// What `state` may be in a conversation on the base schema: how the turn ended, plus

@@ -5,10 +5,12 @@ use std::future::ready;
 use std::sync::Arc;
 
 use claij_backends::BoxFuture;
+use claij_validation::Violation;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::Context;
+use crate::pipeline::Check;
 use crate::prompts::Prompts;
 use crate::schema::Schema;
 
@@ -19,6 +21,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// - [`pre_schema`](Interceptor::pre_schema) adds schema deltas (fields the model must fill in);
 /// - [`pre_prompt`](Interceptor::pre_prompt) adds to the prompts (what the model is told);
+/// - [`check`](Interceptor::check) judges a reply the schema accepts (a cited note that exists, an
+///   index within range): its violations send the reply back for a retry like schema violations;
 /// - [`post_response`](Interceptor::post_response) acts on the validated value (stores memory, runs
 ///   tools) and updates the context for the next turn.
 ///
@@ -45,6 +49,15 @@ pub trait Interceptor: Send + Sync {
     fn pre_prompt(&self, prompts: &mut Prompts, ctx: &Context) -> Result<(), BoxError> {
         let _ = (prompts, ctx);
         Ok(())
+    }
+
+    /// What is wrong with a reply the composed schema accepts, beyond what the schema can say; called
+    /// once per attempt whose reply is schema-valid, in insertion order. The violations are fed to the
+    /// retry loop like schema violations; one whose `keyword` is empty gets this interceptor's name.
+    /// Not called for plain-text answers (no schema).
+    fn check(&self, value: &Value, ctx: &Context) -> Vec<Violation> {
+        let _ = (value, ctx);
+        Vec::new()
     }
 
     /// Acts on the validated response and updates the context.
@@ -111,6 +124,7 @@ pub struct FnInterceptor {
     name: String,
     pre_schema: Option<Arc<PreSchemaFn>>,
     pre_prompt: Option<Arc<PrePromptFn>>,
+    check: Option<Arc<Check>>,
     post_response: Option<Arc<PostFn>>,
 }
 
@@ -120,6 +134,7 @@ pub fn from_fn(name: impl Into<String>) -> FnInterceptor {
         name: name.into(),
         pre_schema: None,
         pre_prompt: None,
+        check: None,
         post_response: None,
     }
 }
@@ -145,6 +160,16 @@ impl FnInterceptor {
         self
     }
 
+    /// Sets the `check` hook.
+    #[must_use]
+    pub fn check(
+        mut self,
+        f: impl Fn(&Value, &Context) -> Vec<Violation> + Send + Sync + 'static,
+    ) -> Self {
+        self.check = Some(Arc::new(f));
+        self
+    }
+
     /// Sets the `post_response` hook (a synchronous one; implement [`Interceptor`] for async work).
     #[must_use]
     pub fn post_response(
@@ -167,6 +192,10 @@ impl Interceptor for FnInterceptor {
 
     fn pre_prompt(&self, prompts: &mut Prompts, ctx: &Context) -> Result<(), BoxError> {
         self.pre_prompt.as_ref().map_or(Ok(()), |f| f(prompts, ctx))
+    }
+
+    fn check(&self, value: &Value, ctx: &Context) -> Vec<Violation> {
+        self.check.as_ref().map_or_else(Vec::new, |f| f(value, ctx))
     }
 
     fn post_response<'a>(

@@ -17,7 +17,7 @@ use crate::chain::Chain;
 use crate::context::Context;
 use crate::error::{Error, Exhausted};
 use crate::failure_log::FailureLog;
-use crate::interceptor::{BoxError, OnError, Stage};
+use crate::interceptor::{BoxError, Interceptor, OnError, Stage};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
 
@@ -36,7 +36,8 @@ pub use prepare::Prepared;
 use prepare::Schemas;
 
 /// A user check beyond the schema (a chosen index within range, a date in the future...): the
-/// violations it returns are fed to the same retry loop as schema violations.
+/// violations it returns are fed to the same retry loop as schema violations. The
+/// [`Interceptor::check`](crate::Interceptor::check) hook of a [`from_fn`](crate::from_fn) interceptor.
 pub type Check = dyn Fn(&Value, &Context) -> Vec<Violation> + Send + Sync;
 
 /// What a call's replies must be: JSON valid against a base schema grown by the chain's deltas, or
@@ -132,7 +133,8 @@ pub struct Pipeline {
     config: Config,
     chain: Chain,
     base: Base,
-    checks: Vec<(String, Arc<Check>)>,
+    /// Checks added with [`Pipeline::with_check`], run after the chain's own.
+    checks: Vec<Arc<dyn Interceptor>>,
     schemas: Mutex<Schemas>,
     failure_log: Option<FailureLog>,
 }
@@ -166,14 +168,16 @@ impl Pipeline {
         self
     }
 
-    /// The same pipeline with a semantic check, named for the violations' `keyword`.
+    /// The same pipeline with a semantic check, named for the violations' `keyword`: a shorthand for
+    /// an interceptor with only a [`check`](Interceptor::check) hook, run after the chain's checks.
     #[must_use]
     pub fn with_check(
         mut self,
         name: impl Into<String>,
         check: impl Fn(&Value, &Context) -> Vec<Violation> + Send + Sync + 'static,
     ) -> Self {
-        self.checks.push((name.into(), Arc::new(check)));
+        self.checks
+            .push(Arc::new(crate::from_fn(name).check(check)));
         self
     }
 
@@ -833,18 +837,23 @@ impl Pipeline {
         ended
     }
 
+    /// The violations of every interceptor's [`check`](Interceptor::check) hook, the chain's in
+    /// insertion order then [`Pipeline::with_check`]'s, each named by its interceptor when it names
+    /// no keyword.
     fn check(&self, value: &Value, ctx: &Context) -> Vec<Violation> {
-        self.checks
-            .iter()
-            .flat_map(|(name, check)| {
-                check(value, ctx).into_iter().map(move |mut v| {
-                    if v.keyword.is_empty() {
-                        v.keyword.clone_from(name);
-                    }
-                    v
-                })
-            })
-            .collect()
+        let chained = self.chain.links().iter().map(|link| &link.interceptor);
+        let mut violations = Vec::new();
+        for interceptor in chained.chain(&self.checks) {
+            let name = interceptor.name();
+            let _span = info_span!("interceptor", name, stage = "check").entered();
+            violations.extend(interceptor.check(value, ctx).into_iter().map(|mut v| {
+                if v.keyword.is_empty() {
+                    name.clone_into(&mut v.keyword);
+                }
+                v
+            }));
+        }
+        violations
     }
 
     async fn post_response(

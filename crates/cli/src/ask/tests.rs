@@ -211,3 +211,55 @@ fn attempt_lines_report_the_generation_rate() {
     check_stats(2310, 412, 0, "in 2.31s, 412+0 tokens");
     check_stats(5, 12, 3, "in 0.01s, 12+3 tokens");
 }
+
+/// A backend that answers each request with the next of its replies.
+struct Replies(std::sync::Mutex<Vec<String>>);
+
+impl claij_backends::Backend for Replies {
+    fn provider(&self) -> &str {
+        "replies"
+    }
+
+    fn capabilities(&self, _model: &str) -> claij_backends::Capabilities {
+        claij_backends::Capabilities::prompted()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a claij_backends::ChatRequest,
+    ) -> claij_backends::BoxFuture<'a, Result<claij_backends::ChatResponse, claij_backends::Error>>
+    {
+        let reply = self.0.lock().unwrap().remove(0);
+        Box::pin(std::future::ready(Ok(claij_backends::ChatResponse::text(
+            reply,
+        ))))
+    }
+}
+
+#[test]
+fn the_citations_chain_checks_an_unknown_note_once_per_attempt() {
+    use claij_interceptors::builtin::citations::Document;
+    let notes = vec![Document::new("note-1", "Trip", "We land on 3 May.")];
+    let chain = super::chain(&[super::Interceptor::Citations], None, notes).unwrap();
+    let cite = |id: &str| {
+        serde_json::json!({"answer": "3 May", "state": "answered", "metadata": {
+            "hasSources": true, "citations": [{"noteId": id, "noteTitle": "Trip"}]}})
+        .to_string()
+    };
+    let backend = Replies(std::sync::Mutex::new(vec![cite("note-9"), cite("note-1")]));
+    let pipeline = claij_interceptors::Pipeline::new(
+        std::sync::Arc::new(backend),
+        claij_interceptors::Config::new("m"),
+        chain,
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let answer = runtime
+        .block_on(pipeline.ask(&mut claij_interceptors::Context::default(), "When?"))
+        .unwrap();
+    assert_eq!(answer.retries(), 1);
+    let first = &answer.attempts[0].violations;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].keyword, "citations");
+}

@@ -169,13 +169,11 @@ pub async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
         ),
         Document::new("note-3", "Lunch", "Lunch is served at noon in the atrium."),
     ]);
-    let check = citations.check();
     let pipeline = Pipeline::new(
         env.backend.clone(),
         env.config(),
         Chain::new().with(citations),
-    )
-    .with_check("citations", check);
+    );
     let mut ctx = Context::default();
     let Some(answer) = env
         .ask(

@@ -2,9 +2,9 @@
 //! and external sources it relies on, with the notes supplied in the prompt and citations checked.
 //!
 //! [`Citations`] asks every reply for a `metadata` object (the answer is the base schema's `answer`),
-//! shows the model the [`Document`]s of the turn with their ids so it can cite them, and offers
-//! [`Citations::check`], a semantic check for [`Pipeline::with_check`](crate::Pipeline::with_check)
-//! that sends a reply citing an unknown note back for a retry. [`render_for_people`] writes a reply for
+//! shows the model the [`Document`]s of the turn with their ids so it can cite them, and its
+//! [`check`](Interceptor::check) hook sends a reply citing an unknown note back for a retry (see
+//! [`unknown_citations`]). [`render_for_people`] writes a reply for
 //! a terminal. The documents are those given to [`Citations::new`] followed by those of the turn's
 //! [`Documents`] in the context.
 //!
@@ -108,9 +108,7 @@
 //!     r#"{"answer": "3 May", "state": "done", "metadata": {"hasSources": true,
 //!         "citations": [{"noteId": "note-1", "noteTitle": "Trip"}]}}"#,
 //! ]));
-//! let check = citations.check();
-//! let pipeline = Pipeline::new(backend.clone(), Config::new("m"), Chain::new().with(citations))
-//!     .with_check("citations", check);
+//! let pipeline = Pipeline::new(backend.clone(), Config::new("m"), Chain::new().with(citations));
 //! let answer = futures_executor::block_on(pipeline.ask(&mut Context::default(), "When do we land?"))?;
 //! assert_eq!(answer.retries(), 1);
 //! assert!(backend.requests()[1].messages[0].content.contains("unknown noteId `note-9`"));
@@ -249,16 +247,6 @@ impl Citations {
         let turn = ctx.get::<Documents>().map_or(&[][..], |d| d.0.as_slice());
         self.documents.iter().chain(turn)
     }
-
-    /// A semantic check for [`Pipeline::with_check`](crate::Pipeline::with_check): every cited
-    /// `noteId` must be among the turn's documents (see [`unknown_citations`]).
-    pub fn check(&self) -> impl Fn(&Value, &Context) -> Vec<Violation> + Send + Sync + 'static {
-        let this = self.clone();
-        move |value, ctx| {
-            let known: Vec<&str> = this.documents_for(ctx).map(|d| d.id.as_str()).collect();
-            unknown_citations(value, &known)
-        }
-    }
 }
 
 impl Interceptor for Citations {
@@ -274,6 +262,12 @@ impl Interceptor for Citations {
     fn pre_prompt(&self, prompts: &mut Prompts, ctx: &Context) -> Result<(), BoxError> {
         prompts.system_push(&prompt(self.documents_for(ctx)));
         Ok(())
+    }
+
+    /// Every cited `noteId` must be among the turn's documents ([`unknown_citations`]).
+    fn check(&self, value: &Value, ctx: &Context) -> Vec<Violation> {
+        let known: Vec<&str> = self.documents_for(ctx).map(|d| d.id.as_str()).collect();
+        unknown_citations(value, &known)
     }
 }
 

@@ -118,14 +118,12 @@ fn unknown_note_ids_are_sent_back_for_a_retry() {
         .to_string()
     };
     let backend = Scripted::replies([cite("note-3"), cite("weather-7")]);
-    let citations = Citations::new(notes());
-    let check = citations.check();
+    // The interceptor alone checks its citations (its check hook), once per attempt.
     let pipeline = Pipeline::new(
         Arc::new(backend.clone()),
         Config::new("test-model"),
-        Chain::new().with(citations),
-    )
-    .with_check("citations", check);
+        Chain::new().with(Citations::new(notes())),
+    );
     let mut ctx = Context::default();
     ctx.insert(Documents(vec![Document::new("weather-7", "Forecast", "")]));
     let answer = block_on(pipeline.ask(&mut ctx, "When do we land?")).unwrap();

@@ -378,6 +378,89 @@ fn semantic_checks_feed_the_retry_loop() {
     );
 }
 
+/// A check that flags any `answer` other than "4", counting its calls.
+fn answer_is_four(
+    calls: &Arc<Mutex<usize>>,
+    keyword: &'static str,
+) -> claij_interceptors::FnInterceptor {
+    let calls = Arc::clone(calls);
+    from_fn("four").check(move |value, _ctx| {
+        *calls.lock().unwrap() += 1;
+        if value["answer"] == "4" {
+            return Vec::new();
+        }
+        vec![Violation {
+            instance_pointer: "/answer".into(),
+            schema_pointer: String::new(),
+            keyword: keyword.into(),
+            message: "2+2 is 4".into(),
+        }]
+    })
+}
+
+#[test]
+fn an_interceptors_check_hook_feeds_the_retry_loop_once_per_attempt() {
+    let wrong = r#"{"answer": "5", "state": "done"}"#;
+    let backend = Scripted::replies([wrong, VALID]);
+    let calls = Arc::new(Mutex::new(0));
+    let p = pipeline(&backend, Chain::new().with(answer_is_four(&calls, "")));
+    let answer = block(p.ask(&mut Context::default(), "What is 2+2?")).unwrap();
+    assert_eq!(answer.retries(), 1);
+    // Named by the interceptor when the check sets no keyword.
+    let first = &answer.attempts[0].violations;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].keyword, "four");
+    assert_eq!(answer.attempts[0].verdict, Verdict::Invalid);
+    assert!(
+        backend.requests()[1].messages[0]
+            .content
+            .contains("/answer: 2+2 is 4")
+    );
+    assert_eq!(*calls.lock().unwrap(), 2);
+    // A keyword the check sets is kept.
+    let backend = Scripted::replies([wrong, VALID]);
+    let p = pipeline(
+        &backend,
+        Chain::new().with(answer_is_four(&calls, "arithmetic")),
+    );
+    let answer = block(p.ask(&mut Context::default(), "What is 2+2?")).unwrap();
+    assert_eq!(answer.attempts[0].violations[0].keyword, "arithmetic");
+}
+
+#[test]
+fn chain_checks_run_before_with_check_and_schema_invalid_replies_are_not_checked() {
+    let backend = Scripted::replies([
+        r#"{"answer": ["not a string"]}"#,
+        r#"{"answer": "5", "state": "done"}"#,
+        VALID,
+    ]);
+    let calls = Arc::new(Mutex::new(0));
+    let p = pipeline(&backend, Chain::new().with(answer_is_four(&calls, ""))).with_check(
+        "also",
+        |value, _| {
+            if value["answer"] == "4" {
+                return Vec::new();
+            }
+            vec![Violation {
+                instance_pointer: "/answer".into(),
+                schema_pointer: String::new(),
+                keyword: String::new(),
+                message: "still not 4".into(),
+            }]
+        },
+    );
+    let answer = block(p.ask(&mut Context::default(), "What is 2+2?")).unwrap();
+    assert_eq!(answer.retries(), 2);
+    let keywords: Vec<&str> = answer.attempts[1]
+        .violations
+        .iter()
+        .map(|v| v.keyword.as_str())
+        .collect();
+    assert_eq!(keywords, ["four", "also"]);
+    // The schema-invalid first reply never reached the checks.
+    assert_eq!(*calls.lock().unwrap(), 2);
+}
+
 #[test]
 fn backend_errors_keep_the_attempts() {
     let backend = Scripted::new([
@@ -494,7 +577,7 @@ fn failure_log_appends_redacted_attempts() {
     assert_eq!(lines[0]["attempt"]["verdict"]["verdict"], "invalid");
     assert!(!text.contains("sk-abcdefghijklmnopqrstuvwx"), "{text}");
     assert!(!text.contains("abcdefghijklmnop please"), "{text}");
-    assert!(text.contains("[REDACTED]"));
+    assert!(text.contains("sk-***"), "{text}");
     // A first-try success writes nothing.
     let backend = Scripted::replies([VALID]);
     let p = pipeline(&backend, Chain::new()).with_failure_log(FailureLog::new(&path));

@@ -93,5 +93,5 @@ fn turn_documents_follow_the_interceptor_documents() {
         .collect();
     assert_eq!(ids, ["fixed", "turn"]);
     let reply = json!({"metadata": {"citations": [{"noteId": "turn"}, {"noteId": "gone"}]}});
-    assert_eq!(citations.check()(&reply, &ctx).len(), 1);
+    assert_eq!(Interceptor::check(&citations, &reply, &ctx).len(), 1);
 }
