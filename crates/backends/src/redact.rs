@@ -359,12 +359,13 @@ fn header_value(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     if bytes.get(at).is_some_and(|&b| is_name_byte(b)) {
         return None; // a longer word, such as `authorizations`
     }
-    let mut j = run(bytes, at, |b| b == b'"' || b == b'\'');
+    // Quotes may be escaped: JSON text inside a JSON string (`{\"x-api-key\": \"...\"}`).
+    let mut j = run(bytes, at, |b| matches!(b, b'"' | b'\'' | b'\\'));
     j = run(bytes, j, |b| b == b' ');
     if !matches!(bytes.get(j), Some(b':' | b'=')) {
         return None;
     }
-    j = run(bytes, j + 1, |b| b == b' ' || b == b'"' || b == b'\'');
+    j = run(bytes, j + 1, |b| matches!(b, b' ' | b'"' | b'\'' | b'\\'));
     for scheme in SCHEMES {
         // The scheme stays, whatever follows it (already redacted, or nothing).
         if starts_with_ignore_case(bytes, j, scheme) && bytes.get(j + scheme.len()) == Some(&b' ') {
@@ -422,12 +423,13 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
 }
 
-/// A character of an unquoted value: ASCII, not whitespace, a quote or a separator.
+/// A character of an unquoted value: ASCII, not whitespace, a quote (or the `\\` escaping one) or a
+/// separator.
 fn is_value_byte(b: u8) -> bool {
     b.is_ascii_graphic()
         && !matches!(
             b,
-            b'"' | b'\'' | b',' | b';' | b'&' | b'}' | b']' | b')' | b'<' | b'>'
+            b'"' | b'\'' | b'\\' | b',' | b';' | b'&' | b'}' | b']' | b')' | b'<' | b'>'
         )
 }
 

@@ -45,6 +45,7 @@ pub fn secret_forms(secret: &str) -> Vec<String> {
         format!(r#"{{"x-api-key": "{s}"}}"#),
         format!(r#"{{"Authorization":"Bearer {s}"}}"#),
         format!(r#"{{"api_key": "{s}"}}"#),
+        format!(r#"{{\"X-Api-Key\": \"{s}\"}}"#),
         format!("api_key={s}"),
         format!("access_token={s}"),
     ]);

@@ -57,6 +57,11 @@ fn bearer_tokens_and_auth_headers() {
         "Proxy-Authorization: token ***",
     );
     check("api-key = 42", "api-key = ***");
+    // JSON text inside a JSON string.
+    check(
+        r#"{"raw": "{\"x-api-key\": \"abc\", \"n\": 1}"}"#,
+        r#"{"raw": "{\"x-api-key\": \"***\", \"n\": 1}"}"#,
+    );
     // Not a header: kept.
     check("authorizations: many", "authorizations: many");
     check("my-x-api-key-field", "my-x-api-key-field");
