@@ -4,29 +4,25 @@
 use std::fs::OpenOptions;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use regex::Regex;
-use serde_json::{Value, json};
+use claij_backends::redact::redact_value;
+use serde_json::json;
 
 use crate::pipeline::Attempt;
 
+/// Replaces anything that looks like a secret, in every string of a value, by the one marker (`***`);
+/// the rules are [`claij_backends::redact`]'s, the same as for cassettes and errors.
+pub use claij_backends::redact::redact_value as redact;
+
 /// Appends failed calls to a JSONL file, one line per attempt, with anything that looks like a key
-/// redacted.
+/// redacted ([`redact_value`]: every form [`claij_backends::redact`] knows).
 #[derive(Debug)]
 pub struct FailureLog {
     path: PathBuf,
     lock: Mutex<()>,
 }
-
-/// Strings that look like credentials: provider key formats and bearer tokens.
-static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"(sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}|xai-[A-Za-z0-9]{16,})",
-    )
-    .ok()
-});
 
 impl FailureLog {
     /// A log appending to `path` (created when missing).
@@ -56,25 +52,12 @@ impl FailureLog {
                 "model": model,
                 "attempt": attempt,
             });
-            redact(&mut line);
+            redact_value(&mut line);
             writeln!(file, "{line}")?;
         }
         Ok(())
     }
 }
 
-/// Replaces anything that looks like a key, in every string of `value`.
-pub fn redact(value: &mut Value) {
-    match value {
-        Value::String(s) => {
-            if let Some(re) = SECRET.as_ref()
-                && re.is_match(s)
-            {
-                *s = re.replace_all(s, "[REDACTED]").into_owned();
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact),
-        Value::Object(map) => map.values_mut().for_each(redact),
-        _ => {}
-    }
-}
+#[cfg(test)]
+mod tests;
