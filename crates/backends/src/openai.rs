@@ -3,7 +3,8 @@
 //! LM Studio ([`OpenAiCompatible`]).
 //!
 //! Each is an [`HttpBackend`] over an adapter whose methods are pure translations
-//! ([`Adapter::transform_request`], [`Adapter::transform_response`], ...), testable without a network:
+//! ([`Adapter::transform_request`](crate::Adapter::transform_request),
+//! [`Adapter::transform_response`](crate::Adapter::transform_response), ...), testable without a network:
 //!
 //! ```
 //! # #[cfg(feature = "openrouter")] {
@@ -57,15 +58,15 @@
 //! not what the API promises (HTML, empty, cut off) is [`Error::MalformedResponse`] with an excerpt.
 
 use crate::http::{HttpBackend, HttpConfig};
-use crate::{
-    Adapter, ApiKey, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext, SchemaDialect,
-    StreamEvent, WireRequest,
-};
+use crate::{ApiKey, Capabilities, SchemaDialect};
+#[cfg(feature = "openai")]
+use crate::{Error, WireRequest};
 
 #[cfg(feature = "openai")]
 mod dialect;
 #[cfg(feature = "openai")]
 mod fallback;
+mod family;
 mod translate;
 mod wire;
 
@@ -73,6 +74,7 @@ mod wire;
 pub use dialect::{StructuredDialect, UnknownDialect};
 #[cfg(feature = "openai")]
 pub use fallback::{FallbackMemory, Listener, Remembered, StructuredFallback, memory_key};
+use family::Flavour;
 use translate::Shape;
 
 /// OpenAI's API.
@@ -178,7 +180,7 @@ impl HttpBackend<OpenAiAdapter> {
 }
 
 #[cfg(feature = "openai")]
-impl Adapter for OpenAiAdapter {
+impl Flavour for OpenAiAdapter {
     fn provider(&self) -> &str {
         "openai"
     }
@@ -187,47 +189,15 @@ impl Adapter for OpenAiAdapter {
         openai_capabilities(model)
     }
 
-    fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
-        let shape = Shape {
+    fn shape(&self) -> Shape<'_> {
+        Shape {
             provider: "openai",
             default_model: self.default_model.as_deref(),
             max_completion_tokens: true,
             openrouter: false,
             max_stops: Some(4),
             headers: Vec::new(),
-        };
-        translate::request(shape, request, stream)
-    }
-
-    fn transform_response(
-        &self,
-        body: &[u8],
-        context: &ErrorContext,
-    ) -> Result<ChatResponse, Error> {
-        translate::response(body, context)
-    }
-
-    fn classify_error(
-        &self,
-        status: u16,
-        retry_after: Option<std::time::Duration>,
-        body: &[u8],
-        context: ErrorContext,
-    ) -> Error {
-        translate::classify(status, retry_after, body, context)
-    }
-
-    fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {
-        translate::bearer(key)
-    }
-
-    fn stream_event(
-        &self,
-        _event: Option<&str>,
-        data: &str,
-        context: &ErrorContext,
-    ) -> Result<Vec<StreamEvent>, Error> {
-        translate::stream_event(data, context)
+        }
     }
 }
 
@@ -301,7 +271,7 @@ impl HttpBackend<OpenRouterAdapter> {
 }
 
 #[cfg(feature = "openrouter")]
-impl Adapter for OpenRouterAdapter {
+impl Flavour for OpenRouterAdapter {
     fn provider(&self) -> &str {
         "openrouter"
     }
@@ -320,7 +290,7 @@ impl Adapter for OpenRouterAdapter {
             .with_streaming(true)
     }
 
-    fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
+    fn shape(&self) -> Shape<'_> {
         let mut headers = Vec::new();
         if let Some(referer) = &self.referer {
             headers.push(("HTTP-Referer", referer.clone()));
@@ -328,46 +298,14 @@ impl Adapter for OpenRouterAdapter {
         if let Some(title) = &self.title {
             headers.push(("X-Title", title.clone()));
         }
-        let shape = Shape {
+        Shape {
             provider: "openrouter",
             default_model: Some(&self.default_model),
             max_completion_tokens: false,
             openrouter: true,
             max_stops: None,
             headers,
-        };
-        translate::request(shape, request, stream)
-    }
-
-    fn transform_response(
-        &self,
-        body: &[u8],
-        context: &ErrorContext,
-    ) -> Result<ChatResponse, Error> {
-        translate::response(body, context)
-    }
-
-    fn classify_error(
-        &self,
-        status: u16,
-        retry_after: Option<std::time::Duration>,
-        body: &[u8],
-        context: ErrorContext,
-    ) -> Error {
-        translate::classify(status, retry_after, body, context)
-    }
-
-    fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {
-        translate::bearer(key)
-    }
-
-    fn stream_event(
-        &self,
-        _event: Option<&str>,
-        data: &str,
-        context: &ErrorContext,
-    ) -> Result<Vec<StreamEvent>, Error> {
-        translate::stream_event(data, context)
+        }
     }
 }
 
@@ -461,7 +399,7 @@ impl HttpBackend<CompatibleAdapter> {
 }
 
 #[cfg(feature = "openai")]
-impl Adapter for CompatibleAdapter {
+impl Flavour for CompatibleAdapter {
     fn provider(&self) -> &str {
         &self.provider
     }
@@ -470,55 +408,28 @@ impl Adapter for CompatibleAdapter {
         self.structured.capabilities(self.capabilities)
     }
 
-    fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
-        let shape = Shape {
+    fn shape(&self) -> Shape<'_> {
+        Shape {
             provider: &self.provider,
             default_model: self.default_model.as_deref(),
             max_completion_tokens: false,
             openrouter: false,
             max_stops: None,
             headers: Vec::new(),
-        };
-        let mut wire = translate::request(shape, request, stream)?;
+        }
+    }
+
+    fn finish(&self, wire: &mut WireRequest) {
         dialect::apply(&mut wire.body, self.structured);
-        Ok(wire)
     }
 
-    fn transform_response(
-        &self,
-        body: &[u8],
-        context: &ErrorContext,
-    ) -> Result<ChatResponse, Error> {
-        translate::response(body, context)
-    }
-
-    fn classify_error(
-        &self,
-        status: u16,
-        retry_after: Option<std::time::Duration>,
-        body: &[u8],
-        context: ErrorContext,
-    ) -> Error {
-        let error = translate::classify(status, retry_after, body, context);
+    fn classify(&self, error: Error, status: u16, body: &[u8]) -> Error {
         // A server rejecting the structured-output field fails the same way every time.
         if dialect::is_structured_rejection(status, body) {
             dialect::as_rejection(error)
         } else {
             error
         }
-    }
-
-    fn auth_headers(&self, key: &ApiKey) -> Vec<(&'static str, String)> {
-        translate::bearer(key)
-    }
-
-    fn stream_event(
-        &self,
-        _event: Option<&str>,
-        data: &str,
-        context: &ErrorContext,
-    ) -> Result<Vec<StreamEvent>, Error> {
-        translate::stream_event(data, context)
     }
 }
 

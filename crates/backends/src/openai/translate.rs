@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// How one provider's flavour of the format differs.
-pub(super) struct Shape<'a> {
+pub struct Shape<'a> {
     /// The provider, for errors.
     pub provider: &'a str,
     /// The model when the request names none.
