@@ -41,8 +41,8 @@
 //!   ([`OutputMode::Tool`]), with the schema already compiled to the provider's [`SchemaDialect`].
 //! - [`ModelTable`]: context windows and prices of known models, a conservative pre-flight token
 //!   estimate ([`models::preflight`]) and cost ([`Usage::with_cost_from`]).
-//! - [`cassette`]: [`Recorder`] writes request/response pairs (secrets scrubbed) to JSONL; [`Replayer`]
-//!   answers from them offline, so real failures become regression tests.
+//! - [`cassette`] (feature `cassette`): [`Recorder`] writes request/response pairs (secrets scrubbed)
+//!   to JSONL; [`Replayer`] answers from them offline, so real failures become regression tests.
 //! - [`ApiKey`]: never shown by `Debug` or `Display`. The library never reads the environment.
 //! - [`redact`]: the one set of redaction rules (keys by prefix, auth headers, query parameters, URL
 //!   user info, a known key's encoded copies) that cassettes, errors, the failure log and printed
@@ -54,7 +54,10 @@
 //! - `local` (off by default): [`LocalBackend`], an embedded model (candle, llguidance) that runs
 //!   in-process and constrains its output to the request's schema; no network, no key.
 //! - `testing`: [`testing::Scripted`], a backend that answers from a script and records every request,
-//!   so interceptors and pipelines can be tested offline.
+//!   so interceptors and pipelines can be tested offline; [`testing::is_ci`] and (with `local`)
+//!   [`testing::local_model_or_skip`], what every crate's model tests share.
+//! - `cassette` (off by default): [`Recorder`] and [`Replayer`], the one part of the crate that reads
+//!   and writes files. Without it (and without the HTTP adapters and `local`) the crate does no IO.
 //!
 //! Errors: [`Error`], one variant per kind of failure a caller handles differently (retry, re-auth,
 //! shorten the prompt, give up), each carrying the provider, status and request id where there are any.
@@ -64,6 +67,7 @@ mod adapter;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 mod backend;
+#[cfg(feature = "cassette")]
 pub mod cassette;
 mod error;
 #[cfg(feature = "gemini")]
@@ -86,6 +90,7 @@ pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 #[cfg(feature = "anthropic")]
 pub use anthropic::Anthropic;
 pub use backend::{Backend, BoxFuture, BoxStream, Capabilities, SchemaDialect, SchemaTarget};
+#[cfg(feature = "cassette")]
 pub use cassette::{Recorder, Replayer};
 pub use error::{BodyLimit, Error, ErrorContext, ErrorKind};
 #[cfg(feature = "gemini")]

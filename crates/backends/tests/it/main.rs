@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod anthropic;
+#[cfg(feature = "cassette")]
 mod cassette;
 mod gemini;
 mod http;
