@@ -30,6 +30,7 @@ use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use claij_backends::redact::{MARKER, redact_url};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -229,44 +230,9 @@ struct Redacted<'a>(&'a BTreeMap<String, String>);
 impl fmt::Debug for Redacted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(self.0.keys().map(|k| (k, "<redacted>")))
+            .entries(self.0.keys().map(|k| (k, MARKER)))
             .finish()
     }
-}
-
-/// A URL without its query string, fragment or user info, which may carry secrets.
-pub(crate) fn redact_url(url: &str) -> String {
-    let url = url.split(['?', '#']).next().unwrap_or(url);
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://<redacted>@{host}{path}"),
-        None => url.to_owned(),
-    }
-}
-
-/// `text` with every `http(s)://` URL in it redacted as [`redact_url`] does (messages of the HTTP
-/// stack quote the URL they failed on, query string included).
-pub(crate) fn redact_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = ["http://", "https://"]
-        .iter()
-        .filter_map(|scheme| rest.find(scheme))
-        .min()
-    {
-        out.push_str(&rest[..start]);
-        let url = &rest[start..];
-        let end = url
-            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>' | ']'))
-            .unwrap_or(url.len());
-        out.push_str(&redact_url(&url[..end]));
-        rest = &url[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 impl McpConfig {

@@ -479,7 +479,7 @@ impl Connection {
                 server,
                 method: method.to_owned(),
                 code: 0,
-                message: tidy(&crate::config::redact_urls(&other.to_string())),
+                message: tidy(&claij_backends::redact::redact_urls_in(&other.to_string())),
             },
         }
     }
@@ -612,9 +612,9 @@ where
         // The transport's message may quote the URL: never its query string or user info.
         Ok(Err(err)) => Err(Error::Handshake {
             server: server.to_owned(),
-            message: tidy(&crate::config::redact_urls(
+            message: tidy(&claij_backends::redact::redact_urls_in(
                 &err.to_string()
-                    .replace(url, &crate::config::redact_url(url)),
+                    .replace(url, &claij_backends::redact::redact_url(url)),
             )),
         }),
         Err(_) => Err(Error::Timeout {

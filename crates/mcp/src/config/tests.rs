@@ -65,7 +65,7 @@ fn stdio_servers() {
     check(
         r#"{"mcpServers": {"fs": {"command": "node", "args": ["fs.js", "/srv/docs"], "cwd": "/srv",
             "env": {"NODE_ENV": "production", "API_KEY": "s3cr3t"}, "timeout": 2.5}}}"#,
-        r#"fs: StdioServer { command: "node", args: ["fs.js", "/srv/docs"], env: {"API_KEY": "<redacted>", "NODE_ENV": "<redacted>"}, cwd: Some("/srv"), timeout: Some(2.5s), max_message_bytes: None } | API_KEY=s3cr3t, NODE_ENV=production"#,
+        r#"fs: StdioServer { command: "node", args: ["fs.js", "/srv/docs"], env: {"API_KEY": "***", "NODE_ENV": "***"}, cwd: Some("/srv"), timeout: Some(2.5s), max_message_bytes: None } | API_KEY=s3cr3t, NODE_ENV=production"#,
     );
     check(
         r#"{"mcpServers": {"big": {"command": "big", "timeout": 86400, "maxMessageBytes": 1048576}}}"#,
@@ -95,7 +95,7 @@ fn http_servers() {
     check(
         r#"{"mcpServers": {"web": {"url": "https://127.0.0.1/mcp", "timeout": 0.5,
             "headers": {"Authorization": "Bearer s3cr3t", "X-Team": "core"}}}}"#,
-        r#"web: HttpServer { url: "https://127.0.0.1/mcp", headers: {"Authorization": "<redacted>", "X-Team": "<redacted>"}, timeout: Some(500ms), max_message_bytes: None } | url=https://127.0.0.1/mcp, Authorization=Bearer s3cr3t, X-Team=core"#,
+        r#"web: HttpServer { url: "https://127.0.0.1/mcp", headers: {"Authorization": "***", "X-Team": "***"}, timeout: Some(500ms), max_message_bytes: None } | url=https://127.0.0.1/mcp, Authorization=Bearer s3cr3t, X-Team=core"#,
     );
     for kind in ["http", "streamable-http", "streamableHttp", "HTTP"] {
         check(
@@ -111,15 +111,15 @@ fn http_servers() {
 fn urls_lose_their_user_info_query_and_fragment_in_debug() {
     check(
         r#"{"mcpServers": {"web": {"url": "http://admin:s3cr3t@127.0.0.1:3001/mcp?token=s3cr3t#s3cr3t"}}}"#,
-        r#"web: HttpServer { url: "http://<redacted>@127.0.0.1:3001/mcp", headers: {}, timeout: None, max_message_bytes: None } | url=http://admin:s3cr3t@127.0.0.1:3001/mcp?token=s3cr3t#s3cr3t"#,
+        r#"web: HttpServer { url: "http://***@127.0.0.1:3001/mcp?***#***", headers: {}, timeout: None, max_message_bytes: None } | url=http://admin:s3cr3t@127.0.0.1:3001/mcp?token=s3cr3t#s3cr3t"#,
     );
     check(
         r#"{"mcpServers": {"web": {"url": "https://s3cr3t@127.0.0.1?key=s3cr3t"}}}"#,
-        r#"web: HttpServer { url: "https://<redacted>@127.0.0.1", headers: {}, timeout: None, max_message_bytes: None } | url=https://s3cr3t@127.0.0.1?key=s3cr3t"#,
+        r#"web: HttpServer { url: "https://***@127.0.0.1?***", headers: {}, timeout: None, max_message_bytes: None } | url=https://s3cr3t@127.0.0.1?key=s3cr3t"#,
     );
     check(
         r#"{"mcpServers": {"web": {"url": "http://127.0.0.1/mcp/a@b?k=s3cr3t"}}}"#,
-        r#"web: HttpServer { url: "http://127.0.0.1/mcp/a@b", headers: {}, timeout: None, max_message_bytes: None } | url=http://127.0.0.1/mcp/a@b?k=s3cr3t"#,
+        r#"web: HttpServer { url: "http://127.0.0.1/mcp/a@b?***", headers: {}, timeout: None, max_message_bytes: None } | url=http://127.0.0.1/mcp/a@b?k=s3cr3t"#,
     );
 }
 
@@ -342,15 +342,26 @@ fn roots() {
     assert_eq!(hooks.roots, [crate::hooks::Root::dir("/srv")]);
 }
 
-#[test]
-fn urls_in_messages_lose_their_secrets() {
-    let message = "error sending request for url (http://127.0.0.1:4/mcp?token=s3cr3t), when \
-                   sending to https://ada:s3cr3t@example.invalid/x#frag and 'http://h/p?q=s3cr3t'";
-    let redacted = super::redact_urls(message);
-    assert_eq!(
-        redacted,
-        "error sending request for url (http://127.0.0.1:4/mcp), when sending to \
-         https://<redacted>@example.invalid/x and 'http://h/p'"
-    );
-    assert_eq!(super::redact_urls("no url here"), "no url here");
+proptest::proptest! {
+    /// Every URL form of a secret, and any header or env value, stays out of a configuration's
+    /// `Debug`; any URL at all is shown without a panic.
+    #[test]
+    fn debug_never_shows_a_secret(
+        secret in "[A-Za-z0-9]{16,40}",
+        url in proptest::prelude::any::<String>(),
+    ) {
+        for secret_url in claij_backends::redact::samples::secret_urls(&secret) {
+            let config = serde_json::json!({"mcpServers": {
+                "web": {"url": secret_url, "headers": {"Authorization": format!("Bearer {secret}")}},
+                "fs": {"command": "node", "env": {"TOKEN": secret}},
+            }});
+            let config = McpConfig::from_value(&config).unwrap();
+            let shown = format!("{config:?}");
+            proptest::prop_assert!(!shown.contains(&secret), "{shown}");
+        }
+        let config = serde_json::json!({"mcpServers": {"web": {"url": url}}});
+        if let Ok(config) = McpConfig::from_value(&config) {
+            let _ = format!("{config:?}");
+        }
+    }
 }
