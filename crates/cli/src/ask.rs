@@ -5,6 +5,7 @@
 //! runtime, save the conversation, print the value and what each attempt cost ([`report`]).
 
 pub(crate) mod llm;
+pub(crate) mod model;
 mod progress;
 mod report;
 mod session;
@@ -30,6 +31,7 @@ use claij_mcp::{ClientOptions, McpInterceptor, Services};
 use crate::Status;
 use crate::input;
 
+pub(crate) use self::model::ModelOptions;
 use self::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
@@ -47,16 +49,8 @@ pub struct Options {
     /// The response schema (a JSON Schema file); default the base response schema (`answer`, `state`).
     #[arg(long, short, value_name = "FILE")]
     schema: Option<String>,
-    /// The model: an alias (`claij config show` lists them; `local` is the embedded model) or
-    /// PROVIDER:MODEL, PROVIDER one of openrouter, openai, anthropic, gemini, or a provider of the
-    /// configuration's own (`kind = "openai-compatible"`). Default: the
-    /// configuration's `defaults.llm`, else gemini-flash when OPENROUTER_API_KEY is set, else local.
-    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
-    llm: Option<String>,
-    /// The local model's GGUF file; default SmolLM2-135M-Instruct.Q4_1.gguf in the model cache
-    /// ($CLAIJ_MODEL_DIR, else $XDG_CACHE_HOME/claij/models, else ~/.cache/claij/models).
-    #[arg(long, value_name = "FILE")]
-    model_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) model: ModelOptions,
     /// Interceptors to run, comma-separated, in order.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "NAME[,NAME...]")]
     interceptors: Vec<Interceptor>,
@@ -65,30 +59,6 @@ pub struct Options {
     /// FILE.lock) from the read to the write: a concurrent run on the same file waits its turn.
     #[arg(long, value_name = "FILE")]
     memory: Option<PathBuf>,
-    /// How the schema reaches the model.
-    /// Default: the configuration's `defaults.mode`, else auto.
-    #[arg(long, value_enum)]
-    mode: Option<Mode>,
-    /// Retries after the first attempt when a reply is invalid.
-    /// Default: the configuration's `defaults.max_retries`, else 3.
-    #[arg(long, value_name = "N", value_parser = crate::args::retries)]
-    max_retries: Option<usize>,
-    /// Token limit per attempt.
-    #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
-    max_tokens: Option<u32>,
-    /// The longest reply searched for JSON, in bytes: a longer one is an invalid attempt whose
-    /// retry asks for less. Default: the configuration's `defaults.max_reply_bytes`, else 1 MiB.
-    #[arg(long, value_name = "BYTES", value_parser = crate::args::reply_bytes)]
-    max_reply_bytes: Option<usize>,
-    /// Sampling temperature (the local model decodes greedily without one).
-    #[arg(long, value_name = "T", value_parser = crate::args::temperature)]
-    temperature: Option<f32>,
-    /// Seed, for backends that sample reproducibly.
-    #[arg(long, value_name = "N")]
-    seed: Option<u64>,
-    /// Threads the local model computes with (default: the physical cores).
-    #[arg(long, value_name = "N", value_parser = crate::args::threads)]
-    threads: Option<NonZeroUsize>,
     /// Ask for the standard response (the `citations` interceptor: the answer plus `metadata` on its
     /// sources); on a terminal it is rendered for people, `--json` keeps the raw value.
     #[arg(long)]
@@ -137,30 +107,17 @@ enum ExampleWhen {
     Never,
 }
 
-/// `--mode`: how the schema reaches the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Mode {
-    /// Native structured output if the backend has it, else a forced tool, else the prompt.
-    Auto,
-    /// The provider's structured output (for the local model: constrained decoding).
-    Native,
-    /// The schema as a tool the model must call.
-    Tool,
-    /// The schema in the system prompt only.
-    Prompted,
-}
-
 impl Args {
     /// `--threads`: the process sets it in the environment before any thread starts.
     pub fn threads(&self) -> Option<NonZeroUsize> {
-        self.options.threads
+        self.options.threads()
     }
 }
 
 impl Options {
     /// `--threads`.
     pub fn threads(&self) -> Option<NonZeroUsize> {
-        self.threads
+        self.model.threads
     }
 }
 
@@ -236,8 +193,8 @@ impl<'a> Conversation<'a> {
         };
         let settings = crate::config::Config::load()?;
         let opened = llm::open(
-            options.llm.as_deref(),
-            options.model_path.as_deref(),
+            options.model.llm.as_deref(),
+            options.model.model_path.as_deref(),
             &settings,
         )?;
         if let Some(notice) = &opened.notice
@@ -256,22 +213,13 @@ impl<'a> Conversation<'a> {
             None
         };
         let notes = notes(&options.note)?;
-        let measured = matrix_choice(options, &opened.model, &settings.defaults);
+        let measured = options
+            .model
+            .matrix_choice(&opened.model, &settings.defaults);
         if let Some(choice) = &measured
             && !options.json
         {
-            report::notice(&format!(
-                "compatibility matrix: {} with {} retries for {} ({})",
-                match choice.mode {
-                    Some(StructuredMode::Native) => "native output",
-                    Some(StructuredMode::Tool) => "a forced tool",
-                    Some(StructuredMode::Prompted) => "the schema in the prompt",
-                    _ => "auto mode",
-                },
-                choice.max_retries,
-                choice.model,
-                choice.why
-            ))?;
+            report::notice(&model::matrix_notice(choice))?;
         }
         let knobs = config(options, opened.model, &settings.defaults, measured.as_ref());
         if let Some(fallback) = &opened.fallback {
@@ -387,54 +335,13 @@ fn config(
     defaults: &crate::config::Defaults,
     measured: Option<&crate::models::Choice>,
 ) -> Config {
-    let mut config = Config::new(model);
-    config.max_retries = options
-        .max_retries
-        .or(defaults.max_retries)
-        .or(measured.map(|c| c.max_retries))
-        .unwrap_or(3);
-    config.structured = match options.mode {
-        Some(Mode::Auto) => StructuredMode::Auto,
-        Some(Mode::Native) => StructuredMode::Native,
-        Some(Mode::Tool) => StructuredMode::Tool,
-        Some(Mode::Prompted) => StructuredMode::Prompted,
-        None => defaults
-            .mode
-            .or(measured.and_then(|c| c.mode))
-            .unwrap_or_default(),
-    };
-    config.max_tokens = options.max_tokens;
-    if let Some(limit) = options.max_reply_bytes.or(defaults.max_reply_bytes) {
-        config.max_reply_bytes = limit;
-    }
-    config.temperature = options.temperature;
-    config.seed = options.seed;
+    let mut config = options.model.config(model, defaults, measured);
     config.example = match options.example {
         None | Some(ExampleWhen::Auto) => ShowExample::Auto,
         Some(ExampleWhen::Always) => ShowExample::Always,
         Some(ExampleWhen::Never) => ShowExample::Never,
     };
     config
-}
-
-/// What the compatibility matrix chooses for this model, when it measured it and neither the
-/// options nor the configuration's defaults set the mode and the retries themselves.
-fn matrix_choice(
-    options: &Options,
-    model: &str,
-    defaults: &crate::config::Defaults,
-) -> Option<crate::models::Choice> {
-    let decided = (options.mode.is_some() || defaults.mode.is_some())
-        && (options.max_retries.is_some() || defaults.max_retries.is_some());
-    if decided {
-        return None;
-    }
-    let matrix = crate::models::read(&crate::models::default_path()?).ok()?;
-    let mut names = vec![model];
-    if let Some(llm) = options.llm.as_deref() {
-        names.push(llm);
-    }
-    crate::models::choice_for(&matrix, &names)
 }
 
 /// The interceptors to run, in order, each once: `--interceptors` (or `defaults` without it), then

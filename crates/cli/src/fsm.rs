@@ -70,6 +70,12 @@ pub enum Format {
 
 /// Runs a `claij fsm` subcommand.
 pub fn run(cmd: &Command) -> Result<Status> {
+    if let Command::Run { options, .. } | Command::Resume { options, .. } = cmd
+        && let Some(threads) = options.threads()
+    {
+        // Still before any thread exists: nothing has run but the argument parser.
+        crate::set_compute_threads(threads);
+    }
     match cmd {
         Command::Validate { file } => validate(file),
         Command::Render { file, format } => draw(file, *format),

@@ -1,9 +1,9 @@
 //! The compatibility matrix, put to use: for each model it has measured, the structured-output mode
 //! and the retry budget claij chooses, and `claij models`, which says what it would choose and why.
 //!
-//! `cargo xtask integration` writes `target/claij/compat-matrix.json`: a record per test with the
-//! model, whether it passed, was valid on the first try, and its retries (and the mode it ran in,
-//! when the suite varied it). claij reads the file named by `--matrix` (for `claij models`), else
+//! `cargo xtask integration` writes `target/claij/compat-matrix.json`: the
+//! [`Record`](crate::suite::record::Record) of each test `claij suite run` printed (the model, whether
+//! it passed, was valid on the first try, its retries and the mode it ran in). claij reads the file named by `--matrix` (for `claij models`), else
 //! `target/claij/compat-matrix.json` under the current directory, else
 //! `$XDG_DATA_HOME/claij/compat-matrix.json` (default `~/.local/share/claij/`).
 
@@ -15,6 +15,7 @@ use claij_interceptors::StructuredMode;
 use serde_json::{Value, json};
 
 use crate::Status;
+use crate::suite::record::{Matrix, Record};
 
 /// Arguments of `claij models`.
 #[derive(Debug, clap::Args)]
@@ -95,81 +96,64 @@ pub fn default_path() -> Option<PathBuf> {
     shared.is_file().then_some(shared)
 }
 
-/// Reads a matrix file.
-pub fn read(path: &Path) -> Result<Value> {
+/// Reads a matrix file: its `records`, each a [`Record`] (the error names the file, line and
+/// column, and the field).
+pub fn read(path: &Path) -> Result<Matrix> {
     let text = crate::input::read_file_capped(path, crate::input::MAX_INPUT_BYTES, "a matrix file")
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let matrix: Value =
+    let value: Value =
         serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    if !matrix.get("records").is_some_and(Value::is_array) {
-        anyhow::bail!(
-            "{}: not a compatibility matrix (no `records` array)",
-            path.display()
-        );
-    }
-    Ok(matrix)
+    serde_json::from_value(value)
+        .with_context(|| format!("{}: not a compatibility matrix", path.display()))
 }
 
 /// The choice for `model` (its alias or its model id), if the matrix measured it.
-pub fn choice_for(matrix: &Value, names: &[&str]) -> Option<Choice> {
+pub fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
     choices(matrix)
         .into_iter()
         .find(|c| names.contains(&c.model.as_str()))
 }
 
-/// A choice for every model of the matrix, in the order of its `models`.
-pub fn choices(matrix: &Value) -> Vec<Choice> {
-    let records = matrix
-        .get("records")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut models: Vec<String> = Vec::new();
-    for record in &records {
-        if let Some(model) = record.get("model").and_then(Value::as_str)
-            && !models.iter().any(|m| m == model)
-        {
-            models.push(model.to_owned());
+/// A choice for every model of the matrix, in the order first seen.
+pub fn choices(matrix: &Matrix) -> Vec<Choice> {
+    let mut models: Vec<&str> = Vec::new();
+    for record in &matrix.records {
+        if !models.contains(&record.model.as_str()) {
+            models.push(&record.model);
         }
     }
     models
         .into_iter()
         .map(|model| {
-            let mine: Vec<&Value> = records
-                .iter()
-                .filter(|r| r.get("model").and_then(Value::as_str) == Some(model.as_str()))
-                .collect();
-            choose(&model, &mine)
+            let mine: Vec<&Record> = matrix.records.iter().filter(|r| r.model == model).collect();
+            choose(model, &mine)
         })
         .collect()
 }
 
 /// The rule: the mode with the best first-try validity (when the matrix measured several), and a
 /// retry budget that covers the retries passing tests needed, plus one.
-fn choose(model: &str, records: &[&Value]) -> Choice {
-    let count = |rs: &[&Value], key: &str| {
-        rs.iter()
-            .filter(|r| r.get(key) == Some(&Value::Bool(true)))
-            .count() as u64
-    };
+fn choose(model: &str, records: &[&Record]) -> Choice {
+    let count =
+        |rs: &[&Record], flag: fn(&Record) -> bool| rs.iter().filter(|r| flag(r)).count() as u64;
     let tests = records.len() as u64;
-    let passed = count(records, "passed");
-    let first = count(records, "valid_first_try");
+    let passed = count(records, |r| r.passed);
+    let first = count(records, |r| r.valid_first_try);
     let mut by_mode: Vec<(StructuredMode, u64, u64)> = Vec::new();
     for mode in [
         StructuredMode::Native,
         StructuredMode::Tool,
         StructuredMode::Prompted,
     ] {
-        let of_mode: Vec<&Value> = records
+        let of_mode: Vec<&Record> = records
             .iter()
             .copied()
-            .filter(|r| r.get("mode").and_then(Value::as_str) == Some(mode_name(Some(mode))))
+            .filter(|r| r.mode == mode_name(Some(mode)))
             .collect();
         if !of_mode.is_empty() {
             by_mode.push((
                 mode,
-                count(&of_mode, "valid_first_try"),
+                count(&of_mode, |r| r.valid_first_try),
                 of_mode.len() as u64,
             ));
         }
@@ -182,11 +166,7 @@ fn choose(model: &str, records: &[&Value]) -> Choice {
             best
         }
     });
-    let retries_needed = records
-        .iter()
-        .filter(|r| r.get("passed") == Some(&Value::Bool(true)))
-        .filter_map(|r| r.get("retries").and_then(Value::as_u64))
-        .max();
+    let retries_needed = records.iter().filter(|r| r.passed).map(|r| r.retries).max();
     let (max_retries, retry_why) = match retries_needed {
         None => (3, "no test passed, so the default budget of 3".to_owned()),
         Some(0) if first == tests => (
@@ -237,7 +217,8 @@ fn choose(model: &str, records: &[&Value]) -> Choice {
     }
 }
 
-fn mode_name(mode: Option<StructuredMode>) -> &'static str {
+/// A mode's name in the records and on the command line (`None`: auto).
+pub(crate) fn mode_name(mode: Option<StructuredMode>) -> &'static str {
     match mode {
         Some(StructuredMode::Native) => "native",
         Some(StructuredMode::Tool) => "tool",

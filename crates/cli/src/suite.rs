@@ -9,9 +9,9 @@
 
 mod chat;
 mod machines;
+pub mod record;
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,9 +20,11 @@ use claij_backends::{Backend, Usage};
 use claij_interceptors::{
     Answer, Attempt, Config, Context, Error, Pipeline, StructuredMode, Verdict,
 };
-use serde::Serialize;
 
 use crate::Status;
+use crate::ask::ModelOptions;
+
+pub use self::record::Record;
 
 /// `claij suite ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -36,22 +38,14 @@ pub enum Command {
 /// Arguments of `claij suite run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The model: an alias from the configuration, `local` or PROVIDER:MODEL; it names the model
-    /// in the records.
-    #[arg(long, value_name = "ALIAS|local|PROVIDER:MODEL")]
-    llm: String,
     /// The suites to run, in order (repeat or comma-separate); default all.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
     suite: Vec<Suite>,
-    /// The local model's GGUF file.
-    #[arg(long, value_name = "FILE")]
-    model_path: Option<PathBuf>,
-    /// Retries per model call when a reply is invalid.
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = crate::args::retries)]
-    max_retries: usize,
-    /// Token limit per model call.
-    #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
-    max_tokens: Option<u32>,
+    /// The model and how it is called, as `claij ask`, except that the compatibility matrix (which
+    /// these suites measure) is never consulted, and a test that pins a mode keeps it. `--llm`
+    /// names the model in the records (default: the model the configuration chooses).
+    #[command(flatten)]
+    model: ModelOptions,
     /// Seconds a test may take before it is stopped and failed.
     #[arg(long, default_value = "600", value_name = "SECS", value_parser = crate::args::seconds)]
     timeout: Duration,
@@ -77,26 +71,6 @@ pub enum Suite {
     Citations,
 }
 
-/// One test's result: the JSON line.
-#[derive(Debug, Clone, Serialize)]
-pub struct Record {
-    pub model: String,
-    pub suite: &'static str,
-    pub test: &'static str,
-    pub passed: bool,
-    pub valid_first_try: bool,
-    pub attempts: usize,
-    pub retries: usize,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    pub cost: f64,
-    pub elapsed_ms: u64,
-    pub detail: String,
-    /// How the schema reached the model (`auto`, or the mode a test pins): `claij models` compares
-    /// first-try validity across modes to choose one per model.
-    pub mode: &'static str,
-}
-
 /// What a test measured across its model calls.
 #[derive(Debug, Clone)]
 pub struct Tally {
@@ -116,11 +90,8 @@ pub struct Judged {
 /// What the tests share: the backend and the pipeline's knobs.
 pub struct Env {
     pub backend: Arc<dyn Backend>,
-    pub model: String,
-    pub max_retries: usize,
-    pub max_tokens: Option<u32>,
-    /// How the schema reaches the model.
-    pub mode: StructuredMode,
+    /// The pipeline's knobs (model, retries, mode, limits, sampling) every test starts from.
+    pub config: Config,
 }
 
 impl Suite {
@@ -210,11 +181,7 @@ pub fn add_usage(total: &mut Usage, more: &Usage) {
 impl Env {
     /// The pipeline configuration for a test.
     pub fn config(&self) -> Config {
-        let mut config = Config::new(self.model.clone());
-        config.max_retries = self.max_retries;
-        config.max_tokens = self.max_tokens;
-        config.structured = self.mode;
-        config
+        self.config.clone()
     }
 
     /// Asks once, counting the attempts: `Some` with a valid answer, `None` when retries ran out.
@@ -264,15 +231,28 @@ pub fn run(command: &Command) -> Result<Status> {
 
 /// Runs the suites; exit 0 when every test passed, 1 when any failed.
 fn run_suites(args: &Args) -> Result<Status> {
-    let config = crate::config::Config::load()?;
-    let opened = crate::ask::llm::open(Some(&args.llm), args.model_path.as_deref(), &config)?;
-    let label = args.llm.clone();
+    if let Some(threads) = args.model.threads {
+        // Still before any thread exists: nothing has run but the argument parser.
+        crate::set_compute_threads(threads);
+    }
+    let settings = crate::config::Config::load()?;
+    let opened = crate::ask::llm::open(
+        args.model.llm.as_deref(),
+        args.model.model_path.as_deref(),
+        &settings,
+    )?;
+    let label = args
+        .model
+        .llm
+        .clone()
+        .unwrap_or_else(|| opened.model.clone());
+    let config = args.model.config(opened.model, &settings.defaults, None);
+    if let Some(fallback) = &opened.fallback {
+        fallback.set_mode_fallback(config.structured == StructuredMode::Auto);
+    }
     let env = Env {
         backend: opened.backend,
-        model: opened.model,
-        max_retries: args.max_retries,
-        max_tokens: args.max_tokens,
-        mode: StructuredMode::Auto,
+        config,
     };
     let suites = if args.suite.is_empty() {
         Suite::ALL.to_vec()
@@ -311,13 +291,12 @@ async fn run_test(
 ) -> Record {
     let started = Instant::now();
     let mut tally = Tally::default();
-    let (mode, mode_name) = mode_of(test);
+    let mode = mode_of(test).unwrap_or(env.config.structured);
+    let mut config = env.config();
+    config.structured = mode;
     let pinned = Env {
         backend: env.backend.clone(),
-        model: env.model.clone(),
-        max_retries: env.max_retries,
-        max_tokens: env.max_tokens,
-        mode,
+        config,
     };
     let env = &pinned;
     let run = async {
@@ -341,28 +320,28 @@ async fn run_test(
     };
     Record {
         model: label.to_owned(),
-        suite: suite.name(),
-        test,
+        suite: suite.name().to_owned(),
+        test: test.to_owned(),
         passed,
         valid_first_try: tally.valid_first_try && tally.attempts > 0,
-        attempts: tally.attempts,
-        retries: tally.retries,
+        attempts: tally.attempts as u64,
+        retries: tally.retries as u64,
         tokens_in: tally.usage.input_tokens,
         tokens_out: tally.usage.output_tokens,
         cost: tally.usage.cost_usd.unwrap_or(0.0),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         detail,
-        mode: mode_name,
+        mode: crate::models::mode_name(Some(mode)).to_owned(),
     }
 }
 
-/// The mode a test pins by its name's suffix (`strict-word/tool`), else auto.
-fn mode_of(test: &str) -> (StructuredMode, &'static str) {
+/// The mode a test pins by its name's suffix (`strict-word/tool`), if any.
+fn mode_of(test: &str) -> Option<StructuredMode> {
     match test.rsplit_once('/').map(|(_, mode)| mode) {
-        Some("native") => (StructuredMode::Native, "native"),
-        Some("tool") => (StructuredMode::Tool, "tool"),
-        Some("prompted") => (StructuredMode::Prompted, "prompted"),
-        _ => (StructuredMode::Auto, "auto"),
+        Some("native") => Some(StructuredMode::Native),
+        Some("tool") => Some(StructuredMode::Tool),
+        Some("prompted") => Some(StructuredMode::Prompted),
+        _ => None,
     }
 }
 

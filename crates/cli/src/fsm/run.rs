@@ -2,38 +2,36 @@
 //! the trail at the end.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
 use claij_fsm::{Action, Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
-use claij_interceptors::Config;
+use claij_interceptors::StructuredMode;
 use serde_json::{Value, json};
 
 use crate::Status;
-use crate::ask::llm;
+use crate::ask::{ModelOptions, llm, model};
 
 /// Options shared by `run` and `resume`.
 #[derive(Debug, clap::Args)]
 pub struct Options {
-    /// The model for `llm` states: an alias or PROVIDER:MODEL (as `claij ask`); default the
-    /// configuration's `defaults.llm`, else OpenRouter when its key is set, else the local model.
-    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
-    llm: Option<String>,
-    /// The local model's GGUF file.
-    #[arg(long, value_name = "FILE")]
-    model_path: Option<PathBuf>,
-    /// Retries per `llm` state when a reply is invalid.
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = crate::args::retries)]
-    max_retries: usize,
-    /// Token limit per model call.
-    #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
-    max_tokens: Option<u32>,
+    /// The model for `llm` states and how it is called, as `claij ask` (the configuration's
+    /// `[defaults]` and the compatibility matrix fill in what the flags leave out).
+    #[command(flatten)]
+    model: ModelOptions,
     /// Stop after this many transitions (models can loop).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
     json: bool,
+}
+
+impl Options {
+    /// `--threads`: set in the environment before any thread starts.
+    pub fn threads(&self) -> Option<std::num::NonZeroUsize> {
+        self.model.threads
+    }
 }
 
 /// `--journal FILE` of `claij fsm run`.
@@ -111,17 +109,29 @@ fn runner(fsm: Fsm, options: &Options) -> Result<Runner> {
             let _ = print_transition(entry);
         });
     if needs_model {
+        let settings = crate::config::Config::load()?;
         let opened = llm::open(
-            options.llm.as_deref(),
-            options.model_path.as_deref(),
-            &crate::config::Config::load()?,
+            options.model.llm.as_deref(),
+            options.model.model_path.as_deref(),
+            &settings,
         )?;
+        let mut err = std::io::stderr();
         if let Some(notice) = &opened.notice {
-            writeln!(std::io::stderr(), "{notice}")?;
+            writeln!(err, "{notice}")?;
         }
-        let mut config = Config::new(opened.model);
-        config.max_retries = options.max_retries;
-        config.max_tokens = options.max_tokens;
+        let measured = options
+            .model
+            .matrix_choice(&opened.model, &settings.defaults);
+        if let Some(choice) = &measured {
+            writeln!(err, "{}", model::matrix_notice(choice))?;
+        }
+        let config = options
+            .model
+            .config(opened.model, &settings.defaults, measured.as_ref());
+        if let Some(fallback) = &opened.fallback {
+            // As `claij ask`: an explicit --mode native keeps to native output.
+            fallback.set_mode_fallback(config.structured == StructuredMode::Auto);
+        }
         runner = runner.with_llm(opened.backend, config);
     }
     Ok(runner)

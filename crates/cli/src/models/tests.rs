@@ -1,28 +1,37 @@
 //! The choice rule on small matrices.
 
 use claij_interceptors::StructuredMode;
-use serde_json::{Value, json};
 
 use super::{choice_for, choices};
+use crate::suite::record::{Matrix, Record};
 
-fn record(model: &str, mode: Option<&str>, passed: bool, first: bool, retries: u64) -> Value {
-    let mut r = json!({"model": model, "suite": "retry", "test": "t", "passed": passed,
-                       "valid_first_try": first, "retries": retries});
-    if let Some(mode) = mode {
-        r["mode"] = mode.into();
+fn record(model: &str, mode: Option<&str>, passed: bool, first: bool, retries: u64) -> Record {
+    Record {
+        model: model.to_owned(),
+        suite: "retry".to_owned(),
+        test: "t".to_owned(),
+        passed,
+        valid_first_try: first,
+        attempts: retries + 1,
+        retries,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost: 0.0,
+        elapsed_ms: 0,
+        detail: String::new(),
+        mode: mode.unwrap_or("auto").to_owned(),
     }
-    r
 }
 
 #[track_caller]
 fn check(
-    records: Vec<Value>,
+    records: Vec<Record>,
     model: &str,
     mode: Option<StructuredMode>,
     retries: usize,
     why: &str,
 ) {
-    let matrix = json!({"records": records});
+    let matrix = Matrix { records };
     let choice = choice_for(&matrix, &[model]).unwrap();
     assert_eq!(
         (choice.mode, choice.max_retries),
@@ -110,7 +119,13 @@ fn modes_and_retry_budgets() {
 
 #[test]
 fn every_model_in_order_and_unknown_models_have_no_choice() {
-    let matrix = json!({"records": [record("x", None, true, true, 0), record("y", None, false, false, 1), record("x", None, true, true, 0)]});
+    let matrix = Matrix {
+        records: vec![
+            record("x", None, true, true, 0),
+            record("y", None, false, false, 1),
+            record("x", None, true, true, 0),
+        ],
+    };
     let all: Vec<String> = choices(&matrix).into_iter().map(|c| c.model).collect();
     assert_eq!(all, ["x", "y"]);
     assert_eq!(choices(&matrix)[0].measured, (2, 2, 2));

@@ -495,3 +495,72 @@ async fn run_exit_codes_follow_ask_for_backend_failures() {
         assert!(!run.stderr.contains("sk-or-v1-fsm-test"), "{}", run.stderr);
     }
 }
+
+/// `claij fsm run` against a mock OpenRouter that never replies with JSON, the configuration's
+/// `[defaults]` being `defaults`: how many model calls it made, and the run.
+async fn run_against_a_model_that_never_answers(
+    defaults: &str,
+    extra: &[&str],
+) -> (usize, super::Run) {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply("I would rather not say."))
+        .mount(&server)
+        .await;
+    let config = format!("{}{defaults}", super::openrouter::config(&server));
+    let files = Files::new(&[("config.toml", &config), ("fsm.json", ONE_QUESTION)]);
+    let (cfg, definition, data) = (
+        files.path("config.toml"),
+        files.path("fsm.json"),
+        files.path("data"),
+    );
+    let mut args = vec![
+        "fsm",
+        "run",
+        definition.as_str(),
+        "--input",
+        "{}",
+        "--llm",
+        "gemini-flash",
+    ];
+    args.extend_from_slice(extra);
+    let run = claij_env(
+        &args,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(cfg.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-fsm-defaults")),
+            // No compatibility matrix: only the flags and `[defaults]` decide.
+            ("XDG_DATA_HOME", Some(data.as_str())),
+        ],
+    );
+    (server.received_requests().await.unwrap().len(), run)
+}
+
+#[tokio::test]
+async fn run_takes_max_retries_from_the_configuration_defaults_unless_told() {
+    let (calls, run) =
+        run_against_a_model_that_never_answers("[defaults]\nmax_retries = 1\n", &[]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("start -> ask"), "{}", run.stderr);
+    assert_eq!(
+        calls, 2,
+        "the first attempt and the one retry [defaults] allows"
+    );
+
+    let (calls, run) = run_against_a_model_that_never_answers(
+        "[defaults]\nmax_retries = 1\n",
+        &["--max-retries", "0"],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(calls, 1, "the flag wins over [defaults]");
+
+    let (calls, run) = run_against_a_model_that_never_answers("", &[]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(calls, 4, "without either: the first attempt and 3 retries");
+}

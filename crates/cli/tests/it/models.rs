@@ -122,3 +122,55 @@ async fn ask_takes_mode_and_retries_from_the_matrix_unless_told() {
         "{second}"
     );
 }
+
+#[tokio::test]
+async fn fsm_run_takes_mode_and_retries_from_the_matrix_as_ask_does() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(r#"{"answer": "4"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let data = data_dir();
+    let root = data.path("");
+    let definition = r#"{"id": "one", "states": [{"id": "ask", "action": "llm"}, {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "ask"], "schema": {"type": "object"}},
+                      {"id": ["ask", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}]}"#;
+    let f = Files::new(&[
+        ("config.toml", &super::openrouter::config(&server)),
+        ("one.json", definition),
+    ]);
+    let cfg = f.path("config.toml");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &f.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "gemini-flash",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(cfg.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-test-models")),
+            ("XDG_DATA_HOME", Some(root.as_str())),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "compatibility matrix: a forced tool with 3 retries for google/gemini-2.5-flash"
+        ),
+        "{}",
+        run.stderr
+    );
+    let requests = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert!(
+        body.get("tools").is_some(),
+        "tool mode, as measured: {body}"
+    );
+}

@@ -1,0 +1,119 @@
+//! The one rule for the model options: flag, else `[defaults]`, else the matrix, else built in.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use claij_interceptors::StructuredMode;
+use clap::Parser as _;
+
+use super::{DEFAULT_MAX_RETRIES, ModelOptions};
+use crate::config::Defaults;
+use crate::models::Choice;
+
+#[derive(Debug, clap::Parser)]
+struct Cli {
+    #[command(flatten)]
+    model: ModelOptions,
+}
+
+fn flags(args: &[&str]) -> ModelOptions {
+    Cli::try_parse_from(std::iter::once("claij").chain(args.iter().copied()))
+        .unwrap()
+        .model
+}
+
+fn measured(mode: StructuredMode, max_retries: usize) -> Choice {
+    Choice {
+        model: "m".to_owned(),
+        mode: Some(mode),
+        max_retries,
+        why: String::new(),
+        measured: (1, 1, 1),
+    }
+}
+
+#[track_caller]
+fn check(
+    args: &[&str],
+    defaults: &Defaults,
+    matrix: Option<&Choice>,
+    expected: (usize, StructuredMode, usize),
+) {
+    let config = flags(args).config("m".to_owned(), defaults, matrix);
+    assert_eq!(
+        (
+            config.max_retries,
+            config.structured,
+            config.max_reply_bytes
+        ),
+        expected
+    );
+}
+
+#[test]
+fn flags_then_defaults_then_the_matrix_then_built_in() {
+    let built_in = claij_interceptors::DEFAULT_MAX_REPLY_BYTES;
+    let none = Defaults::default();
+    let defaults = Defaults {
+        max_retries: Some(1),
+        mode: Some(StructuredMode::Prompted),
+        max_reply_bytes: Some(4096),
+        ..Defaults::default()
+    };
+    let matrix = measured(StructuredMode::Tool, 5);
+    check(
+        &[],
+        &none,
+        None,
+        (DEFAULT_MAX_RETRIES, StructuredMode::Auto, built_in),
+    );
+    check(
+        &[],
+        &none,
+        Some(&matrix),
+        (5, StructuredMode::Tool, built_in),
+    );
+    check(
+        &[],
+        &defaults,
+        Some(&matrix),
+        (1, StructuredMode::Prompted, 4096),
+    );
+    check(
+        &[
+            "--max-retries",
+            "0",
+            "--mode",
+            "native",
+            "--max-reply-bytes",
+            "2048",
+        ],
+        &defaults,
+        Some(&matrix),
+        (0, StructuredMode::Native, 2048),
+    );
+}
+
+#[test]
+fn sampling_flags_reach_the_config() {
+    let config = flags(&["--temperature", "0.5", "--seed", "7", "--max-tokens", "64"]).config(
+        "m".to_owned(),
+        &Defaults::default(),
+        None,
+    );
+    assert_eq!(
+        (config.temperature, config.seed, config.max_tokens),
+        (Some(0.5), Some(7), Some(64))
+    );
+}
+
+#[test]
+fn the_matrix_decides_only_what_flags_and_defaults_leave_open() {
+    let retries_only = Defaults {
+        max_retries: Some(2),
+        ..Defaults::default()
+    };
+    assert!(!flags(&[]).decided(&Defaults::default()));
+    assert!(!flags(&[]).decided(&retries_only));
+    assert!(flags(&["--mode", "tool"]).decided(&retries_only));
+    assert!(flags(&["--mode", "tool", "--max-retries", "1"]).decided(&Defaults::default()));
+}

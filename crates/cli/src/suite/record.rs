@@ -1,0 +1,51 @@
+//! One test's result, the record `claij suite run` prints as a JSON line and the compatibility
+//! matrix (`compat-matrix.json`, written by `cargo xtask integration`) keeps under `records`: one
+//! serde type for the writer and every reader in the binary. xtask depends on no claij crate, so it
+//! keeps a mirror (`xtask/src/integration/matrix.rs`); `record/sample.json` is the line both sides
+//! are tested against.
+
+use serde::{Deserialize, Serialize};
+
+/// One test's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The model as `--llm` named it.
+    pub model: String,
+    /// The suite (`memory`, `retry`, ...).
+    pub suite: String,
+    /// The test (`strict-word/tool`, ...).
+    pub test: String,
+    /// Whether the content was right.
+    pub passed: bool,
+    /// Whether every model call's first reply was valid.
+    pub valid_first_try: bool,
+    /// Model calls, retries included.
+    pub attempts: u64,
+    /// Retries after invalid replies.
+    pub retries: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// In US dollars (0 when the provider reports none).
+    pub cost: f64,
+    pub elapsed_ms: u64,
+    /// Why it passed or failed, one line.
+    pub detail: String,
+    /// How the schema reached the model (`auto`, or the mode a test pins): `claij models` compares
+    /// first-try validity across modes to choose one per model. Older records have none: auto.
+    #[serde(default = "auto")]
+    pub mode: String,
+}
+
+/// The part of a compatibility matrix file the binary reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Matrix {
+    /// Every test's record.
+    pub records: Vec<Record>,
+}
+
+fn auto() -> String {
+    "auto".to_owned()
+}
+
+#[cfg(test)]
+mod tests;
