@@ -155,7 +155,7 @@ fn load(file: &str) -> Result<Result<Fsm, Invalid>> {
     match Fsm::new(definition) {
         Ok(fsm) => Ok(Ok(fsm)),
         Err(claij_fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
-        Err(e) => Err(anyhow!("{}: {e}", input::name(file))),
+        Err(e) => Err(anyhow::Error::new(e).context(input::name(file).to_string())),
     }
 }
 

@@ -120,7 +120,9 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&chain_text(&e)));
+            // `{:#}`: the error and each of its causes, `outer: inner: ...` (claij's errors leave
+            // their source out of their own message, so each cause is said once).
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -138,20 +140,6 @@ fn set_compute_threads(threads: NonZeroUsize) {
         std::env::set_var("CANDLE_NUM_THREADS", &threads);
         std::env::set_var("RAYON_NUM_THREADS", &threads);
     }
-}
-
-/// An error and its causes, `outer: inner: ...`, skipping a cause whose text its parent already
-/// shows (library errors often print their source in their own message too).
-fn chain_text(error: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if parts.last().is_some_and(|shown| shown.contains(&text)) {
-            continue;
-        }
-        parts.push(text);
-    }
-    parts.join(": ")
 }
 
 /// clap's error as one line: its first paragraph, folded (the usage and the `--help` tip dropped).

@@ -1,4 +1,6 @@
-//! The errors of claij-fsm: each says which state or transition, and why.
+//! The errors of claij-fsm: each says which state or transition, and why. A variant that wraps another
+//! error returns it from `source()` and leaves it out of its message (walk the chain to print both:
+//! `claij_interceptors::ErrorChain`, anyhow's `{:#}`).
 
 use std::path::PathBuf;
 
@@ -11,7 +13,7 @@ use crate::check::DefinitionError;
 #[non_exhaustive]
 pub enum Error {
     /// The definition is not valid JSON of the right shape.
-    #[error("cannot read the FSM definition: {0}")]
+    #[error("cannot read the FSM definition")]
     Parse(#[from] serde_json::Error),
     /// The definition is inconsistent.
     #[error(transparent)]
@@ -25,7 +27,7 @@ pub enum Error {
         violations: Vec<Violation>,
     },
     /// A model found no valid event within its retries, and the state has no bail-out transition.
-    #[error("state `{state}`: {source}")]
+    #[error("state `{state}`")]
     Llm {
         /// The `llm` state.
         state: String,
@@ -68,7 +70,7 @@ pub enum Error {
         state: String,
     },
     /// The journal cannot be written or read.
-    #[error("journal {}: {source}", .path.display())]
+    #[error("journal {}", .path.display())]
     Journal {
         /// The journal file.
         path: PathBuf,
@@ -120,3 +122,6 @@ fn summary(violations: &[Violation]) -> String {
         shown.join("; ")
     }
 }
+
+#[cfg(test)]
+mod tests;

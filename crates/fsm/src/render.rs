@@ -64,7 +64,7 @@ pub enum RenderError {
         message: String,
     },
     /// `dot` could not be started or talked to.
-    #[error("cannot run graphviz's `dot`: {0}")]
+    #[error("cannot run graphviz's `dot`")]
     Io(#[source] std::io::Error),
 }
 

@@ -1,4 +1,7 @@
 //! The error type of the pipeline: every variant says where (interceptor and stage, attempt, provider).
+//!
+//! A variant that wraps another error returns it from `source()` and leaves it out of its own message,
+//! so a reporter that walks the chain ([`ErrorChain`], anyhow's `{:#}`) says each cause once.
 
 use claij_validation::Violation;
 
@@ -10,7 +13,7 @@ use crate::pipeline::{Attempt, Verdict};
 #[non_exhaustive]
 pub enum Error {
     /// An interceptor's hook failed (and its policy is [`crate::OnError::Fail`]).
-    #[error("interceptor `{interceptor}` failed in {stage}: {source}")]
+    #[error("interceptor `{interceptor}` failed in {stage}")]
     Hook {
         /// The interceptor.
         interceptor: String,
@@ -20,15 +23,22 @@ pub enum Error {
         source: BoxError,
     },
     /// A schema delta was rejected, or the base schema is invalid.
-    #[error("{}schema rejected: {source}", interceptor_prefix(.interceptor))]
+    #[error("{}schema rejected", interceptor_prefix(.interceptor))]
     Schema {
         /// The interceptor whose delta was rejected (`None` for the base schema).
         interceptor: Option<String>,
         /// Why, with the extension and the JSON pointer.
         source: Box<claij_schema::Error>,
     },
+    /// The composed schema compiles, but no validator can be built for it (a failure of
+    /// claij-validation other than an invalid schema).
+    #[error("cannot build the validator of the composed schema")]
+    Validator {
+        /// What claij-validation returned.
+        source: Box<claij_validation::Error>,
+    },
     /// The backend failed; the attempts made before (and including) the failing one are kept.
-    #[error("attempt {}: {source}", .attempts.len())]
+    #[error("attempt {}", .attempts.len())]
     Backend {
         /// Every attempt, the last one being the failed call.
         attempts: Vec<Attempt>,
@@ -124,6 +134,31 @@ impl Exhausted {
     }
 }
 
+/// An error and its causes on one line, `outer: inner: innermost`, each cause said once (claij's
+/// errors leave their source out of their own message).
+///
+/// ```
+/// use claij_interceptors::{Error, ErrorChain, Stage};
+///
+/// let error = Error::Hook { interceptor: "memory".into(), stage: Stage::PrePrompt, source: "store down".into() };
+/// assert_eq!(error.to_string(), "interceptor `memory` failed in pre_prompt");
+/// assert_eq!(ErrorChain(&error).to_string(), "interceptor `memory` failed in pre_prompt: store down");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(error) = cause {
+            write!(f, ": {error}")?;
+            cause = error.source();
+        }
+        Ok(())
+    }
+}
+
 impl Error {
     /// The attempts made, when the failure happened after calling the backend.
     pub fn attempts(&self) -> &[Attempt] {
@@ -140,3 +175,6 @@ fn interceptor_prefix(interceptor: &Option<String>) -> String {
         .as_ref()
         .map_or_else(String::new, |i| format!("interceptor `{i}`: "))
 }
+
+#[cfg(test)]
+mod tests;

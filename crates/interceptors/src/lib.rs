@@ -54,7 +54,7 @@ mod typed;
 
 pub use chain::{Chain, Link};
 pub use context::{Context, Memory, ToolOrigin, ToolResult};
-pub use error::{Error, Exhausted};
+pub use error::{Error, ErrorChain, Exhausted};
 pub use failure_log::{FailureLog, redact};
 pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};
 pub use pipeline::{

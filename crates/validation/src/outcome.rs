@@ -71,6 +71,14 @@ impl Outcome {
     }
 }
 
+/// Why a candidate could not be read as JSON (the last one decides [`Outcome::NoJson`]'s reason).
+enum Unread {
+    /// It is prose that merely looked like a candidate.
+    Prose,
+    /// Repair gave up on it.
+    Repair(crate::repair::RepairError),
+}
+
 /// Extracts, repairs, coerces and validates a reply.
 ///
 /// Every JSON value found in the reply is tried in order of preference; the first that validates (as
@@ -119,10 +127,10 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
     let candidates = extract::candidates(reply);
     lap(&mut times.extraction);
     let mut first_invalid: Option<Outcome> = None;
-    let mut last_error = None;
+    let mut last_error: Option<Unread> = None;
     for candidate in candidates {
         if extract::is_prose(&candidate.text) {
-            last_error.get_or_insert_with(|| "the reply is prose without a JSON value".to_owned());
+            last_error.get_or_insert(Unread::Prose);
             lap(&mut times.extraction);
             continue;
         }
@@ -131,7 +139,7 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
         let repaired = match repaired {
             Ok(r) => r,
             Err(e) => {
-                last_error = Some(e.to_string());
+                last_error = Some(Unread::Repair(e));
                 continue;
             }
         };
@@ -163,8 +171,8 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
     }
     let outcome = first_invalid.unwrap_or_else(|| Outcome::NoJson {
         reason: match last_error {
-            Some(e) if e.starts_with("the reply") => e,
-            Some(e) => format!("no JSON value could be recovered: {e}"),
+            Some(Unread::Prose) => "the reply is prose without a JSON value".to_owned(),
+            Some(Unread::Repair(e)) => format!("no JSON value could be recovered: {e}"),
             None if reply.trim().is_empty() => "the reply is empty".to_owned(),
             None => "the reply contains no JSON value".to_owned(),
         },

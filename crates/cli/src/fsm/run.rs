@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
 use claij_fsm::{Action, Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
-use claij_interceptors::StructuredMode;
+use claij_interceptors::{ErrorChain, StructuredMode};
 use serde_json::{Value, json};
 
 use crate::Status;
@@ -179,7 +179,7 @@ fn drive(
                 writeln!(
                     std::io::stderr(),
                     "error: {}",
-                    crate::one_line(&e.to_string())
+                    crate::one_line(&ErrorChain(&e).to_string())
                 )?;
                 return Ok(Status::Invalid);
             }
@@ -197,7 +197,7 @@ fn drive(
                 writeln!(
                     std::io::stderr(),
                     "error: {}",
-                    crate::one_line(&e.to_string())
+                    crate::one_line(&ErrorChain(&e).to_string())
                 )?;
                 // A person at a terminal tries again; piped input does not get better.
                 if !std::io::stdin().is_terminal() {

@@ -2,7 +2,7 @@
 //! a sub-FSM.
 
 use claij_backends::Message;
-use claij_interceptors::{Context, Interceptor};
+use claij_interceptors::{Context, ErrorChain, Interceptor};
 use serde_json::{Value, json};
 
 use super::{Run, Runner, ServiceCall, Step, TrailMode};
@@ -107,7 +107,7 @@ impl Runner {
                     claij_interceptors::Error::RetriesExhausted(_)
                         | claij_interceptors::Error::Backend { .. }
                 );
-                match self.bail_out(&state.id, &error.to_string()) {
+                match self.bail_out(&state.id, &ErrorChain(&error).to_string()) {
                     Some(event) if bails => Ok(Step {
                         event,
                         attempts,
@@ -199,10 +199,12 @@ impl Runner {
         if let Value::Object(map) = &mut input {
             map.remove("id");
         }
-        let mut sub = child.start(input).map_err(|e| failed(e.to_string()))?;
+        let mut sub = child
+            .start(input)
+            .map_err(|e| failed(ErrorChain(&e).to_string()))?;
         let outcome = Box::pin(child.run(&mut sub, interrupt, None))
             .await
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| failed(ErrorChain(&e).to_string()))?;
         let mut result = match outcome {
             super::Outcome::Finished { event, .. } => event,
             super::Outcome::Interrupted { .. } => return Err(failed("interrupted".into())),

@@ -170,6 +170,22 @@ fn exhausted_retries_take_the_bail_out_transition() {
 }
 
 #[test]
+fn a_backend_failure_bails_out_with_every_cause_said_once() {
+    let backend = Scripted::new([Err(claij_backends::Error::other(
+        "scripted",
+        "connection reset",
+    ))]);
+    let runner = Runner::new(review_fsm()).with_llm(Arc::new(backend), Config::new("scripted"));
+    let mut run = runner.start(json!({"topic": "t"})).unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    let Outcome::Finished { event, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(event["bail_out"], json!(true));
+    assert_eq!(event["error"], "attempt 1: scripted: connection reset");
+}
+
+#[test]
 fn without_a_bail_out_exhausted_retries_are_a_typed_error() {
     let (runner, _) = runner(
         review_fsm(),

@@ -487,6 +487,7 @@ fn error_kind(error: &Error) -> &'static str {
     match error {
         Error::Hook { .. } => "hook",
         Error::Schema { .. } => "schema",
+        Error::Validator { .. } => "validator",
         Error::Backend { .. } => "backend",
         Error::RetriesExhausted(_) => "retries_exhausted",
         Error::Typed { .. } => "typed",

@@ -198,13 +198,8 @@ impl Schemas {
                     interceptor: None,
                     source: Box::new(source),
                 },
-                other => Error::Schema {
-                    interceptor: None,
-                    source: Box::new(claij_schema::Error::InvalidSchema {
-                        extension: None,
-                        pointer: String::new(),
-                        message: other.to_string(),
-                    }),
+                other => Error::Validator {
+                    source: Box::new(other),
                 },
             })?;
         state.last = Some((deltas, format, Arc::clone(&prepared)));

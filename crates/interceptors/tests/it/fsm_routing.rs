@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState, Transition, Transitions};
-use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Stage, StructuredMode};
+use claij_interceptors::{
+    Chain, Config, Context, Error, ErrorChain, Pipeline, Stage, StructuredMode,
+};
 use serde_json::json;
 
 fn block<F: std::future::Future>(f: F) -> F::Output {
@@ -104,7 +106,7 @@ fn transitions_are_recorded_turn_after_turn() {
         "{err}"
     );
     assert_eq!(
-        err.to_string(),
+        ErrorChain(&err).to_string(),
         "interceptor `fsm_routing` failed in pre_schema: state `approved` is terminal: it has no transitions"
     );
     assert_eq!(backend.calls(), 4);

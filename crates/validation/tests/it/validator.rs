@@ -176,4 +176,19 @@ fn process_outcomes() {
         panic!()
     };
     assert_eq!(reason, "the reply is prose without a JSON value");
+    // Why no JSON, by what went wrong: nothing, prose, or repair giving up (with its position).
+    let reason = |reply: &str| match process(reply, &v) {
+        Outcome::NoJson { reason } => reason,
+        other => panic!("{reply:?}: {other:?}"),
+    };
+    assert_eq!(reason("  "), "the reply is empty");
+    assert_eq!(
+        reason("Sorry, no."),
+        "the reply is prose without a JSON value"
+    );
+    let deep = reason(&"[".repeat(100_000));
+    assert!(
+        deep.starts_with("no JSON value could be recovered: nesting deeper than"),
+        "{deep}"
+    );
 }
