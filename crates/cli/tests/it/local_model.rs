@@ -9,32 +9,17 @@ use serde_json::Value;
 
 use super::{Files, claij_env};
 
-/// The model file in the cache `cargo xtask model` fills. `None` (skip) when it is missing,
-/// except under CI, where a missing model fails the test.
-fn model() -> Option<PathBuf> {
-    let path = claij_backends::local::model_dir(|name| std::env::var_os(name))
-        .join(claij_backends::local::DEFAULT_MODEL_FILE);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true and no model at {}: run `cargo xtask model`",
-        path.display()
-    );
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!(
-            "skipped: no model at {} (run `cargo xtask model`)",
-            path.display()
-        );
-    }
-    None
+/// The model file in the cache `cargo xtask model` fills; `None` (skip) when it is missing, except
+/// under CI.
+fn model(test: &str) -> Option<PathBuf> {
+    claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
 }
 
 #[test]
 fn two_turns_through_a_memory_file() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("two_turns_through_a_memory_file") else {
+        return;
+    };
     let model = model.to_string_lossy().into_owned();
     let files = Files::new(&[]);
     let memory = files.path("memory.json");
@@ -97,7 +82,9 @@ fn two_turns_through_a_memory_file() {
 /// `trigger-sampling-request` asks the client for a completion and returns it in its result.
 #[test]
 fn mcp_sampling_is_answered_by_the_local_model() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("mcp_sampling_is_answered_by_the_local_model") else {
+        return;
+    };
     let Some(dir) = super::mcp::servers("mcp_sampling_is_answered_by_the_local_model") else {
         return;
     };
@@ -150,7 +137,9 @@ fn mcp_sampling_is_answered_by_the_local_model() {
 /// on the same terminal, none of it. (Piped, every other test here sees no progress either.)
 #[test]
 fn progress_shows_on_a_terminal_and_not_with_json() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("progress_shows_on_a_terminal_and_not_with_json") else {
+        return;
+    };
     if std::process::Command::new("script")
         .arg("--version")
         .output()
@@ -208,7 +197,9 @@ fn progress_shows_on_a_terminal_and_not_with_json() {
 /// other choice (it once wrote `France` or `IT,` there).
 #[test]
 fn ask_answers_with_a_declared_state() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("ask_answers_with_a_declared_state") else {
+        return;
+    };
     let model = model.to_string_lossy().into_owned();
     let run = claij_env(
         &[

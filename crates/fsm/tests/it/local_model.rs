@@ -3,7 +3,6 @@
 //! of the valid routes; the full `oneOf` is still checked afterwards. Mechanics only, never content.
 //! Skipped without the model file, except under `CI=true`; one at a time (`.config/nextest.toml`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use claij_backends::local::LocalBackend;
@@ -11,29 +10,14 @@ use claij_fsm::{Fsm, Interrupt, Outcome, Runner};
 use claij_interceptors::Config;
 use serde_json::json;
 
-#[allow(clippy::print_stderr)] // the skip must be visible
-fn model_path() -> Option<PathBuf> {
-    let path = claij_backends::local::model_dir(|name| std::env::var_os(name))
-        .join(claij_backends::local::DEFAULT_MODEL_FILE);
-    if path.is_file() {
-        return Some(path);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !ci,
-        "CI=true and the model is missing at {}",
-        path.display()
-    );
-    eprintln!(
-        "skipping: no model at {} (run `cargo xtask model`)",
-        path.display()
-    );
-    None
-}
-
 #[test]
 fn the_local_model_routes_only_along_defined_transitions() {
-    let Some(path) = model_path() else { return };
+    let Some(path) = claij_backends::testing::local_model_or_skip(
+        "the_local_model_routes_only_along_defined_transitions",
+        |name| std::env::var_os(name),
+    ) else {
+        return;
+    };
     let fsm = Fsm::from_json(
         &json!({
             "id": "triage",

@@ -4,7 +4,6 @@
 //! Real generations on one thread, one test at a time (`.config/nextest.toml`). They assert mechanics
 //! and validity, never content. Without the model file they are skipped, except under `CI=true`.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use claij_backends::local::{Decoding, LocalBackend, LocalConfig};
@@ -12,28 +11,9 @@ use claij_backends::{FinishReason, Role};
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Verdict};
 
-#[allow(clippy::print_stderr)] // the skip must be visible
-fn model_path() -> Option<PathBuf> {
-    let path = claij_backends::local::model_dir(|name| std::env::var_os(name))
-        .join(claij_backends::local::DEFAULT_MODEL_FILE);
-    if path.is_file() {
-        return Some(path);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !ci,
-        "CI=true and the model is missing at {}",
-        path.display()
-    );
-    eprintln!(
-        "skipping: no model at {} (run `cargo xtask model`)",
-        path.display()
-    );
-    None
-}
-
 fn pipeline(decoding: Decoding, config: Config, chain: Chain) -> Option<Pipeline> {
-    let path = model_path()?;
+    let path =
+        claij_backends::testing::local_model_or_skip("local_model", |name| std::env::var_os(name))?;
     let backend = LocalBackend::load_with(path, LocalConfig::default().with_decoding(decoding))
         .expect("the cached model loads");
     Some(Pipeline::new(Arc::new(backend), config, chain))
