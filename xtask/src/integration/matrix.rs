@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::plan::money;
 
-/// One test's result, one JSON line of `claij suite run`.
+/// One test's result, one JSON line of `claij suite run`: a mirror of claij-cli's
+/// `suite::record::Record` (xtask depends on no claij crate). Both sides are tested against
+/// `crates/cli/src/suite/record/sample.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub model: String,

@@ -248,6 +248,29 @@ fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cos
     }
 }
 
+/// A line as `claij suite run` writes it: claij-cli's `suite::record` tests check that its `Record`
+/// serialises to exactly this (xtask depends on no claij crate, so the two meet in this file).
+const CLI_RECORD: &str = include_str!("../../../crates/cli/src/suite/record/sample.json");
+
+#[test]
+fn a_record_written_by_the_cli_parses_and_goes_into_the_matrix_unchanged() {
+    let record = Record::parse(CLI_RECORD.trim_end()).unwrap();
+    assert_eq!(
+        (
+            record.model.as_str(),
+            record.test.as_str(),
+            record.mode.as_str(),
+            record.retries,
+            record.cost
+        ),
+        ("local", "strict-word/tool", "tool", 2, 0.0125)
+    );
+    // The matrix keeps the record with the same fields, which is what `claij models` reads back.
+    let written = Matrix::from_records(&[record]).to_json("now");
+    let line: Value = serde_json::from_str(CLI_RECORD).unwrap();
+    assert_eq!(written["records"][0], line);
+}
+
 #[test]
 fn records_parse_from_claij_lines() {
     let line = r#"{"model":"local","suite":"retry","test":"strict-word","passed":true,"valid_first_try":false,"attempts":3,"retries":2,"tokens_in":812,"tokens_out":97,"cost":0.0,"elapsed_ms":4120,"detail":"valid after 2 retries"}"#;
