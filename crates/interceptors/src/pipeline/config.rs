@@ -54,7 +54,7 @@ pub enum ShowExample {
 /// The sentence before the example in the system prompt.
 pub const EXAMPLE_INTRO: &str = "The form of a valid reply (\"...\" stands for your own words):";
 
-/// The knobs of a [`Pipeline`].
+/// The knobs of a [`Pipeline`](super::Pipeline).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Config {
