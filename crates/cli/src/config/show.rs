@@ -1,10 +1,12 @@
 //! `claij config show`: the effective configuration, with every secret left out: keys are named by
-//! their variable (set or not, never the value), URLs lose their query string and user info, MCP
-//! `env` and `headers` values are replaced.
+//! their variable (set or not, never the value), URLs lose their query string, fragment and user
+//! info (`claij_backends::redact::redact_url`), MCP `env` and `headers` values are replaced by the
+//! one marker (`***`).
 
 use std::io::Write as _;
 
 use anyhow::Result;
+use claij_backends::redact::{MARKER, redact_url};
 use claij_interceptors::StructuredMode;
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
@@ -12,9 +14,6 @@ use serde_json::{Map, Value, json};
 use super::{Config, DEFAULT_REMOTE_ALIAS, Origin};
 use crate::Status;
 use crate::ask::llm::Provider;
-
-/// What stands in for a secret.
-pub const REDACTED: &str = "<redacted>";
 
 /// `claij config ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -176,29 +175,6 @@ pub fn to_lines(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     lines
 }
 
-/// A URL without its query string, fragment or user info, which may carry secrets.
-pub fn redact_url(url: &str) -> String {
-    let (base, dropped) = match url.find(['?', '#']) {
-        Some(i) => (&url[..i], true),
-        None => (url, false),
-    };
-    let mut out = match base.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(end);
-            match authority.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://{REDACTED}@{host}{path}"),
-                None => base.to_owned(),
-            }
-        }
-        None => base.to_owned(),
-    };
-    if dropped {
-        out.push_str(&format!("?{REDACTED}"));
-    }
-    out
-}
-
 fn mcp_lines(mcp: Option<&McpConfig>) -> Vec<String> {
     let mut lines = vec!["mcpServers:".to_owned()];
     let Some(mcp) = mcp else {
@@ -250,7 +226,7 @@ fn mcp_lines(mcp: Option<&McpConfig>) -> Vec<String> {
 }
 
 fn redacted_keys<'a>(keys: impl Iterator<Item = &'a String>) -> String {
-    keys.map(|k| format!("{k}={REDACTED}"))
+    keys.map(|k| format!("{k}={MARKER}"))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -258,7 +234,7 @@ fn redacted_keys<'a>(keys: impl Iterator<Item = &'a String>) -> String {
 fn servers_json(mcp: &McpConfig) -> Value {
     let redacted = |map: &std::collections::BTreeMap<String, String>| -> Map<String, Value> {
         map.keys()
-            .map(|k| (k.clone(), Value::String(REDACTED.to_owned())))
+            .map(|k| (k.clone(), Value::String(MARKER.to_owned())))
             .collect()
     };
     let servers: Map<String, Value> = mcp
