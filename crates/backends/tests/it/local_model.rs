@@ -11,6 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use claij_backends::local::{Decoding, LoadError, LocalBackend, LocalConfig, Requantize};
+use claij_backends::testing::local_model_or_skip;
 use claij_backends::{Backend, ChatRequest, Error, FinishReason, Message, StreamEvent};
 use claij_schema::dialect::Dialect;
 use claij_validation::Validator;
@@ -25,25 +26,11 @@ fn model_path() -> PathBuf {
 
 /// The shared model, and a lock so tests in one process take turns; `None` (after saying why) when
 /// the file is missing outside CI.
-#[allow(clippy::print_stderr)] // the skip must be visible
 fn model() -> Option<(&'static LocalBackend, MutexGuard<'static, ()>)> {
     static MODEL: OnceLock<Option<LocalBackend>> = OnceLock::new();
     static TURN: Mutex<()> = Mutex::new(());
     let model = MODEL.get_or_init(|| {
-        let path = model_path();
-        if !path.is_file() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-            assert!(
-                !ci,
-                "CI=true and the model is missing at {}: `cargo xtask model` should have fetched it",
-                path.display()
-            );
-            eprintln!(
-                "skipping: no model at {} (run `cargo xtask model`)",
-                path.display()
-            );
-            return None;
-        }
+        let path = local_model_or_skip("local_model", |name| std::env::var_os(name))?;
         Some(LocalBackend::load(&path).expect("the cached model loads"))
     });
     let turn = TURN

@@ -8,7 +8,7 @@ mod anthropic;
 mod cassette;
 mod gemini;
 mod http;
-#[cfg(feature = "local")]
+#[cfg(all(feature = "local", feature = "testing"))]
 mod local_model;
 mod models;
 mod openai;
