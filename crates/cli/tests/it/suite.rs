@@ -28,7 +28,12 @@ async fn mock(replies: &[&str]) -> MockServer {
 
 /// `claij suite run --llm gemini-flash --suite SUITE` against `server`.
 fn run_suite(server: &MockServer, suite: &str) -> (Run, Vec<Value>) {
-    let config = super::openrouter::config(server);
+    run_suite_with(server, suite, "")
+}
+
+/// [`run_suite`] with `extra` appended to the configuration file.
+fn run_suite_with(server: &MockServer, suite: &str, extra: &str) -> (Run, Vec<Value>) {
+    let config = format!("{}{extra}", super::openrouter::config(server));
     let files = Files::new(&[("config.toml", &config)]);
     let config = files.path("config.toml");
     let run = claij_env(
@@ -88,6 +93,26 @@ fn check_record(record: &Value, expected: Value) {
             "valid_first_try"
         ]
     );
+}
+
+#[tokio::test]
+async fn the_retry_budget_comes_from_the_configuration_defaults() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply("no JSON at all"))
+        .mount(&server)
+        .await;
+    let (run, records) = run_suite_with(&server, "retry", "[defaults]\nmax_retries = 0\n");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(records.len(), 3);
+    for record in &records {
+        check_record(
+            record,
+            serde_json::json!({"passed": false, "attempts": 1, "retries": 0}),
+        );
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
 }
 
 #[tokio::test]
