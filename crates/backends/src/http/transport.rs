@@ -7,6 +7,7 @@ use reqwest::header::HeaderMap;
 use tracing::debug;
 
 use super::{HttpBackend, Prepared, retry};
+use crate::redact::MARKER;
 use crate::{Adapter, ApiKey, BodyLimit, ChatResponse, Error, ErrorContext, excerpt};
 
 /// Response headers that carry the provider's request id, most specific first: OpenAI and most
@@ -290,7 +291,7 @@ fn scrub_with(error: Error, key: Option<&ApiKey>) -> Error {
     }
 }
 
-/// `error` with every occurrence of `key` in its texts replaced by `***`.
+/// `error` with every copy of `key` in its texts replaced by [`MARKER`] ([`ApiKey::scrub`]).
 pub(super) fn scrub(error: Error, key: &ApiKey) -> Error {
     let s = |text: String| scrub_text(text, key);
     match error {
@@ -374,7 +375,7 @@ fn scrub_text(text: String, key: &ApiKey) -> String {
         .filter(|n| secret.is_char_boundary(*n))
         .find(|n| body.ends_with(&secret[..*n]));
     match cut {
-        Some(n) => format!("{}***{}", &body[..body.len() - n], &text[body.len()..]),
+        Some(n) => format!("{}{MARKER}{}", &body[..body.len() - n], &text[body.len()..]),
         None => text,
     }
 }
