@@ -564,3 +564,64 @@ async fn run_takes_max_retries_from_the_configuration_defaults_unless_told() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(calls, 4, "without either: the first attempt and 3 retries");
 }
+
+#[tokio::test]
+async fn run_takes_the_model_options_ask_takes() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(r#"{"answer": "4"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[
+        ("one.json", ONE_QUESTION),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let config = files.path("config.toml");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "gemini-flash",
+            "--mode",
+            "prompted",
+            "--temperature",
+            "0.5",
+            "--seed",
+            "7",
+            "--max-tokens",
+            "64",
+            "--threads",
+            "1",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-fsm-options")),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert!(
+        body.get("response_format").is_none() && body.get("tools").is_none(),
+        "prompted: the schema is in the prompt only: {body}"
+    );
+    assert_eq!(
+        (&body["temperature"], &body["seed"], &body["max_tokens"]),
+        (
+            &serde_json::json!(0.5),
+            &serde_json::json!(7),
+            &serde_json::json!(64)
+        ),
+        "{body}"
+    );
+}
