@@ -2,13 +2,13 @@
 //! and validate the reply, retry with a precise prompt when it is invalid, then let interceptors act.
 //!
 //! The loop is here; what it records is in `attempt` ([`Attempt`], [`Verdict`], [`Answer`]), its knobs
-//! in `config`, the composed schemas in `prepare` and the strings a dialect's bound cut in `cut`.
+//! in `config`, the composed schemas in `prepare`, each attempt's request (delivery, retry prompt) in
+//! `request` and the strings a dialect's bound cut in `cut`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Message, Usage};
-use claij_validation::retry::Failure;
+use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Usage};
 use claij_validation::{Fix, Outcome, StageTimes, Violation, process_timed};
 use serde_json::Value;
 use tracing::{Instrument as _, debug, info_span, warn};
@@ -25,6 +25,7 @@ mod attempt;
 mod config;
 mod cut;
 mod prepare;
+mod request;
 
 pub use attempt::{Answer, Attempt, CallReport, Verdict};
 pub use config::{
@@ -34,6 +35,7 @@ pub use config::{
 pub use cut::CutString;
 pub use prepare::Prepared;
 use prepare::Schemas;
+use request::Delivery;
 
 /// A user check beyond the schema (a chosen index within range, a date in the future...): the
 /// violations it returns are fed to the same retry loop as schema violations. The
@@ -59,17 +61,6 @@ struct Call<'a> {
     prepared: Option<&'a Prepared>,
     delivery: &'a Delivery,
     on_partial: Option<&'a (dyn Fn(&Value) + Send + Sync)>,
-}
-
-/// How one call delivers the schema: in the prompt, or to the provider in its dialect.
-#[derive(Debug, Clone)]
-enum Delivery {
-    Prompted,
-    Provider {
-        mode: claij_backends::OutputMode,
-        strict: bool,
-        compiled: Arc<claij_schema::dialect::Compiled>,
-    },
 }
 
 /// What one attempt left: its record, and what the loop goes on with.
@@ -318,51 +309,6 @@ impl Pipeline {
         })
     }
 
-    /// Native, tool or prompted, by the configuration and the backend's capabilities for the model.
-    fn delivery(&self, prepared: &Prepared) -> Delivery {
-        use claij_backends::OutputMode;
-        let capabilities = self.backend.capabilities(&self.config.model);
-        let mode = match self.config.structured {
-            StructuredMode::Prompted => return Delivery::Prompted,
-            StructuredMode::Native => OutputMode::Native,
-            StructuredMode::Tool => OutputMode::Tool,
-            StructuredMode::Auto if capabilities.native_json_schema => OutputMode::Native,
-            StructuredMode::Auto if capabilities.tools => OutputMode::Tool,
-            StructuredMode::Auto => return Delivery::Prompted,
-        };
-        // Tools are strict, in the strict dialect, only on models that have strict tools.
-        let target = capabilities.schema_target(mode);
-        let dialect = target.dialect;
-        match prepared.dialect(dialect) {
-            Ok(compiled) => Delivery::Provider {
-                mode,
-                strict: target.strict,
-                compiled,
-            },
-            Err(e) => {
-                // A schema the dialect cannot express (a recursive one for Gemini) still works prompted.
-                warn!(?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
-                Delivery::Prompted
-            }
-        }
-    }
-
-    /// Whether this call's system prompt shows an example reply ([`ShowExample`]).
-    fn shows_example(&self, delivery: &Delivery) -> bool {
-        match (self.config.example, delivery) {
-            (ShowExample::Never, _) => false,
-            (ShowExample::Always, _) => true,
-            (ShowExample::Auto, Delivery::Prompted) => {
-                self.config.schema_format != SchemaFormat::Described
-            }
-            (ShowExample::Auto, Delivery::Provider { mode, .. }) => {
-                let capabilities = self.backend.capabilities(&self.config.model);
-                capabilities.schema_target(*mode).dialect
-                    == claij_backends::SchemaDialect::Llguidance
-            }
-        }
-    }
-
     /// Collects the chain's deltas and gets the composed, checked, compiled schema.
     fn prepare_schema(
         &self,
@@ -409,51 +355,6 @@ impl Pipeline {
             }
         }
         Ok(prompts)
-    }
-
-    /// The request for an attempt: the prompts, the schema in the system prompt or as structured output,
-    /// and for a retry the retry prompt in place of the user's input.
-    fn request(
-        &self,
-        prompts: &Prompts,
-        prepared: Option<&Prepared>,
-        delivery: &Delivery,
-        retry: Option<String>,
-    ) -> ChatRequest {
-        let mut system = prompts.system.clone();
-        if let (Some(prepared), Delivery::Prompted) = (prepared, delivery)
-            && !prepared.prompt_section().is_empty()
-        {
-            if !system.is_empty() {
-                system.push_str("\n\n");
-            }
-            system.push_str(prepared.prompt_section());
-        }
-        let mut request = ChatRequest::new(self.config.model.clone());
-        if !system.is_empty() {
-            request.system = Some(system);
-        }
-        request.messages.extend(prompts.history.iter().cloned());
-        request
-            .messages
-            .push(Message::user(retry.unwrap_or_else(|| prompts.user.clone())));
-        if let Delivery::Provider {
-            mode,
-            strict,
-            compiled,
-        } = delivery
-        {
-            request.structured_output = Some(claij_backends::StructuredOutput {
-                name: "response".to_owned(),
-                schema: compiled.schema.clone(),
-                strict: *strict,
-                mode: *mode,
-            });
-        }
-        request.temperature = self.config.temperature;
-        request.max_tokens = self.config.max_tokens;
-        request.seed = self.config.seed;
-        request
     }
 
     /// The validation-retry loop.
@@ -515,46 +416,6 @@ impl Pipeline {
             request = self.request(prompts, prepared, delivery, Some(text));
             self.vary_retry(&mut request, attempts.len() + 1);
             prepare_time = retry_started.elapsed();
-        }
-    }
-
-    /// The retry prompt after `attempt`'s invalid reply: what was wrong, and whether it was cut off.
-    fn retry_text(&self, prompts: &Prompts, attempt: &Attempt) -> String {
-        let raw = attempt.raw.as_deref().unwrap_or_default();
-        let cut_off = attempt.is_truncated();
-        let violations = &attempt.violations;
-        let cut_reason;
-        let bytes = raw.len();
-        let failure = match &attempt.verdict {
-            Verdict::NoJson { .. } if bytes > self.config.max_reply_bytes => Failure::TooLarge {
-                bytes,
-                limit: self.config.max_reply_bytes,
-            },
-            // Cut off before any JSON (a long preamble): say so, so the next reply is shorter.
-            Verdict::NoJson { reason } if cut_off => {
-                cut_reason = format!(
-                    "{reason}; it was cut off at the output token limit: reply with the JSON \
-                         alone, and keep it shorter"
-                );
-                Failure::NoJson(&cut_reason)
-            }
-            Verdict::NoJson { reason } => Failure::NoJson(reason),
-            _ if cut_off => Failure::Truncated(violations),
-            _ => Failure::Invalid(violations),
-        };
-        self.config.retry_prompt.render(&prompts.user, raw, failure)
-    }
-
-    /// Attempt `number` (2 or more) on a backend that decodes greedily by default, with no
-    /// temperature or 0 configured, samples at [`RETRY_TEMPERATURE`] with the configured seed (0 when
-    /// none) plus `number - 1`: consecutive attempts never send the same request, and with a changed
-    /// seed the sampled reply changes too, unless the grammar leaves the model no choice.
-    fn vary_retry(&self, request: &mut ChatRequest, number: usize) {
-        let greedy = request.temperature.is_none_or(|t| t <= 0.0);
-        if greedy && self.backend.capabilities(&self.config.model).greedy_default {
-            let retry = u64::try_from(number.saturating_sub(1)).unwrap_or(u64::MAX);
-            request.temperature = Some(RETRY_TEMPERATURE);
-            request.seed = Some(self.config.seed.unwrap_or(0).wrapping_add(retry));
         }
     }
 

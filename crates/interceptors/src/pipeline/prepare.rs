@@ -121,6 +121,8 @@ impl Prepared {
 ///   the expensive step, and deltas that come back (memory on, off, on) find it again.
 /// - Inside a [`Prepared`]: `dialects`, per [`SchemaDialect`] → the compiled dialect and its losses
 ///   (a dialect compile walks the whole schema), and `example`, built once.
+/// - Outside the pipeline, [`crate::schema_of`] keeps each Rust type's derived schema for the life
+///   of the process, so a typed call finds its base (keyed by address above) again.
 #[derive(Default)]
 pub(super) struct Schemas {
     bases: HashMap<usize, BaseState>,

@@ -1,0 +1,158 @@
+//! The request of each attempt: how the schema is delivered (in the prompt, or to the provider in its
+//! dialect), whether the example reply is shown, the retry prompt, and a retry's sampling on a greedy
+//! backend.
+
+use std::sync::Arc;
+
+use claij_backends::{ChatRequest, Message};
+use claij_validation::retry::Failure;
+use tracing::warn;
+
+use super::{
+    Attempt, Pipeline, Prepared, RETRY_TEMPERATURE, SchemaFormat, ShowExample, StructuredMode,
+    Verdict,
+};
+use crate::prompts::Prompts;
+
+/// How one call delivers the schema: in the prompt, or to the provider in its dialect.
+#[derive(Debug, Clone)]
+pub(super) enum Delivery {
+    Prompted,
+    Provider {
+        mode: claij_backends::OutputMode,
+        strict: bool,
+        compiled: Arc<claij_schema::dialect::Compiled>,
+    },
+}
+
+impl Pipeline {
+    /// Native, tool or prompted, by the configuration and the backend's capabilities for the model.
+    pub(super) fn delivery(&self, prepared: &Prepared) -> Delivery {
+        use claij_backends::OutputMode;
+        let capabilities = self.backend.capabilities(&self.config.model);
+        let mode = match self.config.structured {
+            StructuredMode::Prompted => return Delivery::Prompted,
+            StructuredMode::Native => OutputMode::Native,
+            StructuredMode::Tool => OutputMode::Tool,
+            StructuredMode::Auto if capabilities.native_json_schema => OutputMode::Native,
+            StructuredMode::Auto if capabilities.tools => OutputMode::Tool,
+            StructuredMode::Auto => return Delivery::Prompted,
+        };
+        // Tools are strict, in the strict dialect, only on models that have strict tools.
+        let target = capabilities.schema_target(mode);
+        let dialect = target.dialect;
+        match prepared.dialect(dialect) {
+            Ok(compiled) => Delivery::Provider {
+                mode,
+                strict: target.strict,
+                compiled,
+            },
+            Err(e) => {
+                // A schema the dialect cannot express (a recursive one for Gemini) still works prompted.
+                warn!(?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
+                Delivery::Prompted
+            }
+        }
+    }
+
+    /// Whether this call's system prompt shows an example reply ([`ShowExample`]).
+    pub(super) fn shows_example(&self, delivery: &Delivery) -> bool {
+        match (self.config.example, delivery) {
+            (ShowExample::Never, _) => false,
+            (ShowExample::Always, _) => true,
+            (ShowExample::Auto, Delivery::Prompted) => {
+                self.config.schema_format != SchemaFormat::Described
+            }
+            (ShowExample::Auto, Delivery::Provider { mode, .. }) => {
+                let capabilities = self.backend.capabilities(&self.config.model);
+                capabilities.schema_target(*mode).dialect
+                    == claij_backends::SchemaDialect::Llguidance
+            }
+        }
+    }
+
+    /// The request for an attempt: the prompts, the schema in the system prompt or as structured output,
+    /// and for a retry the retry prompt in place of the user's input.
+    pub(super) fn request(
+        &self,
+        prompts: &Prompts,
+        prepared: Option<&Prepared>,
+        delivery: &Delivery,
+        retry: Option<String>,
+    ) -> ChatRequest {
+        let mut system = prompts.system.clone();
+        if let (Some(prepared), Delivery::Prompted) = (prepared, delivery)
+            && !prepared.prompt_section().is_empty()
+        {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(prepared.prompt_section());
+        }
+        let mut request = ChatRequest::new(self.config.model.clone());
+        if !system.is_empty() {
+            request.system = Some(system);
+        }
+        request.messages.extend(prompts.history.iter().cloned());
+        request
+            .messages
+            .push(Message::user(retry.unwrap_or_else(|| prompts.user.clone())));
+        if let Delivery::Provider {
+            mode,
+            strict,
+            compiled,
+        } = delivery
+        {
+            request.structured_output = Some(claij_backends::StructuredOutput {
+                name: "response".to_owned(),
+                schema: compiled.schema.clone(),
+                strict: *strict,
+                mode: *mode,
+            });
+        }
+        request.temperature = self.config.temperature;
+        request.max_tokens = self.config.max_tokens;
+        request.seed = self.config.seed;
+        request
+    }
+
+    /// The retry prompt after `attempt`'s invalid reply: what was wrong, and whether it was cut off.
+    pub(super) fn retry_text(&self, prompts: &Prompts, attempt: &Attempt) -> String {
+        let raw = attempt.raw.as_deref().unwrap_or_default();
+        let cut_off = attempt.is_truncated();
+        let violations = &attempt.violations;
+        let cut_reason;
+        let bytes = raw.len();
+        let failure = match &attempt.verdict {
+            Verdict::NoJson { .. } if bytes > self.config.max_reply_bytes => Failure::TooLarge {
+                bytes,
+                limit: self.config.max_reply_bytes,
+            },
+            // Cut off before any JSON (a long preamble): say so, so the next reply is shorter.
+            Verdict::NoJson { reason } if cut_off => {
+                cut_reason = format!(
+                    "{reason}; it was cut off at the output token limit: reply with the JSON \
+                         alone, and keep it shorter"
+                );
+                Failure::NoJson(&cut_reason)
+            }
+            Verdict::NoJson { reason } => Failure::NoJson(reason),
+            _ if cut_off => Failure::Truncated(violations),
+            _ => Failure::Invalid(violations),
+        };
+        self.config.retry_prompt.render(&prompts.user, raw, failure)
+    }
+
+    /// Attempt `number` (2 or more) on a backend that decodes greedily by default, with no
+    /// temperature or 0 configured, samples at [`RETRY_TEMPERATURE`] with the configured seed (0 when
+    /// none) plus `number - 1`: consecutive attempts never send the same request, and with a changed
+    /// seed the sampled reply changes too, unless the grammar leaves the model no choice.
+    pub(super) fn vary_retry(&self, request: &mut ChatRequest, number: usize) {
+        let greedy = request.temperature.is_none_or(|t| t <= 0.0);
+        if greedy && self.backend.capabilities(&self.config.model).greedy_default {
+            let retry = u64::try_from(number.saturating_sub(1)).unwrap_or(u64::MAX);
+            request.temperature = Some(RETRY_TEMPERATURE);
+            request.seed = Some(self.config.seed.unwrap_or(0).wrapping_add(retry));
+        }
+    }
+}
