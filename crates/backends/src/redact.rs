@@ -5,8 +5,9 @@
 //! finds; [`redact_url`] keeps only what identifies a server; [`redact_urls_in`] does that to every
 //! URL of a message; [`redact_value`] walks JSON; [`redact_secret`] removes one known secret with its
 //! base64 and URL-encoded copies. All of them take time linear in the text (left-to-right scans,
-//! no backtracking regex) and never panic, whatever the input. With the `testing` feature, `redact::samples` lists
-//! every form the rules remove, for property tests of the places that redact.
+//! no backtracking regex) and never panic, whatever the input. With the `testing` feature,
+//! `redact::samples` lists every form the rules remove, for property tests of the places that
+//! redact.
 //!
 //! ```
 //! use claij_backends::redact::{redact_text, redact_url, MARKER};
@@ -171,7 +172,8 @@ pub fn redact_urls_in(text: &str) -> Cow<'_, str> {
 
 /// Redacts `value` in place: a string member named like a credential (the names [`redact_text`]
 /// knows: `authorization`, `x-api-key`, `api_key`, `access_token`, `password`, ...; any case, `_`
-/// or `-`) becomes [`MARKER`], and every other string is passed through [`redact_text`]. Walks with its own stack, so any depth is fine.
+/// or `-`) becomes [`MARKER`], and every other string is passed through [`redact_text`]. It walks
+/// with a stack of its own, so any depth is fine.
 ///
 /// ```
 /// use claij_backends::redact::redact_value;
