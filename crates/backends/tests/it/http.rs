@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use claij_backends::http::{CancelToken, Cancellable, HttpConfig, RetryPolicy};
 use claij_backends::openai::OpenAi;
@@ -98,8 +98,10 @@ pub fn assert_no_key(error: &Error) {
     assert!(!shown.contains(KEY), "the key leaked: {shown}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn rate_limited_with_retry_after_then_ok() {
+    let (logs, _guard) = plain_logs();
+    let _frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     let limited = ResponseTemplate::new(429)
         .insert_header("retry-after", "1")
@@ -113,34 +115,41 @@ async fn rate_limited_with_retry_after_then_ok() {
         .with_max_attempts(3)
         .with_backoff(Duration::from_millis(10), Duration::from_secs(5))
         .with_max_total(Duration::from_secs(10));
-    let started = Instant::now();
-    let response = backend_with_retry(&server.uri(), retry)
-        .complete(&request())
-        .await
-        .unwrap();
-    let elapsed = started.elapsed();
+    let backend = backend_with_retry(&server.uri(), retry);
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(async move { backend.complete(&request()).await });
+    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    assert_eq!(logs.count("wait_ms=1000"), 1, "Retry-After honoured");
+    tokio::time::advance(Duration::from_millis(999)).await;
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(logs.count("sending request"), 1, "no retry before 1 s");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    let response = call.await.unwrap().unwrap();
     assert_eq!(response.content, r#"{"answer": "4"}"#);
-    assert!(
-        elapsed >= Duration::from_secs(1),
-        "Retry-After honoured: {elapsed:?}"
-    );
-    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    assert_eq!(logs.count("sending request"), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn retry_after_past_the_total_budget_gives_up_at_once() {
+    let (logs, _guard) = plain_logs();
+    let _frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     let limited = ResponseTemplate::new(429).insert_header("retry-after", "10");
     mount(&server, limited, 1).await;
     let retry = RetryPolicy::default()
         .with_backoff(Duration::from_millis(10), Duration::from_secs(30))
         .with_max_total(Duration::from_secs(2));
-    let started = Instant::now();
-    let error = backend_with_retry(&server.uri(), retry)
-        .complete(&request())
-        .await
-        .unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(500));
+    let backend = backend_with_retry(&server.uri(), retry);
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(async move { backend.complete(&request()).await });
+    // Either the call ends, or (the bug) a retry is scheduled; the frozen clock never runs it.
+    until(|| call.is_finished() || logs.count("retrying after a failed attempt") > 0).await;
+    assert_eq!(logs.count("retrying after a failed attempt"), 0);
+    let error = call.await.unwrap().unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO);
     assert_eq!(kind(&error), "RateLimited");
     assert_eq!(error.retry_after(), Some(Duration::from_secs(10)));
 }
@@ -238,8 +247,12 @@ async fn unauthorized_says_where_and_hides_the_key() {
     assert_no_key(&error);
 }
 
-#[tokio::test]
+/// Each attempt reaches the server (which would answer after 3 s); only then does the frozen clock
+/// move, past the request timeout.
+#[tokio::test(start_paused = true)]
 async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
+    let (logs, _guard) = plain_logs();
+    let _frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     mount(&server, ok().set_delay(Duration::from_secs(3)), 2).await;
     let config = fast_config(&server.uri())
@@ -247,23 +260,33 @@ async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
         .with_retry(
             RetryPolicy::default()
                 .with_max_attempts(2)
-                .with_backoff(Duration::from_millis(10), Duration::from_millis(10)),
+                .with_backoff(Duration::from_millis(10), Duration::from_millis(10))
+                .with_jitter(0.0),
         );
-    let started = Instant::now();
-    let error = OpenAi::new(ApiKey::new(KEY))
-        .with_config(config)
-        .complete(&request())
-        .await
-        .unwrap_err();
-    let elapsed = started.elapsed();
+    let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config);
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(async move { backend.complete(&request()).await });
+    received(&server, 1).await;
+    tokio::time::advance(Duration::from_millis(200)).await;
+    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    tokio::time::advance(Duration::from_millis(10)).await;
+    received(&server, 2).await;
+    tokio::time::advance(Duration::from_millis(200)).await;
+    // Either the call ends, or (the bug) a third attempt is scheduled; the frozen clock never runs it.
+    until(|| call.is_finished() || logs.count("retrying after a failed attempt") > 1).await;
+    assert_eq!(logs.count("retrying after a failed attempt"), 1);
+    let error = call.await.unwrap().unwrap_err();
     assert!(
         matches!(error, Error::Timeout { after, .. } if after == Duration::from_millis(200)),
         "{error:?}"
     );
-    assert!(
-        elapsed >= Duration::from_millis(400) && elapsed < Duration::from_millis(1500),
-        "{elapsed:?}"
+    assert_eq!(
+        error.context().requests,
+        2,
+        "max_attempts bounds the retries"
     );
+    // Two timeouts and one backoff between them.
+    assert_eq!(started.elapsed(), Duration::from_millis(410));
 }
 
 /// A server that answers every connection with a 200 head promising more body than it sends, then
@@ -453,30 +476,43 @@ async fn request_ids_reach_the_response() {
     assert_eq!(response.request_id.as_deref(), Some("req_abc"));
 }
 
-#[tokio::test]
-async fn cancel_returns_within_100_ms() {
+/// Yields until `server` has received `n` requests (a frozen clock stays still meanwhile).
+async fn received(server: &MockServer, n: usize) {
+    while server.received_requests().await.map_or(0, |r| r.len()) < n {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The cancel comes once the request is at the server (whose answer would take 5 s), and then the
+/// paused clock is let go: a call still waiting for the answer would let it run to the request
+/// timeout, so the call must end with the clock where it stood.
+#[tokio::test(start_paused = true)]
+async fn cancel_ends_a_call_in_flight() {
+    let frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     mount(&server, ok().set_delay(Duration::from_secs(5)), 1).await;
     let backend = backend(&server.uri());
     let token = CancelToken::new();
-    let canceller = token.clone();
-    let cancelled_at = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let at = Instant::now();
-        canceller.cancel();
-        at
-    });
-    let error = backend.complete_with(&request(), &token).await.unwrap_err();
-    let done = Instant::now();
-    let cancelled_at = cancelled_at.await.unwrap();
+    let request = request();
+    let started = tokio::time::Instant::now();
+    let cancel = async {
+        received(&server, 1).await;
+        token.cancel();
+        drop(frozen);
+    };
+    let (outcome, ()) = tokio::join!(backend.complete_with(&request, &token), cancel);
+    let error = outcome.unwrap_err();
     assert_eq!(kind(&error), "Cancelled");
     assert_eq!(error.context().provider, "openai");
-    let after = done.duration_since(cancelled_at);
-    assert!(after < Duration::from_millis(100), "{after:?} after cancel");
+    assert_eq!(started.elapsed(), Duration::ZERO, "waited after the cancel");
 }
 
-#[tokio::test]
+/// The cancel comes during a 3 s retry wait on the paused clock; once the clock is released, a wait
+/// the cancel did not interrupt would run to its end.
+#[tokio::test(start_paused = true)]
 async fn cancel_interrupts_a_retry_wait() {
+    let (logs, _guard) = plain_logs();
+    let frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     mount(&server, ResponseTemplate::new(503), 1).await;
     let retry = RetryPolicy::default()
@@ -484,18 +520,16 @@ async fn cancel_interrupts_a_retry_wait() {
         .with_jitter(0.0);
     let backend = Cancellable::new(backend_with_retry(&server.uri(), retry), CancelToken::new());
     let token = backend.token().clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        token.cancel();
-    });
-    let started = Instant::now();
-    let error = backend.complete(&request()).await.unwrap_err();
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(async move { backend.complete(&request()).await });
+    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    assert_eq!(logs.count("wait_ms=3000"), 1);
+    token.cancel();
+    drop(frozen);
+    let error = call.await.unwrap().unwrap_err();
     assert_eq!(kind(&error), "Cancelled");
-    assert!(
-        started.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_eq!(started.elapsed(), Duration::ZERO, "the wait ran");
+    assert_eq!(logs.count("sending request"), 1);
 }
 
 #[tokio::test]
@@ -511,39 +545,45 @@ async fn an_already_cancelled_token_sends_nothing() {
     assert_eq!(kind(&error), "Cancelled");
 }
 
-#[tokio::test]
-async fn dropping_the_future_aborts_promptly() {
+/// A call dropped while its request is at the server (whose answer would take 5 s) leaves the
+/// backend usable.
+#[tokio::test(start_paused = true)]
+async fn dropping_a_call_in_flight_leaves_the_backend_usable() {
+    let _frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     mount(&server, ok().set_delay(Duration::from_secs(5)), 1).await;
     let backend = backend(&server.uri());
     let request = request();
-    let started = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_millis(50), backend.complete(&request)).await;
-    assert!(outcome.is_err(), "still running when dropped");
-    assert!(started.elapsed() < Duration::from_millis(150));
+    let mut call = Box::pin(backend.complete(&request));
+    tokio::select! {
+        outcome = &mut call => panic!("ended before it was dropped: {outcome:?}"),
+        () = received(&server, 1) => {}
+    }
+    drop(call);
     // The pool is still usable after an aborted call.
     server.reset().await;
     mount(&server, ok(), 1).await;
     assert!(backend.complete(&request).await.is_ok());
 }
 
-#[tokio::test]
-async fn cancel_stops_a_stream_within_100_ms() {
+/// As `cancel_ends_a_call_in_flight`, for a stream.
+#[tokio::test(start_paused = true)]
+async fn cancel_stops_a_stream_in_flight() {
+    let frozen = FrozenClock::hold();
     let server = MockServer::start().await;
     mount(&server, ok().set_delay(Duration::from_secs(5)), 1).await;
     let backend = backend(&server.uri());
     let token = CancelToken::new();
-    let canceller = token.clone();
-    let cancelled_at = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let at = Instant::now();
-        canceller.cancel();
-        at
-    });
     let request = request();
-    let events: Vec<_> = backend.stream_with(&request, &token).collect().await;
-    let after = cancelled_at.await.unwrap().elapsed();
-    assert!(after < Duration::from_millis(100), "{after:?} after cancel");
+    let started = tokio::time::Instant::now();
+    let cancel = async {
+        received(&server, 1).await;
+        token.cancel();
+        drop(frozen);
+    };
+    let events = backend.stream_with(&request, &token).collect::<Vec<_>>();
+    let (events, ()) = tokio::join!(events, cancel);
+    assert_eq!(started.elapsed(), Duration::ZERO, "waited after the cancel");
     assert_eq!(events.len(), 1);
     assert_eq!(kind(events[0].as_ref().unwrap_err()), "Cancelled");
 }
