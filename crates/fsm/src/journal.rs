@@ -243,15 +243,28 @@ impl Journal {
 ///
 /// # Errors
 ///
-/// [`Error::Journal`] when the file cannot be read, [`Error::CorruptJournal`] naming the line.
+/// [`Error::Journal`] when the file cannot be read, [`Error::CorruptJournal`] naming the line, or
+/// [`Error::JournalLocked`] when it cannot be read as a journal yet because another handle holds it
+/// (a run that has locked it and not yet written its header).
 pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| Error::Journal {
+    let io = |source| Error::Journal {
         path: path.to_owned(),
         source,
-    })?;
-    let scan = scan(path, &bytes)?;
-    Ok((scan.header, scan.entries))
+    };
+    let file = File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    (&file).read_to_end(&mut bytes).map_err(io)?;
+    match scan(path, &bytes) {
+        Ok(scan) => Ok((scan.header, scan.entries)),
+        // Being written by a run that holds the lock: say so rather than what is missing yet.
+        Err(error) => match file.try_lock_shared() {
+            Err(TryLockError::WouldBlock) => Err(Error::JournalLocked {
+                path: path.to_owned(),
+            }),
+            _ => Err(error),
+        },
+    }
 }
 
 /// Takes the journal's exclusive lock, or says another handle holds it.

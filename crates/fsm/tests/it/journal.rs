@@ -260,3 +260,21 @@ fn a_new_run_refuses_a_journal_that_holds_one_unless_told_to_overwrite() {
         .start_journaled(json!({}), &empty, ExistingJournal::Refuse)
         .unwrap();
 }
+
+#[test]
+fn reading_a_journal_a_run_has_locked_but_not_begun_says_it_is_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    // A run holds the lock and has not written its header yet (its first transitions are running).
+    let holder = std::fs::File::create(&path).unwrap();
+    holder.lock().unwrap();
+    let error = journal::read(&path).unwrap_err();
+    assert!(matches!(error, Error::JournalLocked { .. }), "{error}");
+    // Once free, an empty file is what it is: no header.
+    drop(holder);
+    let error = journal::read(&path).unwrap_err();
+    assert!(
+        matches!(error, Error::CorruptJournal { line: 1, .. }),
+        "{error}"
+    );
+}
