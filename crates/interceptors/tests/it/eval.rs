@@ -70,18 +70,16 @@ async fn results_reach_the_next_turn_then_clear() {
     assert!(!system(&requests[2]).contains("Result of the `eval`"));
 }
 
+/// The message names the operation limit, so the wall clock (a minute here, so that a slow machine
+/// cannot reach it first) did not stop it.
 #[tokio::test]
 async fn an_infinite_loop_is_stopped_by_the_operation_limit() {
-    let started = Instant::now();
-    let result = eval_in_pipeline(Eval::new(), "loop {}").await;
+    let mut limits = Limits::default();
+    limits.wall_clock = Duration::from_secs(60);
+    let result = eval_in_pipeline(Eval::with_limits(limits), "loop {}").await;
     assert_eq!(
         result.outcome.unwrap_err().to_string(),
         "limit exceeded: more than 1000000 operations (line 1, position 6)"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
     );
 }
 
@@ -99,8 +97,9 @@ async fn an_infinite_loop_is_stopped_by_the_wall_clock() {
             after: Duration::from_millis(300)
         })
     );
+    // Not before the limit: a lower bound on the clock the deadline is read from, which a loaded
+    // machine can only lengthen. How much later is no business of a test.
     assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
-    assert!(elapsed < Duration::from_millis(1300), "{elapsed:?}");
 }
 
 #[tokio::test]
