@@ -12,6 +12,7 @@ use claij_mcp::{
     CallOutcome, ClientOptions, Error, Failure, Hooks, McpClient, Restart, StdioServer,
 };
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 use crate::servers;
 
@@ -264,7 +265,20 @@ fn long(duration: f64, steps: u32) -> Value {
     json!({"duration": duration, "steps": steps})
 }
 
-/// Asserts `result` is a timeout of the long operation, `took` about `after`.
+/// Long enough that only a hang reaches it: a guard, not a speed claim.
+const HANG: Duration = Duration::from_secs(60);
+
+/// Runs `call` under [`HANG`], returning its result and how long it took.
+async fn guarded<T>(call: impl Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let result = tokio::time::timeout(HANG, call)
+        .await
+        .expect("the call neither ended nor timed out");
+    (result, started.elapsed())
+}
+
+/// Asserts `result` is a timeout of the long operation after `after`, and that it did not come
+/// before (a lower bound on the clock the timeout reads, which a loaded machine can only lengthen).
 #[track_caller]
 fn assert_timeout(result: Result<CallOutcome, Error>, took: Duration, after: Duration) {
     match result {
@@ -280,10 +294,6 @@ fn assert_timeout(result: Result<CallOutcome, Error>, took: Duration, after: Dur
         other => panic!("not a timeout: {other:?}"),
     }
     assert!(took >= after, "returned before its timeout: {took:?}");
-    assert!(
-        took < after + Duration::from_millis(1500),
-        "timed out late: {took:?}"
-    );
 }
 
 #[tokio::test]
@@ -293,21 +303,27 @@ async fn a_long_call_times_out_and_the_client_stays_usable() {
     };
     let mut options = ClientOptions::default();
     options.reset_on_progress = false;
+    let resetting_progress = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&resetting_progress);
+    let counting = ClientOptions::default().with_hooks(Hooks::default().on_progress(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    }));
     let (strict, resetting) = tokio::join!(
         servers::connect_with("everything", servers::everything(&dir), options),
-        servers::connect("everything", servers::everything(&dir)),
+        servers::connect_with("everything", servers::everything(&dir), counting),
     );
     let second = Some(Duration::from_secs(1));
 
-    // Progress every second does not count when it does not reset the timeout.
-    let started = Instant::now();
-    let result = strict
-        .call_with_timeout("trigger-long-running-operation", long(5.0, 5), second)
-        .await;
-    let took = started.elapsed();
+    // Progress every 0.2 s of an operation longer than the guard does not count when it does not
+    // reset the timeout: only the timeout can end this call.
+    let (result, took) = guarded(strict.call_with_timeout(
+        "trigger-long-running-operation",
+        long(600.0, 3000),
+        second,
+    ))
+    .await;
     eprintln!("timeout without progress resets: {took:?}");
     assert_timeout(result, took, Duration::from_secs(1));
-    assert!(took < Duration::from_millis(2500));
     assert_eq!(
         strict
             .call("echo", json!({"message": "still here"}))
@@ -317,15 +333,21 @@ async fn a_long_call_times_out_and_the_client_stays_usable() {
         "Echo: still here"
     );
 
-    // Progress resets it, but only if it comes within the timeout: here every 3 s.
-    let started = Instant::now();
-    let result = resetting
-        .call_with_timeout("trigger-long-running-operation", long(6.0, 2), second)
-        .await;
-    let took = started.elapsed();
+    // Progress resets it, but only if it comes within the timeout: here every 20 s, so the timeout
+    // ends the call before any progress (a timeout that waited for progress would see some).
+    let (result, took) = guarded(resetting.call_with_timeout(
+        "trigger-long-running-operation",
+        long(600.0, 30),
+        second,
+    ))
+    .await;
     eprintln!("timeout with slow progress: {took:?}");
     assert_timeout(result, took, Duration::from_secs(1));
-    assert!(took < Duration::from_millis(2500));
+    assert_eq!(
+        resetting_progress.load(Ordering::SeqCst),
+        0,
+        "progress seen"
+    );
     assert!(resetting.is_alive());
     assert_eq!(
         resetting
@@ -359,39 +381,32 @@ async fn progress_keeps_a_long_call_alive_up_to_the_total_cap() {
         servers::connect_with("everything", servers::everything(&dir), capped),
     );
 
-    // A progress notification every 0.3 s keeps a call with a 1 s timeout going for 2.4 s.
-    let started = Instant::now();
-    let outcome = kept
-        .call("trigger-long-running-operation", long(2.4, 8))
-        .await
-        .unwrap();
-    let took = started.elapsed();
+    // A progress notification every 0.3 s keeps a call with a 1 s timeout going for 2.4 s: it
+    // completes (the server's own words say how long it ran).
+    let (outcome, took) = guarded(kept.call("trigger-long-running-operation", long(2.4, 8))).await;
     eprintln!("kept alive by progress: {took:?}");
     assert_eq!(
-        outcome.text(),
+        outcome.unwrap().text(),
         "Long running operation completed. Duration: 2.4 seconds, Steps: 8."
     );
-    assert!(took >= Duration::from_millis(2400), "{took:?}");
     assert!(
         seen.load(Ordering::SeqCst) >= 7,
         "progress seen: {}",
         seen.load(Ordering::SeqCst)
     );
 
-    // ... but not past the total cap.
-    let started = Instant::now();
-    let result = capped
-        .call("trigger-long-running-operation", long(2.4, 8))
-        .await;
-    let took = started.elapsed();
+    // ... but not past the total cap: progress every 0.3 s of an operation longer than the guard,
+    // so only the cap can end the call.
+    let (result, took) =
+        guarded(capped.call("trigger-long-running-operation", long(600.0, 2000))).await;
     eprintln!("total cap: {took:?}");
     assert!(
         matches!(result, Err(Error::Timeout { after, .. }) if after == Duration::from_millis(1500)),
         "{result:?}"
     );
     assert!(
-        took >= Duration::from_millis(1500) && took < Duration::from_millis(2300),
-        "{took:?}"
+        took >= Duration::from_millis(1500),
+        "before the cap: {took:?}"
     );
     assert_eq!(
         capped
@@ -404,47 +419,41 @@ async fn progress_keeps_a_long_call_alive_up_to_the_total_cap() {
     tokio::join!(kept.close(), capped.close());
 }
 
-/// Starts the long operation on `client`, kills the server 300 ms in, and returns the call's result
-/// and how long after the kill it came.
-async fn kill_mid_call(client: &McpClient) -> (Result<CallOutcome, Error>, Duration) {
+/// Starts an operation longer than [`HANG`] on `client` (made with
+/// [`servers::signalling_progress`]), kills the server once its first progress shows the call under
+/// way, and returns the call's result. A client that missed the death would wait for its own
+/// timeout (30 s by default): the kind of error says which happened.
+async fn kill_mid_call(client: &McpClient, progressed: &Notify) -> Result<CallOutcome, Error> {
     let pid = client.pid().unwrap();
-    let call = client.call("trigger-long-running-operation", long(10.0, 10));
+    let call = client.call("trigger-long-running-operation", long(600.0, 6000));
     let kill = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        progressed.notified().await;
         servers::kill9(pid);
-        Instant::now()
     };
-    let (result, killed) =
-        tokio::time::timeout(Duration::from_secs(5), async { tokio::join!(call, kill) })
-            .await
-            .expect("the call hangs after the server was killed");
-    (result, killed.elapsed())
+    tokio::time::timeout(HANG, async { tokio::join!(call, kill).0 })
+        .await
+        .expect("the call hangs after the server was killed")
 }
 
 #[tokio::test]
-async fn a_server_killed_mid_call_is_dead_within_a_second() {
-    let Some(dir) = servers::require("a_server_killed_mid_call_is_dead_within_a_second") else {
+async fn a_server_killed_mid_call_is_dead_before_any_timeout() {
+    let Some(dir) = servers::require("a_server_killed_mid_call_is_dead_before_any_timeout") else {
         return;
     };
-    let client = servers::connect("everything", servers::everything(&dir)).await;
+    let (options, progressed) = servers::signalling_progress(ClientOptions::default());
+    let client = servers::connect_with("everything", servers::everything(&dir), options).await;
     let pid = client.pid().unwrap();
-    let (result, took) = kill_mid_call(&client).await;
-    eprintln!("stdio kill noticed after {took:?}");
+    let result = kill_mid_call(&client, &progressed).await;
     assert!(
         matches!(&result, Err(Error::Dead { server, .. }) if server == "everything"),
         "{result:?}"
     );
-    assert!(took < Duration::from_secs(1), "{took:?}");
     assert!(!client.is_alive());
     assert!(client.death().is_some());
     let next = client.call("echo", json!({"message": "hello?"})).await;
     assert!(matches!(next, Err(Error::Dead { .. })), "{next:?}");
     assert_eq!(client.restarts(), 0);
-    assert!(
-        servers::wait_gone(pid, Duration::from_secs(1))
-            .await
-            .is_ok()
-    );
+    assert!(servers::wait_gone(pid).await.is_ok());
     client.close().await;
 }
 
@@ -455,11 +464,11 @@ async fn a_killed_server_is_restarted_when_the_policy_allows() {
     };
     let options =
         ClientOptions::default().with_restart(Restart::up_to(1, Duration::from_millis(100)));
+    let (options, progressed) = servers::signalling_progress(options);
     let client = servers::connect_with("everything", servers::everything(&dir), options).await;
     let first = client.pid().unwrap();
-    let (result, took) = kill_mid_call(&client).await;
+    let result = kill_mid_call(&client, &progressed).await;
     assert!(matches!(result, Err(Error::Dead { .. })), "{result:?}");
-    assert!(took < Duration::from_secs(1), "{took:?}");
     assert!(!client.is_alive(), "dead until the next request");
 
     let started = Instant::now();
@@ -473,15 +482,11 @@ async fn a_killed_server_is_restarted_when_the_policy_allows() {
     assert!(client.is_alive());
     let second = client.pid().unwrap();
     assert_ne!(first, second);
-    assert!(
-        servers::wait_gone(first, Duration::from_secs(1))
-            .await
-            .is_ok()
-    );
+    assert!(servers::wait_gone(first).await.is_ok());
 
     // The policy allowed one restart: the next death is final.
     servers::kill9(second);
-    let next = tokio::time::timeout(Duration::from_secs(5), async {
+    let next = tokio::time::timeout(HANG, async {
         loop {
             match client.call("echo", json!({"message": "again"})).await {
                 Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -494,11 +499,7 @@ async fn a_killed_server_is_restarted_when_the_policy_allows() {
     assert!(matches!(next, Error::Dead { .. }), "{next:?}");
     assert_eq!(client.restarts(), 1);
     client.close().await;
-    assert!(
-        servers::wait_gone(second, Duration::from_secs(1))
-            .await
-            .is_ok()
-    );
+    assert!(servers::wait_gone(second).await.is_ok());
 }
 
 const GROWING_STUB: &str = r#"
@@ -539,7 +540,7 @@ async fn a_list_changed_notification_refreshes_the_cached_tools() {
     assert!(!client.tools_stale());
     assert_eq!(client.call("grow", json!({})).await.unwrap().text(), "grew");
     // The notification arrives on its own; the cached list is marked stale, not refetched yet.
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + HANG;
     while !client.tools_stale() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -48,10 +48,11 @@ impl HttpEverything {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // Polls the port (the server says nothing when it listens); the limit only catches a hang.
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
-                started.elapsed() < Duration::from_secs(15),
+                started.elapsed() < Duration::from_secs(60),
                 "server-everything did not listen on {port}"
             );
             std::thread::sleep(Duration::from_millis(25));
@@ -128,18 +129,18 @@ async fn an_http_server_killed_mid_call_is_an_error_not_a_hang() {
         return;
     };
     let mut server = HttpEverything::start(&dir);
-    let restarting =
-        ClientOptions::default().with_restart(Restart::up_to(1, Duration::from_millis(100)));
+    let (plain, once_progressed) = servers::signalling_progress(ClientOptions::default());
+    let (restarting, again_progressed) = servers::signalling_progress(
+        ClientOptions::default().with_restart(Restart::up_to(1, Duration::from_millis(100))),
+    );
     let (once, again) = tokio::join!(
-        McpClient::connect(
-            "web",
-            HttpServer::new(&server.url),
-            ClientOptions::default()
-        ),
+        McpClient::connect("web", HttpServer::new(&server.url), plain),
         McpClient::connect("web", HttpServer::new(&server.url), restarting),
     );
     let (once, again) = (once.unwrap(), again.unwrap());
-    let long = json!({"duration": 10, "steps": 10});
+    // Longer than the guard below, with progress every 0.1 s: the kill comes once both calls are
+    // under way, and a client that missed it would wait for its own 30 s timeout (a `Timeout`).
+    let long = json!({"duration": 600, "steps": 6000});
     let calls = async {
         tokio::join!(
             once.call("trigger-long-running-operation", long.clone()),
@@ -147,37 +148,30 @@ async fn an_http_server_killed_mid_call_is_an_error_not_a_hang() {
         )
     };
     let kill = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::join!(once_progressed.notified(), again_progressed.notified());
         server.kill();
-        Instant::now()
     };
-    let ((first, second), killed) =
-        tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(calls, kill) })
+    let ((first, second), ()) =
+        tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(calls, kill) })
             .await
             .expect("a call hangs after the server was killed");
-    let took = killed.elapsed();
-    eprintln!("http kill noticed after {took:?}: {first:?}");
     for result in [&first, &second] {
         assert!(
             matches!(result, Err(Error::Dead { server, .. }) if server == "web"),
             "{result:?}"
         );
     }
-    assert!(took < Duration::from_millis(1500), "{took:?}");
     assert!(!once.is_alive() && !again.is_alive());
     assert!(once.death().is_some());
 
-    // Later calls fail fast.
-    let started = Instant::now();
+    // Later calls fail at once: `Dead`, not a connection attempt ending in a timeout.
     let next = tokio::time::timeout(
-        Duration::from_secs(10),
+        Duration::from_secs(20),
         once.call("echo", json!({"message": "hello?"})),
     )
     .await
     .expect("a call to a gone server hangs");
-    eprintln!("next call failed after {:?}", started.elapsed());
     assert!(matches!(next, Err(Error::Dead { .. })), "{next:?}");
-    assert!(started.elapsed() < Duration::from_millis(1500));
 
     // With a restart policy, the client connects again once the server is back.
     let _back = HttpEverything::start_on(&dir, server.port);
@@ -271,7 +265,6 @@ async fn an_unreachable_url_is_an_error_without_its_secrets() {
     let url = format!("http://ada:hunter2@127.0.0.1:{port}/mcp?token=s3cr3t");
     let mut options = ClientOptions::default();
     options.connect_timeout = Duration::from_secs(5);
-    let started = Instant::now();
     let err = McpClient::connect("remote", HttpServer::new(url), options)
         .await
         .unwrap_err();
@@ -280,11 +273,6 @@ async fn an_unreachable_url_is_an_error_without_its_secrets() {
     assert!(
         !shown.contains("s3cr3t") && !shown.contains("hunter2"),
         "{shown}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(6),
-        "{:?}",
-        started.elapsed()
     );
 }
 

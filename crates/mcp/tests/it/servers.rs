@@ -6,8 +6,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
-use claij_mcp::{ClientOptions, McpClient, StdioServer};
+use claij_mcp::{ClientOptions, Hooks, McpClient, StdioServer};
+use tokio::sync::Notify;
+
+/// How long [`wait_gone`] waits: only a process left behind reaches it (a hang guard, not a speed).
+pub const GONE_GUARD: Duration = Duration::from_secs(30);
+
+/// `options` with a progress hook that wakes the returned `Notify` (a permit is kept, so a wait that
+/// starts after the notification still returns): a test waits on it to know a call is under way at
+/// the server, instead of sleeping and hoping.
+pub fn signalling_progress(options: ClientOptions) -> (ClientOptions, Arc<Notify>) {
+    let progressed = Arc::new(Notify::new());
+    let signal = Arc::clone(&progressed);
+    let options = options.with_hooks(Hooks::default().on_progress(move |_| signal.notify_one()));
+    (options, progressed)
+}
 
 /// The install directory, if the servers are there.
 pub fn dir() -> Option<PathBuf> {
@@ -17,7 +33,7 @@ pub fn dir() -> Option<PathBuf> {
 
 /// Whether missing servers fail the test (under CI) rather than skip it.
 fn required() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+    claij_backends::testing::is_ci(|name| std::env::var_os(name))
 }
 
 /// The install directory, or `None` after printing why the test is skipped.
@@ -256,12 +272,9 @@ pub fn exists(pid: u32) -> bool {
     proc(pid).is_some_and(|p| left_behind(&p))
 }
 
-/// Waits up to `limit` until process `pid` and its whole process group are gone; returns how long
-/// that took, or the processes still there.
-pub async fn wait_gone(
-    pid: u32,
-    limit: std::time::Duration,
-) -> Result<std::time::Duration, Vec<Proc>> {
+/// Waits until process `pid` and its whole process group are gone (polling the process table, which
+/// has no event to wait on); the processes still there after [`GONE_GUARD`] are the error.
+pub async fn wait_gone(pid: u32) -> Result<(), Vec<Proc>> {
     let started = std::time::Instant::now();
     loop {
         let mut left = group_members(pid);
@@ -271,9 +284,9 @@ pub async fn wait_gone(
             left.push(p);
         }
         if left.is_empty() {
-            return Ok(started.elapsed());
+            return Ok(());
         }
-        if started.elapsed() > limit {
+        if started.elapsed() > GONE_GUARD {
             return Err(left);
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
