@@ -4,14 +4,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, ToolOrigin, ToolResult};
-use claij_mcp::{EXTENSION, InterceptorConfig, McpInterceptor, Project, Services};
+use claij_mcp::{
+    ClientOptions, EXTENSION, Hooks, InterceptorConfig, McpInterceptor, Project, Services,
+};
 use claij_validation::Validator;
 use serde_json::{Value, json};
 
@@ -345,22 +348,43 @@ async fn timeouts_and_dead_servers_are_error_results() {
     services.close().await;
 }
 
-/// With a concurrency of 2, four calls that each take 400 ms need two rounds: at least 800 ms (run
-/// all at once, they would take about 400 ms).
+/// With a concurrency of 2, four long operations run two at a time. Each is told apart by its number
+/// of steps (the `total` of its progress notifications) and counts as running from its first
+/// progress to its last, which the server sends before the result that frees a slot: the most seen
+/// running at once would be four if all ran together (their windows overlap for most of a second).
 #[tokio::test]
 async fn at_most_concurrency_calls_run_at_once() {
     let Some(dir) = servers::require("interceptor at_most_concurrency") else {
         return;
     };
-    let services = services(&dir).await;
+    let running = Arc::new(Mutex::new((BTreeSet::new(), 0)));
+    let seen = Arc::clone(&running);
+    let options = ClientOptions::default().with_hooks(Hooks::default().on_progress(move |p| {
+        let Some(total) = p.total else {
+            return;
+        };
+        let mut guard = seen.lock().unwrap();
+        let (now, most) = &mut *guard;
+        let call = total.to_string();
+        if p.progress < total {
+            now.insert(call);
+        } else {
+            now.remove(&call);
+        }
+        *most = now.len().max(*most);
+    }));
+    let everything = servers::connect_with("everything", servers::everything(&dir), options).await;
+    let services = Services::from_clients([everything]);
     let mut config = InterceptorConfig::default();
     config.concurrency = 2;
     let mcp = McpInterceptor::new(services.clone()).with_config(config);
-    let call = json!({"service": "everything", "tool": "trigger-long-running-operation",
-                      "args": {"duration": 0.4, "steps": 1}});
-    let started = std::time::Instant::now();
-    let results = mcp.run(&json!([call, call, call, call])).await;
-    let elapsed = started.elapsed();
+    let calls = (10..14)
+        .map(|steps| {
+            json!({"service": "everything", "tool": "trigger-long-running-operation",
+                   "args": {"duration": 1, "steps": steps}})
+        })
+        .collect();
+    let results = mcp.run(&Value::Array(calls)).await;
     assert_eq!(results.len(), 4);
     assert!(
         results
@@ -368,6 +392,9 @@ async fn at_most_concurrency_calls_run_at_once() {
             .all(|r| r.output.as_ref().is_ok_and(|o| o["isError"] == false)),
         "{results:?}"
     );
-    assert!(elapsed >= Duration::from_millis(800), "{elapsed:?}");
+    let (now, most) = running.lock().unwrap().clone();
+    assert!(now.is_empty(), "calls without their last progress: {now:?}");
+    assert!(most <= 2, "{most} calls ran at once");
+    assert!(most >= 1, "no progress seen");
     services.close().await;
 }
