@@ -103,7 +103,7 @@ pub fn run(args: &Args) -> Result<Status> {
                 continue;
             }
             "/reset" => {
-                conversation.ctx.memory = claij_interceptors::Memory::default();
+                conversation.ctx.memory = claij_interceptors::MemoryState::default();
                 conversation.ctx.turn = 0;
                 writeln!(err, "(memory cleared)")?;
                 continue;

@@ -25,7 +25,7 @@ use serde_json::Value;
 #[derive(Default)]
 pub struct Context {
     /// What the memory interceptor remembers.
-    pub memory: Memory,
+    pub memory: MemoryState,
     /// Results of tool calls from the previous turn, for the next prompt; each interceptor that runs
     /// tools replaces the results of its own [`ToolOrigin`] and leaves the others.
     pub tool_results: Vec<ToolResult>,
@@ -36,7 +36,7 @@ pub struct Context {
 
 /// What is remembered across turns.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Memory {
+pub struct MemoryState {
     /// Summaries, oldest first (each strategy decides how many are kept).
     pub summaries: Vec<String>,
     /// Longer-lived insights (the hierarchical strategy refreshes them).
@@ -44,7 +44,7 @@ pub struct Memory {
     pub insights: Option<String>,
 }
 
-impl Memory {
+impl MemoryState {
     /// Whether nothing is remembered.
     pub fn is_empty(&self) -> bool {
         self.summaries.is_empty() && self.insights.is_none()

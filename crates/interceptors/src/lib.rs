@@ -53,7 +53,7 @@ pub mod several;
 mod typed;
 
 pub use chain::{Chain, Link};
-pub use context::{Context, Memory, ToolOrigin, ToolResult};
+pub use context::{Context, MemoryState, ToolOrigin, ToolResult};
 pub use error::{Error, ErrorChain, Exhausted};
 pub use failure_log::{FailureLog, redact};
 pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};

@@ -14,7 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_interceptors::{Context, Memory};
+use claij_interceptors::{Context, MemoryState};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -24,7 +24,7 @@ pub struct Session {
     /// Completed turns.
     pub turn: u64,
     /// What the memory interceptor remembers.
-    pub memory: Memory,
+    pub memory: MemoryState,
     /// The file as read, for the keys this version does not know.
     file: Map<String, Value>,
 }
@@ -35,7 +35,7 @@ struct Known {
     #[serde(default)]
     turn: u64,
     #[serde(default)]
-    memory: Memory,
+    memory: MemoryState,
 }
 
 /// The exclusive lock on a memory file's sidecar `FILE.lock`, held until dropped.
@@ -105,7 +105,7 @@ impl Session {
     }
 
     /// The file's JSON: the keys it was read with, `turn` and `memory` replaced (inside `memory`,
-    /// the keys [`Memory`] does not have are kept too).
+    /// the keys [`MemoryState`] does not have are kept too).
     pub fn to_value(&self) -> Result<Value> {
         let mut file = self.file.clone();
         let mut memory = match file.remove("memory") {
@@ -200,9 +200,9 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The keys [`Memory`] writes when every field is set.
+/// The keys [`MemoryState`] writes when every field is set.
 fn memory_keys() -> Result<Vec<String>> {
-    let full = Memory {
+    let full = MemoryState {
         summaries: Vec::new(),
         insights: Some(String::new()),
     };

@@ -52,8 +52,8 @@
 //! there are any:
 //!
 //! ```
-//! # use claij_interceptors::{Memory as Remembered, builtin::memory::recall};
-//! let memory = Remembered {
+//! # use claij_interceptors::{MemoryState, builtin::memory::recall};
+//! let memory = MemoryState {
 //!     summaries: vec!["The user's favourite colour is blue.".into(), "The user asked about the weather.".into()],
 //!     insights: Some("The user likes short answers.".into()),
 //! };
@@ -115,19 +115,19 @@ pub const INSIGHTS_EXTENSION: &str = "long-term-insights-v1";
 /// The memory interceptor: asks for a `summary`, stores it through its strategy, recalls it in the
 /// system prompt. Its name is `memory`.
 ///
-/// What it remembers lives in the context's [`crate::Memory`] (`ctx.memory`), which this type is not.
+/// What it remembers lives in the context's [`crate::MemoryState`] (`ctx.memory`), which this type is not.
 #[derive(Debug)]
 pub struct Memory {
     strategy: Box<dyn MemoryStrategy>,
 }
 
-/// Decides what is remembered: how a turn's summary (and insights) join [`context::Memory`], and what
+/// Decides what is remembered: how a turn's summary (and insights) join [`context::MemoryState`], and what
 /// is dropped to stay within bounds.
 ///
 /// Implement it for another retention policy; the interceptor handles the schema and the prompt.
 pub trait MemoryStrategy: Send + Sync + fmt::Debug {
     /// Adds one turn's notes to `memory`, dropping whatever the strategy no longer keeps.
-    fn store(&self, memory: &mut context::Memory, turn: &Turn<'_>);
+    fn store(&self, memory: &mut context::MemoryState, turn: &Turn<'_>);
 
     /// Whether the reply of `turn` (0 for the first) must carry `long_term_insights`.
     fn asks_insights(&self, turn: u64) -> bool {
@@ -170,7 +170,7 @@ pub struct Window {
 /// the turns since the last rewrite.
 ///
 /// Turns `every - 1`, `2 * every - 1`, … (counting from 0) are refresh turns: their schema requires
-/// `long_term_insights`, and their reply replaces [`context::Memory::insights`] and clears the older
+/// `long_term_insights`, and their reply replaces [`context::MemoryState::insights`] and clears the older
 /// summaries (the insights now cover them); that turn's own summary is kept. Between refreshes at most
 /// `every` summaries are kept, the oldest dropped first (this matters only when a refresh reply had
 /// empty insights).
@@ -279,7 +279,7 @@ pub fn insights_delta() -> Value {
 }
 
 /// The system-prompt section recalling `memory`, or `None` when nothing is remembered.
-pub fn recall(memory: &context::Memory) -> Option<String> {
+pub fn recall(memory: &context::MemoryState) -> Option<String> {
     let insights = memory
         .insights
         .as_deref()
@@ -324,7 +324,7 @@ impl Default for Bounded {
 }
 
 impl MemoryStrategy for Bounded {
-    fn store(&self, memory: &mut context::Memory, turn: &Turn<'_>) {
+    fn store(&self, memory: &mut context::MemoryState, turn: &Turn<'_>) {
         let kept = truncate_chars(turn.summary, self.max_chars);
         if !kept.is_empty() {
             memory.summaries.push(kept);
@@ -349,7 +349,7 @@ impl Window {
 }
 
 impl MemoryStrategy for Window {
-    fn store(&self, memory: &mut context::Memory, turn: &Turn<'_>) {
+    fn store(&self, memory: &mut context::MemoryState, turn: &Turn<'_>) {
         memory.summaries.push(turn.summary.to_owned());
         keep_last(&mut memory.summaries, self.size);
     }
@@ -370,7 +370,7 @@ impl Hierarchical {
 }
 
 impl MemoryStrategy for Hierarchical {
-    fn store(&self, memory: &mut context::Memory, turn: &Turn<'_>) {
+    fn store(&self, memory: &mut context::MemoryState, turn: &Turn<'_>) {
         if let Some(insights) = turn.insights.filter(|_| self.is_refresh(turn.number)) {
             memory.insights = Some(insights.to_owned());
             memory.summaries.clear();

@@ -5,7 +5,7 @@ use super::*;
 /// Stores `summaries` (one per turn, from turn 0) through `strategy` and checks what is kept.
 #[track_caller]
 fn check(strategy: &dyn MemoryStrategy, summaries: &[&str], expected: &[&str]) {
-    let mut memory = context::Memory::default();
+    let mut memory = context::MemoryState::default();
     for (number, summary) in (0..).zip(summaries) {
         strategy.store(
             &mut memory,
@@ -71,7 +71,7 @@ fn hierarchical_refresh_turns() {
 #[test]
 fn hierarchical_insights_replace_older_summaries_on_refresh_turns() {
     let strategy = Hierarchical::new(2);
-    let mut memory = context::Memory::default();
+    let mut memory = context::MemoryState::default();
     let turns = [
         (0, "s0", None),
         (1, "s1", Some("i1")),
@@ -111,8 +111,8 @@ fn hierarchical_bounds_summaries_when_a_refresh_has_no_insights() {
 
 #[test]
 fn recall_is_nothing_when_memory_is_empty() {
-    assert_eq!(recall(&context::Memory::default()), None);
-    let blank = context::Memory {
+    assert_eq!(recall(&context::MemoryState::default()), None);
+    let blank = context::MemoryState {
         summaries: Vec::new(),
         insights: Some("  ".into()),
     };
@@ -121,7 +121,7 @@ fn recall_is_nothing_when_memory_is_empty() {
 
 #[test]
 fn recall_without_insights_lists_summaries() {
-    let memory = context::Memory {
+    let memory = context::MemoryState {
         summaries: vec!["one".into(), "two".into()],
         insights: None,
     };
