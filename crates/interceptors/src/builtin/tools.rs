@@ -22,7 +22,7 @@
 //! # Schema delta
 //!
 //! Extension `tools-v1` ([`EXTENSION`], [`Tools::schema_delta`]), nothing while no tool is registered:
-//! an optional `tools` array of at most [`Config::max_calls`] calls, whose items are a `oneOf` with one
+//! an optional `tools` array of at most [`ToolsConfig::max_calls`] calls, whose items are a `oneOf` with one
 //! branch per tool, discriminated by a `name` constant (so a violation names the tool the model chose):
 //!
 //! ```
@@ -81,7 +81,7 @@
 //! ```
 //!
 //! and, when the previous turn made calls, their results ([`results_section`]): arguments and outputs
-//! as JSON, errors as text, cut to share [`Config::result_budget`] characters:
+//! as JSON, errors as text, cut to share [`ToolsConfig::result_budget`] characters:
 //!
 //! ```text
 //! Results of the tool calls of your previous reply, in call order:
@@ -94,8 +94,8 @@
 //! # Running calls
 //!
 //! Each call's arguments are validated against its tool's schema (a bad call, an unknown tool or a call
-//! past [`Config::max_calls`] becomes an error result, not an error of the pipeline); the rest run at most
-//! [`Config::concurrency`] at a time, each under [`Config::timeout`]. A tool's error, a timeout and a
+//! past [`ToolsConfig::max_calls`] becomes an error result, not an error of the pipeline); the rest run at most
+//! [`ToolsConfig::concurrency`] at a time, each under [`ToolsConfig::timeout`]. A tool's error, a timeout and a
 //! panic all become error results. Results keep the order of the calls and replace the previous turn's in
 //! [`Context::tool_results`]. This interceptor owns the entries of origin [`ToolOrigin::Rust`]: results
 //! of any other origin (the MCP interceptor's, whatever their names) are left alone and not shown, so
@@ -137,13 +137,13 @@ pub const EXTENSION: &str = "tools-v1";
 #[derive(Clone, Default)]
 pub struct Tools {
     tools: Vec<Tool>,
-    config: Config,
+    config: ToolsConfig,
 }
 
 /// How tool calls run and how their results are shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Config {
+pub struct ToolsConfig {
     /// Longest a call may run before it is dropped and reported as timed out (default 30 s).
     pub timeout: Duration,
     /// Calls running at once (default 4; 0 counts as 1).
@@ -154,7 +154,7 @@ pub struct Config {
     pub result_budget: usize,
 }
 
-impl Default for Config {
+impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(30),
@@ -204,13 +204,13 @@ struct Tool {
 type Handler = dyn Fn(Value) -> BoxFuture<'static, Result<Value, BoxError>> + Send + Sync;
 
 impl Tools {
-    /// No tools yet, default [`Config`].
+    /// No tools yet, default [`ToolsConfig`].
     pub fn new() -> Self {
         Self::default()
     }
 
     /// No tools yet, the given configuration.
-    pub fn with_config(config: Config) -> Self {
+    pub fn with_config(config: ToolsConfig) -> Self {
         Self {
             tools: Vec::new(),
             config,
@@ -279,7 +279,7 @@ impl Tools {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &ToolsConfig {
         &self.config
     }
 

@@ -138,7 +138,7 @@ async fn tool_results_reach_the_next_turn() {
 
 #[tokio::test(start_paused = true)]
 async fn slow_calls_time_out_and_others_complete() {
-    let mut config = tools::Config::default();
+    let mut config = tools::ToolsConfig::default();
     config.timeout = Duration::from_secs(2);
     let tools = Tools::with_config(config)
         .register(
@@ -169,7 +169,7 @@ async fn slow_calls_time_out_and_others_complete() {
 
 #[tokio::test(start_paused = true)]
 async fn at_most_concurrency_calls_run_at_once_results_in_call_order() {
-    let mut config = tools::Config::default();
+    let mut config = tools::ToolsConfig::default();
     config.concurrency = 3;
     config.max_calls = 10;
     let in_flight = Arc::new(AtomicUsize::new(0));
