@@ -191,7 +191,7 @@ impl<'a> Conversation<'a> {
             }
             None => (Session::default(), None),
         };
-        let settings = crate::config::Config::load()?;
+        let settings = crate::config::Settings::load()?;
         let opened = llm::open(
             options.model.llm.as_deref(),
             options.model.model_path.as_deref(),
@@ -422,7 +422,7 @@ fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
 }
 
 /// The configuration's MCP servers, started, seen through `--project`.
-async fn mcp_services(options: &Options, settings: &crate::config::Config) -> Result<Services> {
+async fn mcp_services(options: &Options, settings: &crate::config::Settings) -> Result<Services> {
     let Some(mcp) = &settings.mcp else {
         anyhow::bail!(
             "--interceptors mcp needs MCP servers: add `[mcpServers.NAME]` tables to the configuration ({})",

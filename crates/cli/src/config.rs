@@ -74,7 +74,7 @@ pub const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
 
 /// The effective configuration: the file's settings over the built-in ones.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct Settings {
     /// The file read; `None` when no file exists (the defaults apply).
     pub path: Option<PathBuf>,
     /// One entry per provider, in [`Provider::ALL`] order.
@@ -170,7 +170,7 @@ pub struct Resolved {
     pub name: String,
 }
 
-impl Default for Config {
+impl Default for Settings {
     fn default() -> Self {
         let providers = Provider::ALL
             .into_iter()
@@ -201,7 +201,7 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl Settings {
     /// The configuration of this process: the file [`locate`] finds, or the defaults.
     ///
     /// # Errors

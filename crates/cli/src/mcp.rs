@@ -367,7 +367,7 @@ async fn connect(
     let mut hooks = Hooks::default();
     if let Some(llm) = &common.sampling_llm {
         let opened =
-            crate::ask::llm::open(Some(llm.as_str()), None, &crate::config::Config::load()?)?;
+            crate::ask::llm::open(Some(llm.as_str()), None, &crate::config::Settings::load()?)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     let options = ClientOptions::default().with_hooks(config.hooks(hooks));

@@ -235,7 +235,7 @@ fn run_suites(args: &Args) -> Result<Status> {
         // Still before any thread exists: nothing has run but the argument parser.
         crate::set_compute_threads(threads);
     }
-    let settings = crate::config::Config::load()?;
+    let settings = crate::config::Settings::load()?;
     let opened = crate::ask::llm::open(
         args.model.llm.as_deref(),
         args.model.model_path.as_deref(),

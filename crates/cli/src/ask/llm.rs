@@ -14,7 +14,9 @@ use claij_backends::{
     Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, HttpConfig, OpenAi, OpenRouter,
 };
 
-use crate::config::{CompatibleSettings, Config, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved};
+use crate::config::{
+    CompatibleSettings, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved, Settings,
+};
 
 /// A `--llm` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +146,7 @@ pub fn parse(text: &str) -> Result<Llm, String> {
 pub fn open<S: AsRef<str> + ?Sized>(
     llm: Option<&S>,
     model_path: Option<&Path>,
-    config: &Config,
+    config: &Settings,
 ) -> Result<Opened> {
     let resolved = match llm {
         Some(text) => Some(resolve(config, text.as_ref())?),
@@ -153,14 +155,14 @@ pub fn open<S: AsRef<str> + ?Sized>(
     open_resolved(resolved, model_path, config)
 }
 
-fn resolve(config: &Config, text: &str) -> Result<Resolved> {
+fn resolve(config: &Settings, text: &str) -> Result<Resolved> {
     config.resolve(text).map_err(anyhow::Error::msg)
 }
 
 fn open_resolved(
     resolved: Option<Resolved>,
     model_path: Option<&Path>,
-    config: &Config,
+    config: &Settings,
 ) -> Result<Opened> {
     let (resolved, why) = match (resolved, model_path) {
         (Some(resolved), _) => (resolved, None),

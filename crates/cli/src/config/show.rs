@@ -11,7 +11,7 @@ use claij_interceptors::StructuredMode;
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
-use super::{Config, DEFAULT_REMOTE_ALIAS, Origin};
+use super::{DEFAULT_REMOTE_ALIAS, Origin, Settings};
 use crate::Status;
 use crate::ask::llm::Provider;
 
@@ -29,7 +29,7 @@ pub enum Command {
 /// Runs a `config` command.
 pub fn run(command: &Command) -> Result<Status> {
     let Command::Show { json } = command;
-    let config = Config::load()?;
+    let config = Settings::load()?;
     let is_set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
     let mut out = std::io::stdout().lock();
     if *json {
@@ -43,7 +43,7 @@ pub fn run(command: &Command) -> Result<Status> {
 }
 
 /// The configuration as JSON; `is_set` says whether a variable is set (its value is never read).
-pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
+pub fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
     let mut providers: Map<String, Value> = config
         .providers()
         .iter()
@@ -98,7 +98,7 @@ pub fn to_json(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Value {
 }
 
 /// The configuration for people, a line per setting.
-pub fn to_lines(config: &Config, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
+pub fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut lines = vec![match &config.path {
         Some(path) => format!("file: {}", path.display()),
         None => "file: (defaults)".to_owned(),

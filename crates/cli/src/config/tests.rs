@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 use claij_interceptors::StructuredMode;
 
 use super::show;
-use super::{Config, Origin, locate};
+use super::{Origin, Settings, locate};
 use crate::ask::llm::{Llm, Provider};
 
 const PATH: &str = "/etc/claij.toml";
 
-fn parse(text: &str) -> Config {
-    Config::parse(text, Path::new(PATH)).unwrap()
+fn parse(text: &str) -> Settings {
+    Settings::parse(text, Path::new(PATH)).unwrap()
 }
 
 #[track_caller]
 fn check_error(text: &str, expected: &str) {
-    let err = format!("{:#}", Config::parse(text, Path::new(PATH)).unwrap_err());
+    let err = format!("{:#}", Settings::parse(text, Path::new(PATH)).unwrap_err());
     assert_eq!(err, expected, "{text}");
 }
 
@@ -69,7 +69,7 @@ fn where_the_file_is() {
 
 #[test]
 fn defaults_without_a_file() {
-    let config = Config::default();
+    let config = Settings::default();
     assert_eq!(config.path, None);
     assert_eq!(
         config.resolve("gemini-flash").unwrap().llm,
@@ -97,7 +97,7 @@ fn defaults_without_a_file() {
 
 #[test]
 fn resolve_values() {
-    let config = Config::default();
+    let config = Settings::default();
     let resolved = config.resolve("openai:gpt-5").unwrap();
     assert_eq!(resolved.llm, remote(Provider::OpenAi, "gpt-5"));
     assert_eq!(resolved.name, "openai:gpt-5");
@@ -482,7 +482,7 @@ proptest::proptest! {
             }
         }
         let text = format!("[providers.openrouter]\nbase_url = {}\n", toml_string(&any_url));
-        if let Ok(config) = Config::parse(&text, Path::new(PATH)) {
+        if let Ok(config) = Settings::parse(&text, Path::new(PATH)) {
             let _ = show::to_lines(&config, &is_set);
             let _ = show::to_json(&config, &is_set);
         }

@@ -109,7 +109,7 @@ fn runner(fsm: Fsm, options: &Options) -> Result<Runner> {
             let _ = print_transition(entry);
         });
     if needs_model {
-        let settings = crate::config::Config::load()?;
+        let settings = crate::config::Settings::load()?;
         let opened = llm::open(
             options.model.llm.as_deref(),
             options.model.model_path.as_deref(),
