@@ -1,7 +1,7 @@
 //! Meta-debugging: when one model keeps failing validation, another model works out why and suggests
 //! a fix, a prompt fix is applied, and the failing model is tried again with it.
 //!
-//! The input is a [`Failure`]: `{model, system, request, response, violations, attempts}`. The states:
+//! The input is a [`Symptom`]: `{model, system, request, response, violations, attempts}`. The states:
 //!
 //! - `detect` (service): a repeated failure has at least `config.min_failures` failed attempts (2
 //!   unless set) and violations to show; anything else ends in `undiagnosed`.
@@ -11,7 +11,7 @@
 //! - `analyze-N` (llm): why the model fails, `{analysis}`.
 //! - `suggest-N` (llm): one fix, `{fix_kind: "prompt"|"schema"|"model", suggestion}`.
 //! - `apply` (service): a prompt fix appends the suggestion to the failing model's system prompt and
-//!   goes on to `verify` with the [`Fix`]; a schema or model fix is recorded and ends in `unfixed`
+//!   goes on to `verify` with the [`Remedy`]; a schema or model fix is recorded and ends in `unfixed`
 //!   with `applied: false`, for a person or the caller to act on.
 //! - `verify` (service): the caller's closure asks the failing model again with the fix and says
 //!   whether its reply is now valid: `fixed` or `unfixed`.
@@ -26,7 +26,7 @@
 //! use std::sync::Arc;
 //!
 //! use claij_backends::testing::Scripted;
-//! use claij_fsm::builtin::meta_debug::{self, Fix};
+//! use claij_fsm::builtin::meta_debug::{self, Remedy};
 //! use claij_fsm::{Interrupt, Outcome};
 //! use claij_interceptors::Config;
 //! use serde_json::json;
@@ -36,7 +36,7 @@
 //!     r#"{"fix_kind": "prompt", "suggestion": "Reply with the bare JSON object; its field is `answer`."}"#,
 //! ]);
 //! // The caller's check: ask the failing model again with `fix.system` (here, a stand-in).
-//! let verify = |fix: Fix| async move { Ok(fix.system.contains("bare JSON")) };
+//! let verify = |fix: Remedy| async move { Ok(fix.system.contains("bare JSON")) };
 //! let runner = meta_debug::runner(Arc::new(diagnostician), Config::new("unused"), &["big-model"], verify)?;
 //!
 //! let mut run = runner.start(json!({
@@ -79,9 +79,9 @@ pub const ID: &str = "meta-debug";
 /// otherwise.
 pub const MIN_FAILURES: u64 = 2;
 
-/// A model failing validation: the machine's input.
+/// What a model failing validation showed: the machine's input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
+pub struct Symptom {
     /// The failing model.
     pub model: String,
     /// The system prompt it was given.
@@ -97,28 +97,28 @@ pub struct Failure {
     pub attempts: usize,
 }
 
-/// A fix to try: what `verify`'s closure is given.
+/// A remedy to try (the suggested fix, applied): what `verify`'s closure is given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Fix {
+pub struct Remedy {
     /// The failing model, to ask again.
     pub model: String,
     /// What it was asked.
     pub request: String,
-    /// What kind of fix.
+    /// What kind of remedy (`fix_kind` on the wire).
     #[serde(rename = "fix_kind")]
-    pub kind: FixKind,
+    pub kind: RemedyKind,
     /// The diagnostic model's suggestion.
     pub suggestion: String,
     /// The system prompt to ask with: for a prompt fix, the original with the suggestion appended.
     pub system: String,
 }
 
-/// What a fix changes.
+/// What a remedy changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum FixKind {
+pub enum RemedyKind {
     /// Text for the failing model's system prompt (applied and verified).
     Prompt,
     /// A change to the schema (recorded).
@@ -127,7 +127,7 @@ pub enum FixKind {
     Model,
 }
 
-impl Failure {
+impl Symptom {
     /// The failure the pipeline reported when `model` ran out of retries: the system prompt and the
     /// request of its first attempt, its last reply and violations, and how many attempts failed.
     pub fn from_exhausted(model: impl Into<String>, exhausted: &Exhausted) -> Self {
@@ -227,7 +227,7 @@ pub fn definition(diagnostic_models: &[&str]) -> Definition {
 }
 
 /// A runner for [`definition`]: the diagnostic models ask `backend` with `config` (each state with
-/// its own model), and `verify` is called with a prompt [`Fix`] to ask the failing model again,
+/// its own model), and `verify` is called with a prompt [`Remedy`] to ask the failing model again,
 /// returning whether its reply is now valid (an error ends the run in `unfixed` with the error).
 ///
 /// # Errors
@@ -240,7 +240,7 @@ pub fn runner<F, Fut>(
     verify: F,
 ) -> Result<Runner, Error>
 where
-    F: Fn(Fix) -> Fut + Send + Sync + 'static,
+    F: Fn(Remedy) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<bool, BoxError>> + Send + 'static,
 {
     let fsm = Fsm::new(definition(diagnostic_models))?;
@@ -375,9 +375,9 @@ fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
     let failure = input_of(trail).ok_or("no failure in the trail")?;
     // Only what the fix needs: violations may be any objects with a message.
     let field = |key: &str| failure[key].as_str().unwrap_or_default().to_owned();
-    let kind: FixKind = serde_json::from_value(event["fix_kind"].clone())?;
+    let kind: RemedyKind = serde_json::from_value(event["fix_kind"].clone())?;
     let suggestion = event["suggestion"].as_str().unwrap_or_default().to_owned();
-    if kind != FixKind::Prompt {
+    if kind != RemedyKind::Prompt {
         tracing::info!(model = %field("model"), ?kind, "fix recorded, not applied");
         return Ok(
             json!({"id": ["apply", "unfixed"], "diagnosed": true, "fixed": false,
@@ -390,7 +390,7 @@ fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
     } else {
         format!("{}\n\n{suggestion}", system.trim_end())
     };
-    let fix = Fix {
+    let fix = Remedy {
         model: field("model"),
         request: field("request"),
         kind,
@@ -405,11 +405,11 @@ struct Verify<F>(F);
 
 impl<F, Fut> Service for Verify<F>
 where
-    F: Fn(Fix) -> Fut + Send + Sync,
+    F: Fn(Remedy) -> Fut + Send + Sync,
     Fut: Future<Output = Result<bool, BoxError>> + Send + 'static,
 {
     fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
-        let fix: Result<Fix, _> = serde_json::from_value(call.event.clone());
+        let fix: Result<Remedy, _> = serde_json::from_value(call.event.clone());
         Box::pin(async move {
             let fix = fix?;
             let verdict = (self.0)(fix.clone()).await;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use claij_backends::ChatResponse;
 use claij_backends::testing::Scripted;
-use claij_fsm::builtin::meta_debug::{self, Failure, Fix};
+use claij_fsm::builtin::meta_debug::{self, Remedy, Symptom};
 use claij_fsm::builtin::vote::{self, Votes};
 use claij_fsm::{Definition, Fsm, Interrupt, Outcome, Run, Runner, Trail};
 use claij_interceptors::{Chain, Config, Context, Pipeline};
@@ -284,7 +284,7 @@ fn failing_pipeline(system: &str) -> Pipeline {
 }
 
 /// The failure as the pipeline reports it, after three invalid replies.
-fn real_failure() -> Failure {
+fn real_failure() -> Symptom {
     let err = block(
         failing_pipeline("Answer the question.").ask(&mut Context::default(), "What is 2 + 2?"),
     )
@@ -292,7 +292,7 @@ fn real_failure() -> Failure {
     let claij_interceptors::Error::RetriesExhausted(exhausted) = err else {
         panic!("{err}")
     };
-    Failure::from_exhausted("small-model", &exhausted)
+    Symptom::from_exhausted("small-model", &exhausted)
 }
 
 struct Debug {
@@ -309,7 +309,7 @@ fn debug(failure: Value, models: &[&str], replies: &[Value]) -> Debug {
     let diagnostician = Scripted::replies(replies.iter().map(Value::to_string));
     let verified = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&verified);
-    let verify = move |fix: Fix| {
+    let verify = move |fix: Remedy| {
         counter.fetch_add(1, Ordering::SeqCst);
         async move {
             let answer = failing_pipeline(&fix.system)
