@@ -28,13 +28,13 @@
 //!
 //! **After the response**, the new state is checked against the allowed ones once more, then
 //! [`RoutingState::current`] becomes it, [`RoutingState::allowed`] becomes its next states from the
-//! table (or is cleared without a table: the caller sets them for the next turn), and a [`Transition`]
-//! is appended to the [`Transitions`] log in the context.
+//! table (or is cleared without a table: the caller sets them for the next turn), and a [`Route`]
+//! is appended to the [`Routes`] log in the context.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use claij_backends::testing::Scripted;
-//! use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState, Transitions};
+//! use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState, Routes};
 //! use claij_interceptors::{Chain, Config, Context, Pipeline};
 //!
 //! let routing = FsmRouting::new([("draft", vec!["review"]), ("review", vec!["approved", "draft"])]);
@@ -50,7 +50,7 @@
 //! let routing = ctx.get::<RoutingState>().unwrap();
 //! assert_eq!(routing.current.as_deref(), Some("review"));
 //! assert_eq!(routing.allowed, ["approved", "draft"]);
-//! let log = ctx.get::<Transitions>().unwrap();
+//! let log = ctx.get::<Routes>().unwrap();
 //! assert_eq!(log.0[0].from.as_deref(), Some("draft"));
 //! assert_eq!(log.0[0].to, "review");
 //! # Ok::<(), claij_interceptors::Error>(())
@@ -117,9 +117,9 @@ impl RoutingState {
     }
 }
 
-/// One move of the conversation's state machine.
+/// One move of the conversation's state machine: the route it took.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transition {
+pub struct Route {
     /// The state before (`None` on the first move).
     pub from: Option<String>,
     /// The state after.
@@ -128,11 +128,11 @@ pub struct Transition {
     pub turn: u64,
 }
 
-/// Every transition so far, oldest first: kept in the context's typed map
-/// (`ctx.get::<Transitions>()`).
+/// Every route taken so far, oldest first: kept in the context's typed map
+/// (`ctx.get::<Routes>()`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Transitions(pub Vec<Transition>);
+pub struct Routes(pub Vec<Route>);
 
 /// Why routing failed; the pipeline reports it as a hook error of `fsm_routing`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -258,7 +258,7 @@ impl FsmRouting {
     }
 
     /// Applies a validated response to the context: checks its `state`, moves the context's
-    /// [`RoutingState`] (storing one if there was none), logs the [`Transition`]. Returns it (`None`
+    /// [`RoutingState`] (storing one if there was none), logs the [`Route`]. Returns it (`None`
     /// when the response names no state and routing is inactive).
     ///
     /// # Errors
@@ -269,7 +269,7 @@ impl FsmRouting {
         &self,
         response: &Value,
         ctx: &mut Context,
-    ) -> Result<Option<Transition>, RoutingError> {
+    ) -> Result<Option<Route>, RoutingError> {
         let allowed = self.allowed(ctx)?;
         let Some(to) = response.get("state").and_then(Value::as_str) else {
             return match allowed {
@@ -295,15 +295,13 @@ impl FsmRouting {
         let routing = ctx.get_or_default::<RoutingState>();
         let from = routing.current.replace(to.to_owned());
         routing.allowed = next;
-        let transition = Transition {
+        let transition = Route {
             from,
             to: to.to_owned(),
             turn: ctx.turn,
         };
         info!(from = transition.from.as_deref(), to, "transition");
-        ctx.get_or_default::<Transitions>()
-            .0
-            .push(transition.clone());
+        ctx.get_or_default::<Routes>().0.push(transition.clone());
         Ok(Some(transition))
     }
 }

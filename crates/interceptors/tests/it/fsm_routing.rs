@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use claij_backends::testing::Scripted;
-use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState, Transition, Transitions};
+use claij_interceptors::builtin::fsm_routing::{FsmRouting, Route, Routes, RoutingState};
 use claij_interceptors::{
     Chain, Config, Context, Error, ErrorChain, Pipeline, Stage, StructuredMode,
 };
@@ -75,7 +75,7 @@ fn transitions_are_recorded_turn_after_turn() {
     for input in ["send", "revise", "send again", "approve"] {
         block(p.ask(&mut ctx, input)).unwrap();
     }
-    let log = ctx.get::<Transitions>().unwrap();
+    let log = ctx.get::<Routes>().unwrap();
     let moves: Vec<(Option<&str>, &str, u64)> = log
         .0
         .iter()
@@ -121,8 +121,8 @@ fn the_callers_allowed_states_route_without_a_table() {
     let answer = block(p.ask(&mut ctx, "Which way?")).unwrap();
     assert_eq!(answer.retries(), 1);
     assert_eq!(
-        ctx.get::<Transitions>().unwrap().0,
-        [Transition {
+        ctx.get::<Routes>().unwrap().0,
+        [Route {
             from: None,
             to: "right".into(),
             turn: 0,

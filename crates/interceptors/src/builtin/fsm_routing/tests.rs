@@ -96,7 +96,7 @@ fn a_transition_moves_the_context_and_is_logged() {
     let mut c = ctx(Some("draft"), &[]);
     c.turn = 4;
     let moved = t.transition(&json!({"state": "review"}), &mut c).unwrap();
-    let expected = Transition {
+    let expected = Route {
         from: Some("draft".into()),
         to: "review".into(),
         turn: 4,
@@ -106,7 +106,7 @@ fn a_transition_moves_the_context_and_is_logged() {
     assert_eq!(at(&c).allowed, ["approved", "draft"]);
     t.transition(&json!({"state": "approved"}), &mut c).unwrap();
     assert!(at(&c).allowed.is_empty(), "approved is terminal");
-    let log = c.get::<Transitions>().unwrap();
+    let log = c.get::<Routes>().unwrap();
     assert_eq!(log.0.len(), 2);
     assert_eq!(log.0[0], expected);
 }
@@ -122,7 +122,7 @@ fn without_a_table_the_allowed_states_are_cleared_after_a_move() {
     routing.transition(&json!({"state": "c"}), &mut c).unwrap();
     assert_eq!(routing.transition(&json!({}), &mut c), Ok(None));
     assert_eq!(at(&c).current.as_deref(), Some("c"));
-    assert_eq!(c.get::<Transitions>().unwrap().0.len(), 2);
+    assert_eq!(c.get::<Routes>().unwrap().0.len(), 2);
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn a_state_outside_the_allowed_ones_is_refused() {
         Err(RoutingError::MissingState)
     );
     assert_eq!(at(&c).current.as_deref(), Some("draft"), "unchanged");
-    assert!(c.get::<Transitions>().is_none());
+    assert!(c.get::<Routes>().is_none());
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn the_routing_state_is_a_typed_extension_of_the_context() {
     let mut c = Context::default();
     assert_eq!(t.allowed(&c), Ok(None));
     // The first move stores one, beside the context's other extensions.
-    c.insert(Transitions::default());
+    c.insert(Routes::default());
     t.transition(&json!({"state": "draft"}), &mut c).unwrap();
     assert_eq!(
         c.get::<RoutingState>(),
