@@ -285,8 +285,8 @@ impl<A: Adapter> HttpBackend<A> {
         let prepared = self.prepare(request, false)?;
         let client = self.client()?;
         let context = ErrorContext::provider(self.adapter.provider());
-        let result = retry::run(&self.config.retry, &context, &request.model, |attempt| {
-            transport::complete(self, client, &prepared, &request.model, attempt)
+        let result = retry::run(&self.config.retry, &context, &request.model, || {
+            transport::complete(self, client, &prepared, &request.model)
         })
         .await;
         result.map_err(|e| self.finish_error(e, request))

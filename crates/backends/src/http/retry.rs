@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 use tokio::time::Instant;
-use tracing::warn;
+use tracing::{Instrument as _, debug_span, warn};
 
 use crate::error::humanize;
 use crate::{Error, ErrorContext};
@@ -173,23 +173,26 @@ pub(crate) fn is_retryable(error: &Error) -> bool {
     }
 }
 
-/// Runs `attempt` (numbered from 1) until it succeeds, fails for good, or the policy gives up. The
-/// error returned counts the HTTP requests made (`ErrorContext::requests`).
+/// Runs `send` until it succeeds, fails for good, or the policy gives up. The error returned counts
+/// the HTTP requests made (`ErrorContext::requests`). Each request runs in an
+/// `http.request{provider,model,request}` span (numbered from 1): `attempt` is the pipeline's word
+/// for a validation attempt, which may make several HTTP requests.
 pub(crate) async fn run<T, F, Fut>(
     policy: &RetryPolicy,
     context: &ErrorContext,
     model: &str,
-    mut attempt: F,
+    mut send: F,
 ) -> Result<T, Error>
 where
-    F: FnMut(u32) -> Fut,
+    F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
     // tokio's clock, so tests can run the waits on a paused clock.
     let started = Instant::now();
     let mut n = 1;
     loop {
-        let mut error = match attempt(n).await {
+        let span = debug_span!("http.request", provider = %context.provider, model, request = n);
+        let mut error = match send().instrument(span).await {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
@@ -208,11 +211,11 @@ where
         warn!(
             provider = %context.provider,
             model,
-            attempt = n,
+            request = n,
             status = error.context().status.unwrap_or(0),
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             error = %error,
-            "retrying after a failed attempt"
+            "retrying after a failed request"
         );
         tokio::time::sleep(wait).await;
         n += 1;

@@ -95,14 +95,9 @@ impl<A: Adapter> State<'_, A> {
         let opened = async {
             let prepared = backend.prepare(request, true)?;
             let client = backend.client()?;
-            retry::run(
-                &backend.config.retry,
-                &self.context,
-                &request.model,
-                |attempt| {
-                    transport::open_stream(backend, client, &prepared, &request.model, attempt)
-                },
-            )
+            retry::run(&backend.config.retry, &self.context, &request.model, || {
+                transport::open_stream(backend, client, &prepared, &request.model)
+            })
             .await
         };
         match opened.await {

@@ -1,5 +1,5 @@
-//! One attempt over the wire: send, read, classify; transport failures as typed errors; request ids;
-//! the key scrubbed from errors.
+//! One HTTP request over the wire: send, read, classify; transport failures as typed errors;
+//! request ids; the key scrubbed from errors.
 
 use std::time::{Duration, Instant};
 
@@ -15,13 +15,12 @@ use crate::{Adapter, ApiKey, BodyLimit, ChatResponse, Error, ErrorContext, excer
 /// adapter may use the id in the body.
 const REQUEST_ID_HEADERS: [&str; 2] = ["x-request-id", "request-id"];
 
-/// One non-streaming attempt: the parsed response, or the typed error (key already scrubbed).
+/// One non-streaming request: the parsed response, or the typed error (key already scrubbed).
 pub(super) async fn complete<A: Adapter>(
     backend: &HttpBackend<A>,
     client: &reqwest::Client,
     prepared: &Prepared,
     model: &str,
-    attempt: u32,
 ) -> Result<ChatResponse, Error> {
     let provider = backend.adapter.provider();
     let config = &backend.config;
@@ -30,7 +29,6 @@ pub(super) async fn complete<A: Adapter>(
     debug!(
         provider,
         model,
-        attempt,
         request_bytes = prepared.body.len(),
         "sending request"
     );
@@ -74,7 +72,6 @@ pub(super) async fn open_stream<A: Adapter>(
     client: &reqwest::Client,
     prepared: &Prepared,
     model: &str,
-    attempt: u32,
 ) -> Result<(reqwest::Response, ErrorContext), Error> {
     let provider = backend.adapter.provider();
     let config = &backend.config;
@@ -83,7 +80,6 @@ pub(super) async fn open_stream<A: Adapter>(
     debug!(
         provider,
         model,
-        attempt,
         request_bytes = prepared.body.len(),
         "opening stream"
     );

@@ -118,7 +118,7 @@ async fn rate_limited_with_retry_after_then_ok() {
     let backend = backend_with_retry(&server.uri(), retry);
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
-    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    until(|| logs.count("retrying after a failed request") == 1).await;
     assert_eq!(logs.count("wait_ms=1000"), 1, "Retry-After honoured");
     tokio::time::advance(Duration::from_millis(999)).await;
     for _ in 0..20 {
@@ -130,6 +130,43 @@ async fn rate_limited_with_retry_after_then_ok() {
     assert_eq!(response.content, r#"{"answer": "4"}"#);
     assert_eq!(logs.count("sending request"), 2);
     assert_eq!(started.elapsed(), Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_http_request_is_traced_as_a_request_not_an_attempt() {
+    let (logs, _guard) = plain_logs();
+    let _frozen = FrozenClock::hold();
+    let server = MockServer::start().await;
+    mount(&server, ResponseTemplate::new(503), 1).await;
+    mount(&server, ok(), 1).await;
+    let retry = RetryPolicy::default()
+        .with_max_attempts(2)
+        .with_backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .with_jitter(0.0);
+    let backend = backend_with_retry(&server.uri(), retry);
+    let call = tokio::spawn(async move { backend.complete(&request()).await });
+    until(|| logs.count("retrying after a failed request") == 1).await;
+    tokio::time::advance(Duration::from_millis(10)).await;
+    call.await.unwrap().unwrap();
+    let text = logs.text();
+    let sent: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("sending request"))
+        .collect();
+    assert_eq!(sent.len(), 2, "{text}");
+    for (line, n) in sent.iter().zip(1..) {
+        assert!(line.contains("http.request{"), "in the span: {line}");
+        assert!(
+            line.contains(&format!(" request={n}}}")),
+            "numbered {n}: {line}"
+        );
+    }
+    let retried = text
+        .lines()
+        .find(|l| l.contains("retrying after a failed request"));
+    assert!(retried.is_some_and(|l| l.contains(" request=1 ")), "{text}");
+    // `attempt` is the pipeline's validation attempt only.
+    assert!(!text.contains("attempt"), "{text}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -146,8 +183,8 @@ async fn retry_after_past_the_total_budget_gives_up_at_once() {
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
     // Either the call ends, or (the bug) a retry is scheduled; the frozen clock never runs it.
-    until(|| call.is_finished() || logs.count("retrying after a failed attempt") > 0).await;
-    assert_eq!(logs.count("retrying after a failed attempt"), 0);
+    until(|| call.is_finished() || logs.count("retrying after a failed request") > 0).await;
+    assert_eq!(logs.count("retrying after a failed request"), 0);
     let error = call.await.unwrap().unwrap_err();
     assert_eq!(started.elapsed(), Duration::ZERO);
     assert_eq!(kind(&error), "RateLimited");
@@ -268,13 +305,13 @@ async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
     let call = tokio::spawn(async move { backend.complete(&request()).await });
     received(&server, 1).await;
     tokio::time::advance(Duration::from_millis(200)).await;
-    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    until(|| logs.count("retrying after a failed request") == 1).await;
     tokio::time::advance(Duration::from_millis(10)).await;
     received(&server, 2).await;
     tokio::time::advance(Duration::from_millis(200)).await;
     // Either the call ends, or (the bug) a third attempt is scheduled; the frozen clock never runs it.
-    until(|| call.is_finished() || logs.count("retrying after a failed attempt") > 1).await;
-    assert_eq!(logs.count("retrying after a failed attempt"), 1);
+    until(|| call.is_finished() || logs.count("retrying after a failed request") > 1).await;
+    assert_eq!(logs.count("retrying after a failed request"), 1);
     let error = call.await.unwrap().unwrap_err();
     assert!(
         matches!(error, Error::Timeout { after, .. } if after == Duration::from_millis(200)),
@@ -522,7 +559,7 @@ async fn cancel_interrupts_a_retry_wait() {
     let token = backend.token().clone();
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
-    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    until(|| logs.count("retrying after a failed request") == 1).await;
     assert_eq!(logs.count("wait_ms=3000"), 1);
     token.cancel();
     drop(frozen);
@@ -771,7 +808,7 @@ async fn the_key_never_appears_in_logs_errors_or_debug_output() {
 
     let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     assert!(
-        logs.contains("retrying after a failed attempt"),
+        logs.contains("retrying after a failed request"),
         "capture works: {logs}"
     );
     assert!(logs.contains("response received"), "{logs}");
@@ -1085,8 +1122,12 @@ fn plain_logs() -> (Capture, tracing::subscriber::DefaultGuard) {
 
 impl Capture {
     fn count(&self, needle: &str) -> usize {
+        self.text().matches(needle).count()
+    }
+
+    fn text(&self) -> String {
         let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        String::from_utf8_lossy(&bytes).matches(needle).count()
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 }
 
@@ -1128,7 +1169,7 @@ async fn a_retry_delay_in_the_body_is_waited_exactly_past_the_backoff_cap() {
         backend.complete(&request).await
     });
     // The 429 arrives; the retry is scheduled while the clock stands at the start.
-    until(|| logs.count("retrying after a failed attempt") == 1).await;
+    until(|| logs.count("retrying after a failed request") == 1).await;
     assert_eq!(logs.count("wait_ms=34400"), 1);
     tokio::time::advance(Duration::from_millis(34_399)).await;
     for _ in 0..20 {
@@ -1164,8 +1205,8 @@ async fn a_server_wait_past_the_retry_budget_fails_at_once_saying_so() {
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
     // Either the call ends, or (the bug) a retry is scheduled; the frozen clock never runs it.
-    until(|| call.is_finished() || logs.count("retrying after a failed attempt") > 0).await;
-    assert_eq!(logs.count("retrying after a failed attempt"), 0);
+    until(|| call.is_finished() || logs.count("retrying after a failed request") > 0).await;
+    assert_eq!(logs.count("retrying after a failed request"), 0);
     let error = call.await.unwrap().unwrap_err();
     server.verify().await;
     assert_eq!(started.elapsed(), Duration::ZERO);
