@@ -545,7 +545,8 @@ while time.time() < deadline:
             break
         out += chunk
     if not sent and b"press ENTER" in out:
-        time.sleep(0.2)
+        # The prompt is the event: the line discipline keeps the key until `read_line` asks (and
+        # turns Ctrl-C into SIGINT at once), so no sleep is needed to let the child get there.
         os.write(fd, key.encode())
         sent = True
 _, status = os.waitpid(pid, 0)
