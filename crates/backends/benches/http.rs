@@ -1,6 +1,8 @@
 //! End-to-end structured calls through `OpenAi` against a local server answering like OpenAI:
 //! (a) client CPU per call, sequential, zero latency; (b) throughput with 256 calls in flight at
-//! 200 ms simulated latency (ideal: 1280 calls/s), with the client's CPU as a share of one core.
+//! 200 ms simulated latency (ideal: 1280 calls/s), with the client's CPU as a share of one core;
+//! (c) how soon a call returns once cancelled while its request waits at the server (the figure
+//! the tests leave to this bench: they check that a cancel ends a call, not how fast).
 //!
 //! The server is a minimal HTTP/1.1 keep-alive responder on 127.0.0.1, on its own thread and
 //! single-threaded runtime, so its CPU can be told apart from the client's (Linux `/proc`). It stops
@@ -15,7 +17,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use claij_backends::http::{HttpConfig, RetryPolicy};
+use claij_backends::http::{CancelToken, HttpConfig, RetryPolicy};
 use claij_backends::openai::OpenAi;
 use claij_backends::{ApiKey, Backend, ChatRequest, Message};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -308,6 +310,43 @@ fn in_flight(_: &mut Criterion) {
     );
 }
 
+fn cancel_in_flight(_: &mut Criterion) {
+    let calls = if measuring() { 200 } else { 5 };
+    // The server would answer after 10 s: every call ends by its cancel.
+    let server = start_server(Duration::from_secs(10));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = backend(&server);
+    let request = request();
+    let mut after: Vec<Duration> = runtime.block_on(async {
+        let mut after = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let token = CancelToken::new();
+            let call = backend.complete_with(&request, &token);
+            tokio::pin!(call);
+            // Time for the request to reach the server and wait there.
+            tokio::select! {
+                outcome = &mut call => panic!("ended before the cancel: {outcome:?}"),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            let cancelled = Instant::now();
+            token.cancel();
+            let outcome = call.await;
+            after.push(cancelled.elapsed());
+            assert!(outcome.is_err(), "{outcome:?}");
+        }
+        after
+    });
+    after.sort();
+    println!(
+        "cancel in flight: {calls} calls returned {:.1} us after the cancel (median), {:.1} us (max)",
+        after[calls / 2].as_secs_f64() * 1e6,
+        after[calls - 1].as_secs_f64() * 1e6,
+    );
+}
+
 /// Whether this is a real `cargo bench` run rather than a quick test of the bench.
 fn measuring() -> bool {
     std::env::args().any(|a| a == "--bench")
@@ -316,6 +355,6 @@ fn measuring() -> bool {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(50).measurement_time(Duration::from_secs(4));
-    targets = sequential, in_flight
+    targets = sequential, in_flight, cancel_in_flight
 }
 criterion_main!(benches);
