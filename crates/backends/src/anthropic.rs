@@ -663,7 +663,7 @@ fn decimal_f64(x: f32) -> f64 {
 
 fn bad_request(message: String) -> Error {
     Error::BadRequest {
-        context: ErrorContext::provider(PROVIDER),
+        context: ErrorContext::new(PROVIDER),
         message,
     }
 }

@@ -159,7 +159,7 @@ impl<B: Backend> Recorder<B> {
         let provider = self.inner.provider();
         let capabilities = self.inner.capabilities(&request.model);
         let fail = |message: String| Error::Other {
-            context: ErrorContext::provider(provider),
+            context: ErrorContext::new(provider),
             message: format!(
                 "could not record to cassette {}: {message}",
                 self.path.display()
@@ -331,7 +331,7 @@ impl Replayer {
     /// The recorded answer for `request`.
     fn answer(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
         let miss = |hash: String| Error::Other {
-            context: ErrorContext::provider(self.provider.clone()),
+            context: ErrorContext::new(self.provider.clone()),
             message: format!(
                 "no recording for request {hash} (model `{}`) in {}",
                 request.model, self.source

@@ -22,7 +22,7 @@ pub struct ErrorContext {
 
 impl ErrorContext {
     /// A context naming only the provider.
-    pub fn provider(provider: impl Into<String>) -> Self {
+    pub fn new(provider: impl Into<String>) -> Self {
         Self {
             provider: provider.into(),
             ..Self::default()
@@ -31,21 +31,21 @@ impl ErrorContext {
 
     /// The same context with an HTTP status.
     #[must_use]
-    pub fn status(mut self, status: u16) -> Self {
+    pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
         self
     }
 
     /// The same context with a request id.
     #[must_use]
-    pub fn request_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
         self.request_id = Some(id.into());
         self
     }
 
     /// The same context with a count of HTTP requests made.
     #[must_use]
-    pub fn requests(mut self, requests: u32) -> Self {
+    pub fn with_requests(mut self, requests: u32) -> Self {
         self.requests = requests;
         self
     }
@@ -361,7 +361,7 @@ impl Error {
     /// A failure of a custom backend.
     pub fn other(provider: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Other {
-            context: ErrorContext::provider(provider),
+            context: ErrorContext::new(provider),
             message: message.into(),
         }
     }
@@ -390,9 +390,9 @@ mod tests {
     #[test]
     fn messages_say_where() {
         let e = Error::RateLimited {
-            context: ErrorContext::provider("openrouter")
-                .status(429)
-                .request_id("req-1"),
+            context: ErrorContext::new("openrouter")
+                .with_status(429)
+                .with_request_id("req-1"),
             retry_after: Some(Duration::from_secs(3)),
             message: "slow down".into(),
         };
@@ -403,7 +403,7 @@ mod tests {
         assert!(e.is_retryable());
         assert_eq!(e.retry_after(), Some(Duration::from_secs(3)));
         let t = Error::Timeout {
-            context: ErrorContext::provider("local"),
+            context: ErrorContext::new("local"),
             after: Duration::from_millis(250),
         };
         assert_eq!(t.to_string(), "local: timed out after 250 ms");
@@ -415,16 +415,19 @@ mod tests {
         let check = |context: ErrorContext, expected: &str| {
             assert_eq!(context.to_string(), expected);
         };
-        let base = || ErrorContext::provider("openai");
+        let base = || ErrorContext::new("openai");
         check(base(), "openai");
-        check(base().requests(1), "openai");
-        check(base().requests(4), "openai (after 4 HTTP requests)");
+        check(base().with_requests(1), "openai");
+        check(base().with_requests(4), "openai (after 4 HTTP requests)");
         check(
-            base().status(500).requests(4),
+            base().with_status(500).with_requests(4),
             "openai (HTTP 500, after 4 HTTP requests)",
         );
         check(
-            base().status(500).request_id("r").requests(2),
+            base()
+                .with_status(500)
+                .with_request_id("r")
+                .with_requests(2),
             "openai (HTTP 500, request r, after 2 HTTP requests)",
         );
         // The count is not written when unknown, so older cassettes read the same.
@@ -439,7 +442,7 @@ mod tests {
     #[test]
     fn new_kinds_say_what_and_which_limit() {
         let quota = Error::QuotaExhausted {
-            context: ErrorContext::provider("openai").status(429),
+            context: ErrorContext::new("openai").with_status(429),
             message: "You exceeded your current quota".into(),
         };
         assert_eq!(quota.kind(), ErrorKind::QuotaExhausted);
@@ -449,7 +452,7 @@ mod tests {
             "openai (HTTP 429): quota exhausted: You exceeded your current quota"
         );
         let big = Error::BodyTooLarge {
-            context: ErrorContext::provider("gemini").status(200),
+            context: ErrorContext::new("gemini").with_status(200),
             which: BodyLimit::Event,
             limit: 4096,
         };

@@ -267,7 +267,7 @@ impl<A: Adapter> HttpBackend<A> {
         request: &'a ChatRequest,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<ChatResponse, Error>> {
-        let context = ErrorContext::provider(self.adapter.provider());
+        let context = ErrorContext::new(self.adapter.provider());
         Box::pin(cancel.run(context, self.call(request)))
     }
 
@@ -284,7 +284,7 @@ impl<A: Adapter> HttpBackend<A> {
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
         let prepared = self.prepare(request, false)?;
         let client = self.client()?;
-        let context = ErrorContext::provider(self.adapter.provider());
+        let context = ErrorContext::new(self.adapter.provider());
         let result = retry::run(&self.config.retry, &context, &request.model, || {
             transport::complete(self, client, &prepared, &request.model)
         })
@@ -302,7 +302,7 @@ impl<A: Adapter> HttpBackend<A> {
         }
         let wire = self.adapter.transform_request(request, stream)?;
         let bad = |message: String| Error::BadRequest {
-            context: ErrorContext::provider(provider),
+            context: ErrorContext::new(provider),
             message,
         };
         let joined = format!(
@@ -347,7 +347,7 @@ impl<A: Adapter> HttpBackend<A> {
             .user_agent(self.config.user_agent.clone())
             .build()
             .map_err(|e| Error::Network {
-                context: ErrorContext::provider(self.adapter.provider()),
+                context: ErrorContext::new(self.adapter.provider()),
                 message: format!("cannot build the HTTP client: {}", transport::describe(&e)),
             })?;
         // Another thread may have won the race; either client is fine.

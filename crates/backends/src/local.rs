@@ -672,7 +672,7 @@ impl LocalBackend {
 }
 
 fn context() -> ErrorContext {
-    ErrorContext::provider("local")
+    ErrorContext::new("local")
 }
 
 /// The schema as llguidance takes it: JSON whitespace fixed (a small model otherwise wanders off in

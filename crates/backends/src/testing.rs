@@ -139,7 +139,7 @@ impl Scripted {
                 .pop_front()
                 .unwrap_or_else(|| {
                     Err(Error::Other {
-                        context: ErrorContext::provider(self.inner.provider.clone()),
+                        context: ErrorContext::new(self.inner.provider.clone()),
                         message: format!("the script has no reply for call {}", index + 1),
                     })
                 }),

@@ -6,7 +6,7 @@ use super::*;
 use crate::{Message, StructuredOutput};
 
 fn context() -> ErrorContext {
-    ErrorContext::provider(PROVIDER)
+    ErrorContext::new(PROVIDER)
 }
 
 #[track_caller]
@@ -178,7 +178,7 @@ fn tool_use_input_is_the_answer_even_after_text() {
 fn header_request_id_wins_over_the_message_id() {
     let body = br#"{"id": "msg_1", "content": [{"type": "text", "text": "hi"}]}"#;
     let r = AnthropicAdapter::default()
-        .transform_response(body, &context().request_id("req_9"))
+        .transform_response(body, &context().with_request_id("req_9"))
         .unwrap();
     assert_eq!(r.request_id.as_deref(), Some("req_9"));
     assert_eq!(r.finish_reason, FinishReason::Stop);
@@ -234,7 +234,7 @@ fn an_error_body_with_status_200_is_still_an_error() {
     let body =
         br#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
     let e = AnthropicAdapter::default()
-        .transform_response(body, &context().status(200))
+        .transform_response(body, &context().with_status(200))
         .unwrap_err();
     assert!(matches!(e, Error::Overloaded { .. }), "{e}");
     let empty_input = br#"{"content": [{"type": "tool_use", "id": "t", "name": "answer"}]}"#;

@@ -48,10 +48,10 @@ fn hash_is_stable() {
 }
 
 fn every_error() -> Vec<Error> {
-    let context = ErrorContext::provider("openrouter")
-        .status(429)
-        .request_id("req-1");
-    let plain = ErrorContext::provider("local");
+    let context = ErrorContext::new("openrouter")
+        .with_status(429)
+        .with_request_id("req-1");
+    let plain = ErrorContext::new("local");
     vec![
         Error::Authentication {
             context: plain.clone(),
@@ -171,7 +171,7 @@ impl Backend for Echo {
             .unwrap_or_default();
         let answer = if last.starts_with("fail") {
             Err(Error::Authentication {
-                context: ErrorContext::provider("echo").status(401),
+                context: ErrorContext::new("echo").with_status(401),
                 message: last,
             })
         } else {

@@ -6,7 +6,7 @@ use super::*;
 use crate::{Message, StructuredOutput};
 
 fn context() -> ErrorContext {
-    ErrorContext::provider(PROVIDER)
+    ErrorContext::new(PROVIDER)
 }
 
 #[track_caller]
@@ -239,7 +239,7 @@ fn requests_gemini_would_reject_fail_before_sending() {
 fn an_error_body_with_status_200_is_still_an_error() {
     let body = br#"{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}"#;
     let e = GeminiAdapter::default()
-        .transform_response(body, &context().status(200))
+        .transform_response(body, &context().with_status(200))
         .unwrap_err();
     assert!(matches!(e, Error::RateLimited { .. }), "{e}");
 }

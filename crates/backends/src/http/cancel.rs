@@ -130,7 +130,7 @@ impl<B: Backend> Backend for Cancellable<B> {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, Error>> {
-        let context = ErrorContext::provider(self.inner.provider());
+        let context = ErrorContext::new(self.inner.provider());
         Box::pin(self.token.run(context, self.inner.complete(request)))
     }
 
@@ -143,7 +143,7 @@ impl<B: Backend> Backend for Cancellable<B> {
                 if done {
                     return None;
                 }
-                let context = ErrorContext::provider(provider);
+                let context = ErrorContext::new(provider);
                 let next = token.run(context, async { Ok(inner.next().await) }).await;
                 match next {
                     Ok(Some(item)) => Some((item, (inner, token, false))),

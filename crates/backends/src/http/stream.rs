@@ -45,7 +45,7 @@ pub(super) fn events<'a, A: Adapter>(
         phase: Phase::Start,
         parser: SseParser::with_max_event(event_limit(&backend.config)),
         pending: VecDeque::new(),
-        context: ErrorContext::provider(backend.adapter.provider()),
+        context: ErrorContext::new(backend.adapter.provider()),
         started: Instant::now(),
         received: 0,
     };

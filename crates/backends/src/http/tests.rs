@@ -167,7 +167,7 @@ fn jitter_takes_off_at_most_its_share() {
 
 fn status_error(status: u16) -> Error {
     Error::Server {
-        context: ErrorContext::provider("p").status(status),
+        context: ErrorContext::new("p").with_status(status),
         message: String::new(),
     }
 }
@@ -181,12 +181,12 @@ fn retried_statuses_and_failures() {
         assert!(!is_retryable(&status_error(status)), "{status}");
     }
     let network = Error::Network {
-        context: ErrorContext::provider("p").status(200),
+        context: ErrorContext::new("p").with_status(200),
         message: "reset".into(),
     };
     assert!(is_retryable(&network));
     let malformed = Error::MalformedResponse {
-        context: ErrorContext::provider("p").status(200),
+        context: ErrorContext::new("p").with_status(200),
         reason: "truncated".into(),
         excerpt: String::new(),
     };
@@ -204,7 +204,7 @@ fn waits_respect_attempts_total_time_and_retry_after() {
     let secs = Duration::from_secs;
     let e = status_error(500);
     let limited = |after: Duration| Error::RateLimited {
-        context: ErrorContext::provider("p").status(429),
+        context: ErrorContext::new("p").with_status(429),
         retry_after: Some(after),
         message: String::new(),
     };
@@ -258,7 +258,7 @@ fn waits_respect_attempts_total_time_and_retry_after() {
 #[test]
 fn exhausted_quotas_are_never_retried_whatever_the_status() {
     let quota = Error::QuotaExhausted {
-        context: ErrorContext::provider("openai").status(429),
+        context: ErrorContext::new("openai").with_status(429),
         message: "You exceeded your current quota".into(),
     };
     assert!(!is_retryable(&quota));
@@ -268,7 +268,7 @@ fn exhausted_quotas_are_never_retried_whatever_the_status() {
         Next::Stop
     );
     let too_large = Error::BodyTooLarge {
-        context: ErrorContext::provider("openai").status(503),
+        context: ErrorContext::new("openai").with_status(503),
         which: crate::BodyLimit::Body,
         limit: 10,
     };
@@ -312,7 +312,7 @@ fn request_ids_from_headers() {
 #[test]
 fn scrub_removes_the_key_everywhere() {
     let key = ApiKey::new("sk-test-0123456789abcdef");
-    let context = ErrorContext::provider("p").status(401);
+    let context = ErrorContext::new("p").with_status(401);
     let echoed = format!("bad key {} given", key.expose());
     let errors = [
         Error::Authentication {
@@ -342,7 +342,7 @@ fn scrub_removes_the_key_everywhere() {
 fn scrub_removes_a_key_an_excerpt_cut_short() {
     let key = ApiKey::new("sk-test-0123456789abcdef");
     let cut = Error::MalformedResponse {
-        context: ErrorContext::provider("p"),
+        context: ErrorContext::new("p"),
         reason: "not JSON".into(),
         excerpt: crate::excerpt(
             format!("{}{}", "x".repeat(190), key.expose()).as_bytes(),
@@ -356,7 +356,7 @@ fn scrub_removes_a_key_an_excerpt_cut_short() {
     assert!(!excerpt.contains("sk-test-01"), "{excerpt}");
     // Short coincidences stay.
     let plain = Error::Server {
-        context: ErrorContext::provider("p"),
+        context: ErrorContext::new("p"),
         message: "ends with sk-".into(),
     };
     assert_eq!(
@@ -370,7 +370,7 @@ fn scrub_removes_encoded_copies_of_the_key() {
     let key = ApiKey::new("live-key-1234567890");
     // base64("user:live-key-1234567890") in a Basic header, and the key percent-encoded in a URL.
     let error = Error::Authentication {
-        context: ErrorContext::provider("p"),
+        context: ErrorContext::new("p"),
         message: "rejected Authorization: Basic dXNlcjpsaXZlLWtleS0xMjM0NTY3ODkw".into(),
     };
     assert_eq!(
@@ -379,7 +379,7 @@ fn scrub_removes_encoded_copies_of_the_key() {
     );
     let key = ApiKey::new("k3y/with+reserved=chars");
     let error = Error::Server {
-        context: ErrorContext::provider("p"),
+        context: ErrorContext::new("p"),
         message: "bad url /v1?key=k3y%2Fwith%2Breserved%3Dchars".into(),
     };
     assert_eq!(

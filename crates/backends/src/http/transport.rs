@@ -24,7 +24,7 @@ pub(super) async fn complete<A: Adapter>(
 ) -> Result<ChatResponse, Error> {
     let provider = backend.adapter.provider();
     let config = &backend.config;
-    let context = ErrorContext::provider(provider);
+    let context = ErrorContext::new(provider);
     let started = Instant::now();
     debug!(
         provider,
@@ -75,7 +75,7 @@ pub(super) async fn open_stream<A: Adapter>(
 ) -> Result<(reqwest::Response, ErrorContext), Error> {
     let provider = backend.adapter.provider();
     let config = &backend.config;
-    let context = ErrorContext::provider(provider);
+    let context = ErrorContext::new(provider);
     let started = Instant::now();
     debug!(
         provider,
@@ -168,7 +168,7 @@ fn read_head(
     context: ErrorContext,
 ) -> (u16, ErrorContext, Option<Duration>) {
     let status = response.status().as_u16();
-    let mut context = context.status(status);
+    let mut context = context.with_status(status);
     context.request_id = request_id(response.headers());
     (status, context, retry::retry_after(response.headers()))
 }

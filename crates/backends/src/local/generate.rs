@@ -542,7 +542,7 @@ fn forward(
 
 fn cancelled() -> Error {
     Error::Cancelled {
-        context: ErrorContext::provider("local"),
+        context: ErrorContext::new("local"),
     }
 }
 

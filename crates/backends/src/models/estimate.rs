@@ -82,7 +82,7 @@ pub(super) fn check_fits(request: &ChatRequest, model: &ModelInfo) -> Result<(),
     let estimate = u64::from(estimate_tokens(request));
     let reserved = u64::from(request.max_tokens.unwrap_or(0));
     let too_long = |message: String| Error::ContextLengthExceeded {
-        context: ErrorContext::provider(model.provider.clone()),
+        context: ErrorContext::new(model.provider.clone()),
         message,
     };
     if let Some(limit) = model.max_input_tokens

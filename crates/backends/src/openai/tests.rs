@@ -10,7 +10,7 @@ use crate::{
 };
 
 fn ctx() -> ErrorContext {
-    ErrorContext::provider("openai").request_id("req_1")
+    ErrorContext::new("openai").with_request_id("req_1")
 }
 
 fn shape() -> Shape<'static> {
@@ -47,7 +47,7 @@ fn kind(error: &Error) -> &'static str {
 
 #[track_caller]
 fn check_classify(status: u16, body: &str, expected: &str) {
-    let error = translate::classify(status, None, body.as_bytes(), ctx().status(status));
+    let error = translate::classify(status, None, body.as_bytes(), ctx().with_status(status));
     assert_eq!(kind(&error), expected, "{status} {body}: {error}");
     assert_eq!(error.context().status, Some(status));
     assert_eq!(error.context().request_id.as_deref(), Some("req_1"));
@@ -129,25 +129,30 @@ fn error_messages_say_what_the_provider_said() {
         "invalid_request_error",
         json!("invalid_api_key"),
     );
-    let error = translate::classify(401, None, body.as_bytes(), ctx().status(401));
+    let error = translate::classify(401, None, body.as_bytes(), ctx().with_status(401));
     assert_eq!(
         error.to_string(),
         "openai (HTTP 401, request req_1): authentication failed: Incorrect API key provided."
     );
-    let limited = translate::classify(429, Some(Duration::from_secs(2)), b"{}", ctx().status(429));
+    let limited = translate::classify(
+        429,
+        Some(Duration::from_secs(2)),
+        b"{}",
+        ctx().with_status(429),
+    );
     assert_eq!(limited.retry_after(), Some(Duration::from_secs(2)));
     let html = translate::classify(
         502,
         None,
         b"<html><h1>502 Bad Gateway</h1></html>",
-        ctx().status(502),
+        ctx().with_status(502),
     );
     assert!(
         html.to_string()
             .contains("not JSON: \"<html><h1>502 Bad Gateway</h1></html>\""),
         "{html}"
     );
-    let empty = translate::classify(500, None, b"", ctx().status(500));
+    let empty = translate::classify(500, None, b"", ctx().with_status(500));
     assert!(
         empty
             .to_string()
@@ -155,7 +160,7 @@ fn error_messages_say_what_the_provider_said() {
         "{empty}"
     );
     let upstream = r#"{"error": {"code": 400, "message": "Provider returned error", "metadata": {"raw": "schema too deep"}}}"#;
-    let wrapped = translate::classify(400, None, upstream.as_bytes(), ctx().status(400));
+    let wrapped = translate::classify(400, None, upstream.as_bytes(), ctx().with_status(400));
     assert!(
         wrapped
             .to_string()
@@ -199,7 +204,7 @@ fn responses() {
     );
     assert_eq!(r.request_id.as_deref(), Some("req_1"), "the header id wins");
     assert_eq!(r.model.as_deref(), Some("gpt-4o-mini"));
-    let without_header = translate::response(&body, &ErrorContext::provider("openrouter")).unwrap();
+    let without_header = translate::response(&body, &ErrorContext::new("openrouter")).unwrap();
     assert_eq!(without_header.request_id.as_deref(), Some("chatcmpl-1"));
 
     let tool = completion(
@@ -395,7 +400,7 @@ fn exhausted_quota_is_not_retried() {
         429,
         None,
         br#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#,
-        ctx().status(429),
+        ctx().with_status(429),
     );
     assert!(matches!(e, Error::QuotaExhausted { .. }), "{e:?}");
     assert!(!e.is_retryable());

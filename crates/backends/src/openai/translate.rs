@@ -46,7 +46,7 @@ pub(super) fn request(
     stream: bool,
 ) -> Result<WireRequest, Error> {
     let bad = |message: &str| Error::BadRequest {
-        context: ErrorContext::provider(shape.provider),
+        context: ErrorContext::new(shape.provider),
         message: message.to_owned(),
     };
     let model = Some(request.model.as_str())
@@ -407,7 +407,13 @@ fn in_body_error(error: &Value, body: &[u8], context: &ErrorContext) -> Error {
         .numeric_code
         .filter(|c| (400..=599).contains(c))
         .unwrap_or(502);
-    classify_info(status, None, info, body, context.clone().status(status))
+    classify_info(
+        status,
+        None,
+        info,
+        body,
+        context.clone().with_status(status),
+    )
 }
 
 fn malformed(context: &ErrorContext, reason: String, body: &[u8]) -> Error {

@@ -21,7 +21,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use support::{Logs, kind, sse_blocks};
 
 fn context() -> ErrorContext {
-    ErrorContext::provider("anthropic")
+    ErrorContext::new("anthropic")
 }
 
 /// A schema as claij-schema's Anthropic dialect leaves it: closed objects, no numeric bounds.
@@ -220,7 +220,7 @@ fn check_error(status: u16, body: &str, expected: &str) {
         status,
         Some(Duration::from_secs(7)),
         body.as_bytes(),
-        context().status(status),
+        context().with_status(status),
     );
     assert_eq!(kind(&e), expected, "{status} {body}: {e}");
     assert_eq!(e.context().status, Some(status));
@@ -316,7 +316,7 @@ fn error_messages_say_where() {
         502,
         None,
         b"<html><body>Bad gateway</body></html>",
-        context().request_id("req_1"),
+        context().with_request_id("req_1"),
     );
     assert_eq!(
         html.to_string(),

@@ -36,9 +36,9 @@ fn ask(question: &str) -> ChatRequest {
 
 fn rate_limited() -> Error {
     Error::RateLimited {
-        context: ErrorContext::provider("openrouter")
-            .status(429)
-            .request_id("gen-2"),
+        context: ErrorContext::new("openrouter")
+            .with_status(429)
+            .with_request_id("gen-2"),
         retry_after: Some(Duration::from_secs(2)),
         message: "slow down".into(),
     }
@@ -172,7 +172,7 @@ fn keys_never_reach_a_cassette() {
             Ok(ChatResponse::text(format!("you said: {echo}")).request_id(PLANTED[0]))
         } else {
             Err(Error::Authentication {
-                context: ErrorContext::provider("anthropic").status(401),
+                context: ErrorContext::new("anthropic").with_status(401),
                 message: format!(
                     "invalid x-api-key: {} (header Authorization: Bearer {})",
                     PLANTED[1], PLANTED[3]

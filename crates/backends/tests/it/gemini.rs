@@ -26,7 +26,7 @@ mod support;
 use support::{Logs, kind, sse_blocks};
 
 fn context() -> ErrorContext {
-    ErrorContext::provider("gemini")
+    ErrorContext::new("gemini")
 }
 
 /// A schema as claij-schema's Gemini dialect leaves it: lowercase types, `nullable`, `propertyOrdering`.

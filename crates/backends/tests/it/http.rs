@@ -270,10 +270,10 @@ async fn unauthorized_says_where_and_hides_the_key() {
     assert_eq!(kind(&error), "Authentication");
     assert_eq!(
         error.context(),
-        &ErrorContext::provider("openai")
-            .status(401)
-            .request_id("req_401")
-            .requests(1)
+        &ErrorContext::new("openai")
+            .with_status(401)
+            .with_request_id("req_401")
+            .with_requests(1)
     );
     assert!(
         error
@@ -632,7 +632,7 @@ async fn preflight_failure_sends_nothing() {
     let backend = backend(&server.uri()).with_preflight(Arc::new(|request: &ChatRequest| {
         if request.text_len() > 10 {
             return Err(Error::ContextLengthExceeded {
-                context: ErrorContext::provider("openai"),
+                context: ErrorContext::new("openai"),
                 message: format!(
                     "about {} tokens, the window holds 2",
                     request.text_len() / 4
@@ -1051,7 +1051,7 @@ fn anthropic_billing_errors_are_exhausted_quotas() {
         ),
     ];
     for (status, body) in cases {
-        let context = ErrorContext::provider("anthropic").status(status);
+        let context = ErrorContext::new("anthropic").with_status(status);
         let error =
             AnthropicAdapter::default().classify_error(status, None, body.as_bytes(), context);
         assert_eq!(error.kind(), ErrorKind::QuotaExhausted, "{status}: {error}");

@@ -252,7 +252,7 @@ fn spec_example_responses_parse() {
         let example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let body = serde_json::to_vec(&example["body"]).unwrap();
         for adapter in adapters {
-            let context = ErrorContext::provider(adapter.provider()).status(200);
+            let context = ErrorContext::new(adapter.provider()).with_status(200);
             let response = adapter
                 .transform_response(&body, &context)
                 .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -682,7 +682,7 @@ fn documented_tool_reply(message: Value) -> Vec<u8> {
 #[track_caller]
 fn check_tool_reply(message: Value, expected: &str) {
     let body = documented_tool_reply(message.clone());
-    let context = ErrorContext::provider("openai").status(200);
+    let context = ErrorContext::new("openai").with_status(200);
     let r = OpenAiAdapter::default()
         .transform_response(&body, &context)
         .unwrap();
@@ -743,7 +743,7 @@ fn streamed_tool_arguments_as_objects_are_text() {
         .stream_event(
             None,
             r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":{"a":1}}}]}}]}"#,
-            &ErrorContext::provider("openai"),
+            &ErrorContext::new("openai"),
         )
         .unwrap();
     assert_eq!(events, vec![StreamEvent::ToolInput("{\"a\":1}".into())]);
