@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_mcp::{BackendSampler, CallOutcome, ClientOptions, Failure, Hooks, McpConfig, Services};
+use claij_mcp::{
+    BackendSampler, CallFailure, CallOutcome, ClientOptions, Hooks, McpConfig, Services,
+};
 use serde_json::{Value, json};
 
 use crate::Status;
@@ -275,7 +277,7 @@ impl Call<'_> {
     fn print(&self, outcome: &CallOutcome) -> Result<()> {
         let mut out = std::io::stdout().lock();
         let invalid_output = match &outcome.failure {
-            Some(Failure::InvalidOutput { violations }) => Some(violations),
+            Some(CallFailure::InvalidOutput { violations }) => Some(violations),
             _ => None,
         };
         if self.json {

@@ -21,7 +21,7 @@ use tracing::{Instrument as _, debug, info_span, warn};
 use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::hooks::Hooks;
-use crate::outcome::{self, CallOutcome, Content, Failure};
+use crate::outcome::{self, CallFailure, CallOutcome, Content};
 use crate::tool::ToolInfo;
 use crate::wire::{Connection, Events, RawCall, Wait};
 
@@ -426,7 +426,7 @@ impl McpClient {
                     return self.unknown(&info.name);
                 }
                 CallOutcome::failure(
-                    Failure::Rejected { code },
+                    CallFailure::Rejected { code },
                     format!(
                         "the server rejected the call to `{}` (error {code}): {message}",
                         info.name
@@ -456,7 +456,7 @@ impl McpClient {
                         content,
                         structured,
                         is_error: true,
-                        failure: Some(Failure::Tool),
+                        failure: Some(CallFailure::Tool),
                     };
                 }
                 let violations = match (&info.output_schema, &structured) {
@@ -489,7 +489,7 @@ impl McpClient {
                             content,
                             structured,
                             is_error: true,
-                            failure: Some(Failure::InvalidOutput { violations }),
+                            failure: Some(CallFailure::InvalidOutput { violations }),
                         }
                     }
                 }
@@ -677,7 +677,7 @@ fn invalid_arguments(tool: &str, violations: Vec<claij_validation::Violation>) -
         &format!("invalid arguments for `{tool}`; the call was not sent"),
         &violations,
     );
-    CallOutcome::failure(Failure::InvalidArguments { violations }, text)
+    CallOutcome::failure(CallFailure::InvalidArguments { violations }, text)
 }
 
 /// Whether a server's message says the tool does not exist (the TypeScript SDK: "Tool x not found";

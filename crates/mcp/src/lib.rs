@@ -25,7 +25,7 @@
 //!   once with [`Error::TooLarge`]); the protocol start prefers the
 //!   stateless 2026-07-28 revision and falls back to the 2025-11-25 handshake ([`StartMode`]); tool
 //!   calls give one [`CallOutcome`] `{content, structured, is_error}` whether the server answered an
-//!   error result or a JSON-RPC error ([`Failure`] says which), arguments are checked against the
+//!   error result or a JSON-RPC error ([`CallFailure`] says which), arguments are checked against the
 //!   tool's `inputSchema` before sending and `structuredContent` against its `outputSchema` after; a
 //!   server that dies is noticed at once and, with a [`Restart`] policy, started again; its process
 //!   group is killed on close or drop. Servers may ask the client for completions, roots and answers
@@ -66,7 +66,7 @@ pub use hooks::{
     PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,
 };
 pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
-pub use outcome::{CallOutcome, Content, Failure};
+pub use outcome::{CallFailure, CallOutcome, Content};
 pub use project::Project;
 pub use services::{Refusal, Services};
 pub use tool::{ToolInfo, normalise};

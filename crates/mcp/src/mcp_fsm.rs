@@ -86,7 +86,7 @@ use tracing::{debug, warn};
 
 use crate::error::Error;
 use crate::hooks::{ElicitationReply, PendingElicitation};
-use crate::outcome::{CallOutcome, Failure};
+use crate::outcome::{CallFailure, CallOutcome};
 use crate::project::Project;
 use crate::services::Services;
 use crate::tool::ToolInfo;
@@ -334,7 +334,7 @@ impl McpService {
             }
             Err(rejected) => {
                 let outcome = CallOutcome::failure(
-                    Failure::Rejected {
+                    CallFailure::Rejected {
                         code: rejected.code,
                     },
                     rejected.message,
@@ -384,9 +384,9 @@ impl McpService {
                         available.join(", ")
                     }
                 );
-                CallOutcome::failure(Failure::UnknownTool { available }, message)
+                CallOutcome::failure(CallFailure::UnknownTool { available }, message)
             }
-            _ => CallOutcome::failure(Failure::Transport, err.to_string()),
+            _ => CallOutcome::failure(CallFailure::Transport, err.to_string()),
         }
     }
 }
@@ -401,7 +401,7 @@ impl McpService {
         if let Some(answer) = event.get("answer") {
             let Some(flight) = slot.as_mut() else {
                 let outcome = CallOutcome::failure(
-                    Failure::Transport,
+                    CallFailure::Transport,
                     "no tool call is waiting for this answer (the run was resumed elsewhere, or the call ended)",
                 );
                 return response(Value::Null, &outcome);
@@ -417,7 +417,7 @@ impl McpService {
                 Ok(call) => call,
                 Err(rejected) => {
                     let outcome = CallOutcome::failure(
-                        Failure::Rejected {
+                        CallFailure::Rejected {
                             code: rejected.code,
                         },
                         rejected.message,
@@ -437,7 +437,7 @@ impl McpService {
         let Some(flight) = slot.as_mut() else {
             return response(
                 Value::Null,
-                &CallOutcome::failure(Failure::Transport, "no call"),
+                &CallOutcome::failure(CallFailure::Transport, "no call"),
             );
         };
         // Dropped here (an interrupt racing the runner), the call is dropped too: the server is
@@ -456,7 +456,7 @@ impl McpService {
             Step::Done(joined) => {
                 let outcome = joined.unwrap_or_else(|err| {
                     CallOutcome::failure(
-                        Failure::Transport,
+                        CallFailure::Transport,
                         format!("the call's task failed: {err}"),
                     )
                 });
@@ -546,7 +546,7 @@ impl Service for McpService {
                         None => event.pointer("/message/id").cloned().unwrap_or(Value::Null),
                     };
                     let outcome = CallOutcome::failure(
-                        Failure::Transport,
+                        CallFailure::Transport,
                         "the call was cancelled: the run was interrupted",
                     );
                     Ok(response(id, &outcome))

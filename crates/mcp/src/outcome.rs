@@ -3,7 +3,7 @@
 //! Servers report the same mistake differently: the TypeScript SDK answers an unknown tool with a
 //! result flagged `isError`, the Python SDK with a JSON-RPC error `-32602`. claij turns both (and bad
 //! arguments caught before sending, and structured output that breaks the tool's `outputSchema`) into
-//! the same shape, `{content, structured, is_error}`, plus a [`Failure`] saying which case it was, so
+//! the same shape, `{content, structured, is_error}`, plus a [`CallFailure`] saying which case it was, so
 //! the caller and the model see one thing.
 
 use std::fmt;
@@ -92,14 +92,14 @@ pub struct CallOutcome {
     pub is_error: bool,
     /// Which failure, when `is_error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
+    pub failure: Option<CallFailure>,
 }
 
 /// Why a call is an error outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Failure {
+pub enum CallFailure {
     /// The tool ran and reported an error (`isError: true`).
     Tool,
     /// The server has no such tool.
@@ -143,7 +143,7 @@ impl CallOutcome {
     }
 
     /// An error outcome with one text block.
-    pub fn failure(failure: Failure, message: impl Into<String>) -> Self {
+    pub fn failure(failure: CallFailure, message: impl Into<String>) -> Self {
         Self {
             content: vec![Content::text(message)],
             structured: None,
@@ -191,7 +191,7 @@ pub(crate) fn unknown_tool(server: &str, tool: &str, available: Vec<String>) -> 
             available.join(", ")
         )
     };
-    CallOutcome::failure(Failure::UnknownTool { available }, message)
+    CallOutcome::failure(CallFailure::UnknownTool { available }, message)
 }
 
 /// Text for violations, one per line, each with its pointer.

@@ -13,7 +13,7 @@ use tracing::warn;
 use crate::client::{ClientOptions, McpClient};
 use crate::config::McpConfig;
 use crate::error::Error;
-use crate::outcome::{CallOutcome, Failure};
+use crate::outcome::{CallFailure, CallOutcome};
 use crate::project::Project;
 use crate::tool::ToolInfo;
 
@@ -147,7 +147,7 @@ impl Services {
     }
 
     /// Calls `tool` on `server`. A call the project does not allow is not sent: the outcome says so
-    /// ([`Failure::NotAllowed`]) and the refusal is recorded ([`Services::refusals`]).
+    /// ([`CallFailure::NotAllowed`]) and the refusal is recorded ([`Services::refusals`]).
     ///
     /// # Errors
     ///
@@ -170,7 +170,7 @@ impl Services {
                     at: SystemTime::now(),
                 });
             return Ok(CallOutcome::failure(
-                Failure::NotAllowed {
+                CallFailure::NotAllowed {
                     project: project.name.clone(),
                 },
                 format!(

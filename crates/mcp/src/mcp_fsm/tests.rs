@@ -8,7 +8,7 @@ use claij_fsm::Fsm;
 use serde_json::{Value, json};
 
 use super::{read_call, response, specialise};
-use crate::outcome::{CallOutcome, Failure};
+use crate::outcome::{CallFailure, CallOutcome};
 use crate::project::Project;
 use crate::tool::ToolInfo;
 
@@ -81,7 +81,7 @@ fn requests_are_read_or_rejected_with_json_rpc_codes() {
 
 #[test]
 fn the_response_is_json_rpc_with_the_mcp_result() {
-    let outcome = CallOutcome::failure(Failure::Transport, "gone");
+    let outcome = CallOutcome::failure(CallFailure::Transport, "gone");
     assert_eq!(
         response(json!(9), &outcome),
         json!({"id": ["servicing", "llm"], "message": {"jsonrpc": "2.0", "id": 9, "result": {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use claij_mcp::{
-    CallOutcome, ClientOptions, Error, Failure, Hooks, McpClient, Restart, StdioServer,
+    CallFailure, CallOutcome, ClientOptions, Error, Hooks, McpClient, Restart, StdioServer,
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -35,7 +35,7 @@ async fn tool_errors_come_back_as_outcomes_the_model_can_correct() {
         .await
         .unwrap();
     assert!(mars.is_error);
-    assert_eq!(mars.failure, Some(Failure::Tool));
+    assert_eq!(mars.failure, Some(CallFailure::Tool));
     assert!(mars.text().contains("Mars/Olympus"), "{mars}");
     assert_eq!(
         mars.structured, None,
@@ -47,7 +47,7 @@ async fn tool_errors_come_back_as_outcomes_the_model_can_correct() {
         .await
         .unwrap();
     assert!(outside.is_error);
-    assert_eq!(outside.failure, Some(Failure::Tool));
+    assert_eq!(outside.failure, Some(CallFailure::Tool));
     assert!(outside.text().contains("Access denied"), "{outside}");
 
     let elsewhere = git
@@ -55,7 +55,7 @@ async fn tool_errors_come_back_as_outcomes_the_model_can_correct() {
         .await
         .unwrap();
     assert!(elsewhere.is_error);
-    assert_eq!(elsewhere.failure, Some(Failure::Tool));
+    assert_eq!(elsewhere.failure, Some(CallFailure::Tool));
     assert!(elsewhere.text().contains("outside"), "{elsewhere}");
 
     // The outcome is what the model sees.
@@ -110,7 +110,7 @@ async fn arguments_that_break_the_input_schema_are_not_sent() {
         let outcome = client.call(tool, args.clone()).await.unwrap();
         let at = format!("{tool} {args}: {outcome}");
         assert!(outcome.is_error, "{at}");
-        let Some(Failure::InvalidArguments { violations }) = &outcome.failure else {
+        let Some(CallFailure::InvalidArguments { violations }) = &outcome.failure else {
             panic!("not InvalidArguments: {at}");
         };
         assert!(
@@ -156,7 +156,7 @@ async fn an_unknown_tool_is_the_same_outcome_from_typescript_and_python() {
         assert!(outcome.is_error);
         assert_eq!(
             outcome.failure,
-            Some(Failure::UnknownTool {
+            Some(CallFailure::UnknownTool {
                 available: tools.clone()
             })
         );
@@ -218,7 +218,7 @@ async fn a_tool_gone_since_listing_is_unknown_whichever_sdk_says_so() {
     for (client, outcome) in [(&ts, &from_ts), (&py, &from_py)] {
         assert!(outcome.is_error, "{outcome}");
         assert!(
-            matches!(outcome.failure, Some(Failure::UnknownTool { .. })),
+            matches!(outcome.failure, Some(CallFailure::UnknownTool { .. })),
             "{}: {outcome:?}",
             client.name()
         );
@@ -242,7 +242,7 @@ async fn structured_output_that_breaks_the_output_schema_is_flagged() {
     let stub = servers::connect("stub", servers::stub(&dir, work.path())).await;
     let outcome = stub.call("weather", json!({})).await.unwrap();
     assert!(outcome.is_error, "{outcome}");
-    let Some(Failure::InvalidOutput { violations }) = &outcome.failure else {
+    let Some(CallFailure::InvalidOutput { violations }) = &outcome.failure else {
         panic!("not InvalidOutput: {outcome:?}");
     };
     assert_eq!(violations.len(), 1, "{violations:?}");

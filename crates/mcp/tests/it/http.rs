@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use claij_mcp::{ClientOptions, Error, Failure, HttpServer, McpClient, Restart};
+use claij_mcp::{CallFailure, ClientOptions, Error, HttpServer, McpClient, Restart};
 use serde_json::json;
 
 use crate::servers;
@@ -113,7 +113,7 @@ async fn calls_over_streamable_http() {
     }
     let bad = client.call("echo", json!({"message": 1})).await.unwrap();
     assert!(
-        matches!(bad.failure, Some(Failure::InvalidArguments { .. })),
+        matches!(bad.failure, Some(CallFailure::InvalidArguments { .. })),
         "{bad}"
     );
     let resources = client.resources().await.unwrap();
@@ -247,7 +247,7 @@ async fn fetch_reads_a_local_page_when_allowed() {
     assert!(!page.is_error, "{page}");
     assert!(page.text().contains(&token), "{page}");
     let no = no.unwrap();
-    assert_eq!(no.failure, Some(Failure::Tool), "{no}");
+    assert_eq!(no.failure, Some(CallFailure::Tool), "{no}");
     assert!(no.text().contains("--allow-private-ips"), "{no}");
     tokio::join!(allowed.close(), refused.close());
 }

@@ -10,8 +10,8 @@ use claij_backends::testing::Scripted;
 use claij_backends::{BoxFuture, Role};
 use claij_interceptors::BoxError;
 use claij_mcp::{
-    BackendSampler, ClientOptions, ElicitationQueue, ElicitationReply, Failure, Hooks, McpClient,
-    Root, Sampler, SamplingReply, SamplingRequest,
+    BackendSampler, CallFailure, ClientOptions, ElicitationQueue, ElicitationReply, Hooks,
+    McpClient, Root, Sampler, SamplingReply, SamplingRequest,
 };
 use serde_json::{Value, json};
 
@@ -244,7 +244,7 @@ async fn elicitations_reach_a_person_and_their_answer_reaches_the_server() {
     ] {
         let outcome = without.call(tool, json!({})).await.unwrap();
         assert!(
-            matches!(outcome.failure, Some(Failure::UnknownTool { .. })),
+            matches!(outcome.failure, Some(CallFailure::UnknownTool { .. })),
             "{tool}: {outcome}"
         );
     }
