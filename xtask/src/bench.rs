@@ -39,7 +39,7 @@ enum Throughput {
 /// Runs `cargo bench` over the bench targets only (so criterion flags never reach a libtest
 /// harness), passing `args` to criterion, then the quality prompts (unless `--no-quality`), then
 /// prints the results this run wrote. `bench quality [OPTIONS]` runs the quality prompts alone.
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     if let Some((first, rest)) = args.split_first()
         && first == "quality"
     {

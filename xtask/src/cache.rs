@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// One cache: the variable that overrides it and its folder under `claij/`.
 #[derive(Debug, Clone, Copy)]
-pub struct Cache {
+pub(crate) struct Cache {
     /// The variable naming the directory outright.
     pub var: &'static str,
     /// The folder under the user's `claij` cache.
@@ -16,26 +16,26 @@ pub struct Cache {
 }
 
 /// The embedded model (`cargo xtask model`).
-pub const MODELS: Cache = Cache {
+pub(crate) const MODELS: Cache = Cache {
     var: "CLAIJ_MODEL_DIR",
     folder: "models",
 };
 
 /// The MCP test servers (`cargo xtask mcp-servers`).
-pub const MCP_SERVERS: Cache = Cache {
+pub(crate) const MCP_SERVERS: Cache = Cache {
     var: "CLAIJ_MCP_SERVERS",
     folder: "mcp-servers",
 };
 
 /// llama.cpp's Python server, the OpenAI-compatible test server (`cargo xtask llama-server`).
-pub const LLAMA_SERVER: Cache = Cache {
+pub(crate) const LLAMA_SERVER: Cache = Cache {
     var: "CLAIJ_LLAMA_SERVER",
     folder: "llama-server",
 };
 
 impl Cache {
     /// The directory, absolute (the temp dir's `claij/<folder>` when the environment names none).
-    pub fn dir(self) -> PathBuf {
+    pub(crate) fn dir(self) -> PathBuf {
         let dir = self
             .resolve(|name| std::env::var_os(name))
             .unwrap_or_else(|| std::env::temp_dir().join("claij").join(self.folder));
@@ -44,7 +44,11 @@ impl Cache {
 
     /// The arguments of a command that fills this cache: `--dir DIR` (or `--dir=DIR`; default
     /// [`Cache::dir`], made absolute) and `--force`; or the usage error, naming `command`.
-    pub fn dir_args(self, command: &str, args: &[String]) -> Result<(PathBuf, bool), String> {
+    pub(crate) fn dir_args(
+        self,
+        command: &str,
+        args: &[String],
+    ) -> Result<(PathBuf, bool), String> {
         let (mut dir, mut force) = (None, false);
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -83,7 +87,7 @@ impl Cache {
 
 /// Best effort: removes the temp dirs (named `prefix...`) that fetches and installs killed midway
 /// left in `dir`. Those younger than a day may belong to one running right now, so they stay.
-pub fn remove_abandoned_temps(dir: &Path, prefix: &str) {
+pub(crate) fn remove_abandoned_temps(dir: &Path, prefix: &str) {
     const MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -103,7 +107,7 @@ pub fn remove_abandoned_temps(dir: &Path, prefix: &str) {
 }
 
 /// `path` made absolute against the current directory: child processes run elsewhere.
-pub fn absolute(path: PathBuf) -> PathBuf {
+pub(crate) fn absolute(path: PathBuf) -> PathBuf {
     std::path::absolute(&path).unwrap_or(path)
 }
 

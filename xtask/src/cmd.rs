@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 /// A command to run from the repository root. Nothing it runs can wait for input: stdin is
 /// `/dev/null` unless [`Cmd::stdin_file`] says otherwise.
 #[derive(Debug, Clone)]
-pub struct Cmd {
+pub(crate) struct Cmd {
     program: OsString,
     /// What to show for the program when echoing, instead of its full path.
     shown_as: Option<String>,
@@ -27,7 +27,7 @@ pub struct Cmd {
 }
 
 /// The repository root: the parent of xtask's manifest directory.
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     // `cargo run` sets the variable at run time; the compile-time value covers running the binary directly.
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
@@ -39,7 +39,7 @@ pub fn root() -> PathBuf {
 }
 
 impl Cmd {
-    pub fn new(program: impl Into<OsString>) -> Cmd {
+    pub(crate) fn new(program: impl Into<OsString>) -> Cmd {
         Cmd {
             program: program.into(),
             shown_as: None,
@@ -53,7 +53,7 @@ impl Cmd {
     /// `cargo` from `PATH`: under rustup the proxy keeps the toolchain `cargo xtask` was started with.
     /// It runs without the variables `cargo run` set for xtask ([`Cmd::without_cargo_run_env`]), so
     /// it shares one build with a plain `cargo build`.
-    pub fn cargo() -> Cmd {
+    pub(crate) fn cargo() -> Cmd {
         Cmd::new("cargo").without_cargo_run_env()
     }
 
@@ -63,23 +63,23 @@ impl Cmd {
     /// build scripts that watch them (ring's `rerun-if-env-changed=CARGO_MANIFEST_DIR`,
     /// `CARGO_PKG_NAME`...) would otherwise see them change and rebuild everything above them. What
     /// the user set (`RUSTFLAGS`, `CARGO_TARGET_DIR`, `CARGO_HOME`...) stays.
-    pub fn without_cargo_run_env(mut self) -> Cmd {
+    pub(crate) fn without_cargo_run_env(mut self) -> Cmd {
         self.clean = true;
         self
     }
 
     /// Echo the program as `name` (say `claij` for `/long/target/release/claij`).
-    pub fn shown_as(mut self, name: &str) -> Cmd {
+    pub(crate) fn shown_as(mut self, name: &str) -> Cmd {
         self.shown_as = Some(name.to_owned());
         self
     }
 
-    pub fn arg(mut self, arg: impl Into<OsString>) -> Cmd {
+    pub(crate) fn arg(mut self, arg: impl Into<OsString>) -> Cmd {
         self.args.push(arg.into());
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Cmd
+    pub(crate) fn args<I, S>(mut self, args: I) -> Cmd
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
@@ -88,18 +88,18 @@ impl Cmd {
         self
     }
 
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Cmd {
+    pub(crate) fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Cmd {
         self.envs.push((key.into(), value.into()));
         self
     }
 
-    pub fn stdin_file(mut self, path: impl Into<PathBuf>) -> Cmd {
+    pub(crate) fn stdin_file(mut self, path: impl Into<PathBuf>) -> Cmd {
         self.stdin = Some(path.into());
         self
     }
 
     /// Echoes the command, runs it with inherited output and fails unless it exits 0.
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         let status = self.status()?;
         if !status.success() {
             bail!("`{self}` failed ({status})");
@@ -108,7 +108,7 @@ impl Cmd {
     }
 
     /// Echoes the command and runs it with inherited output, returning however it exited.
-    pub fn status(&self) -> Result<ExitStatus> {
+    pub(crate) fn status(&self) -> Result<ExitStatus> {
         println!("$ {self}");
         self.command()?
             .status()
@@ -117,7 +117,7 @@ impl Cmd {
 
     /// Echoes the command, runs it with stdout captured and stderr inherited, and returns how it
     /// exited and what it printed (lossy UTF-8), whatever the exit code.
-    pub fn capture(&self) -> Result<(ExitStatus, String)> {
+    pub(crate) fn capture(&self) -> Result<(ExitStatus, String)> {
         println!("$ {self}");
         let output = self
             .command()?
@@ -131,12 +131,12 @@ impl Cmd {
     }
 
     /// Runs the command without echoing it and returns its stdout; stderr stays inherited.
-    pub fn read(&self) -> Result<String> {
+    pub(crate) fn read(&self) -> Result<String> {
         self.read_inner()
     }
 
     /// Echoes the command, then runs it like [`Cmd::read`].
-    pub fn echo_read(&self) -> Result<String> {
+    pub(crate) fn echo_read(&self) -> Result<String> {
         println!("$ {self}");
         self.read_inner()
     }
@@ -154,7 +154,7 @@ impl Cmd {
     }
 
     /// Whether the command runs and exits 0, with all of its output discarded.
-    pub fn succeeds_quietly(&self) -> bool {
+    pub(crate) fn succeeds_quietly(&self) -> bool {
         self.command()
             .and_then(|mut command| {
                 Ok(command
@@ -211,7 +211,7 @@ impl fmt::Display for Cmd {
 
 /// Whether cargo sets `name` for the program `cargo run` runs, describing that program's own package
 /// (see [`Cmd::without_cargo_run_env`]).
-pub fn is_cargo_run_var(name: &OsStr) -> bool {
+pub(crate) fn is_cargo_run_var(name: &OsStr) -> bool {
     const PREFIXES: [&str; 3] = ["CARGO_MANIFEST_", "CARGO_PKG_", "CARGO_BIN_"];
     const NAMES: [&str; 5] = [
         "CARGO_CRATE_NAME",
@@ -237,7 +237,7 @@ fn quote(word: impl AsRef<OsStr>) -> String {
 }
 
 /// `path` relative to the repository root when it is inside it, for shorter messages.
-pub fn display_path(path: &Path) -> String {
+pub(crate) fn display_path(path: &Path) -> String {
     let root = root();
     path.strip_prefix(&root)
         .unwrap_or(path)

@@ -27,7 +27,7 @@ const TURNS: [&str; 2] = [
 /// What turn 2 should answer, from turn 1.
 const COLOUR: &str = "blue";
 
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let mut profile = "release";
     for arg in args {
         match arg.as_str() {

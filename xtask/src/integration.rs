@@ -37,7 +37,7 @@ struct Options {
     out: Option<PathBuf>,
 }
 
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     execute(args).map(ExitCode::from)
 }
 

@@ -84,7 +84,7 @@ enum Allowed {
 }
 
 /// Checks every invariant, printing one line per violation; fails if there is any.
-pub fn check() -> Result<()> {
+pub(crate) fn check() -> Result<()> {
     let workspace = Workspace::load()?;
     let mut violations = manifest_violations(&workspace.packages);
     let checked = workspace

@@ -38,7 +38,7 @@ const STAMP: &str = "installed.json";
 const VERIFY_PY: &str = "import importlib.metadata as m, llama_cpp.server.app; \
     print(m.version('llama-cpp-python'))";
 
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let (dir, force) = match cache::LLAMA_SERVER.dir_args("llama-server", args) {
         Ok(parsed) => parsed,
         Err(message) => return crate::usage_error(&message),
@@ -49,7 +49,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 }
 
 /// [`server_dir`], with the pinned server installed and verified first if it is not.
-pub fn ensure() -> Result<PathBuf> {
+pub(crate) fn ensure() -> Result<PathBuf> {
     let dir = server_dir();
     ensure_in(&dir, false)?;
     Ok(dir)
@@ -57,7 +57,7 @@ pub fn ensure() -> Result<PathBuf> {
 
 /// The server cache, absolute: `$CLAIJ_LLAMA_SERVER`, else `$XDG_CACHE_HOME/claij/llama-server`,
 /// else `$HOME/.cache/claij/llama-server` (else the temp dir's `claij/llama-server`).
-pub fn server_dir() -> PathBuf {
+pub(crate) fn server_dir() -> PathBuf {
     cache::LLAMA_SERVER.dir()
 }
 

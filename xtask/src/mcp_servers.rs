@@ -75,7 +75,7 @@ struct Stamp {
     pip: Versions,
 }
 
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let (dir, force) = match cache::MCP_SERVERS.dir_args("mcp-servers", args) {
         Ok(parsed) => parsed,
         Err(message) => return crate::usage_error(&message),
@@ -86,7 +86,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 }
 
 /// [`servers_dir`], with the pinned servers installed and verified first if they are not.
-pub fn ensure() -> Result<PathBuf> {
+pub(crate) fn ensure() -> Result<PathBuf> {
     let dir = servers_dir();
     ensure_in(&dir, false)?;
     Ok(dir)
@@ -94,7 +94,7 @@ pub fn ensure() -> Result<PathBuf> {
 
 /// The MCP server cache, absolute: `$CLAIJ_MCP_SERVERS`, else `$XDG_CACHE_HOME/claij/mcp-servers`,
 /// else `$HOME/.cache/claij/mcp-servers` (else the temp dir's `claij/mcp-servers`).
-pub fn servers_dir() -> PathBuf {
+pub(crate) fn servers_dir() -> PathBuf {
     cache::MCP_SERVERS.dir()
 }
 

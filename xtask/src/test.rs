@@ -32,7 +32,7 @@ enum Outcome {
     NotRun,
 }
 
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let (mut quick, mut no_fmt) = (false, false);
     for arg in args {
         match arg.as_str() {
@@ -275,7 +275,7 @@ fn print_summary(steps: &[Step], outcomes: &[Outcome], total: Duration) {
 }
 
 /// `0.42s`, `12.3s`, `2m05s`.
-pub fn format_duration(duration: Duration) -> String {
+pub(crate) fn format_duration(duration: Duration) -> String {
     let secs = duration.as_secs_f64();
     if secs < 10.0 {
         format!("{secs:.2}s")

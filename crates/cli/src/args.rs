@@ -5,21 +5,21 @@
 use std::time::Duration;
 
 /// The most retries a flag or the configuration may ask for per call.
-pub const MAX_RETRIES: usize = 100;
+pub(crate) const MAX_RETRIES: usize = 100;
 /// The largest token limit per model call.
-pub const MAX_TOKENS: u32 = 10_000_000;
+pub(crate) const MAX_TOKENS: u32 = 10_000_000;
 /// The most transitions an FSM run may be allowed.
-pub const MAX_TRANSITIONS: usize = 1_000_000;
+pub(crate) const MAX_TRANSITIONS: usize = 1_000_000;
 /// The most threads the local model may be given.
-pub const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 /// The highest sampling temperature (the providers' widest range is 0 to 2).
-pub const MAX_TEMPERATURE: f32 = 2.0;
+pub(crate) const MAX_TEMPERATURE: f32 = 2.0;
 /// The range of `--max-reply-bytes` and `[defaults] max_reply_bytes`: 1 KiB to 1 GiB.
-pub const REPLY_BYTES: std::ops::RangeInclusive<usize> = 1024..=1 << 30;
+pub(crate) const REPLY_BYTES: std::ops::RangeInclusive<usize> = 1024..=1 << 30;
 
 /// Every duration flag (`--timeout`): seconds, a finite number above 0 and at most a day (the same
 /// bound as a server's `timeout` in an MCP configuration).
-pub fn seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
     text.trim()
         .parse::<f64>()
         .ok()
@@ -33,28 +33,28 @@ pub fn seconds(text: &str) -> Result<Duration, String> {
 }
 
 /// `--max-retries`: 0 to [`MAX_RETRIES`].
-pub fn retries(text: &str) -> Result<usize, String> {
+pub(crate) fn retries(text: &str) -> Result<usize, String> {
     whole(text, 0, MAX_RETRIES)
 }
 
 /// `--max-tokens`: 1 to [`MAX_TOKENS`].
-pub fn tokens(text: &str) -> Result<u32, String> {
+pub(crate) fn tokens(text: &str) -> Result<u32, String> {
     whole(text, 1, MAX_TOKENS)
 }
 
 /// `--max-transitions`: 1 to [`MAX_TRANSITIONS`].
-pub fn transitions(text: &str) -> Result<usize, String> {
+pub(crate) fn transitions(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_TRANSITIONS)
 }
 
 /// `--threads`: 1 to [`MAX_THREADS`].
-pub fn threads(text: &str) -> Result<std::num::NonZeroUsize, String> {
+pub(crate) fn threads(text: &str) -> Result<std::num::NonZeroUsize, String> {
     whole(text, 1, MAX_THREADS)
         .and_then(|n| std::num::NonZeroUsize::new(n).ok_or_else(|| "expected 1 or more".to_owned()))
 }
 
 /// `--temperature`: a finite number from 0 to [`MAX_TEMPERATURE`].
-pub fn temperature(text: &str) -> Result<f32, String> {
+pub(crate) fn temperature(text: &str) -> Result<f32, String> {
     text.trim()
         .parse::<f32>()
         .ok()
@@ -64,7 +64,7 @@ pub fn temperature(text: &str) -> Result<f32, String> {
 
 /// `--max-message-bytes`: the size limit on one message from an MCP server, in bytes (the range of
 /// a server's `maxMessageBytes`).
-pub fn message_bytes(text: &str) -> Result<usize, String> {
+pub(crate) fn message_bytes(text: &str) -> Result<usize, String> {
     whole(
         text,
         *claij_mcp::MESSAGE_BYTES.start(),
@@ -74,7 +74,7 @@ pub fn message_bytes(text: &str) -> Result<usize, String> {
 
 /// `--max-reply-bytes`: the longest reply the pipeline searches for JSON, in bytes
 /// ([`REPLY_BYTES`]).
-pub fn reply_bytes(text: &str) -> Result<usize, String> {
+pub(crate) fn reply_bytes(text: &str) -> Result<usize, String> {
     whole(text, *REPLY_BYTES.start(), *REPLY_BYTES.end())
 }
 

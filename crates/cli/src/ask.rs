@@ -36,7 +36,7 @@ use self::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// What to ask.
     prompt: String,
     #[command(flatten)]
@@ -45,7 +45,7 @@ pub struct Args {
 
 /// What `claij ask` and `claij chat` share: the model, the schema, the interceptors, the knobs.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// The response schema (a JSON Schema file); default the base response schema (`answer`, `state`).
     #[arg(long, short, value_name = "FILE")]
     schema: Option<String>,
@@ -109,20 +109,20 @@ enum ExampleWhen {
 
 impl Args {
     /// `--threads`: the process sets it in the environment before any thread starts.
-    pub fn threads(&self) -> Option<NonZeroUsize> {
+    pub(crate) fn threads(&self) -> Option<NonZeroUsize> {
         self.options.threads()
     }
 }
 
 impl Options {
     /// `--threads`.
-    pub fn threads(&self) -> Option<NonZeroUsize> {
+    pub(crate) fn threads(&self) -> Option<NonZeroUsize> {
         self.model.threads
     }
 }
 
 /// Asks once; exit 0 with a valid answer, 1 when every attempt was invalid.
-pub fn run(args: &Args) -> Result<Status> {
+pub(crate) fn run(args: &Args) -> Result<Status> {
     let mut conversation = Conversation::open(&args.options)?;
     let (result, elapsed) = conversation.turn(&args.prompt);
     let status = match result {

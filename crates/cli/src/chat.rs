@@ -19,7 +19,7 @@ use crate::ask::{Conversation, Options};
 
 /// Arguments of `claij chat`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     options: Options,
     /// Keep no line history on disk.
@@ -29,7 +29,7 @@ pub struct Args {
 
 impl Args {
     /// `--threads`.
-    pub fn threads(&self) -> Option<std::num::NonZeroUsize> {
+    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         self.options.threads()
     }
 }
@@ -88,7 +88,7 @@ impl Lines {
 
 /// Runs the conversation until `/quit` or the end of input. Exit 0, or 1 when the last turn got no
 /// valid reply.
-pub fn run(args: &Args) -> Result<Status> {
+pub(crate) fn run(args: &Args) -> Result<Status> {
     let mut conversation = Conversation::open_chat(&args.options)?;
     let mut lines = Lines::open(!args.no_history)?;
     let mut status = Status::Ok;

@@ -54,10 +54,10 @@ use toml::{Table, Value};
 
 use crate::ask::llm::{self, Llm, Provider};
 
-pub use self::show::{Command, run};
+pub(crate) use self::show::{Command, run};
 
 /// The built-in aliases (the design's model table): name, `provider:model` or `local`.
-pub const BUILTIN_ALIASES: [(&str, &str); 9] = [
+pub(crate) const BUILTIN_ALIASES: [(&str, &str); 9] = [
     ("gemini-flash", "openrouter:google/gemini-2.5-flash"),
     ("claude-sonnet", "openrouter:anthropic/claude-sonnet-4.5"),
     ("claude-opus", "openrouter:anthropic/claude-opus-4.5"),
@@ -70,11 +70,11 @@ pub const BUILTIN_ALIASES: [(&str, &str); 9] = [
 ];
 
 /// The alias of the default remote model (used without `--llm` when OpenRouter's key is set).
-pub const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
+pub(crate) const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
 
 /// The effective configuration: the file's settings over the built-in ones.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The file read; `None` when no file exists (the defaults apply).
     pub path: Option<PathBuf>,
     /// One entry per provider, in [`Provider::ALL`] order.
@@ -90,11 +90,11 @@ pub struct Settings {
 }
 
 /// The `kind` of a provider entry of the user's own.
-pub const COMPATIBLE_KIND: &str = "openai-compatible";
+pub(crate) const COMPATIBLE_KIND: &str = "openai-compatible";
 
 /// A provider of the user's own: an OpenAI-compatible server (`kind = "openai-compatible"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompatibleSettings {
+pub(crate) struct CompatibleSettings {
     /// The entry's name, as `--llm NAME:MODEL` uses it.
     pub name: String,
     /// The server's base URL, up to and including `/v1`.
@@ -112,7 +112,7 @@ pub struct CompatibleSettings {
 
 /// How to reach one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderSettings {
+pub(crate) struct ProviderSettings {
     /// Which provider.
     pub provider: Provider,
     /// The environment variable holding its key.
@@ -129,7 +129,7 @@ pub struct ProviderSettings {
 
 /// What an alias stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Alias {
+pub(crate) struct Alias {
     /// The model.
     pub llm: Llm,
     /// Where it was defined.
@@ -138,7 +138,7 @@ pub struct Alias {
 
 /// Where an alias comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// claij's own table.
     BuiltIn,
     /// The configuration file (possibly replacing a built-in one).
@@ -150,7 +150,7 @@ pub enum Origin {
 
 /// `[defaults]`: what a command uses when its flags do not say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Defaults {
+pub(crate) struct Defaults {
     /// The model (an alias, `local` or `provider:model`), checked when the file is read.
     pub llm: Option<String>,
     /// Retries after the first attempt when a reply is invalid.
@@ -163,7 +163,7 @@ pub struct Defaults {
 
 /// A resolved `--llm` value: the model and the words a message should use for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The model.
     pub llm: Llm,
     /// What the user wrote (`gpt-5`, `openai:gpt-5`).
@@ -207,7 +207,7 @@ impl Settings {
     /// # Errors
     ///
     /// A file that cannot be read or is invalid (named by `CLAIJ_CONFIG` and missing, too).
-    pub fn load() -> Result<Self> {
+    pub(crate) fn load() -> Result<Self> {
         let Some((path, explicit)) = locate(|name| std::env::var_os(name)) else {
             return Ok(Self::default());
         };
@@ -233,7 +233,7 @@ impl Settings {
     ///
     /// Invalid TOML, an unknown key, a value of the wrong type, an alias or default model that does
     /// not resolve, invalid MCP servers or projects: `path:line: key.path: what`.
-    pub fn parse(text: &str, path: &Path) -> Result<Self> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Self> {
         let table: Table = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|span| line_at(text, span.start));
             anyhow!("{}: {}", at(path, line), e.message().trim())
@@ -274,7 +274,7 @@ impl Settings {
     }
 
     /// The settings of `provider`.
-    pub fn provider(&self, provider: Provider) -> &ProviderSettings {
+    pub(crate) fn provider(&self, provider: Provider) -> &ProviderSettings {
         let index = Provider::ALL
             .iter()
             .position(|p| *p == provider)
@@ -283,22 +283,22 @@ impl Settings {
     }
 
     /// Every provider's settings.
-    pub fn providers(&self) -> &[ProviderSettings] {
+    pub(crate) fn providers(&self) -> &[ProviderSettings] {
         &self.providers
     }
 
     /// Every alias, by name.
-    pub fn aliases(&self) -> &BTreeMap<String, Alias> {
+    pub(crate) fn aliases(&self) -> &BTreeMap<String, Alias> {
         &self.aliases
     }
 
     /// The provider of the user's own called `name`.
-    pub fn compatible(&self, name: &str) -> Option<&CompatibleSettings> {
+    pub(crate) fn compatible(&self, name: &str) -> Option<&CompatibleSettings> {
         self.compatible.get(name)
     }
 
     /// Every provider of the user's own, by name.
-    pub fn compatible_providers(&self) -> &BTreeMap<String, CompatibleSettings> {
+    pub(crate) fn compatible_providers(&self) -> &BTreeMap<String, CompatibleSettings> {
         &self.compatible
     }
 
@@ -308,7 +308,7 @@ impl Settings {
     ///
     /// A message for the user: the value is neither an alias nor `provider:model`, or names an unknown
     /// provider.
-    pub fn resolve(&self, text: &str) -> Result<Resolved, String> {
+    pub(crate) fn resolve(&self, text: &str) -> Result<Resolved, String> {
         let name = text.to_owned();
         if let Some(alias) = self.aliases.get(text) {
             return Ok(Resolved {
@@ -527,7 +527,7 @@ impl Settings {
 /// The file to read and whether `CLAIJ_CONFIG` named it: `$CLAIJ_CONFIG`, else
 /// `$XDG_CONFIG_HOME/claij/config.toml` (an absolute `XDG_CONFIG_HOME`), else
 /// `$HOME/.config/claij/config.toml`; `None` without any of them. Empty variables count as unset.
-pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf, bool)> {
+pub(crate) fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf, bool)> {
     let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(path) = set("CLAIJ_CONFIG") {
         return Some((path, true));

@@ -13,7 +13,7 @@ mod run;
 
 /// `claij fsm` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Check a definition: prints a summary, or every problem as `pointer: message`, one per line
     /// (exit 0 valid, 1 invalid, 2 unreadable file or invalid JSON).
     Validate {
@@ -59,7 +59,7 @@ pub enum Command {
 
 /// Output forms of `claij fsm render`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Graphviz DOT text.
     Dot,
     /// A Mermaid flowchart.
@@ -69,7 +69,7 @@ pub enum Format {
 }
 
 /// Runs a `claij fsm` subcommand.
-pub fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command) -> Result<Status> {
     if let Command::Run { options, .. } | Command::Resume { options, .. } = cmd
         && let Some(threads) = options.threads()
     {

@@ -10,28 +10,28 @@ use serde_json::Value;
 
 /// Default bound of an input: stdin, an instance, a schema or a delta file, 64 MiB (`repair` and
 /// `validate` take `--max-input-bytes` for their input).
-pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// Bound of a configuration file: 1 MiB.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// What the limit of an input is called in errors.
 const INPUT_LIMIT: &str = "an input (--max-input-bytes)";
 
 /// The text of a file, or of stdin for `-`, at most [`MAX_INPUT_BYTES`].
-pub fn read_text(path: &str) -> Result<String> {
+pub(crate) fn read_text(path: &str) -> Result<String> {
     read_text_capped(path, MAX_INPUT_BYTES)
 }
 
 /// The text of a file, or of stdin for `-`, at most `limit` bytes.
-pub fn read_text_capped(path: &str, limit: u64) -> Result<String> {
+pub(crate) fn read_text_capped(path: &str, limit: u64) -> Result<String> {
     let bytes = read_bytes(path, limit)?;
     String::from_utf8(bytes).with_context(|| format!("cannot read {}: invalid UTF-8", name(path)))
 }
 
 /// Stdin as text, invalid UTF-8 replaced (an LLM reply with a stray byte is still worth recovering),
 /// at most `limit` bytes.
-pub fn read_stdin_lossy(limit: u64) -> Result<String> {
+pub(crate) fn read_stdin_lossy(limit: u64) -> Result<String> {
     let bytes = read_bytes("-", limit)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -39,30 +39,30 @@ pub fn read_stdin_lossy(limit: u64) -> Result<String> {
 /// A file (not stdin) as text, at most `limit` bytes: over it, an [`io::ErrorKind::InvalidData`]
 /// error saying `larger than {limit} bytes, the limit for {what}`. Other errors are the file's own
 /// (a missing file stays [`io::ErrorKind::NotFound`]).
-pub fn read_file_capped(path: &Path, limit: u64, what: &str) -> io::Result<String> {
+pub(crate) fn read_file_capped(path: &Path, limit: u64, what: &str) -> io::Result<String> {
     let bytes = read_capped(std::fs::File::open(path)?, limit, what)?;
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// Where a text came from, for messages.
-pub fn name(path: &str) -> &str {
+pub(crate) fn name(path: &str) -> &str {
     if path == "-" { "stdin" } else { path }
 }
 
 /// A JSON document from a file or stdin; a parse error names the file, line and column.
-pub fn read_json(path: &str) -> Result<Value> {
+pub(crate) fn read_json(path: &str) -> Result<Value> {
     let text = read_text(path)?;
     parse_json(&text, name(path))
 }
 
 /// Parses JSON text, naming its source in the error.
-pub fn parse_json(text: &str, source: &str) -> Result<Value> {
+pub(crate) fn parse_json(text: &str, source: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{source}: invalid JSON"))
 }
 
 /// A schema delta from a file: either a full `{extension_id, added_by, added_at, delta}` document or a
 /// bare partial schema (then the extension is named after the file and added by `cli`).
-pub fn read_delta(path: &str) -> Result<SchemaDelta> {
+pub(crate) fn read_delta(path: &str) -> Result<SchemaDelta> {
     let value = read_json(path)?;
     let is_document = value.get("extension_id").is_some() && value.get("delta").is_some();
     if is_document {

@@ -20,7 +20,7 @@ const DEFAULT_CONFIG: &str = ".mcp.json";
 
 /// `claij mcp` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Start every configured server and list it: protocol version, implementation, tools.
     List {
         #[command(flatten)]
@@ -57,7 +57,7 @@ pub enum Command {
 
 /// Options shared by the `mcp` subcommands.
 #[derive(Debug, clap::Args)]
-pub struct Common {
+pub(crate) struct Common {
     /// The configuration file (`{"mcpServers": {...}, "projects": {...}}`); default `.mcp.json`.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -71,7 +71,7 @@ pub struct Common {
 }
 
 /// Runs a `claij mcp` subcommand.
-pub fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command) -> Result<Status> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

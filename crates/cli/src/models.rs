@@ -19,7 +19,7 @@ use crate::suite::record::{Matrix, Record};
 
 /// Arguments of `claij models`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The matrix file (default: `target/claij/compat-matrix.json`, else the user's data directory).
     #[arg(long, value_name = "FILE")]
     matrix: Option<PathBuf>,
@@ -30,7 +30,7 @@ pub struct Args {
 
 /// What claij uses for one model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// The model as the matrix names it.
     pub model: String,
     /// The mode to use; `None` keeps `auto`.
@@ -44,7 +44,7 @@ pub struct Choice {
 }
 
 /// Prints each measured model's choice.
-pub fn run(args: &Args) -> Result<Status> {
+pub(crate) fn run(args: &Args) -> Result<Status> {
     let Some(path) = args.matrix.clone().or_else(default_path) else {
         anyhow::bail!(
             "no compatibility matrix: run `cargo xtask integration` (it writes target/claij/compat-matrix.json) or give --matrix FILE"
@@ -83,7 +83,7 @@ pub fn run(args: &Args) -> Result<Status> {
 
 /// The matrix claij consults when nothing names one: under the current directory, else the user's
 /// data directory.
-pub fn default_path() -> Option<PathBuf> {
+pub(crate) fn default_path() -> Option<PathBuf> {
     let local = PathBuf::from("target/claij/compat-matrix.json");
     if local.is_file() {
         return Some(local);
@@ -98,7 +98,7 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// Reads a matrix file: its `records`, each a [`Record`] (the error names the file, line and
 /// column, and the field).
-pub fn read(path: &Path) -> Result<Matrix> {
+pub(crate) fn read(path: &Path) -> Result<Matrix> {
     let text = crate::input::read_file_capped(path, crate::input::MAX_INPUT_BYTES, "a matrix file")
         .with_context(|| format!("cannot read {}", path.display()))?;
     let value: Value =
@@ -108,14 +108,14 @@ pub fn read(path: &Path) -> Result<Matrix> {
 }
 
 /// The choice for `model` (its alias or its model id), if the matrix measured it.
-pub fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
+pub(crate) fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
     choices(matrix)
         .into_iter()
         .find(|c| names.contains(&c.model.as_str()))
 }
 
 /// A choice for every model of the matrix, in the order first seen.
-pub fn choices(matrix: &Matrix) -> Vec<Choice> {
+pub(crate) fn choices(matrix: &Matrix) -> Vec<Choice> {
     let mut models: Vec<&str> = Vec::new();
     for record in &matrix.records {
         if !models.contains(&record.model.as_str()) {

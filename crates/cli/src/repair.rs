@@ -11,7 +11,7 @@ use crate::input;
 
 /// Arguments of `claij repair`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Coerce towards this schema and require the result to validate against it.
     #[arg(long, short)]
     schema: Option<String>,
@@ -26,7 +26,7 @@ pub struct Args {
 /// Reads stdin, recovers, prints compact JSON on stdout; failures on stderr with exit 1: `no JSON
 /// found: ...` when the reply holds no value (prose, or only an empty `{}` or `[]` cut out of other
 /// text, as random bytes may hold).
-pub fn run(args: &Args) -> Result<Status> {
+pub(crate) fn run(args: &Args) -> Result<Status> {
     let validator = match &args.schema {
         Some(path) => {
             let schema = input::read_json(path)?;

@@ -10,7 +10,7 @@ use crate::input;
 
 /// `claij schema` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Compose schema deltas onto a base schema, checking the result; prints the composed schema
     /// (exit 1 when a delta contradicts another, so that no reply could satisfy the result).
     Compose {
@@ -34,7 +34,7 @@ pub enum Command {
 
 /// Output forms of `claij schema render`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Minified JSON.
     Json,
     /// The compact TypeScript-like form used in prompts.
@@ -50,7 +50,7 @@ pub enum Format {
 }
 
 /// Runs a `claij schema` subcommand.
-pub fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     match cmd {
         Command::Compose {

@@ -9,7 +9,7 @@
 
 mod chat;
 mod machines;
-pub mod record;
+pub(crate) mod record;
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -24,11 +24,11 @@ use claij_interceptors::{
 use crate::Status;
 use crate::ask::ModelOptions;
 
-pub use self::record::Record;
+pub(crate) use self::record::Record;
 
 /// `claij suite ...`.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run suites against one model, printing a JSON line per test.
     Run(Args),
     /// List the suites and their tests, one `suite test` per line.
@@ -37,7 +37,7 @@ pub enum Command {
 
 /// Arguments of `claij suite run`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The suites to run, in order (repeat or comma-separate); default all.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
     suite: Vec<Suite>,
@@ -56,7 +56,7 @@ pub struct Args {
 
 /// The suites, in the order `all` runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Suite {
+pub(crate) enum Suite {
     /// The memory interceptor recalls a fact from an earlier turn.
     Memory,
     /// The tools interceptor calls a tool whose result the model must report.
@@ -73,7 +73,7 @@ pub enum Suite {
 
 /// What a test measured across its model calls.
 #[derive(Debug, Clone)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Every call's first reply was valid.
     pub valid_first_try: bool,
     pub attempts: usize,
@@ -82,20 +82,20 @@ pub struct Tally {
 }
 
 /// A test's verdict on the content.
-pub struct Judged {
+pub(crate) struct Judged {
     pub passed: bool,
     pub detail: String,
 }
 
 /// What the tests share: the backend and the pipeline's knobs.
-pub struct Env {
+pub(crate) struct Env {
     pub backend: Arc<dyn Backend>,
     /// The pipeline's knobs (model, retries, mode, limits, sampling) every test starts from.
     pub config: Config,
 }
 
 impl Suite {
-    pub const ALL: [Suite; 6] = [
+    pub(crate) const ALL: [Suite; 6] = [
         Suite::Memory,
         Suite::Tools,
         Suite::Mcp,
@@ -105,7 +105,7 @@ impl Suite {
     ];
 
     /// The name on the command line and in the records.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Suite::Memory => "memory",
             Suite::Tools => "tools",
@@ -117,7 +117,7 @@ impl Suite {
     }
 
     /// The suite's tests (one each for now; the name says what it checks).
-    pub fn tests(self) -> &'static [&'static str] {
+    pub(crate) fn tests(self) -> &'static [&'static str] {
         match self {
             Suite::Memory => &["recall-colour"],
             Suite::Tools => &["report-nonce"],
@@ -147,12 +147,15 @@ impl Default for Tally {
 
 impl Tally {
     /// Counts one pipeline call's attempts.
-    pub fn add(&mut self, attempts: &[Attempt]) {
+    pub(crate) fn add(&mut self, attempts: &[Attempt]) {
         self.count(attempts.iter().map(|a| (&a.verdict, &a.usage)));
     }
 
     /// Counts one model call from its attempts' verdicts and usage, in order (none: no call).
-    pub fn count<'a>(&mut self, attempts: impl IntoIterator<Item = (&'a Verdict, &'a Usage)>) {
+    pub(crate) fn count<'a>(
+        &mut self,
+        attempts: impl IntoIterator<Item = (&'a Verdict, &'a Usage)>,
+    ) {
         let mut n = 0;
         for (verdict, usage) in attempts {
             if n == 0 {
@@ -167,7 +170,7 @@ impl Tally {
 }
 
 /// Adds `more` into `total`.
-pub fn add_usage(total: &mut Usage, more: &Usage) {
+pub(crate) fn add_usage(total: &mut Usage, more: &Usage) {
     total.input_tokens += more.input_tokens;
     total.output_tokens += more.output_tokens;
     total.cached_tokens += more.cached_tokens;
@@ -180,7 +183,7 @@ pub fn add_usage(total: &mut Usage, more: &Usage) {
 
 impl Env {
     /// The pipeline configuration for a test.
-    pub fn config(&self) -> Config {
+    pub(crate) fn config(&self) -> Config {
         self.config.clone()
     }
 
@@ -189,7 +192,7 @@ impl Env {
     /// # Errors
     ///
     /// Anything else the pipeline returns (a backend or hook failure), after counting its attempts.
-    pub async fn ask(
+    pub(crate) async fn ask(
         &self,
         pipeline: &Pipeline,
         ctx: &mut Context,
@@ -214,7 +217,7 @@ impl Env {
 }
 
 /// `claij suite ...`.
-pub fn run(command: &Command) -> Result<Status> {
+pub(crate) fn run(command: &Command) -> Result<Status> {
     match command {
         Command::List => {
             let mut out = std::io::stdout().lock();
@@ -346,7 +349,7 @@ fn mode_of(test: &str) -> Option<StructuredMode> {
 }
 
 /// A random hex token a model cannot guess, so it cannot fake a tool or file read.
-pub fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     use std::hash::{BuildHasher as _, Hasher as _};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
@@ -359,6 +362,6 @@ pub fn nonce() -> String {
 }
 
 /// Whether `text` mentions `needle`, ignoring case.
-pub fn mentions(text: &str, needle: &str) -> bool {
+pub(crate) fn mentions(text: &str, needle: &str) -> bool {
     text.to_lowercase().contains(&needle.to_lowercase())
 }

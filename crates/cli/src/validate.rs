@@ -11,7 +11,7 @@ use crate::input;
 
 /// Arguments of `claij validate`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The JSON Schema file.
     #[arg(long, short)]
     schema: String,
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 /// Validates; prints violations on stdout.
-pub fn run(args: &Args) -> Result<Status> {
+pub(crate) fn run(args: &Args) -> Result<Status> {
     let schema = input::read_json(&args.schema)?;
     let validator = Validator::new(&schema)
         .map_err(|e| anyhow::anyhow!("{}: {e}", input::name(&args.schema)))?;

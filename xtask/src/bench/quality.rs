@@ -28,7 +28,7 @@ use crate::metadata::Workspace;
 /// The prompts and the schemas they use; compiled in, so the runner needs no path to find them.
 const PROMPTS: &str = include_str!("quality.json");
 /// The `state` values a reply without an FSM should take.
-pub const SENSIBLE_STATES: [&str; 3] = ["answered", "needs_clarification", "cannot_answer"];
+pub(super) const SENSIBLE_STATES: [&str; 3] = ["answered", "needs_clarification", "cannot_answer"];
 /// Per prompt, unless `--timeout` says otherwise: four attempts of 512 tokens fit on a slow machine.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How much of a reply the per-prompt table shows.
@@ -36,7 +36,7 @@ const EXCERPT_CHARS: usize = 100;
 
 /// What `cargo xtask bench quality` was asked to do.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Options {
+pub(super) struct Options {
     /// The `claij` binary to measure; default `$CLAIJ_BIN`, else a release build of this tree.
     pub claij: Option<PathBuf>,
     /// Where the reports go; default `target/claij`.
@@ -145,7 +145,7 @@ struct Score {
 }
 
 /// `cargo xtask bench quality [OPTIONS]`: the quality part alone, its table on stdout.
-pub fn run(args: &[String]) -> Result<ExitCode> {
+pub(super) fn run(args: &[String]) -> Result<ExitCode> {
     let options = match Options::parse(args) {
         Ok(options) => options,
         Err(message) => return crate::usage_error(&message),
@@ -157,7 +157,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 }
 
 /// Runs the prompt set and writes `bench-quality.md` and `.json`; returns the markdown.
-pub fn measure(options: &Options, workspace: &Workspace) -> Result<String> {
+pub(super) fn measure(options: &Options, workspace: &Workspace) -> Result<String> {
     let set = PromptSet::parse(PROMPTS).context("xtask/src/bench/quality.json is malformed")?;
     let prompts: Vec<&Prompt> = set
         .prompts
@@ -233,7 +233,7 @@ impl Default for Options {
 impl Options {
     /// `--claij PATH`, `--out DIR`, `--timeout SECS`, `--only TEXT`, `--max-retries N`; the error is
     /// the usage message.
-    pub fn parse(args: &[String]) -> Result<Options, String> {
+    pub(super) fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.iter();
         while let Some(flag) = args.next() {

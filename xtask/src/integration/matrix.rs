@@ -11,7 +11,7 @@ use super::plan::money;
 /// `suite::record::Record` (xtask depends on no claij crate). Both sides are tested against
 /// `crates/cli/src/suite/record/sample.json`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Record {
+pub(super) struct Record {
     pub model: String,
     pub suite: String,
     pub test: String,
@@ -30,7 +30,7 @@ pub struct Record {
 
 /// One model against one suite.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Cell {
+pub(super) struct Cell {
     pub model: String,
     pub suite: String,
     pub tests: u64,
@@ -47,7 +47,7 @@ pub struct Cell {
 
 /// Models x suites, in the order first seen.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Matrix {
+pub(super) struct Matrix {
     pub models: Vec<String>,
     pub suites: Vec<String>,
     pub cells: Vec<Cell>,
@@ -57,7 +57,7 @@ pub struct Matrix {
 
 impl Record {
     /// Parses one line; the error says which field is missing or of the wrong type.
-    pub fn parse(line: &str) -> Result<Record, String> {
+    pub(super) fn parse(line: &str) -> Result<Record, String> {
         let value: Value =
             serde_json::from_str(line).map_err(|e| format!("not a JSON record: {e}"))?;
         let text = |key: &str| {
@@ -97,7 +97,7 @@ impl Record {
     }
 
     /// A test that produced no record (claij failed before it): failed, with why.
-    pub fn missing(model: &str, suite: &str, test: &str, why: &str) -> Record {
+    pub(super) fn missing(model: &str, suite: &str, test: &str, why: &str) -> Record {
         Record {
             model: model.to_owned(),
             suite: suite.to_owned(),
@@ -149,7 +149,7 @@ impl Cell {
 
 impl Matrix {
     /// Gathers records into cells.
-    pub fn from_records(records: &[Record]) -> Matrix {
+    pub(super) fn from_records(records: &[Record]) -> Matrix {
         let mut matrix = Matrix {
             records: records.to_vec(),
             ..Matrix::default()
@@ -181,19 +181,19 @@ impl Matrix {
         matrix
     }
 
-    pub fn cell(&self, model: &str, suite: &str) -> Option<&Cell> {
+    pub(super) fn cell(&self, model: &str, suite: &str) -> Option<&Cell> {
         self.cells
             .iter()
             .find(|c| c.model == model && c.suite == suite)
     }
 
     /// Tests that failed.
-    pub fn failed(&self) -> usize {
+    pub(super) fn failed(&self) -> usize {
         self.records.iter().filter(|r| !r.passed).count()
     }
 
     /// Everything summed.
-    pub fn total(&self) -> Cell {
+    pub(super) fn total(&self) -> Cell {
         let mut total = Cell::default();
         for c in &self.cells {
             total.add(c);
@@ -202,7 +202,7 @@ impl Matrix {
     }
 
     /// `compat-matrix.md`.
-    pub fn to_markdown(&self, at: &str) -> String {
+    pub(super) fn to_markdown(&self, at: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "# claij compatibility matrix\n");
         let _ = writeln!(
@@ -250,7 +250,7 @@ impl Matrix {
     }
 
     /// `compat-matrix.json`.
-    pub fn to_json(&self, at: &str) -> Value {
+    pub(super) fn to_json(&self, at: &str) -> Value {
         let cells: Vec<Value> = self.cells.iter().map(cell_json).collect();
         let records: Vec<Value> = self.records.iter().map(record_json).collect();
         json!({
@@ -264,7 +264,7 @@ impl Matrix {
     }
 
     /// One line of `compat-history.jsonl`: when, the totals and each cell.
-    pub fn history_line(&self, at: &str) -> String {
+    pub(super) fn history_line(&self, at: &str) -> String {
         let cells: Vec<Value> = self.cells.iter().map(cell_json).collect();
         json!({"at": at, "total": total_json(&self.total()), "cells": cells}).to_string()
     }
@@ -286,7 +286,7 @@ fn cell_text(c: &Cell) -> String {
 }
 
 /// The share of tests valid on the first try.
-pub fn first_try_rate(c: &Cell) -> f64 {
+pub(super) fn first_try_rate(c: &Cell) -> f64 {
     if c.tests == 0 {
         0.0
     } else {
@@ -340,7 +340,7 @@ fn record_json(r: &Record) -> Value {
 }
 
 /// `2026-11-26T05:12:09Z` for seconds since the epoch (UTC, proleptic Gregorian).
-pub fn utc(secs: u64) -> String {
+pub(super) fn utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Howard Hinnant's civil_from_days.

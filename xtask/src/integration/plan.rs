@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 /// A suite of `claij suite run`, with what one of its tests is expected to use.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Suite {
+pub(super) struct Suite {
     pub name: &'static str,
     /// The tests, as `claij suite list` names them.
     pub tests: &'static [&'static str],
@@ -18,7 +18,7 @@ pub struct Suite {
 }
 
 /// The suites, in the order they run (keep in step with crates/cli/src/suite.rs).
-pub const SUITES: [Suite; 6] = [
+pub(super) const SUITES: [Suite; 6] = [
     Suite::new("memory", &["recall-colour"], 2, 900, 120),
     Suite::new("tools", &["report-nonce"], 2, 1_000, 100),
     Suite::new("mcp", &["read-token-file"], 3, 2_000, 200),
@@ -39,7 +39,7 @@ pub const SUITES: [Suite; 6] = [
 
 /// A model alias: what it resolves to and its price in US dollars per million tokens (in, out).
 /// Mirrors the built-in aliases of the claij configuration, which resolves them at run time.
-pub const ALIASES: [(&str, &str, f64, f64); 9] = [
+pub(super) const ALIASES: [(&str, &str, f64, f64); 9] = [
     (
         "gemini-flash",
         "openrouter:google/gemini-2.5-flash",
@@ -80,11 +80,11 @@ pub const ALIASES: [(&str, &str, f64, f64); 9] = [
 const PROVIDERS: [&str; 4] = ["openrouter", "openai", "anthropic", "gemini"];
 
 /// Retries per call claij allows (`claij suite run --max-retries`' default): the worst case.
-pub const MAX_RETRIES: u64 = 3;
+pub(super) const MAX_RETRIES: u64 = 3;
 
 /// A model as given to `--llm`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Model {
+pub(super) struct Model {
     /// What `--llm` said (an alias, `local` or `provider:model`): passed on to claij.
     pub name: String,
     /// What it resolves to.
@@ -95,7 +95,7 @@ pub struct Model {
 
 /// The run: every model against every suite.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(super) struct Plan {
     pub models: Vec<Model>,
     pub suites: Vec<Suite>,
     /// `--llm all` was given.
@@ -104,7 +104,7 @@ pub struct Plan {
 
 /// What a model's share of the run should use.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
+pub(super) struct Estimate {
     pub tests: u64,
     pub calls: u64,
     pub tokens_in: u64,
@@ -131,7 +131,7 @@ impl Suite {
     }
 
     /// The suite called `name`.
-    pub fn named(name: &str) -> Result<Suite, String> {
+    pub(super) fn named(name: &str) -> Result<Suite, String> {
         SUITES.into_iter().find(|s| s.name == name).ok_or_else(|| {
             let names: Vec<&str> = SUITES.iter().map(|s| s.name).collect();
             format!(
@@ -144,7 +144,7 @@ impl Suite {
 
 impl Model {
     /// Resolves `--llm` text: an alias, `local`, or `provider:model`.
-    pub fn parse(text: &str) -> Result<Model, String> {
+    pub(super) fn parse(text: &str) -> Result<Model, String> {
         if let Some(&(name, target, price_in, price_out)) =
             ALIASES.iter().find(|(name, ..)| *name == text)
         {
@@ -181,7 +181,7 @@ impl Model {
     }
 
     /// The embedded model: free, offline, needs no confirmation.
-    pub fn is_local(&self) -> bool {
+    pub(super) fn is_local(&self) -> bool {
         self.target == "local"
     }
 }
@@ -189,7 +189,7 @@ impl Model {
 impl Plan {
     /// The plan for `--llm` values and `--suite` values (none: every suite). `all` expands to every
     /// alias; duplicates are dropped.
-    pub fn new(llms: &[String], suites: &[String]) -> Result<Plan, String> {
+    pub(super) fn new(llms: &[String], suites: &[String]) -> Result<Plan, String> {
         if llms.is_empty() {
             return Err("no model: give --llm ALIAS (or `local`, or `all`)".to_owned());
         }
@@ -228,12 +228,12 @@ impl Plan {
     }
 
     /// Whether a person must agree first: some model is not the local one.
-    pub fn spends_money(&self) -> bool {
+    pub(super) fn spends_money(&self) -> bool {
         self.models.iter().any(|m| !m.is_local())
     }
 
     /// Tests in the whole run.
-    pub fn tests(&self) -> u64 {
+    pub(super) fn tests(&self) -> u64 {
         self.models.len() as u64
             * self
                 .suites
@@ -243,7 +243,7 @@ impl Plan {
     }
 
     /// One model's share when every first reply is valid.
-    pub fn estimate(&self, model: &Model) -> Estimate {
+    pub(super) fn estimate(&self, model: &Model) -> Estimate {
         let (mut tests, mut calls, mut tokens_in, mut tokens_out) = (0, 0, 0, 0);
         for suite in &self.suites {
             let n = suite.tests.len() as u64;
@@ -265,14 +265,14 @@ impl Plan {
     }
 
     /// The estimated cost of the run; `None` when some paid model's price is unknown.
-    pub fn cost(&self) -> Option<f64> {
+    pub(super) fn cost(&self) -> Option<f64> {
         self.models.iter().map(|m| self.estimate(m).cost).sum()
     }
 }
 
 /// The plan as printed before anything runs: the suites, each model's estimate, the total, and the
 /// warnings.
-pub fn render(plan: &Plan) -> String {
+pub(super) fn render(plan: &Plan) -> String {
     let mut out = String::new();
     let tests_per_model: usize = plan.suites.iter().map(|s| s.tests.len()).sum();
     let _ = writeln!(
@@ -375,7 +375,7 @@ pub fn render(plan: &Plan) -> String {
 }
 
 /// `$0.0123`, `$0` for free, `unknown` when the price is not known.
-pub fn money(cost: Option<f64>) -> String {
+pub(super) fn money(cost: Option<f64>) -> String {
     match cost {
         None => "unknown".to_owned(),
         Some(0.0) => "$0".to_owned(),

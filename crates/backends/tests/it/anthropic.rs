@@ -3,7 +3,7 @@
 
 #![cfg(feature = "anthropic")]
 
-pub mod support;
+pub(crate) mod support;
 
 use std::time::Duration;
 
@@ -334,7 +334,7 @@ fn stream_events(text: &str) -> Result<Vec<StreamEvent>, Error> {
 }
 
 /// The text stream of Anthropic's streaming guide, cache counts added.
-pub const TEXT_STREAM: &str = r#"event: message_start
+pub(crate) const TEXT_STREAM: &str = r#"event: message_start
 data: {"type": "message_start", "message": {"id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5-20250929", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "cache_read_input_tokens": 10, "output_tokens": 1}}}
 
 event: content_block_start

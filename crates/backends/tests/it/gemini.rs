@@ -450,7 +450,7 @@ fn stream_events(text: &str) -> Result<Vec<StreamEvent>, Error> {
 }
 
 /// A `streamGenerateContent?alt=sse` response: every chunk a whole `GenerateContentResponse`.
-pub const TEXT_STREAM: &str = r#"data: {"candidates": [{"content": {"parts": [{"text": "{\"answer\": "}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 8,"totalTokenCount": 8},"modelVersion": "gemini-2.5-flash","responseId": "r-1"}
+pub(crate) const TEXT_STREAM: &str = r#"data: {"candidates": [{"content": {"parts": [{"text": "{\"answer\": "}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 8,"totalTokenCount": 8},"modelVersion": "gemini-2.5-flash","responseId": "r-1"}
 
 data: {"candidates": [{"content": {"parts": [{"text": "\"4\", \"state\": \"done\"}"}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 8,"candidatesTokenCount": 12,"thoughtsTokenCount": 30,"totalTokenCount": 50},"modelVersion": "gemini-2.5-flash","responseId": "r-1"}
 

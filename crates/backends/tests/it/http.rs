@@ -20,13 +20,13 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// A made-up key; tests check it reaches the server and nothing else.
-pub const KEY: &str = "sk-test-claij-5ecret-9f8e7d6c5b4a";
+pub(crate) const KEY: &str = "sk-test-claij-5ecret-9f8e7d6c5b4a";
 
 /// The chat completions path under a mock server's `/v1`.
-pub const CHAT: &str = "/v1/chat/completions";
+pub(crate) const CHAT: &str = "/v1/chat/completions";
 
 /// Short timeouts and backoffs, so fault tests stay fast.
-pub fn fast_config(server: &str) -> HttpConfig {
+pub(crate) fn fast_config(server: &str) -> HttpConfig {
     HttpConfig::new(format!("{server}/v1"))
         .with_connect_timeout(Duration::from_secs(2))
         .with_request_timeout(Duration::from_secs(2))
@@ -46,12 +46,12 @@ fn backend_with_retry(server: &str, retry: RetryPolicy) -> OpenAi {
     OpenAi::new(ApiKey::new(KEY)).with_config(fast_config(server).with_retry(retry))
 }
 
-pub fn request() -> ChatRequest {
+pub(crate) fn request() -> ChatRequest {
     ChatRequest::new("gpt-4o-mini").message(Message::user("What is 2+2?"))
 }
 
 /// A chat completion answering `content`.
-pub fn completion(content: &str) -> Value {
+pub(crate) fn completion(content: &str) -> Value {
     json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -82,7 +82,7 @@ async fn mount(server: &MockServer, response: ResponseTemplate, times: u64) {
 }
 
 /// The error's variant name.
-pub fn kind(error: &Error) -> String {
+pub(crate) fn kind(error: &Error) -> String {
     let debug = format!("{error:?}");
     debug
         .split([' ', '{', '('])
@@ -93,7 +93,7 @@ pub fn kind(error: &Error) -> String {
 
 /// Asserts the key shows nowhere in the error.
 #[track_caller]
-pub fn assert_no_key(error: &Error) {
+pub(crate) fn assert_no_key(error: &Error) {
     let shown = format!("{error} {error:?}");
     assert!(!shown.contains(KEY), "the key leaked: {shown}");
 }
@@ -666,7 +666,7 @@ async fn model_table_preflight_stops_oversized_prompts_before_any_request() {
 }
 
 /// SSE body of a streamed structured answer.
-pub fn sse_body(pieces: &[&str]) -> String {
+pub(crate) fn sse_body(pieces: &[&str]) -> String {
     let mut body = String::from(": keep-alive\n\n");
     for piece in pieces {
         let chunk = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "gpt-4o-mini",

@@ -159,7 +159,11 @@ fn users_override_and_extend_the_table() {
 
 /// A schema as a user writes it, not strict-compatible: an optional property (`note`), no
 /// `additionalProperties`, and a keyword strict dialects drop (`minLength`).
-pub fn loose_schema() -> Value {
+#[cfg_attr(
+    not(any(feature = "anthropic", all(feature = "openai", feature = "openrouter"))),
+    allow(dead_code, reason = "used by the anthropic and openai tests")
+)]
+pub(crate) fn loose_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -174,7 +178,11 @@ pub fn loose_schema() -> Value {
 /// The tool-mode request the pipeline builds for a model with `capabilities`: [`loose_schema`]
 /// compiled to [`Capabilities::schema_target`]'s dialect (as the pipeline's `Prepared::dialect`
 /// does), strict as the target says; and what the dialect lost.
-pub fn tool_request(
+#[cfg_attr(
+    not(any(feature = "anthropic", all(feature = "openai", feature = "openrouter"))),
+    allow(dead_code, reason = "used by the anthropic and openai tests")
+)]
+pub(crate) fn tool_request(
     capabilities: Capabilities,
     model: &str,
 ) -> (ChatRequest, Vec<claij_schema::dialect::Loss>) {

@@ -20,7 +20,7 @@ use crate::config::{
 
 /// A `--llm` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Llm {
+pub(crate) enum Llm {
     /// The embedded model.
     Local,
     /// A hosted model.
@@ -52,7 +52,7 @@ impl fmt::Display for Llm {
 
 /// The providers `--llm PROVIDER:MODEL` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
+pub(crate) enum Provider {
     OpenRouter,
     OpenAi,
     Anthropic,
@@ -60,7 +60,7 @@ pub enum Provider {
 }
 
 /// An open backend and what to call it.
-pub struct Opened {
+pub(crate) struct Opened {
     /// The backend.
     pub backend: Arc<dyn Backend>,
     /// The model, for requests and reports.
@@ -74,7 +74,7 @@ pub struct Opened {
 
 impl Provider {
     /// Every provider, in the order messages list them.
-    pub const ALL: [Provider; 4] = [
+    pub(crate) const ALL: [Provider; 4] = [
         Provider::OpenRouter,
         Provider::OpenAi,
         Provider::Anthropic,
@@ -82,7 +82,7 @@ impl Provider {
     ];
 
     /// The name in `--llm`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Provider::OpenRouter => "openrouter",
             Provider::OpenAi => "openai",
@@ -92,7 +92,7 @@ impl Provider {
     }
 
     /// The environment variable holding the key.
-    pub fn key_var(self) -> &'static str {
+    pub(crate) fn key_var(self) -> &'static str {
         match self {
             Provider::OpenRouter => "OPENROUTER_API_KEY",
             Provider::OpenAi => "OPENAI_API_KEY",
@@ -113,7 +113,7 @@ impl Provider {
 }
 
 /// Parses `--llm`: `local` or `PROVIDER:MODEL`.
-pub fn parse(text: &str) -> Result<Llm, String> {
+pub(crate) fn parse(text: &str) -> Result<Llm, String> {
     if text == "local" {
         return Ok(Llm::Local);
     }
@@ -143,7 +143,7 @@ pub fn parse(text: &str) -> Result<Llm, String> {
 /// Without `--llm`: the local model if `--model-path` is given, else the configuration's default
 /// model, else OpenRouter's default model when its key is set, else the local model (claij needs no
 /// key to answer).
-pub fn open<S: AsRef<str> + ?Sized>(
+pub(crate) fn open<S: AsRef<str> + ?Sized>(
     llm: Option<&S>,
     model_path: Option<&Path>,
     config: &Settings,
@@ -210,13 +210,13 @@ fn open_resolved(
 }
 
 /// The model cache (see [`claij_backends::local::model_dir`]).
-pub fn model_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+pub(crate) fn model_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     claij_backends::local::model_dir(var)
 }
 
 /// The name to show for a model file: its name up to the first dot (`SmolLM2-135M-Instruct` for
 /// `SmolLM2-135M-Instruct.Q4_1.gguf`). The file's own metadata name is often a training-run label.
-pub fn model_name(path: &Path) -> String {
+pub(crate) fn model_name(path: &Path) -> String {
     path.file_name()
         .map(|name| name.to_string_lossy())
         .and_then(|name| name.split('.').next().map(str::to_owned))

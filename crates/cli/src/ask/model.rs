@@ -12,7 +12,7 @@ use crate::models::Choice;
 
 /// Which model and how it is called.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct ModelOptions {
+pub(crate) struct ModelOptions {
     /// The model: an alias (`claij config show` lists them; `local` is the embedded model) or
     /// PROVIDER:MODEL, PROVIDER one of openrouter, openai, anthropic, gemini, or a provider of the
     /// configuration's own (`kind = "openai-compatible"`). Default: the
@@ -63,7 +63,7 @@ pub enum Mode {
 }
 
 /// The retries when neither a flag, `[defaults]` nor the matrix says.
-pub const DEFAULT_MAX_RETRIES: usize = 3;
+pub(crate) const DEFAULT_MAX_RETRIES: usize = 3;
 
 impl From<Mode> for StructuredMode {
     fn from(mode: Mode) -> Self {
@@ -79,7 +79,12 @@ impl From<Mode> for StructuredMode {
 impl ModelOptions {
     /// The pipeline's knobs for `model`: each from its flag, else the configuration's `[defaults]`,
     /// else the matrix's `measured` choice (mode and retries), else the built-in default.
-    pub fn config(&self, model: String, defaults: &Defaults, measured: Option<&Choice>) -> Config {
+    pub(crate) fn config(
+        &self,
+        model: String,
+        defaults: &Defaults,
+        measured: Option<&Choice>,
+    ) -> Config {
         let mut config = Config::new(model);
         config.max_retries = self
             .max_retries
@@ -103,14 +108,14 @@ impl ModelOptions {
 
     /// Whether the flags and `[defaults]` together set both the mode and the retries, leaving the
     /// compatibility matrix nothing to decide.
-    pub fn decided(&self, defaults: &Defaults) -> bool {
+    pub(crate) fn decided(&self, defaults: &Defaults) -> bool {
         (self.mode.is_some() || defaults.mode.is_some())
             && (self.max_retries.is_some() || defaults.max_retries.is_some())
     }
 
     /// What the compatibility matrix (the default one, when there is one) chooses for `model` (or
     /// the `--llm` text naming it), when the flags and `[defaults]` leave it something to decide.
-    pub fn matrix_choice(&self, model: &str, defaults: &Defaults) -> Option<Choice> {
+    pub(crate) fn matrix_choice(&self, model: &str, defaults: &Defaults) -> Option<Choice> {
         if self.decided(defaults) {
             return None;
         }
@@ -124,7 +129,7 @@ impl ModelOptions {
 }
 
 /// The line saying what the compatibility matrix chose, for stderr.
-pub fn matrix_notice(choice: &Choice) -> String {
+pub(crate) fn matrix_notice(choice: &Choice) -> String {
     format!(
         "compatibility matrix: {} with {} retries for {} ({})",
         match choice.mode {

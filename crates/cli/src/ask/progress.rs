@@ -30,7 +30,7 @@ const FRAMES: [char; 4] = ['-', '\\', '|', '/'];
 
 /// A backend whose calls draw a progress line while they run. The answer is the same as the inner
 /// backend's: the call streams and assembles the events as the pipeline's streaming path does.
-pub struct Watched {
+pub(super) struct Watched {
     inner: Arc<dyn Backend>,
     out: Mutex<Box<dyn Write + Send>>,
     width: usize,
@@ -39,18 +39,18 @@ pub struct Watched {
 
 /// Counts the attempts of a turn for the progress line: [`Turns::start`] before each turn.
 #[derive(Clone)]
-pub struct Turns(Arc<AtomicUsize>);
+pub(super) struct Turns(Arc<AtomicUsize>);
 
 impl Turns {
     /// The next call is attempt 1 again.
-    pub fn start(&self) {
+    pub(super) fn start(&self) {
         self.0.store(0, Ordering::Relaxed);
     }
 }
 
 /// What the line shows: where one call is.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Status {
+pub(super) struct Status {
     /// The attempt (1 for the first call of a turn).
     pub attempt: usize,
     /// The prompt's size in tokens, once the backend says it (the local model does before reading it).
@@ -66,7 +66,7 @@ pub struct Status {
 
 impl Watched {
     /// `inner`, drawing on stderr, `COLUMNS` wide (else 80).
-    pub fn stderr(inner: Arc<dyn Backend>) -> (Self, Turns) {
+    pub(super) fn stderr(inner: Arc<dyn Backend>) -> (Self, Turns) {
         let width = std::env::var("COLUMNS")
             .ok()
             .and_then(|c| c.trim().parse().ok())
@@ -75,7 +75,11 @@ impl Watched {
     }
 
     /// `inner`, drawing on `out` with lines shorter than `width` characters.
-    pub fn new(inner: Arc<dyn Backend>, out: Box<dyn Write + Send>, width: usize) -> (Self, Turns) {
+    pub(super) fn new(
+        inner: Arc<dyn Backend>,
+        out: Box<dyn Write + Send>,
+        width: usize,
+    ) -> (Self, Turns) {
         let attempts = Arc::new(AtomicUsize::new(0));
         let watched = Self {
             inner,
@@ -168,7 +172,7 @@ impl Phase {
 
 impl Status {
     /// A call that has just started.
-    pub fn new(attempt: usize) -> Self {
+    pub(super) fn new(attempt: usize) -> Self {
         Self {
             attempt,
             prompt_tokens: None,
@@ -179,7 +183,7 @@ impl Status {
     }
 
     /// Takes in one event, `at` from the call's start.
-    pub fn observe(&mut self, event: &StreamEvent, at: Duration) {
+    pub(super) fn observe(&mut self, event: &StreamEvent, at: Duration) {
         match event {
             // Before any text, a usage figure is the prompt's size (the local model sends it
             // before reading the prompt).
@@ -195,7 +199,7 @@ impl Status {
     }
 
     /// The reply so far, of which the line shows the end.
-    pub fn set_tail(&mut self, answer: &str) {
+    pub(super) fn set_tail(&mut self, answer: &str) {
         let start = answer
             .char_indices()
             .rev()
@@ -211,7 +215,7 @@ impl Status {
 /// The progress line for `status`, `elapsed` into the call, shorter than `width` characters:
 /// `- attempt 1: reading the prompt, 812 tokens... 1.2s`, then
 /// `\ attempt 1: 87 tokens, 38 tok/s, 3.1s | "answer": "The capital`.
-pub fn render(status: &Status, elapsed: Duration, frame: usize, width: usize) -> String {
+pub(super) fn render(status: &Status, elapsed: Duration, frame: usize, width: usize) -> String {
     let spinner = FRAMES[frame % FRAMES.len()];
     let attempt = status.attempt;
     let seconds = format!("{:.1}s", elapsed.as_secs_f64());
@@ -252,7 +256,7 @@ pub fn render(status: &Status, elapsed: Duration, frame: usize, width: usize) ->
 }
 
 /// `38 tok/s` for `tokens` over `span`; none over less than a tenth of a second (not a rate yet).
-pub fn rate(tokens: u64, span: Duration) -> Option<String> {
+pub(super) fn rate(tokens: u64, span: Duration) -> Option<String> {
     let seconds = span.as_secs_f64();
     if tokens == 0 || seconds < 0.1 {
         return None;

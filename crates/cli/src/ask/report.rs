@@ -10,13 +10,13 @@ use claij_interceptors::{Answer, Attempt, Exhausted, Verdict};
 use serde_json::{Value, json};
 
 /// A line about how the command runs (which backend was chosen).
-pub fn notice(text: &str) -> Result<()> {
+pub(super) fn notice(text: &str) -> Result<()> {
     writeln!(std::io::stderr(), "{text}")?;
     Ok(())
 }
 
 /// A valid answer: the value (pretty) on stdout, the attempts on stderr; or the `--json` report.
-pub fn answer(answer: &Answer, elapsed: Duration, json: bool) -> Result<()> {
+pub(super) fn answer(answer: &Answer, elapsed: Duration, json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         let report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
@@ -34,7 +34,7 @@ pub fn answer(answer: &Answer, elapsed: Duration, json: bool) -> Result<()> {
 
 /// A standard response for people (a terminal): the rendered answer and sources on stdout, the
 /// attempts on stderr.
-pub fn rendered(answer: &Answer, elapsed: Duration) -> Result<()> {
+pub(super) fn rendered(answer: &Answer, elapsed: Duration) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -51,7 +51,7 @@ pub fn rendered(answer: &Answer, elapsed: Duration) -> Result<()> {
 
 /// Retries exhausted: the attempts (or the `--json` report, with a null value), then the last reply's
 /// violations on stderr, one a line.
-pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result<()> {
+pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result<()> {
     let usage = exhausted.attempts.iter().map(|a| a.usage).sum();
     let mut err = std::io::stderr().lock();
     if json {
@@ -90,14 +90,14 @@ pub fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) -> Result
 }
 
 /// The total line alone: attempts, tokens, time, cost.
-pub fn total_line(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> String {
+pub(super) fn total_line(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> String {
     attempt_lines(attempts, usage, elapsed)
         .pop()
         .unwrap_or_default()
 }
 
 /// A line per attempt, then the total.
-pub fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> Vec<String> {
+pub(super) fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> Vec<String> {
     let mut lines: Vec<String> = attempts.iter().map(attempt_line).collect();
     let n = attempts.len();
     lines.push(format!(
@@ -111,7 +111,7 @@ pub fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> V
 }
 
 /// `attempt 1: valid, in 1.23s, 456+78 tokens[, 63 tok/s][, $cost][; the reply was cut at max_tokens (N)]`.
-pub fn attempt_line(attempt: &Attempt) -> String {
+pub(super) fn attempt_line(attempt: &Attempt) -> String {
     let verdict = match &attempt.verdict {
         Verdict::Valid => "valid".to_owned(),
         Verdict::Invalid => {
@@ -139,7 +139,7 @@ pub fn attempt_line(attempt: &Attempt) -> String {
 
 /// `in 2.31s, 412+87 tokens, 38 tok/s`: the attempt's time, its tokens, and the rate it generated
 /// at (output tokens over the whole call; none under a tenth of a second or without output).
-pub fn attempt_stats(latency: Duration, usage: Usage) -> String {
+pub(super) fn attempt_stats(latency: Duration, usage: Usage) -> String {
     let mut stats = format!("in {}, {} tokens", seconds(latency), tokens(usage));
     if let Some(rate) = super::progress::rate(usage.output_tokens, latency) {
         stats.push_str(", ");
@@ -149,7 +149,7 @@ pub fn attempt_stats(latency: Duration, usage: Usage) -> String {
 }
 
 /// The `--json` report.
-pub fn to_json(
+pub(super) fn to_json(
     value: Option<&Value>,
     attempts: &[Attempt],
     usage: Usage,
@@ -203,7 +203,7 @@ fn millis(duration: Duration) -> u64 {
 }
 
 /// `$0` for nothing, else six decimals without trailing zeros (`$0.000123`).
-pub fn dollars(cost: f64) -> String {
+pub(super) fn dollars(cost: f64) -> String {
     if cost == 0.0 {
         return "$0".to_owned();
     }

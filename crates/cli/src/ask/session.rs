@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 /// What one invocation hands to the next.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Session {
+pub(super) struct Session {
     /// Completed turns.
     pub turn: u64,
     /// What the memory interceptor remembers.
@@ -40,13 +40,13 @@ struct Known {
 
 /// The exclusive lock on a memory file's sidecar `FILE.lock`, held until dropped.
 #[derive(Debug)]
-pub struct SessionLock {
+pub(super) struct SessionLock {
     _file: File,
 }
 
 impl Session {
     /// The session in `path`; a new one when the file does not exist or is empty.
-    pub fn load(path: &Path) -> Result<Self> {
+    pub(super) fn load(path: &Path) -> Result<Self> {
         let text = match crate::input::read_file_capped(
             path,
             crate::input::MAX_INPUT_BYTES,
@@ -76,7 +76,7 @@ impl Session {
     }
 
     /// Whether one more turn can be counted: a counter at its maximum is an error, never a wrap to 0.
-    pub fn check_turn(turn: u64, path: Option<&Path>) -> Result<()> {
+    pub(super) fn check_turn(turn: u64, path: Option<&Path>) -> Result<()> {
         if turn < u64::MAX {
             return Ok(());
         }
@@ -88,7 +88,7 @@ impl Session {
     }
 
     /// This session carried on by `ctx`: its turn and memory, the rest of the file as it was.
-    pub fn continued(&self, ctx: &Context) -> Self {
+    pub(super) fn continued(&self, ctx: &Context) -> Self {
         Self {
             turn: ctx.turn,
             memory: ctx.memory.clone(),
@@ -97,7 +97,7 @@ impl Session {
     }
 
     /// A context that continues this session.
-    pub fn to_context(&self) -> Context {
+    pub(super) fn to_context(&self) -> Context {
         let mut ctx = Context::default();
         ctx.turn = self.turn;
         ctx.memory = self.memory.clone();
@@ -106,7 +106,7 @@ impl Session {
 
     /// The file's JSON: the keys it was read with, `turn` and `memory` replaced (inside `memory`,
     /// the keys [`MemoryState`] does not have are kept too).
-    pub fn to_value(&self) -> Result<Value> {
+    pub(super) fn to_value(&self) -> Result<Value> {
         let mut file = self.file.clone();
         let mut memory = match file.remove("memory") {
             Some(Value::Object(old)) => {
@@ -127,7 +127,7 @@ impl Session {
 
     /// Writes the session to `path` atomically: a temp file in the same directory, then a rename, so
     /// an interrupted write never leaves half a file.
-    pub fn save(&self, path: &Path) -> Result<()> {
+    pub(super) fn save(&self, path: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.to_value()?)?;
         text.push('\n');
         let temp = temp_path(path);
@@ -145,7 +145,7 @@ impl SessionLock {
     /// process that holds it (saying so on stderr unless `quiet`), then checks that `path` can be
     /// written, so a turn is never paid for and then lost. Leaves nothing behind but the lock file,
     /// and not even that when the directory cannot be written.
-    pub fn acquire(path: &Path, quiet: bool) -> Result<Self> {
+    pub(super) fn acquire(path: &Path, quiet: bool) -> Result<Self> {
         let unwritable = || format!("the memory file {} cannot be written", path.display());
         let name = path
             .file_name()

@@ -17,7 +17,7 @@ use crate::ask::llm::Provider;
 
 /// `claij config ...`.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Print the effective configuration (the file, or the defaults), secrets redacted.
     Show {
         /// Print it as one JSON document.
@@ -27,7 +27,7 @@ pub enum Command {
 }
 
 /// Runs a `config` command.
-pub fn run(command: &Command) -> Result<Status> {
+pub(crate) fn run(command: &Command) -> Result<Status> {
     let Command::Show { json } = command;
     let config = Settings::load()?;
     let is_set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
@@ -43,7 +43,7 @@ pub fn run(command: &Command) -> Result<Status> {
 }
 
 /// The configuration as JSON; `is_set` says whether a variable is set (its value is never read).
-pub fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
+pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
     let mut providers: Map<String, Value> = config
         .providers()
         .iter()
@@ -98,7 +98,7 @@ pub fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
 }
 
 /// The configuration for people, a line per setting.
-pub fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
+pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut lines = vec![match &config.path {
         Some(path) => format!("file: {}", path.display()),
         None => "file: (defaults)".to_owned(),

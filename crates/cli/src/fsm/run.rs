@@ -14,7 +14,7 @@ use crate::ask::{ModelOptions, llm, model};
 
 /// Options shared by `run` and `resume`.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// The model for `llm` states and how it is called, as `claij ask` (the configuration's
     /// `[defaults]` and the compatibility matrix fill in what the flags leave out).
     #[command(flatten)]
@@ -29,13 +29,13 @@ pub struct Options {
 
 impl Options {
     /// `--threads`: set in the environment before any thread starts.
-    pub fn threads(&self) -> Option<std::num::NonZeroUsize> {
+    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         self.model.threads
     }
 }
 
 /// `--journal FILE` of `claij fsm run`.
-pub struct NewJournal<'a> {
+pub(super) struct NewJournal<'a> {
     /// The journal file.
     pub path: &'a Path,
     /// `--force`: start over a journal that holds a run.
@@ -43,7 +43,7 @@ pub struct NewJournal<'a> {
 }
 
 /// `claij fsm run FILE --input JSON`.
-pub fn run(
+pub(super) fn run(
     fsm: Fsm,
     input: &str,
     journal: Option<NewJournal<'_>>,
@@ -77,7 +77,7 @@ pub fn run(
 }
 
 /// `claij fsm resume JOURNAL`: the machine comes from the journal's header.
-pub fn resume(path: &Path, options: &Options) -> Result<Status> {
+pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     let (header, _) = claij_fsm::journal::read(path)?;
     let definition = header.definition.ok_or_else(|| {
         anyhow!(

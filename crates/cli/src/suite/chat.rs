@@ -11,7 +11,7 @@ use super::{Env, Judged, Tally, mentions, nonce};
 
 /// The design's memory test: a fact on turn 1, a question about it on turn 2; both replies carry a
 /// `summary`, and the second answer says blue.
-pub async fn memory(env: &Env, tally: &mut Tally) -> Result<Judged> {
+pub(super) async fn memory(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let pipeline = Pipeline::new(
         env.backend.clone(),
         env.config(),
@@ -50,7 +50,7 @@ pub async fn memory(env: &Env, tally: &mut Tally) -> Result<Judged> {
 }
 
 /// A tool returning a random nonce: turn 1 must call it, turn 2 must report its result.
-pub async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
+pub(super) async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let secret = nonce();
     let returned = secret.clone();
     let tools = Tools::new().register(
@@ -103,7 +103,7 @@ pub async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
 
 /// A schema strict enough to provoke invalid replies: passes when a valid reply comes within the
 /// retries and its letters spell its word.
-pub async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
+pub(super) async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let pipeline = Pipeline::new(env.backend.clone(), env.config(), Chain::new())
         .with_base_schema(strict_schema());
     let mut ctx = Context::default();
@@ -138,7 +138,7 @@ pub async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
 }
 
 /// The schema of the retry suite.
-pub fn strict_schema() -> Value {
+pub(super) fn strict_schema() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
@@ -160,7 +160,7 @@ pub fn strict_schema() -> Value {
 }
 
 /// The standard response: the answer from a supplied note, citing it by id.
-pub async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
+pub(super) async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let citations = Citations::new(vec![
         Document::new(
             "note-17",
@@ -202,7 +202,7 @@ pub async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
 
 impl Judged {
     /// A failed test.
-    pub fn fail(detail: &str) -> Self {
+    pub(crate) fn fail(detail: &str) -> Self {
         Self {
             passed: false,
             detail: detail.to_owned(),
@@ -216,7 +216,7 @@ fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// At most 120 characters of `s`, for details.
-pub fn clip(s: &str) -> String {
+pub(super) fn clip(s: &str) -> String {
     let mut out: String = s.chars().take(120).collect();
     if out.len() < s.len() {
         out.push('…');

@@ -21,7 +21,7 @@ const REVIEWERS: [&str; 2] = ["correctness-reviewer", "design-reviewer"];
 const MAX_TRANSITIONS: usize = 16;
 
 /// The code review runs to `end` with a verdict.
-pub async fn code_review(env: &Env, tally: &mut Tally) -> Result<Judged> {
+pub(super) async fn code_review(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let definition = serde_json::from_str(CODE_REVIEW).context("examples/fsm/code-review.json")?;
     let runner = Runner::new(Fsm::new(definition)?)
         .with_llm(env.backend.clone(), env.config())
@@ -55,7 +55,7 @@ pub async fn code_review(env: &Env, tally: &mut Tally) -> Result<Judged> {
 
 /// The MCP FSM reads a file holding a random token through the filesystem server from
 /// `CLAIJ_MCP_SERVERS`; the final answer must contain the token.
-pub async fn mcp(env: &Env, tally: &mut Tally) -> Result<Judged> {
+pub(super) async fn mcp(env: &Env, tally: &mut Tally) -> Result<Judged> {
     let servers = servers_dir()?;
     let scratch = std::env::temp_dir().join(format!("claij-suite-mcp-{}", nonce()));
     std::fs::create_dir_all(&scratch)

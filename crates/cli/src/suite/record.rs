@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// One test's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The model as `--llm` named it.
     pub model: String,
     /// The suite (`memory`, `retry`, ...).
@@ -38,7 +38,7 @@ pub struct Record {
 
 /// The part of a compatibility matrix file the binary reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     /// Every test's record.
     pub records: Vec<Record>,
 }

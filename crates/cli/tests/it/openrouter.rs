@@ -7,11 +7,11 @@ use serde_json::Value;
 use wiremock::{MockServer, ResponseTemplate};
 
 /// The chat completions path under the configured base URL.
-pub const CHAT: &str = "/api/v1/chat/completions";
+pub(crate) const CHAT: &str = "/api/v1/chat/completions";
 
 /// The shared example chat completion (19 prompt and 10 completion tokens) with `content` as the
 /// assistant's reply.
-pub fn completion(content: &str) -> Value {
+pub(crate) fn completion(content: &str) -> Value {
     let file = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/providers/examples/openai-1.json");
     let text = std::fs::read_to_string(&file).unwrap();
@@ -22,12 +22,12 @@ pub fn completion(content: &str) -> Value {
 }
 
 /// A 200 response carrying [`completion`].
-pub fn reply(content: &str) -> ResponseTemplate {
+pub(crate) fn reply(content: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(completion(content))
 }
 
 /// A `config.toml` pointing OpenRouter at `server`.
-pub fn config(server: &MockServer) -> String {
+pub(crate) fn config(server: &MockServer) -> String {
     format!(
         "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
         server.uri()

@@ -13,12 +13,12 @@ use claij_mcp::{ClientOptions, Hooks, McpClient, StdioServer};
 use tokio::sync::Notify;
 
 /// How long [`wait_gone`] waits: only a process left behind reaches it (a hang guard, not a speed).
-pub const GONE_GUARD: Duration = Duration::from_secs(30);
+pub(crate) const GONE_GUARD: Duration = Duration::from_secs(30);
 
 /// `options` with a progress hook that wakes the returned `Notify` (a permit is kept, so a wait that
 /// starts after the notification still returns): a test waits on it to know a call is under way at
 /// the server, instead of sleeping and hoping.
-pub fn signalling_progress(options: ClientOptions) -> (ClientOptions, Arc<Notify>) {
+pub(crate) fn signalling_progress(options: ClientOptions) -> (ClientOptions, Arc<Notify>) {
     let progressed = Arc::new(Notify::new());
     let signal = Arc::clone(&progressed);
     let options = options.with_hooks(Hooks::default().on_progress(move |_| signal.notify_one()));
@@ -26,7 +26,7 @@ pub fn signalling_progress(options: ClientOptions) -> (ClientOptions, Arc<Notify
 }
 
 /// The install directory, if the servers are there.
-pub fn dir() -> Option<PathBuf> {
+pub(crate) fn dir() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("CLAIJ_MCP_SERVERS")?);
     dir.join("servers.json").is_file().then_some(dir)
 }
@@ -42,7 +42,7 @@ fn required() -> bool {
 ///
 /// Under `CI=true` when the servers are missing.
 #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-pub fn require(test: &str) -> Option<PathBuf> {
+pub(crate) fn require(test: &str) -> Option<PathBuf> {
     match dir() {
         Some(dir) => Some(dir),
         None if required() => panic!(
@@ -58,7 +58,7 @@ pub fn require(test: &str) -> Option<PathBuf> {
 }
 
 /// A Node server of `@modelcontextprotocol/<package>` run with `args`.
-pub fn node(dir: &std::path::Path, package: &str, args: &[&str]) -> StdioServer {
+pub(crate) fn node(dir: &std::path::Path, package: &str, args: &[&str]) -> StdioServer {
     let script = dir
         .join("npm/node_modules/@modelcontextprotocol")
         .join(package)
@@ -69,7 +69,7 @@ pub fn node(dir: &std::path::Path, package: &str, args: &[&str]) -> StdioServer 
 }
 
 /// A Python server from the venv (`mcp-server-time`...) run with `args`.
-pub fn python(dir: &std::path::Path, program: &str, args: &[&str]) -> StdioServer {
+pub(crate) fn python(dir: &std::path::Path, program: &str, args: &[&str]) -> StdioServer {
     StdioServer::new(
         dir.join("venv/bin").join(program).display().to_string(),
         args.iter().copied(),
@@ -77,34 +77,34 @@ pub fn python(dir: &std::path::Path, program: &str, args: &[&str]) -> StdioServe
 }
 
 /// `server-everything` over stdio.
-pub fn everything(dir: &std::path::Path) -> StdioServer {
+pub(crate) fn everything(dir: &std::path::Path) -> StdioServer {
     node(dir, "server-everything", &["stdio"])
 }
 
 /// `mcp-server-time` in UTC.
-pub fn time(dir: &std::path::Path) -> StdioServer {
+pub(crate) fn time(dir: &std::path::Path) -> StdioServer {
     python(dir, "mcp-server-time", &["--local-timezone", "UTC"])
 }
 
 /// Connects with default options.
-pub async fn connect(name: &str, server: StdioServer) -> McpClient {
+pub(crate) async fn connect(name: &str, server: StdioServer) -> McpClient {
     McpClient::connect(name, server, ClientOptions::default())
         .await
         .unwrap_or_else(|err| panic!("connect {name}: {err}"))
 }
 
 /// `server-filesystem` allowed to work in `root`.
-pub fn filesystem(dir: &Path, root: &Path) -> StdioServer {
+pub(crate) fn filesystem(dir: &Path, root: &Path) -> StdioServer {
     node(dir, "server-filesystem", &[&root.display().to_string()])
 }
 
 /// `server-memory` keeping its graph in `file`.
-pub fn memory(dir: &Path, file: &Path) -> StdioServer {
+pub(crate) fn memory(dir: &Path, file: &Path) -> StdioServer {
     node(dir, "server-memory", &[]).env("MEMORY_FILE_PATH", file.display().to_string())
 }
 
 /// `mcp-server-git` confined to `repo`.
-pub fn git(dir: &Path, repo: &Path) -> StdioServer {
+pub(crate) fn git(dir: &Path, repo: &Path) -> StdioServer {
     python(
         dir,
         "mcp-server-git",
@@ -113,7 +113,7 @@ pub fn git(dir: &Path, repo: &Path) -> StdioServer {
 }
 
 /// `mcp-server-fetch`, allowed to fetch from 127.0.0.1 when `private` is set.
-pub fn fetch(dir: &Path, private: bool) -> StdioServer {
+pub(crate) fn fetch(dir: &Path, private: bool) -> StdioServer {
     let args: &[&str] = if private {
         &["--allow-private-ips"]
     } else {
@@ -123,7 +123,11 @@ pub fn fetch(dir: &Path, private: bool) -> StdioServer {
 }
 
 /// Connects with `options`.
-pub async fn connect_with(name: &str, server: StdioServer, options: ClientOptions) -> McpClient {
+pub(crate) async fn connect_with(
+    name: &str,
+    server: StdioServer,
+    options: ClientOptions,
+) -> McpClient {
     McpClient::connect(name, server, options)
         .await
         .unwrap_or_else(|err| panic!("connect {name}: {err}"))
@@ -137,7 +141,7 @@ pub async fn connect_with(name: &str, server: StdioServer, options: ClientOption
 /// - `ask` (2026-07-28 only) first answers an `InputRequiredResult` asking for an elicitation
 ///   (`name`), the roots (`roots`) and a completion (`poem`), then returns, as JSON text, the request
 ///   state and the responses it got back.
-pub fn stub(dir: &Path, work: &Path) -> StdioServer {
+pub(crate) fn stub(dir: &Path, work: &Path) -> StdioServer {
     let script = work.join("stub_server.py");
     std::fs::write(&script, STUB_PY).unwrap();
     StdioServer::new(
@@ -214,7 +218,7 @@ anyio.run(main)
 "#;
 
 /// `git init` in `dir`, so `mcp-server-git --repository` accepts it.
-pub fn git_init(dir: &Path) {
+pub(crate) fn git_init(dir: &Path) {
     let status = std::process::Command::new("git")
         .args(["init", "--quiet", "--initial-branch", "trunk"])
         .arg(dir)
@@ -225,7 +229,7 @@ pub fn git_init(dir: &Path) {
 
 /// What `/proc/<pid>/stat` says of a process: its state (`R`, `S`, `Z`...), parent and group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub pid: u32,
     pub state: char,
     pub ppid: u32,
@@ -233,7 +237,7 @@ pub struct Proc {
 }
 
 /// Process `pid`, if it exists (zombies included).
-pub fn proc(pid: u32) -> Option<Proc> {
+pub(crate) fn proc(pid: u32) -> Option<Proc> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
     let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
@@ -256,7 +260,7 @@ fn left_behind(p: &Proc) -> bool {
 }
 
 /// The processes of process group `pgid` that count as left behind.
-pub fn group_members(pgid: u32) -> Vec<Proc> {
+pub(crate) fn group_members(pgid: u32) -> Vec<Proc> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -268,13 +272,13 @@ pub fn group_members(pgid: u32) -> Vec<Proc> {
 }
 
 /// Whether process `pid` exists and counts as left behind.
-pub fn exists(pid: u32) -> bool {
+pub(crate) fn exists(pid: u32) -> bool {
     proc(pid).is_some_and(|p| left_behind(&p))
 }
 
 /// Waits until process `pid` and its whole process group are gone (polling the process table, which
 /// has no event to wait on); the processes still there after [`GONE_GUARD`] are the error.
-pub async fn wait_gone(pid: u32) -> Result<(), Vec<Proc>> {
+pub(crate) async fn wait_gone(pid: u32) -> Result<(), Vec<Proc>> {
     let started = std::time::Instant::now();
     loop {
         let mut left = group_members(pid);
@@ -294,7 +298,7 @@ pub async fn wait_gone(pid: u32) -> Result<(), Vec<Proc>> {
 }
 
 /// Sends SIGKILL to process `pid` (only processes the test started).
-pub fn kill9(pid: u32) {
+pub(crate) fn kill9(pid: u32) {
     let status = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()

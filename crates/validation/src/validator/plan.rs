@@ -103,7 +103,7 @@ struct Candidate {
 impl Plan {
     /// The plan for `schema`: no planned unions (and the schema unchanged) whenever exact dispatch
     /// cannot be guaranteed.
-    pub fn new(schema: &Value, legacy_ref: bool) -> Plan {
+    pub(super) fn new(schema: &Value, legacy_ref: bool) -> Plan {
         Self::build(schema, legacy_ref).unwrap_or_else(|| Plan {
             rewritten: schema.clone(),
             branch_pointers: Vec::new(),

@@ -12,12 +12,12 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// The shared provider folder (read in place, never copied into the repository).
-pub fn providers_dir() -> PathBuf {
+pub(crate) fn providers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/providers")
 }
 
 /// A JSON file of the shared provider folder.
-pub fn load(name: &str) -> Value {
+pub(crate) fn load(name: &str) -> Value {
     let path = providers_dir().join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
@@ -25,7 +25,7 @@ pub fn load(name: &str) -> Value {
 
 /// How to read an OpenAPI document as JSON Schema.
 #[derive(Default)]
-pub struct Options<'a> {
+pub(crate) struct Options<'a> {
     /// Give every object schema that lists `properties` and says nothing about others
     /// `additionalProperties: false`, except these components. For documents generated from
     /// protobuf (Gemini), whose servers reject unknown fields but whose schemas do not say so.
@@ -38,7 +38,7 @@ pub struct Options<'a> {
 /// rewritten), OpenAPI-only keywords go (`discriminator`, `example`, `x-*`, `type: null`), 3.0's
 /// `nullable` becomes a `"null"` type, and protobuf int64 strings also accept integers (as the proto3
 /// JSON parser does).
-pub fn validator(spec: &Value, component: &str, options: &Options<'_>) -> Validator {
+pub(crate) fn validator(spec: &Value, component: &str, options: &Options<'_>) -> Validator {
     let schemas = spec["components"]["schemas"].as_object().unwrap();
     let mut defs: Map<String, Value> = schemas
         .iter()
@@ -62,7 +62,7 @@ pub fn validator(spec: &Value, component: &str, options: &Options<'_>) -> Valida
 }
 
 /// Every violation of `body`, as `pointer: message` lines.
-pub fn violations(validator: &Validator, body: &Value) -> Vec<String> {
+pub(crate) fn violations(validator: &Validator, body: &Value) -> Vec<String> {
     match validator.validate(body) {
         Ok(()) => Vec::new(),
         Err(violations) => violations.iter().map(ToString::to_string).collect(),
@@ -133,7 +133,7 @@ fn convert(schema: &Value, close: bool) -> Value {
 }
 
 /// The variant of an error, by name.
-pub fn kind(error: &Error) -> &'static str {
+pub(crate) fn kind(error: &Error) -> &'static str {
     match error {
         Error::Authentication { .. } => "Authentication",
         Error::RateLimited { .. } => "RateLimited",
@@ -154,7 +154,7 @@ pub fn kind(error: &Error) -> &'static str {
 }
 
 /// The `event:`/`data:` blocks of a hand-written event stream, in order.
-pub fn sse_blocks(text: &str) -> Vec<(Option<String>, String)> {
+pub(crate) fn sse_blocks(text: &str) -> Vec<(Option<String>, String)> {
     text.split("\n\n")
         .filter(|b| !b.trim().is_empty())
         .map(|block| {
@@ -174,12 +174,12 @@ pub fn sse_blocks(text: &str) -> Vec<(Option<String>, String)> {
 
 /// Everything logged on this thread (at every level) while the guard lives.
 #[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl Logs {
     /// Starts capturing; keep the guard for as long as logs should be captured (a current-thread
     /// runtime runs the HTTP client on this thread too).
-    pub fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+    pub(crate) fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
         let logs = Self::default();
         let guard = tracing_subscriber::fmt()
             .with_writer(logs.clone())
@@ -190,7 +190,7 @@ impl Logs {
     }
 
     /// What was logged so far.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         String::from_utf8_lossy(&bytes).into_owned()
     }
