@@ -56,7 +56,7 @@ pub struct HttpConfig {
     pub base_url: String,
     /// The longest a TCP and TLS connect may take.
     pub connect_timeout: Duration,
-    /// The longest one attempt may take, from sending to the last byte of the response. For a
+    /// The longest one HTTP request may take, from sending to the last byte of the response. For a
     /// stream: to the response headers, then the longest silence between two chunks.
     pub request_timeout: Duration,
     /// When and how often to retry.
@@ -104,7 +104,7 @@ pub struct HttpBackend<A> {
     preflight: Option<Preflight>,
 }
 
-/// A request ready to send: built once per call, sent once per attempt.
+/// A request ready to send: built once per call, sent once per HTTP request.
 struct Prepared {
     url: reqwest::Url,
     headers: HeaderMap,
@@ -112,7 +112,7 @@ struct Prepared {
 }
 
 impl HttpConfig {
-    /// Defaults for `base_url`: connect within 10 s, each attempt within 300 s, the default
+    /// Defaults for `base_url`: connect within 10 s, each request within 300 s, the default
     /// [`RetryPolicy`], `claij/<version>` as the user agent, bodies up to
     /// [`DEFAULT_MAX_BODY_BYTES`] and events up to [`DEFAULT_MAX_EVENT_BYTES`].
     pub fn new(base_url: impl Into<String>) -> Self {
@@ -155,7 +155,7 @@ impl HttpConfig {
         self
     }
 
-    /// The same configuration with another per-attempt timeout.
+    /// The same configuration with another per-request timeout.
     #[must_use]
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
@@ -293,7 +293,7 @@ impl<A: Adapter> HttpBackend<A> {
     }
 
     /// Pre-flight, translation and everything about the HTTP request that does not change between
-    /// attempts.
+    /// requests.
     fn prepare(&self, request: &ChatRequest, stream: bool) -> Result<Prepared, Error> {
         let provider = self.adapter.provider();
         if let Some(check) = &self.preflight {

@@ -1,5 +1,5 @@
 //! The retry policy: which failures are retried, how long to wait (exponential backoff with jitter,
-//! or the server's `Retry-After`), and the bounds on attempts and total time.
+//! or the server's `Retry-After`), and the bounds on requests and total time.
 
 use std::collections::hash_map::RandomState;
 use std::future::Future;
@@ -13,12 +13,12 @@ use tracing::{Instrument as _, debug_span, warn};
 use crate::error::humanize;
 use crate::{Error, ErrorContext};
 
-/// When and how often a failed attempt is tried again.
+/// When and how often a failed HTTP request is sent again.
 ///
 /// Retried: HTTP 429, 500, 502, 503, 504 and 529, connection failures and timeouts. Never retried:
 /// anything else (400, 401, 403, 404, 422, a malformed or oversized body, a refusal), nor an exhausted
 /// quota whatever its status ([`Error::QuotaExhausted`], such as OpenAI's 429 `insufficient_quota`).
-/// The wait before attempt `n + 1` is `initial_backoff * 2^(n-1)`, at most `max_backoff`, less a
+/// The wait before request `n + 1` is `initial_backoff * 2^(n-1)`, at most `max_backoff`, less a
 /// random part of up to `jitter` of it.
 ///
 /// A wait the server asks for (`Retry-After`, `retry-after-ms`, Gemini's `RetryInfo`) is waited
@@ -29,14 +29,14 @@ use crate::{Error, ErrorContext};
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
-    /// Attempts in all, the first included (1 means no retry).
-    pub max_attempts: u32,
+    /// HTTP requests in all, the first included (1 means no retry).
+    pub max_requests: u32,
     /// The wait before the first retry.
     pub initial_backoff: Duration,
     /// The longest single backoff. A wait the server asks for is not capped by it, only by
     /// `max_total`.
     pub max_backoff: Duration,
-    /// The retry budget: the longest a call may take with all its attempts and waits.
+    /// The retry budget: the longest a call may take with all its requests and waits.
     pub max_total: Duration,
     /// The share of each backoff, from 0.0 to 1.0, taken off at random so clients do not retry in step.
     pub jitter: f64,
@@ -46,10 +46,10 @@ pub struct RetryPolicy {
 const RETRY_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
 
 impl Default for RetryPolicy {
-    /// Four attempts, backoff from 500 ms up to 30 s, two minutes in all, half the backoff jittered.
+    /// Four requests, backoff from 500 ms up to 30 s, two minutes in all, half the backoff jittered.
     fn default() -> Self {
         Self {
-            max_attempts: 4,
+            max_requests: 4,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
             max_total: Duration::from_secs(120),
@@ -59,18 +59,18 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// One attempt, no retry.
+    /// One request, no retry.
     pub fn none() -> Self {
         Self {
-            max_attempts: 1,
+            max_requests: 1,
             ..Self::default()
         }
     }
 
-    /// The same policy with another number of attempts.
+    /// The same policy with another number of requests.
     #[must_use]
-    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts;
+    pub fn with_max_requests(mut self, requests: u32) -> Self {
+        self.max_requests = requests;
         self
     }
 
@@ -96,9 +96,9 @@ impl RetryPolicy {
         self
     }
 
-    /// The backoff after failed attempt `attempt` (1 for the first), for a `random` draw in `[0, 1)`.
-    pub fn backoff(&self, attempt: u32, random: f64) -> Duration {
-        let doublings = attempt.saturating_sub(1).min(31);
+    /// The backoff after failed request `request` (1 for the first), for a `random` draw in `[0, 1)`.
+    pub fn backoff(&self, request: u32, random: f64) -> Duration {
+        let doublings = request.saturating_sub(1).min(31);
         let full = self
             .initial_backoff
             .saturating_mul(1u32 << doublings)
@@ -111,9 +111,9 @@ impl RetryPolicy {
         full.mul_f64(1.0 - jitter * random.clamp(0.0, 1.0))
     }
 
-    /// What to do after `error` on attempt `attempt`, `elapsed` into the call.
-    pub(crate) fn next(&self, error: &Error, attempt: u32, elapsed: Duration) -> Next {
-        if attempt >= self.max_attempts || !is_retryable(error) {
+    /// What to do after `error` on request `request`, `elapsed` into the call.
+    pub(crate) fn next(&self, error: &Error, request: u32, elapsed: Duration) -> Next {
+        if request >= self.max_requests || !is_retryable(error) {
             return Next::Stop;
         }
         let left = self.max_total.saturating_sub(elapsed);
@@ -125,7 +125,7 @@ impl RetryPolicy {
                 left,
             },
             None => {
-                let wait = self.backoff(attempt, random_unit());
+                let wait = self.backoff(request, random_unit());
                 if wait < left {
                     Next::Retry(wait)
                 } else {
@@ -136,7 +136,7 @@ impl RetryPolicy {
     }
 }
 
-/// The retry decision after a failed attempt.
+/// The retry decision after a failed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {
     /// Wait this long, then send again.

@@ -194,9 +194,9 @@ fn retried_statuses_and_failures() {
 }
 
 #[test]
-fn waits_respect_attempts_total_time_and_retry_after() {
+fn waits_respect_requests_total_time_and_retry_after() {
     let policy = RetryPolicy::default()
-        .with_max_attempts(3)
+        .with_max_requests(3)
         .with_backoff(Duration::from_millis(100), Duration::from_secs(2))
         .with_max_total(Duration::from_secs(10))
         .with_jitter(0.0);
@@ -214,12 +214,12 @@ fn waits_respect_attempts_total_time_and_retry_after() {
         left,
     };
     #[track_caller]
-    fn check(policy: &RetryPolicy, error: &Error, attempt: u32, elapsed: Duration, expected: Next) {
-        assert_eq!(policy.next(error, attempt, elapsed), expected, "{error}");
+    fn check(policy: &RetryPolicy, error: &Error, request: u32, elapsed: Duration, expected: Next) {
+        assert_eq!(policy.next(error, request, elapsed), expected, "{error}");
     }
     check(&policy, &e, 1, Duration::ZERO, Next::Retry(ms(100)));
     check(&policy, &e, 2, Duration::ZERO, Next::Retry(ms(200)));
-    check(&policy, &e, 3, Duration::ZERO, Next::Stop); // out of attempts
+    check(&policy, &e, 3, Duration::ZERO, Next::Stop); // out of requests
     check(&policy, &e, 1, ms(9950), Next::Stop); // would pass max_total
     check(&policy, &status_error(400), 1, Duration::ZERO, Next::Stop);
     check(
@@ -251,7 +251,7 @@ fn waits_respect_attempts_total_time_and_retry_after() {
         secs(5),
         too_long(secs(6), secs(5)),
     );
-    check(&policy, &limited(secs(3600)), 3, Duration::ZERO, Next::Stop); // out of attempts
+    check(&policy, &limited(secs(3600)), 3, Duration::ZERO, Next::Stop); // out of requests
     check(&RetryPolicy::none(), &e, 1, Duration::ZERO, Next::Stop);
 }
 

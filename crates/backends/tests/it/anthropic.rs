@@ -497,7 +497,7 @@ const KEY: &str = "sk-ant-test-0123456789abcdef";
 
 fn backend(server: &MockServer) -> Anthropic {
     let retry = RetryPolicy::default()
-        .with_max_attempts(3)
+        .with_max_requests(3)
         .with_backoff(Duration::from_millis(5), Duration::from_millis(20))
         .with_jitter(0.0);
     Anthropic::new(ApiKey::new(KEY))

@@ -542,7 +542,7 @@ const KEY: &str = "AIzaSyTest-0123456789abcdefghijklmnopq";
 
 fn backend(server: &MockServer) -> Gemini {
     let retry = RetryPolicy::default()
-        .with_max_attempts(3)
+        .with_max_requests(3)
         .with_backoff(Duration::from_millis(5), Duration::from_millis(20))
         .with_jitter(0.0);
     Gemini::new(ApiKey::new(KEY))

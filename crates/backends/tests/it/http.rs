@@ -32,7 +32,7 @@ pub(crate) fn fast_config(server: &str) -> HttpConfig {
         .with_request_timeout(Duration::from_secs(2))
         .with_retry(
             RetryPolicy::default()
-                .with_max_attempts(3)
+                .with_max_requests(3)
                 .with_backoff(Duration::from_millis(10), Duration::from_millis(100))
                 .with_max_total(Duration::from_secs(5)),
         )
@@ -112,7 +112,7 @@ async fn rate_limited_with_retry_after_then_ok() {
     mount(&server, limited, 1).await;
     mount(&server, ok(), 1).await;
     let retry = RetryPolicy::default()
-        .with_max_attempts(3)
+        .with_max_requests(3)
         .with_backoff(Duration::from_millis(10), Duration::from_secs(5))
         .with_max_total(Duration::from_secs(10));
     let backend = backend_with_retry(&server.uri(), retry);
@@ -140,7 +140,7 @@ async fn each_http_request_is_traced_as_a_request_not_an_attempt() {
     mount(&server, ResponseTemplate::new(503), 1).await;
     mount(&server, ok(), 1).await;
     let retry = RetryPolicy::default()
-        .with_max_attempts(2)
+        .with_max_requests(2)
         .with_backoff(Duration::from_millis(10), Duration::from_millis(10))
         .with_jitter(0.0);
     let backend = backend_with_retry(&server.uri(), retry);
@@ -203,7 +203,7 @@ async fn server_errors_twice_then_ok() {
 }
 
 #[tokio::test]
-async fn retries_are_bounded_in_attempts() {
+async fn retries_are_bounded_in_requests() {
     let server = MockServer::start().await;
     for status in [502, 503, 504, 529] {
         server.reset().await;
@@ -284,7 +284,7 @@ async fn unauthorized_says_where_and_hides_the_key() {
     assert_no_key(&error);
 }
 
-/// Each attempt reaches the server (which would answer after 3 s); only then does the frozen clock
+/// Each request reaches the server (which would answer after 3 s); only then does the frozen clock
 /// move, past the request timeout.
 #[tokio::test(start_paused = true)]
 async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
@@ -296,7 +296,7 @@ async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
         .with_request_timeout(Duration::from_millis(200))
         .with_retry(
             RetryPolicy::default()
-                .with_max_attempts(2)
+                .with_max_requests(2)
                 .with_backoff(Duration::from_millis(10), Duration::from_millis(10))
                 .with_jitter(0.0),
         );
@@ -309,7 +309,7 @@ async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
     tokio::time::advance(Duration::from_millis(10)).await;
     received(&server, 2).await;
     tokio::time::advance(Duration::from_millis(200)).await;
-    // Either the call ends, or (the bug) a third attempt is scheduled; the frozen clock never runs it.
+    // Either the call ends, or (the bug) a third request is scheduled; the frozen clock never runs it.
     until(|| call.is_finished() || logs.count("retrying after a failed request") > 1).await;
     assert_eq!(logs.count("retrying after a failed request"), 1);
     let error = call.await.unwrap().unwrap_err();
@@ -320,7 +320,7 @@ async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
     assert_eq!(
         error.context().requests,
         2,
-        "max_attempts bounds the retries"
+        "max_requests bounds the retries"
     );
     // Two timeouts and one backoff between them.
     assert_eq!(started.elapsed(), Duration::from_millis(410));
@@ -378,7 +378,7 @@ fn read_request(stream: &mut std::net::TcpStream) {
 async fn connection_reset_mid_body_is_a_network_error_after_bounded_retries() {
     let (address, served) = cut_off_server();
     let retry = RetryPolicy::default()
-        .with_max_attempts(2)
+        .with_max_requests(2)
         .with_backoff(Duration::from_millis(10), Duration::from_millis(10));
     let error = backend_with_retry(&address, retry)
         .complete(&request())
