@@ -258,7 +258,7 @@ pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
     match scan(path, &bytes) {
         Ok(scan) => Ok((scan.header, scan.entries)),
         // Being written by a run that holds the lock: say so rather than what is missing yet.
-        Err(error) => match file.try_lock_shared() {
+        Err(error) => match try_lock_patiently(|| file.try_lock_shared()) {
             Err(TryLockError::WouldBlock) => Err(Error::JournalLocked {
                 path: path.to_owned(),
             }),
@@ -267,9 +267,29 @@ pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
     }
 }
 
+/// How long a lock that another handle holds is retried before the journal is said to be in use.
+///
+/// A lock belongs to the open file, which a child process shares from its fork until its exec (or
+/// exit): a lock just released can be held a moment longer by a process being spawned elsewhere in
+/// the program. A run that really holds the journal holds it far longer.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// `try_lock` retried for up to [`LOCK_PATIENCE`] while another handle holds the lock.
+fn try_lock_patiently(try_lock: impl Fn() -> Result<(), TryLockError>) -> Result<(), TryLockError> {
+    let started = std::time::Instant::now();
+    loop {
+        match try_lock() {
+            Err(TryLockError::WouldBlock) if started.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Takes the journal's exclusive lock, or says another handle holds it.
 fn lock(file: &File, path: &Path) -> Result<(), Error> {
-    match file.try_lock() {
+    match try_lock_patiently(|| file.try_lock()) {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => Err(Error::JournalLocked {
             path: path.to_owned(),
