@@ -340,13 +340,8 @@ impl Settings {
                 model: model.to_owned(),
             });
         }
-        llm::parse(text).map_err(|e| match self.compatible.keys().next() {
-            Some(_) if e.starts_with("unknown provider") => {
-                let own: Vec<&str> = self.compatible.keys().map(String::as_str).collect();
-                format!("{e}, or one of the configuration's: {}", own.join(", "))
-            }
-            _ => e,
-        })
+        let own: Vec<&str> = self.compatible.keys().map(String::as_str).collect();
+        llm::parse_naming(text, &own)
     }
 
     fn read_providers(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {

@@ -114,6 +114,12 @@ impl Provider {
 
 /// Parses `--llm`: `local` or `PROVIDER:MODEL`.
 pub(crate) fn parse(text: &str) -> Result<Llm, String> {
+    parse_naming(text, &[])
+}
+
+/// [`parse`], an unknown provider's message also naming `own`: the configuration's providers (which
+/// the caller matches itself).
+pub(crate) fn parse_naming(text: &str, own: &[&str]) -> Result<Llm, String> {
     if text == "local" {
         return Ok(Llm::Local);
     }
@@ -125,8 +131,13 @@ pub(crate) fn parse(text: &str) -> Result<Llm, String> {
         ));
     };
     let Some(provider) = Provider::ALL.into_iter().find(|p| p.name() == name) else {
+        let own = if own.is_empty() {
+            String::new()
+        } else {
+            format!(", or one of the configuration's: {}", own.join(", "))
+        };
         return Err(format!(
-            "unknown provider `{name}`: expected `local` or one of {}",
+            "unknown provider `{name}`: expected `local` or one of {}{own}",
             names()
         ));
     };
