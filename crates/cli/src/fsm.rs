@@ -68,14 +68,18 @@ pub(crate) enum Format {
     Svg,
 }
 
+impl Command {
+    /// `--threads` of `run` and `resume`, which `main` applies before any thread starts.
+    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
+        match self {
+            Command::Run { options, .. } | Command::Resume { options, .. } => options.threads(),
+            _ => None,
+        }
+    }
+}
+
 /// Runs a `claij fsm` subcommand.
 pub(crate) fn run(cmd: &Command) -> Result<Status> {
-    if let Command::Run { options, .. } | Command::Resume { options, .. } = cmd
-        && let Some(threads) = options.threads()
-    {
-        // Still before any thread exists: nothing has run but the argument parser.
-        crate::set_compute_threads(threads);
-    }
     match cmd {
         Command::Validate { file } => validate(file),
         Command::Render { file, format } => draw(file, *format),

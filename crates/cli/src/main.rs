@@ -95,6 +95,8 @@ fn main() -> ExitCode {
     let threads = match &cli.command {
         Command::Ask(args) => args.threads(),
         Command::Chat(args) => args.threads(),
+        Command::Fsm(cmd) => cmd.threads(),
+        Command::Suite(cmd) => cmd.threads(),
         _ => None,
     };
     if let Some(threads) = threads {

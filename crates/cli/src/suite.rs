@@ -35,6 +35,16 @@ pub(crate) enum Command {
     List,
 }
 
+impl Command {
+    /// `--threads` of `run`, which `main` applies before any thread starts.
+    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
+        match self {
+            Command::Run(args) => args.model.threads,
+            Command::List => None,
+        }
+    }
+}
+
 /// Arguments of `claij suite run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -234,10 +244,6 @@ pub(crate) fn run(command: &Command) -> Result<Status> {
 
 /// Runs the suites; exit 0 when every test passed, 1 when any failed.
 fn run_suites(args: &Args) -> Result<Status> {
-    if let Some(threads) = args.model.threads {
-        // Still before any thread exists: nothing has run but the argument parser.
-        crate::set_compute_threads(threads);
-    }
     let settings = crate::config::Settings::load()?;
     let opened = crate::ask::llm::open(
         args.model.llm.as_deref(),
