@@ -2,7 +2,7 @@
 //! and the retry budget claij chooses, and `claij models`, which says what it would choose and why.
 //!
 //! `cargo xtask integration` writes `target/claij/compat-matrix.json`: the
-//! [`Record`](crate::suite::record::Record) of each test `claij suite run` printed (the model, whether
+//! [`Record`] of each test `claij suite run` printed (the model, whether
 //! it passed, was valid on the first try, its retries and the mode it ran in). claij reads the file named by `--matrix` (for `claij models`), else
 //! `target/claij/compat-matrix.json` under the current directory, else
 //! `$XDG_DATA_HOME/claij/compat-matrix.json` (default `~/.local/share/claij/`).
