@@ -118,7 +118,7 @@ async fn rate_limited_with_retry_after_then_ok() {
     let backend = backend_with_retry(&server.uri(), retry);
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
-    until(|| logs.count("retrying after a failed request") == 1).await;
+    until(&logs, || logs.count("retrying after a failed request") == 1).await;
     assert_eq!(logs.count("wait_ms=1000"), 1, "Retry-After honoured");
     tokio::time::advance(Duration::from_millis(999)).await;
     for _ in 0..20 {
@@ -145,7 +145,7 @@ async fn each_http_request_is_traced_as_a_request_not_an_attempt() {
         .with_jitter(0.0);
     let backend = backend_with_retry(&server.uri(), retry);
     let call = tokio::spawn(async move { backend.complete(&request()).await });
-    until(|| logs.count("retrying after a failed request") == 1).await;
+    until(&logs, || logs.count("retrying after a failed request") == 1).await;
     tokio::time::advance(Duration::from_millis(10)).await;
     call.await.unwrap().unwrap();
     let text = logs.text();
@@ -183,7 +183,10 @@ async fn retry_after_past_the_total_budget_gives_up_at_once() {
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
     // Either the call ends, or (the bug) a retry is scheduled; the frozen clock never runs it.
-    until(|| call.is_finished() || logs.count("retrying after a failed request") > 0).await;
+    until(&logs, || {
+        call.is_finished() || logs.count("retrying after a failed request") > 0
+    })
+    .await;
     assert_eq!(logs.count("retrying after a failed request"), 0);
     let error = call.await.unwrap().unwrap_err();
     assert_eq!(started.elapsed(), Duration::ZERO);
@@ -305,12 +308,15 @@ async fn timeout_ends_in_a_timeout_error_after_bounded_retries() {
     let call = tokio::spawn(async move { backend.complete(&request()).await });
     received(&server, 1).await;
     tokio::time::advance(Duration::from_millis(200)).await;
-    until(|| logs.count("retrying after a failed request") == 1).await;
+    until(&logs, || logs.count("retrying after a failed request") == 1).await;
     tokio::time::advance(Duration::from_millis(10)).await;
     received(&server, 2).await;
     tokio::time::advance(Duration::from_millis(200)).await;
     // Either the call ends, or (the bug) a third request is scheduled; the frozen clock never runs it.
-    until(|| call.is_finished() || logs.count("retrying after a failed request") > 1).await;
+    until(&logs, || {
+        call.is_finished() || logs.count("retrying after a failed request") > 1
+    })
+    .await;
     assert_eq!(logs.count("retrying after a failed request"), 1);
     let error = call.await.unwrap().unwrap_err();
     assert!(
@@ -559,7 +565,7 @@ async fn cancel_interrupts_a_retry_wait() {
     let token = backend.token().clone();
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
-    until(|| logs.count("retrying after a failed request") == 1).await;
+    until(&logs, || logs.count("retrying after a failed request") == 1).await;
     assert_eq!(logs.count("wait_ms=3000"), 1);
     token.cancel();
     drop(frozen);
@@ -1100,9 +1106,17 @@ impl FrozenClock {
     }
 }
 
-/// Yields to the runtime (sockets keep working, the frozen clock does not move) until `done`.
-async fn until(mut done: impl FnMut() -> bool) {
+/// Yields to the runtime (sockets keep working, the frozen clock does not move) until `done`; after
+/// a minute of real time (a hang guard, not a speed) it fails with what `logs` captured, so a wait for
+/// a log line that never comes is a failure that shows why, not a hang.
+async fn until(logs: &Capture, mut done: impl FnMut() -> bool) {
+    let guard = std::time::Instant::now();
     while !done() {
+        assert!(
+            guard.elapsed() < std::time::Duration::from_secs(60),
+            "the awaited event did not come (60 s hang guard); the logs:\n{}",
+            logs.text()
+        );
         tokio::task::yield_now().await;
     }
 }
@@ -1169,7 +1183,7 @@ async fn a_retry_delay_in_the_body_is_waited_exactly_past_the_backoff_cap() {
         backend.complete(&request).await
     });
     // The 429 arrives; the retry is scheduled while the clock stands at the start.
-    until(|| logs.count("retrying after a failed request") == 1).await;
+    until(&logs, || logs.count("retrying after a failed request") == 1).await;
     assert_eq!(logs.count("wait_ms=34400"), 1);
     tokio::time::advance(Duration::from_millis(34_399)).await;
     for _ in 0..20 {
@@ -1205,7 +1219,10 @@ async fn a_server_wait_past_the_retry_budget_fails_at_once_saying_so() {
     let started = tokio::time::Instant::now();
     let call = tokio::spawn(async move { backend.complete(&request()).await });
     // Either the call ends, or (the bug) a retry is scheduled; the frozen clock never runs it.
-    until(|| call.is_finished() || logs.count("retrying after a failed request") > 0).await;
+    until(&logs, || {
+        call.is_finished() || logs.count("retrying after a failed request") > 0
+    })
+    .await;
     assert_eq!(logs.count("retrying after a failed request"), 0);
     let error = call.await.unwrap().unwrap_err();
     server.verify().await;
