@@ -74,9 +74,38 @@ pub struct AuditEntry {
     pub at: SystemTime,
     /// The delta concerned.
     pub delta: Value,
-    /// Why it was rejected.
+    /// Why it was rejected or declined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The ballots of the vote that decided it, if one did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ballots: Vec<Ballot>,
+}
+
+/// One voter's ballot on a proposed schema delta, kept in the [`AuditLog`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ballot {
+    /// Who voted (a model, a person).
+    pub voter: String,
+    /// Whether the voter approves the delta.
+    pub approve: bool,
+    /// Why, in the voter's words.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A [`Registry`] as it is saved with a conversation or a run: the base schema, the active extensions
+/// in order and the audit log. [`Registry::from_saved`] composes and checks it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedRegistry {
+    /// The base schema the extensions compose onto.
+    pub base: Value,
+    /// The active extensions, in the order they are composed.
+    #[serde(default)]
+    pub extensions: Vec<SchemaDelta>,
+    /// Every addition, rejection, refusal and removal, oldest first.
+    #[serde(default)]
+    pub audit: AuditLog,
 }
 
 /// The kinds of [`AuditEntry`].
@@ -89,6 +118,9 @@ pub enum AuditAction {
     Rejected,
     /// The extension was removed.
     Removed,
+    /// Whoever decides on proposals (a person, a vote, a policy) refused the delta; the registry
+    /// never composed it.
+    Declined,
 }
 
 impl Registry {
@@ -123,6 +155,15 @@ impl Registry {
     ///
     /// The composition or meta-validation error, naming the extension; the previous schema stays active.
     pub fn add(&mut self, delta: SchemaDelta) -> Result<Added> {
+        self.add_approved(delta, Vec::new())
+    }
+
+    /// [`Registry::add`] for a delta a vote approved: the audit entry keeps the `ballots`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Registry::add`].
+    pub fn add_approved(&mut self, delta: SchemaDelta, ballots: Vec<Ballot>) -> Result<Added> {
         if let Some(existing) = self
             .extensions
             .iter()
@@ -134,7 +175,13 @@ impl Registry {
             let err = Error::DuplicateExtension {
                 extension: delta.extension_id.clone(),
             };
-            self.record(AuditAction::Rejected, &delta, &delta.added_by, Some(&err));
+            self.record(
+                AuditAction::Rejected,
+                &delta,
+                &delta.added_by,
+                Some(&err.to_string()),
+                ballots,
+            );
             return Err(err);
         }
         let mut candidate = self.extensions.clone();
@@ -143,11 +190,17 @@ impl Registry {
             Ok(schema) => {
                 self.extensions = candidate;
                 self.activate(schema);
-                self.record(AuditAction::Added, &delta, &delta.added_by, None);
+                self.record(AuditAction::Added, &delta, &delta.added_by, None, ballots);
                 Ok(Added::Activated)
             }
             Err(err) => {
-                self.record(AuditAction::Rejected, &delta, &delta.added_by, Some(&err));
+                self.record(
+                    AuditAction::Rejected,
+                    &delta,
+                    &delta.added_by,
+                    Some(&err.to_string()),
+                    ballots,
+                );
                 Err(err)
             }
         }
@@ -173,8 +226,56 @@ impl Registry {
         let schema = self.build(&candidate, extension_id)?;
         self.extensions = candidate;
         self.activate(schema);
-        self.record(AuditAction::Removed, &removed, by, None);
+        self.record(AuditAction::Removed, &removed, by, None, Vec::new());
         Ok(removed)
+    }
+
+    /// Records that a proposed delta was declined before it reached the registry (by a person, a
+    /// vote or a policy), with why and the `ballots` if a vote decided. Changes nothing else.
+    pub fn decline(&mut self, delta: &SchemaDelta, reason: &str, ballots: Vec<Ballot>) {
+        self.record(
+            AuditAction::Declined,
+            delta,
+            &delta.added_by,
+            Some(reason),
+            ballots,
+        );
+    }
+
+    /// The registry as saved: base, active extensions, audit log.
+    pub fn to_saved(&self) -> SavedRegistry {
+        SavedRegistry {
+            base: self.base.clone(),
+            extensions: self.extensions.clone(),
+            audit: self.audit.clone(),
+        }
+    }
+
+    /// A registry from what [`Registry::to_saved`] wrote: the extensions composed onto the base
+    /// again and checked, the audit log kept.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSchema`] when the base is not a valid schema, or the composition or check
+    /// error naming the first extension that breaks it.
+    pub fn from_saved(saved: SavedRegistry) -> Result<Self> {
+        let mut registry = Self::new(saved.base)?;
+        let mut schema = registry.active().clone();
+        for (i, delta) in saved.extensions.iter().enumerate() {
+            if let Some(earlier) = saved.extensions[..i]
+                .iter()
+                .find(|e| e.extension_id == delta.extension_id)
+            {
+                return Err(Error::DuplicateExtension {
+                    extension: earlier.extension_id.clone(),
+                });
+            }
+            schema = registry.build(&saved.extensions[..=i], &delta.extension_id)?;
+        }
+        registry.extensions = saved.extensions;
+        registry.activate(schema);
+        registry.audit = saved.audit;
+        Ok(registry)
     }
 
     /// Checks a delta without activating it: what [`Registry::add`] would say. Records nothing.
@@ -239,14 +340,22 @@ impl Registry {
         self.active = Arc::new(schema);
     }
 
-    fn record(&mut self, action: AuditAction, delta: &SchemaDelta, by: &str, err: Option<&Error>) {
+    fn record(
+        &mut self,
+        action: AuditAction,
+        delta: &SchemaDelta,
+        by: &str,
+        reason: Option<&str>,
+        ballots: Vec<Ballot>,
+    ) {
         self.audit.entries.push(AuditEntry {
             action,
             extension_id: delta.extension_id.clone(),
             by: by.to_owned(),
             at: (self.clock)(),
             delta: delta.delta.clone(),
-            reason: err.map(ToString::to_string),
+            reason: reason.map(ToOwned::to_owned),
+            ballots,
         });
     }
 }
