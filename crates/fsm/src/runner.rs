@@ -136,6 +136,7 @@ type Observer = dyn Fn(&Entry) + Send + Sync;
 pub struct Runner {
     fsm: Arc<Fsm>,
     llm: Option<(Arc<dyn Backend>, Config)>,
+    state_llms: HashMap<String, (Arc<dyn Backend>, Config)>,
     chain: Arc<dyn Fn() -> Chain + Send + Sync>,
     services: HashMap<String, Arc<dyn Service>>,
     subs: HashMap<String, Arc<Runner>>,
@@ -150,6 +151,7 @@ impl Runner {
         Self {
             fsm: fsm.into(),
             llm: None,
+            state_llms: HashMap::new(),
             chain: Arc::new(Chain::new),
             services: HashMap::new(),
             subs: HashMap::new(),
@@ -164,6 +166,20 @@ impl Runner {
     #[must_use]
     pub fn with_llm(mut self, backend: Arc<dyn Backend>, config: Config) -> Self {
         self.llm = Some((backend, config));
+        self
+    }
+
+    /// The `llm` state `state` asks `backend` with `config` instead of what [`Runner::with_llm`]
+    /// gave (its `config.model` is then not consulted: `config` names the model). Each state may
+    /// so talk to a model of another provider.
+    #[must_use]
+    pub fn with_llm_for(
+        mut self,
+        state: impl Into<String>,
+        backend: Arc<dyn Backend>,
+        config: Config,
+    ) -> Self {
+        self.state_llms.insert(state.into(), (backend, config));
         self
     }
 
@@ -451,8 +467,15 @@ impl Runner {
             .definition()
             .transition(&run.state, &to)
             .is_some_and(|t| t.omit);
-        let entry =
+        // Which model answered: only an `llm` state's own calls (a sub-FSM's carry no one model).
+        let model = if !attempts.is_empty() && self.state(&run.state).action == Action::Llm {
+            self.model_of(&run.state)
+        } else {
+            None
+        };
+        let mut entry =
             Entry::new(run.state.clone(), to.clone(), event.clone()).with_attempts(attempts);
+        entry.model = model;
         if bail_out {
             tracing::warn!(from = %run.state, to = %to, "bail-out transition");
         } else {
@@ -486,18 +509,14 @@ impl Runner {
         Ok(Outcome::Interrupted { from })
     }
 
-    fn pipeline(&self, state: &str) -> Option<Arc<Pipeline>> {
-        let (backend, config) = self.llm.as_ref()?;
-        let mut pipelines = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = pipelines.get(state) {
-            return Some(Arc::clone(p));
+    /// The backend and configuration `state` asks: its own ([`Runner::with_llm_for`]), else the
+    /// runner's with the state's `config.model`, if any, as the model.
+    fn llm_of(&self, state: &str) -> Option<(Arc<dyn Backend>, Config)> {
+        if let Some((backend, config)) = self.state_llms.get(state) {
+            return Some((Arc::clone(backend), config.clone()));
         }
+        let (backend, config) = self.llm.as_ref()?;
         let mut config = config.clone();
-        // The state prompt lists every transition's schema already.
-        config.schema_format = claij_interceptors::SchemaFormat::Described;
         // A state may name its own model (voters in a vote, a diagnostic model in meta-debug).
         if let Some(model) = self
             .fsm
@@ -507,6 +526,26 @@ impl Runner {
         {
             config.model = model;
         }
+        Some((Arc::clone(backend), config))
+    }
+
+    /// `provider:model` of the model an `llm` state asks, for the trail.
+    fn model_of(&self, state: &str) -> Option<String> {
+        let (backend, config) = self.llm_of(state)?;
+        Some(format!("{}:{}", backend.provider(), config.model))
+    }
+
+    fn pipeline(&self, state: &str) -> Option<Arc<Pipeline>> {
+        let mut pipelines = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = pipelines.get(state) {
+            return Some(Arc::clone(p));
+        }
+        let (backend, mut config) = self.llm_of(state)?;
+        // The state prompt lists every transition's schema already.
+        config.schema_format = claij_interceptors::SchemaFormat::Described;
         let prompt = self.fsm.prompt(state).unwrap_or_default();
         config.system = if config.system.is_empty() {
             prompt.to_owned()
@@ -515,7 +554,7 @@ impl Runner {
         };
         let mut chain = (self.chain)();
         chain.push(actions::history());
-        let pipeline = Pipeline::new(Arc::clone(backend), config, chain);
+        let pipeline = Pipeline::new(backend, config, chain);
         let pipeline = match self.fsm.output_schema(state) {
             Some(schema) => pipeline.with_base_schema(schema.clone()),
             None => pipeline.with_plain_text(),
@@ -523,6 +562,21 @@ impl Runner {
         let pipeline = Arc::new(pipeline);
         pipelines.insert(state.to_owned(), Arc::clone(&pipeline));
         Some(pipeline)
+    }
+}
+
+impl Run {
+    /// The sub-FSM run this run waits in, if it waits in one.
+    pub fn suspended(&self) -> Option<&Run> {
+        self.suspended.as_deref()
+    }
+
+    /// The state it waits in, with the `fsm` states it waits through: `review/approve`.
+    pub fn waiting_in(&self) -> String {
+        match &self.suspended {
+            Some(sub) => format!("{}/{}", self.state, sub.waiting_in()),
+            None => self.state.clone(),
+        }
     }
 }
 

@@ -32,6 +32,10 @@ pub struct Entry {
     /// The model calls that produced it (empty for other actions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptRecord>,
+    /// The model of an `llm` state that produced the event, as `provider:model` (absent for other
+    /// actions, and in journals written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// When the transition was taken.
     #[serde(with = "claij_schema::rfc3339")]
     pub at: SystemTime,
@@ -79,6 +83,7 @@ impl Entry {
             to: to.into(),
             event,
             attempts: Vec::new(),
+            model: None,
             at: SystemTime::now(),
         }
     }
@@ -87,6 +92,13 @@ impl Entry {
     #[must_use]
     pub fn with_attempts(mut self, attempts: Vec<AttemptRecord>) -> Self {
         self.attempts = attempts;
+        self
+    }
+
+    /// The same entry with the model that produced it (`provider:model`).
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
         self
     }
 }

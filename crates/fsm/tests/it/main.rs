@@ -6,5 +6,6 @@ mod builtin;
 mod definitions;
 mod journal;
 mod local_model;
+mod models;
 mod render;
 mod run;
