@@ -13,7 +13,16 @@
 //! `OnError::Fail`, the default, a broken approved delta fails every later request.)
 //!
 //! The approver is the seam for the vote sub-FSM: it gets the proposal and the context and returns a
-//! future, so a vote among several models can run inside it. [`Decision::Defer`] leaves the proposal
+//! future, so a vote among several models can run inside it; its [`Ruling`] carries the ballots.
+//!
+//! With [`Proposals::with_registry`] the approved extensions live in a shared
+//! [`claij_schema::Registry`] instead of the interceptor's own list: an approved delta is added there
+//! (by the proposer, [`Proposals::set_proposer`], with the ballots), so the registry composes and
+//! checks it first and a delta it refuses is rejected with the registry's reason, shown to the
+//! proposer like any rejection; a declined one is recorded as declined. Every pipeline holding a
+//! clone of the interceptor, and every process that restores the registry
+//! ([`claij_schema::SavedRegistry`]), then asks with the same extended schema, and the registry's
+//! audit log says who proposed what, who voted what, and when each extension was activated or removed. [`Decision::Defer`] leaves the proposal
 //! pending until [`Proposals::resolve`] settles it, for approval outside the conversation (a person, a
 //! vote run later). [`Proposals::withdraw`] removes an approved extension (the registry records the
 //! removal): the way out of a delta that composes but that models cannot satisfy, which would
@@ -103,6 +112,7 @@ use std::future::ready;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use claij_backends::BoxFuture;
+use claij_schema::{Ballot, Registry, SchemaDelta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tracing::{debug, info};
@@ -155,13 +165,22 @@ pub enum Decision {
     Defer,
 }
 
+/// What an [`Approver`] returns: its [`Decision`] and, when a vote made it, the ballots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ruling {
+    /// What was decided.
+    pub decision: Decision,
+    /// The ballots cast, in order; empty unless a vote decided.
+    pub ballots: Vec<Ballot>,
+}
+
 /// Decides about proposals: the seam for a person, a policy or a vote among models.
 ///
 /// Closures `Fn(&Proposal, &Context) -> Decision` are approvers; implement the trait for decisions
 /// that need to wait (a vote sub-FSM calling other models).
 pub trait Approver: Send + Sync {
     /// Decides about `proposal`, made in the conversation `ctx`.
-    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Decision>;
+    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Ruling>;
 }
 
 /// One decision about a proposal.
@@ -174,6 +193,9 @@ pub struct Record {
     /// What was decided.
     #[serde(flatten)]
     pub decision: Decision,
+    /// The ballots of the vote that decided, if one did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ballots: Vec<Ballot>,
 }
 
 /// The decisions about proposals made in one conversation, oldest first (kept in the [`Context`]).
@@ -185,8 +207,12 @@ struct Inner {
     ledger: Mutex<Ledger>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Ledger {
+    /// Where approved extensions live when shared ([`Proposals::with_registry`]).
+    registry: Option<Arc<Mutex<Registry>>>,
+    /// Who the registry says proposed (`added_by`).
+    proposer: String,
     /// Every decision, oldest first.
     records: Vec<Record>,
     /// Approved and not withdrawn, in approval order (the order their deltas are composed).
@@ -211,24 +237,64 @@ impl Decision {
     }
 }
 
+impl Ruling {
+    /// A decision with the ballots that made it.
+    pub fn voted(decision: Decision, ballots: Vec<Ballot>) -> Self {
+        Self { decision, ballots }
+    }
+}
+
+impl From<Decision> for Ruling {
+    fn from(decision: Decision) -> Self {
+        Self {
+            decision,
+            ballots: Vec::new(),
+        }
+    }
+}
+
 impl<F> Approver for F
 where
     F: Fn(&Proposal, &Context) -> Decision + Send + Sync,
 {
-    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Decision> {
-        Box::pin(ready(self(proposal, ctx)))
+    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Ruling> {
+        Box::pin(ready(self(proposal, ctx).into()))
     }
 }
 
 impl Proposals {
-    /// A proposals interceptor deciding through `approver`.
+    /// A proposals interceptor deciding through `approver`, keeping approved extensions itself.
     pub fn new(approver: impl Approver + 'static) -> Self {
+        Self::build(approver, None)
+    }
+
+    /// A proposals interceptor deciding through `approver` whose approved extensions live in
+    /// `registry`, shared with whoever else holds it: the registry checks each approved delta before
+    /// it is active and audits every decision; what is active there (restored from a file, or rolled
+    /// back) is what `pre_schema` emits. Give it a registry over the pipeline's base schema.
+    pub fn with_registry(
+        approver: impl Approver + 'static,
+        registry: Arc<Mutex<Registry>>,
+    ) -> Self {
+        Self::build(approver, Some(registry))
+    }
+
+    fn build(approver: impl Approver + 'static, registry: Option<Arc<Mutex<Registry>>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 approver: Box::new(approver),
-                ledger: Mutex::new(Ledger::default()),
+                ledger: Mutex::new(Ledger {
+                    registry,
+                    ..Ledger::default()
+                }),
             }),
         }
+    }
+
+    /// Who the registry's audit log says proposed the extensions approved from now on (default
+    /// `model`): the model the conversation talks to.
+    pub fn set_proposer(&self, proposer: impl Into<String>) {
+        self.ledger().proposer = proposer.into();
     }
 
     /// Every decision, oldest first.
@@ -236,9 +302,10 @@ impl Proposals {
         self.ledger().records.clone()
     }
 
-    /// The approved proposals still active, in the order their deltas are emitted.
+    /// The approved proposals still active, in the order their deltas are emitted (with a registry,
+    /// its extensions; the reason is empty for one this interceptor did not approve).
     pub fn approved(&self) -> Vec<Proposal> {
-        self.ledger().approved.clone()
+        self.ledger().approved()
     }
 
     /// The rejections, oldest first.
@@ -272,18 +339,22 @@ impl Proposals {
             .iter()
             .position(|(_, p)| p.extension_id == extension_id)?;
         let (turn, proposal) = ledger.pending.remove(index);
-        Some(ledger.decide(turn, proposal, decision))
+        Some(ledger.decide(turn, proposal, decision.into()))
     }
 
     /// Removes an approved extension: later requests no longer carry it. Returns it, or `None` when
     /// none with that id is approved.
     pub fn withdraw(&self, extension_id: &str) -> Option<Proposal> {
         let mut ledger = self.ledger();
-        let index = ledger
-            .approved
-            .iter()
-            .position(|p| p.extension_id == extension_id)?;
-        Some(ledger.approved.remove(index))
+        let found = ledger
+            .approved()
+            .into_iter()
+            .find(|p| p.extension_id == extension_id)?;
+        ledger.approved.retain(|p| p.extension_id != extension_id);
+        if let Some(registry) = &ledger.registry {
+            lock(registry).remove(extension_id, "withdrawn").ok()?;
+        }
+        Some(found)
     }
 
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
@@ -311,7 +382,7 @@ impl Proposals {
                 let record = self.ledger().decide(
                     turn,
                     proposal,
-                    Decision::reject(format!("malformed proposal: {e}")),
+                    Decision::reject(format!("malformed proposal: {e}")).into(),
                 );
                 ctx.get_or_default::<ProposalLog>().0.push(record);
                 return;
@@ -325,28 +396,64 @@ impl Proposals {
             Novelty::Taken(reason) => Some(Decision::Reject { reason }),
             Novelty::New => check_delta(&proposal).err().map(Decision::reject),
         };
-        let decision = match verdict {
-            Some(decision) => decision,
+        let ruling = match verdict {
+            Some(decision) => decision.into(),
             None => self.inner.approver.decide(&proposal, ctx).await,
         };
-        info!(extension = %proposal.extension_id, ?decision, "schema extension proposed");
+        info!(extension = %proposal.extension_id, decision = ?ruling.decision, "schema extension proposed");
         let record = {
             let mut ledger = self.ledger();
             // Another conversation may have settled the same id while the approver ran.
-            let decision = match ledger.novelty(&proposal) {
+            let ruling = match ledger.novelty(&proposal) {
                 Novelty::Seen => return,
-                Novelty::Taken(reason) => Decision::Reject { reason },
-                Novelty::New => decision,
+                Novelty::Taken(reason) => Decision::Reject { reason }.into(),
+                Novelty::New => ruling,
             };
-            ledger.decide(turn, proposal, decision)
+            ledger.decide(turn, proposal, ruling)
         };
         ctx.get_or_default::<ProposalLog>().0.push(record);
     }
 }
 
+impl Default for Ledger {
+    fn default() -> Self {
+        Self {
+            registry: None,
+            proposer: "model".to_owned(),
+            records: Vec::new(),
+            approved: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+}
+
 impl Ledger {
-    /// Records `decision` and moves the proposal where it belongs.
-    fn decide(&mut self, turn: u64, proposal: Proposal, decision: Decision) -> Record {
+    /// Records the ruling and moves the proposal where it belongs. With a registry, an approved
+    /// delta is added there first, and one the registry refuses is rejected with its reason.
+    fn decide(&mut self, turn: u64, proposal: Proposal, ruling: Ruling) -> Record {
+        let Ruling { decision, ballots } = ruling;
+        let delta = || {
+            SchemaDelta::new(
+                proposal.extension_id.clone(),
+                self.proposer.clone(),
+                proposal.delta.clone(),
+            )
+        };
+        let decision = match (&self.registry, decision) {
+            (Some(registry), Decision::Approve) => {
+                match lock(registry).add_approved(delta(), ballots.clone()) {
+                    Ok(_) => Decision::Approve,
+                    Err(e) => Decision::reject(format!("the schema registry refused it: {e}")),
+                }
+            }
+            (Some(registry), Decision::Reject { reason }) => {
+                if !proposal.extension_id.is_empty() {
+                    lock(registry).decline(&delta(), &reason, ballots.clone());
+                }
+                Decision::Reject { reason }
+            }
+            (_, decision) => decision,
+        };
         match decision {
             Decision::Approve => self.approved.push(proposal.clone()),
             Decision::Defer => self.pending.push((turn, proposal.clone())),
@@ -356,15 +463,37 @@ impl Ledger {
             turn,
             proposal,
             decision,
+            ballots,
         };
         self.records.push(record.clone());
         record
     }
 
+    /// The active approved proposals: the registry's extensions when there is one.
+    fn approved(&self) -> Vec<Proposal> {
+        let Some(registry) = &self.registry else {
+            return self.approved.clone();
+        };
+        lock(registry)
+            .extensions()
+            .iter()
+            .map(|e| Proposal {
+                extension_id: e.extension_id.clone(),
+                reason: self
+                    .approved
+                    .iter()
+                    .find(|p| p.extension_id == e.extension_id)
+                    .map(|p| p.reason.clone())
+                    .unwrap_or_default(),
+                delta: e.delta.clone(),
+            })
+            .collect()
+    }
+
     fn novelty(&self, proposal: &Proposal) -> Novelty {
         let same_id = |p: &&Proposal| p.extension_id == proposal.extension_id;
-        let live = self
-            .approved
+        let approved = self.approved();
+        let live = approved
             .iter()
             .chain(self.pending.iter().map(|(_, p)| p))
             .find(same_id);
@@ -417,8 +546,8 @@ impl Interceptor for Proposals {
 
     fn pre_schema(&self, schema: &mut Schema, _ctx: &Context) -> Result<(), BoxError> {
         schema.extend(EXTENSION, delta());
-        for proposal in &self.ledger().approved {
-            schema.extend(proposal.extension_id.clone(), proposal.delta.clone());
+        for proposal in self.ledger().approved() {
+            schema.extend(proposal.extension_id, proposal.delta);
         }
         Ok(())
     }
@@ -447,6 +576,12 @@ impl std::fmt::Debug for Proposals {
         // No lock here: formatting must not wait on (or deadlock with) a running hook.
         f.debug_struct("Proposals").finish_non_exhaustive()
     }
+}
+
+/// Locks a shared registry; a poisoned lock still holds a consistent registry (every change is
+/// all-or-nothing).
+fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The delta that offers `proposed_extension` ([`EXTENSION`]).

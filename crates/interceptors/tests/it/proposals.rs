@@ -6,7 +6,7 @@ use std::sync::Arc;
 use claij_backends::testing::Scripted;
 use claij_backends::{BoxFuture, ChatRequest};
 use claij_interceptors::builtin::proposals::{
-    Approver, Decision, Proposal, ProposalLog, Proposals,
+    Approver, Decision, Proposal, ProposalLog, Proposals, Ruling,
 };
 use claij_interceptors::{Chain, Config, Context, Interceptor, OnError, Pipeline, Schema};
 use claij_schema::AuditAction;
@@ -202,16 +202,17 @@ struct Vote {
 }
 
 impl Approver for Vote {
-    fn decide<'a>(&'a self, proposal: &'a Proposal, _ctx: &'a Context) -> BoxFuture<'a, Decision> {
+    fn decide<'a>(&'a self, proposal: &'a Proposal, _ctx: &'a Context) -> BoxFuture<'a, Ruling> {
         Box::pin(async move {
             tokio::task::yield_now().await;
             if self.yes * 2 > self.voters {
-                Decision::Approve
+                Decision::Approve.into()
             } else {
                 Decision::reject(format!(
                     "{} of {} voted for `{}`",
                     self.yes, self.voters, proposal.extension_id
                 ))
+                .into()
             }
         })
     }
@@ -266,4 +267,134 @@ fn schema_delta() {
         .map(|d| (d.extension_id.clone(), d.delta.clone()))
         .collect();
     insta::assert_json_snapshot!("delta", deltas);
+}
+
+fn shared_registry() -> Arc<std::sync::Mutex<claij_schema::Registry>> {
+    Arc::new(std::sync::Mutex::new(
+        claij_schema::Registry::new(claij_schema::base()).unwrap(),
+    ))
+}
+
+/// An approver that says what three voters cast.
+struct Ballots(bool);
+
+impl Approver for Ballots {
+    fn decide<'a>(&'a self, _: &'a Proposal, _: &'a Context) -> BoxFuture<'a, Ruling> {
+        let ballot = |voter: &str, approve| claij_schema::Ballot {
+            voter: voter.to_owned(),
+            approve,
+            reason: format!("{voter}'s reason"),
+        };
+        let ballots = vec![ballot("a", true), ballot("b", self.0), ballot("c", self.0)];
+        let decision = if self.0 {
+            Decision::Approve
+        } else {
+            Decision::reject("2 of 3 voted against")
+        };
+        Box::pin(std::future::ready(Ruling::voted(decision, ballots)))
+    }
+}
+
+#[test]
+fn a_shared_registry_carries_an_approval_to_every_pipeline_with_its_ballots() {
+    let registry = shared_registry();
+    let proposals = Proposals::with_registry(Ballots(true), Arc::clone(&registry));
+    proposals.set_proposer("proposer-model");
+    let first = Scripted::replies([propose("confidence-v1", confidence())]);
+    block_on(pipeline(&first, &proposals).ask(&mut Context::default(), "one")).unwrap();
+
+    // Another pipeline (another model, another conversation) holding a clone asks with it at once.
+    let other = Scripted::replies([plain(json!({"confidence": 0.5}))]);
+    let answer =
+        block_on(pipeline(&other, &proposals.clone()).ask(&mut Context::default(), "two")).unwrap();
+    assert_eq!(answer.value["confidence"], 0.5);
+    assert!(system(&other.requests()[0]).contains("confidence: number"));
+
+    let registry = registry.lock().unwrap();
+    let entry = &registry.audit().entries()[0];
+    assert_eq!(
+        (entry.action, entry.by.as_str(), entry.ballots.len()),
+        (AuditAction::Added, "proposer-model", 3)
+    );
+    assert_eq!(proposals.log()[0].ballots, entry.ballots);
+}
+
+#[test]
+fn a_vote_against_is_audited_as_declined_with_its_ballots() {
+    let registry = shared_registry();
+    let proposals = Proposals::with_registry(Ballots(false), Arc::clone(&registry));
+    let backend = Scripted::replies([propose("confidence-v1", confidence()), plain(json!({}))]);
+    let pipeline = pipeline(&backend, &proposals);
+    let mut ctx = Context::default();
+    block_on(pipeline.ask(&mut ctx, "one")).unwrap();
+    block_on(pipeline.ask(&mut ctx, "two")).unwrap();
+    assert!(system(&backend.requests()[1]).contains("`confidence-v1`: 2 of 3 voted against"));
+    let registry = registry.lock().unwrap();
+    assert!(registry.extensions().is_empty());
+    let entry = &registry.audit().entries()[0];
+    assert_eq!(entry.action, AuditAction::Declined);
+    assert_eq!(entry.ballots.iter().filter(|b| b.approve).count(), 1);
+}
+
+#[test]
+fn an_approved_delta_the_registry_refuses_is_shown_to_the_proposer() {
+    let registry = shared_registry();
+    let proposals = Proposals::with_registry(
+        |_: &Proposal, _: &Context| Decision::Approve,
+        registry.clone(),
+    );
+    // `answer` is a string in the base schema: a number contradicts it.
+    let retyped = json!({"properties": {"answer": {"type": "number"}}});
+    let backend = Scripted::replies([propose("answer-v2", retyped), plain(json!({}))]);
+    let pipeline = pipeline(&backend, &proposals);
+    let mut ctx = Context::default();
+    block_on(pipeline.ask(&mut ctx, "one")).unwrap();
+    block_on(pipeline.ask(&mut ctx, "two")).unwrap();
+    let Decision::Reject { reason } = &proposals.log()[0].decision else {
+        panic!("{:?}", proposals.log());
+    };
+    assert!(
+        reason.starts_with("the schema registry refused it"),
+        "{reason}"
+    );
+    assert!(system(&backend.requests()[1]).contains("`answer-v2`: the schema registry refused it"));
+    assert!(proposals.approved().is_empty());
+    let actions: Vec<AuditAction> = registry
+        .lock()
+        .unwrap()
+        .audit()
+        .entries()
+        .iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(actions, [AuditAction::Rejected]);
+}
+
+#[test]
+fn extensions_restored_into_the_registry_are_asked_with_and_can_be_withdrawn() {
+    let registry = shared_registry();
+    registry
+        .lock()
+        .unwrap()
+        .add(claij_schema::SchemaDelta::new(
+            "confidence-v1",
+            "earlier-run",
+            confidence(),
+        ))
+        .unwrap();
+    let proposals = Proposals::with_registry(
+        |_: &Proposal, _: &Context| Decision::Approve,
+        registry.clone(),
+    );
+    let backend = Scripted::replies([plain(json!({"confidence": 1})), plain(json!({}))]);
+    let pipeline = pipeline(&backend, &proposals);
+    let mut ctx = Context::default();
+    block_on(pipeline.ask(&mut ctx, "one")).unwrap();
+    assert!(system(&backend.requests()[0]).contains("confidence: number"));
+    assert_eq!(proposals.approved()[0].extension_id, "confidence-v1");
+
+    assert!(proposals.withdraw("confidence-v1").is_some());
+    assert!(registry.lock().unwrap().extensions().is_empty());
+    block_on(pipeline.ask(&mut ctx, "two")).unwrap();
+    assert!(!system(&backend.requests()[1]).contains("confidence: number"));
 }

@@ -183,16 +183,20 @@ fn deferred_proposals_wait_for_resolve() {
 fn the_prompt_lists_the_last_ten_rejections() {
     let mut ledger = Ledger::default();
     assert_eq!(ledger.declined_section(), None);
-    ledger.decide(0, proposal("", json!(1)), Decision::reject("malformed"));
+    ledger.decide(
+        0,
+        proposal("", json!(1)),
+        Decision::reject("malformed").into(),
+    );
     assert_eq!(ledger.declined_section(), None, "no id to name");
     for i in 0..12 {
         ledger.decide(
             0,
             proposal(&format!("p{i}"), json!({})),
-            Decision::reject(format!("r{i}")),
+            Decision::reject(format!("r{i}")).into(),
         );
     }
-    ledger.decide(0, proposal("ok", json!({})), Decision::Approve);
+    ledger.decide(0, proposal("ok", json!({})), Decision::Approve.into());
     let section = ledger.declined_section().unwrap();
     assert!(section.starts_with(
         "Schema extensions you proposed that were declined; do not propose them again:\n- `p2`: r2\n"
