@@ -1,8 +1,9 @@
 //! The journal: a run's trail appended to a JSONL file as it happens, flushed (and by default fsynced)
 //! per transition, so a killed process can resume from the last recorded transition.
 //!
-//! Line 1 is the header `{"kind": "run", "run_id", "fsm", "started_at"}`; every other line is
-//! `{"kind": "transition", ...entry}`.
+//! Line 1 is the header `{"kind": "run", "run_id", "fsm", "started_at", "definition", "sub_fsms"}`;
+//! every other line is `{"kind": "transition", ...entry}`, or `{"kind": "suspended", ...}` (a
+//! [`Suspended`] sub-FSM run waiting for a person, which the transition out of its state supersedes).
 //!
 //! A journal has one writer at a time: an open [`Journal`] holds an exclusive advisory lock on its
 //! file (`flock` on Unix, `LockFileEx` on Windows) until it is dropped, and opening one that another
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::trail::Entry;
@@ -78,6 +80,45 @@ pub struct Header {
     /// The machine itself, so the journal alone is enough to resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition: Option<crate::definition::Definition>,
+    /// The sub-FSMs registered with the runner, so the journal alone is enough to rebuild them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_fsms: Vec<SubDefinition>,
+}
+
+/// A sub-FSM a runner was given: the name `fsm` states use in `config.fsm`, its definition, and its
+/// own sub-FSMs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SubDefinition {
+    /// The name states refer to it by.
+    pub name: String,
+    /// The machine.
+    pub definition: crate::definition::Definition,
+    /// Its sub-FSMs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_fsms: Vec<SubDefinition>,
+}
+
+/// A sub-FSM's run, stopped in a `human` state (perhaps inside a sub-FSM of its own), and the
+/// parent state that runs it: what resuming the parent needs to go on with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Suspended {
+    /// The parent's `fsm` state.
+    pub in_state: String,
+    /// The sub-FSM run's id.
+    pub run_id: String,
+    /// Where the sub-FSM run is.
+    pub state: String,
+    /// The event that entered it.
+    pub event: Value,
+    /// The sub-FSM run's trail so far.
+    pub trail: crate::trail::Trail,
+    /// Whether it waits (`waiting`) or was given its input and runs on (`running`).
+    pub status: crate::runner::Status,
+    /// The run of its own sub-FSM it waits in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<Box<Suspended>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -85,6 +126,7 @@ pub struct Header {
 enum Line {
     Run(Header),
     Transition(Entry),
+    Suspended(Suspended),
 }
 
 /// What a journal's bytes hold, by the torn-line rule of the module docs.
@@ -95,6 +137,8 @@ struct Scan {
     recorded: u64,
     /// Whether the recorded part's last line lacks its newline.
     missing_newline: bool,
+    /// The last suspension line no transition followed.
+    suspended: Option<Suspended>,
 }
 
 impl Journal {
@@ -133,7 +177,19 @@ impl Journal {
     /// [`Error::JournalLocked`] when another handle holds it, [`Error::CorruptJournal`] naming the
     /// line.
     pub fn resume(path: impl AsRef<Path>) -> Result<(Self, Header, Vec<Entry>), Error> {
-        let path = path.as_ref().to_owned();
+        Self::resume_run(path.as_ref()).map(|(journal, scan)| (journal, scan.header, scan.entries))
+    }
+
+    /// [`Journal::resume`], with the sub-FSM run the parent waits in.
+    pub(crate) fn resume_suspended(
+        path: &Path,
+    ) -> Result<(Self, Header, Vec<Entry>, Option<Suspended>), Error> {
+        Self::resume_run(path)
+            .map(|(journal, scan)| (journal, scan.header, scan.entries, scan.suspended))
+    }
+
+    fn resume_run(path: &Path) -> Result<(Self, Scan), Error> {
+        let path = path.to_owned();
         let io = |source| Error::Journal {
             path: path.clone(),
             source,
@@ -162,7 +218,7 @@ impl Journal {
             file,
             durability: Durability::default(),
         };
-        Ok((journal, scan.header, scan.entries))
+        Ok((journal, scan))
     }
 
     /// The same journal with another durability.
@@ -184,6 +240,15 @@ impl Journal {
     /// [`Error::Journal`] when it cannot be written.
     pub fn record(&mut self, entry: &Entry) -> Result<(), Error> {
         self.write(&Line::Transition(entry.clone()))
+    }
+
+    /// Appends the state of a sub-FSM run the parent waits in (superseded by the next transition).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Journal`] when it cannot be written.
+    pub fn record_suspended(&mut self, suspended: &Suspended) -> Result<(), Error> {
+        self.write(&Line::Suspended(suspended.clone()))
     }
 
     /// Opens (creating it) and locks the journal of a new run, writing nothing yet: a refused or
@@ -310,6 +375,7 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
     };
     let mut header = None;
     let mut entries = Vec::new();
+    let mut suspended = None;
     let mut recorded = 0;
     let mut missing_newline = false;
     let mut start = 0;
@@ -331,10 +397,14 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         match serde_json::from_slice::<Line>(text) {
             Ok(Line::Run(h)) if header.is_none() && number == 1 => header = Some(h),
             Ok(Line::Run(_)) => return Err(corrupt(number, "a second run header".into())),
-            Ok(Line::Transition(_)) if header.is_none() => {
+            Ok(Line::Transition(_) | Line::Suspended(_)) if header.is_none() => {
                 return Err(corrupt(number, "a transition before the run header".into()));
             }
-            Ok(Line::Transition(entry)) => entries.push(entry),
+            Ok(Line::Transition(entry)) => {
+                suspended = None;
+                entries.push(entry);
+            }
+            Ok(Line::Suspended(s)) => suspended = Some(s),
             // Written but not finished when the process died: the transition did not happen.
             Err(_) if !terminated => break,
             Err(e) => return Err(corrupt(number, e.to_string())),
@@ -348,5 +418,6 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         entries,
         recorded: recorded as u64,
         missing_newline,
+        suspended,
     })
 }

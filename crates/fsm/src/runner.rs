@@ -15,7 +15,7 @@ use crate::definition::{Action, INTERRUPTED, START, State};
 use crate::error::Error;
 use crate::fsm::Fsm;
 use crate::interrupt::Interrupt;
-use crate::journal::{ExistingJournal, Header, Journal};
+use crate::journal::{ExistingJournal, Header, Journal, SubDefinition, Suspended};
 use crate::schema::id_value;
 use crate::trail::{AttemptRecord, Entry, Trail};
 
@@ -100,6 +100,8 @@ pub struct Run {
     pub status: Status,
     /// Interceptor state carried between `llm` states (memory...).
     pub context: Context,
+    /// The sub-FSM run a `fsm` state waits in (a `human` state of the sub-FSM).
+    suspended: Option<Box<Run>>,
 }
 
 /// How a call to [`Runner::run`] ended.
@@ -204,10 +206,32 @@ impl Runner {
 
     /// A sub-FSM for `fsm` states whose `config.fsm` is its id.
     #[must_use]
-    pub fn with_sub_fsm(mut self, runner: Runner) -> Self {
-        self.subs
-            .insert(runner.fsm.id().to_owned(), Arc::new(runner));
+    pub fn with_sub_fsm(self, runner: Runner) -> Self {
+        let name = runner.fsm.id().to_owned();
+        self.with_sub_fsm_named(name, runner)
+    }
+
+    /// A sub-FSM for `fsm` states whose `config.fsm` is `name` (a file's path as the definition
+    /// wrote it, say).
+    #[must_use]
+    pub fn with_sub_fsm_named(mut self, name: impl Into<String>, runner: Runner) -> Self {
+        self.subs.insert(name.into(), Arc::new(runner));
         self
+    }
+
+    /// The sub-FSMs registered, by name, with theirs: what a journal's header records.
+    pub fn sub_definitions(&self) -> Vec<SubDefinition> {
+        let mut subs: Vec<SubDefinition> = self
+            .subs
+            .iter()
+            .map(|(name, runner)| SubDefinition {
+                name: name.clone(),
+                definition: runner.fsm.definition().clone(),
+                sub_fsms: runner.sub_definitions(),
+            })
+            .collect();
+        subs.sort_by(|a, b| a.name.cmp(&b.name));
+        subs
     }
 
     /// Calls `observer` with every transition as it is taken (recorded or `omit`), e.g. to print
@@ -244,6 +268,7 @@ impl Runner {
             trail: Trail::default(),
             status: Status::Running,
             context: Context::default(),
+            suspended: None,
         };
         let event = self.with_id(START, input);
         let to = self.route(START, &event)?;
@@ -272,6 +297,7 @@ impl Runner {
             fsm: self.fsm.id().to_owned(),
             started_at: SystemTime::now(),
             definition: Some(self.fsm.definition().clone()),
+            sub_fsms: self.sub_definitions(),
         };
         journal.begin(&header)?;
         for entry in &run.trail.entries {
@@ -288,9 +314,10 @@ impl Runner {
     /// # Errors
     ///
     /// The journal's errors ([`Error::JournalLocked`] when another handle holds it), or
-    /// [`Error::CorruptJournal`] when it belongs to another machine or is empty.
+    /// [`Error::CorruptJournal`] when it belongs to another machine or is empty, or waits in a
+    /// sub-FSM this runner does not have.
     pub fn resume(&self, path: &std::path::Path) -> Result<(Run, Journal), Error> {
-        let (journal, header, entries) = Journal::resume(path)?;
+        let (journal, header, entries, suspended) = Journal::resume_suspended(path)?;
         let corrupt = |message: String| Error::CorruptJournal {
             path: path.to_owned(),
             line: 1,
@@ -308,15 +335,22 @@ impl Runner {
             .ok_or_else(|| corrupt("no transition recorded".into()))?;
         let state = last.to.clone();
         let event = last.event.clone();
-        let status = self.status_in(&state);
-        let run = Run {
+        let mut run = Run {
+            status: self.status_in(&state),
             id: header.run_id,
             state,
             event,
             trail: Trail { entries },
-            status,
             context: Context::default(),
+            suspended: None,
         };
+        if let Some(suspended) = suspended.filter(|s| s.in_state == run.state) {
+            run.suspended =
+                Some(Box::new(self.restore(&suspended).ok_or_else(|| {
+                    corrupt(format!("no sub-FSM runs state `{}`", run.state))
+                })?));
+            run.status = suspended.status;
+        }
         Ok((run, journal))
     }
 
@@ -370,6 +404,16 @@ impl Runner {
                 return self.interrupted(run, journal.as_deref_mut());
             };
             let step = step?;
+            if let Some(child) = step.suspended {
+                run.status = Status::Waiting;
+                if let Some(journal) = journal.as_deref_mut() {
+                    journal.record_suspended(&snapshot(&run.state, &child))?;
+                }
+                run.suspended = Some(child);
+                return Ok(Outcome::Waiting {
+                    state: run.waiting_in(),
+                });
+            }
             if let Some(sub_entries) = step.sub_entries {
                 for entry in sub_entries {
                     record(run, &entry, journal.as_deref_mut())?;
@@ -389,7 +433,8 @@ impl Runner {
     }
 
     /// Gives a waiting `human` state its input (an event out of that state; `id` optional with one
-    /// exit), then the caller runs on.
+    /// exit), then the caller runs on. When the run waits inside a sub-FSM, the input goes to the
+    /// sub-FSM's `human` state.
     ///
     /// # Errors
     ///
@@ -400,6 +445,23 @@ impl Runner {
         input: Value,
         journal: Option<&mut Journal>,
     ) -> Result<(), Error> {
+        if let Some(mut child_run) = run.suspended.take() {
+            let provided = match self.sub_runner(&run.state) {
+                Some(child) => child.provide(&mut child_run, input, None),
+                None => Err(Error::NotWaiting {
+                    state: run.state.clone(),
+                }),
+            };
+            let provided = provided.and_then(|()| match journal {
+                Some(journal) => journal.record_suspended(&snapshot(&run.state, &child_run)),
+                None => Ok(()),
+            });
+            if provided.is_ok() {
+                run.status = Status::Running;
+            }
+            run.suspended = Some(child_run);
+            return provided;
+        }
         if self.state(&run.state).action != Action::Human {
             return Err(Error::NotWaiting {
                 state: run.state.clone(),
@@ -408,6 +470,30 @@ impl Runner {
         let event = self.with_id(&run.state, input);
         let to = self.route(&run.state, &event)?;
         self.advance(run, to, event, Vec::new(), false, journal)
+    }
+
+    /// The runner of the sub-FSM that `fsm` state `state` names.
+    fn sub_runner(&self, state: &str) -> Option<&Arc<Runner>> {
+        let state = self.fsm.definition().state(state)?;
+        self.subs.get(state.config_str("fsm")?)
+    }
+
+    /// A suspended sub-FSM run as it was recorded, with the runs it waits in.
+    fn restore(&self, suspended: &Suspended) -> Option<Run> {
+        let child = self.sub_runner(&suspended.in_state)?;
+        let sub = match &suspended.sub {
+            Some(sub) => Some(Box::new(child.restore(sub)?)),
+            None => None,
+        };
+        Some(Run {
+            id: suspended.run_id.clone(),
+            state: suspended.state.clone(),
+            event: suspended.event.clone(),
+            trail: suspended.trail.clone(),
+            status: suspended.status,
+            context: Context::default(),
+            suspended: sub,
+        })
     }
 
     fn state(&self, id: &str) -> State {
@@ -587,6 +673,36 @@ struct Step {
     bail_out: bool,
     /// A sub-FSM's transitions to record first (trail mode `full`).
     sub_entries: Option<Vec<Entry>>,
+    /// A sub-FSM run that waits for a person: the parent waits with it.
+    suspended: Option<Box<Run>>,
+}
+
+impl Step {
+    fn event(event: Value) -> Self {
+        Self {
+            event,
+            attempts: Vec::new(),
+            bail_out: false,
+            sub_entries: None,
+            suspended: None,
+        }
+    }
+}
+
+/// A sub-FSM run as the journal keeps it.
+fn snapshot(in_state: &str, run: &Run) -> Suspended {
+    Suspended {
+        in_state: in_state.to_owned(),
+        run_id: run.id.clone(),
+        state: run.state.clone(),
+        event: run.event.clone(),
+        trail: run.trail.clone(),
+        status: run.status,
+        sub: run
+            .suspended
+            .as_deref()
+            .map(|sub| Box::new(snapshot(&run.state, sub))),
+    }
 }
 
 fn record(run: &mut Run, entry: &Entry, journal: Option<&mut Journal>) -> Result<(), Error> {

@@ -87,10 +87,8 @@ impl Runner {
         run.context.remove::<History>();
         match asked {
             Ok(answer) => Ok(Step {
-                event: answer.value,
                 attempts: answer.attempts.iter().map(AttemptRecord::from).collect(),
-                bail_out: false,
-                sub_entries: None,
+                ..Step::event(answer.value)
             }),
             Err(error) => {
                 let attempts: Vec<AttemptRecord> = match &error {
@@ -109,10 +107,9 @@ impl Runner {
                 );
                 match self.bail_out(&state.id, &ErrorChain(&error).to_string()) {
                     Some(event) if bails => Ok(Step {
-                        event,
                         attempts,
                         bail_out: true,
-                        sub_entries: None,
+                        ..Step::event(event)
                     }),
                     _ => Err(Error::Llm {
                         state: state.id.clone(),
@@ -163,20 +160,17 @@ impl Runner {
             action: name.to_owned(),
             message: e.to_string(),
         })?;
-        Ok(Step {
-            event,
-            attempts: Vec::new(),
-            bail_out: false,
-            sub_entries: None,
-        })
+        Ok(Step::event(event))
     }
 
-    /// Runs the sub-FSM named by `config.fsm` on the event that entered the state; its final event
-    /// (without its `id`) leaves the state by the first transition whose schema accepts it.
+    /// Runs the sub-FSM named by `config.fsm` on the event that entered the state (or goes on with
+    /// the run of it that waited for a person); its final event (without its `id`) leaves the state
+    /// by the first transition whose schema accepts it. When it waits for a person, so does the
+    /// parent, keeping the sub-FSM run.
     async fn sub_fsm(
         &self,
         state: &State,
-        run: &Run,
+        run: &mut Run,
         interrupt: &Interrupt,
     ) -> Result<Step, Error> {
         let name = state.config_str("fsm").unwrap_or_default();
@@ -195,23 +189,29 @@ impl Runner {
             Some("full") => TrailMode::Full,
             _ => TrailMode::Summary,
         };
-        let mut input = run.event.clone();
-        if let Value::Object(map) = &mut input {
-            map.remove("id");
-        }
-        let mut sub = child
-            .start(input)
-            .map_err(|e| failed(ErrorChain(&e).to_string()))?;
+        let mut sub = match run.suspended.take() {
+            Some(sub) => *sub,
+            None => {
+                let mut input = run.event.clone();
+                if let Value::Object(map) = &mut input {
+                    map.remove("id");
+                }
+                child
+                    .start(input)
+                    .map_err(|e| failed(ErrorChain(&e).to_string()))?
+            }
+        };
         let outcome = Box::pin(child.run(&mut sub, interrupt, None))
             .await
             .map_err(|e| failed(ErrorChain(&e).to_string()))?;
         let mut result = match outcome {
             super::Outcome::Finished { event, .. } => event,
             super::Outcome::Interrupted { .. } => return Err(failed("interrupted".into())),
-            super::Outcome::Waiting { state: waiting } => {
-                return Err(failed(format!(
-                    "it waits for input in `{waiting}`; sub-FSMs cannot suspend"
-                )));
+            super::Outcome::Waiting { .. } => {
+                return Ok(Step {
+                    suspended: Some(Box::new(sub)),
+                    ..Step::event(Value::Null)
+                });
             }
         };
         if let Value::Object(map) = &mut result {
@@ -261,10 +261,9 @@ impl Runner {
             }
         };
         Ok(Step {
-            event,
             attempts,
-            bail_out: false,
             sub_entries,
+            ..Step::event(event)
         })
     }
 }

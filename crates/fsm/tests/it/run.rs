@@ -323,6 +323,103 @@ fn sub_fsm_trail_modes() {
     }
 }
 
+/// start -> approve (human) -> end: a sub-FSM that needs a person.
+fn approval_fsm() -> Fsm {
+    Fsm::new(
+        serde_json::from_value(json!({
+            "id": "approval",
+            "states": [{"id": "approve", "action": "human"}, {"id": "end", "action": "end"}],
+            "transitions": [
+                {"id": ["start", "approve"], "schema": object(&["plan"])},
+                {"id": ["approve", "end"], "schema": object(&["decision"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+/// A sub-FSM's `human` state suspends the parent; the journal keeps the sub-FSM's run, so the
+/// parent resumed from it gives the sub-FSM its input and finishes.
+#[test]
+fn a_sub_fsm_waiting_for_a_person_suspends_the_parent_until_resumed() {
+    let parent = || {
+        let definition: Definition = serde_json::from_value(json!({
+            "id": "shipping",
+            "states": [
+                {"id": "review", "action": "fsm", "config": {"fsm": "approval.json", "trail": "full"}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "review"], "schema": object(&["plan"])},
+                {"id": ["review", "end"], "schema": object(&["decision"])}
+            ]
+        }))
+        .unwrap();
+        Runner::new(Fsm::new(definition).unwrap())
+            .with_sub_fsm_named("approval.json", Runner::new(approval_fsm()))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal_path = dir.path().join("run.jsonl");
+    let runner = parent();
+    let (mut run, mut journal) = runner
+        .start_journaled(
+            json!({"plan": "ship it"}),
+            &journal_path,
+            ExistingJournal::Refuse,
+        )
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert_eq!(
+        outcome,
+        Outcome::Waiting {
+            state: "review/approve".into()
+        }
+    );
+    assert_eq!(run.status, Status::Waiting);
+    drop(journal);
+
+    let (header, _) = claij_fsm::journal::read(&journal_path).unwrap();
+    let subs: Vec<&str> = header.sub_fsms.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(subs, ["approval.json"]);
+
+    // A new process: the runner rebuilt, the run read back from the journal.
+    let runner = parent();
+    let (mut run, mut journal) = runner.resume(&journal_path).unwrap();
+    assert_eq!(run.status, Status::Waiting);
+    assert_eq!(run.waiting_in(), "review/approve");
+    let refused = runner.provide(&mut run, json!({"verdict": "yes"}), Some(&mut journal));
+    assert!(
+        matches!(refused, Err(Error::InvalidEvent { ref state, .. }) if state == "approve"),
+        "{refused:?}"
+    );
+    runner
+        .provide(&mut run, json!({"decision": "yes"}), Some(&mut journal))
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert_eq!(
+        outcome,
+        Outcome::Finished {
+            state: "end".into(),
+            event: json!({"id": ["review", "end"], "decision": "yes"})
+        }
+    );
+    assert_eq!(
+        path(&run),
+        [
+            "start->review",
+            "review/start->review/approve",
+            "review/approve->review/end",
+            "review->end"
+        ]
+    );
+    drop(journal);
+    // The journal holds the same run: resuming once more finds it finished.
+    let (run, _journal) = parent().resume(&journal_path).unwrap();
+    assert_eq!(run.status, Status::Finished);
+    assert!(run.suspended().is_none());
+}
+
 /// A service that never finishes on its own: it says when it has started and records whether its
 /// cleanup ran.
 struct Endless {
