@@ -77,7 +77,7 @@
 use std::sync::Arc;
 
 use claij_backends::{Backend, BoxFuture};
-use claij_fsm::{Definition, Fsm, Runner, Service, ServiceCall};
+use claij_fsm::{Action, Definition, Fsm, Runner, Service, ServiceCall};
 use claij_interceptors::{BoxError, Config};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot};
@@ -147,10 +147,23 @@ pub fn definition_for(services: &Services) -> Definition {
     specialise(&services.tools(), services.project())
 }
 
+/// Narrows a machine of your own that calls MCP tools to what `services` may use, as
+/// [`definition_for`] does for the MCP FSM: every transition into `service_state` whose schema holds
+/// a `tools/call` request at `/properties/message/properties/params` gets the `oneOf` of the allowed
+/// tools (their arguments' schemas embedded in the machine's shared schemas), and every `llm` state
+/// such a transition leaves lists the tools in its prompts, after the project's hat. With no tool
+/// nothing changes. A constrained decoder (the local model) can then only write a call that names a
+/// real tool with arguments of the right shape.
+pub fn narrow_calls(definition: &mut Definition, service_state: &str, services: &Services) {
+    let tools = services.tools();
+    if !tools.is_empty() {
+        narrow(definition, service_state, &tools, services.project());
+    }
+}
+
 /// [`definition_for`] from the tools and the project.
 fn specialise(tools: &[Arc<ToolInfo>], project: Option<&Project>) -> Definition {
     let mut definition = definition();
-    let mut generic = Vec::new();
     if tools.is_empty() {
         definition
             .states
@@ -160,42 +173,67 @@ fn specialise(tools: &[Arc<ToolInfo>], project: Option<&Project>) -> Definition 
                 .iter()
                 .any(|s| *s == SERVICING || *s == ASKING)
         });
+        if let Some(llm) = definition.states.iter_mut().find(|s| s.id == LLM) {
+            if let Some(project) = project {
+                llm.prompts.push(project.hat());
+            }
+            llm.prompts.push(tools_prompt(tools, &[]));
+        }
     } else {
-        let mut branches = Vec::new();
-        for tool in tools {
-            let arguments = match embedded_arguments(tool, &definition.schemas) {
-                Some((arguments, defs)) => {
-                    definition.schemas.extend(defs);
-                    arguments
-                }
-                None => {
-                    generic.push(tool.qualified());
-                    json!({"type": "object"})
-                }
-            };
-            branches.push(json!({
-                "type": "object",
-                "properties": {"name": {"const": tool.qualified()}, "arguments": arguments},
-                "required": ["name", "arguments"],
-                "additionalProperties": false
-            }));
-        }
-        if let Some(params) = definition
-            .transitions
-            .iter_mut()
-            .find(|t| t.id.from == LLM && t.id.to == SERVICING)
-            .and_then(|t| t.schema.pointer_mut(PARAMS))
-        {
-            *params = json!({ "oneOf": branches });
-        }
-    }
-    if let Some(llm) = definition.states.iter_mut().find(|s| s.id == LLM) {
-        if let Some(project) = project {
-            llm.prompts.push(project.hat());
-        }
-        llm.prompts.push(tools_prompt(tools, &generic));
+        narrow(&mut definition, SERVICING, tools, project);
     }
     definition
+}
+
+/// The `params` of every call into `service_state` as a `oneOf` of `tools`, and the tools listed in
+/// the prompts of the `llm` states the calls leave.
+fn narrow(
+    definition: &mut Definition,
+    service_state: &str,
+    tools: &[Arc<ToolInfo>],
+    project: Option<&Project>,
+) {
+    let mut generic = Vec::new();
+    let mut branches = Vec::new();
+    for tool in tools {
+        let arguments = match embedded_arguments(tool, &definition.schemas) {
+            Some((arguments, defs)) => {
+                definition.schemas.extend(defs);
+                arguments
+            }
+            None => {
+                generic.push(tool.qualified());
+                json!({"type": "object"})
+            }
+        };
+        branches.push(json!({
+            "type": "object",
+            "properties": {"name": {"const": tool.qualified()}, "arguments": arguments},
+            "required": ["name", "arguments"],
+            "additionalProperties": false
+        }));
+    }
+    let mut callers = Vec::new();
+    for transition in definition
+        .transitions
+        .iter_mut()
+        .filter(|t| t.id.to == service_state)
+    {
+        if let Some(params) = transition.schema.pointer_mut(PARAMS) {
+            *params = json!({ "oneOf": branches });
+            callers.push(transition.id.from.clone());
+        }
+    }
+    for state in definition
+        .states
+        .iter_mut()
+        .filter(|s| s.action == Action::Llm && callers.contains(&s.id))
+    {
+        if let Some(project) = project {
+            state.prompts.push(project.hat());
+        }
+        state.prompts.push(tools_prompt(tools, &generic));
+    }
 }
 
 /// A runner of the MCP FSM for `services`: `llm` asks `backend` with `config`, `servicing` runs
@@ -287,11 +325,57 @@ impl std::fmt::Debug for McpService {
     }
 }
 
-/// A `tools/call` request read from an event.
-struct ToolsCall {
-    id: Value,
-    name: String,
-    arguments: Value,
+/// A JSON-RPC `tools/call` request, read from an event's `message` (what every `service` state of
+/// a tool loop receives, whoever serves it).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolsCall {
+    /// The request's id, to echo in the response.
+    pub id: Value,
+    /// `params.name`: the tool.
+    pub name: String,
+    /// `params.arguments` (an empty object when left out).
+    pub arguments: Value,
+}
+
+impl ToolsCall {
+    /// Reads the request in `event`'s `message`. A message that is not a `tools/call` request gives
+    /// the event answering it ([`tools_response`]): an error result (`isError: true`) saying what is
+    /// wrong, for the model to correct its call.
+    ///
+    /// ```
+    /// use claij_mcp::mcp_fsm::ToolsCall;
+    /// use serde_json::json;
+    ///
+    /// let event = json!({"message": {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+    ///     "params": {"name": "now", "arguments": {}}}});
+    /// assert_eq!(ToolsCall::from_event(&event).map(|call| call.name), Ok("now".to_owned()));
+    /// let answer = ToolsCall::from_event(&json!({"message": {"id": 8}})).unwrap_err();
+    /// assert_eq!(answer["message"]["id"], 8);
+    /// assert_eq!(answer["message"]["result"]["isError"], true);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The answering event, as said.
+    pub fn from_event(event: &Value) -> Result<Self, Value> {
+        read_call(event).map_err(|rejected| {
+            let outcome = CallOutcome::failure(
+                CallFailure::Rejected {
+                    code: rejected.code,
+                },
+                rejected.message,
+            );
+            tools_response(rejected.id, &outcome)
+        })
+    }
+}
+
+/// The event answering a `tools/call` request with `outcome`:
+/// `{"message": {"jsonrpc": "2.0", "id", "result": outcome.to_mcp()}}`, with no transition `id` (a
+/// state with one exit takes it without).
+pub fn tools_response(id: Value, outcome: &CallOutcome) -> Value {
+    json!({"message": {"jsonrpc": "2.0", "id": id, "result": outcome.to_mcp()}})
 }
 
 /// A request that is not a `tools/call` one: the id to echo, the JSON-RPC error code, and why.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use claij_fsm::Fsm;
 use serde_json::{Value, json};
 
-use super::{read_call, response, specialise};
+use super::{ToolsCall, narrow, read_call, response, specialise, tools_response};
 use crate::outcome::{CallFailure, CallOutcome};
 use crate::project::Project;
 use crate::tool::ToolInfo;
@@ -223,4 +223,97 @@ fn answers_become_replies() {
         ElicitationReply::Decline
     );
     assert_eq!(super::reply_of(&json!({})), ElicitationReply::Decline);
+}
+
+/// A machine of one's own: `ask` (llm) calls `files` (a service) with a tools/call request; `note`
+/// (llm) sends it something else.
+fn own_machine() -> claij_fsm::Definition {
+    let call = json!({"type": "object", "properties": {"message": {"type": "object", "properties": {
+        "jsonrpc": {"const": "2.0"}, "id": {"type": "integer"}, "method": {"const": "tools/call"},
+        "params": {"type": "object", "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["name", "arguments"]}},
+        "required": ["jsonrpc", "id", "method", "params"]}}, "required": ["message"]});
+    serde_json::from_value(json!({
+        "id": "own",
+        "states": [
+            {"id": "ask", "action": "llm", "prompts": ["Ask."]},
+            {"id": "note", "action": "llm"},
+            {"id": "files", "action": "service"},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "ask"]},
+            {"id": ["ask", "files"], "schema": call},
+            {"id": ["ask", "note"]},
+            {"id": ["note", "files"], "schema": {"type": "object"}},
+            {"id": ["files", "ask"]},
+            {"id": ["ask", "end"]}
+        ]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn narrowing_a_machine_of_one_s_own_touches_only_the_calls_into_the_service() {
+    let mut definition = own_machine();
+    let tools = [tool(
+        "fs",
+        "read_text_file",
+        "Reads a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    )];
+    narrow(&mut definition, "files", &tools, None);
+    let fsm = Fsm::new(definition.clone()).unwrap();
+    let call = |name: &str, arguments: Value| {
+        json!({"id": ["ask", "files"], "message": {"jsonrpc": "2.0", "id": 1,
+            "method": "tools/call", "params": {"name": name, "arguments": arguments}}})
+    };
+    assert!(
+        fsm.route("ask", &call("fs.read_text_file", json!({"path": "/a"})))
+            .is_ok()
+    );
+    assert!(
+        fsm.route("ask", &call("fs.write_file", json!({"path": "/a"})))
+            .is_err(),
+        "only the tools there are"
+    );
+    assert!(
+        fsm.route("ask", &call("fs.read_text_file", json!({})))
+            .is_err()
+    );
+    assert_eq!(
+        definition.transition("note", "files").unwrap().schema,
+        json!({"type": "object"}),
+        "no tools/call request in it: left alone"
+    );
+    let prompts = |id: &str| definition.state(id).unwrap().prompts;
+    assert_eq!(prompts("ask").len(), 2, "{:?}", prompts("ask"));
+    assert!(prompts("ask")[1].contains("`fs.read_text_file`: Reads a file."));
+    assert!(prompts("note").is_empty(), "it sends no tools/call request");
+}
+
+#[test]
+fn a_tools_call_is_read_from_any_event_and_answered_without_a_transition_id() {
+    let event = json!({"message": {"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+        "params": {"name": "now"}}});
+    let call = ToolsCall::from_event(&event).unwrap();
+    assert_eq!(
+        (call.id, call.name, call.arguments),
+        (json!("a"), "now".to_owned(), json!({}))
+    );
+    let rejected = ToolsCall::from_event(
+        &json!({"message": {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        rejected,
+        json!({"message": {"jsonrpc": "2.0", "id": 3, "result": {"isError": true, "content": [
+            {"type": "text", "text": "method `tools/list` is not served here: only tools/call"}]}}})
+    );
+    let answered = tools_response(
+        json!(4),
+        &CallOutcome::success(vec![crate::Content::text("ok")], None),
+    );
+    assert_eq!(answered.get("id"), None);
+    assert_eq!(answered["message"]["result"]["content"][0]["text"], "ok");
 }
