@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use claij_backends::testing::Scripted;
 use claij_backends::{Capabilities, ChatResponse, Error as BackendError, FinishReason, Role};
-use claij_interceptors::several::{ask_all, first_valid, majority};
+use claij_interceptors::several::{ask_all, first_valid, majority, tally};
 use claij_interceptors::{
     Chain, Config, Context, Error, ErrorChain, FailureLog, OnError, Pipeline, StructuredMode,
     Verdict, from_fn,
@@ -555,7 +555,10 @@ fn fan_out_returns_every_answer_and_error() {
     assert_eq!(names, ["a", "b", "c", "d"]);
     assert!(replies[1].result.is_err());
     assert_eq!(replies[0].context.turn, 1);
-    assert_eq!(majority(&replies, "/answer"), Some(json!("Paris")));
+    // Paris has the most votes, 2 of the 4 pipelines asked: no majority.
+    assert_eq!(tally(&replies, &["/answer"]).votes[0].value, json!("Paris"));
+    assert_eq!(majority(&replies, &["/answer"]), None);
+    assert_eq!(majority(&replies[1..], &["/answer"]), Some(json!("Paris")));
     assert_eq!(first_valid(&replies).unwrap().value["answer"], "Lyon");
 }
 
