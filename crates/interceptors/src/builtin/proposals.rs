@@ -112,7 +112,7 @@ use std::future::ready;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use claij_backends::BoxFuture;
-use claij_schema::{Ballot, Registry, SchemaDelta};
+use claij_schema::{AuditAction, Ballot, Registry, SchemaDelta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tracing::{debug, info};
@@ -469,6 +469,39 @@ impl Ledger {
         record
     }
 
+    /// The rejected proposals as `(extension_id, delta, reason)`, oldest first: with a registry, the
+    /// declines and refusals of its audit log, so those of earlier runs count too.
+    fn rejections(&self) -> Vec<(String, Value, String)> {
+        let Some(registry) = &self.registry else {
+            return self
+                .records
+                .iter()
+                .filter_map(|r| match &r.decision {
+                    Decision::Reject { reason } => Some((
+                        r.proposal.extension_id.clone(),
+                        r.proposal.delta.clone(),
+                        reason.clone(),
+                    )),
+                    _ => None,
+                })
+                .collect();
+        };
+        lock(registry)
+            .audit()
+            .entries()
+            .iter()
+            .filter_map(|e| {
+                let reason = e.reason.clone().unwrap_or_default();
+                let reason = match e.action {
+                    AuditAction::Declined => reason,
+                    AuditAction::Rejected => format!("the schema registry refused it: {reason}"),
+                    AuditAction::Added | AuditAction::Removed => return None,
+                };
+                Some((e.extension_id.clone(), e.delta.clone(), reason))
+            })
+            .collect()
+    }
+
     /// The active approved proposals: the registry's extensions when there is one.
     fn approved(&self) -> Vec<Proposal> {
         let Some(registry) = &self.registry else {
@@ -509,21 +542,25 @@ impl Ledger {
             {
                 Novelty::Seen
             }
+            // Declined in an earlier run that saved the registry.
+            None if self
+                .rejections()
+                .iter()
+                .any(|(id, delta, _)| *id == proposal.extension_id && *delta == proposal.delta) =>
+            {
+                Novelty::Seen
+            }
             None => Novelty::New,
         }
     }
 
     /// The prompt section listing the latest rejections, or `None`.
     fn declined_section(&self) -> Option<String> {
-        let rejected: Vec<(&str, &str)> = self
-            .records
-            .iter()
-            .filter_map(|r| match &r.decision {
-                Decision::Reject { reason } if !r.proposal.extension_id.is_empty() => {
-                    Some((r.proposal.extension_id.as_str(), reason.as_str()))
-                }
-                _ => None,
-            })
+        let rejected: Vec<(String, String)> = self
+            .rejections()
+            .into_iter()
+            .filter(|(id, _, _)| !id.is_empty())
+            .map(|(id, _, reason)| (id, reason))
             .collect();
         if rejected.is_empty() {
             return None;

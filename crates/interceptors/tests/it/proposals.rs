@@ -398,3 +398,21 @@ fn extensions_restored_into_the_registry_are_asked_with_and_can_be_withdrawn() {
     block_on(pipeline.ask(&mut ctx, "two")).unwrap();
     assert!(!system(&backend.requests()[1]).contains("confidence: number"));
 }
+
+#[test]
+fn declines_saved_in_the_registry_are_shown_and_not_asked_again() {
+    let registry = shared_registry();
+    registry.lock().unwrap().decline(
+        &claij_schema::SchemaDelta::new("confidence-v1", "earlier-run", confidence()),
+        "voted down",
+        Vec::new(),
+    );
+    let proposals = Proposals::with_registry(
+        |_: &Proposal, _: &Context| -> Decision { panic!("asked again") },
+        registry,
+    );
+    let backend = Scripted::replies([propose("confidence-v1", confidence())]);
+    block_on(pipeline(&backend, &proposals).ask(&mut Context::default(), "one")).unwrap();
+    assert!(system(&backend.requests()[0]).contains("- `confidence-v1`: voted down"));
+    assert!(proposals.log().is_empty(), "seen before: ignored");
+}
