@@ -4,6 +4,7 @@
 //! pipeline (schema deltas from the interceptors, the validation-retry loop) on a current-thread
 //! runtime, save the conversation, print the value and what each attempt cost ([`report`]).
 
+mod consensus;
 pub(crate) mod llm;
 pub(crate) mod model;
 mod progress;
@@ -44,13 +45,15 @@ pub(crate) struct Args {
 }
 
 /// What `claij ask` and `claij chat` share: the model, the schema, the interceptors, the knobs.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
     /// The response schema (a JSON Schema file); default the base response schema (`answer`, `state`).
     #[arg(long, short, value_name = "FILE")]
     schema: Option<String>,
     #[command(flatten)]
     pub(crate) model: ModelOptions,
+    #[command(flatten)]
+    consensus: consensus::Flags,
     /// Interceptors to run, comma-separated, in order.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "NAME[,NAME...]")]
     interceptors: Vec<Interceptor>,
@@ -121,8 +124,12 @@ impl Options {
     }
 }
 
-/// Asks once; exit 0 with a valid answer, 1 when every attempt was invalid.
+/// Asks once (or, with `--consensus`, several models at once); exit 0 with a valid answer, 1 when
+/// every attempt was invalid (or the models did not agree).
 pub(crate) fn run(args: &Args) -> Result<Status> {
+    if let Some(models) = consensus::models(&args.options)? {
+        return consensus::run(args, &models);
+    }
     let mut conversation = Conversation::open(&args.options)?;
     let (result, elapsed) = conversation.turn(&args.prompt);
     let status = match result {
@@ -168,6 +175,7 @@ impl<'a> Conversation<'a> {
     /// [`Conversation::open`] for `claij chat`: the memory interceptor unless `--interceptors` says
     /// otherwise.
     pub(crate) fn open_chat(options: &'a Options) -> Result<Self> {
+        consensus::refuse_in_chat(options)?;
         Self::open_with(options, &[Interceptor::Memory])
     }
 

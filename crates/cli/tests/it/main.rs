@@ -10,6 +10,7 @@ mod ask;
 mod ask_wiremock;
 mod chat;
 mod config;
+mod consensus;
 mod flags;
 mod fsm;
 mod limits;

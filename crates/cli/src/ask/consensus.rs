@@ -1,0 +1,418 @@
+//! `claij ask --llm a,b,c --consensus majority|first-valid`: one question to several models at once,
+//! each on its own backend and pipeline, answered with the value more than half of them agree on (or
+//! the first valid answer); the tally on stderr and in `--json`. The counting is
+//! [`claij_interceptors::several`]'s.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use claij_backends::Usage;
+use claij_interceptors::several::{self, Reply, Tally};
+use claij_interceptors::{Error, Pipeline, StructuredMode};
+use claij_mcp::Services;
+use serde_json::{Value, json};
+
+use super::{Args, Interceptor, Options, llm, model, report};
+use crate::{Status, input};
+
+/// The longest compared value a tally line shows, in characters (the whole value is in `--json`).
+const SHOWN_CHARS: usize = 60;
+
+/// `--consensus` and `--on`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Flags {
+    /// Ask every model of `--llm a,b,c` at once, each on its own backend, and answer with the value
+    /// more than half of them agree on (`majority`, compared as canonical JSON: keys sorted, numbers
+    /// normalised) or with the first valid answer in the order given (`first-valid`). The tally goes
+    /// to stderr (and into `--json`); exit 1 when there is no majority (or no valid answer).
+    #[arg(long, value_enum, value_name = "RULE")]
+    pub consensus: Option<Rule>,
+    /// With `--consensus majority`: compare the answers at this JSON pointer (`/answer`) instead of
+    /// the whole value; repeatable (the answers must agree at every one). The answer printed is the
+    /// first agreeing model's whole value.
+    #[arg(long, value_name = "POINTER", value_parser = pointer)]
+    pub on: Vec<String>,
+}
+
+/// `--consensus`: how the answer is chosen among several models'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Rule {
+    /// The value more than half of the models asked agree on.
+    Majority,
+    /// The first valid answer, in the order `--llm` lists the models.
+    FirstValid,
+}
+
+impl Rule {
+    fn name(self) -> &'static str {
+        match self {
+            Rule::Majority => "majority",
+            Rule::FirstValid => "first-valid",
+        }
+    }
+}
+
+/// Checks the consensus flags against the rest; the models to ask when `--consensus` is given.
+/// Every mistake here is a usage error (exit 2), found before any model is asked.
+pub(crate) fn models(options: &Options) -> Result<Option<Vec<String>>> {
+    let flags = &options.consensus;
+    let llm = options.model.llm.as_deref().unwrap_or_default();
+    let Some(rule) = flags.consensus else {
+        if !flags.on.is_empty() {
+            bail!("--on chooses what --consensus majority compares: add --consensus majority");
+        }
+        if llm.contains(',') {
+            bail!(
+                "--llm {llm} names several models: add --consensus majority or --consensus first-valid"
+            );
+        }
+        return Ok(None);
+    };
+    if rule != Rule::Majority && !flags.on.is_empty() {
+        bail!(
+            "--on is for --consensus majority (--consensus {} takes the first valid answer whole)",
+            rule.name()
+        );
+    }
+    if options.memory.is_some() {
+        bail!(
+            "--memory carries one conversation, --consensus asks several models once each: drop one"
+        );
+    }
+    let models: Vec<String> = llm.split(',').map(|m| m.trim().to_owned()).collect();
+    if models.iter().any(String::is_empty) && models.len() > 1 {
+        bail!("--llm {llm} has an empty model: write --llm a,b,c");
+    }
+    if models.len() < 2 {
+        bail!(
+            "--consensus needs several models to compare: --llm a,b,c (got {})",
+            if llm.is_empty() { "none" } else { llm }
+        );
+    }
+    Ok(Some(models))
+}
+
+/// `claij chat` answers with one model: `--consensus` and several `--llm` models are refused.
+pub(crate) fn refuse_in_chat(options: &Options) -> Result<()> {
+    let several = options
+        .model
+        .llm
+        .as_deref()
+        .is_some_and(|llm| llm.contains(','));
+    if options.consensus.consensus.is_some() || !options.consensus.on.is_empty() || several {
+        bail!(
+            "claij chat talks with one model: --consensus and several --llm models are for claij ask (one question, several answers compared)"
+        );
+    }
+    Ok(())
+}
+
+/// Asks every model, prints each one's attempts, the tally and the chosen answer; exit 0 with an
+/// answer, 1 without.
+pub(crate) fn run(args: &Args, models: &[String]) -> Result<Status> {
+    let options = &args.options;
+    let rule = options.consensus.consensus.unwrap_or(Rule::Majority);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let settings = crate::config::Settings::load()?;
+    let names = super::interceptors(options, &[]);
+    let services = if names.contains(&Interceptor::Mcp) {
+        Some(runtime.block_on(super::mcp_services(options, &settings))?)
+    } else {
+        None
+    };
+    let opened = open_all(options, models, &settings, &names, services.as_ref());
+    let status = opened.and_then(|pipelines| {
+        let named: Vec<(&str, &Pipeline)> = models
+            .iter()
+            .map(String::as_str)
+            .zip(pipelines.iter())
+            .collect();
+        let started = Instant::now();
+        // Each model starts where `claij ask` without --memory does.
+        let fresh = || super::session::Session::default().to_context();
+        let replies = runtime.block_on(several::ask_all(&named, fresh, &args.prompt));
+        report_all(options, rule, &replies, started.elapsed())
+    });
+    if let Some(services) = &services {
+        runtime.block_on(services.close());
+    }
+    status
+}
+
+/// One pipeline per model, each with its own backend and interceptors (as `claij ask` opens one).
+fn open_all(
+    options: &Options,
+    models: &[String],
+    settings: &crate::config::Settings,
+    names: &[Interceptor],
+    services: Option<&Services>,
+) -> Result<Vec<Pipeline>> {
+    let base = match &options.schema {
+        Some(path) => {
+            let schema = input::read_json(path)?;
+            claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
+            Some(schema)
+        }
+        None => None,
+    };
+    let notes = super::notes(&options.note)?;
+    models
+        .iter()
+        .map(|name| {
+            let mut one = options.clone();
+            one.model.llm = Some(name.clone());
+            let opened = llm::open(
+                Some(name.as_str()),
+                one.model.model_path.as_deref(),
+                settings,
+            )
+            .with_context(|| format!("--llm {name}"))?;
+            let measured = one.model.matrix_choice(&opened.model, &settings.defaults);
+            if let Some(choice) = &measured
+                && !options.json
+            {
+                report::notice(&format!("{name}: {}", model::matrix_notice(choice)))?;
+            }
+            let knobs = super::config(&one, opened.model, &settings.defaults, measured.as_ref());
+            if let Some(fallback) = &opened.fallback {
+                fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
+                crate::structured_cache::set_quiet(options.json);
+            }
+            let mut chain = super::chain(names, services, notes.clone())?;
+            if base.is_none() {
+                chain.push(super::states(names));
+            }
+            let mut pipeline = Pipeline::new(Arc::clone(&opened.backend), knobs, chain);
+            if let Some(base) = &base {
+                pipeline = pipeline.with_base_schema(base.clone());
+            }
+            Ok(pipeline)
+        })
+        .collect()
+}
+
+/// Prints what each model did, the tally and the chosen answer (or the `--json` report); the status.
+fn report_all(
+    options: &Options,
+    rule: Rule,
+    replies: &[Reply],
+    elapsed: Duration,
+) -> Result<Status> {
+    let on = match rule {
+        Rule::Majority => options.consensus.on.as_slice(),
+        Rule::FirstValid => &[],
+    };
+    let tally = several::tally(replies, on);
+    let absent = tally.absent_pointers();
+    let winner = match rule {
+        Rule::Majority => tally.majority().and_then(|v| v.replies.first().copied()),
+        Rule::FirstValid => replies.iter().position(|r| r.result.is_ok()),
+    };
+    let value = winner
+        .and_then(|i| replies[i].result.as_ref().ok())
+        .map(|answer| &answer.value);
+    if options.json {
+        let report = to_json(rule, replies, &tally, winner, elapsed);
+        writeln!(std::io::stdout().lock(), "{report}")?;
+    } else {
+        let mut err = std::io::stderr().lock();
+        for reply in replies {
+            writeln!(err, "{}", model_line(reply))?;
+        }
+        writeln!(err, "{}", tally_line(&tally))?;
+    }
+    if !absent.is_empty() {
+        bail!(
+            "--on {}: no valid answer has it (a mistyped pointer?)",
+            absent.join(", --on ")
+        );
+    }
+    match (winner, value) {
+        (Some(i), Some(value)) => {
+            if !options.json {
+                writeln!(
+                    std::io::stderr().lock(),
+                    "{}",
+                    verdict_line(rule, &tally, &replies[i].name)
+                )?;
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+                out.flush()?;
+            }
+            Ok(Status::Ok)
+        }
+        _ => {
+            writeln!(std::io::stderr().lock(), "{}", why_none(rule, &tally))?;
+            Ok(Status::Invalid)
+        }
+    }
+}
+
+/// `NAME: 1 attempt, 15+5 tokens, 0.01s, cost unknown` or `NAME: no valid answer: why`.
+fn model_line(reply: &Reply) -> String {
+    let name = &reply.name;
+    match &reply.result {
+        Ok(answer) => {
+            let spent = answer.attempts.iter().map(|a| a.latency).sum();
+            format!(
+                "{name}: {}",
+                report::total_line(&answer.attempts, answer.usage, spent)
+            )
+        }
+        Err(e) => format!(
+            "{name}: no valid answer: {}",
+            crate::one_line(&e.to_string())
+        ),
+    }
+}
+
+/// `tally on /answer, 5 models asked: "Paris": 2 votes (a, c); "Lyon": 1 vote (b); no valid answer:
+/// d; without /answer: e`.
+fn tally_line(tally: &Tally) -> String {
+    let on = if tally.on.is_empty() {
+        "the whole value".to_owned()
+    } else {
+        tally.on.join(" and ")
+    };
+    let mut parts: Vec<String> = tally
+        .votes
+        .iter()
+        .map(|v| {
+            let votes = if v.count == 1 { "vote" } else { "votes" };
+            format!(
+                "{}: {} {votes} ({})",
+                shown(&v.value),
+                v.count,
+                v.names.join(", ")
+            )
+        })
+        .collect();
+    if !tally.failed.is_empty() {
+        parts.push(format!("no valid answer: {}", tally.failed.join(", ")));
+    }
+    for missing in &tally.missing {
+        parts.push(format!(
+            "without {}: {}",
+            missing.pointers.join(" and "),
+            missing.name
+        ));
+    }
+    format!(
+        "tally on {on}, {} {} asked: {}",
+        tally.asked,
+        if tally.asked == 1 { "model" } else { "models" },
+        parts.join("; ")
+    )
+}
+
+/// `majority: 2 of 3 models agree (a, c); the answer is a's` or `first valid: b`.
+fn verdict_line(rule: Rule, tally: &Tally, winner: &str) -> String {
+    match (rule, tally.majority()) {
+        (Rule::Majority, Some(votes)) => format!(
+            "majority: {} of {} models agree ({}); the answer is {winner}'s",
+            votes.count,
+            tally.asked,
+            votes.names.join(", ")
+        ),
+        _ => format!("first valid: {winner}"),
+    }
+}
+
+/// Why there is no answer: the counts.
+fn why_none(rule: Rule, tally: &Tally) -> String {
+    let valid = tally.valid();
+    match rule {
+        // First-valid finds nothing only when there is no valid answer.
+        _ if valid == 0 => format!("no valid answer from any of the {} models", tally.asked),
+        Rule::FirstValid => format!("no valid answer from any of the {} models", tally.asked),
+        Rule::Majority => {
+            let most = tally.votes.first().map_or(0, |v| v.count);
+            format!(
+                "no majority: the most models agreeing on one value is {most} of {} (a majority is {}); {valid} valid {}, {} distinct {}",
+                tally.asked,
+                tally.asked / 2 + 1,
+                if valid == 1 { "answer" } else { "answers" },
+                tally.votes.len(),
+                if tally.votes.len() == 1 {
+                    "value"
+                } else {
+                    "values"
+                }
+            )
+        }
+    }
+}
+
+/// A compared value as one short line of JSON.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// The `--json` report: the chosen value, the rule, the winner, the tally and every model's attempts.
+fn to_json(
+    rule: Rule,
+    replies: &[Reply],
+    tally: &Tally,
+    winner: Option<usize>,
+    elapsed: Duration,
+) -> Value {
+    let mut spending = Vec::new();
+    let models: Vec<Value> = replies
+        .iter()
+        .map(|reply| {
+            let (value, attempts, error) = match &reply.result {
+                Ok(answer) => (Some(&answer.value), answer.attempts.as_slice(), None),
+                Err(e) => {
+                    let attempts = match e {
+                        Error::RetriesExhausted(exhausted) => exhausted.attempts.as_slice(),
+                        _ => &[],
+                    };
+                    (None, attempts, Some(crate::one_line(&e.to_string())))
+                }
+            };
+            let spent: Usage = attempts.iter().map(|a| a.usage).sum();
+            spending.push(spent);
+            let latency = attempts.iter().map(|a| a.latency).sum();
+            let mut one = report::to_json(value, attempts, spent, latency);
+            if let Value::Object(map) = &mut one {
+                map.insert("name".to_owned(), json!(reply.name));
+                map.insert("error".to_owned(), json!(error));
+            }
+            one
+        })
+        .collect();
+    let usage: Usage = spending.into_iter().sum();
+    let chosen = winner.and_then(|i| replies[i].result.as_ref().ok());
+    json!({
+        "value": chosen.map(|a| &a.value),
+        "consensus": {
+            "rule": rule.name(),
+            "winner": winner.map(|i| &replies[i].name),
+            "majority": tally.majority().map(|v| v.count),
+            "tally": tally,
+        },
+        "models": models,
+        "usage": usage,
+        "elapsed_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// `--on`'s value: a JSON pointer (RFC 6901: empty, or starting with `/`).
+fn pointer(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.starts_with('/') {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "a JSON pointer starts with `/`: did you mean /{text}?"
+        ))
+    }
+}
