@@ -3,7 +3,9 @@
 //!
 //! Line 1 is the header `{"kind": "run", "run_id", "fsm", "started_at", "definition", "sub_fsms"}`;
 //! every other line is `{"kind": "transition", ...entry}`, or `{"kind": "suspended", ...}` (a
-//! [`Suspended`] sub-FSM run waiting for a person, which the transition out of its state supersedes).
+//! [`Suspended`] sub-FSM run waiting for a person, which the transition out of its state supersedes),
+//! or `{"kind": "remedy", "state", "remedy"}` (a meta-debugging [`Remedy`] for a state, applied for the
+//! rest of the run when it is a prompt remedy).
 //!
 //! A journal has one writer at a time: an open [`Journal`] holds an exclusive advisory lock on its
 //! file (`flock` on Unix, `LockFileEx` on Windows) until it is dropped, and opening one that another
@@ -33,6 +35,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::builtin::meta_debug::Remedy;
 use crate::error::Error;
 use crate::trail::Entry;
 
@@ -127,6 +130,7 @@ enum Line {
     Run(Header),
     Transition(Entry),
     Suspended(Suspended),
+    Remedy { state: String, remedy: Remedy },
 }
 
 /// What a journal's bytes hold, by the torn-line rule of the module docs.
@@ -139,6 +143,16 @@ struct Scan {
     missing_newline: bool,
     /// The last suspension line no transition followed.
     suspended: Option<Suspended>,
+    /// The remedies recorded, by state, the last for a state winning.
+    remedies: Vec<(String, Remedy)>,
+}
+
+/// What resuming a journal read, for the runner.
+pub(crate) struct Resumed {
+    pub(crate) header: Header,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) suspended: Option<Suspended>,
+    pub(crate) remedies: Vec<(String, Remedy)>,
 }
 
 impl Journal {
@@ -181,11 +195,16 @@ impl Journal {
     }
 
     /// [`Journal::resume`], with the sub-FSM run the parent waits in.
-    pub(crate) fn resume_suspended(
-        path: &Path,
-    ) -> Result<(Self, Header, Vec<Entry>, Option<Suspended>), Error> {
-        Self::resume_run(path)
-            .map(|(journal, scan)| (journal, scan.header, scan.entries, scan.suspended))
+    pub(crate) fn resume_suspended(path: &Path) -> Result<(Self, Resumed), Error> {
+        Self::resume_run(path).map(|(journal, scan)| {
+            let resumed = Resumed {
+                header: scan.header,
+                entries: scan.entries,
+                suspended: scan.suspended,
+                remedies: scan.remedies,
+            };
+            (journal, resumed)
+        })
     }
 
     fn resume_run(path: &Path) -> Result<(Self, Scan), Error> {
@@ -249,6 +268,18 @@ impl Journal {
     /// [`Error::Journal`] when it cannot be written.
     pub fn record_suspended(&mut self, suspended: &Suspended) -> Result<(), Error> {
         self.write(&Line::Suspended(suspended.clone()))
+    }
+
+    /// Appends a meta-debugging remedy for `state`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Journal`] when it cannot be written.
+    pub fn record_remedy(&mut self, state: &str, remedy: &Remedy) -> Result<(), Error> {
+        self.write(&Line::Remedy {
+            state: state.to_owned(),
+            remedy: remedy.clone(),
+        })
     }
 
     /// Opens (creating it) and locks the journal of a new run, writing nothing yet: a refused or
@@ -376,6 +407,7 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
     let mut header = None;
     let mut entries = Vec::new();
     let mut suspended = None;
+    let mut remedies = Vec::new();
     let mut recorded = 0;
     let mut missing_newline = false;
     let mut start = 0;
@@ -397,7 +429,9 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         match serde_json::from_slice::<Line>(text) {
             Ok(Line::Run(h)) if header.is_none() && number == 1 => header = Some(h),
             Ok(Line::Run(_)) => return Err(corrupt(number, "a second run header".into())),
-            Ok(Line::Transition(_) | Line::Suspended(_)) if header.is_none() => {
+            Ok(Line::Transition(_) | Line::Suspended(_) | Line::Remedy { .. })
+                if header.is_none() =>
+            {
                 return Err(corrupt(number, "a transition before the run header".into()));
             }
             Ok(Line::Transition(entry)) => {
@@ -405,6 +439,7 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
                 entries.push(entry);
             }
             Ok(Line::Suspended(s)) => suspended = Some(s),
+            Ok(Line::Remedy { state, remedy }) => remedies.push((state, remedy)),
             // Written but not finished when the process died: the transition did not happen.
             Err(_) if !terminated => break,
             Err(e) => return Err(corrupt(number, e.to_string())),
@@ -419,5 +454,6 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         recorded: recorded as u64,
         missing_newline,
         suspended,
+        remedies,
     })
 }

@@ -2,8 +2,9 @@
 //! `id`, record every transition, until a terminal state, a person's turn or an interrupt.
 
 mod actions;
+mod meta_debug;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -11,6 +12,7 @@ use claij_backends::{Backend, BoxFuture};
 use claij_interceptors::{BoxError, Chain, Config, Context, Pipeline};
 use serde_json::Value;
 
+use crate::builtin::meta_debug::{Diagnostics, Remedy, RemedyKind};
 use crate::definition::{Action, INTERRUPTED, START, State};
 use crate::error::Error;
 use crate::fsm::Fsm;
@@ -102,6 +104,8 @@ pub struct Run {
     pub context: Context,
     /// The sub-FSM run a `fsm` state waits in (a `human` state of the sub-FSM).
     suspended: Option<Box<Run>>,
+    /// Meta-debugging remedies by state; a prompt remedy's system prompt replaces the state's.
+    remedies: BTreeMap<String, Remedy>,
 }
 
 /// How a call to [`Runner::run`] ended.
@@ -144,6 +148,7 @@ pub struct Runner {
     subs: HashMap<String, Arc<Runner>>,
     observer: Option<Arc<Observer>>,
     max_transitions: usize,
+    meta_debug: Option<Arc<Diagnostics>>,
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
 }
 
@@ -159,6 +164,7 @@ impl Runner {
             subs: HashMap::new(),
             observer: None,
             max_transitions: DEFAULT_MAX_TRANSITIONS,
+            meta_debug: None,
             pipelines: Mutex::new(HashMap::new()),
         }
     }
@@ -249,6 +255,17 @@ impl Runner {
         self
     }
 
+    /// Meta-debugging that acts: when a watched `llm` state runs out of retries, the meta-debug
+    /// machine diagnoses the failure with `diagnostics`' models; a prompt remedy is tried at once
+    /// (the state asked again with it: its valid event goes on, else the bail-out or the error as
+    /// without it) and kept for the state for the rest of the run. The meta-debug run's transitions
+    /// are recorded under `{state}/meta-debug/`, the remedy in [`Run::remedies`] and the journal.
+    #[must_use]
+    pub fn with_meta_debug(mut self, diagnostics: Diagnostics) -> Self {
+        self.meta_debug = Some(Arc::new(diagnostics));
+        self
+    }
+
     /// The machine.
     pub fn fsm(&self) -> &Arc<Fsm> {
         &self.fsm
@@ -269,6 +286,7 @@ impl Runner {
             status: Status::Running,
             context: Context::default(),
             suspended: None,
+            remedies: BTreeMap::new(),
         };
         let event = self.with_id(START, input);
         let to = self.route(START, &event)?;
@@ -317,7 +335,8 @@ impl Runner {
     /// [`Error::CorruptJournal`] when it belongs to another machine or is empty, or waits in a
     /// sub-FSM this runner does not have.
     pub fn resume(&self, path: &std::path::Path) -> Result<(Run, Journal), Error> {
-        let (journal, header, entries, suspended) = Journal::resume_suspended(path)?;
+        let (journal, resumed) = Journal::resume_suspended(path)?;
+        let (header, entries, suspended) = (resumed.header, resumed.entries, resumed.suspended);
         let corrupt = |message: String| Error::CorruptJournal {
             path: path.to_owned(),
             line: 1,
@@ -343,6 +362,7 @@ impl Runner {
             trail: Trail { entries },
             context: Context::default(),
             suspended: None,
+            remedies: resumed.remedies.into_iter().collect(),
         };
         if let Some(suspended) = suspended.filter(|s| s.in_state == run.state) {
             run.suspended =
@@ -404,6 +424,12 @@ impl Runner {
                 return self.interrupted(run, journal.as_deref_mut());
             };
             let step = step?;
+            if let Some(remedy) = step.remedy {
+                if let Some(journal) = journal.as_deref_mut() {
+                    journal.record_remedy(&run.state, &remedy)?;
+                }
+                run.remedies.insert(run.state.clone(), remedy);
+            }
             if let Some(child) = step.suspended {
                 run.status = Status::Waiting;
                 if let Some(journal) = journal.as_deref_mut() {
@@ -493,6 +519,7 @@ impl Runner {
             status: suspended.status,
             context: Context::default(),
             suspended: sub,
+            remedies: BTreeMap::new(),
         })
     }
 
@@ -621,14 +648,26 @@ impl Runner {
         Some(format!("{}:{}", backend.provider(), config.model))
     }
 
-    fn pipeline(&self, state: &str) -> Option<Arc<Pipeline>> {
+    /// The pipeline of `state`, asked with `system` (a remedied prompt) when given.
+    fn pipeline(&self, state: &str, system: Option<&str>) -> Option<Arc<Pipeline>> {
+        let key = match system {
+            Some(system) => format!("{state}\n{system}"),
+            None => state.to_owned(),
+        };
         let mut pipelines = self
             .pipelines
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = pipelines.get(state) {
+        if let Some(p) = pipelines.get(&key) {
             return Some(Arc::clone(p));
         }
+        let pipeline = Arc::new(self.recipe(state)?.pipeline(system));
+        pipelines.insert(key, Arc::clone(&pipeline));
+        Some(pipeline)
+    }
+
+    /// What `state`'s pipeline is built from.
+    fn recipe(&self, state: &str) -> Option<meta_debug::Recipe> {
         let (backend, mut config) = self.llm_of(state)?;
         // The state prompt lists every transition's schema already.
         config.schema_format = claij_interceptors::SchemaFormat::Described;
@@ -638,20 +677,29 @@ impl Runner {
         } else {
             format!("{}\n\n{prompt}", config.system)
         };
-        let mut chain = (self.chain)();
-        chain.push(actions::history());
-        let pipeline = Pipeline::new(backend, config, chain);
-        let pipeline = match self.fsm.output_schema(state) {
-            Some(schema) => pipeline.with_base_schema(schema.clone()),
-            None => pipeline.with_plain_text(),
-        };
-        let pipeline = Arc::new(pipeline);
-        pipelines.insert(state.to_owned(), Arc::clone(&pipeline));
-        Some(pipeline)
+        Some(meta_debug::Recipe {
+            backend,
+            config,
+            chain: Arc::clone(&self.chain),
+            schema: self.fsm.output_schema(state).cloned(),
+        })
     }
 }
 
 impl Run {
+    /// The meta-debugging remedies of the run, by state (see [`Runner::with_meta_debug`]).
+    pub fn remedies(&self) -> &BTreeMap<String, Remedy> {
+        &self.remedies
+    }
+
+    /// The system prompt a prompt remedy gave `state`, if any.
+    fn remedied_system(&self, state: &str) -> Option<&str> {
+        self.remedies
+            .get(state)
+            .filter(|r| r.kind == RemedyKind::Prompt)
+            .map(|r| r.system.as_str())
+    }
+
     /// The sub-FSM run this run waits in, if it waits in one.
     pub fn suspended(&self) -> Option<&Run> {
         self.suspended.as_deref()
@@ -675,6 +723,8 @@ struct Step {
     sub_entries: Option<Vec<Entry>>,
     /// A sub-FSM run that waits for a person: the parent waits with it.
     suspended: Option<Box<Run>>,
+    /// A meta-debugging remedy for the state, to keep for the rest of the run.
+    remedy: Option<Remedy>,
 }
 
 impl Step {
@@ -685,6 +735,7 @@ impl Step {
             bail_out: false,
             sub_entries: None,
             suspended: None,
+            remedy: None,
         }
     }
 }

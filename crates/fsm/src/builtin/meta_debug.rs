@@ -22,6 +22,10 @@
 //! `analyze-N` states read no history (`config.history: "none"`): the diagnostic model sees the
 //! failure once.
 //!
+//! Run by hand as below, or automatically with [`Runner::with_meta_debug`] and [`Diagnostics`]: a
+//! watched `llm` state that runs out of retries is diagnosed, its verification is the state asked
+//! again with the remedy, and a prompt remedy stays applied to the state for the rest of the run.
+//!
 //! ```
 //! use std::sync::Arc;
 //!
@@ -79,6 +83,65 @@ pub const ID: &str = "meta-debug";
 /// otherwise.
 pub const MIN_FAILURES: u64 = 2;
 
+/// Meta-debugging that acts, for [`Runner::with_meta_debug`]: when an `llm` state runs out of
+/// retries, this machine runs on its failure with these diagnostic models; a prompt remedy is
+/// verified by asking the failing state again with it, and kept for the rest of the run.
+///
+/// It watches the states whose `config.meta_debug` is `true`, or every `llm` state after
+/// [`Diagnostics::for_every_state`].
+#[derive(Clone)]
+pub struct Diagnostics {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) config: Config,
+    pub(crate) models: Vec<String>,
+    every_state: bool,
+}
+
+impl Diagnostics {
+    /// The diagnostic `models`, in order of preference, asked through `backend` with `config` (its
+    /// model replaced by each). The failing model is never picked to diagnose itself.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        config: Config,
+        models: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            backend,
+            config,
+            models: models.into_iter().map(Into::into).collect(),
+            every_state: false,
+        }
+    }
+
+    /// Watch every `llm` state, not only those whose `config.meta_debug` is `true`.
+    #[must_use]
+    pub fn for_every_state(mut self) -> Self {
+        self.every_state = true;
+        self
+    }
+
+    /// Whether `state`'s failures are diagnosed.
+    pub fn watches(&self, state: &State) -> bool {
+        state.action == Action::Llm
+            && (self.every_state || state.config.get("meta_debug") == Some(&Value::Bool(true)))
+    }
+
+    /// The diagnostic models.
+    pub fn models(&self) -> &[String] {
+        &self.models
+    }
+}
+
+impl std::fmt::Debug for Diagnostics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Diagnostics")
+            .field("provider", &self.backend.provider())
+            .field("models", &self.models)
+            .field("every_state", &self.every_state)
+            .finish()
+    }
+}
+
 /// What a model failing validation showed: the machine's input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Symptom {
@@ -127,9 +190,31 @@ pub enum RemedyKind {
     Model,
 }
 
+impl Remedy {
+    /// A remedy of `kind` for `model`, asked `request`: `suggestion`, and the system prompt to ask
+    /// with (for a prompt remedy, the original with the suggestion appended).
+    pub fn new(
+        model: impl Into<String>,
+        request: impl Into<String>,
+        kind: RemedyKind,
+        suggestion: impl Into<String>,
+        system: impl Into<String>,
+    ) -> Self {
+        Self {
+            model: model.into(),
+            request: request.into(),
+            kind,
+            suggestion: suggestion.into(),
+            system: system.into(),
+        }
+    }
+}
+
 impl Symptom {
     /// The failure the pipeline reported when `model` ran out of retries: the system prompt and the
-    /// request of its first attempt, its last reply and violations, and how many attempts failed.
+    /// request of its first attempt, its last reply and violations, and how many attempts failed. A
+    /// last reply with no JSON in it is one violation at the root saying why, so the failure is
+    /// diagnosed like any other.
     pub fn from_exhausted(model: impl Into<String>, exhausted: &Exhausted) -> Self {
         let first = exhausted.attempts.first().map(|a| &a.request);
         let request = first
@@ -141,7 +226,15 @@ impl Symptom {
             system: first.and_then(|r| r.system.clone()).unwrap_or_default(),
             request,
             response: exhausted.last_response().to_owned(),
-            violations: exhausted.violations().to_vec(),
+            violations: match exhausted.no_json() {
+                Some(reason) if exhausted.violations().is_empty() => vec![Violation {
+                    instance_pointer: String::new(),
+                    schema_pointer: String::new(),
+                    keyword: "json".to_owned(),
+                    message: format!("no JSON: {reason}"),
+                }],
+                _ => exhausted.violations().to_vec(),
+            },
             attempts: exhausted.attempts.len(),
         }
     }

@@ -2,9 +2,10 @@
 //! a sub-FSM.
 
 use claij_backends::Message;
-use claij_interceptors::{Context, ErrorChain, Interceptor};
+use claij_interceptors::{Context, ErrorChain, Exhausted, Interceptor};
 use serde_json::{Value, json};
 
+use super::meta_debug::{Asked, Diagnosed};
 use super::{Run, Runner, ServiceCall, Step, TrailMode};
 use crate::definition::{Action, State};
 use crate::error::Error;
@@ -13,7 +14,7 @@ use crate::schema::id_value;
 use crate::trail::{AttemptRecord, Entry, trail_to_messages};
 
 /// The conversation so far, put in the context before each model call.
-struct History(Vec<Message>);
+pub(super) struct History(pub(super) Vec<Message>);
 
 /// The interceptor that replays the trail to the model as the conversation history.
 pub(super) fn history() -> impl Interceptor {
@@ -54,7 +55,7 @@ impl Runner {
     /// out, the bail-out transition if the state has one.
     async fn ask(&self, state: &State, run: &mut Run) -> Result<Step, Error> {
         let pipeline = self
-            .pipeline(&state.id)
+            .pipeline(&state.id, run.remedied_system(&state.id))
             .ok_or_else(|| Error::Unregistered {
                 state: state.id.clone(),
                 kind: "model",
@@ -74,8 +75,8 @@ impl Runner {
         } else {
             &entries[..]
         };
-        run.context
-            .insert(History(trail_to_messages(self.fsm.definition(), earlier)));
+        let history = trail_to_messages(self.fsm.definition(), earlier);
+        run.context.insert(History(history.clone()));
         // `config.input: "start"`: the model answers the run's first event (a proposal every voter
         // judges on its own), not whatever entered the state.
         let input = match (state.config_str("input"), entries.first()) {
@@ -90,33 +91,92 @@ impl Runner {
                 attempts: answer.attempts.iter().map(AttemptRecord::from).collect(),
                 ..Step::event(answer.value)
             }),
-            Err(error) => {
-                let attempts: Vec<AttemptRecord> = match &error {
-                    claij_interceptors::Error::RetriesExhausted(exhausted) => {
-                        exhausted.attempts.iter().map(AttemptRecord::from).collect()
-                    }
-                    claij_interceptors::Error::Backend { attempts, .. } => {
-                        attempts.iter().map(AttemptRecord::from).collect()
-                    }
-                    _ => Vec::new(),
-                };
-                let bails = matches!(
-                    error,
-                    claij_interceptors::Error::RetriesExhausted(_)
-                        | claij_interceptors::Error::Backend { .. }
-                );
-                match self.bail_out(&state.id, &ErrorChain(&error).to_string()) {
-                    Some(event) if bails => Ok(Step {
-                        attempts,
-                        bail_out: true,
-                        ..Step::event(event)
-                    }),
-                    _ => Err(Error::Llm {
-                        state: state.id.clone(),
-                        source: Box::new(error),
-                    }),
-                }
+            Err(claij_interceptors::Error::RetriesExhausted(exhausted))
+                if self.meta_debug.as_ref().is_some_and(|d| d.watches(state))
+                    && !run.remedies.contains_key(&state.id) =>
+            {
+                self.remedy(state, exhausted, Asked { history, input })
+                    .await
             }
+            Err(error) => self.failed(state, error, None),
+        }
+    }
+
+    /// Meta-debugs `state`'s failure: the state's event when the remedy made it valid, else the
+    /// bail-out or the error, with the meta-debug run's transitions and the remedy either way.
+    async fn remedy(
+        &self,
+        state: &State,
+        exhausted: Box<Exhausted>,
+        asked: Asked,
+    ) -> Result<Step, Error> {
+        let (Some(diagnostics), Some(recipe)) = (&self.meta_debug, self.recipe(&state.id)) else {
+            return self.failed(
+                state,
+                claij_interceptors::Error::RetriesExhausted(exhausted),
+                None,
+            );
+        };
+        let diagnosed = self
+            .diagnose(diagnostics, state, &exhausted, recipe, asked)
+            .await?;
+        let mut attempts: Vec<AttemptRecord> =
+            exhausted.attempts.iter().map(AttemptRecord::from).collect();
+        match diagnosed.answer {
+            Some((event, more)) => {
+                attempts.extend(more);
+                Ok(Step {
+                    attempts,
+                    sub_entries: Some(diagnosed.entries),
+                    remedy: diagnosed.remedy,
+                    ..Step::event(event)
+                })
+            }
+            None => self.failed(
+                state,
+                claij_interceptors::Error::RetriesExhausted(exhausted),
+                Some(diagnosed),
+            ),
+        }
+    }
+
+    /// The bail-out for a model call that failed, or the error; with what meta-debugging did.
+    fn failed(
+        &self,
+        state: &State,
+        error: claij_interceptors::Error,
+        diagnosed: Option<Diagnosed>,
+    ) -> Result<Step, Error> {
+        let (sub_entries, remedy) = match diagnosed {
+            Some(d) => (Some(d.entries), d.remedy),
+            None => (None, None),
+        };
+        let attempts: Vec<AttemptRecord> = match &error {
+            claij_interceptors::Error::RetriesExhausted(exhausted) => {
+                exhausted.attempts.iter().map(AttemptRecord::from).collect()
+            }
+            claij_interceptors::Error::Backend { attempts, .. } => {
+                attempts.iter().map(AttemptRecord::from).collect()
+            }
+            _ => Vec::new(),
+        };
+        let bails = matches!(
+            error,
+            claij_interceptors::Error::RetriesExhausted(_)
+                | claij_interceptors::Error::Backend { .. }
+        );
+        match self.bail_out(&state.id, &ErrorChain(&error).to_string()) {
+            Some(event) if bails => Ok(Step {
+                attempts,
+                bail_out: true,
+                sub_entries,
+                remedy,
+                ..Step::event(event)
+            }),
+            _ => Err(Error::Llm {
+                state: state.id.clone(),
+                source: Box::new(error),
+            }),
         }
     }
 

@@ -493,3 +493,155 @@ fn what_the_diagnostic_model_is_told() {
         fsm.prompt("suggest-1").unwrap()
     );
 }
+
+/// start -> ask (llm, meta-debugged) -> again (service) -> ask once more -> again -> end.
+fn twice_asked() -> Fsm {
+    let object = |key: &str| json!({"type": "object", "properties": {key: {"type": "string"}}, "required": [key]});
+    Fsm::new(
+        serde_json::from_value(json!({
+            "id": "twice",
+            "states": [
+                {"id": "ask", "action": "llm", "config": {"meta_debug": true}},
+                {"id": "again", "action": "service"},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "ask"], "schema": object("topic")},
+                {"id": ["ask", "again"], "schema": object("answer")},
+                {"id": ["again", "ask"], "schema": object("topic")},
+                {"id": ["again", "end"], "schema": object("answer")}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+/// The first visit to `ask` fails every attempt: meta-debugging diagnoses it with another model, the
+/// prompt remedy is tried at once (and the state's valid event goes on), and the second visit is
+/// asked with the remedied prompt; the journal keeps the remedy for a resumed run.
+#[test]
+fn meta_debugging_applies_a_prompt_remedy_for_the_rest_of_the_run() {
+    let remedy = "Reply with the bare JSON object; its field is `answer`.";
+    let failing = Scripted::replies([
+        r#"{"reply": "four"}"#,
+        r#"{"reply": "4"}"#,
+        r#"{"answer": "4"}"#,
+        r#"{"answer": "5"}"#,
+    ]);
+    let diagnostic = Scripted::replies([
+        json!({"analysis": "it answers in prose"}).to_string(),
+        json!({"fix_kind": "prompt", "suggestion": remedy}).to_string(),
+    ]);
+    let mut config = Config::new("small-model");
+    config.max_retries = 1;
+    let runner = Runner::new(twice_asked())
+        .with_llm(Arc::new(failing.clone()), config)
+        .with_meta_debug(meta_debug::Diagnostics::new(
+            Arc::new(diagnostic.clone()),
+            Config::new("unused"),
+            ["small-model", "big-model"],
+        ))
+        .with_service(
+            "again",
+            claij_fsm::service_fn(|call| {
+                let asked = call
+                    .trail
+                    .entries
+                    .iter()
+                    .filter(|e| e.from == "ask")
+                    .count();
+                Ok(if asked < 2 {
+                    json!({"id": ["again", "ask"], "topic": "more"})
+                } else {
+                    json!({"id": ["again", "end"], "answer": call.event["answer"]})
+                })
+            }),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let journal_path = dir.path().join("run.jsonl");
+    let (mut run, mut journal) = runner
+        .start_journaled(
+            json!({"topic": "2 + 2"}),
+            &journal_path,
+            claij_fsm::ExistingJournal::Refuse,
+        )
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert_eq!(finished(outcome).0, "end");
+    assert_eq!(
+        path(&run),
+        [
+            "start->ask",
+            "ask/meta-debug/start->ask/meta-debug/detect",
+            "ask/meta-debug/analyze-2->ask/meta-debug/suggest-2",
+            "ask/meta-debug/suggest-2->ask/meta-debug/apply",
+            "ask/meta-debug/apply->ask/meta-debug/verify",
+            "ask/meta-debug/verify->ask/meta-debug/fixed",
+            "ask->again",
+            "again->ask",
+            "ask->again",
+            "again->end",
+        ]
+    );
+    // The two failed attempts and the one with the remedy produced the first answer.
+    let first = run.trail.entries.iter().find(|e| e.from == "ask").unwrap();
+    assert_eq!(first.attempts.len(), 3);
+    assert_eq!(first.event["answer"], "4");
+    // The diagnosis came from the other model, never the failing one.
+    let diagnosed_by: Vec<String> = diagnostic
+        .requests()
+        .iter()
+        .map(|r| r.model.clone())
+        .collect();
+    assert_eq!(diagnosed_by, ["big-model", "big-model"]);
+    // Asked with the remedy once it was found, on the next visit too; not before.
+    let systems: Vec<String> = failing
+        .requests()
+        .iter()
+        .map(|r| r.system.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(systems.len(), 4);
+    assert!(!systems[0].contains(remedy) && !systems[1].contains(remedy));
+    assert!(systems[2].ends_with(remedy), "{}", systems[2]);
+    assert!(systems[3].ends_with(remedy), "{}", systems[3]);
+    assert_eq!(run.remedies()["ask"].suggestion, remedy);
+    drop(journal);
+
+    let (resumed, _journal) = runner.resume(&journal_path).unwrap();
+    assert_eq!(resumed.remedies(), run.remedies());
+}
+
+/// A model that never replies with JSON has no schema violations: the symptom says why its reply
+/// failed instead, so the failure is still diagnosed (`detect` needs violations to show).
+#[test]
+fn a_reply_without_json_is_a_symptom_with_a_root_violation() {
+    let prose = Scripted::replies(["four", "it is four"]);
+    let mut config = Config::new("small-model");
+    config.max_retries = 1;
+    let pipeline =
+        Pipeline::new(Arc::new(prose), config, Chain::new()).with_base_schema(claij_schema::base());
+    let err = block(pipeline.ask(&mut Context::default(), "What is 2 + 2?")).unwrap_err();
+    let claij_interceptors::Error::RetriesExhausted(exhausted) = err else {
+        panic!("{err}")
+    };
+    let symptom = Symptom::from_exhausted("small-model", &exhausted);
+    assert_eq!(symptom.attempts, 2);
+    assert_eq!(symptom.violations.len(), 1);
+    assert_eq!(symptom.violations[0].instance_pointer, "");
+    assert!(
+        symptom.violations[0].message.starts_with("no JSON: "),
+        "{:?}",
+        symptom.violations
+    );
+    let fsm = Fsm::new(meta_debug::definition(&["big-model"])).unwrap();
+    assert!(
+        fsm.route(
+            "start",
+            &json!({"id": ["start", "detect"], "model": "small-model",
+        "request": symptom.request, "response": symptom.response,
+        "violations": symptom.to_value()["violations"], "attempts": 2})
+        )
+        .is_ok()
+    );
+}

@@ -1,0 +1,153 @@
+//! Meta-debugging that acts: an `llm` state out of retries is diagnosed by the meta-debug machine
+//! ([`crate::builtin::meta_debug`]), a prompt remedy is verified by asking the state again with it,
+//! and kept for the rest of the run.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use claij_backends::{Backend, Message};
+use claij_interceptors::{Chain, Config, Context, Exhausted, Pipeline};
+use serde_json::Value;
+
+use super::{Outcome, Runner, actions};
+use crate::builtin::meta_debug::{self, Diagnostics, Remedy, RemedyKind, Symptom};
+use crate::definition::State;
+use crate::error::Error;
+use crate::interrupt::Interrupt;
+use crate::trail::{AttemptRecord, Entry};
+
+/// Where a state's model calls come from, to build its pipeline with another system prompt.
+#[derive(Clone)]
+pub(super) struct Recipe {
+    pub(super) backend: Arc<dyn Backend>,
+    /// The state's configuration, its system prompt included.
+    pub(super) config: Config,
+    pub(super) chain: Arc<dyn Fn() -> Chain + Send + Sync>,
+    pub(super) schema: Option<Value>,
+}
+
+impl Recipe {
+    /// The state's pipeline, asked with `system` when given.
+    pub(super) fn pipeline(&self, system: Option<&str>) -> Pipeline {
+        let mut config = self.config.clone();
+        if let Some(system) = system {
+            system.clone_into(&mut config.system);
+        }
+        let mut chain = (self.chain)();
+        chain.push(actions::history());
+        let pipeline = Pipeline::new(Arc::clone(&self.backend), config, chain);
+        match &self.schema {
+            Some(schema) => pipeline.with_base_schema(schema.clone()),
+            None => pipeline.with_plain_text(),
+        }
+    }
+}
+
+/// What meta-debugging a failure came to.
+pub(super) struct Diagnosed {
+    /// The meta-debug run's transitions, under `{state}/meta-debug/`.
+    pub(super) entries: Vec<Entry>,
+    /// The remedy, when it was applied (a prompt remedy) or recorded (schema, model).
+    pub(super) remedy: Option<Remedy>,
+    /// The failing state's valid event, when the attempt with the remedy validated.
+    pub(super) answer: Option<Verified>,
+}
+
+/// The valid event the attempt with a remedy produced, and the attempts it took.
+pub(super) type Verified = (Value, Vec<AttemptRecord>);
+
+/// The history the verification is asked with, as the state's pipeline would see it.
+pub(super) struct Asked {
+    pub(super) history: Vec<Message>,
+    pub(super) input: String,
+}
+
+impl Runner {
+    /// Runs the meta-debug machine on `state`'s failure; a prompt remedy is verified by asking the
+    /// state again (`asked`) with the remedied system prompt.
+    pub(super) async fn diagnose(
+        &self,
+        diagnostics: &Diagnostics,
+        state: &State,
+        exhausted: &Exhausted,
+        recipe: Recipe,
+        asked: Asked,
+    ) -> Result<Diagnosed, Error> {
+        let symptom = Symptom::from_exhausted(recipe.config.model.clone(), exhausted);
+        let answer: Arc<Mutex<Option<Verified>>> = Arc::default();
+        let slot = Arc::clone(&answer);
+        let (history, input) = (Arc::new(asked.history), Arc::new(asked.input));
+        let verify = move |remedy: Remedy| {
+            let pipeline = recipe.pipeline(Some(&remedy.system));
+            let (history, input, slot) =
+                (Arc::clone(&history), Arc::clone(&input), Arc::clone(&slot));
+            async move {
+                let mut context = Context::default();
+                context.insert(actions::History(history.to_vec()));
+                match pipeline.ask(&mut context, &input).await {
+                    Ok(answer) => {
+                        let attempts = answer.attempts.iter().map(AttemptRecord::from).collect();
+                        *slot.lock().unwrap_or_else(PoisonError::into_inner) =
+                            Some((answer.value, attempts));
+                        Ok(true)
+                    }
+                    Err(claij_interceptors::Error::RetriesExhausted(_)) => Ok(false),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        };
+        let models: Vec<&str> = diagnostics.models.iter().map(String::as_str).collect();
+        let runner = meta_debug::runner(
+            Arc::clone(&diagnostics.backend),
+            diagnostics.config.clone(),
+            &models,
+            verify,
+        )?;
+        tracing::warn!(state = %state.id, model = %symptom.model, "retries exhausted: meta-debugging");
+        let mut sub = runner.start(symptom.to_value())?;
+        let outcome = Box::pin(runner.run(&mut sub, &Interrupt::new(), None)).await?;
+        let prefix = format!("{}/{}", state.id, meta_debug::ID);
+        let entries = sub
+            .trail
+            .entries
+            .into_iter()
+            .map(|mut e| {
+                e.from = format!("{prefix}/{}", e.from);
+                e.to = format!("{prefix}/{}", e.to);
+                e
+            })
+            .collect();
+        let remedy = match &outcome {
+            Outcome::Finished { event, .. } => remedy_of(&symptom, event),
+            _ => None,
+        };
+        let answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        tracing::info!(
+            state = %state.id,
+            remedy = remedy.as_ref().map(|r| r.suggestion.as_str()),
+            fixed = answer.is_some(),
+            "meta-debugging done"
+        );
+        Ok(Diagnosed {
+            entries,
+            remedy,
+            answer,
+        })
+    }
+}
+
+/// The remedy the meta-debug run's final `event` carries, if it got as far as one.
+fn remedy_of(symptom: &Symptom, event: &Value) -> Option<Remedy> {
+    let kind: RemedyKind = serde_json::from_value(event.get("fix_kind")?.clone()).ok()?;
+    let suggestion = event.get("suggestion")?.as_str()?.to_owned();
+    let system = match (kind, event.get("system").and_then(Value::as_str)) {
+        (RemedyKind::Prompt, Some(system)) => system.to_owned(),
+        _ => symptom.system.clone(),
+    };
+    Some(Remedy::new(
+        symptom.model.clone(),
+        symptom.request.clone(),
+        kind,
+        suggestion,
+        system,
+    ))
+}
