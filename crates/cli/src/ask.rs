@@ -12,7 +12,7 @@ mod report;
 mod session;
 #[cfg(test)]
 mod tests;
-mod tools;
+pub(crate) mod tools;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;

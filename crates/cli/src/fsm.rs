@@ -9,16 +9,24 @@ use claij_fsm::{Definition, DefinitionError, Fsm};
 use crate::Status;
 use crate::input;
 
+mod models;
 mod run;
+mod services;
 
 /// `claij fsm` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
     /// Check a definition: prints a summary, or every problem as `pointer: message`, one per line
-    /// (exit 0 valid, 1 invalid, 2 unreadable file or invalid JSON).
+    /// (exit 0 valid, 1 invalid, 2 unreadable file or invalid JSON). With a configuration (`--config`,
+    /// else the one `claij` finds), the services `service` states name are checked against it;
+    /// `custom` states are problems (a program provides them).
     Validate {
         /// The definition file (`-` for stdin).
         file: String,
+        /// The configuration (`config.toml`) whose services the definition may name (default: the
+        /// one `CLAIJ_CONFIG` or the usual places give, if any).
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
     /// Draw a definition: Graphviz DOT, Mermaid, or SVG (needs Graphviz's `dot`), on stdout.
     Render {
@@ -81,7 +89,7 @@ impl Command {
 /// Runs a `claij fsm` subcommand.
 pub(crate) fn run(cmd: &Command) -> Result<Status> {
     match cmd {
-        Command::Validate { file } => validate(file),
+        Command::Validate { file, config } => validate(file, config.as_deref()),
         Command::Render { file, format } => draw(file, *format),
         Command::Run {
             file,
@@ -111,12 +119,31 @@ enum Invalid {
     Problems(DefinitionError),
 }
 
-fn validate(file: &str) -> Result<Status> {
+fn validate(file: &str, config: Option<&std::path::Path>) -> Result<Status> {
     let fsm = match load(file)? {
         Ok(fsm) => fsm,
         Err(invalid) => return report(file, &invalid),
     };
     let definition = fsm.definition();
+    let settings = match config {
+        Some(path) => {
+            let text =
+                input::read_file_capped(path, input::MAX_CONFIG_BYTES, "a configuration file")
+                    .map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+            crate::config::Settings::parse(&text, path)?
+        }
+        None => crate::config::Settings::load()?,
+    };
+    // Without any configuration file, services are not checked: a run would be given one.
+    let checked = settings.path.is_some().then_some(&settings);
+    let problems = services::problems(definition, checked);
+    if !problems.is_empty() {
+        let invalid = Invalid::Problems(DefinitionError {
+            fsm: definition.id.clone(),
+            problems,
+        });
+        return report(file, &invalid);
+    }
     writeln!(
         std::io::stdout(),
         "FSM `{}`: {}, {}",

@@ -20,7 +20,7 @@ struct Range {
 }
 
 /// `now` (the current UTC time, RFC 3339) and `random_int` (a uniformly drawn integer in a range).
-pub(super) fn builtin() -> Result<Tools, RegisterError> {
+pub(crate) fn builtin() -> Result<Tools, RegisterError> {
     Tools::new()
         .register_typed(
             "now",

@@ -5,12 +5,14 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
-use claij_fsm::{Action, Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
-use claij_interceptors::{ErrorChain, StructuredMode};
+use claij_fsm::{Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
+use claij_interceptors::ErrorChain;
 use serde_json::{Value, json};
 
+use super::models;
+use super::services::{self, Connected};
 use crate::Status;
-use crate::ask::{ModelOptions, llm, model};
+use crate::ask::ModelOptions;
 
 /// Options shared by `run` and `resume`.
 #[derive(Debug, clap::Args)]
@@ -19,6 +21,8 @@ pub(crate) struct Options {
     /// `[defaults]` and the compatibility matrix fill in what the flags leave out).
     #[command(flatten)]
     model: ModelOptions,
+    #[command(flatten)]
+    services: super::services::Flags,
     /// Stop after this many transitions (models can loop).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
@@ -50,7 +54,8 @@ pub(super) fn run(
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
-    let runner = runner(fsm, options)?;
+    let runtime = runtime()?;
+    let (runner, connected) = runner(fsm, options, &runtime)?;
     let (mut run, journal) = match journal {
         Some(NewJournal { path, force }) => {
             let existing = if force {
@@ -73,7 +78,9 @@ pub(super) fn run(
         }
         None => (runner.start(input)?, None),
     };
-    drive(&runner, &mut run, journal, options)
+    let status = drive(&runner, &mut run, journal, options, &runtime);
+    runtime.block_on(connected.close());
+    status
 }
 
 /// `claij fsm resume JOURNAL`: the machine comes from the journal's header.
@@ -85,7 +92,8 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
             path.display()
         )
     })?;
-    let runner = runner(Fsm::new(definition)?, options)?;
+    let runtime = runtime()?;
+    let (runner, connected) = runner(Fsm::new(definition)?, options, &runtime)?;
     let (mut run, journal) = runner.resume(path)?;
     writeln!(
         std::io::stderr(),
@@ -94,47 +102,64 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         run.state,
         run.trail.entries.len()
     )?;
-    drive(&runner, &mut run, Some(journal), options)
+    let status = drive(&runner, &mut run, Some(journal), options, &runtime);
+    runtime.block_on(connected.close());
+    status
 }
 
-fn runner(fsm: Fsm, options: &Options) -> Result<Runner> {
-    let needs_model = fsm
-        .definition()
-        .states
-        .iter()
-        .any(|s| s.action == Action::Llm);
+/// The one runtime of a run: the MCP servers it starts live on it.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// The runner of `fsm`: its services (the MCP servers started on `runtime`; calls narrowed to their
+/// tools), the run's model and each state's own.
+fn runner(
+    fsm: Fsm,
+    options: &Options,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(Runner, Connected)> {
+    let settings = crate::config::Settings::load()?;
+    let mut definition = fsm.definition().clone();
+    let problems = services::problems(&definition, Some(&settings));
+    if !problems.is_empty() {
+        let each: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.pointer, p.message))
+            .collect();
+        return Err(anyhow!(
+            "FSM `{}` cannot run here: {}",
+            definition.id,
+            each.join("; ")
+        ));
+    }
+    let (registered, connected) = runtime.block_on(services::connect(
+        &mut definition,
+        &settings,
+        &options.services,
+    ))?;
+    // Narrowed MCP calls change the definition (and what the journal records).
+    let fsm = if &definition == fsm.definition() {
+        fsm
+    } else {
+        Fsm::new(definition)?
+    };
+    let definition = fsm.definition().clone();
     let mut runner = Runner::new(fsm)
         .with_max_transitions(options.max_transitions)
         .with_observer(|entry| {
             let _ = print_transition(entry);
         });
-    if needs_model {
-        let settings = crate::config::Settings::load()?;
-        let opened = llm::open(
-            options.model.llm.as_deref(),
-            options.model.model_path.as_deref(),
-            &settings,
-        )?;
-        let mut err = std::io::stderr();
-        if let Some(notice) = &opened.notice {
-            writeln!(err, "{notice}")?;
-        }
-        let measured = options
-            .model
-            .matrix_choice(&opened.model, &settings.defaults);
-        if let Some(choice) = &measured {
-            writeln!(err, "{}", model::matrix_notice(choice))?;
-        }
-        let config = options
-            .model
-            .config(opened.model, &settings.defaults, measured.as_ref());
-        if let Some(fallback) = &opened.fallback {
-            // As `claij ask`: an explicit --mode native keeps to native output.
-            fallback.set_mode_fallback(config.structured == StructuredMode::Auto);
-        }
-        runner = runner.with_llm(opened.backend, config);
+    runner = services::register(runner, registered);
+    if models::needs_default(&definition) {
+        let opened = models::open(options.model.llm.as_deref(), &options.model, &settings)?;
+        runner = runner.with_llm(opened.backend, opened.config);
     }
-    Ok(runner)
+    runner = models::per_state(runner, &definition, &options.model, &settings)?;
+    Ok((runner, connected))
 }
 
 /// Runs to the end; at a `human` state reads one JSON event per line from stdin (a terminal gets a
@@ -144,11 +169,8 @@ fn drive(
     run: &mut Run,
     mut journal: Option<Journal>,
     options: &Options,
+    runtime: &tokio::runtime::Runtime,
 ) -> Result<Status> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let interrupt = Interrupt::new();
     let outcome = loop {
         let outcome = runtime.block_on(async {

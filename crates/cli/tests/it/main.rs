@@ -13,6 +13,7 @@ mod config;
 mod consensus;
 mod flags;
 mod fsm;
+mod fsm_services;
 mod limits;
 mod llama_server;
 mod local_model;

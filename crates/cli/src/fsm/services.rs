@@ -1,0 +1,319 @@
+//! The services `service` states run, from the configuration: every `mcpServers` entry (through
+//! `--project`) as `mcp` (all servers, tools named `server.tool`) and under the server's own name,
+//! and the built-in `tools` (the `now`/`random_int` functions of `claij ask --interceptors tools`)
+//! and `eval` (the sandboxed Rhai evaluator of the `eval` interceptor).
+//!
+//! Every one of them speaks the tool loop's shape: the event entering the state carries a JSON-RPC
+//! `tools/call` request in `message`, and the event leaving it the JSON-RPC response whose `result`
+//! is MCP content (`{content: [{type: "text", text}], isError}`); a malformed call, an unknown tool or
+//! a failing one is an error result the model reads, never the end of the run. `eval` takes
+//! `{"name": "eval", "arguments": {"code": "..."}}`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, anyhow};
+use claij_backends::BoxFuture;
+use claij_fsm::{Action, Definition, Problem, Runner, Service, ServiceCall};
+use claij_interceptors::BoxError;
+use claij_interceptors::builtin::eval::Eval;
+use claij_interceptors::builtin::tools::Tools;
+use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
+use claij_mcp::{CallFailure, CallOutcome, ClientOptions, Content, Hooks, Services};
+use serde_json::{Value, json};
+
+use crate::config::Settings;
+
+/// The built-in services, always there.
+const BUILTIN: [&str; 2] = ["eval", "tools"];
+
+/// `--project` of `claij fsm run` and `resume`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Flags {
+    /// MCP services: only the servers and tools this project of the configuration allows (its hat
+    /// is shown to the states that call them).
+    #[arg(long, value_name = "NAME")]
+    pub project: Option<String>,
+}
+
+/// The services a configuration offers, by name, in order.
+pub(super) fn known(settings: &Settings) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = BUILTIN.iter().map(|s| (*s).to_owned()).collect();
+    if let Some(mcp) = settings.mcp.as_ref().filter(|m| !m.servers.is_empty()) {
+        names.insert(mcp_fsm::SERVICE.to_owned());
+        names.extend(mcp.servers.keys().cloned());
+    }
+    names
+}
+
+/// The service a `service` state runs: its `config.service`, else its id.
+fn service_of(state: &claij_fsm::State) -> &str {
+    state.config_str("service").unwrap_or(&state.id)
+}
+
+/// What the command line cannot run, each at its pointer: a `custom` state (a program registers its
+/// action) and, given a configuration, a `service` state naming a service it does not offer.
+pub(super) fn problems(definition: &Definition, settings: Option<&Settings>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (i, state) in definition.states.iter().enumerate() {
+        match &state.action {
+            Action::Service => {
+                let Some(settings) = settings else {
+                    continue;
+                };
+                let known = known(settings);
+                let name = service_of(state);
+                if known.contains(name) {
+                    continue;
+                }
+                let pointer = if state.config_str("service").is_some() {
+                    format!("/states/{i}/config/service")
+                } else {
+                    format!("/states/{i}/id")
+                };
+                let list: Vec<&str> = known.iter().map(String::as_str).collect();
+                let hint = if settings.mcp.is_none() {
+                    "; MCP servers are services once the configuration has `[mcpServers.NAME]`"
+                } else {
+                    ""
+                };
+                problems.push(problem(
+                    pointer,
+                    format!(
+                        "unknown service `{name}`: the configuration offers {}{hint}",
+                        list.join(", ")
+                    ),
+                ));
+            }
+            Action::Custom(name) => problems.push(problem(
+                format!("/states/{i}/action"),
+                format!(
+                    "custom action `{name}`: claij runs only llm, service, fsm, human and end \
+                     states; a program provides `{name}` with \
+                     claij_fsm::Runner::with_service(\"{name}\", ...)"
+                ),
+            )),
+            _ => {}
+        }
+    }
+    problems
+}
+
+fn problem(pointer: String, message: String) -> Problem {
+    Problem { pointer, message }
+}
+
+/// The MCP servers a run started, to close when it ends.
+#[derive(Default)]
+pub(super) struct Connected {
+    services: Option<Services>,
+}
+
+impl Connected {
+    /// Closes the servers.
+    pub(super) async fn close(&self) {
+        if let Some(services) = &self.services {
+            services.close().await;
+        }
+    }
+}
+
+/// Registers on `runner` the services `definition`'s `service` states name, starting the MCP
+/// servers they need (only those), and narrows each MCP call the machine makes to the tools there
+/// are ([`mcp_fsm::narrow_calls`]): the definition to run is returned with the runner's services.
+///
+/// # Errors
+///
+/// An unknown project, a server that does not start.
+pub(super) async fn connect(
+    definition: &mut Definition,
+    settings: &Settings,
+    flags: &Flags,
+) -> Result<(Vec<(String, Arc<dyn Service>)>, Connected)> {
+    let used: BTreeSet<String> = definition
+        .states
+        .iter()
+        .filter(|s| s.action == Action::Service)
+        .map(|s| service_of(s).to_owned())
+        .collect();
+    let mut registered: Vec<(String, Arc<dyn Service>)> = Vec::new();
+    if used.contains("tools") {
+        let tools = crate::ask::tools::builtin().context("the built-in tools")?;
+        registered.push(("tools".to_owned(), Arc::new(ToolsService(tools))));
+    }
+    if used.contains("eval") {
+        registered.push(("eval".to_owned(), Arc::new(EvalService(Eval::new()))));
+    }
+    let mcp = settings.mcp.as_ref();
+    let servers: Vec<&String> = mcp
+        .map(|m| {
+            m.servers
+                .keys()
+                .filter(|name| used.contains(*name))
+                .collect()
+        })
+        .unwrap_or_default();
+    let all = used.contains(mcp_fsm::SERVICE);
+    let Some(mcp) = mcp.filter(|_| all || !servers.is_empty()) else {
+        return Ok((registered, Connected::default()));
+    };
+    let project = match &flags.project {
+        None => None,
+        Some(name) => Some(
+            mcp.project(name)
+                .cloned()
+                .ok_or_else(|| anyhow!("no project `{name}` in the configuration"))?,
+        ),
+    };
+    let mut selected = mcp.clone();
+    selected.servers.retain(|name, _| {
+        (all || servers.contains(&name))
+            && project.as_ref().is_none_or(|p| p.services.contains(name))
+    });
+    let hooks = mcp.hooks(Hooks::default());
+    let services = Services::connect(&selected, ClientOptions::default().with_hooks(hooks)).await?;
+    let view = |services: Services| match &project {
+        Some(project) => services.with_project(project.clone()),
+        None => services,
+    };
+    let all_servers = view(services.clone());
+    let mut views: Vec<(String, Services)> = Vec::new();
+    if all {
+        views.push((mcp_fsm::SERVICE.to_owned(), all_servers.clone()));
+    }
+    for server in servers {
+        if let Some(client) = all_servers.client(server) {
+            let one = view(Services::from_clients([client.clone()]));
+            views.push((server.clone(), one));
+        }
+    }
+    for (name, services) in views {
+        let states: Vec<String> = definition
+            .states
+            .iter()
+            .filter(|s| s.action == Action::Service && service_of(s) == name)
+            .map(|s| s.id.clone())
+            .collect();
+        for state in &states {
+            mcp_fsm::narrow_calls(definition, state, &services);
+        }
+        registered.push((name, Arc::new(Mcp(McpService::new(services)))));
+    }
+    Ok((
+        registered,
+        Connected {
+            services: Some(services),
+        },
+    ))
+}
+
+/// `runner` with `services` registered.
+pub(super) fn register(mut runner: Runner, services: Vec<(String, Arc<dyn Service>)>) -> Runner {
+    for (name, service) in services {
+        runner = runner.with_service(name, Shared(service));
+    }
+    runner
+}
+
+/// An `Arc`'d service, registered by value.
+struct Shared(Arc<dyn Service>);
+
+impl Service for Shared {
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+        self.0.call(call)
+    }
+}
+
+/// [`McpService`] in any machine: outside the MCP FSM's own `servicing` state the response leaves
+/// by the state's one exit, whatever it is called.
+struct Mcp(McpService);
+
+impl Service for Mcp {
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+        let own = call.state.id == mcp_fsm::SERVICING;
+        let answered = self.0.call(call);
+        Box::pin(async move {
+            let mut event = answered.await?;
+            if !own && let Value::Object(map) = &mut event {
+                map.remove("id");
+            }
+            Ok(event)
+        })
+    }
+}
+
+/// The `tools` service: `now` and `random_int` (also as `tools.now`, `tools.random_int`).
+struct ToolsService(Tools);
+
+impl Service for ToolsService {
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+        Box::pin(async move {
+            let request = match ToolsCall::from_event(call.event) {
+                Ok(request) => request,
+                Err(answer) => return Ok(answer),
+            };
+            let name = request.name.strip_prefix("tools.").unwrap_or(&request.name);
+            let calls = json!([{"name": name, "args": request.arguments}]);
+            let outcome = match self.0.run(&calls).await.into_iter().next() {
+                Some(result) => match result.output {
+                    Ok(value) => success(&value),
+                    Err(message) => CallOutcome::failure(CallFailure::Tool, message),
+                },
+                None => CallOutcome::failure(CallFailure::Transport, "the call did not run"),
+            };
+            Ok(tools_response(request.id, &outcome))
+        })
+    }
+}
+
+/// The `eval` service: `eval` with `{"code": "..."}`, run in the sandbox.
+struct EvalService(Eval);
+
+impl Service for EvalService {
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+        Box::pin(async move {
+            let request = match ToolsCall::from_event(call.event) {
+                Ok(request) => request,
+                Err(answer) => return Ok(answer),
+            };
+            let code = request.arguments.get("code").and_then(Value::as_str);
+            let outcome = match (request.name.as_str(), code) {
+                ("eval" | "eval.eval", Some(code)) => {
+                    let result = self.0.run(code).await;
+                    let printed = (!result.output.is_empty())
+                        .then(|| Content::text(format!("printed:\n{}", result.output)));
+                    match result.outcome {
+                        Ok(value) => {
+                            let mut outcome = success(&value);
+                            outcome.content.extend(printed);
+                            outcome
+                        }
+                        Err(e) => CallOutcome::failure(CallFailure::Tool, e.to_string()),
+                    }
+                }
+                ("eval" | "eval.eval", None) => CallOutcome::failure(
+                    CallFailure::Rejected { code: -32602 },
+                    "`eval` takes {\"code\": \"<Rhai script>\"}",
+                ),
+                (other, _) => CallOutcome::failure(
+                    CallFailure::UnknownTool {
+                        available: vec!["eval".to_owned()],
+                    },
+                    format!("unknown tool `{other}`; the tools are: eval"),
+                ),
+            };
+            Ok(tools_response(request.id, &outcome))
+        })
+    }
+}
+
+/// A function's value as MCP content: a string as it is, anything else as JSON (an object also as
+/// `structuredContent`).
+fn success(value: &Value) -> CallOutcome {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let structured = value.is_object().then(|| value.clone());
+    CallOutcome::success(vec![Content::text(text)], structured)
+}

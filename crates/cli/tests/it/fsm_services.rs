@@ -1,0 +1,421 @@
+//! `claij fsm run|validate` with services from the configuration (`tools`, `eval`, MCP servers as
+//! `mcp` and by name), `custom` states, and per-state models across providers; scripted models over
+//! the OpenAI wire (wiremock), the real filesystem MCP server, and the local model.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::{Mock, MockServer};
+
+use super::{Files, assert_one_line_error, claij_env};
+
+fn example(name: &str) -> String {
+    format!(
+        "{}/../../examples/fsm/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A `tools/call` request event for `to`.
+fn call(to: &str, id: u32, name: &str, arguments: Value) -> String {
+    json!({"id": ["llm", to], "message": {"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}}})
+    .to_string()
+}
+
+/// Mounts `replies` on `server`'s OpenRouter path, one request each, in order.
+async fn script(server: &MockServer, replies: &[String]) {
+    for reply in replies {
+        Mock::given(method("POST"))
+            .and(path(super::openrouter::CHAT))
+            .respond_with(super::openrouter::reply(reply))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+}
+
+/// The trail `claij fsm run` printed.
+fn trail(stdout: &str) -> Vec<Value> {
+    serde_json::from_str::<Value>(stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The text of the first content block of the response on entry `entry`.
+fn result_text(entry: &Value) -> &str {
+    entry["event"]["message"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{entry}"))
+}
+
+/// `llm` asks `clock` (the `tools` service) and `calc` (the `eval` service), then answers.
+const HELPERS: &str = r#"{
+  "id": "helpers",
+  "states": [
+    {"id": "llm", "action": "llm"},
+    {"id": "clock", "action": "service", "config": {"service": "tools"}},
+    {"id": "calc", "action": "service", "config": {"service": "eval"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "llm"], "schema": {"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}},
+    {"id": ["llm", "clock"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["clock", "llm"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["llm", "calc"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["calc", "llm"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["llm", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+#[tokio::test]
+async fn run_serves_the_builtin_tools_and_eval_and_records_the_model() {
+    let server = MockServer::start().await;
+    script(
+        &server,
+        &[
+            call("clock", 1, "random_int", json!({"min": 3, "max": 1})),
+            call("clock", 2, "tools.random_int", json!({"min": 7, "max": 7})),
+            call("calc", 3, "eval", json!({"code": "print(\"hi\"); 6 * 7"})),
+            json!({"id": ["llm", "end"], "answer": "42"}).to_string(),
+        ],
+    )
+    .await;
+    let files = Files::new(&[
+        ("helpers.json", HELPERS),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let config = files.path("config.toml");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("helpers.json"),
+            "--input",
+            r#"{"request": "a number"}"#,
+            "--llm",
+            "openrouter:test/model",
+            "--mode",
+            "prompted",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-services")),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail = trail(&run.stdout);
+    let steps: Vec<String> = trail
+        .iter()
+        .map(|e| {
+            format!(
+                "{}->{}",
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "start->llm",
+            "llm->clock",
+            "clock->llm",
+            "llm->clock",
+            "clock->llm",
+            "llm->calc",
+            "calc->llm",
+            "llm->end"
+        ]
+    );
+    assert_eq!(
+        (
+            result_text(&trail[2]),
+            &trail[2]["event"]["message"]["result"]["isError"]
+        ),
+        ("min (3) is above max (1)", &json!(true)),
+        "a failing function is an error result for the model"
+    );
+    assert_eq!(trail[2]["event"]["message"]["id"], 1);
+    assert_eq!(result_text(&trail[4]), "7");
+    let eval = &trail[6]["event"]["message"]["result"];
+    assert_eq!(
+        eval["content"],
+        json!([{"type": "text", "text": "42"}, {"type": "text", "text": "printed:\nhi"}])
+    );
+    let models: Vec<&Value> = trail.iter().map(|e| &e["model"]).collect();
+    assert_eq!(models[1], "openrouter:test/model");
+    assert_eq!(models[7], "openrouter:test/model");
+    assert_eq!(
+        models[2],
+        &Value::Null,
+        "a service's transition names no model"
+    );
+    // The model saw each result.
+    let requests = server.received_requests().await.unwrap();
+    let last: Value = serde_json::from_slice(&requests[3].body).unwrap();
+    assert!(last.to_string().contains("printed:\\\\nhi"), "{last}");
+}
+
+/// A configuration with OpenRouter at `server` and the filesystem MCP server in `root`, its
+/// project `reader` allowing only `read_text_file`.
+fn fs_config(server: &MockServer, servers: &std::path::Path, root: &std::path::Path) -> String {
+    let fs = servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    format!(
+        "{}\n[mcpServers.fs]\ncommand = \"node\"\nargs = [{:?}, {:?}]\n\n[projects.reader]\nservices = [\"fs\"]\ntools = [\"fs.read_text_file\"]\n",
+        super::openrouter::config(server),
+        fs.display().to_string(),
+        root.display().to_string()
+    )
+}
+
+#[tokio::test]
+async fn the_tool_loop_reads_a_file_through_the_real_filesystem_server() {
+    let Some(servers) =
+        super::mcp::servers("the_tool_loop_reads_a_file_through_the_real_filesystem_server")
+    else {
+        return;
+    };
+    let files = Files::new(&[("note.txt", "the launch code is 7-4-1")]);
+    let root = std::fs::canonicalize(&files.0).unwrap();
+    let note = root.join("note.txt").display().to_string();
+    let server = MockServer::start().await;
+    script(
+        &server,
+        &[
+            call("servicing", 1, "fs.read_text_file", json!({"path": note})),
+            json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "7-4-1"}]}})
+                .to_string(),
+        ],
+    )
+    .await;
+    std::fs::write(
+        root.join("config.toml"),
+        fs_config(&server, &servers, &root),
+    )
+    .unwrap();
+    let config = files.path("config.toml");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &example("tool-loop"),
+            "--input",
+            r#"{"request": "What does note.txt say?"}"#,
+            "--llm",
+            "openrouter:test/model",
+            "--mode",
+            "prompted",
+            "--project",
+            "reader",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-tool-loop")),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail = trail(&run.stdout);
+    let last = trail.last().unwrap();
+    assert_eq!((&last["from"], &last["to"]), (&json!("llm"), &json!("end")));
+    assert_eq!(result_text(&trail[2]), "the launch code is 7-4-1");
+    // The model was shown the project's one tool, narrowed in the call's schema and listed.
+    let requests = server.received_requests().await.unwrap();
+    let first = String::from_utf8_lossy(&requests[0].body).into_owned();
+    assert!(first.contains("fs.read_text_file"), "{first}");
+    assert!(
+        !first.contains("fs.write_file"),
+        "only the project's tools: {first}"
+    );
+}
+
+#[test]
+fn a_service_the_configuration_lacks_is_a_problem_at_its_pointer() {
+    let definition = r#"{
+      "id": "many",
+      "states": [
+        {"id": "ask", "action": "llm"},
+        {"id": "t", "action": "service", "config": {"service": "tools"}},
+        {"id": "fs", "action": "service"},
+        {"id": "m", "action": "service", "config": {"service": "mcp"}},
+        {"id": "x", "action": "service", "config": {"service": "nope"}},
+        {"id": "sh", "action": "shell"},
+        {"id": "end", "action": "end"}
+      ],
+      "transitions": [
+        {"id": ["start", "ask"]}, {"id": ["ask", "t"]}, {"id": ["t", "fs"]}, {"id": ["fs", "m"]},
+        {"id": ["m", "x"]}, {"id": ["x", "sh"]}, {"id": ["sh", "end"]}
+      ]
+    }"#;
+    let files = Files::new(&[
+        ("many.json", definition),
+        (
+            "config.toml",
+            "[mcpServers.fs]\ncommand = \"mcp-server-filesystem\"\n",
+        ),
+        ("bare.toml", "[defaults]\nmax_retries = 1\n"),
+    ]);
+    let file = files.path("many.json");
+    let with = |config: Option<&str>| {
+        let mut args = vec!["fsm", "validate", file.as_str()];
+        if let Some(config) = config {
+            args.extend(["--config", config]);
+        }
+        claij_env(&args, "", &[])
+    };
+    let run = with(Some(&files.path("config.toml")));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    insta::assert_snapshot!(run.stdout, @r#"
+    /states/4/config/service: unknown service `nope`: the configuration offers eval, fs, mcp, tools
+    /states/5/action: custom action `shell`: claij runs only llm, service, fsm, human and end states; a program provides `shell` with claij_fsm::Runner::with_service("shell", ...)
+    "#);
+    let bare = with(Some(&files.path("bare.toml")));
+    assert_eq!(bare.code, 1, "{}", bare.stderr);
+    assert!(
+        bare.stdout.starts_with(
+            "/states/2/id: unknown service `fs`: the configuration offers eval, tools; MCP servers are services once the configuration has `[mcpServers.NAME]`\n"
+        ),
+        "{}",
+        bare.stdout
+    );
+    // CLAIJ_CONFIG is the configuration when --config is not given.
+    let found = claij_env(
+        &["fsm", "validate", &file],
+        "",
+        &[("CLAIJ_CONFIG", Some(files.path("config.toml").as_str()))],
+    );
+    assert_eq!((found.code, &found.stdout), (1, &run.stdout));
+    // With no configuration at all only the custom state is a problem.
+    let none = with(None);
+    assert_eq!(none.code, 1, "{}", none.stderr);
+    assert!(
+        none.stdout
+            .starts_with("/states/5/action: custom action `shell`"),
+        "{}",
+        none.stdout
+    );
+    assert_eq!(none.stdout.lines().count(), 1, "{}", none.stdout);
+}
+
+#[test]
+fn run_refuses_custom_states_and_unknown_services_before_anything_runs() {
+    let custom = r#"{"id": "c", "states": [{"id": "x", "action": "shell"}, {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "x"]}, {"id": ["x", "end"]}]}"#;
+    let files = Files::new(&[("c.json", custom)]);
+    let run = claij_env(
+        &["fsm", "run", &files.path("c.json"), "--input", "{}"],
+        "",
+        &[],
+    );
+    assert_one_line_error(&run, 2, "claij_fsm::Runner::with_service(\"shell\", ...)");
+    assert!(run.stderr.contains("/states/0/action"), "{}", run.stderr);
+    // tool-loop.json needs `mcp`: without MCP servers it cannot start.
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &example("tool-loop"),
+            "--input",
+            r#"{"request": "hi"}"#,
+        ],
+        "",
+        &[],
+    );
+    assert_one_line_error(&run, 2, "/states/1/config/service: unknown service `mcp`");
+}
+
+/// `draft` names the alias `writer` (OpenRouter), `review` a model of the configuration's own
+/// OpenAI-compatible provider.
+const TWO_MODELS: &str = r#"{
+  "id": "two-models",
+  "states": [
+    {"id": "draft", "action": "llm", "config": {"model": "writer"}},
+    {"id": "review", "action": "llm", "config": {"model": "mine:judge"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "draft"], "schema": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}},
+    {"id": ["draft", "review"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": ["review", "end"], "schema": {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}}
+  ]
+}"#;
+
+#[tokio::test]
+async fn each_state_asks_the_model_its_config_names_through_the_aliases_and_providers() {
+    let openrouter = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .and(body_partial_json(json!({"model": "w/model"})))
+        .respond_with(super::openrouter::reply(r#"{"text": "Rust is fast."}"#))
+        .expect(1)
+        .mount(&openrouter)
+        .await;
+    let mine = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_partial_json(json!({"model": "judge"})))
+        .respond_with(super::openrouter::reply(r#"{"verdict": "good"}"#))
+        .expect(1)
+        .mount(&mine)
+        .await;
+    let config = format!(
+        "{}\n[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\nstructured_output = \"prompted\"\n\n[aliases]\nwriter = \"openrouter:w/model\"\n",
+        super::openrouter::config(&openrouter),
+        mine.uri()
+    );
+    let files = Files::new(&[("two.json", TWO_MODELS), ("config.toml", &config)]);
+    let config = files.path("config.toml");
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-v1-two-models")),
+        ("XDG_CACHE_HOME", Some(files.0.to_str().unwrap())),
+    ];
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("two.json"),
+            "--input",
+            r#"{"topic": "rust"}"#,
+            "--json",
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let models: Vec<&Value> = report["trail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["model"])
+        .collect();
+    assert_eq!(
+        models,
+        [
+            &Value::Null,
+            &json!("openrouter:w/model"),
+            &json!("mine:judge")
+        ]
+    );
+
+    // A model that does not resolve is named with its state's pointer.
+    let broken = TWO_MODELS.replace("mine:judge", "nobody");
+    std::fs::write(files.0.join("broken.json"), broken).unwrap();
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("broken.json"),
+            "--input",
+            r#"{"topic": "rust"}"#,
+        ],
+        "",
+        &env,
+    );
+    assert_one_line_error(&run, 2, "/states/1/config/model: ");
+}
