@@ -334,3 +334,68 @@ fn usage_errors_exit_2_before_asking() {
         "error: claij chat talks with one model: --consensus and several --llm models are for claij ask",
     );
 }
+
+#[tokio::test]
+async fn no_valid_answer_exits_1() {
+    let server = server(["no", "nope", r#"{"answer": 4}"#]).await;
+    let files = files(&server);
+    let run = ask(&files, &["--llm", THREE, "--consensus", "first-valid"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("no valid answer from any of the 3 models"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The embedded model twice, each on its own backend (the nextest `local-model` group runs tests
+/// under a `local_model` module one at a time).
+mod local_model {
+    use serde_json::Value;
+
+    use super::super::{Files, claij_env};
+
+    #[test]
+    fn two_local_models_agree() {
+        let Some(model) = claij_backends::testing::local_model_or_skip(
+            "consensus::local_model::two_local_models_agree",
+            |name| std::env::var_os(name),
+        ) else {
+            return;
+        };
+        let model = model.to_string_lossy().into_owned();
+        let files = Files::new(&[]);
+        let run = claij_env(
+            &[
+                "ask",
+                "What is 2+2?",
+                "--llm",
+                "local,local",
+                "--model-path",
+                &model,
+                "--consensus",
+                "majority",
+                "--threads",
+                "1",
+                "--max-tokens",
+                "96",
+                "--max-retries",
+                "0",
+                "--json",
+            ],
+            "",
+            &[("XDG_CACHE_HOME", Some(files.path("cache").as_str()))],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let report: Value = serde_json::from_str(&run.stdout).unwrap();
+        // Greedy decoding: the same model answers the same twice.
+        assert_eq!(report["consensus"]["majority"], 2, "{report}");
+        for one in report["models"].as_array().unwrap() {
+            assert_eq!(one["attempts"][0]["verdict"], "valid", "{one}");
+            assert!(one["usage"]["output_tokens"].as_u64().unwrap() > 0, "{one}");
+        }
+        assert_eq!(report["value"], report["models"][0]["value"]);
+    }
+}
