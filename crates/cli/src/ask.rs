@@ -4,12 +4,13 @@
 //! pipeline (schema deltas from the interceptors, the validation-retry loop) on a current-thread
 //! runtime, save the conversation, print the value and what each attempt cost ([`report`]).
 
+mod approve;
 mod consensus;
 pub(crate) mod llm;
 pub(crate) mod model;
 mod progress;
 mod report;
-mod session;
+pub(crate) mod session;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tools;
@@ -57,6 +58,8 @@ pub(crate) struct Options {
     /// Interceptors to run, comma-separated, in order.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "NAME[,NAME...]")]
     interceptors: Vec<Interceptor>,
+    #[command(flatten)]
+    approve: approve::ApproveOptions,
     /// Carry the conversation (turn counter and memory) in this JSON file: read before the turn if it
     /// exists, written after a valid answer. Use with `--interceptors memory`. Locked (through
     /// FILE.lock) from the read to the write: a concurrent run on the same file waits its turn.
@@ -97,6 +100,9 @@ enum Interceptor {
     Tools,
     /// The tools of the configuration's MCP servers (`mcpServers`), called through `mcp_calls`.
     Mcp,
+    /// Every reply may propose a schema extension; `--approve` decides, and an approved one joins
+    /// the schema of every later request (saved with `--memory`).
+    Proposals,
 }
 
 /// `--example`: when the system prompt shows an example reply.
@@ -161,6 +167,8 @@ pub(crate) struct Conversation<'a> {
     services: Option<Services>,
     /// The progress line's attempt counter, when the backend draws one.
     turns: Option<progress::Turns>,
+    /// The schema extensions approved with `--interceptors proposals`, saved with the conversation.
+    registry: Option<Arc<std::sync::Mutex<claij_schema::Registry>>>,
     /// Whether replies are standard responses (rendered for people on a terminal).
     standard: bool,
 }
@@ -235,7 +243,23 @@ impl<'a> Conversation<'a> {
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
             crate::structured_cache::set_quiet(options.json);
         }
+        let proposals = if names.contains(&Interceptor::Proposals) {
+            let saved = session.extensions.as_ref();
+            let proposer = format!("{}:{}", opened.backend.provider(), knobs.model);
+            let opened =
+                approve::for_conversation(options, base.as_ref(), saved, &settings, &proposer)?;
+            Some(opened)
+        } else {
+            None
+        };
         let mut chain = chain(&names, services.as_ref(), notes)?;
+        if let Some((proposals, _)) = &proposals {
+            // Skip: a delta the pipeline's registry refuses leaves the previous schema in use.
+            chain.push_shared(
+                Arc::new(proposals.clone()),
+                claij_interceptors::OnError::Skip,
+            );
+        }
         if base.is_none() {
             // The base schema's free-text `state` means nothing without a state machine.
             chain.push(states(&names));
@@ -266,6 +290,7 @@ impl<'a> Conversation<'a> {
             _lock: lock,
             services,
             turns,
+            registry: proposals.map(|(_, registry)| registry),
             standard: names.contains(&Interceptor::Citations),
         })
     }
@@ -291,7 +316,11 @@ impl<'a> Conversation<'a> {
     /// Writes the conversation file, if there is one.
     pub(crate) fn save(&self) -> Result<()> {
         match &self.options.memory {
-            Some(path) => self.session.continued(&self.ctx).save(path),
+            Some(path) => {
+                let registry = self.registry.as_deref().map(approve::lock);
+                let session = self.session.continued(&self.ctx);
+                session.with_extensions(registry.as_deref()).save(path)
+            }
             None => Ok(()),
         }
     }
@@ -390,6 +419,8 @@ fn chain(
                     chain.push(McpInterceptor::new(services.clone()));
                 }
             }
+            // Shared with its registry: `Conversation::open_with` adds it.
+            Interceptor::Proposals => {}
         }
     }
     Ok(chain)

@@ -1,4 +1,7 @@
-//! `claij schema compose` and `claij schema render`.
+//! `claij schema compose`, `render`, and the schema extensions of a conversation: `audit` and
+//! `rollback` ([`extensions`]).
+
+mod extensions;
 
 use std::io::Write as _;
 
@@ -30,6 +33,28 @@ pub(crate) enum Command {
         /// The schema file (`-` for stdin).
         file: String,
     },
+    /// Print the audit log of a conversation's schema extensions (`--memory FILE` with
+    /// `--interceptors proposals`): who proposed each, who voted what, when it was activated,
+    /// declined, refused or rolled back.
+    Audit {
+        /// The conversation file.
+        file: std::path::PathBuf,
+        /// Print the log as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a schema extension from a conversation file, checking that the others still compose;
+    /// later turns no longer carry it, and the audit log records the removal.
+    Rollback {
+        /// The conversation file.
+        file: std::path::PathBuf,
+        /// The extension to remove (`claij schema audit FILE` lists them).
+        extension_id: String,
+        /// The response schema the conversation runs with (as `claij ask --schema`); default the
+        /// base response schema.
+        #[arg(long, short, value_name = "FILE")]
+        schema: Option<String>,
+    },
 }
 
 /// Output forms of `claij schema render`.
@@ -53,6 +78,12 @@ pub(crate) enum Format {
 pub(crate) fn run(cmd: &Command) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     match cmd {
+        Command::Audit { file, json } => return extensions::audit(file, *json),
+        Command::Rollback {
+            file,
+            extension_id,
+            schema,
+        } => return extensions::rollback(file, extension_id, schema.as_deref()),
         Command::Compose {
             base,
             deltas,

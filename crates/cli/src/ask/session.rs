@@ -1,4 +1,6 @@
-//! `--memory FILE`: the conversation carried from one `claij ask` to the next, as `{turn, memory}`.
+//! `--memory FILE`: the conversation carried from one `claij ask` to the next, as `{turn, memory}`,
+//! plus `extensions` (the schema extensions approved with `--interceptors proposals`, and their
+//! audit log) once there are any.
 //!
 //! One conversation has one writer at a time: a process holds an exclusive lock on the sidecar
 //! `FILE.lock` (the file itself is replaced by a rename on every save, so it cannot carry the lock)
@@ -15,16 +17,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_interceptors::{Context, MemoryState};
+use claij_schema::SavedRegistry;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// What one invocation hands to the next.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct Session {
+pub(crate) struct Session {
     /// Completed turns.
     pub turn: u64,
     /// What the memory interceptor remembers.
     pub memory: MemoryState,
+    /// The approved schema extensions and their audit log (its `base` is not saved: the schema
+    /// of the run that reads it is).
+    pub extensions: Option<SavedRegistry>,
     /// The file as read, for the keys this version does not know.
     file: Map<String, Value>,
 }
@@ -36,17 +42,28 @@ struct Known {
     turn: u64,
     #[serde(default)]
     memory: MemoryState,
+    #[serde(default)]
+    extensions: Option<Extensions>,
+}
+
+/// The `extensions` key: a [`SavedRegistry`] without its base.
+#[derive(serde::Serialize, Deserialize)]
+struct Extensions {
+    #[serde(default)]
+    active: Vec<claij_schema::SchemaDelta>,
+    #[serde(default)]
+    audit: claij_schema::AuditLog,
 }
 
 /// The exclusive lock on a memory file's sidecar `FILE.lock`, held until dropped.
 #[derive(Debug)]
-pub(super) struct SessionLock {
+pub(crate) struct SessionLock {
     _file: File,
 }
 
 impl Session {
     /// The session in `path`; a new one when the file does not exist or is empty.
-    pub(super) fn load(path: &Path) -> Result<Self> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         let text = match crate::input::read_file_capped(
             path,
             crate::input::MAX_INPUT_BYTES,
@@ -71,6 +88,11 @@ impl Session {
         Ok(Self {
             turn: known.turn,
             memory: known.memory,
+            extensions: known.extensions.map(|e| SavedRegistry {
+                base: Value::Null,
+                extensions: e.active,
+                audit: e.audit,
+            }),
             file,
         })
     }
@@ -92,8 +114,18 @@ impl Session {
         Self {
             turn: ctx.turn,
             memory: ctx.memory.clone(),
+            extensions: self.extensions.clone(),
             file: self.file.clone(),
         }
+    }
+
+    /// The same session with the extensions `registry` holds (kept as read when it is `None`).
+    #[must_use]
+    pub(crate) fn with_extensions(mut self, registry: Option<&claij_schema::Registry>) -> Self {
+        if let Some(registry) = registry {
+            self.extensions = Some(registry.to_saved());
+        }
+        self
     }
 
     /// A context that continues this session.
@@ -122,12 +154,21 @@ impl Session {
         }
         file.insert("turn".into(), self.turn.into());
         file.insert("memory".into(), Value::Object(memory));
+        if let Some(saved) = &self.extensions
+            && !(saved.extensions.is_empty() && saved.audit.is_empty())
+        {
+            let extensions = Extensions {
+                active: saved.extensions.clone(),
+                audit: saved.audit.clone(),
+            };
+            file.insert("extensions".into(), serde_json::to_value(extensions)?);
+        }
         Ok(Value::Object(file))
     }
 
     /// Writes the session to `path` atomically: a temp file in the same directory, then a rename, so
     /// an interrupted write never leaves half a file.
-    pub(super) fn save(&self, path: &Path) -> Result<()> {
+    pub(crate) fn save(&self, path: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.to_value()?)?;
         text.push('\n');
         let temp = temp_path(path);
@@ -145,7 +186,7 @@ impl SessionLock {
     /// process that holds it (saying so on stderr unless `quiet`), then checks that `path` can be
     /// written, so a turn is never paid for and then lost. Leaves nothing behind but the lock file,
     /// and not even that when the directory cannot be written.
-    pub(super) fn acquire(path: &Path, quiet: bool) -> Result<Self> {
+    pub(crate) fn acquire(path: &Path, quiet: bool) -> Result<Self> {
         let unwritable = || format!("the memory file {} cannot be written", path.display());
         let name = path
             .file_name()

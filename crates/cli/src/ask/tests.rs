@@ -263,3 +263,36 @@ fn the_citations_chain_checks_an_unknown_note_once_per_attempt() {
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(first[0].keyword, "citations");
 }
+
+#[test]
+fn session_keeps_the_schema_extensions_with_or_without_the_registry() {
+    let dir = scratch("session-extensions");
+    let path = dir.join("memory.json");
+    let mut registry = claij_schema::Registry::new(claij_schema::base()).unwrap();
+    let delta = serde_json::json!({"properties": {"confidence": {"type": "number"}}});
+    registry
+        .add(claij_schema::SchemaDelta::new("confidence-v1", "m", delta))
+        .unwrap();
+    let ctx = Session::default().to_context();
+    Session::default()
+        .continued(&ctx)
+        .with_extensions(Some(&registry))
+        .save(&path)
+        .unwrap();
+    let loaded = Session::load(&path).unwrap();
+    let saved = loaded.extensions.clone().unwrap();
+    assert_eq!(saved.extensions, registry.extensions());
+    assert_eq!(&saved.audit, registry.audit());
+
+    // A turn without `--interceptors proposals` leaves them as they were.
+    loaded
+        .continued(&ctx)
+        .with_extensions(None)
+        .save(&path)
+        .unwrap();
+    let again = Session::load(&path).unwrap();
+    assert_eq!(again.extensions, loaded.extensions);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"active\""), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -22,6 +22,7 @@ mod memory;
 mod models;
 mod openai_compatible;
 mod openrouter;
+mod proposals;
 mod suite;
 
 /// What a run printed and how it ended.

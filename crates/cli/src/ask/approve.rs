@@ -1,0 +1,341 @@
+//! `--interceptors proposals` and `--approve`: who decides on a schema extension a model proposes,
+//! and the one [`Registry`] approved extensions live in.
+//!
+//! The registry is shared by every pipeline of the process (the proposals interceptor is a cheap
+//! handle over it) and saved with the conversation (`--memory FILE`, key `extensions`), so every
+//! model sees the extended schema on its next request, in this run and the next. `--approve` picks the
+//! approver: `ask` the person at the terminal, a `vote` of `--voters` (the `vote` sub-FSM of
+//! `claij_fsm::builtin`, its ballots printed and kept in the registry's audit log), `auto` (what
+//! the registry composes and checks), `never`.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context as _, Result, bail};
+use claij_backends::{Backend, BoxFuture};
+use claij_fsm::builtin::vote;
+use claij_fsm::{Interrupt, Outcome};
+use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
+use claij_interceptors::{Config, Context};
+use claij_schema::{Ballot, Registry, SavedRegistry};
+use serde_json::{Value, json};
+
+use super::{ModelOptions, llm};
+use crate::config::Settings;
+
+/// The flags that choose the approver.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ApproveOptions {
+    /// Who decides on a schema extension the model proposes (`--interceptors proposals`): `ask` the
+    /// person at the terminal (declined without one), a `vote` of `--voters`, `auto` (accepted when
+    /// it composes with the schema and passes the registry's checks), `never` (recorded, declined).
+    #[arg(long, value_enum, value_name = "WHO", default_value = "ask")]
+    pub(crate) approve: Approve,
+    /// With `--approve vote`: the voter models, comma-separated, each as `--llm` takes it (an
+    /// alias, `local` or `provider:model`).
+    #[arg(long, value_delimiter = ',', value_name = "LLM[,LLM...]")]
+    pub(crate) voters: Vec<String>,
+}
+
+/// `--approve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Approve {
+    /// Show the delta on the terminal and ask y/n; without a terminal, decline.
+    Ask,
+    /// Run the vote sub-FSM with `--voters`: a majority activates.
+    Vote,
+    /// Accept what composes and passes the registry's checks.
+    Auto,
+    /// Record and decline.
+    Never,
+}
+
+/// What building the approver needs besides its flags.
+pub(crate) struct Setup<'a> {
+    /// The configuration voters are resolved with.
+    pub settings: &'a Settings,
+    /// The model knobs voters are asked with.
+    pub model: &'a ModelOptions,
+    /// Who the audit log says proposed: the conversation's model.
+    pub proposer: String,
+    /// No vote report on stderr (`--json`).
+    pub quiet: bool,
+}
+
+/// The proposals interceptor for `options`, keeping approved extensions in `registry`.
+///
+/// # Errors
+///
+/// `--approve vote` without voters, `--voters` without it, or a voter that does not open.
+pub(crate) fn proposals(
+    options: &ApproveOptions,
+    registry: &Arc<Mutex<Registry>>,
+    setup: Setup<'_>,
+) -> Result<Proposals> {
+    if options.approve != Approve::Vote && !options.voters.is_empty() {
+        bail!("--voters is for --approve vote");
+    }
+    let registry = Arc::clone(registry);
+    let proposals = match options.approve {
+        Approve::Ask => Proposals::with_registry(Terminal, registry),
+        Approve::Auto => {
+            Proposals::with_registry(|_: &Proposal, _: &Context| Decision::Approve, registry)
+        }
+        Approve::Never => Proposals::with_registry(
+            |_: &Proposal, _: &Context| {
+                Decision::reject("schema extensions are declined here (--approve never)")
+            },
+            registry,
+        ),
+        Approve::Vote => {
+            let vote = Vote::open(&options.voters, &setup, Arc::clone(&registry))?;
+            Proposals::with_registry(vote, registry)
+        }
+    };
+    proposals.set_proposer(setup.proposer);
+    Ok(proposals)
+}
+
+/// The one registry of the process over `base`, with the extensions and audit log `saved` in
+/// `file` (composed and checked again).
+///
+/// # Errors
+///
+/// When the saved extensions no longer compose onto `base`, naming the file and the extension.
+pub(crate) fn registry(
+    base: Value,
+    saved: Option<&SavedRegistry>,
+    file: Option<&Path>,
+) -> Result<Arc<Mutex<Registry>>> {
+    let registry = match saved {
+        None => Registry::new(base)?,
+        Some(saved) => Registry::from_saved(SavedRegistry {
+            base,
+            extensions: saved.extensions.clone(),
+            audit: saved.audit.clone(),
+        })
+        .with_context(|| {
+            format!(
+                "{}: the saved schema extensions do not compose with this schema \
+                 (`claij schema rollback FILE EXTENSION_ID` removes one)",
+                file.map_or_else(
+                    || "the conversation".to_owned(),
+                    |f| f.display().to_string()
+                )
+            )
+        })?,
+    };
+    Ok(Arc::new(Mutex::new(registry)))
+}
+
+/// The registry, locked (a poisoned lock still holds a consistent registry).
+pub(crate) fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `--approve ask`: the person at the terminal.
+struct Terminal;
+
+impl Approver for Terminal {
+    fn decide<'a>(&'a self, proposal: &'a Proposal, _: &'a Context) -> BoxFuture<'a, Ruling> {
+        let decision = if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+            ask(proposal).unwrap_or_else(|e| Decision::reject(format!("cannot ask: {e}")))
+        } else {
+            Decision::reject(
+                "no terminal to ask, so declined (--approve vote, auto or never decide without one)",
+            )
+        };
+        Box::pin(std::future::ready(decision.into()))
+    }
+}
+
+/// Shows the proposal on stderr and reads y/n from stdin.
+fn ask(proposal: &Proposal) -> Result<Decision> {
+    let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "The model proposes the schema extension `{}`: {}",
+        proposal.extension_id, proposal.reason
+    )?;
+    writeln!(err, "{}", serde_json::to_string_pretty(&proposal.delta)?)?;
+    write!(err, "Every later reply will follow it. Accept? [y/N] ")?;
+    err.flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Decision::Approve,
+        _ => Decision::reject("declined by the person at the terminal"),
+    })
+}
+
+/// `--approve vote`: the vote sub-FSM with one `llm` state per voter.
+struct Vote {
+    voters: Vec<Voter>,
+    /// The shared registry; the vote runs on a copy, so only the proposals interceptor activates.
+    registry: Arc<Mutex<Registry>>,
+    quiet: bool,
+}
+
+/// One voter: its `--voters` name, its backend and knobs.
+struct Voter {
+    name: String,
+    backend: Arc<dyn Backend>,
+    config: Config,
+}
+
+impl Vote {
+    fn open(names: &[String], setup: &Setup<'_>, registry: Arc<Mutex<Registry>>) -> Result<Self> {
+        if names.is_empty() {
+            bail!("--approve vote needs voters: --voters a,b,c (each as --llm takes it)");
+        }
+        let voters = names
+            .iter()
+            .map(|name| {
+                let opened = llm::open(Some(name.as_str()), None, setup.settings)
+                    .with_context(|| format!("voter `{name}`"))?;
+                let config = setup
+                    .model
+                    .config(opened.model, &setup.settings.defaults, None);
+                Ok(Voter {
+                    name: name.clone(),
+                    backend: opened.backend,
+                    config,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            voters,
+            registry,
+            quiet: setup.quiet,
+        })
+    }
+
+    /// Runs the vote; its ballots, and the decision they make.
+    async fn run(&self, proposal: &Proposal) -> Result<Ruling> {
+        let scratch = Arc::new(Mutex::new(lock(&self.registry).clone()));
+        let names: Vec<&str> = self.voters.iter().map(|v| v.name.as_str()).collect();
+        let (first, _) = self.voters.split_first().context("a vote needs voters")?;
+        let mut runner = vote::runner(
+            Arc::clone(&first.backend),
+            first.config.clone(),
+            &names,
+            scratch,
+        )?;
+        for (i, voter) in self.voters.iter().enumerate() {
+            runner = runner.with_llm_for(
+                format!("{}{}", vote::VOTER_PREFIX, i + 1),
+                Arc::clone(&voter.backend),
+                voter.config.clone(),
+            );
+        }
+        let mut run = runner.start(json!({
+            "extension_id": proposal.extension_id,
+            "delta": proposal.delta,
+            "reason": proposal.reason,
+        }))?;
+        let outcome = runner.run(&mut run, &Interrupt::new(), None).await?;
+        let ballots = self.ballots(&run.trail);
+        let (state, event) = match outcome {
+            Outcome::Finished { state, event } => (state, event),
+            other => bail!("the vote stopped before its end: {other:?}"),
+        };
+        let votes = vote::Votes::count(&run.trail);
+        let decision = if state == "activated" {
+            Decision::Approve
+        } else if let Some(error) = event.get("error").and_then(Value::as_str) {
+            Decision::reject(format!(
+                "the voters approved it but the schema registry refused it: {error}"
+            ))
+        } else {
+            Decision::reject(format!(
+                "voted down: {} for, {} against",
+                votes.approve, votes.reject
+            ))
+        };
+        if !self.quiet {
+            self.report(proposal, &ballots, votes, &state)?;
+        }
+        Ok(Ruling::voted(decision, ballots))
+    }
+
+    /// The ballots in the vote's trail, each named by its voter.
+    fn ballots(&self, trail: &claij_fsm::Trail) -> Vec<Ballot> {
+        trail
+            .entries
+            .iter()
+            .filter_map(|entry| {
+                let index: usize = entry.from.strip_prefix(vote::VOTER_PREFIX)?.parse().ok()?;
+                let voter = self.voters.get(index.checked_sub(1)?)?;
+                Some(Ballot {
+                    voter: voter.name.clone(),
+                    approve: entry.event.get("approve")?.as_bool()?,
+                    reason: entry
+                        .event
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+            })
+            .collect()
+    }
+
+    /// The ballots and the tally, on stderr.
+    fn report(
+        &self,
+        proposal: &Proposal,
+        ballots: &[Ballot],
+        votes: vote::Votes,
+        state: &str,
+    ) -> Result<()> {
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "vote on the schema extension `{}`: {} for, {} against: {state}",
+            proposal.extension_id, votes.approve, votes.reject
+        )?;
+        for ballot in ballots {
+            let verb = if ballot.approve {
+                "approves"
+            } else {
+                "rejects"
+            };
+            writeln!(err, "  {} {verb}: {}", ballot.voter, ballot.reason)?;
+        }
+        Ok(())
+    }
+}
+
+impl Approver for Vote {
+    fn decide<'a>(&'a self, proposal: &'a Proposal, _: &'a Context) -> BoxFuture<'a, Ruling> {
+        Box::pin(async move {
+            // A failed vote declines: the reason is recorded and shown to the proposer.
+            match self.run(proposal).await {
+                Ok(ruling) => ruling,
+                Err(e) => Decision::reject(format!("the vote failed: {e:#}")).into(),
+            }
+        })
+    }
+}
+
+/// The proposals interceptor of a conversation and its registry, when `--interceptors proposals`
+/// asks for it: the registry over the conversation's base schema with the extensions its file saved.
+pub(super) fn for_conversation(
+    options: &super::Options,
+    base: Option<&Value>,
+    saved: Option<&SavedRegistry>,
+    settings: &Settings,
+    proposer: &str,
+) -> Result<(Proposals, Arc<Mutex<Registry>>)> {
+    let base = base.cloned().unwrap_or_else(claij_schema::base);
+    let registry = registry(base, saved, options.memory.as_deref())?;
+    let setup = Setup {
+        settings,
+        model: &options.model,
+        proposer: proposer.to_owned(),
+        quiet: options.json,
+    };
+    let proposals = proposals(&options.approve, &registry, setup)?;
+    Ok((proposals, registry))
+}

@@ -1,0 +1,328 @@
+//! Schema evolution from the command line: `--interceptors proposals` with each `--approve`, the
+//! extension saved with `--memory FILE`, `claij schema audit` and `claij schema rollback`; models
+//! mocked on the OpenAI-compatible wire.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::{Mock, MockServer};
+
+use super::openrouter::reply;
+use super::{Files, Run, claij_env};
+
+const CHAT: &str = "/v1/chat/completions";
+
+/// A configuration with `mylocal` (no key) at `server`.
+fn config(server: &MockServer) -> String {
+    format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        server.uri()
+    )
+}
+
+/// `claij ARGS` with the files' configuration and cache.
+fn claij(files: &Files, args: &[&str]) -> Run {
+    let config = files.path("config.toml");
+    let cache = files.path("cache");
+    claij_env(
+        args,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+            ("OPENROUTER_API_KEY", None),
+            ("OPENAI_API_KEY", None),
+        ],
+    )
+}
+
+/// Mounts `content` as the reply to requests for `model`, at most `times` times when given.
+async fn answer(server: &MockServer, model: &str, content: &str, times: Option<u64>) {
+    let mock = Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": model})))
+        .respond_with(reply(content));
+    let mock = match times {
+        Some(n) => mock.up_to_n_times(n).with_priority(1),
+        None => mock,
+    };
+    mock.mount(server).await;
+}
+
+fn confidence() -> Value {
+    json!({"properties": {"confidence": {"type": "number", "minimum": 0, "maximum": 1,
+        "description": "How sure you are"}}, "required": ["confidence"]})
+}
+
+fn proposal() -> String {
+    json!({"answer": "Paris", "state": "answered", "proposed_extension": {
+        "extension_id": "confidence-v1", "reason": "to say how sure I am", "delta": confidence()}})
+    .to_string()
+}
+
+fn ballot(approve: bool, reason: &str) -> String {
+    json!({"approve": approve, "reason": reason}).to_string()
+}
+
+/// The bodies the server received for `model`.
+async fn bodies(server: &MockServer, model: &str) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .filter(|b| b["model"] == model)
+        .collect()
+}
+
+fn file(files: &Files, name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(files.path(name)).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_proposal_voted_in_by_three_models_extends_the_next_reply_and_rolls_back() {
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        "voter-a",
+        &ballot(true, "a reader can weigh it"),
+        None,
+    )
+    .await;
+    answer(
+        &server,
+        "voter-b",
+        &ballot(false, "poorly calibrated"),
+        None,
+    )
+    .await;
+    answer(
+        &server,
+        "voter-c",
+        &ballot(true, "optional in spirit"),
+        None,
+    )
+    .await;
+    answer(&server, "smol", &proposal(), Some(1)).await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let memory = files.path("conversation.json");
+    let ask = |prompt: &'static str, approve: &'static [&'static str]| {
+        let mut args = vec![
+            "ask",
+            prompt,
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--memory",
+            &memory,
+        ];
+        args.extend_from_slice(approve);
+        claij(&files, &args)
+    };
+    let voters = &[
+        "--approve",
+        "vote",
+        "--voters",
+        "mylocal:voter-a,mylocal:voter-b,mylocal:voter-c",
+    ];
+
+    let first = ask("Capital of France?", voters);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first
+            .stderr
+            .contains("vote on the schema extension `confidence-v1`: 2 for, 1 against: activated"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        first
+            .stderr
+            .contains("mylocal:voter-b rejects: poorly calibrated")
+    );
+    let saved = file(&files, "conversation.json");
+    assert_eq!(
+        saved["extensions"]["active"][0]["extension_id"],
+        "confidence-v1"
+    );
+    assert_eq!(saved["extensions"]["active"][0]["added_by"], "mylocal:smol");
+    let ballots = &saved["extensions"]["audit"][0]["ballots"];
+    assert_eq!(ballots.as_array().map(Vec::len), Some(3), "{saved}");
+    // Each voter saw the proposal, not the conversation.
+    for voter in ["voter-a", "voter-b", "voter-c"] {
+        let seen = bodies(&server, voter).await;
+        assert_eq!(seen.len(), 1, "{voter}");
+        assert!(seen[0].to_string().contains("confidence-v1"));
+    }
+
+    // The next run (another process, another approver) asks with the extension and validates
+    // against it: a reply without `confidence` is retried.
+    answer(
+        &server,
+        "smol",
+        &json!({"answer": "Rome", "state": "answered"}).to_string(),
+        Some(1),
+    )
+    .await;
+    answer(
+        &server,
+        "smol",
+        &json!({"answer": "Rome", "state": "answered", "confidence": 0.9}).to_string(),
+        None,
+    )
+    .await;
+    let second = ask("Capital of Italy?", &["--approve", "never"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let value: Value = serde_json::from_str(&second.stdout).unwrap();
+    assert_eq!(value["confidence"], 0.9);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 3, "one proposal, then a retried reply");
+    assert!(
+        !asked[0]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+    assert!(
+        asked[1]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+
+    let audit = claij(&files, &["schema", "audit", &memory]);
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    assert!(
+        audit
+            .stdout
+            .contains("confidence-v1  activated  (proposed by mylocal:smol)"),
+        "{}",
+        audit.stdout
+    );
+    assert!(
+        audit
+            .stdout
+            .contains("    mylocal:voter-a approves: a reader can weigh it")
+    );
+    assert!(
+        audit.stdout.ends_with("active: confidence-v1\n"),
+        "{}",
+        audit.stdout
+    );
+
+    let rollback = claij(&files, &["schema", "rollback", &memory, "confidence-v1"]);
+    assert_eq!(rollback.code, 0, "{}", rollback.stderr);
+    let saved = file(&files, "conversation.json");
+    assert_eq!(saved["extensions"]["active"], json!([]));
+    assert_eq!(saved["turn"], 2, "the rest of the conversation is kept");
+    let audit = claij(&files, &["schema", "audit", &memory]);
+    assert!(
+        audit
+            .stdout
+            .contains("confidence-v1  rolled back  (removed by claij schema rollback)"),
+        "{}",
+        audit.stdout
+    );
+
+    let again = claij(&files, &["schema", "rollback", &memory, "confidence-v1"]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("cannot roll back `confidence-v1` (active: none)"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_declined_proposal_is_shown_to_the_proposer_and_audited() {
+    let server = MockServer::start().await;
+    answer(&server, "smol", &proposal(), Some(1)).await;
+    answer(
+        &server,
+        "smol",
+        &json!({"answer": "Rome", "state": "answered"}).to_string(),
+        None,
+    )
+    .await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let memory = files.path("conversation.json");
+    for approve in ["ask", "ask"] {
+        // No terminal: `ask` declines.
+        let run = claij(
+            &files,
+            &[
+                "ask",
+                "Hello",
+                "--llm",
+                "mylocal:smol",
+                "--interceptors",
+                "proposals",
+                "--approve",
+                approve,
+                "--memory",
+                &memory,
+            ],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let asked = bodies(&server, "smol").await;
+    let system = asked[1]["messages"].to_string();
+    assert!(
+        system.contains("- `confidence-v1`: no terminal to ask, so declined"),
+        "{system}"
+    );
+    let audit = claij(&files, &["schema", "audit", &memory]);
+    assert!(
+        audit.stdout.contains("confidence-v1  declined"),
+        "{}",
+        audit.stdout
+    );
+    assert!(audit.stdout.ends_with("active: none\n"), "{}", audit.stdout);
+}
+
+#[test]
+fn vote_needs_voters_and_voters_need_a_vote() {
+    // Nothing is asked: the flags are refused first.
+    let nowhere =
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+    let files = Files::new(&[("config.toml", nowhere)]);
+    let run = claij(
+        &files,
+        &[
+            "ask",
+            "Hi",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "vote",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--approve vote needs voters"),
+        "{}",
+        run.stderr
+    );
+    let run = claij(
+        &files,
+        &[
+            "ask",
+            "Hi",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--voters",
+            "local",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--voters is for --approve vote"),
+        "{}",
+        run.stderr
+    );
+}
