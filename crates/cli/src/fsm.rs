@@ -9,9 +9,11 @@ use claij_fsm::{Definition, DefinitionError, Fsm};
 use crate::Status;
 use crate::input;
 
+mod meta_debug;
 mod models;
 mod run;
 mod services;
+mod subfsm;
 
 /// `claij fsm` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -98,13 +100,16 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             force,
             options,
         } => match load(file)? {
-            Ok(fsm) => {
-                let journal = journal.as_deref().map(|path| run::NewJournal {
-                    path,
-                    force: *force,
-                });
-                run::run(fsm, input, journal, options)
-            }
+            Ok(fsm) => match subfsm::load(file, fsm.definition())? {
+                Ok(subs) => {
+                    let journal = journal.as_deref().map(|path| run::NewJournal {
+                        path,
+                        force: *force,
+                    });
+                    run::run(fsm, &subs, input, journal, options)
+                }
+                Err(problems) => report(file, &Invalid::Problems(problems)),
+            },
             Err(invalid) => report(file, &invalid),
         },
         Command::Resume { journal, options } => run::resume(journal, options),
@@ -125,6 +130,9 @@ fn validate(file: &str, config: Option<&std::path::Path>) -> Result<Status> {
         Err(invalid) => return report(file, &invalid),
     };
     let definition = fsm.definition();
+    if let Err(problems) = subfsm::load(file, definition)? {
+        return report(file, &Invalid::Problems(problems));
+    }
     let settings = match config {
         Some(path) => {
             let text =

@@ -102,6 +102,21 @@ pub struct SubDefinition {
     pub sub_fsms: Vec<SubDefinition>,
 }
 
+impl SubDefinition {
+    /// `definition` under `name`, with its own sub-FSMs.
+    pub fn new(
+        name: impl Into<String>,
+        definition: crate::definition::Definition,
+        sub_fsms: Vec<SubDefinition>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            definition,
+            sub_fsms,
+        }
+    }
+}
+
 /// A sub-FSM's run, stopped in a `human` state (perhaps inside a sub-FSM of its own), and the
 /// parent state that runs it: what resuming the parent needs to go on with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,12 +5,14 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
+use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
 use claij_interceptors::ErrorChain;
 use serde_json::{Value, json};
 
 use super::models;
 use super::services::{self, Connected};
+use super::subfsm;
 use crate::Status;
 use crate::ask::ModelOptions;
 
@@ -23,6 +25,8 @@ pub(crate) struct Options {
     model: ModelOptions,
     #[command(flatten)]
     services: super::services::Flags,
+    #[command(flatten)]
+    meta_debug: super::meta_debug::MetaDebugFlags,
     /// Stop after this many transitions (models can loop).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
@@ -49,13 +53,14 @@ pub(super) struct NewJournal<'a> {
 /// `claij fsm run FILE --input JSON`.
 pub(super) fn run(
     fsm: Fsm,
+    subs: &[SubDefinition],
     input: &str,
     journal: Option<NewJournal<'_>>,
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let runtime = runtime()?;
-    let (runner, connected) = runner(fsm, options, &runtime)?;
+    let (runner, connected) = runner_with_subs(fsm, subs, options, &runtime)?;
     let (mut run, journal) = match journal {
         Some(NewJournal { path, force }) => {
             let existing = if force {
@@ -79,7 +84,9 @@ pub(super) fn run(
         None => (runner.start(input)?, None),
     };
     let status = drive(&runner, &mut run, journal, options, &runtime);
-    runtime.block_on(connected.close());
+    for connected in &connected {
+        runtime.block_on(connected.close());
+    }
     status
 }
 
@@ -93,7 +100,8 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         )
     })?;
     let runtime = runtime()?;
-    let (runner, connected) = runner(Fsm::new(definition)?, options, &runtime)?;
+    let (runner, connected) =
+        runner_with_subs(Fsm::new(definition)?, &header.sub_fsms, options, &runtime)?;
     let (mut run, journal) = runner.resume(path)?;
     writeln!(
         std::io::stderr(),
@@ -103,7 +111,9 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         run.trail.entries.len()
     )?;
     let status = drive(&runner, &mut run, Some(journal), options, &runtime);
-    runtime.block_on(connected.close());
+    for connected in &connected {
+        runtime.block_on(connected.close());
+    }
     status
 }
 
@@ -113,6 +123,22 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")
+}
+
+/// [`runner`] for `fsm` and for each of its sub-FSMs ([`subfsm::build`]), with their connections.
+fn runner_with_subs(
+    fsm: Fsm,
+    subs: &[SubDefinition],
+    options: &Options,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(Runner, Vec<Connected>)> {
+    let mut connections = Vec::new();
+    let runner = subfsm::build(fsm, subs, &options.meta_debug, &options.model, &mut |fsm| {
+        let (runner, connected) = runner(fsm, options, runtime)?;
+        connections.push(connected);
+        Ok(runner)
+    })?;
+    Ok((runner, connections))
 }
 
 /// The runner of `fsm`: its services (the MCP servers started on `runtime`; calls narrowed to their

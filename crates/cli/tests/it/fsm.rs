@@ -625,3 +625,109 @@ async fn run_takes_the_model_options_ask_takes() {
         "{body}"
     );
 }
+
+/// start -> review (the sub-FSM in `flows/approval.json`, trail full) -> end.
+const SHIPPING: &str = r#"{
+  "id": "shipping",
+  "states": [
+    {"id": "review", "action": "fsm", "config": {"fsm": "flows/approval.json", "trail": "full"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "review"], "schema": {"type": "object", "properties": {"plan": {"type": "string"}}, "required": ["plan"]}},
+    {"id": ["review", "end"], "schema": {"type": "object", "properties": {"decision": {"enum": ["yes", "no"]}}, "required": ["decision"]}}
+  ]
+}"#;
+
+/// A sub-FSM read from a file next to its parent reaches a `human` state: the parent run waits in
+/// it (`review/approve`), and `claij fsm resume` gives the sub-FSM its input from the journal alone
+/// (the definition files are gone by then).
+#[test]
+fn a_sub_fsm_from_a_file_suspends_the_run_and_resume_continues_it() {
+    let files = Files::new(&[("shipping.json", SHIPPING)]);
+    std::fs::create_dir_all(files.path("flows")).unwrap();
+    std::fs::write(files.path("flows/approval.json"), APPROVAL).unwrap();
+    let journal = files.path("run.jsonl");
+    let parent = files.path("shipping.json");
+    let args = [
+        "fsm",
+        "run",
+        &parent,
+        "--input",
+        r#"{"plan": "ship it"}"#,
+        "--journal",
+        &journal,
+    ];
+    assert_eq!(claij(&["fsm", "validate", &parent], "").code, 0);
+    let waiting = claij(&args, "");
+    assert_eq!(waiting.code, 0, "{}", waiting.stderr);
+    assert!(
+        waiting
+            .stderr
+            .contains("waiting for input in state `review/approve`"),
+        "{}",
+        waiting.stderr
+    );
+    std::fs::remove_file(files.path("flows/approval.json")).unwrap();
+    std::fs::remove_file(&parent).unwrap();
+
+    let done = claij(
+        &["fsm", "resume", &journal, "--json"],
+        "{\"decision\": \"yes\"}\n",
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let report: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(report["outcome"]["finished"], "end");
+    let path: Vec<String> = report["trail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}->{}",
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        path,
+        [
+            "start->review",
+            "review/start->review/approve",
+            "review/approve->review/end",
+            "review->end"
+        ]
+    );
+    assert_eq!(report["trail"][3]["event"]["decision"], "yes");
+}
+
+/// A file that refers back to one on its way is a load error (exit 1) naming the chain, for `run`
+/// and `validate` alike, before any model is opened.
+#[test]
+fn sub_fsm_files_that_refer_back_are_a_load_error_naming_the_chain() {
+    let refers_to = |id: &str, to: &str| {
+        format!(
+            r#"{{"id": "{id}", "states": [{{"id": "inner", "action": "fsm", "config": {{"fsm": "{to}"}}}}, {{"id": "end", "action": "end"}}],
+                "transitions": [{{"id": ["start", "inner"]}}, {{"id": ["inner", "end"]}}]}}"#
+        )
+    };
+    let files = Files::new(&[
+        ("a.json", &refers_to("a", "b.json")),
+        ("b.json", &refers_to("b", "a.json")),
+    ]);
+    let a = files.path("a.json");
+    for args in [
+        vec!["fsm", "run", a.as_str(), "--input", "{}"],
+        vec!["fsm", "validate", a.as_str()],
+    ] {
+        let run = claij(&args, "");
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_eq!(
+            run.stdout,
+            "/states/0/config/fsm: `b.json`: FSM `b` has 1 problem: /states/0/config/fsm: sub-FSMs \
+             refer back in a cycle: a.json -> b.json -> a.json\n"
+        );
+        assert_eq!(run.stderr, format!("{a}: invalid: FSM `a` has 1 problem\n"));
+    }
+}

@@ -1,0 +1,249 @@
+//! Sub-FSMs of `claij fsm validate|run|resume`: an `fsm` state's `config.fsm` names a built-in
+//! machine (`vote`, `meta-debug`), wired here with models resolved as `--llm` resolves one, or a
+//! definition file by its path relative to the file that names it, loaded with its own sub-FSMs (a
+//! file that refers back to one on its way is a load error naming the chain). A journal's header
+//! keeps the loaded definitions, so `resume` needs no file.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Result, anyhow};
+use claij_fsm::builtin::{meta_debug, vote};
+use claij_fsm::journal::SubDefinition;
+use claij_fsm::{Action, Definition, DefinitionError, Fsm, Problem, Runner, State};
+use claij_schema::Registry;
+use serde_json::Value;
+
+use super::meta_debug::open_models;
+use crate::ask::ModelOptions;
+use crate::config::Settings;
+use crate::input;
+
+/// The machines every `fsm run|resume` offers by name.
+pub(super) const BUILTIN: [&str; 2] = [vote::ID, meta_debug::ID];
+
+/// The sub-FSM files `definition` (read from `file`, `-` for stdin: paths relative to the current
+/// directory) names, each with its own. `Ok(Err(..))` is a definition problem (a cycle, a file that
+/// is no valid definition) at the pointer of the state naming it; `Err` a file that cannot be read.
+pub(super) fn load(
+    file: &str,
+    definition: &Definition,
+) -> Result<Result<Vec<SubDefinition>, DefinitionError>> {
+    let (dir, canonical) = if file == "-" {
+        (PathBuf::from("."), None)
+    } else {
+        let path = Path::new(file);
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_owned);
+        (dir, path.canonicalize().ok())
+    };
+    let label = Path::new(file).file_name().map_or_else(
+        || input::name(file).to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let mut chain = vec![(label, canonical)];
+    load_in(&dir, definition, &mut chain)
+}
+
+/// The files `chain`'s last definition names, relative to `dir`.
+fn load_in(
+    dir: &Path,
+    definition: &Definition,
+    chain: &mut Vec<(String, Option<PathBuf>)>,
+) -> Result<Result<Vec<SubDefinition>, DefinitionError>> {
+    let mut subs = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, state) in definition.states.iter().enumerate() {
+        let Some(name) = file_named(state) else {
+            continue;
+        };
+        if !seen.insert(name) {
+            continue;
+        }
+        let pointer = format!("/states/{i}/config/fsm");
+        let invalid = |message: String| {
+            Ok(Err(DefinitionError {
+                fsm: definition.id.clone(),
+                problems: vec![Problem {
+                    pointer: pointer.clone(),
+                    message,
+                }],
+            }))
+        };
+        let path = dir.join(name);
+        let referrer = chain.last().map_or("", |(label, _)| label.as_str());
+        let canonical = path.canonicalize().map_err(|e| {
+            anyhow!(
+                "{referrer}: {pointer}: cannot read the sub-FSM `{name}` ({}): {e}",
+                path.display()
+            )
+        })?;
+        if let Some(from) = chain
+            .iter()
+            .position(|(_, seen)| seen.as_ref() == Some(&canonical))
+        {
+            let mut names: Vec<&str> = chain[from..].iter().map(|(l, _)| l.as_str()).collect();
+            names.push(name);
+            return invalid(format!(
+                "sub-FSMs refer back in a cycle: {}",
+                names.join(" -> ")
+            ));
+        }
+        let value = input::read_json(&path.to_string_lossy())?;
+        let child: Definition = match serde_json::from_value(value) {
+            Ok(child) => child,
+            Err(e) => return invalid(format!("`{name}` is not an FSM definition: {e}")),
+        };
+        if let Err(problems) = claij_fsm::check(&child) {
+            return invalid(format!("`{name}`: {problems}"));
+        }
+        chain.push((name.to_owned(), Some(canonical.clone())));
+        let child_dir = canonical.parent().map_or_else(PathBuf::new, Path::to_owned);
+        let nested = load_in(&child_dir, &child, chain)?;
+        chain.pop();
+        match nested {
+            Ok(nested) => subs.push(SubDefinition::new(name, child, nested)),
+            Err(problems) => return invalid(format!("`{name}`: {problems}")),
+        }
+    }
+    Ok(Ok(subs))
+}
+
+/// The file an `fsm` state names, if it names one (not a built-in).
+fn file_named(state: &State) -> Option<&str> {
+    let name = state.config_str("fsm")?;
+    (state.action == Action::Fsm && !BUILTIN.contains(&name)).then_some(name)
+}
+
+/// What the built-in machines are wired with.
+pub(super) struct Builtins<'a> {
+    /// Where models are resolved.
+    pub settings: &'a Settings,
+    /// How models are called.
+    pub options: &'a ModelOptions,
+    /// Where the vote activates approved schema deltas.
+    pub registry: Arc<Mutex<Registry>>,
+}
+
+impl Builtins<'_> {
+    /// The built-in `name` as `state` (at `/states/{index}`) configures it.
+    fn runner(&self, name: &str, state: &State, index: usize) -> Result<Runner> {
+        let models = |key: &str| -> Result<Vec<String>> {
+            let list = state.config.get(key).and_then(Value::as_array);
+            let names: Option<Vec<String>> = list.map(|l| {
+                l.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            });
+            names.filter(|n| !n.is_empty()).ok_or_else(|| {
+                anyhow!(
+                    "/states/{index}/config/{key}: the `{name}` sub-FSM of state `{}` needs its \
+                     models, as `--llm` names them: {{\"{key}\": [\"LLM\", ...]}}",
+                    state.id
+                )
+            })
+        };
+        let config = self
+            .options
+            .config(String::new(), &self.settings.defaults, None);
+        if name == vote::ID {
+            let (routed, voters) = open_models(&models("voters")?, self.settings)?;
+            let voters: Vec<&str> = voters.iter().map(String::as_str).collect();
+            return Ok(vote::runner(
+                Arc::new(routed),
+                config,
+                &voters,
+                Arc::clone(&self.registry),
+            )?);
+        }
+        let (routed, diagnostic) = open_models(&models("models")?, self.settings)?;
+        let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
+        // A remedy is tried by asking the failing state again, which only a run watching that
+        // state can do (`--meta-debug`, `config.meta_debug`); here its remedy is recorded.
+        let verify = |_| async {
+            Err::<bool, claij_interceptors::BoxError>(
+                "a remedy is tried on the failing state itself: enable meta-debugging on it \
+                 (--meta-debug or its config.meta_debug)"
+                    .into(),
+            )
+        };
+        Ok(meta_debug::runner(
+            Arc::new(routed),
+            config,
+            &diagnostic,
+            verify,
+        )?)
+    }
+}
+
+/// `runner` with the sub-FSMs its machine's `fsm` states name: built-ins wired by `builtins`, the
+/// others from `subs` (loaded files, or a journal's header), each made by `make` and given its own.
+/// A name found nowhere is left for the runner to report when the state runs.
+pub(super) fn attach(
+    mut runner: Runner,
+    subs: &[SubDefinition],
+    make: &mut dyn FnMut(Fsm) -> Result<Runner>,
+    builtins: &Builtins<'_>,
+) -> Result<Runner> {
+    let definition = runner.fsm().definition().clone();
+    let mut seen = HashSet::new();
+    for (index, state) in definition.states.iter().enumerate() {
+        let Some(name) = state
+            .config_str("fsm")
+            .filter(|_| state.action == Action::Fsm)
+        else {
+            continue;
+        };
+        if !seen.insert(name) {
+            continue;
+        }
+        let child = if BUILTIN.contains(&name) {
+            builtins.runner(name, state, index)?
+        } else if let Some(sub) = subs.iter().find(|s| s.name == name) {
+            let child = make(Fsm::new(sub.definition.clone())?)?;
+            attach(child, &sub.sub_fsms, make, builtins)?
+        } else {
+            continue;
+        };
+        runner = runner.with_sub_fsm_named(name, child);
+    }
+    Ok(runner)
+}
+
+/// The runner of `fsm` with its sub-FSMs (`subs`: loaded files or a journal's header, and the
+/// built-ins) and meta-debugging (`flags`, or a state's `config.meta_debug`) on every machine of
+/// the tree. `make` builds a machine's runner with its services and models.
+pub(super) fn build(
+    fsm: Fsm,
+    subs: &[SubDefinition],
+    flags: &super::meta_debug::MetaDebugFlags,
+    options: &ModelOptions,
+    make: &mut dyn FnMut(Fsm) -> Result<Runner>,
+) -> Result<Runner> {
+    let settings = Settings::load()?;
+    let mut definitions = vec![fsm.definition().clone()];
+    let mut pending: Vec<&SubDefinition> = subs.iter().collect();
+    while let Some(sub) = pending.pop() {
+        definitions.push(sub.definition.clone());
+        pending.extend(&sub.sub_fsms);
+    }
+    let definitions: Vec<&Definition> = definitions.iter().collect();
+    let diagnostics = super::meta_debug::diagnostics(flags, &definitions, options, &settings)?;
+    let mut make = |fsm: Fsm| -> Result<Runner> {
+        let runner = make(fsm)?;
+        Ok(match &diagnostics {
+            Some(diagnostics) => runner.with_meta_debug(diagnostics.clone()),
+            None => runner,
+        })
+    };
+    let builtins = Builtins {
+        settings: &settings,
+        options,
+        registry: Arc::new(Mutex::new(Registry::new(claij_schema::base())?)),
+    };
+    let runner = make(fsm)?;
+    attach(runner, subs, &mut make, &builtins)
+}
