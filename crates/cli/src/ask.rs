@@ -54,7 +54,7 @@ pub(crate) struct Options {
     #[command(flatten)]
     pub(crate) model: ModelOptions,
     #[command(flatten)]
-    consensus: consensus::Flags,
+    consensus: consensus::ConsensusOptions,
     /// Interceptors to run, comma-separated, in order.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "NAME[,NAME...]")]
     interceptors: Vec<Interceptor>,

@@ -20,9 +20,9 @@ use crate::{Status, input};
 /// The longest compared value a tally line shows, in characters (the whole value is in `--json`).
 const SHOWN_CHARS: usize = 60;
 
-/// `--consensus` and `--on`.
+/// `--consensus` and `--on` (in `claij ask`'s and `claij chat`'s options; chat refuses them).
 #[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct Flags {
+pub(crate) struct ConsensusOptions {
     /// Ask every model of `--llm a,b,c` at once, each on its own backend, and answer with the value
     /// more than half of them agree on (`majority`, compared as canonical JSON: keys sorted, numbers
     /// normalised) or with the first valid answer in the order given (`first-valid`). The tally goes
