@@ -731,3 +731,105 @@ fn sub_fsm_files_that_refer_back_are_a_load_error_naming_the_chain() {
         assert_eq!(run.stderr, format!("{a}: invalid: FSM `a` has 1 problem\n"));
     }
 }
+
+/// `--meta-debug=LLM`: the run's model (`mylocal:small`) never names its field right until its
+/// prompt says how; after its retries, the diagnostic model (`mylocal:big`, on the same
+/// OpenAI-compatible server) analyses the failure and suggests a prompt remedy, the state is asked
+/// again with it and its valid answer ends the run; the remedy and its effect are in the trail and
+/// the journal.
+#[tokio::test]
+async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied() {
+    use wiremock::matchers::{body_partial_json, body_string_contains, method, path};
+    use wiremock::{Mock, MockServer};
+
+    const REMEDY: &str = "Name the field answer, not reply.";
+    let server = MockServer::start().await;
+    let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
+    chat()
+        .and(body_partial_json(serde_json::json!({"model": "small"})))
+        .and(body_string_contains(REMEDY))
+        .respond_with(super::openrouter::reply(r#"{"answer": "4"}"#))
+        .with_priority(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    chat()
+        .and(body_partial_json(serde_json::json!({"model": "small"})))
+        .respond_with(super::openrouter::reply(r#"{"reply": "4"}"#))
+        .with_priority(2)
+        .expect(2)
+        .mount(&server)
+        .await;
+    chat()
+        .and(body_partial_json(serde_json::json!({"model": "big"})))
+        .and(body_string_contains("Analyze why"))
+        .respond_with(super::openrouter::reply(
+            r#"{"analysis": "it calls the field reply"}"#,
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    chat()
+        .and(body_partial_json(serde_json::json!({"model": "big"})))
+        .and(body_string_contains("Suggest one fix"))
+        .respond_with(super::openrouter::reply(&format!(
+            r#"{{"fix_kind": "prompt", "suggestion": "{REMEDY}"}}"#
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        server.uri()
+    );
+    let files = Files::new(&[("one.json", ONE_QUESTION), ("config.toml", &config)]);
+    let (cfg, cache, journal) = (
+        files.path("config.toml"),
+        files.path("cache"),
+        files.path("run.jsonl"),
+    );
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "mylocal:small",
+            "--max-retries",
+            "1",
+            "--mode",
+            "prompted",
+            "--meta-debug=mylocal:big",
+            "--journal",
+            &journal,
+            "--json",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(cfg.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+            ("XDG_DATA_HOME", Some(cache.as_str())),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["outcome"]["finished"], "end");
+    let trail = report["trail"].as_array().unwrap();
+    let fixed = trail
+        .iter()
+        .find(|e| e["to"] == "ask/meta-debug/fixed")
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(fixed["event"]["suggestion"], REMEDY);
+    assert_eq!(fixed["event"]["fixed"], true);
+    let last = trail.last().unwrap();
+    assert_eq!((&last["from"], &last["to"]), (&"ask".into(), &"end".into()));
+    assert_eq!(last["event"]["answer"], "4");
+    assert_eq!(last["attempts"].as_array().unwrap().len(), 3);
+    let lines = journal_lines(&journal);
+    let remedy = lines.iter().find(|l| l["kind"] == "remedy").unwrap();
+    assert_eq!(remedy["state"], "ask");
+    assert_eq!(remedy["remedy"]["suggestion"], REMEDY);
+    assert_eq!(remedy["remedy"]["fix_kind"], "prompt");
+}
