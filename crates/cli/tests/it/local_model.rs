@@ -224,3 +224,77 @@ fn ask_answers_with_a_declared_state() {
         "{report}"
     );
 }
+
+/// The constrained model proposes a schema extension (the schema requires a proposal, so the
+/// grammar makes it write one), `--approve auto` activates it in the conversation file, and the
+/// next request, to another model, carries it. One short call on the model.
+#[tokio::test]
+async fn a_proposal_of_the_model_is_accepted_and_carried_by_the_next_request() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let Some(model) = model("a_proposal_of_the_model_is_accepted_and_carried_by_the_next_request")
+    else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(super::openrouter::reply(r#"{"answer": "Rome"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        server.uri()
+    );
+    let schema = r#"{"type": "object", "required": ["answer", "proposed_extension"],
+        "properties": {"answer": {"type": "string", "maxLength": 40}}}"#;
+    let files = Files::new(&[("config.toml", &config), ("schema.json", schema)]);
+    let (memory, schema, config) = (
+        files.path("memory.json"),
+        files.path("schema.json"),
+        files.path("config.toml"),
+    );
+    let ask = |llm: &[&str], extra: &[&str]| {
+        let mut args = vec!["ask", "How sure are you that Paris is in France?"];
+        args.extend_from_slice(llm);
+        args.extend_from_slice(&[
+            "--schema",
+            &schema,
+            "--interceptors",
+            "proposals",
+            "--memory",
+            &memory,
+        ]);
+        args.extend_from_slice(extra);
+        claij_env(&args, "", &[("CLAIJ_CONFIG", Some(config.as_str()))])
+    };
+
+    let first = ask(
+        &["--llm", "local", "--model-path", &model],
+        &["--approve", "auto", "--threads", "1", "--max-tokens", "120"],
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&memory).unwrap()).unwrap();
+    let active = &saved["extensions"]["active"][0];
+    assert_eq!(
+        saved["extensions"]["audit"][0]["action"], "added",
+        "{saved}"
+    );
+    assert_eq!(active["added_by"], "local:SmolLM2-135M-Instruct");
+
+    // The next request (another model; its proposal is not required) carries the extension.
+    let relaxed = r#"{"type": "object", "required": ["answer"],
+        "properties": {"answer": {"type": "string"}}}"#;
+    std::fs::write(&schema, relaxed).unwrap();
+    let second = ask(&["--llm", "mylocal:smol"], &["--approve", "never"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let received = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&received[0].body).unwrap();
+    let properties = &body["response_format"]["json_schema"]["schema"]["properties"];
+    for name in active["delta"]["properties"].as_object().unwrap().keys() {
+        assert!(properties.get(name).is_some(), "{name} in {body}");
+    }
+}
