@@ -833,3 +833,82 @@ async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied()
     assert_eq!(remedy["remedy"]["suggestion"], REMEDY);
     assert_eq!(remedy["remedy"]["fix_kind"], "prompt");
 }
+
+/// start -> decide (the built-in `vote`, three voters) -> adopted | declined.
+const ADOPTION: &str = r#"{
+  "id": "adoption",
+  "states": [
+    {"id": "decide", "action": "fsm", "config": {"fsm": "vote", "trail": "full",
+      "voters": ["mylocal:a", "mylocal:b", "mylocal:c"]}},
+    {"id": "adopted", "action": "end"},
+    {"id": "declined", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "decide"], "schema": {"type": "object"}},
+    {"id": ["decide", "adopted"], "schema": {"type": "object", "properties": {"activated": {"const": true}}, "required": ["activated"]}},
+    {"id": ["decide", "declined"], "schema": {"type": "object", "properties": {"activated": {"const": false}}, "required": ["activated"]}}
+  ]
+}"#;
+
+/// An `fsm` state naming the built-in `vote` runs it with the voters its config names, each
+/// resolved as `--llm` resolves a model (here three models of one OpenAI-compatible server): two of
+/// three approve, the delta is activated, and the ballots are in the trail.
+#[tokio::test]
+async fn the_built_in_vote_runs_as_a_sub_fsm_with_the_configured_voters() {
+    use wiremock::matchers::{body_partial_json, method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = MockServer::start().await;
+    for (model, approve) in [("a", true), ("b", false), ("c", true)] {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(body_partial_json(serde_json::json!({"model": model})))
+            .respond_with(super::openrouter::reply(&format!(
+                r#"{{"approve": {approve}, "reason": "voter {model}"}}"#
+            )))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let config = format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        server.uri()
+    );
+    let files = Files::new(&[("adoption.json", ADOPTION), ("config.toml", &config)]);
+    let (cfg, cache) = (files.path("config.toml"), files.path("cache"));
+    let input = r#"{"extension_id": "confidence-v1", "reason": "say how sure",
+        "delta": {"properties": {"confidence": {"type": "number", "minimum": 0, "maximum": 1}}}}"#;
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("adoption.json"),
+            "--input",
+            input,
+            "--mode",
+            "prompted",
+            "--json",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(cfg.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+            ("XDG_DATA_HOME", Some(cache.as_str())),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["outcome"]["finished"], "adopted", "{}", run.stdout);
+    assert_eq!(
+        report["outcome"]["event"]["votes"],
+        serde_json::json!({"approve": 2, "reject": 1})
+    );
+    let ballots: Vec<bool> = report["trail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["from"].as_str().unwrap().starts_with("decide/voter-"))
+        .map(|e| e["event"]["approve"].as_bool().unwrap())
+        .collect();
+    assert_eq!(ballots, [true, false, true]);
+}
