@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 use super::{Args, Interceptor, Options, llm, model, report};
 use crate::{Status, input};
 
+#[cfg(test)]
+mod tests;
+
 /// The longest compared value a tally line shows, in characters (the whole value is in `--json`).
 const SHOWN_CHARS: usize = 60;
 
