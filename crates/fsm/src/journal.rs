@@ -5,7 +5,9 @@
 //! every other line is `{"kind": "transition", ...entry}`, or `{"kind": "suspended", ...}` (a
 //! [`Suspended`] sub-FSM run waiting for a person, which the transition out of its state supersedes),
 //! or `{"kind": "remedy", "state", "remedy"}` (a meta-debugging [`Remedy`] for a state, applied for the
-//! rest of the run when it is a prompt remedy).
+//! rest of the run when it is a prompt remedy), or `{"kind": "extensions", "registry"}` (the run's
+//! schema extensions and their audit log, a [`SavedRegistry`]; the last such line wins, see
+//! [`read_extensions`]).
 //!
 //! A journal has one writer at a time: an open [`Journal`] holds an exclusive advisory lock on its
 //! file (`flock` on Unix, `LockFileEx` on Windows) until it is dropped, and opening one that another
@@ -34,6 +36,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use claij_schema::SavedRegistry;
 
 use crate::builtin::meta_debug::Remedy;
 use crate::error::Error;
@@ -146,6 +150,7 @@ enum Line {
     Transition(Entry),
     Suspended(Suspended),
     Remedy { state: String, remedy: Remedy },
+    Extensions { registry: SavedRegistry },
 }
 
 /// What a journal's bytes hold, by the torn-line rule of the module docs.
@@ -160,6 +165,8 @@ struct Scan {
     suspended: Option<Suspended>,
     /// The remedies recorded, by state, the last for a state winning.
     remedies: Vec<(String, Remedy)>,
+    /// The last schema extensions line.
+    extensions: Option<SavedRegistry>,
 }
 
 /// What resuming a journal read, for the runner.
@@ -297,6 +304,18 @@ impl Journal {
         })
     }
 
+    /// Appends the run's schema extensions and their audit log (the last line of this kind is what
+    /// [`read_extensions`] returns).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Journal`] when it cannot be written.
+    pub fn record_extensions(&mut self, registry: &SavedRegistry) -> Result<(), Error> {
+        self.write(&Line::Extensions {
+            registry: registry.clone(),
+        })
+    }
+
     /// Opens (creating it) and locks the journal of a new run, writing nothing yet: a refused or
     /// locked journal is left as it was.
     pub(crate) fn open_new(path: &Path, existing: ExistingJournal) -> Result<Self, Error> {
@@ -378,6 +397,21 @@ pub fn read(path: impl AsRef<Path>) -> Result<(Header, Vec<Entry>), Error> {
     }
 }
 
+/// The schema extensions a journal's run last recorded ([`Journal::record_extensions`]), or `None`;
+/// read as [`read`] reads.
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn read_extensions(path: impl AsRef<Path>) -> Result<Option<SavedRegistry>, Error> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| Error::Journal {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(scan(path, &bytes)?.extensions)
+}
+
 /// How long a lock that another handle holds is retried before the journal is said to be in use.
 ///
 /// A lock belongs to the open file, which a child process shares from its fork until its exec (or
@@ -423,6 +457,7 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
     let mut entries = Vec::new();
     let mut suspended = None;
     let mut remedies = Vec::new();
+    let mut extensions = None;
     let mut recorded = 0;
     let mut missing_newline = false;
     let mut start = 0;
@@ -444,9 +479,12 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         match serde_json::from_slice::<Line>(text) {
             Ok(Line::Run(h)) if header.is_none() && number == 1 => header = Some(h),
             Ok(Line::Run(_)) => return Err(corrupt(number, "a second run header".into())),
-            Ok(Line::Transition(_) | Line::Suspended(_) | Line::Remedy { .. })
-                if header.is_none() =>
-            {
+            Ok(
+                Line::Transition(_)
+                | Line::Suspended(_)
+                | Line::Remedy { .. }
+                | Line::Extensions { .. },
+            ) if header.is_none() => {
                 return Err(corrupt(number, "a transition before the run header".into()));
             }
             Ok(Line::Transition(entry)) => {
@@ -455,6 +493,7 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
             }
             Ok(Line::Suspended(s)) => suspended = Some(s),
             Ok(Line::Remedy { state, remedy }) => remedies.push((state, remedy)),
+            Ok(Line::Extensions { registry }) => extensions = Some(registry),
             // Written but not finished when the process died: the transition did not happen.
             Err(_) if !terminated => break,
             Err(e) => return Err(corrupt(number, e.to_string())),
@@ -470,5 +509,6 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         missing_newline,
         suspended,
         remedies,
+        extensions,
     })
 }

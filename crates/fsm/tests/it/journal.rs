@@ -278,3 +278,36 @@ fn reading_a_journal_a_run_has_locked_but_not_begun_says_it_is_in_use() {
         "{error}"
     );
 }
+
+#[test]
+fn the_last_extensions_line_is_the_runs_and_resume_reads_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = waiting_in_b(dir.path());
+    assert_eq!(journal::read_extensions(&path).unwrap(), None);
+    let mut registry = claij_schema::Registry::new(claij_schema::base()).unwrap();
+    let delta = json!({"properties": {"confidence": {"type": "number"}}});
+    registry
+        .add(claij_schema::SchemaDelta::new("confidence-v1", "m", delta))
+        .unwrap();
+    let (mut journal, _, _) = claij_fsm::Journal::resume(&path).unwrap();
+    journal
+        .record_extensions(
+            &claij_schema::Registry::new(claij_schema::base())
+                .unwrap()
+                .to_saved(),
+        )
+        .unwrap();
+    journal.record_extensions(&registry.to_saved()).unwrap();
+    drop(journal);
+    assert_eq!(
+        journal::read_extensions(&path).unwrap(),
+        Some(registry.to_saved())
+    );
+
+    let runner = two_people();
+    let (mut run, mut journal) = runner.resume(&path).unwrap();
+    runner
+        .provide(&mut run, json!({"id": ["b", "end"]}), Some(&mut journal))
+        .unwrap();
+    assert_eq!(steps(&run.trail.entries), ["start->a", "a->b", "b->end"]);
+}
