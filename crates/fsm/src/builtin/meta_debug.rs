@@ -175,6 +175,10 @@ pub struct Remedy {
     pub suggestion: String,
     /// The system prompt to ask with: for a prompt fix, the original with the suggestion appended.
     pub system: String,
+    /// For a schema remedy that adds fields: the schema delta (`properties`, perhaps `required`)
+    /// the diagnostic model proposes, for the proposals' approver to decide on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<Value>,
 }
 
 /// What a remedy changes.
@@ -206,7 +210,15 @@ impl Remedy {
             kind,
             suggestion: suggestion.into(),
             system: system.into(),
+            delta: None,
         }
+    }
+
+    /// The same remedy proposing the schema delta `delta`.
+    #[must_use]
+    pub fn with_delta(mut self, delta: Value) -> Self {
+        self.delta = Some(delta);
+        self
     }
 }
 
@@ -358,7 +370,8 @@ or ambiguous for it? Or can this model not follow it at all? Name the cause the 
 const SUGGEST_PROMPT: &str = "\
 Suggest one fix for the cause found. `prompt`: the suggestion is text appended verbatim to the \
 failing model's system prompt, so write it to that model. `schema`: the suggestion says how to \
-simplify the schema. `model`: the suggestion names another model or model-specific handling. Prefer a \
+change the schema, and when the change adds fields, `delta` is the partial JSON Schema to merge \
+(new `properties`, perhaps `required`), proposed to whoever approves schema changes. `model`: the suggestion names another model or model-specific handling. Prefer a \
 prompt fix when one can work: it is the only kind tried straight away.";
 
 fn failure_schema() -> Value {
@@ -401,8 +414,9 @@ fn suggestion_schema() -> Value {
         json!({
             "fix_kind": {"enum": ["prompt", "schema", "model"]},
             "suggestion": {"type": "string"},
+            "delta": {"type": "object", "description": "a schema fix's added fields, as a partial JSON Schema"},
         }),
-        &[],
+        &["delta"],
     )
 }
 
@@ -414,12 +428,13 @@ fn outcome_schema(applied: bool, fixed: bool) -> Value {
         "fix_kind": {"enum": ["prompt", "schema", "model"]},
         "suggestion": {"type": "string"},
         "system": {"type": "string"},
+        "delta": {"type": "object"},
         "error": {"type": "string"},
     });
     if !applied && let Value::Object(map) = &mut properties {
         map.remove("system");
     }
-    object(properties, &["error"])
+    object(properties, &["error", "delta"])
 }
 
 fn omitted(mut transition: Transition) -> Transition {
@@ -472,10 +487,14 @@ fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
     let suggestion = event["suggestion"].as_str().unwrap_or_default().to_owned();
     if kind != RemedyKind::Prompt {
         tracing::info!(model = %field("model"), ?kind, "fix recorded, not applied");
-        return Ok(
-            json!({"id": ["apply", "unfixed"], "diagnosed": true, "fixed": false,
-                         "applied": false, "fix_kind": kind, "suggestion": suggestion}),
-        );
+        let mut out = json!({"id": ["apply", "unfixed"], "diagnosed": true, "fixed": false,
+                             "applied": false, "fix_kind": kind, "suggestion": suggestion});
+        if let (Some(delta @ Value::Object(_)), Value::Object(map)) = (event.get("delta"), &mut out)
+            && kind == RemedyKind::Schema
+        {
+            map.insert("delta".into(), delta.clone());
+        }
+        return Ok(out);
     }
     let system = field("system");
     let system = if system.trim().is_empty() {
@@ -489,6 +508,7 @@ fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
         kind,
         suggestion,
         system,
+        delta: None,
     };
     Ok(with_id(&serde_json::to_value(fix)?, "apply", "verify"))
 }

@@ -143,11 +143,15 @@ fn remedy_of(symptom: &Symptom, event: &Value) -> Option<Remedy> {
         (RemedyKind::Prompt, Some(system)) => system.to_owned(),
         _ => symptom.system.clone(),
     };
-    Some(Remedy::new(
+    let remedy = Remedy::new(
         symptom.model.clone(),
         symptom.request.clone(),
         kind,
         suggestion,
         system,
-    ))
+    );
+    Some(match event.get("delta") {
+        Some(delta) if kind == RemedyKind::Schema => remedy.with_delta(delta.clone()),
+        _ => remedy,
+    })
 }

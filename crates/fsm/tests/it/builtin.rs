@@ -645,3 +645,60 @@ fn a_reply_without_json_is_a_symptom_with_a_root_violation() {
         .is_ok()
     );
 }
+
+/// A schema remedy is not tried: it is recorded for the state with the delta the diagnostic model
+/// proposes (for the proposals' approver), and the state bails out as it would have.
+#[test]
+fn a_schema_remedy_is_recorded_with_its_proposed_delta() {
+    let object = |key: &str| json!({"type": "object", "properties": {key: {"type": "string"}}, "required": [key]});
+    let fsm = Fsm::new(
+        serde_json::from_value(json!({
+            "id": "once",
+            "states": [
+                {"id": "ask", "action": "llm", "config": {"meta_debug": true}},
+                {"id": "end", "action": "end"},
+                {"id": "failed", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "ask"], "schema": object("topic")},
+                {"id": ["ask", "end"], "schema": object("answer")},
+                {"id": ["ask", "failed"], "schema": {"type": "object", "properties": {
+                    "error": {"type": "string"}, "bail_out": {"const": true}}, "required": ["error", "bail_out"]}}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let delta = json!({"properties": {"reply": {"type": "string"}}});
+    let failing = Scripted::replies([r#"{"reply": "4"}"#, r#"{"reply": "4"}"#]);
+    let diagnostic = Scripted::replies([
+        json!({"analysis": "it insists on `reply`"}).to_string(),
+        json!({"fix_kind": "schema", "suggestion": "accept `reply`", "delta": delta}).to_string(),
+    ]);
+    let mut config = Config::new("small-model");
+    config.max_retries = 1;
+    let runner = Runner::new(fsm)
+        .with_llm(Arc::new(failing.clone()), config)
+        .with_meta_debug(meta_debug::Diagnostics::new(
+            Arc::new(diagnostic),
+            Config::new("unused"),
+            ["big-model"],
+        ));
+    let mut run = runner.start(json!({"topic": "2 + 2"})).unwrap();
+    let (state, event) = finished(block(runner.run(&mut run, &Interrupt::new(), None)).unwrap());
+    assert_eq!(
+        (state.as_str(), &event["bail_out"]),
+        ("failed", &json!(true))
+    );
+    assert_eq!(failing.calls(), 2, "a schema remedy is not tried");
+    let remedy = &run.remedies()["ask"];
+    assert_eq!(remedy.kind, meta_debug::RemedyKind::Schema);
+    assert_eq!(remedy.delta.as_ref(), Some(&delta));
+    let unfixed = run
+        .trail
+        .entries
+        .iter()
+        .find(|e| e.to == "ask/meta-debug/unfixed")
+        .unwrap();
+    assert_eq!(unfixed.event["delta"], delta);
+}
