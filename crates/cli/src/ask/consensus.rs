@@ -84,6 +84,11 @@ pub(crate) fn models(options: &Options) -> Result<Option<Vec<String>>> {
             "--memory carries one conversation, --consensus asks several models once each: drop one"
         );
     }
+    if options.interceptors.contains(&Interceptor::Proposals) {
+        bail!(
+            "--interceptors proposals keeps approved schema extensions in a conversation (--memory), which --consensus does not keep: drop one"
+        );
+    }
     let models: Vec<String> = llm.split(',').map(|m| m.trim().to_owned()).collect();
     if models.iter().any(String::is_empty) && models.len() > 1 {
         bail!("--llm {llm} has an empty model: write --llm a,b,c");

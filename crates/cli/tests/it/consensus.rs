@@ -326,6 +326,17 @@ fn usage_errors_exit_2_before_asking() {
         "error: --memory carries one conversation, --consensus asks several models once each",
     );
     check_usage(
+        &[
+            "--llm",
+            THREE,
+            "--consensus",
+            "majority",
+            "--interceptors",
+            "proposals",
+        ],
+        "error: --interceptors proposals keeps approved schema extensions in a conversation (--memory), which --consensus does not keep",
+    );
+    check_usage(
         &["--llm", "mylocal:one,nope:two", "--consensus", "majority"],
         "error: --llm nope:two: unknown provider `nope`",
     );
