@@ -224,10 +224,11 @@ fn report_all(
     let value = winner
         .and_then(|i| replies[i].result.as_ref().ok())
         .map(|answer| &answer.value);
-    if options.json {
+    // A usage error (exit 2) leaves stdout empty, as every other one does.
+    if options.json && absent.is_empty() {
         let report = to_json(rule, replies, &tally, winner, elapsed);
         writeln!(std::io::stdout().lock(), "{report}")?;
-    } else {
+    } else if !options.json {
         let mut err = std::io::stderr().lock();
         for reply in replies {
             writeln!(err, "{}", model_line(reply))?;
@@ -303,11 +304,22 @@ fn tally_line(tally: &Tally) -> String {
     if !tally.failed.is_empty() {
         parts.push(format!("no valid answer: {}", tally.failed.join(", ")));
     }
+    // Grouped by what they lack, in the order first seen.
+    let mut lacking: Vec<(&[String], Vec<&str>)> = Vec::new();
     for missing in &tally.missing {
+        match lacking
+            .iter_mut()
+            .find(|(p, _)| *p == missing.pointers.as_slice())
+        {
+            Some((_, names)) => names.push(&missing.name),
+            None => lacking.push((&missing.pointers, vec![&missing.name])),
+        }
+    }
+    for (pointers, names) in lacking {
         parts.push(format!(
             "without {}: {}",
-            missing.pointers.join(" and "),
-            missing.name
+            pointers.join(" and "),
+            names.join(", ")
         ));
     }
     format!(

@@ -250,6 +250,30 @@ async fn a_pointer_no_answer_has_is_a_usage_error() {
         run.stderr
     );
     assert_eq!(run.stdout, "");
+    // What the answers hold is on stderr.
+    assert!(
+        run.stderr
+            .contains("without /anwser: mylocal:one, mylocal:two, mylocal:three"),
+        "{}",
+        run.stderr
+    );
+    let server = self::server([r#"{"answer": "Paris", "state": "done"}"#; 3]).await;
+    let files = self::files(&server);
+    // With --json too: nothing on stdout.
+    let run = ask(
+        &files,
+        &[
+            "--llm",
+            THREE,
+            "--consensus",
+            "majority",
+            "--on",
+            "/anwser",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
 }
 
 #[track_caller]
