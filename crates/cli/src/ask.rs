@@ -4,7 +4,7 @@
 //! pipeline (schema deltas from the interceptors, the validation-retry loop) on a current-thread
 //! runtime, save the conversation, print the value and what each attempt cost ([`report`]).
 
-mod approve;
+pub(crate) mod approve;
 mod consensus;
 pub(crate) mod llm;
 pub(crate) mod model;

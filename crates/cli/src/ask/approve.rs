@@ -339,3 +339,100 @@ pub(super) fn for_conversation(
     let proposals = proposals(&options.approve, &registry, setup)?;
     Ok((proposals, registry))
 }
+
+/// `claij fsm run|resume --interceptors proposals` and the approver flags.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct FsmFlags {
+    /// Interceptors of every `llm` state: `proposals` (a reply may propose a schema extension;
+    /// `--approve` decides; an approved one joins every state's schema from its next request, and is
+    /// recorded in the journal).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "NAME[,NAME...]")]
+    interceptors: Vec<FsmInterceptor>,
+    #[command(flatten)]
+    approve: ApproveOptions,
+}
+
+/// The interceptors `claij fsm run --interceptors` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FsmInterceptor {
+    /// Every reply may propose a schema extension.
+    Proposals,
+}
+
+/// The proposals of a run, shared by every `llm` state of the machine and its sub-FSMs.
+pub(crate) struct RunProposals {
+    /// The interceptor, for every state's chain.
+    pub proposals: Proposals,
+    registry: Arc<Mutex<Registry>>,
+    /// The registry as the run started, to write the journal only when it changed.
+    started: SavedRegistry,
+}
+
+impl FsmFlags {
+    /// The run's proposals when `--interceptors proposals` is given, over `saved` (a resumed
+    /// journal's extensions).
+    ///
+    /// # Errors
+    ///
+    /// As [`proposals`], or saved extensions that no longer compose.
+    pub(crate) fn open(
+        &self,
+        saved: Option<SavedRegistry>,
+        settings: &Settings,
+        model: &ModelOptions,
+        quiet: bool,
+    ) -> Result<Option<RunProposals>> {
+        if !self.interceptors.contains(&FsmInterceptor::Proposals) {
+            if self.approve.voters.is_empty() {
+                return Ok(None);
+            }
+            bail!("--voters is for --interceptors proposals --approve vote");
+        }
+        // Each state composes onto its own output schema; the run's registry checks a delta onto
+        // an open object, and each state's pipeline checks it again onto its schema.
+        let base = saved
+            .as_ref()
+            .map_or_else(|| json!({"type": "object"}), |s| s.base.clone());
+        let registry = registry(base, saved.as_ref(), None)?;
+        let started = lock(&registry).to_saved();
+        let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
+        let setup = Setup {
+            settings,
+            model,
+            proposer,
+            quiet,
+        };
+        let proposals = proposals(&self.approve, &registry, setup)?;
+        Ok(Some(RunProposals {
+            proposals,
+            registry,
+            started,
+        }))
+    }
+}
+
+impl RunProposals {
+    /// The chain of every `llm` state: the shared proposals interceptor (skipped, with the previous
+    /// schema, when a state's pipeline refuses a delta).
+    pub(crate) fn chain(&self) -> impl Fn() -> claij_interceptors::Chain + Send + Sync + 'static {
+        let proposals = self.proposals.clone();
+        move || {
+            claij_interceptors::Chain::new()
+                .with_policy(proposals.clone(), claij_interceptors::OnError::Skip)
+        }
+    }
+
+    /// Appends the run's extensions to the journal at `path` when they changed during the run.
+    ///
+    /// # Errors
+    ///
+    /// The journal cannot be opened or written.
+    pub(crate) fn record(&self, path: &Path) -> Result<()> {
+        let saved = lock(&self.registry).to_saved();
+        if saved == self.started {
+            return Ok(());
+        }
+        claij_fsm::Journal::append_to(path)?.record_extensions(&saved)?;
+        Ok(())
+    }
+}

@@ -27,6 +27,8 @@ pub(crate) struct Options {
     services: super::services::Flags,
     #[command(flatten)]
     meta_debug: super::meta_debug::MetaDebugFlags,
+    #[command(flatten)]
+    proposals: crate::ask::approve::FsmFlags,
     /// Stop after this many transitions (models can loop).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
@@ -60,7 +62,9 @@ pub(super) fn run(
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let runtime = runtime()?;
-    let (runner, connected) = runner_with_subs(fsm, subs, options, &runtime)?;
+    let shared = proposals(None, options)?;
+    let journal_path = journal.as_ref().map(|j| j.path.to_owned());
+    let (runner, connected) = runner_with_subs(fsm, subs, options, &runtime, shared.as_ref())?;
     let (mut run, journal) = match journal {
         Some(NewJournal { path, force }) => {
             let existing = if force {
@@ -87,6 +91,9 @@ pub(super) fn run(
     for connected in &connected {
         runtime.block_on(connected.close());
     }
+    if let (Some(shared), Some(path)) = (&shared, &journal_path) {
+        shared.record(path)?;
+    }
     status
 }
 
@@ -100,8 +107,14 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         )
     })?;
     let runtime = runtime()?;
-    let (runner, connected) =
-        runner_with_subs(Fsm::new(definition)?, &header.sub_fsms, options, &runtime)?;
+    let shared = proposals(claij_fsm::journal::read_extensions(path)?, options)?;
+    let (runner, connected) = runner_with_subs(
+        Fsm::new(definition)?,
+        &header.sub_fsms,
+        options,
+        &runtime,
+        shared.as_ref(),
+    )?;
     let (mut run, journal) = runner.resume(path)?;
     writeln!(
         std::io::stderr(),
@@ -114,7 +127,21 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     for connected in &connected {
         runtime.block_on(connected.close());
     }
+    if let Some(shared) = &shared {
+        shared.record(path)?;
+    }
     status
+}
+
+/// `--interceptors proposals`: one proposals interceptor and registry for the whole run.
+fn proposals(
+    saved: Option<claij_schema::SavedRegistry>,
+    options: &Options,
+) -> Result<Option<crate::ask::approve::RunProposals>> {
+    let settings = crate::config::Settings::load()?;
+    options
+        .proposals
+        .open(saved, &settings, &options.model, options.json)
 }
 
 /// The one runtime of a run: the MCP servers it starts live on it.
@@ -131,10 +158,14 @@ fn runner_with_subs(
     subs: &[SubDefinition],
     options: &Options,
     runtime: &tokio::runtime::Runtime,
+    shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<(Runner, Vec<Connected>)> {
     let mut connections = Vec::new();
     let runner = subfsm::build(fsm, subs, &options.meta_debug, &options.model, &mut |fsm| {
-        let (runner, connected) = runner(fsm, options, runtime)?;
+        let (mut runner, connected) = runner(fsm, options, runtime)?;
+        if let Some(shared) = shared {
+            runner = runner.with_interceptors(shared.chain());
+        }
         connections.push(connected);
         Ok(runner)
     })?;

@@ -1,5 +1,6 @@
 //! `claij schema audit FILE` and `claij schema rollback FILE EXTENSION_ID`: the schema extensions a
-//! conversation file keeps (`--memory FILE --interceptors proposals`).
+//! conversation file (`claij ask|chat --memory FILE --interceptors proposals`) or a run's journal
+//! (`claij fsm run --journal FILE --interceptors proposals`) keeps.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -14,10 +15,23 @@ use crate::input;
 /// Who the audit log says removed an extension with `claij schema rollback`.
 const ROLLED_BACK_BY: &str = "claij schema rollback";
 
+/// Whether `file` is a run's journal (its first line a run header) rather than a conversation.
+fn is_journal(file: &Path) -> Result<bool> {
+    let text = input::read_file_capped(file, input::MAX_INPUT_BYTES, "a conversation or journal")
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let first = text.lines().next().unwrap_or_default();
+    Ok(serde_json::from_str::<serde_json::Value>(first)
+        .is_ok_and(|line| line.get("kind").and_then(|k| k.as_str()) == Some("run")))
+}
+
 /// Prints the audit log of `file`, oldest first.
 pub(super) fn audit(file: &Path, json: bool) -> Result<Status> {
-    let session = Session::load(file)?;
-    let saved = session.extensions.unwrap_or_else(|| SavedRegistry {
+    let saved = if is_journal(file)? {
+        claij_fsm::journal::read_extensions(file)?
+    } else {
+        Session::load(file)?.extensions
+    };
+    let saved = saved.unwrap_or_else(|| SavedRegistry {
         base: serde_json::Value::Null,
         extensions: Vec::new(),
         audit: claij_schema::AuditLog::default(),
@@ -52,8 +66,21 @@ pub(super) fn audit(file: &Path, json: bool) -> Result<Status> {
 }
 
 /// Removes `extension_id` from the extensions of `file`, composing and checking the rest onto
-/// `schema` (default the base response schema), and writes the file back under its lock.
+/// `schema` (default the base response schema; a journal's own), and writes the file back under
+/// its lock (a journal gets a new extensions line).
 pub(super) fn rollback(file: &Path, extension_id: &str, schema: Option<&str>) -> Result<Status> {
+    if is_journal(file)? {
+        let mut journal = claij_fsm::Journal::append_to(file)?;
+        let Some(mut saved) = claij_fsm::journal::read_extensions(file)? else {
+            bail!("{}: the run has no schema extensions", file.display());
+        };
+        if let Some(path) = schema {
+            saved.base = input::read_json(path)?;
+        }
+        let registry = remove(file, saved, extension_id)?;
+        journal.record_extensions(&registry.to_saved())?;
+        return rolled_back(extension_id, &registry);
+    }
     let base = match schema {
         Some(path) => {
             let schema = input::read_json(path)?;
@@ -70,12 +97,29 @@ pub(super) fn rollback(file: &Path, extension_id: &str, schema: Option<&str>) ->
             file.display()
         );
     };
-    let mut registry = Registry::from_saved(SavedRegistry {
+    let saved = SavedRegistry {
         base,
         extensions: saved.extensions.clone(),
         audit: saved.audit.clone(),
-    })
-    .with_context(|| {
+    };
+    let registry = remove(file, saved, extension_id)?;
+    session.with_extensions(Some(&registry)).save(file)?;
+    rolled_back(extension_id, &registry)
+}
+
+/// Says what is left after a rollback.
+fn rolled_back(extension_id: &str, registry: &Registry) -> Result<Status> {
+    let remaining = registry.extensions().len();
+    writeln!(
+        std::io::stderr(),
+        "rolled back `{extension_id}`; {remaining} extension(s) still active, composed and checked"
+    )?;
+    Ok(Status::Ok)
+}
+
+/// The registry `saved` without `extension_id`, the rest composed and checked again.
+fn remove(file: &Path, saved: SavedRegistry, extension_id: &str) -> Result<Registry> {
+    let mut registry = Registry::from_saved(saved).with_context(|| {
         format!(
             "{}: the saved schema extensions do not compose with this schema",
             file.display()
@@ -99,13 +143,7 @@ pub(super) fn rollback(file: &Path, extension_id: &str, schema: Option<&str>) ->
             )
         });
     }
-    session.with_extensions(Some(&registry)).save(file)?;
-    let remaining = registry.extensions().len();
-    writeln!(
-        std::io::stderr(),
-        "rolled back `{extension_id}`; {remaining} extension(s) still active, composed and checked"
-    )?;
-    Ok(Status::Ok)
+    Ok(registry)
 }
 
 /// One audit entry: when, what, which extension, by whom; then the reason, the ballots, the delta.

@@ -326,3 +326,81 @@ fn vote_needs_voters_and_voters_need_a_vote() {
         run.stderr
     );
 }
+
+/// `draft` -> `polish` -> `end`, both `llm` states.
+const TWO_STEPS: &str = r#"{
+  "id": "two-steps",
+  "states": [
+    {"id": "draft", "action": "llm"},
+    {"id": "polish", "action": "llm"},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "draft"], "schema": {"type": "object"}},
+    {"id": ["draft", "polish"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": ["polish", "end"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+  ]
+}"#;
+
+#[tokio::test]
+async fn a_state_of_an_fsm_run_proposes_the_next_state_follows_and_the_journal_keeps_it() {
+    let server = MockServer::start().await;
+    let draft = json!({"id": ["draft", "polish"], "text": "hello",
+        "proposed_extension": {"extension_id": "confidence-v1", "reason": "to say how sure I am",
+                               "delta": confidence()}});
+    answer(&server, "smol", &draft.to_string(), Some(1)).await;
+    let polish = json!({"id": ["polish", "end"], "text": "Hello.", "confidence": 0.7});
+    answer(&server, "smol", &polish.to_string(), None).await;
+    let files = Files::new(&[("config.toml", &config(&server)), ("two.json", TWO_STEPS)]);
+    let journal = files.path("run.jsonl");
+    let run = claij(
+        &files,
+        &[
+            "fsm",
+            "run",
+            &files.path("two.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "auto",
+            "--journal",
+            &journal,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 2);
+    assert!(
+        !asked[0]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+    assert!(
+        asked[1]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+
+    let audit = claij(&files, &["schema", "audit", &journal]);
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    assert!(
+        audit
+            .stdout
+            .contains("confidence-v1  activated  (proposed by mylocal:smol)"),
+        "{}",
+        audit.stdout
+    );
+    let rollback = claij(&files, &["schema", "rollback", &journal, "confidence-v1"]);
+    assert_eq!(rollback.code, 0, "{}", rollback.stderr);
+    let audit = claij(&files, &["schema", "audit", &journal]);
+    assert!(
+        audit.stdout.contains("confidence-v1  rolled back"),
+        "{}",
+        audit.stdout
+    );
+    assert!(audit.stdout.ends_with("active: none\n"), "{}", audit.stdout);
+}
