@@ -5,8 +5,9 @@ use claij_backends::Message;
 use claij_interceptors::{Context, ErrorChain, Exhausted, Interceptor};
 use serde_json::{Value, json};
 
-use super::meta_debug::{Asked, Diagnosed};
+use super::meta_debug::{self, Asked, Diagnosed};
 use super::{Run, Runner, ServiceCall, Step, TrailMode};
+use crate::builtin::meta_debug::Symptom;
 use crate::definition::{Action, State};
 use crate::error::Error;
 use crate::interrupt::Interrupt;
@@ -87,10 +88,30 @@ impl Runner {
         // The trail holds the conversation; a suspended run need not keep a second copy.
         run.context.remove::<History>();
         match asked {
-            Ok(answer) => Ok(Step {
-                attempts: answer.attempts.iter().map(AttemptRecord::from).collect(),
-                ..Step::event(answer.value)
-            }),
+            Ok(answer) => {
+                let step = Step {
+                    attempts: answer.attempts.iter().map(AttemptRecord::from).collect(),
+                    ..Step::event(answer.value)
+                };
+                let repeated = self
+                    .meta_debug
+                    .as_ref()
+                    .filter(|d| d.watches(state) && !run.remedies.contains_key(&state.id))
+                    .and_then(|_| {
+                        meta_debug::repeated_failure(
+                            &state.id,
+                            &run.trail.entries,
+                            &answer.attempts,
+                        )
+                    });
+                match repeated {
+                    Some((failed, count)) => {
+                        self.remedy_repeated(state, step, &failed, count, Asked { history, input })
+                            .await
+                    }
+                    None => Ok(step),
+                }
+            }
             Err(claij_interceptors::Error::RetriesExhausted(exhausted))
                 if self.meta_debug.as_ref().is_some_and(|d| d.watches(state))
                     && !run.remedies.contains_key(&state.id) =>
@@ -118,7 +139,13 @@ impl Runner {
             );
         };
         let diagnosed = self
-            .diagnose(diagnostics, state, &exhausted, recipe, asked)
+            .diagnose(
+                diagnostics,
+                state,
+                Symptom::from_exhausted(recipe.config.model.clone(), &exhausted),
+                recipe,
+                asked,
+            )
             .await?;
         let mut attempts: Vec<AttemptRecord> =
             exhausted.attempts.iter().map(AttemptRecord::from).collect();
@@ -138,6 +165,38 @@ impl Runner {
                 Some(diagnosed),
             ),
         }
+    }
+
+    /// Meta-debugs a validation failure that repeats across turns of `state`, though this turn's
+    /// `step` is valid: the remedy's effect is whether the state's first attempt with it validates;
+    /// `step` goes on either way, with the meta-debug run's transitions and the remedy.
+    async fn remedy_repeated(
+        &self,
+        state: &State,
+        mut step: Step,
+        failed: &Exhausted,
+        count: usize,
+        asked: Asked,
+    ) -> Result<Step, Error> {
+        let (Some(diagnostics), Some(mut recipe)) = (&self.meta_debug, self.recipe(&state.id))
+        else {
+            return Ok(step);
+        };
+        tracing::warn!(state = %state.id, failed = count, "a validation failure repeats across turns");
+        let mut symptom = Symptom::from_exhausted(recipe.config.model.clone(), failed);
+        symptom.attempts = count;
+        // The effect to know: does the first attempt validate now?
+        recipe.config.max_retries = 0;
+        let diagnosed = self
+            .diagnose(diagnostics, state, symptom, recipe, asked)
+            .await?;
+        if let Some((_, attempts)) = diagnosed.answer {
+            // The verification's call counts, though this turn's event is already chosen.
+            step.attempts.extend(attempts);
+        }
+        step.sub_entries = Some(diagnosed.entries);
+        step.remedy = diagnosed.remedy;
+        Ok(step)
     }
 
     /// The bail-out for a model call that failed, or the error; with what meta-debugging did.

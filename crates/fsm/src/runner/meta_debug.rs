@@ -62,17 +62,16 @@ pub(super) struct Asked {
 }
 
 impl Runner {
-    /// Runs the meta-debug machine on `state`'s failure; a prompt remedy is verified by asking the
-    /// state again (`asked`) with the remedied system prompt.
+    /// Runs the meta-debug machine on `state`'s failure (`symptom`); a prompt remedy is verified by
+    /// asking the state again (`asked`) with the remedied system prompt.
     pub(super) async fn diagnose(
         &self,
         diagnostics: &Diagnostics,
         state: &State,
-        exhausted: &Exhausted,
+        symptom: Symptom,
         recipe: Recipe,
         asked: Asked,
     ) -> Result<Diagnosed, Error> {
-        let symptom = Symptom::from_exhausted(recipe.config.model.clone(), exhausted);
         let answer: Arc<Mutex<Option<Verified>>> = Arc::default();
         let slot = Arc::clone(&answer);
         let (history, input) = (Arc::new(asked.history), Arc::new(asked.input));
@@ -133,6 +132,47 @@ impl Runner {
             answer,
         })
     }
+}
+
+/// The failed attempts of `attempts` (this turn of `state`) when a violation among them (the same
+/// keyword at the same schema pointer) failed an attempt of an earlier turn of `state` too: a
+/// validation failure that repeats across turns, though each turn found a valid reply in the end.
+/// The count is of every failed attempt of the turns it repeats in.
+pub(super) fn repeated_failure(
+    state: &str,
+    trail: &[Entry],
+    attempts: &[claij_interceptors::Attempt],
+) -> Option<(Exhausted, usize)> {
+    let failed: Vec<claij_interceptors::Attempt> = attempts
+        .iter()
+        .filter(|a| a.verdict == claij_interceptors::Verdict::Invalid)
+        .cloned()
+        .collect();
+    let now: std::collections::HashSet<(&str, &str)> = failed
+        .iter()
+        .flat_map(|a| &a.violations)
+        .map(|v| (v.keyword.as_str(), v.schema_pointer.as_str()))
+        .collect();
+    let earlier: usize = trail
+        .iter()
+        .filter(|e| e.from == state)
+        .map(|e| {
+            let invalid = e
+                .attempts
+                .iter()
+                .filter(|a| a.verdict == claij_interceptors::Verdict::Invalid);
+            let repeats = invalid.clone().any(|a| {
+                a.violations
+                    .iter()
+                    .any(|v| now.contains(&(v.keyword.as_str(), v.schema_pointer.as_str())))
+            });
+            if repeats { invalid.count() } else { 0 }
+        })
+        .sum();
+    (earlier > 0).then(|| {
+        let count = earlier + failed.len();
+        (Exhausted { attempts: failed }, count)
+    })
 }
 
 /// The remedy the meta-debug run's final `event` carries, if it got as far as one.

@@ -702,3 +702,86 @@ fn a_schema_remedy_is_recorded_with_its_proposed_delta() {
         .unwrap();
     assert_eq!(unfixed.event["delta"], delta);
 }
+
+/// Every visit to `ask` fails its first attempt the same way and passes on the retry: no visit runs
+/// out of retries, but the failure repeats across turns, so the second visit is meta-debugged; the
+/// remedy's effect (the first attempt with it validates) is recorded, and the third visit is asked
+/// with it and passes at once.
+#[test]
+fn a_validation_failure_repeating_across_turns_is_meta_debugged() {
+    let remedy = "Name the field `answer`.";
+    let failing = Scripted::replies([
+        r#"{"reply": "1"}"#,
+        r#"{"answer": "1"}"#,
+        r#"{"reply": "2"}"#,
+        r#"{"answer": "2"}"#,
+        r#"{"answer": "verified"}"#,
+        r#"{"answer": "3"}"#,
+    ]);
+    let diagnostic = Scripted::replies([
+        json!({"analysis": "it starts with `reply` every time"}).to_string(),
+        json!({"fix_kind": "prompt", "suggestion": remedy}).to_string(),
+    ]);
+    let mut config = Config::new("small-model");
+    config.max_retries = 1;
+    let runner = Runner::new(twice_asked())
+        .with_llm(Arc::new(failing.clone()), config)
+        .with_meta_debug(meta_debug::Diagnostics::new(
+            Arc::new(diagnostic),
+            Config::new("unused"),
+            ["big-model"],
+        ))
+        .with_service(
+            "again",
+            claij_fsm::service_fn(|call| {
+                let asked = call
+                    .trail
+                    .entries
+                    .iter()
+                    .filter(|e| e.from == "ask")
+                    .count();
+                Ok(if asked < 3 {
+                    json!({"id": ["again", "ask"], "topic": "more"})
+                } else {
+                    json!({"id": ["again", "end"], "answer": call.event["answer"]})
+                })
+            }),
+        );
+    let mut run = runner.start(json!({"topic": "count"})).unwrap();
+    let (state, event) = finished(block(runner.run(&mut run, &Interrupt::new(), None)).unwrap());
+    assert_eq!((state.as_str(), &event["answer"]), ("end", &json!("3")));
+    let answers: Vec<&Value> = run
+        .trail
+        .entries
+        .iter()
+        .filter(|e| e.from == "ask")
+        .map(|e| &e.event["answer"])
+        .collect();
+    assert_eq!(answers, [&json!("1"), &json!("2"), &json!("3")]);
+    let fixed = run
+        .trail
+        .entries
+        .iter()
+        .position(|e| e.to == "ask/meta-debug/fixed")
+        .expect("the verification validated");
+    let second = run
+        .trail
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.from == "ask")
+        .map(|(i, _)| i)
+        .nth(1)
+        .unwrap();
+    assert_eq!(fixed + 1, second, "diagnosed on the second visit");
+    let systems: Vec<String> = failing
+        .requests()
+        .iter()
+        .map(|r| r.system.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(systems.len(), 6);
+    assert!(systems[..4].iter().all(|s| !s.contains(remedy)));
+    assert!(systems[4].ends_with(remedy) && systems[5].ends_with(remedy));
+    let third = run.trail.entries.iter().rfind(|e| e.from == "ask").unwrap();
+    assert_eq!(third.attempts.len(), 1, "valid at once with the remedy");
+}
