@@ -404,3 +404,127 @@ async fn a_state_of_an_fsm_run_proposes_the_next_state_follows_and_the_journal_k
     );
     assert!(audit.stdout.ends_with("active: none\n"), "{}", audit.stdout);
 }
+
+#[tokio::test]
+async fn chat_turns_share_the_registry_an_approval_joins() {
+    let server = MockServer::start().await;
+    answer(&server, "smol", &proposal(), Some(1)).await;
+    let rome = json!({"answer": "Rome", "state": "answered", "confidence": 0.8});
+    answer(&server, "smol", &rome.to_string(), None).await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let config = files.path("config.toml");
+    let cache = files.path("cache");
+    let run = claij_env(
+        &[
+            "chat",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "auto",
+        ],
+        "Capital of France?\nCapital of Italy?\n/quit\n",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 2, "{}", run.stderr);
+    assert!(
+        asked[1]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+}
+
+/// `claij ARGS` on a pseudo-terminal (python3's `pty`) that answers `answer` once `prompt` shows;
+/// everything shown and the exit code.
+fn on_a_terminal_answering(
+    args: &[&str],
+    env: &[(&str, &str)],
+    prompt: &str,
+    answer: &str,
+) -> (String, i32) {
+    const DRIVER: &str = r#"
+import os, pty, sys
+prompt, answer = sys.argv[1].encode(), sys.argv[2].encode()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[3], sys.argv[3:])
+chunks, answered = [], False
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    chunks.append(data)
+    if not answered and prompt in b"".join(chunks):
+        os.write(fd, answer)
+        answered = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(b"".join(chunks).decode("utf-8", "replace"))
+sys.stdout.write("\nEXIT %d\n" % os.waitstatus_to_exitcode(status))
+"#;
+    let output = std::process::Command::new("python3")
+        .args(["-c", DRIVER, prompt, answer, env!("CARGO_BIN_EXE_claij")])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n");
+    let (text, code) = text.rsplit_once("\nEXIT ").unwrap();
+    (text.to_owned(), code.trim().parse().unwrap())
+}
+
+#[tokio::test]
+async fn approve_ask_shows_the_delta_on_a_terminal_and_takes_yes() {
+    let server = MockServer::start().await;
+    answer(&server, "smol", &proposal(), None).await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let (config, cache, memory) = (
+        files.path("config.toml"),
+        files.path("cache"),
+        files.path("conversation.json"),
+    );
+    let (shown, code) = on_a_terminal_answering(
+        &[
+            "ask",
+            "Capital of France?",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--memory",
+            &memory,
+        ],
+        &[("CLAIJ_CONFIG", &config), ("XDG_CACHE_HOME", &cache)],
+        "Accept? [y/N]",
+        "y\n",
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains(
+            "The model proposes the schema extension `confidence-v1`: to say how sure I am"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("\"confidence\": {"),
+        "the delta is shown: {shown}"
+    );
+    let saved = file(&files, "conversation.json");
+    assert_eq!(
+        saved["extensions"]["active"][0]["extension_id"],
+        "confidence-v1"
+    );
+}
