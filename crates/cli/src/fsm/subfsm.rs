@@ -57,6 +57,12 @@ fn load_in(
     let mut subs = Vec::new();
     let mut seen = HashSet::new();
     for (i, state) in definition.states.iter().enumerate() {
+        if let Some(problem) = builtin_problem(state, i) {
+            return Ok(Err(DefinitionError {
+                fsm: definition.id.clone(),
+                problems: vec![problem],
+            }));
+        }
         let Some(name) = file_named(state) else {
             continue;
         };
@@ -112,6 +118,32 @@ fn load_in(
     Ok(Ok(subs))
 }
 
+/// The config key naming the models of built-in `name`: voters for the vote, diagnostic models for
+/// meta-debugging.
+fn models_key(name: &str) -> &'static str {
+    if name == vote::ID { "voters" } else { "models" }
+}
+
+/// What is wrong with the configuration of a state (at `/states/{index}`) running a built-in: it
+/// must name its models.
+fn builtin_problem(state: &State, index: usize) -> Option<Problem> {
+    let name = state
+        .config_str("fsm")
+        .filter(|name| state.action == Action::Fsm && BUILTIN.contains(name))?;
+    let key = models_key(name);
+    let named = state
+        .config
+        .get(key)
+        .and_then(Value::as_array)
+        .is_some_and(|list| !list.is_empty() && list.iter().all(Value::is_string));
+    (!named).then(|| Problem {
+        pointer: format!("/states/{index}/config/{key}"),
+        message: format!(
+            "the `{name}` sub-FSM needs its models, as `--llm` names them: {{\"{key}\": [\"LLM\", ...]}}"
+        ),
+    })
+}
+
 /// The file an `fsm` state names, if it names one (not a built-in).
 fn file_named(state: &State) -> Option<&str> {
     let name = state.config_str("fsm")?;
@@ -131,26 +163,23 @@ pub(super) struct Builtins<'a> {
 impl Builtins<'_> {
     /// The built-in `name` as `state` (at `/states/{index}`) configures it.
     fn runner(&self, name: &str, state: &State, index: usize) -> Result<Runner> {
-        let models = |key: &str| -> Result<Vec<String>> {
+        if let Some(problem) = builtin_problem(state, index) {
+            return Err(anyhow!("{}: {}", problem.pointer, problem.message));
+        }
+        let models = |key: &str| -> Vec<String> {
             let list = state.config.get(key).and_then(Value::as_array);
-            let names: Option<Vec<String>> = list.map(|l| {
+            list.map(|l| {
                 l.iter()
                     .filter_map(|v| v.as_str().map(str::to_owned))
                     .collect()
-            });
-            names.filter(|n| !n.is_empty()).ok_or_else(|| {
-                anyhow!(
-                    "/states/{index}/config/{key}: the `{name}` sub-FSM of state `{}` needs its \
-                     models, as `--llm` names them: {{\"{key}\": [\"LLM\", ...]}}",
-                    state.id
-                )
             })
+            .unwrap_or_default()
         };
         let config = self
             .options
             .config(String::new(), &self.settings.defaults, None);
         if name == vote::ID {
-            let (routed, voters) = open_models(&models("voters")?, self.settings)?;
+            let (routed, voters) = open_models(&models(models_key(name)), self.settings)?;
             let voters: Vec<&str> = voters.iter().map(String::as_str).collect();
             return Ok(vote::runner(
                 Arc::new(routed),
@@ -159,7 +188,7 @@ impl Builtins<'_> {
                 Arc::clone(&self.registry),
             )?);
         }
-        let (routed, diagnostic) = open_models(&models("models")?, self.settings)?;
+        let (routed, diagnostic) = open_models(&models(models_key(name)), self.settings)?;
         let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
         // A remedy is tried by asking the failing state again, which only a run watching that
         // state can do (`--meta-debug`, `config.meta_debug`); here its remedy is recorded.

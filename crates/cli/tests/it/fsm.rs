@@ -912,3 +912,26 @@ async fn the_built_in_vote_runs_as_a_sub_fsm_with_the_configured_voters() {
         .collect();
     assert_eq!(ballots, [true, false, true]);
 }
+
+/// A state running a built-in sub-FSM names its models: `validate` and `run` say where one does
+/// not (exit 1), before any model is opened.
+#[test]
+fn a_built_in_sub_fsm_without_its_models_is_a_load_error() {
+    let files = Files::new(&[(
+        "adoption.json",
+        &ADOPTION.replace(r#""voters""#, r#""voter""#),
+    )]);
+    let file = files.path("adoption.json");
+    for args in [
+        vec!["fsm", "validate", file.as_str()],
+        vec!["fsm", "run", file.as_str(), "--input", "{}"],
+    ] {
+        let run = claij(&args, "");
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_eq!(
+            run.stdout,
+            "/states/0/config/voters: the `vote` sub-FSM needs its models, as `--llm` names them: \
+             {\"voters\": [\"LLM\", ...]}\n"
+        );
+    }
+}
