@@ -419,3 +419,89 @@ async fn each_state_asks_the_model_its_config_names_through_the_aliases_and_prov
     );
     assert_one_line_error(&run, 2, "/states/1/config/model: ");
 }
+
+mod local_model {
+    //! The tool loop with the embedded model: the mechanics, on the real filesystem server.
+
+    use serde_json::{Value, json};
+
+    use super::{Files, claij_env, example, result_text, trail};
+
+    /// `claij fsm run examples/fsm/tool-loop.json --llm local`: the grammar lets the 135M model
+    /// write only a call to the project's one tool with arguments of its schema; the real server
+    /// reads the file and the model answers. The file is named `...` (the request says so), the
+    /// path the small model writes: what is tested is the loop, not the model's choice of path.
+    #[test]
+    fn the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content() {
+        let test = "the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content";
+        let Some(model) =
+            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+        else {
+            return;
+        };
+        let Some(servers) = super::super::mcp::servers(test) else {
+            return;
+        };
+        let files = Files::new(&[("...", "the launch code is 7-4-1")]);
+        let root = std::fs::canonicalize(&files.0).unwrap();
+        let fs =
+            servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+        let config = format!(
+            "[mcpServers.fs]\ncommand = \"node\"\nargs = [{:?}, {:?}]\n\n[projects.reader]\nservices = [\"fs\"]\ntools = [\"fs.read_text_file\"]\n",
+            fs.display().to_string(),
+            root.display().to_string()
+        );
+        std::fs::write(root.join("config.toml"), config).unwrap();
+        let config = files.path("config.toml");
+        let model = model.to_string_lossy().into_owned();
+        let run = claij_env(
+            &[
+                "fsm",
+                "run",
+                &example("tool-loop"),
+                "--input",
+                r#"{"request": "Read the file named ... and tell me what it says"}"#,
+                "--llm",
+                "local",
+                "--model-path",
+                &model,
+                "--project",
+                "reader",
+                "--max-tokens",
+                "120",
+                "--max-transitions",
+                "6",
+                "--threads",
+                "1",
+            ],
+            "",
+            &[("CLAIJ_CONFIG", Some(config.as_str()))],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let trail = trail(&run.stdout);
+        let call = &trail[1];
+        assert_eq!(
+            call["event"]["message"]["params"]["name"],
+            json!("fs.read_text_file"),
+            "{call}"
+        );
+        assert!(
+            call["model"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("local:")),
+            "{call}"
+        );
+        let read = trail
+            .iter()
+            .find(|e| e["from"] == "servicing")
+            .unwrap_or_else(|| panic!("no tool result: {}", run.stdout));
+        assert_eq!(result_text(read), "the launch code is 7-4-1");
+        let last: &Value = trail.last().unwrap();
+        assert_eq!(
+            (&last["from"], &last["to"]),
+            (&json!("llm"), &json!("end")),
+            "{}",
+            run.stderr
+        );
+    }
+}
