@@ -83,6 +83,9 @@ pub(crate) struct Settings {
     aliases: BTreeMap<String, Alias>,
     /// `[defaults]`.
     pub defaults: Defaults,
+    /// `[proposals] voters`: who votes on a proposed schema extension (`--approve vote` without
+    /// `--voters`), each checked when the file is read.
+    pub voters: Vec<String>,
     /// `mcpServers` and `projects`, when the file has servers.
     pub mcp: Option<McpConfig>,
     /// Providers of the user's own (`kind = "openai-compatible"`), by name.
@@ -195,6 +198,7 @@ impl Default for Settings {
             providers,
             aliases,
             defaults: Defaults::default(),
+            voters: Vec::new(),
             mcp: None,
             compatible: BTreeMap::new(),
         }
@@ -255,11 +259,12 @@ impl Settings {
                 "providers" => {}
                 "aliases" => config.read_aliases(value, &fail)?,
                 "defaults" => config.read_defaults(value, &fail)?,
+                "proposals" => config.read_proposals(value, &fail)?,
                 "mcpServers" | "projects" | "roots" => {}
                 other => {
                     return Err(fail(
                         &[other],
-                        "unknown key (expected providers, aliases, defaults, mcpServers, projects or roots)",
+                        "unknown key (expected providers, aliases, defaults, proposals, mcpServers, projects or roots)",
                     ));
                 }
             }
@@ -467,6 +472,25 @@ impl Settings {
             let overrides = BUILTIN_ALIASES.iter().any(|(n, _)| n == name);
             let origin = Origin::File { overrides };
             self.aliases.insert(name.clone(), Alias { llm, origin });
+        }
+        Ok(())
+    }
+
+    /// `[proposals]`: `voters`, a list of models as `--llm` takes them.
+    fn read_proposals(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
+        for (key, value) in as_table(value, &["proposals"], fail)? {
+            let keys = ["proposals", key.as_str()];
+            if key != "voters" {
+                return Err(fail(&keys, "unknown key (expected voters)"));
+            }
+            let Value::Array(voters) = value else {
+                return Err(fail(&keys, "expected a list of models"));
+            };
+            for voter in voters {
+                let voter = as_str(voter, &keys, fail)?;
+                self.resolve(voter).map_err(|e| fail(&keys, &e))?;
+                self.voters.push(voter.to_owned());
+            }
         }
         Ok(())
     }

@@ -33,7 +33,7 @@ pub(crate) struct ApproveOptions {
     #[arg(long, value_enum, value_name = "WHO", default_value = "ask")]
     pub(crate) approve: Approve,
     /// With `--approve vote`: the voter models, comma-separated, each as `--llm` takes it (an
-    /// alias, `local` or `provider:model`).
+    /// alias, `local` or `provider:model`); default the configuration's `[proposals] voters`.
     #[arg(long, value_delimiter = ',', value_name = "LLM[,LLM...]")]
     pub(crate) voters: Vec<String>,
 }
@@ -89,7 +89,12 @@ pub(crate) fn proposals(
             registry,
         ),
         Approve::Vote => {
-            let vote = Vote::open(&options.voters, &setup, Arc::clone(&registry))?;
+            let voters = if options.voters.is_empty() {
+                &setup.settings.voters
+            } else {
+                &options.voters
+            };
+            let vote = Vote::open(voters, &setup, Arc::clone(&registry))?;
             Proposals::with_registry(vote, registry)
         }
     };
@@ -187,7 +192,10 @@ struct Voter {
 impl Vote {
     fn open(names: &[String], setup: &Setup<'_>, registry: Arc<Mutex<Registry>>) -> Result<Self> {
         if names.is_empty() {
-            bail!("--approve vote needs voters: --voters a,b,c (each as --llm takes it)");
+            bail!(
+                "--approve vote needs voters: --voters a,b,c (each as --llm takes it), or \
+                 `voters = [...]` under [proposals] in the configuration"
+            );
         }
         let voters = names
             .iter()

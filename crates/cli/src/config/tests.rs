@@ -239,7 +239,7 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "model = \"x\"\n",
-        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, mcpServers, projects or roots)",
+        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, proposals, mcpServers, projects or roots)",
     );
     check_error(
         "[mcpServers.fs]\nargs = [\"x\"]\n",
@@ -487,4 +487,25 @@ proptest::proptest! {
             let _ = show::to_json(&config, &is_set);
         }
     }
+}
+
+#[test]
+fn proposals_voters_are_checked_when_read() {
+    let config = parse("[proposals]\nvoters = [\"local\", \"openai:gpt-5\"]\n");
+    assert_eq!(config.voters, ["local", "openai:gpt-5"]);
+    check_error(
+        "[proposals]\nvoters = \"local\"\n",
+        "/etc/claij.toml:2: proposals.voters: expected a list of models",
+    );
+    check_error(
+        "[proposals]\nvoters = [\"nobody:x\"]\n",
+        &format!(
+            "/etc/claij.toml:2: proposals.voters: {}",
+            parse("").resolve("nobody:x").unwrap_err()
+        ),
+    );
+    check_error(
+        "[proposals]\nquorum = 2\n",
+        "/etc/claij.toml:2: proposals.quorum: unknown key (expected voters)",
+    );
 }

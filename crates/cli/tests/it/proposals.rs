@@ -528,3 +528,36 @@ async fn approve_ask_shows_the_delta_on_a_terminal_and_takes_yes() {
         "confidence-v1"
     );
 }
+
+#[tokio::test]
+async fn the_configurations_voters_vote_when_the_flags_name_none() {
+    let server = MockServer::start().await;
+    answer(&server, "smol", &proposal(), None).await;
+    answer(&server, "voter-a", &ballot(false, "not needed"), None).await;
+    let config = format!(
+        "{}\n[proposals]\nvoters = [\"mylocal:voter-a\"]\n",
+        config(&server)
+    );
+    let files = Files::new(&[("config.toml", &config)]);
+    let run = claij(
+        &files,
+        &[
+            "ask",
+            "Hi",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "vote",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("vote on the schema extension `confidence-v1`: 0 for, 1 against: rejected"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(bodies(&server, "voter-a").await.len(), 1);
+}
