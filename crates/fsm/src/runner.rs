@@ -369,7 +369,11 @@ impl Runner {
                 Some(Box::new(self.restore(&suspended).ok_or_else(|| {
                     corrupt(format!("no sub-FSM runs state `{}`", run.state))
                 })?));
-            run.status = suspended.status;
+            // Given its input but not yet run on, the sub-FSM run makes the parent's state run again.
+            run.status = match suspended.status {
+                Status::Waiting => Status::Waiting,
+                _ => Status::Running,
+            };
         }
         Ok((run, journal))
     }

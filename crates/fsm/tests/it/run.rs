@@ -396,6 +396,12 @@ fn a_sub_fsm_waiting_for_a_person_suspends_the_parent_until_resumed() {
     runner
         .provide(&mut run, json!({"decision": "yes"}), Some(&mut journal))
         .unwrap();
+    // Killed between the input and the sub-FSM's next step: the journal has the input.
+    drop(journal);
+    let runner = parent();
+    let (mut run, mut journal) = runner.resume(&journal_path).unwrap();
+    assert_eq!(run.status, Status::Running);
+    assert_eq!(run.suspended().map(|s| s.state.as_str()), Some("end"));
     let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
     assert_eq!(
         outcome,
