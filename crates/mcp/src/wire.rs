@@ -92,9 +92,43 @@ impl Connection {
         let (running, child) = match config {
             ServerConfig::Stdio(stdio) => {
                 let (transport, child) = spawn::spawn(server, stdio, Arc::clone(&limit))?;
-                let running =
-                    handshake(server, options, handler, transport, lifecycle, &child).await?;
-                (running, Some(child))
+                let auto = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
+                match handshake(
+                    server,
+                    options,
+                    handler.clone(),
+                    transport,
+                    lifecycle,
+                    &child,
+                )
+                .await
+                {
+                    Ok(running) => (running, Some(child)),
+                    // The discovery probe timed out (rmcp waits 10 s) and its answer came during
+                    // the fallback `initialize`: a slow start, not a broken server. A new process
+                    // started with `initialize` alone skips the probe.
+                    Err(Failed {
+                        stale_probe: true, ..
+                    }) if auto => {
+                        warn!(
+                            server,
+                            "the server answered the discovery probe too late; starting it again with initialize"
+                        );
+                        let (transport, child) = spawn::spawn(server, stdio, Arc::clone(&limit))?;
+                        let running = handshake(
+                            server,
+                            options,
+                            handler,
+                            transport,
+                            ClientLifecycleMode::Initialize,
+                            &child,
+                        )
+                        .await
+                        .map_err(|failed| failed.error)?;
+                        (running, Some(child))
+                    }
+                    Err(failed) => return Err(failed.error),
+                }
             }
             #[cfg(feature = "http")]
             ServerConfig::Http(http) => {
@@ -552,6 +586,13 @@ fn lifecycle(start: StartMode) -> ClientLifecycleMode {
     }
 }
 
+/// A failed handshake with a stdio server (its process group killed).
+struct Failed {
+    error: Error,
+    /// The answer to the discovery probe came after rmcp had given up on it and sent `initialize`.
+    stale_probe: bool,
+}
+
 async fn handshake(
     server: &str,
     options: &ClientOptions,
@@ -559,7 +600,7 @@ async fn handshake(
     transport: spawn::StdioTransport,
     lifecycle: ClientLifecycleMode,
     child: &spawn::ChildGuard,
-) -> Result<RunningService<RoleClient, handler::Handler>, Error> {
+) -> Result<RunningService<RoleClient, handler::Handler>, Failed> {
     match tokio::time::timeout(
         options.connect_timeout,
         handler.serve_with_lifecycle(transport, lifecycle),
@@ -569,21 +610,31 @@ async fn handshake(
         Ok(Ok(running)) => Ok(running),
         Ok(Err(err)) => {
             child.kill_group();
+            let stale_probe = matches!(
+                err,
+                rmcp::service::ClientInitializeError::ConflictInitResponseId(..)
+            );
             let mut message = tidy(&err.to_string());
             if let Some(tail) = child.stderr_tail().last() {
                 message.push_str(&format!(" (last stderr line: {tail})"));
             }
-            Err(Error::Handshake {
-                server: server.to_owned(),
-                message,
+            Err(Failed {
+                error: Error::Handshake {
+                    server: server.to_owned(),
+                    message,
+                },
+                stale_probe,
             })
         }
         Err(_) => {
             child.kill_group();
-            Err(Error::Timeout {
-                server: server.to_owned(),
-                method: "initialize".to_owned(),
-                after: options.connect_timeout,
+            Err(Failed {
+                error: Error::Timeout {
+                    server: server.to_owned(),
+                    method: "initialize".to_owned(),
+                    after: options.connect_timeout,
+                },
+                stale_probe: false,
             })
         }
     }

@@ -10,3 +10,4 @@ mod limits;
 mod resources;
 mod sampling;
 mod servers;
+mod slow_start;
