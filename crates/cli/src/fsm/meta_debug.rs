@@ -1,6 +1,6 @@
 //! Meta-debugging for `claij fsm run|resume`: `--meta-debug[=LLM,...]` (or a state's
-//! `config.meta_debug`) diagnoses an `llm` state that runs out of retries with other models, resolved
-//! as `--llm` resolves one; without a list, the models the compatibility matrix measured passing
+//! `config.meta_debug`) diagnoses an `llm` state that runs out of retries, or whose validation
+//! failure repeats across turns, with other models, resolved as `--llm` resolves one; without a list, the models the compatibility matrix measured passing
 //! every test. The models are served by one [`Routed`] backend, by model name.
 
 use std::collections::BTreeMap;
@@ -17,8 +17,9 @@ use crate::config::Settings;
 /// `--meta-debug`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct MetaDebugFlags {
-    /// Diagnose every `llm` state that runs out of retries with another model (a prompt remedy is
-    /// tried at once and kept for the rest of the run): the models listed (aliases or
+    /// Diagnose every `llm` state that runs out of retries, or whose validation failure repeats
+    /// across turns, with another model (a prompt remedy is tried at once and kept for the rest of
+    /// the run, and the journal): the models listed (aliases or
     /// `provider:model`, as `--llm`), else those the compatibility matrix measured passing every
     /// test. A state's `config.meta_debug: true` enables it for that state alone.
     #[arg(long = "meta-debug", value_name = "LLM,...", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
