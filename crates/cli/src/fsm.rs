@@ -10,9 +10,11 @@ use crate::Status;
 use crate::input;
 
 mod meta_debug;
-mod models;
+pub(crate) mod models;
 mod run;
 mod services;
+
+pub(crate) use run::print_transition;
 mod subfsm;
 
 /// `claij fsm` subcommands.

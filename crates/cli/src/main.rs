@@ -96,6 +96,7 @@ fn main() -> ExitCode {
         Command::Ask(args) => args.threads(),
         Command::Chat(args) => args.threads(),
         Command::Fsm(cmd) => cmd.threads(),
+        Command::Mcp(cmd) => cmd.threads(),
         Command::Suite(cmd) => cmd.threads(),
         _ => None,
     };

@@ -1,4 +1,5 @@
-//! `claij mcp list|call`: the MCP servers of a configuration file, their tools, and one call.
+//! `claij mcp list|call|chat`: the MCP servers of a configuration file, their tools, one call, and
+//! the MCP FSM over them ([`chat`]).
 //!
 //! SIGINT and SIGTERM stop the servers (each runs in its own process group, which a signal to claij
 //! does not reach) before claij exits 130 or 143.
@@ -9,11 +10,14 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_mcp::{
-    BackendSampler, CallFailure, CallOutcome, ClientOptions, Hooks, McpConfig, Services,
+    BackendSampler, CallFailure, CallOutcome, ClientOptions, ElicitationQueue, Hooks, McpConfig,
+    Services,
 };
 use serde_json::{Value, json};
 
 use crate::Status;
+
+mod chat;
 
 /// The configuration file used when `--config` is not given (the name other MCP clients use).
 const DEFAULT_CONFIG: &str = ".mcp.json";
@@ -53,6 +57,21 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The MCP FSM over the configured servers, a request a line: a model calls their tools until it
+    /// answers (each transition on stderr, each answer on stdout; exit 0, 1 when a request found no
+    /// valid answer, 2 configuration or start-up error, 130/143 SIGINT or SIGTERM). On a terminal a
+    /// person answers the servers' questions (MCP elicitation); without one, they are declined.
+    Chat(chat::Args),
+}
+
+impl Command {
+    /// `--threads` of `chat`, which `main` applies before any thread starts.
+    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
+        match self {
+            Command::Chat(args) => args.threads(),
+            _ => None,
+        }
+    }
 }
 
 /// Options shared by the `mcp` subcommands.
@@ -99,6 +118,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                 };
                 call.run(common, &mut signals).await
             }
+            Command::Chat(args) => chat::run(args, &mut signals).await,
         }
     })
 }
@@ -161,7 +181,7 @@ async fn or_signal<T>(
 
 async fn list(common: &Common, json: bool, signals: &mut Signals) -> Result<Status> {
     let connected = tokio::select! {
-        connected = connect(common, None, None) => connected?,
+        connected = connect(common, None, None, None) => connected?,
         status = signals.recv() => return Ok(status),
     };
     let (config, services) = connected;
@@ -246,7 +266,7 @@ impl Call<'_> {
             .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
         // Only the named server is started.
         let connected = tokio::select! {
-            connected = connect(common, Some(server), self.max_message_bytes) => connected?,
+            connected = connect(common, Some(server), self.max_message_bytes, None) => connected?,
             status = signals.recv() => return Ok(status),
         };
         let (_, services) = connected;
@@ -319,11 +339,12 @@ impl Call<'_> {
 }
 
 /// Reads the configuration and starts its servers (only `only`, when given), seen through the
-/// project when one is named.
+/// project when one is named; `elicitor` takes the servers' questions (without it they are declined).
 async fn connect(
     common: &Common,
     only: Option<&str>,
     max_message_bytes: Option<usize>,
+    elicitor: Option<ElicitationQueue>,
 ) -> Result<(McpConfig, Services)> {
     let path = common
         .config
@@ -371,6 +392,9 @@ async fn connect(
         let opened =
             crate::ask::llm::open(Some(llm.as_str()), None, &crate::config::Settings::load()?)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
+    }
+    if let Some(elicitor) = elicitor {
+        hooks = hooks.with_elicitor(elicitor);
     }
     let options = ClientOptions::default().with_hooks(config.hooks(hooks));
     let services = Services::connect(&selected, options).await?;

@@ -15,7 +15,7 @@ use crate::ask::{ModelOptions, llm, model};
 use crate::config::Settings;
 
 /// An opened model and the pipeline configuration to call it with.
-pub(super) struct Opened {
+pub(crate) struct Opened {
     pub backend: Arc<dyn Backend>,
     pub config: Config,
 }
@@ -23,7 +23,7 @@ pub(super) struct Opened {
 /// Opens `llm` (an alias, `local` or `provider:model`; `None` for the default choice) with the
 /// model options and the configuration's defaults, saying on stderr what was chosen when `--llm`
 /// did not say.
-pub(super) fn open(
+pub(crate) fn open(
     llm: Option<&str>,
     options: &ModelOptions,
     settings: &Settings,

@@ -329,7 +329,8 @@ fn read_input(state: &str) -> Result<Option<Value>> {
         .with_context(|| format!("input for state `{state}` is not JSON"))
 }
 
-fn print_transition(entry: &Entry) -> Result<()> {
+/// `from -> to (n attempts): event` on stderr, the event cut at 160 characters.
+pub(crate) fn print_transition(entry: &Entry) -> Result<()> {
     let mut event = entry.event.to_string();
     if event.chars().count() > 160 {
         event = format!("{}...", event.chars().take(160).collect::<String>());

@@ -533,3 +533,87 @@ fn sigterm_and_sigint_stop_the_servers_before_claij_exits() {
     signal_mid_call(&dir, "TERM", 143);
     signal_mid_call(&dir, "INT", 130);
 }
+
+/// `claij mcp chat`, a scripted model over the OpenAI wire: each line a request through the MCP FSM
+/// over the real everything server; without a terminal the clients offer no elicitation, so the
+/// server hides its elicitation tool and a call to it is refused by the call's schema (a retry).
+#[tokio::test]
+async fn chat_runs_the_mcp_fsm_a_request_a_line_and_declines_elicitation_without_a_terminal() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let Some(dir) = servers("chat") else { return };
+    let server = MockServer::start().await;
+    let call = |id: u32, name: &str, arguments: Value| {
+        json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": id,
+            "method": "tools/call", "params": {"name": name, "arguments": arguments}}})
+        .to_string()
+    };
+    let end = |text: &str| {
+        json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": text}]}})
+            .to_string()
+    };
+    let replies = [
+        call(1, "everything.echo", json!({"message": "hello"})),
+        end("the server said: Echo: hello"),
+        call(2, "everything.trigger-elicitation-request", json!({})),
+        end("no one could be asked"),
+    ];
+    for reply in &replies {
+        Mock::given(method("POST"))
+            .and(path(super::openrouter::CHAT))
+            .respond_with(super::openrouter::reply(reply))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let f = Files::new(&[
+        ("mcp.json", &config(&dir)),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let settings = f.path("config.toml");
+    let run = super::claij_env(
+        &[
+            "mcp",
+            "chat",
+            "--config",
+            &f.path("mcp.json"),
+            "--llm",
+            "openrouter:test/model",
+            "--mode",
+            "prompted",
+        ],
+        "say hello through echo\n\nask me something\n",
+        &[
+            ("CLAIJ_CONFIG", Some(settings.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-mcp-chat")),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "the server said: Echo: hello\nno one could be asked\n"
+    );
+    assert!(
+        run.stderr.contains("servicing -> llm: ") && run.stderr.contains("Echo: hello"),
+        "{}",
+        run.stderr
+    );
+    let requests = server.received_requests().await.unwrap();
+    let body = |i: usize| String::from_utf8_lossy(&requests[i].body).into_owned();
+    assert!(body(0).contains("everything.echo"), "{}", body(0));
+    assert!(
+        !body(0).contains("trigger-elicitation-request"),
+        "no elicitation offered, no such tool listed: {}",
+        body(0)
+    );
+    assert!(body(1).contains("Echo: hello"), "the model saw the result");
+    // The call's schema names only the tools there are: a call to the hidden one is refused
+    // before it is sent, and the model is asked again.
+    assert!(
+        body(3).contains("failed schema validation") && body(3).contains("/message"),
+        "{}",
+        body(3)
+    );
+}
