@@ -732,17 +732,20 @@ fn sub_fsm_files_that_refer_back_are_a_load_error_naming_the_chain() {
     }
 }
 
-/// `--meta-debug=LLM`: the run's model (`mylocal:small`) never names its field right until its
-/// prompt says how; after its retries, the diagnostic model (`mylocal:big`, on the same
-/// OpenAI-compatible server) analyses the failure and suggests a prompt remedy, the state is asked
-/// again with it and its valid answer ends the run; the remedy and its effect are in the trail and
-/// the journal.
-#[tokio::test]
-async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied() {
+/// The remedy the diagnostic model suggests in the meta-debug tests.
+const REMEDY: &str = "Name the field answer, not reply.";
+
+/// `claij fsm run` of [`ONE_QUESTION`] with `mylocal:small`, one retry and `meta_debug` (the flag),
+/// the compatibility matrix `matrix` in the data directory when given, against an OpenAI-compatible
+/// server where `small` names its field right only once told how, and `big` diagnoses: the run and
+/// its journal's lines.
+async fn run_meta_debugged(
+    meta_debug: &str,
+    matrix: Option<serde_json::Value>,
+) -> (super::Run, Vec<serde_json::Value>) {
     use wiremock::matchers::{body_partial_json, body_string_contains, method, path};
     use wiremock::{Mock, MockServer};
 
-    const REMEDY: &str = "Name the field answer, not reply.";
     let server = MockServer::start().await;
     let chat = || Mock::given(method("POST")).and(path("/v1/chat/completions"));
     chat()
@@ -783,11 +786,20 @@ async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied()
         server.uri()
     );
     let files = Files::new(&[("one.json", ONE_QUESTION), ("config.toml", &config)]);
-    let (cfg, cache, journal) = (
+    let (cfg, cache, data, journal) = (
         files.path("config.toml"),
         files.path("cache"),
+        files.path("data"),
         files.path("run.jsonl"),
     );
+    if let Some(matrix) = matrix {
+        std::fs::create_dir_all(files.path("data/claij")).unwrap();
+        std::fs::write(
+            files.path("data/claij/compat-matrix.json"),
+            matrix.to_string(),
+        )
+        .unwrap();
+    }
     let run = claij_env(
         &[
             "fsm",
@@ -801,7 +813,7 @@ async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied()
             "1",
             "--mode",
             "prompted",
-            "--meta-debug=mylocal:big",
+            meta_debug,
             "--journal",
             &journal,
             "--json",
@@ -810,9 +822,21 @@ async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied()
         &[
             ("CLAIJ_CONFIG", Some(cfg.as_str())),
             ("XDG_CACHE_HOME", Some(cache.as_str())),
-            ("XDG_DATA_HOME", Some(cache.as_str())),
+            ("XDG_DATA_HOME", Some(data.as_str())),
         ],
     );
+    let lines = journal_lines(&journal);
+    (run, lines)
+}
+
+/// `--meta-debug=LLM`: the run's model (`mylocal:small`) never names its field right until its
+/// prompt says how; after its retries, the diagnostic model (`mylocal:big`, on the same
+/// OpenAI-compatible server) analyses the failure and suggests a prompt remedy, the state is asked
+/// again with it and its valid answer ends the run; the remedy and its effect are in the trail and
+/// the journal.
+#[tokio::test]
+async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied() {
+    let (run, lines) = run_meta_debugged("--meta-debug=mylocal:big", None).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["outcome"]["finished"], "end");
@@ -827,11 +851,46 @@ async fn meta_debug_diagnoses_a_failing_state_and_its_prompt_remedy_is_applied()
     assert_eq!((&last["from"], &last["to"]), (&"ask".into(), &"end".into()));
     assert_eq!(last["event"]["answer"], "4");
     assert_eq!(last["attempts"].as_array().unwrap().len(), 3);
-    let lines = journal_lines(&journal);
     let remedy = lines.iter().find(|l| l["kind"] == "remedy").unwrap();
     assert_eq!(remedy["state"], "ask");
     assert_eq!(remedy["remedy"]["suggestion"], REMEDY);
     assert_eq!(remedy["remedy"]["fix_kind"], "prompt");
+}
+
+/// `--meta-debug` without models takes them from the compatibility matrix: those that passed every
+/// test they ran (`mylocal:big`), not one that failed a test (`mylocal:flaky`, listed first).
+#[tokio::test]
+async fn meta_debug_takes_the_models_the_compatibility_matrix_knows_to_work() {
+    let record = |model: &str, passed: bool| {
+        serde_json::json!({"model": model, "suite": "retry", "test": "t", "passed": passed,
+            "valid_first_try": passed, "attempts": 1, "retries": 0, "tokens_in": 1, "tokens_out": 1,
+            "cost": 0.0, "elapsed_ms": 1, "detail": "", "mode": "prompted"})
+    };
+    let matrix = serde_json::json!({"records": [
+        record("mylocal:flaky", true), record("mylocal:flaky", false), record("mylocal:big", true),
+    ]});
+    let (run, lines) = run_meta_debugged("--meta-debug", Some(matrix)).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let remedy = lines.iter().find(|l| l["kind"] == "remedy").unwrap();
+    assert_eq!(remedy["remedy"]["suggestion"], REMEDY);
+
+    // Without a matrix and without a list there is no model to diagnose with: said before the run.
+    let files = Files::new(&[("one.json", ONE_QUESTION)]);
+    let data = files.path("data");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--meta-debug",
+        ],
+        "",
+        &[("XDG_DATA_HOME", Some(data.as_str()))],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--meta-debug=LLM"), "{}", run.stderr);
 }
 
 /// start -> decide (the built-in `vote`, three voters) -> adopted | declined.
