@@ -617,3 +617,82 @@ async fn chat_runs_the_mcp_fsm_a_request_a_line_and_declines_elicitation_without
         body(3)
     );
 }
+
+/// `claij mcp chat` on a terminal (a pseudo-terminal from util-linux `script`): the server's question
+/// is put to the person, whose JSON answer goes back to the server while the call waits.
+#[tokio::test]
+async fn chat_on_a_terminal_puts_the_server_s_question_to_the_person() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let Some(dir) = servers("chat on a terminal") else {
+        return;
+    };
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        #[allow(clippy::print_stderr, reason = "a skipped test says so")]
+        {
+            eprintln!(
+                "chat on a terminal: skipped: no `script` (util-linux) for a pseudo-terminal"
+            );
+        }
+        return;
+    }
+    let server = MockServer::start().await;
+    let replies = [
+        json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+            "method": "tools/call", "params": {"name": "everything.trigger-elicitation-request", "arguments": {}}}}),
+        json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "thanks, Ada"}]}}),
+    ];
+    for reply in &replies {
+        Mock::given(method("POST"))
+            .and(path(super::openrouter::CHAT))
+            .respond_with(super::openrouter::reply(&reply.to_string()))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let f = Files::new(&[
+        ("mcp.json", &config(&dir)),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let command = format!(
+        "{} mcp chat --config {} --llm openrouter:test/model --mode prompted",
+        env!("CARGO_BIN_EXE_claij"),
+        f.path("mcp.json")
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("CLAIJ_CONFIG", f.path("config.toml"))
+        .env("OPENROUTER_API_KEY", "sk-or-v1-mcp-chat-tty")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"ask me something\n{\"name\": \"Ada Lovelace\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{screen}");
+    assert!(
+        screen.contains("everything asks: Please provide inputs for the following fields:"),
+        "{screen}"
+    );
+    assert!(screen.contains("thanks, Ada"), "{screen}");
+    let requests = server.received_requests().await.unwrap();
+    let after = String::from_utf8_lossy(&requests[1].body).into_owned();
+    assert!(
+        after.contains("User provided the requested information") && after.contains("Ada Lovelace"),
+        "the server got the person's answer: {after}"
+    );
+}
