@@ -152,7 +152,7 @@ pub fn definition_for(services: &Services) -> Definition {
 /// a `tools/call` request at `/properties/message/properties/params` gets the `oneOf` of the allowed
 /// tools (their arguments' schemas embedded in the machine's shared schemas), and every `llm` state
 /// such a transition leaves lists the tools in its prompts, after the project's hat. With no tool
-/// nothing changes. A constrained decoder (the local model) can then only write a call that names a
+/// nothing changes; narrowing again (a journaled definition, on resume) changes nothing more. A constrained decoder (the local model) can then only write a call that names a
 /// real tool with arguments of the right shape.
 pub fn narrow_calls(definition: &mut Definition, service_state: &str, services: &Services) {
     let tools = services.tools();
@@ -229,10 +229,16 @@ fn narrow(
         .iter_mut()
         .filter(|s| s.action == Action::Llm && callers.contains(&s.id))
     {
-        if let Some(project) = project {
-            state.prompts.push(project.hat());
+        // Narrowing a definition narrowed before (a resumed run's) adds nothing twice.
+        let added = project
+            .map(Project::hat)
+            .into_iter()
+            .chain([tools_prompt(tools, &generic)]);
+        for prompt in added {
+            if !state.prompts.contains(&prompt) {
+                state.prompts.push(prompt);
+            }
         }
-        state.prompts.push(tools_prompt(tools, &generic));
     }
 }
 

@@ -290,6 +290,30 @@ fn narrowing_a_machine_of_one_s_own_touches_only_the_calls_into_the_service() {
     assert_eq!(prompts("ask").len(), 2, "{:?}", prompts("ask"));
     assert!(prompts("ask")[1].contains("`fs.read_text_file`: Reads a file."));
     assert!(prompts("note").is_empty(), "it sends no tools/call request");
+    let mut again = definition.clone();
+    narrow(
+        &mut again,
+        "files",
+        &tools,
+        Some(&Project::new("p", ["fs"])),
+    );
+    narrow(
+        &mut again,
+        "files",
+        &tools,
+        Some(&Project::new("p", ["fs"])),
+    );
+    assert_eq!(
+        again.state("ask").unwrap().prompts.len(),
+        3,
+        "the hat once, the tools once"
+    );
+    let mut twice = definition.clone();
+    narrow(&mut twice, "files", &tools, None);
+    assert_eq!(
+        twice, definition,
+        "narrowing a narrowed definition changes nothing"
+    );
 }
 
 #[test]
