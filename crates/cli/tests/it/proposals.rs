@@ -561,3 +561,85 @@ async fn the_configurations_voters_vote_when_the_flags_name_none() {
     );
     assert_eq!(bodies(&server, "voter-a").await.len(), 1);
 }
+
+/// `draft` (llm) -> `review` (a person) -> `polish` (llm) -> `end`.
+const WITH_REVIEW: &str = r#"{
+  "id": "with-review",
+  "states": [
+    {"id": "draft", "action": "llm"},
+    {"id": "review", "action": "human"},
+    {"id": "polish", "action": "llm"},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "draft"], "schema": {"type": "object"}},
+    {"id": ["draft", "review"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": ["review", "polish"], "schema": {"type": "object"}},
+    {"id": ["polish", "end"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+  ]
+}"#;
+
+#[tokio::test]
+async fn fsm_resume_restores_the_extensions_from_the_journal() {
+    let server = MockServer::start().await;
+    let draft = json!({"id": ["draft", "review"], "text": "hello",
+        "proposed_extension": {"extension_id": "confidence-v1", "reason": "to say how sure I am",
+                               "delta": confidence()}});
+    answer(&server, "smol", &draft.to_string(), Some(1)).await;
+    let polish = json!({"id": ["polish", "end"], "text": "Hello.", "confidence": 0.7});
+    answer(&server, "smol", &polish.to_string(), None).await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("flow.json", WITH_REVIEW),
+    ]);
+    let journal = files.path("run.jsonl");
+    let flags = [
+        "--llm",
+        "mylocal:smol",
+        "--interceptors",
+        "proposals",
+        "--approve",
+        "auto",
+    ];
+    let mut args = vec!["fsm", "run", "--input", "{}", "--journal", &journal];
+    let flow = files.path("flow.json");
+    args.insert(2, &flow);
+    args.extend_from_slice(&flags);
+    // No input on stdin: the run waits in `review`, its extension in the journal.
+    let waiting = claij(&files, &args);
+    assert_eq!(waiting.code, 0, "{}", waiting.stderr);
+    assert!(
+        waiting
+            .stderr
+            .contains("waiting for input in state `review`"),
+        "{}",
+        waiting.stderr
+    );
+
+    // Another process goes on: the registry comes back from the journal.
+    let config = files.path("config.toml");
+    let cache = files.path("cache");
+    let mut resume = vec!["fsm", "resume", &journal];
+    resume.extend_from_slice(&flags);
+    let done = claij_env(
+        &resume,
+        "{}\n",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+        ],
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 2);
+    assert!(
+        !asked[0]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+    assert!(
+        asked[1]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+}
