@@ -649,7 +649,8 @@ impl Service for McpService {
 
 /// The tool's input schema, normalised and embedded ([`claij_schema::embed`]): what to put under
 /// `arguments`, and the definitions to add to the machine's shared schemas. `None` when it cannot be
-/// embedded: it does not compile alone, it uses `$dynamicRef`, or its definitions' names are taken.
+/// embedded: it does not compile alone, it uses `$dynamicRef`, or its definitions' names are taken
+/// (by other definitions).
 fn embedded_arguments(
     tool: &ToolInfo,
     taken: &Map<String, Value>,
@@ -659,8 +660,9 @@ fn embedded_arguments(
         return None;
     }
     let (arguments, defs) = claij_schema::embed(&tool.qualified(), &schema);
-    defs.keys()
-        .all(|name| !taken.contains_key(name))
+    // A name taken by the same definition is this tool's from an earlier narrowing.
+    defs.iter()
+        .all(|(name, def)| taken.get(name).is_none_or(|had| had == def))
         .then_some((arguments, defs))
 }
 

@@ -314,6 +314,25 @@ fn narrowing_a_machine_of_one_s_own_touches_only_the_calls_into_the_service() {
         twice, definition,
         "narrowing a narrowed definition changes nothing"
     );
+
+    // Nor for a tool whose schema has definitions, hoisted into the machine's schemas.
+    let pin = [tool(
+        "map",
+        "pin",
+        "Pins a point.",
+        json!({"type": "object", "properties": {"at": {"$ref": "#/$defs/point"}}, "required": ["at"],
+            "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}}}),
+    )];
+    let mut once = own_machine();
+    narrow(&mut once, "files", &pin, None);
+    let mut twice = once.clone();
+    narrow(&mut twice, "files", &pin, None);
+    assert_eq!(twice, once);
+    assert!(
+        once.schemas.contains_key("map.pin.point"),
+        "{:?}",
+        once.schemas
+    );
 }
 
 #[test]
