@@ -994,3 +994,43 @@ fn a_built_in_sub_fsm_without_its_models_is_a_load_error() {
         );
     }
 }
+
+/// The README's commands on `examples/fsm/shipping.json` (its sub-FSM in `flows/approval.json`) work
+/// as printed: the run waits in `review/approve`, `resume` with a decision ends it; and
+/// `examples/fsm/adoption.json` (the built-in vote) is a valid definition.
+#[test]
+fn the_sub_fsm_examples_run_as_the_readme_says() {
+    let files = Files::new(&[]);
+    let journal = files.path("run.jsonl");
+    let shipping = example("shipping");
+    assert_eq!(claij(&["fsm", "validate", &shipping], "").code, 0);
+    let waiting = claij(
+        &[
+            "fsm",
+            "run",
+            &shipping,
+            "--input",
+            r#"{"plan": "ship it"}"#,
+            "--journal",
+            &journal,
+        ],
+        "",
+    );
+    assert_eq!(waiting.code, 0, "{}", waiting.stderr);
+    assert!(
+        waiting
+            .stderr
+            .contains("waiting for input in state `review/approve`"),
+        "{}",
+        waiting.stderr
+    );
+    let done = claij(
+        &["fsm", "resume", &journal, "--json"],
+        "{\"decision\": \"yes\"}\n",
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let report: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(report["outcome"]["finished"], "end");
+    let adoption = claij(&["fsm", "validate", &example("adoption")], "");
+    assert_eq!(adoption.code, 0, "{}{}", adoption.stdout, adoption.stderr);
+}
