@@ -124,7 +124,7 @@ impl Connected {
 ///
 /// # Errors
 ///
-/// An unknown project, a server that does not start.
+/// An unknown project, a server the project does not allow, a server that does not start.
 pub(super) async fn connect(
     definition: &mut Definition,
     settings: &Settings,
@@ -165,6 +165,16 @@ pub(super) async fn connect(
                 .ok_or_else(|| anyhow!("no project `{name}` in the configuration"))?,
         ),
     };
+    if let Some(project) = &project
+        && let Some(outside) = servers.iter().find(|s| !project.services.contains(*s))
+    {
+        return Err(anyhow!(
+            "a service state names the server `{outside}`, which project `{}` does not allow \
+             (its services: {})",
+            project.name,
+            project.services.join(", ")
+        ));
+    }
     let mut selected = mcp.clone();
     selected.servers.retain(|name, _| {
         (all || servers.contains(&name))

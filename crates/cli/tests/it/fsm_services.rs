@@ -328,6 +328,47 @@ fn run_refuses_custom_states_and_unknown_services_before_anything_runs() {
     assert_one_line_error(&run, 2, "/states/1/config/service: unknown service `mcp`");
 }
 
+#[test]
+fn a_server_outside_the_project_is_refused_before_any_server_starts() {
+    let definition = r#"{"id": "one", "states": [{"id": "fs", "action": "service"}, {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "fs"]}, {"id": ["fs", "end"]}]}"#;
+    let config = "[mcpServers.fs]\ncommand = \"does-not-exist\"\n\n[mcpServers.other]\ncommand = \"does-not-exist\"\n\n[projects.p]\nservices = [\"other\"]\n";
+    let files = Files::new(&[("one.json", definition), ("config.toml", config)]);
+    let config = files.path("config.toml");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--project",
+            "p",
+        ],
+        "",
+        &[("CLAIJ_CONFIG", Some(config.as_str()))],
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "a service state names the server `fs`, which project `p` does not allow (its services: other)",
+    );
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--project",
+            "q",
+        ],
+        "",
+        &[("CLAIJ_CONFIG", Some(config.as_str()))],
+    );
+    assert_one_line_error(&run, 2, "no project `q` in the configuration");
+}
+
 /// `draft` names the alias `writer` (OpenRouter), `review` a model of the configuration's own
 /// OpenAI-compatible provider.
 const TWO_MODELS: &str = r#"{
