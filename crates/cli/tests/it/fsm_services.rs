@@ -546,3 +546,55 @@ mod local_model {
         );
     }
 }
+
+#[test]
+fn resume_gets_the_services_again() {
+    // A person starts a calculation; the run is journaled while it waits for them.
+    let definition = r#"{
+      "id": "calc",
+      "states": [
+        {"id": "person", "action": "human"},
+        {"id": "calc", "action": "service", "config": {"service": "eval"}},
+        {"id": "end", "action": "end"}
+      ],
+      "transitions": [
+        {"id": ["start", "person"]},
+        {"id": ["person", "calc"], "schema": {"type": "object", "required": ["message"]}},
+        {"id": ["calc", "end"], "schema": {"type": "object", "required": ["message"]}}
+      ]
+    }"#;
+    let files = Files::new(&[("calc.json", definition), ("config.toml", "")]);
+    let config = files.path("config.toml");
+    let env = [("CLAIJ_CONFIG", Some(config.as_str()))];
+    let journal = files.path("run.jsonl");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("calc.json"),
+            "--input",
+            "{}",
+            "--journal",
+            &journal,
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("waiting for input in state `person`"),
+        "{}",
+        run.stderr
+    );
+    let input = json!({"message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "eval", "arguments": {"code": "40 + 2"}}}});
+    let resumed = claij_env(&["fsm", "resume", &journal], &format!("{input}\n"), &env);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let trail = trail(&resumed.stdout);
+    let last = trail.last().unwrap();
+    assert_eq!(
+        (&last["from"], &last["to"]),
+        (&json!("calc"), &json!("end"))
+    );
+    assert_eq!(result_text(last), "42");
+}
