@@ -24,7 +24,8 @@
 //! ([`claij_schema::SavedRegistry`]), then asks with the same extended schema, and the registry's
 //! audit log says who proposed what, who voted what, and when each extension was activated or removed. [`Decision::Defer`] leaves the proposal
 //! pending until [`Proposals::resolve`] settles it, for approval outside the conversation (a person, a
-//! vote run later). [`Proposals::withdraw`] removes an approved extension (the registry records the
+//! vote run later). [`Proposals::propose`] puts a proposal made outside any reply (meta-debugging's
+//! schema remedy) to the same approver, recorded under its own proposer. [`Proposals::withdraw`] removes an approved extension (the registry records the
 //! removal): the way out of a delta that composes but that models cannot satisfy, which would
 //! otherwise exhaust the retries of every later request.
 //!
@@ -357,6 +358,19 @@ impl Proposals {
         Some(found)
     }
 
+    /// Puts `proposal`, made outside a reply by `proposer` (meta-debugging's schema remedy, say), to
+    /// the approver as a reply's proposal is put: vetted, decided, and recorded in [`Proposals::log`],
+    /// in `ctx`'s [`ProposalLog`] and, with a registry, in its audit log under `proposer`. Returns the
+    /// record, or `None` when the same proposal was decided before (nothing is asked again).
+    pub async fn propose(
+        &self,
+        proposal: Proposal,
+        proposer: &str,
+        ctx: &mut Context,
+    ) -> Option<Record> {
+        self.submit(proposal, Some(proposer), ctx).await
+    }
+
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
         self.inner
             .ledger
@@ -388,10 +402,23 @@ impl Proposals {
                 return;
             }
         };
+        self.submit(proposal, None, ctx).await;
+    }
+
+    /// Vets `proposal`, asks the approver and records the decision (in the context's
+    /// [`ProposalLog`] too), by `proposer` when given (else the interceptor's); `None` when it was
+    /// decided before.
+    async fn submit(
+        &self,
+        proposal: Proposal,
+        proposer: Option<&str>,
+        ctx: &mut Context,
+    ) -> Option<Record> {
+        let turn = ctx.turn;
         let verdict = match self.ledger().novelty(&proposal) {
             Novelty::Seen => {
                 debug!(extension = %proposal.extension_id, "proposal seen before; ignored");
-                return;
+                return None;
             }
             Novelty::Taken(reason) => Some(Decision::Reject { reason }),
             Novelty::New => check_delta(&proposal).err().map(Decision::reject),
@@ -405,13 +432,15 @@ impl Proposals {
             let mut ledger = self.ledger();
             // Another conversation may have settled the same id while the approver ran.
             let ruling = match ledger.novelty(&proposal) {
-                Novelty::Seen => return,
+                Novelty::Seen => return None,
                 Novelty::Taken(reason) => Decision::Reject { reason }.into(),
                 Novelty::New => ruling,
             };
-            ledger.decide(turn, proposal, ruling)
+            let proposer = proposer.map_or_else(|| ledger.proposer.clone(), str::to_owned);
+            ledger.decide_by(turn, proposal, ruling, &proposer)
         };
-        ctx.get_or_default::<ProposalLog>().0.push(record);
+        ctx.get_or_default::<ProposalLog>().0.push(record.clone());
+        Some(record)
     }
 }
 
@@ -431,11 +460,23 @@ impl Ledger {
     /// Records the ruling and moves the proposal where it belongs. With a registry, an approved
     /// delta is added there first, and one the registry refuses is rejected with its reason.
     fn decide(&mut self, turn: u64, proposal: Proposal, ruling: Ruling) -> Record {
+        let proposer = self.proposer.clone();
+        self.decide_by(turn, proposal, ruling, &proposer)
+    }
+
+    /// [`Ledger::decide`], the registry recording `proposer` as who proposed.
+    fn decide_by(
+        &mut self,
+        turn: u64,
+        proposal: Proposal,
+        ruling: Ruling,
+        proposer: &str,
+    ) -> Record {
         let Ruling { decision, ballots } = ruling;
         let delta = || {
             SchemaDelta::new(
                 proposal.extension_id.clone(),
-                self.proposer.clone(),
+                proposer.to_owned(),
                 proposal.delta.clone(),
             )
         };
@@ -691,6 +732,10 @@ fn check_delta(proposal: &Proposal) -> Result<(), String> {
         Some(p) if !p.is_empty() && p.values().all(Value::is_object) => p,
         _ => return Err("the delta's `properties` must map new field names to schemas".to_owned()),
     };
+    // The schema cannot say this to the local model's grammar (llguidance drops `propertyNames`).
+    if properties.contains_key("") {
+        return Err("a proposed field needs a name: `\"\"` is not one".to_owned());
+    }
     let required = match delta.get("required") {
         None => Vec::new(),
         Some(Value::Array(names)) => names.iter().map(Value::as_str).collect(),

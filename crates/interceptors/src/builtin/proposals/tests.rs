@@ -71,6 +71,11 @@ fn vetting() {
     );
     check(
         "x",
+        json!({"properties": {"": {"type": "string"}}}),
+        Err("a proposed field needs a name: `\"\"` is not one"),
+    );
+    check(
+        "x",
         json!({"properties": {"x": {}}, "required": ["y"]}),
         Err("`y` is required but not among the proposed properties"),
     );
@@ -134,6 +139,60 @@ fn repeated_and_conflicting_proposals() {
     assert_eq!(ctx.get::<ProposalLog>().map(|l| l.0.len()), Some(3));
     assert_eq!(proposals.approved().len(), 1);
     assert_eq!(proposals.rejected().len(), 2);
+}
+
+#[test]
+fn a_proposal_made_outside_a_reply_goes_to_the_approver_under_its_proposer() {
+    let registry = Arc::new(Mutex::new(
+        Registry::new(json!({"type": "object"})).unwrap(),
+    ));
+    let proposals = Proposals::with_registry(
+        |p: &Proposal, _: &Context| {
+            if p.extension_id.starts_with("ok") {
+                Decision::Approve
+            } else {
+                Decision::reject("no")
+            }
+        },
+        Arc::clone(&registry),
+    );
+    proposals.set_proposer("smol");
+    let mut ctx = Context::default();
+    let record = block_on(proposals.propose(proposal("ok-v1", field("a")), "meta-debug", &mut ctx));
+    assert_eq!(record.map(|r| r.decision), Some(Decision::Approve));
+    // The same again is not asked again.
+    let again = block_on(proposals.propose(proposal("ok-v1", field("a")), "x", &mut ctx));
+    assert_eq!(again, None);
+    let record = block_on(proposals.propose(proposal("no-v1", field("b")), "meta-debug", &mut ctx));
+    assert_eq!(record.map(|r| r.decision), Some(Decision::reject("no")));
+    // A reply's proposal is still the conversation's model's.
+    block_on(proposals.consider(&reply("ok-v2", field("c")), &mut ctx));
+    let registry = registry.lock().unwrap();
+    let by: Vec<(&str, &str)> = registry
+        .audit()
+        .entries()
+        .iter()
+        .map(|e| (e.extension_id.as_str(), e.by.as_str()))
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("ok-v1", "meta-debug"),
+            ("no-v1", "meta-debug"),
+            ("ok-v2", "smol")
+        ]
+    );
+    assert_eq!(ctx.get::<ProposalLog>().map(|l| l.0.len()), Some(3));
+    // The empty field name is refused without asking.
+    drop(registry);
+    let record = block_on(proposals.propose(
+        proposal("ok-v3", json!({"properties": {"": {}}})),
+        "meta-debug",
+        &mut ctx,
+    ));
+    assert!(
+        matches!(record.map(|r| r.decision), Some(Decision::Reject { reason }) if reason.contains("needs a name"))
+    );
 }
 
 #[test]
