@@ -42,7 +42,11 @@ pub(crate) enum Command {
     },
     /// Run a machine from an input event: each transition on stderr as it happens, the trail on stdout
     /// at the end (exit 0 finished or waiting for input, 1 no valid event or interrupted, 2 a backend
-    /// failure, an unreadable file or a journal in use or already holding a run).
+    /// failure, an unreadable file or a journal in use or already holding a run). `service` states
+    /// run the configuration's services: each `mcpServers` entry as `mcp` (all servers, tools
+    /// `server.tool`) and by its name, `tools` (`now`, `random_int`) and `eval` (sandboxed Rhai),
+    /// each taking a JSON-RPC `tools/call` in `message`; an `llm` state's `config.model` is its own
+    /// model, named as `--llm` names one (exit 2 before anything runs when one of these is missing).
     Run {
         /// The definition file (`-` for stdin).
         file: String,
