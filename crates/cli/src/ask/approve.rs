@@ -139,6 +139,31 @@ pub(crate) fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Regi
     registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The ballots in a vote's trail, each named by its voter (`voters`, in the order of the vote's
+/// `voter-N` states).
+pub(crate) fn ballots(voters: &[String], trail: &claij_fsm::Trail) -> Vec<Ballot> {
+    trail
+        .entries
+        .iter()
+        .filter_map(|entry| {
+            // A sub-FSM's transitions in a parent's trail carry the parent state's prefix.
+            let state = entry.from.rsplit('/').next()?;
+            let index: usize = state.strip_prefix(vote::VOTER_PREFIX)?.parse().ok()?;
+            let voter = voters.get(index.checked_sub(1)?)?;
+            Some(Ballot {
+                voter: voter.clone(),
+                approve: entry.event.get("approve")?.as_bool()?,
+                reason: entry
+                    .event
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            })
+        })
+        .collect()
+}
+
 /// `--approve ask`: the person at the terminal.
 struct Terminal;
 
@@ -243,7 +268,8 @@ impl Vote {
             "reason": proposal.reason,
         }))?;
         let outcome = runner.run(&mut run, &Interrupt::new(), None).await?;
-        let ballots = self.ballots(&run.trail);
+        let names: Vec<String> = self.voters.iter().map(|v| v.name.clone()).collect();
+        let ballots = ballots(&names, &run.trail);
         let (state, event) = match outcome {
             Outcome::Finished { state, event } => (state, event),
             other => bail!("the vote stopped before its end: {other:?}"),
@@ -265,28 +291,6 @@ impl Vote {
             self.report(proposal, &ballots, votes, &state)?;
         }
         Ok(Ruling::voted(decision, ballots))
-    }
-
-    /// The ballots in the vote's trail, each named by its voter.
-    fn ballots(&self, trail: &claij_fsm::Trail) -> Vec<Ballot> {
-        trail
-            .entries
-            .iter()
-            .filter_map(|entry| {
-                let index: usize = entry.from.strip_prefix(vote::VOTER_PREFIX)?.parse().ok()?;
-                let voter = self.voters.get(index.checked_sub(1)?)?;
-                Some(Ballot {
-                    voter: voter.name.clone(),
-                    approve: entry.event.get("approve")?.as_bool()?,
-                    reason: entry
-                        .event
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                })
-            })
-            .collect()
     }
 
     /// The ballots and the tally, on stderr.
@@ -420,6 +424,12 @@ impl FsmFlags {
 }
 
 impl RunProposals {
+    /// The run's one registry: what every state's proposals interceptor emits, where the built-in
+    /// `vote` sub-FSM activates what its voters approve, and what the journal records.
+    pub(crate) fn registry(&self) -> &Arc<Mutex<Registry>> {
+        &self.registry
+    }
+
     /// The chain of every `llm` state: the shared proposals interceptor (skipped, with the previous
     /// schema, when a state's pipeline refuses a delta).
     pub(crate) fn chain(&self) -> impl Fn() -> claij_interceptors::Chain + Send + Sync + 'static {

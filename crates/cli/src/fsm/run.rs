@@ -161,14 +161,22 @@ fn runner_with_subs(
     shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<(Runner, Vec<Connected>)> {
     let mut connections = Vec::new();
-    let runner = subfsm::build(fsm, subs, &options.meta_debug, &options.model, &mut |fsm| {
-        let (mut runner, connected) = runner(fsm, options, runtime)?;
-        if let Some(shared) = shared {
-            runner = runner.with_interceptors(shared.chain());
-        }
-        connections.push(connected);
-        Ok(runner)
-    })?;
+    let registry = shared.map(|s| std::sync::Arc::clone(s.registry()));
+    let runner = subfsm::build(
+        fsm,
+        subs,
+        &options.meta_debug,
+        &options.model,
+        registry,
+        &mut |fsm| {
+            let (mut runner, connected) = runner(fsm, options, runtime)?;
+            if let Some(shared) = shared {
+                runner = runner.with_interceptors(shared.chain());
+            }
+            connections.push(connected);
+            Ok(runner)
+        },
+    )?;
     Ok((runner, connections))
 }
 

@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Result, anyhow};
 use claij_fsm::builtin::{meta_debug, vote};
 use claij_fsm::journal::SubDefinition;
-use claij_fsm::{Action, Definition, DefinitionError, Fsm, Problem, Runner, State};
-use claij_schema::Registry;
-use serde_json::Value;
+use claij_fsm::{
+    Action, Definition, DefinitionError, Fsm, Problem, Runner, ServiceCall, State, service_fn,
+};
+use claij_schema::{Registry, SchemaDelta};
+use serde_json::{Value, json};
 
 use super::meta_debug::open_models;
-use crate::ask::ModelOptions;
+use crate::ask::{ModelOptions, approve};
 use crate::config::Settings;
 use crate::input;
 
@@ -179,14 +181,18 @@ impl Builtins<'_> {
             .options
             .config(String::new(), &self.settings.defaults, None);
         if name == vote::ID {
-            let (routed, voters) = open_models(&models(models_key(name)), self.settings)?;
+            let names = models(models_key(name));
+            let (routed, voters) = open_models(&names, self.settings)?;
             let voters: Vec<&str> = voters.iter().map(String::as_str).collect();
-            return Ok(vote::runner(
+            let runner = vote::runner(
                 Arc::new(routed),
                 config,
                 &voters,
                 Arc::clone(&self.registry),
-            )?);
+            )?;
+            let registry = Arc::clone(&self.registry);
+            let activate = service_fn(move |call| Ok(activate(&registry, &names, call)));
+            return Ok(runner.with_service("activate", activate));
         }
         let (routed, diagnostic) = open_models(&models(models_key(name)), self.settings)?;
         let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
@@ -206,6 +212,25 @@ impl Builtins<'_> {
             verify,
         )?)
     }
+}
+
+/// The vote's `activate` service as `claij_fsm::builtin::vote` has it, the same events out, but
+/// adding the approved delta with the ballots of the vote's trail (each named as the state's
+/// `voters` name it), so the registry's audit log says who voted what.
+fn activate(registry: &Mutex<Registry>, voters: &[String], call: &ServiceCall<'_>) -> Value {
+    let event = call.event;
+    let extension_id = event["extension_id"].as_str().unwrap_or_default();
+    let delta = SchemaDelta::new(extension_id, vote::ADDED_BY, event["delta"].clone());
+    let ballots = approve::ballots(voters, call.trail);
+    let added = approve::lock(registry).add_approved(delta, ballots);
+    let mut out = json!({"id": ["activate", "activated"], "approved": true, "activated": true,
+                         "votes": event["votes"], "extension_id": extension_id});
+    if let (Err(error), Value::Object(map)) = (added, &mut out) {
+        map.insert("id".into(), json!(["activate", "rejected"]));
+        map.insert("activated".into(), Value::Bool(false));
+        map.insert("error".into(), Value::String(error.to_string()));
+    }
+    out
 }
 
 /// `runner` with the sub-FSMs its machine's `fsm` states name: built-ins wired by `builtins`, the
@@ -244,12 +269,15 @@ pub(super) fn attach(
 
 /// The runner of `fsm` with its sub-FSMs (`subs`: loaded files or a journal's header, and the
 /// built-ins) and meta-debugging (`flags`, or a state's `config.meta_debug`) on every machine of
-/// the tree. `make` builds a machine's runner with its services and models.
+/// the tree. `make` builds a machine's runner with its services and models. The built-in vote
+/// activates into `registry`, the run's one registry when it has one (`--interceptors
+/// proposals`), else a registry of its own.
 pub(super) fn build(
     fsm: Fsm,
     subs: &[SubDefinition],
     flags: &super::meta_debug::MetaDebugFlags,
     options: &ModelOptions,
+    registry: Option<Arc<Mutex<Registry>>>,
     make: &mut dyn FnMut(Fsm) -> Result<Runner>,
 ) -> Result<Runner> {
     let settings = Settings::load()?;
@@ -271,7 +299,10 @@ pub(super) fn build(
     let builtins = Builtins {
         settings: &settings,
         options,
-        registry: Arc::new(Mutex::new(Registry::new(claij_schema::base())?)),
+        registry: match registry {
+            Some(registry) => registry,
+            None => Arc::new(Mutex::new(Registry::new(claij_schema::base())?)),
+        },
     };
     let runner = make(fsm)?;
     attach(runner, subs, &mut make, &builtins)

@@ -643,3 +643,82 @@ async fn fsm_resume_restores_the_extensions_from_the_journal() {
             .contains("\"confidence\"")
     );
 }
+
+/// start -> decide (the built-in `vote`, three voters) -> answer (an `llm` state) -> end, or
+/// declined.
+const VOTE_THEN_ANSWER: &str = r#"{
+  "id": "vote-then-answer",
+  "states": [
+    {"id": "decide", "action": "fsm", "config": {"fsm": "vote", "trail": "full",
+      "voters": ["mylocal:a", "mylocal:b", "mylocal:c"]}},
+    {"id": "answer", "action": "llm"},
+    {"id": "end", "action": "end"},
+    {"id": "declined", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "decide"], "schema": {"type": "object"}},
+    {"id": ["decide", "answer"], "schema": {"type": "object", "properties": {"activated": {"const": true}}, "required": ["activated"]}},
+    {"id": ["decide", "declined"], "schema": {"type": "object", "properties": {"activated": {"const": false}}, "required": ["activated"]}},
+    {"id": ["answer", "end"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+  ]
+}"#;
+
+/// The built-in `vote` of an `fsm` state activates into the run's one registry: the next `llm`
+/// state's request carries the extension the voters approved, and `claij schema audit` of the
+/// journal shows its activation with the ballots.
+#[tokio::test]
+async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
+    let server = MockServer::start().await;
+    for (model, approve) in [("a", true), ("b", false), ("c", true)] {
+        answer(&server, model, &ballot(approve, &format!("voter {model}")), None).await;
+    }
+    let done = json!({"id": ["answer", "end"], "text": "Hello.", "confidence": 0.7});
+    answer(&server, "smol", &done.to_string(), None).await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("flow.json", VOTE_THEN_ANSWER),
+    ]);
+    let journal = files.path("run.jsonl");
+    let input = json!({"extension_id": "confidence-v1", "reason": "to say how sure",
+                       "delta": confidence()})
+    .to_string();
+    let run = claij(
+        &files,
+        &[
+            "fsm",
+            "run",
+            &files.path("flow.json"),
+            "--input",
+            &input,
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "never",
+            "--journal",
+            &journal,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 1);
+    let format = asked[0]["response_format"].to_string();
+    assert!(format.contains("\"confidence\""), "{format}");
+
+    let audit = claij(&files, &["schema", "audit", &journal]);
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    for line in [
+        "confidence-v1  activated  (proposed by vote)",
+        "    mylocal:a approves: voter a",
+        "    mylocal:b rejects: voter b",
+        "    mylocal:c approves: voter c",
+    ] {
+        assert!(audit.stdout.contains(line), "{line}: {}", audit.stdout);
+    }
+    assert!(
+        audit.stdout.ends_with("active: confidence-v1\n"),
+        "{}",
+        audit.stdout
+    );
+}
