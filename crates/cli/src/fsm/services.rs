@@ -63,6 +63,20 @@ pub(super) fn problems(definition: &Definition, settings: Option<&Settings>) -> 
                 };
                 let known = known(settings);
                 let name = service_of(state);
+                let server = settings
+                    .mcp
+                    .as_ref()
+                    .is_some_and(|m| m.servers.contains_key(name));
+                if server && (BUILTIN.contains(&name) || name == mcp_fsm::SERVICE) {
+                    problems.push(problem(
+                        format!("/states/{i}/config/service"),
+                        format!(
+                            "ambiguous service `{name}`: a built-in service and an MCP server of \
+                             the configuration are both called so; rename the server"
+                        ),
+                    ));
+                    continue;
+                }
                 if known.contains(name) {
                     continue;
                 }

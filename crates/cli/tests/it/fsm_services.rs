@@ -282,6 +282,20 @@ fn a_service_the_configuration_lacks_is_a_problem_at_its_pointer() {
         "{}",
         bare.stdout
     );
+    // A server named like a built-in service makes the name ambiguous.
+    std::fs::write(
+        files.0.join("clash.toml"),
+        "[mcpServers.tools]\ncommand = \"x\"\n[mcpServers.fs]\ncommand = \"y\"\n",
+    )
+    .unwrap();
+    let clash = with(Some(&files.path("clash.toml")));
+    assert!(
+        clash.stdout.starts_with(
+            "/states/1/config/service: ambiguous service `tools`: a built-in service and an MCP server of the configuration are both called so; rename the server\n"
+        ),
+        "{}",
+        clash.stdout
+    );
     // CLAIJ_CONFIG is the configuration when --config is not given.
     let found = claij_env(
         &["fsm", "validate", &file],
