@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context as _, Result, bail};
 use claij_backends::{Backend, BoxFuture};
+use claij_fsm::builtin::meta_debug::{self, Remedy, RemedyKind};
 use claij_fsm::builtin::vote;
-use claij_fsm::{Interrupt, Outcome};
+use claij_fsm::{Interrupt, Journal, Outcome, Run};
 use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
 use claij_interceptors::{Config, Context};
 use claij_schema::{Ballot, Registry, SavedRegistry};
@@ -376,8 +377,11 @@ pub(crate) struct RunProposals {
     /// The interceptor, for every state's chain.
     pub proposals: Proposals,
     registry: Arc<Mutex<Registry>>,
-    /// The registry as the run started, to write the journal only when it changed.
-    started: SavedRegistry,
+    /// The registry as the journal last has it (as the run started, at first): a line is written
+    /// only when it changed.
+    recorded: Mutex<SavedRegistry>,
+    /// No report on stderr (`--json`).
+    quiet: bool,
 }
 
 impl FsmFlags {
@@ -406,7 +410,7 @@ impl FsmFlags {
             .as_ref()
             .map_or_else(|| json!({"type": "object"}), |s| s.base.clone());
         let registry = registry(base, saved.as_ref(), None)?;
-        let started = lock(&registry).to_saved();
+        let recorded = Mutex::new(lock(&registry).to_saved());
         let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
         let setup = Setup {
             settings,
@@ -418,7 +422,8 @@ impl FsmFlags {
         Ok(Some(RunProposals {
             proposals,
             registry,
-            started,
+            recorded,
+            quiet,
         }))
     }
 }
@@ -440,17 +445,85 @@ impl RunProposals {
         }
     }
 
-    /// Appends the run's extensions to the journal at `path` when they changed during the run.
+    /// What the run has come to whenever the runner stops (a person's turn, an interrupt, the end, a
+    /// failure): each schema remedy of meta-debugging that proposes a delta goes to the approver as
+    /// a proposal by `meta-debug` (one decided before is not asked again, so a resumed run's
+    /// remedies are not re-proposed), then the extensions are appended to `journal` when they
+    /// changed since it last recorded them, so a run killed while it waits keeps its approvals.
     ///
     /// # Errors
     ///
-    /// The journal cannot be opened or written.
-    pub(crate) fn record(&self, path: &Path) -> Result<()> {
-        let saved = lock(&self.registry).to_saved();
-        if saved == self.started {
-            return Ok(());
+    /// The journal cannot be written.
+    pub(crate) async fn settle(&self, run: &mut Run, journal: Option<&mut Journal>) -> Result<()> {
+        let remedies: Vec<(String, Remedy)> = run
+            .remedies()
+            .iter()
+            .map(|(state, remedy)| (state.clone(), remedy.clone()))
+            .collect();
+        for (state, remedy) in remedies {
+            let Some(proposal) = remedy_proposal(&state, &remedy) else {
+                continue;
+            };
+            let Some(record) = self
+                .proposals
+                .propose(proposal, meta_debug::ID, &mut run.context)
+                .await
+            else {
+                continue;
+            };
+            if !self.quiet {
+                let decided = match &record.decision {
+                    Decision::Approve => "activated".to_owned(),
+                    Decision::Reject { reason } => format!("declined: {reason}"),
+                    Decision::Defer => "deferred".to_owned(),
+                };
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "meta-debugging of `{state}` proposes the schema extension `{}`: {decided}",
+                    record.proposal.extension_id
+                );
+            }
         }
-        claij_fsm::Journal::append_to(path)?.record_extensions(&saved)?;
+        if let Some(journal) = journal {
+            self.record(journal)?;
+        }
         Ok(())
     }
+
+    /// Appends the run's extensions to `journal` when they changed since it last recorded them.
+    fn record(&self, journal: &mut Journal) -> Result<()> {
+        let saved = lock(&self.registry).to_saved();
+        let mut recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
+        if saved != *recorded {
+            journal.record_extensions(&saved)?;
+            *recorded = saved;
+        }
+        Ok(())
+    }
+}
+
+/// The proposal a schema remedy of `state` makes, when it carries a delta: the extension
+/// `meta-debug-STATE-v1` (the state's id in lowercase letters, digits and dashes), for the reason
+/// the diagnostic model suggested.
+fn remedy_proposal(state: &str, remedy: &Remedy) -> Option<Proposal> {
+    let delta = remedy
+        .delta
+        .as_ref()
+        .filter(|_| remedy.kind == RemedyKind::Schema)?;
+    let slug: String = state
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    Some(Proposal {
+        extension_id: format!("{}-{}-v1", meta_debug::ID, slug.trim_matches('-')),
+        reason: remedy.suggestion.clone(),
+        delta: delta.clone(),
+    })
 }

@@ -63,7 +63,6 @@ pub(super) fn run(
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let runtime = runtime()?;
     let shared = proposals(None, options)?;
-    let journal_path = journal.as_ref().map(|j| j.path.to_owned());
     let (runner, connected) = runner_with_subs(fsm, subs, options, &runtime, shared.as_ref())?;
     let (mut run, journal) = match journal {
         Some(NewJournal { path, force }) => {
@@ -87,13 +86,15 @@ pub(super) fn run(
         }
         None => (runner.start(input)?, None),
     };
-    let status = drive(&runner, &mut run, journal, options, &runtime);
-    for connected in &connected {
-        runtime.block_on(connected.close());
-    }
-    if let (Some(shared), Some(path)) = (&shared, &journal_path) {
-        shared.record(path)?;
-    }
+    let status = drive(
+        &runner,
+        &mut run,
+        journal,
+        options,
+        &runtime,
+        shared.as_ref(),
+    );
+    runtime.block_on(connected.close());
     status
 }
 
@@ -123,13 +124,15 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         run.state,
         run.trail.entries.len()
     )?;
-    let status = drive(&runner, &mut run, Some(journal), options, &runtime);
-    for connected in &connected {
-        runtime.block_on(connected.close());
-    }
-    if let Some(shared) = &shared {
-        shared.record(path)?;
-    }
+    let status = drive(
+        &runner,
+        &mut run,
+        Some(journal),
+        options,
+        &runtime,
+        shared.as_ref(),
+    );
+    runtime.block_on(connected.close());
     status
 }
 
@@ -152,44 +155,19 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// [`runner`] for `fsm` and for each of its sub-FSMs ([`subfsm::build`]), with their connections.
+/// [`runner`] for `fsm` and for each of its sub-FSMs ([`subfsm::build`]), all with the run's one
+/// set of services (started here, once: close them when the run ends) and models (each opened
+/// once). The services every machine of the tree names are checked first, so nothing starts when
+/// one of them cannot run here.
 fn runner_with_subs(
     fsm: Fsm,
     subs: &[SubDefinition],
     options: &Options,
     runtime: &tokio::runtime::Runtime,
     shared: Option<&crate::ask::approve::RunProposals>,
-) -> Result<(Runner, Vec<Connected>)> {
-    let mut connections = Vec::new();
-    let registry = shared.map(|s| std::sync::Arc::clone(s.registry()));
-    let runner = subfsm::build(
-        fsm,
-        subs,
-        &options.meta_debug,
-        &options.model,
-        registry,
-        &mut |fsm| {
-            let (mut runner, connected) = runner(fsm, options, runtime)?;
-            if let Some(shared) = shared {
-                runner = runner.with_interceptors(shared.chain());
-            }
-            connections.push(connected);
-            Ok(runner)
-        },
-    )?;
-    Ok((runner, connections))
-}
-
-/// The runner of `fsm`: its services (the MCP servers started on `runtime`; calls narrowed to their
-/// tools), the run's model and each state's own.
-fn runner(
-    fsm: Fsm,
-    options: &Options,
-    runtime: &tokio::runtime::Runtime,
 ) -> Result<(Runner, Connected)> {
     let settings = crate::config::Settings::load()?;
-    let mut definition = fsm.definition().clone();
-    let problems = services::problems(&definition, Some(&settings));
+    let problems = services::problems_with_subs(fsm.definition(), subs, Some(&settings));
     if !problems.is_empty() {
         let each: Vec<String> = problems
             .iter()
@@ -197,15 +175,56 @@ fn runner(
             .collect();
         return Err(anyhow!(
             "FSM `{}` cannot run here: {}",
-            definition.id,
+            fsm.definition().id,
             each.join("; ")
         ));
     }
-    let (registered, connected) = runtime.block_on(services::connect(
-        &mut definition,
+    let mut definitions = vec![fsm.definition()];
+    let mut pending: Vec<&SubDefinition> = subs.iter().collect();
+    while let Some(sub) = pending.pop() {
+        definitions.push(&sub.definition);
+        pending.extend(&sub.sub_fsms);
+    }
+    let connected = runtime.block_on(services::connect(
+        &definitions,
         &settings,
         &options.services,
     ))?;
+    let mut models = models::Models::new(&options.model, &settings);
+    let registry = shared.map(|s| std::sync::Arc::clone(s.registry()));
+    let built = subfsm::build(
+        fsm,
+        subs,
+        &options.meta_debug,
+        &options.model,
+        registry,
+        &mut |fsm| {
+            let mut runner = runner(fsm, options, &connected, &mut models)?;
+            if let Some(shared) = shared {
+                runner = runner.with_interceptors(shared.chain());
+            }
+            Ok(runner)
+        },
+    );
+    match built {
+        Ok(runner) => Ok((runner, connected)),
+        Err(e) => {
+            runtime.block_on(connected.close());
+            Err(e)
+        }
+    }
+}
+
+/// The runner of `fsm`: the run's services (`connected`; its MCP calls narrowed to their tools),
+/// the run's model and each state's own (`models`).
+fn runner(
+    fsm: Fsm,
+    options: &Options,
+    connected: &Connected,
+    models: &mut models::Models<'_>,
+) -> Result<Runner> {
+    let mut definition = fsm.definition().clone();
+    connected.narrow(&mut definition);
     // Narrowed MCP calls change the definition (and what the journal records).
     let fsm = if &definition == fsm.definition() {
         fsm
@@ -213,28 +232,24 @@ fn runner(
         Fsm::new(definition)?
     };
     let definition = fsm.definition().clone();
-    let mut runner = Runner::new(fsm)
+    let runner = Runner::new(fsm)
         .with_max_transitions(options.max_transitions)
         .with_observer(|entry| {
             let _ = print_transition(entry);
         });
-    runner = services::register(runner, registered);
-    if models::needs_default(&definition) {
-        let opened = models::open(options.model.llm.as_deref(), &options.model, &settings)?;
-        runner = runner.with_llm(opened.backend, opened.config);
-    }
-    runner = models::per_state(runner, &definition, &options.model, &settings)?;
-    Ok((runner, connected))
+    models.wire(connected.register(runner), &definition)
 }
 
 /// Runs to the end; at a `human` state reads one JSON event per line from stdin (a terminal gets a
-/// prompt); Ctrl-C interrupts the run, which records it.
+/// prompt); Ctrl-C interrupts the run, which records it. Whenever the runner stops, the run's
+/// proposals (`shared`) take its schema remedies and journal the extensions that changed.
 fn drive(
     runner: &Runner,
     run: &mut Run,
     mut journal: Option<Journal>,
     options: &Options,
     runtime: &tokio::runtime::Runtime,
+    shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<Status> {
     let interrupt = Interrupt::new();
     let outcome = loop {
@@ -249,6 +264,9 @@ fn drive(
             watcher.abort();
             outcome
         });
+        if let Some(shared) = shared {
+            runtime.block_on(shared.settle(run, journal.as_mut()))?;
+        }
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(

@@ -670,7 +670,13 @@ const VOTE_THEN_ANSWER: &str = r#"{
 async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
     let server = MockServer::start().await;
     for (model, approve) in [("a", true), ("b", false), ("c", true)] {
-        answer(&server, model, &ballot(approve, &format!("voter {model}")), None).await;
+        answer(
+            &server,
+            model,
+            &ballot(approve, &format!("voter {model}")),
+            None,
+        )
+        .await;
     }
     let done = json!({"id": ["answer", "end"], "text": "Hello.", "confidence": 0.7});
     answer(&server, "smol", &done.to_string(), None).await;
@@ -718,6 +724,196 @@ async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
     }
     assert!(
         audit.stdout.ends_with("active: confidence-v1\n"),
+        "{}",
+        audit.stdout
+    );
+}
+
+/// A run whose extension was approved and that then waits (here: it has been given the person's
+/// input and is stuck in the next model call) has the extensions in its journal already: killed
+/// there, it resumes with them.
+#[tokio::test]
+async fn a_run_killed_after_an_approval_keeps_it_in_the_journal() {
+    use std::process::{Command, Stdio};
+
+    let server = MockServer::start().await;
+    let draft = json!({"id": ["draft", "review"], "text": "hello",
+        "proposed_extension": {"extension_id": "confidence-v1", "reason": "to say how sure I am",
+                               "delta": confidence()}});
+    answer(&server, "smol", &draft.to_string(), Some(1)).await;
+    // The first ask of `polish` never ends: the process is killed while it waits for it.
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "smol"})))
+        .respond_with(reply("{}").set_delay(std::time::Duration::from_secs(3600)))
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let polish = json!({"id": ["polish", "end"], "text": "Hello.", "confidence": 0.7});
+    answer(&server, "smol", &polish.to_string(), None).await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("flow.json", WITH_REVIEW),
+    ]);
+    let journal = files.path("run.jsonl");
+    let flags = [
+        "--llm",
+        "mylocal:smol",
+        "--interceptors",
+        "proposals",
+        "--approve",
+        "auto",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .args(["fsm", "run", &files.path("flow.json"), "--input", "{}"])
+        .args(["--journal", &journal])
+        .args(flags)
+        .env("CLAIJ_CONFIG", files.path("config.toml"))
+        .env("XDG_CACHE_HOME", files.path("cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"{}\n").unwrap();
+    }
+    // Wait for `polish` to be asked (a bound, not a timing assertion: a loaded machine is slow).
+    for _ in 0..6000 {
+        if bodies(&server, "smol").await.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        bodies(&server, "smol").await.len(),
+        2,
+        "polish was never asked"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let extensions: Vec<Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["kind"] == "extensions")
+        .collect();
+    assert_eq!(
+        extensions.len(),
+        1,
+        "the approval is journaled before the wait"
+    );
+    assert_eq!(
+        extensions[0]["registry"]["extensions"][0]["extension_id"],
+        "confidence-v1"
+    );
+
+    let mut resume = vec!["fsm", "resume", &journal];
+    resume.extend_from_slice(&flags);
+    let done = claij(&files, &resume);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 3);
+    assert!(
+        asked[2]["response_format"]
+            .to_string()
+            .contains("\"confidence\"")
+    );
+}
+
+/// One `llm` state that may bail out into `failed`.
+const ONE_QUESTION_BAILING: &str = r#"{
+  "id": "one-question",
+  "states": [{"id": "ask", "action": "llm"}, {"id": "end", "action": "end"}, {"id": "failed", "action": "end"}],
+  "transitions": [
+    {"id": ["start", "ask"], "schema": {"type": "object"}},
+    {"id": ["ask", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}},
+    {"id": ["ask", "failed"], "schema": {"type": "object", "properties": {"error": {"type": "string"}, "bail_out": {"const": true}}, "required": ["error", "bail_out"]}}
+  ]
+}"#;
+
+/// A schema remedy of meta-debugging (its delta) goes through the run's `--approve`: activated,
+/// journaled, and in `claij schema audit` as proposed by `meta-debug`.
+#[tokio::test]
+async fn a_meta_debug_schema_remedy_goes_to_the_approver() {
+    use wiremock::matchers::body_string_contains;
+
+    let server = MockServer::start().await;
+    answer(&server, "small", r#"{"reply": "4"}"#, None).await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "big"})))
+        .and(body_string_contains("Analyze why"))
+        .respond_with(reply(r#"{"analysis": "it calls the field reply"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let fix = json!({"fix_kind": "schema", "suggestion": "Let it reply with `reply`.",
+                     "delta": {"properties": {"reply": {"type": "string"}}}});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "big"})))
+        .and(body_string_contains("Suggest one fix"))
+        .respond_with(reply(&fix.to_string()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("one.json", ONE_QUESTION_BAILING),
+    ]);
+    let journal = files.path("run.jsonl");
+    let run = claij(
+        &files,
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "mylocal:small",
+            "--max-retries",
+            "1",
+            "--mode",
+            "prompted",
+            "--meta-debug=mylocal:big",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "auto",
+            "--journal",
+            &journal,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail: Value = serde_json::from_str(&run.stdout).unwrap();
+    let last = trail.as_array().unwrap().last().unwrap();
+    assert_eq!(last["to"], "failed", "{}", run.stdout);
+    assert!(
+        run.stderr.contains(
+            "meta-debugging of `ask` proposes the schema extension `meta-debug-ask-v1`: activated"
+        ),
+        "{}",
+        run.stderr
+    );
+    let audit = claij(&files, &["schema", "audit", &journal]);
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    assert!(
+        audit
+            .stdout
+            .contains("meta-debug-ask-v1  activated  (proposed by meta-debug)"),
+        "{}",
+        audit.stdout
+    );
+    assert!(
+        audit
+            .stdout
+            .contains(r#"delta: {"properties":{"reply":{"type":"string"}}}"#),
         "{}",
         audit.stdout
     );
