@@ -22,8 +22,8 @@ mod subfsm;
 pub(crate) enum Command {
     /// Check a definition: prints a summary, or every problem as `pointer: message`, one per line
     /// (exit 0 valid, 1 invalid, 2 unreadable file or invalid JSON). With a configuration (`--config`,
-    /// else the one `claij` finds), the services `service` states name are checked against it;
-    /// `custom` states are problems (a program provides them).
+    /// else the one `claij` finds), the services `service` states name, its own and its sub-FSM
+    /// files', are checked against it; `custom` states are problems (a program provides them).
     Validate {
         /// The definition file (`-` for stdin).
         file: String,
@@ -136,9 +136,10 @@ fn validate(file: &str, config: Option<&std::path::Path>) -> Result<Status> {
         Err(invalid) => return report(file, &invalid),
     };
     let definition = fsm.definition();
-    if let Err(problems) = subfsm::load(file, definition)? {
-        return report(file, &Invalid::Problems(problems));
-    }
+    let subs = match subfsm::load(file, definition)? {
+        Ok(subs) => subs,
+        Err(problems) => return report(file, &Invalid::Problems(problems)),
+    };
     let settings = match config {
         Some(path) => {
             let text =
@@ -150,7 +151,7 @@ fn validate(file: &str, config: Option<&std::path::Path>) -> Result<Status> {
     };
     // Without any configuration file, services are not checked: a run would be given one.
     let checked = settings.path.is_some().then_some(&settings);
-    let problems = services::problems(definition, checked);
+    let problems = services::problems_with_subs(definition, &subs, checked);
     if !problems.is_empty() {
         let invalid = Invalid::Problems(DefinitionError {
             fsm: definition.id.clone(),

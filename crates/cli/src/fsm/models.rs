@@ -60,43 +60,72 @@ pub(crate) fn open(
     })
 }
 
+/// The models of a run, each opened once whichever of its machines (its own or a sub-FSM's) asks
+/// for it: the run's own model (`--llm`) and those `llm` states name in `config.model`, so the
+/// local model is loaded once and a choice made for `--llm` is said once on stderr.
+pub(super) struct Models<'a> {
+    options: &'a ModelOptions,
+    settings: &'a Settings,
+    /// By the name given (`None`: the run's own).
+    opened: HashMap<Option<String>, (Arc<dyn Backend>, Config)>,
+}
+
+impl<'a> Models<'a> {
+    /// No model opened yet: each is opened when a machine first needs it.
+    pub(super) fn new(options: &'a ModelOptions, settings: &'a Settings) -> Self {
+        Models {
+            options,
+            settings,
+            opened: HashMap::new(),
+        }
+    }
+
+    /// `runner` (of `definition`) with the run's own model when a state asks for it, and a backend
+    /// for every `llm` state whose `config.model` names a model (`--model-path` is only for
+    /// `local`).
+    ///
+    /// # Errors
+    ///
+    /// A model that does not resolve or cannot be opened; a state's is named with the state's
+    /// pointer (`/states/2/config/model`).
+    pub(super) fn wire(&mut self, mut runner: Runner, definition: &Definition) -> Result<Runner> {
+        if needs_default(definition) {
+            let (backend, config) = self.get(None)?;
+            runner = runner.with_llm(backend, config);
+        }
+        for (i, state) in definition.states.iter().enumerate() {
+            let Some(name) = state
+                .config_str("model")
+                .filter(|_| state.action == Action::Llm)
+            else {
+                continue;
+            };
+            let (backend, config) = self
+                .get(Some(name))
+                .map_err(|e| anyhow!("/states/{i}/config/model: {e:#}"))?;
+            runner = runner.with_llm_for(state.id.clone(), backend, config);
+        }
+        Ok(runner)
+    }
+
+    /// The model named `llm` (`None`: the run's own), opened on first use.
+    fn get(&mut self, llm: Option<&str>) -> Result<(Arc<dyn Backend>, Config)> {
+        let key = llm.map(str::to_owned);
+        if let Some((backend, config)) = self.opened.get(&key) {
+            return Ok((Arc::clone(backend), config.clone()));
+        }
+        let name = llm.or(self.options.llm.as_deref());
+        let model = open(name, self.options, self.settings)?;
+        let opened = (model.backend, model.config);
+        self.opened.insert(key, opened.clone());
+        Ok(opened)
+    }
+}
+
 /// Whether an `llm` state asks the run's own model (it names none in `config.model`).
-pub(super) fn needs_default(definition: &Definition) -> bool {
+fn needs_default(definition: &Definition) -> bool {
     definition
         .states
         .iter()
         .any(|s| s.action == Action::Llm && s.config_str("model").is_none())
-}
-
-/// `runner` with a backend of its own for every `llm` state whose `config.model` names a model
-/// (states naming the same model share one backend; `--model-path` is only for `local`).
-///
-/// # Errors
-///
-/// A model that does not resolve or cannot be opened, named with the state's pointer
-/// (`/states/2/config/model`).
-pub(super) fn per_state(
-    mut runner: Runner,
-    definition: &Definition,
-    options: &ModelOptions,
-    settings: &Settings,
-) -> Result<Runner> {
-    let mut opened: HashMap<&str, (Arc<dyn Backend>, Config)> = HashMap::new();
-    for (i, state) in definition.states.iter().enumerate() {
-        if state.action != Action::Llm {
-            continue;
-        }
-        let Some(name) = state.config_str("model") else {
-            continue;
-        };
-        if !opened.contains_key(name) {
-            let model = open(Some(name), options, settings)
-                .map_err(|e| anyhow!("/states/{i}/config/model: {e:#}"))?;
-            opened.insert(name, (model.backend, model.config));
-        }
-        if let Some((backend, config)) = opened.get(name) {
-            runner = runner.with_llm_for(state.id.clone(), Arc::clone(backend), config.clone());
-        }
-    }
-    Ok(runner)
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
 use claij_backends::BoxFuture;
+use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Action, Definition, Problem, Runner, Service, ServiceCall};
 use claij_interceptors::BoxError;
 use claij_interceptors::builtin::eval::Eval;
@@ -117,13 +118,67 @@ fn problem(pointer: String, message: String) -> Problem {
     Problem { pointer, message }
 }
 
-/// The MCP servers a run started, to close when it ends.
+/// `problems` of `definition` and of every sub-FSM file it runs (`subs`, with their own), a
+/// sub-FSM's at the pointer of the state naming it (`/states/0/config/fsm: `flow.json`:
+/// /states/1/config/service: unknown service ...`).
+pub(super) fn problems_with_subs(
+    definition: &Definition,
+    subs: &[SubDefinition],
+    settings: Option<&Settings>,
+) -> Vec<Problem> {
+    let mut problems = problems(definition, settings);
+    for sub in subs {
+        let inner = problems_with_subs(&sub.definition, &sub.sub_fsms, settings);
+        let pointer = definition
+            .states
+            .iter()
+            .position(|s| s.action == Action::Fsm && s.config_str("fsm") == Some(&sub.name))
+            .map_or_else(String::new, |i| format!("/states/{i}/config/fsm"));
+        for p in inner {
+            let message = format!("`{}`: {}: {}", sub.name, p.pointer, p.message);
+            problems.push(problem(pointer.clone(), message));
+        }
+    }
+    problems
+}
+
+/// The services of a run, started once and shared by every runner of it (its machine's and each
+/// sub-FSM's): one process per MCP server, whichever machines call it. Close them when it ends.
 #[derive(Default)]
 pub(super) struct Connected {
+    /// Each service by the name states give it.
+    registered: Vec<(String, Arc<dyn Service>)>,
+    /// The MCP services by name, what a call to each is narrowed to.
+    views: Vec<(String, Services)>,
+    /// All the servers started.
     services: Option<Services>,
 }
 
 impl Connected {
+    /// Narrows each MCP call `definition` makes to the tools its service has
+    /// ([`mcp_fsm::narrow_calls`]): the narrowed definition is the one to run (and journal).
+    pub(super) fn narrow(&self, definition: &mut Definition) {
+        for (name, services) in &self.views {
+            let states: Vec<String> = definition
+                .states
+                .iter()
+                .filter(|s| s.action == Action::Service && service_of(s) == name)
+                .map(|s| s.id.clone())
+                .collect();
+            for state in &states {
+                mcp_fsm::narrow_calls(definition, state, services);
+            }
+        }
+    }
+
+    /// `runner` with every service of the run registered.
+    pub(super) fn register(&self, mut runner: Runner) -> Runner {
+        for (name, service) in &self.registered {
+            runner = runner.with_service(name.clone(), Shared(Arc::clone(service)));
+        }
+        runner
+    }
+
     /// Closes the servers.
     pub(super) async fn close(&self) {
         if let Some(services) = &self.services {
@@ -132,21 +187,20 @@ impl Connected {
     }
 }
 
-/// Registers on `runner` the services `definition`'s `service` states name, starting the MCP
-/// servers they need (only those), and narrows each MCP call the machine makes to the tools there
-/// are ([`mcp_fsm::narrow_calls`]): the definition to run is returned with the runner's services.
+/// Starts the services the `service` states of `definitions` (a machine and its sub-FSMs) name,
+/// once for them all: the built-in ones and the MCP servers they need (only those).
 ///
 /// # Errors
 ///
 /// An unknown project, a server the project does not allow, a server that does not start.
 pub(super) async fn connect(
-    definition: &mut Definition,
+    definitions: &[&Definition],
     settings: &Settings,
     flags: &Flags,
-) -> Result<(Vec<(String, Arc<dyn Service>)>, Connected)> {
-    let used: BTreeSet<String> = definition
-        .states
+) -> Result<Connected> {
+    let used: BTreeSet<String> = definitions
         .iter()
+        .flat_map(|d| &d.states)
         .filter(|s| s.action == Action::Service)
         .map(|s| service_of(s).to_owned())
         .collect();
@@ -169,7 +223,10 @@ pub(super) async fn connect(
         .unwrap_or_default();
     let all = used.contains(mcp_fsm::SERVICE);
     let Some(mcp) = mcp.filter(|_| all || !servers.is_empty()) else {
-        return Ok((registered, Connected::default()));
+        return Ok(Connected {
+            registered,
+            ..Connected::default()
+        });
     };
     let project = match &flags.project {
         None => None,
@@ -211,32 +268,17 @@ pub(super) async fn connect(
             views.push((server.clone(), one));
         }
     }
-    for (name, services) in views {
-        let states: Vec<String> = definition
-            .states
-            .iter()
-            .filter(|s| s.action == Action::Service && service_of(s) == name)
-            .map(|s| s.id.clone())
-            .collect();
-        for state in &states {
-            mcp_fsm::narrow_calls(definition, state, &services);
-        }
-        registered.push((name, Arc::new(Mcp(McpService::new(services)))));
+    for (name, services) in &views {
+        registered.push((
+            name.clone(),
+            Arc::new(Mcp(McpService::new(services.clone()))),
+        ));
     }
-    Ok((
+    Ok(Connected {
         registered,
-        Connected {
-            services: Some(services),
-        },
-    ))
-}
-
-/// `runner` with `services` registered.
-pub(super) fn register(mut runner: Runner, services: Vec<(String, Arc<dyn Service>)>) -> Runner {
-    for (name, service) in services {
-        runner = runner.with_service(name, Shared(service));
-    }
-    runner
+        views,
+        services: Some(services),
+    })
 }
 
 /// An `Arc`'d service, registered by value.

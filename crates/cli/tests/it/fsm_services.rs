@@ -160,6 +160,138 @@ async fn run_serves_the_builtin_tools_and_eval_and_records_the_model() {
     assert!(last.to_string().contains("printed:\\\\nhi"), "{last}");
 }
 
+/// `plan` hands a request to `work`, the sub-FSM `clock.json` ([`CLOCK`]).
+const PARENT: &str = r#"{
+  "id": "parent",
+  "states": [
+    {"id": "plan", "action": "llm"},
+    {"id": "work", "action": "fsm", "config": {"fsm": "clock.json", "trail": "full"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "plan"], "schema": {"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}},
+    {"id": ["plan", "work"], "schema": {"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}},
+    {"id": ["work", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+/// A sub-FSM whose `llm` asks the `tools` service for a number.
+const CLOCK: &str = r#"{
+  "id": "clock",
+  "states": [
+    {"id": "llm", "action": "llm"},
+    {"id": "clock", "action": "service", "config": {"service": "tools"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "llm"], "schema": {"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}},
+    {"id": ["llm", "clock"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["clock", "llm"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["llm", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+#[tokio::test]
+async fn a_sub_fsm_file_runs_the_run_s_services_and_model_opened_once() {
+    let server = MockServer::start().await;
+    script(
+        &server,
+        &[
+            json!({"id": ["plan", "work"], "request": "a number"}).to_string(),
+            call("clock", 1, "random_int", json!({"min": 7, "max": 7})),
+            json!({"id": ["llm", "end"], "answer": "7"}).to_string(),
+        ],
+    )
+    .await;
+    // No --llm: the configuration's default, said once on stderr when it is opened.
+    let config = format!(
+        "{}\n[defaults]\nllm = \"openrouter:test/model\"\n",
+        super::openrouter::config(&server)
+    );
+    let files = Files::new(&[
+        ("parent.json", PARENT),
+        ("clock.json", CLOCK),
+        ("config.toml", &config),
+    ]);
+    let config = files.path("config.toml");
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-v1-sub-services")),
+    ];
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("parent.json"),
+            "--input",
+            r#"{"request": "a number"}"#,
+            "--mode",
+            "prompted",
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail = trail(&run.stdout);
+    let last = trail.last().unwrap();
+    assert_eq!(
+        (&last["from"], &last["to"], &last["event"]["answer"]),
+        (&json!("work"), &json!("end"), &json!("7")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(r#""text": "7""#),
+        "the tools service answered in the sub-FSM: {}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stderr
+            .matches("using openrouter:test/model (defaults.llm in the configuration)")
+            .count(),
+        1,
+        "the parent and the sub-FSM share the run's one model: {}",
+        run.stderr
+    );
+
+    // A service the sub-FSM names that the configuration lacks: validate and run name it at the
+    // state naming the file.
+    std::fs::write(
+        files.0.join("clock.json"),
+        CLOCK.replace(r#""service": "tools""#, r#""service": "nope""#),
+    )
+    .unwrap();
+    let validate = claij_env(
+        &[
+            "fsm",
+            "validate",
+            &files.path("parent.json"),
+            "--config",
+            &config,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(validate.code, 1, "{}", validate.stderr);
+    insta::assert_snapshot!(validate.stdout, @"/states/1/config/fsm: `clock.json`: /states/1/config/service: unknown service `nope`: the configuration offers eval, tools; MCP servers are services once the configuration has `[mcpServers.NAME]`");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("parent.json"),
+            "--input",
+            r#"{"request": "a number"}"#,
+        ],
+        "",
+        &env,
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "/states/1/config/fsm: `clock.json`: /states/1/config/service: unknown service `nope`",
+    );
+}
+
 /// A configuration with OpenRouter at `server` and the filesystem MCP server in `root`, its
 /// project `reader` allowing only `read_text_file`.
 fn fs_config(server: &MockServer, servers: &std::path::Path, root: &std::path::Path) -> String {
