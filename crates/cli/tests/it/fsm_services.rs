@@ -366,6 +366,71 @@ async fn the_tool_loop_reads_a_file_through_the_real_filesystem_server() {
 }
 
 #[test]
+fn a_machine_and_its_sub_fsm_share_one_process_of_an_mcp_server() {
+    let test = "a_machine_and_its_sub_fsm_share_one_process_of_an_mcp_server";
+    let Some(servers) = super::mcp::servers(test) else {
+        return;
+    };
+    // Both machines read through `fs`; each start of the server adds a line to `starts`.
+    let parent = r#"{"id": "parent",
+      "states": [{"id": "read", "action": "service", "config": {"service": "fs"}},
+                 {"id": "again", "action": "fsm", "config": {"fsm": "again.json"}},
+                 {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "read"]}, {"id": ["read", "again"]}, {"id": ["again", "end"]}]}"#;
+    let sub = r#"{"id": "again",
+      "states": [{"id": "read", "action": "service", "config": {"service": "fs"}},
+                 {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "read"]}, {"id": ["read", "end"]}]}"#;
+    let files = Files::new(&[
+        ("parent.json", parent),
+        ("again.json", sub),
+        ("note.txt", "the launch code is 7-4-1"),
+    ]);
+    let root = std::fs::canonicalize(&files.0).unwrap();
+    let fs = servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let script = format!(
+        "echo started >> {:?}; exec node {:?} {:?}",
+        root.join("starts").display().to_string(),
+        fs.display().to_string(),
+        root.display().to_string()
+    );
+    std::fs::write(
+        root.join("config.toml"),
+        format!("[mcpServers.fs]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n"),
+    )
+    .unwrap();
+    let config = files.path("config.toml");
+    let note = root.join("note.txt").display().to_string();
+    let input = json!({"message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fs.read_text_file", "arguments": {"path": note}}}});
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("parent.json"),
+            "--input",
+            &input.to_string(),
+        ],
+        "",
+        &[("CLAIJ_CONFIG", Some(config.as_str()))],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail = trail(&run.stdout);
+    assert_eq!(result_text(&trail[1]), "the launch code is 7-4-1");
+    let last = trail.last().unwrap();
+    assert_eq!(
+        (&last["from"], &last["to"]),
+        (&json!("again"), &json!("end"))
+    );
+    let starts = std::fs::read_to_string(root.join("starts")).unwrap();
+    assert_eq!(
+        starts.lines().count(),
+        1,
+        "one server for the run: {starts}"
+    );
+}
+
+#[test]
 fn a_service_the_configuration_lacks_is_a_problem_at_its_pointer() {
     let definition = r#"{
       "id": "many",
