@@ -188,14 +188,7 @@ impl<'a> Conversation<'a> {
     }
 
     fn open_with(options: &'a Options, default_interceptors: &[Interceptor]) -> Result<Self> {
-        let base = match &options.schema {
-            Some(path) => {
-                let schema = input::read_json(path)?;
-                claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
-                Some(schema)
-            }
-            None => None,
-        };
+        let base = base_schema(options)?;
         // Locked and checked before anything is asked, so no paid turn is lost to another process
         // or to a file that cannot be written.
         let (session, lock) = match &options.memory {
@@ -441,6 +434,16 @@ fn states(names: &[Interceptor]) -> States {
     } else {
         states
     }
+}
+
+/// `--schema`, read and checked (`None`: the default base schema).
+fn base_schema(options: &Options) -> Result<Option<serde_json::Value>> {
+    let Some(path) = &options.schema else {
+        return Ok(None);
+    };
+    let schema = input::read_json(path)?;
+    claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
+    Ok(Some(schema))
 }
 
 /// `--note` files as documents: `note-1`, `note-2`... titled by their file names.

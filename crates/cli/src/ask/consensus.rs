@@ -15,7 +15,7 @@ use claij_mcp::Services;
 use serde_json::{Value, json};
 
 use super::{Args, Interceptor, Options, llm, model, report};
-use crate::{Status, input};
+use crate::Status;
 
 #[cfg(test)]
 mod tests;
@@ -160,14 +160,7 @@ fn open_all(
     names: &[Interceptor],
     services: Option<&Services>,
 ) -> Result<Vec<Pipeline>> {
-    let base = match &options.schema {
-        Some(path) => {
-            let schema = input::read_json(path)?;
-            claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
-            Some(schema)
-        }
-        None => None,
-    };
+    let base = super::base_schema(options)?;
     let notes = super::notes(&options.note)?;
     models
         .iter()
