@@ -809,3 +809,57 @@ fn resume_gets_the_services_again() {
     );
     assert_eq!(result_text(last), "42");
 }
+
+#[test]
+fn resume_gets_the_services_again_for_a_sub_fsm_file() {
+    // The sub-FSM waits for a person, then calculates: the run suspends inside it.
+    let sub = r#"{"id": "calc",
+      "states": [{"id": "person", "action": "human"},
+                 {"id": "calc", "action": "service", "config": {"service": "eval"}},
+                 {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "person"]},
+                      {"id": ["person", "calc"], "schema": {"type": "object", "required": ["message"]}},
+                      {"id": ["calc", "end"], "schema": {"type": "object", "required": ["message"]}}]}"#;
+    let parent = r#"{"id": "parent",
+      "states": [{"id": "work", "action": "fsm", "config": {"fsm": "calc.json", "trail": "full"}},
+                 {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "work"]}, {"id": ["work", "end"]}]}"#;
+    let files = Files::new(&[
+        ("parent.json", parent),
+        ("calc.json", sub),
+        ("config.toml", ""),
+    ]);
+    let config = files.path("config.toml");
+    let env = [("CLAIJ_CONFIG", Some(config.as_str()))];
+    let journal = files.path("run.jsonl");
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("parent.json"),
+            "--input",
+            "{}",
+            "--journal",
+            &journal,
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("waiting for input"), "{}", run.stderr);
+    // The file is gone: resume runs the journal's copy, with the services it names.
+    std::fs::remove_file(files.0.join("calc.json")).unwrap();
+    let input = json!({"message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "eval", "arguments": {"code": "40 + 2"}}}});
+    let resumed = claij_env(&["fsm", "resume", &journal], &format!("{input}\n"), &env);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let trail = trail(&resumed.stdout);
+    let last = trail.last().unwrap();
+    assert_eq!(
+        (&last["from"], &last["to"]),
+        (&json!("work"), &json!("end")),
+        "{}",
+        resumed.stdout
+    );
+    assert_eq!(result_text(last), "42");
+}
