@@ -190,9 +190,14 @@ impl Builtins<'_> {
                 &voters,
                 Arc::clone(&self.registry),
             )?;
+            let (registry, names) = (Arc::clone(&self.registry), Arc::new(names));
+            let voters = Arc::clone(&names);
+            let tally = service_fn(move |call| tally(&registry, &voters, call));
             let registry = Arc::clone(&self.registry);
             let activate = service_fn(move |call| Ok(activate(&registry, &names, call)));
-            return Ok(runner.with_service("activate", activate));
+            return Ok(runner
+                .with_service("tally", tally)
+                .with_service("activate", activate));
         }
         let (routed, diagnostic) = open_models(&models(models_key(name)), self.settings)?;
         let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
@@ -212,6 +217,44 @@ impl Builtins<'_> {
             verify,
         )?)
     }
+}
+
+/// The vote's `tally` service as `claij_fsm::builtin::vote` has it, the same events out, but a
+/// proposal voted down is recorded as declined in the registry's audit log, with the ballots.
+fn tally(
+    registry: &Mutex<Registry>,
+    voters: &[String],
+    call: &ServiceCall<'_>,
+) -> Result<Value, claij_interceptors::BoxError> {
+    let proposal = call
+        .trail
+        .entries
+        .iter()
+        .find(|e| e.from == claij_fsm::definition::START)
+        .map(|e| &e.event)
+        .ok_or("the trail holds no proposal")?;
+    let votes = vote::Votes::count(call.trail);
+    let extension_id = &proposal["extension_id"];
+    if votes.is_majority() {
+        return Ok(
+            json!({"id": ["tally", "activate"], "approved": true, "votes": votes,
+                         "extension_id": extension_id, "delta": proposal["delta"]}),
+        );
+    }
+    let delta = SchemaDelta::new(
+        extension_id.as_str().unwrap_or_default(),
+        vote::ADDED_BY,
+        proposal["delta"].clone(),
+    );
+    let reason = format!(
+        "voted down: {} for, {} against",
+        votes.approve, votes.reject
+    );
+    approve::lock(registry).decline(&delta, &reason, approve::ballots(voters, call.trail));
+    Ok(
+        json!({"id": ["tally", "rejected"], "approved": false, "activated": false,
+              "votes": votes, "extension_id": extension_id}),
+    )
 }
 
 /// The vote's `activate` service as `claij_fsm::builtin::vote` has it, the same events out, but

@@ -729,6 +729,59 @@ async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
     );
 }
 
+/// Voted down in the vote state, the proposal is declined in the run's audit log with its ballots,
+/// and the run goes on to `declined`.
+#[tokio::test]
+async fn the_vote_state_records_a_proposal_voted_down_with_its_ballots() {
+    let server = MockServer::start().await;
+    for (model, approve) in [("a", true), ("b", false), ("c", false)] {
+        answer(
+            &server,
+            model,
+            &ballot(approve, &format!("voter {model}")),
+            None,
+        )
+        .await;
+    }
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("flow.json", VOTE_THEN_ANSWER),
+    ]);
+    let journal = files.path("run.jsonl");
+    let input = json!({"extension_id": "confidence-v1", "reason": "to say how sure",
+                       "delta": confidence()})
+    .to_string();
+    let run = claij(
+        &files,
+        &[
+            "fsm",
+            "run",
+            &files.path("flow.json"),
+            "--input",
+            &input,
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--journal",
+            &journal,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("decide -> declined"), "{}", run.stderr);
+    let audit = claij(&files, &["schema", "audit", &journal]);
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    for line in [
+        "confidence-v1  declined  (proposed by vote)",
+        "    reason: voted down: 1 for, 2 against",
+        "    mylocal:a approves: voter a",
+        "    mylocal:c rejects: voter c",
+    ] {
+        assert!(audit.stdout.contains(line), "{line}: {}", audit.stdout);
+    }
+    assert!(audit.stdout.ends_with("active: none\n"), "{}", audit.stdout);
+}
+
 /// A run whose extension was approved and that then waits (here: it has been given the person's
 /// input and is stuck in the next model call) has the extensions in its journal already: killed
 /// there, it resumes with them.
