@@ -372,10 +372,12 @@ enum FsmInterceptor {
     Proposals,
 }
 
-/// The proposals of a run, shared by every `llm` state of the machine and its sub-FSMs.
+/// The schema extensions of a run, shared by every `llm` state of the machine and its sub-FSMs:
+/// with `--interceptors proposals`, the proposals interceptor over the run's one registry; without
+/// it (a run with a built-in vote, or resumed with extensions), the registry's extensions alone.
 pub(crate) struct RunProposals {
-    /// The interceptor, for every state's chain.
-    pub proposals: Proposals,
+    /// The interceptor, for every state's chain, when models may propose.
+    proposals: Option<Proposals>,
     registry: Arc<Mutex<Registry>>,
     /// The registry as the journal last has it (as the run started, at first): a line is written
     /// only when it changed.
@@ -385,8 +387,9 @@ pub(crate) struct RunProposals {
 }
 
 impl FsmFlags {
-    /// The run's proposals when `--interceptors proposals` is given, over `saved` (a resumed
-    /// journal's extensions).
+    /// The run's extensions over `saved` (a resumed journal's) when `--interceptors proposals` is
+    /// given, the run has a built-in `vote` state (`votes`: what it activates joins every state's
+    /// schema), or `saved` holds some.
     ///
     /// # Errors
     ///
@@ -394,15 +397,17 @@ impl FsmFlags {
     pub(crate) fn open(
         &self,
         saved: Option<SavedRegistry>,
+        votes: bool,
         settings: &Settings,
         model: &ModelOptions,
         quiet: bool,
     ) -> Result<Option<RunProposals>> {
-        if !self.interceptors.contains(&FsmInterceptor::Proposals) {
-            if self.approve.voters.is_empty() {
-                return Ok(None);
-            }
+        let offered = self.interceptors.contains(&FsmInterceptor::Proposals);
+        if !offered && !self.approve.voters.is_empty() {
             bail!("--voters is for --interceptors proposals --approve vote");
+        }
+        if !offered && !votes && saved.is_none() {
+            return Ok(None);
         }
         // Each state composes onto its own output schema; the run's registry checks a delta onto
         // an open object, and each state's pipeline checks it again onto its schema.
@@ -418,7 +423,11 @@ impl FsmFlags {
             proposer,
             quiet,
         };
-        let proposals = proposals(&self.approve, &registry, setup)?;
+        let proposals = if offered {
+            Some(proposals(&self.approve, &registry, setup)?)
+        } else {
+            None
+        };
         Ok(Some(RunProposals {
             proposals,
             registry,
@@ -435,13 +444,19 @@ impl RunProposals {
         &self.registry
     }
 
-    /// The chain of every `llm` state: the shared proposals interceptor (skipped, with the previous
-    /// schema, when a state's pipeline refuses a delta).
+    /// The chain of every `llm` state: the shared proposals interceptor, or without one an
+    /// `extensions` interceptor adding the registry's extensions to the state's schema (either
+    /// skipped, with the previous schema, when a state's pipeline refuses a delta).
     pub(crate) fn chain(&self) -> impl Fn() -> claij_interceptors::Chain + Send + Sync + 'static {
         let proposals = self.proposals.clone();
+        let registry = Arc::clone(&self.registry);
         move || {
-            claij_interceptors::Chain::new()
-                .with_policy(proposals.clone(), claij_interceptors::OnError::Skip)
+            let chain = claij_interceptors::Chain::new();
+            let skip = claij_interceptors::OnError::Skip;
+            match &proposals {
+                Some(proposals) => chain.with_policy(proposals.clone(), skip),
+                None => chain.with_policy(extensions(Arc::clone(&registry)), skip),
+            }
         }
     }
 
@@ -460,12 +475,14 @@ impl RunProposals {
             .iter()
             .map(|(state, remedy)| (state.clone(), remedy.clone()))
             .collect();
+        let Some(proposals) = &self.proposals else {
+            return self.record_to(journal);
+        };
         for (state, remedy) in remedies {
             let Some(proposal) = remedy_proposal(&state, &remedy) else {
                 continue;
             };
-            let Some(record) = self
-                .proposals
+            let Some(record) = proposals
                 .propose(proposal, meta_debug::ID, &mut run.context)
                 .await
             else {
@@ -484,10 +501,15 @@ impl RunProposals {
                 );
             }
         }
-        if let Some(journal) = journal {
-            self.record(journal)?;
+        self.record_to(journal)
+    }
+
+    /// [`RunProposals::record`] when there is a journal.
+    fn record_to(&self, journal: Option<&mut Journal>) -> Result<()> {
+        match journal {
+            Some(journal) => self.record(journal),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Appends the run's extensions to `journal` when they changed since it last recorded them.
@@ -500,6 +522,17 @@ impl RunProposals {
         }
         Ok(())
     }
+}
+
+/// The interceptor that adds `registry`'s extensions to a state's schema, for runs whose models do
+/// not propose.
+fn extensions(registry: Arc<Mutex<Registry>>) -> impl claij_interceptors::Interceptor {
+    claij_interceptors::from_fn("extensions").pre_schema(move |schema, _| {
+        for extension in lock(&registry).extensions() {
+            schema.extend(extension.extension_id.clone(), extension.delta.clone());
+        }
+        Ok(())
+    })
 }
 
 /// The proposal a schema remedy of `state` makes, when it carries a delta: the extension

@@ -62,7 +62,7 @@ pub(super) fn run(
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let runtime = runtime()?;
-    let shared = proposals(None, options)?;
+    let shared = proposals(None, subfsm::runs_vote(fsm.definition(), subs), options)?;
     let (runner, connected) = runner_with_subs(fsm, subs, options, &runtime, shared.as_ref())?;
     let (mut run, journal) = match journal {
         Some(NewJournal { path, force }) => {
@@ -108,7 +108,8 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         )
     })?;
     let runtime = runtime()?;
-    let shared = proposals(claij_fsm::journal::read_extensions(path)?, options)?;
+    let votes = subfsm::runs_vote(&definition, &header.sub_fsms);
+    let shared = proposals(claij_fsm::journal::read_extensions(path)?, votes, options)?;
     let (runner, connected) = runner_with_subs(
         Fsm::new(definition)?,
         &header.sub_fsms,
@@ -136,15 +137,17 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     status
 }
 
-/// `--interceptors proposals`: one proposals interceptor and registry for the whole run.
+/// The run's one registry of schema extensions (with `--interceptors proposals`, the proposals
+/// interceptor over it), when the run proposes, votes (`votes`) or resumes with extensions.
 fn proposals(
     saved: Option<claij_schema::SavedRegistry>,
+    votes: bool,
     options: &Options,
 ) -> Result<Option<crate::ask::approve::RunProposals>> {
     let settings = crate::config::Settings::load()?;
     options
         .proposals
-        .open(saved, &settings, &options.model, options.json)
+        .open(saved, votes, &settings, &options.model, options.json)
 }
 
 /// The one runtime of a run: the MCP servers it starts live on it.

@@ -219,6 +219,16 @@ impl Builtins<'_> {
     }
 }
 
+/// Whether a machine of the tree (`definition` and its sub-FSM files `subs`) runs the built-in vote.
+pub(super) fn runs_vote(definition: &Definition, subs: &[SubDefinition]) -> bool {
+    let votes = |d: &Definition| {
+        d.states
+            .iter()
+            .any(|s| s.action == Action::Fsm && s.config_str("fsm") == Some(vote::ID))
+    };
+    votes(definition) || subs.iter().any(|s| runs_vote(&s.definition, &s.sub_fsms))
+}
+
 /// The vote's `tally` service as `claij_fsm::builtin::vote` has it, the same events out, but a
 /// proposal voted down is recorded as declined in the registry's audit log, with the ballots.
 fn tally(

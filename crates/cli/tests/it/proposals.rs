@@ -668,6 +668,20 @@ const VOTE_THEN_ANSWER: &str = r#"{
 /// journal shows its activation with the ballots.
 #[tokio::test]
 async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
+    vote_then_answer(&["--interceptors", "proposals", "--approve", "never"]).await;
+}
+
+/// Without `--interceptors proposals` too: the states are not offered `proposed_extension`, but
+/// the extension the vote approved joins their schema.
+#[tokio::test]
+async fn the_vote_state_extends_the_next_state_without_the_proposals_interceptor() {
+    let format = vote_then_answer(&[]).await;
+    assert!(!format.contains("proposed_extension"), "{format}");
+}
+
+/// Runs [`VOTE_THEN_ANSWER`] with `flags`, two of three voters approving; the `response_format`
+/// of the `answer` state's request.
+async fn vote_then_answer(flags: &[&str]) -> String {
     let server = MockServer::start().await;
     for (model, approve) in [("a", true), ("b", false), ("c", true)] {
         answer(
@@ -688,24 +702,20 @@ async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
     let input = json!({"extension_id": "confidence-v1", "reason": "to say how sure",
                        "delta": confidence()})
     .to_string();
-    let run = claij(
-        &files,
-        &[
-            "fsm",
-            "run",
-            &files.path("flow.json"),
-            "--input",
-            &input,
-            "--llm",
-            "mylocal:smol",
-            "--interceptors",
-            "proposals",
-            "--approve",
-            "never",
-            "--journal",
-            &journal,
-        ],
-    );
+    let flow = files.path("flow.json");
+    let mut args = vec![
+        "fsm",
+        "run",
+        &flow,
+        "--input",
+        &input,
+        "--llm",
+        "mylocal:smol",
+        "--journal",
+        &journal,
+    ];
+    args.extend_from_slice(flags);
+    let run = claij(&files, &args);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let asked = bodies(&server, "smol").await;
     assert_eq!(asked.len(), 1);
@@ -727,6 +737,7 @@ async fn the_vote_state_activates_into_the_registry_the_next_state_asks_with() {
         "{}",
         audit.stdout
     );
+    format
 }
 
 /// Voted down in the vote state, the proposal is declined in the run's audit log with its ballots,
@@ -784,7 +795,7 @@ async fn the_vote_state_records_a_proposal_voted_down_with_its_ballots() {
 
 /// A run whose extension was approved and that then waits (here: it has been given the person's
 /// input and is stuck in the next model call) has the extensions in its journal already: killed
-/// there, it resumes with them.
+/// there, it resumes with them (with or without `--interceptors proposals`).
 #[tokio::test]
 async fn a_run_killed_after_an_approval_keeps_it_in_the_journal() {
     use std::process::{Command, Stdio};
@@ -865,17 +876,17 @@ async fn a_run_killed_after_an_approval_keeps_it_in_the_journal() {
         "confidence-v1"
     );
 
-    let mut resume = vec!["fsm", "resume", &journal];
-    resume.extend_from_slice(&flags);
-    let done = claij(&files, &resume);
+    // Resumed without `--interceptors proposals`, the run's states still follow its extensions.
+    let done = claij(
+        &files,
+        &["fsm", "resume", &journal, "--llm", "mylocal:smol"],
+    );
     assert_eq!(done.code, 0, "{}", done.stderr);
     let asked = bodies(&server, "smol").await;
     assert_eq!(asked.len(), 3);
-    assert!(
-        asked[2]["response_format"]
-            .to_string()
-            .contains("\"confidence\"")
-    );
+    let format = asked[2]["response_format"].to_string();
+    assert!(format.contains("\"confidence\""), "{format}");
+    assert!(!format.contains("proposed_extension"), "{format}");
 }
 
 /// One `llm` state that may bail out into `failed`.
