@@ -55,7 +55,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use claij_backends::Backend;
 use claij_interceptors::{BoxError, Config};
-use claij_schema::{Registry, SchemaDelta};
+use claij_schema::{Ballot, Registry, SchemaDelta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -217,13 +217,42 @@ pub fn runner(
     registry: Arc<Mutex<Registry>>,
 ) -> Result<Runner, Error> {
     let fsm = Fsm::new(definition(voters))?;
+    let names: Arc<[String]> = voters.iter().map(|v| (*v).to_owned()).collect();
+    let (tally_registry, tally_names) = (Arc::clone(&registry), Arc::clone(&names));
     Ok(Runner::new(fsm)
         .with_llm(backend, config)
-        .with_service("tally", service_fn(|call| tally(call.trail)))
+        .with_service(
+            "tally",
+            service_fn(move |call| tally(&tally_registry, &tally_names, call.trail)),
+        )
         .with_service(
             "activate",
-            service_fn(move |call| Ok(activate(&registry, call.event))),
+            service_fn(move |call| Ok(activate(&registry, &names, call.trail, call.event))),
         ))
+}
+
+/// The ballots of a vote's `trail`, each voter named as `voters` (the runner's list, in order) names
+/// it; a vote run as a sub-FSM, its transitions prefixed with the parent's state, counts the same.
+pub fn ballots(voters: &[impl AsRef<str>], trail: &Trail) -> Vec<Ballot> {
+    trail
+        .entries
+        .iter()
+        .filter_map(|entry| {
+            let state = entry.from.rsplit('/').next()?;
+            let index: usize = state.strip_prefix(VOTER_PREFIX)?.parse().ok()?;
+            let voter = voters.get(index.checked_sub(1)?)?;
+            Some(Ballot {
+                voter: voter.as_ref().to_owned(),
+                approve: entry.event.get("approve")?.as_bool()?,
+                reason: entry
+                    .event
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// What every voter is told, besides its state and the transitions.
@@ -265,8 +294,9 @@ fn described(mut transition: Transition, description: &str) -> Transition {
     transition
 }
 
-/// The `tally` service: counts the ballots in the trail and passes an approved proposal on.
-fn tally(trail: &Trail) -> Result<Value, BoxError> {
+/// The `tally` service: counts the ballots in the trail and passes an approved proposal on; one voted
+/// down is recorded in the registry's audit log as declined, with the ballots.
+fn tally(registry: &Mutex<Registry>, voters: &[String], trail: &Trail) -> Result<Value, BoxError> {
     let proposal = input_of(trail).ok_or("the trail holds no proposal")?;
     let votes = Votes::count(trail);
     let extension_id = &proposal["extension_id"];
@@ -276,23 +306,40 @@ fn tally(trail: &Trail) -> Result<Value, BoxError> {
         reject = votes.reject,
         "vote tallied"
     );
-    Ok(if votes.is_majority() {
-        json!({"id": ["tally", "activate"], "approved": true, "votes": votes,
-               "extension_id": extension_id, "delta": proposal["delta"]})
-    } else {
+    if votes.is_majority() {
+        return Ok(
+            json!({"id": ["tally", "activate"], "approved": true, "votes": votes,
+               "extension_id": extension_id, "delta": proposal["delta"]}),
+        );
+    }
+    let delta = SchemaDelta::new(
+        extension_id.as_str().unwrap_or_default(),
+        ADDED_BY,
+        proposal["delta"].clone(),
+    );
+    let reason = format!(
+        "voted down: {} for, {} against",
+        votes.approve, votes.reject
+    );
+    registry
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .decline(&delta, &reason, ballots(voters, trail));
+    Ok(
         json!({"id": ["tally", "rejected"], "approved": false, "activated": false, "votes": votes,
-               "extension_id": extension_id})
-    })
+               "extension_id": extension_id}),
+    )
 }
 
-/// The `activate` service: adds the approved delta to the registry, which may refuse it.
-fn activate(registry: &Mutex<Registry>, event: &Value) -> Value {
+/// The `activate` service: adds the approved delta to the registry with the vote's ballots, which
+/// may refuse it.
+fn activate(registry: &Mutex<Registry>, voters: &[String], trail: &Trail, event: &Value) -> Value {
     let extension_id = event["extension_id"].as_str().unwrap_or_default();
     let delta = SchemaDelta::new(extension_id, ADDED_BY, event["delta"].clone());
     let added = registry
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .add(delta);
+        .add_approved(delta, ballots(voters, trail));
     let (to, error) = match added {
         Ok(_) => {
             tracing::info!(extension_id, "schema delta activated");

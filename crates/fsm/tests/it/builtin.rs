@@ -149,7 +149,10 @@ fn without_a_majority_the_delta_is_rejected_and_the_registry_unchanged() {
             "{ballots:?}"
         );
         assert_eq!(vote.registry.active(), &claij_schema::base(), "{ballots:?}");
-        assert!(vote.registry.audit().is_empty(), "{ballots:?}");
+        // Declined, not added: the audit log keeps the vote, the schema is unchanged.
+        let audit = vote.registry.audit().entries();
+        assert_eq!(audit.len(), 1, "{ballots:?}");
+        assert_eq!(audit[0].action, AuditAction::Declined, "{ballots:?}");
     }
 }
 
@@ -784,4 +787,37 @@ fn a_validation_failure_repeating_across_turns_is_meta_debugged() {
     assert!(systems[4].ends_with(remedy) && systems[5].ends_with(remedy));
     let third = run.trail.entries.iter().rfind(|e| e.from == "ask").unwrap();
     assert_eq!(third.attempts.len(), 1, "valid at once with the remedy");
+}
+
+/// The registry's audit log says who voted what: an approval is added with its ballots, a proposal
+/// voted down is declined with them and the count.
+#[test]
+fn the_audit_log_keeps_the_ballots_of_the_vote() {
+    let approved = vote_on(confidence(), &[true, false, true]);
+    let audit = approved.registry.audit().entries();
+    let voters: Vec<(&str, bool)> = audit[0]
+        .ballots
+        .iter()
+        .map(|b| (b.voter.as_str(), b.approve))
+        .collect();
+    assert_eq!(
+        voters,
+        [("model-a", true), ("model-b", false), ("model-c", true)]
+    );
+    assert_eq!(audit[0].ballots[1].reason, "not worth it");
+
+    let declined = vote_on(confidence(), &[false, true, false]);
+    assert_eq!(declined.state, "rejected");
+    let audit = declined.registry.audit().entries();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].action, AuditAction::Declined);
+    assert_eq!(audit[0].ballots.len(), 3);
+    assert!(
+        audit[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("1 for, 2 against")),
+        "{:?}",
+        audit[0].reason
+    );
 }
