@@ -681,8 +681,13 @@ mod local_model {
 
     /// `claij fsm run examples/fsm/tool-loop.json --llm local`: the grammar lets the 135M model
     /// write only a call to the project's one tool with arguments of its schema; the real server
-    /// reads the file and the model answers. The file is named `...` (the request says so), the
-    /// path the small model writes: what is tested is the loop, not the model's choice of path.
+    /// reads the file and the model answers. The file is named `...` (the request says so)
+    /// because that is the path the small model writes, copied from the example reply's `"..."`
+    /// placeholder: what is tested is the loop, not the model's choice of path. Naming a real
+    /// absolute path in the request does not make the choice the model's: depending on the
+    /// path's text (a test's temporary directory changes it every run) it writes `...` or the
+    /// path behind a `../../../` taken from the placeholder, and then calls again instead of
+    /// answering; without the example reply it answers at once without calling any tool.
     #[test]
     fn the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content() {
         let test = "the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content";
