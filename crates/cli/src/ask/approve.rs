@@ -140,30 +140,6 @@ pub(crate) fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Regi
     registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The ballots in a vote's trail, each named by its voter (`voters`, in the order of the vote's
-/// `voter-N` states).
-pub(crate) fn ballots(voters: &[String], trail: &claij_fsm::Trail) -> Vec<Ballot> {
-    trail
-        .entries
-        .iter()
-        .filter_map(|entry| {
-            // A sub-FSM's transitions in a parent's trail carry the parent state's prefix.
-            let state = entry.from.rsplit('/').next()?;
-            let index: usize = state.strip_prefix(vote::VOTER_PREFIX)?.parse().ok()?;
-            let voter = voters.get(index.checked_sub(1)?)?;
-            Some(Ballot {
-                voter: voter.clone(),
-                approve: entry.event.get("approve")?.as_bool()?,
-                reason: entry
-                    .event
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            })
-        })
-        .collect()
-}
 
 /// `--approve ask`: the person at the terminal.
 struct Terminal;
@@ -270,7 +246,7 @@ impl Vote {
         }))?;
         let outcome = runner.run(&mut run, &Interrupt::new(), None).await?;
         let names: Vec<String> = self.voters.iter().map(|v| v.name.clone()).collect();
-        let ballots = ballots(&names, &run.trail);
+        let ballots = vote::ballots(&names, &run.trail);
         let (state, event) = match outcome {
             Outcome::Finished { state, event } => (state, event),
             other => bail!("the vote stopped before its end: {other:?}"),

@@ -11,14 +11,12 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Result, anyhow};
 use claij_fsm::builtin::{meta_debug, vote};
 use claij_fsm::journal::SubDefinition;
-use claij_fsm::{
-    Action, Definition, DefinitionError, Fsm, Problem, Runner, ServiceCall, State, service_fn,
-};
-use claij_schema::{Registry, SchemaDelta};
-use serde_json::{Value, json};
+use claij_fsm::{Action, Definition, DefinitionError, Fsm, Problem, Runner, State};
+use claij_schema::Registry;
+use serde_json::Value;
 
 use super::meta_debug::open_models;
-use crate::ask::{ModelOptions, approve};
+use crate::ask::ModelOptions;
 use crate::config::Settings;
 use crate::input;
 
@@ -184,20 +182,15 @@ impl Builtins<'_> {
             let names = models(models_key(name));
             let (routed, voters) = open_models(&names, self.settings)?;
             let voters: Vec<&str> = voters.iter().map(String::as_str).collect();
-            let runner = vote::runner(
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            // The audit log names each voter as the state's `voters` does.
+            return Ok(vote::runner_naming(
                 Arc::new(routed),
                 config,
                 &voters,
+                &names,
                 Arc::clone(&self.registry),
-            )?;
-            let (registry, names) = (Arc::clone(&self.registry), Arc::new(names));
-            let voters = Arc::clone(&names);
-            let tally = service_fn(move |call| tally(&registry, &voters, call));
-            let registry = Arc::clone(&self.registry);
-            let activate = service_fn(move |call| Ok(activate(&registry, &names, call)));
-            return Ok(runner
-                .with_service("tally", tally)
-                .with_service("activate", activate));
+            )?);
         }
         let (routed, diagnostic) = open_models(&models(models_key(name)), self.settings)?;
         let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
@@ -227,63 +220,6 @@ pub(super) fn runs_vote(definition: &Definition, subs: &[SubDefinition]) -> bool
             .any(|s| s.action == Action::Fsm && s.config_str("fsm") == Some(vote::ID))
     };
     votes(definition) || subs.iter().any(|s| runs_vote(&s.definition, &s.sub_fsms))
-}
-
-/// The vote's `tally` service as `claij_fsm::builtin::vote` has it, the same events out, but a
-/// proposal voted down is recorded as declined in the registry's audit log, with the ballots.
-fn tally(
-    registry: &Mutex<Registry>,
-    voters: &[String],
-    call: &ServiceCall<'_>,
-) -> Result<Value, claij_interceptors::BoxError> {
-    let proposal = call
-        .trail
-        .entries
-        .iter()
-        .find(|e| e.from == claij_fsm::definition::START)
-        .map(|e| &e.event)
-        .ok_or("the trail holds no proposal")?;
-    let votes = vote::Votes::count(call.trail);
-    let extension_id = &proposal["extension_id"];
-    if votes.is_majority() {
-        return Ok(
-            json!({"id": ["tally", "activate"], "approved": true, "votes": votes,
-                         "extension_id": extension_id, "delta": proposal["delta"]}),
-        );
-    }
-    let delta = SchemaDelta::new(
-        extension_id.as_str().unwrap_or_default(),
-        vote::ADDED_BY,
-        proposal["delta"].clone(),
-    );
-    let reason = format!(
-        "voted down: {} for, {} against",
-        votes.approve, votes.reject
-    );
-    approve::lock(registry).decline(&delta, &reason, approve::ballots(voters, call.trail));
-    Ok(
-        json!({"id": ["tally", "rejected"], "approved": false, "activated": false,
-              "votes": votes, "extension_id": extension_id}),
-    )
-}
-
-/// The vote's `activate` service as `claij_fsm::builtin::vote` has it, the same events out, but
-/// adding the approved delta with the ballots of the vote's trail (each named as the state's
-/// `voters` name it), so the registry's audit log says who voted what.
-fn activate(registry: &Mutex<Registry>, voters: &[String], call: &ServiceCall<'_>) -> Value {
-    let event = call.event;
-    let extension_id = event["extension_id"].as_str().unwrap_or_default();
-    let delta = SchemaDelta::new(extension_id, vote::ADDED_BY, event["delta"].clone());
-    let ballots = approve::ballots(voters, call.trail);
-    let added = approve::lock(registry).add_approved(delta, ballots);
-    let mut out = json!({"id": ["activate", "activated"], "approved": true, "activated": true,
-                         "votes": event["votes"], "extension_id": extension_id});
-    if let (Err(error), Value::Object(map)) = (added, &mut out) {
-        map.insert("id".into(), json!(["activate", "rejected"]));
-        map.insert("activated".into(), Value::Bool(false));
-        map.insert("error".into(), Value::String(error.to_string()));
-    }
-    out
 }
 
 /// `runner` with the sub-FSMs its machine's `fsm` states name: built-ins wired by `builtins`, the

@@ -216,8 +216,24 @@ pub fn runner(
     voters: &[&str],
     registry: Arc<Mutex<Registry>>,
 ) -> Result<Runner, Error> {
+    runner_naming(backend, config, voters, voters, registry)
+}
+
+/// [`runner`], the ballots in the registry's audit log naming each voter as `names` does (in the
+/// order of `voters`: e.g. the aliases a person configured, where `voters` are the models asked).
+///
+/// # Errors
+///
+/// As [`runner`].
+pub fn runner_naming(
+    backend: Arc<dyn Backend>,
+    config: Config,
+    voters: &[&str],
+    names: &[&str],
+    registry: Arc<Mutex<Registry>>,
+) -> Result<Runner, Error> {
     let fsm = Fsm::new(definition(voters))?;
-    let names: Arc<[String]> = voters.iter().map(|v| (*v).to_owned()).collect();
+    let names: Arc<[String]> = names.iter().map(|v| (*v).to_owned()).collect();
     let (tally_registry, tally_names) = (Arc::clone(&registry), Arc::clone(&names));
     Ok(Runner::new(fsm)
         .with_llm(backend, config)
