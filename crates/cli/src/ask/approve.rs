@@ -140,7 +140,6 @@ pub(crate) fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Regi
     registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-
 /// `--approve ask`: the person at the terminal.
 struct Terminal;
 
