@@ -62,7 +62,8 @@
 //!                 "properties": {
 //!                     "type": "object",
 //!                     "minProperties": 1,
-//!                     "additionalProperties": {"type": "object"}
+//!                     "patternProperties": {"^[A-Za-z_][A-Za-z0-9_]*$": {"type": "object"}},
+//!                     "additionalProperties": false
 //!                 },
 //!                 "required": {"type": "array", "items": {"type": "string"}}
 //!             }
@@ -690,7 +691,8 @@ pub fn delta() -> Value {
                     "properties": {
                         "type": "object",
                         "minProperties": 1,
-                        "additionalProperties": {"type": "object"}
+                        "patternProperties": {"^[A-Za-z_][A-Za-z0-9_]*$": {"type": "object"}},
+                        "additionalProperties": false
                     },
                     "required": {"type": "array", "items": {"type": "string"}}
                 }
