@@ -3,14 +3,15 @@
 //!
 //! The suites live in the claij binary (`claij suite run`, hidden), because xtask depends on no claij
 //! crate: xtask builds it, runs it once per model and suite, reads one JSON record per test from its
-//! stdout, and writes `compat-matrix.md`, `compat-matrix.json` and a line of `compat-history.jsonl`.
+//! stdout, and merges the run into the user's matrix (`store`): `compat-matrix.json` (what `claij
+//! models`, `ask` and `chat` read), `compat-matrix.md` and a line of `compat-history.jsonl`.
 
 mod matrix;
 mod plan;
+mod store;
 #[cfg(test)]
 mod tests;
 
-use std::fs;
 use std::io::{BufRead as _, BufReader, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -33,8 +34,14 @@ struct Options {
     suites: Vec<String>,
     yes: bool,
     dry_run: bool,
-    /// Where the matrix goes; default `<target>/claij`.
+    /// Where the matrix goes; default the user's data directory (`store::data_dir`).
     out: Option<PathBuf>,
+    /// Also write the Markdown of the models this run measured here (`docs/compat-matrix.md`).
+    markdown: Option<PathBuf>,
+    /// `claij suite run --max-retries` (its default: 1).
+    max_retries: Option<u64>,
+    /// `claij suite run --timeout`, seconds per test (its default: 30).
+    timeout: Option<u64>,
 }
 
 pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
@@ -50,13 +57,16 @@ fn execute(args: &[String]) -> Result<u8> {
             return Ok(2);
         }
     };
-    let plan = match Plan::new(&options.llms, &options.suites) {
+    let mut plan = match Plan::new(&options.llms, &options.suites) {
         Ok(plan) => plan,
         Err(message) => {
             crate::usage_error(&message)?;
             return Ok(2);
         }
     };
+    if let Some(retries) = options.max_retries {
+        plan.max_retries = retries;
+    }
     print!("{}", plan::render(&plan));
     std::io::stdout().flush()?;
     if options.dry_run {
@@ -76,14 +86,17 @@ fn execute(args: &[String]) -> Result<u8> {
             return Ok(2);
         }
     }
-    let claij = claij_binary()?;
-    let out = match &options.out {
-        Some(dir) => dir.clone(),
-        None => Workspace::load()?.target_directory.join("claij"),
+    let Some(out) = options
+        .out
+        .clone()
+        .or_else(|| store::data_dir(|name| std::env::var_os(name)))
+    else {
+        bail!("no directory for the matrix: set XDG_DATA_HOME or HOME, or give --out DIR");
     };
-    let records = run_plan(&claij, &plan)?;
+    let claij = claij_binary()?;
+    let records = run_plan(&claij, &plan, &suite_flags(&options))?;
     let matrix = Matrix::from_records(&records);
-    write_matrix(&matrix, &out)?;
+    write_matrix(&records, &plan, &options, &out, &command(args))?;
     let failed = matrix.failed();
     let total = matrix.total();
     println!(
@@ -115,6 +128,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 .suites
                 .extend(value("--suite")?.split(',').map(str::to_owned)),
             "--out" => options.out = Some(PathBuf::from(value("--out")?)),
+            "--markdown" => options.markdown = Some(PathBuf::from(value("--markdown")?)),
+            "--max-retries" => {
+                options.max_retries = Some(number("--max-retries", &value("--max-retries")?, 0)?)
+            }
+            "--timeout" => options.timeout = Some(number("--timeout", &value("--timeout")?, 1)?),
             "--yes" | "-y" => options.yes = true,
             "--dry-run" => options.dry_run = true,
             other => return Err(format!("`integration` does not take `{other}`")),
@@ -124,6 +142,43 @@ fn parse(args: &[String]) -> Result<Options, String> {
         return Err("`integration` needs --llm ALIAS (or `local`, or `all`)".to_owned());
     }
     Ok(options)
+}
+
+/// A whole number of at least `min` for `flag`.
+fn number(flag: &str, text: &str, min: u64) -> Result<u64, String> {
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| *n >= min)
+        .ok_or_else(|| format!("`{flag}` needs a whole number of at least {min}, not `{text}`"))
+}
+
+/// The flags passed on to every `claij suite run`.
+fn suite_flags(options: &Options) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(retries) = options.max_retries {
+        flags.extend(["--max-retries".to_owned(), retries.to_string()]);
+    }
+    if let Some(secs) = options.timeout {
+        flags.extend(["--timeout".to_owned(), secs.to_string()]);
+    }
+    flags
+}
+
+/// How to measure this again, for the Markdown's header: the arguments, without where this copy
+/// went and the confirmation.
+fn command(args: &[String]) -> String {
+    let mut kept = vec!["cargo xtask integration".to_owned()];
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--out" => {
+                args.next();
+            }
+            "--yes" | "-y" => {}
+            _ => kept.push(arg.clone()),
+        }
+    }
+    kept.join(" ")
 }
 
 /// Waits for ENTER. Ctrl-C ends the process here (the default SIGINT handler), before anything
@@ -159,14 +214,14 @@ fn claij_binary() -> Result<PathBuf> {
 }
 
 /// Runs every (model, suite), printing a line per test as it finishes, with a running total.
-fn run_plan(claij: &Path, plan: &Plan) -> Result<Vec<Record>> {
+fn run_plan(claij: &Path, plan: &Plan, flags: &[String]) -> Result<Vec<Record>> {
     let mut records = Vec::new();
     let total = plan.tests();
     let started = Instant::now();
     let (mut tokens, mut cost) = (0, 0.0);
     for model in &plan.models {
         for suite in &plan.suites {
-            run_suite(claij, &model.name, suite, |record| {
+            run_suite(claij, &model.name, suite, flags, |record| {
                 tokens += record.tokens_in + record.tokens_out;
                 cost += record.cost;
                 let done = records.len() + 1;
@@ -216,6 +271,7 @@ fn run_suite(
     claij: &Path,
     model: &str,
     suite: &Suite,
+    flags: &[String],
     mut each: impl FnMut(&Record),
 ) -> Result<()> {
     println!(
@@ -225,6 +281,7 @@ fn run_suite(
     );
     let mut child = Command::new(claij)
         .args(["suite", "run", "--llm", model, "--suite", suite.name])
+        .args(flags)
         .env("CLAIJ_MODEL_DIR", crate::model::model_dir())
         .env("CLAIJ_MCP_SERVERS", crate::mcp_servers::servers_dir())
         .current_dir(root())
@@ -262,33 +319,39 @@ fn run_suite(
     Ok(())
 }
 
-/// Writes the matrix (Markdown and JSON) and appends the history line.
-fn write_matrix(matrix: &Matrix, dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// Merges the run into the matrix in `dir` (and writes `--markdown`'s copy), then shows it.
+fn write_matrix(
+    records: &[Record],
+    plan: &Plan,
+    options: &Options,
+    dir: &Path,
+    command: &str,
+) -> Result<()> {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let at = matrix::utc(secs);
-    let md = dir.join("compat-matrix.md");
-    fs::write(&md, matrix.to_markdown(&at))
-        .with_context(|| format!("cannot write {}", md.display()))?;
-    let json = dir.join("compat-matrix.json");
-    let text = serde_json::to_string_pretty(&matrix.to_json(&at))? + "\n";
-    fs::write(&json, text).with_context(|| format!("cannot write {}", json.display()))?;
-    let history = dir.join("compat-history.jsonl");
-    let mut file = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&history)
-        .with_context(|| format!("cannot open {}", history.display()))?;
-    writeln!(file, "{}", matrix.history_line(&at))
-        .with_context(|| format!("cannot write {}", history.display()))?;
+    let stored = store::store(records, dir, &at, command)?;
     println!(
-        "\nmatrix: {} and {}; history: {}",
-        display_path(&md),
-        display_path(&json),
-        display_path(&history)
+        "\nmatrix: {} and {} ({} model(s), merged with earlier runs); history: {}",
+        display_path(&stored.json),
+        display_path(&stored.markdown),
+        stored.matrix.models.len(),
+        display_path(&stored.history)
     );
-    print!("{}", matrix.to_markdown(&at));
+    if let Some(path) = &options.markdown {
+        // Only this run's models (with what earlier runs measured of them): a committed table
+        // shows what its command measures, not whatever else this machine has measured.
+        let ours: Vec<Record> = stored
+            .matrix
+            .records
+            .iter()
+            .filter(|r| plan.models.iter().any(|m| m.name == r.model))
+            .cloned()
+            .collect();
+        store::write_atomic(path, &Matrix::from_records(&ours).to_markdown(&at, command))?;
+        println!("markdown: {}", display_path(path));
+    }
+    print!("{}", stored.matrix.to_markdown(&at, command));
     Ok(())
 }

@@ -91,19 +91,28 @@ commands:
                               (`claij ask --llm local --interceptors memory --memory FILE`), then
                               repair and validate the messy replies in examples/
   integration --llm MODEL [--llm MODEL...] [--suite SUITE...] [--yes] [--dry-run] [--out DIR]
-                              the live suites (memory, tools, mcp, retry, fsm, citations; default
-                              all) against real models: prints the plan, the estimated calls,
-                              tokens and cost, and, unless every model is `local`, waits for ENTER
-                              (Ctrl-C aborts, nothing sent); then builds claij (release; $CLAIJ_BIN
-                              overrides), runs `claij suite run` per model and suite, and writes
-                              compat-matrix.md and .json and appends compat-history.jsonl in DIR
-                              (default target/claij); exits 1 if any test failed
+              [--markdown FILE] [--max-retries N] [--timeout SECS]
+                              the live suites (memory, tools, mcp, retry, fsm, citations,
+                              combined, eval; default all) against real models: prints the plan,
+                              the estimated calls, tokens and cost, and, unless every model is
+                              `local`, waits for ENTER (Ctrl-C aborts, nothing sent); then builds
+                              claij (release; $CLAIJ_BIN overrides), runs `claij suite run` per
+                              model and suite, and merges the run into the matrix in DIR (default
+                              $XDG_DATA_HOME/claij, else ~/.local/share/claij, where claij reads
+                              it): the run's results replace those of the same model, suite and
+                              mode, the rest stay; compat-matrix.json and .md are rewritten
+                              atomically under a lock (a second run waits), compat-history.jsonl
+                              gets a line per run; exits 1 if any test failed
                                 --llm MODEL  an alias (gemini-flash, claude-sonnet, claude-opus,
                                              gpt-5, grok, llama-maverick, kimi, qwen-7b), local,
                                              PROVIDER:MODEL, or all (every alias); repeatable
                                 --yes        run without asking (without a terminal, paid
                                              models need it: otherwise exit 2)
                                 --dry-run    print the plan and exit 0
+                                --markdown FILE  also write the Markdown of this run's models
+                                             (docs/compat-matrix.md)
+                                --max-retries N, --timeout SECS  per test, passed to `claij suite
+                                             run` (default 1 retry, 30 s)
   invariants                  only the dependency invariants step of `test`
   help                        this text
 ";

@@ -1,5 +1,6 @@
-//! The compatibility matrix: the records `claij suite run` prints, gathered into models x suites
-//! cells, written as Markdown and JSON, plus the history line. Pure functions.
+//! The compatibility matrix: the records `claij suite run` prints, merged with those of earlier runs
+//! ([`merge`]), gathered into models x suites cells, written as Markdown and JSON, plus the history
+//! line. Pure functions.
 
 use std::fmt::Write as _;
 
@@ -26,6 +27,8 @@ pub(super) struct Record {
     pub detail: String,
     /// How the schema reached the model: `auto`, `native`, `tool` or `prompted`.
     pub mode: String,
+    /// When the run that measured it was merged (`None` in `claij suite run`'s lines).
+    pub at: Option<String>,
 }
 
 /// One model against one suite.
@@ -60,6 +63,11 @@ impl Record {
     pub(super) fn parse(line: &str) -> Result<Record, String> {
         let value: Value =
             serde_json::from_str(line).map_err(|e| format!("not a JSON record: {e}"))?;
+        Record::from_value(&value)
+    }
+
+    /// A record from its JSON object (a line, or an entry of the matrix's `records`).
+    pub(super) fn from_value(value: &Value) -> Result<Record, String> {
         let text = |key: &str| {
             value[key]
                 .as_str()
@@ -93,6 +101,7 @@ impl Record {
             detail: text("detail")?,
             // Older records (and suites that pin none) ran in auto mode.
             mode: value["mode"].as_str().unwrap_or("auto").to_owned(),
+            at: value["at"].as_str().map(str::to_owned),
         })
     }
 
@@ -112,8 +121,38 @@ impl Record {
             elapsed_ms: 0,
             detail: why.to_owned(),
             mode: "auto".to_owned(),
+            at: None,
         }
     }
+
+    /// What a newer measurement replaces: the same model, suite and mode.
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.model, &self.suite, &self.mode)
+    }
+}
+
+/// The matrix after a run: `old`'s records, except that each (model, suite, mode) the run measured
+/// has the run's records instead (in the place the old ones had, so rows and columns keep their
+/// order); what the run did not measure stays, and what is new goes last.
+pub(super) fn merge(old: &[Record], new: &[Record]) -> Vec<Record> {
+    let measured = |key: (&str, &str, &str)| new.iter().any(|n| n.key() == key);
+    let mut merged: Vec<Record> = Vec::with_capacity(old.len() + new.len());
+    let mut placed: Vec<(&str, &str, &str)> = Vec::new();
+    for record in old {
+        let key = record.key();
+        if !measured(key) {
+            merged.push(record.clone());
+        } else if !placed.contains(&key) {
+            placed.push(key);
+            merged.extend(new.iter().filter(|n| n.key() == key).cloned());
+        }
+    }
+    for record in new {
+        if !placed.contains(&record.key()) {
+            merged.push(record.clone());
+        }
+    }
+    merged
 }
 
 impl Cell {
@@ -202,13 +241,16 @@ impl Matrix {
     }
 
     /// `compat-matrix.md`.
-    pub(super) fn to_markdown(&self, at: &str) -> String {
+    /// `command` is how to measure it again, for the header.
+    pub(super) fn to_markdown(&self, at: &str, command: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "# claij compatibility matrix\n");
         let _ = writeln!(
             out,
-            "Run {at} by `cargo xtask integration`. Each cell: tests passed/run, the share of tests whose \
-             every reply was valid on the first try, retries, tokens (in+out), cost.\n"
+            "Written {at} by `cargo xtask integration`; measure again with `{command}` (a run \
+             replaces the results of the models, suites and modes it measures and keeps the rest). \
+             Each cell: tests passed/run, the share of tests whose every reply was valid on the first \
+             try, retries, tokens (in+out), cost.\n"
         );
         let _ = writeln!(out, "| model | {} |", self.suites.join(" | "));
         let _ = writeln!(out, "|---|{}", "---|".repeat(self.suites.len()));
@@ -219,6 +261,22 @@ impl Matrix {
                 .map(|suite| self.cell(model, suite).map_or("-".to_owned(), cell_text))
                 .collect();
             let _ = writeln!(out, "| {model} | {} |", cells.join(" | "));
+        }
+        let measured: Vec<String> = self
+            .models
+            .iter()
+            .filter_map(|model| {
+                let last = self
+                    .records
+                    .iter()
+                    .filter(|r| &r.model == model)
+                    .filter_map(|r| r.at.as_deref())
+                    .max()?;
+                Some(format!("{model} {last}"))
+            })
+            .collect();
+        if !measured.is_empty() {
+            let _ = writeln!(out, "\nLast measured: {}.", measured.join(", "));
         }
         let total = self.total();
         let _ = writeln!(
@@ -263,10 +321,13 @@ impl Matrix {
         })
     }
 
-    /// One line of `compat-history.jsonl`: when, the totals and each cell.
+    /// One line of `compat-history.jsonl`, for the matrix of one run: when, the totals, each cell
+    /// and each record.
     pub(super) fn history_line(&self, at: &str) -> String {
         let cells: Vec<Value> = self.cells.iter().map(cell_json).collect();
-        json!({"at": at, "total": total_json(&self.total()), "cells": cells}).to_string()
+        let records: Vec<Value> = self.records.iter().map(record_json).collect();
+        json!({"at": at, "total": total_json(&self.total()), "cells": cells, "records": records})
+            .to_string()
     }
 }
 
@@ -322,7 +383,7 @@ fn total_json(c: &Cell) -> Value {
 }
 
 fn record_json(r: &Record) -> Value {
-    json!({
+    let mut value = json!({
         "model": r.model,
         "suite": r.suite,
         "test": r.test,
@@ -336,7 +397,11 @@ fn record_json(r: &Record) -> Value {
         "elapsed_ms": r.elapsed_ms,
         "detail": r.detail,
         "mode": r.mode,
-    })
+    });
+    if let (Some(at), Some(object)) = (&r.at, value.as_object_mut()) {
+        object.insert("at".to_owned(), json!(at));
+    }
+    value
 }
 
 /// `2026-11-26T05:12:09Z` for seconds since the epoch (UTC, proleptic Gregorian).

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use super::matrix::{Matrix, Record, utc};
+use super::matrix::{Matrix, Record, merge, utc};
 use super::plan::{self, Model, Plan};
 use super::{Options, parse};
 
@@ -30,7 +30,7 @@ fn check_plan(llms: &[&str], suites: &[&str], models: &[&str], tests: u64, spend
 #[test]
 fn plans() {
     check_plan(&["local"], &["retry"], &["local"], 3, false);
-    check_plan(&["local"], &[], &["local"], 8, false);
+    check_plan(&["local"], &[], &["local"], 11, false);
     check_plan(
         &["gemini-flash", "local"],
         &["memory", "tools"],
@@ -92,7 +92,7 @@ fn plan_errors() {
     check_plan_error(
         &["local"],
         &["speed"],
-        "unknown suite `speed`: expected one of memory, tools, mcp, retry, fsm, citations",
+        "unknown suite `speed`: expected one of memory, tools, mcp, retry, fsm, citations, combined, eval",
     );
 }
 
@@ -191,7 +191,7 @@ fn arguments() {
         suites: strings(suites),
         yes,
         dry_run,
-        out: None,
+        ..Options::default()
     };
     check_args(
         &["--llm", "local"],
@@ -224,6 +224,48 @@ fn arguments() {
         &["--llm", "local", "--fast"],
         Err("`integration` does not take `--fast`"),
     );
+    check_args(
+        &[
+            "--llm",
+            "local",
+            "--max-retries",
+            "0",
+            "--timeout",
+            "90",
+            "--markdown",
+            "docs/m.md",
+        ],
+        Ok(Options {
+            max_retries: Some(0),
+            timeout: Some(90),
+            markdown: Some(PathBuf::from("docs/m.md")),
+            ..options(&["local"], &[], false, false)
+        }),
+    );
+    check_args(
+        &["--llm", "local", "--timeout", "0"],
+        Err("`--timeout` needs a whole number of at least 1, not `0`"),
+    );
+    check_args(
+        &["--llm", "local", "--max-retries", "-1"],
+        Err("`--max-retries` needs a whole number of at least 0, not `-1`"),
+    );
+}
+
+#[test]
+fn the_command_shown_leaves_out_where_the_copy_went_and_the_confirmation() {
+    assert_eq!(
+        super::command(&strings(&[
+            "--llm",
+            "local",
+            "--out",
+            "/tmp/x",
+            "--yes",
+            "--markdown",
+            "docs/compat-matrix.md"
+        ])),
+        "cargo xtask integration --llm local --markdown docs/compat-matrix.md"
+    );
 }
 
 fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cost: f64) -> Record {
@@ -245,6 +287,7 @@ fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cos
             "answer: \"red\" | wrong".into()
         },
         mode: "auto".into(),
+        at: None,
     }
 }
 
@@ -324,7 +367,14 @@ fn the_matrix_gathers_models_by_suites() {
     assert!((cell.cost - 0.003).abs() < 1e-12);
     assert_eq!(matrix.failed(), 2);
 
-    let md = matrix.to_markdown("2026-11-26T05:00:00Z");
+    let md = matrix.to_markdown(
+        "2026-11-26T05:00:00Z",
+        "cargo xtask integration --llm local",
+    );
+    assert!(
+        md.contains("measure again with `cargo xtask integration --llm local`"),
+        "{md}"
+    );
     let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
     assert_eq!(rows[0], "| model | retry | memory |");
     assert_eq!(rows[1], "|---|---|---|");
@@ -356,6 +406,82 @@ fn the_matrix_gathers_models_by_suites() {
     let history: Value = serde_json::from_str(&matrix.history_line("t")).unwrap();
     assert_eq!(history["at"], "t");
     assert_eq!(history["total"]["tests"], 4);
+    assert_eq!(history["records"].as_array().unwrap().len(), 4);
+}
+
+fn tagged(model: &str, suite: &str, mode: &str, detail: &str) -> Record {
+    Record {
+        mode: mode.to_owned(),
+        detail: detail.to_owned(),
+        ..record(model, suite, true, true, 0, 0.0)
+    }
+}
+
+#[track_caller]
+fn check_merge(old: &[Record], new: &[Record], expected: &[(&str, &str, &str, &str)]) {
+    let merged = merge(old, new);
+    let got: Vec<(&str, &str, &str, &str)> = merged
+        .iter()
+        .map(|r| {
+            (
+                r.model.as_str(),
+                r.suite.as_str(),
+                r.mode.as_str(),
+                r.detail.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_run_replaces_what_it_measured_and_keeps_the_rest() {
+    let old = [
+        tagged("a", "retry", "native", "old"),
+        tagged("a", "retry", "tool", "old"),
+        tagged("a", "memory", "auto", "old"),
+        tagged("b", "retry", "native", "old"),
+    ];
+    // Another model: nothing erased, the new model last.
+    check_merge(
+        &old,
+        &[tagged("c", "retry", "native", "new")],
+        &[
+            ("a", "retry", "native", "old"),
+            ("a", "retry", "tool", "old"),
+            ("a", "memory", "auto", "old"),
+            ("b", "retry", "native", "old"),
+            ("c", "retry", "native", "new"),
+        ],
+    );
+    // The same model, suite and mode: replaced in place; its other modes and suites stay.
+    check_merge(
+        &old,
+        &[
+            tagged("a", "retry", "tool", "new"),
+            tagged("a", "retry", "tool", "new 2"),
+        ],
+        &[
+            ("a", "retry", "native", "old"),
+            ("a", "retry", "tool", "new"),
+            ("a", "retry", "tool", "new 2"),
+            ("a", "memory", "auto", "old"),
+            ("b", "retry", "native", "old"),
+        ],
+    );
+    // A suite that now has fewer tests loses the old ones (same key), a new mode is added.
+    check_merge(
+        &[
+            tagged("a", "mcp", "auto", "old 1"),
+            tagged("a", "mcp", "auto", "old 2"),
+        ],
+        &[
+            tagged("a", "mcp", "auto", "new"),
+            tagged("a", "mcp", "prompted", "new"),
+        ],
+        &[("a", "mcp", "auto", "new"), ("a", "mcp", "prompted", "new")],
+    );
+    check_merge(&[], &[], &[]);
 }
 
 #[track_caller]
@@ -414,10 +540,11 @@ suite = args[args.index("--suite") + 1]
 tests = {"retry": ["strict-word/native", "strict-word/tool", "strict-word/prompted"],
          "memory": ["recall-colour"]}
 for test in tests.get(suite, []):
+    mode = test.rsplit("/", 1)[-1] if "/" in test else "auto"
     print(json.dumps({"model": llm, "suite": suite, "test": test, "passed": suite == "retry",
         "valid_first_try": False, "attempts": 3, "retries": 2, "tokens_in": 812, "tokens_out": 97,
-        "cost": 0.0, "elapsed_ms": 4120, "detail": "canned", "mode": test.rsplit("/", 1)[-1]}),
-        flush=True)
+        "cost": 0.0, "elapsed_ms": 4120, "detail": os.environ.get("FAKE_DETAIL", "canned"),
+        "mode": mode}), flush=True)
 "#;
 
 impl Stage {
@@ -445,8 +572,17 @@ impl Stage {
         Stage { dir, listener }
     }
 
-    /// The test binary re-run as `cargo xtask integration ARGS`, stdin from /dev/null.
+    /// The test binary re-run as `cargo xtask integration --out DIR ARGS`, stdin from /dev/null.
     fn command(&self, program: &[&str], args: &[&str]) -> Command {
+        let out = self.dir.join("out");
+        let mut all = vec!["--out", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        self.command_without_out(program, &all)
+    }
+
+    /// [`Stage::command`] without `--out`: the matrix goes to the data directory, which is
+    /// `XDG_DATA_HOME=<stage>/data`.
+    fn command_without_out(&self, program: &[&str], args: &[&str]) -> Command {
         let exe = std::env::current_exe().unwrap();
         let mut cmd = Command::new(
             program
@@ -458,17 +594,15 @@ impl Stage {
         if !program.is_empty() {
             cmd.arg(&exe);
         }
-        let mut all = vec!["--out"];
-        let out = self.dir.join("out");
-        all.push(out.to_str().unwrap());
-        all.extend_from_slice(args);
         cmd.args([
             "--exact",
             "integration::tests::child_process_entry",
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD, all.join("\n"))
+        .env(CHILD, args.join("\n"))
+        .env("XDG_DATA_HOME", self.dir.join("data"))
+        .env_remove("FAKE_DETAIL")
         .env("CLAIJ_BIN", self.dir.join("claij"))
         .env("CLAIJ_CONFIG", self.dir.join("config.toml"))
         .env("FAKE_MARKER", self.dir.join("invoked"))
@@ -714,4 +848,232 @@ fn the_progress_bar_fills_with_the_run() {
     assert_eq!(super::progress_bar(1, 4), "|#####---------------|");
     assert_eq!(super::progress_bar(4, 4), "|####################|");
     assert_eq!(super::progress_bar(3, 0), "|####################|");
+}
+
+/// The matrix JSON in `path`.
+fn matrix_json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `(model, test, detail)` of each record.
+fn rows(matrix: &Value) -> Vec<(String, String, String)> {
+    matrix["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let text = |key: &str| r[key].as_str().unwrap().to_owned();
+            (text("model"), text("test"), text("detail"))
+        })
+        .collect()
+}
+
+#[test]
+fn runs_merge_into_the_users_matrix_and_a_rerun_replaces_its_own_results() {
+    let stage = Stage::new("merge");
+    let run = |args: &[&str], detail: &str| {
+        let output = stage
+            .command_without_out(&[], args)
+            .env("FAKE_DETAIL", detail)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    run(&["--llm", "local", "--suite", "retry"], "first");
+    run(
+        &["--llm", "gemini-flash", "--suite", "retry", "--yes"],
+        "second",
+    );
+    // No --out: the user's data directory, where claij reads it from any directory.
+    let dir = stage.dir.join("data").join("claij");
+    let json = matrix_json(&dir.join("compat-matrix.json"));
+    assert_eq!(json["models"], serde_json::json!(["local", "gemini-flash"]));
+    assert_eq!(json["total"]["tests"], 6);
+    let md = fs::read_to_string(dir.join("compat-matrix.md")).unwrap();
+    assert!(md.contains("\n| local | 3/3 pass"), "{md}");
+    assert!(md.contains("\n| gemini-flash | 3/3 pass"), "{md}");
+    assert!(md.contains("Last measured: local 20"), "{md}");
+    assert!(
+        json["records"][0]["at"].as_str().unwrap().ends_with('Z'),
+        "{json}"
+    );
+
+    // The first model again: its results replaced (not added to), the other model's kept.
+    run(&["--llm", "local", "--suite", "retry"], "third");
+    let json = matrix_json(&dir.join("compat-matrix.json"));
+    let details: Vec<(String, String)> = rows(&json)
+        .into_iter()
+        .map(|(model, _, detail)| (model, detail))
+        .collect();
+    let expect = |model: &str, detail: &str| (model.to_owned(), detail.to_owned());
+    assert_eq!(
+        details,
+        [
+            expect("local", "third"),
+            expect("local", "third"),
+            expect("local", "third"),
+            expect("gemini-flash", "second"),
+            expect("gemini-flash", "second"),
+            expect("gemini-flash", "second"),
+        ]
+    );
+    assert_eq!(json["total"]["tests"], 6);
+
+    // The history keeps every run, each with its own records.
+    let history = fs::read_to_string(dir.join("compat-history.jsonl")).unwrap();
+    let runs: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let firsts: Vec<&str> = runs
+        .iter()
+        .map(|r| r["records"][0]["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(firsts, ["first", "second", "third"]);
+    // No temp file is left behind.
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "compat-history.jsonl",
+            "compat-matrix.json",
+            "compat-matrix.lock",
+            "compat-matrix.md"
+        ]
+    );
+}
+
+#[test]
+fn a_matrix_file_that_is_not_one_is_left_alone() {
+    let stage = Stage::new("corrupt");
+    let out = stage.dir.join("out");
+    fs::create_dir_all(&out).unwrap();
+    let bad = r#"{"records": [{"model": "x"}]}"#;
+    fs::write(out.join("compat-matrix.json"), bad).unwrap();
+    let output = stage.run(&["--llm", "local", "--suite", "retry"]);
+    assert_ne!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("compat-matrix.json: /records/0: record without a string `suite`"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("compat-matrix.json")).unwrap(),
+        bad
+    );
+    assert!(!out.join("compat-history.jsonl").exists());
+}
+
+#[test]
+fn markdown_gets_this_runs_models_and_the_flags_reach_claij() {
+    let stage = Stage::new("markdown");
+    assert_eq!(
+        stage
+            .run(&["--llm", "gemini-flash", "--suite", "retry", "--yes"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let doc = stage.dir.join("doc.md");
+    let output = stage.run(&[
+        "--llm",
+        "local",
+        "--suite",
+        "retry",
+        "--max-retries",
+        "2",
+        "--timeout",
+        "90",
+        "--markdown",
+        doc.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stage.invocations()[1],
+        "suite run --llm local --suite retry --max-retries 2 --timeout 90"
+    );
+    let md = fs::read_to_string(&doc).unwrap();
+    assert!(
+        md.contains(&format!(
+            "measure again with `cargo xtask integration --llm local --suite retry --max-retries 2 --timeout 90 --markdown {}`",
+            doc.display()
+        )),
+        "{md}"
+    );
+    assert!(md.contains("\n| local | 3/3 pass"), "{md}");
+    assert!(!md.contains("gemini-flash"), "only this run's models: {md}");
+    // The matrix itself has both.
+    let all = fs::read_to_string(stage.out("compat-matrix.md")).unwrap();
+    assert!(
+        all.contains("| gemini-flash |") && all.contains("| local |"),
+        "{all}"
+    );
+}
+
+#[test]
+fn two_runs_at_once_wait_for_the_lock_and_both_land() {
+    use std::io::BufRead as _;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let stage = Stage::new("lock");
+    let out = stage.dir.join("out");
+    fs::create_dir_all(&out).unwrap();
+    // Another writer holds the lock (as a run does from reading the matrix to writing it).
+    let held = fs::File::create(out.join("compat-matrix.lock")).unwrap();
+    held.lock().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let mut children = Vec::new();
+    for model in ["local", "gemini-flash"] {
+        let mut child = stage
+            .command(&[], &["--llm", model, "--suite", "retry", "--yes"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let tx = tx.clone();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let line = line.unwrap();
+                if line.starts_with("waiting for ") {
+                    tx.send(model).unwrap();
+                }
+            }
+        });
+        children.push((child, reader));
+    }
+    // Both ran their suites and now wait (60 s: a hang guard, not a speed).
+    let mut waiting = vec![
+        rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+        rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+    ];
+    waiting.sort_unstable();
+    assert_eq!(waiting, ["gemini-flash", "local"]);
+    assert!(
+        !out.join("compat-matrix.json").exists(),
+        "nothing is written while another holds the lock"
+    );
+    drop(held);
+    for (mut child, reader) in children {
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+        reader.join().unwrap();
+    }
+    let json = matrix_json(&out.join("compat-matrix.json"));
+    let mut models: Vec<String> = rows(&json).into_iter().map(|(m, ..)| m).collect();
+    models.dedup();
+    models.sort();
+    assert_eq!(models, ["gemini-flash", "local"], "neither run's rows lost");
+    assert_eq!(json["total"]["tests"], 6);
+    let history = fs::read_to_string(out.join("compat-history.jsonl")).unwrap();
+    assert_eq!(history.lines().count(), 2);
 }
