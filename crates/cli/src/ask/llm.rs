@@ -1,10 +1,12 @@
 //! Which backend `claij ask` talks to: `--llm` (resolved with the configuration's aliases and
 //! providers), the provider keys in the environment, the local model.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
@@ -241,13 +243,36 @@ fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
         None => model_dir(|name| std::env::var_os(name)).join(DEFAULT_MODEL_FILE),
     };
     let model = model_name(&path);
-    let backend = LocalBackend::load(&path)?;
+    let backend = load_local(&path)?;
     Ok(Opened {
-        backend: Arc::new(backend),
+        backend,
         notice: why.map(|why| format!("using local model {model} ({why})")),
         model,
         fallback: None,
     })
+}
+
+/// The local models this process has loaded, by canonical path: every opener (`--llm`, a state's
+/// `config.model`, voters, diagnostic models, consensus) shares one backend per file, so the
+/// ~270 MB model is read once whatever names it (`local`, an alias, the default choice).
+static LOADED: Mutex<BTreeMap<PathBuf, Arc<LocalBackend>>> = Mutex::new(BTreeMap::new());
+
+/// The local model at `path`, loaded on first use; on a terminal, a line on stderr says so (loading
+/// takes a second or more).
+fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Held while loading, so two openers at once still load the file once.
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(backend) = loaded.get(&key) {
+        return Ok(Arc::clone(backend) as Arc<dyn Backend>);
+    }
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        writeln!(err, "loading the local model from {}", key.display())?;
+    }
+    let backend = Arc::new(LocalBackend::load(&key)?);
+    loaded.insert(key, Arc::clone(&backend));
+    Ok(backend)
 }
 
 /// A hosted model to open: the provider's settings, the model id, and what the user called it.

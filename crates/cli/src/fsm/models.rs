@@ -61,8 +61,10 @@ pub(crate) fn open(
 }
 
 /// The models of a run, each opened once whichever of its machines (its own or a sub-FSM's) asks
-/// for it: the run's own model (`--llm`) and those `llm` states name in `config.model`, so the
-/// local model is loaded once and a choice made for `--llm` is said once on stderr.
+/// for it: the run's own model (`--llm`) and those `llm` states name in `config.model`, so a choice
+/// made for `--llm` is said once on stderr. Names that resolve to the same local model file (the
+/// default choice, `local`, an alias, a voter) share one backend, loaded once per process
+/// (`llm::open`); each name keeps its own pipeline configuration.
 pub(super) struct Models<'a> {
     options: &'a ModelOptions,
     settings: &'a Settings,

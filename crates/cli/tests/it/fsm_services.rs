@@ -679,6 +679,67 @@ mod local_model {
 
     use super::{Files, claij_env, example, result_text, trail};
 
+    /// A run whose own model is the local one (`--model-path`, no `--llm`), with a state naming
+    /// `local` in `config.model` and a built-in vote whose voters are `local` twice, loads the
+    /// model file once: on a terminal (util-linux `script`) claij says each time it loads it.
+    /// The input matches no transition out of `start`, so the run stops before any model is asked.
+    #[test]
+    fn the_local_model_is_loaded_once_whatever_names_it() {
+        let test = "the_local_model_is_loaded_once_whatever_names_it";
+        let Some(model) =
+            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+        else {
+            return;
+        };
+        if std::process::Command::new("script")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            #[allow(clippy::print_stderr, reason = "a skipped test says so")]
+            {
+                eprintln!("{test}: skipped: no `script` (util-linux) for a pseudo-terminal");
+            }
+            return;
+        }
+        let definition = r#"{
+          "id": "loads",
+          "states": [
+            {"id": "draft", "action": "llm"},
+            {"id": "review", "action": "llm", "config": {"model": "local"}},
+            {"id": "decide", "action": "fsm", "config": {"fsm": "vote", "voters": ["local", "local"]}},
+            {"id": "end", "action": "end"}
+          ],
+          "transitions": [
+            {"id": ["start", "draft"], "schema": {"type": "object", "required": ["request"]}},
+            {"id": ["draft", "review"], "schema": {"type": "object"}},
+            {"id": ["review", "decide"], "schema": {"type": "object"}},
+            {"id": ["decide", "end"], "schema": {"type": "object"}}
+          ]
+        }"#;
+        let files = Files::new(&[("loads.json", definition), ("config.toml", "")]);
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let command = format!(
+            "{} fsm run {} --input '{{}}' --model-path {} --threads 1",
+            quote(env!("CARGO_BIN_EXE_claij")),
+            quote(&files.path("loads.json")),
+            quote(&model.to_string_lossy()),
+        );
+        let output = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("CLAIJ_CONFIG", files.path("config.toml"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let screen = String::from_utf8_lossy(&output.stdout).into_owned();
+        let loads = screen.matches("loading the local model from ").count();
+        assert_eq!(loads, 1, "{screen}");
+        assert!(
+            screen.contains("invalid event from state `start`"),
+            "{screen}"
+        );
+    }
+
     /// `claij fsm run examples/fsm/tool-loop.json --llm local`: the grammar lets the 135M model
     /// write only a call to the project's one tool with arguments of its schema; the real server
     /// reads the file and the model answers. The file is named `...` (the request says so)
