@@ -408,6 +408,7 @@ fn response(message: wire::Message, context: &ErrorContext) -> Result<ChatRespon
         usage: message.usage.as_ref().map(usage).unwrap_or_default(),
         request_id: context.request_id.clone().or(message.id),
         model: message.model,
+        tool_calls: Vec::new(),
     })
 }
 

@@ -133,6 +133,8 @@ pub enum ErrorKind {
     MalformedResponse,
     /// [`Error::BodyTooLarge`].
     BodyTooLarge,
+    /// [`Error::ToolArguments`].
+    ToolArguments,
     /// [`Error::Other`].
     Other,
 }
@@ -261,6 +263,19 @@ pub enum Error {
         /// The limit, in bytes.
         limit: u64,
     },
+    /// The arguments of a native tool call are not a JSON value (a torn stream, a model that wrote
+    /// prose): the call is named, with the start of what arrived. Not retried by the HTTP layer.
+    #[error("{context}: arguments of tool call `{id}` ({name}) are not valid JSON: {reason}")]
+    ToolArguments {
+        /// Where.
+        context: ErrorContext,
+        /// The call's id.
+        id: String,
+        /// The tool called.
+        name: String,
+        /// What the JSON parser said, and the start of the arguments.
+        reason: Box<str>,
+    },
     /// A scripted or custom backend's own failure.
     #[error("{context}: {message}")]
     Other {
@@ -289,6 +304,7 @@ impl Error {
             | Error::MalformedResponse { context, .. }
             | Error::QuotaExhausted { context, .. }
             | Error::BodyTooLarge { context, .. }
+            | Error::ToolArguments { context, .. }
             | Error::Other { context, .. } => context,
         }
     }
@@ -311,6 +327,7 @@ impl Error {
             | Error::MalformedResponse { context, .. }
             | Error::QuotaExhausted { context, .. }
             | Error::BodyTooLarge { context, .. }
+            | Error::ToolArguments { context, .. }
             | Error::Other { context, .. } => context,
         }
     }
@@ -332,6 +349,7 @@ impl Error {
             Error::Cancelled { .. } => ErrorKind::Cancelled,
             Error::MalformedResponse { .. } => ErrorKind::MalformedResponse,
             Error::BodyTooLarge { .. } => ErrorKind::BodyTooLarge,
+            Error::ToolArguments { .. } => ErrorKind::ToolArguments,
             Error::Other { .. } => ErrorKind::Other,
         }
     }
@@ -355,6 +373,26 @@ impl Error {
                 *retry_after
             }
             _ => None,
+        }
+    }
+
+    /// The arguments of the tool call `id` of `name` were not JSON: `arguments` as received.
+    pub fn tool_arguments(
+        context: &ErrorContext,
+        id: &str,
+        name: &str,
+        arguments: &str,
+        error: &serde_json::Error,
+    ) -> Self {
+        Error::ToolArguments {
+            context: context.clone(),
+            id: id.to_owned(),
+            name: name.to_owned(),
+            reason: format!(
+                "{error}; they start {:?}",
+                crate::excerpt(arguments.as_bytes(), 120)
+            )
+            .into(),
         }
     }
 

@@ -414,6 +414,7 @@ fn response(
         usage,
         request_id: context.request_id.clone().or(parsed.response_id),
         model: parsed.model_version,
+        tool_calls: Vec::new(),
     })
 }
 

@@ -105,5 +105,7 @@ pub use models::{InstructionRole, ModelInfo, ModelTable, Price};
 pub use openai::OpenRouter;
 #[cfg(feature = "openai")]
 pub use openai::{OpenAi, OpenAiCompatible};
-pub use request::{ChatRequest, Message, OutputMode, Role, StructuredOutput};
+pub use request::{
+    ChatRequest, Message, OutputMode, Role, StructuredOutput, ToolCall, ToolChoice, ToolSpec,
+};
 pub use response::{Assembler, ChatResponse, FinishReason, Usage};

@@ -29,6 +29,59 @@ pub struct ChatRequest {
     /// Sequences that stop generation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// Tools the model may call natively (where [`Capabilities::tools`](crate::Capabilities::tools)
+    /// says the provider takes them); its calls come back in
+    /// [`ChatResponse::tool_calls`](crate::ChatResponse::tool_calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// Whether and which tool the model must call; `None` leaves it to the provider (auto).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// A tool the model may call: its name, what it does, and the JSON Schema of its arguments.
+///
+/// `parameters` is sent as given: the caller compiles it to the provider's tool dialect
+/// ([`Capabilities::schema_target`](crate::Capabilities::schema_target) with
+/// [`OutputMode::Tool`]) and validates the arguments against the full schema after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name: letters, digits, `_` and `-` (providers refuse others).
+    pub name: String,
+    /// What the tool does, for the model.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// The JSON Schema of the arguments (an object schema).
+    pub parameters: Value,
+    /// Ask the provider to enforce `parameters` strictly where it can.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+/// Whether the model must call a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides (the providers' default).
+    Auto,
+    /// The model must call at least one tool.
+    Required,
+    /// The model must not call any tool.
+    None,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// One call of a tool by the model: in a response, or in an assistant message of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call (made up, stable, where the provider has none: Gemini); a
+    /// tool result answers it with [`Message::tool_result`].
+    pub id: String,
+    /// The tool called.
+    pub name: String,
+    /// The arguments, parsed (a provider's arguments that are not JSON are an error naming the call).
+    pub arguments: Value,
 }
 
 /// A structured-output request: the schema the answer must satisfy, and how to ask for it.
@@ -64,8 +117,14 @@ pub enum OutputMode {
 pub struct Message {
     /// Who said it.
     pub role: Role,
-    /// What was said.
+    /// What was said (for a tool result, the result).
     pub content: String,
+    /// The tools an assistant message called (the model's turn ended to run them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a [`Role::Tool`] message answers ([`ToolCall::id`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// Who said a message.
@@ -138,6 +197,20 @@ impl ChatRequest {
         self
     }
 
+    /// The same request with one more tool the model may call.
+    #[must_use]
+    pub fn tool(mut self, tool: ToolSpec) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// The same request with a tool choice.
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
     /// The same request with a stop sequence added.
     #[must_use]
     pub fn stop(mut self, stop: impl Into<String>) -> Self {
@@ -145,35 +218,100 @@ impl ChatRequest {
         self
     }
 
-    /// All the text of the request, for estimates: system prompt and messages.
+    /// All the text of the request, for estimates: system prompt, messages (with the arguments
+    /// of their tool calls) and tool definitions.
     pub fn text_len(&self) -> usize {
         self.system.as_ref().map_or(0, String::len)
-            + self.messages.iter().map(|m| m.content.len()).sum::<usize>()
+            + self.messages.iter().map(Message::text_len).sum::<usize>()
+            + self.tools.iter().map(ToolSpec::text_len).sum::<usize>()
+    }
+}
+
+impl ToolSpec {
+    /// A non-strict tool.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            strict: false,
+        }
+    }
+
+    /// The same tool, strict or not.
+    #[must_use]
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    fn text_len(&self) -> usize {
+        self.name.len() + self.description.len() + self.parameters.to_string().len()
+    }
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
     }
 }
 
 impl Message {
+    /// A message from `role` with `content`, no tool calls.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
     /// A message from the user.
     pub fn user(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: content.into(),
-        }
+        Self::new(Role::User, content)
     }
 
     /// A message from the model.
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::Assistant,
-            content: content.into(),
-        }
+        Self::new(Role::Assistant, content)
     }
 
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+
+    /// The model's turn that called tools (`content` is any text it wrote beside the calls).
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
         Self {
-            role: Role::System,
-            content: content.into(),
+            tool_calls: calls,
+            ..Self::new(Role::Assistant, content)
         }
     }
+
+    /// The result of the tool call `id`, as text (JSON for a structured result).
+    pub fn tool_result(id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(id.into()),
+            ..Self::new(Role::Tool, content)
+        }
+    }
+
+    fn text_len(&self) -> usize {
+        self.content.len()
+            + self
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>()
+    }
 }
+
+#[cfg(test)]
+mod tests;

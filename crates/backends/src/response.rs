@@ -4,7 +4,7 @@ use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 
-use crate::StreamEvent;
+use crate::{StreamEvent, ToolCall};
 
 /// What a model answered.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -22,6 +22,12 @@ pub struct ChatResponse {
     /// The model that answered, as the provider reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The tools the model called natively (in the order it called them), for the request's
+    /// [`tools`](crate::ChatRequest::tools); `finish_reason` is then [`FinishReason::ToolCalls`].
+    /// A forced structured-output tool ([`OutputMode::Tool`](crate::OutputMode::Tool)) is not
+    /// here: its arguments are the `content`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 impl ChatResponse {
@@ -58,6 +64,17 @@ impl ChatResponse {
     #[must_use]
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// The same response with the tool calls the model made (finish reason
+    /// [`FinishReason::ToolCalls`] when there are any).
+    #[must_use]
+    pub fn tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
+        if !calls.is_empty() {
+            self.finish_reason = FinishReason::ToolCalls;
+        }
+        self.tool_calls = calls;
         self
     }
 }

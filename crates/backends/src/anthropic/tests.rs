@@ -60,10 +60,7 @@ fn system_messages_join_the_system_prompt_and_tool_results_go_as_user() {
         .system("Rules.")
         .message(Message::user("Q"))
         .message(Message::system("More rules."))
-        .message(Message {
-            role: Role::Tool,
-            content: "42".into(),
-        });
+        .message(Message::new(Role::Tool, "42"));
     let body = AnthropicAdapter::default().body(&request, false).unwrap();
     assert_eq!(body.system.as_deref(), Some("Rules.\n\nMore rules."));
     let roles: Vec<&str> = body.messages.iter().map(|m| m.role).collect();

@@ -199,6 +199,12 @@ pub(super) enum RecordedError {
         which: BodyLimit,
         limit: u64,
     },
+    ToolArguments {
+        context: ErrorContext,
+        id: String,
+        name: String,
+        reason: Box<str>,
+    },
 }
 
 impl From<&Error> for RecordedError {
@@ -253,6 +259,17 @@ impl From<&Error> for RecordedError {
                 context,
                 which,
                 limit,
+            },
+            Error::ToolArguments {
+                context,
+                id,
+                name,
+                reason,
+            } => Self::ToolArguments {
+                context,
+                id,
+                name,
+                reason,
             },
         }
     }
@@ -310,6 +327,17 @@ impl From<RecordedError> for Error {
                 context,
                 which,
                 limit,
+            },
+            R::ToolArguments {
+                context,
+                id,
+                name,
+                reason,
+            } => Error::ToolArguments {
+                context,
+                id,
+                name,
+                reason,
             },
         }
     }

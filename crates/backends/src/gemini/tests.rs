@@ -78,10 +78,7 @@ fn system_messages_join_the_instruction_and_roles_map() {
         .message(Message::user("Q"))
         .message(Message::assistant("A"))
         .message(Message::system("More rules."))
-        .message(Message {
-            role: Role::Tool,
-            content: "42".into(),
-        });
+        .message(Message::new(Role::Tool, "42"));
     let wire = GeminiAdapter::default()
         .transform_request(&request, false)
         .unwrap();

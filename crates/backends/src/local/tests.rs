@@ -13,10 +13,7 @@ fn conversation() -> Vec<Message> {
         Message::user("Remember: my favourite colour is blue."),
         Message::assistant(r#"{"answer":"Noted.","state":"remembered"}"#),
         Message::system("Be brief."),
-        Message {
-            role: crate::Role::Tool,
-            content: "42".into(),
-        },
+        Message::new(crate::Role::Tool, "42"),
         Message::user("What is my favourite colour?"),
     ]
 }

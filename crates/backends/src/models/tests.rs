@@ -338,10 +338,7 @@ fn estimate_tokens_counts_overheads() {
 fn estimate_tokens_counts_every_message() {
     let mut request = ChatRequest::new("m");
     for role in [Role::User, Role::Assistant, Role::Tool] {
-        request = request.message(Message {
-            role,
-            content: "abcdefg".into(),
-        });
+        request = request.message(Message::new(role, "abcdefg"));
     }
     assert_eq!(
         estimate_tokens(&request),

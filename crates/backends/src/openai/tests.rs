@@ -42,6 +42,7 @@ fn kind(error: &Error) -> &'static str {
         Error::Other { .. } => "Other",
         Error::QuotaExhausted { .. } => "QuotaExhausted",
         Error::BodyTooLarge { .. } => "BodyTooLarge",
+        Error::ToolArguments { .. } => "ToolArguments",
     }
 }
 
@@ -369,10 +370,7 @@ fn request_details() {
     if let Some(s) = request.structured_output.as_mut() {
         s.mode = OutputMode::Tool;
     }
-    request.messages.push(Message {
-        role: crate::Role::Tool,
-        content: "42".into(),
-    });
+    request.messages.push(Message::new(crate::Role::Tool, "42"));
     let wire = translate::request(shape(), &request, false).unwrap();
     assert_eq!(wire.body["temperature"], json!(0.2));
     assert_eq!(wire.body["tools"][0]["function"]["name"], "my_schema_");

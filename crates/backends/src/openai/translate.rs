@@ -179,6 +179,7 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
         usage: usage(completion.usage.unwrap_or_default()),
         request_id: context.request_id.clone().or(completion.id),
         model: completion.model,
+        tool_calls: Vec::new(),
     })
 }
 

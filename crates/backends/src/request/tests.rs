@@ -1,0 +1,52 @@
+//! Tests of the neutral request: tool calls and results in messages, their JSON form.
+
+use serde_json::json;
+
+use super::*;
+
+#[track_caller]
+fn check(message: Message, expected: Value) {
+    let json = serde_json::to_value(&message).unwrap();
+    assert_eq!(json, expected);
+    let back: Message = serde_json::from_value(json).unwrap();
+    assert_eq!(back, message);
+}
+
+#[test]
+fn messages_keep_tool_calls_and_results_and_omit_them_when_empty() {
+    check(
+        Message::user("hi"),
+        json!({"role": "user", "content": "hi"}),
+    );
+    check(
+        Message::assistant_calls(
+            "",
+            vec![ToolCall::new("call_1", "add", json!({"a": 1, "b": 2}))],
+        ),
+        json!({"role": "assistant", "content": "",
+               "tool_calls": [{"id": "call_1", "name": "add", "arguments": {"a": 1, "b": 2}}]}),
+    );
+    check(
+        Message::tool_result("call_1", "3"),
+        json!({"role": "tool", "content": "3", "tool_call_id": "call_1"}),
+    );
+}
+
+#[test]
+fn requests_carry_tools_and_choice_and_count_them_in_estimates() {
+    let plain = ChatRequest::new("m").message(Message::user("hi"));
+    let with_tools = plain
+        .clone()
+        .tool(ToolSpec::new("add", "adds", json!({"type": "object"})).strict(true))
+        .tool_choice(ToolChoice::Tool("add".into()));
+    assert!(with_tools.text_len() > plain.text_len());
+    let json = serde_json::to_value(&with_tools).unwrap();
+    assert_eq!(
+        json["tools"],
+        json!([{"name": "add", "description": "adds", "parameters": {"type": "object"}, "strict": true}])
+    );
+    assert_eq!(json["tool_choice"], json!({"tool": "add"}));
+    assert!(serde_json::to_value(&plain).unwrap().get("tools").is_none());
+    let back: ChatRequest = serde_json::from_value(json).unwrap();
+    assert_eq!(back, with_tools);
+}
