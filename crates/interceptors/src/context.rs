@@ -7,6 +7,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::history::History;
+
 /// The state of a conversation: the well-known parts interceptors share, plus a typed extension map for
 /// anything else (the FSM routing state is one: `builtin::fsm_routing::RoutingState`).
 ///
@@ -31,6 +33,9 @@ pub struct Context {
     pub tool_results: Vec<ToolResult>,
     /// Completed turns (a turn is one successful `ask`).
     pub turn: u64,
+    /// The conversation's messages, which the pipeline sends before each new user turn (windowed by
+    /// [`Config::history`](crate::Config::history)) and appends each turn to.
+    pub history: History,
     extensions: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
@@ -135,6 +140,7 @@ impl fmt::Debug for Context {
             .field("memory", &self.memory)
             .field("tool_results", &self.tool_results)
             .field("turn", &self.turn)
+            .field("history", &self.history.len())
             .field("extensions", &self.extensions.len())
             .finish()
     }

@@ -45,6 +45,7 @@ mod chain;
 mod context;
 mod error;
 mod failure_log;
+mod history;
 mod interceptor;
 mod pipeline;
 mod prompts;
@@ -56,6 +57,9 @@ pub use chain::{Chain, Link};
 pub use context::{Context, MemoryState, ToolOrigin, ToolResult};
 pub use error::{Error, ErrorChain, Exhausted};
 pub use failure_log::{FailureLog, redact};
+pub use history::{
+    DEFAULT_HISTORY_MESSAGES, DEFAULT_HISTORY_TOKENS, History, HistoryPolicy, estimate_tokens,
+};
 pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};
 pub use pipeline::{
     Answer, Attempt, CallReport, Check, Config, CutString, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO,

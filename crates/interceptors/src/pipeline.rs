@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Usage};
+use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Message, Usage};
 use claij_validation::{Fix, Outcome, StageTimes, Violation, process_timed};
 use serde_json::Value;
 use tracing::{Instrument as _, debug, info_span, warn};
@@ -298,6 +298,13 @@ impl Pipeline {
             attempts: attempts.clone(),
         });
         self.post_response(&value, ctx, &mut skipped).await?;
+        // The answer as the model is to see it next turn: the valid value's JSON text (a plain-text
+        // answer as its text), not the raw reply with its fences and repairs.
+        let said = match (&base, &value) {
+            (Base::PlainText, Value::String(text)) => text.clone(),
+            (_, value) => value.to_string(),
+        };
+        self.remember(ctx, &prompts.user, said);
         // A counter restored from a file can stand at its maximum: it stays there, never wraps
         // or panics (the CLI refuses such a session before any request).
         ctx.turn = ctx.turn.saturating_add(1);
@@ -345,6 +352,7 @@ impl Pipeline {
         skipped: &mut Vec<String>,
     ) -> Result<Prompts, Error> {
         let mut prompts = Prompts::new(self.config.system.clone(), input);
+        prompts.history = ctx.history.window(&self.config.history).to_vec();
         for link in self.chain.links() {
             let name = link.interceptor.name();
             let _span = info_span!("interceptor", name, stage = "pre_prompt").entered();
@@ -355,6 +363,18 @@ impl Pipeline {
             }
         }
         Ok(prompts)
+    }
+
+    /// Appends the turn to the context's history and keeps the policy's window.
+    fn remember(&self, ctx: &mut Context, user: &str, answer: String) {
+        let policy = &self.config.history;
+        if policy.is_none() {
+            ctx.history.clear();
+            return;
+        }
+        ctx.history.push(Message::user(user));
+        ctx.history.push(Message::assistant(answer));
+        ctx.history.trim(policy);
     }
 
     /// The validation-retry loop.

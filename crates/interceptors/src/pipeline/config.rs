@@ -3,6 +3,8 @@
 use claij_validation::retry::RetryPrompt;
 use serde::{Deserialize, Serialize};
 
+use crate::history::HistoryPolicy;
+
 /// How the schema reaches the model when the backend does not enforce it natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,6 +84,9 @@ pub struct Config {
     pub max_reply_bytes: usize,
     /// Whether the system prompt shows an example reply.
     pub example: ShowExample,
+    /// How much of [`Context::history`](crate::Context::history) is sent before the user's input
+    /// and kept after a turn ([`HistoryPolicy::NONE`] for a caller that sends its own).
+    pub history: HistoryPolicy,
 }
 
 /// The default [`Config::max_reply_bytes`]: 1 MiB, far more than any structured reply, small enough
@@ -95,7 +100,8 @@ pub const DEFAULT_MAX_REPLY_BYTES: usize = 1 << 20;
 pub const RETRY_TEMPERATURE: f32 = 0.7;
 
 impl Config {
-    /// Defaults for `model`: three retries, compact schema, automatic structured mode.
+    /// Defaults for `model`: three retries, compact schema, automatic structured mode, the default
+    /// [`HistoryPolicy`].
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
@@ -109,6 +115,7 @@ impl Config {
             retry_prompt: RetryPrompt::default(),
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             example: ShowExample::Auto,
+            history: HistoryPolicy::default(),
         }
     }
 }

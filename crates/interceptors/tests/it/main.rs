@@ -6,6 +6,7 @@ mod citations;
 mod eval;
 mod example;
 mod fsm_routing;
+mod history;
 mod local_model;
 mod memory;
 mod metrics;
