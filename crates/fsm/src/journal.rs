@@ -5,9 +5,9 @@
 //! every other line is `{"kind": "transition", ...entry}`, or `{"kind": "suspended", ...}` (a
 //! [`Suspended`] sub-FSM run waiting for a person, which the transition out of its state supersedes),
 //! or `{"kind": "remedy", "state", "remedy"}` (a meta-debugging [`Remedy`] for a state, applied for the
-//! rest of the run when it is a prompt remedy), or `{"kind": "extensions", "registry"}` (the run's
-//! schema extensions and their audit log, a [`SavedRegistry`]; the last such line wins, see
-//! [`read_extensions`]).
+//! rest of the run when it is a prompt remedy, with its `effect` when it was tried), or
+//! `{"kind": "extensions", "registry"}` (the run's schema extensions and their audit log, a
+//! [`SavedRegistry`]; the last such line wins, see [`read_extensions`]).
 //!
 //! A journal has one writer at a time: an open [`Journal`] holds an exclusive advisory lock on its
 //! file (`flock` on Unix, `LockFileEx` on Windows) until it is dropped, and opening one that another

@@ -91,8 +91,8 @@ pub use fsm::Fsm;
 pub use interrupt::Interrupt;
 pub use journal::{Durability, ExistingJournal, Journal};
 pub use runner::{
-    DEFAULT_MAX_TRANSITIONS, Outcome, Run, Runner, Service, ServiceCall, Status, TrailMode,
-    service_fn,
+    DEFAULT_MAX_TRANSITIONS, Outcome, RemedyApprover, Run, Runner, Service, ServiceCall, Status,
+    TrailMode, service_fn,
 };
 pub use schema::IdStyle;
 pub use trail::{AttemptRecord, Entry, Trail, trail_to_messages};

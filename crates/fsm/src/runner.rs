@@ -138,6 +138,22 @@ pub const DEFAULT_MAX_TRANSITIONS: usize = 100;
 /// What [`Runner::with_observer`] takes.
 type Observer = dyn Fn(&Entry) + Send + Sync;
 
+/// What [`Runner::with_journal_hook`] takes.
+type JournalHook = dyn Fn(&Run, &mut Journal) -> Result<(), Error> + Send + Sync;
+
+/// Decides on the schema delta a meta-debugging schema remedy proposes, for
+/// [`Runner::with_remedy_approver`]: a person, a vote, a policy.
+pub trait RemedyApprover: Send + Sync {
+    /// Puts `remedy`'s delta (for the failing `state`) to whoever approves. `Ok(true)` means it is
+    /// approved and active: the state's interceptors now give its schema the delta (the approver
+    /// activates it where they read it, a shared schema registry, say).
+    fn approve<'a>(
+        &'a self,
+        state: &'a str,
+        remedy: &'a Remedy,
+    ) -> BoxFuture<'a, Result<bool, BoxError>>;
+}
+
 /// Runs one machine. Build it once and run many [`Run`]s; it is `Send + Sync`.
 pub struct Runner {
     fsm: Arc<Fsm>,
@@ -149,6 +165,8 @@ pub struct Runner {
     observer: Option<Arc<Observer>>,
     max_transitions: usize,
     meta_debug: Option<Arc<Diagnostics>>,
+    remedy_approver: Option<Arc<dyn RemedyApprover>>,
+    journal_hook: Option<Arc<JournalHook>>,
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
 }
 
@@ -165,6 +183,8 @@ impl Runner {
             observer: None,
             max_transitions: DEFAULT_MAX_TRANSITIONS,
             meta_debug: None,
+            remedy_approver: None,
+            journal_hook: None,
             pipelines: Mutex::new(HashMap::new()),
         }
     }
@@ -258,11 +278,38 @@ impl Runner {
     /// Meta-debugging that acts: when a watched `llm` state runs out of retries, the meta-debug
     /// machine diagnoses the failure with `diagnostics`' models; a prompt remedy is tried at once
     /// (the state asked again with it: its valid event goes on, else the bail-out or the error as
-    /// without it) and kept for the state for the rest of the run. The meta-debug run's transitions
-    /// are recorded under `{state}/meta-debug/`, the remedy in [`Run::remedies`] and the journal.
+    /// without it) and kept for the state for the rest of the run; a schema remedy is tried so too
+    /// when [`Runner::with_remedy_approver`] approves it. The meta-debug run's transitions are
+    /// recorded under `{state}/meta-debug/` (unless the state fails with no bail-out), the remedy
+    /// with its effect in [`Run::remedies`] and the journal, before the error when there is one.
     #[must_use]
     pub fn with_meta_debug(mut self, diagnostics: Diagnostics) -> Self {
         self.meta_debug = Some(Arc::new(diagnostics));
+        self
+    }
+
+    /// Meta-debugging's schema remedies that propose a delta go to `approver` as soon as they are
+    /// diagnosed; an approved one is verified as a prompt remedy is (the failing state asked again,
+    /// its schema now extended by the state's interceptors), and the remedy records its
+    /// [`Effect`](crate::builtin::meta_debug::Effect). Without one, a schema remedy is only
+    /// recorded.
+    #[must_use]
+    pub fn with_remedy_approver(mut self, approver: impl RemedyApprover + 'static) -> Self {
+        self.remedy_approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Calls `hook` with the run and its journal after each line [`Runner::run`] and
+    /// [`Runner::provide`] append to the journal (a transition, a remedy, a suspended sub-FSM run),
+    /// the run already updated: to journal alongside what changed with it (a schema registry an
+    /// approval extended, say), so a process killed after that line keeps it. Its error stops the
+    /// run as the journal's would.
+    #[must_use]
+    pub fn with_journal_hook(
+        mut self,
+        hook: impl Fn(&Run, &mut Journal) -> Result<(), Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.journal_hook = Some(Arc::new(hook));
         self
     }
 
@@ -429,24 +476,33 @@ impl Runner {
             };
             let step = step?;
             if let Some(remedy) = step.remedy {
+                run.remedies.insert(run.state.clone(), remedy.clone());
                 if let Some(journal) = journal.as_deref_mut() {
                     journal.record_remedy(&run.state, &remedy)?;
+                    self.journaled(run, journal)?;
                 }
-                run.remedies.insert(run.state.clone(), remedy);
+            }
+            if let Some(error) = step.error {
+                // The remedy is kept; the diagnosis's transitions are not, or a resumed run would
+                // stand in the meta-debug machine.
+                return Err(error);
             }
             if let Some(child) = step.suspended {
                 run.status = Status::Waiting;
-                if let Some(journal) = journal.as_deref_mut() {
-                    journal.record_suspended(&snapshot(&run.state, &child))?;
-                }
                 run.suspended = Some(child);
+                if let (Some(journal), Some(child)) =
+                    (journal.as_deref_mut(), run.suspended.as_deref())
+                {
+                    journal.record_suspended(&snapshot(&run.state, child))?;
+                    self.journaled(run, journal)?;
+                }
                 return Ok(Outcome::Waiting {
                     state: run.waiting_in(),
                 });
             }
             if let Some(sub_entries) = step.sub_entries {
                 for entry in sub_entries {
-                    record(run, &entry, journal.as_deref_mut())?;
+                    self.record(run, &entry, journal.as_deref_mut())?;
                 }
             }
             let event = self.with_id(&run.state, step.event);
@@ -473,7 +529,7 @@ impl Runner {
         &self,
         run: &mut Run,
         input: Value,
-        journal: Option<&mut Journal>,
+        mut journal: Option<&mut Journal>,
     ) -> Result<(), Error> {
         if let Some(mut child_run) = run.suspended.take() {
             let provided = match self.sub_runner(&run.state) {
@@ -482,7 +538,7 @@ impl Runner {
                     state: run.state.clone(),
                 }),
             };
-            let provided = provided.and_then(|()| match journal {
+            let provided = provided.and_then(|()| match journal.as_deref_mut() {
                 Some(journal) => journal.record_suspended(&snapshot(&run.state, &child_run)),
                 None => Ok(()),
             });
@@ -490,7 +546,11 @@ impl Runner {
                 run.status = Status::Running;
             }
             run.suspended = Some(child_run);
-            return provided;
+            provided?;
+            return match journal {
+                Some(journal) => self.journaled(run, journal),
+                None => Ok(()),
+            };
         }
         if self.state(&run.state).action != Action::Human {
             return Err(Error::NotWaiting {
@@ -602,12 +662,36 @@ impl Runner {
             observer(&entry);
         }
         if !omit {
-            record(run, &entry, journal)?;
+            self.record(run, &entry, journal)?;
         }
         run.state = to;
         run.event = event;
         run.status = self.status_in(&run.state);
         Ok(())
+    }
+
+    /// Appends `entry` to the trail and the journal (then the journal hook).
+    fn record(
+        &self,
+        run: &mut Run,
+        entry: &Entry,
+        journal: Option<&mut Journal>,
+    ) -> Result<(), Error> {
+        let Some(journal) = journal else {
+            run.trail.entries.push(entry.clone());
+            return Ok(());
+        };
+        journal.record(entry)?;
+        run.trail.entries.push(entry.clone());
+        self.journaled(run, journal)
+    }
+
+    /// Calls the journal hook, if any, after a line was appended to `journal`.
+    fn journaled(&self, run: &Run, journal: &mut Journal) -> Result<(), Error> {
+        match &self.journal_hook {
+            Some(hook) => hook(run, journal),
+            None => Ok(()),
+        }
     }
 
     /// Records the move to `interrupted`.
@@ -618,7 +702,7 @@ impl Runner {
         if let Some(observer) = &self.observer {
             observer(&entry);
         }
-        record(run, &entry, journal)?;
+        self.record(run, &entry, journal)?;
         run.state = INTERRUPTED.to_owned();
         run.event = event;
         run.status = Status::Interrupted;
@@ -729,6 +813,8 @@ struct Step {
     suspended: Option<Box<Run>>,
     /// A meta-debugging remedy for the state, to keep for the rest of the run.
     remedy: Option<Remedy>,
+    /// The state failed (no bail-out): the run stops with this error once `remedy` is kept.
+    error: Option<Error>,
 }
 
 impl Step {
@@ -740,6 +826,7 @@ impl Step {
             sub_entries: None,
             suspended: None,
             remedy: None,
+            error: None,
         }
     }
 }
@@ -758,14 +845,6 @@ fn snapshot(in_state: &str, run: &Run) -> Suspended {
             .as_deref()
             .map(|sub| Box::new(snapshot(&run.state, sub))),
     }
-}
-
-fn record(run: &mut Run, entry: &Entry, journal: Option<&mut Journal>) -> Result<(), Error> {
-    if let Some(journal) = journal {
-        journal.record(entry)?;
-    }
-    run.trail.entries.push(entry.clone());
-    Ok(())
 }
 
 fn new_run_id() -> String {

@@ -24,7 +24,9 @@
 //!
 //! Run by hand as below, or automatically with [`Runner::with_meta_debug`] and [`Diagnostics`]: a
 //! watched `llm` state that runs out of retries is diagnosed, its verification is the state asked
-//! again with the remedy, and a prompt remedy stays applied to the state for the rest of the run.
+//! again with the remedy, and a prompt remedy stays applied to the state for the rest of the run. A
+//! schema remedy's delta goes to the runner's [`crate::RemedyApprover`], if it has one, and once
+//! approved the state is asked again with its extended schema; each remedy records its [`Effect`].
 //!
 //! ```
 //! use std::sync::Arc;
@@ -179,6 +181,23 @@ pub struct Remedy {
     /// the diagnostic model proposes, for the proposals' approver to decide on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<Value>,
+    /// What trying it did, when the runner tried it ([`crate::Runner::with_meta_debug`]; a schema
+    /// remedy only with [`crate::Runner::with_remedy_approver`]); `None` when it was only recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
+}
+
+/// What a remedy did when the runner tried it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Effect {
+    /// The failing state, asked again with it, gave a valid reply.
+    Validated,
+    /// Asked again with it, the state still gave no valid reply (or the call failed).
+    Invalid,
+    /// A schema remedy whose delta the approver declined: not tried.
+    Declined,
 }
 
 /// What a remedy changes.
@@ -188,7 +207,7 @@ pub struct Remedy {
 pub enum RemedyKind {
     /// Text for the failing model's system prompt (applied and verified).
     Prompt,
-    /// A change to the schema (recorded).
+    /// A change to the schema (recorded; with a remedy approver, proposed, and verified when approved).
     Schema,
     /// Another model, or model-specific handling (recorded).
     Model,
@@ -211,6 +230,7 @@ impl Remedy {
             suggestion: suggestion.into(),
             system: system.into(),
             delta: None,
+            effect: None,
         }
     }
 
@@ -509,6 +529,7 @@ fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
         suggestion,
         system,
         delta: None,
+        effect: None,
     };
     Ok(with_id(&serde_json::to_value(fix)?, "apply", "verify"))
 }

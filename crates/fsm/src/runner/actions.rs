@@ -199,7 +199,8 @@ impl Runner {
         Ok(step)
     }
 
-    /// The bail-out for a model call that failed, or the error; with what meta-debugging did.
+    /// The bail-out for a model call that failed, or the error; with what meta-debugging did (with
+    /// no bail-out, a step carrying the remedy and the error, so the remedy is kept first).
     fn failed(
         &self,
         state: &State,
@@ -232,10 +233,20 @@ impl Runner {
                 remedy,
                 ..Step::event(event)
             }),
-            _ => Err(Error::Llm {
-                state: state.id.clone(),
-                source: Box::new(error),
-            }),
+            _ => {
+                let error = Error::Llm {
+                    state: state.id.clone(),
+                    source: Box::new(error),
+                };
+                match remedy {
+                    Some(remedy) => Ok(Step {
+                        remedy: Some(remedy),
+                        error: Some(error),
+                        ..Step::event(Value::Null)
+                    }),
+                    None => Err(error),
+                }
+            }
         }
     }
 

@@ -1,15 +1,16 @@
 //! Meta-debugging that acts: an `llm` state out of retries is diagnosed by the meta-debug machine
 //! ([`crate::builtin::meta_debug`]), a prompt remedy is verified by asking the state again with it,
-//! and kept for the rest of the run.
+//! a schema remedy is put to the remedy approver and, approved, verified the same way (the state's
+//! interceptors now extend its schema); either is kept for the rest of the run with its effect.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use claij_backends::{Backend, Message};
-use claij_interceptors::{Chain, Config, Context, Exhausted, Pipeline};
+use claij_interceptors::{Chain, Config, Context, ErrorChain, Exhausted, Pipeline};
 use serde_json::Value;
 
 use super::{Outcome, Runner, actions};
-use crate::builtin::meta_debug::{self, Diagnostics, Remedy, RemedyKind, Symptom};
+use crate::builtin::meta_debug::{self, Diagnostics, Effect, Remedy, RemedyKind, Symptom};
 use crate::definition::State;
 use crate::error::Error;
 use crate::interrupt::Interrupt;
@@ -63,7 +64,8 @@ pub(super) struct Asked {
 
 impl Runner {
     /// Runs the meta-debug machine on `state`'s failure (`symptom`); a prompt remedy is verified by
-    /// asking the state again (`asked`) with the remedied system prompt.
+    /// asking the state again (`asked`) with the remedied system prompt, a schema remedy approved by
+    /// the remedy approver by asking it again as it is (its interceptors extend its schema).
     pub(super) async fn diagnose(
         &self,
         diagnostics: &Diagnostics,
@@ -75,6 +77,7 @@ impl Runner {
         let answer: Arc<Mutex<Option<Verified>>> = Arc::default();
         let slot = Arc::clone(&answer);
         let (history, input) = (Arc::new(asked.history), Arc::new(asked.input));
+        let again = (recipe.clone(), Arc::clone(&history), Arc::clone(&input));
         let verify = move |remedy: Remedy| {
             let pipeline = recipe.pipeline(Some(&remedy.system));
             let (history, input, slot) =
@@ -115,11 +118,28 @@ impl Runner {
                 e
             })
             .collect();
-        let remedy = match &outcome {
+        let mut remedy = match &outcome {
             Outcome::Finished { event, .. } => remedy_of(&symptom, event),
             _ => None,
         };
-        let answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let mut answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(remedy) = &mut remedy {
+            match remedy.kind {
+                RemedyKind::Prompt => {
+                    remedy.effect = Some(if answer.is_some() {
+                        Effect::Validated
+                    } else {
+                        Effect::Invalid
+                    });
+                }
+                RemedyKind::Schema => {
+                    let (effect, verified) = self.try_schema(&state.id, remedy, again).await;
+                    remedy.effect = effect;
+                    answer = verified;
+                }
+                _ => {}
+            }
+        }
         tracing::info!(
             state = %state.id,
             remedy = remedy.as_ref().map(|r| r.suggestion.as_str()),
@@ -131,6 +151,43 @@ impl Runner {
             remedy,
             answer,
         })
+    }
+}
+
+impl Runner {
+    /// A schema remedy with a delta, put to the remedy approver; approved, the state asked again
+    /// (its interceptors now extend its schema). Its effect (`None` when there is no approver or no
+    /// delta), and the valid event when the state's reply validated.
+    async fn try_schema(
+        &self,
+        state: &str,
+        remedy: &Remedy,
+        (recipe, history, input): (Recipe, Arc<Vec<Message>>, Arc<String>),
+    ) -> (Option<Effect>, Option<Verified>) {
+        let (Some(approver), Some(_)) = (&self.remedy_approver, &remedy.delta) else {
+            return (None, None);
+        };
+        match approver.approve(state, remedy).await {
+            Ok(true) => {}
+            Ok(false) => return (Some(Effect::Declined), None),
+            Err(error) => {
+                tracing::warn!(state, error = %ErrorChain(error.as_ref()), "the schema remedy could not be decided: declined");
+                return (Some(Effect::Declined), None);
+            }
+        }
+        let pipeline = recipe.pipeline(None);
+        let mut context = Context::default();
+        context.insert(actions::History(history.to_vec()));
+        match pipeline.ask(&mut context, &input).await {
+            Ok(answer) => {
+                let attempts = answer.attempts.iter().map(AttemptRecord::from).collect();
+                (Some(Effect::Validated), Some((answer.value, attempts)))
+            }
+            Err(error) => {
+                tracing::warn!(state, error = %ErrorChain(&error), "the state still fails with the schema remedy");
+                (Some(Effect::Invalid), None)
+            }
+        }
     }
 }
 

@@ -7,5 +7,6 @@ mod definitions;
 mod journal;
 mod local_model;
 mod models;
+mod remedies;
 mod render;
 mod run;
