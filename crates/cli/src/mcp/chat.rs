@@ -1,15 +1,21 @@
 //! `claij mcp chat`: the MCP FSM (`llm` ⇄ `servicing` → `end`) over the configured servers, a
-//! request a line. Each transition goes to stderr as it happens, each answer to stdout.
+//! request a line. Each transition goes to stderr as it happens, each answer to stdout. A line's
+//! run sees the chat so far: the last `--history` requests and their answers go with the request
+//! (`{"request", "history": [{"request", "answer"}, ...]}`, oldest first).
 //!
 //! On a terminal a server's question (an MCP elicitation) is put to the person, who answers with a
 //! JSON object (an empty line declines, `cancel` cancels) while the tool call waits; without a
 //! terminal the clients offer no elicitation, so servers decline on their own (and hide the tools
 //! that need it).
 
+use std::collections::VecDeque;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
-use claij_fsm::{Interrupt, Outcome, Run, Runner};
+use claij_backends::Backend;
+use claij_fsm::{Fsm, Interrupt, Outcome, Run, Runner};
+use claij_interceptors::Config;
 use claij_interceptors::ErrorChain;
 use claij_mcp::mcp_fsm::{self, McpService};
 use claij_mcp::{ElicitationQueue, Services};
@@ -22,6 +28,10 @@ use crate::ask::ModelOptions;
 /// Questions a server may have pending at once.
 const QUESTIONS: usize = 4;
 
+/// The exchanges a request carries by default, and at most.
+const DEFAULT_HISTORY: usize = 10;
+const MAX_HISTORY: usize = 100;
+
 /// Arguments of `claij mcp chat`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -33,6 +43,10 @@ pub(crate) struct Args {
     /// Stop a request after this many transitions (models can loop).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
+    /// How many earlier requests of this chat, each with its answer, go with a request so the model
+    /// knows what was said (0: none, every line on its own).
+    #[arg(long, default_value_t = DEFAULT_HISTORY, value_name = "N", value_parser = history)]
+    history: usize,
 }
 
 impl Args {
@@ -40,6 +54,15 @@ impl Args {
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         self.model.threads
     }
+}
+
+/// `--history`: 0 to [`MAX_HISTORY`].
+fn history(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n <= MAX_HISTORY)
+        .ok_or_else(|| format!("expected a whole number from 0 to {MAX_HISTORY}"))
 }
 
 /// Runs the chat until the end of input or a signal.
@@ -69,12 +92,13 @@ async fn chat(
     let settings = crate::config::Settings::load()?;
     let opened = crate::fsm::models::open(args.model.llm.as_deref(), &args.model, &settings)?;
     let service = McpService::new(services.clone()).with_questions(questions);
-    let runner = mcp_fsm::runner_with(service, opened.backend, opened.config)?
+    let runner = runner(service, opened.backend, opened.config)?
         .with_max_transitions(args.max_transitions)
         .with_observer(|entry| {
             let _ = crate::fsm::print_transition(entry);
         });
     let mut status = Status::Ok;
+    let mut history = History::new(args.history);
     loop {
         if terminal {
             write!(std::io::stderr(), "> ")?;
@@ -91,21 +115,100 @@ async fn chat(
         if request.is_empty() {
             continue;
         }
+        let input = history.input(request);
         let answered = tokio::select! {
-            answered = answer(&runner, request, lines) => answered?,
+            answered = answer(&runner, input, lines) => answered?,
             signalled = signals.recv() => return Ok(signalled),
         };
-        if !answered {
-            status = Status::Invalid;
+        match answered {
+            Answered::Valid(text) => history.push(request, text),
+            Answered::Failed(text) => {
+                status = Status::Invalid;
+                if let Some(text) = text {
+                    history.push(request, text);
+                }
+            }
         }
     }
     Ok(status)
 }
 
-/// Runs one request to its answer, printed on stdout; a person answers the servers' questions on
-/// the way. `false` when no valid answer came (said on stderr).
-async fn answer(runner: &Runner, request: &str, lines: &mut Lines) -> Result<bool> {
-    let mut run = runner.start(json!({"request": request}))?;
+/// The MCP FSM for `service`'s tools ([`mcp_fsm::runner_with`]), its input also taking the chat's
+/// `history`.
+fn runner(service: McpService, backend: Arc<dyn Backend>, config: Config) -> Result<Runner> {
+    let mut definition = mcp_fsm::definition_for(service.services());
+    let start = definition
+        .transitions
+        .iter_mut()
+        .find(|t| t.id.from == claij_fsm::definition::START && t.id.to == mcp_fsm::LLM)
+        .and_then(|t| t.schema.get_mut("properties"))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| anyhow!("the MCP FSM has no [\"start\", \"llm\"] object schema"))?;
+    start.insert(
+        "history".to_owned(),
+        json!({
+            "type": "array",
+            "description": "earlier requests of this chat and the answers given, oldest first",
+            "items": {
+                "type": "object",
+                "properties": {"request": {"type": "string"}, "answer": {"type": "string"}},
+                "required": ["request", "answer"]
+            }
+        }),
+    );
+    Ok(Runner::new(Fsm::new(definition)?)
+        .with_llm(backend, config)
+        .with_service(mcp_fsm::SERVICE, service))
+}
+
+/// The last exchanges of the chat, at most `limit`.
+struct History {
+    limit: usize,
+    exchanges: VecDeque<Value>,
+}
+
+impl History {
+    fn new(limit: usize) -> Self {
+        History {
+            limit,
+            exchanges: VecDeque::new(),
+        }
+    }
+
+    /// The run's input for `request`: `{"request"}`, with `history` when there is any.
+    fn input(&self, request: &str) -> Value {
+        let mut input = json!({ "request": request });
+        if !self.exchanges.is_empty() {
+            input["history"] = Value::Array(self.exchanges.iter().cloned().collect());
+        }
+        input
+    }
+
+    /// Keeps `request` and its `answer`, forgetting the oldest exchange past the limit.
+    fn push(&mut self, request: &str, answer: String) {
+        if self.limit == 0 {
+            return;
+        }
+        if self.exchanges.len() == self.limit {
+            self.exchanges.pop_front();
+        }
+        self.exchanges
+            .push_back(json!({ "request": request, "answer": answer }));
+    }
+}
+
+/// How a request ended.
+enum Answered {
+    /// The answer's text, printed on stdout.
+    Valid(String),
+    /// No valid answer (said on stderr); the answer's text when the model answered with an error.
+    Failed(Option<String>),
+}
+
+/// Runs one request (`input`, [`History::input`]) to its answer, printed on stdout; a person
+/// answers the servers' questions on the way.
+async fn answer(runner: &Runner, input: Value, lines: &mut Lines) -> Result<Answered> {
+    let mut run = runner.start(input)?;
     let interrupt = Interrupt::new();
     loop {
         let outcome = match runner.run(&mut run, &interrupt, None).await {
@@ -113,13 +216,20 @@ async fn answer(runner: &Runner, request: &str, lines: &mut Lines) -> Result<boo
             Err(e) => {
                 let line = crate::one_line(&ErrorChain(&e).to_string());
                 writeln!(std::io::stderr(), "error: {line}")?;
-                return Ok(false);
+                return Ok(Answered::Failed(None));
             }
         };
         match outcome {
             Outcome::Finished { event, .. } => {
-                writeln!(std::io::stdout(), "{}", text_of(&event))?;
-                return Ok(event.pointer("/result/isError") != Some(&Value::Bool(true)));
+                let text = text_of(&event);
+                writeln!(std::io::stdout(), "{text}")?;
+                return Ok(
+                    if event.pointer("/result/isError") == Some(&Value::Bool(true)) {
+                        Answered::Failed(Some(text))
+                    } else {
+                        Answered::Valid(text)
+                    },
+                );
             }
             Outcome::Waiting { state } if state == mcp_fsm::ASKING && lines.terminal => {
                 let reply = ask_person(&run, lines).await?;
@@ -131,9 +241,9 @@ async fn answer(runner: &Runner, request: &str, lines: &mut Lines) -> Result<boo
             }
             Outcome::Interrupted { from } => {
                 writeln!(std::io::stderr(), "interrupted in state `{from}`")?;
-                return Ok(false);
+                return Ok(Answered::Failed(None));
             }
-            _ => return Ok(false),
+            _ => return Ok(Answered::Failed(None)),
         }
     }
 }

@@ -435,6 +435,17 @@ fn numeric_flags_and_values_out_of_range_are_one_line_usage_errors() {
         2,
         "'--max-message-bytes <BYTES>': expected a whole number from 1024 to 1073741824",
     );
+    for history in ["101", "-1", "ten"] {
+        let flag = format!("--history={history}");
+        let run = claij(&["mcp", "chat", &flag, "--config", &cfg], "");
+        assert_one_line_error(
+            &run,
+            2,
+            &format!(
+                "invalid value '{history}' for '--history <N>': expected a whole number from 0 to 100"
+            ),
+        );
+    }
     let run = claij(&["mcp", "list", "--config", &cfg], "");
     assert_one_line_error(
         &run,
@@ -609,6 +620,17 @@ async fn chat_runs_the_mcp_fsm_a_request_a_line_and_declines_elicitation_without
         body(0)
     );
     assert!(body(1).contains("Echo: hello"), "the model saw the result");
+    // The second line's run sees the first request and its answer; the first saw no history.
+    let history = json!([{"request": "say hello through echo",
+        "answer": "the server said: Echo: hello"}])
+    .to_string();
+    let escaped = |s: &str| serde_json::to_string(s).unwrap();
+    assert!(!body(0).contains("\\\"history\\\""), "{}", body(0));
+    assert!(
+        body(2).contains(escaped(&history).trim_matches('"')),
+        "{}",
+        body(2)
+    );
     // The call's schema names only the tools there are: a call to the hidden one is refused
     // before it is sent, and the model is asked again.
     assert!(
@@ -616,6 +638,57 @@ async fn chat_runs_the_mcp_fsm_a_request_a_line_and_declines_elicitation_without
         "{}",
         body(3)
     );
+}
+
+/// The bound on a terminal session's real time: a hang guard, not a measure of speed.
+const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits for `child` (the leader of its own process group, its stdout and stderr piped) and returns
+/// its status and everything it printed; past [`HANG_GUARD`] the group is killed and the test fails
+/// showing what was printed so far, instead of hanging.
+fn wait_or_kill_group(mut child: std::process::Child) -> (std::process::ExitStatus, String) {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&printed);
+        let reader = std::thread::spawn(move || {
+            let Some(mut pipe) = pipe else { return };
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        (printed, reader)
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let printed = || {
+        let text = |b: &std::sync::Arc<std::sync::Mutex<Vec<u8>>>| {
+            String::from_utf8_lossy(&b.lock().unwrap()).into_owned()
+        };
+        (text(&out.0), text(&err.0))
+    };
+    let deadline = Instant::now() + HANG_GUARD;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            let (stdout, stderr) = printed();
+            panic!(
+                "still running after {HANG_GUARD:?}: killed\nstdout: {stdout}\nstderr: {stderr}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    out.1.join().unwrap();
+    err.1.join().unwrap();
+    (status, printed().0)
 }
 
 /// `claij mcp chat` on a terminal (a pseudo-terminal from util-linux `script`): the server's question
@@ -665,10 +738,13 @@ async fn chat_on_a_terminal_puts_the_server_s_question_to_the_person() {
         env!("CARGO_BIN_EXE_claij"),
         f.path("mcp.json")
     );
+    use std::os::unix::process::CommandExt as _;
     let mut child = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .env("CLAIJ_CONFIG", f.path("config.toml"))
         .env("OPENROUTER_API_KEY", "sk-or-v1-mcp-chat-tty")
+        // Its own group: a hang guard stops `script`, claij and the server together.
+        .process_group(0)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -681,9 +757,8 @@ async fn chat_on_a_terminal_puts_the_server_s_question_to_the_person() {
         .unwrap()
         .write_all(b"ask me something\n{\"name\": \"Ada Lovelace\"}\n")
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{screen}");
+    let (status, screen) = wait_or_kill_group(child);
+    assert!(status.success(), "{screen}");
     assert!(
         screen.contains("everything asks: Please provide inputs for the following fields:"),
         "{screen}"
