@@ -57,26 +57,57 @@ impl Default for RetryPrompt {
 }
 
 impl RetryPrompt {
-    /// The prompt for a retry of `request` after `response` failed as `failure` says.
+    /// The prompt for a retry of `request` after `response` failed as `failure` says: a message that
+    /// stands on its own, quoting both.
     pub fn render(&self, request: &str, response: &str, failure: Failure<'_>) -> String {
-        let mut out = String::new();
-        let headline = match failure {
+        let mut out = Self::headline(failure).to_owned();
+        out.push_str("\n\nORIGINAL REQUEST:\n");
+        out.push_str(&truncate(request.trim(), self.max_request_chars));
+        out.push_str("\n\nYOUR RESPONSE:\n");
+        out.push_str(&truncate(response.trim(), self.max_response_chars));
+        out.push_str("\n\n");
+        self.problem_and_fix(&mut out, failure);
+        out
+    }
+
+    /// The correction after a reply that failed as `failure` says, for a conversation that already
+    /// holds the request and, as the model's own turn, the reply: what was wrong and what to fix,
+    /// quoting neither.
+    ///
+    /// ```
+    /// use claij_validation::{Validator, retry::{Failure, RetryPrompt}};
+    /// use serde_json::json;
+    ///
+    /// let validator = Validator::new(&claij_schema::base())?;
+    /// let violations = validator.validate(&json!({"answer": 1})).unwrap_err();
+    /// let correction = RetryPrompt::default().correction(Failure::Invalid(&violations));
+    /// assert!(correction.starts_with("Your previous response failed schema validation."));
+    /// assert!(!correction.contains("YOUR RESPONSE"));
+    /// # Ok::<(), claij_validation::Error>(())
+    /// ```
+    pub fn correction(&self, failure: Failure<'_>) -> String {
+        let mut out = Self::headline(failure).to_owned();
+        out.push_str("\n\n");
+        self.problem_and_fix(&mut out, failure);
+        out
+    }
+
+    fn headline(failure: Failure<'_>) -> &'static str {
+        match failure {
             Failure::Invalid(_) => "Your previous response failed schema validation.",
             Failure::NoJson(_) => "Your previous response did not contain a JSON document.",
             Failure::Truncated(_) => {
                 "Your previous response was cut off at the output token limit and is incomplete."
             }
             Failure::TooLarge { .. } => "Your previous response was too long to be read.",
-        };
-        out.push_str(headline);
-        out.push_str("\n\nORIGINAL REQUEST:\n");
-        out.push_str(&truncate(request.trim(), self.max_request_chars));
-        out.push_str("\n\nYOUR RESPONSE:\n");
-        out.push_str(&truncate(response.trim(), self.max_response_chars));
-        out.push_str("\n\n");
+        }
+    }
+
+    /// What was wrong, then what to do about it.
+    fn problem_and_fix(&self, out: &mut String, failure: Failure<'_>) {
         match failure {
             Failure::Invalid(violations) | Failure::Truncated(violations) => {
-                self.violations(&mut out, violations);
+                self.violations(out, violations);
             }
             Failure::NoJson(reason) => {
                 let _ = writeln!(out, "PROBLEM: {reason}");
@@ -118,7 +149,6 @@ impl RetryPrompt {
                  nothing else: brief string values, fewer array items, no prose.",
             ),
         }
-        out
     }
 
     fn violations(&self, out: &mut String, violations: &[Violation]) {

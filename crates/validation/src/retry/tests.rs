@@ -95,3 +95,21 @@ fn reply_over_the_size_limit() {
         )
     );
 }
+
+/// The correction of a conversation retry: what was wrong and what to fix, with neither the request
+/// nor the reply quoted (the conversation holds both).
+#[test]
+fn corrections() {
+    let v = violations(claij_schema::base(), json!({"answer": 42, "mood": "ok"}));
+    let prompt = RetryPrompt::default();
+    let corrections = [
+        prompt.correction(Failure::Invalid(&v)),
+        prompt.correction(Failure::NoJson("the reply contains no JSON value")),
+        prompt.correction(Failure::Truncated(&v)),
+        prompt.correction(Failure::TooLarge {
+            bytes: 6000,
+            limit: 4096,
+        }),
+    ];
+    insta::assert_snapshot!(corrections.join("\n\n----\n\n"));
+}
