@@ -1,11 +1,12 @@
 //! The compatibility matrix, put to use: for each model it has measured, the structured-output mode
-//! and the retry budget claij chooses, and `claij models`, which says what it would choose and why.
+//! and the retry budget claij chooses, whether it is supported for structured output at all, and
+//! `claij models`, which says what it would choose and why.
 //!
-//! `cargo xtask integration` writes `target/claij/compat-matrix.json`: the
-//! [`Record`] of each test `claij suite run` printed (the model, whether
-//! it passed, was valid on the first try, its retries and the mode it ran in). claij reads the file named by `--matrix` (for `claij models`), else
-//! `target/claij/compat-matrix.json` under the current directory, else
-//! `$XDG_DATA_HOME/claij/compat-matrix.json` (default `~/.local/share/claij/`).
+//! `cargo xtask integration` merges each run into `$XDG_DATA_HOME/claij/compat-matrix.json` (default
+//! `~/.local/share/claij/`): the [`Record`] of each test `claij suite run` printed (the model, whether
+//! it passed, was valid on the first try, its retries and the mode it ran in), the newest per model,
+//! suite and mode. claij reads the file named by `--matrix`, else that one, from any directory (a
+//! `target/` under the current directory is not consulted).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -15,12 +16,14 @@ use claij_interceptors::StructuredMode;
 use serde_json::{Value, json};
 
 use crate::Status;
+use crate::ask::model::DEFAULT_MAX_RETRIES;
 use crate::suite::record::{Matrix, Record};
 
 /// Arguments of `claij models`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The matrix file (default: `target/claij/compat-matrix.json`, else the user's data directory).
+    /// The matrix file (default: `$XDG_DATA_HOME/claij/compat-matrix.json`, else
+    /// `~/.local/share/claij/compat-matrix.json`, where `cargo xtask integration` merges its runs).
     #[arg(long, value_name = "FILE")]
     matrix: Option<PathBuf>,
     /// Print JSON.
@@ -47,14 +50,17 @@ pub(crate) struct Choice {
 pub(crate) fn run(args: &Args) -> Result<Status> {
     let Some(path) = args.matrix.clone().or_else(default_path) else {
         anyhow::bail!(
-            "no compatibility matrix: run `cargo xtask integration` (it writes target/claij/compat-matrix.json) or give --matrix FILE"
+            "no compatibility matrix: run `cargo xtask integration` (it writes $XDG_DATA_HOME/claij/compat-matrix.json, else ~/.local/share/claij/compat-matrix.json) or give --matrix FILE"
         );
     };
     let matrix = read(&path)?;
     let choices = choices(&matrix);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let list: Vec<Value> = choices.iter().map(to_json).collect();
+        let list: Vec<Value> = choices
+            .iter()
+            .map(|c| to_json(c, unsupported(&matrix, &[&c.model]).as_deref()))
+            .collect();
         writeln!(
             out,
             "{}",
@@ -65,9 +71,13 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
     writeln!(out, "matrix: {}", path.display())?;
     for choice in &choices {
         let (tests, passed, first) = choice.measured;
+        let verdict = match unsupported(&matrix, &[&choice.model]) {
+            Some(why) => format!("UNSUPPORTED for structured output: {why}; if used anyway: "),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "{}: mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try): {}",
+            "{}: {verdict}mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try): {}",
             choice.model,
             mode_name(choice.mode),
             choice.max_retries,
@@ -81,18 +91,19 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
     Ok(Status::Ok)
 }
 
-/// The matrix claij consults when nothing names one: under the current directory, else the user's
-/// data directory.
+/// The matrix claij consults when nothing names one, if there is one: the user's, where `cargo
+/// xtask integration` merges its runs (`$XDG_DATA_HOME/claij/compat-matrix.json`, else
+/// `~/.local/share/claij/compat-matrix.json`), the same from any directory.
 pub(crate) fn default_path() -> Option<PathBuf> {
-    let local = PathBuf::from("target/claij/compat-matrix.json");
-    if local.is_file() {
-        return Some(local);
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let data = var("XDG_DATA_HOME")
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    let shared = data.join("claij/compat-matrix.json");
+        .or_else(|| var("HOME").map(|home| home.join(".local").join("share")))?;
+    let shared = data.join("claij").join("compat-matrix.json");
     shared.is_file().then_some(shared)
 }
 
@@ -113,6 +124,40 @@ pub(crate) fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
         .into_iter()
         .find(|c| names.contains(&c.model.as_str()))
 }
+
+/// Why the model (by any of `names`) is unsupported for structured output, if the matrix says so:
+/// its retry suite ran and no test of it passed, in any mode, within the retries.
+pub(crate) fn unsupported(matrix: &Matrix, names: &[&str]) -> Option<String> {
+    let retry: Vec<&Record> = matrix
+        .records
+        .iter()
+        .filter(|r| r.suite == RETRY_SUITE && names.contains(&r.model.as_str()))
+        .collect();
+    if retry.is_empty() || retry.iter().any(|r| r.passed) {
+        return None;
+    }
+    let mut modes: Vec<&str> = Vec::new();
+    for r in &retry {
+        if !modes.contains(&r.mode.as_str()) {
+            modes.push(&r.mode);
+        }
+    }
+    let last = retry
+        .iter()
+        .filter_map(|r| r.at.as_deref())
+        .max()
+        .map_or_else(String::new, |at| format!(", measured {at}"));
+    Some(format!(
+        "its retry suite never passed (0/{} in {} mode{}{last}; {})",
+        retry.len(),
+        modes.join(", "),
+        if modes.len() == 1 { "" } else { "s" },
+        retry[0].detail
+    ))
+}
+
+/// The suite whose result decides support and the retry budget.
+const RETRY_SUITE: &str = "retry";
 
 /// A choice for every model of the matrix, in the order first seen.
 pub(crate) fn choices(matrix: &Matrix) -> Vec<Choice> {
@@ -166,31 +211,7 @@ fn choose(model: &str, records: &[&Record]) -> Choice {
             best
         }
     });
-    let retries_needed = records.iter().filter(|r| r.passed).map(|r| r.retries).max();
-    let (max_retries, retry_why) = match retries_needed {
-        None => (3, "no test passed, so the default budget of 3".to_owned()),
-        Some(0) if first == tests => (
-            1,
-            "every test was valid on the first try: one retry in reserve".to_owned(),
-        ),
-        Some(0) => (
-            1,
-            "passing tests needed no retry: one in reserve".to_owned(),
-        ),
-        Some(n) => {
-            let budget = usize::try_from(n)
-                .unwrap_or(usize::MAX)
-                .saturating_add(1)
-                .clamp(1, 5);
-            (
-                budget,
-                format!(
-                    "passing tests needed up to {n} retr{}: that plus one (at most 5)",
-                    if n == 1 { "y" } else { "ies" }
-                ),
-            )
-        }
-    };
+    let (max_retries, retry_why) = retry_budget(records);
     let (mode, mode_why) = match best {
         Some((mode, valid, of)) if by_mode.len() > 1 => (
             Some(mode),
@@ -217,6 +238,54 @@ fn choose(model: &str, records: &[&Record]) -> Choice {
     }
 }
 
+/// The retry budget, from the evidence: the retry suite's tests where a retry actually happened and
+/// the reply then passed (a test valid on its first try says nothing about retries; other suites
+/// measure other things). Their most retries, plus one, at most 5.
+fn retry_budget(records: &[&Record]) -> (usize, String) {
+    let retry: Vec<&Record> = records
+        .iter()
+        .copied()
+        .filter(|r| r.suite == RETRY_SUITE)
+        .collect();
+    let recovered = retry
+        .iter()
+        .filter(|r| r.passed && r.retries > 0)
+        .map(|r| r.retries)
+        .max();
+    let default = DEFAULT_MAX_RETRIES;
+    match recovered {
+        Some(n) => {
+            let budget = usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+                .clamp(1, 5);
+            (
+                budget,
+                format!(
+                    "retry-suite tests that retried passed after up to {n} retr{}: that plus one (at most 5)",
+                    if n == 1 { "y" } else { "ies" }
+                ),
+            )
+        }
+        None if retry.is_empty() => (
+            default,
+            format!("the retry suite was not measured, so the default budget of {default}"),
+        ),
+        None if !retry.iter().any(|r| r.passed) => (
+            default,
+            format!("no retry-suite test passed, so the default budget of {default}"),
+        ),
+        None if retry.iter().all(|r| r.valid_first_try) => (
+            1,
+            "every retry-suite test was valid on the first try: one retry in reserve".to_owned(),
+        ),
+        None => (
+            1,
+            "passing retry-suite tests needed no retry: one in reserve".to_owned(),
+        ),
+    }
+}
+
 /// A mode's name in the records and on the command line (`None`: auto).
 pub(crate) fn mode_name(mode: Option<StructuredMode>) -> &'static str {
     match mode {
@@ -227,10 +296,12 @@ pub(crate) fn mode_name(mode: Option<StructuredMode>) -> &'static str {
     }
 }
 
-fn to_json(choice: &Choice) -> Value {
+fn to_json(choice: &Choice, unsupported: Option<&str>) -> Value {
     let (tests, passed, first) = choice.measured;
     json!({
         "model": choice.model,
+        "supported": unsupported.is_none(),
+        "unsupported": unsupported,
         "mode": mode_name(choice.mode),
         "max_retries": choice.max_retries,
         "why": choice.why,

@@ -6,6 +6,10 @@
 //! suite runs once per mode so `claij models` can choose one). A test that fails (wrong content, no valid reply, a backend
 //! error) is a line with `passed: false` and the reason in `detail`, never an early exit: the matrix
 //! needs every cell. These suites call real models, so nothing but xtask runs them.
+//!
+//! The design's test settings are the defaults: one retry ([`MAX_RETRIES`]) and 30 seconds per
+//! test, whatever the configuration's `[defaults]` say, so every measurement is comparable;
+//! `--max-retries` and `--timeout` override them.
 
 mod chat;
 mod machines;
@@ -52,12 +56,13 @@ pub(crate) struct Args {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
     suite: Vec<Suite>,
     /// The model and how it is called, as `claij ask`, except that the compatibility matrix (which
-    /// these suites measure) is never consulted, and a test that pins a mode keeps it. `--llm`
-    /// names the model in the records (default: the model the configuration chooses).
+    /// these suites measure) is never consulted, a test that pins a mode keeps it, and the retries
+    /// are 1 unless `--max-retries` says otherwise. `--llm` names the model in the records
+    /// (default: the model the configuration chooses).
     #[command(flatten)]
     model: ModelOptions,
     /// Seconds a test may take before it is stopped and failed.
-    #[arg(long, default_value = "600", value_name = "SECS", value_parser = crate::args::seconds)]
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::args::seconds)]
     timeout: Duration,
     /// Accepted for clarity: the output is always JSON lines.
     #[arg(long)]
@@ -71,7 +76,8 @@ pub(crate) enum Suite {
     Memory,
     /// The tools interceptor calls a tool whose result the model must report.
     Tools,
-    /// The MCP FSM reads a file through the real filesystem server.
+    /// The MCP FSM and the MCP interceptor (`mcp_calls`) read a file through the real
+    /// filesystem server.
     Mcp,
     /// A strict schema that provokes retries.
     Retry,
@@ -79,7 +85,14 @@ pub(crate) enum Suite {
     Fsm,
     /// The citations interceptor's standard response.
     Citations,
+    /// Memory, tools and citations at once.
+    Combined,
+    /// The eval interceptor computes in its sandbox.
+    Eval,
 }
+
+/// Retries per model call unless `--max-retries` says otherwise: the design's test setting.
+pub(crate) const MAX_RETRIES: usize = 1;
 
 /// What a test measured across its model calls.
 #[derive(Debug, Clone)]
@@ -105,13 +118,15 @@ pub(crate) struct Env {
 }
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 6] = [
+    pub(crate) const ALL: [Suite; 8] = [
         Suite::Memory,
         Suite::Tools,
         Suite::Mcp,
         Suite::Retry,
         Suite::Fsm,
         Suite::Citations,
+        Suite::Combined,
+        Suite::Eval,
     ];
 
     /// The name on the command line and in the records.
@@ -123,15 +138,17 @@ impl Suite {
             Suite::Retry => "retry",
             Suite::Fsm => "fsm",
             Suite::Citations => "citations",
+            Suite::Combined => "combined",
+            Suite::Eval => "eval",
         }
     }
 
-    /// The suite's tests (one each for now; the name says what it checks).
+    /// The suite's tests (the name says what each checks; keep in step with xtask's plan).
     pub(crate) fn tests(self) -> &'static [&'static str] {
         match self {
             Suite::Memory => &["recall-colour"],
             Suite::Tools => &["report-nonce"],
-            Suite::Mcp => &["read-token-file"],
+            Suite::Mcp => &[MCP_FSM_TEST, "mcp-calls-token-file"],
             // Once per way of delivering the schema, so the matrix can choose one per model.
             Suite::Retry => &[
                 "strict-word/native",
@@ -140,9 +157,14 @@ impl Suite {
             ],
             Suite::Fsm => &["code-review"],
             Suite::Citations => &["cite-note"],
+            Suite::Combined => &["memory-tools-citations"],
+            Suite::Eval => &["compute-sum"],
         }
     }
 }
+
+/// The MCP suite's test through the MCP FSM (its other goes through the interceptor).
+const MCP_FSM_TEST: &str = "read-token-file";
 
 impl Default for Tally {
     fn default() -> Self {
@@ -255,7 +277,8 @@ fn run_suites(args: &Args) -> Result<Status> {
         .llm
         .clone()
         .unwrap_or_else(|| opened.model.clone());
-    let config = args.model.config(opened.model, &settings.defaults, None);
+    let mut config = args.model.config(opened.model, &settings.defaults, None);
+    config.max_retries = args.model.max_retries.unwrap_or(MAX_RETRIES);
     if let Some(fallback) = &opened.fallback {
         fallback.set_mode_fallback(config.structured == StructuredMode::Auto);
     }
@@ -314,8 +337,13 @@ async fn run_test(
             Suite::Tools => chat::tools(env, &mut tally).await,
             Suite::Retry => chat::retry(env, &mut tally).await,
             Suite::Citations => chat::citations(env, &mut tally).await,
+            Suite::Combined => chat::combined(env, &mut tally).await,
+            Suite::Eval => chat::eval(env, &mut tally).await,
             Suite::Fsm => machines::code_review(env, &mut tally).await,
-            Suite::Mcp => machines::mcp(env, &mut tally).await,
+            Suite::Mcp if test == MCP_FSM_TEST => {
+                machines::mcp(env, &mut tally, machines::McpRoute::Fsm).await
+            }
+            Suite::Mcp => machines::mcp(env, &mut tally, machines::McpRoute::Interceptor).await,
         }
     };
     // Dropping the test stops the model call in flight; what it counted so far stays in `tally`.
@@ -341,6 +369,7 @@ async fn run_test(
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         detail,
         mode: crate::models::mode_name(Some(mode)).to_owned(),
+        at: None,
     }
 }
 

@@ -1,14 +1,25 @@
-//! The choice rule on small matrices.
+//! The choice rule and the support verdict on small matrices.
 
 use claij_interceptors::StructuredMode;
 
-use super::{choice_for, choices};
+use super::{choice_for, choices, unsupported};
 use crate::suite::record::{Matrix, Record};
 
 fn record(model: &str, mode: Option<&str>, passed: bool, first: bool, retries: u64) -> Record {
+    in_suite("retry", model, mode, passed, first, retries)
+}
+
+fn in_suite(
+    suite: &str,
+    model: &str,
+    mode: Option<&str>,
+    passed: bool,
+    first: bool,
+    retries: u64,
+) -> Record {
     Record {
         model: model.to_owned(),
-        suite: "retry".to_owned(),
+        suite: suite.to_owned(),
         test: "t".to_owned(),
         passed,
         valid_first_try: first,
@@ -18,8 +29,9 @@ fn record(model: &str, mode: Option<&str>, passed: bool, first: bool, retries: u
         tokens_out: 0,
         cost: 0.0,
         elapsed_ms: 0,
-        detail: String::new(),
+        detail: format!("detail of {model}"),
         mode: mode.unwrap_or("auto").to_owned(),
+        at: None,
     }
 }
 
@@ -83,7 +95,7 @@ fn modes_and_retry_budgets() {
         "c",
         None,
         3,
-        "no test passed",
+        "no retry-suite test passed",
     );
     // Huge retry counts are capped.
     check(
@@ -115,6 +127,70 @@ fn modes_and_retry_budgets() {
         1,
         "native",
     );
+}
+
+#[test]
+fn only_retry_suite_tests_that_retried_are_evidence_for_the_budget() {
+    // Four retries in the fsm suite say nothing about the retry budget: the retry suite recovered
+    // after one.
+    check(
+        vec![
+            in_suite("fsm", "h", None, true, false, 4),
+            record("h", None, true, false, 1),
+            record("h", None, true, true, 0),
+        ],
+        "h",
+        None,
+        2,
+        "retry-suite tests that retried passed after up to 1 retry",
+    );
+    // No retry suite: the default, and why.
+    check(
+        vec![in_suite("memory", "i", None, true, false, 2)],
+        "i",
+        None,
+        3,
+        "the retry suite was not measured",
+    );
+    // Retries that never recovered a reply are no evidence either.
+    check(
+        vec![
+            record("j", None, true, true, 0),
+            record("j", None, false, false, 1),
+            in_suite("tools", "j", None, true, false, 3),
+        ],
+        "j",
+        None,
+        1,
+        "passing retry-suite tests needed no retry",
+    );
+}
+
+#[test]
+fn a_model_whose_retry_suite_never_passed_is_unsupported() {
+    let mut failed = record("k", Some("native"), false, false, 1);
+    failed.at = Some("2026-11-26T15:00:00Z".to_owned());
+    let matrix = Matrix {
+        records: vec![
+            failed,
+            record("k", Some("tool"), false, false, 1),
+            // Other suites passing do not make up for it.
+            in_suite("memory", "k", None, true, true, 0),
+            record("l", Some("native"), false, false, 1),
+            record("l", Some("tool"), true, false, 1),
+            in_suite("memory", "m", None, false, false, 0),
+        ],
+    };
+    assert_eq!(
+        unsupported(&matrix, &["k"]).as_deref(),
+        Some(
+            "its retry suite never passed (0/2 in native, tool modes, measured 2026-11-26T15:00:00Z; detail of k)"
+        )
+    );
+    assert_eq!(unsupported(&matrix, &["l"]), None, "passed in one mode");
+    assert_eq!(unsupported(&matrix, &["m"]), None, "retry suite not run");
+    assert_eq!(unsupported(&matrix, &["z"]), None, "not measured");
+    assert!(unsupported(&matrix, &["z", "k"]).is_some(), "any name");
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! The suites that talk to one pipeline: memory, tools, retry, citations.
+//! The suites that talk to one pipeline: memory, tools, retry, citations, eval, and several
+//! interceptors at once.
 
 use anyhow::Result;
 use claij_interceptors::builtin::citations::{Citations, Document};
+use claij_interceptors::builtin::eval::{Eval, EvalResult};
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{Chain, Context, Pipeline};
@@ -51,17 +53,7 @@ pub(super) async fn memory(env: &Env, tally: &mut Tally) -> Result<Judged> {
 
 /// A tool returning a random nonce: turn 1 must call it, turn 2 must report its result.
 pub(super) async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
-    let secret = nonce();
-    let returned = secret.clone();
-    let tools = Tools::new().register(
-        "nonce",
-        "Returns a secret one-time code that only this tool knows.",
-        json!({"type": "object", "properties": {}}),
-        move |_| {
-            let code = returned.clone();
-            async move { Ok(json!(code)) }
-        },
-    )?;
+    let (tools, secret) = nonce_tool()?;
     let pipeline = Pipeline::new(env.backend.clone(), env.config(), Chain::new().with(tools));
     let mut ctx = Context::default();
     let Some(_) = env
@@ -161,18 +153,10 @@ pub(super) fn strict_schema() -> Value {
 
 /// The standard response: the answer from a supplied note, citing it by id.
 pub(super) async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
-    let citations = Citations::new(vec![
-        Document::new(
-            "note-17",
-            "Office wifi",
-            "The office wifi password is heliotrope-42.",
-        ),
-        Document::new("note-3", "Lunch", "Lunch is served at noon in the atrium."),
-    ]);
     let pipeline = Pipeline::new(
         env.backend.clone(),
         env.config(),
-        Chain::new().with(citations),
+        Chain::new().with(notes()),
     );
     let mut ctx = Context::default();
     let Some(answer) = env
@@ -187,10 +171,8 @@ pub(super) async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
         return Ok(Judged::fail("no valid reply within the retries"));
     };
     let text_answer = text(&answer.value, "answer").unwrap_or_default();
-    let correct = text_answer.contains("heliotrope-42");
-    let cited = answer.value["metadata"]["citations"]
-        .as_array()
-        .is_some_and(|all| all.iter().any(|c| c["noteId"] == "note-17"));
+    let correct = text_answer.contains(WIFI_PASSWORD);
+    let cited = cites_wifi_note(&answer.value);
     Ok(Judged {
         passed: correct && cited,
         detail: format!(
@@ -198,6 +180,153 @@ pub(super) async fn citations(env: &Env, tally: &mut Tally) -> Result<Judged> {
             clip(text_answer)
         ),
     })
+}
+
+/// Memory, a tool and citations in one chain: a fact and a tool call on turn 1; on turn 2 one
+/// answer must hold the fact, the tool's result and a note's content, citing the note.
+pub(super) async fn combined(env: &Env, tally: &mut Tally) -> Result<Judged> {
+    let (tools, secret) = nonce_tool()?;
+    let chain = Chain::new()
+        .with(Memory::default())
+        .with(tools)
+        .with(notes());
+    let pipeline = Pipeline::new(env.backend.clone(), env.config(), chain);
+    let mut ctx = Context::default();
+    let Some(first) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "Remember: my favourite colour is blue. Also call the `nonce` tool now by adding it to \
+             `tools` in your reply; you will see its result on the next turn.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail("turn 1: no valid reply within the retries"));
+    };
+    let called = ctx.tool_results.iter().any(|r| r.name == "nonce");
+    let Some(second) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "In `answer`, give my favourite colour, the exact code the `nonce` tool returned and the \
+             office wifi password from the notes, and cite the note you used.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail(&format!(
+            "tool called: {called}; turn 2: no valid reply within the retries"
+        )));
+    };
+    let summaries = [&first.value, &second.value]
+        .iter()
+        .all(|value| text(value, "summary").is_some_and(|s| !s.trim().is_empty()));
+    let answer = text(&second.value, "answer").unwrap_or_default();
+    let blue = mentions(answer, "blue");
+    let reported = answer.contains(&secret);
+    let password = answer.contains(WIFI_PASSWORD);
+    let cited = cites_wifi_note(&second.value);
+    Ok(Judged {
+        passed: summaries && called && blue && reported && password && cited,
+        detail: format!(
+            "summaries: {summaries}; tool called: {called}; recalls blue: {blue}; nonce reported: \
+             {reported}; password: {password}; cites note-17: {cited}; answer: {}",
+            clip(answer)
+        ),
+    })
+}
+
+/// The eval interceptor: turn 1 computes a sum in the sandbox, turn 2 reports what it computed.
+pub(super) async fn eval(env: &Env, tally: &mut Tally) -> Result<Judged> {
+    // The sum of the squares of 1..=987, too long a sum to do in one's head.
+    let expected: i64 = (1..=987_i64).map(|i| i * i).sum();
+    let pipeline = Pipeline::new(
+        env.backend.clone(),
+        env.config(),
+        Chain::new().with(Eval::new()),
+    );
+    let mut ctx = Context::default();
+    let Some(_) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "Write code in the `eval` field that computes the sum of the squares of the integers \
+             from 1 to 987; you will see its result on the next turn.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail("turn 1: no valid reply within the retries"));
+    };
+    let computed = ctx.get::<EvalResult>().map(|r| r.outcome.clone());
+    let right = matches!(&computed, Some(Ok(value)) if value.as_i64() == Some(expected));
+    let ran = match &computed {
+        None => "no code".to_owned(),
+        Some(Ok(value)) => format!("computed {value}"),
+        Some(Err(e)) => crate::one_line(&format!("failed: {e}")),
+    };
+    let Some(second) = env
+        .ask(
+            &pipeline,
+            &mut ctx,
+            "What number did your code compute? Put just the number in `answer`.",
+            tally,
+        )
+        .await?
+    else {
+        return Ok(Judged::fail(&format!(
+            "turn 1 {ran}; turn 2: no valid reply within the retries"
+        )));
+    };
+    let answer = text(&second.value, "answer").unwrap_or_default();
+    let digits: String = answer.chars().filter(char::is_ascii_digit).collect();
+    let reported = digits.contains(&expected.to_string());
+    Ok(Judged {
+        passed: right && reported,
+        detail: format!(
+            "turn 1 {ran} (right: {right}); {expected} reported: {reported}; answer: {}",
+            clip(answer)
+        ),
+    })
+}
+
+/// The wifi note's secret.
+const WIFI_PASSWORD: &str = "heliotrope-42";
+
+/// Whether the reply cites the wifi note.
+fn cites_wifi_note(value: &Value) -> bool {
+    value["metadata"]["citations"]
+        .as_array()
+        .is_some_and(|all| all.iter().any(|c| c["noteId"] == "note-17"))
+}
+
+/// The `tools` interceptor with one tool returning a random code, and the code.
+fn nonce_tool() -> Result<(Tools, String)> {
+    let secret = nonce();
+    let returned = secret.clone();
+    let tools = Tools::new().register(
+        "nonce",
+        "Returns a secret one-time code that only this tool knows.",
+        json!({"type": "object", "properties": {}}),
+        move |_| {
+            let code = returned.clone();
+            async move { Ok(json!(code)) }
+        },
+    )?;
+    Ok((tools, secret))
+}
+
+/// The citations interceptor with two notes, one holding the wifi password.
+fn notes() -> Citations {
+    Citations::new(vec![
+        Document::new(
+            "note-17",
+            "Office wifi",
+            "The office wifi password is heliotrope-42.",
+        ),
+        Document::new("note-3", "Lunch", "Lunch is served at noon in the atrium."),
+    ])
 }
 
 impl Judged {

@@ -34,6 +34,9 @@ pub(crate) struct Record {
     /// first-try validity across modes to choose one per model. Older records have none: auto.
     #[serde(default = "auto")]
     pub mode: String,
+    /// When `cargo xtask integration` merged it into the matrix (`claij suite run` writes none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 /// The part of a compatibility matrix file the binary reads.

@@ -1,6 +1,7 @@
 //! `claij models` and the matrix's effect on `claij ask`.
 
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -172,5 +173,159 @@ async fn fsm_run_takes_mode_and_retries_from_the_matrix_as_ask_does() {
     assert!(
         body.get("tools").is_some(),
         "tool mode, as measured: {body}"
+    );
+}
+
+/// `cargo xtask integration ARGS` through cargo, the real xtask with this claij as its `claij suite
+/// run`, the provider configured by `config`, the user's data directory `data`.
+fn xtask_integration(args: &[&str], config: &str, data: &str) -> Output {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Command::new(cargo)
+        .current_dir(root)
+        .args(["run", "--quiet", "--package", "xtask", "--", "integration"])
+        .args(args)
+        .env("CLAIJ_BIN", env!("CARGO_BIN_EXE_claij"))
+        .env("CLAIJ_CONFIG", config)
+        .env("OPENROUTER_API_KEY", "sk-test-merge")
+        .env("XDG_DATA_HOME", data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A provider answering every request with `content`, and a configuration naming it.
+async fn provider(content: &str) -> (MockServer, Files) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(content))
+        .mount(&server)
+        .await;
+    let files = Files::new(&[("config.toml", &super::openrouter::config(&server))]);
+    (server, files)
+}
+
+#[tokio::test]
+async fn models_reads_the_matrix_two_integration_runs_merged_and_a_rerun_replaced() {
+    let valid = r#"{"answer": "apple", "letters": ["a", "p", "p", "l", "e"], "length": 5, "state": "done"}"#;
+    let (_good, good) = provider(valid).await;
+    let data = Files::new(&[]);
+    let root = data.path("");
+    for llm in ["gemini-flash", "qwen-7b"] {
+        let out = xtask_integration(
+            &["--llm", llm, "--suite", "retry", "--yes"],
+            &good.path("config.toml"),
+            &root,
+        );
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // From any directory: the user's matrix, nothing under the current directory.
+    let env = [("XDG_DATA_HOME", Some(root.as_str()))];
+    let models = claij_env(&["models"], "", &env);
+    assert_eq!(models.code, 0, "{}", models.stderr);
+    let lines: Vec<&str> = models.stdout.lines().skip(1).collect();
+    assert_eq!(lines.len(), 2, "{}", models.stdout);
+    assert!(
+        lines[0].starts_with("gemini-flash: mode native, 1 retry (3/3 passed, 3 valid first try)"),
+        "{}",
+        models.stdout
+    );
+    assert!(
+        lines[1].starts_with("qwen-7b: mode native, 1 retry (3/3 passed, 3 valid first try)"),
+        "{}",
+        models.stdout
+    );
+
+    // gemini-flash again, now never valid: its results replaced, qwen-7b's kept.
+    let (_bad, bad) = provider("no JSON at all").await;
+    let out = xtask_integration(
+        &["--llm", "gemini-flash", "--suite", "retry", "--yes"],
+        &bad.path("config.toml"),
+        &root,
+    );
+    assert_eq!(out.status.code(), Some(1), "a failed test exits 1");
+    let models = claij_env(&["models"], "", &env);
+    let lines: Vec<&str> = models.stdout.lines().skip(1).collect();
+    assert_eq!(lines.len(), 2, "{}", models.stdout);
+    assert!(
+        lines[0].starts_with(
+            "gemini-flash: UNSUPPORTED for structured output: its retry suite never passed (0/3 in native, tool, prompted modes, measured 20"
+        ),
+        "{}",
+        models.stdout
+    );
+    assert!(
+        lines[0].contains("if used anyway: mode native, 3 retries (0/3 passed, 0 valid first try)"),
+        "{}",
+        models.stdout
+    );
+    assert!(
+        lines[1].starts_with("qwen-7b: mode native, 1 retry (3/3 passed"),
+        "{}",
+        models.stdout
+    );
+    let listed: Value =
+        serde_json::from_str(&claij_env(&["models", "--json"], "", &env).stdout).unwrap();
+    assert_eq!(listed["models"][0]["supported"], false);
+    assert!(
+        listed["models"][0]["unsupported"]
+            .as_str()
+            .unwrap()
+            .starts_with("its retry suite never passed"),
+        "{listed}"
+    );
+    assert_eq!(listed["models"][1]["supported"], true);
+    assert_eq!(listed["models"][1]["unsupported"], Value::Null);
+    // Every run is in the history.
+    let history = std::fs::read_to_string(data.path("claij/compat-history.jsonl")).unwrap();
+    assert_eq!(history.lines().count(), 3, "{history}");
+}
+
+#[test]
+fn a_matrix_under_the_current_directory_is_not_consulted() {
+    let data = data_dir();
+    // Only `target/claij/compat-matrix.json` under the current directory, no user matrix.
+    let files = Files::new(&[]);
+    let target = Path::new(&files.path("target/claij")).to_path_buf();
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::copy(
+        data.path("claij/compat-matrix.json"),
+        target.join("compat-matrix.json"),
+    )
+    .unwrap();
+    let empty = Files::new(&[]);
+    let run = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .arg("models")
+        .current_dir(files.path(""))
+        .env("XDG_DATA_HOME", empty.path(""))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("no compatibility matrix"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // --matrix still names one.
+    let named = claij_env(
+        &[
+            "models",
+            "--matrix",
+            &format!("{}/compat-matrix.json", target.display()),
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(named.code, 0, "{}", named.stderr);
+    assert!(
+        named.stdout.contains("google/gemini-2.5-flash: mode tool"),
+        "{}",
+        named.stdout
     );
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::openrouter::{CHAT, reply};
@@ -33,19 +33,31 @@ fn run_suite(server: &MockServer, suite: &str) -> (Run, Vec<Value>) {
 
 /// [`run_suite`] with `extra` appended to the configuration file.
 fn run_suite_with(server: &MockServer, suite: &str, extra: &str) -> (Run, Vec<Value>) {
+    run_suite_args(server, suite, extra, &[])
+}
+
+/// [`run_suite_with`] with more arguments.
+fn run_suite_args(
+    server: &MockServer,
+    suite: &str,
+    extra: &str,
+    more: &[&str],
+) -> (Run, Vec<Value>) {
     let config = format!("{}{extra}", super::openrouter::config(server));
     let files = Files::new(&[("config.toml", &config)]);
     let config = files.path("config.toml");
+    let mut args = vec![
+        "suite",
+        "run",
+        "--llm",
+        "gemini-flash",
+        "--suite",
+        suite,
+        "--json-lines",
+    ];
+    args.extend_from_slice(more);
     let run = claij_env(
-        &[
-            "suite",
-            "run",
-            "--llm",
-            "gemini-flash",
-            "--suite",
-            suite,
-            "--json-lines",
-        ],
+        &args,
         "",
         &[
             ("CLAIJ_CONFIG", Some(config.as_str())),
@@ -96,23 +108,46 @@ fn check_record(record: &Value, expected: Value) {
 }
 
 #[tokio::test]
-async fn the_retry_budget_comes_from_the_configuration_defaults() {
+async fn the_retry_budget_is_the_designs_one_retry_unless_a_flag_says_otherwise() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(CHAT))
         .respond_with(reply("no JSON at all"))
         .mount(&server)
         .await;
-    let (run, records) = run_suite_with(&server, "retry", "[defaults]\nmax_retries = 0\n");
+    // The configuration's [defaults] do not change what the suites measure.
+    let (run, records) = run_suite_with(&server, "retry", "[defaults]\nmax_retries = 3\n");
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(records.len(), 3);
+    for record in &records {
+        check_record(
+            record,
+            serde_json::json!({"passed": false, "attempts": 2, "retries": 1}),
+        );
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 6);
+    let (run, records) = run_suite_args(&server, "retry", "", &["--max-retries", "0"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     for record in &records {
         check_record(
             record,
             serde_json::json!({"passed": false, "attempts": 1, "retries": 0}),
         );
     }
-    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    assert_eq!(server.received_requests().await.unwrap().len(), 9);
+}
+
+#[test]
+fn a_test_has_30_seconds_unless_a_flag_says_otherwise() {
+    let help = claij(&["suite", "run", "--help"], "");
+    assert_eq!(help.code, 0, "{}", help.stderr);
+    let timeout = help
+        .stdout
+        .split("--timeout <SECS>")
+        .nth(1)
+        .and_then(|rest| rest.split("\n  -").next())
+        .unwrap_or_default();
+    assert!(timeout.contains("[default: 30]"), "{}", help.stdout);
 }
 
 #[tokio::test]
@@ -219,7 +254,7 @@ fn list_names_every_suite_and_the_command_is_hidden() {
     // xtask/src/integration/plan.rs keeps the same table for its estimates.
     assert_eq!(
         list.stdout,
-        "memory recall-colour\ntools report-nonce\nmcp read-token-file\nretry strict-word/native\nretry strict-word/tool\nretry strict-word/prompted\nfsm code-review\ncitations cite-note\n"
+        "memory recall-colour\ntools report-nonce\nmcp read-token-file\nmcp mcp-calls-token-file\nretry strict-word/native\nretry strict-word/tool\nretry strict-word/prompted\nfsm code-review\ncitations cite-note\ncombined memory-tools-citations\neval compute-sum\n"
     );
     let help = claij(&["--help"], "");
     assert!(!help.stdout.contains("suite"), "{}", help.stdout);
@@ -337,6 +372,14 @@ async fn mcp_reads_the_token_through_the_real_filesystem_server() {
     };
     let _ = servers;
     let server = MockServer::start().await;
+    // The interceptor's requests offer `mcp_calls`; the FSM's do not.
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_string_contains("mcp_calls"))
+        .respond_with(McpCalls)
+        .expect(2)
+        .mount(&server)
+        .await;
     Mock::given(method("POST"))
         .and(path(CHAT))
         .respond_with(CallReadFile)
@@ -360,6 +403,163 @@ async fn mcp_reads_the_token_through_the_real_filesystem_server() {
     assert!(
         detail.starts_with("token in the answer: true; path start>llm>servicing>llm>end;"),
         "{detail}"
+    );
+    check_record(
+        &records[1],
+        serde_json::json!({"suite": "mcp", "test": "mcp-calls-token-file", "passed": true,
+            "attempts": 2, "retries": 0}),
+    );
+    let detail = records[1]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "calls [\"fs.read_text_file\"]; token read: true; token in the answer: true;"
+        ),
+        "{detail}"
+    );
+}
+
+/// The MCP interceptor's turns: a call of the filesystem server's read tool in `mcp_calls`, then
+/// the file's token, only if the call's result reached the prompt.
+struct McpCalls;
+
+impl wiremock::Respond for McpCalls {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body = String::from_utf8_lossy(&request.body);
+        let path = asked_path(&body).unwrap_or_default();
+        let token = std::fs::read_to_string(&path)
+            .map(|text| text.trim().to_owned())
+            .unwrap_or_default();
+        if !token.is_empty() && body.contains(token.as_str()) {
+            return reply(
+                &serde_json::json!({"answer": format!("It says {token}."), "state": "done"})
+                    .to_string(),
+            );
+        }
+        reply(
+            &serde_json::json!({"answer": "Reading it.", "state": "reading", "mcp_calls": [
+                {"service": "fs", "tool": "read_text_file", "args": {"path": path}}
+            ]})
+            .to_string(),
+        )
+    }
+}
+
+/// Turn 2 of the combined suite: the colour, the nonce and the password, each only if it reached
+/// the prompt (the nonce from the tool's result, the colour from the memory summary, the password
+/// from the notes).
+struct EchoEverything;
+
+impl wiremock::Respond for EchoEverything {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body = String::from_utf8_lossy(&request.body);
+        let marker = r#"ok: \""#;
+        let nonce: String = body
+            .find(marker)
+            .map(|at| body[at + marker.len()..].chars().take(12).collect())
+            .unwrap_or_default();
+        let colour = if body.contains("colour is blue") {
+            "blue"
+        } else {
+            "unknown"
+        };
+        let password = if body.contains("heliotrope-42") {
+            "heliotrope-42"
+        } else {
+            "unknown"
+        };
+        reply(&serde_json::json!({
+            "answer": format!("Your colour is {colour}, the code {nonce}, the password {password}."),
+            "state": "done",
+            "summary": "Answered all three.",
+            "metadata": {"hasSources": true, "citations": [{"noteId": "note-17", "noteTitle": "Office wifi"}]}
+        }).to_string())
+    }
+}
+
+#[tokio::test]
+async fn combined_runs_memory_tools_and_citations_in_one_chain() {
+    let server = mock(&[
+        r#"{"answer": "Noted; calling it.", "state": "chat", "summary": "The user's favourite colour is blue.", "tools": [{"name": "nonce", "args": {}}], "metadata": {"hasSources": false, "citations": []}}"#,
+    ])
+    .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(EchoEverything)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (run, records) = run_suite(&server, "combined");
+    assert_eq!(run.code, 0, "{}\n{}", run.stderr, run.stdout);
+    check_record(
+        &records[0],
+        serde_json::json!({"suite": "combined", "test": "memory-tools-citations", "passed": true,
+            "attempts": 2, "retries": 0}),
+    );
+    assert!(
+        records[0]["detail"].as_str().unwrap().starts_with(
+            "summaries: true; tool called: true; recalls blue: true; nonce reported: true; password: true; cites note-17: true;"
+        ),
+        "{}",
+        records[0]
+    );
+}
+
+/// Turn 2 of the eval suite: the number the sandbox computed, read from the result in the prompt.
+struct EchoEval;
+
+impl wiremock::Respond for EchoEval {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body = String::from_utf8_lossy(&request.body);
+        let number: String = body
+            .find("previous reply:\\nok: ")
+            .map(|at| {
+                body[at + "previous reply:\\nok: ".len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect()
+            })
+            .unwrap_or_default();
+        reply(
+            &serde_json::json!({"answer": format!("It computed {number}."), "state": "done"})
+                .to_string(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn eval_computes_in_the_sandbox_and_reports_the_result() {
+    let server = mock(&[
+        r#"{"answer": "Computing.", "state": "computing", "eval": "let s = 0; for i in 1..=987 { s += i * i; } s"}"#,
+    ])
+    .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(EchoEval)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let (run, records) = run_suite(&server, "eval");
+    assert_eq!(run.code, 0, "{}\n{}", run.stderr, run.stdout);
+    check_record(
+        &records[0],
+        serde_json::json!({"suite": "eval", "test": "compute-sum", "passed": true, "attempts": 2,
+            "detail": "turn 1 computed 320988850 (right: true); 320988850 reported: true; answer: \"It computed 320988850.\""}),
+    );
+}
+
+#[tokio::test]
+async fn eval_fails_when_the_code_computes_something_else() {
+    let server = mock(&[
+        r#"{"answer": "Computing.", "state": "computing", "eval": "let s = 0; for i in 1..=10 { s += i * i; } s"}"#,
+        r#"{"answer": "It computed 385.", "state": "done"}"#,
+    ])
+    .await;
+    let (run, records) = run_suite(&server, "eval");
+    assert_eq!(run.code, 1, "{}\n{}", run.stderr, run.stdout);
+    check_record(
+        &records[0],
+        serde_json::json!({"passed": false,
+            "detail": "turn 1 computed 385 (right: false); 320988850 reported: false; answer: \"It computed 385.\""}),
     );
 }
 

@@ -22,6 +22,7 @@ fn sample() -> Record {
         elapsed_ms: 4120,
         detail: "valid after 2 retries".to_owned(),
         mode: "tool".to_owned(),
+        at: None,
     }
 }
 
