@@ -50,6 +50,16 @@ fn claij_env(args: &[&str], stdin: &str, env: &[(&str, Option<&str>)]) -> Run {
             std::env::temp_dir().join("claij-tests-no-config"),
         );
     }
+    // Nor the developer's compatibility matrix (which `ask` reads from the data directory).
+    if !env
+        .iter()
+        .any(|(name, _)| matches!(*name, "XDG_DATA_HOME" | "HOME"))
+    {
+        command.env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("claij-tests-no-data"),
+        );
+    }
     for (name, value) in env {
         match value {
             Some(value) => command.env(name, value),
