@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use claij_backends::{Backend, BoxFuture};
 use claij_fsm::builtin::meta_debug::{self, Remedy, RemedyKind};
 use claij_fsm::builtin::vote;
-use claij_fsm::{Interrupt, Journal, Outcome, Run};
+use claij_fsm::{Interrupt, Journal, Outcome, RemedyApprover, Run};
 use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
 use claij_interceptors::{Config, Context};
 use claij_schema::{Ballot, Registry, SavedRegistry};
@@ -356,7 +356,7 @@ pub(crate) struct RunProposals {
     registry: Arc<Mutex<Registry>>,
     /// The registry as the journal last has it (as the run started, at first): a line is written
     /// only when it changed.
-    recorded: Mutex<SavedRegistry>,
+    recorded: Arc<Mutex<SavedRegistry>>,
     /// No report on stderr (`--json`).
     quiet: bool,
 }
@@ -390,7 +390,7 @@ impl FsmFlags {
             .as_ref()
             .map_or_else(|| json!({"type": "object"}), |s| s.base.clone());
         let registry = registry(base, saved.as_ref(), None)?;
-        let recorded = Mutex::new(lock(&registry).to_saved());
+        let recorded = Arc::new(Mutex::new(lock(&registry).to_saved()));
         let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
         let setup = Setup {
             settings,
@@ -435,67 +435,77 @@ impl RunProposals {
         }
     }
 
-    /// What the run has come to whenever the runner stops (a person's turn, an interrupt, the end, a
-    /// failure): each schema remedy of meta-debugging that proposes a delta goes to the approver as
-    /// a proposal by `meta-debug` (one decided before is not asked again, so a resumed run's
-    /// remedies are not re-proposed), then the extensions are appended to `journal` when they
-    /// changed since it last recorded them, so a run killed while it waits keeps its approvals.
-    ///
-    /// # Errors
-    ///
-    /// The journal cannot be written.
-    pub(crate) async fn settle(&self, run: &mut Run, journal: Option<&mut Journal>) -> Result<()> {
-        let remedies: Vec<(String, Remedy)> = run
-            .remedies()
-            .iter()
-            .map(|(state, remedy)| (state.clone(), remedy.clone()))
-            .collect();
-        let Some(proposals) = &self.proposals else {
-            return self.record_to(journal);
-        };
-        for (state, remedy) in remedies {
-            let Some(proposal) = remedy_proposal(&state, &remedy) else {
-                continue;
+    /// The runner's journal hook: after each line the runner journals (a transition, a remedy, a
+    /// suspended sub-FSM run), the run's extensions are appended when they changed since the journal
+    /// last recorded them, so a run killed at any point after an approval keeps it.
+    pub(crate) fn journal_hook(
+        &self,
+    ) -> impl Fn(&Run, &mut Journal) -> Result<(), claij_fsm::Error> + Send + Sync + 'static {
+        let registry = Arc::clone(&self.registry);
+        let recorded = Arc::clone(&self.recorded);
+        move |_: &Run, journal: &mut Journal| {
+            let saved = lock(&registry).to_saved();
+            let mut recorded = recorded.lock().unwrap_or_else(PoisonError::into_inner);
+            if saved != *recorded {
+                journal.record_extensions(&saved)?;
+                *recorded = saved;
+            }
+            Ok(())
+        }
+    }
+
+    /// The runner's remedy approver, when models may propose (`--interceptors proposals`):
+    /// meta-debugging's schema remedies go to `--approve` as proposals by `meta-debug`.
+    pub(crate) fn remedy_approver(&self) -> Option<RemedyProposals> {
+        Some(RemedyProposals {
+            proposals: self.proposals.clone()?,
+            registry: Arc::clone(&self.registry),
+            quiet: self.quiet,
+        })
+    }
+}
+
+/// A meta-debugging schema remedy's delta put to the run's approver, as a proposal by `meta-debug`
+/// (one decided before is not asked again: approved when the registry holds it).
+pub(crate) struct RemedyProposals {
+    proposals: Proposals,
+    registry: Arc<Mutex<Registry>>,
+    /// No report on stderr (`--json`).
+    quiet: bool,
+}
+
+impl RemedyApprover for RemedyProposals {
+    fn approve<'a>(
+        &'a self,
+        state: &'a str,
+        remedy: &'a Remedy,
+    ) -> BoxFuture<'a, Result<bool, claij_interceptors::BoxError>> {
+        Box::pin(async move {
+            let proposal = remedy_proposal(state, remedy).ok_or("the remedy proposes no delta")?;
+            let id = proposal.extension_id.clone();
+            let record = self
+                .proposals
+                .propose(proposal, meta_debug::ID, &mut Context::default())
+                .await;
+            let Some(record) = record else {
+                return Ok(lock(&self.registry)
+                    .extensions()
+                    .iter()
+                    .any(|e| e.extension_id == id));
             };
-            let Some(record) = proposals
-                .propose(proposal, meta_debug::ID, &mut run.context)
-                .await
-            else {
-                continue;
+            let decided = match &record.decision {
+                Decision::Approve => "activated".to_owned(),
+                Decision::Reject { reason } => format!("declined: {reason}"),
+                Decision::Defer => "deferred".to_owned(),
             };
             if !self.quiet {
-                let decided = match &record.decision {
-                    Decision::Approve => "activated".to_owned(),
-                    Decision::Reject { reason } => format!("declined: {reason}"),
-                    Decision::Defer => "deferred".to_owned(),
-                };
                 let _ = writeln!(
                     std::io::stderr(),
-                    "meta-debugging of `{state}` proposes the schema extension `{}`: {decided}",
-                    record.proposal.extension_id
+                    "meta-debugging of `{state}` proposes the schema extension `{id}`: {decided}"
                 );
             }
-        }
-        self.record_to(journal)
-    }
-
-    /// [`RunProposals::record`] when there is a journal.
-    fn record_to(&self, journal: Option<&mut Journal>) -> Result<()> {
-        match journal {
-            Some(journal) => self.record(journal),
-            None => Ok(()),
-        }
-    }
-
-    /// Appends the run's extensions to `journal` when they changed since it last recorded them.
-    fn record(&self, journal: &mut Journal) -> Result<()> {
-        let saved = lock(&self.registry).to_saved();
-        let mut recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
-        if saved != *recorded {
-            journal.record_extensions(&saved)?;
-            *recorded = saved;
-        }
-        Ok(())
+            Ok(record.decision == Decision::Approve)
+        })
     }
 }
 

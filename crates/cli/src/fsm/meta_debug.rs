@@ -19,7 +19,8 @@ use crate::config::Settings;
 pub(crate) struct MetaDebugFlags {
     /// Diagnose every `llm` state that runs out of retries, or whose validation failure repeats
     /// across turns, with another model (a prompt remedy is tried at once and kept for the rest of
-    /// the run, and the journal): the models listed (aliases or
+    /// the run, and the journal; a schema remedy goes to `--approve` with `--interceptors
+    /// proposals` and, approved, is tried at once too): the models listed (aliases or
     /// `provider:model`, as `--llm`), else those the compatibility matrix measured passing every
     /// test. A state's `config.meta_debug: true` enables it for that state alone.
     #[arg(long = "meta-debug", value_name = "LLM,...", num_args = 0..=1, require_equals = true, value_delimiter = ',')]

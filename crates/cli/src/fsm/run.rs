@@ -86,14 +86,7 @@ pub(super) fn run(
         }
         None => (runner.start(input)?, None),
     };
-    let status = drive(
-        &runner,
-        &mut run,
-        journal,
-        options,
-        &runtime,
-        shared.as_ref(),
-    );
+    let status = drive(&runner, &mut run, journal, options, &runtime);
     runtime.block_on(connected.close());
     status
 }
@@ -125,14 +118,7 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         run.state,
         run.trail.entries.len()
     )?;
-    let status = drive(
-        &runner,
-        &mut run,
-        Some(journal),
-        options,
-        &runtime,
-        shared.as_ref(),
-    );
+    let status = drive(&runner, &mut run, Some(journal), options, &runtime);
     runtime.block_on(connected.close());
     status
 }
@@ -204,7 +190,12 @@ fn runner_with_subs(
         &mut |fsm| {
             let mut runner = runner(fsm, options, &connected, &mut models)?;
             if let Some(shared) = shared {
-                runner = runner.with_interceptors(shared.chain());
+                runner = runner
+                    .with_interceptors(shared.chain())
+                    .with_journal_hook(shared.journal_hook());
+                if let Some(approver) = shared.remedy_approver() {
+                    runner = runner.with_remedy_approver(approver);
+                }
             }
             Ok(runner)
         },
@@ -244,15 +235,14 @@ fn runner(
 }
 
 /// Runs to the end; at a `human` state reads one JSON event per line from stdin (a terminal gets a
-/// prompt); Ctrl-C interrupts the run, which records it. Whenever the runner stops, the run's
-/// proposals (`shared`) take its schema remedies and journal the extensions that changed.
+/// prompt); Ctrl-C interrupts the run, which records it. (The run's extensions are journaled by the
+/// runner's journal hook, after the line whose step changed them.)
 fn drive(
     runner: &Runner,
     run: &mut Run,
     mut journal: Option<Journal>,
     options: &Options,
     runtime: &tokio::runtime::Runtime,
-    shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<Status> {
     let interrupt = Interrupt::new();
     let outcome = loop {
@@ -267,9 +257,6 @@ fn drive(
             watcher.abort();
             outcome
         });
-        if let Some(shared) = shared {
-            runtime.block_on(shared.settle(run, journal.as_mut()))?;
-        }
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(

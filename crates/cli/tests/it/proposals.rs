@@ -982,3 +982,291 @@ async fn a_meta_debug_schema_remedy_goes_to_the_approver() {
         audit.stdout
     );
 }
+
+/// An approval journaled right after the transition whose reply made it, with no stop in between:
+/// the next state's model call never returns, the process is killed there, and the resumed run's
+/// states ask with the extension.
+#[tokio::test]
+async fn a_run_killed_mid_flight_after_an_approval_keeps_it_in_the_journal() {
+    use std::process::{Command, Stdio};
+
+    let server = MockServer::start().await;
+    let draft = json!({"id": ["draft", "polish"], "text": "hello",
+        "proposed_extension": {"extension_id": "confidence-v1", "reason": "to say how sure I am",
+                               "delta": confidence()}});
+    answer(&server, "smol", &draft.to_string(), Some(1)).await;
+    // The first ask of `polish` never ends: the process is killed while it waits for it.
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "smol"})))
+        .respond_with(reply("{}").set_delay(std::time::Duration::from_secs(3600)))
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let polish = json!({"id": ["polish", "end"], "text": "Hello.", "confidence": 0.7});
+    answer(&server, "smol", &polish.to_string(), None).await;
+    let files = Files::new(&[("config.toml", &config(&server)), ("two.json", TWO_STEPS)]);
+    let journal = files.path("run.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .args(["fsm", "run", &files.path("two.json"), "--input", "{}"])
+        .args(["--journal", &journal, "--llm", "mylocal:smol"])
+        .args(["--interceptors", "proposals", "--approve", "auto"])
+        .env("CLAIJ_CONFIG", files.path("config.toml"))
+        .env("XDG_CACHE_HOME", files.path("cache"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for `polish` to be asked (a bound, not a timing assertion: a loaded machine is slow).
+    for _ in 0..6000 {
+        if bodies(&server, "smol").await.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        bodies(&server, "smol").await.len(),
+        2,
+        "polish was never asked"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let lines: Vec<Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    // Right after the transition out of the state that proposed.
+    assert_eq!(kinds, ["run", "transition", "transition", "extensions"]);
+    assert_eq!(
+        lines[3]["registry"]["extensions"][0]["extension_id"],
+        "confidence-v1"
+    );
+
+    let done = claij(
+        &files,
+        &["fsm", "resume", &journal, "--llm", "mylocal:smol"],
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let asked = bodies(&server, "smol").await;
+    assert_eq!(asked.len(), 3);
+    let format = asked[2]["response_format"].to_string();
+    assert!(format.contains("\"confidence\""), "{format}");
+}
+
+/// The diagnostic model `big` finds the schema remedy that gives `ask` a required `unit`.
+async fn diagnose_unit(server: &MockServer) {
+    use wiremock::matchers::body_string_contains;
+
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "big"})))
+        .and(body_string_contains("Analyze why"))
+        .respond_with(reply(r#"{"analysis": "it insists on a unit"}"#))
+        .expect(1)
+        .mount(server)
+        .await;
+    let fix = json!({"fix_kind": "schema", "suggestion": "Give it a `unit`.",
+                     "delta": {"properties": {"unit": {"type": "string",
+                               "description": "the answer's unit"}}, "required": ["unit"]}});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "big"})))
+        .and(body_string_contains("Suggest one fix"))
+        .respond_with(reply(&fix.to_string()))
+        .expect(1)
+        .mount(server)
+        .await;
+}
+
+/// `claij fsm run` of [`ONE_QUESTION_BAILING`] asking `small`, meta-debugged by `big`, `--approve WHO`.
+fn run_meta_debugged(files: &Files, approve: &str) -> Run {
+    claij(
+        files,
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "mylocal:small",
+            "--max-retries",
+            "1",
+            "--meta-debug=mylocal:big",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            approve,
+            "--journal",
+            &files.path("run.jsonl"),
+        ],
+    )
+}
+
+/// The journal's `remedy` lines.
+fn remedy_lines(files: &Files) -> Vec<Value> {
+    std::fs::read_to_string(files.path("run.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["kind"] == "remedy")
+        .collect()
+}
+
+/// A schema remedy approved when it is diagnosed is tried at once: `ask` is asked again with the
+/// extended schema, its reply with the unit goes on to `end`, and the journal's remedy says it
+/// validated.
+#[tokio::test]
+async fn an_approved_meta_debug_schema_remedy_is_tried_and_the_run_goes_on() {
+    use wiremock::matchers::body_string_contains;
+
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        "small",
+        r#"{"reply": "4", "unit": "apples"}"#,
+        None,
+    )
+    .await;
+    // Asked with the extension, it answers.
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"model": "small"})))
+        .and(body_string_contains("the answer's unit"))
+        .respond_with(reply(
+            &json!({"id": ["ask", "end"], "answer": "4", "unit": "apples"}).to_string(),
+        ))
+        .with_priority(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    diagnose_unit(&server).await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("one.json", ONE_QUESTION_BAILING),
+    ]);
+    let run = run_meta_debugged(&files, "auto");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail: Value = serde_json::from_str(&run.stdout).unwrap();
+    let last = trail.as_array().unwrap().last().unwrap();
+    assert_eq!(last["to"], "end", "{}", run.stdout);
+    assert_eq!(last["event"]["unit"], "apples");
+    assert!(
+        run.stderr.contains(
+            "meta-debugging of `ask` proposes the schema extension `meta-debug-ask-v1`: activated"
+        ),
+        "{}",
+        run.stderr
+    );
+    let remedies = remedy_lines(&files);
+    assert_eq!(remedies.len(), 1);
+    assert_eq!(remedies[0]["remedy"]["fix_kind"], "schema");
+    assert_eq!(remedies[0]["remedy"]["effect"], "validated");
+    let audit = claij(&files, &["schema", "audit", &files.path("run.jsonl")]);
+    assert!(
+        audit
+            .stdout
+            .contains("meta-debug-ask-v1  activated  (proposed by meta-debug)"),
+        "{}",
+        audit.stdout
+    );
+}
+
+/// A schema remedy the approver declines is not tried: `ask` bails out as before, and the
+/// journal's remedy says it was declined.
+#[tokio::test]
+async fn a_declined_meta_debug_schema_remedy_is_recorded_and_the_state_bails_out() {
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        "small",
+        r#"{"reply": "4", "unit": "apples"}"#,
+        None,
+    )
+    .await;
+    diagnose_unit(&server).await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("one.json", ONE_QUESTION_BAILING),
+    ]);
+    let run = run_meta_debugged(&files, "never");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trail: Value = serde_json::from_str(&run.stdout).unwrap();
+    let last = trail.as_array().unwrap().last().unwrap();
+    assert_eq!(last["to"], "failed", "{}", run.stdout);
+    assert_eq!(bodies(&server, "small").await.len(), 2, "not asked again");
+    let remedies = remedy_lines(&files);
+    assert_eq!(remedies.len(), 1);
+    assert_eq!(remedies[0]["remedy"]["effect"], "declined");
+    let audit = claij(&files, &["schema", "audit", &files.path("run.jsonl")]);
+    assert!(
+        audit.stdout.contains("meta-debug-ask-v1  declined"),
+        "{}",
+        audit.stdout
+    );
+}
+
+/// One `llm` state with no bail-out.
+const ONE_QUESTION: &str = r#"{
+  "id": "one-question",
+  "states": [{"id": "ask", "action": "llm"}, {"id": "end", "action": "end"}],
+  "transitions": [
+    {"id": ["start", "ask"], "schema": {"type": "object"}},
+    {"id": ["ask", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+/// A state with no bail-out is still meta-debugged: the remedy (approved, tried, still invalid)
+/// and the extension it added are journaled before the run fails with its error.
+#[tokio::test]
+async fn a_failure_with_no_bail_out_journals_its_remedy_before_the_error() {
+    let server = MockServer::start().await;
+    answer(&server, "small", r#"{"reply": "4"}"#, None).await;
+    diagnose_unit(&server).await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("one.json", ONE_QUESTION),
+    ]);
+    let run = claij(
+        &files,
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "mylocal:small",
+            "--max-retries",
+            "1",
+            "--meta-debug=mylocal:big",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            "auto",
+            "--journal",
+            &files.path("run.jsonl"),
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("error: "), "{}", run.stderr);
+    // Two failed attempts, then two more with the approved remedy.
+    assert_eq!(bodies(&server, "small").await.len(), 4);
+    let lines: Vec<Value> = std::fs::read_to_string(files.path("run.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["run", "transition", "remedy", "extensions"]);
+    assert_eq!(lines[2]["remedy"]["effect"], "invalid");
+    assert_eq!(
+        lines[3]["registry"]["extensions"][0]["extension_id"],
+        "meta-debug-ask-v1"
+    );
+}
