@@ -292,3 +292,43 @@ fn the_journal_hook_runs_after_each_recorded_transition() {
     // The header and `start -> ask` were written by `start_journaled`; `ask -> end` by the run.
     assert_eq!(*seen.lock().unwrap(), [(2, 3)]);
 }
+
+/// A prompt remedy records its effect as a schema remedy does: validated here, in the run and in
+/// the journal's remedy line.
+#[test]
+fn a_prompt_remedy_records_its_effect() {
+    let failing = Scripted::replies([
+        r#"{"reply": "4"}"#,
+        r#"{"reply": "4"}"#,
+        r#"{"id": ["ask", "end"], "answer": "4"}"#,
+    ]);
+    let diagnostic = Scripted::replies([
+        json!({"analysis": "it calls the field `reply`"}).to_string(),
+        json!({"fix_kind": "prompt", "suggestion": "Name the field `answer`."}).to_string(),
+    ]);
+    let mut config = Config::new("small-model");
+    config.max_retries = 1;
+    let runner = Runner::new(once(true))
+        .with_llm(Arc::new(failing), config)
+        .with_meta_debug(meta_debug::Diagnostics::new(
+            Arc::new(diagnostic),
+            Config::new("unused"),
+            ["big-model"],
+        ));
+    let dir = tempfile::tempdir().unwrap();
+    let journal_path = dir.path().join("run.jsonl");
+    let (mut run, mut journal) = runner
+        .start_journaled(
+            json!({"topic": "2 + 2"}),
+            &journal_path,
+            claij_fsm::ExistingJournal::Refuse,
+        )
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert!(matches!(outcome, Outcome::Finished { ref state, .. } if state == "end"));
+    assert_eq!(run.remedies()["ask"].effect, Some(Effect::Validated));
+    let lines = remedy_lines(&journal_path);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["remedy"]["fix_kind"], "prompt");
+    assert_eq!(lines[0]["remedy"]["effect"], "validated");
+}
