@@ -301,7 +301,8 @@ impl Runner {
 
     /// Calls `hook` with the run and its journal after each line [`Runner::run`] and
     /// [`Runner::provide`] append to the journal (a transition, a remedy, a suspended sub-FSM run),
-    /// the run already updated: to journal alongside what changed with it (a schema registry an
+    /// the run's trail, remedies or suspended run already holding it (a transition's `state` may
+    /// not be updated yet): to journal alongside what changed with it (a schema registry an
     /// approval extended, say), so a process killed after that line keeps it. Its error stops the
     /// run as the journal's would.
     #[must_use]
