@@ -741,14 +741,12 @@ mod local_model {
     }
 
     /// `claij fsm run examples/fsm/tool-loop.json --llm local`: the grammar lets the 135M model
-    /// write only a call to the project's one tool with arguments of its schema; the real server
-    /// reads the file and the model answers. The file is named `...` (the request says so)
-    /// because that is the path the small model writes, copied from the example reply's `"..."`
-    /// placeholder: what is tested is the loop, not the model's choice of path. Naming a real
-    /// absolute path in the request does not make the choice the model's: depending on the
-    /// path's text (a test's temporary directory changes it every run) it writes `...` or the
-    /// path behind a `../../../` taken from the placeholder, and then calls again instead of
-    /// answering; without the example reply it answers at once without calling any tool.
+    /// write only a call to the project's one tool with arguments of its schema; it takes the file's
+    /// name from the request, the real server reads the file (a name relative to its allowed
+    /// directory) and the model answers with its content. The name is quoted in the request: unquoted
+    /// (`Read the file notes.txt ...`), or as a quoted absolute path, the small model writes the
+    /// example reply's `"..."` placeholder instead (measured: greedy decoding, so each run is the
+    /// same).
     #[test]
     fn the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content() {
         let test = "the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content";
@@ -760,7 +758,7 @@ mod local_model {
         let Some(servers) = super::super::mcp::servers(test) else {
             return;
         };
-        let files = Files::new(&[("...", "the launch code is 7-4-1")]);
+        let files = Files::new(&[("notes.txt", "the launch code is 7-4-1")]);
         let root = std::fs::canonicalize(&files.0).unwrap();
         let fs =
             servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
@@ -778,7 +776,7 @@ mod local_model {
                 "run",
                 &example("tool-loop"),
                 "--input",
-                r#"{"request": "Read the file named ... and tell me what it says"}"#,
+                r#"{"request": "Read the file \"notes.txt\" and tell me what it says"}"#,
                 "--llm",
                 "local",
                 "--model-path",
@@ -799,8 +797,8 @@ mod local_model {
         let trail = trail(&run.stdout);
         let call = &trail[1];
         assert_eq!(
-            call["event"]["message"]["params"]["name"],
-            json!("fs.read_text_file"),
+            call["event"]["message"]["params"],
+            json!({"name": "fs.read_text_file", "arguments": {"path": "notes.txt"}}),
             "{call}"
         );
         assert!(
@@ -821,6 +819,8 @@ mod local_model {
             "{}",
             run.stderr
         );
+        let answer = last["event"]["result"]["content"][0]["text"].as_str();
+        assert!(answer.is_some_and(|a| a.contains("7-4-1")), "{last}");
     }
 }
 
