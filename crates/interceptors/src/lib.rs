@@ -63,7 +63,8 @@ pub use history::{
 pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};
 pub use pipeline::{
     Answer, Attempt, CallReport, Check, Config, CutString, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO,
-    Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample, StructuredMode, Verdict,
+    Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample, StructuredMode,
+    Verdict,
 };
 pub use prompts::Prompts;
 pub use schema::Schema;

@@ -29,13 +29,13 @@ mod request;
 
 pub use attempt::{Answer, Attempt, CallReport, Verdict};
 pub use config::{
-    Config, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO, RETRY_TEMPERATURE, SchemaFormat, ShowExample,
-    StructuredMode,
+    Config, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO, RETRY_TEMPERATURE, RetryForm, SchemaFormat,
+    ShowExample, StructuredMode,
 };
 pub use cut::CutString;
 pub use prepare::Prepared;
 use prepare::Schemas;
-use request::Delivery;
+use request::{Delivery, Retry};
 
 /// A user check beyond the schema (a chosen index within range, a date in the future...): the
 /// violations it returns are fed to the same retry loop as schema violations. The
@@ -116,7 +116,10 @@ const PARTIAL_EVERY_EVENT: usize = 4096;
 /// let answer = futures_executor::block_on(pipeline.ask(&mut ctx, "What is 2+2?"))?;
 /// assert_eq!(answer.value["state"], "done");
 /// assert_eq!(answer.retries(), 1); // the first reply lacked `state`
-/// assert!(backend.requests()[1].messages[0].content.contains("missing required property `state`"));
+/// // The retry keeps the conversation: the question, the invalid reply, then what to fix.
+/// let retry = &backend.requests()[1].messages;
+/// assert_eq!(retry[1].content, r#"{"answer": 4}"#);
+/// assert!(retry[2].content.contains("missing required property `state`"));
 /// # Ok::<(), claij_interceptors::Error>(())
 /// ```
 pub struct Pipeline {
@@ -276,7 +279,7 @@ impl Pipeline {
         {
             prompts.system_push(&format!("{EXAMPLE_INTRO}\n{example}"));
         }
-        let first = self.request(&prompts, prepared.as_deref(), &delivery, None);
+        let first = self.request(&prompts, prepared.as_deref(), &delivery, Retry::First);
         let prepare_time = started.elapsed();
         let (value, attempts) = self
             .attempts(
@@ -391,6 +394,8 @@ impl Pipeline {
             ..
         } = *call;
         let mut attempts: Vec<Attempt> = Vec::new();
+        // A conversation retry's earlier replies and corrections.
+        let mut exchanges = Vec::new();
         let mut request = first;
         let mut prepare_time = prepare_time;
         loop {
@@ -431,9 +436,9 @@ impl Pipeline {
                 return Err(Error::RetriesExhausted(Box::new(Exhausted { attempts })));
             }
             let retry_started = Instant::now();
-            let text = self.retry_text(prompts, &attempt);
+            let retry = self.retry(prompts, &attempt, &mut exchanges);
+            request = self.request(prompts, prepared, delivery, retry);
             attempts.push(attempt);
-            request = self.request(prompts, prepared, delivery, Some(text));
             self.vary_retry(&mut request, attempts.len() + 1);
             prepare_time = retry_started.elapsed();
         }

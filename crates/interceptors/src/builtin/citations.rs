@@ -111,7 +111,8 @@
 //! let pipeline = Pipeline::new(backend.clone(), Config::new("m"), Chain::new().with(citations));
 //! let answer = futures_executor::block_on(pipeline.ask(&mut Context::default(), "When do we land?"))?;
 //! assert_eq!(answer.retries(), 1);
-//! assert!(backend.requests()[1].messages[0].content.contains("unknown noteId `note-9`"));
+//! let correction = &backend.requests()[1].messages[2]; // after the question and the reply
+//! assert!(correction.content.contains("unknown noteId `note-9`"));
 //! # Ok::<(), claij_interceptors::Error>(())
 //! ```
 

@@ -53,6 +53,22 @@ pub enum ShowExample {
     Never,
 }
 
+/// How a retry asks again after an invalid reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryForm {
+    /// The request so far unchanged (system prompt, history, the user's input), then the invalid
+    /// reply as the model's own turn and the correction
+    /// ([`RetryPrompt::correction`]) as a new user turn: each retry extends the previous request, so
+    /// provider prompt caches and the embedded model's prefix cache hit, and the model sees its reply
+    /// as its own (as Instructor and Pydantic AI do).
+    #[default]
+    Conversation,
+    /// The user's input replaced by one message that quotes it, the reply and what was wrong
+    /// ([`RetryPrompt::render`]).
+    SelfContained,
+}
+
 /// The sentence before the example in the system prompt.
 pub const EXAMPLE_INTRO: &str = "The form of a valid reply (\"...\" stands for your own words):";
 
@@ -78,6 +94,8 @@ pub struct Config {
     pub seed: Option<u64>,
     /// Bounds of the retry prompt.
     pub retry_prompt: RetryPrompt,
+    /// Whether a retry keeps the conversation or sends one self-contained message.
+    pub retry_form: RetryForm,
     /// Longest reply, in bytes, that is searched for JSON ([`DEFAULT_MAX_REPLY_BYTES`] by default):
     /// a longer one is a failed attempt (`Verdict::NoJson` naming this limit) and the retry prompt
     /// asks for a shorter reply.
@@ -100,8 +118,8 @@ pub const DEFAULT_MAX_REPLY_BYTES: usize = 1 << 20;
 pub const RETRY_TEMPERATURE: f32 = 0.7;
 
 impl Config {
-    /// Defaults for `model`: three retries, compact schema, automatic structured mode, the default
-    /// [`HistoryPolicy`].
+    /// Defaults for `model`: three retries keeping the conversation, compact schema, automatic
+    /// structured mode, the default [`HistoryPolicy`].
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
@@ -113,6 +131,7 @@ impl Config {
             max_tokens: None,
             seed: None,
             retry_prompt: RetryPrompt::default(),
+            retry_form: RetryForm::Conversation,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             example: ShowExample::Auto,
             history: HistoryPolicy::default(),

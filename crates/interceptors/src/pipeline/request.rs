@@ -9,8 +9,8 @@ use claij_validation::retry::Failure;
 use tracing::warn;
 
 use super::{
-    Attempt, Pipeline, Prepared, RETRY_TEMPERATURE, SchemaFormat, ShowExample, StructuredMode,
-    Verdict,
+    Attempt, Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample,
+    StructuredMode, Verdict,
 };
 use crate::prompts::Prompts;
 
@@ -23,6 +23,17 @@ pub(super) enum Delivery {
         strict: bool,
         compiled: Arc<claij_schema::dialect::Compiled>,
     },
+}
+
+/// What an attempt's request sends after the prompts' history.
+pub(super) enum Retry<'a> {
+    /// The user's input: the first attempt.
+    First,
+    /// The retry prompt in place of the user's input ([`RetryForm::SelfContained`]).
+    SelfContained(String),
+    /// The user's input, then each earlier attempt's reply and correction
+    /// ([`RetryForm::Conversation`]).
+    Conversation(&'a [Message]),
 }
 
 impl Pipeline {
@@ -72,13 +83,13 @@ impl Pipeline {
     }
 
     /// The request for an attempt: the prompts, the schema in the system prompt or as structured output,
-    /// and for a retry the retry prompt in place of the user's input.
+    /// and for a retry what [`Retry`] says.
     pub(super) fn request(
         &self,
         prompts: &Prompts,
         prepared: Option<&Prepared>,
         delivery: &Delivery,
-        retry: Option<String>,
+        retry: Retry<'_>,
     ) -> ChatRequest {
         let mut system = prompts.system.clone();
         if let (Some(prepared), Delivery::Prompted) = (prepared, delivery)
@@ -94,9 +105,14 @@ impl Pipeline {
             request.system = Some(system);
         }
         request.messages.extend(prompts.history.iter().cloned());
-        request
-            .messages
-            .push(Message::user(retry.unwrap_or_else(|| prompts.user.clone())));
+        match retry {
+            Retry::First => request.messages.push(Message::user(prompts.user.clone())),
+            Retry::SelfContained(text) => request.messages.push(Message::user(text)),
+            Retry::Conversation(exchanges) => {
+                request.messages.push(Message::user(prompts.user.clone()));
+                request.messages.extend(exchanges.iter().cloned());
+            }
+        }
         if let Delivery::Provider {
             mode,
             strict,
@@ -116,8 +132,57 @@ impl Pipeline {
         request
     }
 
-    /// The retry prompt after `attempt`'s invalid reply: what was wrong, and whether it was cut off.
-    pub(super) fn retry_text(&self, prompts: &Prompts, attempt: &Attempt) -> String {
+    /// What a retry after `attempt`'s invalid reply adds, by [`RetryForm`]: to `exchanges` (the
+    /// conversation's earlier retries) the reply and the correction, or the self-contained prompt.
+    pub(super) fn retry<'a>(
+        &self,
+        prompts: &Prompts,
+        attempt: &Attempt,
+        exchanges: &'a mut Vec<Message>,
+    ) -> Retry<'a> {
+        let prompt = &self.config.retry_prompt;
+        match self.config.retry_form {
+            RetryForm::SelfContained => Retry::SelfContained(
+                self.with_failure(attempt, |raw, f| prompt.render(&prompts.user, raw, f)),
+            ),
+            RetryForm::Conversation => {
+                let correction = self.with_failure(attempt, |_, f| prompt.correction(f));
+                exchanges.push(Message::assistant(self.reply_turn(attempt)));
+                exchanges.push(Message::user(correction));
+                Retry::Conversation(exchanges)
+            }
+        }
+    }
+
+    /// The model's turn in a conversation retry: its reply as it was, but a reply too long to be
+    /// read cut as the retry prompt quotes it (it would make every later request as long), and an
+    /// empty one said to be empty (providers refuse an empty assistant turn).
+    fn reply_turn(&self, attempt: &Attempt) -> String {
+        let raw = attempt.raw.as_deref().unwrap_or_default();
+        if raw.trim().is_empty() {
+            return "(no reply)".to_owned();
+        }
+        if raw.len() <= self.config.max_reply_bytes {
+            return raw.to_owned();
+        }
+        let max = self.config.retry_prompt.max_response_chars;
+        match raw.char_indices().nth(max) {
+            Some((end, _)) => format!(
+                "{}\n[... cut: the reply was {} bytes ...]",
+                &raw[..end],
+                raw.len()
+            ),
+            None => raw.to_owned(),
+        }
+    }
+
+    /// `render` called with `attempt`'s reply and what was wrong with it: the failure, and whether
+    /// it was cut off.
+    fn with_failure(
+        &self,
+        attempt: &Attempt,
+        render: impl FnOnce(&str, Failure<'_>) -> String,
+    ) -> String {
         let raw = attempt.raw.as_deref().unwrap_or_default();
         let cut_off = attempt.is_truncated();
         let violations = &attempt.violations;
@@ -140,7 +205,7 @@ impl Pipeline {
             _ if cut_off => Failure::Truncated(violations),
             _ => Failure::Invalid(violations),
         };
-        self.config.retry_prompt.render(&prompts.user, raw, failure)
+        render(raw, failure)
     }
 
     /// Attempt `number` (2 or more) on a backend that decodes greedily by default, with no

@@ -133,7 +133,8 @@ fn unknown_note_ids_are_sent_back_for_a_retry() {
     assert_eq!(first.len(), 1);
     assert_eq!(first[0].instance_pointer, "/metadata/citations/0/noteId");
     assert_eq!(first[0].keyword, "citations");
-    let retry = &backend.requests()[1].messages[0].content;
+    let requests = backend.requests();
+    let retry = &requests[1].messages.last().unwrap().content;
     assert!(
         retry.contains(
             "unknown noteId `note-3`; the supplied notes are `note-1`, `note-2`, `weather-7`"

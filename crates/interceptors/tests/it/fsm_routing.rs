@@ -59,7 +59,10 @@ fn a_state_not_allowed_is_a_violation_retried_then_accepted() {
     assert_eq!(first[0].keyword, "enum");
     assert_eq!(routing_of(&ctx).current.as_deref(), Some("review"));
     assert_eq!(routing_of(&ctx).allowed, ["approved", "draft"]);
-    insta::assert_snapshot!("retry_prompt", backend.requests()[1].messages[0].content);
+    insta::assert_snapshot!(
+        "retry_prompt",
+        backend.requests()[1].messages.last().unwrap().content
+    );
 }
 
 #[test]

@@ -6,8 +6,8 @@ use claij_backends::testing::Scripted;
 use claij_backends::{Capabilities, ChatResponse, Error as BackendError, FinishReason, Role};
 use claij_interceptors::several::{ask_all, first_valid, majority, tally};
 use claij_interceptors::{
-    Chain, Config, Context, Error, ErrorChain, FailureLog, OnError, Pipeline, StructuredMode,
-    Verdict, from_fn,
+    Chain, Config, Context, Error, ErrorChain, FailureLog, OnError, Pipeline, RetryForm,
+    StructuredMode, Verdict, from_fn,
 };
 use claij_validation::Violation;
 use serde_json::{Value, json};
@@ -64,9 +64,50 @@ fn invalid_then_valid_runs_post_hooks_once() {
     // Usage is totalled over both attempts.
     let sum: u64 = answer.attempts.iter().map(|a| a.usage.total_tokens()).sum();
     assert_eq!(answer.usage.total_tokens(), sum);
-    // The retry prompt replaced the user's input and says what to fix.
+    // The retry keeps the question, adds the invalid reply as the model's turn and says what to fix.
     let retry = &backend.requests()[1];
-    insta::assert_snapshot!(retry.messages[0].content);
+    assert_eq!(
+        retry.messages[..1],
+        backend.requests()[0].messages[..],
+        "the first request is the retry's prefix"
+    );
+    insta::assert_json_snapshot!(retry.messages);
+}
+
+#[test]
+fn a_second_retry_extends_the_first() {
+    let backend = Scripted::replies(["no json here", r#"{"answer": 4}"#, VALID]);
+    let p = pipeline(&backend, Chain::new());
+    let answer = block(p.ask(&mut Context::default(), "What is 2+2?")).unwrap();
+    assert_eq!(answer.retries(), 2);
+    let requests = backend.requests();
+    assert_eq!(requests[2].messages[..3], requests[1].messages[..]);
+    let roles: Vec<Role> = requests[2].messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User
+        ]
+    );
+    assert_eq!(requests[2].messages[3].content, r#"{"answer": 4}"#);
+    // The context's history keeps the question and the valid answer, not the failed attempts.
+    assert_eq!(answer.attempts.len(), 3);
+}
+
+#[test]
+fn a_self_contained_retry_replaces_the_input() {
+    let backend = Scripted::replies([r#"{"answer": ["not", "a string"]}"#, VALID]);
+    let mut config = Config::new("test-model");
+    config.retry_form = RetryForm::SelfContained;
+    let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
+    block(p.ask(&mut Context::default(), "What is 2+2?")).unwrap();
+    let retry = &backend.requests()[1];
+    assert_eq!(retry.messages.len(), 1);
+    insta::assert_snapshot!("self_contained_retry", retry.messages[0].content);
 }
 
 #[test]
@@ -243,7 +284,8 @@ fn truncated_reply_is_repaired_or_retried_for_brevity() {
     let answer =
         block(pipeline(&backend, Chain::new()).ask(&mut Context::default(), "Hi")).unwrap();
     assert_eq!(answer.retries(), 1);
-    let retry = &backend.requests()[1].messages[0].content;
+    let requests = backend.requests();
+    let retry = &requests[1].messages.last().unwrap().content;
     assert!(
         retry.contains("cut off at the output token limit"),
         "{retry}"
@@ -294,7 +336,8 @@ fn a_cut_reply_is_named_in_the_attempts_and_the_error() {
         exhausted.truncation().as_deref(),
         Some("1 of 2 replies were cut at the output token limit")
     );
-    let retry = &backend.requests()[1].messages[0].content;
+    let requests = backend.requests();
+    let retry = &requests[1].messages.last().unwrap().content;
     assert!(
         retry.contains("cut off at the output token limit"),
         "{retry}"
@@ -375,7 +418,10 @@ fn semantic_checks_feed_the_retry_loop() {
     assert_eq!(answer.value["choice"], 1);
     assert_eq!(answer.attempts[0].violations[0].keyword, "choice-in-range");
     assert!(
-        backend.requests()[1].messages[0]
+        backend.requests()[1]
+            .messages
+            .last()
+            .unwrap()
             .content
             .contains("/choice: 7 is not one of the 3 available actions")
     );
@@ -415,7 +461,10 @@ fn an_interceptors_check_hook_feeds_the_retry_loop_once_per_attempt() {
     assert_eq!(first[0].keyword, "four");
     assert_eq!(answer.attempts[0].verdict, Verdict::Invalid);
     assert!(
-        backend.requests()[1].messages[0]
+        backend.requests()[1]
+            .messages
+            .last()
+            .unwrap()
             .content
             .contains("/answer: 2+2 is 4")
     );
@@ -861,6 +910,7 @@ fn a_reply_over_max_reply_bytes_is_not_searched_and_the_retry_asks_for_less() {
     let backend = Scripted::replies([padded.as_str(), VALID]);
     let mut config = Config::new("test-model");
     config.max_reply_bytes = 64;
+    config.retry_prompt.max_response_chars = 20;
     let p = Pipeline::new(Arc::new(backend.clone()), config, Chain::new());
     let answer = block(p.ask(&mut Context::default(), "Hi")).unwrap();
     assert_eq!(answer.retries(), 1);
@@ -874,13 +924,23 @@ fn a_reply_over_max_reply_bytes_is_not_searched_and_the_retry_asks_for_less() {
             padded.len()
         )
     );
-    let retry = &backend.requests()[1].messages[0].content;
+    let requests = backend.requests();
+    let retry = &requests[1].messages.last().unwrap().content;
     assert!(
         retry.contains(&format!(
             "PROBLEM: your reply was {} bytes, over the limit of 64 bytes",
             padded.len()
         )),
         "{retry}"
+    );
+    // The reply that was not read is cut in the model's turn, so later requests stay small.
+    assert_eq!(
+        backend.requests()[1].messages[1].content,
+        format!(
+            "{}\n[... cut: the reply was {} bytes ...]",
+            &VALID[..20],
+            padded.len()
+        )
     );
     assert_eq!(
         claij_interceptors::DEFAULT_MAX_REPLY_BYTES,
