@@ -17,6 +17,16 @@ pub(crate) const MAX_TEMPERATURE: f32 = 2.0;
 /// The range of `--max-reply-bytes` and `[defaults] max_reply_bytes`: 1 KiB to 1 GiB.
 pub(crate) const REPLY_BYTES: std::ops::RangeInclusive<usize> = 1024..=1 << 30;
 
+/// `--tool-results-budget`'s default: the tools and MCP interceptors' own.
+pub(crate) const DEFAULT_RESULT_BUDGET: usize = 4000;
+/// The largest `--tool-results-budget`, in characters (about a quarter of a million tokens).
+pub(crate) const MAX_RESULT_BUDGET: usize = 1_000_000;
+
+/// The most messages `--history-messages` may keep.
+pub(crate) const MAX_HISTORY_MESSAGES: usize = 100_000;
+/// The most estimated tokens `--history-tokens` may keep (the widest context windows).
+pub(crate) const MAX_HISTORY_TOKENS: usize = 10_000_000;
+
 /// Every duration flag (`--timeout`): seconds, a finite number above 0 and at most a day (the same
 /// bound as a server's `timeout` in an MCP configuration).
 pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
@@ -76,6 +86,21 @@ pub(crate) fn message_bytes(text: &str) -> Result<usize, String> {
 /// ([`REPLY_BYTES`]).
 pub(crate) fn reply_bytes(text: &str) -> Result<usize, String> {
     whole(text, *REPLY_BYTES.start(), *REPLY_BYTES.end())
+}
+
+/// `--tool-results-budget`: 0 to [`MAX_RESULT_BUDGET`] characters.
+pub(crate) fn result_budget(text: &str) -> Result<usize, String> {
+    whole(text, 0, MAX_RESULT_BUDGET)
+}
+
+/// `--history-messages`: 0 (no history) to [`MAX_HISTORY_MESSAGES`].
+pub(crate) fn history_messages(text: &str) -> Result<usize, String> {
+    whole(text, 0, MAX_HISTORY_MESSAGES)
+}
+
+/// `--history-tokens`: 0 (no history) to [`MAX_HISTORY_TOKENS`].
+pub(crate) fn history_tokens(text: &str) -> Result<usize, String> {
+    whole(text, 0, MAX_HISTORY_TOKENS)
 }
 
 /// A whole number from `min` to `max`.

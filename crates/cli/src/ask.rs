@@ -60,11 +60,24 @@ pub(crate) struct Options {
     interceptors: Vec<Interceptor>,
     #[command(flatten)]
     approve: approve::ApproveOptions,
-    /// Carry the conversation (turn counter and memory) in this JSON file: read before the turn if it
-    /// exists, written after a valid answer. Use with `--interceptors memory`. Locked (through
-    /// FILE.lock) from the read to the write: a concurrent run on the same file waits its turn.
-    #[arg(long, value_name = "FILE")]
+    /// Carry the conversation in this JSON file: the turn counter, the memory, the tool and MCP
+    /// results the model has yet to see, the project and the approved schema extensions. Read
+    /// before the turn if it exists, written after a valid answer. Locked (through FILE.lock) from
+    /// the read to the write: a concurrent run on the same file waits its turn. `--memory` is
+    /// another name for it.
+    #[arg(long = "session", visible_alias = "memory", value_name = "FILE")]
     memory: Option<PathBuf>,
+    /// The most messages of the conversation sent before each turn (and kept in the session file);
+    /// 0: none.
+    #[arg(long, value_name = "N", default_value_t = claij_interceptors::DEFAULT_HISTORY_MESSAGES, value_parser = crate::args::history_messages)]
+    history_messages: usize,
+    /// The most tokens (estimated, about four bytes each) those messages may take; 0: none.
+    #[arg(long, value_name = "N", default_value_t = claij_interceptors::DEFAULT_HISTORY_TOKENS, value_parser = crate::args::history_tokens)]
+    history_tokens: usize,
+    /// Characters of tool and MCP results shown to the model on the next turn, shared by the
+    /// results of each interceptor (a longer one is cut, saying how much was left out).
+    #[arg(long, value_name = "CHARS", default_value_t = crate::args::DEFAULT_RESULT_BUDGET, value_parser = crate::args::result_budget)]
+    tool_results_budget: usize,
     /// Ask for the standard response (the `citations` interceptor: the answer plus `metadata` on its
     /// sources); on a terminal it is rendered for people, `--json` keeps the raw value.
     #[arg(long)]
@@ -171,6 +184,8 @@ pub(crate) struct Conversation<'a> {
     registry: Option<Arc<std::sync::Mutex<claij_schema::Registry>>>,
     /// Whether replies are standard responses (rendered for people on a terminal).
     standard: bool,
+    /// The interceptors in the chain.
+    names: Vec<Interceptor>,
 }
 
 impl<'a> Conversation<'a> {
@@ -216,8 +231,10 @@ impl<'a> Conversation<'a> {
             .build()
             .context("cannot start the async runtime")?;
         let names = interceptors(options, default_interceptors);
+        // A conversation keeps its project: a later turn without --project goes on in it.
+        let session = session.with_project(options.project.as_deref());
         let services = if names.contains(&Interceptor::Mcp) {
-            Some(runtime.block_on(mcp_services(options, &settings))?)
+            Some(runtime.block_on(project_services(session.project.as_deref(), &settings))?)
         } else {
             None
         };
@@ -245,7 +262,12 @@ impl<'a> Conversation<'a> {
         } else {
             None
         };
-        let mut chain = chain(&names, services.as_ref(), notes)?;
+        let mut chain = chain_with(
+            &names,
+            services.as_ref(),
+            notes,
+            options.tool_results_budget,
+        )?;
         if let Some((proposals, _)) = &proposals {
             // Skip: a delta the pipeline's registry refuses leaves the previous schema in use.
             chain.push_shared(
@@ -285,6 +307,7 @@ impl<'a> Conversation<'a> {
             turns,
             registry: proposals.map(|(_, registry)| registry),
             standard: names.contains(&Interceptor::Citations),
+            names,
         })
     }
 
@@ -330,11 +353,29 @@ impl<'a> Conversation<'a> {
         answer: &claij_interceptors::Answer,
         elapsed: std::time::Duration,
     ) -> Result<()> {
+        let ran = self.ran();
         if self.standard && !self.options.json && std::io::stdout().is_terminal() {
-            report::rendered(answer, elapsed)
+            report::rendered(answer, &ran, elapsed)
         } else {
-            report::answer(answer, elapsed, self.options.json)
+            report::answer(answer, &ran, elapsed, self.options.json)
         }
+    }
+
+    /// The tool and MCP results of the last turn: those of the interceptors in the chain (each
+    /// replaces its own after every reply; another origin's are from an earlier run, kept for the
+    /// model).
+    pub(crate) fn ran(&self) -> Vec<&claij_interceptors::ToolResult> {
+        self.ctx
+            .tool_results
+            .iter()
+            .filter(|r| match &r.origin {
+                claij_interceptors::ToolOrigin::Rust => self.names.contains(&Interceptor::Tools),
+                claij_interceptors::ToolOrigin::Mcp { .. } => {
+                    self.names.contains(&Interceptor::Mcp)
+                }
+                _ => false,
+            })
+            .collect()
     }
 
     /// Whether `--json` was given.
@@ -348,6 +389,11 @@ impl<'a> Conversation<'a> {
             self.runtime.block_on(services.close());
         }
     }
+}
+
+/// One line for a tool or MCP result a turn ran.
+pub(crate) fn tool_result_line(result: &claij_interceptors::ToolResult) -> String {
+    report::tool_result_line(result)
 }
 
 /// One line for a turn: attempts, tokens, time and cost.
@@ -366,6 +412,10 @@ fn config(
     measured: Option<&crate::models::Choice>,
 ) -> Config {
     let mut config = options.model.config(model, defaults, measured);
+    config.history = claij_interceptors::HistoryPolicy {
+        max_messages: options.history_messages,
+        max_tokens: options.history_tokens,
+    };
     config.example = match options.example {
         None | Some(ExampleWhen::Auto) => ShowExample::Auto,
         Some(ExampleWhen::Always) => ShowExample::Always,
@@ -400,16 +450,28 @@ fn chain(
     services: Option<&Services>,
     notes: Vec<Document>,
 ) -> Result<Chain> {
+    chain_with(names, services, notes, crate::args::DEFAULT_RESULT_BUDGET)
+}
+
+/// [`chain`], tool and MCP results shown to the model in `result_budget` characters each.
+fn chain_with(
+    names: &[Interceptor],
+    services: Option<&Services>,
+    notes: Vec<Document>,
+    result_budget: usize,
+) -> Result<Chain> {
     let mut chain = Chain::new();
     for name in names {
         match name {
             Interceptor::Memory => chain.push(Memory::default()),
             Interceptor::Citations => chain.push(Citations::new(notes.clone())),
             Interceptor::Eval => chain.push(Eval::new()),
-            Interceptor::Tools => chain.push(tools::builtin()?),
+            Interceptor::Tools => chain.push(tools::with_budget(result_budget)?),
             Interceptor::Mcp => {
                 if let Some(services) = services {
-                    chain.push(McpInterceptor::new(services.clone()));
+                    let mut config = claij_mcp::InterceptorConfig::default();
+                    config.result_budget = result_budget;
+                    chain.push(McpInterceptor::new(services.clone()).with_config(config));
                 }
             }
             // Shared with its registry: `Conversation::open_with` adds it.
@@ -465,6 +527,14 @@ fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
 
 /// The configuration's MCP servers, started, seen through `--project`.
 async fn mcp_services(options: &Options, settings: &crate::config::Settings) -> Result<Services> {
+    project_services(options.project.as_deref(), settings).await
+}
+
+/// The configuration's MCP servers, started, seen through `project`.
+async fn project_services(
+    project: Option<&str>,
+    settings: &crate::config::Settings,
+) -> Result<Services> {
     let Some(mcp) = &settings.mcp else {
         anyhow::bail!(
             "--interceptors mcp needs MCP servers: add `[mcpServers.NAME]` tables to the configuration ({})",
@@ -474,7 +544,7 @@ async fn mcp_services(options: &Options, settings: &crate::config::Settings) -> 
                 .map_or_else(|| "none read".to_owned(), |p| p.display().to_string())
         );
     };
-    let project = match &options.project {
+    let project = match project {
         None => None,
         Some(name) => Some(
             mcp.project(name)

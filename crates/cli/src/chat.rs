@@ -5,8 +5,9 @@
 //! response rendered with `--standard`), then on stderr the state, the remembered summary and the
 //! turn's tokens, cost and time. On a terminal the line editor keeps a history (`~/.claij_history`
 //! unless `--no-history`); from a pipe, each line of stdin is a turn. `/memory` shows what is
-//! remembered, `/reset` forgets it, `/quit` (or end of input) ends the conversation, saving it with
-//! `--memory FILE`.
+//! remembered, `/reset` forgets it (with the message history and pending tool results), `/quit` (or
+//! end of input) ends the conversation. With `--session FILE` the conversation starts from the file
+//! and is saved to it after every valid reply.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
@@ -104,6 +105,8 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
             }
             "/reset" => {
                 conversation.ctx.memory = claij_interceptors::MemoryState::default();
+                conversation.ctx.history.clear();
+                conversation.ctx.tool_results.clear();
                 conversation.ctx.turn = 0;
                 writeln!(err, "(memory cleared)")?;
                 continue;
@@ -124,6 +127,9 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                     conversation.print_answer(&answer, elapsed)?;
                 } else {
                     print_turn(&answer.value)?;
+                    for result in conversation.ran() {
+                        writeln!(err, "  {}", crate::ask::tool_result_line(result))?;
+                    }
                     writeln!(
                         err,
                         "  [turn {} · {}]",

@@ -119,3 +119,33 @@ fn temperatures_are_finite_from_0_to_2() {
         ],
     );
 }
+
+#[test]
+fn conversation_bounds_are_within_their_ranges() {
+    check(
+        result_budget,
+        &[
+            ("0", Ok(0)),
+            ("1000000", Ok(1_000_000)),
+            ("1000001", Err("expected a whole number from 0 to 1000000")),
+        ],
+    );
+    check(
+        history_messages,
+        &[
+            ("0", Ok(0)),
+            ("100000", Ok(100_000)),
+            ("-3", Err("expected a whole number from 0 to 100000")),
+        ],
+    );
+    check(
+        history_tokens,
+        &[
+            ("4000", Ok(4000)),
+            (
+                "10000001",
+                Err("expected a whole number from 0 to 10000000"),
+            ),
+        ],
+    );
+}

@@ -1,12 +1,12 @@
-//! What `claij ask` prints: the value on stdout, a line per attempt and a total on stderr; or with
-//! `--json` one report on stdout.
+//! What `claij ask` prints: the value on stdout, a line per tool or MCP result the turn ran, a line
+//! per attempt and a total on stderr; or with `--json` one report on stdout.
 
 use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::Result;
 use claij_backends::Usage;
-use claij_interceptors::{Answer, Attempt, Exhausted, Verdict};
+use claij_interceptors::{Answer, Attempt, Exhausted, ToolOrigin, ToolResult, Verdict};
 use serde_json::{Value, json};
 
 /// A line about how the command runs (which backend was chosen).
@@ -15,26 +15,34 @@ pub(super) fn notice(text: &str) -> Result<()> {
     Ok(())
 }
 
-/// A valid answer: the value (pretty) on stdout, the attempts on stderr; or the `--json` report.
-pub(super) fn answer(answer: &Answer, elapsed: Duration, json: bool) -> Result<()> {
+/// The longest line a tool result gets on stderr, in characters.
+const RESULT_LINE: usize = 200;
+
+/// A valid answer: the value (pretty) on stdout, the tool results the turn ran and the attempts on
+/// stderr; or the `--json` report (with `tool_results`).
+pub(super) fn answer(
+    answer: &Answer,
+    ran: &[&ToolResult],
+    elapsed: Duration,
+    json: bool,
+) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        let report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
+        let mut report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
+        if let Value::Object(map) = &mut report {
+            map.insert("tool_results".to_owned(), tool_results_json(ran));
+        }
         writeln!(out, "{report}")?;
         return Ok(());
     }
     writeln!(out, "{}", serde_json::to_string_pretty(&answer.value)?)?;
     out.flush()?;
-    let mut err = std::io::stderr().lock();
-    for line in attempt_lines(&answer.attempts, answer.usage, elapsed) {
-        writeln!(err, "{line}")?;
-    }
-    Ok(())
+    stderr_lines(ran, answer, elapsed)
 }
 
 /// A standard response for people (a terminal): the rendered answer and sources on stdout, the
-/// attempts on stderr.
-pub(super) fn rendered(answer: &Answer, elapsed: Duration) -> Result<()> {
+/// tool results and the attempts on stderr.
+pub(super) fn rendered(answer: &Answer, ran: &[&ToolResult], elapsed: Duration) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -42,11 +50,64 @@ pub(super) fn rendered(answer: &Answer, elapsed: Duration) -> Result<()> {
         claij_interceptors::builtin::citations::render_for_people(&answer.value).trim_end()
     )?;
     out.flush()?;
+    stderr_lines(ran, answer, elapsed)
+}
+
+/// The tool results, then the attempts and the total, on stderr.
+fn stderr_lines(ran: &[&ToolResult], answer: &Answer, elapsed: Duration) -> Result<()> {
     let mut err = std::io::stderr().lock();
+    for result in ran {
+        writeln!(err, "{}", tool_result_line(result))?;
+    }
     for line in attempt_lines(&answer.attempts, answer.usage, elapsed) {
         writeln!(err, "{line}")?;
     }
     Ok(())
+}
+
+/// One line for a tool or MCP call the turn ran: `tool now {}: ok: "2026-…"` (`mcp` for an MCP
+/// server's tool), at most [`RESULT_LINE`] characters, cut with `…`.
+pub(super) fn tool_result_line(result: &ToolResult) -> String {
+    let kind = match &result.origin {
+        ToolOrigin::Rust => "tool",
+        ToolOrigin::Mcp { .. } => "mcp",
+        _ => "call",
+    };
+    let outcome = match &result.output {
+        Ok(value) => format!("ok: {value}"),
+        Err(message) => format!("error: {message}"),
+    };
+    let line = crate::one_line(&format!(
+        "{kind} {} {}: {outcome}",
+        result.name, result.args
+    ));
+    if line.chars().count() <= RESULT_LINE {
+        return line;
+    }
+    let mut cut: String = line.chars().take(RESULT_LINE - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The `--json` report's `tool_results`: `{name, args, origin, output}` for a call that succeeded,
+/// `{name, args, origin, error}` for one that failed, whole.
+pub(super) fn tool_results_json(ran: &[&ToolResult]) -> Value {
+    ran.iter()
+        .map(|result| {
+            let mut one = json!({
+                "name": result.name,
+                "args": result.args,
+                "origin": result.origin,
+            });
+            if let Value::Object(map) = &mut one {
+                match &result.output {
+                    Ok(value) => map.insert("output".to_owned(), value.clone()),
+                    Err(message) => map.insert("error".to_owned(), Value::String(message.clone())),
+                };
+            }
+            one
+        })
+        .collect()
 }
 
 /// Retries exhausted: the attempts (or the `--json` report, with a null value), then the last reply's
@@ -55,7 +116,11 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
     let usage = exhausted.attempts.iter().map(|a| a.usage).sum();
     let mut err = std::io::stderr().lock();
     if json {
-        let report = to_json(None, &exhausted.attempts, usage, elapsed);
+        let mut report = to_json(None, &exhausted.attempts, usage, elapsed);
+        if let Value::Object(map) = &mut report {
+            // No reply was valid: no call ran.
+            map.insert("tool_results".to_owned(), json!([]));
+        }
         writeln!(std::io::stdout().lock(), "{report}")?;
     } else {
         for line in attempt_lines(&exhausted.attempts, usage, elapsed) {

@@ -1,25 +1,44 @@
-//! `--memory FILE`: the conversation carried from one `claij ask` to the next, as `{turn, memory}`,
-//! plus `extensions` (the schema extensions approved with `--interceptors proposals`, and their
-//! audit log) once there are any.
+//! `--session FILE` (alias `--memory`): the conversation carried from one `claij ask` (or `claij
+//! chat`) to the next. Version 2 of the file:
+//!
+//! ```json
+//! {"version": 2, "turn": 3, "memory": {"summaries": ["..."]},
+//!  "history": {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "{...}"}]},
+//!  "tool_results": [{"name": "now", "args": {}, "output": {"Ok": "2026-..."}, "origin": {"kind": "rust"}}],
+//!  "project": "NAME", "extensions": {"active": [...], "audit": [...]}}
+//! ```
+//!
+//! `history` is the pipeline's message history (`Context::history`, already cut to the window of
+//! `--history-messages` and `--history-tokens`); `tool_results` are the tool and MCP results of the last turn, which the model sees only on the next
+//! one (each interceptor's prompt cuts them to `--tool-results-budget`); `project` is the `--project`
+//! the conversation uses (a later run without `--project` keeps it); `extensions` the schema
+//! extensions approved with `--interceptors proposals` and their audit log. Empty ones are left out.
+//! A version 1 file (`{turn, memory, extensions}`, no `version`) is read as version 2 and written
+//! back as one; a newer version is refused ([`SessionError::Newer`]), so an older claij never
+//! rewrites, and loses, what it does not know.
 //!
 //! One conversation has one writer at a time: a process holds an exclusive lock on the sidecar
 //! `FILE.lock` (the file itself is replaced by a rename on every save, so it cannot carry the lock)
 //! from before it reads the file until after it wrote it back. The lock spans the model call on
-//! purpose: a concurrent `claij ask --memory FILE` waits and then starts from the turn before it, so
+//! purpose: a concurrent `claij ask --session FILE` waits and then starts from the turn before it, so
 //! no turn is lost and every turn is asked with the memory of all the turns before it (merging two
 //! turns asked from the same memory at write time would keep both summaries but each model would
 //! have answered without the other's). Keys of the file this version does not know survive a
 //! rewrite.
 
+use std::fmt;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_interceptors::{Context, MemoryState};
+use claij_interceptors::{Context, History, MemoryState, ToolResult};
 use claij_schema::SavedRegistry;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+/// The version of the session file this claij writes (and the newest it reads).
+pub(crate) const VERSION: u64 = 2;
 
 /// What one invocation hands to the next.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,11 +47,36 @@ pub(crate) struct Session {
     pub turn: u64,
     /// What the memory interceptor remembers.
     pub memory: MemoryState,
+    /// The messages of the conversation, as the pipeline keeps them.
+    pub history: History,
+    /// The results of the last turn's tool and MCP calls, not yet shown to the model.
+    pub tool_results: Vec<ToolResult>,
+    /// The `--project` of the conversation.
+    pub project: Option<String>,
     /// The approved schema extensions and their audit log (its `base` is not saved: the schema
     /// of the run that reads it is).
     pub extensions: Option<SavedRegistry>,
     /// The file as read, for the keys this version does not know.
     file: Map<String, Value>,
+}
+
+/// A session file this claij cannot read for what it says, not for its syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionError {
+    /// Written by a newer claij: its version is above [`VERSION`].
+    Newer {
+        /// The file.
+        path: PathBuf,
+        /// Its `version`.
+        version: u64,
+    },
+    /// `version` is not a whole number from 1.
+    BadVersion {
+        /// The file.
+        path: PathBuf,
+        /// The `version` as written.
+        found: String,
+    },
 }
 
 /// The keys of the file this version knows.
@@ -42,6 +86,12 @@ struct Known {
     turn: u64,
     #[serde(default)]
     memory: MemoryState,
+    #[serde(default)]
+    history: History,
+    #[serde(default)]
+    tool_results: Vec<ToolResult>,
+    #[serde(default)]
+    project: Option<String>,
     #[serde(default)]
     extensions: Option<Extensions>,
 }
@@ -55,7 +105,7 @@ struct Extensions {
     audit: claij_schema::AuditLog,
 }
 
-/// The exclusive lock on a memory file's sidecar `FILE.lock`, held until dropped.
+/// The exclusive lock on a session file's sidecar `FILE.lock`, held until dropped.
 #[derive(Debug)]
 pub(crate) struct SessionLock {
     _file: File,
@@ -67,7 +117,7 @@ impl Session {
         let text = match crate::input::read_file_capped(
             path,
             crate::input::MAX_INPUT_BYTES,
-            "a memory file",
+            "a session file",
         ) {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
@@ -78,16 +128,20 @@ impl Session {
         }
         let not_session = || {
             format!(
-                "{}: not a claij memory file (`{{\"turn\": N, \"memory\": {{\"summaries\": [...]}}}}`)",
+                "{}: not a claij session file (`{{\"version\": {VERSION}, \"turn\": N, \"memory\": {{\"summaries\": [...]}}}}`)",
                 path.display()
             )
         };
-        let file: Map<String, Value> = serde_json::from_str(&text).with_context(not_session)?;
+        let mut file: Map<String, Value> = serde_json::from_str(&text).with_context(not_session)?;
+        migrate(&mut file, path)?;
         let known: Known =
             serde_json::from_value(Value::Object(file.clone())).with_context(not_session)?;
         Ok(Self {
             turn: known.turn,
             memory: known.memory,
+            history: known.history,
+            tool_results: known.tool_results,
+            project: known.project,
             extensions: known.extensions.map(|e| SavedRegistry {
                 base: Value::Null,
                 extensions: e.active,
@@ -109,11 +163,15 @@ impl Session {
         )
     }
 
-    /// This session carried on by `ctx`: its turn and memory, the rest of the file as it was.
+    /// This session carried on by `ctx`: its turn, memory, history and tool results, the rest of the file as
+    /// it was.
     pub(super) fn continued(&self, ctx: &Context) -> Self {
         Self {
             turn: ctx.turn,
             memory: ctx.memory.clone(),
+            history: ctx.history.clone(),
+            tool_results: ctx.tool_results.clone(),
+            project: self.project.clone(),
             extensions: self.extensions.clone(),
             file: self.file.clone(),
         }
@@ -128,16 +186,27 @@ impl Session {
         self
     }
 
+    /// The same session for the project `project` (kept as read when it is `None`).
+    #[must_use]
+    pub(crate) fn with_project(mut self, project: Option<&str>) -> Self {
+        if let Some(project) = project {
+            self.project = Some(project.to_owned());
+        }
+        self
+    }
+
     /// A context that continues this session.
     pub(super) fn to_context(&self) -> Context {
         let mut ctx = Context::default();
         ctx.turn = self.turn;
         ctx.memory = self.memory.clone();
+        ctx.history = self.history.clone();
+        ctx.tool_results = self.tool_results.clone();
         ctx
     }
 
-    /// The file's JSON: the keys it was read with, `turn` and `memory` replaced (inside `memory`,
-    /// the keys [`MemoryState`] does not have are kept too).
+    /// The file's JSON: the keys it was read with, the known ones replaced (inside `memory`, the
+    /// keys [`MemoryState`] does not have are kept too), at [`VERSION`].
     pub(super) fn to_value(&self) -> Result<Value> {
         let mut file = self.file.clone();
         let mut memory = match file.remove("memory") {
@@ -152,8 +221,26 @@ impl Session {
         if let Value::Object(new) = serde_json::to_value(&self.memory)? {
             memory.extend(new);
         }
+        file.insert("version".into(), VERSION.into());
         file.insert("turn".into(), self.turn.into());
         file.insert("memory".into(), Value::Object(memory));
+        if self.history.is_empty() {
+            file.remove("history");
+        } else {
+            file.insert("history".into(), serde_json::to_value(&self.history)?);
+        }
+        if self.tool_results.is_empty() {
+            file.remove("tool_results");
+        } else {
+            file.insert(
+                "tool_results".into(),
+                serde_json::to_value(&self.tool_results)?,
+            );
+        }
+        match &self.project {
+            Some(project) => file.insert("project".into(), project.as_str().into()),
+            None => file.remove("project"),
+        };
         if let Some(saved) = &self.extensions
             && !(saved.extensions.is_empty() && saved.audit.is_empty())
         {
@@ -182,12 +269,12 @@ impl Session {
 }
 
 impl SessionLock {
-    /// Locks the memory file `path` (through `path.lock`, created if need be), waiting for another
+    /// Locks the session file `path` (through `path.lock`, created if need be), waiting for another
     /// process that holds it (saying so on stderr unless `quiet`), then checks that `path` can be
     /// written, so a turn is never paid for and then lost. Leaves nothing behind but the lock file,
     /// and not even that when the directory cannot be written.
     pub(crate) fn acquire(path: &Path, quiet: bool) -> Result<Self> {
-        let unwritable = || format!("the memory file {} cannot be written", path.display());
+        let unwritable = || format!("the session file {} cannot be written", path.display());
         let name = path
             .file_name()
             .ok_or_else(|| anyhow!("{}: not a file name", path.display()))
@@ -225,6 +312,55 @@ impl SessionLock {
         check_writable(path).with_context(unwritable)?;
         Ok(Self { _file: file })
     }
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Newer { path, version } => write!(
+                f,
+                "{}: session file version {version} is newer than this claij reads (up to \
+                 {VERSION}): use a newer claij, or start a new session",
+                path.display()
+            ),
+            Self::BadVersion { path, found } => write!(
+                f,
+                "{}: session file `version` must be a whole number from 1, found {found}",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+/// Brings a session file read at its `version` (none: 1) up to [`VERSION`], in place.
+fn migrate(file: &mut Map<String, Value>, path: &Path) -> Result<(), SessionError> {
+    let version = match file.get("version") {
+        None => 1,
+        Some(found) => match found.as_u64() {
+            Some(version) if version >= 1 => version,
+            _ => {
+                return Err(SessionError::BadVersion {
+                    path: path.to_owned(),
+                    found: crate::one_line(&found.to_string())
+                        .chars()
+                        .take(40)
+                        .collect(),
+                });
+            }
+        },
+    };
+    if version > VERSION {
+        return Err(SessionError::Newer {
+            path: path.to_owned(),
+            version,
+        });
+    }
+    // Version 1 (`{turn, memory, extensions}`) is version 2 without history, tool results or a project:
+    // their defaults. A later version adds its step here.
+    file.insert("version".into(), VERSION.into());
+    Ok(())
 }
 
 /// The session file can be replaced: an existing one opens for writing, and a temp file can be made

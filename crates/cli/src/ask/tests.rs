@@ -150,7 +150,7 @@ fn session_round_trip() {
 
     std::fs::write(&path, "[1, 2]").unwrap();
     let err = format!("{:#}", Session::load(&path).unwrap_err());
-    assert!(err.contains("not a claij memory file"), "{err}");
+    assert!(err.contains("not a claij session file"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -174,7 +174,7 @@ fn session_keeps_the_keys_it_does_not_know() {
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(
         saved,
-        serde_json::json!({"turn": 4, "owner": {"name": "ada"}, "memory": {"summaries": ["a", "b"], "pinned": [1]}})
+        serde_json::json!({"version": 2, "turn": 4, "owner": {"name": "ada"}, "memory": {"summaries": ["a", "b"], "pinned": [1]}})
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -295,4 +295,107 @@ fn session_keeps_the_schema_extensions_with_or_without_the_registry() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"active\""), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn session_versions() {
+    use super::session::{SessionError, VERSION};
+    let dir = scratch("session-versions");
+    let path = dir.join("s.json");
+    let load = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        Session::load(&path)
+    };
+    // Version 1 (none written) and version 2 read alike.
+    let v1 = load(r#"{"turn": 1, "memory": {"summaries": ["a"]}}"#).unwrap();
+    let v2 = load(r#"{"version": 2, "turn": 1, "memory": {"summaries": ["a"]}}"#).unwrap();
+    assert_eq!((v1.turn, &v1.memory), (v2.turn, &v2.memory));
+    assert_eq!(v1.to_value().unwrap()["version"], VERSION);
+    let newer = load(r#"{"version": 3}"#).unwrap_err();
+    assert_eq!(
+        newer.downcast_ref::<SessionError>(),
+        Some(&SessionError::Newer {
+            path: path.clone(),
+            version: 3
+        })
+    );
+    for bad in ["0", "-1", "2.5", "\"2\"", "null"] {
+        let err = load(&format!("{{\"version\": {bad}}}")).unwrap_err();
+        assert!(
+            matches!(
+                err.downcast_ref::<SessionError>(),
+                Some(SessionError::BadVersion { .. })
+            ),
+            "{bad}: {err:#}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn session_keeps_tool_results_and_the_project() {
+    use claij_interceptors::{ToolOrigin, ToolResult};
+    let dir = scratch("session-tools");
+    let path = dir.join("s.json");
+    let mut ctx = Session::default().to_context();
+    ctx.tool_results = vec![
+        ToolResult {
+            name: "now".into(),
+            args: serde_json::json!({}),
+            output: Ok(serde_json::json!("2026-01-01T00:00:00Z")),
+            origin: ToolOrigin::Rust,
+        },
+        ToolResult {
+            name: "time.get_current_time".into(),
+            args: serde_json::json!({"timezone": "UTC"}),
+            output: Err("timed out after 30s".into()),
+            origin: ToolOrigin::Mcp {
+                server: "time".into(),
+            },
+        },
+    ];
+    let session = Session::default()
+        .with_project(Some("atlas"))
+        .continued(&ctx);
+    session.save(&path).unwrap();
+    let loaded = Session::load(&path).unwrap();
+    assert_eq!(loaded.tool_results, ctx.tool_results);
+    assert_eq!(loaded.project.as_deref(), Some("atlas"));
+    assert_eq!(loaded.to_context().tool_results, ctx.tool_results);
+    // Shown on the next turn, they are gone from the file.
+    ctx.tool_results.clear();
+    loaded
+        .with_project(None)
+        .continued(&ctx)
+        .save(&path)
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("tool_results"), "{text}");
+    assert!(text.contains("\"project\": \"atlas\""), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tool_result_lines_are_one_line_and_cut() {
+    use claij_interceptors::{ToolOrigin, ToolResult};
+    let result = |name: &str, output: Result<serde_json::Value, String>, origin| ToolResult {
+        name: name.into(),
+        args: serde_json::json!({"a": 1}),
+        output,
+        origin,
+    };
+    assert_eq!(
+        report::tool_result_line(&result("add", Ok(serde_json::json!(2)), ToolOrigin::Rust)),
+        "tool add {\"a\":1}: ok: 2"
+    );
+    let mcp = ToolOrigin::Mcp {
+        server: "fs".into(),
+    };
+    assert_eq!(
+        report::tool_result_line(&result("fs.read", Err("no\nsuch file".into()), mcp.clone())),
+        "mcp fs.read {\"a\":1}: error: no such file"
+    );
+    let long = report::tool_result_line(&result("fs.read", Ok("x".repeat(500).into()), mcp));
+    assert_eq!(long.chars().count(), 200, "{long}");
+    assert!(long.ends_with("xx…"), "{long}");
 }

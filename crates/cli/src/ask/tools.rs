@@ -4,7 +4,7 @@
 use std::hash::{BuildHasher as _, RandomState};
 use std::time::SystemTime;
 
-use claij_interceptors::builtin::tools::{RegisterError, Tools};
+use claij_interceptors::builtin::tools::{RegisterError, Tools, ToolsConfig};
 
 /// The arguments of `now`: none.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -21,7 +21,14 @@ struct Range {
 
 /// `now` (the current UTC time, RFC 3339) and `random_int` (a uniformly drawn integer in a range).
 pub(crate) fn builtin() -> Result<Tools, RegisterError> {
-    Tools::new()
+    with_budget(crate::args::DEFAULT_RESULT_BUDGET)
+}
+
+/// [`builtin`], their results shown to the model in at most `result_budget` characters.
+pub(crate) fn with_budget(result_budget: usize) -> Result<Tools, RegisterError> {
+    let mut config = ToolsConfig::default();
+    config.result_budget = result_budget;
+    Tools::with_config(config)
         .register_typed(
             "now",
             "The current date and time, UTC, as RFC 3339.",

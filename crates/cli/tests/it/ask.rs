@@ -132,7 +132,7 @@ fn bad_schema_and_memory_files_are_named() {
     check(
         &["ask", "hi", "--memory", &path("memory.json")],
         &[],
-        "not a claij memory file",
+        "not a claij session file",
     );
     // The memory file is untouched by a failed run.
     let kept = std::fs::read_to_string(path("memory.json")).unwrap();

@@ -23,6 +23,7 @@ mod models;
 mod openai_compatible;
 mod openrouter;
 mod proposals;
+mod session;
 mod suite;
 
 /// What a run printed and how it ended.

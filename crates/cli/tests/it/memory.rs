@@ -106,13 +106,19 @@ async fn concurrent_runs_on_one_memory_file_lose_no_turn() {
     summaries.sort();
     let expected: Vec<String> = (0..RUNS).map(|n| format!("fact-{n}-zq")).collect();
     assert_eq!(summaries, expected);
-    // Serialised, not merged: the k-th call saw the k summaries before it.
+    // Serialised, not merged: the k-th call saw the k summaries before it (each in the memory and
+    // in the history's answers: counted once).
     let mut seen: Vec<usize> = server
         .received_requests()
         .await
         .unwrap()
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.body).matches("-zq").count())
+        .map(|r| {
+            let body = String::from_utf8_lossy(&r.body);
+            (0..RUNS)
+                .filter(|n| body.contains(&format!("fact-{n}-zq")))
+                .count()
+        })
         .collect();
     seen.sort_unstable();
     assert_eq!(seen, (0..RUNS).collect::<Vec<_>>());
@@ -140,7 +146,10 @@ async fn a_rewrite_keeps_keys_it_does_not_know() {
         serde_json::from_str(&std::fs::read_to_string(files.path("m.json")).unwrap()).unwrap();
     assert_eq!(
         session,
-        json!({"turn": 3, "owner": "ada", "memory": {"summaries": ["old", "fact-0-zq"], "pinned": true}})
+        json!({"version": 2, "turn": 3, "owner": "ada", "memory": {"summaries": ["old", "fact-0-zq"], "pinned": true},
+               "history": {"messages": [
+                   {"role": "user", "content": "Remember this."},
+                   {"role": "assistant", "content": r#"{"answer":"ok","state":"answered","summary":"fact-0-zq"}"#}]}})
     );
 }
 

@@ -1,0 +1,337 @@
+//! `claij ask --session FILE` across runs, against a mock OpenRouter (the OpenAI wire): the tool
+//! results of one run reach the next run's prompt, cut to `--tool-results-budget`, and are printed
+//! by the run that made them; the file is version 2, a version 1 file is read and rewritten as one,
+//! a newer one is refused before any request; the project is kept.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::openrouter::{CHAT, config, reply};
+use super::{Files, Run, assert_one_line_error, claij_env};
+
+const KEY: &str = "sk-or-v1-session-secret-0123456789";
+
+/// `claij ask PROMPT --llm gemini-flash ARGS` against the mock configured in `files`.
+fn ask(files: &Files, prompt: &str, args: &[&str]) -> Run {
+    let config = files.path("config.toml");
+    let mut all = vec!["ask", prompt, "--llm", "gemini-flash"];
+    all.extend_from_slice(args);
+    let run = claij_env(
+        &all,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some(KEY)),
+        ],
+    );
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+    run
+}
+
+/// Answers first with a call of `now`, then with the answer.
+async fn clock_server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Let me look at the clock.", "state": "waiting_for_tools",
+                    "tools": [{"name": "now", "args": {}}]})
+            .to_string(),
+        ))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "It is past two.", "state": "answered"}).to_string(),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    server
+}
+
+fn read(path: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The reproduction of issue 15: the first run calls `now`, the second run's request shows its
+/// result (before, the session kept only `turn` and `memory`, and the result was lost).
+#[tokio::test]
+async fn a_tool_result_reaches_the_next_run() {
+    let server = clock_server().await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let session = files.path("s.json");
+    let first = ask(
+        &files,
+        "What time is it?",
+        &["--interceptors", "tools", "--memory", &session],
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    // The run says what it ran, one line on stderr.
+    let line = first
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("tool now {}: ok: \"20"))
+        .unwrap_or_else(|| panic!("a line for the call: {}", first.stderr));
+    let time = line
+        .trim_start_matches("tool now {}: ok: ")
+        .trim_matches('"');
+    let saved = read(&session);
+    assert_eq!(saved["version"], 2, "{saved}");
+    assert_eq!(saved["turn"], 1, "{saved}");
+    assert_eq!(saved["tool_results"][0]["name"], "now", "{saved}");
+    assert_eq!(saved["tool_results"][0]["output"]["Ok"], time, "{saved}");
+
+    let second = ask(
+        &files,
+        "So what time is it?",
+        &["--interceptors", "tools", "--session", &session, "--json"],
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let body = String::from_utf8_lossy(&requests[1].body);
+    assert!(
+        body.contains("Results of the tool calls of your previous reply"),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!("1. now {{}}\\n   ok: \\\"{time}\\\"")),
+        "{body}"
+    );
+    // The first turn is in the second's history: the question, and the answer as its JSON.
+    let sent: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let messages = sent["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"], "{sent}");
+    assert_eq!(messages[1]["content"], "What time is it?");
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Let me look at the clock."),
+        "{sent}"
+    );
+    // The second turn called nothing: nothing ran, nothing is left for the model.
+    let report: Value = serde_json::from_str(&second.stdout).unwrap();
+    assert_eq!(report["tool_results"], json!([]), "{report}");
+    let saved = read(&session);
+    assert_eq!(saved["turn"], 2, "{saved}");
+    assert!(saved.get("tool_results").is_none(), "{saved}");
+    assert_eq!(
+        saved["history"]["messages"].as_array().unwrap().len(),
+        4,
+        "{saved}"
+    );
+}
+
+/// `--tool-results-budget` cuts what the next turn shows, and says how much was left out; `--json`
+/// reports the call whole.
+#[tokio::test]
+async fn the_next_turn_shows_results_cut_to_the_budget() {
+    let server = clock_server().await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let session = files.path("s.json");
+    let first = ask(
+        &files,
+        "What time is it?",
+        &["--interceptors", "tools", "--session", &session, "--json"],
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let report: Value = serde_json::from_str(&first.stdout).unwrap();
+    let ran = report["tool_results"].as_array().unwrap();
+    assert_eq!(ran.len(), 1, "{report}");
+    assert_eq!(
+        (&ran[0]["name"], &ran[0]["args"], &ran[0]["origin"]),
+        (&json!("now"), &json!({}), &json!({"kind": "rust"})),
+        "{report}"
+    );
+    let time = ran[0]["output"].as_str().unwrap();
+    assert!(first.stderr.is_empty(), "--json: {}", first.stderr);
+
+    let second = ask(
+        &files,
+        "So?",
+        &[
+            "--interceptors",
+            "tools",
+            "--session",
+            &session,
+            "--tool-results-budget",
+            "10",
+        ],
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let body = String::from_utf8_lossy(&requests[1].body);
+    // `{}` keeps its 2 characters, the output the other 8, and the cut is said.
+    let kept: String = format!("\"{time}\"").chars().take(8).collect();
+    let shown = format!("ok: {}… ({} more characters)", kept, time.len() + 2 - 8);
+    assert!(
+        body.contains(&shown.replace('"', "\\\"")),
+        "{shown} in {body}"
+    );
+    assert!(!body.contains(time), "{body}");
+}
+
+/// A version 1 file (no `version`) is read and written back as version 2, its keys kept.
+#[tokio::test]
+async fn a_version_1_file_is_migrated() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Tea.", "state": "answered", "summary": "asked again"}).to_string(),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        (
+            "v1.json",
+            r#"{"turn": 4, "memory": {"summaries": ["likes tea"]}, "owner": "ada"}"#,
+        ),
+    ]);
+    let session = files.path("v1.json");
+    let run = ask(
+        &files,
+        "What do I like?",
+        &["--interceptors", "memory", "--session", &session],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(body.contains("likes tea"), "the v1 memory is used: {body}");
+    assert_eq!(
+        read(&session),
+        json!({"version": 2, "turn": 5, "memory": {"summaries": ["likes tea", "asked again"]}, "owner": "ada",
+               "history": {"messages": [
+                   {"role": "user", "content": "What do I like?"},
+                   {"role": "assistant", "content": r#"{"answer":"Tea.","state":"answered","summary":"asked again"}"#}]}})
+    );
+}
+
+/// A newer version, or a version that is no number, is refused before any request, the file kept.
+#[tokio::test]
+async fn a_newer_version_is_refused_before_any_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(500))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let newer = r#"{"version": 3, "turn": 1, "memory": {"summaries": []}, "history": []}"#;
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("v3.json", newer),
+        ("bad.json", r#"{"version": "two", "turn": 1}"#),
+    ]);
+    let run = ask(&files, "Hi", &["--session", &files.path("v3.json")]);
+    assert_one_line_error(
+        &run,
+        2,
+        "v3.json: session file version 3 is newer than this claij reads (up to 2)",
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.path("v3.json")).unwrap(),
+        newer
+    );
+    let run = ask(&files, "Hi", &["--session", &files.path("bad.json")]);
+    assert_one_line_error(
+        &run,
+        2,
+        "bad.json: session file `version` must be a whole number from 1, found \"two\"",
+    );
+}
+
+/// The project of a conversation is saved, and a later run without `--project` keeps it.
+#[tokio::test]
+async fn the_project_is_kept() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Hello.", "state": "answered"}).to_string(),
+        ))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let session = files.path("s.json");
+    let first = ask(&files, "Hi", &["--session", &session, "--project", "atlas"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(read(&session)["project"], "atlas");
+    let second = ask(&files, "Hi again", &["--session", &session]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let saved = read(&session);
+    assert_eq!(
+        (&saved["project"], &saved["turn"]),
+        (&json!("atlas"), &json!(2))
+    );
+}
+
+/// The history of a session file is sent before the turn; `--history-messages 0` sends and keeps
+/// none.
+#[tokio::test]
+async fn the_history_is_sent_within_its_bounds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Blue.", "state": "answered"}).to_string(),
+        ))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let earlier = json!({"version": 2, "turn": 1, "history": {"messages": [
+        {"role": "user", "content": "My colour is blue."},
+        {"role": "assistant", "content": "{\"answer\":\"Noted.\",\"state\":\"answered\"}"}]}});
+    let files = Files::new(&[
+        ("config.toml", &config(&server)),
+        ("a.json", &earlier.to_string()),
+        ("b.json", &earlier.to_string()),
+    ]);
+    let roles = |i: usize, requests: &[wiremock::Request]| -> Vec<String> {
+        let body: Value = serde_json::from_slice(&requests[i].body).unwrap();
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_owned())
+            .filter(|role| role != "system")
+            .collect()
+    };
+    let run = ask(&files, "My colour?", &["--session", &files.path("a.json")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = ask(
+        &files,
+        "My colour?",
+        &[
+            "--session",
+            &files.path("b.json"),
+            "--history-messages",
+            "0",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(roles(0, &requests), ["user", "assistant", "user"]);
+    assert_eq!(roles(1, &requests), ["user"]);
+    assert_eq!(
+        read(&files.path("a.json"))["history"]["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    assert!(read(&files.path("b.json")).get("history").is_none());
+}
