@@ -20,6 +20,12 @@
 //! limit held in memory. A wait the server asks for is honoured exactly when it fits the retry
 //! budget ([`RetryPolicy::max_total`]); otherwise the call fails at once saying so.
 //!
+//! Gateways: [`HttpConfig::headers`] and [`HttpConfig::query`] are added to every request (a
+//! gateway's key such as Helicone's `Helicone-Auth` or Portkey's `x-portkey-api-key`, Azure
+//! OpenAI's `api-version`), and [`HttpConfig::auth_header`] puts the key in a header of another name,
+//! bare (Azure's `api-key`). A query string in the base URL stays after the adapter's path. Secret
+//! values ([`Extra::is_secret`]) are sent as sensitive headers and scrubbed from errors like the key.
+//!
 //! Logs (`tracing`): `debug` for request and response sizes, status and latency, `warn` for each
 //! retry with its wait. Headers, bodies and keys are never logged.
 
@@ -36,12 +42,14 @@ use crate::{
 };
 
 mod cancel;
+mod extra;
 mod retry;
 mod sse;
 mod stream;
 mod transport;
 
 pub use cancel::{CancelToken, Cancellable};
+pub use extra::{Extra, HeaderProblem, check_header_name, check_header_value, is_secret_name};
 pub use retry::RetryPolicy;
 
 /// A check run on every request before anything is sent, such as a token estimate against the
@@ -69,6 +77,15 @@ pub struct HttpConfig {
     /// The most bytes one server-sent event of a stream may have (at most `max_body_bytes` takes
     /// effect).
     pub max_event_bytes: u64,
+    /// Headers added to every request besides the adapter's, in order. A name the adapter or claij
+    /// sets too is refused when the request is prepared ([`Error::BadRequest`]), so nothing is
+    /// overridden silently.
+    pub headers: Vec<Extra>,
+    /// Query parameters appended to every request's URL, encoded, in order.
+    pub query: Vec<Extra>,
+    /// The header that carries the key, bare (`api-key` for Azure OpenAI); `None`: the adapter's
+    /// own (`Authorization: Bearer ...` for OpenAI).
+    pub auth_header: Option<String>,
 }
 
 /// The default [`HttpConfig::max_body_bytes`]: 32 MiB, far above any answer a model can write.
@@ -124,7 +141,49 @@ impl HttpConfig {
             user_agent: concat!("claij/", env!("CARGO_PKG_VERSION")).to_owned(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            headers: Vec::new(),
+            query: Vec::new(),
+            auth_header: None,
         }
+    }
+
+    /// The same configuration adding a header to every request, secret when its name looks secret
+    /// ([`Extra::new`]).
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push(Extra::new(name, value));
+        self
+    }
+
+    /// The same configuration adding `extra` ([`Extra::secret`] for a secret value) to
+    /// [`HttpConfig::headers`].
+    #[must_use]
+    pub fn with_extra_header(mut self, extra: Extra) -> Self {
+        self.headers.push(extra);
+        self
+    }
+
+    /// The same configuration adding a query parameter to every request, secret when its name
+    /// looks secret ([`Extra::new`]).
+    #[must_use]
+    pub fn with_query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push(Extra::new(name, value));
+        self
+    }
+
+    /// The same configuration adding `extra` to [`HttpConfig::query`].
+    #[must_use]
+    pub fn with_extra_query(mut self, extra: Extra) -> Self {
+        self.query.push(extra);
+        self
+    }
+
+    /// The same configuration sending the key bare in the header `name` instead of the adapter's
+    /// auth headers (Azure OpenAI: `api-key`).
+    #[must_use]
+    pub fn with_auth_header(mut self, name: impl Into<String>) -> Self {
+        self.auth_header = Some(name.into());
+        self
     }
 
     /// The same configuration with another limit on a response body (and on a whole stream).
@@ -305,31 +364,45 @@ impl<A: Adapter> HttpBackend<A> {
             context: ErrorContext::new(provider),
             message,
         };
-        let joined = format!(
-            "{}{}",
-            self.config.base_url.trim_end_matches('/'),
-            wire.path
-        );
-        // The URL is not echoed: a user's base URL may carry credentials.
-        let url = reqwest::Url::parse(&joined)
-            .map_err(|e| bad(format!("the base URL and path make no valid URL ({e})")))?;
-        let mut headers = HeaderMap::with_capacity(wire.headers.len() + 2);
+        let url = extra::url(&self.config.base_url, &wire.path, &self.config.query).map_err(bad)?;
+        let mut headers =
+            HeaderMap::with_capacity(wire.headers.len() + self.config.headers.len() + 2);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        for (name, value) in &wire.headers {
+        extra::add_headers(&mut headers, &self.config.headers).map_err(bad)?;
+        // What the adapter sets is never replaced by an extra header, nor silently kept.
+        let mut insert = |name: &str, value: HeaderValue| {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| bad(format!("`{name}` is no valid header name")))?;
+            if headers.contains_key(&name) {
+                return Err(bad(extra::clash(name.as_str(), provider)));
+            }
+            headers.insert(name, value);
+            Ok(())
+        };
+        for (name, value) in &wire.headers {
             let value = HeaderValue::from_str(value)
                 .map_err(|_| bad(format!("the `{name}` header has characters HTTP forbids")))?;
-            headers.insert(name, value);
+            insert(name, value)?;
         }
         if let Some(key) = &self.key {
-            for (name, value) in self.adapter.auth_headers(key) {
-                let name = HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| bad(format!("`{name}` is no valid header name")))?;
+            let auth = match &self.config.auth_header {
+                Some(name) => {
+                    extra::check_header_name(name)
+                        .map_err(|problem| bad(format!("the `{name}` header: {problem}")))?;
+                    vec![(name.clone(), key.expose().to_owned())]
+                }
+                None => self
+                    .adapter
+                    .auth_headers(key)
+                    .into_iter()
+                    .map(|(name, value)| (name.to_owned(), value))
+                    .collect(),
+            };
+            for (name, value) in auth {
                 let mut value = HeaderValue::from_str(&value)
                     .map_err(|_| bad("the API key has characters HTTP forbids".to_owned()))?;
                 value.set_sensitive(true);
-                headers.insert(name, value);
+                insert(&name, value)?;
             }
         }
         let body = serde_json::to_vec(&wire.body)
@@ -354,7 +427,20 @@ impl<A: Adapter> HttpBackend<A> {
         Ok(self.client.get_or_init(|| client))
     }
 
-    /// An error as the caller sees it: the key scrubbed from every text, the model filled in.
+    /// `error` with the key and every secret extra header or parameter scrubbed from its texts.
+    fn scrub(&self, error: Error) -> Error {
+        let mut error = match &self.key {
+            Some(key) => transport::scrub(error, key),
+            None => error,
+        };
+        let secrets = self.config.headers.iter().chain(&self.config.query);
+        for extra in secrets.filter(|extra| extra.is_secret()) {
+            error = transport::scrub(error, &ApiKey::new(extra.expose()));
+        }
+        error
+    }
+
+    /// An error as the caller sees it: the secrets scrubbed from every text, the model filled in.
     fn finish_error(&self, error: Error, request: &ChatRequest) -> Error {
         let error = match error {
             Error::ModelNotFound { context, model } if model.is_empty() => Error::ModelNotFound {
@@ -363,10 +449,7 @@ impl<A: Adapter> HttpBackend<A> {
             },
             other => other,
         };
-        match &self.key {
-            Some(key) => transport::scrub(error, key),
-            None => error,
-        }
+        self.scrub(error)
     }
 }
 
@@ -399,6 +482,9 @@ impl<A: Adapter> fmt::Debug for HttpBackend<A> {
             .field("request_timeout", &self.config.request_timeout)
             .field("retry", &self.config.retry)
             .field("max_body_bytes", &self.config.max_body_bytes)
+            .field("headers", &self.config.headers)
+            .field("query", &self.config.query)
+            .field("auth_header", &self.config.auth_header)
             .field("preflight", &self.preflight.is_some())
             .finish_non_exhaustive()
     }

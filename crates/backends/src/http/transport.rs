@@ -63,7 +63,7 @@ pub(super) async fn complete<A: Adapter>(
             interpret(&backend.adapter, status, retry_after, &body, context)
         }
     };
-    result.map_err(|e| scrub_with(e, backend.key.as_ref()))
+    result.map_err(|e| backend.scrub(e))
 }
 
 /// Opens a stream: the response once its status is 2xx, or the typed error for any other status.
@@ -114,7 +114,7 @@ pub(super) async fn open_stream<A: Adapter>(
         }),
         Ok(result) => result,
     };
-    result.map_err(|e| scrub_with(e, backend.key.as_ref()))
+    result.map_err(|e| backend.scrub(e))
 }
 
 /// The whole body, counted as it arrives: more than `max_body_bytes` (announced or sent) is
@@ -277,13 +277,6 @@ fn strip_url(text: &str) -> String {
     match text.find(" for url (") {
         Some(at) => text[..at].to_owned(),
         None => text.to_owned(),
-    }
-}
-
-fn scrub_with(error: Error, key: Option<&ApiKey>) -> Error {
-    match key {
-        Some(key) => scrub(error, key),
-        None => error,
     }
 }
 
