@@ -7,6 +7,7 @@ use claij_validation::Violation;
 
 use crate::interceptor::{BoxError, Stage};
 use crate::pipeline::{Attempt, Verdict};
+use crate::toolbox::BudgetKind;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +49,19 @@ pub enum Error {
     /// Every attempt produced an invalid reply.
     #[error("{}", .0)]
     RetriesExhausted(Box<Exhausted>),
+    /// An agent run ([`crate::Pipeline::run_agent`]) reached a bound of its [`crate::Budget`] before
+    /// an answer.
+    #[error("the agent run reached its {budget} budget: {used} used of {limit}")]
+    BudgetExceeded {
+        /// Which bound.
+        budget: BudgetKind,
+        /// The bound (steps, tokens or US dollars).
+        limit: f64,
+        /// What the run had used when it stopped.
+        used: f64,
+        /// Every attempt of the run's steps.
+        attempts: Vec<Attempt>,
+    },
     /// The validated value does not deserialize into the requested Rust type.
     #[error("the valid answer does not fit `{type_name}`: {message}")]
     Typed {
@@ -165,6 +179,7 @@ impl Error {
         match self {
             Error::Backend { attempts, .. } => attempts,
             Error::RetriesExhausted(e) => &e.attempts,
+            Error::BudgetExceeded { attempts, .. } => attempts,
             _ => &[],
         }
     }

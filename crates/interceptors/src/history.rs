@@ -134,10 +134,16 @@ impl History {
     }
 }
 
-/// About how many tokens a message takes: a token per four bytes of its text, rounded up, plus four
-/// for the message's framing. A bound for windows, not a count: tokenizers differ.
+/// About how many tokens a message takes: a token per four bytes of its text and of its tool calls'
+/// names and arguments, rounded up, plus four for the message's framing. A bound for windows, not a
+/// count: tokenizers differ.
 pub fn estimate_tokens(message: &Message) -> usize {
-    message.content.len().div_ceil(4) + 4
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|call| call.name.len() + call.arguments.to_string().len())
+        .sum();
+    (message.content.len() + calls).div_ceil(4) + 4
 }
 
 #[cfg(test)]

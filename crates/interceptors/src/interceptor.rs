@@ -13,6 +13,7 @@ use crate::context::Context;
 use crate::pipeline::Check;
 use crate::prompts::Prompts;
 use crate::schema::Schema;
+use crate::toolbox::Toolbox;
 
 /// The error an interceptor's hook returns; the pipeline wraps it with the interceptor and the stage.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -68,6 +69,12 @@ pub trait Interceptor: Send + Sync {
     ) -> BoxFuture<'a, Result<(), BoxError>> {
         let _ = (response, ctx);
         Box::pin(ready(Ok(())))
+    }
+
+    /// The tools this interceptor offers to an agent run
+    /// ([`Pipeline::run_agent`](crate::Pipeline::run_agent)), which calls them within the turn.
+    fn toolbox(&self) -> Option<&dyn Toolbox> {
+        None
     }
 }
 

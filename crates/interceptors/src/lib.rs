@@ -51,6 +51,7 @@ mod pipeline;
 mod prompts;
 mod schema;
 pub mod several;
+mod toolbox;
 mod typed;
 
 pub use chain::{Chain, Link};
@@ -62,10 +63,11 @@ pub use history::{
 };
 pub use interceptor::{BoxError, FnInterceptor, Interceptor, OnError, Stage, from_fn};
 pub use pipeline::{
-    Answer, Attempt, CallReport, Check, Config, CutString, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO,
-    Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample, StructuredMode,
-    Verdict,
+    AgentRun, Answer, Attempt, CallReport, Check, Config, CutString, DEFAULT_MAX_REPLY_BYTES,
+    EXAMPLE_INTRO, Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample,
+    StructuredMode, Verdict,
 };
 pub use prompts::Prompts;
 pub use schema::Schema;
+pub use toolbox::{Budget, BudgetKind, DEFAULT_MAX_STEPS, NativeTools, Toolbox};
 pub use typed::{Partial, schema_of};

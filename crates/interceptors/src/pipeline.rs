@@ -8,25 +8,31 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, Message, Usage};
+use claij_backends::{
+    Backend, ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolSpec, Usage,
+};
 use claij_validation::{Fix, Outcome, StageTimes, Violation, process_timed};
 use serde_json::Value;
 use tracing::{Instrument as _, debug, info_span, warn};
 
 use crate::chain::Chain;
-use crate::context::Context;
+use crate::context::{Context, ToolResult};
 use crate::error::{Error, Exhausted};
 use crate::failure_log::FailureLog;
 use crate::interceptor::{BoxError, Interceptor, OnError, Stage};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
+use crate::toolbox::NativeTools;
 
+mod agent;
 mod attempt;
 mod config;
 mod cut;
 mod prepare;
 mod request;
 
+use agent::Agent;
+pub use agent::AgentRun;
 pub use attempt::{Answer, Attempt, CallReport, Verdict};
 pub use config::{
     Config, DEFAULT_MAX_REPLY_BYTES, EXAMPLE_INTRO, RETRY_TEMPERATURE, RetryForm, SchemaFormat,
@@ -61,6 +67,28 @@ struct Call<'a> {
     prepared: Option<&'a Prepared>,
     delivery: &'a Delivery,
     on_partial: Option<&'a (dyn Fn(&Value) + Send + Sync)>,
+    /// An agent turn's earlier steps, sent after the user's input.
+    steps: &'a [Message],
+    /// The tools sent natively (an agent turn's).
+    tools: &'a [ToolSpec],
+}
+
+/// How the attempts of a step ended.
+enum Done {
+    /// A valid value.
+    Value(Value),
+    /// Native tool calls (only when tools were sent), with the text beside them.
+    Calls {
+        content: String,
+        calls: Vec<ToolCall>,
+    },
+}
+
+/// What a turn did: the answer, the tools it called and its steps.
+struct Ran {
+    answer: Answer,
+    calls: Vec<ToolResult>,
+    steps: usize,
 }
 
 /// What one attempt left: its record, and what the loop goes on with.
@@ -76,6 +104,11 @@ enum Reply {
     /// The backend replied; the value made of it, when it holds JSON (valid only when the attempt's
     /// verdict is [`Verdict::Valid`]).
     Judged(Option<Value>),
+    /// The backend replied with native calls of the tools sent.
+    Calls {
+        content: String,
+        calls: Vec<ToolCall>,
+    },
 }
 
 /// What [`Pipeline::judge`] makes of a reply.
@@ -250,27 +283,41 @@ impl Pipeline {
             model = %self.config.model,
             turn = ctx.turn
         );
-        self.run(ctx, input, base, on_partial)
+        self.run(ctx, input, base, on_partial, None)
             .instrument(span)
             .await
+            .map(|ran| ran.answer)
     }
 
+    /// One turn: the schema and prompts, then steps until a valid answer. Without `agent` a turn is
+    /// one step; with it, a step whose reply calls tools runs them and the next step sees the
+    /// results, within the agent's budget.
     async fn run(
         &self,
         ctx: &mut Context,
         input: &str,
         base: Base,
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
-    ) -> Result<Answer, Error> {
+        agent: Option<&Agent<'_>>,
+    ) -> Result<Ran, Error> {
         let started = Instant::now();
         let mut skipped = Vec::new();
-        let prepared = match &base {
-            Base::Schema(base) => Some(self.prepare_schema(base, ctx, &mut skipped)?),
-            Base::PlainText => None,
-        };
-        let mut prompts = self.build_prompts(input, ctx, &mut skipped)?;
+        let native = agent.is_some_and(Agent::is_native);
+        if native {
+            ctx.insert(NativeTools);
+        }
+        let prepared = self.prepare_turn(&base, input, ctx, &mut skipped);
+        ctx.remove::<NativeTools>();
+        let (prepared, mut prompts) = prepared?;
         let delivery = match &prepared {
-            Some(p) => self.delivery(p),
+            // The answer cannot be a forced tool while the model is free to call others.
+            Some(p) => match self.delivery(p) {
+                Delivery::Provider {
+                    mode: claij_backends::OutputMode::Tool,
+                    ..
+                } if native => Delivery::Prompted,
+                delivery => delivery,
+            },
             None => Delivery::Prompted,
         };
         if let Some(prepared) = &prepared
@@ -279,21 +326,53 @@ impl Pipeline {
         {
             prompts.system_push(&format!("{EXAMPLE_INTRO}\n{example}"));
         }
-        let first = self.request(&prompts, prepared.as_deref(), &delivery, Retry::First);
-        let prepare_time = started.elapsed();
-        let (value, attempts) = self
-            .attempts(
-                &Call {
-                    ctx,
-                    prompts: &prompts,
-                    prepared: prepared.as_deref(),
-                    delivery: &delivery,
-                    on_partial,
-                },
-                first,
-                prepare_time,
-            )
-            .await?;
+        let specs = agent.map(Agent::specs).unwrap_or_default();
+        // This turn's steps so far: the model's calls and their results.
+        let mut steps: Vec<Message> = Vec::new();
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut calls: Vec<ToolResult> = Vec::new();
+        let mut prepare_time = started.elapsed();
+        let mut step = 0;
+        let value = loop {
+            step += 1;
+            let call = Call {
+                ctx,
+                prompts: &prompts,
+                prepared: prepared.as_deref(),
+                delivery: &delivery,
+                on_partial,
+                steps: &steps,
+                tools: &specs,
+            };
+            let first = self.request(&call, Retry::First);
+            let (done, tried) = self.attempts(&call, first, prepare_time).await?;
+            attempts.extend(tried);
+            let Some(agent) = agent else {
+                match done {
+                    Done::Value(value) => break value,
+                    // Never: no tools were sent.
+                    Done::Calls { content, .. } => break Value::String(content),
+                }
+            };
+            let (said, asked) = match done {
+                Done::Calls { content, calls } => {
+                    (Message::assistant_calls(content, calls.clone()), calls)
+                }
+                Done::Value(value) => {
+                    let found = agent.calls_in(&value);
+                    if found.is_empty() {
+                        break value;
+                    }
+                    (Message::assistant(value.to_string()), found)
+                }
+            };
+            agent.check(step, &attempts)?;
+            let results = agent.run_calls(&asked).await;
+            steps.push(said);
+            steps.extend(agent::result_messages(&asked, &results, native));
+            calls.extend(results);
+            prepare_time = Duration::ZERO;
+        };
         let usage = attempts.iter().map(|a| a.usage).sum();
         ctx.insert(CallReport {
             provider: self.backend.provider().to_owned(),
@@ -307,16 +386,36 @@ impl Pipeline {
             (Base::PlainText, Value::String(text)) => text.clone(),
             (_, value) => value.to_string(),
         };
-        self.remember(ctx, &prompts.user, said);
+        self.remember(ctx, &prompts.user, steps, said);
         // A counter restored from a file can stand at its maximum: it stays there, never wraps
         // or panics (the CLI refuses such a session before any request).
         ctx.turn = ctx.turn.saturating_add(1);
-        Ok(Answer {
-            value,
-            attempts,
-            usage,
-            skipped,
+        Ok(Ran {
+            answer: Answer {
+                value,
+                attempts,
+                usage,
+                skipped,
+            },
+            calls,
+            steps: step,
         })
+    }
+
+    /// The composed schema (none for plain text) and the prompts of a turn.
+    fn prepare_turn(
+        &self,
+        base: &Base,
+        input: &str,
+        ctx: &Context,
+        skipped: &mut Vec<String>,
+    ) -> Result<(Option<Arc<Prepared>>, Prompts), Error> {
+        let prepared = match base {
+            Base::Schema(base) => Some(self.prepare_schema(base, ctx, skipped)?),
+            Base::PlainText => None,
+        };
+        let prompts = self.build_prompts(input, ctx, skipped)?;
+        Ok((prepared, prompts))
     }
 
     /// Collects the chain's deltas and gets the composed, checked, compiled schema.
@@ -368,14 +467,16 @@ impl Pipeline {
         Ok(prompts)
     }
 
-    /// Appends the turn to the context's history and keeps the policy's window.
-    fn remember(&self, ctx: &mut Context, user: &str, answer: String) {
+    /// Appends the turn to the context's history (the user's input, the agent's steps, the answer)
+    /// and keeps the policy's window.
+    fn remember(&self, ctx: &mut Context, user: &str, steps: Vec<Message>, answer: String) {
         let policy = &self.config.history;
         if policy.is_none() {
             ctx.history.clear();
             return;
         }
         ctx.history.push(Message::user(user));
+        ctx.history.messages.extend(steps);
         ctx.history.push(Message::assistant(answer));
         ctx.history.trim(policy);
     }
@@ -386,13 +487,8 @@ impl Pipeline {
         call: &Call<'_>,
         first: ChatRequest,
         prepare_time: Duration,
-    ) -> Result<(Value, Vec<Attempt>), Error> {
-        let Call {
-            prompts,
-            prepared,
-            delivery,
-            ..
-        } = *call;
+    ) -> Result<(Done, Vec<Attempt>), Error> {
+        let prompts = call.prompts;
         let mut attempts: Vec<Attempt> = Vec::new();
         // A conversation retry's earlier replies and corrections.
         let mut exchanges = Vec::new();
@@ -414,6 +510,10 @@ impl Pipeline {
             let Tried { attempt, reply } = done;
             let value = match reply {
                 Reply::Judged(value) => value,
+                Reply::Calls { content, calls } => {
+                    attempts.push(attempt);
+                    return Ok((Done::Calls { content, calls }, attempts));
+                }
                 Reply::Failed(source) => {
                     attempts.push(attempt);
                     self.log_failures(&attempts);
@@ -428,7 +528,7 @@ impl Pipeline {
                 if attempts.len() > 1 {
                     self.log_failures(&attempts);
                 }
-                return Ok((value, attempts));
+                return Ok((Done::Value(value), attempts));
             }
             if attempts.len() >= self.config.max_retries {
                 attempts.push(attempt);
@@ -437,7 +537,7 @@ impl Pipeline {
             }
             let retry_started = Instant::now();
             let retry = self.retry(prompts, &attempt, &mut exchanges);
-            request = self.request(prompts, prepared, delivery, retry);
+            request = self.request(call, retry);
             attempts.push(attempt);
             self.vary_retry(&mut request, attempts.len() + 1);
             prepare_time = retry_started.elapsed();
@@ -507,12 +607,31 @@ impl Pipeline {
         );
         let processing = Instant::now();
         let mut times = Timed::default();
+        let native_calls: Vec<ToolCall> = if call.tools.is_empty() {
+            Vec::new()
+        } else {
+            response
+                .calls_to_run(&request)
+                .into_iter()
+                .cloned()
+                .collect()
+        };
         let Judgement {
             verdict,
             value,
             fixes,
             violations,
-        } = self.judge(&response.content, prepared, ctx, &mut times);
+        } = if native_calls.is_empty() {
+            self.judge(&response.content, prepared, ctx, &mut times)
+        } else {
+            // The step asks for tools: its calls' arguments are checked when they run.
+            Judgement {
+                verdict: Verdict::Valid,
+                value: None,
+                fixes: Vec::new(),
+                violations: Vec::new(),
+            }
+        };
         if !fixes.is_empty() {
             let kinds: std::collections::BTreeSet<String> = fixes
                 .iter()
@@ -567,10 +686,15 @@ impl Pipeline {
             dialect_losses,
             cut_strings,
         };
-        Tried {
-            attempt,
-            reply: Reply::Judged(value),
-        }
+        let reply = if native_calls.is_empty() {
+            Reply::Judged(value)
+        } else {
+            Reply::Calls {
+                content: response.content,
+                calls: native_calls,
+            }
+        };
+        Tried { attempt, reply }
     }
 
     /// A streamed reply assembled into a response, with partial values shown as the text grows.

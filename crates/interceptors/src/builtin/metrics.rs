@@ -490,6 +490,7 @@ fn error_kind(error: &Error) -> &'static str {
         Error::Validator { .. } => "validator",
         Error::Backend { .. } => "backend",
         Error::RetriesExhausted(_) => "retries_exhausted",
+        Error::BudgetExceeded { .. } => "budget_exceeded",
         Error::Typed { .. } => "typed",
     }
 }

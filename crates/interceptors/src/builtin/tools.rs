@@ -110,7 +110,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use claij_backends::BoxFuture;
+use claij_backends::{BoxFuture, ToolCall, ToolSpec};
 use claij_validation::Validator;
 use futures_util::stream::{self, StreamExt as _};
 use schemars::JsonSchema;
@@ -123,6 +123,7 @@ use crate::context::{Context, ToolOrigin, ToolResult};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
+use crate::toolbox::{NativeTools, Toolbox};
 
 mod render;
 #[cfg(test)]
@@ -457,7 +458,11 @@ impl Interceptor for Tools {
         "tools"
     }
 
-    fn pre_schema(&self, schema: &mut Schema, _ctx: &Context) -> Result<(), BoxError> {
+    fn pre_schema(&self, schema: &mut Schema, ctx: &Context) -> Result<(), BoxError> {
+        // An agent run sending the tools natively needs no field for them.
+        if ctx.get::<NativeTools>().is_some() {
+            return Ok(());
+        }
         if let Some(delta) = self.schema_delta() {
             schema.extend(EXTENSION, delta);
         }
@@ -465,7 +470,9 @@ impl Interceptor for Tools {
     }
 
     fn pre_prompt(&self, prompts: &mut Prompts, ctx: &Context) -> Result<(), BoxError> {
-        if let Some(section) = self.prompt_section() {
+        if ctx.get::<NativeTools>().is_none()
+            && let Some(section) = self.prompt_section()
+        {
             prompts.system_push(&section);
         }
         let own: Vec<ToolResult> = ctx
@@ -491,6 +498,47 @@ impl Interceptor for Tools {
             ctx.tool_results.retain(|r| !is_own_result(r));
             ctx.tool_results.extend(results);
             Ok(())
+        })
+    }
+
+    fn toolbox(&self) -> Option<&dyn Toolbox> {
+        Some(self)
+    }
+}
+
+/// The tools for an agent run ([`Pipeline::run_agent`](crate::Pipeline::run_agent)): natively, or
+/// through the reply's `tools` field.
+impl Toolbox for Tools {
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Rust
+    }
+
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), (*t.args).clone()))
+            .collect()
+    }
+
+    fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
+        let Some(Value::Array(items)) = value.get("tools") else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
+                ToolCall::new(format!("tools-{index}"), name, args)
+            })
+            .collect()
+    }
+
+    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let tool = self.check_call(name, &arguments)?;
+            run_one(tool, arguments, self.config.timeout).await
         })
     }
 }

@@ -92,3 +92,14 @@ fn serde_round_trip_and_defaults() {
     let p: HistoryPolicy = serde_json::from_str(r#"{"max_messages": 6}"#).unwrap();
     assert_eq!(p, policy(6, DEFAULT_HISTORY_TOKENS));
 }
+
+#[test]
+fn tool_calls_count_in_the_estimate() {
+    let call = claij_backends::ToolCall::new("c1", "weather", serde_json::json!({"city": "Oslo"}));
+    // "weather" and {"city":"Oslo"}: 7 + 15 bytes, 6 tokens, plus 4.
+    assert_eq!(
+        estimate_tokens(&Message::assistant_calls("", vec![call])),
+        10
+    );
+    assert_eq!(estimate_tokens(&Message::user("abcde")), 6);
+}

@@ -63,18 +63,7 @@ impl Prepared {
         if let Some(done) = cache.get(&dialect) {
             return Ok(Arc::clone(done));
         }
-        let compiled = match dialect {
-            SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict.compile(&self.schema)?,
-            SchemaDialect::Gemini => Dialect::Gemini.compile(&self.schema)?,
-            SchemaDialect::Anthropic => Dialect::Anthropic.compile(&self.schema)?,
-            SchemaDialect::Llguidance => Dialect::Llguidance.compile(&self.schema)?,
-            // Full JSON Schema, or a dialect this version does not know: send the schema as it is.
-            _ => Compiled {
-                schema: (*self.schema).clone(),
-                losses: Vec::new(),
-            },
-        };
-        let compiled = Arc::new(compiled);
+        let compiled = Arc::new(compile_for(dialect, &self.schema)?);
         cache.insert(dialect, Arc::clone(&compiled));
         Ok(compiled)
     }
@@ -284,4 +273,22 @@ fn same_deltas(a: &[SchemaDelta], b: &[SchemaDelta]) -> bool {
         && a.iter().zip(b).all(|(x, y)| {
             x.extension_id == y.extension_id && x.added_by == y.added_by && x.delta == y.delta
         })
+}
+
+/// `schema` compiled for a backend's dialect; as it is for full JSON Schema or a dialect this
+/// version does not know.
+pub(super) fn compile_for(
+    dialect: SchemaDialect,
+    schema: &Value,
+) -> Result<Compiled, DialectError> {
+    Ok(match dialect {
+        SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict.compile(schema)?,
+        SchemaDialect::Gemini => Dialect::Gemini.compile(schema)?,
+        SchemaDialect::Anthropic => Dialect::Anthropic.compile(schema)?,
+        SchemaDialect::Llguidance => Dialect::Llguidance.compile(schema)?,
+        _ => Compiled {
+            schema: schema.clone(),
+            losses: Vec::new(),
+        },
+    })
 }

@@ -9,7 +9,7 @@ use claij_validation::retry::Failure;
 use tracing::warn;
 
 use super::{
-    Attempt, Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample,
+    Attempt, Call, Pipeline, Prepared, RETRY_TEMPERATURE, RetryForm, SchemaFormat, ShowExample,
     StructuredMode, Verdict,
 };
 use crate::prompts::Prompts;
@@ -25,7 +25,8 @@ pub(super) enum Delivery {
     },
 }
 
-/// What an attempt's request sends after the prompts' history.
+/// What an attempt's request sends after the prompts' history (and an agent turn's steps after
+/// the user's input).
 pub(super) enum Retry<'a> {
     /// The user's input: the first attempt.
     First,
@@ -84,13 +85,15 @@ impl Pipeline {
 
     /// The request for an attempt: the prompts, the schema in the system prompt or as structured output,
     /// and for a retry what [`Retry`] says.
-    pub(super) fn request(
-        &self,
-        prompts: &Prompts,
-        prepared: Option<&Prepared>,
-        delivery: &Delivery,
-        retry: Retry<'_>,
-    ) -> ChatRequest {
+    pub(super) fn request(&self, call: &Call<'_>, retry: Retry<'_>) -> ChatRequest {
+        let Call {
+            prompts,
+            prepared,
+            delivery,
+            steps,
+            tools,
+            ..
+        } = *call;
         let mut system = prompts.system.clone();
         if let (Some(prepared), Delivery::Prompted) = (prepared, delivery)
             && !prepared.prompt_section().is_empty()
@@ -105,14 +108,16 @@ impl Pipeline {
             request.system = Some(system);
         }
         request.messages.extend(prompts.history.iter().cloned());
-        match retry {
-            Retry::First => request.messages.push(Message::user(prompts.user.clone())),
-            Retry::SelfContained(text) => request.messages.push(Message::user(text)),
-            Retry::Conversation(exchanges) => {
-                request.messages.push(Message::user(prompts.user.clone()));
-                request.messages.extend(exchanges.iter().cloned());
-            }
+        let user = match &retry {
+            Retry::SelfContained(text) => text.clone(),
+            Retry::First | Retry::Conversation(_) => prompts.user.clone(),
+        };
+        request.messages.push(Message::user(user));
+        request.messages.extend(steps.iter().cloned());
+        if let Retry::Conversation(exchanges) = retry {
+            request.messages.extend(exchanges.iter().cloned());
         }
+        request.tools = tools.to_vec();
         if let Delivery::Provider {
             mode,
             strict,

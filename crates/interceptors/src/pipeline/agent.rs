@@ -1,0 +1,302 @@
+//! The agent run ([`Pipeline::run_agent`]): within one turn, the model calls the chain's tools and
+//! sees their results until it answers, within a [`Budget`].
+
+use std::collections::HashMap;
+
+use claij_backends::{Message, SchemaTarget, ToolCall, ToolSpec};
+use claij_validation::Validator;
+use serde::Serialize;
+use serde_json::Value;
+use tracing::{Instrument as _, info_span, warn};
+
+use super::prepare::compile_for;
+use super::{Answer, Attempt, Pipeline};
+use crate::builtin::tools::results_section;
+use crate::context::{Context, ToolResult};
+use crate::error::Error;
+use crate::toolbox::{Budget, BudgetKind, Toolbox};
+
+/// Characters of tool output shown to the model per result (native route) or shared by a step's
+/// results (`oneOf` route).
+const RESULT_CHARS: usize = 4000;
+
+/// What an agent run did: the answer, and every tool call made on the way to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentRun {
+    /// The final answer; its attempts are every step's, in order (numbered within their step).
+    pub answer: Answer,
+    /// The tool calls, in the order they were made, with their results (a refused call's error
+    /// says why: an unknown tool, arguments that violate the tool's schema).
+    pub calls: Vec<ToolResult>,
+    /// Steps taken: model calls that ended in tool calls or in the answer.
+    pub steps: usize,
+}
+
+/// The tools of one agent run and its budget.
+pub(super) struct Agent<'a> {
+    toolboxes: Vec<&'a dyn Toolbox>,
+    budget: &'a Budget,
+    /// The backend's tool dialect, when the tools go natively.
+    native: Option<SchemaTarget>,
+    /// Each tool by name (the first toolbox offering a name wins): its toolbox, its spec and the
+    /// validator of its arguments (`None` when the schema does not compile: the toolbox checks).
+    tools: HashMap<String, (usize, ToolSpec, Option<Validator>)>,
+    order: Vec<String>,
+}
+
+impl Pipeline {
+    /// Asks `input` as [`Pipeline::ask`] does, letting the model call the tools of the chain's
+    /// interceptors ([`Interceptor::toolbox`](crate::Interceptor::toolbox): the `tools`
+    /// interceptor's Rust functions, the `mcp` interceptor's MCP tools) and see their results within
+    /// this one turn, until it answers without calling any.
+    ///
+    /// Tools go natively ([`ChatRequest::tools`](claij_backends::ChatRequest::tools)) where the
+    /// backend's capabilities have tools for the model, the calls coming back as the response's
+    /// tool calls and the results as tool messages; elsewhere through each interceptor's field of
+    /// the reply (the `oneOf` route), the results as a user message. Each call's arguments are
+    /// checked against its tool's schema first: a violation is the call's result, for the model to
+    /// correct. The steps (calls and results) go into the context's history with the turn.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use claij_backends::testing::Scripted;
+    /// use claij_interceptors::builtin::tools::Tools;
+    /// use claij_interceptors::{Budget, Chain, Config, Context, Pipeline};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let tools = Tools::new().register(
+    ///     "weather", "Today's weather in a city.",
+    ///     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    ///     |args| async move { Ok(json!(format!("sunny in {}", args["city"].as_str().unwrap_or("?")))) },
+    /// )?;
+    /// let backend = Arc::new(Scripted::replies([
+    ///     r#"{"answer": "", "state": "asking", "tools": [{"name": "weather", "args": {"city": "Oslo"}}]}"#,
+    ///     r#"{"answer": "It is sunny in Oslo.", "state": "done"}"#,
+    /// ]));
+    /// let pipeline = Pipeline::new(backend.clone(), Config::new("test-model"), Chain::new().with(tools));
+    /// let mut ctx = Context::default();
+    /// let run = pipeline.run_agent(&mut ctx, "Weather in Oslo?", &Budget::default()).await?;
+    /// assert_eq!(run.answer.value["answer"], "It is sunny in Oslo.");
+    /// assert_eq!(run.steps, 2);
+    /// assert_eq!(run.calls[0].output, Ok(json!("sunny in Oslo")));
+    /// // The second step saw the call and its result.
+    /// assert!(backend.requests()[1].messages[2].content.contains("sunny in Oslo"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Pipeline::ask`], and [`Error::BudgetExceeded`] naming the bound when the model still
+    /// calls tools at the last step, or the tokens or cost spent reach the budget's, before an
+    /// answer.
+    pub async fn run_agent(
+        &self,
+        ctx: &mut Context,
+        input: &str,
+        budget: &Budget,
+    ) -> Result<AgentRun, Error> {
+        let span = info_span!(
+            "llm.ask",
+            provider = self.backend.provider(),
+            model = %self.config.model,
+            turn = ctx.turn
+        );
+        let toolboxes = self
+            .chain
+            .links()
+            .iter()
+            .filter_map(|link| link.interceptor.toolbox())
+            .collect();
+        let capabilities = self.backend.capabilities(&self.config.model);
+        let native = capabilities
+            .tools
+            .then(|| capabilities.schema_target(claij_backends::OutputMode::Tool));
+        let agent = Agent::new(toolboxes, budget, native);
+        let ran = self
+            .run(ctx, input, self.base.clone(), None, Some(&agent))
+            .instrument(span)
+            .await?;
+        Ok(AgentRun {
+            answer: ran.answer,
+            calls: ran.calls,
+            steps: ran.steps,
+        })
+    }
+}
+
+impl<'a> Agent<'a> {
+    /// The agent over `toolboxes`; `native`: the dialect the backend takes tool schemas in, when it
+    /// takes tools natively.
+    fn new(
+        toolboxes: Vec<&'a dyn Toolbox>,
+        budget: &'a Budget,
+        native: Option<SchemaTarget>,
+    ) -> Self {
+        let mut tools = HashMap::new();
+        let mut order = Vec::new();
+        for (index, toolbox) in toolboxes.iter().enumerate() {
+            for spec in toolbox.specs() {
+                if tools.contains_key(&spec.name) {
+                    warn!(tool = %spec.name, "two toolboxes offer this tool; the first one's is used");
+                    continue;
+                }
+                let validator = Validator::new(&spec.parameters)
+                    .inspect_err(|e| warn!(tool = %spec.name, error = %e, "tool schema does not compile; arguments unchecked"))
+                    .ok();
+                order.push(spec.name.clone());
+                tools.insert(spec.name.clone(), (index, spec, validator));
+            }
+        }
+        Self {
+            native: native.filter(|_| !tools.is_empty()),
+            toolboxes,
+            budget,
+            tools,
+            order,
+        }
+    }
+
+    /// Whether the tools go natively.
+    pub(super) fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+
+    /// The tools, for a native request, in the toolboxes' order, each schema compiled to the
+    /// backend's tool dialect (strict where the backend has strict tools); a schema the dialect
+    /// cannot express goes as it is, not strict. The arguments are checked against the full schema.
+    pub(super) fn specs(&self) -> Vec<ToolSpec> {
+        let Some(target) = self.native else {
+            return Vec::new();
+        };
+        self.order
+            .iter()
+            .filter_map(|name| self.tools.get(name))
+            .map(|(_, spec, _)| match compile_for(target.dialect, &spec.parameters) {
+                Ok(compiled) => ToolSpec {
+                    parameters: compiled.schema,
+                    strict: target.strict,
+                    ..spec.clone()
+                },
+                Err(e) => {
+                    warn!(tool = %spec.name, error = %e, "tool schema not expressible in the provider's dialect; sent as it is");
+                    spec.clone()
+                }
+            })
+            .collect()
+    }
+
+    /// The calls a valid value makes through the toolboxes' fields.
+    pub(super) fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
+        self.toolboxes
+            .iter()
+            .flat_map(|toolbox| toolbox.calls_in(value))
+            .collect()
+    }
+
+    /// Whether another step fits the budget after `step` steps and these attempts.
+    pub(super) fn check(&self, step: usize, attempts: &[Attempt]) -> Result<(), Error> {
+        let exceeded = |budget, limit: f64, used: f64| Error::BudgetExceeded {
+            budget,
+            limit,
+            used,
+            attempts: attempts.to_vec(),
+        };
+        if step >= self.budget.max_steps {
+            return Err(exceeded(
+                BudgetKind::Steps,
+                self.budget.max_steps as f64,
+                step as f64,
+            ));
+        }
+        let tokens: u64 = attempts.iter().map(|a| a.usage.total_tokens()).sum();
+        if let Some(limit) = self.budget.max_tokens
+            && tokens >= limit
+        {
+            return Err(exceeded(BudgetKind::Tokens, limit as f64, tokens as f64));
+        }
+        let cost: f64 = attempts.iter().filter_map(|a| a.usage.cost_usd).sum();
+        if let Some(limit) = self.budget.max_cost_usd
+            && cost >= limit
+        {
+            return Err(exceeded(BudgetKind::CostUsd, limit, cost));
+        }
+        Ok(())
+    }
+
+    /// Runs the calls, each checked against its tool's schema first; one result per call, in order.
+    pub(super) async fn run_calls(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+        let runs = calls.iter().map(|call| async move {
+            let (origin, output) = match self.tools.get(&call.name) {
+                None => (
+                    crate::ToolOrigin::Other {
+                        interceptor: "agent".to_owned(),
+                    },
+                    Err(format!(
+                        "unknown tool `{}`; the tools are: {}",
+                        call.name,
+                        self.order.join(", ")
+                    )),
+                ),
+                Some((index, _, validator)) => {
+                    let toolbox = self.toolboxes[*index];
+                    let checked = match validator {
+                        Some(v) => v.validate(&call.arguments).map_err(|violations| {
+                            let found: Vec<String> =
+                                violations.iter().map(ToString::to_string).collect();
+                            format!("invalid arguments, not run: {}", found.join("; "))
+                        }),
+                        None => Ok(()),
+                    };
+                    let output = match checked {
+                        Ok(()) => toolbox.call(&call.name, call.arguments.clone()).await,
+                        Err(why) => Err(why),
+                    };
+                    (toolbox.origin(), output)
+                }
+            };
+            ToolResult {
+                name: call.name.clone(),
+                args: call.arguments.clone(),
+                output,
+                origin,
+            }
+        });
+        futures_util::future::join_all(runs).await
+    }
+}
+
+/// The messages that give a step's results back to the model: one tool message per call (native),
+/// or one user message listing them (the `oneOf` route), cut to [`RESULT_CHARS`].
+pub(super) fn result_messages(
+    calls: &[ToolCall],
+    results: &[ToolResult],
+    native: bool,
+) -> Vec<Message> {
+    if !native {
+        return results_section(results, RESULT_CHARS)
+            .map(Message::user)
+            .into_iter()
+            .collect();
+    }
+    calls
+        .iter()
+        .zip(results)
+        .map(|(call, result)| {
+            let text = match &result.output {
+                Ok(value) => value.to_string(),
+                Err(why) => format!("error: {why}"),
+            };
+            Message::tool_result(call.id.clone(), cut(text, RESULT_CHARS))
+        })
+        .collect()
+}
+
+/// `text`, past `max` characters cut with a note of how long it was.
+fn cut(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}… [cut: {} bytes in all]", &text[..end], text.len()),
+        None => text,
+    }
+}

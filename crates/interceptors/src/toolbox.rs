@@ -1,0 +1,86 @@
+//! [`Toolbox`]: tools an agent run ([`Pipeline::run_agent`](crate::Pipeline::run_agent)) can call,
+//! offered by an interceptor ([`Interceptor::toolbox`](crate::Interceptor::toolbox)), and the
+//! [`Budget`] that bounds the run.
+
+use std::fmt;
+
+use claij_backends::{BoxFuture, ToolCall, ToolSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::context::ToolOrigin;
+
+/// Tools the model can call within one turn, natively (each tool a [`ToolSpec`] sent in the
+/// request) or through a field of its reply (the `oneOf` route: the interceptor's schema delta).
+///
+/// The agent run checks a call's arguments against the tool's `parameters` before calling
+/// [`Toolbox::call`], and sends the violations back to the model as the call's result.
+pub trait Toolbox: Send + Sync {
+    /// What ran the calls, for [`ToolResult::origin`](crate::ToolResult::origin).
+    fn origin(&self) -> ToolOrigin;
+
+    /// The tools, each with the JSON Schema of its arguments.
+    fn specs(&self) -> Vec<ToolSpec>;
+
+    /// The calls a valid reply makes through this toolbox's field (the `oneOf` route), in order;
+    /// empty when it makes none. Ids are made up (`<field>-<index>`): the route has none.
+    fn calls_in(&self, value: &Value) -> Vec<ToolCall>;
+
+    /// Runs one call whose arguments are valid against its tool's `parameters`: the output, or why
+    /// it failed (an unknown tool, a timeout, the tool's own error) as text for the model.
+    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// Put in the context by an agent run that sends the tools natively: an interceptor offering a
+/// [`Toolbox`] leaves its calls field out of the schema and its tools out of the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeTools;
+
+/// The bounds of an agent run: steps (model calls that end in an answer or in tool calls), tokens
+/// and cost. Checked between steps: a step under way finishes, and an answer is returned even when
+/// its step went over.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Budget {
+    /// The most steps (default 8): a model still calling tools at the last one exceeds the budget.
+    pub max_steps: usize,
+    /// The most tokens, input and output, over every attempt of the run.
+    pub max_tokens: Option<u64>,
+    /// The most US dollars over every attempt of the run; a backend that reports no cost counts 0.
+    pub max_cost_usd: Option<f64>,
+}
+
+/// The default [`Budget::max_steps`].
+pub const DEFAULT_MAX_STEPS: usize = 8;
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            max_steps: DEFAULT_MAX_STEPS,
+            max_tokens: None,
+            max_cost_usd: None,
+        }
+    }
+}
+
+/// Which bound of a [`Budget`] ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// [`Budget::max_steps`].
+    Steps,
+    /// [`Budget::max_tokens`].
+    Tokens,
+    /// [`Budget::max_cost_usd`].
+    CostUsd,
+}
+
+impl fmt::Display for BudgetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BudgetKind::Steps => "max_steps",
+            BudgetKind::Tokens => "max_tokens",
+            BudgetKind::CostUsd => "max_cost_usd",
+        })
+    }
+}
