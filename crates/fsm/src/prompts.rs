@@ -73,6 +73,31 @@ pub fn state_prompt(definition: &Definition, state: &State, style: IdStyle) -> S
     out
 }
 
+/// The section a state's prompt gains while schema extensions are active (an approved proposal, a
+/// meta-debug schema remedy): the fields every event now has besides its transition's, composed
+/// from `deltas` in order as the schema registry composes them, in the compact form the transitions'
+/// schemas are shown in. `None` when no delta adds anything. A delta that does not compose with the
+/// ones before it is left out, as the registry refuses it.
+pub fn extensions_section(deltas: &[claij_schema::SchemaDelta]) -> Option<String> {
+    let mut composed = serde_json::json!({"type": "object"});
+    let mut ids = Vec::new();
+    for delta in deltas {
+        if let Ok(next) = claij_schema::compose(&composed, std::slice::from_ref(delta)) {
+            composed = next;
+            ids.push(format!("`{}`", delta.extension_id));
+        }
+    }
+    if ids.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Schema extensions in force ({}): whatever its transition, the event also has these \
+         fields; fill in every one they require.\n{}",
+        ids.join(", "),
+        indent(&claij_schema::to_compact(&composed), "  ")
+    ))
+}
+
 fn indent(text: &str, by: &str) -> String {
     text.lines()
         .map(|l| {

@@ -2,6 +2,7 @@
 //! `id`, record every transition, until a terminal state, a person's turn or an interrupt.
 
 mod actions;
+mod extensions;
 mod meta_debug;
 
 use std::collections::{BTreeMap, HashMap};

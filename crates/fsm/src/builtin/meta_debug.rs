@@ -14,7 +14,9 @@
 //!   goes on to `verify` with the [`Remedy`]; a schema or model fix is recorded and ends in `unfixed`
 //!   with `applied: false`, for a person or the caller to act on.
 //! - `verify` (service): the caller's closure asks the failing model again with the fix and says
-//!   whether its reply is now valid: `fixed` or `unfixed`.
+//!   whether its reply is now valid: `fixed` or `unfixed`. (Under [`Runner::with_meta_debug`] with
+//!   a remedy approver, a schema fix with a `delta` comes here too: put to the approver, then
+//!   tried; declined, it ends in `unfixed` with `applied: false`.)
 //!
 //! Every final event carries `diagnosed` and `fixed`; after `apply` also `applied`, `fix_kind` and
 //! `suggestion`, and `system` (the amended prompt) when the fix was applied. The transitions into
@@ -327,17 +329,21 @@ pub fn definition(diagnostic_models: &[&str]) -> Definition {
         json!({
             "model": {"type": "string"},
             "request": {"type": "string"},
-            "fix_kind": {"const": "prompt"},
+            "fix_kind": {"enum": ["prompt", "schema"]},
             "suggestion": {"type": "string"},
             "system": {"type": "string"},
+            "delta": {"type": "object"},
         }),
-        &[],
+        &["delta"],
     );
+    // A declined schema remedy leaves `verify` unapplied.
+    let mut verify_unfixed = outcome_schema(true, false);
+    verify_unfixed["properties"]["applied"] = json!({"type": "boolean"});
     transitions.extend([
         Transition::new("apply", "verify", fix),
         Transition::new("apply", "unfixed", outcome_schema(false, false)),
         Transition::new("verify", "fixed", outcome_schema(true, true)),
-        Transition::new("verify", "unfixed", outcome_schema(true, false)),
+        Transition::new("verify", "unfixed", verify_unfixed),
     ]);
 
     Definition {
@@ -368,12 +374,51 @@ where
     F: Fn(Remedy) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<bool, BoxError>> + Send + 'static,
 {
-    let fsm = Fsm::new(definition(diagnostic_models))?;
+    runner_with(backend, config, diagnostic_models, verify, false)
+}
+
+/// What the runner's own verification (a remedy tried on the failing state) came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Applied, and the state's reply validated.
+    Fixed,
+    /// Applied, and the state still failed.
+    Unfixed,
+    /// Not applied: the schema remedy was declined.
+    NotApplied,
+}
+
+impl From<bool> for Verdict {
+    fn from(fixed: bool) -> Self {
+        if fixed { Self::Fixed } else { Self::Unfixed }
+    }
+}
+
+/// [`runner`] with `verify` saying whether the remedy was applied too; with `verify_schema`, a
+/// schema remedy with a delta goes to `verify` as a prompt remedy does (the runner puts it to its
+/// remedy approver there), so the machine's last transition says what became of it.
+pub(crate) fn runner_with<F, Fut, V>(
+    backend: Arc<dyn Backend>,
+    config: Config,
+    diagnostic_models: &[&str],
+    verify: F,
+    verify_schema: bool,
+) -> Result<Runner, Error>
+where
+    F: Fn(Remedy) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<V, BoxError>> + Send + 'static,
+    V: Into<Verdict>,
+{
+    let mut definition = definition(diagnostic_models);
+    if verify_schema && let Some(apply) = definition.states.iter_mut().find(|s| s.id == "apply") {
+        apply.config = json!({"verify_schema": true});
+    }
+    let fsm = Fsm::new(definition)?;
     Ok(Runner::new(fsm)
         .with_llm(backend, config)
         .with_service("detect", service_fn(|call| Ok(detect(call))))
         .with_service("select", service_fn(|call| Ok(select(call))))
-        .with_service("apply", service_fn(|call| apply(call.event, call.trail)))
+        .with_service("apply", service_fn(apply))
         .with_service("verify", Verify(verify)))
 }
 
@@ -498,13 +543,31 @@ fn select(call: &ServiceCall<'_>) -> Value {
     }
 }
 
-/// The `apply` service: a prompt fix goes on to `verify`; other kinds are recorded and end the run.
-fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
-    let failure = input_of(trail).ok_or("no failure in the trail")?;
+/// The `apply` service: a prompt fix goes on to `verify`, and so does a schema fix with a delta when
+/// the state's `config.verify_schema` is `true`; other fixes are recorded and end the run.
+fn apply(call: &ServiceCall<'_>) -> Result<Value, BoxError> {
+    let event = call.event;
+    let failure = input_of(call.trail).ok_or("no failure in the trail")?;
     // Only what the fix needs: violations may be any objects with a message.
     let field = |key: &str| failure[key].as_str().unwrap_or_default().to_owned();
     let kind: RemedyKind = serde_json::from_value(event["fix_kind"].clone())?;
     let suggestion = event["suggestion"].as_str().unwrap_or_default().to_owned();
+    let delta = event.get("delta").filter(|d| d.is_object()).cloned();
+    let verify_schema = call.state.config.get("verify_schema") == Some(&Value::Bool(true));
+    if kind == RemedyKind::Schema
+        && verify_schema
+        && let Some(delta) = delta
+    {
+        let fix = Remedy::new(
+            field("model"),
+            field("request"),
+            kind,
+            suggestion,
+            field("system"),
+        )
+        .with_delta(delta);
+        return Ok(with_id(&serde_json::to_value(fix)?, "apply", "verify"));
+    }
     if kind != RemedyKind::Prompt {
         tracing::info!(model = %field("model"), ?kind, "fix recorded, not applied");
         let mut out = json!({"id": ["apply", "unfixed"], "diagnosed": true, "fixed": false,
@@ -537,24 +600,31 @@ fn apply(event: &Value, trail: &crate::Trail) -> Result<Value, BoxError> {
 /// The `verify` service: the caller's closure says whether the fix works.
 struct Verify<F>(F);
 
-impl<F, Fut> Service for Verify<F>
+impl<F, Fut, V> Service for Verify<F>
 where
     F: Fn(Remedy) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<bool, BoxError>> + Send + 'static,
+    Fut: Future<Output = Result<V, BoxError>> + Send + 'static,
+    V: Into<Verdict>,
 {
     fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
         let fix: Result<Remedy, _> = serde_json::from_value(call.event.clone());
         Box::pin(async move {
             let fix = fix?;
-            let verdict = (self.0)(fix.clone()).await;
-            let fixed = matches!(verdict, Ok(true));
-            tracing::info!(model = %fix.model, fixed, "fix verified");
+            let verdict = (self.0)(fix.clone()).await.map(Into::into);
+            let fixed = matches!(verdict, Ok(Verdict::Fixed));
+            let applied = !matches!(verdict, Ok(Verdict::NotApplied));
+            tracing::info!(model = %fix.model, fixed, applied, "fix verified");
             let to = if fixed { "fixed" } else { "unfixed" };
             let mut out = json!({"id": ["verify", to], "diagnosed": true, "fixed": fixed,
-                                 "applied": true, "fix_kind": fix.kind,
+                                 "applied": applied, "fix_kind": fix.kind,
                                  "suggestion": fix.suggestion, "system": fix.system});
-            if let (Err(error), Value::Object(map)) = (verdict, &mut out) {
-                map.insert("error".into(), Value::String(error.to_string()));
+            if let Value::Object(map) = &mut out {
+                if let Some(delta) = fix.delta {
+                    map.insert("delta".into(), delta);
+                }
+                if let Err(error) = verdict {
+                    map.insert("error".into(), Value::String(error.to_string()));
+                }
             }
             Ok(out)
         })

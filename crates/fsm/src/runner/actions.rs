@@ -147,11 +147,11 @@ impl Runner {
                 asked,
             )
             .await?;
-        let mut attempts: Vec<AttemptRecord> =
-            exhausted.attempts.iter().map(AttemptRecord::from).collect();
         match diagnosed.answer {
-            Some((event, more)) => {
-                attempts.extend(more);
+            Some(event) => {
+                let mut attempts: Vec<AttemptRecord> =
+                    exhausted.attempts.iter().map(AttemptRecord::from).collect();
+                attempts.extend(diagnosed.attempts);
                 Ok(Step {
                     attempts,
                     sub_entries: Some(diagnosed.entries),
@@ -190,28 +190,27 @@ impl Runner {
         let diagnosed = self
             .diagnose(diagnostics, state, symptom, recipe, asked)
             .await?;
-        if let Some((_, attempts)) = diagnosed.answer {
-            // The verification's call counts, though this turn's event is already chosen.
-            step.attempts.extend(attempts);
-        }
+        // The verification's calls count, though this turn's event is already chosen.
+        step.attempts.extend(diagnosed.attempts);
         step.sub_entries = Some(diagnosed.entries);
         step.remedy = diagnosed.remedy;
         Ok(step)
     }
 
-    /// The bail-out for a model call that failed, or the error; with what meta-debugging did (with
-    /// no bail-out, a step carrying the remedy and the error, so the remedy is kept first).
+    /// The bail-out for a model call that failed, or the error; with what meta-debugging did (the
+    /// re-ask's attempts after the failed ones; with no bail-out, a step carrying the remedy and the
+    /// error, so the remedy is kept first).
     fn failed(
         &self,
         state: &State,
         error: claij_interceptors::Error,
         diagnosed: Option<Diagnosed>,
     ) -> Result<Step, Error> {
-        let (sub_entries, remedy) = match diagnosed {
-            Some(d) => (Some(d.entries), d.remedy),
-            None => (None, None),
+        let (sub_entries, remedy, tried) = match diagnosed {
+            Some(d) => (Some(d.entries), d.remedy, d.attempts),
+            None => (None, None, Vec::new()),
         };
-        let attempts: Vec<AttemptRecord> = match &error {
+        let mut attempts: Vec<AttemptRecord> = match &error {
             claij_interceptors::Error::RetriesExhausted(exhausted) => {
                 exhausted.attempts.iter().map(AttemptRecord::from).collect()
             }
@@ -220,6 +219,7 @@ impl Runner {
             }
             _ => Vec::new(),
         };
+        attempts.extend(tried);
         let bails = matches!(
             error,
             claij_interceptors::Error::RetriesExhausted(_)

@@ -1,16 +1,17 @@
 //! Meta-debugging that acts: an `llm` state out of retries is diagnosed by the meta-debug machine
 //! ([`crate::builtin::meta_debug`]), a prompt remedy is verified by asking the state again with it,
-//! a schema remedy is put to the remedy approver and, approved, verified the same way (the state's
-//! interceptors now extend its schema); either is kept for the rest of the run with its effect.
+//! a schema remedy is put to the remedy approver by the machine's `verify` step and, approved,
+//! verified the same way (the state's interceptors now extend its schema); either is kept for the
+//! rest of the run with its effect, and every attempt of the re-ask joins the state's trail entry.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use claij_backends::{Backend, Message};
-use claij_interceptors::{Chain, Config, Context, ErrorChain, Exhausted, Pipeline};
+use claij_interceptors::{BoxError, Chain, Config, Context, ErrorChain, Exhausted, Pipeline};
 use serde_json::Value;
 
-use super::{Outcome, Runner, actions};
-use crate::builtin::meta_debug::{self, Diagnostics, Effect, Remedy, RemedyKind, Symptom};
+use super::{Outcome, RemedyApprover, Runner, actions, extensions};
+use crate::builtin::meta_debug::{self, Diagnostics, Effect, Remedy, RemedyKind, Symptom, Verdict};
 use crate::definition::State;
 use crate::error::Error;
 use crate::interrupt::Interrupt;
@@ -35,6 +36,8 @@ impl Recipe {
         }
         let mut chain = (self.chain)();
         chain.push(actions::history());
+        // Last, to see every delta the chain adds.
+        chain.push(extensions::extensions());
         let pipeline = Pipeline::new(Arc::clone(&self.backend), config, chain);
         match &self.schema {
             Some(schema) => pipeline.with_base_schema(schema.clone()),
@@ -50,11 +53,10 @@ pub(super) struct Diagnosed {
     /// The remedy, when it was applied (a prompt remedy) or recorded (schema, model).
     pub(super) remedy: Option<Remedy>,
     /// The failing state's valid event, when the attempt with the remedy validated.
-    pub(super) answer: Option<Verified>,
+    pub(super) answer: Option<Value>,
+    /// Every attempt of asking the state again with the remedy, valid or not.
+    pub(super) attempts: Vec<AttemptRecord>,
 }
-
-/// The valid event the attempt with a remedy produced, and the attempts it took.
-pub(super) type Verified = (Value, Vec<AttemptRecord>);
 
 /// The history the verification is asked with, as the state's pipeline would see it.
 pub(super) struct Asked {
@@ -62,10 +64,28 @@ pub(super) struct Asked {
     pub(super) input: String,
 }
 
+/// What the verification did, kept for after the meta-debug run.
+#[derive(Default)]
+struct Tried {
+    effect: Option<Effect>,
+    answer: Option<Value>,
+    attempts: Vec<AttemptRecord>,
+}
+
+/// What the verification needs to ask the failing state again, or to put a schema remedy to the
+/// approver first.
+struct Again {
+    state: String,
+    recipe: Recipe,
+    history: Vec<Message>,
+    input: String,
+    approver: Option<Arc<dyn RemedyApprover>>,
+}
+
 impl Runner {
-    /// Runs the meta-debug machine on `state`'s failure (`symptom`); a prompt remedy is verified by
-    /// asking the state again (`asked`) with the remedied system prompt, a schema remedy approved by
-    /// the remedy approver by asking it again as it is (its interceptors extend its schema).
+    /// Runs the meta-debug machine on `state`'s failure (`symptom`); its `verify` step asks the
+    /// state again (`asked`) with a prompt remedy's system prompt, or with a schema remedy once the
+    /// remedy approver approves it (the state's interceptors then extend its schema).
     pub(super) async fn diagnose(
         &self,
         diagnostics: &Diagnostics,
@@ -74,35 +94,26 @@ impl Runner {
         recipe: Recipe,
         asked: Asked,
     ) -> Result<Diagnosed, Error> {
-        let answer: Arc<Mutex<Option<Verified>>> = Arc::default();
-        let slot = Arc::clone(&answer);
-        let (history, input) = (Arc::new(asked.history), Arc::new(asked.input));
-        let again = (recipe.clone(), Arc::clone(&history), Arc::clone(&input));
+        let tried: Arc<Mutex<Tried>> = Arc::default();
+        let again = Arc::new(Again {
+            state: state.id.clone(),
+            recipe,
+            history: asked.history,
+            input: asked.input,
+            approver: self.remedy_approver.clone(),
+        });
+        let slot = Arc::clone(&tried);
         let verify = move |remedy: Remedy| {
-            let pipeline = recipe.pipeline(Some(&remedy.system));
-            let (history, input, slot) =
-                (Arc::clone(&history), Arc::clone(&input), Arc::clone(&slot));
-            async move {
-                let mut context = Context::default();
-                context.insert(actions::History(history.to_vec()));
-                match pipeline.ask(&mut context, &input).await {
-                    Ok(answer) => {
-                        let attempts = answer.attempts.iter().map(AttemptRecord::from).collect();
-                        *slot.lock().unwrap_or_else(PoisonError::into_inner) =
-                            Some((answer.value, attempts));
-                        Ok(true)
-                    }
-                    Err(claij_interceptors::Error::RetriesExhausted(_)) => Ok(false),
-                    Err(e) => Err(e.into()),
-                }
-            }
+            let (again, slot) = (Arc::clone(&again), Arc::clone(&slot));
+            async move { again.verify(remedy, &slot).await }
         };
         let models: Vec<&str> = diagnostics.models.iter().map(String::as_str).collect();
-        let runner = meta_debug::runner(
+        let runner = meta_debug::runner_with(
             Arc::clone(&diagnostics.backend),
             diagnostics.config.clone(),
             &models,
             verify,
+            self.remedy_approver.is_some(),
         )?;
         tracing::warn!(state = %state.id, model = %symptom.model, "retries exhausted: meta-debugging");
         let mut sub = runner.start(symptom.to_value())?;
@@ -122,70 +133,95 @@ impl Runner {
             Outcome::Finished { event, .. } => remedy_of(&symptom, event),
             _ => None,
         };
-        let mut answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let tried = std::mem::take(&mut *tried.lock().unwrap_or_else(PoisonError::into_inner));
         if let Some(remedy) = &mut remedy {
-            match remedy.kind {
-                RemedyKind::Prompt => {
-                    remedy.effect = Some(if answer.is_some() {
-                        Effect::Validated
-                    } else {
-                        Effect::Invalid
-                    });
-                }
-                RemedyKind::Schema => {
-                    let (effect, verified) = self.try_schema(&state.id, remedy, again).await;
-                    remedy.effect = effect;
-                    answer = verified;
-                }
-                _ => {}
-            }
+            remedy.effect = match (remedy.kind, tried.effect) {
+                // A prompt remedy is always tried; one whose verification never ran did not help.
+                (RemedyKind::Prompt, effect) => Some(effect.unwrap_or(Effect::Invalid)),
+                (_, effect) => effect,
+            };
         }
         tracing::info!(
             state = %state.id,
             remedy = remedy.as_ref().map(|r| r.suggestion.as_str()),
-            fixed = answer.is_some(),
+            fixed = tried.answer.is_some(),
             "meta-debugging done"
         );
         Ok(Diagnosed {
             entries,
             remedy,
-            answer,
+            answer: tried.answer,
+            attempts: tried.attempts,
         })
     }
 }
 
-impl Runner {
-    /// A schema remedy with a delta, put to the remedy approver; approved, the state asked again
-    /// (its interceptors now extend its schema). Its effect (`None` when there is no approver or no
-    /// delta), and the valid event when the state's reply validated.
-    async fn try_schema(
-        &self,
-        state: &str,
-        remedy: &Remedy,
-        (recipe, history, input): (Recipe, Arc<Vec<Message>>, Arc<String>),
-    ) -> (Option<Effect>, Option<Verified>) {
-        let (Some(approver), Some(_)) = (&self.remedy_approver, &remedy.delta) else {
-            return (None, None);
+impl Again {
+    /// The `verify` step: a schema remedy put to the approver first (declined, not applied), then
+    /// the state asked again with the remedy; what happened is kept in `slot`.
+    async fn verify(&self, remedy: Remedy, slot: &Mutex<Tried>) -> Result<Verdict, BoxError> {
+        let keep = |tried: Tried| *slot.lock().unwrap_or_else(PoisonError::into_inner) = tried;
+        let system = match remedy.kind {
+            RemedyKind::Prompt => Some(remedy.system.as_str()),
+            _ => {
+                let approved = match &self.approver {
+                    Some(approver) => approver.approve(&self.state, &remedy).await,
+                    None => Ok(false),
+                };
+                match approved {
+                    Ok(true) => None,
+                    Ok(false) => {
+                        keep(Tried {
+                            effect: Some(Effect::Declined),
+                            ..Tried::default()
+                        });
+                        return Ok(Verdict::NotApplied);
+                    }
+                    Err(error) => {
+                        tracing::warn!(state = %self.state, error = %ErrorChain(error.as_ref()), "the schema remedy could not be decided: declined");
+                        keep(Tried {
+                            effect: Some(Effect::Declined),
+                            ..Tried::default()
+                        });
+                        return Ok(Verdict::NotApplied);
+                    }
+                }
+            }
         };
-        match approver.approve(state, remedy).await {
-            Ok(true) => {}
-            Ok(false) => return (Some(Effect::Declined), None),
-            Err(error) => {
-                tracing::warn!(state, error = %ErrorChain(error.as_ref()), "the schema remedy could not be decided: declined");
-                return (Some(Effect::Declined), None);
-            }
-        }
-        let pipeline = recipe.pipeline(None);
+        // With a schema remedy, the state's own prompt: its interceptors now extend its schema.
+        let pipeline = self.recipe.pipeline(system);
         let mut context = Context::default();
-        context.insert(actions::History(history.to_vec()));
-        match pipeline.ask(&mut context, &input).await {
+        context.insert(actions::History(self.history.clone()));
+        let records = |attempts: &[claij_interceptors::Attempt]| {
+            attempts.iter().map(AttemptRecord::from).collect()
+        };
+        match pipeline.ask(&mut context, &self.input).await {
             Ok(answer) => {
-                let attempts = answer.attempts.iter().map(AttemptRecord::from).collect();
-                (Some(Effect::Validated), Some((answer.value, attempts)))
+                keep(Tried {
+                    effect: Some(Effect::Validated),
+                    attempts: records(&answer.attempts),
+                    answer: Some(answer.value),
+                });
+                Ok(Verdict::Fixed)
             }
             Err(error) => {
-                tracing::warn!(state, error = %ErrorChain(&error), "the state still fails with the schema remedy");
-                (Some(Effect::Invalid), None)
+                tracing::warn!(state = %self.state, error = %ErrorChain(&error), "the state still fails with the remedy");
+                let attempts = match &error {
+                    claij_interceptors::Error::RetriesExhausted(exhausted) => {
+                        records(&exhausted.attempts)
+                    }
+                    claij_interceptors::Error::Backend { attempts, .. } => records(attempts),
+                    _ => Vec::new(),
+                };
+                keep(Tried {
+                    effect: Some(Effect::Invalid),
+                    attempts,
+                    answer: None,
+                });
+                match error {
+                    claij_interceptors::Error::RetriesExhausted(_) => Ok(Verdict::Unfixed),
+                    other => Err(other.into()),
+                }
             }
         }
     }

@@ -332,3 +332,138 @@ fn a_prompt_remedy_records_its_effect() {
     assert_eq!(lines[0]["remedy"]["fix_kind"], "prompt");
     assert_eq!(lines[0]["remedy"]["effect"], "validated");
 }
+
+/// Once an extension is active, a prompted model is told about it: the state prompt lists only
+/// the transitions' schemas as written, and the pipeline shows no schema of its own in an FSM.
+#[test]
+fn a_prompted_model_sees_the_extended_schema_once_the_extension_is_active() {
+    let failing = Scripted::replies([
+        r#"{"reply": "4", "unit": "apples"}"#,
+        r#"{"reply": "4", "unit": "apples"}"#,
+        r#"{"id": ["ask", "end"], "answer": "4", "unit": "apples"}"#,
+    ]);
+    let approver = Approver {
+        approve: true,
+        ..Approver::default()
+    };
+    let runner = runner(once(true), &failing, &approver);
+    let mut run = runner.start(json!({"topic": "apples"})).unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    let systems: Vec<String> = failing
+        .requests()
+        .into_iter()
+        .map(|r| r.system.unwrap_or_default())
+        .collect();
+    assert_eq!(systems.len(), 3);
+    assert!(!systems[0].contains("unit"), "{}", systems[0]);
+    let extended = &systems[2];
+    assert!(
+        extended.contains("meta-debug-ask-v1") && extended.contains("unit: string"),
+        "{extended}"
+    );
+    // Said once, after the state prompt.
+    assert_eq!(extended.matches("Schema extensions in force").count(), 1);
+    assert!(extended.starts_with(systems[0].as_str()));
+    insta::assert_snapshot!(
+        "extended_state_prompt_section",
+        &extended[systems[0].len()..]
+    );
+}
+
+/// The meta-debug sub-trail ends as the remedy did: an approved schema remedy that validated is
+/// `verify -> fixed`, applied; a declined one `verify -> unfixed`, not applied.
+#[test]
+fn the_sub_trail_of_a_schema_remedy_ends_as_its_effect() {
+    let last_sub_entry = |run: &Run| {
+        run.trail
+            .entries
+            .iter()
+            .rfind(|e| e.from.starts_with("ask/meta-debug/"))
+            .cloned()
+            .unwrap()
+    };
+    let failing = Scripted::replies([
+        r#"{"reply": "4", "unit": "apples"}"#,
+        r#"{"reply": "4", "unit": "apples"}"#,
+        r#"{"id": ["ask", "end"], "answer": "4", "unit": "apples"}"#,
+    ]);
+    let approver = Approver {
+        approve: true,
+        ..Approver::default()
+    };
+    let approving = runner(once(true), &failing, &approver);
+    let mut run = approving.start(json!({"topic": "apples"})).unwrap();
+    block(approving.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(run.remedies()["ask"].effect, Some(Effect::Validated));
+    let last = last_sub_entry(&run);
+    assert_eq!(
+        (last.from.as_str(), last.to.as_str()),
+        ("ask/meta-debug/verify", "ask/meta-debug/fixed")
+    );
+    assert_eq!(last.event["applied"], true);
+    assert_eq!(last.event["fixed"], true);
+    assert_eq!(last.event["delta"], delta());
+    assert_eq!(run.remedies()["ask"].delta.as_ref(), Some(&delta()));
+
+    let failing = Scripted::replies([r#"{"reply": "4"}"#, r#"{"reply": "4"}"#]);
+    let approver = Approver::default();
+    let declining = runner(once(true), &failing, &approver);
+    let mut run = declining.start(json!({"topic": "apples"})).unwrap();
+    block(declining.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(run.remedies()["ask"].effect, Some(Effect::Declined));
+    let last = last_sub_entry(&run);
+    assert_eq!(
+        (last.from.as_str(), last.to.as_str()),
+        ("ask/meta-debug/verify", "ask/meta-debug/unfixed")
+    );
+    assert_eq!(last.event["applied"], false);
+    assert_eq!(last.event["fixed"], false);
+}
+
+/// A remedy tried in vain still cost model calls: the bail-out's trail entry holds the failed
+/// attempts and the re-ask's, for a schema remedy and for a prompt remedy.
+#[test]
+fn a_failed_re_ask_keeps_its_attempts_in_the_trail() {
+    let failing = Scripted::replies([r#"{"reply": "4"}"#; 4]);
+    let approver = Approver {
+        approve: true,
+        ..Approver::default()
+    };
+    let schema = runner(once(true), &failing, &approver);
+    let mut run = schema.start(json!({"topic": "apples"})).unwrap();
+    block(schema.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(run.remedies()["ask"].effect, Some(Effect::Invalid));
+    assert_eq!(failing.calls(), 4);
+    let bail = run.trail.entries.iter().find(|e| e.to == "failed").unwrap();
+    assert_eq!(bail.from, "ask");
+    assert_eq!(
+        bail.attempts.len(),
+        4,
+        "the failed attempts and the re-ask's"
+    );
+
+    let failing = Scripted::replies([r#"{"reply": "4"}"#; 4]);
+    let diagnostic = Scripted::replies([
+        json!({"analysis": "it calls the field `reply`"}).to_string(),
+        json!({"fix_kind": "prompt", "suggestion": "Name the field `answer`."}).to_string(),
+    ]);
+    let mut config = Config::new("small-model");
+    config.max_retries = 1;
+    let prompt = Runner::new(once(true))
+        .with_llm(Arc::new(failing.clone()), config)
+        .with_meta_debug(meta_debug::Diagnostics::new(
+            Arc::new(diagnostic),
+            Config::new("unused"),
+            ["big-model"],
+        ));
+    let mut run = prompt.start(json!({"topic": "2 + 2"})).unwrap();
+    block(prompt.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(run.remedies()["ask"].effect, Some(Effect::Invalid));
+    assert_eq!(failing.calls(), 4);
+    let bail = run.trail.entries.iter().find(|e| e.to == "failed").unwrap();
+    assert_eq!(
+        bail.attempts.len(),
+        4,
+        "the failed attempts and the re-ask's"
+    );
+}
