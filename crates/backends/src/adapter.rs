@@ -81,9 +81,29 @@ pub struct WireRequest {
 pub enum StreamEvent {
     /// More text of the answer.
     Text(String),
-    /// More of the forced tool call's arguments (an empty fragment says a call began). When a
-    /// stream carries any, they are the answer, and text beside them is not: see [`Assembler`](crate::Assembler).
+    /// More of the first tool call's arguments (an empty fragment says a call began). In tool mode
+    /// ([`OutputMode::Tool`](crate::OutputMode::Tool)) they are the answer, and text beside them is
+    /// not: see [`Assembler`](crate::Assembler).
     ToolInput(String),
+    /// A native tool call began (so text beside it is not the answer): its position among the
+    /// response's parts (the provider's index, which orders the calls and keys their arguments),
+    /// the provider's id and the tool's name.
+    ToolCall {
+        /// The call's position.
+        index: u32,
+        /// The call's id.
+        id: String,
+        /// The tool called.
+        name: String,
+    },
+    /// More arguments of the tool call at `index` (JSON text). An adapter sends the first call's
+    /// either this way or as [`StreamEvent::ToolInput`], never both.
+    ToolCallInput {
+        /// The call's position.
+        index: u32,
+        /// The fragment of its arguments.
+        part: String,
+    },
     /// Token usage (often sent once, near the end).
     Usage(Usage),
     /// Why generation stopped.

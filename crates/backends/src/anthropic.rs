@@ -5,7 +5,7 @@
 //! - Always `model`, `max_tokens` (the request's, or [`AnthropicAdapter::max_tokens`] when it has
 //!   none: the API requires one), `messages` with roles `user`/`assistant`, and the system prompt as
 //!   the top-level `system` field (with the text of any [`Role::System`] messages appended; tool
-//!   messages go as `user`). `temperature` and `stop_sequences` when set; the request's `seed` is
+//!   results without a call id go as `user` text). `temperature` and `stop_sequences` when set; the request's `seed` is
 //!   ignored (Anthropic has none).
 //! - [`OutputMode::Native`]: `output_config: {format: {type: "json_schema", schema}}`; the JSON comes
 //!   back as a text block.
@@ -14,15 +14,21 @@
 //!   field) forced with `tool_choice: {type: "tool", name}`; the answer is the `tool_use` block's
 //!   `input`, serialized to JSON text.
 //! - No structured output (prompted): none of the above; the schema is in the system prompt already.
+//! - Native tools ([`ChatRequest::tools`]): each as `{name, description, input_schema}` (`strict`
+//!   as above) after any answer tool; [`ChatRequest::tool_choice`] as `tool_choice` `auto`, `any`,
+//!   `none` or `{type: "tool", name}` (tool mode with tools of the caller's: `any`). An assistant
+//!   message's calls go as `tool_use` blocks after its text; tool results as `tool_result` blocks,
+//!   the results of one turn's calls together in one user message.
 //!
 //! Extended thinking ([`AnthropicAdapter::with_thinking_budget`]) is never combined with a forced
-//! tool or a temperature: Anthropic rejects both, so such a request fails with [`Error::BadRequest`]
-//! before anything is sent.
+//! tool (tool mode, or a tool choice `any` or `tool`) or a temperature: Anthropic rejects both, so
+//! such a request fails with [`Error::BadRequest`] before anything is sent.
 //!
 //! Responses: the first `tool_use` block's input, else the text blocks joined (other blocks, such as
-//! thinking, skipped). `stop_reason` `end_turn` and `stop_sequence` map to [`FinishReason::Stop`],
-//! `tool_use` to [`FinishReason::ToolCalls`] (only the forced answer tool is ever offered, so that is
-//! the finished answer in tool mode), `max_tokens` and `model_context_window_exceeded` to
+//! thinking, skipped); every `tool_use` block in [`ChatResponse::tool_calls`] (streamed: a
+//! [`StreamEvent::ToolCall`] per block, its `input_json_delta`s keyed by block index).
+//! `stop_reason` `end_turn` and `stop_sequence` map to [`FinishReason::Stop`], `tool_use` to
+//! [`FinishReason::ToolCalls`], `max_tokens` and `model_context_window_exceeded` to
 //! [`FinishReason::Length`], and `refusal` to [`Error::Refused`].
 
 use std::time::Duration;
@@ -32,7 +38,8 @@ use serde_json::Value;
 use crate::http::{HttpBackend, HttpConfig};
 use crate::{
     Adapter, ApiKey, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason,
-    OutputMode, Role, SchemaDialect, StreamEvent, Usage, WireRequest, excerpt,
+    OutputMode, Role, SchemaDialect, StreamEvent, ToolCall, ToolChoice, Usage, WireRequest,
+    excerpt,
 };
 
 mod wire;
@@ -252,6 +259,7 @@ impl AnthropicAdapter {
             stream,
         };
         let Some(structured) = &request.structured_output else {
+            self.add_tools(&mut body, request)?;
             return Ok(body);
         };
         match structured.mode {
@@ -280,11 +288,52 @@ impl AnthropicAdapter {
                 });
                 body.tool_choice = Some(wire::ToolChoice {
                     kind: "tool",
-                    name: &structured.name,
+                    name: Some(&structured.name),
                 });
             }
         }
+        self.add_tools(&mut body, request)?;
         Ok(body)
+    }
+
+    /// The caller's tools beside any answer tool, and the tool choice: the caller's when it made
+    /// one; in tool mode with tools of the caller's, `any` (the answer is a call too).
+    fn add_tools<'a>(
+        &self,
+        body: &mut wire::Request<'a>,
+        request: &'a ChatRequest,
+    ) -> Result<(), Error> {
+        if request.tools.is_empty() && request.tool_choice.is_none() {
+            return Ok(());
+        }
+        crate::request::check_tools(request).map_err(bad_request)?;
+        let strict = has_structured_outputs(&request.model);
+        body.tools
+            .extend(request.tools.iter().map(|tool| wire::Tool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.parameters,
+                strict: tool.strict && strict,
+            }));
+        let choice = |kind, name| Some(wire::ToolChoice { kind, name });
+        body.tool_choice = match &request.tool_choice {
+            Some(ToolChoice::Auto) => choice("auto", None),
+            Some(ToolChoice::Required) => choice("any", None),
+            Some(ToolChoice::None) => choice("none", None),
+            Some(ToolChoice::Tool(name)) => choice("tool", Some(name.as_str())),
+            None if body.tool_choice.is_some() => choice("any", None),
+            None => None,
+        };
+        let forced = body
+            .tool_choice
+            .as_ref()
+            .is_some_and(|c| c.kind == "any" || c.kind == "tool");
+        if forced && body.thinking.is_some() {
+            return Err(bad_request(
+                "extended thinking cannot be combined with a forced tool choice".to_owned(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -338,23 +387,50 @@ fn system_prompt(request: &ChatRequest) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// The conversation without system messages; tool results (no call id here) go as user text.
+/// The conversation without system messages: an assistant turn's calls as `tool_use` blocks after
+/// its text; tool results as `tool_result` blocks of a user turn, the results of one turn's calls
+/// together (Anthropic wants them all in the next user message); a result without a call id as
+/// user text.
 fn messages(request: &ChatRequest) -> Vec<wire::InputMessage<'_>> {
-    request
-        .messages
-        .iter()
-        .filter_map(|m| {
-            let role = match m.role {
-                Role::System => return None,
-                Role::User | Role::Tool => "user",
-                Role::Assistant => "assistant",
-            };
-            Some(wire::InputMessage {
-                role,
-                content: &m.content,
-            })
-        })
-        .collect()
+    let mut out: Vec<wire::InputMessage<'_>> = Vec::with_capacity(request.messages.len());
+    for m in &request.messages {
+        let (role, content) = match (m.role, &m.tool_call_id) {
+            (Role::System, _) => continue,
+            (Role::Tool, Some(id)) => {
+                let result = wire::InputBlock::ToolResult {
+                    tool_use_id: id,
+                    content: &m.content,
+                };
+                if let Some(wire::InputMessage {
+                    role: "user",
+                    content: wire::Content::Blocks(blocks),
+                }) = out.last_mut()
+                    && matches!(blocks.last(), Some(wire::InputBlock::ToolResult { .. }))
+                {
+                    blocks.push(result);
+                    continue;
+                }
+                ("user", wire::Content::Blocks(vec![result]))
+            }
+            (Role::User | Role::Tool, _) => ("user", wire::Content::Text(&m.content)),
+            (Role::Assistant, _) if !m.tool_calls.is_empty() => {
+                let text =
+                    (!m.content.is_empty()).then_some(wire::InputBlock::Text { text: &m.content });
+                let calls = m.tool_calls.iter().map(|call| wire::InputBlock::ToolUse {
+                    id: &call.id,
+                    name: &call.name,
+                    input: &call.arguments,
+                });
+                (
+                    "assistant",
+                    wire::Content::Blocks(text.into_iter().chain(calls).collect()),
+                )
+            }
+            (Role::Assistant, _) => ("assistant", wire::Content::Text(&m.content)),
+        };
+        out.push(wire::InputMessage { role, content });
+    }
+    out
 }
 
 /// The tool's description: the schema's own, or a sentence saying the input is the answer.
@@ -384,11 +460,23 @@ fn check_tool_name(name: &str) -> Result<(), Error> {
 fn response(message: wire::Message, context: &ErrorContext) -> Result<ChatResponse, Error> {
     let mut text = String::new();
     let mut tool_input = None;
+    let mut tool_calls = Vec::new();
     for block in message.content {
         match block {
             wire::ContentBlock::Text { text: t } => text.push_str(&t),
-            wire::ContentBlock::ToolUse { input } => {
-                tool_input.get_or_insert(input);
+            wire::ContentBlock::ToolUse { id, name, input } => {
+                let input = if input.is_null() {
+                    Value::Object(serde_json::Map::new())
+                } else {
+                    input
+                };
+                tool_input.get_or_insert_with(|| input.clone());
+                let id = if id.is_empty() {
+                    format!("toolu_{}", tool_calls.len())
+                } else {
+                    id
+                };
+                tool_calls.push(ToolCall::new(id, name, input));
             }
             wire::ContentBlock::Other => {}
         }
@@ -398,7 +486,6 @@ fn response(message: wire::Message, context: &ErrorContext) -> Result<ChatRespon
         return Err(refused(context, message.stop_details.as_ref(), &text));
     }
     let content = match tool_input {
-        Some(input) if input.is_null() => "{}".to_owned(),
         Some(input) => input.to_string(),
         None => text,
     };
@@ -408,7 +495,7 @@ fn response(message: wire::Message, context: &ErrorContext) -> Result<ChatRespon
         usage: message.usage.as_ref().map(usage).unwrap_or_default(),
         request_id: context.request_id.clone().or(message.id),
         model: message.model,
-        tool_calls: Vec::new(),
+        tool_calls,
     })
 }
 
@@ -581,14 +668,20 @@ fn stream_event(
         }
         wire::Event::ContentBlockStart {
             content_block: wire::StartBlock::Text { text },
+            ..
         } if !text.is_empty() => vec![StreamEvent::Text(text)],
-        // A call began: its input, not the text beside it, is the answer.
+        // A call began: its input, not the text beside it, is the answer in tool mode. Its input
+        // comes in deltas of the same block index.
         wire::Event::ContentBlockStart {
-            content_block: wire::StartBlock::ToolUse,
-        } => vec![StreamEvent::ToolInput(String::new())],
-        wire::Event::ContentBlockDelta { delta } => match delta {
+            index,
+            content_block: wire::StartBlock::ToolUse { id, name },
+        } => vec![StreamEvent::ToolCall { index, id, name }],
+        wire::Event::ContentBlockDelta { index, delta } => match delta {
             wire::Delta::Text { text } => vec![StreamEvent::Text(text)],
-            wire::Delta::InputJson { partial_json } => vec![StreamEvent::ToolInput(partial_json)],
+            wire::Delta::InputJson { partial_json } => vec![StreamEvent::ToolCallInput {
+                index,
+                part: partial_json,
+            }],
             wire::Delta::Other => Vec::new(),
         },
         wire::Event::MessageDelta { delta, usage: u } => {

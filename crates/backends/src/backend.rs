@@ -41,7 +41,24 @@ pub trait Backend: Send + Sync {
                     if let Some(model) = response.model {
                         out.push(Ok(StreamEvent::Model(model)));
                     }
-                    out.push(Ok(StreamEvent::Text(response.content)));
+                    // Native calls as a stream brings them, the first's arguments as the content
+                    // has them (so the assembled content is the same as `complete`'s).
+                    for (index, call) in (0u32..).zip(&response.tool_calls) {
+                        out.push(Ok(StreamEvent::ToolCall {
+                            index,
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                        }));
+                        let part = if index == 0 {
+                            response.content.clone()
+                        } else {
+                            call.arguments.to_string()
+                        };
+                        out.push(Ok(StreamEvent::ToolCallInput { index, part }));
+                    }
+                    if response.tool_calls.is_empty() {
+                        out.push(Ok(StreamEvent::Text(response.content)));
+                    }
                     out.push(Ok(StreamEvent::Usage(response.usage)));
                     out.push(Ok(StreamEvent::Finish(response.finish_reason)));
                     out

@@ -3,7 +3,7 @@
 //!
 //! What each request sends:
 //!
-//! - Always `contents` with roles `user` and `model` (tool messages go as `user` text), and the system
+//! - Always `contents` with roles `user` and `model` (tool results without a call id as `user` text), and the system
 //!   prompt as `systemInstruction` (with the text of any [`Role::System`] messages appended).
 //!   `generationConfig` carries `temperature`, `maxOutputTokens`, `seed` (an int32: larger seeds are
 //!   reduced modulo 2^31) and `stopSequences` when set.
@@ -15,12 +15,20 @@
 //!   `parametersJsonSchema`, as above) forced with `toolConfig.functionCallingConfig: {mode: "ANY",
 //!   allowedFunctionNames: [name]}`; the answer is the `functionCall.args`, serialized to JSON text.
 //! - No structured output (prompted): none of the above; the schema is in the system prompt already.
+//! - Native tools ([`ChatRequest::tools`]): function declarations beside any answer function (their
+//!   parameters in `parameters` or `parametersJsonSchema`, as above); [`ChatRequest::tool_choice`]
+//!   as `functionCallingConfig.mode` `AUTO`, `ANY`, `NONE`, or `ANY` with `allowedFunctionNames`
+//!   (tool mode with tools of the caller's: `ANY`). An assistant message's calls go as
+//!   `functionCall` parts; tool results as `functionResponse` parts (named after the call they
+//!   answer, a JSON object as it is, anything else under `result`), one turn's together.
 //!
 //! The key goes in the `x-goog-api-key` header, never in the query string.
 //!
 //! Responses: the first candidate's first function call's arguments, else its text parts joined
-//! (thought summaries skipped). `finishReason` `STOP` maps to [`FinishReason::Stop`] (a function call
-//! too: Gemini reports no separate reason for it) and `MAX_TOKENS` to [`FinishReason::Length`]. A
+//! (thought summaries skipped); every function call in [`ChatResponse::tool_calls`], with a stable
+//! made-up id (Gemini sends none). `finishReason` `STOP` maps to [`FinishReason::Stop`], or
+//! [`FinishReason::ToolCalls`] beside function calls (Gemini reports no separate reason for them),
+//! and `MAX_TOKENS` to [`FinishReason::Length`]. A
 //! withheld answer is an error, not a finish reason: `SAFETY`, `RECITATION`, `BLOCKLIST`,
 //! `PROHIBITED_CONTENT`, `SPII` and the image filters, like a prompt blocked by
 //! `promptFeedback.blockReason`, become [`Error::Refused`] (Gemini removes the candidate's content,
@@ -34,7 +42,8 @@ use serde_json::Value;
 use crate::http::{HttpBackend, HttpConfig};
 use crate::{
     Adapter, ApiKey, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason,
-    OutputMode, Role, SchemaDialect, StreamEvent, Usage, WireRequest, excerpt,
+    OutputMode, Role, SchemaDialect, StreamEvent, ToolCall, ToolChoice, Usage, WireRequest,
+    excerpt,
 };
 
 mod wire;
@@ -241,7 +250,7 @@ impl GeminiAdapter {
         }
         let mut body = wire::Request {
             system_instruction: system_instruction(request),
-            contents: contents(request),
+            contents: contents(request)?,
             tools: Vec::new(),
             tool_config: None,
             generation_config: wire::GenerationConfig {
@@ -252,10 +261,11 @@ impl GeminiAdapter {
                 ..wire::GenerationConfig::default()
             },
         };
+        let json_schema = self.dialect(&request.model) == SchemaDialect::JsonSchema;
         let Some(structured) = &request.structured_output else {
+            add_tools(&mut body, request, json_schema)?;
             return Ok(body);
         };
-        let json_schema = self.dialect(&request.model) == SchemaDialect::JsonSchema;
         let schema = &structured.schema;
         match structured.mode {
             OutputMode::Native => {
@@ -280,13 +290,59 @@ impl GeminiAdapter {
                 body.tool_config = Some(wire::ToolConfig {
                     function_calling_config: wire::FunctionCallingConfig {
                         mode: "ANY",
-                        allowed_function_names: [&structured.name],
+                        allowed_function_names: vec![&structured.name],
                     },
                 });
             }
         }
+        add_tools(&mut body, request, json_schema)?;
         Ok(body)
     }
+}
+
+/// The caller's tools as function declarations beside any answer function (in one tool), and the
+/// calling mode: the caller's choice when it made one (`AUTO`, `ANY`, `NONE`, or `ANY` allowing
+/// one function); in tool mode with tools of the caller's, `ANY` of them all.
+fn add_tools<'a>(
+    body: &mut wire::Request<'a>,
+    request: &'a ChatRequest,
+    json_schema: bool,
+) -> Result<(), Error> {
+    if request.tools.is_empty() && request.tool_choice.is_none() {
+        return Ok(());
+    }
+    crate::request::check_tools(request).map_err(bad_request)?;
+    for tool in &request.tools {
+        check_function_name(&tool.name)?;
+    }
+    let declarations = request.tools.iter().map(|tool| wire::FunctionDeclaration {
+        name: &tool.name,
+        description: &tool.description,
+        parameters: (!json_schema).then_some(&tool.parameters),
+        parameters_json_schema: json_schema.then_some(&tool.parameters),
+    });
+    match body.tools.first_mut() {
+        Some(tool) => tool.function_declarations.extend(declarations),
+        None if !request.tools.is_empty() => body.tools.push(wire::Tool {
+            function_declarations: declarations.collect(),
+        }),
+        None => {}
+    }
+    let (mode, allowed) = match &request.tool_choice {
+        Some(ToolChoice::Auto) => ("AUTO", Vec::new()),
+        Some(ToolChoice::Required) => ("ANY", Vec::new()),
+        Some(ToolChoice::None) => ("NONE", Vec::new()),
+        Some(ToolChoice::Tool(name)) => ("ANY", vec![name.as_str()]),
+        None if body.tool_config.is_some() => ("ANY", Vec::new()),
+        None => return Ok(()),
+    };
+    body.tool_config = Some(wire::ToolConfig {
+        function_calling_config: wire::FunctionCallingConfig {
+            mode,
+            allowed_function_names: allowed,
+        },
+    });
+    Ok(())
 }
 
 /// `models/{id}` for a bare id, or the name as given when it already is a resource name
@@ -326,28 +382,114 @@ fn system_instruction(request: &ChatRequest) -> Option<wire::Content<'_>> {
                 .filter(|m| m.role == Role::System)
                 .map(|m| m.content.as_str()),
         )
-        .map(|text| wire::Part { text })
+        .map(|text| wire::Part::Text { text })
         .collect();
     (!parts.is_empty()).then_some(wire::Content { role: None, parts })
 }
 
-/// The conversation without system messages; tool results (no call id here) go as user text.
-fn contents(request: &ChatRequest) -> Vec<wire::Content<'_>> {
-    request
-        .messages
-        .iter()
-        .filter_map(|m| {
-            let role = match m.role {
-                Role::System => return None,
-                Role::User | Role::Tool => "user",
-                Role::Assistant => "model",
+/// The conversation without system messages: a model turn's calls as `functionCall` parts after
+/// its text; tool results as `functionResponse` parts of a user turn (the results of one turn's
+/// calls together), named after the call they answer (Gemini matches them by name and order, so
+/// the made-up ids are not sent); a result without a call id as user text.
+///
+/// # Errors
+///
+/// [`Error::BadRequest`] for a result whose call id no earlier model turn made.
+fn contents(request: &ChatRequest) -> Result<Vec<wire::Content<'_>>, Error> {
+    let mut out: Vec<wire::Content<'_>> = Vec::with_capacity(request.messages.len());
+    for (i, m) in request.messages.iter().enumerate() {
+        let (role, parts) = match (m.role, &m.tool_call_id) {
+            (Role::System, _) => continue,
+            (Role::Tool, Some(id)) => {
+                let name = request.messages[..i]
+                    .iter()
+                    .rev()
+                    .flat_map(|earlier| &earlier.tool_calls)
+                    .find(|call| &call.id == id)
+                    .map(|call| call.name.as_str())
+                    .ok_or_else(|| {
+                        bad_request(format!(
+                            "message {i}: the tool result for `{id}` answers no call of an earlier message"
+                        ))
+                    })?;
+                let part = wire::Part::FunctionResponse {
+                    function_response: wire::ResultOut {
+                        name,
+                        response: result_object(&m.content),
+                    },
+                };
+                if let Some(last) = out.last_mut()
+                    && last.role == Some("user")
+                    && matches!(last.parts.last(), Some(wire::Part::FunctionResponse { .. }))
+                {
+                    last.parts.push(part);
+                    continue;
+                }
+                ("user", vec![part])
+            }
+            (Role::User | Role::Tool, _) => ("user", vec![wire::Part::Text { text: &m.content }]),
+            (Role::Assistant, _) => {
+                let text = (!m.content.is_empty() || m.tool_calls.is_empty())
+                    .then_some(wire::Part::Text { text: &m.content });
+                let calls = m.tool_calls.iter().map(|call| wire::Part::FunctionCall {
+                    function_call: wire::CallOut {
+                        name: &call.name,
+                        args: &call.arguments,
+                    },
+                });
+                ("model", text.into_iter().chain(calls).collect())
+            }
+        };
+        out.push(wire::Content {
+            role: Some(role),
+            parts,
+        });
+    }
+    Ok(out)
+}
+
+/// A tool result as the object Gemini takes: a JSON object as it is, anything else (other JSON,
+/// plain text) under `result`.
+fn result_object(content: &str) -> Value {
+    match serde_json::from_str::<Value>(content) {
+        Ok(object @ Value::Object(_)) => object,
+        Ok(other) => serde_json::json!({ "result": other }),
+        Err(_) => serde_json::json!({ "result": content }),
+    }
+}
+
+/// The candidate's function calls. Gemini's generateContent gives them no id, so each gets a
+/// stable one: `call_<position>_<hash of name and arguments>`, the same for the same reply.
+fn function_calls(candidate: &wire::Candidate) -> Vec<(u32, ToolCall)> {
+    let parts = candidate.content.as_ref().map_or(&[][..], |c| &c.parts[..]);
+    (0u32..)
+        .zip(parts.iter().filter_map(|p| p.function_call.as_ref()))
+        .map(|(position, call)| {
+            let name = call.name.clone().unwrap_or_default();
+            let arguments = match &call.args {
+                Some(args) if !args.is_null() => args.clone(),
+                _ => Value::Object(serde_json::Map::new()),
             };
-            Some(wire::Content {
-                role: Some(role),
-                parts: vec![wire::Part { text: &m.content }],
-            })
+            let id = call
+                .id
+                .clone()
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| {
+                    format!(
+                        "call_{position}_{:08x}",
+                        fnv1a(&format!("{name}{arguments}")) as u32
+                    )
+                });
+            (position, ToolCall::new(id, name, arguments))
         })
         .collect()
+}
+
+/// FNV-1a: a small stable hash (std's is randomly seeded per process).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The function's description: the schema's own, or a sentence saying the arguments are the answer.
@@ -408,13 +550,17 @@ fn response(
     if BLOCKED.contains(&finish) {
         return Err(blocked_candidate(finish, &candidate, context));
     }
+    let tool_calls: Vec<ToolCall> = function_calls(&candidate)
+        .into_iter()
+        .map(|(_, call)| call)
+        .collect();
     Ok(ChatResponse {
         content: candidate_text(&candidate),
-        finish_reason: finish_reason(finish),
+        finish_reason: call_finish(finish_reason(finish), !tool_calls.is_empty()),
         usage,
         request_id: context.request_id.clone().or(parsed.response_id),
         model: parsed.model_version,
-        tool_calls: Vec::new(),
+        tool_calls,
     })
 }
 
@@ -433,6 +579,14 @@ fn candidate_text(candidate: &wire::Candidate) -> String {
         .filter(|p| !p.thought)
         .filter_map(|p| p.text.as_deref())
         .collect()
+}
+
+/// Gemini reports `STOP` when the model stopped to call functions; the neutral reason says so.
+fn call_finish(reason: FinishReason, has_calls: bool) -> FinishReason {
+    match reason {
+        FinishReason::Stop if has_calls => FinishReason::ToolCalls,
+        other => other,
+    }
 }
 
 fn finish_reason(reason: &str) -> FinishReason {
@@ -660,16 +814,26 @@ fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<StreamEvent>, 
     if let Some(reason) = finish.filter(|r| BLOCKED.contains(r)) {
         return Err(blocked_candidate(reason, candidate, context));
     }
-    let text = candidate_text(candidate);
-    // A function call's arguments are the answer, not text written beside them.
-    let is_call = candidate
-        .content
-        .as_ref()
-        .is_some_and(|c| c.parts.iter().any(|p| p.function_call.is_some()));
-    if is_call {
-        out.push(StreamEvent::ToolInput(text));
-    } else if !text.is_empty() {
-        out.push(StreamEvent::Text(text));
+    // A function call's arguments are the answer in tool mode, not text written beside them. Each
+    // call comes whole; its position is within the chunk, and its id tells a later chunk's calls
+    // apart (see `Assembler`).
+    let calls = function_calls(candidate);
+    for (index, call) in &calls {
+        out.push(StreamEvent::ToolCall {
+            index: *index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        out.push(StreamEvent::ToolCallInput {
+            index: *index,
+            part: call.arguments.to_string(),
+        });
+    }
+    if calls.is_empty() {
+        let text = candidate_text(candidate);
+        if !text.is_empty() {
+            out.push(StreamEvent::Text(text));
+        }
     }
     // Chunks carry the running usage, so the last one seen is the most complete.
     out.extend(
@@ -678,7 +842,9 @@ fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<StreamEvent>, 
             .as_ref()
             .map(|u| StreamEvent::Usage(usage(u))),
     );
-    out.extend(finish.map(|r| StreamEvent::Finish(finish_reason(r))));
+    out.extend(
+        finish.map(|r| StreamEvent::Finish(call_finish(finish_reason(r), !calls.is_empty()))),
+    );
     Ok(out)
 }
 

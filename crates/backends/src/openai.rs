@@ -36,6 +36,16 @@
 //! full JSON Schema (compatible servers) first, and asks for a strict tool only where
 //! [`Capabilities::strict_tools`] says the model has them ([`Capabilities::schema_target`]).
 //!
+//! Native tools ([`ChatRequest::tools`](crate::ChatRequest::tools)) go as `tools: [{type:
+//! function, function: {name, description, parameters, strict}}]` after any answer tool, the
+//! [`ToolChoice`](crate::ToolChoice) as `tool_choice` (`auto`, `required`, `none` or one function;
+//! tool mode with tools of the caller's: `required`, parallel calls allowed). Every call of a
+//! response is in [`ChatResponse::tool_calls`](crate::ChatResponse::tool_calls), its arguments
+//! parsed ([`Error::ToolArguments`] names a call whose arguments are not JSON); streamed, a
+//! [`StreamEvent::ToolCall`](crate::StreamEvent::ToolCall) per call and its fragments by index. An
+//! assistant message's calls go back as its `tool_calls`, a tool result as a `tool` message with its
+//! `tool_call_id` (one without an id as user text).
+//!
 //! Instructions (the system prompt and system messages) go as `system` messages, except on OpenAI's
 //! reasoning models ([`models::instruction_role`](crate::models::instruction_role)): `developer`
 //! messages for o1, o3, o4-mini and GPT-5; o1-mini and o1-preview take neither, so their

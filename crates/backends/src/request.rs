@@ -227,6 +227,69 @@ impl ChatRequest {
     }
 }
 
+impl StructuredOutput {
+    /// The name of the answer tool in tool mode, as adapters send it (`[A-Za-z0-9_-]{1,64}`).
+    pub fn tool_name(&self) -> String {
+        wire_name(&self.name)
+    }
+
+    /// Whether `call` is the forced answer tool's call (tool mode), not a tool to run.
+    pub fn is_answer_call(&self, call: &ToolCall) -> bool {
+        self.mode == OutputMode::Tool && (call.name == self.name || call.name == self.tool_name())
+    }
+}
+
+/// Why the request's tools cannot be sent: a name providers refuse, two tools of one name (or of
+/// the answer tool's), a tool choice naming no tool.
+pub(crate) fn check_tools(request: &ChatRequest) -> Result<(), String> {
+    let answer = request
+        .structured_output
+        .as_ref()
+        .filter(|s| s.mode == OutputMode::Tool)
+        .map(StructuredOutput::tool_name);
+    let mut seen: Vec<&str> = answer.iter().map(String::as_str).collect();
+    for (i, tool) in request.tools.iter().enumerate() {
+        if wire_name(&tool.name) != tool.name {
+            return Err(format!(
+                "tool {i} `{}`: a tool name is 1 to 64 letters, digits, `_` or `-`",
+                tool.name
+            ));
+        }
+        if seen.contains(&tool.name.as_str()) {
+            return Err(format!("tool {i}: two tools are named `{}`", tool.name));
+        }
+        seen.push(&tool.name);
+    }
+    if let Some(ToolChoice::Tool(name)) = &request.tool_choice
+        && !seen.contains(&name.as_str())
+    {
+        return Err(format!(
+            "the tool choice names `{name}`, which is not a tool of the request"
+        ));
+    }
+    Ok(())
+}
+
+/// A schema or tool name as the providers accept it: `[A-Za-z0-9_-]{1,64}`, others replaced by `_`.
+pub(crate) fn wire_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        "response".to_owned()
+    } else {
+        cleaned
+    }
+}
+
 impl ToolSpec {
     /// A non-strict tool.
     pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {

@@ -1,10 +1,12 @@
 //! The provider-neutral response and token usage, and the [`Assembler`] of streamed responses.
 
+use std::collections::BTreeMap;
 use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::{StreamEvent, ToolCall};
+use crate::{ChatRequest, Error, ErrorContext, StreamEvent, ToolCall};
 
 /// What a model answered.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,6 +69,17 @@ impl ChatResponse {
         self
     }
 
+    /// The calls to run: every native tool call but the forced answer tool's (in tool mode,
+    /// [`StructuredOutput::is_answer_call`](crate::StructuredOutput::is_answer_call)). Empty when the
+    /// model answered.
+    pub fn calls_to_run<'a>(&'a self, request: &ChatRequest) -> Vec<&'a ToolCall> {
+        let answer = request.structured_output.as_ref();
+        self.tool_calls
+            .iter()
+            .filter(|call| !answer.is_some_and(|a| a.is_answer_call(call)))
+            .collect()
+    }
+
     /// The same response with the tool calls the model made (finish reason
     /// [`FinishReason::ToolCalls`] when there are any).
     #[must_use]
@@ -79,9 +92,11 @@ impl ChatResponse {
     }
 }
 
-/// A response put together from [`StreamEvent`]s: the text, or, once a tool call began, the call's
-/// arguments (the answer in tool mode, even when the model wrote text beside the call); a call
-/// without arguments answers `{}`. Usage split over events (input first, output last) or repeated
+/// A response put together from [`StreamEvent`]s: the text, or, once a tool call began, the first
+/// call's arguments (the answer in tool mode, even when the model wrote text beside the call); a call
+/// without arguments answers `{}`. Native tool calls ([`StreamEvent::ToolCall`], their arguments in
+/// [`StreamEvent::ToolInput`] for the first and [`StreamEvent::ToolCallInput`] for the others) become
+/// [`ChatResponse::tool_calls`]. Usage split over events (input first, output last) or repeated
 /// as running totals keeps the largest figure seen for each count.
 ///
 /// ```
@@ -99,11 +114,45 @@ impl ChatResponse {
 /// assert_eq!(assembler.answer(), "{\"answer\":\"4\"}");
 /// assert_eq!(assembler.finish().content, "{\"answer\":\"4\"}");
 /// ```
+///
+/// Two calls at once, as a stream brings them:
+///
+/// ```
+/// use claij_backends::{Assembler, StreamEvent};
+/// use serde_json::json;
+///
+/// let mut assembler = Assembler::default();
+/// for event in [
+///     StreamEvent::ToolCall { index: 0, id: "call_a".into(), name: "weather".into() },
+///     StreamEvent::ToolInput("{\"city\":".into()),
+///     StreamEvent::ToolCall { index: 1, id: "call_b".into(), name: "weather".into() },
+///     StreamEvent::ToolCallInput { index: 1, part: "{\"city\":\"Oslo\"}".into() },
+///     StreamEvent::ToolInput("\"Paris\"}".into()),
+/// ] {
+///     assembler.push(event);
+/// }
+/// let response = assembler.try_finish("openai")?;
+/// assert_eq!(response.tool_calls[0].arguments, json!({"city": "Paris"}));
+/// assert_eq!(response.tool_calls[1].id, "call_b");
+/// # Ok::<(), claij_backends::Error>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Assembler {
     response: ChatResponse,
     text: String,
     tool: Option<String>,
+    calls: BTreeMap<u32, PartialCall>,
+    /// Where the events' indices point in `calls`: a provider that restarts its positions in each
+    /// chunk (Gemini) sends a new call under an old index, told apart by its id.
+    slots: BTreeMap<u32, u32>,
+}
+
+/// A streamed tool call, its arguments still text.
+#[derive(Debug, Clone, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
 }
 
 impl Assembler {
@@ -115,8 +164,39 @@ impl Assembler {
                 return self.tool.is_none() && !text.is_empty();
             }
             StreamEvent::ToolInput(part) => {
+                if let Some(call) = self.calls.values_mut().next() {
+                    call.arguments.push_str(&part);
+                }
                 self.tool.get_or_insert_with(String::new).push_str(&part);
                 return true;
+            }
+            StreamEvent::ToolCall { index, id, name } => {
+                let mut key = self.slots.get(&index).copied().unwrap_or(index);
+                if self
+                    .calls
+                    .get(&key)
+                    .is_some_and(|call| !call.id.is_empty() && !id.is_empty() && call.id != id)
+                {
+                    key = self.calls.keys().next_back().map_or(0, |last| last + 1);
+                }
+                self.slots.insert(index, key);
+                let call = self.calls.entry(key).or_default();
+                if !id.is_empty() {
+                    call.id = id;
+                }
+                if !name.is_empty() {
+                    call.name = name;
+                }
+                self.tool.get_or_insert_with(String::new);
+            }
+            StreamEvent::ToolCallInput { index, part } => {
+                let key = self.slots.get(&index).copied().unwrap_or(index);
+                let first = self.calls.keys().next().is_none_or(|&first| first >= key);
+                self.calls.entry(key).or_default().arguments.push_str(&part);
+                if first {
+                    self.tool.get_or_insert_with(String::new).push_str(&part);
+                    return true;
+                }
             }
             StreamEvent::Usage(usage) => merge_usage(&mut self.response.usage, usage),
             StreamEvent::Finish(reason) => self.response.finish_reason = reason,
@@ -126,7 +206,7 @@ impl Assembler {
         false
     }
 
-    /// The answer so far: the tool call's arguments once a call began, else the text.
+    /// The answer so far: the first tool call's arguments once a call began, else the text.
     pub fn answer(&self) -> &str {
         self.tool.as_deref().unwrap_or(&self.text)
     }
@@ -136,15 +216,85 @@ impl Assembler {
         self.tool.is_some()
     }
 
-    /// The complete response.
-    pub fn finish(mut self) -> ChatResponse {
+    /// The text the model wrote, beside any tool call.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The complete response, its native tool calls' arguments parsed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ToolArguments`] naming the first call whose arguments are not JSON (a stream torn
+    /// in the middle of a call), with `provider` as where.
+    pub fn try_finish(self, provider: &str) -> Result<ChatResponse, Error> {
+        let (mut response, calls) = self.split();
+        response.tool_calls = calls
+            .into_iter()
+            .map(|call| {
+                parse_call(&call.id, &call.name, &call.arguments).map_err(|e| {
+                    Error::tool_arguments(
+                        &ErrorContext::new(provider),
+                        &call.id,
+                        &call.name,
+                        &call.arguments,
+                        &e,
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(response)
+    }
+
+    /// The complete response. A native tool call whose arguments are not JSON keeps them as a JSON
+    /// string; [`Assembler::try_finish`] reports it instead, which is what a tool loop wants.
+    pub fn finish(self) -> ChatResponse {
+        let (mut response, calls) = self.split();
+        response.tool_calls = calls
+            .into_iter()
+            .map(|call| {
+                parse_call(&call.id, &call.name, &call.arguments).unwrap_or_else(|_| {
+                    ToolCall::new(call.id, call.name, Value::String(call.arguments))
+                })
+            })
+            .collect();
+        response
+    }
+
+    fn split(mut self) -> (ChatResponse, Vec<PartialCall>) {
         self.response.content = match self.tool {
             Some(arguments) if arguments.trim().is_empty() => "{}".to_owned(),
             Some(arguments) => arguments,
             None => self.text,
         };
-        self.response
+        let calls: Vec<PartialCall> = self
+            .calls
+            .into_iter()
+            .filter(|(_, call)| !call.name.is_empty())
+            .map(|(index, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{index}");
+                }
+                call
+            })
+            .collect();
+        (self.response, calls)
     }
+}
+
+/// A tool call with its arguments parsed: blank arguments are `{}` (providers leave them out for a
+/// call without any).
+pub(crate) fn parse_call(
+    id: &str,
+    name: &str,
+    arguments: &str,
+) -> Result<ToolCall, serde_json::Error> {
+    let arguments = if arguments.trim().is_empty() {
+        Value::Object(serde_json::Map::new())
+    } else {
+        serde_json::from_str(arguments)?
+    };
+    Ok(ToolCall::new(id, name, arguments))
 }
 
 /// Keeps the largest figure seen for each count; a cost, once reported, is the latest one.

@@ -30,12 +30,38 @@ pub(super) struct Request<'a> {
 #[derive(Debug, Serialize)]
 pub(super) struct InputMessage<'a> {
     pub role: &'static str,
-    pub content: &'a str,
+    pub content: Content<'a>,
+}
+
+/// A message's content: plain text, or blocks (tool calls and their results).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum Content<'a> {
+    Text(&'a str),
+    Blocks(Vec<InputBlock<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum InputBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+    },
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct Tool<'a> {
     pub name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
     pub description: &'a str,
     pub input_schema: &'a Value,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -46,7 +72,8 @@ pub(super) struct Tool<'a> {
 pub(super) struct ToolChoice<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,6 +119,10 @@ pub(super) enum ContentBlock {
         text: String,
     },
     ToolUse {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        name: String,
         #[serde(default)]
         input: Value,
     },
@@ -154,9 +185,13 @@ pub(super) enum Event {
         message: StartMessage,
     },
     ContentBlockStart {
+        #[serde(default)]
+        index: u32,
         content_block: StartBlock,
     },
     ContentBlockDelta {
+        #[serde(default)]
+        index: u32,
         delta: Delta,
     },
     MessageDelta {
@@ -188,7 +223,12 @@ pub(super) enum StartBlock {
         #[serde(default)]
         text: String,
     },
-    ToolUse,
+    ToolUse {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        name: String,
+    },
     #[serde(other)]
     Other,
 }

@@ -25,9 +25,34 @@ pub(super) struct Content<'a> {
     pub parts: Vec<Part<'a>>,
 }
 
+/// A part of a request's content: text, a call of the model's, or a call's result.
 #[derive(Debug, Serialize)]
-pub(super) struct Part<'a> {
-    pub text: &'a str,
+#[serde(untagged)]
+pub(super) enum Part<'a> {
+    Text {
+        text: &'a str,
+    },
+    FunctionCall {
+        #[serde(rename = "functionCall")]
+        function_call: CallOut<'a>,
+    },
+    FunctionResponse {
+        #[serde(rename = "functionResponse")]
+        function_response: ResultOut<'a>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct CallOut<'a> {
+    pub name: &'a str,
+    pub args: &'a Value,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ResultOut<'a> {
+    pub name: &'a str,
+    /// A JSON object (Gemini takes a `Struct`).
+    pub response: Value,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -69,6 +94,7 @@ pub(super) struct Tool<'a> {
 #[serde(rename_all = "camelCase")]
 pub(super) struct FunctionDeclaration<'a> {
     pub name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
     pub description: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parameters: Option<&'a Value>,
@@ -86,7 +112,8 @@ pub(super) struct ToolConfig<'a> {
 #[serde(rename_all = "camelCase")]
 pub(super) struct FunctionCallingConfig<'a> {
     pub mode: &'static str,
-    pub allowed_function_names: [&'a str; 1],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_function_names: Vec<&'a str>,
 }
 
 /// A `GenerateContentResponse` (whole, or one streamed chunk). Every field may be missing.
@@ -141,6 +168,11 @@ pub(super) struct ResponsePart {
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct FunctionCall {
+    /// Set by some API versions; generateContent usually sends none.
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
     #[serde(default)]
     pub args: Option<Value>,
 }

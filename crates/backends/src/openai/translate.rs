@@ -10,7 +10,7 @@ use super::wire;
 use crate::models::{InstructionRole, instruction_role, takes_parallel_tool_calls};
 use crate::{
     ApiKey, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason, OutputMode, Role,
-    StreamEvent, Usage, WireRequest, excerpt,
+    StreamEvent, ToolCall, ToolChoice, Usage, WireRequest, excerpt,
 };
 
 /// How one provider's flavour of the format differs.
@@ -77,7 +77,7 @@ pub(super) fn request(
         seed: request.seed,
         stop: (!request.stop.is_empty()).then_some(request.stop.as_slice()),
         response_format: None,
-        tools: None,
+        tools: Vec::new(),
         tool_choice: None,
         parallel_tool_calls: None,
         stream: stream.then_some(true),
@@ -102,22 +102,21 @@ pub(super) fn request(
                 });
             }
             OutputMode::Tool => {
-                body.tool_choice = Some(wire::ToolChoice {
-                    kind: "function",
-                    function: wire::ToolName { name: name.clone() },
-                });
-                body.tools = Some([wire::Tool {
+                body.tool_choice = Some(function_choice(name.clone()));
+                body.tools.push(wire::Tool {
                     kind: "function",
                     function: wire::Function {
-                        name,
+                        name: Cow::Owned(name),
                         description: TOOL_DESCRIPTION,
                         parameters: &structured.schema,
                         strict: structured.strict,
                     },
-                }]);
+                });
                 // One call, one answer; strict schemas do not hold for parallel calls. OpenAI's
-                // o-series reject the parameter (and make one call anyway).
-                body.parallel_tool_calls = takes_parallel_tool_calls(model).then_some(false);
+                // o-series reject the parameter (and make one call anyway). With tools of the
+                // caller's beside it, the model may call several at once.
+                body.parallel_tool_calls =
+                    (request.tools.is_empty() && takes_parallel_tool_calls(model)).then_some(false);
             }
         }
         if shape.openrouter {
@@ -126,12 +125,48 @@ pub(super) fn request(
             });
         }
     }
+    add_tools(&mut body, request).map_err(|m| bad(&m))?;
     let body = serde_json::to_value(&body).map_err(|e| bad(&e.to_string()))?;
     Ok(WireRequest {
         path: PATH.to_owned(),
         body,
         headers: shape.headers,
     })
+}
+
+/// The caller's tools beside any answer tool, and the tool choice: the caller's when it made one;
+/// in tool mode with tools of the caller's, `required` (the answer is a call too).
+fn add_tools<'a>(body: &mut wire::Request<'a>, request: &'a ChatRequest) -> Result<(), String> {
+    if request.tools.is_empty() && request.tool_choice.is_none() {
+        return Ok(());
+    }
+    crate::request::check_tools(request)?;
+    body.tools
+        .extend(request.tools.iter().map(|tool| wire::Tool {
+            kind: "function",
+            function: wire::Function {
+                name: Cow::Borrowed(&tool.name),
+                description: &tool.description,
+                parameters: &tool.parameters,
+                strict: tool.strict,
+            },
+        }));
+    body.tool_choice = match &request.tool_choice {
+        Some(ToolChoice::Auto) => Some(wire::ToolChoice::Mode("auto")),
+        Some(ToolChoice::Required) => Some(wire::ToolChoice::Mode("required")),
+        Some(ToolChoice::None) => Some(wire::ToolChoice::Mode("none")),
+        Some(ToolChoice::Tool(name)) => Some(function_choice(name.clone())),
+        None if body.tool_choice.is_some() => Some(wire::ToolChoice::Mode("required")),
+        None => None,
+    };
+    Ok(())
+}
+
+fn function_choice(name: String) -> wire::ToolChoice {
+    wire::ToolChoice::Function {
+        kind: "function",
+        function: wire::ToolName { name },
+    }
 }
 
 /// `Authorization: Bearer <key>`.
@@ -161,12 +196,19 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
         });
     }
     let finish_reason = finish_reason(choice.finish_reason.as_deref());
-    // A tool call is the answer (only the forced answer tool is ever offered), even when the model
-    // also wrote text beside it.
+    // In tool mode the first call is the answer, even when the model also wrote text beside it.
     let content = match message.tool_calls.as_deref().and_then(<[_]>::first) {
         Some(call) => tool_arguments(call),
         None => text(message.content.as_ref()).unwrap_or_default(),
     };
+    let tool_calls = message
+        .tool_calls
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, call)| parse_call(i, call, context))
+        .collect::<Result<Vec<_>, _>>()?;
     if finish_reason == FinishReason::ContentFilter && content.trim().is_empty() {
         return Err(Error::Refused {
             context: context.clone(),
@@ -179,7 +221,7 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
         usage: usage(completion.usage.unwrap_or_default()),
         request_id: context.request_id.clone().or(completion.id),
         model: completion.model,
-        tool_calls: Vec::new(),
+        tool_calls,
     })
 }
 
@@ -210,20 +252,30 @@ pub(super) fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<Str
         if let Some(text) = text(delta.content.as_ref()).filter(|t| !t.is_empty()) {
             events.push(StreamEvent::Text(text));
         }
-        let arguments = delta
-            .tool_calls
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| c.index.unwrap_or(0) == 0);
-        for call in arguments {
-            // Every fragment, empty ones too: the first says a call began, so text beside it is
-            // not the answer and a call without arguments answers `{}`.
-            let part = match call.function.and_then(|f| f.arguments) {
+        for call in delta.tool_calls.unwrap_or_default() {
+            let index = call.index.unwrap_or(0);
+            let (name, arguments) = call
+                .function
+                .map_or((None, None), |f| (f.name, f.arguments));
+            if call.id.is_some() || name.is_some() {
+                events.push(StreamEvent::ToolCall {
+                    index,
+                    id: call.id.unwrap_or_default(),
+                    name: name.unwrap_or_default(),
+                });
+            }
+            let part = match arguments {
                 Some(Value::String(part)) => part,
                 None | Some(Value::Null) => String::new(),
                 Some(object) => object.to_string(),
             };
-            events.push(StreamEvent::ToolInput(part));
+            // Every fragment of the first call, empty ones too: the first says a call began, so
+            // text beside it is not the answer and a call without arguments answers `{}`.
+            if index == 0 {
+                events.push(StreamEvent::ToolInput(part));
+            } else if !part.is_empty() {
+                events.push(StreamEvent::ToolCallInput { index, part });
+            }
         }
         if let Some(reason) = choice.finish_reason.as_deref() {
             events.extend(chunk.model.clone().map(StreamEvent::Model));
@@ -436,29 +488,45 @@ fn messages(request: &ChatRequest, instructions: InstructionRole) -> Vec<wire::M
     };
     let fold = instructions == InstructionRole::User;
     let mut messages: Vec<wire::Message<'_>> = Vec::with_capacity(request.messages.len() + 1);
-    messages.extend(request.messages.iter().map(|m| match m.role {
-        Role::System if fold => wire::Message {
-            role: "user",
-            content: Cow::Owned(delimited(&m.content)),
-        },
-        Role::System => wire::Message {
-            role: system_role,
-            content: Cow::Borrowed(&m.content),
-        },
-        Role::User => wire::Message {
-            role: "user",
-            content: Cow::Borrowed(&m.content),
-        },
-        Role::Assistant => wire::Message {
-            role: "assistant",
-            content: Cow::Borrowed(&m.content),
-        },
-        // A chat-completions tool message must answer a `tool_call_id`, which neutral messages do
-        // not carry; the result goes back as what it is to the model, text from outside.
-        Role::Tool => wire::Message {
-            role: "user",
-            content: Cow::Borrowed(&m.content),
-        },
+    let text = |role, content| wire::Message {
+        role,
+        content: Some(content),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    };
+    messages.extend(request.messages.iter().map(|m| {
+        match m.role {
+            Role::System if fold => text("user", Cow::Owned(delimited(&m.content))),
+            Role::System => text(system_role, Cow::Borrowed(&m.content)),
+            Role::User => text("user", Cow::Borrowed(&m.content)),
+            Role::Assistant if !m.tool_calls.is_empty() => wire::Message {
+                role: "assistant",
+                content: (!m.content.is_empty()).then_some(Cow::Borrowed(&m.content)),
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|call| wire::CallOut {
+                        id: &call.id,
+                        kind: "function",
+                        function: wire::FunctionOut {
+                            name: &call.name,
+                            arguments: call.arguments.to_string(),
+                        },
+                    })
+                    .collect(),
+                tool_call_id: None,
+            },
+            Role::Assistant => text("assistant", Cow::Borrowed(&m.content)),
+            Role::Tool => match &m.tool_call_id {
+                Some(id) => wire::Message {
+                    tool_call_id: Some(id),
+                    ..text("tool", Cow::Borrowed(&m.content))
+                },
+                // A chat-completions tool message must answer a `tool_call_id`; a result without one
+                // goes back as what it is to the model, text from outside.
+                None => text("user", Cow::Borrowed(&m.content)),
+            },
+        }
     }));
     let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) else {
         return messages;
@@ -466,18 +534,19 @@ fn messages(request: &ChatRequest, instructions: InstructionRole) -> Vec<wire::M
     // Instructions always come first: in a conversation that opens with the model, on their own.
     match messages.first_mut().filter(|m| fold && m.role == "user") {
         Some(first) => {
-            first.content = Cow::Owned(format!("{}\n\n{}", delimited(system), first.content))
+            let content = first.content.as_deref().unwrap_or_default();
+            first.content = Some(Cow::Owned(format!("{}\n\n{content}", delimited(system))));
         }
         None => messages.insert(
             0,
-            wire::Message {
-                role: if fold { "user" } else { system_role },
-                content: if fold {
+            text(
+                if fold { "user" } else { system_role },
+                if fold {
                     Cow::Owned(delimited(system))
                 } else {
                     Cow::Borrowed(system)
                 },
-            },
+            ),
         ),
     }
     messages
@@ -490,22 +559,7 @@ fn delimited(instructions: &str) -> String {
 
 /// A schema or tool name as the API accepts it: `[A-Za-z0-9_-]{1,64}`.
 fn schema_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if cleaned.is_empty() {
-        "response".to_owned()
-    } else {
-        cleaned
-    }
+    crate::request::wire_name(name)
 }
 
 /// The text of a message's content: a string, or the `text` of each part of an array.
@@ -530,6 +584,28 @@ fn tool_arguments(call: &wire::ToolCall) -> String {
         None | Some(Value::Null | Value::String(_)) => "{}".to_owned(),
         Some(object) => object.to_string(),
     }
+}
+
+/// The neutral call for a wire call: its arguments parsed (`{}` when missing or blank), or the
+/// error naming it. A call without an id (some compatible servers) gets `call_<position>`.
+fn parse_call(
+    position: usize,
+    call: &wire::ToolCall,
+    context: &ErrorContext,
+) -> Result<ToolCall, Error> {
+    let id = call
+        .id
+        .clone()
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| format!("call_{position}"));
+    let name = call
+        .function
+        .as_ref()
+        .and_then(|f| f.name.clone())
+        .unwrap_or_default();
+    let arguments = tool_arguments(call);
+    crate::response::parse_call(&id, &name, &arguments)
+        .map_err(|e| Error::tool_arguments(context, &id, &name, &arguments, &e))
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {

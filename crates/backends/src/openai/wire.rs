@@ -25,8 +25,8 @@ pub(super) struct Request<'a> {
     pub stop: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<[Tool<'a>; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,7 +46,31 @@ pub(super) struct Request<'a> {
 #[derive(Debug, Serialize)]
 pub(super) struct Message<'a> {
     pub role: &'static str,
-    pub content: Cow<'a, str>,
+    /// Left out only for an assistant turn that called tools and wrote nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Cow<'a, str>>,
+    /// An assistant turn's calls.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<CallOut<'a>>,
+    /// The call a `tool` message answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+}
+
+/// A call of the history, as the request sends it back.
+#[derive(Debug, Serialize)]
+pub(super) struct CallOut<'a> {
+    pub id: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionOut<'a>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct FunctionOut<'a> {
+    pub name: &'a str,
+    /// The arguments as a JSON text, as the API takes them.
+    pub arguments: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -71,17 +95,23 @@ pub(super) struct Tool<'a> {
 
 #[derive(Debug, Serialize)]
 pub(super) struct Function<'a> {
-    pub name: String,
-    pub description: &'static str,
+    pub name: Cow<'a, str>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub description: &'a str,
     pub parameters: &'a Value,
     pub strict: bool,
 }
 
+/// `"auto"`, `"required"`, `"none"`, or one function.
 #[derive(Debug, Serialize)]
-pub(super) struct ToolChoice {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: ToolName,
+#[serde(untagged)]
+pub(super) enum ToolChoice {
+    Mode(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: ToolName,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -149,12 +179,18 @@ pub(super) struct ToolCall {
     /// Streamed calls say which call a fragment belongs to.
     #[serde(default)]
     pub index: Option<u32>,
+    /// The call's id (in a stream, on the call's first fragment only).
+    #[serde(default)]
+    pub id: Option<String>,
     #[serde(default)]
     pub function: Option<FunctionCall>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct FunctionCall {
+    /// The tool called (in a stream, on the call's first fragment only).
+    #[serde(default)]
+    pub name: Option<String>,
     /// A JSON text as OpenAI sends it; some compatible servers send the object itself, and some
     /// relays leave it out for a call without arguments.
     #[serde(default)]

@@ -488,13 +488,16 @@ fn a_function_call_stream() {
     let stream = r#"data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "answer", "args": {"answer": "4", "state": "done"}}}],"role": "model"},"finishReason": "STOP"}]}
 
 "#;
-    assert_eq!(
-        stream_events(stream).unwrap(),
-        [
-            StreamEvent::ToolInput(r#"{"answer":"4","state":"done"}"#.into()),
-            StreamEvent::Finish(FinishReason::Stop),
-        ]
-    );
+    // The call is named (a native call too), its arguments the answer; Gemini's `STOP` beside a
+    // call says the model stopped to call it.
+    let mut assembler = claij_backends::Assembler::default();
+    for event in stream_events(stream).unwrap() {
+        assembler.push(event);
+    }
+    let response = assembler.finish();
+    assert_eq!(response.content, r#"{"answer":"4","state":"done"}"#);
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(response.tool_calls[0].name, "answer");
     // Text in an earlier chunk is not part of the answer.
     let stream = r#"data: {"candidates": [{"content": {"parts": [{"text": "Calling the function."}],"role": "model"}}]}
 

@@ -13,3 +13,4 @@ mod local_model;
 mod models;
 mod openai;
 mod openai_fallback;
+mod tools;

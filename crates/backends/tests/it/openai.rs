@@ -44,7 +44,7 @@ fn request_schema() -> &'static Validator {
 }
 
 #[track_caller]
-fn assert_valid_request(name: &str, body: &Value) {
+pub(crate) fn assert_valid_request(name: &str, body: &Value) {
     if let Err(violations) = request_schema().validate(body) {
         let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
         panic!(
