@@ -15,6 +15,17 @@
 //! structured_output = "json_object_schema" # optional: json_schema, json_object_schema,
 //!                                       # ollama_format, tools, prompted; default: detected
 //!
+//! [providers.openai]                   # through a gateway (Helicone here)
+//! base_url = "https://oai.helicone.ai/v1"
+//! headers = { "Helicone-Auth" = "Bearer ${HELICONE_API_KEY}" }
+//!
+//! [providers.azure]                     # Azure OpenAI: --llm azure:gpt-4o (the deployment)
+//! kind = "openai-compatible"
+//! base_url = "https://RESOURCE.openai.azure.com/openai/deployments/gpt-4o"
+//! api_key_env = "AZURE_OPENAI_API_KEY"
+//! auth_header = "api-key"               # the key, bare, in this header (not Authorization)
+//! query = { "api-version" = "2024-10-21" }
+//!
 //! [aliases]
 //! fast = "openrouter:google/gemini-2.5-flash"
 //! tiny = "local"
@@ -32,10 +43,17 @@
 //! services = ["fs"]
 //! ```
 //!
+//! Every provider entry takes `headers` and `query` (added to every request) and `auth_header`; a
+//! value names environment variables as `${NAME}` (`$$` is a `$`), read when the provider is opened
+//! (unset: an error naming the variable and the entry). Values that name a variable, and values of
+//! names that look secret (`auth`, `key`, `token`, ...), are secret: `config show` prints `***`. A
+//! header claij sets itself (`Content-Type`, `User-Agent`, ...) is refused. See [`gateway`].
+//!
 //! Where: `$CLAIJ_CONFIG`, else `$XDG_CONFIG_HOME/claij/config.toml`, else
 //! `$HOME/.config/claij/config.toml`. No file means the defaults; a file named by `CLAIJ_CONFIG` must
 //! exist. Every error names the file, the line and the key path (`providers.openrouter.base_url`).
 
+mod gateway;
 mod show;
 #[cfg(test)]
 mod tests;
@@ -54,6 +72,7 @@ use toml::{Table, Value};
 
 use crate::ask::llm::{self, Llm, Provider};
 
+pub(crate) use self::gateway::Gateway;
 pub(crate) use self::show::{Command, run};
 
 /// The built-in aliases (the design's model table): name, `provider:model` or `local`.
@@ -111,6 +130,8 @@ pub(crate) struct CompatibleSettings {
     /// How the server takes structured output; `None`: `json_schema`, falling back (and
     /// remembering) when the server rejects it.
     pub structured_output: Option<StructuredDialect>,
+    /// `headers`, `query` and `auth_header`.
+    pub gateway: Gateway,
 }
 
 /// How to reach one provider.
@@ -128,6 +149,8 @@ pub(crate) struct ProviderSettings {
     /// `retry_budget_secs`: the longest a call may take with its retries and the waits the server
     /// asks for; `None`: the backend's default, 120 s.
     pub retry_budget: Option<Duration>,
+    /// `headers`, `query` and `auth_header`.
+    pub gateway: Gateway,
 }
 
 /// What an alias stands for.
@@ -183,6 +206,7 @@ impl Default for Settings {
                 base_url: None,
                 max_body_bytes: None,
                 retry_budget: None,
+                gateway: Gateway::default(),
             })
             .collect();
         let aliases = BUILTIN_ALIASES
@@ -378,11 +402,14 @@ impl Settings {
                     "retry_budget_secs" => {
                         settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
                     }
+                    "headers" | "query" | "auth_header" => {
+                        settings.gateway.read(value, &keys, fail)?;
+                    }
                     _ => {
                         return Err(fail(
                             &keys,
-                            "unknown key (expected api_key_env, base_url, max_body_bytes or \
-                             retry_budget_secs)",
+                            "unknown key (expected api_key_env, base_url, max_body_bytes, \
+                             retry_budget_secs, headers, query or auth_header)",
                         ));
                     }
                 }
@@ -422,6 +449,7 @@ impl Settings {
             max_body_bytes: None,
             retry_budget: None,
             structured_output: None,
+            gateway: Gateway::default(),
         };
         for (key, value) in table {
             let keys = ["providers", name, key.as_str()];
@@ -442,11 +470,14 @@ impl Settings {
                 "retry_budget_secs" => {
                     settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
                 }
+                "headers" | "query" | "auth_header" => {
+                    settings.gateway.read(value, &keys, fail)?;
+                }
                 _ => {
                     return Err(fail(
                         &keys,
                         "unknown key (expected kind, base_url, api_key_env, structured_output, \
-                         max_body_bytes or retry_budget_secs)",
+                         max_body_bytes, retry_budget_secs, headers, query or auth_header)",
                     ));
                 }
             }

@@ -1,7 +1,8 @@
 //! `claij config show`: the effective configuration, with every secret left out: keys are named by
 //! their variable (set or not, never the value), URLs lose their query string, fragment and user
 //! info (`claij_backends::redact::redact_url`), MCP `env` and `headers` values are replaced by the
-//! one marker (`***`).
+//! one marker (`***`), and so are a provider's secret `headers` and `query` values (those naming a
+//! variable, whose names are listed with whether they are set, or named like a credential).
 
 use std::io::Write as _;
 
@@ -11,7 +12,7 @@ use claij_interceptors::StructuredMode;
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
-use super::{DEFAULT_REMOTE_ALIAS, Origin, Settings};
+use super::{DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings};
 use crate::Status;
 use crate::ask::llm::Provider;
 
@@ -60,17 +61,19 @@ pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value
             if let Some(budget) = p.retry_budget {
                 value["retry_budget_secs"] = budget.as_secs().into();
             }
+            add_gateway_json(&mut value, &p.gateway, is_set);
             (p.provider.name().to_owned(), value)
         })
         .collect();
     for (name, p) in config.compatible_providers() {
-        let value = json!({
+        let mut value = json!({
             "kind": super::COMPATIBLE_KIND,
             "api_key_env": p.api_key_env,
             "api_key_set": p.api_key_env.as_deref().is_some_and(is_set),
             "base_url": redact_url(&p.base_url),
             "structured_output": p.structured_output.map(|d| d.name()),
         });
+        add_gateway_json(&mut value, &p.gateway, is_set);
         providers.insert(name.clone(), value);
     }
     let aliases: Map<String, Value> = config
@@ -120,6 +123,7 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
         if let Some(budget) = p.retry_budget {
             line.push_str(&format!(", retry_budget_secs {}", budget.as_secs()));
         }
+        line.push_str(&gateway_text(&p.gateway, is_set));
         lines.push(line);
     }
     for (name, p) in config.compatible_providers() {
@@ -130,9 +134,10 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
         };
         let structured = p.structured_output.map_or("detected", |d| d.name());
         lines.push(format!(
-            "  {name:<11} {}, base_url {}, {key}, structured_output {structured}",
+            "  {name:<11} {}, base_url {}, {key}, structured_output {structured}{}",
             super::COMPATIBLE_KIND,
-            redact_url(&p.base_url)
+            redact_url(&p.base_url),
+            gateway_text(&p.gateway, is_set)
         ));
     }
     lines.push("aliases:".to_owned());
@@ -173,6 +178,69 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
     ));
     lines.extend(mcp_lines(config.mcp.as_ref()));
     lines
+}
+
+/// `headers`, `query`, `auth_header` and the variables they name (set or not) into a provider's
+/// JSON, when the entry has any; secret values are `***`.
+fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) {
+    if gateway.is_empty() {
+        return;
+    }
+    let shown = |settings: &[super::gateway::Setting]| -> Map<String, Value> {
+        settings
+            .iter()
+            .map(|s| (s.name.clone(), Value::String(s.shown())))
+            .collect()
+    };
+    let variables: Map<String, Value> = gateway
+        .headers
+        .iter()
+        .chain(&gateway.query)
+        .flat_map(super::gateway::Setting::vars)
+        .map(|var| (var.to_owned(), Value::Bool(is_set(var))))
+        .collect();
+    value["headers"] = Value::Object(shown(&gateway.headers));
+    value["query"] = Value::Object(shown(&gateway.query));
+    value["auth_header"] = gateway.auth_header.clone().into();
+    value["variables"] = Value::Object(variables);
+}
+
+/// `, headers NAME=VALUE ..., query NAME=VALUE ..., auth_header NAME` for a provider's line (empty
+/// without any); secret values are `***`, followed by the variables they name and whether each is
+/// set.
+fn gateway_text(gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) -> String {
+    let list = |settings: &[super::gateway::Setting]| -> String {
+        let shown: Vec<String> = settings
+            .iter()
+            .map(|s| {
+                let vars: Vec<String> = s
+                    .vars()
+                    .map(|var| {
+                        let set = if is_set(var) { "set" } else { "not set" };
+                        format!("{var} {set}")
+                    })
+                    .collect();
+                let from = if vars.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", vars.join(", "))
+                };
+                format!("{}={}{from}", s.name, s.shown())
+            })
+            .collect();
+        shown.join(" ")
+    };
+    let mut text = String::new();
+    if !gateway.headers.is_empty() {
+        text.push_str(&format!(", headers {}", list(&gateway.headers)));
+    }
+    if !gateway.query.is_empty() {
+        text.push_str(&format!(", query {}", list(&gateway.query)));
+    }
+    if let Some(name) = &gateway.auth_header {
+        text.push_str(&format!(", auth_header {name}"));
+    }
+    text
 }
 
 fn mcp_lines(mcp: Option<&McpConfig>) -> Vec<String> {

@@ -203,7 +203,7 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "[providers.openai]\napi_key = \"sk-secret\"\n",
-        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env, base_url, max_body_bytes or retry_budget_secs)",
+        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env, base_url, max_body_bytes, retry_budget_secs, headers, query or auth_header)",
     );
     let bytes = "max_body_bytes: expected a whole number of bytes, at least 1024";
     let secs = "retry_budget_secs: expected whole seconds from 0 to 86400";
@@ -358,7 +358,7 @@ fn errors_in_providers_of_your_own() {
     );
     check_error(
         "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\nkey = \"k\"\n",
-        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env, structured_output, max_body_bytes or retry_budget_secs)",
+        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env, structured_output, max_body_bytes, retry_budget_secs, headers, query or auth_header)",
     );
     check_error(
         "[providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\n",
@@ -459,7 +459,8 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
     /// `config show`, as lines and as JSON, prints no form of a secret a URL may carry, nor any MCP
-    /// `env` or `headers` value; any `base_url` at all is shown without a panic.
+    /// `env` or `headers` value, nor a provider's header or query value named like a credential;
+    /// any `base_url` at all is shown without a panic.
     #[test]
     fn show_never_prints_a_secret_in_any_form(
         secret in "[A-Za-z0-9]{16,40}",
@@ -471,7 +472,10 @@ proptest::proptest! {
             let bearer = toml_string(&format!("Bearer {secret}"));
             let config = parse(&format!(
                 "[providers.openrouter]\nbase_url = {url}\n\
+                 headers = {{ \"Helicone-Auth\" = {bearer}, x-api-key = \"{secret}\" }}\n\
+                 query = {{ token = \"{secret}\" }}\n\
                  [providers.mine]\nkind = \"openai-compatible\"\nbase_url = {url}\n\
+                 headers = {{ x-portkey-api-key = \"{secret}\" }}\n\
                  [mcpServers.time]\ncommand = \"t\"\nenv = {{ TOKEN = \"{secret}\" }}\n\
                  [mcpServers.web]\nurl = {url}\nheaders = {{ Authorization = {bearer} }}\n"
             ));

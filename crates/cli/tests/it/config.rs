@@ -181,3 +181,72 @@ fn a_missing_key_names_the_configured_variable() {
     let run = run_with(&["ask", "hi", "--llm", "gpt-6"], None, &[]);
     assert_one_line_error(&run, 2, "unknown model `gpt-6`: expected an alias");
 }
+
+const GATEWAY_CONFIG: &str = r#"
+[providers.openrouter]
+headers = { "Helicone-Auth" = "Bearer ${CLAIJ_TEST_HELICONE_KEY}", "Helicone-Cache-Enabled" = "true" }
+
+[providers.azure]
+kind = "openai-compatible"
+base_url = "https://res.openai.azure.com/openai/deployments/gpt-4o"
+api_key_env = "CLAIJ_TEST_AZURE_KEY"
+auth_header = "api-key"
+headers = { "x-gateway-token" = "secret-literal-token" }
+query = { "api-version" = "2024-10-21" }
+"#;
+
+#[test]
+fn show_redacts_gateway_headers() {
+    let f = Files::new(&[("config.toml", GATEWAY_CONFIG)]);
+    let path = f.path("config.toml");
+    let env = [
+        ("CLAIJ_TEST_HELICONE_KEY", Some("secret-helicone")),
+        ("CLAIJ_TEST_AZURE_KEY", Some("secret-azure")),
+    ];
+    for args in [&["config", "show"][..], &["config", "show", "--json"][..]] {
+        let run = run_with(args, Some(&path), &env);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!run.stdout.contains("secret"), "{}", run.stdout);
+        for part in ["Helicone-Auth", "CLAIJ_TEST_HELICONE_KEY", "2024-10-21"] {
+            assert!(run.stdout.contains(part), "{part}: {}", run.stdout);
+        }
+    }
+    let text = run_with(&["config", "show"], Some(&path), &env).stdout;
+    assert!(
+        text.contains(
+            "headers Helicone-Auth=*** (CLAIJ_TEST_HELICONE_KEY set) Helicone-Cache-Enabled=true"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "headers x-gateway-token=***, query api-version=2024-10-21, auth_header api-key"
+        ),
+        "{text}"
+    );
+    let run = run_with(&["config", "show", "--json"], Some(&path), &[]);
+    let json: Value = serde_json::from_str(&run.stdout).unwrap();
+    let openrouter = &json["providers"]["openrouter"];
+    assert_eq!(openrouter["headers"]["Helicone-Auth"], "***");
+    assert_eq!(openrouter["variables"]["CLAIJ_TEST_HELICONE_KEY"], false);
+    assert_eq!(json["providers"]["azure"]["auth_header"], "api-key");
+}
+
+#[test]
+fn a_header_claij_sets_is_a_load_error() {
+    let f = Files::new(&[(
+        "config.toml",
+        "[providers.openai]\n\nheaders = { \"Content-Type\" = \"text/plain\" }\n",
+    )]);
+    let path = f.path("config.toml");
+    for args in [&["config", "show"][..], &["ask", "hi"][..]] {
+        let run = run_with(args, Some(&path), &[]);
+        assert_one_line_error(
+            &run,
+            2,
+            &format!(
+                "{path}:3: providers.openai.headers.Content-Type: claij sets this header itself"
+            ),
+        );
+    }
+}
