@@ -11,6 +11,7 @@ pub(crate) mod model;
 mod progress;
 mod report;
 pub(crate) mod session;
+mod stream;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tools;
@@ -94,9 +95,19 @@ pub(crate) struct Options {
     /// in the prompt (`--mode prompted`, the local model).
     #[arg(long, value_enum, value_name = "WHEN")]
     example: Option<ExampleWhen>,
-    /// Print `{"value", "attempts", "usage", "elapsed_ms"}` on stdout; stderr only for errors.
+    /// Print `{"value", "attempts", "usage", "elapsed_ms", "tool_results"}` on stdout; stderr only
+    /// for errors. No partial values.
     #[arg(long)]
     json: bool,
+    /// Show the value while the model writes it (on by default when stdout is a terminal): on a
+    /// terminal one line redrawn in place, else a line of JSON per partial value; `chat` writes the
+    /// answer as it grows (the local model's progress line on a terminal shows the reply
+    /// instead). Partial values are not validated; the final value is printed as without it.
+    #[arg(long, overrides_with = "no_stream")]
+    stream: bool,
+    /// Do not stream.
+    #[arg(long, overrides_with = "stream")]
+    no_stream: bool,
 }
 
 /// The interceptors `--interceptors` can name.
@@ -186,23 +197,31 @@ pub(crate) struct Conversation<'a> {
     standard: bool,
     /// The interceptors in the chain.
     names: Vec<Interceptor>,
+    /// Where partial values go, when the turn streams.
+    partials: Option<stream::Partials>,
+    /// The answer text the last turn's partial values wrote (`chat`).
+    streamed: String,
 }
 
 impl<'a> Conversation<'a> {
     /// Reads the schema, the conversation file and the configuration, opens the backend and starts
     /// the MCP servers `--interceptors mcp` needs.
     pub(crate) fn open(options: &'a Options) -> Result<Self> {
-        Self::open_with(options, &[])
+        Self::open_with(options, &[], false)
     }
 
     /// [`Conversation::open`] for `claij chat`: the memory interceptor unless `--interceptors` says
     /// otherwise.
     pub(crate) fn open_chat(options: &'a Options) -> Result<Self> {
         consensus::refuse_in_chat(options)?;
-        Self::open_with(options, &[Interceptor::Memory])
+        Self::open_with(options, &[Interceptor::Memory], true)
     }
 
-    fn open_with(options: &'a Options, default_interceptors: &[Interceptor]) -> Result<Self> {
+    fn open_with(
+        options: &'a Options,
+        default_interceptors: &[Interceptor],
+        chat: bool,
+    ) -> Result<Self> {
         let base = base_schema(options)?;
         // Locked and checked before anything is asked, so no paid turn is lost to another process
         // or to a file that cannot be written.
@@ -280,10 +299,15 @@ impl<'a> Conversation<'a> {
             chain.push(states(&names));
         }
         // The local model takes seconds to minutes on a CPU: on a terminal, show it working.
-        let (backend, turns) = if opened.backend.provider() == "local"
+        let watched = opened.backend.provider() == "local"
             && !options.json
-            && std::io::stderr().is_terminal()
-        {
+            && std::io::stderr().is_terminal();
+        let standard = names.contains(&Interceptor::Citations);
+        // The progress line shows the reply as it grows: on the same screen, partial values
+        // would only fight it for the line.
+        let display = display(options, chat, standard)
+            .filter(|_| !(watched && std::io::stdout().is_terminal()));
+        let (backend, turns) = if watched {
             let (watched, turns) = progress::Watched::stderr(opened.backend);
             (
                 Arc::new(watched) as Arc<dyn claij_backends::Backend>,
@@ -306,8 +330,11 @@ impl<'a> Conversation<'a> {
             services,
             turns,
             registry: proposals.map(|(_, registry)| registry),
-            standard: names.contains(&Interceptor::Citations),
+            standard,
             names,
+            partials: display
+                .map(|display| stream::Partials::new(display, Box::new(std::io::stdout()))),
+            streamed: String::new(),
         })
     }
 
@@ -323,10 +350,27 @@ impl<'a> Conversation<'a> {
             turns.start();
         }
         let started = Instant::now();
-        let result = self
-            .runtime
-            .block_on(self.pipeline.ask(&mut self.ctx, prompt));
+        let result = match &self.partials {
+            Some(partials) => {
+                let show = |value: &serde_json::Value| partials.show(value);
+                let result = self.runtime.block_on(self.pipeline.ask_streaming(
+                    &mut self.ctx,
+                    prompt,
+                    &show,
+                ));
+                self.streamed = partials.finish();
+                result
+            }
+            None => self
+                .runtime
+                .block_on(self.pipeline.ask(&mut self.ctx, prompt)),
+        };
         (result, started.elapsed())
+    }
+
+    /// The answer text the last turn's partial values wrote on stdout (empty when none did).
+    pub(crate) fn streamed(&self) -> &str {
+        &self.streamed
     }
 
     /// Writes the conversation file, if there is one.
@@ -388,6 +432,23 @@ impl<'a> Conversation<'a> {
         if let Some(services) = &self.services {
             self.runtime.block_on(services.close());
         }
+    }
+}
+
+/// How partial values are shown, if the turn streams: never with `--json`; with `--stream`, or by
+/// default when stdout is a terminal; `chat` writes the answer as it grows (not for the standard
+/// response, which is rendered whole).
+fn display(options: &Options, chat: bool, standard: bool) -> Option<stream::Display> {
+    let terminal = std::io::stdout().is_terminal();
+    let on = options.stream || (!options.no_stream && terminal);
+    if options.json || !on {
+        return None;
+    }
+    match (chat, terminal) {
+        (true, _) if standard => None,
+        (true, _) => Some(stream::Display::Answer),
+        (false, true) => Some(stream::Display::Line(progress::terminal_width())),
+        (false, false) => Some(stream::Display::Lines),
     }
 }
 

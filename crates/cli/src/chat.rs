@@ -126,7 +126,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 if conversation.json() {
                     conversation.print_answer(&answer, elapsed)?;
                 } else {
-                    print_turn(&answer.value)?;
+                    print_turn(&answer.value, conversation.streamed())?;
                     for result in conversation.ran() {
                         writeln!(err, "  {}", crate::ask::tool_result_line(result))?;
                     }
@@ -140,6 +140,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
             }
             Err(Error::RetriesExhausted(exhausted)) => {
                 status = Status::Invalid;
+                end_streamed_line(conversation.streamed())?;
                 let n = exhausted.attempts.len();
                 let cut = exhausted
                     .truncation()
@@ -152,6 +153,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 )?;
             }
             Err(e) => {
+                end_streamed_line(conversation.streamed())?;
                 lines.save_history();
                 conversation.close();
                 return Err(e.into());
@@ -163,17 +165,32 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
     Ok(status)
 }
 
+/// Ends the line of answer text the partial values wrote, if they wrote any.
+fn end_streamed_line(streamed: &str) -> Result<()> {
+    if !streamed.is_empty() {
+        writeln!(std::io::stdout())?;
+    }
+    Ok(())
+}
+
 /// The answer for people: `answer` (or the standard response rendered), then state and summary.
-fn print_turn(value: &Value) -> Result<()> {
+/// `streamed` is the answer text the partial values already wrote: the line is ended, and the
+/// answer written again only if the final one differs.
+fn print_turn(value: &Value, streamed: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    if value.get("metadata").is_some() {
+    let answer = value.get("answer").and_then(Value::as_str);
+    let metadata = value.get("metadata").is_some();
+    if !streamed.is_empty() {
+        writeln!(out)?;
+    }
+    if metadata {
         writeln!(
             out,
             "{}",
             claij_interceptors::builtin::citations::render_for_people(value).trim_end()
         )?;
-    } else {
-        match value.get("answer").and_then(Value::as_str) {
+    } else if streamed.is_empty() || answer != Some(streamed) {
+        match answer {
             Some(answer) => writeln!(out, "{answer}")?,
             None => writeln!(out, "{}", serde_json::to_string_pretty(value)?)?,
         }

@@ -64,14 +64,19 @@ pub(super) struct Status {
     pub tail: String,
 }
 
+/// The terminal's width: `COLUMNS`, else 80, from 20 to 1000.
+pub(super) fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .unwrap_or(DEFAULT_WIDTH)
+        .clamp(20, 1000)
+}
+
 impl Watched {
     /// `inner`, drawing on stderr, `COLUMNS` wide (else 80).
     pub(super) fn stderr(inner: Arc<dyn Backend>) -> (Self, Turns) {
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse().ok())
-            .unwrap_or(DEFAULT_WIDTH);
-        Self::new(inner, Box::new(std::io::stderr()), width)
+        Self::new(inner, Box::new(std::io::stderr()), terminal_width())
     }
 
     /// `inner`, drawing on `out` with lines shorter than `width` characters.

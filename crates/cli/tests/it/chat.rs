@@ -233,7 +233,7 @@ async fn chat_with_tools_shows_the_previous_turns_results() {
 
 /// Runs `claij ARGS` with its stdout on a pseudo-terminal (python3's `pty`), everything it showed
 /// and its exit code.
-fn claij_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
+pub(crate) fn claij_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
     const DRIVER: &str = r#"
 import os, pty, sys
 pid, fd = pty.fork()
@@ -298,6 +298,7 @@ async fn ask_standard_on_a_terminal_is_rendered_for_people() {
         ("CLAIJ_CONFIG", config.as_str()),
         ("OPENROUTER_API_KEY", KEY),
     ];
+    // Not streamed: the mock answers with one JSON body, not events.
     let args = [
         "ask",
         "When do we land?",
@@ -306,6 +307,7 @@ async fn ask_standard_on_a_terminal_is_rendered_for_people() {
         "--standard",
         "--note",
         &note,
+        "--no-stream",
     ];
     let (shown, code) = claij_on_a_terminal(&args, &env);
     assert_eq!(code, 0, "{shown}");
