@@ -1108,6 +1108,20 @@ fn run_meta_debugged(files: &Files, approve: &str) -> Run {
     )
 }
 
+/// The last transition of the meta-debug run of `ask` in a printed trail.
+fn last_meta_debug_entry(trail: &Value) -> &Value {
+    trail
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|e| {
+            e["from"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("ask/meta-debug/"))
+        })
+        .unwrap()
+}
+
 /// The journal's `remedy` lines.
 fn remedy_lines(files: &Files) -> Vec<Value> {
     std::fs::read_to_string(files.path("run.jsonl"))
@@ -1156,6 +1170,21 @@ async fn an_approved_meta_debug_schema_remedy_is_tried_and_the_run_goes_on() {
     let last = trail.as_array().unwrap().last().unwrap();
     assert_eq!(last["to"], "end", "{}", run.stdout);
     assert_eq!(last["event"]["unit"], "apples");
+    // The model is told about the field in its prompt, whatever carries the schema.
+    let small = bodies(&server, "small").await;
+    assert_eq!(small.len(), 3);
+    let system = |body: &Value| body["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(!system(&small[0]).contains("meta-debug-ask-v1"));
+    let again = system(&small[2]);
+    let section = &again[again.find("Schema extensions in force").unwrap()..];
+    assert!(
+        section.contains("meta-debug-ask-v1") && section.contains("unit: string"),
+        "{again}"
+    );
+    // The meta-debug sub-trail ends as the remedy did.
+    let verified = last_meta_debug_entry(&trail);
+    assert_eq!(verified["to"], "ask/meta-debug/fixed", "{}", run.stdout);
+    assert_eq!(verified["event"]["applied"], true);
     assert!(
         run.stderr.contains(
             "meta-debugging of `ask` proposes the schema extension `meta-debug-ask-v1`: activated"
@@ -1200,6 +1229,17 @@ async fn a_declined_meta_debug_schema_remedy_is_recorded_and_the_state_bails_out
     let last = trail.as_array().unwrap().last().unwrap();
     assert_eq!(last["to"], "failed", "{}", run.stdout);
     assert_eq!(bodies(&server, "small").await.len(), 2, "not asked again");
+    let declined = last_meta_debug_entry(&trail);
+    assert_eq!(
+        (&declined["from"], &declined["to"]),
+        (
+            &json!("ask/meta-debug/verify"),
+            &json!("ask/meta-debug/unfixed")
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(declined["event"]["applied"], false);
     let remedies = remedy_lines(&files);
     assert_eq!(remedies.len(), 1);
     assert_eq!(remedies[0]["remedy"]["effect"], "declined");
