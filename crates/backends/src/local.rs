@@ -465,6 +465,7 @@ impl LocalBackend {
         cancel: &AtomicBool,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Generation, Error> {
+        check_no_tools(request)?;
         let inner = &*self.inner;
         let prompt = inner
             .vocab
@@ -571,6 +572,23 @@ impl std::fmt::Debug for LocalBackend {
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
+}
+
+/// The embedded model has no native tools ([`Capabilities::tools`] is false): a request offering
+/// some is refused rather than answered as if they were not there. Tools reach it through the
+/// schema (the pipeline's `oneOf` of calls), which its grammar enforces.
+fn check_no_tools(request: &ChatRequest) -> Result<(), Error> {
+    let forced = matches!(
+        request.tool_choice,
+        Some(crate::ToolChoice::Required | crate::ToolChoice::Tool(_))
+    );
+    if request.tools.is_empty() && !forced {
+        return Ok(());
+    }
+    Err(Error::BadRequest {
+        context: ErrorContext::new("local"),
+        message: "the local model has no native tools; offer them in the schema instead".to_owned(),
+    })
 }
 
 impl Backend for LocalBackend {

@@ -168,3 +168,21 @@ fn the_penalty_spares_all_punctuation_alike() {
     check(b"", false);
     check(b"\xff<|im_end|>", false);
 }
+
+#[test]
+fn native_tools_are_refused_not_ignored() {
+    let ask = || crate::ChatRequest::new("m").message(Message::user("hi"));
+    assert!(super::check_no_tools(&ask()).is_ok());
+    assert!(super::check_no_tools(&ask().tool_choice(crate::ToolChoice::None)).is_ok());
+    for request in [
+        ask().tool(crate::ToolSpec::new("add", "", json!({"type": "object"}))),
+        ask().tool_choice(crate::ToolChoice::Required),
+    ] {
+        let error = super::check_no_tools(&request).unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::BadRequest);
+        assert_eq!(
+            error.to_string(),
+            "local: bad request: the local model has no native tools; offer them in the schema instead"
+        );
+    }
+}
