@@ -16,10 +16,11 @@ use crate::context::ToolOrigin;
 /// The agent run checks a call's arguments against the tool's `parameters` before calling
 /// [`Toolbox::call`], and sends the violations back to the model as the call's result.
 pub trait Toolbox: Send + Sync {
-    /// What ran the calls, for [`ToolResult::origin`](crate::ToolResult::origin).
-    fn origin(&self) -> ToolOrigin;
+    /// What runs `tool`'s calls, for [`ToolResult::origin`](crate::ToolResult::origin).
+    fn origin(&self, tool: &str) -> ToolOrigin;
 
-    /// The tools, each with the JSON Schema of its arguments.
+    /// The tools, each with the JSON Schema of its arguments; names are what providers accept for
+    /// functions (1 to 64 ASCII letters, digits, `_` and `-`).
     fn specs(&self) -> Vec<ToolSpec>;
 
     /// The calls a valid reply makes through this toolbox's field (the `oneOf` route), in order;

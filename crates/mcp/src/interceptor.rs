@@ -3,8 +3,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use claij_backends::BoxFuture;
-use claij_interceptors::{BoxError, Context, Interceptor, Prompts, Schema, ToolOrigin, ToolResult};
+use claij_backends::{BoxFuture, ToolCall, ToolSpec};
+use claij_interceptors::{
+    BoxError, Context, Interceptor, NativeTools, Prompts, Schema, ToolOrigin, ToolResult, Toolbox,
+};
 use futures_util::stream::{self, StreamExt as _};
 use serde_json::{Value, json};
 use tracing::debug;
@@ -314,7 +316,11 @@ impl Interceptor for McpInterceptor {
         "mcp"
     }
 
-    fn pre_schema(&self, schema: &mut Schema, _ctx: &Context) -> Result<(), BoxError> {
+    fn pre_schema(&self, schema: &mut Schema, ctx: &Context) -> Result<(), BoxError> {
+        // An agent run sending the tools natively needs no field for them.
+        if ctx.get::<NativeTools>().is_some() {
+            return Ok(());
+        }
         if let Some(delta) = self.schema_delta() {
             schema.extend(EXTENSION, delta);
         }
@@ -325,7 +331,9 @@ impl Interceptor for McpInterceptor {
         if let Some(project) = self.services.project() {
             prompts.system_push(&project.hat());
         }
-        if let Some(section) = self.prompt_section() {
+        if ctx.get::<NativeTools>().is_none()
+            && let Some(section) = self.prompt_section()
+        {
             prompts.system_push(&section);
         }
         if let Some(section) = self.results_section(&ctx.tool_results) {
@@ -348,6 +356,98 @@ impl Interceptor for McpInterceptor {
             Ok(())
         })
     }
+
+    fn toolbox(&self) -> Option<&dyn Toolbox> {
+        Some(self)
+    }
+}
+
+/// The MCP tools for an agent run ([`claij_interceptors::Pipeline::run_agent`]): natively, each
+/// named `<service>__<tool>` (providers refuse the `.` of `service.tool`; any other character they
+/// refuse becomes `_`), or
+/// through the reply's `mcp_calls`. Calls go through [`Services::call`] as in a turn.
+impl Toolbox for McpInterceptor {
+    fn origin(&self, tool: &str) -> ToolOrigin {
+        let server = self
+            .native_tool(tool)
+            .map_or_else(|| "?".to_owned(), |t| t.server.clone());
+        ToolOrigin::Mcp { server }
+    }
+
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.derived()
+            .tools
+            .iter()
+            .map(|tool| {
+                let description = tool
+                    .description
+                    .clone()
+                    .or_else(|| tool.title.clone())
+                    .unwrap_or_default();
+                ToolSpec::new(
+                    native_name(&tool.server, &tool.name),
+                    description,
+                    tool.normalised_input(),
+                )
+            })
+            .collect()
+    }
+
+    fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
+        let Some(Value::Array(items)) = value.get("mcp_calls") else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("?");
+                let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
+                ToolCall::new(
+                    format!("mcp_calls-{index}"),
+                    native_name(field("service"), field("tool")),
+                    args,
+                )
+            })
+            .collect()
+    }
+
+    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let tool = self
+                .native_tool(name)
+                .ok_or_else(|| format!("unknown tool `{name}`"))?;
+            self.call(&tool.server, &tool.name, arguments).await
+        })
+    }
+}
+
+impl McpInterceptor {
+    /// The tool an agent run knows as `name` (`<service>__<tool>`).
+    fn native_tool(&self, name: &str) -> Option<Arc<ToolInfo>> {
+        self.derived()
+            .tools
+            .iter()
+            .find(|t| native_name(&t.server, &t.name) == name)
+            .cloned()
+    }
+}
+
+/// The name of an MCP tool as a native function: `<service>__<tool>`, any character providers
+/// refuse in a function name (anything but ASCII letters, digits, `_` and `-`) written `_`.
+fn native_name(service: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("{}__{}", clean(service), clean(tool))
 }
 
 impl std::fmt::Debug for McpInterceptor {

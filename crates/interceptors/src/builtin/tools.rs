@@ -509,7 +509,7 @@ impl Interceptor for Tools {
 /// The tools for an agent run ([`Pipeline::run_agent`](crate::Pipeline::run_agent)): natively, or
 /// through the reply's `tools` field.
 impl Toolbox for Tools {
-    fn origin(&self) -> ToolOrigin {
+    fn origin(&self, _tool: &str) -> ToolOrigin {
         ToolOrigin::Rust
     }
 

@@ -253,7 +253,7 @@ impl<'a> Agent<'a> {
                         Ok(()) => toolbox.call(&call.name, call.arguments.clone()).await,
                         Err(why) => Err(why),
                     };
-                    (toolbox.origin(), output)
+                    (toolbox.origin(&call.name), output)
                 }
             };
             ToolResult {

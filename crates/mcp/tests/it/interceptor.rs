@@ -398,3 +398,76 @@ async fn at_most_concurrency_calls_run_at_once() {
     assert!(most >= 1, "no progress seen");
     services.close().await;
 }
+
+/// An agent run calls MCP tools within one turn, natively (`<service>__<tool>`, results as tool
+/// messages) and through `mcp_calls`.
+#[tokio::test]
+async fn an_agent_run_calls_mcp_tools_within_the_turn() {
+    let Some(dir) = servers::require("interceptor agent_run") else {
+        return;
+    };
+    let services = services(&dir).await;
+    let echo = |call: usize| match call {
+        0 => ChatResponse::text("").tool_calls(vec![claij_backends::ToolCall::new(
+            "c0",
+            "everything__echo",
+            json!({"message": "token-7f3a"}),
+        )]),
+        _ => reply(json!({"answer": "Echoed.", "state": "done"})),
+    };
+    let backend = Scripted::from_fn(move |_, call| Ok(echo(call)))
+        .with_capabilities(claij_backends::Capabilities::prompted().with_tools(true));
+    let pipeline = Pipeline::new(
+        Arc::new(backend.clone()),
+        Config::new("test-model"),
+        Chain::new().with(McpInterceptor::new(services.clone())),
+    );
+    let budget = claij_interceptors::Budget::default();
+    let run = pipeline
+        .run_agent(&mut Context::default(), "Echo a token.", &budget)
+        .await
+        .expect("native run");
+    assert_eq!(run.steps, 2);
+    assert_eq!(
+        run.calls[0].origin,
+        ToolOrigin::Mcp {
+            server: "everything".into()
+        }
+    );
+    let requests = backend.requests();
+    let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"everything__echo"), "{names:?}");
+    assert!(!system(&requests[0]).contains("mcp_calls"));
+    let result = &requests[1].messages[2];
+    assert_eq!(result.tool_call_id.as_deref(), Some("c0"));
+    assert!(
+        result.content.contains("Echo: token-7f3a"),
+        "{}",
+        result.content
+    );
+
+    // The oneOf route: the calls in the reply's `mcp_calls`, the results as a user turn.
+    let backend = Scripted::from_fn(|_, call| {
+        Ok(match call {
+            0 => reply(json!({"answer": "", "state": "calling", "mcp_calls": [
+                {"service": "everything", "tool": "echo", "args": {"message": "token-9b"}}]})),
+            _ => reply(json!({"answer": "Echoed.", "state": "done"})),
+        })
+    });
+    let pipeline = Pipeline::new(
+        Arc::new(backend.clone()),
+        Config::new("test-model"),
+        Chain::new().with(McpInterceptor::new(services.clone())),
+    );
+    let run = pipeline
+        .run_agent(&mut Context::default(), "Echo a token.", &budget)
+        .await
+        .expect("oneOf run");
+    assert_eq!(run.steps, 2);
+    assert!(
+        backend.requests()[1].messages[2]
+            .content
+            .contains("Echo: token-9b")
+    );
+    services.close().await;
+}
