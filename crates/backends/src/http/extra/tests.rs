@@ -257,6 +257,34 @@ mod wire {
     }
 
     #[tokio::test]
+    async fn a_stream_gets_the_same_headers_and_query() {
+        use futures_util::StreamExt as _;
+
+        let server = MockServer::start().await;
+        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-4o", "choices": [{"index": 0, "delta": {"content": "{}"},
+            "finish_reason": "stop"}]});
+        let body = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+        Mock::given(method("POST"))
+            .and(path("/openai/deployments/gpt-4o/chat/completions"))
+            .and(header("api-key", KEY))
+            .and(header("helicone-auth", GATEWAY_KEY))
+            .and(query_param("api-version", "2024-10-21"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let config = HttpConfig::new(format!("{}/openai/deployments/gpt-4o", server.uri()))
+            .with_auth_header("api-key")
+            .with_extra_header(Extra::secret("Helicone-Auth", GATEWAY_KEY))
+            .with_query("api-version", "2024-10-21");
+        let backend = backend(config);
+        let events: Vec<_> = backend.stream(&request()).collect().await;
+        assert!(!events.is_empty());
+        assert!(events.iter().all(Result::is_ok), "{events:?}");
+    }
+
+    #[tokio::test]
     async fn an_extra_header_the_adapter_sets_is_refused_before_sending() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
