@@ -119,13 +119,14 @@ pub(super) fn request(
                     (request.tools.is_empty() && takes_parallel_tool_calls(model)).then_some(false);
             }
         }
-        if shape.openrouter {
-            body.provider = Some(wire::ProviderPreferences {
-                require_parameters: true,
-            });
-        }
     }
     add_tools(&mut body, request).map_err(|m| bad(&m))?;
+    // Routed only to upstream providers that honour the schema and the tools.
+    if shape.openrouter && (request.structured_output.is_some() || !body.tools.is_empty()) {
+        body.provider = Some(wire::ProviderPreferences {
+            require_parameters: true,
+        });
+    }
     let body = serde_json::to_value(&body).map_err(|e| bad(&e.to_string()))?;
     Ok(WireRequest {
         path: PATH.to_owned(),

@@ -231,6 +231,20 @@ async fn openai_sends_tools_and_the_choice() {
     }
 }
 
+/// OpenRouter forwards the same tools, routed only to providers that take them.
+#[tokio::test]
+async fn openrouter_sends_tools_to_providers_that_take_them() {
+    let server = serve("/api/v1/chat/completions", openai_two_calls(), false).await;
+    let backend =
+        claij_backends::OpenRouter::new(ApiKey::new(KEY)).with_config(config(&server, "/api/v1"));
+    let response = backend.complete(&ask("openai/gpt-4o-mini")).await.unwrap();
+    check_calls(&response, ["call_a", "call_b"]);
+    let body = sent(&server).await;
+    assert_valid_request("openrouter_tools", &body);
+    assert_eq!(body["tools"][1]["function"]["name"], "get_time");
+    assert_eq!(body["provider"], json!({"require_parameters": true}));
+}
+
 #[tokio::test]
 async fn openai_parses_two_parallel_calls() {
     let server = serve(OPENAI_PATH, openai_two_calls(), false).await;
