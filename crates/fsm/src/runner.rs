@@ -281,8 +281,10 @@ impl Runner {
     /// (the state asked again with it: its valid event goes on, else the bail-out or the error as
     /// without it) and kept for the state for the rest of the run; a schema remedy is tried so too
     /// when [`Runner::with_remedy_approver`] approves it. The meta-debug run's transitions are
-    /// recorded under `{state}/meta-debug/` (unless the state fails with no bail-out), the remedy
-    /// with its effect in [`Run::remedies`] and the journal, before the error when there is one.
+    /// recorded under `{state}/meta-debug/` (unless the state fails with no bail-out), its last
+    /// one saying whether the remedy was applied and fixed the state; the remedy with its effect in
+    /// [`Run::remedies`] and the journal, before the error when there is one. Every attempt of the
+    /// state asked again joins the state's own transition, valid or not (the bail-out's).
     #[must_use]
     pub fn with_meta_debug(mut self, diagnostics: Diagnostics) -> Self {
         self.meta_debug = Some(Arc::new(diagnostics));
@@ -290,7 +292,8 @@ impl Runner {
     }
 
     /// Meta-debugging's schema remedies that propose a delta go to `approver` as soon as they are
-    /// diagnosed; an approved one is verified as a prompt remedy is (the failing state asked again,
+    /// diagnosed (in the meta-debug machine's `verify` step, which ends in `unfixed` with
+    /// `applied: false` when it is declined); an approved one is verified as a prompt remedy is (the failing state asked again,
     /// its schema now extended by the state's interceptors), and the remedy records its
     /// [`Effect`](crate::builtin::meta_debug::Effect). Without one, a schema remedy is only
     /// recorded.

@@ -12,7 +12,9 @@
 //! - `suggest-N` (llm): one fix, `{fix_kind: "prompt"|"schema"|"model", suggestion}`.
 //! - `apply` (service): a prompt fix appends the suggestion to the failing model's system prompt and
 //!   goes on to `verify` with the [`Remedy`]; a schema or model fix is recorded and ends in `unfixed`
-//!   with `applied: false`, for a person or the caller to act on.
+//!   with `applied: false`, for a person or the caller to act on (unless the state's
+//!   `config.verify_schema` is `true`, as the runner sets it with a remedy approver: then a schema
+//!   fix with a `delta` goes on to `verify` too).
 //! - `verify` (service): the caller's closure asks the failing model again with the fix and says
 //!   whether its reply is now valid: `fixed` or `unfixed`. (Under [`Runner::with_meta_debug`] with
 //!   a remedy approver, a schema fix with a `delta` comes here too: put to the approver, then

@@ -467,3 +467,32 @@ fn a_failed_re_ask_keeps_its_attempts_in_the_trail() {
         "the failed attempts and the re-ask's"
     );
 }
+
+/// The extensions section composes the deltas in order, leaves out one that contradicts those
+/// before it (the registry refuses it), and is absent when nothing is active.
+#[test]
+fn the_extensions_section_shows_what_composes() {
+    use claij_fsm::prompts::extensions_section;
+    use claij_schema::SchemaDelta;
+
+    assert_eq!(extensions_section(&[]), None);
+    let unit = SchemaDelta::new("unit-v1", "test", delta());
+    let clash = SchemaDelta::new(
+        "unit-v2",
+        "test",
+        json!({"properties": {"unit": {"type": "integer"}}}),
+    );
+    let confidence = SchemaDelta::new(
+        "confidence-v1",
+        "test",
+        json!({"properties": {"confidence": {"type": "number"}}}),
+    );
+    let section = extensions_section(&[unit, clash, confidence]).unwrap();
+    assert!(
+        section.starts_with("Schema extensions in force (`unit-v1`, `confidence-v1`)"),
+        "{section}"
+    );
+    assert!(section.contains("unit: string"), "{section}");
+    assert!(section.contains("confidence?: number"), "{section}");
+    assert!(!section.contains("integer"), "{section}");
+}
