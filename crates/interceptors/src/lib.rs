@@ -37,8 +37,15 @@
 //! [`Config::max_retries`] times; then `post_response` hooks run in reverse order. The [`Answer`] carries
 //! the value and every [`Attempt`] with usage totalled.
 //!
+//! The context keeps the conversation ([`Context::history`], a [`History`]): each request sends its
+//! latest messages, as [`Config::history`] ([`HistoryPolicy`]) allows, between the system prompt and
+//! the user's input, and each turn adds the input and the valid answer. A retry keeps the request as
+//! it was and adds the invalid reply and the correction as two more turns ([`RetryForm`]).
+//! [`Pipeline::run_agent`] lets the model call the chain's tools ([`Toolbox`]) within one turn,
+//! natively where the backend can, until it answers or a [`Budget`] runs out.
+//!
 //! Errors: [`Error`]. Hook failures name the interceptor and the stage; retries exhausted carry every
-//! attempt, the last violations and the last reply.
+//! attempt, the last violations and the last reply; an agent run out of budget names the bound.
 
 pub mod builtin;
 mod chain;

@@ -103,3 +103,31 @@ fn tool_calls_count_in_the_estimate() {
     );
     assert_eq!(estimate_tokens(&Message::user("abcde")), 6);
 }
+
+proptest::proptest! {
+    /// A window is a suffix of the history, within both bounds, opening on a user turn.
+    #[test]
+    fn windows_are_bounded_suffixes_opening_on_a_user_turn(
+        roles in proptest::collection::vec(0u8..3, 0..40),
+        max_messages in 0usize..30,
+        max_tokens in 0usize..200,
+    ) {
+        let mut h = History::default();
+        for (n, role) in roles.iter().enumerate() {
+            let text = "x".repeat(n % 13);
+            h.push(match role {
+                0 => Message::user(text),
+                1 => Message::assistant(text),
+                _ => Message::tool_result(format!("c{n}"), text),
+            });
+        }
+        let policy = policy(max_messages, max_tokens);
+        let window = h.window(&policy);
+        proptest::prop_assert!(h.messages.ends_with(window));
+        proptest::prop_assert!(window.len() <= max_messages);
+        proptest::prop_assert!(window.iter().map(estimate_tokens).sum::<usize>() <= max_tokens);
+        if let Some(first) = window.first() {
+            proptest::prop_assert_eq!(first.role, claij_backends::Role::User);
+        }
+    }
+}
