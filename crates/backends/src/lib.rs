@@ -39,6 +39,14 @@
 //! - Adapters: [`OpenAi`], [`OpenRouter`], [`OpenAiCompatible`] (llama.cpp, vLLM, Ollama, LM Studio),
 //!   [`Anthropic`], [`Gemini`]; structured output natively ([`OutputMode::Native`]) or as a forced tool
 //!   ([`OutputMode::Tool`]), with the schema already compiled to the provider's [`SchemaDialect`].
+//! - Native tools: [`ChatRequest::tools`] ([`ToolSpec`]) and [`ChatRequest::tool_choice`]
+//!   ([`ToolChoice`]) in each provider's format; the model's calls, parallel ones too, in
+//!   [`ChatResponse::tool_calls`] ([`ToolCall`], arguments parsed; [`Error::ToolArguments`] names a
+//!   call whose arguments are not JSON) and, streamed, as [`StreamEvent::ToolCall`]s that
+//!   [`Assembler::try_finish`] puts together; a history's calls ([`Message::assistant_calls`]) and
+//!   results ([`Message::tool_result`]) sent back in each provider's form. [`Capabilities::tools`]
+//!   says where; in tool mode beside the caller's tools, [`ChatResponse::calls_to_run`] leaves out
+//!   the answer's own call.
 //! - [`ModelTable`]: context windows and prices of known models, a conservative pre-flight token
 //!   estimate ([`models::preflight`]) and cost ([`Usage::with_cost_from`]).
 //! - [`cassette`] (feature `cassette`): [`Recorder`] writes request/response pairs (secrets scrubbed)

@@ -106,7 +106,7 @@ fn request_bodies() {
     }
 }
 
-fn messages_validator() -> claij_validation::Validator {
+pub(crate) fn messages_validator() -> claij_validation::Validator {
     let spec = support::load("anthropic.openapi.json");
     support::validator(&spec, "CreateMessageParams", &support::Options::default())
 }

@@ -151,7 +151,7 @@ fn any_case_types(defs: &mut Map<String, Value>) {
     names.as_array_mut().unwrap().extend(lower);
 }
 
-fn request_validator() -> claij_validation::Validator {
+pub(crate) fn request_validator() -> claij_validation::Validator {
     let spec = support::load("gemini-v1beta.openapi.json");
     let options = support::Options {
         // The request envelope is closed, as the API is (it rejects unknown names); `Schema` stays open:

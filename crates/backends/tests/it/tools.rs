@@ -17,6 +17,28 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::openai::assert_valid_request;
 
+/// What the Anthropic OpenAPI document finds wrong with a body, but for the `strict` of tools
+/// (the document predates strict tools).
+fn anthropic_violations(body: &Value) -> Vec<String> {
+    let validator = super::anthropic::messages_validator();
+    match validator.validate(body) {
+        Ok(()) => Vec::new(),
+        Err(violations) => violations
+            .iter()
+            .map(ToString::to_string)
+            .filter(|v| !v.ends_with("property `strict` is not allowed"))
+            .collect(),
+    }
+}
+
+/// What the Gemini OpenAPI document finds wrong with a body.
+fn gemini_violations(body: &Value) -> Vec<String> {
+    match super::gemini::request_validator().validate(body) {
+        Ok(()) => Vec::new(),
+        Err(violations) => violations.iter().map(ToString::to_string).collect(),
+    }
+}
+
 const KEY: &str = "sk-test-claij-tools-0123456789";
 
 fn weather() -> ToolSpec {
@@ -428,6 +450,7 @@ async fn anthropic_sends_tools_and_the_choice() {
     assert_eq!(body["tools"][0]["strict"], true);
     assert!(body["tools"][1].get("description").is_none());
     assert_eq!(body["tool_choice"], json!({"type": "any"}));
+    assert_eq!(anthropic_violations(&body), Vec::<String>::new());
     insta::assert_json_snapshot!("anthropic_tools_request", body);
 
     for (choice, expected) in [
@@ -496,6 +519,7 @@ async fn anthropic_sends_a_history_with_calls_and_results() {
             {"type": "tool_result", "tool_use_id": "call_b", "content": "rain"}]})
     );
     assert_eq!(messages[3]["content"], "And which is warmer?");
+    assert_eq!(anthropic_violations(&body), Vec::<String>::new());
     insta::assert_json_snapshot!("anthropic_history_request", messages);
 }
 
@@ -592,6 +616,7 @@ async fn gemini_sends_tools_and_the_choice() {
         body["toolConfig"],
         json!({"functionCallingConfig": {"mode": "ANY"}})
     );
+    assert_eq!(gemini_violations(&body), Vec::<String>::new());
     insta::assert_json_snapshot!("gemini_tools_request", body);
 
     for (choice, expected) in [
@@ -661,6 +686,7 @@ async fn gemini_sends_a_history_with_calls_and_results() {
             {"functionResponse": {"name": "get_weather", "response": {"temp": 12}}},
             {"functionResponse": {"name": "get_weather", "response": {"result": "rain"}}}]})
     );
+    assert_eq!(gemini_violations(&body), Vec::<String>::new());
     insta::assert_json_snapshot!("gemini_history_request", contents);
 
     // A result answering no call of the history cannot be sent.
