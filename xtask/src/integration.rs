@@ -349,6 +349,10 @@ fn write_matrix(
             .filter(|r| plan.models.iter().any(|m| m.name == r.model))
             .cloned()
             .collect();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
         store::write_atomic(path, &Matrix::from_records(&ours).to_markdown(&at, command))?;
         println!("markdown: {}", display_path(path));
     }

@@ -984,7 +984,8 @@ fn markdown_gets_this_runs_models_and_the_flags_reach_claij() {
             .code(),
         Some(0)
     );
-    let doc = stage.dir.join("doc.md");
+    // In a directory that does not exist yet.
+    let doc = stage.dir.join("docs").join("doc.md");
     let output = stage.run(&[
         "--llm",
         "local",
