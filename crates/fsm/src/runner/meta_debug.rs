@@ -165,27 +165,23 @@ impl Again {
             RemedyKind::Prompt => Some(remedy.system.as_str()),
             _ => {
                 let approved = match &self.approver {
-                    Some(approver) => approver.approve(&self.state, &remedy).await,
-                    None => Ok(false),
+                    Some(approver) => approver
+                        .approve(&self.state, &remedy)
+                        .await
+                        .unwrap_or_else(|error| {
+                            tracing::warn!(state = %self.state, error = %ErrorChain(error.as_ref()), "the schema remedy could not be decided: declined");
+                            false
+                        }),
+                    None => false,
                 };
-                match approved {
-                    Ok(true) => None,
-                    Ok(false) => {
-                        keep(Tried {
-                            effect: Some(Effect::Declined),
-                            ..Tried::default()
-                        });
-                        return Ok(Verdict::NotApplied);
-                    }
-                    Err(error) => {
-                        tracing::warn!(state = %self.state, error = %ErrorChain(error.as_ref()), "the schema remedy could not be decided: declined");
-                        keep(Tried {
-                            effect: Some(Effect::Declined),
-                            ..Tried::default()
-                        });
-                        return Ok(Verdict::NotApplied);
-                    }
+                if !approved {
+                    keep(Tried {
+                        effect: Some(Effect::Declined),
+                        ..Tried::default()
+                    });
+                    return Ok(Verdict::NotApplied);
                 }
+                None
             }
         };
         // With a schema remedy, the state's own prompt: its interceptors now extend its schema.
