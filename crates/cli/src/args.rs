@@ -27,6 +27,11 @@ pub(crate) const MAX_HISTORY_MESSAGES: usize = 100_000;
 /// The most estimated tokens `--history-tokens` may keep (the widest context windows).
 pub(crate) const MAX_HISTORY_TOKENS: usize = 10_000_000;
 
+/// The most steps an agent run may be allowed.
+pub(crate) const MAX_STEPS: usize = 1000;
+/// The largest `--budget-usd`.
+pub(crate) const MAX_BUDGET_USD: f64 = 1_000_000.0;
+
 /// Every duration flag (`--timeout`): seconds, a finite number above 0 and at most a day (the same
 /// bound as a server's `timeout` in an MCP configuration).
 pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
@@ -101,6 +106,20 @@ pub(crate) fn history_messages(text: &str) -> Result<usize, String> {
 /// `--history-tokens`: 0 (no history) to [`MAX_HISTORY_TOKENS`].
 pub(crate) fn history_tokens(text: &str) -> Result<usize, String> {
     whole(text, 0, MAX_HISTORY_TOKENS)
+}
+
+/// `--max-steps`: 1 to [`MAX_STEPS`].
+pub(crate) fn steps(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_STEPS)
+}
+
+/// `--budget-usd`: US dollars, a finite number above 0 and at most [`MAX_BUDGET_USD`].
+pub(crate) fn dollars(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|usd| *usd > 0.0 && *usd <= MAX_BUDGET_USD)
+        .ok_or_else(|| format!("expected US dollars, above 0 and at most {MAX_BUDGET_USD}"))
 }
 
 /// A whole number from `min` to `max`.

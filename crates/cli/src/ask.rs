@@ -28,13 +28,16 @@ use claij_interceptors::builtin::citations::{Citations, Document};
 use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::builtin::states::States;
-use claij_interceptors::{Chain, Config, Error, Pipeline, ShowExample, StructuredMode};
+use claij_interceptors::{
+    Budget, Chain, Config, Error, Pipeline, ShowExample, StructuredMode, ToolResult,
+};
 use claij_mcp::{ClientOptions, McpInterceptor, Services};
 
 use crate::Status;
 use crate::input;
 
 pub(crate) use self::model::ModelOptions;
+pub(crate) use self::report::{Over, over_line};
 use self::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
@@ -75,6 +78,15 @@ pub(crate) struct Options {
     /// The most tokens (estimated, about four bytes each) those messages may take; 0: none.
     #[arg(long, value_name = "N", default_value_t = claij_interceptors::DEFAULT_HISTORY_TOKENS, value_parser = crate::args::history_tokens)]
     history_tokens: usize,
+    /// Let the model call tools and see their results within the turn, until it answers: an agent
+    /// run of at most N steps (model calls that end in tool calls or in the answer). Without it
+    /// (or --budget-usd), tool and MCP results reach the model on the next turn.
+    #[arg(long, value_name = "N", value_parser = crate::args::steps)]
+    max_steps: Option<usize>,
+    /// An agent run (as --max-steps; 8 steps unless it says) that stops before a step once the
+    /// turn has cost this many US dollars (a provider that reports no cost counts 0).
+    #[arg(long, value_name = "USD", value_parser = crate::args::dollars)]
+    budget_usd: Option<f64>,
     /// Characters of tool and MCP results shown to the model on the next turn, shared by the
     /// results of each interceptor (a longer one is cut, saying how much was left out).
     #[arg(long, value_name = "CHARS", default_value_t = crate::args::DEFAULT_RESULT_BUDGET, value_parser = crate::args::result_budget)]
@@ -152,12 +164,30 @@ impl Options {
     pub(crate) fn threads(&self) -> Option<NonZeroUsize> {
         self.model.threads
     }
+
+    /// The agent run's budget, when `--max-steps` or `--budget-usd` asks for one.
+    fn budget(&self) -> Option<Budget> {
+        if self.max_steps.is_none() && self.budget_usd.is_none() {
+            return None;
+        }
+        let mut budget = Budget::default();
+        if let Some(steps) = self.max_steps {
+            budget.max_steps = steps;
+        }
+        budget.max_cost_usd = self.budget_usd;
+        Some(budget)
+    }
 }
 
 /// Asks once (or, with `--consensus`, several models at once); exit 0 with a valid answer, 1 when
 /// every attempt was invalid (or the models did not agree).
 pub(crate) fn run(args: &Args) -> Result<Status> {
     if let Some(models) = consensus::models(&args.options)? {
+        if args.options.budget().is_some() {
+            anyhow::bail!(
+                "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one"
+            );
+        }
         return consensus::run(args, &models);
     }
     let mut conversation = Conversation::open(&args.options)?;
@@ -170,6 +200,23 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
         }
         Err(Error::RetriesExhausted(exhausted)) => {
             report::exhausted(&exhausted, elapsed, args.options.json)?;
+            Ok(Status::Invalid)
+        }
+        Err(
+            e @ Error::BudgetExceeded {
+                budget,
+                limit,
+                used,
+                ..
+            },
+        ) => {
+            let attempts = e.attempts();
+            let over = report::Over {
+                budget: budget.to_string(),
+                limit,
+                used,
+            };
+            report::over_budget(&over, attempts, elapsed, args.options.json)?;
             Ok(Status::Invalid)
         }
         Err(e) => Err(e.into()),
@@ -199,6 +246,10 @@ pub(crate) struct Conversation<'a> {
     names: Vec<Interceptor>,
     /// Where partial values go, when the turn streams.
     partials: Option<stream::Partials>,
+    /// The agent run's budget, when turns are agent runs (`--max-steps`, `--budget-usd`).
+    budget: Option<Budget>,
+    /// The tool and MCP calls the last turn ran, with their results.
+    calls: Vec<ToolResult>,
     /// The answer text the last turn's partial values wrote (`chat`).
     streamed: String,
 }
@@ -335,6 +386,8 @@ impl<'a> Conversation<'a> {
             partials: display
                 .map(|display| stream::Partials::new(display, Box::new(std::io::stdout()))),
             streamed: String::new(),
+            budget: options.budget(),
+            calls: Vec::new(),
         })
     }
 
@@ -350,8 +403,22 @@ impl<'a> Conversation<'a> {
             turns.start();
         }
         let started = Instant::now();
-        let result = match &self.partials {
-            Some(partials) => {
+        self.calls.clear();
+        let result = match (&self.budget, &self.partials) {
+            // An agent run shows no partial values (the pipeline streams no agent step).
+            (Some(budget), _) => {
+                let run =
+                    self.runtime
+                        .block_on(self.pipeline.run_agent(&mut self.ctx, prompt, budget));
+                return (
+                    run.map(|run| {
+                        self.calls = run.calls;
+                        run.answer
+                    }),
+                    started.elapsed(),
+                );
+            }
+            (None, Some(partials)) => {
                 let show = |value: &serde_json::Value| partials.show(value);
                 let result = self.runtime.block_on(self.pipeline.ask_streaming(
                     &mut self.ctx,
@@ -361,10 +428,13 @@ impl<'a> Conversation<'a> {
                 self.streamed = partials.finish();
                 result
             }
-            None => self
+            (None, None) => self
                 .runtime
                 .block_on(self.pipeline.ask(&mut self.ctx, prompt)),
         };
+        if result.is_ok() {
+            self.calls = self.ran_now();
+        }
         (result, started.elapsed())
     }
 
@@ -397,7 +467,7 @@ impl<'a> Conversation<'a> {
         answer: &claij_interceptors::Answer,
         elapsed: std::time::Duration,
     ) -> Result<()> {
-        let ran = self.ran();
+        let ran: Vec<&ToolResult> = self.calls.iter().collect();
         if self.standard && !self.options.json && std::io::stdout().is_terminal() {
             report::rendered(answer, &ran, elapsed)
         } else {
@@ -405,10 +475,15 @@ impl<'a> Conversation<'a> {
         }
     }
 
-    /// The tool and MCP results of the last turn: those of the interceptors in the chain (each
-    /// replaces its own after every reply; another origin's are from an earlier run, kept for the
-    /// model).
-    pub(crate) fn ran(&self) -> Vec<&claij_interceptors::ToolResult> {
+    /// The tool and MCP calls the last turn ran, with their results.
+    pub(crate) fn ran(&self) -> &[ToolResult] {
+        &self.calls
+    }
+
+    /// The results a turn that was not an agent run left for the next: those of the interceptors
+    /// in the chain (each replaces its own after every reply; another origin's are from an earlier
+    /// run, kept for the model).
+    fn ran_now(&self) -> Vec<ToolResult> {
         self.ctx
             .tool_results
             .iter()
@@ -419,6 +494,7 @@ impl<'a> Conversation<'a> {
                 }
                 _ => false,
             })
+            .cloned()
             .collect()
     }
 

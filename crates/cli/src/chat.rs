@@ -152,6 +152,24 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                     if n == 1 { "" } else { "s" }
                 )?;
             }
+            Err(Error::BudgetExceeded {
+                budget,
+                limit,
+                used,
+                ..
+            }) => {
+                status = Status::Invalid;
+                let over = crate::ask::Over {
+                    budget: budget.to_string(),
+                    limit,
+                    used,
+                };
+                writeln!(
+                    err,
+                    "  ({}; ask again, or allow more)",
+                    crate::ask::over_line(&over)
+                )?;
+            }
             Err(e) => {
                 end_streamed_line(conversation.streamed())?;
                 lines.save_history();

@@ -149,3 +149,29 @@ fn conversation_bounds_are_within_their_ranges() {
         ],
     );
 }
+
+#[test]
+fn agent_budgets_are_within_their_ranges() {
+    check(
+        steps,
+        &[
+            ("1", Ok(1)),
+            ("1000", Ok(1000)),
+            ("0", Err("expected a whole number from 1 to 1000")),
+        ],
+    );
+    let range = "expected US dollars, above 0 and at most 1000000";
+    check(
+        dollars,
+        &[
+            ("0.25", Ok(0.25)),
+            ("1000000", Ok(1_000_000.0)),
+            ("0", Err(range)),
+            ("-1", Err(range)),
+            ("NaN", Err(range)),
+            ("inf", Err(range)),
+            ("1000000.5", Err(range)),
+            ("five", Err(range)),
+        ],
+    );
+}

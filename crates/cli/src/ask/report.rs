@@ -154,6 +154,51 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
     Ok(())
 }
 
+/// An agent run's budget that ran out: which bound (`max_steps`, `max_tokens`, `max_cost_usd`),
+/// the bound and what was used.
+pub(crate) struct Over {
+    pub budget: String,
+    pub limit: f64,
+    pub used: f64,
+}
+
+/// An agent run stopped by its budget: the attempts and a line saying which bound on stderr, or
+/// the `--json` report with a null value and `budget_exceeded`.
+pub(super) fn over_budget(
+    over: &Over,
+    attempts: &[Attempt],
+    elapsed: Duration,
+    json: bool,
+) -> Result<()> {
+    let usage = attempts.iter().map(|a| a.usage).sum();
+    if json {
+        let mut report = to_json(None, attempts, usage, elapsed);
+        if let Value::Object(map) = &mut report {
+            map.insert("tool_results".to_owned(), json!([]));
+            map.insert(
+                "budget_exceeded".to_owned(),
+                json!({"budget": over.budget, "limit": over.limit, "used": over.used}),
+            );
+        }
+        writeln!(std::io::stdout().lock(), "{report}")?;
+        return Ok(());
+    }
+    let mut err = std::io::stderr().lock();
+    for line in attempt_lines(attempts, usage, elapsed) {
+        writeln!(err, "{line}")?;
+    }
+    writeln!(err, "{}", over_line(over))?;
+    Ok(())
+}
+
+/// `no answer within the agent run's max_steps budget (3 of 3 used)`.
+pub(crate) fn over_line(over: &Over) -> String {
+    format!(
+        "no answer within the agent run's {} budget ({} of {} used)",
+        over.budget, over.used, over.limit
+    )
+}
+
 /// The total line alone: attempts, tokens, time, cost.
 pub(super) fn total_line(attempts: &[Attempt], usage: Usage, elapsed: Duration) -> String {
     attempt_lines(attempts, usage, elapsed)

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 mod ask;
+mod ask_agent;
 mod ask_stream;
 mod ask_wiremock;
 mod chat;
