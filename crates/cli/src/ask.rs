@@ -64,8 +64,9 @@ pub(crate) struct Options {
     interceptors: Vec<Interceptor>,
     #[command(flatten)]
     approve: approve::ApproveOptions,
-    /// Carry the conversation in this JSON file: the turn counter, the memory, the tool and MCP
-    /// results the model has yet to see, the project and the approved schema extensions. Read
+    /// Carry the conversation in this JSON file: the turn counter, the memory, the message history,
+    /// the tool and MCP results the model has yet to see, the project and the approved schema
+    /// extensions. Read
     /// before the turn if it exists, written after a valid answer. Locked (through FILE.lock) from
     /// the read to the write: a concurrent run on the same file waits its turn. `--memory` is
     /// another name for it.
@@ -114,7 +115,8 @@ pub(crate) struct Options {
     /// Show the value while the model writes it (on by default when stdout is a terminal): on a
     /// terminal one line redrawn in place, else a line of JSON per partial value; `chat` writes the
     /// answer as it grows (the local model's progress line on a terminal shows the reply
-    /// instead). Partial values are not validated; the final value is printed as without it.
+    /// instead; an agent run, --max-steps, shows none). Partial values are not validated; the final
+    /// value is printed as without it.
     #[arg(long, overrides_with = "no_stream")]
     stream: bool,
     /// Do not stream.
