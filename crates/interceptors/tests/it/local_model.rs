@@ -185,3 +185,64 @@ fn a_retry_on_the_local_model_samples_another_reply() {
     );
     assert_ne!(first.raw, second.raw, "the retry decoded the same reply");
 }
+
+/// An agent run on the embedded model, for mechanics: the grammar lets the model call the tool
+/// through the reply's `tools` field; whether it does is its choice, so the run ends with an answer
+/// (after zero or more steps with calls) or out of steps, and every call's result reaches the next
+/// step's request.
+#[test]
+fn an_agent_run_on_the_local_model_feeds_results_to_the_next_step() {
+    use claij_interceptors::builtin::tools::Tools;
+    use claij_interceptors::{Budget, BudgetKind};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Add {
+        a: i64,
+        b: i64,
+    }
+    // One call a reply: a small model otherwise lists calls until the token limit.
+    let mut tools_config = claij_interceptors::builtin::tools::ToolsConfig::default();
+    tools_config.max_calls = 1;
+    let tools = Tools::with_config(tools_config)
+        .register_typed("add", "Adds two integers.", |args: Add| async move {
+            Ok(args.a + args.b)
+        })
+        .unwrap();
+    let mut config = Config::new("local");
+    config.max_tokens = Some(160);
+    config.max_retries = 1;
+    config.seed = Some(1);
+    let Some(pipeline) = pipeline(Decoding::Constrained, config, Chain::new().with(tools)) else {
+        return;
+    };
+    let budget = Budget {
+        max_steps: 2,
+        ..Budget::default()
+    };
+    let mut ctx = Context::default();
+    let outcome = run(pipeline.run_agent(&mut ctx, "Use the add tool to add 2 and 3.", &budget));
+    let attempts = match &outcome {
+        Ok(run) => {
+            assert!(run.answer.value["answer"].is_string());
+            assert_eq!(run.steps, run.calls.len().min(1) + 1);
+            &run.answer.attempts
+        }
+        Err(Error::BudgetExceeded {
+            budget, attempts, ..
+        }) => {
+            assert_eq!(*budget, BudgetKind::Steps);
+            attempts
+        }
+        Err(other) => panic!("expected an answer or the step budget, got {other}"),
+    };
+    // A step after calls sends their results as a user turn, after the model's reply.
+    for later in attempts.iter().skip(1) {
+        let messages = &later.request.messages;
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.role == Role::User && m.content.starts_with("Results of the tool calls")),
+            "{messages:?}"
+        );
+    }
+}
