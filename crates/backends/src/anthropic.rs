@@ -485,12 +485,13 @@ fn response(message: wire::Message, context: &ErrorContext) -> Result<ChatRespon
     if stop_reason == "refusal" {
         return Err(refused(context, message.stop_details.as_ref(), &text));
     }
-    let content = match tool_input {
-        Some(input) => input.to_string(),
-        None => text,
+    let (content, text) = match tool_input {
+        Some(input) => (input.to_string(), text),
+        None => (text, String::new()),
     };
     Ok(ChatResponse {
         content,
+        text,
         finish_reason: finish_reason(stop_reason),
         usage: message.usage.as_ref().map(usage).unwrap_or_default(),
         request_id: context.request_id.clone().or(message.id),

@@ -56,8 +56,13 @@ pub trait Backend: Send + Sync {
                         };
                         out.push(Ok(StreamEvent::ToolCallInput { index, part }));
                     }
-                    if response.tool_calls.is_empty() {
-                        out.push(Ok(StreamEvent::Text(response.content)));
+                    let text = if response.tool_calls.is_empty() {
+                        response.content
+                    } else {
+                        response.text
+                    };
+                    if !text.is_empty() || response.tool_calls.is_empty() {
+                        out.push(Ok(StreamEvent::Text(text)));
                     }
                     out.push(Ok(StreamEvent::Usage(response.usage)));
                     out.push(Ok(StreamEvent::Finish(response.finish_reason)));

@@ -554,8 +554,14 @@ fn response(
         .into_iter()
         .map(|(_, call)| call)
         .collect();
+    let text = if tool_calls.is_empty() {
+        String::new()
+    } else {
+        text_parts(&candidate)
+    };
     Ok(ChatResponse {
         content: candidate_text(&candidate),
+        text,
         finish_reason: call_finish(finish_reason(finish), !tool_calls.is_empty()),
         usage,
         request_id: context.request_id.clone().or(parsed.response_id),
@@ -574,6 +580,12 @@ fn candidate_text(candidate: &wire::Candidate) -> String {
             _ => "{}".to_owned(),
         };
     }
+    text_parts(candidate)
+}
+
+/// The candidate's text parts (not thoughts) joined.
+fn text_parts(candidate: &wire::Candidate) -> String {
+    let parts = candidate.content.as_ref().map_or(&[][..], |c| &c.parts[..]);
     parts
         .iter()
         .filter(|p| !p.thought)
@@ -829,11 +841,9 @@ fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<StreamEvent>, 
             part: call.arguments.to_string(),
         });
     }
-    if calls.is_empty() {
-        let text = candidate_text(candidate);
-        if !text.is_empty() {
-            out.push(StreamEvent::Text(text));
-        }
+    let text = text_parts(candidate);
+    if !text.is_empty() {
+        out.push(StreamEvent::Text(text));
     }
     // Chunks carry the running usage, so the last one seen is the most complete.
     out.extend(

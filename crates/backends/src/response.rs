@@ -30,6 +30,11 @@ pub struct ChatResponse {
     /// here: its arguments are the `content`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// The text the model wrote beside its tool calls ("Let me look that up."), which `content`
+    /// does not hold then; empty when it called none (its text is `content`) or wrote nothing. An
+    /// assistant message of the history keeps it: [`Message::assistant_calls`](crate::Message::assistant_calls).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
 }
 
 impl ChatResponse {
@@ -262,6 +267,9 @@ impl Assembler {
     }
 
     fn split(mut self) -> (ChatResponse, Vec<PartialCall>) {
+        if self.calls.values().any(|call| !call.name.is_empty()) {
+            self.response.text = self.text.clone();
+        }
         self.response.content = match self.tool {
             Some(arguments) if arguments.trim().is_empty() => "{}".to_owned(),
             Some(arguments) => arguments,

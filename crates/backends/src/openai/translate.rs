@@ -198,9 +198,10 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
     }
     let finish_reason = finish_reason(choice.finish_reason.as_deref());
     // In tool mode the first call is the answer, even when the model also wrote text beside it.
-    let content = match message.tool_calls.as_deref().and_then(<[_]>::first) {
-        Some(call) => tool_arguments(call),
-        None => text(message.content.as_ref()).unwrap_or_default(),
+    let written = text(message.content.as_ref()).unwrap_or_default();
+    let (content, written) = match message.tool_calls.as_deref().and_then(<[_]>::first) {
+        Some(call) => (tool_arguments(call), written),
+        None => (written, String::new()),
     };
     let tool_calls = message
         .tool_calls
@@ -218,6 +219,7 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
     }
     Ok(ChatResponse {
         content,
+        text: written,
         finish_reason,
         usage: usage(completion.usage.unwrap_or_default()),
         request_id: context.request_id.clone().or(completion.id),

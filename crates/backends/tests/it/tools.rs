@@ -483,6 +483,8 @@ async fn anthropic_parses_two_parallel_calls() {
         .await
         .unwrap();
     check_calls(&response, ["toolu_a", "toolu_b"]);
+    // The text beside the calls, for the history's assistant turn.
+    assert_eq!(response.text, "Checking both.");
 }
 
 #[tokio::test]
@@ -493,6 +495,7 @@ async fn anthropic_parses_two_parallel_calls_streamed() {
         .await
         .unwrap();
     check_calls(&response, ["toolu_a", "toolu_b"]);
+    assert_eq!(response.text, "Checking both.");
 }
 
 #[tokio::test]
@@ -778,7 +781,9 @@ async fn the_default_stream_keeps_the_calls() {
             &'a self,
             _request: &'a ChatRequest,
         ) -> claij_backends::BoxFuture<'a, Result<ChatResponse, Error>> {
-            Box::pin(async { Ok(ChatResponse::text(r#"{"city":"Paris"}"#).tool_calls(calls())) })
+            let mut response = ChatResponse::text(r#"{"city":"Paris"}"#).tool_calls(calls());
+            response.text = "Checking both.".into();
+            Box::pin(async { Ok(response) })
         }
     }
     let events: Vec<StreamEvent> = Complete
@@ -793,4 +798,6 @@ async fn the_default_stream_keeps_the_calls() {
     );
     let response = assembled(&Complete, &ask("m"), "complete").await.unwrap();
     check_calls(&response, ["call_a", "call_b"]);
+    assert_eq!(response.content, r#"{"city":"Paris"}"#);
+    assert_eq!(response.text, "Checking both.");
 }
