@@ -103,8 +103,8 @@ impl Provider {
         }
     }
 
-    /// The backend, configured as `settings` say (base URL, body limit, retry budget).
-    fn backend(self, key: ApiKey, settings: &ProviderSettings) -> Arc<dyn Backend> {
+    /// The backend, configured as `settings` say (base URL, body limit, retry budget, gateway).
+    fn backend(self, key: ApiKey, settings: &ProviderSettings) -> Result<Arc<dyn Backend>> {
         match self {
             Provider::OpenRouter => configured(OpenRouter::new(key), settings),
             Provider::OpenAi => configured(OpenAi::new(key), settings),
@@ -300,7 +300,7 @@ fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
         );
     };
     Ok(Opened {
-        backend: provider.backend(key, settings),
+        backend: provider.backend(key, settings)?,
         model: model.to_owned(),
         notice: why.map(|why| format!("using {}:{model} ({why})", provider.name())),
         fallback: None,
@@ -327,6 +327,7 @@ fn open_compatible(
         settings.max_body_bytes,
         settings.retry_budget,
     );
+    let config = settings.gateway.apply(&settings.name, config, &env_var)?;
     let backend = backend.with_config(config);
     let notice = why.map(|why| format!("using {}:{model} ({why})", settings.name));
     let (backend, fallback): (Arc<dyn Backend>, _) = match settings.structured_output {
@@ -345,17 +346,26 @@ fn open_compatible(
     })
 }
 
-/// `backend` with what the configuration sets: `base_url`, `max_body_bytes`, `retry_budget_secs`.
+/// `backend` with what the configuration sets: `base_url`, `max_body_bytes`, `retry_budget_secs`,
+/// `headers`, `query` and `auth_header` (their variables read now).
 fn configured<A: Adapter + 'static>(
     backend: HttpBackend<A>,
     settings: &ProviderSettings,
-) -> Arc<dyn Backend> {
+) -> Result<Arc<dyn Backend>> {
     let mut config = backend.config().clone();
     if let Some(url) = &settings.base_url {
         config = config.with_base_url(url.clone());
     }
     let config = with_limits(config, settings.max_body_bytes, settings.retry_budget);
-    Arc::new(backend.with_config(config))
+    let config = settings
+        .gateway
+        .apply(settings.provider.name(), config, &env_var)?;
+    Ok(Arc::new(backend.with_config(config)))
+}
+
+/// A variable of the process's environment, for the configuration's `${NAME}` values.
+fn env_var(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
 }
 
 /// `config` with the `max_body_bytes` and `retry_budget_secs` the configuration sets.

@@ -82,14 +82,6 @@ impl Gateway {
     }
 }
 
-// Opening a provider (`ask::llm`) is where these run; until it calls them, only tests do.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "ask::llm opens providers with them once its owner wires them in"
-    )
-)]
 impl Gateway {
     /// `config` with these headers, parameters and key header, each `${NAME}` replaced by the
     /// variable `var` gives. `entry` is the provider entry's name, for errors.

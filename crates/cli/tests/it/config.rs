@@ -2,8 +2,11 @@
 //! with locations, the key variable a provider names.
 
 use serde_json::Value;
+use wiremock::matchers::{header, method, path, query_param};
+use wiremock::{Mock, MockServer};
 
-use super::{Files, Run, assert_one_line_error, claij_env};
+use super::openrouter::reply;
+use super::{BASE, Files, Run, assert_one_line_error, claij_env};
 
 /// Runs `claij` with `CLAIJ_CONFIG` set to `config` (or unset, with an empty config home), no
 /// provider key but those in `env`.
@@ -249,4 +252,64 @@ fn a_header_claij_sets_is_a_load_error() {
             ),
         );
     }
+}
+
+#[tokio::test]
+async fn ask_sends_an_azure_style_entry_s_headers_and_query() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/openai/deployments/gpt-4o/chat/completions"))
+        .and(header("api-key", "azure-key-0123456789"))
+        .and(header("x-trace", "gw-secret-0123456789"))
+        .and(query_param("api-version", "2024-10-21"))
+        .respond_with(reply(r#"{"answer": "4", "state": "done"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let text = format!(
+        "[providers.azure]\nkind = \"openai-compatible\"\n\
+         base_url = \"{}/openai/deployments/gpt-4o\"\napi_key_env = \"CLAIJ_TEST_AZURE_KEY\"\n\
+         auth_header = \"api-key\"\nstructured_output = \"json_schema\"\n\
+         headers = {{ x-trace = \"${{CLAIJ_TEST_TRACE}}\" }}\n\
+         query = {{ \"api-version\" = \"2024-10-21\" }}\n",
+        server.uri()
+    );
+    let f = Files::new(&[("config.toml", &text), ("schema.json", BASE)]);
+    let config = f.path("config.toml");
+    let schema = f.path("schema.json");
+    let args = [
+        "ask",
+        "What is 2+2?",
+        "--schema",
+        &schema,
+        "--llm",
+        "azure:gpt-4o",
+    ];
+    let env = [
+        ("CLAIJ_TEST_AZURE_KEY", Some("azure-key-0123456789")),
+        ("CLAIJ_TEST_TRACE", Some("gw-secret-0123456789")),
+    ];
+    let run = run_with(&args, Some(&config), &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let received = server.received_requests().await.unwrap();
+    assert!(!received[0].headers.contains_key("authorization"));
+}
+
+#[test]
+fn an_unset_gateway_variable_names_itself_and_the_entry() {
+    let f = Files::new(&[(
+        "config.toml",
+        "[providers.openrouter]\nheaders = { \"Helicone-Auth\" = \"Bearer ${CLAIJ_TEST_HELICONE_KEY}\" }\n",
+    )]);
+    let path = f.path("config.toml");
+    let env = [
+        ("OPENROUTER_API_KEY", Some("sk-or-test-0123456789")),
+        ("CLAIJ_TEST_HELICONE_KEY", None),
+    ];
+    let run = run_with(&["ask", "hi", "--llm", "gpt-5"], Some(&path), &env);
+    assert_one_line_error(
+        &run,
+        2,
+        "providers.openrouter.headers.Helicone-Auth: CLAIJ_TEST_HELICONE_KEY is not set",
+    );
 }
