@@ -406,37 +406,36 @@ impl<'a> Conversation<'a> {
         }
         let started = Instant::now();
         self.calls.clear();
-        let result = match (&self.budget, &self.partials) {
+        self.streamed.clear();
+        let result = if let Some(budget) = &self.budget {
             // An agent run shows no partial values (the pipeline streams no agent step).
-            (Some(budget), _) => {
-                let run =
-                    self.runtime
-                        .block_on(self.pipeline.run_agent(&mut self.ctx, prompt, budget));
-                return (
-                    run.map(|run| {
-                        self.calls = run.calls;
-                        run.answer
-                    }),
-                    started.elapsed(),
-                );
+            self.runtime
+                .block_on(self.pipeline.run_agent(&mut self.ctx, prompt, budget))
+                .map(|run| {
+                    self.calls = run.calls;
+                    run.answer
+                })
+        } else {
+            let result = match &self.partials {
+                Some(partials) => {
+                    let show = |value: &serde_json::Value| partials.show(value);
+                    let result = self.runtime.block_on(self.pipeline.ask_streaming(
+                        &mut self.ctx,
+                        prompt,
+                        &show,
+                    ));
+                    self.streamed = partials.finish();
+                    result
+                }
+                None => self
+                    .runtime
+                    .block_on(self.pipeline.ask(&mut self.ctx, prompt)),
+            };
+            if result.is_ok() {
+                self.calls = self.ran_now();
             }
-            (None, Some(partials)) => {
-                let show = |value: &serde_json::Value| partials.show(value);
-                let result = self.runtime.block_on(self.pipeline.ask_streaming(
-                    &mut self.ctx,
-                    prompt,
-                    &show,
-                ));
-                self.streamed = partials.finish();
-                result
-            }
-            (None, None) => self
-                .runtime
-                .block_on(self.pipeline.ask(&mut self.ctx, prompt)),
+            result
         };
-        if result.is_ok() {
-            self.calls = self.ran_now();
-        }
         (result, started.elapsed())
     }
 
