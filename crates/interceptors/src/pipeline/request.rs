@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use claij_backends::{ChatRequest, Message};
+use claij_backends::{ChatRequest, Message, Role};
 use claij_validation::retry::Failure;
+use serde_json::{Value, json};
 use tracing::warn;
 
 use super::{
@@ -107,7 +108,13 @@ impl Pipeline {
         if !system.is_empty() {
             request.system = Some(system);
         }
-        request.messages.extend(prompts.history.iter().cloned());
+        if tools.is_empty() {
+            // Providers refuse tool calls and results in a request that defines no tools (Anthropic):
+            // a native agent run's steps in the history go as text.
+            request.messages.extend(as_text(&prompts.history));
+        } else {
+            request.messages.extend(prompts.history.iter().cloned());
+        }
         let user = match &retry {
             Retry::SelfContained(text) => text.clone(),
             Retry::First | Retry::Conversation(_) => prompts.user.clone(),
@@ -225,4 +232,45 @@ impl Pipeline {
             request.seed = Some(self.config.seed.unwrap_or(0).wrapping_add(retry));
         }
     }
+}
+
+/// `messages` with native tool calls and results written as text: an assistant turn's calls after
+/// its text, as JSON; each run of tool results as one user turn.
+fn as_text(messages: &[Message]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut results = String::new();
+    for message in messages {
+        if message.role == Role::Tool {
+            let id = message.tool_call_id.as_deref().unwrap_or("?");
+            results.push_str(&format!("\n- {id}: {}", message.content));
+            continue;
+        }
+        if !results.is_empty() {
+            out.push(Message::user(format!(
+                "Results of the tool calls:{}",
+                std::mem::take(&mut results)
+            )));
+        }
+        if message.tool_calls.is_empty() {
+            out.push(message.clone());
+            continue;
+        }
+        let calls: Vec<Value> = message
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect();
+        let mut text = message.content.clone();
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("Tool calls: {}", Value::Array(calls)));
+        out.push(Message::new(message.role, text));
+    }
+    if !results.is_empty() {
+        out.push(Message::user(format!(
+            "Results of the tool calls:{results}"
+        )));
+    }
+    out
 }

@@ -314,3 +314,34 @@ async fn native_tools_are_compiled_to_the_backends_tool_dialect() {
     assert!(spec.strict);
     assert_eq!(spec.parameters["additionalProperties"], json!(false));
 }
+
+/// After a native agent run, a plain `ask` (no tools in its request) sends the run's steps in the
+/// history as text: providers refuse tool calls and results in a request without tools.
+#[tokio::test]
+async fn a_later_ask_sends_the_native_steps_as_text() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let backend = native(vec![
+        calls(&[
+            ("weather", json!({"city": "Oslo"})),
+            ("weather", json!({"city": "Bergen"})),
+        ]),
+        ChatResponse::text(ANSWER),
+        ChatResponse::text(r#"{"answer": "Yes.", "state": "done"}"#),
+    ]);
+    let p = pipeline(&backend, weather(&runs));
+    let mut ctx = Context::default();
+    p.run_agent(&mut ctx, "Weather in Oslo and Bergen?", &Budget::default())
+        .await
+        .unwrap();
+    p.ask(&mut ctx, "Both sunny?").await.unwrap();
+    let requests = backend.requests();
+    let later = &requests[2];
+    assert!(later.tools.is_empty());
+    assert!(
+        later
+            .messages
+            .iter()
+            .all(|m| m.tool_calls.is_empty() && m.role != Role::Tool)
+    );
+    insta::assert_json_snapshot!("later_ask_history", later.messages);
+}
