@@ -82,7 +82,9 @@ pub trait Backend: Send + Sync {
 pub struct Capabilities {
     /// The provider enforces a JSON Schema while decoding (structured outputs).
     pub native_json_schema: bool,
-    /// The provider supports tool (function) calls.
+    /// The provider takes native tools: [`ChatRequest::tools`] are sent in its format and its calls
+    /// come back in [`ChatResponse::tool_calls`] (and tool mode, [`OutputMode::Tool`], works). Where
+    /// false (the embedded local model), tools are offered through the schema instead.
     pub tools: bool,
     /// The provider can stream the response.
     pub streaming: bool,

@@ -496,6 +496,8 @@ async fn anthropic_parses_two_parallel_calls_streamed() {
         .unwrap();
     check_calls(&response, ["toolu_a", "toolu_b"]);
     assert_eq!(response.text, "Checking both.");
+    // The first call's arguments, as streamed, are the content (the answer, in tool mode).
+    assert_eq!(response.content, r#"{"city": "Paris"}"#);
 }
 
 #[tokio::test]
