@@ -1,9 +1,10 @@
 //! The [`Pipeline`]: compose the schema, build the prompts, call the backend, extract, repair, coerce
 //! and validate the reply, retry with a precise prompt when it is invalid, then let interceptors act.
 //!
-//! The loop is here; what it records is in `attempt` ([`Attempt`], [`Verdict`], [`Answer`]), its knobs
-//! in `config`, the composed schemas in `prepare`, each attempt's request (delivery, retry prompt) in
-//! `request` and the strings a dialect's bound cut in `cut`.
+//! The validation-retry loop is here; a turn's steps, its hooks and its history in `turn`, an agent
+//! run's tools and budget in `agent`; what a call records is in `attempt` ([`Attempt`], [`Verdict`],
+//! [`Answer`]), its knobs in `config`, the composed schemas in `prepare`, each attempt's request
+//! (delivery, history, retry) in `request` and the strings a dialect's bound cut in `cut`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,13 +17,12 @@ use serde_json::Value;
 use tracing::{Instrument as _, debug, info_span, warn};
 
 use crate::chain::Chain;
-use crate::context::{Context, ToolResult};
+use crate::context::Context;
 use crate::error::{Error, Exhausted};
 use crate::failure_log::FailureLog;
 use crate::interceptor::{BoxError, Interceptor, OnError, Stage};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
-use crate::toolbox::NativeTools;
 
 mod agent;
 mod attempt;
@@ -30,8 +30,8 @@ mod config;
 mod cut;
 mod prepare;
 mod request;
+mod turn;
 
-use agent::Agent;
 pub use agent::AgentRun;
 pub use attempt::{Answer, Attempt, CallReport, Verdict};
 pub use config::{
@@ -42,6 +42,7 @@ pub use cut::CutString;
 pub use prepare::Prepared;
 use prepare::Schemas;
 use request::{Delivery, Retry};
+use turn::Done;
 
 /// A user check beyond the schema (a chosen index within range, a date in the future...): the
 /// violations it returns are fed to the same retry loop as schema violations. The
@@ -71,24 +72,6 @@ struct Call<'a> {
     steps: &'a [Message],
     /// The tools sent natively (an agent turn's).
     tools: &'a [ToolSpec],
-}
-
-/// How the attempts of a step ended.
-enum Done {
-    /// A valid value.
-    Value(Value),
-    /// Native tool calls (only when tools were sent), with the text beside them.
-    Calls {
-        content: String,
-        calls: Vec<ToolCall>,
-    },
-}
-
-/// What a turn did: the answer, the tools it called and its steps.
-struct Ran {
-    answer: Answer,
-    calls: Vec<ToolResult>,
-    steps: usize,
 }
 
 /// What one attempt left: its record, and what the loop goes on with.
@@ -289,135 +272,6 @@ impl Pipeline {
             .map(|ran| ran.answer)
     }
 
-    /// One turn: the schema and prompts, then steps until a valid answer. Without `agent` a turn is
-    /// one step; with it, a step whose reply calls tools runs them and the next step sees the
-    /// results, within the agent's budget.
-    async fn run(
-        &self,
-        ctx: &mut Context,
-        input: &str,
-        base: Base,
-        on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
-        agent: Option<&Agent<'_>>,
-    ) -> Result<Ran, Error> {
-        let started = Instant::now();
-        let mut skipped = Vec::new();
-        let native = agent.is_some_and(Agent::is_native);
-        if native {
-            ctx.insert(NativeTools);
-        }
-        let prepared = self.prepare_turn(&base, input, ctx, &mut skipped);
-        ctx.remove::<NativeTools>();
-        let (prepared, mut prompts) = prepared?;
-        let delivery = match &prepared {
-            // The answer cannot be a forced tool while the model is free to call others.
-            Some(p) => match self.delivery(p) {
-                Delivery::Provider {
-                    mode: claij_backends::OutputMode::Tool,
-                    ..
-                } if native => Delivery::Prompted,
-                delivery => delivery,
-            },
-            None => Delivery::Prompted,
-        };
-        if let Some(prepared) = &prepared
-            && self.shows_example(&delivery)
-            && let Some(example) = prepared.example()
-        {
-            prompts.system_push(&format!("{EXAMPLE_INTRO}\n{example}"));
-        }
-        let specs = agent.map(Agent::specs).unwrap_or_default();
-        // This turn's steps so far: the model's calls and their results.
-        let mut steps: Vec<Message> = Vec::new();
-        let mut attempts: Vec<Attempt> = Vec::new();
-        let mut calls: Vec<ToolResult> = Vec::new();
-        let mut prepare_time = started.elapsed();
-        let mut step = 0;
-        let value = loop {
-            step += 1;
-            let call = Call {
-                ctx,
-                prompts: &prompts,
-                prepared: prepared.as_deref(),
-                delivery: &delivery,
-                on_partial,
-                steps: &steps,
-                tools: &specs,
-            };
-            let first = self.request(&call, Retry::First);
-            let (done, tried) = self.attempts(&call, first, prepare_time).await?;
-            attempts.extend(tried);
-            let Some(agent) = agent else {
-                match done {
-                    Done::Value(value) => break value,
-                    // Never: no tools were sent.
-                    Done::Calls { content, .. } => break Value::String(content),
-                }
-            };
-            let (said, asked) = match done {
-                Done::Calls { content, calls } => {
-                    (Message::assistant_calls(content, calls.clone()), calls)
-                }
-                Done::Value(value) => {
-                    let found = agent.calls_in(&value);
-                    if found.is_empty() {
-                        break value;
-                    }
-                    (Message::assistant(value.to_string()), found)
-                }
-            };
-            agent.check(step, &attempts)?;
-            let results = agent.run_calls(&asked).await;
-            steps.push(said);
-            steps.extend(agent::result_messages(&asked, &results, native));
-            calls.extend(results);
-            prepare_time = Duration::ZERO;
-        };
-        let usage = attempts.iter().map(|a| a.usage).sum();
-        ctx.insert(CallReport {
-            provider: self.backend.provider().to_owned(),
-            model: self.config.model.clone(),
-            attempts: attempts.clone(),
-        });
-        self.post_response(&value, ctx, &mut skipped).await?;
-        // The answer as the model is to see it next turn: the valid value's JSON text (a plain-text
-        // answer as its text), not the raw reply with its fences and repairs.
-        let said = match (&base, &value) {
-            (Base::PlainText, Value::String(text)) => text.clone(),
-            (_, value) => value.to_string(),
-        };
-        self.remember(ctx, &prompts.user, steps, said);
-        // A counter restored from a file can stand at its maximum: it stays there, never wraps
-        // or panics (the CLI refuses such a session before any request).
-        ctx.turn = ctx.turn.saturating_add(1);
-        Ok(Ran {
-            answer: Answer {
-                value,
-                attempts,
-                usage,
-                skipped,
-            },
-            calls,
-            steps: step,
-        })
-    }
-
-    /// The composed schema (none for plain text) and the prompts of a turn.
-    fn prepare_turn(
-        &self,
-        base: &Base,
-        input: &str,
-        ctx: &Context,
-        skipped: &mut Vec<String>,
-    ) -> Result<(Option<Arc<Prepared>>, Prompts), Error> {
-        let prepared = match base {
-            Base::Schema(base) => Some(self.prepare_schema(base, ctx, skipped)?),
-            Base::PlainText => None,
-        };
-        let prompts = self.build_prompts(input, ctx, skipped)?;
-        Ok((prepared, prompts))
-    }
-
     /// Collects the chain's deltas and gets the composed, checked, compiled schema.
     fn prepare_schema(
         &self,
@@ -465,20 +319,6 @@ impl Pipeline {
             }
         }
         Ok(prompts)
-    }
-
-    /// Appends the turn to the context's history (the user's input, the agent's steps, the answer)
-    /// and keeps the policy's window.
-    fn remember(&self, ctx: &mut Context, user: &str, steps: Vec<Message>, answer: String) {
-        let policy = &self.config.history;
-        if policy.is_none() {
-            ctx.history.clear();
-            return;
-        }
-        ctx.history.push(Message::user(user));
-        ctx.history.messages.extend(steps);
-        ctx.history.push(Message::assistant(answer));
-        ctx.history.trim(policy);
     }
 
     /// The validation-retry loop.
