@@ -335,3 +335,66 @@ async fn the_history_is_sent_within_its_bounds() {
     );
     assert!(read(&files.path("b.json")).get("history").is_none());
 }
+
+/// The MCP interceptor's results too: printed by the run that made the call (`mcp` lines), kept in
+/// the session, shown on the next run (the real `mcp-server-time`).
+#[tokio::test]
+async fn an_mcp_result_reaches_the_next_run() {
+    let Some(dir) = super::mcp::servers("an_mcp_result_reaches_the_next_run") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Let me look.", "state": "waiting_for_tools", "mcp_calls": [
+                {"service": "time", "tool": "get_current_time", "args": {"timezone": "UTC"}}]})
+            .to_string(),
+        ))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Noon-ish.", "state": "answered"}).to_string(),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let time = dir.join("venv/bin/mcp-server-time");
+    let files = Files::new(&[(
+        "config.toml",
+        &format!(
+            "{}\n[mcpServers.time]\ncommand = {:?}\nargs = [\"--local-timezone\", \"UTC\"]\n",
+            config(&server),
+            time.to_string_lossy()
+        ),
+    )]);
+    let session = files.path("s.json");
+    let args = ["--interceptors", "mcp", "--session", session.as_str()];
+    let first = ask(&files, "What time is it?", &args);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first.stderr.lines().any(|l| l
+            .starts_with("mcp time.get_current_time {\"timezone\":\"UTC\"}: ok: ")
+            && l.contains("\"timezone\":\"UTC\"")),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(
+        read(&session)["tool_results"][0]["origin"],
+        json!({"kind": "mcp", "server": "time"})
+    );
+    let second = ask(&files, "So?", &args);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let body = String::from_utf8_lossy(&requests[1].body);
+    assert!(
+        body.contains(
+            "in call order:\\n1. time.get_current_time {\\\"timezone\\\":\\\"UTC\\\"}\\n   ok: "
+        ),
+        "{body}"
+    );
+}
