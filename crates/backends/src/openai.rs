@@ -41,7 +41,8 @@
 //! [`ToolChoice`](crate::ToolChoice) as `tool_choice` (`auto`, `required`, `none` or one function;
 //! tool mode with tools of the caller's: `required`, parallel calls allowed). Every call of a
 //! response is in [`ChatResponse::tool_calls`](crate::ChatResponse::tool_calls), its arguments
-//! parsed ([`Error::ToolArguments`] names a call whose arguments are not JSON); streamed, a
+//! parsed ([`Error::ToolArguments`] names a call whose arguments are not JSON, unless the token limit
+//! cut them off: then the finish reason says so, and the call is left out); streamed, a
 //! [`StreamEvent::ToolCall`](crate::StreamEvent::ToolCall) per call and its fragments by index. An
 //! assistant message's calls go back as its `tool_calls`, a tool result as a `tool` message with its
 //! `tool_call_id` (one without an id as user text).

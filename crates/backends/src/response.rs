@@ -231,23 +231,28 @@ impl Assembler {
     /// # Errors
     ///
     /// [`Error::ToolArguments`] naming the first call whose arguments are not JSON (a stream torn
-    /// in the middle of a call), with `provider` as where.
+    /// in the middle of a call), with `provider` as where; unless the response was cut off at the
+    /// token limit ([`FinishReason::Length`]), which says so itself: such a call is left out (in
+    /// tool mode its arguments are still the content, for the pipeline to repair).
     pub fn try_finish(self, provider: &str) -> Result<ChatResponse, Error> {
         let (mut response, calls) = self.split();
-        response.tool_calls = calls
-            .into_iter()
-            .map(|call| {
-                parse_call(&call.id, &call.name, &call.arguments).map_err(|e| {
-                    Error::tool_arguments(
+        // Arguments the token limit cut off are no error: the finish reason says so.
+        let cut_off = response.finish_reason == FinishReason::Length;
+        for call in calls {
+            match parse_call(&call.id, &call.name, &call.arguments) {
+                Ok(parsed) => response.tool_calls.push(parsed),
+                Err(_) if cut_off => {}
+                Err(e) => {
+                    return Err(Error::tool_arguments(
                         &ErrorContext::new(provider),
                         &call.id,
                         &call.name,
                         &call.arguments,
                         &e,
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
+                    ));
+                }
+            }
+        }
         Ok(response)
     }
 

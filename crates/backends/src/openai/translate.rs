@@ -203,14 +203,17 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
         Some(call) => (tool_arguments(call), written),
         None => (written, String::new()),
     };
-    let tool_calls = message
-        .tool_calls
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-        .map(|(i, call)| parse_call(i, call, context))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Arguments cut off by the token limit are not an error: the finish reason says what
+    // happened, and in tool mode the content (the cut arguments) goes to the pipeline's repair.
+    let cut_off = finish_reason == FinishReason::Length;
+    let mut tool_calls = Vec::new();
+    for (i, call) in message.tool_calls.iter().flatten().enumerate() {
+        match parse_call(i, call, context) {
+            Ok(call) => tool_calls.push(call),
+            Err(_) if cut_off => {}
+            Err(e) => return Err(e),
+        }
+    }
     if finish_reason == FinishReason::ContentFilter && content.trim().is_empty() {
         return Err(Error::Refused {
             context: context.clone(),

@@ -335,6 +335,42 @@ async fn openai_arguments_that_are_not_json_name_the_call() {
     );
 }
 
+/// Arguments the token limit cut off are what the finish reason says, not an error: in tool mode
+/// they are the content, for the pipeline's repair and its "cut off" retry.
+#[tokio::test]
+async fn openai_arguments_cut_at_the_token_limit_are_no_error() {
+    let cut = json!({"id": "c", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_r", "type": "function",
+                            "function": {"name": "response", "arguments": "{\"answer\": \"12"}}]}}]});
+    let server = serve(OPENAI_PATH, cut.to_string(), false).await;
+    let response = openai(&server)
+        .complete(&tool_mode("gpt-4o-mini"))
+        .await
+        .unwrap();
+    assert_eq!(response.finish_reason, FinishReason::Length);
+    assert_eq!(response.content, r#"{"answer": "12"#);
+    assert!(response.tool_calls.is_empty());
+
+    let mut streamed = openai_two_calls_streamed(true);
+    streamed = streamed.replace(
+        "data: [DONE]",
+        &format!(
+            "data: {}\n\ndata: [DONE]",
+            json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+        ),
+    );
+    let server = serve(OPENAI_PATH, streamed, true).await;
+    let backend = openai(&server);
+    let response = assembled(&backend, &ask("gpt-4o-mini"), "openai")
+        .await
+        .unwrap();
+    assert_eq!(response.finish_reason, FinishReason::Length);
+    let ids: Vec<&str> = response.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["call_a"]);
+}
+
 #[tokio::test]
 async fn openai_tool_mode_beside_tools() {
     let answer = json!({"id": "c", "model": "gpt-4o-mini",
