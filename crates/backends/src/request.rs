@@ -241,6 +241,7 @@ impl StructuredOutput {
 
 /// Why the request's tools cannot be sent: a name providers refuse, two tools of one name (or of
 /// the answer tool's), a tool choice naming no tool.
+#[cfg(feature = "http")]
 pub(crate) fn check_tools(request: &ChatRequest) -> Result<(), String> {
     let answer = request
         .structured_output
