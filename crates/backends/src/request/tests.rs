@@ -50,3 +50,26 @@ fn requests_carry_tools_and_choice_and_count_them_in_estimates() {
     let back: ChatRequest = serde_json::from_value(json).unwrap();
     assert_eq!(back, with_tools);
 }
+
+#[test]
+fn the_answer_call_is_told_from_calls_to_run_by_its_wire_name() {
+    let mut request = ChatRequest::new("m").structured("my answer", json!({}), true);
+    let call = |name: &str| ToolCall::new("c", name, json!({}));
+    let response = crate::ChatResponse::text("{}").tool_calls(vec![
+        call("my_answer"),
+        call("get_weather"),
+        call("my answer"),
+    ]);
+    // Native mode offers no answer tool: every call is one to run.
+    assert_eq!(response.calls_to_run(&request).len(), 3);
+    if let Some(s) = request.structured_output.as_mut() {
+        s.mode = OutputMode::Tool;
+        assert_eq!(s.tool_name(), "my_answer");
+    }
+    let names: Vec<&str> = response
+        .calls_to_run(&request)
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["get_weather"]);
+}
