@@ -182,7 +182,12 @@ impl Assembler {
                     .get(&key)
                     .is_some_and(|call| !call.id.is_empty() && !id.is_empty() && call.id != id)
                 {
-                    key = self.calls.keys().next_back().map_or(0, |last| last + 1);
+                    // A provider's index is input: at the top of the range the call shares the slot.
+                    key = self
+                        .calls
+                        .keys()
+                        .next_back()
+                        .map_or(0, |last| last.saturating_add(1));
                 }
                 self.slots.insert(index, key);
                 let call = self.calls.entry(key).or_default();
@@ -392,3 +397,6 @@ impl std::iter::Sum for Usage {
         iter.fold(Usage::default(), Add::add)
     }
 }
+
+#[cfg(test)]
+mod tests;
