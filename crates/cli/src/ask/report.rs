@@ -211,7 +211,7 @@ pub(super) fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duratio
     let mut lines: Vec<String> = attempts.iter().map(attempt_line).collect();
     let n = attempts.len();
     lines.push(format!(
-        "{n} {}, {} tokens, {}, cost {}",
+        "{n} {}, {}, {}, cost {}",
         plural(n, "attempt"),
         tokens(usage),
         seconds(elapsed),
@@ -247,10 +247,11 @@ pub(super) fn attempt_line(attempt: &Attempt) -> String {
     line
 }
 
-/// `in 2.31s, 412+87 tokens, 38 tok/s`: the attempt's time, its tokens, and the rate it generated
-/// at (output tokens over the whole call; none under a tenth of a second or without output).
+/// `in 2.31s, 412+87 tokens (300 cached), 38 tok/s`: the attempt's time, its tokens (with those the
+/// provider's prompt cache served, when it says), and the rate it generated at (output tokens over
+/// the whole call; none under a tenth of a second or without output).
 pub(super) fn attempt_stats(latency: Duration, usage: Usage) -> String {
-    let mut stats = format!("in {}, {} tokens", seconds(latency), tokens(usage));
+    let mut stats = format!("in {}, {}", seconds(latency), tokens(usage));
     if let Some(rate) = super::progress::rate(usage.output_tokens, latency) {
         stats.push_str(", ");
         stats.push_str(&rate);
@@ -300,8 +301,14 @@ fn attempt_json(attempt: &Attempt) -> Value {
     report
 }
 
+/// `412+87 tokens` (input and output), `412+87 tokens (300 cached)` when the provider served some
+/// of the input from its prompt cache.
 fn tokens(usage: Usage) -> String {
-    format!("{}+{}", usage.input_tokens, usage.output_tokens)
+    let counts = format!("{}+{} tokens", usage.input_tokens, usage.output_tokens);
+    if usage.cached_tokens == 0 {
+        return counts;
+    }
+    format!("{counts} ({} cached)", usage.cached_tokens)
 }
 
 fn seconds(duration: Duration) -> String {

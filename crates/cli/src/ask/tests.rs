@@ -204,6 +204,29 @@ fn check_stats(latency_ms: u64, input: u64, output: u64, expected: &str) {
 }
 
 #[test]
+fn attempt_and_total_lines_show_cached_tokens() {
+    let usage = claij_backends::Usage {
+        input_tokens: 412,
+        output_tokens: 87,
+        cached_tokens: 300,
+        ..claij_backends::Usage::default()
+    };
+    let latency = std::time::Duration::from_millis(2310);
+    assert_eq!(
+        report::attempt_stats(latency, usage),
+        "in 2.31s, 412+87 tokens (300 cached), 38 tok/s"
+    );
+    let lines = report::attempt_lines(&[], usage, latency);
+    assert_eq!(
+        lines,
+        ["0 attempts, 412+87 tokens (300 cached), 2.31s, cost unknown"]
+    );
+    // The --json report's usage says it too, per attempt and in all.
+    let report = report::to_json(None, &[], usage, latency);
+    assert_eq!(report["usage"]["cached_tokens"], 300);
+}
+
+#[test]
 fn attempt_lines_report_the_generation_rate() {
     check_stats(2310, 412, 87, "in 2.31s, 412+87 tokens, 38 tok/s");
     check_stats(4000, 412, 18, "in 4.00s, 412+18 tokens, 4.5 tok/s");
