@@ -7,7 +7,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use claij_backends::{Backend, Message};
-use claij_interceptors::{BoxError, Chain, Config, Context, ErrorChain, Exhausted, Pipeline};
+use claij_interceptors::{
+    BoxError, Chain, Config, Context, ErrorChain, Exhausted, HistoryPolicy, Pipeline,
+};
 use serde_json::Value;
 
 use super::{Outcome, RemedyApprover, Runner, actions, extensions};
@@ -28,12 +30,14 @@ pub(super) struct Recipe {
 }
 
 impl Recipe {
-    /// The state's pipeline, asked with `system` when given.
+    /// The state's pipeline, asked with `system` when given. It keeps no message history in the
+    /// run's context: the `fsm-trail` hook sends the trail as the conversation.
     pub(super) fn pipeline(&self, system: Option<&str>) -> Pipeline {
         let mut config = self.config.clone();
         if let Some(system) = system {
             system.clone_into(&mut config.system);
         }
+        config.history = HistoryPolicy::NONE;
         let mut chain = (self.chain)();
         chain.push(actions::history());
         // Last, to see every delta the chain adds.
@@ -284,3 +288,6 @@ fn remedy_of(symptom: &Symptom, event: &Value) -> Option<Remedy> {
         _ => remedy,
     })
 }
+
+#[cfg(test)]
+mod tests;
