@@ -32,7 +32,8 @@ pub struct History {
 }
 
 /// Which part of a [`History`] is sent and kept: the latest messages within both bounds, starting
-/// at a user turn (so a window never opens on an answer or on a tool result without its call).
+/// at a user turn (so a window never opens on an answer or on a tool result without its call; the
+/// results of an agent step on the `oneOf` route, sent as a user turn, are kept as a tool message).
 /// Tokens are estimated at about four bytes a token ([`estimate_tokens`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -42,7 +42,8 @@
 //! the user's input, and each turn adds the input and the valid answer. A retry keeps the request as
 //! it was and adds the invalid reply and the correction as two more turns ([`RetryForm`]).
 //! [`Pipeline::run_agent`] lets the model call the chain's tools ([`Toolbox`]) within one turn,
-//! natively where the backend can, until it answers or a [`Budget`] runs out.
+//! natively where the backend can, until it answers or a [`Budget`] runs out
+//! ([`Pipeline::run_agent_streaming`] shows each step's partial values).
 //!
 //! Errors: [`Error`]. Hook failures name the interceptor and the stage; retries exhausted carry every
 //! attempt, the last violations and the last reply; an agent run out of budget names the bound.
@@ -76,5 +77,8 @@ pub use pipeline::{
 };
 pub use prompts::Prompts;
 pub use schema::Schema;
-pub use toolbox::{Budget, BudgetKind, DEFAULT_MAX_STEPS, NativeTools, Toolbox};
+pub use toolbox::{
+    Budget, BudgetKind, DEFAULT_CONCURRENCY, DEFAULT_MAX_STEPS, DEFAULT_RESULT_CHARS, NativeTools,
+    Toolbox, run_bounded,
+};
 pub use typed::{Partial, schema_of};

@@ -551,8 +551,11 @@ impl Pipeline {
         let mut last: Option<Value> = None;
         let mut recovered_at = 0;
         let mut tool_call = false;
+        // Where the model may call tools (an agent's, sent natively; never beside a forced output
+        // tool), a call's arguments are not the answer.
+        let calls_are_tools = !request.tools.is_empty();
         while let Some(event) = stream.next().await {
-            if !assembler.push(event?) {
+            if !assembler.push(event?) || (calls_are_tools && assembler.is_tool_call()) {
                 continue;
             }
             if assembler.is_tool_call() != tool_call {

@@ -3,8 +3,10 @@
 //! [`Budget`] that bounds the run.
 
 use std::fmt;
+use std::future::Future;
 
 use claij_backends::{BoxFuture, ToolCall, ToolSpec};
+use futures_util::stream::{self, StreamExt as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -27,9 +29,40 @@ pub trait Toolbox: Send + Sync {
     /// empty when it makes none. Ids are made up (`<field>-<index>`): the route has none.
     fn calls_in(&self, value: &Value) -> Vec<ToolCall>;
 
-    /// Runs one call whose arguments are valid against its tool's `parameters`: the output, or why
-    /// it failed (an unknown tool, a timeout, the tool's own error) as text for the model.
+    /// Runs one call whose arguments are valid against its tool's `parameters`, under the
+    /// toolbox's timeout if it has one: the output, or why it failed (an unknown tool, a timeout,
+    /// the tool's own error) as text for the model.
     fn call<'a>(&'a self, name: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>>;
+
+    /// How many of one step's calls run at once (0 counts as 1), as the interceptor runs a reply's
+    /// calls after the turn; [`DEFAULT_CONCURRENCY`] unless the toolbox says.
+    fn concurrency(&self) -> usize {
+        DEFAULT_CONCURRENCY
+    }
+}
+
+/// The default [`Toolbox::concurrency`].
+pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// The outputs of `calls`, in their order, at most `concurrency` of them running at once (0 counts
+/// as 1): how the `tools` interceptor runs a reply's calls, and an agent run a toolbox's.
+///
+/// ```
+/// # futures_executor::block_on(async {
+/// let outputs = claij_interceptors::run_bounded((1..=3).map(|n| async move { n * 2 }), 2).await;
+/// assert_eq!(outputs, [2, 4, 6]);
+/// # });
+/// ```
+pub async fn run_bounded<F: Future>(
+    calls: impl IntoIterator<Item = F>,
+    concurrency: usize,
+) -> Vec<F::Output> {
+    // Futures do nothing until polled: `buffered` starts at most `concurrency` of them (and their
+    // timeouts) at a time, and yields in their order.
+    stream::iter(calls)
+        .buffered(concurrency.max(1))
+        .collect()
+        .await
 }
 
 /// Put in the context by an agent run that sends the tools natively: an interceptor offering a
@@ -38,8 +71,8 @@ pub trait Toolbox: Send + Sync {
 pub struct NativeTools;
 
 /// The bounds of an agent run: steps (model calls that end in an answer or in tool calls), tokens
-/// and cost. Checked between steps: a step under way finishes, and an answer is returned even when
-/// its step went over.
+/// and cost, checked between steps (a step under way finishes, and an answer is returned even when
+/// its step went over); and how much of each tool result the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Budget {
@@ -49,7 +82,14 @@ pub struct Budget {
     pub max_tokens: Option<u64>,
     /// The most US dollars over every attempt of the run; a backend that reports no cost counts 0.
     pub max_cost_usd: Option<f64>,
+    /// Characters of tool output the model sees: of each result where tools go natively, shared by
+    /// a step's results (arguments and outputs) on the `oneOf` route (default
+    /// [`DEFAULT_RESULT_CHARS`]). A longer result is cut, and the model is told where and why.
+    pub result_chars: usize,
 }
+
+/// The default [`Budget::result_chars`].
+pub const DEFAULT_RESULT_CHARS: usize = 4000;
 
 /// The default [`Budget::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 8;
@@ -60,6 +100,7 @@ impl Default for Budget {
             max_steps: DEFAULT_MAX_STEPS,
             max_tokens: None,
             max_cost_usd: None,
+            result_chars: DEFAULT_RESULT_CHARS,
         }
     }
 }

@@ -7,7 +7,6 @@ use claij_backends::{BoxFuture, ToolCall, ToolSpec};
 use claij_interceptors::{
     BoxError, Context, Interceptor, NativeTools, Prompts, Schema, ToolOrigin, ToolResult, Toolbox,
 };
-use futures_util::stream::{self, StreamExt as _};
 use serde_json::{Value, json};
 use tracing::debug;
 
@@ -186,9 +185,7 @@ impl McpInterceptor {
     /// `Null` (no `mcp_calls`) gives no results; anything but an array gives one error result.
     pub async fn run(&self, calls: &Value) -> Vec<ToolResult> {
         let planned = self.plan(calls);
-        // Async blocks do nothing until polled, so `buffered` starts at most `concurrency` calls (and
-        // their timeouts) at a time, and yields in call order. (A vector rather than `map` keeps the
-        // future `Send`: rust-lang/rust#102211.)
+        // A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.
         let calls: Vec<_> = planned
             .iter()
             .map(|call| async move {
@@ -198,10 +195,7 @@ impl McpInterceptor {
                 }
             })
             .collect();
-        let outputs: Vec<Result<Value, String>> = stream::iter(calls)
-            .buffered(self.config.concurrency.max(1))
-            .collect()
-            .await;
+        let outputs = claij_interceptors::run_bounded(calls, self.config.concurrency).await;
         planned
             .into_iter()
             .zip(outputs)
@@ -419,6 +413,10 @@ impl Toolbox for McpInterceptor {
                 .ok_or_else(|| format!("unknown tool `{name}`"))?;
             self.call(&tool.server, &tool.name, arguments).await
         })
+    }
+
+    fn concurrency(&self) -> usize {
+        self.config.concurrency
     }
 }
 

@@ -112,7 +112,6 @@ use std::time::Duration;
 
 use claij_backends::{BoxFuture, ToolCall, ToolSpec};
 use claij_validation::Validator;
-use futures_util::stream::{self, StreamExt as _};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -123,7 +122,7 @@ use crate::context::{Context, ToolOrigin, ToolResult};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
-use crate::toolbox::{NativeTools, Toolbox};
+use crate::toolbox::{NativeTools, Toolbox, run_bounded};
 
 mod render;
 #[cfg(test)]
@@ -351,28 +350,21 @@ impl Tools {
     pub async fn run(&self, calls: &Value) -> Vec<ToolResult> {
         let planned = self.plan(calls);
         let timeout = self.config.timeout;
-        // Async blocks do nothing until polled, so at most `concurrency` calls (and their timeouts) are
-        // started at a time. (A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.)
+        // A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.
         let calls: Vec<_> = planned
             .iter()
-            .enumerate()
-            .map(|(index, call)| async move {
-                let output = match &call.tool {
+            .map(|call| async move {
+                match &call.tool {
                     Ok(tool) => run_one(tool, call.args.clone(), timeout).await,
                     Err(why) => Err(why.clone()),
-                };
-                (index, output)
+                }
             })
             .collect();
-        let mut outputs: Vec<(usize, Result<Value, String>)> = stream::iter(calls)
-            .buffer_unordered(self.config.concurrency.max(1))
-            .collect()
-            .await;
-        outputs.sort_by_key(|(index, _)| *index);
+        let outputs = run_bounded(calls, self.config.concurrency).await;
         planned
             .into_iter()
             .zip(outputs)
-            .map(|(call, (_, output))| ToolResult {
+            .map(|(call, output)| ToolResult {
                 name: call.name,
                 args: call.args,
                 output,
@@ -540,6 +532,10 @@ impl Toolbox for Tools {
             let tool = self.check_call(name, &arguments)?;
             run_one(tool, arguments, self.config.timeout).await
         })
+    }
+
+    fn concurrency(&self) -> usize {
+        self.config.concurrency
     }
 }
 

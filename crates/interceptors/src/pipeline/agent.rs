@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use claij_backends::{Message, SchemaTarget, ToolCall, ToolSpec};
+use claij_backends::{Message, Role, SchemaTarget, ToolCall, ToolSpec};
 use claij_validation::Validator;
 use serde::Serialize;
 use serde_json::Value;
@@ -12,13 +12,9 @@ use tracing::{Instrument as _, info_span, warn};
 use super::prepare::compile_for;
 use super::{Answer, Attempt, Pipeline};
 use crate::builtin::tools::results_section;
-use crate::context::{Context, ToolResult};
+use crate::context::{Context, ToolOrigin, ToolResult};
 use crate::error::Error;
-use crate::toolbox::{Budget, BudgetKind, Toolbox};
-
-/// Characters of tool output shown to the model per result (native route) or shared by a step's
-/// results (`oneOf` route).
-const RESULT_CHARS: usize = 4000;
+use crate::toolbox::{Budget, BudgetKind, Toolbox, run_bounded};
 
 /// What an agent run did: the answer, and every tool call made on the way to it.
 #[derive(Debug, Clone, Serialize)]
@@ -53,9 +49,12 @@ impl Pipeline {
     /// Tools go natively ([`ChatRequest::tools`](claij_backends::ChatRequest::tools)) where the
     /// backend's capabilities have tools for the model, the calls coming back as the response's
     /// tool calls and the results as tool messages; elsewhere through each interceptor's field of
-    /// the reply (the `oneOf` route), the results as a user message. Each call's arguments are
+    /// the reply (the `oneOf` route), the results as a user turn (kept in the history as a tool
+    /// message with no `tool_call_id`, so a window never opens on it). Each call's arguments are
     /// checked against its tool's schema first: a violation is the call's result, for the model to
-    /// correct. The steps (calls and results) go into the context's history with the turn.
+    /// correct. Each toolbox runs a step's calls at most [`Toolbox::concurrency`] at once, under its
+    /// own timeout; the model sees at most [`Budget::result_chars`] of them. The steps (calls and
+    /// results) go into the context's history with the turn.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -97,6 +96,34 @@ impl Pipeline {
         input: &str,
         budget: &Budget,
     ) -> Result<AgentRun, Error> {
+        self.agent(ctx, input, budget, None).await
+    }
+
+    /// [`Pipeline::run_agent`], streaming each step's reply as [`Pipeline::ask_streaming`] does:
+    /// `on_partial` gets the value recovered so far whenever it changes, a step that calls tools
+    /// through its reply's field included (its value then names the calls); a native tool call's
+    /// arguments are not the answer and are not shown.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pipeline::run_agent`].
+    pub async fn run_agent_streaming(
+        &self,
+        ctx: &mut Context,
+        input: &str,
+        budget: &Budget,
+        on_partial: &(dyn Fn(&Value) + Send + Sync),
+    ) -> Result<AgentRun, Error> {
+        self.agent(ctx, input, budget, Some(on_partial)).await
+    }
+
+    async fn agent(
+        &self,
+        ctx: &mut Context,
+        input: &str,
+        budget: &Budget,
+        on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
+    ) -> Result<AgentRun, Error> {
         let span = info_span!(
             "llm.ask",
             provider = self.backend.provider(),
@@ -115,7 +142,7 @@ impl Pipeline {
             .then(|| capabilities.schema_target(claij_backends::OutputMode::Tool));
         let agent = Agent::new(toolboxes, budget, native);
         let ran = self
-            .run(ctx, input, self.base.clone(), None, Some(&agent))
+            .run(ctx, input, self.base.clone(), on_partial, Some(&agent))
             .instrument(span)
             .await?;
         Ok(AgentRun {
@@ -226,57 +253,97 @@ impl<'a> Agent<'a> {
     }
 
     /// Runs the calls, each checked against its tool's schema first; one result per call, in order.
+    /// Each toolbox runs its calls as its interceptor runs a reply's after the turn: at most
+    /// [`Toolbox::concurrency`] at once, each under the toolbox's timeout; toolboxes side by side.
     pub(super) async fn run_calls(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
-        let runs = calls.iter().map(|call| async move {
-            let (origin, output) = match self.tools.get(&call.name) {
+        let mut outputs: Vec<Result<Value, String>> = Vec::with_capacity(calls.len());
+        let mut origins: Vec<ToolOrigin> = Vec::with_capacity(calls.len());
+        // The calls each toolbox runs, by their position.
+        let mut runs: Vec<Vec<usize>> = vec![Vec::new(); self.toolboxes.len()];
+        for (position, call) in calls.iter().enumerate() {
+            let (origin, refused) = match self.tools.get(&call.name) {
                 None => (
-                    crate::ToolOrigin::Other {
+                    ToolOrigin::Other {
                         interceptor: "agent".to_owned(),
                     },
-                    Err(format!(
+                    Some(format!(
                         "unknown tool `{}`; the tools are: {}",
                         call.name,
                         self.order.join(", ")
                     )),
                 ),
                 Some((index, _, validator)) => {
-                    let toolbox = self.toolboxes[*index];
-                    let checked = match validator {
-                        Some(v) => v.validate(&call.arguments).map_err(|violations| {
+                    let refused = validator.as_ref().and_then(|v| {
+                        v.validate(&call.arguments).err().map(|violations| {
                             let found: Vec<String> =
                                 violations.iter().map(ToString::to_string).collect();
                             format!("invalid arguments, not run: {}", found.join("; "))
-                        }),
-                        None => Ok(()),
-                    };
-                    let output = match checked {
-                        Ok(()) => toolbox.call(&call.name, call.arguments.clone()).await,
-                        Err(why) => Err(why),
-                    };
-                    (toolbox.origin(&call.name), output)
+                        })
+                    });
+                    if refused.is_none() {
+                        runs[*index].push(position);
+                    }
+                    (self.toolboxes[*index].origin(&call.name), refused)
                 }
             };
-            ToolResult {
+            origins.push(origin);
+            outputs.push(Err(refused.unwrap_or_default()));
+        }
+        let toolbox_runs = runs.iter().enumerate().map(|(index, positions)| {
+            let toolbox = self.toolboxes[index];
+            // A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.
+            let called: Vec<_> = positions
+                .iter()
+                .map(|&position| {
+                    let call = &calls[position];
+                    async move { toolbox.call(&call.name, call.arguments.clone()).await }
+                })
+                .collect();
+            run_bounded(called, toolbox.concurrency())
+        });
+        let ran = futures_util::future::join_all(toolbox_runs).await;
+        for (positions, outputs_of) in runs.iter().zip(ran) {
+            for (&position, output) in positions.iter().zip(outputs_of) {
+                outputs[position] = output;
+            }
+        }
+        calls
+            .iter()
+            .zip(origins)
+            .zip(outputs)
+            .map(|((call, origin), output)| ToolResult {
                 name: call.name.clone(),
                 args: call.arguments.clone(),
                 output,
                 origin,
-            }
-        });
-        futures_util::future::join_all(runs).await
+            })
+            .collect()
+    }
+
+    /// The messages that give a step's results back to the model, cut to the budget's
+    /// [`Budget::result_chars`].
+    pub(super) fn result_messages(
+        &self,
+        calls: &[ToolCall],
+        results: &[ToolResult],
+    ) -> Vec<Message> {
+        result_messages(calls, results, self.is_native(), self.budget.result_chars)
     }
 }
 
-/// The messages that give a step's results back to the model: one tool message per call (native),
-/// or one user message listing them (the `oneOf` route), cut to [`RESULT_CHARS`].
-pub(super) fn result_messages(
+/// The messages that give a step's results back to the model: one tool message per call, its
+/// output cut to `chars` (native); or one tool message answering no single call (no
+/// `tool_call_id`) listing them all in `chars` ([`results_section`]), which the request sends as a
+/// user turn (the `oneOf` route): a history window never opens on it.
+fn result_messages(
     calls: &[ToolCall],
     results: &[ToolResult],
     native: bool,
+    chars: usize,
 ) -> Vec<Message> {
     if !native {
-        return results_section(results, RESULT_CHARS)
-            .map(Message::user)
+        return results_section(results, chars)
+            .map(|section| Message::new(Role::Tool, section))
             .into_iter()
             .collect();
     }
@@ -288,15 +355,19 @@ pub(super) fn result_messages(
                 Ok(value) => value.to_string(),
                 Err(why) => format!("error: {why}"),
             };
-            Message::tool_result(call.id.clone(), cut(text, RESULT_CHARS))
+            Message::tool_result(call.id.clone(), cut(text, chars))
         })
         .collect()
 }
 
-/// `text`, past `max` characters cut with a note of how long it was.
+/// `text`, past `max` characters cut with a note saying so and why (the budget's `result_chars`).
 fn cut(text: String, max: usize) -> String {
     match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}… [cut: {} bytes in all]", &text[..end], text.len()),
+        Some((end, _)) => format!(
+            "{}… [cut: the tool-results budget shows {max} of its {} characters]",
+            &text[..end],
+            text.chars().count()
+        ),
         None => text,
     }
 }

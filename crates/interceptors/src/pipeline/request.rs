@@ -113,14 +113,14 @@ impl Pipeline {
             // a native agent run's steps in the history go as text.
             request.messages.extend(as_text(&prompts.history));
         } else {
-            request.messages.extend(prompts.history.iter().cloned());
+            request.messages.extend(prompts.history.iter().map(as_sent));
         }
         let user = match &retry {
             Retry::SelfContained(text) => text.clone(),
             Retry::First | Retry::Conversation(_) => prompts.user.clone(),
         };
         request.messages.push(Message::user(user));
-        request.messages.extend(steps.iter().cloned());
+        request.messages.extend(steps.iter().map(as_sent));
         if let Retry::Conversation(exchanges) = retry {
             request.messages.extend(exchanges.iter().cloned());
         }
@@ -235,13 +235,14 @@ impl Pipeline {
 }
 
 /// `messages` with native tool calls and results written as text: an assistant turn's calls after
-/// its text, as JSON; each run of tool results as one user turn.
+/// its text, as JSON; each run of tool results as one user turn ([`as_sent`] for the rest).
 fn as_text(messages: &[Message]) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     let mut results = String::new();
     for message in messages {
-        if message.role == Role::Tool {
-            let id = message.tool_call_id.as_deref().unwrap_or("?");
+        if let Some(id) = message.tool_call_id.as_deref()
+            && message.role == Role::Tool
+        {
             results.push_str(&format!("\n- {id}: {}", message.content));
             continue;
         }
@@ -252,7 +253,7 @@ fn as_text(messages: &[Message]) -> Vec<Message> {
             )));
         }
         if message.tool_calls.is_empty() {
-            out.push(message.clone());
+            out.push(as_sent(message));
             continue;
         }
         let calls: Vec<Value> = message
@@ -273,4 +274,13 @@ fn as_text(messages: &[Message]) -> Vec<Message> {
         )));
     }
     out
+}
+
+/// `message` as a provider takes it: the results of a step of the `oneOf` route (a tool message
+/// answering no single call) as the user turn they are; anything else as it is.
+fn as_sent(message: &Message) -> Message {
+    if message.role == Role::Tool && message.tool_call_id.is_none() {
+        return Message::user(message.content.clone());
+    }
+    message.clone()
 }

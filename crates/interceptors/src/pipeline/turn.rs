@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use claij_backends::{Message, ToolCall, ToolSpec};
 use serde_json::Value;
 
-use super::agent::{self, Agent};
+use super::agent::Agent;
 use super::{
     Answer, Attempt, Base, Call, CallReport, Delivery, EXAMPLE_INTRO, Pipeline, Prepared, Retry,
 };
@@ -178,7 +178,7 @@ impl Pipeline {
             agent.check(count, &attempts)?;
             let results = agent.run_calls(&asked).await;
             steps.push(said);
-            steps.extend(agent::result_messages(&asked, &results, agent.is_native()));
+            steps.extend(agent.result_messages(&asked, &results));
             calls.extend(results);
             prepare_time = Duration::ZERO;
         };

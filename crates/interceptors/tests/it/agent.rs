@@ -1,13 +1,16 @@
 //! Tests of the agent run: the model calls tools within one turn, natively or through its reply's
 //! `tools` field, until it answers or a budget runs out.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use claij_backends::testing::Scripted;
 use claij_backends::{Capabilities, ChatResponse, Role, ToolCall, Usage};
-use claij_interceptors::builtin::tools::Tools;
-use claij_interceptors::{Budget, BudgetKind, Chain, Config, Context, Error, Pipeline, ToolOrigin};
+use claij_interceptors::builtin::tools::{Tools, ToolsConfig};
+use claij_interceptors::{
+    Budget, BudgetKind, Chain, Config, Context, Error, HistoryPolicy, Pipeline, ToolOrigin,
+};
 use serde_json::{Value, json};
 
 const ANSWER: &str = r#"{"answer": "It is sunny in Oslo.", "state": "done"}"#;
@@ -78,11 +81,14 @@ async fn one_of_route_two_steps_end_valid() {
     assert!(requests[0].system.as_deref().unwrap().contains("weather"));
     assert_eq!(requests[1].messages[..1], requests[0].messages[..]);
     insta::assert_json_snapshot!("one_of_second_step", requests[1].messages);
-    // The turn's steps are in the history, between the question and the answer.
+    // The turn's steps are in the history, between the question and the answer; the results are
+    // a tool message answering no single call, sent as the user turn the snapshot shows.
     assert_eq!(
         roles(&ctx.history.messages),
-        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
     );
+    assert_eq!(ctx.history.messages[2].tool_call_id, None);
+    assert_eq!(requests[1].messages[2].role, Role::User);
     assert_eq!(ctx.turn, 1);
 }
 
@@ -344,4 +350,253 @@ async fn a_later_ask_sends_the_native_steps_as_text() {
             .all(|m| m.tool_calls.is_empty() && m.role != Role::Tool)
     );
     insta::assert_json_snapshot!("later_ask_history", later.messages);
+}
+
+/// Partial values of every step reach `on_partial`: the step that calls a tool through its reply's
+/// field, then the answer, the last partial being the final value.
+#[tokio::test]
+async fn a_streamed_agent_run_shows_each_steps_partial_values() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let backend = Scripted::replies([
+        r#"{"answer": "", "state": "asking", "tools": [{"name": "weather", "args": {"city": "Oslo"}}]}"#,
+        ANSWER,
+    ]);
+    let p = pipeline(&backend, weather(&runs));
+    let seen = Mutex::new(Vec::new());
+    let on_partial = |value: &Value| seen.lock().unwrap().push(value.clone());
+    let run = p
+        .run_agent_streaming(
+            &mut Context::default(),
+            "Weather in Oslo?",
+            &Budget::default(),
+            &on_partial,
+        )
+        .await
+        .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert!(
+        seen.iter().any(|v| v["tools"][0]["name"] == "weather"),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last(), Some(&run.answer.value));
+    assert_eq!(run.steps, 2);
+}
+
+/// Natively, a tool call's arguments are not the answer: never a partial value.
+#[tokio::test]
+async fn a_streamed_native_call_is_no_partial_value() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    // As adapters give a call: the content holds the first call's arguments.
+    let call = ChatResponse::text(r#"{"city": "Oslo"}"#).tool_calls(vec![ToolCall::new(
+        "call_0",
+        "weather",
+        json!({"city": "Oslo"}),
+    )]);
+    let backend = native(vec![call, ChatResponse::text(ANSWER)]);
+    let p = pipeline(&backend, weather(&runs));
+    let seen = Mutex::new(Vec::new());
+    let on_partial = |value: &Value| seen.lock().unwrap().push(value.clone());
+    let run = p
+        .run_agent_streaming(
+            &mut Context::default(),
+            "Weather?",
+            &Budget::default(),
+            &on_partial,
+        )
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen, [run.answer.value]);
+}
+
+/// A `slow` tool that sleeps a second, keeping the most calls that ran at once.
+fn slow(concurrency: usize, most: &Arc<AtomicUsize>) -> Tools {
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::clone(most);
+    let mut config = ToolsConfig::default();
+    config.concurrency = concurrency;
+    config.timeout = Duration::from_secs(5);
+    Tools::with_config(config)
+        .register(
+            "slow",
+            "Takes a while.",
+            json!({"type": "object"}),
+            move |_| {
+                let (running, most) = (Arc::clone(&running), Arc::clone(&most));
+                async move {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(json!("done"))
+                }
+            },
+        )
+        .unwrap()
+}
+
+/// A step's calls run as the `tools` interceptor runs a reply's: at most its concurrency at once.
+#[tokio::test(start_paused = true)]
+async fn a_steps_calls_keep_to_the_toolboxs_concurrency() {
+    for (concurrency, expected) in [(1, 1), (2, 2)] {
+        let most = Arc::new(AtomicUsize::new(0));
+        let backend = native(vec![
+            calls(&[
+                ("slow", json!({})),
+                ("slow", json!({})),
+                ("slow", json!({})),
+            ]),
+            ChatResponse::text(ANSWER),
+        ]);
+        let p = pipeline(&backend, slow(concurrency, &most));
+        let run = p
+            .run_agent(&mut Context::default(), "Go", &Budget::default())
+            .await
+            .unwrap();
+        assert_eq!(run.calls.len(), 3);
+        assert!(run.calls.iter().all(|c| c.output == Ok(json!("done"))));
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            expected,
+            "concurrency {concurrency}"
+        );
+    }
+}
+
+/// And under its timeout: a call past it is a timed-out result for the model.
+#[tokio::test(start_paused = true)]
+async fn a_steps_call_keeps_to_the_toolboxs_timeout() {
+    let mut config = ToolsConfig::default();
+    config.timeout = Duration::from_millis(100);
+    let tools = Tools::with_config(config)
+        .register("stuck", "Never ends.", json!({"type": "object"}), |_| {
+            std::future::pending::<Result<Value, claij_interceptors::BoxError>>()
+        })
+        .unwrap();
+    let backend = native(vec![
+        calls(&[("stuck", json!({}))]),
+        ChatResponse::text(ANSWER),
+    ]);
+    let run = pipeline(&backend, tools)
+        .run_agent(&mut Context::default(), "Go", &Budget::default())
+        .await
+        .unwrap();
+    assert_eq!(run.calls[0].output, Err("timed out after 100ms".to_owned()));
+}
+
+/// A tool that returns 100 `x`s.
+fn long() -> Tools {
+    Tools::new()
+        .register(
+            "long",
+            "A long output.",
+            json!({"type": "object"}),
+            |_| async { Ok(json!("x".repeat(100))) },
+        )
+        .unwrap()
+}
+
+/// Results are cut to the budget's `result_chars`, and the model is told so.
+#[tokio::test]
+async fn results_are_cut_to_the_budget_and_say_so() {
+    let budget = Budget {
+        result_chars: 10,
+        ..Budget::default()
+    };
+    // Native: each result.
+    let backend = native(vec![
+        calls(&[("long", json!({}))]),
+        ChatResponse::text(ANSWER),
+    ]);
+    pipeline(&backend, long())
+        .run_agent(&mut Context::default(), "Go", &budget)
+        .await
+        .unwrap();
+    let result = &backend.requests()[1].messages[2];
+    assert_eq!(result.role, Role::Tool);
+    assert_eq!(
+        result.content,
+        format!(
+            "\"{}… [cut: the tool-results budget shows 10 of its 102 characters]",
+            "x".repeat(9)
+        )
+    );
+    // The `oneOf` route: shared by the step's results.
+    let backend = Scripted::replies([
+        r#"{"answer": "", "state": "asking", "tools": [{"name": "long", "args": {}}]}"#,
+        ANSWER,
+    ]);
+    pipeline(&backend, long())
+        .run_agent(&mut Context::default(), "Go", &budget)
+        .await
+        .unwrap();
+    let results = &backend.requests()[1].messages[2].content;
+    assert!(
+        results.ends_with("(Cut where marked: the results share a budget of 10 characters.)"),
+        "{results}"
+    );
+    assert!(!results.contains(&"x".repeat(10)), "{results}");
+}
+
+/// On the `oneOf` route a step's results go back as a user turn; a history window kept after the
+/// turn still opens on the user's own input, never on those results.
+#[tokio::test]
+async fn a_history_window_never_opens_on_one_of_results() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let backend = Scripted::replies([
+        r#"{"answer": "", "state": "asking", "tools": [{"name": "weather", "args": {"city": "Oslo"}}]}"#,
+        ANSWER,
+        r#"{"answer": "Yes.", "state": "done"}"#,
+    ]);
+    let mut config = Config::new("test-model");
+    // The turn's last two messages: its results and its answer.
+    config.history = HistoryPolicy {
+        max_messages: 2,
+        ..HistoryPolicy::default()
+    };
+    let p = Pipeline::new(
+        Arc::new(backend.clone()),
+        config,
+        Chain::new().with(weather(&runs)),
+    );
+    let mut ctx = Context::default();
+    p.run_agent(&mut ctx, "Weather in Oslo?", &Budget::default())
+        .await
+        .unwrap();
+    assert!(ctx.history.is_empty(), "{:?}", ctx.history);
+    p.ask(&mut ctx, "Sure?").await.unwrap();
+    let later = &backend.requests()[2].messages;
+    assert_eq!(later.len(), 1, "{later:?}");
+    assert_eq!(later[0].content, "Sure?");
+}
+
+/// A later ask sends the `oneOf` route's results in the history as the user turn they were.
+#[tokio::test]
+async fn a_later_ask_sends_one_of_results_as_a_user_turn() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let backend = Scripted::replies([
+        r#"{"answer": "", "state": "asking", "tools": [{"name": "weather", "args": {"city": "Oslo"}}]}"#,
+        ANSWER,
+        r#"{"answer": "Yes.", "state": "done"}"#,
+    ]);
+    let p = pipeline(&backend, weather(&runs));
+    let mut ctx = Context::default();
+    p.run_agent(&mut ctx, "Weather in Oslo?", &Budget::default())
+        .await
+        .unwrap();
+    p.ask(&mut ctx, "Sure?").await.unwrap();
+    let requests = backend.requests();
+    let later = &requests[2].messages;
+    assert_eq!(
+        roles(later),
+        [
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User
+        ]
+    );
+    assert_eq!(later[2], requests[1].messages[2]);
 }

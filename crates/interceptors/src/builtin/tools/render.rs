@@ -30,7 +30,8 @@ pub(super) fn tools_section(tools: &[(&str, &str, &Value)], max_calls: usize) ->
 /// `None` when there are none.
 ///
 /// Arguments and outputs are written as JSON and cut (with a note of how much was left out) so that
-/// together they take at most about `budget` characters: short ones whole, the rest sharing what is left.
+/// together they take at most about `budget` characters: short ones whole, the rest sharing what is
+/// left; a last line names the budget when anything was cut.
 ///
 /// ```
 /// use claij_interceptors::builtin::tools::results_section;
@@ -72,6 +73,10 @@ pub fn results_section(results: &[ToolResult], budget: usize) -> Option<String> 
     let lengths: Vec<usize> = texts.iter().map(|t| t.chars().count()).collect();
     let shares = shares(&lengths, budget);
     let mut out = "Results of the tool calls of your previous reply, in call order:".to_owned();
+    let any_cut = lengths
+        .iter()
+        .zip(&shares)
+        .any(|(length, share)| share < length);
     for (i, result) in results.iter().enumerate() {
         let args = cut(&texts[2 * i], shares[2 * i]);
         let output = cut(&texts[2 * i + 1], shares[2 * i + 1]);
@@ -82,6 +87,12 @@ pub fn results_section(results: &[ToolResult], budget: usize) -> Option<String> 
             i + 1,
             result.name,
             indent(&output, "   ")
+        );
+    }
+    if any_cut {
+        let _ = write!(
+            out,
+            "\n(Cut where marked: the results share a budget of {budget} characters.)"
         );
     }
     Some(out)
