@@ -88,8 +88,9 @@ pub(crate) struct Options {
     /// turn has cost this many US dollars (a provider that reports no cost counts 0).
     #[arg(long, value_name = "USD", value_parser = crate::args::dollars)]
     budget_usd: Option<f64>,
-    /// Characters of tool and MCP results shown to the model on the next turn, shared by the
-    /// results of each interceptor (a longer one is cut, saying how much was left out).
+    /// Characters of tool and MCP results shown to the model: on the next turn, shared by the
+    /// results of each interceptor; in an agent run (--max-steps, --budget-usd), of each result
+    /// (native tool calls) or shared by a step's results. A longer one is cut, saying so.
     #[arg(long, value_name = "CHARS", default_value_t = crate::args::DEFAULT_RESULT_BUDGET, value_parser = crate::args::result_budget)]
     tool_results_budget: usize,
     /// Ask for the standard response (the `citations` interceptor: the answer plus `metadata` on its
@@ -115,8 +116,8 @@ pub(crate) struct Options {
     /// Show the value while the model writes it (on by default when stdout is a terminal): on a
     /// terminal one line redrawn in place, else a line of JSON per partial value; `chat` writes the
     /// answer as it grows (the local model's progress line on a terminal shows the reply
-    /// instead; an agent run, --max-steps, shows none). Partial values are not validated; the final
-    /// value is printed as without it.
+    /// instead); an agent run (--max-steps) shows each step's value, tool calls included. Partial
+    /// values are not validated; the final value is printed as without it.
     #[arg(long, overrides_with = "no_stream")]
     stream: bool,
     /// Do not stream.
@@ -177,6 +178,7 @@ impl Options {
             budget.max_steps = steps;
         }
         budget.max_cost_usd = self.budget_usd;
+        budget.result_chars = self.tool_results_budget;
         Some(budget)
     }
 }
@@ -407,35 +409,41 @@ impl<'a> Conversation<'a> {
         let started = Instant::now();
         self.calls.clear();
         self.streamed.clear();
-        let result = if let Some(budget) = &self.budget {
-            // An agent run shows no partial values (the pipeline streams no agent step).
-            self.runtime
-                .block_on(self.pipeline.run_agent(&mut self.ctx, prompt, budget))
-                .map(|run| {
-                    self.calls = run.calls;
-                    run.answer
-                })
-        } else {
-            let result = match &self.partials {
-                Some(partials) => {
-                    let show = |value: &serde_json::Value| partials.show(value);
-                    let result = self.runtime.block_on(self.pipeline.ask_streaming(
-                        &mut self.ctx,
-                        prompt,
-                        &show,
-                    ));
-                    self.streamed = partials.finish();
-                    result
-                }
-                None => self
-                    .runtime
-                    .block_on(self.pipeline.ask(&mut self.ctx, prompt)),
-            };
-            if result.is_ok() {
-                self.calls = self.ran_now();
+        let show = |value: &serde_json::Value| {
+            if let Some(partials) = &self.partials {
+                partials.show(value);
             }
-            result
         };
+        let on_partial: Option<&(dyn Fn(&serde_json::Value) + Send + Sync)> =
+            self.partials.as_ref().map(|_| &show as _);
+        let pipeline = &self.pipeline;
+        let ctx = &mut self.ctx;
+        let result = match (&self.budget, on_partial) {
+            (Some(budget), Some(show)) => self
+                .runtime
+                .block_on(pipeline.run_agent_streaming(ctx, prompt, budget, show))
+                .map(|run| (run.answer, Some(run.calls))),
+            (Some(budget), None) => self
+                .runtime
+                .block_on(pipeline.run_agent(ctx, prompt, budget))
+                .map(|run| (run.answer, Some(run.calls))),
+            (None, Some(show)) => self
+                .runtime
+                .block_on(pipeline.ask_streaming(ctx, prompt, show))
+                .map(|answer| (answer, None)),
+            (None, None) => self
+                .runtime
+                .block_on(pipeline.ask(ctx, prompt))
+                .map(|answer| (answer, None)),
+        };
+        if let Some(partials) = &self.partials {
+            self.streamed = partials.finish();
+        }
+        let result = result.map(|(answer, calls)| {
+            // An agent run's calls are its own; an ask's ran after the reply, for the next turn.
+            self.calls = calls.unwrap_or_else(|| self.ran_now());
+            answer
+        });
         (result, started.elapsed())
     }
 

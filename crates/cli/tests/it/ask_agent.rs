@@ -3,7 +3,7 @@
 //! answers; a budget that runs out ends the run with exit 1, naming the bound.
 
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::openrouter::{CHAT, completion, config, reply};
@@ -195,5 +195,116 @@ async fn chat_says_when_a_turn_ran_out_of_budget() {
         2,
         "{}",
         run.stderr
+    );
+}
+
+/// Server-sent events (the OpenAI wire): `deltas` one chunk each, then the finish reason and
+/// `[DONE]`.
+fn sse(deltas: &[Value], finish: &str) -> ResponseTemplate {
+    let mut body = String::new();
+    for delta in deltas {
+        let chunk = json!({"id": "c1", "model": "google/gemini-2.5-flash", "choices": [
+            {"index": 0, "delta": delta, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let done = json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                      "usage": {"prompt_tokens": 12, "completion_tokens": 9}});
+    body.push_str(&format!("data: {done}\n\ndata: [DONE]\n\n"));
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+/// `--max-steps N --stream`: each step streams; the answer's partial values come before the final
+/// value, and the `now` call's arguments are none of them.
+#[tokio::test]
+async fn an_agent_run_streams_its_steps() {
+    let server = MockServer::start().await;
+    let call = json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+        "function": {"name": "now", "arguments": "{}"}}]});
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(sse(&[call], "tool_calls"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let answer = r#"{"answer": "It is past two o'clock.", "state": "answered"}"#;
+    // The first piece has some of the answer: a partial `{}` could only be the call's arguments.
+    let (head, rest) = answer.split_at(16);
+    let pieces: Vec<Value> = std::iter::once(head.as_bytes())
+        .chain(rest.as_bytes().chunks(8))
+        .map(|piece| json!({"content": String::from_utf8_lossy(piece)}))
+        .collect();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(sse(&pieces, "stop"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let run = ask(&server, &["--max-steps", "3", "--stream"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let last = "{\n  \"answer\": \"It is past two o'clock.\",\n  \"state\": \"answered\"\n}\n";
+    let partials = run
+        .stdout
+        .strip_suffix(last)
+        .unwrap_or_else(|| panic!("ends with the final value: {}", run.stdout));
+    let values: Vec<Value> = partials
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(values.len() >= 2, "{}", run.stdout);
+    assert!(
+        values
+            .iter()
+            .all(|v| v["answer"].as_str().is_some_and(|a| !a.is_empty())),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("tool now {}: ok: "), "{}", run.stderr);
+}
+
+/// `--tool-results-budget` bounds what the model sees of a result within the run, and the result
+/// says it was cut.
+#[tokio::test]
+async fn the_results_budget_cuts_results_within_the_run() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(calls_now(0.0))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "It is past two.", "state": "answered"}).to_string(),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let run = ask(
+        &server,
+        &["--max-steps", "3", "--tool-results-budget", "10", "--json"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("a tool message: {second}"));
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.contains("… [cut: the tool-results budget shows 10 of its "),
+        "{content}"
+    );
+    assert_eq!(
+        content.split('…').next().unwrap().chars().count(),
+        10,
+        "{content}"
     );
 }
