@@ -78,7 +78,7 @@ pub use pipeline::{
 pub use prompts::Prompts;
 pub use schema::Schema;
 pub use toolbox::{
-    Budget, BudgetKind, DEFAULT_CONCURRENCY, DEFAULT_MAX_STEPS, DEFAULT_RESULT_CHARS, NativeTools,
-    Toolbox, run_bounded,
+    Budget, BudgetKind, DEFAULT_CONCURRENCY, DEFAULT_MAX_CALLS, DEFAULT_MAX_STEPS,
+    DEFAULT_RESULT_CHARS, NativeTools, Toolbox, run_bounded,
 };
 pub use typed::{Partial, schema_of};

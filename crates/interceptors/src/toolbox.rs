@@ -39,10 +39,19 @@ pub trait Toolbox: Send + Sync {
     fn concurrency(&self) -> usize {
         DEFAULT_CONCURRENCY
     }
+
+    /// The most calls of one step this toolbox runs; later ones are not run, their result says
+    /// so. [`DEFAULT_MAX_CALLS`] unless the toolbox says (the interceptors: their `max_calls`).
+    fn max_calls(&self) -> usize {
+        DEFAULT_MAX_CALLS
+    }
 }
 
 /// The default [`Toolbox::concurrency`].
 pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// The default [`Toolbox::max_calls`].
+pub const DEFAULT_MAX_CALLS: usize = 8;
 
 /// The outputs of `calls`, in their order, at most `concurrency` of them running at once (0 counts
 /// as 1): how the `tools` interceptor runs a reply's calls, and an agent run a toolbox's.

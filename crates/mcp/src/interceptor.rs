@@ -97,9 +97,10 @@ pub struct McpInterceptor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct InterceptorConfig {
-    /// Calls running at once (default 4; 0 counts as 1).
+    /// Calls running at once, of a reply or of an agent run's step (default 4; 0 counts as 1).
     pub concurrency: usize,
-    /// Most calls in one reply (default 8): the schema's `maxItems`; calls past it are not run.
+    /// Most calls in one reply or agent step (default 8): the schema's `maxItems`; calls past it
+    /// are not run.
     pub max_calls: usize,
     /// Longest one call may take before it is dropped and reported as timed out (default `None`: the
     /// client's own timeout applies).
@@ -417,6 +418,10 @@ impl Toolbox for McpInterceptor {
 
     fn concurrency(&self) -> usize {
         self.config.concurrency
+    }
+
+    fn max_calls(&self) -> usize {
+        self.config.max_calls
     }
 }
 

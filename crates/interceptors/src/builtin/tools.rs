@@ -146,9 +146,10 @@ pub struct Tools {
 pub struct ToolsConfig {
     /// Longest a call may run before it is dropped and reported as timed out (default 30 s).
     pub timeout: Duration,
-    /// Calls running at once (default 4; 0 counts as 1).
+    /// Calls running at once, of a reply or of an agent run's step (default 4; 0 counts as 1).
     pub concurrency: usize,
-    /// Most calls in one reply (default 8): the schema's `maxItems`; calls past it are not run.
+    /// Most calls in one reply or agent step (default 8): the schema's `maxItems`; calls past it
+    /// are not run.
     pub max_calls: usize,
     /// Characters of arguments and outputs shown in the next prompt, shared by the results (default 4000).
     pub result_budget: usize,
@@ -536,6 +537,10 @@ impl Toolbox for Tools {
 
     fn concurrency(&self) -> usize {
         self.config.concurrency
+    }
+
+    fn max_calls(&self) -> usize {
+        self.config.max_calls
     }
 }
 

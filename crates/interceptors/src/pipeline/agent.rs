@@ -253,13 +253,16 @@ impl<'a> Agent<'a> {
     }
 
     /// Runs the calls, each checked against its tool's schema first; one result per call, in order.
-    /// Each toolbox runs its calls as its interceptor runs a reply's after the turn: at most
-    /// [`Toolbox::concurrency`] at once, each under the toolbox's timeout; toolboxes side by side.
+    /// Each toolbox runs its calls as its interceptor runs a reply's after the turn: the first
+    /// [`Toolbox::max_calls`] of them, at most [`Toolbox::concurrency`] at once, each under the
+    /// toolbox's timeout; toolboxes side by side.
     pub(super) async fn run_calls(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
         let mut outputs: Vec<Result<Value, String>> = Vec::with_capacity(calls.len());
         let mut origins: Vec<ToolOrigin> = Vec::with_capacity(calls.len());
         // The calls each toolbox runs, by their position.
         let mut runs: Vec<Vec<usize>> = vec![Vec::new(); self.toolboxes.len()];
+        // The calls each toolbox was asked, run or not.
+        let mut asked = vec![0usize; self.toolboxes.len()];
         for (position, call) in calls.iter().enumerate() {
             let (origin, refused) = match self.tools.get(&call.name) {
                 None => (
@@ -273,17 +276,26 @@ impl<'a> Agent<'a> {
                     )),
                 ),
                 Some((index, _, validator)) => {
-                    let refused = validator.as_ref().and_then(|v| {
-                        v.validate(&call.arguments).err().map(|violations| {
-                            let found: Vec<String> =
-                                violations.iter().map(ToString::to_string).collect();
-                            format!("invalid arguments, not run: {}", found.join("; "))
+                    let toolbox = self.toolboxes[*index];
+                    asked[*index] += 1;
+                    let refused = if asked[*index] > toolbox.max_calls() {
+                        Some(format!(
+                            "not run: at most {} calls per step",
+                            toolbox.max_calls()
+                        ))
+                    } else {
+                        validator.as_ref().and_then(|v| {
+                            v.validate(&call.arguments).err().map(|violations| {
+                                let found: Vec<String> =
+                                    violations.iter().map(ToString::to_string).collect();
+                                format!("invalid arguments, not run: {}", found.join("; "))
+                            })
                         })
-                    });
+                    };
                     if refused.is_none() {
                         runs[*index].push(position);
                     }
-                    (self.toolboxes[*index].origin(&call.name), refused)
+                    (toolbox.origin(&call.name), refused)
                 }
             };
             origins.push(origin);

@@ -600,3 +600,41 @@ async fn a_later_ask_sends_one_of_results_as_a_user_turn() {
     );
     assert_eq!(later[2], requests[1].messages[2]);
 }
+
+/// A step runs no more of a toolbox's calls than its `max_calls`, as a reply's `tools` field
+/// allows; the others' results say why.
+#[tokio::test]
+async fn a_step_runs_at_most_the_toolboxs_max_calls() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut config = ToolsConfig::default();
+    config.max_calls = 2;
+    let runs_in = Arc::clone(&runs);
+    let tools = Tools::with_config(config)
+        .register("count", "Counts.", json!({"type": "object"}), move |_| {
+            runs_in.fetch_add(1, Ordering::SeqCst);
+            async { Ok(json!("ok")) }
+        })
+        .unwrap();
+    let backend = native(vec![
+        calls(&[
+            ("count", json!({})),
+            ("count", json!({})),
+            ("count", json!({})),
+        ]),
+        ChatResponse::text(ANSWER),
+    ]);
+    let run = pipeline(&backend, tools)
+        .run_agent(&mut Context::default(), "Go", &Budget::default())
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let outputs: Vec<_> = run.calls.iter().map(|c| c.output.clone()).collect();
+    assert_eq!(
+        outputs,
+        [
+            Ok(json!("ok")),
+            Ok(json!("ok")),
+            Err("not run: at most 2 calls per step".to_owned())
+        ]
+    );
+}
