@@ -264,42 +264,16 @@ impl<'a> Agent<'a> {
         // The calls each toolbox was asked, run or not.
         let mut asked = vec![0usize; self.toolboxes.len()];
         for (position, call) in calls.iter().enumerate() {
-            let (origin, refused) = match self.tools.get(&call.name) {
-                None => (
-                    ToolOrigin::Other {
-                        interceptor: "agent".to_owned(),
-                    },
-                    Some(format!(
-                        "unknown tool `{}`; the tools are: {}",
-                        call.name,
-                        self.order.join(", ")
-                    )),
-                ),
-                Some((index, _, validator)) => {
-                    let toolbox = self.toolboxes[*index];
-                    asked[*index] += 1;
-                    let refused = if asked[*index] > toolbox.max_calls() {
-                        Some(format!(
-                            "not run: at most {} calls per step",
-                            toolbox.max_calls()
-                        ))
-                    } else {
-                        validator.as_ref().and_then(|v| {
-                            v.validate(&call.arguments).err().map(|violations| {
-                                let found: Vec<String> =
-                                    violations.iter().map(ToString::to_string).collect();
-                                format!("invalid arguments, not run: {}", found.join("; "))
-                            })
-                        })
-                    };
-                    if refused.is_none() {
-                        runs[*index].push(position);
-                    }
-                    (toolbox.origin(&call.name), refused)
-                }
-            };
+            let (origin, admitted) = self.admit(call, &mut asked);
             origins.push(origin);
-            outputs.push(Err(refused.unwrap_or_default()));
+            match admitted {
+                Ok(index) => {
+                    runs[index].push(position);
+                    // Its output takes this place once it ran.
+                    outputs.push(Err(String::new()));
+                }
+                Err(why) => outputs.push(Err(why)),
+            }
         }
         let toolbox_runs = runs.iter().enumerate().map(|(index, positions)| {
             let toolbox = self.toolboxes[index];
@@ -330,6 +304,40 @@ impl<'a> Agent<'a> {
                 origin,
             })
             .collect()
+    }
+
+    /// Who answers `call`, and the toolbox (its index) that runs it, or why it is not run: an
+    /// unknown tool, past the toolbox's [`Toolbox::max_calls`] (`asked`: its calls so far in the
+    /// step), arguments that violate the tool's schema.
+    fn admit(&self, call: &ToolCall, asked: &mut [usize]) -> (ToolOrigin, Result<usize, String>) {
+        let Some((index, _, validator)) = self.tools.get(&call.name) else {
+            let origin = ToolOrigin::Other {
+                interceptor: "agent".to_owned(),
+            };
+            let why = format!(
+                "unknown tool `{}`; the tools are: {}",
+                call.name,
+                self.order.join(", ")
+            );
+            return (origin, Err(why));
+        };
+        let toolbox = self.toolboxes[*index];
+        asked[*index] += 1;
+        let admitted = if asked[*index] > toolbox.max_calls() {
+            Err(format!(
+                "not run: at most {} calls per step",
+                toolbox.max_calls()
+            ))
+        } else {
+            match validator.as_ref().map(|v| v.validate(&call.arguments)) {
+                Some(Err(violations)) => {
+                    let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                    Err(format!("invalid arguments, not run: {}", found.join("; ")))
+                }
+                _ => Ok(*index),
+            }
+        };
+        (toolbox.origin(&call.name), admitted)
     }
 
     /// The messages that give a step's results back to the model, cut to the budget's
