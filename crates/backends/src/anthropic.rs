@@ -419,7 +419,7 @@ fn messages(request: &ChatRequest) -> Vec<wire::InputMessage<'_>> {
                 let calls = m.tool_calls.iter().map(|call| wire::InputBlock::ToolUse {
                     id: &call.id,
                     name: &call.name,
-                    input: &call.arguments,
+                    input: call.arguments_object(),
                 });
                 (
                     "assistant",
@@ -486,6 +486,8 @@ fn response(message: wire::Message, context: &ErrorContext) -> Result<ChatRespon
         return Err(refused(context, message.stop_details.as_ref(), &text));
     }
     let (content, text) = match tool_input {
+        // An input that came as text (a proxy's; Anthropic's own is an object) is the raw answer.
+        Some(Value::String(raw)) => (raw, text),
         Some(input) => (input.to_string(), text),
         None => (text, String::new()),
     };

@@ -434,7 +434,7 @@ fn contents(request: &ChatRequest) -> Result<Vec<wire::Content<'_>>, Error> {
                 let calls = m.tool_calls.iter().map(|call| wire::Part::FunctionCall {
                     function_call: wire::CallOut {
                         name: &call.name,
-                        args: &call.arguments,
+                        args: call.arguments_object(),
                     },
                 });
                 ("model", text.into_iter().chain(calls).collect())
@@ -576,6 +576,8 @@ fn candidate_text(candidate: &wire::Candidate) -> String {
     let parts = candidate.content.as_ref().map_or(&[][..], |c| &c.parts[..]);
     if let Some(call) = parts.iter().find_map(|p| p.function_call.as_ref()) {
         return match &call.args {
+            // Arguments that came as text (a proxy's; Gemini's own are an object) are the raw answer.
+            Some(Value::String(raw)) => raw.clone(),
             Some(args) if !args.is_null() => args.to_string(),
             _ => "{}".to_owned(),
         };
@@ -838,7 +840,7 @@ fn stream_event(data: &str, context: &ErrorContext) -> Result<Vec<StreamEvent>, 
         });
         out.push(StreamEvent::ToolCallInput {
             index: *index,
-            part: call.arguments.to_string(),
+            part: call.arguments_text(),
         });
     }
     let text = text_parts(candidate);

@@ -41,9 +41,10 @@
 //!   ([`OutputMode::Tool`]), with the schema already compiled to the provider's [`SchemaDialect`].
 //! - Native tools: [`ChatRequest::tools`] ([`ToolSpec`]) and [`ChatRequest::tool_choice`]
 //!   ([`ToolChoice`]) in each provider's format; the model's calls, parallel ones too, in
-//!   [`ChatResponse::tool_calls`] ([`ToolCall`], arguments parsed; [`Error::ToolArguments`] names a
-//!   call whose arguments are not JSON) and, streamed, as [`StreamEvent::ToolCall`]s that
-//!   [`Assembler::try_finish`] puts together; a history's calls ([`Message::assistant_calls`]) and
+//!   [`ChatResponse::tool_calls`] ([`ToolCall`], arguments parsed, or kept as their raw text when
+//!   they are not JSON: never an error, repairing them is the caller's job) and, streamed, as
+//!   [`StreamEvent::ToolCall`]s that [`Assembler::finish`] puts together ([`Assembler::try_finish`]:
+//!   [`Error::ToolArguments`] names a call whose arguments are not JSON); a history's calls ([`Message::assistant_calls`]) and
 //!   results ([`Message::tool_result`]) sent back in each provider's form. [`Capabilities::tools`]
 //!   says where; in tool mode beside the caller's tools, [`ChatResponse::calls_to_run`] leaves out
 //!   the answer's own call.

@@ -41,8 +41,9 @@
 //! [`ToolChoice`](crate::ToolChoice) as `tool_choice` (`auto`, `required`, `none` or one function;
 //! tool mode with tools of the caller's: `required`, parallel calls allowed). Every call of a
 //! response is in [`ChatResponse::tool_calls`](crate::ChatResponse::tool_calls), its arguments
-//! parsed ([`Error::ToolArguments`] names a call whose arguments are not JSON, unless the token limit
-//! cut them off: then the finish reason says so, and the call is left out); streamed, a
+//! parsed, or, when they are not JSON (malformed, or cut off by the token limit), kept as their raw
+//! text in a JSON string, never an error (in tool mode that text is the content, for the pipeline's
+//! repair); streamed, a
 //! [`StreamEvent::ToolCall`](crate::StreamEvent::ToolCall) per call and its fragments by index. An
 //! assistant message's calls go back as its `tool_calls`, a tool result as a `tool` message with its
 //! `tool_call_id` (one without an id as user text).

@@ -80,7 +80,10 @@ pub struct ToolCall {
     pub id: String,
     /// The tool called.
     pub name: String,
-    /// The arguments, parsed (a provider's arguments that are not JSON are an error naming the call).
+    /// The arguments, parsed; a JSON string when the model's arguments were not JSON (the raw text,
+    /// as it wrote them: malformed, or cut off by the token limit), for the caller to repair (an
+    /// agent run repairs them as it does a reply, or says why not). Tools take objects, so a string
+    /// is never arguments in their own right.
     pub arguments: Value,
 }
 
@@ -321,6 +324,28 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments,
+        }
+    }
+
+    /// The arguments as the text of a provider that takes them as text (OpenAI): the raw text when
+    /// they were not JSON, else their JSON.
+    #[cfg(any(feature = "openai", feature = "openrouter", feature = "gemini"))]
+    pub(crate) fn arguments_text(&self) -> String {
+        match &self.arguments {
+            Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The arguments for a provider that takes only an object (Anthropic, Gemini): raw text that was
+    /// not JSON goes as `{}` (the call's result tells the model what was wrong with it).
+    #[cfg(any(feature = "anthropic", feature = "gemini"))]
+    pub(crate) fn arguments_object(&self) -> &Value {
+        static EMPTY: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| Value::Object(serde_json::Map::new()));
+        match &self.arguments {
+            Value::String(_) => &EMPTY,
+            other => other,
         }
     }
 }

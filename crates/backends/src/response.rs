@@ -261,17 +261,15 @@ impl Assembler {
         Ok(response)
     }
 
-    /// The complete response. A native tool call whose arguments are not JSON keeps them as a JSON
-    /// string; [`Assembler::try_finish`] reports it instead, which is what a tool loop wants.
+    /// The complete response, as [`Backend::complete`](crate::Backend::complete) gives it: a native
+    /// tool call whose arguments are not JSON keeps their raw text as a JSON string (see
+    /// [`ToolCall::arguments`]); [`Assembler::try_finish`] reports it instead, for callers that
+    /// want every call parsed.
     pub fn finish(self) -> ChatResponse {
         let (mut response, calls) = self.split();
         response.tool_calls = calls
             .into_iter()
-            .map(|call| {
-                parse_call(&call.id, &call.name, &call.arguments).unwrap_or_else(|_| {
-                    ToolCall::new(call.id, call.name, Value::String(call.arguments))
-                })
-            })
+            .map(|call| lenient_call(call.id, call.name, call.arguments))
             .collect();
         response
     }
@@ -313,6 +311,15 @@ pub(crate) fn parse_call(
         serde_json::from_str(arguments)?
     };
     Ok(ToolCall::new(id, name, arguments))
+}
+
+/// A tool call with its arguments parsed, or, when they are not JSON, their raw text as a JSON
+/// string (see [`ToolCall::arguments`]).
+pub(crate) fn lenient_call(id: String, name: String, arguments: String) -> ToolCall {
+    match parse_call(&id, &name, &arguments) {
+        Ok(call) => call,
+        Err(_) => ToolCall::new(id, name, Value::String(arguments)),
+    }
 }
 
 /// Keeps the largest figure seen for each count; a cost, once reported, is the latest one.

@@ -203,17 +203,16 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
         Some(call) => (tool_arguments(call), written),
         None => (written, String::new()),
     };
-    // Arguments cut off by the token limit are not an error: the finish reason says what
-    // happened, and in tool mode the content (the cut arguments) goes to the pipeline's repair.
-    let cut_off = finish_reason == FinishReason::Length;
-    let mut tool_calls = Vec::new();
-    for (i, call) in message.tool_calls.iter().flatten().enumerate() {
-        match parse_call(i, call, context) {
-            Ok(call) => tool_calls.push(call),
-            Err(_) if cut_off => {}
-            Err(e) => return Err(e),
-        }
-    }
+    // Arguments that are not JSON (malformed, or cut off by the token limit) are no error: the
+    // call keeps their raw text, and in tool mode the content (that text) goes to the pipeline's
+    // repair, as a reply's text does.
+    let tool_calls = message
+        .tool_calls
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, call)| parse_call(i, call))
+        .collect();
     if finish_reason == FinishReason::ContentFilter && content.trim().is_empty() {
         return Err(Error::Refused {
             context: context.clone(),
@@ -516,7 +515,7 @@ fn messages(request: &ChatRequest, instructions: InstructionRole) -> Vec<wire::M
                         kind: "function",
                         function: wire::FunctionOut {
                             name: &call.name,
-                            arguments: call.arguments.to_string(),
+                            arguments: call.arguments_text(),
                         },
                     })
                     .collect(),
@@ -592,13 +591,10 @@ fn tool_arguments(call: &wire::ToolCall) -> String {
     }
 }
 
-/// The neutral call for a wire call: its arguments parsed (`{}` when missing or blank), or the
-/// error naming it. A call without an id (some compatible servers) gets `call_<position>`.
-fn parse_call(
-    position: usize,
-    call: &wire::ToolCall,
-    context: &ErrorContext,
-) -> Result<ToolCall, Error> {
+/// The neutral call for a wire call: its arguments parsed (`{}` when missing or blank), or their
+/// raw text as a JSON string when they are not JSON. A call without an id (some compatible servers)
+/// gets `call_<position>`.
+fn parse_call(position: usize, call: &wire::ToolCall) -> ToolCall {
     let id = call
         .id
         .clone()
@@ -609,9 +605,7 @@ fn parse_call(
         .as_ref()
         .and_then(|f| f.name.clone())
         .unwrap_or_default();
-    let arguments = tool_arguments(call);
-    crate::response::parse_call(&id, &name, &arguments)
-        .map_err(|e| Error::tool_arguments(context, &id, &name, &arguments, &e))
+    crate::response::lenient_call(id, name, tool_arguments(call))
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {

@@ -1,7 +1,8 @@
 //! Tests: native tools in every adapter, against wiremock: the tools and the tool choice in each
 //! provider's format, two parallel calls parsed from a complete and from a streamed response, a
 //! history with calls and their results sent back, tool mode beside the caller's tools, and
-//! arguments that are not JSON (a torn stream) as a typed error naming the call.
+//! arguments that are not JSON kept as their raw text (tool mode's content, repaired as a reply is;
+//! a strict `try_finish` names the call).
 
 #![cfg(all(feature = "openai", feature = "anthropic", feature = "gemini"))]
 
@@ -310,18 +311,19 @@ async fn openai_sends_a_history_with_calls_and_results() {
     insta::assert_json_snapshot!("openai_history_request", messages);
 }
 
+/// Arguments that are not JSON are no error of a complete response: the call keeps their raw text
+/// (the caller repairs it); a strict caller's `try_finish` names the call.
 #[tokio::test]
-async fn openai_arguments_that_are_not_json_name_the_call() {
+async fn openai_arguments_that_are_not_json_are_kept_raw() {
     let torn = openai_two_calls().replace(r#"\"Oslo\"\n}"#, r#"\"Os"#);
     let server = serve(OPENAI_PATH, torn, false).await;
-    let error = openai(&server)
-        .complete(&ask("gpt-4o-mini"))
-        .await
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::ToolArguments);
-    let text = error.to_string();
-    assert!(text.contains("`call_b` (get_weather)"), "{text}");
-    assert!(text.starts_with("openai"), "{text}");
+    let response = openai(&server).complete(&ask("gpt-4o-mini")).await.unwrap();
+    assert_eq!(response.tool_calls[0].arguments, json!({"city": "Paris"}));
+    assert_eq!(
+        response.tool_calls[1].arguments,
+        json!("{\n\"city\": \"Os"),
+        "{response:?}"
+    );
 
     let server = serve(OPENAI_PATH, openai_two_calls_streamed(true), true).await;
     let backend = openai(&server);
@@ -332,6 +334,80 @@ async fn openai_arguments_that_are_not_json_name_the_call() {
     assert!(
         error.to_string().contains("`call_b` (get_weather)"),
         "{error}"
+    );
+    assert!(error.to_string().starts_with("openai"), "{error}");
+}
+
+/// The reply of tool mode whose arguments a model wrote slightly wrong, as the pipeline sees it.
+const MALFORMED_ANSWER: &str = "{'answer': 'Paris', 'state': 'done',}";
+
+/// What the pipeline's processing (extraction, repair, coercion, validation against the base
+/// schema) makes of a response's content.
+#[track_caller]
+fn repaired(response: &ChatResponse) -> Value {
+    let validator = claij_validation::Validator::new(&claij_schema::base()).unwrap();
+    match claij_validation::process(&response.content, &validator) {
+        claij_validation::Outcome::Valid { value, fixes } => {
+            assert!(!fixes.is_empty(), "{value}");
+            value
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Tool mode asking for the base schema (`answer`, `state`).
+fn base_tool_mode(model: &str) -> ChatRequest {
+    let mut request = ChatRequest::new(model)
+        .message(Message::user("Capital of France?"))
+        .structured("response", claij_schema::base(), false);
+    if let Some(s) = request.structured_output.as_mut() {
+        s.mode = OutputMode::Tool;
+    }
+    request
+}
+
+/// A forced answer whose arguments are malformed JSON is the content, repaired as a reply is; the
+/// call keeps the raw text.
+#[tokio::test]
+async fn openai_malformed_tool_mode_arguments_are_repaired() {
+    let answer = json!({"id": "c", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_r", "type": "function",
+                            "function": {"name": "response", "arguments": MALFORMED_ANSWER}}]}}]});
+    let server = serve(OPENAI_PATH, answer.to_string(), false).await;
+    let request = base_tool_mode("gpt-4o-mini");
+    let response = openai(&server).complete(&request).await.unwrap();
+    assert_eq!(response.content, MALFORMED_ANSWER);
+    assert_eq!(
+        repaired(&response),
+        json!({"answer": "Paris", "state": "done"})
+    );
+    assert_eq!(response.tool_calls[0].arguments, json!(MALFORMED_ANSWER));
+    assert!(response.calls_to_run(&request).is_empty());
+}
+
+/// A history call whose arguments were not JSON goes back as the text the model wrote.
+#[tokio::test]
+async fn openai_sends_raw_arguments_back_as_written() {
+    let server = serve(OPENAI_PATH, openai_two_calls(), false).await;
+    let request = ChatRequest::new("gpt-4o-mini")
+        .message(Message::user("Weather in Paris?"))
+        .message(Message::assistant_calls(
+            "",
+            vec![ToolCall::new(
+                "call_a",
+                "get_weather",
+                json!("{'city': 'Paris'"),
+            )],
+        ))
+        .message(Message::tool_result("call_a", "error: invalid arguments"))
+        .tool(weather());
+    openai(&server).complete(&request).await.unwrap();
+    let body = sent(&server).await;
+    assert_valid_request("openai_raw_history", &body);
+    assert_eq!(
+        body["messages"][1]["tool_calls"][0]["function"]["arguments"],
+        "{'city': 'Paris'"
     );
 }
 
@@ -344,13 +420,12 @@ async fn openai_arguments_cut_at_the_token_limit_are_no_error() {
             "tool_calls": [{"id": "call_r", "type": "function",
                             "function": {"name": "response", "arguments": "{\"answer\": \"12"}}]}}]});
     let server = serve(OPENAI_PATH, cut.to_string(), false).await;
-    let response = openai(&server)
-        .complete(&tool_mode("gpt-4o-mini"))
-        .await
-        .unwrap();
+    let request = tool_mode("gpt-4o-mini");
+    let response = openai(&server).complete(&request).await.unwrap();
     assert_eq!(response.finish_reason, FinishReason::Length);
     assert_eq!(response.content, r#"{"answer": "12"#);
-    assert!(response.tool_calls.is_empty());
+    assert_eq!(response.tool_calls[0].arguments, json!(r#"{"answer": "12"#));
+    assert!(response.calls_to_run(&request).is_empty());
 
     let mut streamed = openai_two_calls_streamed(true);
     streamed = streamed.replace(
@@ -578,6 +653,81 @@ async fn anthropic_torn_arguments_name_the_call() {
     );
 }
 
+/// A streamed forced answer whose `input_json_delta`s add up to malformed JSON is the content, as
+/// the pipeline's streaming assembles it (`finish`), repaired as a reply is.
+#[tokio::test]
+async fn anthropic_malformed_streamed_tool_mode_input_is_repaired() {
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut body = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_m", "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
+               "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+    );
+    body += &event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "toolu_r", "name": "response", "input": {}}}),
+    );
+    let (head, tail) = MALFORMED_ANSWER.split_at(14);
+    for part in [head, tail] {
+        body += &event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "input_json_delta", "partial_json": part}}),
+        );
+    }
+    body += &event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
+    body += &event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+               "usage": {"output_tokens": 12}}),
+    );
+    body += &event("message_stop", json!({"type": "message_stop"}));
+    let server = serve(ANTHROPIC_PATH, body, true).await;
+    let backend = anthropic(&server);
+    let request = base_tool_mode("claude-sonnet-4-5");
+    let mut assembler = Assembler::default();
+    let mut events = backend.stream(&request);
+    while let Some(event) = events.next().await {
+        assembler.push(event.unwrap());
+    }
+    let response = assembler.finish();
+    assert_eq!(response.content, MALFORMED_ANSWER);
+    assert_eq!(
+        repaired(&response),
+        json!({"answer": "Paris", "state": "done"})
+    );
+    assert_eq!(response.tool_calls[0].arguments, json!(MALFORMED_ANSWER));
+    assert!(response.calls_to_run(&request).is_empty());
+}
+
+/// A history call whose arguments were not JSON goes to Anthropic, which takes only an object as
+/// `input`, as `{}`; the call's result says what was wrong.
+#[tokio::test]
+async fn anthropic_sends_raw_arguments_back_as_an_empty_input() {
+    let server = serve(ANTHROPIC_PATH, anthropic_two_calls(), false).await;
+    let request = ChatRequest::new("claude-sonnet-4-5")
+        .message(Message::user("Weather in Paris?"))
+        .message(Message::assistant_calls(
+            "",
+            vec![ToolCall::new(
+                "call_a",
+                "get_weather",
+                json!("{'city': 'Paris'"),
+            )],
+        ))
+        .message(Message::tool_result("call_a", "error: invalid arguments"))
+        .tool(weather());
+    anthropic(&server).complete(&request).await.unwrap();
+    let body = sent(&server).await;
+    assert_eq!(body["messages"][1]["content"][0]["input"], json!({}));
+    assert_eq!(anthropic_violations(&body), Vec::<String>::new());
+}
+
 #[tokio::test]
 async fn anthropic_tool_mode_beside_tools() {
     let answer = json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -738,6 +888,57 @@ async fn gemini_sends_a_history_with_calls_and_results() {
     let error = gemini(&server).complete(&orphan).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::BadRequest);
     assert!(error.to_string().contains("`call_x`"), "{error}");
+}
+
+/// Gemini's `args` are an object on its wire; arguments a proxy sends as text that is not JSON are
+/// the content of tool mode, repaired as a reply is, and a history sends such a call as `{}`.
+#[tokio::test]
+async fn gemini_arguments_as_text_are_repaired() {
+    let answer = json!({"candidates": [{"content": {"parts": [
+        {"functionCall": {"name": "response", "args": MALFORMED_ANSWER}}], "role": "model"},
+        "finishReason": "STOP"}]});
+    let server = serve(GEMINI_PATH, answer.to_string(), false).await;
+    let request = base_tool_mode("gemini-2.5-flash");
+    let response = gemini(&server).complete(&request).await.unwrap();
+    assert_eq!(response.content, MALFORMED_ANSWER);
+    assert_eq!(
+        repaired(&response),
+        json!({"answer": "Paris", "state": "done"})
+    );
+    assert_eq!(response.tool_calls[0].arguments, json!(MALFORMED_ANSWER));
+
+    let streamed = format!("data: {answer}\n\n");
+    let server = serve(GEMINI_STREAM_PATH, streamed, true).await;
+    let backend = gemini(&server);
+    let mut assembler = Assembler::default();
+    let mut events = backend.stream(&request);
+    while let Some(event) = events.next().await {
+        assembler.push(event.unwrap());
+    }
+    let response = assembler.finish();
+    assert_eq!(response.content, MALFORMED_ANSWER);
+    assert_eq!(response.tool_calls[0].arguments, json!(MALFORMED_ANSWER));
+
+    let server = serve(GEMINI_PATH, gemini_two_calls(), false).await;
+    let history = ChatRequest::new("gemini-2.5-flash")
+        .message(Message::user("Weather in Paris?"))
+        .message(Message::assistant_calls(
+            "",
+            vec![ToolCall::new(
+                "call_a",
+                "get_weather",
+                json!("{'city': 'Paris'"),
+            )],
+        ))
+        .message(Message::tool_result("call_a", "error: invalid arguments"))
+        .tool(weather());
+    gemini(&server).complete(&history).await.unwrap();
+    let body = sent(&server).await;
+    assert_eq!(
+        body["contents"][1]["parts"][0]["functionCall"]["args"],
+        json!({})
+    );
+    assert_eq!(gemini_violations(&body), Vec::<String>::new());
 }
 
 #[tokio::test]
