@@ -89,7 +89,8 @@ enum Reply {
     Judged(Option<Value>),
     /// The backend replied with native calls of the tools sent.
     Calls {
-        content: String,
+        /// What the model wrote beside its calls.
+        text: String,
         calls: Vec<ToolCall>,
     },
 }
@@ -350,9 +351,9 @@ impl Pipeline {
             let Tried { attempt, reply } = done;
             let value = match reply {
                 Reply::Judged(value) => value,
-                Reply::Calls { content, calls } => {
+                Reply::Calls { text, calls } => {
                     attempts.push(attempt);
-                    return Ok((Done::Calls { content, calls }, attempts));
+                    return Ok((Done::Calls { text, calls }, attempts));
                 }
                 Reply::Failed(source) => {
                     attempts.push(attempt);
@@ -529,8 +530,9 @@ impl Pipeline {
         let reply = if native_calls.is_empty() {
             Reply::Judged(value)
         } else {
+            // What the model wrote beside its calls: the content holds the first call's arguments.
             Reply::Calls {
-                content: response.content,
+                text: response.text,
                 calls: native_calls,
             }
         };

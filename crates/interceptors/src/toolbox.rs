@@ -16,7 +16,8 @@ use crate::context::ToolOrigin;
 /// request) or through a field of its reply (the `oneOf` route: the interceptor's schema delta).
 ///
 /// The agent run checks a call's arguments against the tool's `parameters` before calling
-/// [`Toolbox::call`], and sends the violations back to the model as the call's result.
+/// [`Toolbox::call`] (native arguments that were not JSON repaired first, as a reply is), and sends
+/// the violations back to the model as the call's result.
 pub trait Toolbox: Send + Sync {
     /// What runs `tool`'s calls, for [`ToolResult::origin`](crate::ToolResult::origin).
     fn origin(&self, tool: &str) -> ToolOrigin;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use claij_backends::{Message, Role, SchemaTarget, ToolCall, ToolSpec};
-use claij_validation::Validator;
+use claij_validation::{FixKind, Validator};
 use serde::Serialize;
 use serde_json::Value;
 use tracing::{Instrument as _, info_span, warn};
@@ -52,7 +52,8 @@ impl Pipeline {
     /// the reply (the `oneOf` route), the results as a user turn (kept in the history as a tool
     /// message with no `tool_call_id`, so a window never opens on it). Each call's arguments are
     /// checked against its tool's schema first: a violation is the call's result, for the model to
-    /// correct. Each toolbox runs a step's calls at most [`Toolbox::concurrency`] at once, under its
+    /// correct. Native arguments the provider could not parse (their raw text) are extracted and
+    /// repaired as a reply is first; text with no JSON object in it, or cut off, is a violation too. Each toolbox runs a step's calls at most [`Toolbox::concurrency`] at once, under its
     /// own timeout; the model sees at most [`Budget::result_chars`] of them. The steps (calls and
     /// results) go into the context's history with the turn.
     ///
@@ -214,6 +215,25 @@ impl<'a> Agent<'a> {
             .collect()
     }
 
+    /// Native calls with their arguments recovered where the provider could not parse them (it
+    /// keeps their raw text, a JSON string): extracted and repaired as a reply is, for the history
+    /// and the run. Arguments that cannot be recovered stay the text; [`Agent::run_calls`] refuses
+    /// them, saying why.
+    pub(super) fn repaired(&self, calls: Vec<ToolCall>) -> Vec<ToolCall> {
+        calls
+            .into_iter()
+            .map(|mut call| {
+                if let Value::String(raw) = &call.arguments
+                    && let Ok((value, n_fixes)) = recover_arguments(raw)
+                {
+                    warn!(tool = %call.name, id = %call.id, n_fixes, "tool call arguments repaired");
+                    call.arguments = value;
+                }
+                call
+            })
+            .collect()
+    }
+
     /// The calls a valid value makes through the toolboxes' fields.
     pub(super) fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
         self.toolboxes
@@ -328,6 +348,12 @@ impl<'a> Agent<'a> {
                 "not run: at most {} calls per step",
                 toolbox.max_calls()
             ))
+        } else if let Value::String(raw) = &call.arguments {
+            // Raw text the provider could not parse, and nothing recovered from it.
+            let why = recover_arguments(raw)
+                .err()
+                .unwrap_or_else(|| "the arguments are text, not a JSON object".to_owned());
+            Err(format!("invalid arguments, not run: {why}"))
         } else {
             match validator.as_ref().map(|v| v.validate(&call.arguments)) {
                 Some(Err(violations)) => {
@@ -349,6 +375,26 @@ impl<'a> Agent<'a> {
     ) -> Vec<Message> {
         result_messages(calls, results, self.is_native(), self.budget.result_chars)
     }
+}
+
+/// A native call's raw arguments (text the provider could not parse) as a JSON object, extracted and
+/// repaired as a reply is, with the number of fixes made; or why not, for the model: no JSON in the
+/// text, a value that is not an object, or one that was cut off (a repaired truncation could run a
+/// tool with half its arguments).
+fn recover_arguments(raw: &str) -> Result<(Value, usize), String> {
+    let repaired = claij_validation::extract::recover(raw)
+        .map_err(|e| format!("the arguments are not JSON ({e})"))?;
+    if repaired
+        .fixes
+        .iter()
+        .any(|fix| fix.kind == FixKind::Truncation)
+    {
+        return Err("the arguments were cut off before their end".to_owned());
+    }
+    if !repaired.value.is_object() {
+        return Err("the arguments are not a JSON object".to_owned());
+    }
+    Ok((repaired.value, repaired.fixes.len()))
 }
 
 /// The messages that give a step's results back to the model: one tool message per call, its

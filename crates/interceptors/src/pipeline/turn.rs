@@ -21,11 +21,9 @@ use crate::toolbox::NativeTools;
 pub(super) enum Done {
     /// A valid value.
     Value(Value),
-    /// Native tool calls (only when tools were sent), with the text beside them.
-    Calls {
-        content: String,
-        calls: Vec<ToolCall>,
-    },
+    /// Native tool calls (only when tools were sent), with the text the model wrote beside them
+    /// (not the first call's arguments).
+    Calls { text: String, calls: Vec<ToolCall> },
 }
 
 /// What a turn did: the answer, the tools it called and its steps.
@@ -160,12 +158,13 @@ impl Pipeline {
                 match done {
                     Done::Value(value) => break value,
                     // Never: no tools were sent.
-                    Done::Calls { content, .. } => break Value::String(content),
+                    Done::Calls { text, .. } => break Value::String(text),
                 }
             };
             let (said, asked) = match done {
-                Done::Calls { content, calls } => {
-                    (Message::assistant_calls(content, calls.clone()), calls)
+                Done::Calls { text, calls } => {
+                    let calls = agent.repaired(calls);
+                    (Message::assistant_calls(text, calls.clone()), calls)
                 }
                 Done::Value(value) => {
                     let found = agent.calls_in(&value);

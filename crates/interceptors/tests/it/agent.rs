@@ -167,6 +167,91 @@ async fn invalid_arguments_go_back_to_the_model_and_are_corrected() {
     assert_eq!(run.calls[2].output, Ok(json!("sunny in Oslo")));
 }
 
+/// The model's native calls as an adapter gives them: the content holds the first call's arguments
+/// (the answer in tool mode), `text` what the model wrote beside the calls.
+fn calls_beside(text: &str, calls: &[(&str, Value)]) -> ChatResponse {
+    let mut response = self::calls(calls);
+    response.content = match &calls[0].1 {
+        Value::String(raw) => raw.clone(),
+        args => args.to_string(),
+    };
+    response.text = text.to_owned();
+    response
+}
+
+#[tokio::test]
+async fn the_history_says_the_text_beside_the_calls_not_their_arguments() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let backend = native(vec![
+        calls_beside("Let me look.", &[("weather", json!({"city": "Oslo"}))]),
+        calls_beside("", &[("weather", json!({"city": "Bergen"}))]),
+        ChatResponse::text(ANSWER),
+    ]);
+    let p = pipeline(&backend, weather(&runs));
+    let mut ctx = Context::default();
+    p.run_agent(&mut ctx, "Weather?", &Budget::default())
+        .await
+        .unwrap();
+    let requests = backend.requests();
+    let said = &requests[2].messages[1];
+    assert_eq!(
+        (said.role, said.content.as_str()),
+        (Role::Assistant, "Let me look.")
+    );
+    assert_eq!(said.tool_calls[0].arguments, json!({"city": "Oslo"}));
+    let said = &requests[2].messages[3];
+    assert_eq!((said.role, said.content.as_str()), (Role::Assistant, ""));
+    assert_eq!(said.tool_calls[0].arguments, json!({"city": "Bergen"}));
+    assert_eq!(ctx.history.messages[1].content, "Let me look.");
+}
+
+/// A provider keeps arguments it could not parse as their raw text: repaired as a reply is, the
+/// tool runs with them (and the history holds them repaired); text with no object in it, or cut
+/// off, goes back to the model as the call's violation.
+#[tokio::test]
+async fn malformed_native_arguments_are_repaired_or_go_back_to_the_model() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let backend = native(vec![
+        calls_beside(
+            "",
+            &[
+                ("weather", json!("{'city': 'Oslo',}")),
+                ("weather", json!("the city is Bergen")),
+                ("weather", json!("{\"city\": \"Ber")),
+            ],
+        ),
+        ChatResponse::text(ANSWER),
+    ]);
+    let p = pipeline(&backend, weather(&runs));
+    let run = p
+        .run_agent(&mut Context::default(), "Weather?", &Budget::default())
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(run.calls[0].args, json!({"city": "Oslo"}));
+    assert_eq!(run.calls[0].output, Ok(json!("sunny in Oslo")));
+    let requests = backend.requests();
+    assert_eq!(
+        requests[1].messages[1].tool_calls[0].arguments,
+        json!({"city": "Oslo"})
+    );
+    let results: Vec<&str> = requests[1].messages[2..]
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(results[0], "\"sunny in Oslo\"");
+    assert!(
+        results[1].starts_with("error: invalid arguments, not run: the arguments are not"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[2],
+        "error: invalid arguments, not run: the arguments were cut off before their end"
+    );
+    assert_eq!(run.calls[1].args, json!("the city is Bergen"));
+    assert_eq!(run.answer.value["state"], "done");
+}
+
 #[tokio::test]
 async fn the_step_budget_is_a_typed_error() {
     let runs = Arc::new(AtomicUsize::new(0));
