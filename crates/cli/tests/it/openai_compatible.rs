@@ -240,3 +240,20 @@ async fn structured_output_tools_makes_auto_mode_force_a_tool() {
     let files = Files::new(&[("config.toml", &text), ("schema.json", BASE)]);
     assert_valid(&ask(&files, &[]));
 }
+
+/// Arguments of the forced tool that are not JSON (single quotes, a trailing comma: what some models
+/// write in non-strict tool calls) are repaired like any reply, on the first attempt, not refused.
+#[tokio::test]
+async fn malformed_arguments_of_the_forced_tool_are_repaired() {
+    let server = MockServer::start().await;
+    tool_requests()
+        .respond_with(tool_reply("{'answer': '4', 'state': 'done',}"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let text = config(&server, "structured_output = \"tools\"\n");
+    let files = Files::new(&[("config.toml", &text), ("schema.json", BASE)]);
+    let run = ask(&files, &[]);
+    assert_valid(&run);
+    assert!(run.stderr.contains("attempt 1: valid"), "{}", run.stderr);
+}
