@@ -1,7 +1,9 @@
 //! The model options `ask`, `chat`, `fsm run|resume` and `suite run` share (one `#[command(flatten)]`
 //! set), and the one rule that turns them, the configuration's `[defaults]` and the compatibility
-//! matrix into the pipeline's [`Config`].
+//! matrix into the pipeline's [`Config`]; where the matrix is read, a model it marks unsupported
+//! for structured output gets a one-line warning on stderr.
 
+use std::io::Write as _;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
@@ -47,6 +49,11 @@ pub(crate) struct ModelOptions {
     /// Threads the local model computes with (default: the physical cores).
     #[arg(long, value_name = "N", value_parser = crate::args::threads)]
     pub threads: Option<NonZeroUsize>,
+    /// The compatibility matrix to consult (default: `$XDG_DATA_HOME/claij/compat-matrix.json`,
+    /// else `~/.local/share/claij/compat-matrix.json`, which `cargo xtask integration` writes; a
+    /// `target/` under the current directory is not consulted). `suite run` never consults one.
+    #[arg(long, value_name = "FILE", value_parser = matrix_file)]
+    pub matrix: Option<PathBuf>,
 }
 
 /// `--mode`: how the schema reaches the model.
@@ -113,19 +120,60 @@ impl ModelOptions {
             && (self.max_retries.is_some() || defaults.max_retries.is_some())
     }
 
-    /// What the compatibility matrix (the default one, when there is one) chooses for `model` (or
-    /// the `--llm` text naming it), when the flags and `[defaults]` leave it something to decide.
+    /// What the compatibility matrix (`--matrix`, else the user's, when there is one) chooses for
+    /// `model` (or the `--llm` text naming it), when the flags and `[defaults]` leave it something
+    /// to decide. Whatever they decide, a model the matrix marks unsupported for structured output
+    /// gets a warning on stderr first, as does a `--matrix` file that cannot be read.
     pub(crate) fn matrix_choice(&self, model: &str, defaults: &Defaults) -> Option<Choice> {
-        if self.decided(defaults) {
-            return None;
-        }
-        let matrix = crate::models::read(&crate::models::default_path()?).ok()?;
+        let path = self.matrix.clone().or_else(crate::models::default_path)?;
+        let matrix = match crate::models::read(&path) {
+            Ok(matrix) => matrix,
+            Err(err) => {
+                // The user's own file is best effort; a file named on the command line is not.
+                if self.matrix.is_some() {
+                    warn(&format!(
+                        "warning: {}",
+                        crate::one_line(&format!("{err:#}"))
+                    ));
+                }
+                return None;
+            }
+        };
         let mut names = vec![model];
         if let Some(llm) = self.llm.as_deref() {
             names.push(llm);
         }
+        if let Some(why) = crate::models::unsupported(&matrix, &names) {
+            warn(&unsupported_warning(
+                self.llm.as_deref().unwrap_or(model),
+                &why,
+            ));
+        }
+        if self.decided(defaults) {
+            return None;
+        }
         crate::models::choice_for(&matrix, &names)
     }
+}
+
+/// The warning for a model the compatibility matrix marks unsupported for structured output.
+pub(crate) fn unsupported_warning(model: &str, why: &str) -> String {
+    format!(
+        "warning: the compatibility matrix marks {model} unsupported for structured output: {why}; \
+         replies may never validate"
+    )
+}
+
+/// `--matrix FILE`: a file that reads as a compatibility matrix, or a usage error saying why.
+fn matrix_file(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    crate::models::read(&path).map_err(|err| crate::one_line(&format!("{err:#}")))?;
+    Ok(path)
+}
+
+/// One line on stderr; a closed stderr is no reason to stop.
+fn warn(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// The line saying what the compatibility matrix chose, for stderr.

@@ -329,3 +329,102 @@ fn a_matrix_under_the_current_directory_is_not_consulted() {
         named.stdout
     );
 }
+
+/// A data directory whose matrix has gemini-flash's retry suite failing in every mode.
+fn unsupported_data_dir() -> Files {
+    let failed = |mode: &str| {
+        let mut r = record("gemini-flash", mode, false, 1);
+        r["passed"] = json!(false);
+        r["detail"] = json!("no valid reply after 2 attempts");
+        r
+    };
+    let matrix = json!({"records": [failed("native"), failed("tool"), failed("prompted")]});
+    let files = Files::new(&[]);
+    std::fs::create_dir_all(files.path("claij")).unwrap();
+    std::fs::write(files.path("claij/compat-matrix.json"), matrix.to_string()).unwrap();
+    files
+}
+
+#[tokio::test]
+async fn ask_warns_once_before_using_a_model_marked_unsupported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(
+            r#"{"answer": "Paris", "state": "answered"}"#,
+        ))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let data = unsupported_data_dir();
+    let root = data.path("");
+    let f = Files::new(&[("config.toml", &super::openrouter::config(&server))]);
+    let cfg = f.path("config.toml");
+    let env = [
+        ("CLAIJ_CONFIG", Some(cfg.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-test-models")),
+        ("XDG_DATA_HOME", Some(root.as_str())),
+    ];
+    let warning = "warning: the compatibility matrix marks gemini-flash unsupported for structured output: its retry suite never passed (0/3 in native, tool, prompted modes; no valid reply after 2 attempts); replies may never validate";
+    for args in [
+        &["ask", "Capital of France?", "--llm", "gemini-flash"][..],
+        // Even when the flags leave the matrix nothing to choose, and with --json.
+        &[
+            "ask",
+            "Capital of France?",
+            "--llm",
+            "gemini-flash",
+            "--mode",
+            "prompted",
+            "--max-retries",
+            "0",
+            "--json",
+        ][..],
+    ] {
+        let run = claij_env(args, "", &env);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let warnings: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.contains("unsupported"))
+            .collect();
+        assert_eq!(warnings, [warning], "{}", run.stderr);
+    }
+    // --matrix names a matrix outside the data directory; without one, no warning.
+    let elsewhere = Files::new(&[]);
+    let named = claij_env(
+        &[
+            "ask",
+            "Capital of France?",
+            "--llm",
+            "gemini-flash",
+            "--matrix",
+            &data.path("claij/compat-matrix.json"),
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(cfg.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-test-models")),
+            ("XDG_DATA_HOME", Some(elsewhere.path("").as_str())),
+        ],
+    );
+    assert_eq!(named.code, 0, "{}", named.stderr);
+    assert!(named.stderr.contains(warning), "{}", named.stderr);
+    let bad = claij_env(
+        &[
+            "ask",
+            "Capital of France?",
+            "--llm",
+            "gemini-flash",
+            "--matrix",
+            &elsewhere.path("missing.json"),
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(cfg.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-test-models")),
+        ],
+    );
+    assert_eq!(bad.code, 2, "a matrix named but unreadable: {}", bad.stderr);
+    assert_one_line_error(&bad, 2, "missing.json");
+}
