@@ -8,6 +8,7 @@
 mod bench;
 mod cache;
 mod cmd;
+mod conformance;
 mod demo;
 mod integration;
 mod invariants;
@@ -49,7 +50,10 @@ commands:
                               print its path: server-everything, server-filesystem and
                               server-memory with npm (DIR/npm/node_modules/@modelcontextprotocol),
                               mcp-server-time, mcp-server-fetch and mcp-server-git with pip into a
-                              venv (DIR/venv/bin); DIR/servers.json, written last, names the
+                              venv (DIR/venv/bin), and the MCP conformance suite
+                              (@modelcontextprotocol/conformance 0.1.16, DIR/conformance; with a
+                              Node 22 from the npm package node-<os>-<arch> when the machine's
+                              Node is older); DIR/servers.json, written last, names the
                               versions; an install that matches the pins is reused, and only a
                               missing or outdated part (npm or pip) is installed again
                                 --dir DIR  the cache; default $CLAIJ_MCP_SERVERS, else

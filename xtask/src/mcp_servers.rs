@@ -4,6 +4,7 @@
 //! The layout is a contract with those tests, which find the cache through `CLAIJ_MCP_SERVERS`:
 //! - `<dir>/npm/node_modules/<package>/dist/index.js` for each npm package (run with `node`);
 //! - `<dir>/venv/bin/<distribution>` for each pip distribution, and `<dir>/venv/bin/python`;
+//! - `<dir>/conformance`, the MCP conformance suite (see [`crate::conformance`]);
 //! - `<dir>/servers.json`, `{"npm": {package: version}, "pip": {distribution: version}}`, written
 //!   last, once everything is verified, and removed before anything changes.
 //!
@@ -134,6 +135,7 @@ fn ensure_in(dir: &Path, force: bool) -> Result<()> {
             format_duration(started.elapsed())
         );
     }
+    crate::conformance::ensure_in(dir, force)?;
     write_atomically(&stamp_path, &Stamp::pinned().to_text())
 }
 
@@ -144,6 +146,7 @@ fn is_complete(dir: &Path) -> bool {
         .ok()
         .and_then(|text| Stamp::parse(&text));
     stamp.is_some_and(|stamp| stamp == Stamp::pinned())
+        && crate::conformance::is_installed(dir)
         && [Part::Npm, Part::Pip].iter().all(|part| {
             part.entry_points(&part.dir(dir))
                 .iter()
@@ -373,7 +376,7 @@ fn verify(part: Part, part_dir: &Path, installed: &Versions) -> Result<()> {
 }
 
 /// Moves `new` to `<cache>/<name>`, moving whatever was there aside first and then removing it.
-fn replace_dir(cache: &Path, new: &Path, name: &str) -> Result<()> {
+pub(crate) fn replace_dir(cache: &Path, new: &Path, name: &str) -> Result<()> {
     let target = cache.join(name);
     let old = temp_path(cache, &format!("old-{name}"));
     let had_old = fs::symlink_metadata(&target).is_ok();
@@ -552,7 +555,7 @@ fn quote(word: &OsStr) -> String {
 }
 
 /// `<cache>/.install-<what>-<pid>-<nanos>`.
-fn temp_path(cache: &Path, what: &str) -> PathBuf {
+pub(crate) fn temp_path(cache: &Path, what: &str) -> PathBuf {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.subsec_nanos());
