@@ -1,6 +1,7 @@
 //! claij-mcp integration tests, against real MCP servers (`cargo xtask mcp-servers` installs them;
 //! `CLAIJ_MCP_SERVERS` says where).
 
+mod cancellation;
 mod client;
 mod failures;
 mod fsm;
