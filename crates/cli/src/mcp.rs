@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 use crate::Status;
 
 mod chat;
+mod conformance;
+mod elicitation;
 
 /// The configuration file used when `--config` is not given (the name other MCP clients use).
 const DEFAULT_CONFIG: &str = ".mcp.json";
@@ -62,6 +64,10 @@ pub(crate) enum Command {
     /// valid answer, 2 configuration or start-up error, 130/143 SIGINT or SIGTERM). On a terminal a
     /// person answers the servers' questions (MCP elicitation); without one, they are declined.
     Chat(chat::Args),
+    /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
+    /// its tools, call each one.
+    #[command(hide = true)]
+    Conformance(conformance::Args),
 }
 
 impl Command {
@@ -119,6 +125,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                 call.run(common, &mut signals).await
             }
             Command::Chat(args) => chat::run(args, &mut signals).await,
+            Command::Conformance(args) => conformance::run(args, &mut signals).await,
         }
     })
 }

@@ -12,6 +12,7 @@ mod ask_stream;
 mod ask_wiremock;
 mod chat;
 mod config;
+mod conformance;
 mod consensus;
 mod flags;
 mod fsm;

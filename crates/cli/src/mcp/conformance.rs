@@ -1,0 +1,205 @@
+//! `claij mcp conformance URL` (hidden): the client the official MCP conformance suite drives
+//! (`conformance client --command "claij mcp conformance" --scenario NAME`). It connects to the
+//! suite's test server over streamable HTTP, lists its tools and calls each one with arguments made
+//! from its input schema, answering the server's questions by `--elicitation`. The suite checks what
+//! the server saw; claij exits 0 when every call returned a result, 1 when one reported an error, 2
+//! when it could not connect.
+//!
+//! The URL must be on loopback: this mode exists for the suite's local test servers only.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use claij_mcp::{ClientOptions, Hooks, McpConfig, Services};
+use serde_json::{Map, Value, json};
+
+use super::Signals;
+use super::elicitation::{Defaults, Policy};
+use crate::Status;
+
+/// The name the suite's server gets in claij's configuration.
+const SERVER: &str = "conformance";
+
+/// Arguments of `claij mcp conformance`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The test server's URL (loopback only: `localhost`, `127.0.0.1`, `[::1]`).
+    url: String,
+    /// How the server's questions are answered (`ask` is not offered here: the suite has no person).
+    #[arg(long, value_enum, default_value_t = Policy::Defaults)]
+    elicitation: Policy,
+    /// Longest wait for each call, in seconds (default 30).
+    #[arg(long, value_name = "SECS", value_parser = crate::args::seconds)]
+    timeout: Option<Duration>,
+}
+
+/// Connects, lists the tools and calls each one, in name order.
+pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
+    if !is_loopback(&args.url) {
+        bail!(
+            "`{}` is not a loopback URL: the conformance client only talks to local test servers",
+            claij_backends::redact::redact_url(&args.url)
+        );
+    }
+    let hooks = match args.elicitation {
+        Policy::Defaults => Hooks::default().with_elicitor(Defaults),
+        Policy::Decline => Hooks::default(),
+        Policy::Ask => bail!("--elicitation ask needs a person: use defaults or decline"),
+    };
+    let config =
+        McpConfig::from_json(&json!({"mcpServers": {SERVER: {"url": args.url}}}).to_string())
+            .context("the conformance server's URL")?;
+    let connecting = Services::connect(&config, ClientOptions::default().with_hooks(hooks));
+    let services = tokio::select! {
+        connected = connecting => connected?,
+        status = signals.recv() => return Ok(status),
+    };
+    let calls = call_each(&services, args.timeout);
+    let result = super::or_signal(&services, signals, calls).await;
+    services.close().await;
+    match result {
+        Ok(status) => status,
+        Err(status) => Ok(status),
+    }
+}
+
+/// Calls every tool of the server, a line on stdout for each.
+async fn call_each(services: &Services, timeout: Option<Duration>) -> Result<Status> {
+    let Some(client) = services.client(SERVER) else {
+        bail!("the conformance server did not start");
+    };
+    let mut tools = services.tools();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut status = Status::Ok;
+    for tool in tools {
+        let args = example_args(&tool.input_schema);
+        let outcome = client.call_with_timeout(&tool.name, args, timeout).await?;
+        let text: Vec<String> = outcome
+            .content
+            .iter()
+            .map(claij_mcp::Content::describe)
+            .collect();
+        let verdict = if outcome.is_error {
+            status = Status::Invalid;
+            "error"
+        } else {
+            "ok"
+        };
+        writeln!(
+            std::io::stdout(),
+            "{}: {verdict}: {}",
+            tool.name,
+            crate::one_line(&text.join(" "))
+        )?;
+    }
+    Ok(status)
+}
+
+/// Arguments a tool's input schema accepts: each required property (and each with a default) as its
+/// default, else its first `enum` value, else a plain value of its type.
+pub(crate) fn example_args(schema: &Value) -> Value {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut args = Map::new();
+    for (name, property) in properties {
+        let value = if let Some(default) = property.get("default") {
+            default.clone()
+        } else if !required.contains(&name.as_str()) {
+            continue;
+        } else if let Some(first) = property
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|values| values.first())
+        {
+            first.clone()
+        } else {
+            match property.get("type").and_then(Value::as_str) {
+                Some("integer" | "number") => json!(1),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                Some("object") => json!({}),
+                Some("null") => Value::Null,
+                _ => json!("test"),
+            }
+        };
+        args.insert(name.clone(), value);
+    }
+    Value::Object(args)
+}
+
+/// Whether `url` is `http(s)://` on `localhost`, `127.0.0.0/8` or `[::1]`.
+pub(crate) fn is_loopback(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return false;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((host, _)) => host,
+            None => return false,
+        },
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_urls_are_taken() {
+        for url in [
+            "http://localhost:4000/mcp",
+            "http://127.0.0.1:1",
+            "http://127.3.2.1/",
+            "http://[::1]:8080/mcp",
+            "https://LOCALHOST",
+        ] {
+            assert!(is_loopback(url), "{url}");
+        }
+        for url in [
+            "http://example.com/mcp",
+            "http://localhost.example.com:80",
+            "http://10.0.0.1:80",
+            "http://user@evil.com@localhost/",
+            "http://[::2]:1",
+            "ftp://localhost",
+            "localhost:80",
+            "http://[::1",
+        ] {
+            assert!(!is_loopback(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn example_args_fill_required_properties_and_defaults() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "number"}, "b": {"type": "integer"}, "s": {"type": "string"},
+            "e": {"enum": ["x", "y"]}, "d": {"type": "string", "default": "dd"}, "o": {"type": "string"}
+        }, "required": ["a", "b", "s", "e"]});
+        assert_eq!(
+            example_args(&schema),
+            json!({"a": 1, "b": 1, "s": "test", "e": "x", "d": "dd"})
+        );
+        assert_eq!(example_args(&json!({"type": "object"})), json!({}));
+    }
+}
