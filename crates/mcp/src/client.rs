@@ -21,6 +21,7 @@ use tracing::{Instrument as _, debug, info_span, warn};
 use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::hooks::Hooks;
+use crate::logging::LogLevel;
 use crate::outcome::{self, CallFailure, CallOutcome, Content};
 use crate::tool::ToolInfo;
 use crate::wire::{Connection, Events, RawCall, Wait};
@@ -52,8 +53,12 @@ pub struct ClientOptions {
     /// 64 MiB; a server's `maxMessageBytes` overrides it). A larger answer fails its request at once
     /// with [`Error::TooLarge`]; the message is read and dropped without being kept.
     pub max_message_bytes: usize,
-    /// Answers to sampling, roots and elicitation requests; the progress callback.
+    /// Answers to sampling, roots and elicitation requests; the progress and log callbacks.
     pub hooks: Hooks,
+    /// The level the client asks servers that declare `logging` to log at (`logging/setLevel`,
+    /// sent after every connect and restart); `None` (the default) leaves each server's own.
+    /// Messages go to tracing and [`Hooks::on_log`].
+    pub log_level: Option<LogLevel>,
 }
 
 impl Default for ClientOptions {
@@ -68,6 +73,7 @@ impl Default for ClientOptions {
             http_reconnects: 2,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             hooks: Hooks::default(),
+            log_level: None,
         }
     }
 }
@@ -105,6 +111,13 @@ impl ClientOptions {
     #[must_use]
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
         self.hooks = hooks;
+        self
+    }
+
+    /// Asks servers to log at `level` and above.
+    #[must_use]
+    pub fn with_log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 }
@@ -225,6 +238,7 @@ impl McpClient {
             }),
         };
         client.watch_current();
+        client.apply_log_level(&client.current()).await;
         if let Err(err) = client.refresh_tools().await {
             client.close().await;
             return Err(err);
@@ -622,11 +636,51 @@ impl McpClient {
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::clone(&connection);
         self.watch_current();
+        self.apply_log_level(&connection).await;
         self.inner
             .events
             .tools_changed
             .store(true, Ordering::SeqCst);
         Ok(connection)
+    }
+
+    /// Asks the server to send log messages at `level` and above (`logging/setLevel`); they go to
+    /// tracing and [`Hooks::on_log`]. Only for this connection: a restart applies
+    /// [`ClientOptions::log_level`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Protocol`] when the server did not declare the `logging` capability (code 0) or
+    /// refused the level; the request's errors.
+    pub async fn set_log_level(&self, level: LogLevel) -> Result<(), Error> {
+        let connection = self.connection().await?;
+        if !connection.supports_logging() {
+            return Err(Error::Protocol {
+                server: self.inner.name.clone(),
+                method: "logging/setLevel".to_owned(),
+                code: 0,
+                message: "the server does not declare the logging capability".to_owned(),
+            });
+        }
+        connection.set_log_level(level, self.wait(None)).await
+    }
+
+    /// Sends [`ClientOptions::log_level`] to a server that declares `logging`; a failure is a
+    /// warning, not a failed connection (the server keeps its own level).
+    async fn apply_log_level(&self, connection: &Connection) {
+        let Some(level) = self.inner.options.log_level else {
+            return;
+        };
+        if !connection.supports_logging() {
+            debug!(
+                server = self.inner.name,
+                "mcp server declares no logging; its level is not set"
+            );
+            return;
+        }
+        if let Err(err) = connection.set_log_level(level, self.wait(None)).await {
+            warn!(server = self.inner.name, level = %level, error = %err, "mcp server refused the log level");
+        }
     }
 
     /// Restarts the server count so far.

@@ -96,6 +96,14 @@ pub enum Error {
         /// The servers there are.
         known: Vec<String>,
     },
+    /// A log level that is not one of MCP's (`debug` ... `emergency`).
+    #[error(
+        "unknown MCP log level `{given}`: expected one of debug, info, notice, warning, error, critical, alert, emergency"
+    )]
+    UnknownLogLevel {
+        /// The name given.
+        given: String,
+    },
     /// A tool name given as `server.tool` without the dot.
     #[error("`{name}` is not a qualified tool name: expected `server.tool`")]
     Unqualified {
@@ -119,7 +127,9 @@ impl Error {
             | Error::TooLarge { server, .. }
             | Error::Protocol { server, .. }
             | Error::UnknownServer { server, .. } => Some(server),
-            Error::Config { .. } | Error::Unqualified { .. } => None,
+            Error::Config { .. } | Error::Unqualified { .. } | Error::UnknownLogLevel { .. } => {
+                None
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What a client does when a server asks *it* something: sampling (a completion from claij's
 //! model), roots (the directories it may work in), elicitation (a question for a person), and what
-//! it does with progress notifications.
+//! it does with progress notifications and log messages.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,13 +11,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::logging::LogMessage;
+
 /// A progress callback.
 pub type ProgressFn = dyn Fn(&Progress) + Send + Sync;
 
-/// The client's answers to server-initiated requests, and its progress callback.
+/// A callback for servers' log messages.
+pub type LogFn = dyn Fn(&LogMessage) + Send + Sync;
+
+/// The client's answers to server-initiated requests, and its progress and log callbacks.
 ///
 /// The default declares no sampling and no roots, declines every elicitation, and sends progress
-/// only to tracing.
+/// and servers' log messages only to tracing.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct Hooks {
@@ -29,6 +34,9 @@ pub struct Hooks {
     pub elicitor: Option<Arc<dyn Elicitor>>,
     /// Called for every progress notification (after it is traced).
     pub on_progress: Option<Arc<ProgressFn>>,
+    /// Called for every log message a server sends (after it is traced); which ones a server
+    /// sends is set by [`crate::ClientOptions::log_level`].
+    pub on_log: Option<Arc<LogFn>>,
 }
 
 impl Hooks {
@@ -59,6 +67,21 @@ impl Hooks {
         self.on_progress = Some(Arc::new(f));
         self
     }
+
+    /// Calls `f` for every log message a server sends (`notifications/message`), named by the
+    /// server's configured name.
+    ///
+    /// ```
+    /// use claij_mcp::{ClientOptions, Hooks, LogLevel};
+    /// let hooks = Hooks::default().on_log(|message| eprintln!("{message}"));
+    /// let options = ClientOptions::default().with_hooks(hooks).with_log_level(LogLevel::Warning);
+    /// assert_eq!(options.log_level, Some(LogLevel::Warning));
+    /// ```
+    #[must_use]
+    pub fn on_log(mut self, f: impl Fn(&LogMessage) + Send + Sync + 'static) -> Self {
+        self.on_log = Some(Arc::new(f));
+        self
+    }
 }
 
 impl fmt::Debug for Hooks {
@@ -68,6 +91,7 @@ impl fmt::Debug for Hooks {
             .field("roots", &self.roots)
             .field("elicitor", &self.elicitor.is_some())
             .field("on_progress", &self.on_progress.is_some())
+            .field("on_log", &self.on_log.is_some())
             .finish()
     }
 }

@@ -30,7 +30,8 @@
 //!   server that dies is noticed at once and, with a [`Restart`] policy, started again; its process
 //!   group is killed on close or drop. Servers may ask the client for completions, roots and answers
 //!   from a person: [`Hooks`] ([`BackendSampler`] answers sampling with a claij backend,
-//!   [`ElicitationQueue`] hands questions to a person).
+//!   [`ElicitationQueue`] hands questions to a person). Servers' log messages ([`LogMessage`]) go to
+//!   [`Hooks::on_log`], at the level [`ClientOptions::log_level`] asks for (`logging/setLevel`).
 //! - [`McpConfig`]: the common `mcpServers` configuration file, with `projects`.
 //! - [`Services`]: every configured server, tools named `server.tool`, lists cached and refreshed
 //!   when a server says they changed.
@@ -47,6 +48,7 @@ mod config;
 mod error;
 mod hooks;
 mod interceptor;
+mod logging;
 pub mod mcp_fsm;
 mod outcome;
 mod project;
@@ -62,10 +64,11 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use hooks::{
-    BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks,
+    BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks, LogFn,
     PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,
 };
 pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
+pub use logging::{LogLevel, LogMessage};
 pub use outcome::{CallFailure, CallOutcome, Content};
 pub use project::Project;
 pub use services::{Refusal, Services};

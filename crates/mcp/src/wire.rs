@@ -5,6 +5,7 @@
 
 mod handler;
 mod limit;
+mod logging;
 mod spawn;
 
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! The client side of server-initiated traffic: sampling, roots and elicitation requests answered
-//! through [`Hooks`], progress and log notifications traced, list changes recorded.
+//! through [`Hooks`], progress and log notifications traced and passed to the hooks' callbacks,
+//! list changes recorded.
 //!
 //! The 2026-07-28 revision deprecates sampling, roots and logging (SEP-2577), and rmcp marks their
 //! types deprecated; servers of both eras still send them, so claij keeps answering.
@@ -182,8 +183,11 @@ impl ClientHandler for Handler {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let level = serde_json::to_value(params.level).unwrap_or(Value::Null);
-        trace!(server = %self.server, level = %level, logger = params.logger, data = %params.data, "mcp server log");
+        let message = super::logging::log_message(&self.server, params);
+        trace!(server = %self.server, level = %message.level, logger = message.logger, data = %message.data, "mcp server log");
+        if let Some(callback) = &self.hooks.on_log {
+            callback(&message);
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -8,6 +8,7 @@ mod fsm;
 mod http;
 mod interceptor;
 mod limits;
+mod logging;
 mod resources;
 mod sampling;
 mod servers;
