@@ -13,3 +13,4 @@ mod resources;
 mod sampling;
 mod servers;
 mod slow_start;
+mod sse_retry;
