@@ -105,15 +105,18 @@ impl Connection {
                 .await
                 {
                     Ok(running) => (running, Some(child)),
-                    // The discovery probe timed out (rmcp waits 10 s) and its answer came during
-                    // the fallback `initialize`: a slow start, not a broken server. A new process
+                    // The discovery probe went wrong in a way rmcp does not fall back from: its
+                    // answer came late, during the fallback `initialize` (rmcp waits 10 s; a slow
+                    // start, not a broken server), or was not one a client can use. A new process
                     // started with `initialize` alone skips the probe.
                     Err(Failed {
-                        stale_probe: true, ..
+                        error,
+                        probe_failed: true,
                     }) if auto => {
                         warn!(
                             server,
-                            "the server answered the discovery probe too late; starting it again with initialize"
+                            %error,
+                            "the discovery probe failed; starting the server again with initialize"
                         );
                         let (transport, child) = spawn::spawn(server, stdio, Arc::clone(&limit))?;
                         let running = handshake(
@@ -133,10 +136,45 @@ impl Connection {
             }
             #[cfg(feature = "http")]
             ServerConfig::Http(http) => {
+                let auto = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
                 let transport = http_transport(server, http, options, limit.bytes())?;
-                let running =
-                    handshake_no_child(server, &http.url, options, handler, transport, lifecycle)
-                        .await?;
+                let started = handshake_no_child(
+                    server,
+                    &http.url,
+                    options,
+                    handler.clone(),
+                    transport,
+                    lifecycle,
+                )
+                .await;
+                let running = match started {
+                    Ok(running) => running,
+                    // Whatever the server made of the probe (an empty result, an HTTP error, an
+                    // answer that came too late), a 2025-11-25 server still takes `initialize`:
+                    // a fresh transport skips the probe.
+                    Err(Failed {
+                        error,
+                        probe_failed: true,
+                    }) if auto => {
+                        warn!(
+                            server,
+                            %error,
+                            "the discovery probe failed; connecting again with initialize"
+                        );
+                        let transport = http_transport(server, http, options, limit.bytes())?;
+                        handshake_no_child(
+                            server,
+                            &http.url,
+                            options,
+                            handler,
+                            transport,
+                            ClientLifecycleMode::Initialize,
+                        )
+                        .await
+                        .map_err(|failed| failed.error)?
+                    }
+                    Err(failed) => return Err(failed.error),
+                };
                 (running, None)
             }
             #[cfg(not(feature = "http"))]
@@ -587,11 +625,27 @@ fn lifecycle(start: StartMode) -> ClientLifecycleMode {
     }
 }
 
-/// A failed handshake with a stdio server (its process group killed).
+/// A failed handshake (a stdio server's process group killed).
 struct Failed {
     error: Error,
-    /// The answer to the discovery probe came after rmcp had given up on it and sent `initialize`.
-    stale_probe: bool,
+    /// The discovery probe failed in a way `initialize` alone may not: see [`probe_failed`].
+    probe_failed: bool,
+}
+
+/// Whether a failed start in rmcp's `Auto` mode may have failed on the `server/discover` probe
+/// rather than on the server: rmcp falls back to `initialize` only when the probe gets a JSON-RPC
+/// error or no answer in 10 s, not when it gets an empty or other result (as the conformance
+/// suite's 2025-11-25 server answers unknown methods), an HTTP error, or an answer so late that it
+/// meets the fallback `initialize` (`ConflictInitResponseId`). Not when rmcp already fell back and
+/// `initialize` failed, the start was cancelled, or (`stdio`) the process closed the connection:
+/// starting it again would only repeat that.
+fn probe_failed(err: &rmcp::service::ClientInitializeError, stdio: bool) -> bool {
+    use rmcp::service::ClientInitializeError as E;
+    match err {
+        E::LegacyFallbackFailed { .. } | E::Cancelled => false,
+        E::ConnectionClosed(_) => !stdio,
+        _ => true,
+    }
 }
 
 async fn handshake(
@@ -611,10 +665,7 @@ async fn handshake(
         Ok(Ok(running)) => Ok(running),
         Ok(Err(err)) => {
             child.kill_group();
-            let stale_probe = matches!(
-                err,
-                rmcp::service::ClientInitializeError::ConflictInitResponseId(..)
-            );
+            let probe_failed = probe_failed(&err, true);
             let mut message = tidy(&err.to_string());
             if let Some(tail) = child.stderr_tail().last() {
                 message.push_str(&format!(" (last stderr line: {tail})"));
@@ -624,7 +675,7 @@ async fn handshake(
                     server: server.to_owned(),
                     message,
                 },
-                stale_probe,
+                probe_failed,
             })
         }
         Err(_) => {
@@ -635,7 +686,7 @@ async fn handshake(
                     method: "initialize".to_owned(),
                     after: options.connect_timeout,
                 },
-                stale_probe: false,
+                probe_failed: false,
             })
         }
     }
@@ -649,7 +700,7 @@ async fn handshake_no_child<T, E, A>(
     handler: handler::Handler,
     transport: T,
     lifecycle: ClientLifecycleMode,
-) -> Result<RunningService<RoleClient, handler::Handler>, Error>
+) -> Result<RunningService<RoleClient, handler::Handler>, Failed>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -662,17 +713,23 @@ where
     {
         Ok(Ok(running)) => Ok(running),
         // The transport's message may quote the URL: never its query string or user info.
-        Ok(Err(err)) => Err(Error::Handshake {
-            server: server.to_owned(),
-            message: tidy(&claij_backends::redact::redact_urls_in(
-                &err.to_string()
-                    .replace(url, &claij_backends::redact::redact_url(url)),
-            )),
+        Ok(Err(err)) => Err(Failed {
+            probe_failed: probe_failed(&err, false),
+            error: Error::Handshake {
+                server: server.to_owned(),
+                message: tidy(&claij_backends::redact::redact_urls_in(
+                    &err.to_string()
+                        .replace(url, &claij_backends::redact::redact_url(url)),
+                )),
+            },
         }),
-        Err(_) => Err(Error::Timeout {
-            server: server.to_owned(),
-            method: "initialize".to_owned(),
-            after: options.connect_timeout,
+        Err(_) => Err(Failed {
+            error: Error::Timeout {
+                server: server.to_owned(),
+                method: "initialize".to_owned(),
+                after: options.connect_timeout,
+            },
+            probe_failed: false,
         }),
     }
 }

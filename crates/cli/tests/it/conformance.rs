@@ -48,14 +48,6 @@ const SCENARIOS: &[(&str, &str)] = &[
 /// What claij does not pass yet, and why. THE one list of expected failures: each test here
 /// asserts its scenario still fails, so fixing one means deleting its line.
 const KNOWN_FAILING: &[(&str, &str)] = &[
-    (
-        "initialize",
-        "the server answers the stateless discovery probe with an empty result and the handshake does not fall back",
-    ),
-    (
-        "sse-retry",
-        "no reconnect with GET after a graceful SSE close (retry, Last-Event-ID)",
-    ),
     ("auth/metadata-default", NO_OAUTH),
     ("auth/metadata-var1", NO_OAUTH),
     ("auth/metadata-var2", NO_OAUTH),
