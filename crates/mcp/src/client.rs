@@ -55,8 +55,10 @@ pub struct ClientOptions {
     pub max_message_bytes: usize,
     /// Answers to sampling, roots and elicitation requests; the progress and log callbacks.
     pub hooks: Hooks,
-    /// The level the client asks servers that declare `logging` to log at (`logging/setLevel`,
-    /// sent after every connect and restart); `None` (the default) leaves each server's own.
+    /// The level the client asks servers to log at: `logging/setLevel` after every connect and
+    /// restart (to servers that declare `logging`), or, from the 2026-07-28 revision, in each tool
+    /// call's `_meta` (where servers log only when asked); `None` (the default) leaves each
+    /// server's own.
     /// Messages go to tracing and [`Hooks::on_log`].
     pub log_level: Option<LogLevel>,
 }
@@ -644,9 +646,10 @@ impl McpClient {
         Ok(connection)
     }
 
-    /// Asks the server to send log messages at `level` and above (`logging/setLevel`); they go to
-    /// tracing and [`Hooks::on_log`]. Only for this connection: a restart applies
-    /// [`ClientOptions::log_level`].
+    /// Asks the server to send log messages at `level` and above; they go to tracing and
+    /// [`Hooks::on_log`]. Up to the 2025-11-25 revision this is `logging/setLevel`, for this
+    /// connection only (a restart applies [`ClientOptions::log_level`]); from 2026-07-28 the level
+    /// goes with each tool call (`_meta`), from the next one on.
     ///
     /// # Errors
     ///
@@ -654,6 +657,10 @@ impl McpClient {
     /// refused the level; the request's errors.
     pub async fn set_log_level(&self, level: LogLevel) -> Result<(), Error> {
         let connection = self.connection().await?;
+        self.keep_log_level(level);
+        if connection.logs_per_request() {
+            return Ok(());
+        }
         if !connection.supports_logging() {
             return Err(Error::Protocol {
                 server: self.inner.name.clone(),
@@ -671,6 +678,10 @@ impl McpClient {
         let Some(level) = self.inner.options.log_level else {
             return;
         };
+        self.keep_log_level(level);
+        if connection.logs_per_request() {
+            return;
+        }
         if !connection.supports_logging() {
             debug!(
                 server = self.inner.name,
@@ -681,6 +692,16 @@ impl McpClient {
         if let Err(err) = connection.set_log_level(level, self.wait(None)).await {
             warn!(server = self.inner.name, level = %level, error = %err, "mcp server refused the log level");
         }
+    }
+
+    /// Keeps `level` for the calls of a revision that takes it per request.
+    fn keep_log_level(&self, level: LogLevel) {
+        *self
+            .inner
+            .events
+            .log_level
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(level);
     }
 
     /// Restarts the server count so far.

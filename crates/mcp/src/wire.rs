@@ -361,6 +361,7 @@ impl Connection {
     ) -> Result<RawCall, Error> {
         let method = format!("tools/call {name}");
         let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(args);
+        self.stamp_log_level(&mut params.meta);
         for _round in 0..8 {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let mut options = PeerRequestOptions::with_timeout(wait.timeout);

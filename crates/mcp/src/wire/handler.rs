@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tracing::{debug, info, trace, warn};
 
 use crate::hooks::{ElicitationReply, ElicitationRequest, Hooks, Progress, SamplingRequest};
+use crate::logging::LogLevel;
 
 /// What the client learns from notifications, shared with [`crate::McpClient`].
 #[derive(Debug, Default)]
@@ -28,6 +29,8 @@ pub(crate) struct Events {
     pub tools_changed: AtomicBool,
     /// Progress notifications seen.
     pub progress: AtomicU64,
+    /// The log level the client asks for; on the 2026-07-28 revision it goes with each call.
+    pub log_level: std::sync::RwLock<Option<LogLevel>>,
 }
 
 /// rmcp's `ClientHandler`, backed by claij's [`Hooks`].
@@ -45,6 +48,15 @@ impl Handler {
             hooks,
             events,
         }
+    }
+
+    /// The log level the client asks for, as last set.
+    pub(super) fn log_level(&self) -> Option<LogLevel> {
+        *self
+            .events
+            .log_level
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn sample(

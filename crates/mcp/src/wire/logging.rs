@@ -1,15 +1,38 @@
-//! MCP logging on the wire: `logging/setLevel`, and a server's `notifications/message` turned into
-//! a [`LogMessage`].
+//! MCP logging on the wire: `logging/setLevel` (up to 2025-11-25), the per-request log level of
+//! 2026-07-28 (SEP-2575: a server logs during a request only when its `_meta` asks), and a server's
+//! `notifications/message` turned into a [`LogMessage`].
 #![allow(deprecated)] // SEP-2577 deprecates logging in 2026-07-28; servers of both eras log
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, RequestMetaObject, SetLevelRequestParams,
+};
 use serde_json::Value;
 
 use super::{Connection, Wait};
 use crate::error::Error;
 use crate::logging::{LogLevel, LogMessage};
 
+/// The first revision where the log level goes with each request and `logging/setLevel` is gone.
+const PER_REQUEST_LEVEL: &str = "2026-07-28";
+
 impl Connection {
+    /// Whether the negotiated revision asks for log messages per request (2026-07-28 and later;
+    /// revisions are dates, so they compare as strings).
+    pub(crate) fn logs_per_request(&self) -> bool {
+        self.protocol_version.as_str() >= PER_REQUEST_LEVEL
+    }
+
+    /// Puts the client's log level in a request's `_meta`, on a revision that asks for it there.
+    pub(super) fn stamp_log_level(&self, meta: &mut Option<RequestMetaObject>) {
+        if !self.logs_per_request() {
+            return;
+        }
+        if let Some(level) = self.answerer.log_level() {
+            meta.get_or_insert_with(RequestMetaObject::new)
+                .set_log_level(wire_level(level));
+        }
+    }
+
     /// Whether the server declared the `logging` capability.
     pub(crate) fn supports_logging(&self) -> bool {
         self.peer

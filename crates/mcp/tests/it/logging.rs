@@ -34,8 +34,9 @@ async fn next(messages: &mut mpsc::UnboundedReceiver<LogMessage>) -> LogMessage 
 
 /// A server (the Python SDK's low-level `Server`, from the venv) written to `work`, that declares
 /// `logging` and keeps the level it is set to; its tool `log` sends a message at every level at or
-/// above that level (all of them when none was set), logger `stub`, and returns the level's name
-/// (`none` when none was set).
+/// above that level (all of them when none was set), logger `stub`, and returns the level's name,
+/// or `meta:LEVEL` for the level the call's `_meta` asked for (the 2026-07-28 revision, where the
+/// SDK sends only those levels), or `none`.
 fn logging_stub(dir: &Path, work: &Path) -> StdioServer {
     let script = work.join("logging_server.py");
     std::fs::write(&script, LOGGING_PY).unwrap();
@@ -67,12 +68,22 @@ async def list_tools(ctx, params):
     ])
 
 
+def requested(params):
+    meta = params.meta
+    if meta is None:
+        return None
+    data = meta.model_dump(by_alias=True) if hasattr(meta, "model_dump") else dict(meta)
+    return data.get("io.modelcontextprotocol/logLevel")
+
+
 async def call_tool(ctx, params):
     floor = LEVELS.index(state["level"]) if state["level"] else 0
     for level in LEVELS[floor:]:
         await ctx.session.send_log_message(level, f"{level} from the stub", logger="stub",
                                            related_request_id=ctx.request_id)
-    return types.CallToolResult(content=[types.TextContent(text=state["level"] or "none")])
+    asked = requested(params)
+    text = state["level"] or (f"meta:{asked}" if asked else "none")
+    return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
 server = Server("claij-logging", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool,
@@ -104,24 +115,52 @@ async fn the_log_level_reaches_the_server_and_its_messages_the_callback() {
     let outcome = client.call("log", json!({})).await.unwrap();
     assert_eq!(outcome.text(), "warning", "the level the server was set to");
 
-    let mut levels = BTreeSet::new();
-    for _ in 0..5 {
-        let message = next(&mut messages).await;
-        assert_eq!(message.server, "stub");
-        assert_eq!(message.logger.as_deref(), Some("stub"));
-        assert_eq!(message.text(), format!("{} from the stub", message.level));
-        levels.insert(message.level);
-    }
-    let expected: BTreeSet<LogLevel> = LogLevel::ALL
-        .into_iter()
-        .filter(|level| *level >= LogLevel::Warning)
-        .collect();
-    assert_eq!(levels, expected);
+    check_levels(&mut messages, LogLevel::Warning).await;
 
     // Set again at run time: the next call logs from there.
     client.set_log_level(LogLevel::Alert).await.unwrap();
     let outcome = client.call("log", json!({})).await.unwrap();
     assert_eq!(outcome.text(), "alert");
+    client.close().await;
+}
+
+/// Messages at `floor` and above, each once, from the stub.
+async fn check_levels(messages: &mut mpsc::UnboundedReceiver<LogMessage>, floor: LogLevel) {
+    let expected: BTreeSet<LogLevel> = LogLevel::ALL
+        .into_iter()
+        .filter(|level| *level >= floor)
+        .collect();
+    let mut levels = BTreeSet::new();
+    for _ in 0..expected.len() {
+        let message = next(messages).await;
+        assert_eq!(message.server, "stub");
+        assert_eq!(message.logger.as_deref(), Some("stub"));
+        assert_eq!(message.text(), format!("{} from the stub", message.level));
+        levels.insert(message.level);
+    }
+    assert_eq!(levels, expected);
+}
+
+#[tokio::test]
+async fn on_the_stateless_revision_the_level_goes_with_each_call() {
+    let Some(dir) = servers::require("on_the_stateless_revision_the_level_goes_with_each_call")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let options = ClientOptions::default().with_log_level(LogLevel::Error);
+    let (options, mut messages) = collecting(options);
+    let client = servers::connect_with("stub", logging_stub(&dir, work.path()), options).await;
+    assert_eq!(client.protocol_version(), "2026-07-28");
+
+    let outcome = client.call("log", json!({})).await.unwrap();
+    assert_eq!(outcome.text(), "meta:error");
+    check_levels(&mut messages, LogLevel::Error).await;
+
+    client.set_log_level(LogLevel::Critical).await.unwrap();
+    let outcome = client.call("log", json!({})).await.unwrap();
+    assert_eq!(outcome.text(), "meta:critical");
+    check_levels(&mut messages, LogLevel::Critical).await;
     client.close().await;
 }
 
@@ -175,7 +214,8 @@ async fn a_server_without_logging_refuses_a_level() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let client = servers::connect("stub", servers::stub(&dir, work.path())).await;
+    let options = ClientOptions::default().with_start(StartMode::Initialize);
+    let client = servers::connect_with("stub", servers::stub(&dir, work.path()), options).await;
     let err = client.set_log_level(LogLevel::Info).await.unwrap_err();
     assert!(
         matches!(&err, claij_mcp::Error::Protocol { server, method, .. } if server == "stub" && method == "logging/setLevel"),
