@@ -4,14 +4,14 @@
 //! SIGINT and SIGTERM stop the servers (each runs in its own process group, which a signal to claij
 //! does not reach) before claij exits 130 or 143.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_mcp::{
-    BackendSampler, CallFailure, CallOutcome, ClientOptions, ElicitationQueue, Hooks, McpConfig,
-    Services,
+    BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, McpConfig, Services,
 };
 use serde_json::{Value, json};
 
@@ -90,9 +90,31 @@ pub(crate) struct Common {
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
     /// Answer servers' sampling requests with this model: `local` or PROVIDER:MODEL (as `ask --llm`);
-    /// without it, sampling is not offered. Elicitations are declined.
+    /// without it, sampling is not offered.
     #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
     sampling_llm: Option<String>,
+    /// How servers' questions (MCP elicitation) are answered: `ask` the person at the terminal (a
+    /// form built from the requested schema, the answer checked against it; stdin must be a
+    /// terminal), accept with the schema's `defaults` (declined when a required field has none), or
+    /// `decline`. Default: `decline` (`chat`: its own prompt on a terminal, else `decline`).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    elicitation: Option<elicitation::Policy>,
+}
+
+impl Common {
+    /// The elicitor `--elicitation` asks for, for `list` and `call`: `None` declines.
+    fn elicitor(&self) -> Result<Option<Arc<dyn Elicitor>>> {
+        Ok(match self.elicitation {
+            None | Some(elicitation::Policy::Decline) => None,
+            Some(elicitation::Policy::Defaults) => Some(Arc::new(elicitation::Defaults)),
+            Some(elicitation::Policy::Ask) => {
+                if !std::io::stdin().is_terminal() {
+                    bail!("--elicitation ask needs a terminal on stdin: use defaults or decline");
+                }
+                Some(Arc::new(elicitation::Terminal))
+            }
+        })
+    }
 }
 
 /// Runs a `claij mcp` subcommand.
@@ -188,7 +210,7 @@ async fn or_signal<T>(
 
 async fn list(common: &Common, json: bool, signals: &mut Signals) -> Result<Status> {
     let connected = tokio::select! {
-        connected = connect(common, None, None, None) => connected?,
+        connected = connect(common, None, None, common.elicitor()?) => connected?,
         status = signals.recv() => return Ok(status),
     };
     let (config, services) = connected;
@@ -273,7 +295,7 @@ impl Call<'_> {
             .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
         // Only the named server is started.
         let connected = tokio::select! {
-            connected = connect(common, Some(server), self.max_message_bytes, None) => connected?,
+            connected = connect(common, Some(server), self.max_message_bytes, common.elicitor()?) => connected?,
             status = signals.recv() => return Ok(status),
         };
         let (_, services) = connected;
@@ -351,7 +373,7 @@ async fn connect(
     common: &Common,
     only: Option<&str>,
     max_message_bytes: Option<usize>,
-    elicitor: Option<ElicitationQueue>,
+    elicitor: Option<Arc<dyn Elicitor>>,
 ) -> Result<(McpConfig, Services)> {
     let path = common
         .config
@@ -400,9 +422,7 @@ async fn connect(
             crate::ask::llm::open(Some(llm.as_str()), None, &crate::config::Settings::load()?)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
-    if let Some(elicitor) = elicitor {
-        hooks = hooks.with_elicitor(elicitor);
-    }
+    hooks.elicitor = elicitor;
     let options = ClientOptions::default().with_hooks(config.hooks(hooks));
     let services = Services::connect(&selected, options).await?;
     Ok(match project {

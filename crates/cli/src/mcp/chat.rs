@@ -69,7 +69,17 @@ fn history(text: &str) -> Result<usize, String> {
 pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
     let terminal = std::io::stdin().is_terminal();
     let (queue, questions) = ElicitationQueue::new(QUESTIONS);
-    let elicitor = terminal.then_some(queue);
+    let elicitor: Option<Arc<dyn claij_mcp::Elicitor>> = match args.common.elicitation {
+        None => terminal.then(|| Arc::new(queue) as _),
+        Some(super::elicitation::Policy::Ask) if terminal => Some(Arc::new(queue)),
+        Some(super::elicitation::Policy::Ask) => {
+            return Err(anyhow!(
+                "--elicitation ask needs a terminal on stdin: use defaults or decline"
+            ));
+        }
+        Some(super::elicitation::Policy::Defaults) => Some(Arc::new(super::elicitation::Defaults)),
+        Some(super::elicitation::Policy::Decline) => None,
+    };
     let connected = tokio::select! {
         connected = super::connect(&args.common, None, None, elicitor) => connected?,
         status = signals.recv() => return Ok(status),

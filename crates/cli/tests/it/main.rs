@@ -14,6 +14,7 @@ mod chat;
 mod config;
 mod conformance;
 mod consensus;
+mod elicitation;
 mod flags;
 mod fsm;
 mod fsm_services;
