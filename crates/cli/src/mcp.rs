@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_mcp::{
-    BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, McpConfig, Services,
+    BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, LogLevel, McpConfig,
+    Services,
 };
 use serde_json::{Value, json};
 
@@ -99,6 +100,18 @@ pub(crate) struct Common {
     /// `decline`. Default: `decline` (`chat`: its own prompt on a terminal, else `decline`).
     #[arg(long, value_enum, value_name = "POLICY")]
     elicitation: Option<elicitation::Policy>,
+    /// Ask the servers for their log messages at LEVEL and above (debug, info, notice, warning,
+    /// error, critical, alert, emergency) and show each on stderr as `server: level: message`.
+    #[arg(long, value_name = "LEVEL", value_parser = log_level)]
+    mcp_log_level: Option<LogLevel>,
+}
+
+/// `--mcp-log-level`: one of MCP's level names, in any case.
+fn log_level(text: &str) -> Result<LogLevel, String> {
+    text.trim().parse().map_err(|_| {
+        let names: Vec<&str> = LogLevel::ALL.iter().map(|level| level.as_str()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
 }
 
 impl Common {
@@ -423,7 +436,19 @@ async fn connect(
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     hooks.elicitor = elicitor;
-    let options = ClientOptions::default().with_hooks(config.hooks(hooks));
+    if common.mcp_log_level.is_some() {
+        hooks = hooks.on_log(|message| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}",
+                crate::one_line(&message.to_string())
+            );
+        });
+    }
+    let mut options = ClientOptions::default().with_hooks(config.hooks(hooks));
+    if let Some(level) = common.mcp_log_level {
+        options = options.with_log_level(level);
+    }
     let services = Services::connect(&selected, options).await?;
     Ok(match project {
         Some(project) => (config, services.with_project(project)),

@@ -22,6 +22,7 @@ mod limits;
 mod llama_server;
 mod local_model;
 mod mcp;
+mod mcp_logging;
 mod memory;
 mod models;
 mod openai_compatible;

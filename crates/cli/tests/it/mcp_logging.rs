@@ -1,0 +1,60 @@
+//! `--mcp-log-level` of `claij mcp list|call`: the level goes to the servers, their log messages to
+//! stderr with the server's name.
+
+use super::mcp::{config, servers};
+use super::{Files, assert_one_line_error, claij};
+
+#[test]
+fn a_server_log_message_is_shown_on_stderr_with_the_server_name() {
+    let Some(dir) = servers("mcp log level") else {
+        return;
+    };
+    let f = Files::new(&[("mcp.json", &config(&dir))]);
+    let cfg = f.path("mcp.json");
+    // The everything server sends a message at a random level as soon as its simulated logging
+    // starts, before the call's result; at `debug` every level passes.
+    let tool = "everything.toggle-simulated-logging";
+    let run = claij(
+        &[
+            "mcp",
+            "call",
+            tool,
+            "--config",
+            &cfg,
+            "--mcp-log-level",
+            "debug",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let levels = [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+    let logged = run.stderr.lines().any(|line| {
+        line.strip_prefix("everything: ")
+            .and_then(|rest| rest.split_once(": "))
+            .is_some_and(|(level, _)| levels.contains(&level))
+    });
+    assert!(logged, "no log line on stderr: {}", run.stderr);
+    // Without the flag, nothing is shown.
+    let run = claij(&["mcp", "call", tool, "--config", &cfg], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("everything: "), "{}", run.stderr);
+}
+
+#[test]
+fn an_unknown_level_is_a_usage_error_listing_the_levels() {
+    let run = claij(&["mcp", "list", "--mcp-log-level", "loud"], "");
+    assert_one_line_error(
+        &run,
+        2,
+        "expected one of debug, info, notice, warning, error, critical, alert, emergency",
+    );
+}
