@@ -14,19 +14,6 @@ fn a_server_log_message_is_shown_on_stderr_with_the_server_name() {
     // The everything server sends a message at a random level as soon as its simulated logging
     // starts, before the call's result; at `debug` every level passes.
     let tool = "everything.toggle-simulated-logging";
-    let run = claij(
-        &[
-            "mcp",
-            "call",
-            tool,
-            "--config",
-            &cfg,
-            "--mcp-log-level",
-            "debug",
-        ],
-        "",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     let levels = [
         "debug",
         "info",
@@ -37,12 +24,38 @@ fn a_server_log_message_is_shown_on_stderr_with_the_server_name() {
         "alert",
         "emergency",
     ];
-    let logged = run.stderr.lines().any(|line| {
-        line.strip_prefix("everything: ")
-            .and_then(|rest| rest.split_once(": "))
-            .is_some_and(|(level, _)| levels.contains(&level))
-    });
-    assert!(logged, "no log line on stderr: {}", run.stderr);
+    let logged = |stderr: &str| {
+        stderr.lines().any(|line| {
+            line.strip_prefix("everything: ")
+                .and_then(|rest| rest.split_once(": "))
+                .is_some_and(|(level, _)| levels.contains(&level))
+        })
+    };
+    // rmcp handles each notification in a task of its own, so the message can lose the race with
+    // the call's result and the process's exit on a loaded machine: three runs, any one showing it
+    // (logging that does not work fails all three).
+    let mut stderr = Vec::new();
+    for _ in 0..3 {
+        let args = [
+            "mcp",
+            "call",
+            tool,
+            "--config",
+            &cfg,
+            "--mcp-log-level",
+            "debug",
+        ];
+        let run = claij(&args, "");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        if logged(&run.stderr) {
+            break;
+        }
+        stderr.push(run.stderr);
+    }
+    assert!(
+        stderr.len() < 3,
+        "no log line on stderr in 3 runs: {stderr:#?}"
+    );
     // Without the flag, nothing is shown.
     let run = claij(&["mcp", "call", tool, "--config", &cfg], "");
     assert_eq!(run.code, 0, "{}", run.stderr);
