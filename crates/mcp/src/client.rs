@@ -61,6 +61,10 @@ pub struct ClientOptions {
     /// server's own.
     /// Messages go to tracing and [`Hooks::on_log`].
     pub log_level: Option<LogLevel>,
+    /// How a streamable-HTTP server that asks for OAuth 2.1 is authorized (`None`, the default:
+    /// its 401 fails the start).
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<crate::auth::OAuth>,
 }
 
 impl Default for ClientOptions {
@@ -76,6 +80,8 @@ impl Default for ClientOptions {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             hooks: Hooks::default(),
             log_level: None,
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -92,6 +98,14 @@ impl ClientOptions {
     #[must_use]
     pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Authorizes streamable-HTTP servers that ask for OAuth 2.1 with `oauth`.
+    #[cfg(feature = "oauth")]
+    #[must_use]
+    pub fn with_oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 

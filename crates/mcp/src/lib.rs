@@ -41,8 +41,14 @@
 //!   and shows their results, truncated to a budget, on the next turn.
 //! - [`mcp_fsm`]: the MCP FSM (`llm` ⇄ `servicing` → `end`) and the service that runs its calls.
 //!
+//! - OAuth 2.1 (feature `oauth`, on by default): a streamable-HTTP server that answers 401 is
+//!   authorized through [`ClientOptions::with_oauth`] (an [`OAuth`] naming the client and the
+//!   [`Authorizer`] who approves; [`Headless`] for test servers), on rmcp's `auth`.
+//!
 //! Errors: [`Error`], naming the server and the request.
 
+#[cfg(feature = "oauth")]
+mod auth;
 mod client;
 mod config;
 mod error;
@@ -56,6 +62,8 @@ mod services;
 mod tool;
 mod wire;
 
+#[cfg(feature = "oauth")]
+pub use auth::{Authorizer, Headless, OAuth};
 pub use client::{
     ClientOptions, DEFAULT_MAX_MESSAGE_BYTES, McpClient, Restart, ServerInfo, StartMode,
 };

@@ -3,6 +3,8 @@
 //! and conversions between rmcp's types and claij's. Everything else in the crate sees plain
 //! `serde_json::Value`s and this crate's types.
 
+#[cfg(feature = "oauth")]
+mod auth;
 mod handler;
 mod limit;
 mod logging;
@@ -112,6 +114,7 @@ impl Connection {
                     Err(Failed {
                         error,
                         probe_failed: true,
+                        ..
                     }) if auto => {
                         warn!(
                             server,
@@ -134,6 +137,12 @@ impl Connection {
                     Err(failed) => return Err(failed.error),
                 }
             }
+            #[cfg(feature = "oauth")]
+            ServerConfig::Http(http) if options.oauth.is_some() => {
+                let running =
+                    auth::connect(server, http, options, handler, lifecycle, limit.bytes()).await?;
+                (running, None)
+            }
             #[cfg(feature = "http")]
             ServerConfig::Http(http) => {
                 let auto = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
@@ -155,6 +164,7 @@ impl Connection {
                     Err(Failed {
                         error,
                         probe_failed: true,
+                        ..
                     }) if auto => {
                         warn!(
                             server,
@@ -631,6 +641,12 @@ struct Failed {
     error: Error,
     /// The discovery probe failed in a way `initialize` alone may not: see [`probe_failed`].
     probe_failed: bool,
+    /// The `WWW-Authenticate` challenge of the 401 or 403 that stopped a streamable-HTTP start.
+    #[cfg_attr(
+        not(feature = "oauth"),
+        allow(dead_code, reason = "read by the OAuth start only")
+    )]
+    challenge: Option<String>,
 }
 
 /// Whether a failed start in rmcp's `Auto` mode may have failed on the `server/discover` probe
@@ -677,6 +693,7 @@ async fn handshake(
                     message,
                 },
                 probe_failed,
+                challenge: None,
             })
         }
         Err(_) => {
@@ -688,6 +705,7 @@ async fn handshake(
                     after: options.connect_timeout,
                 },
                 probe_failed: false,
+                challenge: None,
             })
         }
     }
@@ -716,6 +734,7 @@ where
         // The transport's message may quote the URL: never its query string or user info.
         Ok(Err(err)) => Err(Failed {
             probe_failed: probe_failed(&err, false),
+            challenge: err.auth_challenge().map(str::to_owned),
             error: Error::Handshake {
                 server: server.to_owned(),
                 message: tidy(&claij_backends::redact::redact_urls_in(
@@ -731,6 +750,7 @@ where
                 after: options.connect_timeout,
             },
             probe_failed: false,
+            challenge: None,
         }),
     }
 }
@@ -747,6 +767,19 @@ fn http_transport(
     >,
     Error,
 > {
+    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
+        http_config(server, http, options, max_message_bytes)?,
+    ))
+}
+
+/// The streamable-HTTP transport's settings for `http`: reconnects, size limits, headers.
+#[cfg(feature = "http")]
+fn http_config(
+    server: &str,
+    http: &crate::config::HttpServer,
+    options: &ClientOptions,
+    max_message_bytes: usize,
+) -> Result<rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig, Error> {
     use rmcp::transport::common::client_side_sse::ExponentialBackoff;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
@@ -773,9 +806,7 @@ fn http_transport(
         let header_value = http::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
         config.custom_headers.insert(header_name, header_value);
     }
-    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
-        config,
-    ))
+    Ok(config)
 }
 
 /// An rmcp error message without the Rust type names it embeds (`Transport [rmcp::...<...>]`).

@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use claij_mcp::{ClientOptions, Hooks, McpConfig, Services};
+use claij_mcp::{ClientOptions, Headless, Hooks, McpConfig, OAuth, Services};
 use serde_json::{Map, Value, json};
 
 use super::Signals;
@@ -20,6 +20,12 @@ use crate::Status;
 
 /// The name the suite's server gets in claij's configuration.
 const SERVER: &str = "conformance";
+
+/// Where the suite's authorization server redirects (never visited: [`Headless`] reads the redirect).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The client ID metadata document claij offers the suite (which does not fetch it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// Arguments of `claij mcp conformance`.
 #[derive(Debug, clap::Args)]
@@ -50,7 +56,10 @@ pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
     let config =
         McpConfig::from_json(&json!({"mcpServers": {SERVER: {"url": args.url}}}).to_string())
             .context("the conformance server's URL")?;
-    let connecting = Services::connect(&config, ClientOptions::default().with_hooks(hooks));
+    let options = ClientOptions::default().with_hooks(hooks).with_oauth(oauth(
+        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().as_deref(),
+    ));
+    let connecting = Services::connect(&config, options);
     let services = tokio::select! {
         connected = connecting => connected?,
         status = signals.recv() => return Ok(status),
@@ -61,6 +70,21 @@ pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
     match result {
         Ok(status) => status,
         Err(status) => Ok(status),
+    }
+}
+
+/// The suite's authorization server approves at once: [`Headless`] follows its redirect. A
+/// scenario's `MCP_CONFORMANCE_CONTEXT` may name a pre-registered client (`client_id`,
+/// `client_secret`); otherwise claij offers a client ID metadata document or registers itself.
+fn oauth(context: Option<&str>) -> OAuth {
+    let context: Value = context
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let oauth = OAuth::new(REDIRECT_URI, Headless).with_client_metadata_url(CLIENT_METADATA_URL);
+    match text("client_id") {
+        Some(client_id) => oauth.with_client(client_id, text("client_secret")),
+        None => oauth,
     }
 }
 

@@ -1,0 +1,177 @@
+//! OAuth 2.1 for streamable-HTTP servers, on rmcp's `auth`: a start the server refuses with a 401
+//! (or 403) challenge is authorized, then made again with the token. rmcp does the protocol
+//! (protected-resource and authorization-server metadata discovery, client ID metadata documents,
+//! dynamic or pre-registered clients, PKCE S256, the `resource` parameter, scope selection, the
+//! token endpoint's auth methods, refresh); the caller's [`Authorizer`](crate::Authorizer) is the
+//! person who approves.
+
+use rmcp::RoleClient;
+use rmcp::service::{ClientLifecycleMode, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::auth::{AuthClient, AuthorizationManager, AuthorizationRequest, OAuthState};
+use tracing::{info, warn};
+
+use super::{Failed, handler, handshake_no_child, http_config};
+use crate::auth::OAuth;
+use crate::client::ClientOptions;
+use crate::config::HttpServer;
+use crate::error::Error;
+
+type Client = AuthClient<reqwest::Client>;
+
+/// Connects to `http`, authorizing through `oauth` when the server asks for it.
+pub(super) async fn connect(
+    server: &str,
+    http: &HttpServer,
+    options: &ClientOptions,
+    handler: handler::Handler,
+    lifecycle: ClientLifecycleMode,
+    max_message_bytes: usize,
+) -> Result<RunningService<RoleClient, handler::Handler>, Error> {
+    let Some(oauth) = &options.oauth else {
+        return Err(refused(server, &"no OAuth settings"));
+    };
+    let manager = AuthorizationManager::new(http.url.as_str())
+        .await
+        .map_err(|err| refused(server, &err))?;
+    let client = AuthClient::new(reqwest::Client::default(), manager);
+    let start = Start {
+        server,
+        http,
+        options,
+        max_message_bytes,
+    };
+    match start.run(handler.clone(), lifecycle, &client).await {
+        Ok(running) => Ok(running),
+        Err(Failed {
+            challenge: Some(challenge),
+            ..
+        }) => {
+            info!(server, "the server asks for authorization");
+            let manager = authorize(server, &http.url, oauth, &challenge).await?;
+            let client = AuthClient::new(reqwest::Client::default(), manager);
+            start
+                .run(handler, ClientLifecycleMode::Initialize, &client)
+                .await
+                .map_err(|failed| failed.error)
+        }
+        Err(failed) => Err(failed.error),
+    }
+}
+
+/// What every start of one server shares.
+struct Start<'a> {
+    server: &'a str,
+    http: &'a HttpServer,
+    options: &'a ClientOptions,
+    max_message_bytes: usize,
+}
+
+impl Start<'_> {
+    /// One start with `client`'s token (if any), falling back from a failed discovery probe to a
+    /// fresh `initialize` as an unauthorized server does.
+    async fn run(
+        &self,
+        handler: handler::Handler,
+        lifecycle: ClientLifecycleMode,
+        client: &Client,
+    ) -> Result<RunningService<RoleClient, handler::Handler>, Failed> {
+        let auto = matches!(lifecycle, ClientLifecycleMode::Auto { .. });
+        let started = self.once(handler.clone(), lifecycle, client).await;
+        match started {
+            Err(Failed {
+                error,
+                probe_failed: true,
+                challenge: None,
+            }) if auto => {
+                warn!(
+                    server = self.server,
+                    %error,
+                    "the discovery probe failed; connecting again with initialize"
+                );
+                self.once(handler, ClientLifecycleMode::Initialize, client)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    async fn once(
+        &self,
+        handler: handler::Handler,
+        lifecycle: ClientLifecycleMode,
+        client: &Client,
+    ) -> Result<RunningService<RoleClient, handler::Handler>, Failed> {
+        let config = http_config(self.server, self.http, self.options, self.max_message_bytes)
+            .map_err(|error| Failed {
+                error,
+                probe_failed: false,
+                challenge: None,
+            })?;
+        let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+        handshake_no_child(
+            self.server,
+            &self.http.url,
+            self.options,
+            handler,
+            transport,
+            lifecycle,
+        )
+        .await
+    }
+}
+
+/// The authorization-code flow for the server at `url`, started from its `challenge`: the
+/// authorization manager holding the tokens.
+async fn authorize(
+    server: &str,
+    url: &str,
+    oauth: &OAuth,
+    challenge: &str,
+) -> Result<AuthorizationManager, Error> {
+    let fail = |err: &dyn std::fmt::Display| refused(server, err);
+    let mut state = OAuthState::new(url, None).await.map_err(|err| fail(&err))?;
+    let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
+        .with_client_name(oauth.client_name.clone())
+        .with_challenge(challenge);
+    if let Some(client_metadata_url) = &oauth.client_metadata_url {
+        request = request.with_client_metadata_url(client_metadata_url.clone());
+    }
+    if let Some(client_id) = &oauth.client_id {
+        request = request.with_preregistered_client(client_id.clone());
+        if let Some(secret) = &oauth.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    state
+        .start_authorization(request)
+        .await
+        .map_err(|err| fail(&err))?;
+    let authorization_url = state
+        .get_authorization_url()
+        .await
+        .map_err(|err| fail(&err))?;
+    let redirect = oauth
+        .authorizer
+        .authorize(&authorization_url)
+        .await
+        .map_err(|err| fail(&err))?;
+    state
+        .handle_callback_url(&redirect)
+        .await
+        .map_err(|err| fail(&err))?;
+    state
+        .into_authorization_manager()
+        .ok_or_else(|| fail(&"no tokens after the authorization"))
+}
+
+/// An authorization failure, its URLs without query strings (codes, states, tokens).
+fn refused(server: &str, err: &dyn std::fmt::Display) -> Error {
+    Error::Handshake {
+        server: server.to_owned(),
+        message: format!(
+            "authorization failed: {}",
+            claij_backends::redact::redact_urls_in(&err.to_string())
+        ),
+    }
+}
