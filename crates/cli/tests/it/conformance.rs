@@ -47,17 +47,11 @@ const SCENARIOS: &[(&str, &str)] = &[
 
 /// What claij does not pass yet, and why. THE one list of expected failures: each test here
 /// asserts its scenario still fails, so fixing one means deleting its line.
-const KNOWN_FAILING: &[(&str, &str)] = &[
-    ("auth/scope-step-up", NO_STEP_UP),
-    (
-        "auth/2025-03-26-oauth-metadata-backcompat",
-        "the root metadata's issuer (`/oauth`) is not the URL it was fetched for: rmcp refuses the \
+const KNOWN_FAILING: &[(&str, &str)] = &[(
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "the root metadata's issuer (`/oauth`) is not the URL it was fetched for: rmcp refuses the \
          mismatch (RFC 8414 3.3), the 2025-03-26 back-compat expects it taken",
-    ),
-];
-
-const NO_STEP_UP: &str = "a 403 insufficient_scope in a call is not yet answered by authorizing \
-                          again with the wider scope (issue 16)";
+)];
 
 /// The installed suite: the Node that runs it and its script.
 struct Suite {

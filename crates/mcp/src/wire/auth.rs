@@ -5,11 +5,15 @@
 //! token endpoint's auth methods, refresh); the caller's [`Authorizer`](crate::Authorizer) is the
 //! person who approves.
 
+use std::sync::Arc;
+
 use rmcp::RoleClient;
 use rmcp::service::{ClientLifecycleMode, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, AuthorizationManager, AuthorizationRequest, OAuthState};
 use tracing::{info, warn};
+
+mod step_up;
 
 use super::{Failed, handler, handshake_no_child, http_config};
 use crate::auth::OAuth;
@@ -108,7 +112,18 @@ impl Start<'_> {
                 probe_failed: false,
                 challenge: None,
             })?;
-        let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+        let Some(oauth) = &self.options.oauth else {
+            return Err(Failed {
+                error: refused(self.server, &"no OAuth settings"),
+                probe_failed: false,
+                challenge: None,
+            });
+        };
+        let client = step_up::StepUp {
+            inner: client.clone(),
+            authorizer: Arc::clone(&oauth.authorizer),
+        };
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         handshake_no_child(
             self.server,
             &self.http.url,

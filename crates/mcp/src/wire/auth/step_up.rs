@@ -1,0 +1,229 @@
+//! Step-up authorization: a request the server refuses with 403 `insufficient_scope` is authorized
+//! again for the union of the scopes held and the challenge's, through the caller's
+//! [`Authorizer`](crate::Authorizer), and sent again, at most [`MAX_STEP_UPS`] times for one
+//! request (rmcp's own limit restarts with each token), after which the refusal fails it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::auth::{AuthClient, AuthorizationCallback, WWWAuthenticateParams};
+use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use tracing::{info, warn};
+
+use crate::auth::Authorizer;
+
+/// Step-up authorizations for one request: with the first, at most three authorizations.
+pub(super) const MAX_STEP_UPS: usize = 2;
+
+type Inner = AuthClient<reqwest::Client>;
+type Failure = StreamableHttpError<reqwest::Error>;
+
+/// rmcp's OAuth client, with step-up on `insufficient_scope`.
+#[derive(Clone)]
+pub(super) struct StepUp {
+    pub(super) inner: Inner,
+    pub(super) authorizer: Arc<dyn Authorizer>,
+}
+
+impl StepUp {
+    /// Runs `call`; while the server answers `insufficient_scope` and another upgrade is allowed,
+    /// authorizes the wider scope and runs it again with the new token.
+    async fn stepping_up<T, F, Fut>(
+        &self,
+        uri: &str,
+        auth_token: Option<String>,
+        call: F,
+    ) -> Result<T, Failure>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, Failure>>,
+    {
+        let mut result = call(auth_token).await;
+        for _ in 0..MAX_STEP_UPS {
+            let Err(StreamableHttpError::InsufficientScope(refusal)) = &result else {
+                break;
+            };
+            if !self.widen(uri, &refusal.www_authenticate_header).await {
+                break;
+            }
+            result = call(None).await;
+        }
+        result
+    }
+
+    /// Authorizes the scope `challenge` asks for: whether a new token came of it.
+    async fn widen(&self, uri: &str, challenge: &str) -> bool {
+        let Ok(base) = reqwest::Url::parse(uri) else {
+            return false;
+        };
+        let scope = WWWAuthenticateParams::parse(challenge, &base)
+            .scope
+            .unwrap_or_default();
+        let authorization_url = {
+            let manager = self.inner.auth_manager.lock().await;
+            match manager.request_scope_upgrade(&scope).await {
+                Ok(url) => url,
+                Err(err) => {
+                    warn!(%err, "no further scope upgrade");
+                    return false;
+                }
+            }
+        };
+        info!(
+            scope,
+            "the server asks for a wider scope; authorizing again"
+        );
+        let redirect = match self.authorizer.authorize(&authorization_url).await {
+            Ok(redirect) => redirect,
+            Err(err) => {
+                warn!(
+                    err = %claij_backends::redact::redact_urls_in(&err.to_string()),
+                    "the wider scope was not approved"
+                );
+                return false;
+            }
+        };
+        let Ok(callback) = AuthorizationCallback::from_redirect_url(&redirect) else {
+            warn!("the authorization server's redirect has no code and state");
+            return false;
+        };
+        let manager = self.inner.auth_manager.lock().await;
+        match manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await
+        {
+            Ok(_) => true,
+            Err(err) => {
+                warn!(
+                    err = %claij_backends::redact::redact_urls_in(&err.to_string()),
+                    "the token request for the wider scope failed"
+                );
+                false
+            }
+        }
+    }
+}
+
+impl StreamableHttpClient for StepUp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
+        self.stepping_up(&uri, auth_token, |token| {
+            self.inner.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
+        self.stepping_up(&uri, auth_token, |token| {
+            self.inner.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
+        self.stepping_up(&uri, auth_token, |token| {
+            self.inner.post_message_with_response_limits(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                limits,
+            )
+        })
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), Failure> {
+        self.inner
+            .delete_session(uri, session_id, auth_token, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxedSseResponse, Failure> {
+        self.inner
+            .get_stream(uri, session_id, last_event_id, auth_token, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, Failure> {
+        self.inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_token,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
