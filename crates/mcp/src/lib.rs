@@ -42,8 +42,8 @@
 //! - [`mcp_fsm`]: the MCP FSM (`llm` ⇄ `servicing` → `end`) and the service that runs its calls.
 //!
 //! - OAuth 2.1 (feature `oauth`, on by default): a streamable-HTTP server that answers 401 is
-//!   authorized through [`ClientOptions::with_oauth`] (an [`OAuth`] naming the client and the
-//!   [`Authorizer`] who approves; [`Headless`] for test servers), on rmcp's `auth`.
+//!   authorized through `ClientOptions::with_oauth` (an `OAuth` naming the client and the
+//!   `Authorizer` who approves; `Headless` for test servers), on rmcp's `auth`.
 //!
 //! Errors: [`Error`], naming the server and the request.
 
