@@ -2,6 +2,7 @@
 //! authorization server and who approves. The protocol itself is rmcp's, in `wire`.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use claij_backends::BoxFuture;
@@ -38,6 +39,10 @@ pub struct OAuth {
     pub client_secret: Option<String>,
     /// Who approves.
     pub authorizer: Arc<dyn Authorizer>,
+    /// Where the server's tokens are kept between connections and processes (`None`: in memory,
+    /// for this connection only). Created with mode 0600, replaced atomically, refreshed under a
+    /// lock on a sibling `.lock` file; see [`token_file`].
+    pub token_file: Option<PathBuf>,
 }
 
 impl OAuth {
@@ -50,6 +55,7 @@ impl OAuth {
             client_id: None,
             client_secret: None,
             authorizer: Arc::new(authorizer),
+            token_file: None,
         }
     }
 
@@ -57,6 +63,14 @@ impl OAuth {
     #[must_use]
     pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
         self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Keeps the tokens in `path` (see [`token_file`]), so a later connection or process uses and
+    /// refreshes them instead of authorizing again.
+    #[must_use]
+    pub fn with_token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.token_file = Some(path.into());
         self
     }
 
@@ -77,8 +91,24 @@ impl fmt::Debug for OAuth {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
+            .field("token_file", &self.token_file)
             .finish_non_exhaustive()
     }
+}
+
+/// The token file of `server` in `dir`: the server's name with every character but ASCII letters,
+/// digits, `-` and `_` written as `%XX` (so no name reaches outside `dir`), then `.json`.
+pub fn token_file(dir: &Path, server: &str) -> PathBuf {
+    let mut name = String::with_capacity(server.len() + 5);
+    for byte in server.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
+            name.push(char::from(byte));
+        } else {
+            name.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    name.push_str(".json");
+    dir.join(name)
 }
 
 /// Approves without a person: fetches the authorization URL and takes the redirect the server
@@ -112,6 +142,20 @@ impl Authorizer for Headless {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_files_stay_in_their_directory() {
+        let dir = Path::new("/d");
+        let check = |server: &str, expected: &str| {
+            assert_eq!(token_file(dir, server), dir.join(expected), "{server}");
+        };
+        check("github", "github.json");
+        check("my-server_2", "my-server_2.json");
+        check("../etc/passwd", "%2E%2E%2Fetc%2Fpasswd.json");
+        check("a.b", "a%2Eb.json");
+        check("", ".json");
+        check("é", "%C3%A9.json");
+    }
 
     #[test]
     fn debug_hides_the_client_secret() {

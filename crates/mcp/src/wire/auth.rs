@@ -10,10 +10,13 @@ use std::sync::Arc;
 use rmcp::RoleClient;
 use rmcp::service::{ClientLifecycleMode, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::auth::{AuthClient, AuthorizationManager, AuthorizationRequest, OAuthState};
-use tracing::{info, warn};
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, OAuthState,
+};
+use tracing::{debug, info, warn};
 
 mod step_up;
+mod store;
 
 use super::{Failed, handler, handshake_no_child, http_config};
 use crate::auth::OAuth;
@@ -35,9 +38,7 @@ pub(super) async fn connect(
     let Some(oauth) = &options.oauth else {
         return Err(refused(server, &"no OAuth settings"));
     };
-    let manager = AuthorizationManager::new(http.url.as_str())
-        .await
-        .map_err(|err| refused(server, &err))?;
+    let manager = stored_manager(server, &http.url, oauth).await?;
     let client = AuthClient::new(reqwest::Client::default(), manager);
     let start = Start {
         server,
@@ -145,7 +146,13 @@ async fn authorize(
     challenge: &str,
 ) -> Result<AuthorizationManager, Error> {
     let fail = |err: &dyn std::fmt::Display| refused(server, err);
-    let mut state = OAuthState::new(url, None).await.map_err(|err| fail(&err))?;
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|err| fail(&err))?;
+    if let Some(path) = &oauth.token_file {
+        manager.set_credential_store(store::FileStore::new(path.clone()));
+    }
+    let mut state = OAuthState::Unauthorized(manager);
     let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
         .with_client_name(oauth.client_name.clone())
         .with_challenge(challenge);
@@ -178,6 +185,34 @@ async fn authorize(
     state
         .into_authorization_manager()
         .ok_or_else(|| fail(&"no tokens after the authorization"))
+}
+
+/// The authorization manager of the server at `url`, holding the tokens of `oauth`'s token file
+/// when it has some (an unreadable file is an error; tokens the server's authorization server did
+/// not issue are dropped by rmcp).
+async fn stored_manager(
+    server: &str,
+    url: &str,
+    oauth: &OAuth,
+) -> Result<AuthorizationManager, Error> {
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|err| refused(server, &err))?;
+    let Some(path) = &oauth.token_file else {
+        return Ok(manager);
+    };
+    manager.set_credential_store(store::FileStore::new(path.clone()));
+    match manager.initialize_from_store().await {
+        Ok(found) => debug!(server, found, "stored tokens"),
+        Err(err @ AuthError::CredentialStoreError(_)) => return Err(refused(server, &err)),
+        // Discovery failed: the start says why, or asks for authorization.
+        Err(err) => warn!(
+            server,
+            err = %claij_backends::redact::redact_urls_in(&err.to_string()),
+            "the stored tokens cannot be used"
+        ),
+    }
+    Ok(manager)
 }
 
 /// An authorization failure, its URLs without query strings (codes, states, tokens).
