@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_mcp::{
     BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, LogLevel, McpConfig,
-    Services,
+    OAuth, Services,
 };
 use serde_json::{Value, json};
 
@@ -21,6 +21,7 @@ use crate::Status;
 mod chat;
 mod conformance;
 mod elicitation;
+mod login;
 
 /// The configuration file used when `--config` is not given (the name other MCP clients use).
 const DEFAULT_CONFIG: &str = ".mcp.json";
@@ -65,6 +66,13 @@ pub(crate) enum Command {
     /// valid answer, 2 configuration or start-up error, 130/143 SIGINT or SIGTERM). On a terminal a
     /// person answers the servers' questions (MCP elicitation); without one, they are declined.
     Chat(chat::Args),
+    /// Authorize claij at SERVER, which asks for OAuth 2.1: prints the authorization URL (opened
+    /// with $BROWSER when set), waits for the browser's redirect on a loopback port and keeps the
+    /// tokens in `$XDG_DATA_HOME/claij/mcp-tokens/` (mode 0600), where `list`, `call` and `chat`
+    /// use and refresh them.
+    Login(login::LoginArgs),
+    /// Forget the tokens `login` kept for SERVER.
+    Logout(login::LogoutArgs),
     /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
     /// its tools, call each one.
     #[command(hide = true)]
@@ -161,6 +169,8 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             }
             Command::Chat(args) => chat::run(args, &mut signals).await,
             Command::Conformance(args) => conformance::run(args, &mut signals).await,
+            Command::Login(args) => login::login(args, &mut signals).await,
+            Command::Logout(args) => login::logout(args),
         }
     })
 }
@@ -388,6 +398,17 @@ async fn connect(
     max_message_bytes: Option<usize>,
     elicitor: Option<Arc<dyn Elicitor>>,
 ) -> Result<(McpConfig, Services)> {
+    connect_with(common, only, max_message_bytes, elicitor, login::stored()).await
+}
+
+/// [`connect`], authorizing servers that ask for OAuth 2.1 with `oauth`.
+async fn connect_with(
+    common: &Common,
+    only: Option<&str>,
+    max_message_bytes: Option<usize>,
+    elicitor: Option<Arc<dyn Elicitor>>,
+    oauth: OAuth,
+) -> Result<(McpConfig, Services)> {
     let path = common
         .config
         .as_deref()
@@ -445,7 +466,9 @@ async fn connect(
             );
         });
     }
-    let mut options = ClientOptions::default().with_hooks(config.hooks(hooks));
+    let mut options = ClientOptions::default()
+        .with_hooks(config.hooks(hooks))
+        .with_oauth(oauth);
     if let Some(level) = common.mcp_log_level {
         options = options.with_log_level(level);
     }

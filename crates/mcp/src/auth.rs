@@ -39,10 +39,11 @@ pub struct OAuth {
     pub client_secret: Option<String>,
     /// Who approves.
     pub authorizer: Arc<dyn Authorizer>,
-    /// Where the server's tokens are kept between connections and processes (`None`: in memory,
-    /// for this connection only). Created with mode 0600, replaced atomically, refreshed under a
-    /// lock on a sibling `.lock` file; see [`token_file`].
-    pub token_file: Option<PathBuf>,
+    /// The directory where each server's tokens are kept between connections and processes, a
+    /// file per server ([`token_file`]; `None`: in memory, for one connection only). A file is
+    /// created with mode 0600, replaced atomically and refreshed under a lock on a sibling `.lock`
+    /// file.
+    pub token_dir: Option<PathBuf>,
 }
 
 impl OAuth {
@@ -55,7 +56,7 @@ impl OAuth {
             client_id: None,
             client_secret: None,
             authorizer: Arc::new(authorizer),
-            token_file: None,
+            token_dir: None,
         }
     }
 
@@ -66,11 +67,11 @@ impl OAuth {
         self
     }
 
-    /// Keeps the tokens in `path` (see [`token_file`]), so a later connection or process uses and
-    /// refreshes them instead of authorizing again.
+    /// Keeps each server's tokens in `dir` (see [`token_file`]), so a later connection or process
+    /// uses and refreshes them instead of authorizing again.
     #[must_use]
-    pub fn with_token_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.token_file = Some(path.into());
+    pub fn with_token_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.token_dir = Some(dir.into());
         self
     }
 
@@ -91,7 +92,7 @@ impl fmt::Debug for OAuth {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
-            .field("token_file", &self.token_file)
+            .field("token_dir", &self.token_dir)
             .finish_non_exhaustive()
     }
 }

@@ -23,6 +23,7 @@ mod llama_server;
 mod local_model;
 mod mcp;
 mod mcp_logging;
+mod mcp_login;
 mod memory;
 mod models;
 mod openai_compatible;

@@ -19,7 +19,7 @@ mod step_up;
 mod store;
 
 use super::{Failed, handler, handshake_no_child, http_config};
-use crate::auth::OAuth;
+use crate::auth::{OAuth, token_file};
 use crate::client::ClientOptions;
 use crate::config::HttpServer;
 use crate::error::Error;
@@ -149,8 +149,8 @@ async fn authorize(
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|err| fail(&err))?;
-    if let Some(path) = &oauth.token_file {
-        manager.set_credential_store(store::FileStore::new(path.clone()));
+    if let Some(dir) = &oauth.token_dir {
+        manager.set_credential_store(store::FileStore::new(token_file(dir, server)));
     }
     let mut state = OAuthState::Unauthorized(manager);
     let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
@@ -187,8 +187,8 @@ async fn authorize(
         .ok_or_else(|| fail(&"no tokens after the authorization"))
 }
 
-/// The authorization manager of the server at `url`, holding the tokens of `oauth`'s token file
-/// when it has some (an unreadable file is an error; tokens the server's authorization server did
+/// The authorization manager of the server at `url`, holding the tokens of the server's token file
+/// when there is one (an unreadable file is an error; tokens the server's authorization server did
 /// not issue are dropped by rmcp).
 async fn stored_manager(
     server: &str,
@@ -198,10 +198,10 @@ async fn stored_manager(
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|err| refused(server, &err))?;
-    let Some(path) = &oauth.token_file else {
+    let Some(dir) = &oauth.token_dir else {
         return Ok(manager);
     };
-    manager.set_credential_store(store::FileStore::new(path.clone()));
+    manager.set_credential_store(store::FileStore::new(token_file(dir, server)));
     match manager.initialize_from_store().await {
         Ok(found) => debug!(server, found, "stored tokens"),
         Err(err @ AuthError::CredentialStoreError(_)) => return Err(refused(server, &err)),

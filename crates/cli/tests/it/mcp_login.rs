@@ -1,0 +1,271 @@
+//! `claij mcp login|logout` against a loopback OAuth 2.1 server: login authorizes once (the test
+//! plays the browser), `list` then uses the stored token without authorizing again, the token file
+//! is private, logout forgets it and `list` says to log in.
+//!
+//! The server is a few lines of HTTP/1.1 on std threads: protected-resource and
+//! authorization-server metadata, dynamic registration, an authorization endpoint that approves at
+//! once, a token endpoint, and an MCP endpoint that wants the bearer token.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+
+use super::{Files, claij_env};
+
+const TOKEN: &str = "token-0c7f";
+
+struct Server {
+    base: String,
+    authorizations: Arc<AtomicUsize>,
+}
+
+fn start() -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let authorizations = Arc::new(AtomicUsize::new(0));
+    let (shared_base, count) = (base.clone(), Arc::clone(&authorizations));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let (base, count) = (shared_base.clone(), Arc::clone(&count));
+            std::thread::spawn(move || handle(stream, &base, &count));
+        }
+    });
+    Server {
+        base,
+        authorizations,
+    }
+}
+
+/// One request per connection.
+fn handle(stream: TcpStream, base: &str, authorizations: &AtomicUsize) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (mut length, mut bearer) = (0, None);
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).unwrap();
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':').unwrap();
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().unwrap(),
+            "authorization" => bearer = value.trim().strip_prefix("Bearer ").map(str::to_owned),
+            _ => {}
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let path = target.split('?').next().unwrap_or("");
+    let json_ok = |value: Value| ("200 OK", vec![], value.to_string());
+    let (status, headers, text): (&str, Vec<(String, String)>, String) = match (method, path) {
+        ("GET", "/.well-known/oauth-protected-resource/mcp")
+        | ("GET", "/.well-known/oauth-protected-resource") => json_ok(json!({
+            "resource": format!("{base}/mcp"),
+            "authorization_servers": [base],
+        })),
+        ("GET", "/.well-known/oauth-authorization-server") => json_ok(json!({
+            "issuer": base,
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"),
+            "registration_endpoint": format!("{base}/register"),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none"],
+        })),
+        ("POST", "/register") => (
+            "201 Created",
+            vec![],
+            json!({
+                "client_id": "client-1",
+                "redirect_uris": body["redirect_uris"],
+                "token_endpoint_auth_method": "none",
+            })
+            .to_string(),
+        ),
+        ("GET", "/authorize") => {
+            authorizations.fetch_add(1, Ordering::SeqCst);
+            let query = target.split_once('?').map_or("", |(_, q)| q);
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let redirect = param("redirect_uri")
+                .replace("%3A", ":")
+                .replace("%2F", "/");
+            let location = format!("{redirect}?code=code-1&state={}", param("state"));
+            (
+                "302 Found",
+                vec![("location".into(), location)],
+                String::new(),
+            )
+        }
+        ("POST", "/token") => json_ok(json!({
+            "access_token": TOKEN,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "refresh_token": "refresh-1",
+        })),
+        ("POST", "/mcp") if bearer.as_deref() != Some(TOKEN) => (
+            "401 Unauthorized",
+            vec![(
+                "www-authenticate".into(),
+                format!(
+                    "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                ),
+            )],
+            String::new(),
+        ),
+        ("POST", "/mcp") => mcp(&body),
+        _ => ("405 Method Not Allowed", vec![], String::new()),
+    };
+    let mut response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        text.len()
+    );
+    for (name, value) in headers {
+        response.push_str(&format!("{name}: {value}\r\n"));
+    }
+    response.push_str("\r\n");
+    response.push_str(&text);
+    let mut stream = stream;
+    let _ = stream.write_all(response.as_bytes());
+}
+
+fn mcp(body: &Value) -> (&'static str, Vec<(String, String)>, String) {
+    let id = body["id"].clone();
+    let result = match body["method"].as_str().unwrap_or("") {
+        "initialize" => json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "secure", "version": "1.0.0"},
+        }),
+        "tools/list" => json!({"tools": [{
+            "name": "echo",
+            "description": "Says it again",
+            "inputSchema": {"type": "object"},
+        }]}),
+        _ if id.is_null() => return ("202 Accepted", vec![], String::new()),
+        _ => {
+            let error = json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"}});
+            return ("200 OK", vec![], error.to_string());
+        }
+    };
+    let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    ("200 OK", vec![], reply.to_string())
+}
+
+/// A GET of `url`: the status line and the `location` header.
+fn get(url: &str) -> (String, Option<String>) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.lines().next().unwrap().to_owned();
+    let location = response.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .starts_with("location:")
+            .then(|| l[9..].trim().to_owned())
+    });
+    (status, location)
+}
+
+#[test]
+fn login_keeps_tokens_that_list_uses_until_logout() {
+    let server = start();
+    let config = json!({"mcpServers": {"secure": {"url": format!("{}/mcp", server.base)}}});
+    let files = Files::new(&[("mcp.json", &config.to_string())]);
+    let (config, data) = (files.path("mcp.json"), files.path("data"));
+    let env = [("XDG_DATA_HOME", Some(data.as_str()))];
+    let list = || claij_env(&["mcp", "list", "--config", &config], "", &env);
+
+    let before = list();
+    assert_ne!(before.code, 0, "{}", before.stderr);
+    assert!(
+        before.stderr.contains("claij mcp login"),
+        "{}",
+        before.stderr
+    );
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
+
+    let mut login = Command::new(env!("CARGO_BIN_EXE_claij"))
+        .args(["mcp", "login", "secure", "--config", &config])
+        .env("XDG_DATA_HOME", &data)
+        .env_remove("BROWSER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(login.stderr.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert_ne!(
+            stderr.read_line(&mut line).unwrap(),
+            0,
+            "no URL printed: {seen}"
+        );
+        seen.push_str(&line);
+        if line.starts_with(&format!("{}/authorize?", server.base)) {
+            break line.trim().to_owned();
+        }
+    };
+    // The browser: the authorization server redirects to claij's loopback port.
+    let (status, location) = get(&url);
+    assert!(status.contains("302"), "{status}");
+    let (status, _) = get(&location.unwrap());
+    assert!(status.contains("200"), "{status}");
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(login.wait().unwrap().success(), "{seen}{rest}");
+    assert!(rest.contains("logged in to secure"), "{rest}");
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
+
+    let file = std::path::Path::new(&data).join("claij/mcp-tokens/secure.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    let after = list();
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert!(after.stdout.contains("secure.echo"), "{}", after.stdout);
+    assert!(!after.stderr.contains(TOKEN), "{}", after.stderr);
+    assert_eq!(
+        server.authorizations.load(Ordering::SeqCst),
+        1,
+        "authorized again"
+    );
+
+    let logout = claij_env(&["mcp", "logout", "secure"], "", &env);
+    assert_eq!(logout.code, 0, "{}", logout.stderr);
+    assert!(!file.exists());
+
+    let again = list();
+    assert_ne!(again.code, 0, "{}", again.stderr);
+    assert!(again.stderr.contains("claij mcp login"), "{}", again.stderr);
+}
