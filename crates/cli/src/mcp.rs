@@ -419,7 +419,9 @@ async fn connect_with(
         "a configuration file",
     )
     .with_context(|| format!("cannot read {}", path.display()))?;
-    let config = McpConfig::from_json(&text).with_context(|| path.display().to_string())?;
+    let mut config = McpConfig::from_json(&text).with_context(|| path.display().to_string())?;
+    login::expand_secrets(&mut config, |name| std::env::var(name))
+        .with_context(|| path.display().to_string())?;
     let project = match &common.project {
         None => None,
         Some(name) => Some(

@@ -22,7 +22,9 @@
 //! ([`crate::ClientOptions::max_message_bytes`], 64 MiB by default). Unknown keys
 //! are ignored, as other clients of the same file may use them. `roots` lists the directories (paths
 //! or `file://` URIs) the client offers servers that ask for its roots ([`McpConfig::hooks`]). Values of `env` and `headers` often hold
-//! secrets: they never appear in `Debug` output or errors.
+//! secrets: they never appear in `Debug` output or errors. A `url` server may carry `oauth`
+//! ([`OAuthSettings`]: `clientId`, `clientSecret`, `scopes`, `clientMetadataUrl`), the client claij
+//! authorizes as there when the server asks for OAuth 2.1.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,6 +39,10 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::hooks::{Hooks, Root};
 use crate::project::Project;
+
+mod oauth;
+
+pub use oauth::OAuthSettings;
 
 /// The longest request timeout a configuration entry (or a flag) may set: a day.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
@@ -106,6 +112,8 @@ pub struct HttpServer {
     pub timeout: Option<Duration>,
     /// The size limit on one message from this server, if it overrides the client's.
     pub max_message_bytes: Option<usize>,
+    /// The entry's `oauth` settings, if any.
+    pub oauth: Option<OAuthSettings>,
 }
 
 impl StdioServer {
@@ -206,12 +214,16 @@ impl fmt::Debug for StdioServer {
 
 impl fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpServer")
+        let mut shown = f.debug_struct("HttpServer");
+        shown
             .field("url", &redact_url(&self.url))
             .field("headers", &Redacted(&self.headers))
             .field("timeout", &self.timeout)
-            .field("max_message_bytes", &self.max_message_bytes)
-            .finish()
+            .field("max_message_bytes", &self.max_message_bytes);
+        if let Some(oauth) = &self.oauth {
+            shown.field("oauth", oauth);
+        }
+        shown.finish()
     }
 }
 
@@ -359,6 +371,7 @@ struct RawServer {
     disabled: bool,
     timeout: Option<f64>,
     max_message_bytes: Option<Value>,
+    oauth: Option<Value>,
 }
 
 impl RawServer {
@@ -391,11 +404,21 @@ impl RawServer {
                     })?,
             ),
         };
+        let oauth = match &self.oauth {
+            None => None,
+            Some(value) => Some(OAuthSettings::from_value(pointer, value)?),
+        };
         let kind = self.kind.as_deref().map(str::to_ascii_lowercase);
         match (kind.as_deref(), self.command, self.url) {
             (None | Some("stdio"), Some(command), None) => {
                 if command.trim().is_empty() {
                     return Err(config_error(&format!("{pointer}/command"), "empty command"));
+                }
+                if oauth.is_some() {
+                    return Err(config_error(
+                        &format!("{pointer}/oauth"),
+                        "OAuth applies to `url` servers only",
+                    ));
                 }
                 Ok(ServerConfig::Stdio(StdioServer {
                     command,
@@ -418,6 +441,7 @@ impl RawServer {
                     headers: self.headers,
                     timeout,
                     max_message_bytes,
+                    oauth,
                 }))
             }
             (Some("sse"), _, _) => Err(config_error(

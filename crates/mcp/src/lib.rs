@@ -68,7 +68,8 @@ pub use client::{
     ClientOptions, DEFAULT_MAX_MESSAGE_BYTES, McpClient, Restart, ServerInfo, StartMode,
 };
 pub use config::{
-    HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, ServerConfig, StdioServer, timeout_from_secs,
+    HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, OAuthSettings, ServerConfig, StdioServer,
+    timeout_from_secs,
 };
 pub use error::{Error, Result};
 pub use hooks::{

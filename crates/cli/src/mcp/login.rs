@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_backends::BoxFuture;
 use claij_interceptors::BoxError;
-use claij_mcp::{Authorizer, OAuth};
+use claij_mcp::{Authorizer, McpConfig, OAuth, ServerConfig};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
@@ -62,6 +62,35 @@ pub(crate) fn stored() -> OAuth {
         Some(dir) => oauth.with_token_dir(dir),
         None => oauth,
     }
+}
+
+/// Replaces each `oauth.clientSecret` written `${NAME}` with the environment variable `NAME`
+/// (through `var`), so the secret need not be in the file; an unset one is an error at its pointer.
+pub(crate) fn expand_secrets(
+    config: &mut McpConfig,
+    var: impl Fn(&str) -> Result<String, std::env::VarError>,
+) -> Result<()> {
+    for (name, server) in &mut config.servers {
+        let ServerConfig::Http(http) = server else {
+            continue;
+        };
+        let Some(secret) = http.oauth.as_mut().and_then(|o| o.client_secret.as_mut()) else {
+            continue;
+        };
+        let Some(variable) = secret
+            .strip_prefix("${")
+            .and_then(|rest| rest.strip_suffix('}'))
+        else {
+            continue;
+        };
+        *secret = var(variable).map_err(|_| {
+            anyhow!(
+                "/mcpServers/{}/oauth/clientSecret: the environment variable {variable} is not set",
+                name.replace('~', "~0").replace('/', "~1")
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Runs `claij mcp login`.
@@ -269,7 +298,40 @@ fn decode(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    #[test]
+    fn client_secrets_are_read_from_the_environment() {
+        let mut config = McpConfig::from_json(
+            r#"{"mcpServers": {
+                "a": {"url": "http://127.0.0.1/mcp", "oauth": {"clientId": "i", "clientSecret": "${A_SECRET}"}},
+                "b": {"url": "http://127.0.0.1/mcp", "oauth": {"clientId": "i", "clientSecret": "literal"}}}}"#,
+        )
+        .unwrap();
+        let var = |name: &str| match name {
+            "A_SECRET" => Ok("from-env".to_owned()),
+            _ => Err(std::env::VarError::NotPresent),
+        };
+        expand_secrets(&mut config, var).unwrap();
+        let secret = |server: &str| match &config.servers[server] {
+            ServerConfig::Http(http) => http.oauth.as_ref().unwrap().client_secret.clone(),
+            _ => None,
+        };
+        assert_eq!(secret("a").as_deref(), Some("from-env"));
+        assert_eq!(secret("b").as_deref(), Some("literal"));
+
+        let mut unset = McpConfig::from_json(
+            r#"{"mcpServers": {"a/b": {"url": "http://127.0.0.1/mcp", "oauth": {"clientId": "i", "clientSecret": "${NOPE}"}}}}"#,
+        )
+        .unwrap();
+        let err = expand_secrets(&mut unset, var).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "/mcpServers/a~1b/oauth/clientSecret: the environment variable NOPE is not set"
+        );
+    }
 
     #[test]
     fn query_params_are_decoded() {

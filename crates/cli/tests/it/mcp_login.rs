@@ -9,8 +9,8 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -21,33 +21,42 @@ const TOKEN: &str = "token-0c7f";
 struct Server {
     base: String,
     authorizations: Arc<AtomicUsize>,
+    /// Each request's method and target, in order.
+    requests: Arc<Mutex<Vec<String>>>,
 }
 
 fn start() -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let authorizations = Arc::new(AtomicUsize::new(0));
-    let (shared_base, count) = (base.clone(), Arc::clone(&authorizations));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (shared_base, count, seen) = (
+        base.clone(),
+        Arc::clone(&authorizations),
+        Arc::clone(&requests),
+    );
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
-            let (base, count) = (shared_base.clone(), Arc::clone(&count));
-            std::thread::spawn(move || handle(stream, &base, &count));
+            let (base, count, seen) = (shared_base.clone(), Arc::clone(&count), Arc::clone(&seen));
+            std::thread::spawn(move || handle(stream, &base, &count, &seen));
         }
     });
     Server {
         base,
         authorizations,
+        requests,
     }
 }
 
 /// One request per connection.
-fn handle(stream: TcpStream, base: &str, authorizations: &AtomicUsize) {
+fn handle(stream: TcpStream, base: &str, authorizations: &AtomicUsize, seen: &Mutex<Vec<String>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
     let mut parts = line.split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    seen.lock().unwrap().push(format!("{method} {target}"));
     let (mut length, mut bearer) = (0, None);
     loop {
         let mut header = String::new();
@@ -191,27 +200,17 @@ fn get(url: &str) -> (String, Option<String>) {
     (status, location)
 }
 
-#[test]
-fn login_keeps_tokens_that_list_uses_until_logout() {
-    let server = start();
-    let config = json!({"mcpServers": {"secure": {"url": format!("{}/mcp", server.base)}}});
-    let files = Files::new(&[("mcp.json", &config.to_string())]);
-    let (config, data) = (files.path("mcp.json"), files.path("data"));
-    let env = [("XDG_DATA_HOME", Some(data.as_str()))];
-    let list = || claij_env(&["mcp", "list", "--config", &config], "", &env);
+/// `claij mcp login secure`, the test playing the browser.
+fn login(server: &Server, config: &str, data: &str) {
+    login_with(server, config, data, &[]);
+}
 
-    let before = list();
-    assert_ne!(before.code, 0, "{}", before.stderr);
-    assert!(
-        before.stderr.contains("claij mcp login"),
-        "{}",
-        before.stderr
-    );
-    assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
-
+/// [`login`] with more environment variables.
+fn login_with(server: &Server, config: &str, data: &str, env: &[(&str, &str)]) {
     let mut login = Command::new(env!("CARGO_BIN_EXE_claij"))
-        .args(["mcp", "login", "secure", "--config", &config])
-        .env("XDG_DATA_HOME", &data)
+        .args(["mcp", "login", "secure", "--config", config])
+        .env("XDG_DATA_HOME", data)
+        .envs(env.iter().copied())
         .env_remove("BROWSER")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -241,6 +240,27 @@ fn login_keeps_tokens_that_list_uses_until_logout() {
     stderr.read_to_string(&mut rest).unwrap();
     assert!(login.wait().unwrap().success(), "{seen}{rest}");
     assert!(rest.contains("logged in to secure"), "{rest}");
+}
+
+#[test]
+fn login_keeps_tokens_that_list_uses_until_logout() {
+    let server = start();
+    let config = json!({"mcpServers": {"secure": {"url": format!("{}/mcp", server.base)}}});
+    let files = Files::new(&[("mcp.json", &config.to_string())]);
+    let (config, data) = (files.path("mcp.json"), files.path("data"));
+    let env = [("XDG_DATA_HOME", Some(data.as_str()))];
+    let list = || claij_env(&["mcp", "list", "--config", &config], "", &env);
+
+    let before = list();
+    assert_ne!(before.code, 0, "{}", before.stderr);
+    assert!(
+        before.stderr.contains("claij mcp login"),
+        "{}",
+        before.stderr
+    );
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
+
+    login(&server, &config, &data);
     assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
 
     let file = std::path::Path::new(&data).join("claij/mcp-tokens/secure.json");
@@ -268,4 +288,47 @@ fn login_keeps_tokens_that_list_uses_until_logout() {
     let again = list();
     assert_ne!(again.code, 0, "{}", again.stderr);
     assert!(again.stderr.contains("claij mcp login"), "{}", again.stderr);
+}
+
+#[test]
+fn the_server_entry_names_the_client_and_the_scopes() {
+    let server = start();
+    let config = json!({"mcpServers": {"secure": {
+        "url": format!("{}/mcp", server.base),
+        "oauth": {"clientId": "pre-1", "clientSecret": "${CLAIJ_TEST_CLIENT_SECRET}", "scopes": ["tools.read"]},
+    }}});
+    let files = Files::new(&[("mcp.json", &config.to_string())]);
+    let (config, data) = (files.path("mcp.json"), files.path("data"));
+    // Unset, the secret's variable is an error naming where it is wanted.
+    let unset = claij_env(
+        &["mcp", "list", "--config", &config],
+        "",
+        &[
+            ("XDG_DATA_HOME", Some(data.as_str())),
+            ("CLAIJ_TEST_CLIENT_SECRET", None),
+        ],
+    );
+    assert_ne!(unset.code, 0);
+    assert!(
+        unset.stderr.contains("/mcpServers/secure/oauth/clientSecret: the environment variable CLAIJ_TEST_CLIENT_SECRET is not set"),
+        "{}",
+        unset.stderr
+    );
+    login_with(
+        &server,
+        &config,
+        &data,
+        &[("CLAIJ_TEST_CLIENT_SECRET", "shh-1")],
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        !requests.iter().any(|r| r.starts_with("POST /register")),
+        "{requests:?}"
+    );
+    let authorize = requests
+        .iter()
+        .find(|r| r.starts_with("GET /authorize"))
+        .unwrap();
+    assert!(authorize.contains("client_id=pre-1"), "{authorize}");
+    assert!(authorize.contains("scope=tools.read"), "{authorize}");
 }

@@ -365,3 +365,53 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn oauth_settings() {
+    check(
+        r#"{"mcpServers": {"gh": {"url": "https://127.0.0.1/mcp", "oauth": {"clientId": "id-1",
+            "clientSecret": "s3cr3t", "scopes": ["repo", "read:org"],
+            "clientMetadataUrl": "https://claij.example/client.json"}}}}"#,
+        r#"gh: HttpServer { url: "https://127.0.0.1/mcp", headers: {}, timeout: None, max_message_bytes: None, oauth: OAuthSettings { client_id: Some("id-1"), client_secret: Some("***"), scopes: ["repo", "read:org"], client_metadata_url: Some("https://claij.example/client.json") } } | url=https://127.0.0.1/mcp"#,
+    );
+    check(
+        r#"{"mcpServers": {"gh": {"url": "https://127.0.0.1/mcp", "oauth": {}}}}"#,
+        r#"gh: HttpServer { url: "https://127.0.0.1/mcp", headers: {}, timeout: None, max_message_bytes: None, oauth: OAuthSettings { client_id: None, client_secret: None, scopes: [], client_metadata_url: None } } | url=https://127.0.0.1/mcp"#,
+    );
+    let bad = |oauth: &str, expected: &str| {
+        check(
+            &format!(
+                r#"{{"mcpServers": {{"gh": {{"url": "https://127.0.0.1/mcp", "oauth": {oauth}}}}}}}"#
+            ),
+            expected,
+        );
+    };
+    bad(
+        r#"["id"]"#,
+        r#"error at "/mcpServers/gh/oauth": expected an object"#,
+    );
+    bad(
+        r#"{"clientId": "id", "clientSecret": ["s3cr3t"]}"#,
+        r#"error at "/mcpServers/gh/oauth/clientSecret": expected a non-empty string"#,
+    );
+    bad(
+        r#"{"clientSecret": "s3cr3t"}"#,
+        r#"error at "/mcpServers/gh/oauth/clientSecret": a client secret needs its `clientId`"#,
+    );
+    bad(
+        r#"{"scopes": ["repo", "two words"]}"#,
+        r#"error at "/mcpServers/gh/oauth/scopes/1": a scope is a non-empty string without spaces"#,
+    );
+    bad(
+        r#"{"scopes": "repo"}"#,
+        r#"error at "/mcpServers/gh/oauth/scopes": expected an array of strings"#,
+    );
+    bad(
+        r#"{"clientMetadataUrl": "http://claij.example/c.json"}"#,
+        r#"error at "/mcpServers/gh/oauth/clientMetadataUrl": expected an https URL"#,
+    );
+    check(
+        r#"{"mcpServers": {"t": {"command": "t", "oauth": {"clientId": "id"}}}}"#,
+        r#"error at "/mcpServers/t/oauth": OAuth applies to `url` servers only"#,
+    );
+}

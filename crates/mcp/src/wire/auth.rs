@@ -53,7 +53,7 @@ pub(super) async fn connect(
             ..
         }) => {
             info!(server, "the server asks for authorization");
-            let manager = authorize(server, &http.url, oauth, &challenge).await?;
+            let manager = authorize(server, http, oauth, &challenge).await?;
             let client = AuthClient::new(reqwest::Client::default(), manager);
             start
                 .run(handler, ClientLifecycleMode::Initialize, &client)
@@ -141,12 +141,12 @@ impl Start<'_> {
 /// authorization manager holding the tokens.
 async fn authorize(
     server: &str,
-    url: &str,
+    http: &HttpServer,
     oauth: &OAuth,
     challenge: &str,
 ) -> Result<AuthorizationManager, Error> {
     let fail = |err: &dyn std::fmt::Display| refused(server, err);
-    let mut manager = AuthorizationManager::new(url)
+    let mut manager = AuthorizationManager::new(http.url.as_str())
         .await
         .map_err(|err| fail(&err))?;
     if let Some(dir) = &oauth.token_dir {
@@ -156,14 +156,30 @@ async fn authorize(
     let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
         .with_client_name(oauth.client_name.clone())
         .with_challenge(challenge);
-    if let Some(client_metadata_url) = &oauth.client_metadata_url {
+    // The server entry's own settings come first.
+    let entry = http.oauth.clone().unwrap_or_default();
+    if let Some(client_metadata_url) = entry
+        .client_metadata_url
+        .as_ref()
+        .or(oauth.client_metadata_url.as_ref())
+    {
         request = request.with_client_metadata_url(client_metadata_url.clone());
     }
-    if let Some(client_id) = &oauth.client_id {
+    let client = match &entry.client_id {
+        Some(id) => Some((id, &entry.client_secret)),
+        None => oauth
+            .client_id
+            .as_ref()
+            .map(|id| (id, &oauth.client_secret)),
+    };
+    if let Some((client_id, secret)) = client {
         request = request.with_preregistered_client(client_id.clone());
-        if let Some(secret) = &oauth.client_secret {
+        if let Some(secret) = secret {
             request = request.with_client_secret(secret.clone());
         }
+    }
+    if !entry.scopes.is_empty() {
+        request = request.with_scopes(entry.scopes.iter().cloned());
     }
     state
         .start_authorization(request)
