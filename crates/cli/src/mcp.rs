@@ -474,7 +474,14 @@ async fn connect_with(
     if let Some(level) = common.mcp_log_level {
         options = options.with_log_level(level);
     }
-    let services = Services::connect(&selected, options).await?;
+    let services = Services::connect(&selected, options)
+        .await
+        .map_err(|err| match err {
+            claij_mcp::Error::Unauthorized { server } => {
+                anyhow!("{server} needs authorization: run `claij mcp login {server}`")
+            }
+            other => other.into(),
+        })?;
     Ok(match project {
         Some(project) => (config, services.with_project(project)),
         None => (config, services),

@@ -97,6 +97,12 @@ impl fmt::Debug for OAuth {
     }
 }
 
+/// What an [`Authorizer`] returns to decline without asking anyone (no person at hand, say): the
+/// connection fails with [`Error::Unauthorized`](crate::Error::Unauthorized) naming the server.
+#[derive(Debug, Clone, Copy, Default, thiserror::Error)]
+#[error("authorization needed")]
+pub struct NeedsAuthorization;
+
 /// The token file of `server` in `dir`: the server's name with every character but ASCII letters,
 /// digits, `-` and `_` written as `%XX` (so no name reaches outside `dir`), then `.json`.
 pub fn token_file(dir: &Path, server: &str) -> PathBuf {

@@ -34,6 +34,14 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// The server asks for OAuth 2.1 authorization and the [`Authorizer`](crate::Authorizer)
+    /// declined with [`NeedsAuthorization`](crate::NeedsAuthorization): no usable tokens, and no
+    /// one to approve now.
+    #[error("mcp server `{server}` needs authorization")]
+    Unauthorized {
+        /// The server's name.
+        server: String,
+    },
     /// A request got no answer in time.
     #[error("mcp server `{server}`: `{method}` timed out after {}", humanize(*after))]
     Timeout {
@@ -121,6 +129,7 @@ impl Error {
         match self {
             Error::Spawn { server, .. }
             | Error::Handshake { server, .. }
+            | Error::Unauthorized { server }
             | Error::Timeout { server, .. }
             | Error::Dead { server, .. }
             | Error::Cancelled { server, .. }

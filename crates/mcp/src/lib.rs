@@ -63,7 +63,7 @@ mod tool;
 mod wire;
 
 #[cfg(feature = "oauth")]
-pub use auth::{Authorizer, Headless, OAuth, token_file};
+pub use auth::{Authorizer, Headless, NeedsAuthorization, OAuth, token_file};
 pub use client::{
     ClientOptions, DEFAULT_MAX_MESSAGE_BYTES, McpClient, Restart, ServerInfo, StartMode,
 };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_backends::BoxFuture;
 use claij_interceptors::BoxError;
-use claij_mcp::{Authorizer, McpConfig, OAuth, ServerConfig};
+use claij_mcp::{Authorizer, McpConfig, NeedsAuthorization, OAuth, ServerConfig};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
@@ -159,9 +159,7 @@ struct NeedsLogin;
 
 impl Authorizer for NeedsLogin {
     fn authorize<'a>(&'a self, _url: &'a str) -> BoxFuture<'a, Result<String, BoxError>> {
-        Box::pin(async {
-            Err("the server needs authorization: run `claij mcp login SERVER` with its name".into())
-        })
+        Box::pin(async { Err(NeedsAuthorization.into()) })
     }
 }
 

@@ -287,7 +287,13 @@ fn login_keeps_tokens_that_list_uses_until_logout() {
 
     let again = list();
     assert_ne!(again.code, 0, "{}", again.stderr);
-    assert!(again.stderr.contains("claij mcp login"), "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("secure needs authorization: run `claij mcp login secure`"),
+        "{}",
+        again.stderr
+    );
 }
 
 #[test]

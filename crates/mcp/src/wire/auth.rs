@@ -19,7 +19,7 @@ mod step_up;
 mod store;
 
 use super::{Failed, handler, handshake_no_child, http_config};
-use crate::auth::{OAuth, token_file};
+use crate::auth::{NeedsAuthorization, OAuth, token_file};
 use crate::client::ClientOptions;
 use crate::config::HttpServer;
 use crate::error::Error;
@@ -193,7 +193,15 @@ async fn authorize(
         .authorizer
         .authorize(&authorization_url)
         .await
-        .map_err(|err| fail(&err))?;
+        .map_err(|err| {
+            if err.is::<NeedsAuthorization>() {
+                Error::Unauthorized {
+                    server: server.to_owned(),
+                }
+            } else {
+                fail(&err)
+            }
+        })?;
     state
         .handle_callback_url(&redirect)
         .await
