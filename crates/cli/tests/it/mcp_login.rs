@@ -74,6 +74,7 @@ fn handle(stream: TcpStream, base: &str, authorizations: &AtomicUsize, seen: &Mu
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
+    let form = String::from_utf8_lossy(&body).into_owned();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path = target.split('?').next().unwrap_or("");
     let json_ok = |value: Value| ("200 OK", vec![], value.to_string());
@@ -123,12 +124,21 @@ fn handle(stream: TcpStream, base: &str, authorizations: &AtomicUsize, seen: &Mu
                 String::new(),
             )
         }
-        ("POST", "/token") => json_ok(json!({
-            "access_token": TOKEN,
-            "token_type": "Bearer",
-            "expires_in": 3600,
-            "refresh_token": "refresh-1",
-        })),
+        ("POST", "/token") => {
+            let grant = if form.contains("grant_type=refresh_token") {
+                "refresh"
+            } else {
+                "code"
+            };
+            seen.lock().unwrap().push(format!("token {grant}"));
+            // Expired at once: every later use refreshes it.
+            json_ok(json!({
+                "access_token": TOKEN,
+                "token_type": "Bearer",
+                "expires_in": 0,
+                "refresh_token": "refresh-1",
+            }))
+        }
         ("POST", "/mcp") if bearer.as_deref() != Some(TOKEN) => (
             "401 Unauthorized",
             vec![(
@@ -271,8 +281,17 @@ fn login_keeps_tokens_that_list_uses_until_logout() {
         assert_eq!(mode, 0o600);
     }
 
+    let refreshes = |server: &Server| {
+        let requests = server.requests.lock().unwrap();
+        requests.iter().filter(|r| *r == "token refresh").count()
+    };
+    let refreshed_before = refreshes(&server);
     let after = list();
     assert_eq!(after.code, 0, "{}", after.stderr);
+    assert!(
+        refreshes(&server) > refreshed_before,
+        "the expired token was not refreshed"
+    );
     assert!(after.stdout.contains("secure.echo"), "{}", after.stdout);
     assert!(!after.stderr.contains(TOKEN), "{}", after.stderr);
     assert_eq!(
