@@ -49,6 +49,9 @@ pub(crate) struct Connection {
     /// Set when a request finds the transport closed before the service loop has ended: rmcp's
     /// HTTP worker gives up on a request once its reconnects are spent but keeps running.
     failed: std::sync::OnceLock<String>,
+    /// Why the server refused the connection's requests for good (set by OAuth step-up when it
+    /// gives up on `insufficient_scope`): said before any other reason.
+    refusal: Refusal,
     /// Answers the input a 2026-07-28 server asks for in the middle of a call.
     answerer: handler::Handler,
     /// The size limit on one message from the server.
@@ -92,6 +95,7 @@ impl Connection {
                 .max_message_bytes()
                 .unwrap_or(options.max_message_bytes),
         );
+        let refusal = Refusal::default();
         let (running, child) = match config {
             ServerConfig::Stdio(stdio) => {
                 let (transport, child) = spawn::spawn(server, stdio, Arc::clone(&limit))?;
@@ -139,8 +143,18 @@ impl Connection {
             }
             #[cfg(feature = "oauth")]
             ServerConfig::Http(http) if options.oauth.is_some() => {
-                let running =
-                    auth::connect(server, http, options, handler, lifecycle, limit.bytes()).await?;
+                let running = auth::connect(
+                    auth::Target {
+                        server,
+                        http,
+                        options,
+                        max_message_bytes: limit.bytes(),
+                        refusal: Arc::clone(&refusal),
+                    },
+                    handler,
+                    lifecycle,
+                )
+                .await?;
                 (running, None)
             }
             #[cfg(feature = "http")]
@@ -238,6 +252,7 @@ impl Connection {
             instructions,
             closing: AtomicBool::new(false),
             failed: std::sync::OnceLock::new(),
+            refusal,
             answerer,
             limit,
         })
@@ -261,6 +276,9 @@ impl Connection {
 
     /// Why the connection ended, if it has.
     pub(crate) fn ended(&self) -> Option<String> {
+        if let Some(refused) = self.refusal.get() {
+            return Some(refused.clone());
+        }
         if let Some(reason) = self.ended.borrow().clone() {
             return Some(reason);
         }
@@ -635,6 +653,9 @@ fn lifecycle(start: StartMode) -> ClientLifecycleMode {
         StartMode::Initialize => ClientLifecycleMode::Initialize,
     }
 }
+
+/// Why a server refused a connection's requests for good, once known.
+pub(crate) type Refusal = Arc<std::sync::OnceLock<String>>;
 
 /// A failed handshake (a stdio server's process group killed).
 struct Failed {

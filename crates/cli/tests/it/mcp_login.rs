@@ -149,6 +149,17 @@ fn handle(stream: TcpStream, base: &str, authorizations: &AtomicUsize, seen: &Mu
             )],
             String::new(),
         ),
+        // Never granted: step-up cannot help.
+        ("POST", "/mcp") if body["params"]["name"] == "admin" => (
+            "403 Forbidden",
+            vec![(
+                "www-authenticate".into(),
+                format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"admin\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                ),
+            )],
+            String::new(),
+        ),
         ("POST", "/mcp") => mcp(&body),
         _ => ("405 Method Not Allowed", vec![], String::new()),
     };
@@ -173,11 +184,10 @@ fn mcp(body: &Value) -> (&'static str, Vec<(String, String)>, String) {
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "secure", "version": "1.0.0"},
         }),
-        "tools/list" => json!({"tools": [{
-            "name": "echo",
-            "description": "Says it again",
-            "inputSchema": {"type": "object"},
-        }]}),
+        "tools/list" => json!({"tools": [
+            {"name": "echo", "description": "Says it again", "inputSchema": {"type": "object"}},
+            {"name": "admin", "description": "Needs a scope", "inputSchema": {"type": "object"}},
+        ]}),
         _ if id.is_null() => return ("202 Accepted", vec![], String::new()),
         _ => {
             let error = json!({"jsonrpc": "2.0", "id": id,
@@ -298,6 +308,26 @@ fn login_keeps_tokens_that_list_uses_until_logout() {
         server.authorizations.load(Ordering::SeqCst),
         1,
         "authorized again"
+    );
+
+    // A scope the server never grants: the error says so (not a closed connection).
+    let refused = claij_env(
+        &["mcp", "call", "secure.admin", "--config", &config],
+        "",
+        &env,
+    );
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("refused the token's scope (403 insufficient_scope, it asks for `admin`)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("maxMessageBytes"),
+        "{}",
+        refused.stderr
     );
 
     let logout = claij_env(&["mcp", "logout", "secure"], "", &env);

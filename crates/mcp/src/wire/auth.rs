@@ -18,7 +18,7 @@ use tracing::{debug, info, warn};
 mod step_up;
 mod store;
 
-use super::{Failed, handler, handshake_no_child, http_config};
+use super::{Failed, Refusal, handler, handshake_no_child, http_config};
 use crate::auth::{NeedsAuthorization, OAuth, token_file};
 use crate::client::ClientOptions;
 use crate::config::HttpServer;
@@ -28,13 +28,17 @@ type Client = AuthClient<reqwest::Client>;
 
 /// Connects to `http`, authorizing through `oauth` when the server asks for it.
 pub(super) async fn connect(
-    server: &str,
-    http: &HttpServer,
-    options: &ClientOptions,
+    target: Target<'_>,
     handler: handler::Handler,
     lifecycle: ClientLifecycleMode,
-    max_message_bytes: usize,
 ) -> Result<RunningService<RoleClient, handler::Handler>, Error> {
+    let Target {
+        server,
+        http,
+        options,
+        max_message_bytes,
+        refusal,
+    } = target;
     let Some(oauth) = &options.oauth else {
         return Err(refused(server, &"no OAuth settings"));
     };
@@ -45,6 +49,7 @@ pub(super) async fn connect(
         http,
         options,
         max_message_bytes,
+        refusal,
     };
     match start.run(handler.clone(), lifecycle, &client).await {
         Ok(running) => Ok(running),
@@ -64,12 +69,23 @@ pub(super) async fn connect(
     }
 }
 
+/// The server to connect to and what its connection keeps.
+pub(super) struct Target<'a> {
+    pub(super) server: &'a str,
+    pub(super) http: &'a HttpServer,
+    pub(super) options: &'a ClientOptions,
+    pub(super) max_message_bytes: usize,
+    /// Set when step-up gives up, so the connection's errors say why.
+    pub(super) refusal: Refusal,
+}
+
 /// What every start of one server shares.
 struct Start<'a> {
     server: &'a str,
     http: &'a HttpServer,
     options: &'a ClientOptions,
     max_message_bytes: usize,
+    refusal: Refusal,
 }
 
 impl Start<'_> {
@@ -123,6 +139,7 @@ impl Start<'_> {
         let client = step_up::StepUp {
             inner: client.clone(),
             authorizer: Arc::clone(&oauth.authorizer),
+            refusal: Arc::clone(&self.refusal),
         };
         let transport = StreamableHttpClientTransport::with_client(client, config);
         handshake_no_child(

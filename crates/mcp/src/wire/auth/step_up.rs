@@ -29,6 +29,8 @@ type Failure = StreamableHttpError<reqwest::Error>;
 pub(super) struct StepUp {
     pub(super) inner: Inner,
     pub(super) authorizer: Arc<dyn Authorizer>,
+    /// Where giving up is said, for the connection's errors.
+    pub(super) refusal: crate::wire::Refusal,
 }
 
 impl StepUp {
@@ -53,6 +55,17 @@ impl StepUp {
                 break;
             }
             result = call(None).await;
+        }
+        if let Err(StreamableHttpError::InsufficientScope(refusal)) = &result {
+            let scope = reqwest::Url::parse(uri)
+                .ok()
+                .and_then(|base| {
+                    WWWAuthenticateParams::parse(&refusal.www_authenticate_header, &base).scope
+                })
+                .unwrap_or_default();
+            let _ = self.refusal.set(format!(
+                "the server refused the token's scope (403 insufficient_scope, it asks for `{scope}`) and no wider scope was authorized"
+            ));
         }
         result
     }
