@@ -22,7 +22,9 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
-use crate::mcp_servers::{capture, remove_if_present, replace_dir, temp_path, write_atomically};
+use crate::mcp_servers::{
+    npm_install, npm_run, remove_if_present, replace_dir, temp_path, write_atomically,
+};
 
 /// The suite's package and its pinned version.
 pub(crate) const PACKAGE: (&str, &str) = ("@modelcontextprotocol/conformance", "0.1.16");
@@ -118,28 +120,14 @@ fn entry_point(dir: &Path) -> PathBuf {
 /// Installs the suite (and `node_package`, when given) into `temp`, checks them and writes the stamp.
 fn install_into(cache: &Path, temp: &Path, node_package: Option<&str>) -> Result<()> {
     let (name, version) = PACKAGE;
-    let mut npm = Command::new("npm");
-    npm.args(["install", "--prefix"])
-        .arg(temp)
-        .arg("--cache")
-        .arg(cache.join("npm-cache"))
-        .args([
-            "--no-audit",
-            "--no-fund",
-            "--save-exact",
-            "--prefer-offline",
-            "--no-update-notifier",
-            "--no-progress",
-            // The suite declares Node >= 22; the install itself runs on the older npm's Node.
-            "--engine-strict=false",
-        ])
+    // The suite declares Node >= 22; the install itself runs on the older npm's Node.
+    let mut npm = npm_install(cache, temp);
+    npm.arg("--engine-strict=false")
         .arg(format!("{name}@{version}"));
     if let Some(package) = node_package {
         npm.arg(format!("{package}@{NODE_VERSION}"));
     }
-    capture(&mut npm, cache).map_err(|err| {
-        anyhow!("{err:#}\ncheck the network and npm's registry settings (npm config list)")
-    })?;
+    npm_run(&mut npm, cache)?;
     let installed = installed_version(&temp.join("node_modules").join(name))?;
     if installed != version {
         bail!("npm installed {name} {installed}, not the pinned {version}");

@@ -277,24 +277,9 @@ fn install_npm_into(cache: &Path, temp: &Path) -> Result<()> {
             "npm is not available: install Node.js with npm (the tests run these servers with node)"
         );
     }
-    // npm only reads stdin for prompts, and none of these flags leaves it one to ask.
-    let mut npm = Command::new("npm");
-    npm.args(["install", "--prefix"])
-        .arg(temp)
-        .arg("--cache")
-        .arg(cache.join("npm-cache"))
-        .args([
-            "--no-audit",
-            "--no-fund",
-            "--save-exact",
-            "--prefer-offline",
-            "--no-update-notifier",
-            "--no-progress",
-        ])
-        .args(Part::Npm.requirements());
-    capture(&mut npm, cache).map_err(|err| {
-        anyhow!("{err:#}\ncheck the network and npm's registry settings (npm config list)")
-    })?;
+    let mut npm = npm_install(cache, temp);
+    npm.args(Part::Npm.requirements());
+    npm_run(&mut npm, cache)?;
     let mut installed = Versions::new();
     for (name, _) in NPM {
         let manifest = temp.join("node_modules").join(name).join("package.json");
@@ -466,6 +451,33 @@ impl Stamp {
             pip: parse_versions(value.get("pip")?)?,
         })
     }
+}
+
+/// `npm install` of exact versions into `temp`, with npm's cache under `cache`; the packages are
+/// added by the caller. npm only reads stdin for prompts, and none of these flags leaves it one to
+/// ask.
+pub(crate) fn npm_install(cache: &Path, temp: &Path) -> Command {
+    let mut npm = Command::new("npm");
+    npm.args(["install", "--prefix"])
+        .arg(temp)
+        .arg("--cache")
+        .arg(cache.join("npm-cache"))
+        .args([
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--prefer-offline",
+            "--no-update-notifier",
+            "--no-progress",
+        ]);
+    npm
+}
+
+/// Runs an [`npm_install`] from `cache` ([`capture`]); a failure says to check npm's registry settings.
+pub(crate) fn npm_run(npm: &mut Command, cache: &Path) -> Result<()> {
+    capture(npm, cache).map(drop).map_err(|err| {
+        anyhow!("{err:#}\ncheck the network and npm's registry settings (npm config list)")
+    })
 }
 
 /// Runs `command` from `cwd` with stdin closed and its output captured, echoing it first, and

@@ -588,6 +588,21 @@ pub(crate) fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf,
     Some((base.join("claij").join("config.toml"), false))
 }
 
+/// claij's data directory, where `cargo xtask integration` merges the compatibility matrix and
+/// `claij mcp login` keeps tokens: `$XDG_DATA_HOME/claij` (an absolute `XDG_DATA_HOME`), else
+/// `$HOME/.local/share/claij`; `None` without either. Empty variables count as unset.
+pub(crate) fn data_dir() -> Option<PathBuf> {
+    let set = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = set("XDG_DATA_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| set("HOME").map(|home| home.join(".local").join("share")))?;
+    Some(base.join("claij"))
+}
+
 /// Builds an error at a key path.
 type Fail<'a> = dyn Fn(&[&str], &str) -> anyhow::Error + 'a;
 

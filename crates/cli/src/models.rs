@@ -95,15 +95,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
 /// xtask integration` merges its runs (`$XDG_DATA_HOME/claij/compat-matrix.json`, else
 /// `~/.local/share/claij/compat-matrix.json`), the same from any directory.
 pub(crate) fn default_path() -> Option<PathBuf> {
-    let var = |name| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let data = var("XDG_DATA_HOME")
-        .filter(|p| p.is_absolute())
-        .or_else(|| var("HOME").map(|home| home.join(".local").join("share")))?;
-    let shared = data.join("claij").join("compat-matrix.json");
+    let shared = crate::config::data_dir()?.join("compat-matrix.json");
     shared.is_file().then_some(shared)
 }
 

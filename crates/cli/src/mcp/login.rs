@@ -43,15 +43,7 @@ pub(crate) struct LogoutArgs {
 /// The directory of the servers' token files: `$XDG_DATA_HOME/claij/mcp-tokens`, else
 /// `~/.local/share/claij/mcp-tokens`.
 pub(crate) fn token_dir() -> Option<PathBuf> {
-    let var = |name| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let data = var("XDG_DATA_HOME")
-        .filter(|p| p.is_absolute())
-        .or_else(|| var("HOME").map(|home| home.join(".local").join("share")))?;
-    Some(data.join("claij").join("mcp-tokens"))
+    Some(crate::config::data_dir()?.join("mcp-tokens"))
 }
 
 /// The OAuth settings of `list`, `call` and `chat`: stored tokens are used and refreshed; a server
