@@ -47,11 +47,7 @@ const SCENARIOS: &[(&str, &str)] = &[
 
 /// What claij does not pass yet, and why. THE one list of expected failures: each test here
 /// asserts its scenario still fails, so fixing one means deleting its line.
-const KNOWN_FAILING: &[(&str, &str)] = &[(
-    "auth/2025-03-26-oauth-metadata-backcompat",
-    "the root metadata's issuer (`/oauth`) is not the URL it was fetched for: rmcp refuses the \
-         mismatch (RFC 8414 3.3), the 2025-03-26 back-compat expects it taken",
-)];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 /// The installed suite: the Node that runs it and its script.
 struct Suite {

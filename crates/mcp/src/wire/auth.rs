@@ -11,10 +11,12 @@ use rmcp::RoleClient;
 use rmcp::service::{ClientLifecycleMode, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, OAuthState,
+    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    OAuthState,
 };
 use tracing::{debug, info, warn};
 
+mod legacy;
 mod step_up;
 mod store;
 
@@ -169,7 +171,6 @@ async fn authorize(
     if let Some(dir) = &oauth.token_dir {
         manager.set_credential_store(store::FileStore::new(token_file(dir, server)));
     }
-    let mut state = OAuthState::Unauthorized(manager);
     let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
         .with_client_name(oauth.client_name.clone())
         .with_challenge(challenge);
@@ -198,10 +199,15 @@ async fn authorize(
     if !entry.scopes.is_empty() {
         request = request.with_scopes(entry.scopes.iter().cloned());
     }
-    state
-        .start_authorization(request)
+    // What `OAuthState::start_authorization` does, with claij's discovery.
+    let metadata = legacy::discover(&manager, &http.url, Some(challenge))
         .await
         .map_err(|err| fail(&err))?;
+    manager.set_metadata(metadata);
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, err)| fail(&err))?;
+    let mut state = OAuthState::Session(session);
     let authorization_url = state
         .get_authorization_url()
         .await
@@ -243,7 +249,18 @@ async fn stored_manager(
         return Ok(manager);
     };
     manager.set_credential_store(store::FileStore::new(token_file(dir, server)));
-    match manager.initialize_from_store().await {
+    let mut found = manager.initialize_from_store().await;
+    if let Err(AuthError::AuthorizationServerMismatch { .. }) = found {
+        // rmcp's discovery refused the issuer; claij's may take it (see `legacy`).
+        match legacy::discover(&manager, url, None).await {
+            Ok(metadata) => {
+                manager.set_metadata(metadata);
+                found = manager.initialize_from_store().await;
+            }
+            Err(err) => found = Err(err),
+        }
+    }
+    match found {
         Ok(found) => debug!(server, found, "stored tokens"),
         Err(err @ AuthError::CredentialStoreError(_)) => return Err(refused(server, &err)),
         // Discovery failed: the start says why, or asks for authorization.
