@@ -41,6 +41,12 @@
 //!   [`Runner::resume`] goes on after the last recorded transition.
 //! - [`render`]: DOT, Mermaid and SVG diagrams of a definition.
 //! - [`builtin`]: the design's sub-FSMs: the schema-extension vote and meta-debugging.
+//! - Spans (`tracing`): a run is an `fsm.run` span (`claij.fsm.id`, `claij.fsm.run_id`, its
+//!   `claij.fsm.outcome`), made when the run starts or is resumed and kept by the [`Run`], so the
+//!   calls of [`Runner::run`] and [`Runner::provide`] of one run are one trace; each visit to a
+//!   state is an `fsm.state` span under it (`claij.fsm.state`, `claij.fsm.transition` as
+//!   `from -> to`), holding that state's model calls, service calls and sub-FSM runs. A failure or
+//!   an interrupt sets `otel.status_code = "ERROR"` and `otel.status_description` on both.
 //!
 //! A run end to end, with a scripted model:
 //!

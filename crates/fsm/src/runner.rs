@@ -4,14 +4,16 @@
 mod actions;
 mod extensions;
 mod meta_debug;
+mod trace;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use claij_backends::{Backend, BoxFuture};
-use claij_interceptors::{BoxError, Chain, Config, Context, Pipeline};
+use claij_interceptors::{BoxError, Chain, Config, Context, ErrorChain, Pipeline};
 use serde_json::Value;
+use tracing::{Instrument as _, Span};
 
 use crate::builtin::meta_debug::{Diagnostics, Remedy, RemedyKind};
 use crate::definition::{Action, INTERRUPTED, START, State};
@@ -107,6 +109,9 @@ pub struct Run {
     suspended: Option<Box<Run>>,
     /// Meta-debugging remedies by state; a prompt remedy's system prompt replaces the state's.
     remedies: BTreeMap<String, Remedy>,
+    /// The run's `fsm.run` span: every call of [`Runner::run`] and [`Runner::provide`] on the run
+    /// works in it, so a run that waits for a person is still one trace.
+    span: Span,
 }
 
 /// How a call to [`Runner::run`] ended.
@@ -130,6 +135,17 @@ pub enum Outcome {
         /// The state it was in.
         from: String,
     },
+}
+
+impl Outcome {
+    /// `finished`, `waiting` or `interrupted`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Finished { .. } => "finished",
+            Outcome::Waiting { .. } => "waiting",
+            Outcome::Interrupted { .. } => "interrupted",
+        }
+    }
 }
 
 /// Transitions one call of [`Runner::run`] may take before it stops with
@@ -330,8 +346,10 @@ impl Runner {
     ///
     /// [`Error::InvalidEvent`] naming what is wrong with the input.
     pub fn start(&self, input: Value) -> Result<Run, Error> {
+        let id = new_run_id();
         let mut run = Run {
-            id: new_run_id(),
+            span: trace::run_span(self.fsm.id(), &id, false),
+            id,
             state: START.to_owned(),
             event: Value::Null,
             trail: Trail::default(),
@@ -406,9 +424,11 @@ impl Runner {
             .ok_or_else(|| corrupt("no transition recorded".into()))?;
         let state = last.to.clone();
         let event = last.event.clone();
+        let span = trace::run_span(self.fsm.id(), &header.run_id, true);
         let mut run = Run {
             status: self.status_in(&state),
             id: header.run_id,
+            span,
             state,
             event,
             trail: Trail { entries },
@@ -417,10 +437,10 @@ impl Runner {
             remedies: resumed.remedies.into_iter().collect(),
         };
         if let Some(suspended) = suspended.filter(|s| s.in_state == run.state) {
-            run.suspended =
-                Some(Box::new(self.restore(&suspended).ok_or_else(|| {
-                    corrupt(format!("no sub-FSM runs state `{}`", run.state))
-                })?));
+            run.suspended = Some(Box::new(
+                self.restore(&suspended, &run.span)
+                    .ok_or_else(|| corrupt(format!("no sub-FSM runs state `{}`", run.state)))?,
+            ));
             // Given its input but not yet run on, the sub-FSM run makes the parent's state run again.
             run.status = match suspended.status {
                 Status::Waiting => Status::Waiting,
@@ -430,13 +450,41 @@ impl Runner {
         Ok((run, journal))
     }
 
-    /// Runs until a terminal state, a person's turn or an interrupt.
+    /// Runs until a terminal state, a person's turn or an interrupt, in the run's `fsm.run` span
+    /// (each state visited in an `fsm.state` span under it; an error or an interrupt marks both
+    /// failed).
     ///
     /// # Errors
     ///
     /// A model that found no valid event and no bail-out ([`Error::Llm`]), a failed or missing
     /// action, an invalid event from a service, the journal.
     pub async fn run(
+        &self,
+        run: &mut Run,
+        interrupt: &Interrupt,
+        journal: Option<&mut Journal>,
+    ) -> Result<Outcome, Error> {
+        let span = run.span.clone();
+        let result = self
+            .run_in_span(run, interrupt, journal)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(outcome) => {
+                span.record("claij.fsm.outcome", outcome.kind());
+                if let Outcome::Interrupted { from } = outcome {
+                    trace::fail(&span, &format!("interrupted in state `{from}`"));
+                }
+            }
+            Err(error) => {
+                span.record("claij.fsm.outcome", "error");
+                trace::fail(&span, &ErrorChain(error).to_string());
+            }
+        }
+        result
+    }
+
+    async fn run_in_span(
         &self,
         run: &mut Run,
         interrupt: &Interrupt,
@@ -471,56 +519,81 @@ impl Runner {
                 }
                 _ => {}
             }
-            let step = tokio::select! {
-                biased;
-                () = interrupt.interrupted() => None,
-                step = self.act(&state, run, interrupt) => Some(step),
-            };
-            let Some(step) = step else {
-                return self.interrupted(run, journal.as_deref_mut());
-            };
-            let step = step?;
-            if let Some(remedy) = step.remedy {
-                run.remedies.insert(run.state.clone(), remedy.clone());
-                if let Some(journal) = journal.as_deref_mut() {
-                    journal.record_remedy(&run.state, &remedy)?;
-                    self.journaled(run, journal)?;
+            let span = trace::state_span(&run.span, &state);
+            let visited = self
+                .visit(&state, run, interrupt, journal.as_deref_mut(), &span)
+                .instrument(span.clone())
+                .await;
+            match visited {
+                Ok(None) => {}
+                Ok(Some(outcome)) => {
+                    if matches!(outcome, Outcome::Interrupted { .. }) {
+                        trace::fail(&span, "interrupted");
+                    }
+                    return Ok(outcome);
+                }
+                Err(error) => {
+                    trace::fail(&span, &ErrorChain(&error).to_string());
+                    return Err(error);
                 }
             }
-            if let Some(error) = step.error {
-                // The remedy is kept; the diagnosis's transitions are not, or a resumed run would
-                // stand in the meta-debug machine.
-                return Err(error);
-            }
-            if let Some(child) = step.suspended {
-                run.status = Status::Waiting;
-                run.suspended = Some(child);
-                if let (Some(journal), Some(child)) =
-                    (journal.as_deref_mut(), run.suspended.as_deref())
-                {
-                    journal.record_suspended(&snapshot(&run.state, child))?;
-                    self.journaled(run, journal)?;
-                }
-                return Ok(Outcome::Waiting {
-                    state: run.waiting_in(),
-                });
-            }
-            if let Some(sub_entries) = step.sub_entries {
-                for entry in sub_entries {
-                    self.record(run, &entry, journal.as_deref_mut())?;
-                }
-            }
-            let event = self.with_id(&run.state, step.event);
-            let to = self.route(&run.state, &event)?;
-            self.advance(
-                run,
-                to,
-                event,
-                step.attempts,
-                step.bail_out,
-                journal.as_deref_mut(),
-            )?;
         }
+    }
+
+    /// One visit to an action state: its action, then the transition its event takes (recorded in
+    /// `span`). `Some` ends the call of [`Runner::run`]: the run waits or was interrupted.
+    async fn visit(
+        &self,
+        state: &State,
+        run: &mut Run,
+        interrupt: &Interrupt,
+        mut journal: Option<&mut Journal>,
+        span: &Span,
+    ) -> Result<Option<Outcome>, Error> {
+        let step = tokio::select! {
+            biased;
+            () = interrupt.interrupted() => None,
+            step = self.act(state, run, interrupt) => Some(step),
+        };
+        let Some(step) = step else {
+            trace::transition(span, &state.id, INTERRUPTED, false);
+            return self.interrupted(run, journal).map(Some);
+        };
+        let step = step?;
+        if let Some(remedy) = step.remedy {
+            run.remedies.insert(run.state.clone(), remedy.clone());
+            if let Some(journal) = journal.as_deref_mut() {
+                journal.record_remedy(&run.state, &remedy)?;
+                self.journaled(run, journal)?;
+            }
+        }
+        if let Some(error) = step.error {
+            // The remedy is kept; the diagnosis's transitions are not, or a resumed run would
+            // stand in the meta-debug machine.
+            return Err(error);
+        }
+        if let Some(child) = step.suspended {
+            run.status = Status::Waiting;
+            run.suspended = Some(child);
+            if let (Some(journal), Some(child)) = (journal.as_deref_mut(), run.suspended.as_deref())
+            {
+                journal.record_suspended(&snapshot(&run.state, child))?;
+                self.journaled(run, journal)?;
+            }
+            return Ok(Some(Outcome::Waiting {
+                state: run.waiting_in(),
+            }));
+        }
+        if let Some(sub_entries) = step.sub_entries {
+            for entry in sub_entries {
+                self.record(run, &entry, journal.as_deref_mut())?;
+            }
+        }
+        let event = self.with_id(&run.state, step.event);
+        let to = self.route(&run.state, &event)?;
+        trace::transition(span, &run.state, &to, step.bail_out);
+        self.advance(run, to, event, step.attempts, step.bail_out, journal)?;
+        Ok(None)
     }
 
     /// Gives a waiting `human` state its input (an event out of that state; `id` optional with one
@@ -557,14 +630,22 @@ impl Runner {
                 None => Ok(()),
             };
         }
-        if self.state(&run.state).action != Action::Human {
+        let state = self.state(&run.state);
+        if state.action != Action::Human {
             return Err(Error::NotWaiting {
                 state: run.state.clone(),
             });
         }
+        // The person's turn is a visit too, short as it is here.
+        let span = trace::state_span(&run.span, &state);
+        let _entered = span.enter();
         let event = self.with_id(&run.state, input);
-        let to = self.route(&run.state, &event)?;
+        let to = self.route(&run.state, &event).inspect_err(|error| {
+            trace::fail(&span, &ErrorChain(error).to_string());
+        })?;
+        trace::transition(&span, &run.state, &to, false);
         self.advance(run, to, event, Vec::new(), false, journal)
+            .inspect_err(|error| trace::fail(&span, &ErrorChain(error).to_string()))
     }
 
     /// The runner of the sub-FSM that `fsm` state `state` names.
@@ -573,14 +654,17 @@ impl Runner {
         self.subs.get(state.config_str("fsm")?)
     }
 
-    /// A suspended sub-FSM run as it was recorded, with the runs it waits in.
-    fn restore(&self, suspended: &Suspended) -> Option<Run> {
+    /// A suspended sub-FSM run as it was recorded, with the runs it waits in; its span is a child
+    /// of `parent`, the span of the run it waits in.
+    fn restore(&self, suspended: &Suspended, parent: &Span) -> Option<Run> {
         let child = self.sub_runner(&suspended.in_state)?;
+        let span = parent.in_scope(|| trace::run_span(child.fsm.id(), &suspended.run_id, true));
         let sub = match &suspended.sub {
-            Some(sub) => Some(Box::new(child.restore(sub)?)),
+            Some(sub) => Some(Box::new(child.restore(sub, &span)?)),
             None => None,
         };
         Some(Run {
+            span,
             id: suspended.run_id.clone(),
             state: suspended.state.clone(),
             event: suspended.event.clone(),

@@ -10,3 +10,4 @@ mod models;
 mod remedies;
 mod render;
 mod run;
+mod spans;

@@ -1,0 +1,387 @@
+//! The runner's spans, captured by a small `tracing` layer: one run is one tree, `fsm.run >
+//! fsm.state > llm.ask > llm.call`, a sub-FSM's run under the state that called it, a failure or an
+//! interrupt marked `otel.status_code = ERROR`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use claij_backends::BoxFuture;
+use claij_backends::testing::Scripted;
+use claij_fsm::{Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, service_fn};
+use claij_interceptors::BoxError;
+use claij_interceptors::Config;
+use serde_json::{Value, json};
+use tracing::Subscriber;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
+
+/// One span as captured: its name, its fields as recorded (strings as they are, anything else in
+/// its `Debug` form) and the index of its parent in the capture.
+#[derive(Debug, Clone)]
+struct Captured {
+    name: &'static str,
+    parent: Option<usize>,
+    fields: BTreeMap<String, String>,
+}
+
+/// Records every span, in creation order (span ids are reused, so spans are known by index).
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+struct Index(usize);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Capture
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let parent = span
+            .parent()
+            .and_then(|p| p.extensions().get::<Index>().map(|i| i.0));
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        let mut spans = self.0.lock().unwrap();
+        span.extensions_mut().insert(Index(spans.len()));
+        spans.push(Captured {
+            name: attrs.metadata().name(),
+            parent,
+            fields,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(index) = ctx
+            .span(id)
+            .and_then(|s| s.extensions().get::<Index>().map(|i| i.0))
+        else {
+            return;
+        };
+        let mut spans = self.0.lock().unwrap();
+        values.record(&mut Fields(&mut spans[index].fields));
+    }
+}
+
+impl Capture {
+    /// Runs `f` on a current-thread runtime with this layer as the thread's subscriber.
+    fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        let subscriber = tracing_subscriber::registry().with(self.clone());
+        let _default = tracing::subscriber::set_default(subscriber);
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn spans(&self) -> Vec<Captured> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Each span as `name{field=value}` for the fields asked, indented under its parent.
+fn tree(spans: &[Captured], fields: &[&str]) -> String {
+    fn walk(
+        spans: &[Captured],
+        parent: Option<usize>,
+        depth: usize,
+        fields: &[&str],
+        out: &mut String,
+    ) {
+        for (i, span) in spans.iter().enumerate().filter(|(_, s)| s.parent == parent) {
+            let shown: Vec<String> = fields
+                .iter()
+                .filter_map(|f| span.fields.get(*f).map(|v| format!("{f}={v}")))
+                .collect();
+            out.push_str(&format!(
+                "{}{}{{{}}}\n",
+                "  ".repeat(depth),
+                span.name,
+                shown.join(" ")
+            ));
+            walk(spans, Some(i), depth + 1, fields, out);
+        }
+    }
+    let mut out = String::new();
+    walk(spans, None, 0, fields, &mut out);
+    out
+}
+
+/// The spans of the FSM and of the pipeline's model calls (not the interceptors' or HTTP's).
+fn fsm_and_llm(spans: &[Captured]) -> Vec<Captured> {
+    let keep = |s: &Captured| s.name.starts_with("fsm.") || s.name.starts_with("llm.");
+    let kept: Vec<usize> = (0..spans.len()).filter(|&i| keep(&spans[i])).collect();
+    // The nearest kept ancestor becomes the parent.
+    let lift = |mut parent: Option<usize>| {
+        while let Some(p) = parent {
+            if keep(&spans[p]) {
+                return kept.iter().position(|&k| k == p);
+            }
+            parent = spans[p].parent;
+        }
+        None
+    };
+    kept.iter()
+        .map(|&i| Captured {
+            parent: lift(spans[i].parent),
+            ..spans[i].clone()
+        })
+        .collect()
+}
+
+fn object(required: &[&str]) -> Value {
+    let properties: serde_json::Map<String, Value> = required
+        .iter()
+        .map(|k| ((*k).to_owned(), json!({"type": "string"})))
+        .collect();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn fsm(definition: Value) -> Fsm {
+    Fsm::new(serde_json::from_value(definition).unwrap()).unwrap()
+}
+
+/// start -> draft (llm) -> review (llm) -> end.
+fn writing() -> Fsm {
+    fsm(json!({
+        "id": "writing",
+        "states": [
+            {"id": "draft", "action": "llm"},
+            {"id": "review", "action": "llm"},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "draft"], "schema": object(&["topic"])},
+            {"id": ["draft", "review"], "schema": object(&["text"])},
+            {"id": ["review", "end"], "schema": object(&["verdict"])}
+        ]
+    }))
+}
+
+fn scripted(fsm: Fsm, replies: &[&str]) -> Runner {
+    let backend = Scripted::replies(replies.iter().map(|s| (*s).to_owned()));
+    let mut config = Config::new("scripted");
+    config.max_retries = 1;
+    Runner::new(fsm).with_llm(Arc::new(backend), config)
+}
+
+const STATE_FIELDS: &[&str] = &[
+    "otel.name",
+    "claij.fsm.id",
+    "claij.fsm.state",
+    "claij.fsm.transition",
+    "claij.fsm.outcome",
+    "otel.status_code",
+];
+
+#[test]
+fn a_run_is_one_tree_of_states_and_model_calls() {
+    let capture = Capture::default();
+    let runner = scripted(
+        writing(),
+        &[
+            r#"{"text": "Rust is fast."}"#,
+            "not json",
+            r#"{"verdict": "good"}"#,
+        ],
+    );
+    let run_id = capture.run(async {
+        let mut run = runner.start(json!({"topic": "rust"})).unwrap();
+        let outcome = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+        assert!(matches!(outcome, Outcome::Finished { .. }));
+        run.id.clone()
+    });
+    let spans = capture.spans();
+    assert_eq!(
+        tree(&fsm_and_llm(&spans), STATE_FIELDS),
+        "\
+fsm.run{otel.name=fsm writing claij.fsm.id=writing claij.fsm.outcome=finished}
+  fsm.state{otel.name=state draft claij.fsm.state=draft claij.fsm.transition=draft -> review}
+    llm.ask{}
+      llm.call{}
+  fsm.state{otel.name=state review claij.fsm.state=review claij.fsm.transition=review -> end}
+    llm.ask{}
+      llm.call{}
+      llm.call{}
+"
+    );
+    let run = spans.iter().find(|s| s.name == "fsm.run").unwrap();
+    assert_eq!(run.fields["claij.fsm.run_id"], run_id);
+    assert_eq!(run.fields["otel.kind"], "internal");
+    assert_eq!(run.fields["claij.fsm.resumed"], "false");
+    assert!(!run.fields.contains_key("otel.status_code"), "{run:?}");
+}
+
+#[test]
+fn a_failed_run_marks_its_run_and_state_as_errors() {
+    let capture = Capture::default();
+    let runner = scripted(writing(), &[r#"{"text": "x"}"#, "nope", "nope"]);
+    capture.run(async {
+        let mut run = runner.start(json!({"topic": "t"})).unwrap();
+        runner
+            .run(&mut run, &Interrupt::new(), None)
+            .await
+            .unwrap_err();
+    });
+    let spans = capture.spans();
+    assert_eq!(
+        tree(
+            &fsm_and_llm(&spans),
+            &["claij.fsm.state", "claij.fsm.outcome", "otel.status_code"]
+        ),
+        "\
+fsm.run{claij.fsm.outcome=error otel.status_code=ERROR}
+  fsm.state{claij.fsm.state=draft}
+    llm.ask{}
+      llm.call{}
+  fsm.state{claij.fsm.state=review otel.status_code=ERROR}
+    llm.ask{}
+      llm.call{}
+      llm.call{}
+"
+    );
+    for span in spans
+        .iter()
+        .filter(|s| s.fields.contains_key("otel.status_code"))
+    {
+        let description = &span.fields["otel.status_description"];
+        assert!(description.starts_with("state `review`"), "{description}");
+    }
+}
+
+#[test]
+fn a_sub_fsm_runs_under_the_state_that_calls_it() {
+    let child = fsm(json!({
+        "id": "pipeline",
+        "states": [
+            {"id": "fetch", "action": "service"},
+            {"id": "summarise", "action": "llm"},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "fetch"], "schema": object(&["url"])},
+            {"id": ["fetch", "summarise"], "schema": object(&["body"])},
+            {"id": ["summarise", "end"], "schema": object(&["summary"])}
+        ]
+    }));
+    let parent = fsm(json!({
+        "id": "parent",
+        "states": [
+            {"id": "delegate", "action": "fsm", "config": {"fsm": "pipeline"}},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "delegate"], "schema": object(&["url"])},
+            {"id": ["delegate", "end"], "schema": object(&["summary"])}
+        ]
+    }));
+    let fetched = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&fetched);
+    let child = scripted(child, &[r#"{"summary": "short"}"#]).with_service(
+        "fetch",
+        service_fn(move |_| {
+            // What the service runs in: the state that called it.
+            let current = tracing::Span::current();
+            seen.lock()
+                .unwrap()
+                .push(current.metadata().map(|m| m.name()));
+            Ok(json!({"body": "page"}))
+        }),
+    );
+    let runner = Runner::new(parent).with_sub_fsm(child);
+    let capture = Capture::default();
+    capture.run(async {
+        let mut run = runner.start(json!({"url": "u"})).unwrap();
+        runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+    });
+    assert_eq!(
+        tree(&fsm_and_llm(&capture.spans()), STATE_FIELDS),
+        "\
+fsm.run{otel.name=fsm parent claij.fsm.id=parent claij.fsm.outcome=finished}
+  fsm.state{otel.name=state delegate claij.fsm.state=delegate claij.fsm.transition=delegate -> end}
+    fsm.run{otel.name=fsm pipeline claij.fsm.id=pipeline claij.fsm.outcome=finished}
+      fsm.state{otel.name=state fetch claij.fsm.state=fetch claij.fsm.transition=fetch -> summarise}
+      fsm.state{otel.name=state summarise claij.fsm.state=summarise claij.fsm.transition=summarise -> end}
+        llm.ask{}
+          llm.call{}
+"
+    );
+    assert_eq!(*fetched.lock().unwrap(), [Some("fsm.state")]);
+}
+
+/// Interrupts the run it serves and never finishes.
+struct Interrupts;
+
+impl Service for Interrupts {
+    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+        call.interrupt.interrupt();
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A run that waits for a person is one trace across the calls of `run` and `provide`: the
+/// person's turn is a visit of its own; an interrupt marks the run and the state it stopped.
+#[test]
+fn a_waiting_run_stays_one_tree_and_an_interrupt_is_an_error() {
+    let machine = fsm(json!({
+        "id": "approval",
+        "states": [
+            {"id": "propose", "action": "llm"},
+            {"id": "approve", "action": "human"},
+            {"id": "act", "action": "service"},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "propose"], "schema": object(&["task"])},
+            {"id": ["propose", "approve"], "schema": object(&["plan"])},
+            {"id": ["approve", "act"], "schema": object(&["decision"])},
+            {"id": ["act", "end"], "schema": object(&["done"])}
+        ]
+    }));
+    let runner = scripted(machine, &[r#"{"plan": "do it"}"#]).with_service("act", Interrupts);
+    let capture = Capture::default();
+    capture.run(async {
+        let mut run = runner.start(json!({"task": "t"})).unwrap();
+        let waiting = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+        assert!(matches!(waiting, Outcome::Waiting { .. }));
+        runner
+            .provide(&mut run, json!({"decision": "yes"}), None)
+            .unwrap();
+        let stopped = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+        assert!(matches!(stopped, Outcome::Interrupted { .. }));
+    });
+    assert_eq!(
+        tree(&fsm_and_llm(&capture.spans()), STATE_FIELDS),
+        "\
+fsm.run{otel.name=fsm approval claij.fsm.id=approval claij.fsm.outcome=interrupted otel.status_code=ERROR}
+  fsm.state{otel.name=state propose claij.fsm.state=propose claij.fsm.transition=propose -> approve}
+    llm.ask{}
+      llm.call{}
+  fsm.state{otel.name=state approve claij.fsm.state=approve claij.fsm.transition=approve -> act}
+  fsm.state{otel.name=state act claij.fsm.state=act claij.fsm.transition=act -> interrupted otel.status_code=ERROR}
+"
+    );
+    let run = capture
+        .spans()
+        .into_iter()
+        .find(|s| s.name == "fsm.run")
+        .unwrap();
+    assert_eq!(
+        run.fields["otel.status_description"],
+        "interrupted in state `act`"
+    );
+}
