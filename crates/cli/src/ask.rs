@@ -31,7 +31,7 @@ use claij_interceptors::builtin::states::States;
 use claij_interceptors::{
     Budget, Chain, Config, Error, Pipeline, ShowExample, StructuredMode, ToolResult,
 };
-use claij_mcp::{ClientOptions, McpInterceptor, Services};
+use claij_mcp::{McpInterceptor, Services};
 
 use crate::Status;
 use crate::input;
@@ -704,8 +704,7 @@ async fn project_services(
             .servers
             .retain(|name, _| project.services.contains(name));
     }
-    let hooks = mcp.hooks(claij_mcp::Hooks::default());
-    let services = Services::connect(&selected, ClientOptions::default().with_hooks(hooks)).await?;
+    let services = crate::mcp::start_services(&mut selected, claij_mcp::Hooks::default()).await?;
     Ok(match project {
         Some(project) => services.with_project(project),
         None => services,

@@ -390,6 +390,27 @@ impl Call<'_> {
     }
 }
 
+/// Starts the servers of `config` for the other commands (`ask --interceptors mcp`, `fsm run`'s
+/// services): the configuration's hooks over `hooks`, and OAuth with the tokens `claij mcp login`
+/// stored; the entries' `${VAR}` client secrets are expanded first.
+pub(crate) async fn start_services(config: &mut McpConfig, hooks: Hooks) -> Result<Services> {
+    login::expand_secrets(config, |name| std::env::var(name))?;
+    let options = ClientOptions::default()
+        .with_hooks(config.hooks(hooks))
+        .with_oauth(login::stored());
+    Services::connect(config, options).await.map_err(login_hint)
+}
+
+/// A start's error; a server that needs authorization says how to give it.
+fn login_hint(err: claij_mcp::Error) -> anyhow::Error {
+    match err {
+        claij_mcp::Error::Unauthorized { server } => {
+            anyhow!("{server} needs authorization: run `claij mcp login {server}`")
+        }
+        other => other.into(),
+    }
+}
+
 /// Reads the configuration and starts its servers (only `only`, when given), seen through the
 /// project when one is named; `elicitor` takes the servers' questions (without it they are declined).
 async fn connect(
@@ -476,12 +497,7 @@ async fn connect_with(
     }
     let services = Services::connect(&selected, options)
         .await
-        .map_err(|err| match err {
-            claij_mcp::Error::Unauthorized { server } => {
-                anyhow!("{server} needs authorization: run `claij mcp login {server}`")
-            }
-            other => other.into(),
-        })?;
+        .map_err(login_hint)?;
     Ok(match project {
         Some(project) => (config, services.with_project(project)),
         None => (config, services),

@@ -20,7 +20,7 @@ use claij_interceptors::BoxError;
 use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::tools::Tools;
 use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
-use claij_mcp::{CallFailure, CallOutcome, ClientOptions, Content, Hooks, Services};
+use claij_mcp::{CallFailure, CallOutcome, Content, Hooks, Services};
 use serde_json::{Value, json};
 
 use crate::config::Settings;
@@ -251,8 +251,7 @@ pub(super) async fn connect(
         (all || servers.contains(&name))
             && project.as_ref().is_none_or(|p| p.services.contains(name))
     });
-    let hooks = mcp.hooks(Hooks::default());
-    let services = Services::connect(&selected, ClientOptions::default().with_hooks(hooks)).await?;
+    let services = crate::mcp::start_services(&mut selected, Hooks::default()).await?;
     let view = |services: Services| match &project {
         Some(project) => services.with_project(project.clone()),
         None => services,

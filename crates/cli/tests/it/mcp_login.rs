@@ -387,3 +387,109 @@ fn the_server_entry_names_the_client_and_the_scopes() {
     assert!(authorize.contains("client_id=pre-1"), "{authorize}");
     assert!(authorize.contains("scope=tools.read"), "{authorize}");
 }
+
+/// `llm` may call the `secure` server's tools (a service state), then ends.
+const SECURE_MACHINE: &str = r#"{
+  "id": "secure-machine",
+  "states": [
+    {"id": "llm", "action": "llm"},
+    {"id": "secure", "action": "service", "config": {"service": "secure"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "llm"], "schema": {"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}},
+    {"id": ["llm", "secure"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["secure", "llm"], "schema": {"type": "object", "properties": {"message": {"type": "object"}}, "required": ["message"]}},
+    {"id": ["llm", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+#[tokio::test]
+async fn ask_and_fsm_run_use_the_token_login_stored() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = start();
+    let llm = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(
+            r#"{"id": ["llm", "end"], "answer": "done"}"#,
+        ))
+        .mount(&llm)
+        .await;
+    let url = format!("{}/mcp", server.base);
+    let toml = format!(
+        "{}\n[mcpServers.secure]\nurl = {url:?}\n",
+        super::openrouter::config(&llm)
+    );
+    let json = json!({"mcpServers": {"secure": {"url": url}}});
+    let files = Files::new(&[
+        ("config.toml", &toml),
+        ("mcp.json", &json.to_string()),
+        ("machine.json", SECURE_MACHINE),
+        ("schema.json", r#"{"type": "object"}"#),
+    ]);
+    let (toml, data) = (files.path("config.toml"), files.path("data"));
+    let env = [
+        ("XDG_DATA_HOME", Some(data.as_str())),
+        ("CLAIJ_CONFIG", Some(toml.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-v1-login")),
+    ];
+    let (machine, schema) = (files.path("machine.json"), files.path("schema.json"));
+    let ask = || {
+        claij_env(
+            &[
+                "ask",
+                "say done",
+                "--schema",
+                &schema,
+                "--llm",
+                "openrouter:test/model",
+                "--interceptors",
+                "mcp",
+            ],
+            "",
+            &env,
+        )
+    };
+    let run = || {
+        claij_env(
+            &[
+                "fsm",
+                "run",
+                &machine,
+                "--input",
+                r#"{"request": "x"}"#,
+                "--llm",
+                "openrouter:test/model",
+                "--mode",
+                "prompted",
+            ],
+            "",
+            &env,
+        )
+    };
+    for before in [ask(), run()] {
+        assert_ne!(before.code, 0, "{}", before.stdout);
+        assert!(
+            before
+                .stderr
+                .contains("secure needs authorization: run `claij mcp login secure`"),
+            "{}",
+            before.stderr
+        );
+    }
+
+    login(&server, &files.path("mcp.json"), &data);
+    for after in [ask(), run()] {
+        assert_eq!(after.code, 0, "{}", after.stderr);
+        assert!(after.stdout.contains("done"), "{}", after.stdout);
+        assert!(!after.stderr.contains(TOKEN), "{}", after.stderr);
+    }
+    assert_eq!(
+        server.authorizations.load(Ordering::SeqCst),
+        1,
+        "authorized again"
+    );
+}
