@@ -33,6 +33,12 @@ pub(crate) const LLAMA_SERVER: Cache = Cache {
     folder: "llama-server",
 };
 
+/// Arize Phoenix, the OpenTelemetry collector of the tracing test (`cargo xtask collector`).
+pub(crate) const COLLECTOR: Cache = Cache {
+    var: "CLAIJ_COLLECTOR",
+    folder: "collector",
+};
+
 impl Cache {
     /// The directory, absolute (the temp dir's `claij/<folder>` when the environment names none).
     pub(crate) fn dir(self) -> PathBuf {

@@ -8,6 +8,7 @@
 mod bench;
 mod cache;
 mod cmd;
+mod collector;
 mod conformance;
 mod demo;
 mod integration;
@@ -33,9 +34,11 @@ commands:
                               server tests are skipped, or with CI=true the step fails),
                               llama-server (as `llama-server` below; likewise for the
                               OpenAI-compatible server tests),
+                              collector (as `collector` below; likewise for the OpenTelemetry
+                              tests),
                               tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR,
-                              CLAIJ_MCP_SERVERS and CLAIJ_LLAMA_SERVER set, CANDLE_NUM_THREADS=1,
-                              RAYON_NUM_THREADS=1),
+                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER and CLAIJ_COLLECTOR set,
+                              CANDLE_NUM_THREADS=1, RAYON_NUM_THREADS=1),
                               docs, per-crate feature builds, dependency invariants
                                 --quick   skip the docs and the per-crate feature builds
                                 --no-fmt  skip the formatting check
@@ -70,6 +73,17 @@ commands:
                                 --dir DIR  the cache; default $CLAIJ_LLAMA_SERVER, else
                                            $XDG_CACHE_HOME/claij/llama-server, else
                                            ~/.cache/claij/llama-server
+                                --force    install again even if it matches
+  collector [--dir DIR] [--force]
+                              install the OpenTelemetry collector the tracing tests send spans to
+                              (Arize Phoenix: arize-phoenix 20.26.1, its dependencies pinned by
+                              xtask/src/collector/constraints.txt; about 850 MB) with pip into a
+                              venv in a cache and print its path: DIR/venv/bin/python imports
+                              phoenix; DIR/installed.json, written last, names the version; a
+                              matching install is reused
+                                --dir DIR  the cache; default $CLAIJ_COLLECTOR, else
+                                           $XDG_CACHE_HOME/claij/collector, else
+                                           ~/.cache/claij/collector
                                 --force    install again even if it matches
   bench [--no-quality] [ARGS...]
                               cargo bench over every criterion bench target, then the quality
@@ -152,6 +166,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "model" => model::run(rest),
         "mcp-servers" => mcp_servers::run(rest),
         "llama-server" => llama_server::run(rest),
+        "collector" => collector::run(rest),
         "invariants" => match rest.first() {
             None => invariants::check().map(|()| ExitCode::SUCCESS),
             Some(arg) => usage_error(&format!("`invariants` does not take `{arg}`")),

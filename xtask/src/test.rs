@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use crate::cmd::Cmd;
+use crate::collector;
 use crate::invariants;
 use crate::llama_server;
 use crate::mcp_servers;
@@ -49,6 +50,7 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         Step::new("model", "fetch the embedded local model into the cache", fetch_model, None),
         Step::new("mcp-servers", "install the pinned MCP test servers into the cache", install_mcp_servers, None),
         Step::new("llama-server", "install the pinned OpenAI-compatible test server into the cache", install_llama_server, None),
+        Step::new("collector", "install the pinned OpenTelemetry collector into the cache", install_collector, None),
         Step::new("tests", "unit, integration and doc tests", tests, None),
         Step::new("doc", "rustdoc, warnings denied", doc, when(quick, "--quick")),
         Step::new("features", "each library crate with no and with all features", features, when(quick, "--quick")),
@@ -153,6 +155,12 @@ fn install_llama_server() -> Result<()> {
     )
 }
 
+/// As [`fetch_model`], for Arize Phoenix, the collector the OpenTelemetry tests send spans to
+/// (offline, no Python 3.11 or newer, no venv).
+fn install_collector() -> Result<()> {
+    needed_by_tests("collector", "OpenTelemetry", collector::ensure())
+}
+
 /// Prints where `fetched` put what the `<tests>` tests need; a failure fails the step only under
 /// CI.
 fn needed_by_tests(name: &str, tests: &str, fetched: Result<PathBuf>) -> Result<()> {
@@ -181,14 +189,16 @@ fn is_ci(value: Option<&str>) -> bool {
 
 /// nextest when installed (it runs no doctests, so those run separately), else `cargo test`.
 /// insta never writes snapshots here: a mismatch fails the test. The local-model tests find the
-/// model through `CLAIJ_MODEL_DIR`, the MCP tests their servers through `CLAIJ_MCP_SERVERS` and the
-/// OpenAI-compatible tests llama.cpp's Python server through `CLAIJ_LLAMA_SERVER`;
+/// model through `CLAIJ_MODEL_DIR`, the MCP tests their servers through `CLAIJ_MCP_SERVERS`, the
+/// OpenAI-compatible tests llama.cpp's Python server through `CLAIJ_LLAMA_SERVER` and the
+/// OpenTelemetry tests their collector through `CLAIJ_COLLECTOR`;
 /// candle and rayon get one thread each, so a model test stays on its core and the rest of the
 /// suite does not oversubscribe small CI machines.
 fn tests() -> Result<()> {
     let model_dir = model::model_dir();
     let mcp_servers_dir = mcp_servers::servers_dir();
     let llama_server_dir = llama_server::server_dir();
+    let collector_dir = collector::collector_dir();
     let test = |args: &[&str]| {
         Cmd::cargo()
             .args(args)
@@ -196,6 +206,7 @@ fn tests() -> Result<()> {
             .env("CLAIJ_MODEL_DIR", &model_dir)
             .env("CLAIJ_MCP_SERVERS", &mcp_servers_dir)
             .env("CLAIJ_LLAMA_SERVER", &llama_server_dir)
+            .env("CLAIJ_COLLECTOR", &collector_dir)
             .env("CANDLE_NUM_THREADS", "1")
             .env("RAYON_NUM_THREADS", "1")
             .run()

@@ -22,6 +22,7 @@ fn each_cache_follows_its_variable_then_xdg_then_home() {
         (MODELS, "/models"),
         (MCP_SERVERS, "/servers"),
         (LLAMA_SERVER, "/llama"),
+        (COLLECTOR, "/collector"),
     ] {
         let all = [
             (cache.var, own),
