@@ -493,3 +493,39 @@ async fn ask_and_fsm_run_use_the_token_login_stored() {
         "authorized again"
     );
 }
+
+#[test]
+fn login_without_a_redirect_gives_up_at_its_timeout_and_stores_nothing() {
+    let server = start();
+    let config = json!({"mcpServers": {"secure": {"url": format!("{}/mcp", server.base)}}});
+    let files = Files::new(&[("mcp.json", &config.to_string())]);
+    let (config, data) = (files.path("mcp.json"), files.path("data"));
+    // Nobody opens the URL: no browser, and the test does not play one.
+    let login = claij_env(
+        &[
+            "mcp",
+            "login",
+            "secure",
+            "--config",
+            &config,
+            "--timeout",
+            "1",
+        ],
+        "",
+        &[("XDG_DATA_HOME", Some(data.as_str())), ("BROWSER", None)],
+    );
+    assert_ne!(login.code, 0, "{}", login.stdout);
+    assert!(
+        login
+            .stderr
+            .contains("no redirect from the browser within --timeout 1 s"),
+        "{}",
+        login.stderr
+    );
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
+    assert!(
+        !std::path::Path::new(&data)
+            .join("claij/mcp-tokens/secure.json")
+            .exists()
+    );
+}
