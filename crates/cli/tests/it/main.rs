@@ -13,6 +13,7 @@ mod ask_wiremock;
 mod chat;
 mod config;
 mod conformance;
+mod conformance_login;
 mod consensus;
 mod elicitation;
 mod flags;

@@ -1,0 +1,236 @@
+//! `claij mcp login` as a person would use it, against the authorization servers of the official MCP
+//! conformance suite (installed by `cargo xtask mcp-servers`, as for `conformance.rs`).
+//!
+//! For each scenario the suite runs a small shell script (written here into a temp dir) with its
+//! server's URL. The script writes an `mcpServers` file naming that URL, runs `claij mcp login` with
+//! `BROWSER` set to a script that plays the browser (a GET of the authorization URL that follows the
+//! redirects, made by the suite's own Node: the suite's authorization endpoint approves at once and
+//! redirects to claij's loopback port), then `claij mcp list` and `claij mcp call` with the stored
+//! tokens only. The suite must pass the scenario; the test also checks that only login authorized,
+//! that the token file is private and that no token reached the output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use super::Files;
+use super::mcp::servers;
+
+/// The client ID metadata document the configuration offers (the suite does not fetch it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The suite's shell client: `client.sh URL`. `@DIR@`, `@NODE@` and `@CLAIJ@` are replaced with
+/// single-quoted paths.
+const CLIENT_SCRIPT: &str = r#"#!/bin/sh
+# The conformance suite runs this with its server's URL as the last argument.
+set -eu
+unset BROWSER CLAIJ_CONFIG
+export XDG_CONFIG_HOME=@DIR@/no-config XDG_DATA_HOME=@DIR@/data
+CLAIJ_SUITE_CLIENT_SECRET=$(@NODE@ @DIR@/config.js "$1" @DIR@/entry.json @DIR@/mcp.json)
+export CLAIJ_SUITE_CLIENT_SECRET
+BROWSER=@DIR@/browser.sh @CLAIJ@ mcp login suite --config @DIR@/mcp.json --timeout 20
+@CLAIJ@ mcp list --config @DIR@/mcp.json
+@CLAIJ@ mcp call suite.test-tool --config @DIR@/mcp.json
+"#;
+
+/// Writes `mcp.json`: the entry of `entry.json` with the server's URL and, when the scenario's
+/// `MCP_CONFORMANCE_CONTEXT` names a pre-registered client, its ID and a secret read from the
+/// environment; prints that secret for the shell to export.
+const CONFIG_SCRIPT: &str = r#"// Writes the claij configuration for the suite's server.
+const fs = require("fs");
+const [url, template, file] = process.argv.slice(2);
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+const entry = JSON.parse(fs.readFileSync(template, "utf8"));
+entry.url = url;
+if (context.client_id) {
+  entry.oauth = {...entry.oauth, clientId: context.client_id};
+  if (context.client_secret) entry.oauth.clientSecret = "${CLAIJ_SUITE_CLIENT_SECRET}";
+}
+fs.writeFileSync(file, JSON.stringify({mcpServers: {suite: entry}}));
+process.stdout.write(context.client_secret || "");
+"#;
+
+/// The browser: a GET of the URL that follows redirects, successful when the last answer is.
+const BROWSER_SCRIPT: &str = r#"#!/bin/sh
+exec @NODE@ -e 'fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$1"
+"#;
+
+/// The installed suite: the Node that runs it and its script.
+struct Suite {
+    node: PathBuf,
+    script: PathBuf,
+}
+
+impl Suite {
+    /// The suite under the MCP server cache; `None` skips the test (under `CI=true`, fails it).
+    fn find(test: &str) -> Option<Suite> {
+        let dir = servers(test)?.join("conformance");
+        let stamp = std::fs::read_to_string(dir.join("installed.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+        let Some(node) = stamp.as_ref().and_then(|stamp| stamp.get("node")?.as_str()) else {
+            panic!(
+                "{test}: {} has no readable installed.json: run `cargo xtask mcp-servers`",
+                dir.display()
+            );
+        };
+        let node = if node == "node" {
+            // On the PATH: the scripts need it absolute.
+            which("node").unwrap_or_else(|| panic!("{test}: no `node` on the PATH"))
+        } else {
+            dir.join(node)
+        };
+        let script = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+        Some(Suite { node, script })
+    }
+}
+
+/// `name` found in a `PATH` directory.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+/// `path` quoted for the shell.
+fn quoted(path: &Path) -> String {
+    let text = path.to_str().unwrap();
+    assert!(!text.contains('\''), "a quote in {text}");
+    format!("'{text}'")
+}
+
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// The first `checks.json` under `dir` (the suite writes `DIR/auth/NAME-TIME/checks.json`).
+fn find_checks(dir: &Path) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        if path.is_dir() {
+            if let Some(found) = find_checks(&path) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|name| name == "checks.json") {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Runs `scenario` with the login script, the server's entry starting as `entry` (its `oauth`
+/// settings), and checks the suite passes it, login alone authorized, the token file is private
+/// and no token was printed.
+#[track_caller]
+fn check(scenario: &str, entry: &str) {
+    let Some(suite) = Suite::find(scenario) else {
+        return;
+    };
+    let files = Files::new(&[("entry.json", entry), ("config.js", CONFIG_SCRIPT)]);
+    let dir = files.0.clone();
+    let fill = |text: &str| {
+        text.replace("@DIR@", &quoted(&dir))
+            .replace("@NODE@", &quoted(&suite.node))
+            .replace("@CLAIJ@", &quoted(Path::new(env!("CARGO_BIN_EXE_claij"))))
+    };
+    let client = dir.join("client.sh");
+    write_script(&client, &fill(CLIENT_SCRIPT));
+    write_script(&dir.join("browser.sh"), &fill(BROWSER_SCRIPT));
+    let command = client.to_str().unwrap();
+    // The suite splits --command on spaces.
+    assert!(!command.contains(' '), "a space in {command}");
+    let results = dir.join("results");
+    let output = Command::new(&suite.node)
+        .arg(&suite.script)
+        .args(["client", "--command", command, "--scenario", scenario])
+        .arg("--output-dir")
+        .arg(&results)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0), "{scenario} failed:\n{text}");
+
+    // Next to checks.json, the suite saves what the script printed.
+    let checks_file = find_checks(&results).unwrap_or_else(|| panic!("no checks.json:\n{text}"));
+    let saved = |name: &str| std::fs::read_to_string(checks_file.with_file_name(name)).unwrap();
+    let checks: Vec<Value> = serde_json::from_str(&saved("checks.json")).unwrap();
+    let authorizations = checks
+        .iter()
+        .filter(|check| check["id"] == "authorization-request")
+        .count();
+    assert_eq!(
+        authorizations, 1,
+        "{scenario}: list and call authorized again:\n{text}"
+    );
+    let run = saved("stdout.txt");
+    assert!(run.contains("suite.test-tool"), "{scenario}: {run}");
+    let errors = saved("stderr.txt");
+    assert!(
+        errors.contains("logged in to suite"),
+        "{scenario}: {errors}"
+    );
+    for secret in ["test-token", "pre-registered-secret"] {
+        assert!(
+            !errors.contains(secret),
+            "{scenario} printed {secret}: {errors}"
+        );
+        assert!(!run.contains(secret), "{scenario} printed {secret}: {run}");
+    }
+
+    let tokens = dir.join("data/claij/mcp-tokens/suite.json");
+    assert!(tokens.is_file(), "{scenario}: no {}", tokens.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{scenario}");
+    }
+}
+
+#[test]
+fn login_with_dynamic_registration() {
+    check("auth/metadata-default", "{}");
+}
+
+#[test]
+fn login_at_a_tenant_openid_server_with_custom_resource_metadata() {
+    check("auth/metadata-var3", "{}");
+}
+
+#[test]
+fn login_with_a_client_id_metadata_document() {
+    let entry = serde_json::json!({"oauth": {"clientMetadataUrl": CLIENT_METADATA_URL}});
+    check("auth/basic-cimd", &entry.to_string());
+}
+
+#[test]
+fn login_with_a_pre_registered_client_and_its_secret_from_the_environment() {
+    check("auth/pre-registration", "{}");
+}
+
+#[test]
+fn login_with_a_registered_secret_posted_to_the_token_endpoint() {
+    check("auth/token-endpoint-auth-post", "{}");
+}
+
+#[test]
+fn login_asks_for_the_scope_from_www_authenticate() {
+    check("auth/scope-from-www-authenticate", "{}");
+}
+
+#[test]
+fn login_at_a_2025_03_26_server_without_metadata() {
+    check("auth/2025-03-26-oauth-endpoint-fallback", "{}");
+}
