@@ -234,3 +234,9 @@ fn login_asks_for_the_scope_from_www_authenticate() {
 fn login_at_a_2025_03_26_server_without_metadata() {
     check("auth/2025-03-26-oauth-endpoint-fallback", "{}");
 }
+
+#[test]
+fn login_at_a_2025_03_26_server_whose_metadata_names_another_issuer() {
+    // The stored token's later uses discover the same metadata again.
+    check("auth/2025-03-26-oauth-metadata-backcompat", "{}");
+}
