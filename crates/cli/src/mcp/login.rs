@@ -4,6 +4,8 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -94,11 +96,13 @@ pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Sta
         .context("cannot listen on a loopback port for the redirect")?;
     let port = listener.local_addr()?.port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let asked = Arc::new(AtomicBool::new(false));
     let loopback = Loopback {
         listener: Mutex::new(listener),
         redirect_uri: redirect_uri.clone(),
         timeout: args.timeout,
         server: args.server.clone(),
+        asked: Arc::clone(&asked),
     };
     let oauth = OAuth::new(redirect_uri, loopback).with_token_dir(&dir);
     let common = Common {
@@ -116,15 +120,18 @@ pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Sta
     services.close().await;
     let file = claij_mcp::token_file(&dir, &args.server);
     let mut err = std::io::stderr();
-    if file.is_file() {
+    let server = &args.server;
+    if !file.is_file() {
+        writeln!(err, "{server} did not ask for authorization")?;
+    } else if asked.load(Ordering::SeqCst) {
+        writeln!(err, "logged in to {server} (tokens in {})", file.display())?;
+    } else {
+        // The stored tokens (refreshed if need be) were enough: nobody was asked.
         writeln!(
             err,
-            "logged in to {} (tokens in {})",
-            args.server,
+            "already logged in to {server} (tokens in {}); to authorize again, run `claij mcp logout {server}` first",
             file.display()
         )?;
-    } else {
-        writeln!(err, "{} did not ask for authorization", args.server)?;
     }
     Ok(Status::Ok)
 }
@@ -161,6 +168,8 @@ struct Loopback {
     redirect_uri: String,
     timeout: Duration,
     server: String,
+    /// Set once the person has been asked to approve.
+    asked: Arc<AtomicBool>,
 }
 
 impl Authorizer for Loopback {
@@ -168,6 +177,7 @@ impl Authorizer for Loopback {
         Box::pin(async move {
             let state =
                 query_param(url, "state").ok_or("the authorization URL has no state parameter")?;
+            self.asked.store(true, Ordering::SeqCst);
             let mut err = std::io::stderr();
             writeln!(
                 err,

@@ -20,8 +20,8 @@ use super::mcp::servers;
 /// The client ID metadata document the configuration offers (the suite does not fetch it).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// The suite's shell client: `client.sh URL`. `@DIR@`, `@NODE@` and `@CLAIJ@` are replaced with
-/// single-quoted paths.
+/// The suite's shell client: `client.sh URL`, then the steps. `@DIR@`, `@NODE@` and `@CLAIJ@` are
+/// replaced with single-quoted paths.
 const CLIENT_SCRIPT: &str = r#"#!/bin/sh
 # The conformance suite runs this with its server's URL as the last argument.
 set -eu
@@ -29,10 +29,16 @@ unset BROWSER CLAIJ_CONFIG
 export XDG_CONFIG_HOME=@DIR@/no-config XDG_DATA_HOME=@DIR@/data
 CLAIJ_SUITE_CLIENT_SECRET=$(@NODE@ @DIR@/config.js "$1" @DIR@/entry.json @DIR@/mcp.json)
 export CLAIJ_SUITE_CLIENT_SECRET
-BROWSER=@DIR@/browser.sh @CLAIJ@ mcp login suite --config @DIR@/mcp.json --timeout 20
-@CLAIJ@ mcp list --config @DIR@/mcp.json
-@CLAIJ@ mcp call suite.test-tool --config @DIR@/mcp.json
 "#;
+
+/// A step of the script: `claij mcp login`, the browser played by `browser.sh`.
+const LOGIN: &str =
+    "BROWSER=@DIR@/browser.sh @CLAIJ@ mcp login suite --config @DIR@/mcp.json --timeout 20\n";
+
+/// A step of the script: `claij mcp list` and `claij mcp call`, with the stored tokens only.
+const LIST_AND_CALL: &str = "@CLAIJ@ mcp list --config @DIR@/mcp.json
+@CLAIJ@ mcp call suite.test-tool --config @DIR@/mcp.json
+";
 
 /// Writes `mcp.json`: the entry of `entry.json` with the server's URL and, when the scenario's
 /// `MCP_CONFORMANCE_CONTEXT` names a pre-registered client, its ID and a secret read from the
@@ -124,14 +130,18 @@ fn find_checks(dir: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Runs `scenario` with the login script, the server's entry starting as `entry` (its `oauth`
-/// settings), and checks the suite passes it, login alone authorized, the token file is private
-/// and no token was printed.
+/// Runs `scenario` with the script that logs in, lists and calls; see [`run`].
 #[track_caller]
 fn check(scenario: &str, entry: &str) {
-    let Some(suite) = Suite::find(scenario) else {
-        return;
-    };
+    run(scenario, entry, &[LOGIN, LIST_AND_CALL]);
+}
+
+/// Runs `scenario` with the script of `steps`, the server's entry starting as `entry` (its `oauth`
+/// settings), and checks the suite passes it, the first login alone authorized, the token file is
+/// private and no token was printed: what the script wrote on stderr (`None`: skipped).
+#[track_caller]
+fn run(scenario: &str, entry: &str, steps: &[&str]) -> Option<String> {
+    let suite = Suite::find(scenario)?;
     let files = Files::new(&[("entry.json", entry), ("config.js", CONFIG_SCRIPT)]);
     let dir = files.0.clone();
     let fill = |text: &str| {
@@ -140,7 +150,10 @@ fn check(scenario: &str, entry: &str) {
             .replace("@CLAIJ@", &quoted(Path::new(env!("CARGO_BIN_EXE_claij"))))
     };
     let client = dir.join("client.sh");
-    write_script(&client, &fill(CLIENT_SCRIPT));
+    write_script(
+        &client,
+        &fill(&format!("{CLIENT_SCRIPT}{}", steps.concat())),
+    );
     write_script(&dir.join("browser.sh"), &fill(BROWSER_SCRIPT));
     let command = client.to_str().unwrap();
     // The suite splits --command on spaces.
@@ -172,7 +185,7 @@ fn check(scenario: &str, entry: &str) {
         .count();
     assert_eq!(
         authorizations, 1,
-        "{scenario}: list and call authorized again:\n{text}"
+        "{scenario}: authorized again with stored tokens:\n{text}"
     );
     let run = saved("stdout.txt");
     assert!(run.contains("suite.test-tool"), "{scenario}: {run}");
@@ -197,6 +210,7 @@ fn check(scenario: &str, entry: &str) {
         let mode = std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{scenario}");
     }
+    Some(errors)
 }
 
 #[test]
@@ -239,4 +253,27 @@ fn login_at_a_2025_03_26_server_without_metadata() {
 fn login_at_a_2025_03_26_server_whose_metadata_names_another_issuer() {
     // The stored token's later uses discover the same metadata again.
     check("auth/2025-03-26-oauth-metadata-backcompat", "{}");
+}
+
+#[test]
+fn a_second_login_says_the_stored_tokens_are_enough() {
+    let Some(errors) = run(
+        "auth/metadata-default",
+        "{}",
+        &[LOGIN, LOGIN, LIST_AND_CALL],
+    ) else {
+        return;
+    };
+    let said = |start: &str| {
+        errors
+            .lines()
+            .filter(|line| line.starts_with(start))
+            .count()
+    };
+    assert_eq!(said("logged in to suite"), 1, "{errors}");
+    assert_eq!(said("already logged in to suite"), 1, "{errors}");
+    assert!(
+        errors.contains("to authorize again, run `claij mcp logout suite` first"),
+        "{errors}"
+    );
 }
