@@ -1,8 +1,42 @@
-//! The value parsers of the numeric flags: each number is checked against its range when the
-//! command line is parsed, so a wild value is a one-line usage error (exit 2) naming the flag and
-//! the range, never a panic or a runaway loop later.
+//! The flags every command takes ([`Global`]: logs and telemetry), and the value parsers of the
+//! numeric flags: each number is checked against its range when the command line is parsed, so a
+//! wild value is a one-line usage error (exit 2) naming the flag and the range, never a panic or a
+//! runaway loop later.
 
 use std::time::Duration;
+
+/// Flags of every command: how much is logged on stderr and how, and where traces go.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Global {
+    /// More log lines on stderr: -v debug, -vv trace, for claij's crates (default: warnings and
+    /// errors). RUST_LOG, when set, is the filter instead.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]
+    pub verbose: u8,
+    /// Errors only on stderr: no warnings.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Log lines as `human` text (coloured on a terminal) or `json`, an object per line.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Human, global = true)]
+    pub log_format: LogFormat,
+    /// Send traces and metrics to this OpenTelemetry collector over OTLP/HTTP (the base URL:
+    /// URL/v1/traces and URL/v1/metrics); default OTEL_EXPORTER_OTLP_ENDPOINT, else none.
+    #[arg(long, value_name = "URL", global = true)]
+    pub otlp_endpoint: Option<String>,
+    /// Record prompts and replies in the exported spans (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`); never in the log lines.
+    #[arg(long, global = true)]
+    pub otel_capture_content: bool,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// A line per event: level, where, message, fields.
+    #[default]
+    Human,
+    /// A JSON object per line: `timestamp`, `level`, `target`, `fields`.
+    Json,
+}
 
 /// The most retries a flag or the configuration may ask for per call.
 pub(crate) const MAX_RETRIES: usize = 100;

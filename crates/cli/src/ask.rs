@@ -7,6 +7,7 @@
 pub(crate) mod approve;
 mod consensus;
 pub(crate) mod llm;
+mod metrics;
 pub(crate) mod model;
 mod progress;
 mod report;
@@ -27,6 +28,7 @@ use std::io::IsTerminal as _;
 use claij_interceptors::builtin::citations::{Citations, Document};
 use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::memory::Memory;
+use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector};
 use claij_interceptors::builtin::states::States;
 use claij_interceptors::{
     Budget, Chain, Config, Error, Pipeline, ShowExample, StructuredMode, ToolResult,
@@ -123,6 +125,11 @@ pub(crate) struct Options {
     /// Do not stream.
     #[arg(long, overrides_with = "stream")]
     no_stream: bool,
+    /// After the answer, a table on stderr of what the calls did: time per stage, fixes by kind,
+    /// violations by keyword, retries, first-try validity, tokens and cost (the `metrics`
+    /// interceptor; `chat`: at the end, and `/metrics` at any time).
+    #[arg(long)]
+    metrics: bool,
 }
 
 /// The interceptors `--interceptors` can name.
@@ -142,6 +149,8 @@ enum Interceptor {
     /// Every reply may propose a schema extension; `--approve` decides, and an approved one joins
     /// the schema of every later request (saved with `--memory`).
     Proposals,
+    /// Counts what every call did (as `--metrics`, which prints the table).
+    Metrics,
 }
 
 /// `--example`: when the system prompt shows an example reply.
@@ -187,6 +196,9 @@ impl Options {
 /// every attempt was invalid (or the models did not agree).
 pub(crate) fn run(args: &Args) -> Result<Status> {
     if let Some(models) = consensus::models(&args.options)? {
+        if args.options.metrics || args.options.interceptors.contains(&Interceptor::Metrics) {
+            anyhow::bail!("--metrics counts one model's calls, --consensus asks several: drop one");
+        }
         if args.options.budget().is_some() {
             anyhow::bail!(
                 "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one"
@@ -225,6 +237,12 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
         }
         Err(e) => Err(e.into()),
     };
+    if conversation.shows_metrics()
+        && let Some(table) = conversation.metrics_table()
+    {
+        // After the answer: a failed write to stderr leaves nothing else to tell.
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), table.as_bytes());
+    }
     conversation.close();
     status
 }
@@ -256,6 +274,8 @@ pub(crate) struct Conversation<'a> {
     calls: Vec<ToolResult>,
     /// The answer text the last turn's partial values wrote (`chat`).
     streamed: String,
+    /// The metrics interceptor's tally (`--metrics`, `--interceptors metrics`, always in `chat`).
+    metrics: Option<MetricsCollector>,
 }
 
 impl<'a> Conversation<'a> {
@@ -371,6 +391,12 @@ impl<'a> Conversation<'a> {
         } else {
             (opened.backend, None)
         };
+        // Last in the chain, so its post hook runs first: no other hook can fail a call unrecorded.
+        let metrics =
+            (chat || options.metrics || names.contains(&Interceptor::Metrics)).then(Metrics::new);
+        if let Some(metrics) = &metrics {
+            chain.push(metrics.clone());
+        }
         let mut pipeline = Pipeline::new(backend, knobs, chain);
         if let Some(base) = base {
             pipeline = pipeline.with_base_schema(base);
@@ -392,6 +418,7 @@ impl<'a> Conversation<'a> {
             streamed: String::new(),
             budget: options.budget(),
             calls: Vec::new(),
+            metrics: metrics.map(|metrics| metrics.collector().clone()),
         })
     }
 
@@ -438,6 +465,9 @@ impl<'a> Conversation<'a> {
         };
         if let Some(partials) = &self.partials {
             self.streamed = partials.finish();
+        }
+        if let (Some(metrics), Err(e)) = (&self.metrics, &result) {
+            metrics.record_error(e);
         }
         let result = result.map(|(answer, calls)| {
             // An agent run's calls are its own; an ask's ran after the reply, for the next turn.
@@ -505,6 +535,19 @@ impl<'a> Conversation<'a> {
             })
             .cloned()
             .collect()
+    }
+
+    /// The metrics table, when the metrics interceptor runs.
+    pub(crate) fn metrics_table(&self) -> Option<String> {
+        self.metrics
+            .as_ref()
+            .map(|metrics| metrics::table(&metrics.snapshot()))
+    }
+
+    /// Whether the metrics table is printed after the answer (`--metrics`, `--interceptors
+    /// metrics`).
+    pub(crate) fn shows_metrics(&self) -> bool {
+        self.options.metrics || self.names.contains(&Interceptor::Metrics)
     }
 
     /// Whether `--json` was given.
@@ -620,8 +663,8 @@ fn chain_with(
                     chain.push(McpInterceptor::new(services.clone()).with_config(config));
                 }
             }
-            // Shared with its registry: `Conversation::open_with` adds it.
-            Interceptor::Proposals => {}
+            // Shared with its registry, and last in the chain: `Conversation::open_with` adds them.
+            Interceptor::Proposals | Interceptor::Metrics => {}
         }
     }
     Ok(chain)

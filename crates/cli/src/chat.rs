@@ -5,8 +5,9 @@
 //! response rendered with `--standard`), then on stderr the state, the remembered summary and the
 //! turn's tokens, cost and time. On a terminal the line editor keeps a history (`~/.claij_history`
 //! unless `--no-history`); from a pipe, each line of stdin is a turn. `/memory` shows what is
-//! remembered, `/reset` forgets it (with the message history and pending tool results), `/quit` (or
-//! end of input) ends the conversation. With `--session FILE` the conversation starts from the file
+//! remembered, `/reset` forgets it (with the message history and pending tool results), `/metrics`
+//! shows what the calls so far did (the table of `ask --metrics`; with `--metrics`, also at the end),
+//! `/quit` (or end of input) ends the conversation. With `--session FILE` the conversation starts from the file
 //! and is saved to it after every valid reply.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -103,6 +104,12 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 writeln!(err, "{}", memory_text(&conversation))?;
                 continue;
             }
+            "/metrics" => {
+                if let Some(table) = conversation.metrics_table() {
+                    write!(err, "{table}")?;
+                }
+                continue;
+            }
             "/reset" => {
                 conversation.ctx.memory = claij_interceptors::MemoryState::default();
                 conversation.ctx.history.clear();
@@ -179,6 +186,11 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
         }
     }
     lines.save_history();
+    if conversation.shows_metrics()
+        && let Some(table) = conversation.metrics_table()
+    {
+        write!(err, "{table}")?;
+    }
     conversation.close();
     Ok(status)
 }

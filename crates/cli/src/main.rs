@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 the input is invalid (or nothing could be recovered, or `ask` got no valid
 //! reply within its retries), 2 usage, IO, configuration or backend error.
 //! Every error is one line on stderr saying what and where; the binary never shows a backtrace.
+//! Log lines (warnings by default, `-v`, `-q`, `RUST_LOG`) go to stderr too ([`logging`]).
 
 use std::io::Write as _;
 use std::num::NonZeroUsize;
@@ -17,18 +18,23 @@ mod chat;
 mod config;
 mod fsm;
 mod input;
+mod logging;
 mod mcp;
 mod models;
 mod repair;
 mod schema;
 mod structured_cache;
 mod suite;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod validate;
 
 /// Every LLM reply a validated JSON document.
 #[derive(Debug, Parser)]
 #[command(name = "claij", version, about, long_about = None)]
 struct Cli {
+    #[command(flatten)]
+    global: args::Global,
     #[command(subcommand)]
     command: Command,
 }
@@ -92,6 +98,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before the exporter starts its threads (see `set_compute_threads`).
     let threads = match &cli.command {
         Command::Ask(args) => args.threads(),
         Command::Chat(args) => args.threads(),
@@ -103,6 +110,22 @@ fn main() -> ExitCode {
     if let Some(threads) = threads {
         set_compute_threads(threads);
     }
+    let filters = logging::Filters::from_env(cli.command.log_directives());
+    let logging = match logging::install(&cli.global, &filters) {
+        Ok(logging) => logging,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
+            return ExitCode::from(2);
+        }
+    };
+    let code = run(&cli);
+    // Every exit after this point passes here: the exporter is flushed (within its bound).
+    logging.shutdown();
+    code
+}
+
+/// Runs the command; its exit code.
+fn run(cli: &Cli) -> ExitCode {
     let result = match &cli.command {
         Command::Ask(args) => ask::run(args),
         Command::Chat(args) => chat::run(args),
@@ -127,6 +150,19 @@ fn main() -> ExitCode {
             // their source out of their own message, so each cause is said once).
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)
+        }
+    }
+}
+
+impl Command {
+    /// Log filter directives a command's flags add: `--mcp-log-level` shows the servers' messages
+    /// (they send only those at the level asked for and above).
+    fn log_directives(&self) -> Vec<String> {
+        match self {
+            Command::Mcp(cmd) if cmd.mcp_log_level().is_some() => {
+                vec![format!("{}=trace", claij_mcp::SERVER_LOG_TARGET)]
+            }
+            _ => Vec::new(),
         }
     }
 }

@@ -87,6 +87,15 @@ impl Command {
             _ => None,
         }
     }
+
+    /// `--mcp-log-level` of `list`, `call` and `chat`, which `main` lets through the log filter.
+    pub(crate) fn mcp_log_level(&self) -> Option<LogLevel> {
+        match self {
+            Command::List { common, .. } | Command::Call { common, .. } => common.mcp_log_level,
+            Command::Chat(args) => args.common.mcp_log_level,
+            _ => None,
+        }
+    }
 }
 
 /// Options shared by the `mcp` subcommands.
@@ -109,7 +118,8 @@ pub(crate) struct Common {
     #[arg(long, value_enum, value_name = "POLICY")]
     elicitation: Option<elicitation::Policy>,
     /// Ask the servers for their log messages at LEVEL and above (debug, info, notice, warning,
-    /// error, critical, alert, emergency) and show each on stderr as `server: level: message`.
+    /// error, critical, alert, emergency) and show each on stderr as a log line (its level, `server`,
+    /// `level`, `logger`, `message`).
     #[arg(long, value_name = "LEVEL", value_parser = log_level)]
     mcp_log_level: Option<LogLevel>,
 }
@@ -480,15 +490,7 @@ async fn connect_with(
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     hooks.elicitor = elicitor;
-    if common.mcp_log_level.is_some() {
-        hooks = hooks.on_log(|message| {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{}",
-                crate::one_line(&message.to_string())
-            );
-        });
-    }
+    // The servers' log messages are log events of `claij_mcp` (`main` lets them through).
     let mut options = ClientOptions::default()
         .with_hooks(config.hooks(hooks))
         .with_oauth(oauth);

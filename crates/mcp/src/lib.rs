@@ -77,7 +77,7 @@ pub use hooks::{
     PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,
 };
 pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
-pub use logging::{LogLevel, LogMessage};
+pub use logging::{LogLevel, LogMessage, SERVER_LOG_TARGET};
 pub use outcome::{CallFailure, CallOutcome, Content};
 pub use project::Project;
 pub use services::{Refusal, Services};

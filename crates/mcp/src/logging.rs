@@ -8,6 +8,11 @@ use serde_json::Value;
 
 use crate::error::Error;
 
+/// The `tracing` target of the servers' log messages: each is an event there, at the level its
+/// severity maps to (`debug` DEBUG, `info` and `notice` INFO, `warning` WARN, `error` and above
+/// ERROR), its text the event's message, with fields `server`, `level` (MCP's name) and `logger`.
+pub const SERVER_LOG_TARGET: &str = "claij_mcp::server_log";
+
 /// A log severity, as MCP names them (RFC 5424's, least severe first, so `Ord` compares
 /// severity).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -115,6 +120,30 @@ impl LogMessage {
     pub fn with_logger(mut self, logger: impl Into<String>) -> Self {
         self.logger = Some(logger.into());
         self
+    }
+
+    /// Emits the message as a `tracing` event at [`SERVER_LOG_TARGET`].
+    pub(crate) fn log(&self) {
+        macro_rules! event {
+            ($level:expr) => {
+                tracing::event!(
+                    target: SERVER_LOG_TARGET,
+                    $level,
+                    server = %self.server,
+                    level = %self.level,
+                    logger = self.logger.as_deref(),
+                    message = %self.text()
+                )
+            };
+        }
+        match self.level {
+            LogLevel::Debug => event!(tracing::Level::DEBUG),
+            LogLevel::Info | LogLevel::Notice => event!(tracing::Level::INFO),
+            LogLevel::Warning => event!(tracing::Level::WARN),
+            LogLevel::Error | LogLevel::Critical | LogLevel::Alert | LogLevel::Emergency => {
+                event!(tracing::Level::ERROR)
+            }
+        }
     }
 
     /// The data as one line of text: a string as it is, anything else as compact JSON.

@@ -212,7 +212,8 @@ where
             provider = %context.provider,
             model,
             request = n,
-            status = error.context().status.unwrap_or(0),
+            of = policy.max_requests,
+            status = error.context().status,
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             error = %error,
             "retrying after a failed request"

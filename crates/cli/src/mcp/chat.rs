@@ -36,7 +36,7 @@ const MAX_HISTORY: usize = 100;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    common: Common,
+    pub(super) common: Common,
     /// The model that decides, and how it is called, as `claij ask` takes it.
     #[command(flatten)]
     model: ModelOptions,

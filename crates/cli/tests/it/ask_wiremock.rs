@@ -279,12 +279,33 @@ async fn a_retried_failure_says_how_many_http_requests_were_made() {
                 .insert_header("retry-after", "0")
                 .set_body_json(body),
         )
-        .expect(4)
+        .expect(8)
         .mount(&server)
         .await;
     let f = files(&server);
     let run = ask(&f, &["--llm", "gemini-flash"]);
-    assert_one_line_error(&run, 2, "(HTTP 429, after 4 HTTP requests): rate limited");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    // Each retry is a warning line, saying which request of how many and the status; the error
+    // is the last line.
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", run.stderr);
+    for (n, line) in lines[..3].iter().enumerate() {
+        assert!(
+            line.starts_with(" WARN claij_backends::http::retry: retrying after a failed request"),
+            "{line}"
+        );
+        let facts = format!("request={} of=4 status=429", n + 1);
+        assert!(line.contains(&facts), "{facts}: {line}");
+    }
+    assert!(
+        lines[3].starts_with("error: ")
+            && lines[3].contains("(HTTP 429, after 4 HTTP requests): rate limited"),
+        "{}",
+        run.stderr
+    );
+    // Without the warnings, the error alone.
+    let quiet = ask(&f, &["--llm", "gemini-flash", "-q"]);
+    assert_one_line_error(&quiet, 2, "(HTTP 429, after 4 HTTP requests): rate limited");
 }
 
 /// `max_body_bytes` and `retry_budget_secs` from the configuration reach the HTTP layer.

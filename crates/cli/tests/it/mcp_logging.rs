@@ -1,5 +1,5 @@
 //! `--mcp-log-level` of `claij mcp list|call`: the level goes to the servers, their log messages to
-//! stderr with the server's name.
+//! stderr as log lines (target `claij_mcp::server_log`) with the server's name and level.
 
 use super::mcp::{config, servers};
 use super::{Files, assert_one_line_error, claij};
@@ -26,9 +26,12 @@ fn a_server_log_message_is_shown_on_stderr_with_the_server_name() {
     ];
     let logged = |stderr: &str| {
         stderr.lines().any(|line| {
-            line.strip_prefix("everything: ")
-                .and_then(|rest| rest.split_once(": "))
-                .is_some_and(|(level, _)| levels.contains(&level))
+            line.contains(" claij_mcp::server_log: ")
+                && line.contains(" server=everything ")
+                && line
+                    .split_once(" level=")
+                    .and_then(|(_, rest)| rest.split(' ').next())
+                    .is_some_and(|level| levels.contains(&level))
         })
     };
     // rmcp handles each notification in a task of its own, so the message can lose the race with
@@ -59,7 +62,11 @@ fn a_server_log_message_is_shown_on_stderr_with_the_server_name() {
     // Without the flag, nothing is shown.
     let run = claij(&["mcp", "call", tool, "--config", &cfg], "");
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(!run.stderr.contains("everything: "), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("claij_mcp::server_log"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

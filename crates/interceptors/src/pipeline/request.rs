@@ -55,16 +55,72 @@ impl Pipeline {
         let target = capabilities.schema_target(mode);
         let dialect = target.dialect;
         match prepared.dialect(dialect) {
-            Ok(compiled) => Delivery::Provider {
-                mode,
-                strict: target.strict,
-                compiled,
-            },
+            Ok(compiled) => {
+                self.log_losses(dialect, &compiled.losses);
+                Delivery::Provider {
+                    mode,
+                    strict: target.strict,
+                    compiled,
+                }
+            }
             Err(e) => {
                 // A schema the dialect cannot express (a recursive one for Gemini) still works prompted.
-                warn!(?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
+                warn!(provider = self.backend.provider(), model = %self.config.model, ?dialect, error = %e, "schema not expressible in the provider's dialect; prompting instead");
                 Delivery::Prompted
             }
+        }
+    }
+
+    /// An info line naming the keywords the provider will not enforce (dropped or relaxed), a debug
+    /// line for the forms rewritten to equivalent or stricter ones; annotations (`description`,
+    /// `$schema`, ...) are no loss. Not a warning: the validator still checks every keyword, and a
+    /// reply breaking one is retried (that retry is the warning), while a schema with a lost keyword
+    /// would otherwise warn on every call.
+    fn log_losses(
+        &self,
+        dialect: claij_backends::SchemaDialect,
+        losses: &[claij_schema::dialect::Loss],
+    ) {
+        use claij_schema::dialect::LossKind;
+        const ANNOTATIONS: &[&str] = &[
+            "$schema",
+            "$id",
+            "$comment",
+            "title",
+            "description",
+            "examples",
+            "default",
+            "deprecated",
+            "readOnly",
+            "writeOnly",
+        ];
+        let list = |weaker: bool| {
+            losses
+                .iter()
+                .filter(|l| !ANNOTATIONS.contains(&l.keyword.as_str()))
+                .filter(|l| matches!(l.change, LossKind::Dropped | LossKind::Relaxed) == weaker)
+                .map(|l| {
+                    format!(
+                        "{} at {}",
+                        l.keyword,
+                        if l.pointer.is_empty() {
+                            "/"
+                        } else {
+                            &l.pointer
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (weaker, other) = (list(true), list(false));
+        let provider = self.backend.provider();
+        let model = &self.config.model;
+        if !weaker.is_empty() {
+            tracing::info!(provider, %model, ?dialect, dropped = %weaker, "schema keywords the provider does not enforce; checked on the reply");
+        }
+        if !other.is_empty() {
+            tracing::debug!(provider, %model, ?dialect, rewritten = %other, "schema keywords rewritten for the provider's dialect");
         }
     }
 

@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
-use tracing::{debug, info, trace, warn};
+use tracing::{debug, info, warn};
 
 use crate::hooks::{ElicitationReply, ElicitationRequest, Hooks, Progress, SamplingRequest};
 use crate::logging::LogLevel;
@@ -196,7 +196,7 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         let message = super::logging::log_message(&self.server, params);
-        trace!(server = %self.server, level = %message.level, logger = message.logger, data = %message.data, "mcp server log");
+        message.log();
         if let Some(callback) = &self.hooks.on_log {
             callback(&message);
         }

@@ -1,0 +1,94 @@
+//! The filter directives and the human line.
+
+use tracing::Level;
+
+use super::{Fields, Filters, directives, line};
+use crate::args::Global;
+
+#[track_caller]
+fn check(verbose: u8, quiet: bool, rust_log: Option<&str>, expected: &str) {
+    let global = Global {
+        verbose,
+        quiet,
+        ..Global::default()
+    };
+    let filters = Filters {
+        rust_log: rust_log.map(str::to_owned),
+        extra: Vec::new(),
+    };
+    assert_eq!(directives(&global, &filters), expected);
+}
+
+#[test]
+fn the_flags_choose_the_level_and_rust_log_overrides_them() {
+    let off = "claij::metrics=off,claij::content=off";
+    check(0, false, None, &format!("warn,claij=warn,{off}"));
+    check(1, false, None, &format!("warn,claij=debug,{off}"));
+    check(2, false, None, &format!("warn,claij=trace,{off}"));
+    check(5, false, None, &format!("warn,claij=trace,{off}"));
+    check(0, true, None, &format!("error,claij=error,{off}"));
+    check(1, false, Some("info"), &format!("info,{off}"));
+    check(
+        0,
+        true,
+        Some(" claij_mcp=debug "),
+        &format!("claij_mcp=debug,{off}"),
+    );
+    // Named in RUST_LOG, the metric and content events are log lines too.
+    check(
+        0,
+        false,
+        Some("warn,claij::metrics=info"),
+        "warn,claij::metrics=info,claij::content=off",
+    );
+    check(
+        0,
+        false,
+        Some("claij::content=trace"),
+        "claij::content=trace,claij::metrics=off",
+    );
+}
+
+#[test]
+fn extra_directives_come_last() {
+    let filters = Filters {
+        rust_log: None,
+        extra: vec!["claij_mcp::server_log=trace".to_owned()],
+    };
+    assert!(
+        directives(&Global::default(), &filters).ends_with(",claij_mcp::server_log=trace"),
+        "{}",
+        directives(&Global::default(), &filters)
+    );
+}
+
+#[test]
+fn a_line_is_one_line_whatever_its_values_hold() {
+    let fields = Fields {
+        message: "reply repaired".to_owned(),
+        rest: vec![
+            ("attempt", "2".to_owned()),
+            ("error", "first\nsecond\r\n\u{1b}[31mred".to_owned()),
+        ],
+    };
+    let plain = line(
+        Level::WARN,
+        "claij_interceptors::pipeline",
+        &["llm.ask", "llm.call"],
+        &fields,
+        false,
+    );
+    assert_eq!(
+        plain,
+        " WARN claij_interceptors::pipeline: llm.ask: llm.call: reply repaired attempt=2 \
+         error=first\\nsecond\\r\\n\\u{1b}[31mred\n"
+    );
+    let coloured = line(Level::ERROR, "claij", &[], &fields, true);
+    assert!(
+        coloured.starts_with("\x1b[31mERROR\x1b[0m "),
+        "{coloured:?}"
+    );
+    assert_eq!(coloured.matches('\n').count(), 1, "{coloured:?}");
+    // The only escapes are the format's own: a value's was escaped.
+    assert!(!coloured.contains("\u{1b}[31mred"), "{coloured:?}");
+}
