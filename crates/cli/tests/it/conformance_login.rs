@@ -156,8 +156,14 @@ fn run(scenario: &str, entry: &str, steps: &[&str]) -> Option<String> {
     );
     write_script(&dir.join("browser.sh"), &fill(BROWSER_SCRIPT));
     let command = client.to_str().unwrap();
-    // The suite splits --command on spaces.
-    assert!(!command.contains(' '), "a space in {command}");
+    // The suite splits --command on spaces, appends the URL and runs the words with `sh -c`
+    // (Node's spawn with `shell: true`): a space or a shell character would break the path.
+    assert!(
+        command
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c)),
+        "the suite cannot run {command}"
+    );
     let results = dir.join("results");
     let output = Command::new(&suite.node)
         .arg(&suite.script)
