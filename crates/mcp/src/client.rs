@@ -9,6 +9,13 @@
 //!   backoff;
 //! - stdio servers run in their own process group, killed on close or drop, so nothing is left behind
 //!   even when the server was started through a wrapper such as `npx`.
+//! - each call is an `mcp.call` span under the caller's (`otel.name` `execute_tool {tool}`,
+//!   `gen_ai.tool.name`, `claij.mcp.server`, `claij.mcp.tool`; an error result or a failure sets
+//!   `otel.status_code = "ERROR"` and `error.type`), the arguments and result recorded only when the
+//!   `claij::content` target is enabled at TRACE; the connection's service loop runs in an
+//!   `mcp.session` span of its own, so it keeps no caller's span open.
+
+pub(crate) mod spans;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -16,7 +23,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
-use tracing::{Instrument as _, debug, info_span, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use crate::config::ServerConfig;
 use crate::error::Error;
@@ -236,10 +243,11 @@ impl McpClient {
         let name = name.into();
         let config = config.into();
         let events = Arc::new(Events::default());
-        let span = info_span!("mcp.connect", server = name.as_str());
+        let span = spans::connect(&name);
         let connection = Connection::open(&name, &config, &options, Arc::clone(&events))
-            .instrument(span)
-            .await?;
+            .instrument(span.clone())
+            .await
+            .inspect_err(|err| spans::fail(&span, &err.to_string()))?;
         let client = McpClient {
             inner: Arc::new(Inner {
                 name,
@@ -385,8 +393,20 @@ impl McpClient {
         args: Value,
         timeout: Option<Duration>,
     ) -> Result<CallOutcome, Error> {
-        let span = info_span!("mcp.call", server = self.inner.name.as_str(), tool);
-        self.call_inner(tool, args, timeout).instrument(span).await
+        let span = spans::call(&self.inner.name, tool);
+        let content = spans::content_enabled();
+        if content {
+            spans::arguments(&span, &args);
+        }
+        let called = self
+            .call_inner(tool, args, timeout)
+            .instrument(span.clone())
+            .await;
+        match &called {
+            Ok(outcome) => spans::outcome(&span, outcome, content),
+            Err(err) => spans::fail(&span, &err.to_string()),
+        }
+        called
     }
 
     async fn call_inner(

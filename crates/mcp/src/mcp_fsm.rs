@@ -82,7 +82,7 @@ use claij_interceptors::{BoxError, Config};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use crate::error::Error;
 use crate::hooks::{ElicitationReply, PendingElicitation};
@@ -517,7 +517,9 @@ impl McpService {
             };
             let this = self.clone();
             let id = call.id.clone();
-            let task = tokio::spawn(async move { this.execute(&call).await });
+            // In the span of the state that asked (the call outlives this poll: a person may answer
+            // a question first).
+            let task = tokio::spawn(async move { this.execute(&call).await }.in_current_span());
             *slot = Some(InFlight {
                 id,
                 task,

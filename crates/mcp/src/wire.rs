@@ -24,7 +24,7 @@ use rmcp::service::{
 use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use crate::client::{ClientOptions, StartMode};
 use crate::config::ServerConfig;
@@ -696,7 +696,9 @@ async fn handshake(
 ) -> Result<RunningService<RoleClient, handler::Handler>, Failed> {
     match tokio::time::timeout(
         options.connect_timeout,
-        handler.serve_with_lifecycle(transport, lifecycle),
+        handler
+            .serve_with_lifecycle(transport, lifecycle)
+            .instrument(crate::client::spans::session(server)),
     )
     .await
     {
@@ -747,7 +749,9 @@ where
 {
     match tokio::time::timeout(
         options.connect_timeout,
-        handler.serve_with_lifecycle(transport, lifecycle),
+        handler
+            .serve_with_lifecycle(transport, lifecycle)
+            .instrument(crate::client::spans::session(server)),
     )
     .await
     {

@@ -13,4 +13,5 @@ mod resources;
 mod sampling;
 mod servers;
 mod slow_start;
+mod spans;
 mod sse_retry;

@@ -1,0 +1,269 @@
+//! The client's spans at a real server (the Python SDK's `mcp-server-time`), captured by a small
+//! `tracing` layer: a tool call is an `execute_tool` span under the caller's span (an FSM state's
+//! visit in the MCP FSM), a tool error marks it failed, content only when `claij::content` is on,
+//! and the connection's service loop lives in its own `mcp.session`, not under `mcp.connect`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use claij_backends::testing::Scripted;
+use claij_fsm::{Interrupt, Outcome};
+use claij_interceptors::Config;
+use claij_mcp::{PendingElicitation, Services, mcp_fsm};
+use serde_json::json;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Instrument as _, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::servers;
+
+/// One span as captured: its name, its fields as recorded (strings as they are, anything else in
+/// its `Debug` form) and the index of its parent in the capture.
+#[derive(Debug, Clone)]
+struct Captured {
+    name: &'static str,
+    parent: Option<usize>,
+    fields: BTreeMap<String, String>,
+}
+
+/// Records every span, in creation order (span ids are reused, so spans are known by index);
+/// `claij::content` is enabled only when `content` is.
+#[derive(Clone, Default)]
+struct Capture {
+    spans: Arc<Mutex<Vec<Captured>>>,
+    content: bool,
+}
+
+struct Index(usize);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Capture
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        // Tests with and without content run at once, each with its own subscriber.
+        Interest::sometimes()
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        self.content || metadata.target() != "claij::content"
+    }
+
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let parent = span
+            .parent()
+            .and_then(|p| p.extensions().get::<Index>().map(|i| i.0));
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        let mut spans = self.spans.lock().unwrap();
+        span.extensions_mut().insert(Index(spans.len()));
+        spans.push(Captured {
+            name: attrs.metadata().name(),
+            parent,
+            fields,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(index) = ctx
+            .span(id)
+            .and_then(|s| s.extensions().get::<Index>().map(|i| i.0))
+        else {
+            return;
+        };
+        let mut spans = self.spans.lock().unwrap();
+        values.record(&mut Fields(&mut spans[index].fields));
+    }
+}
+
+impl Capture {
+    /// Runs `f` on a current-thread runtime (so tasks it spawns report here too) with this layer
+    /// as the thread's subscriber.
+    fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        let subscriber = tracing_subscriber::registry().with(self.clone());
+        let _default = tracing::subscriber::set_default(subscriber);
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn spans(&self) -> Vec<Captured> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+fn named<'a>(spans: &'a [Captured], name: &str) -> Vec<&'a Captured> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn parent_name(spans: &[Captured], span: &Captured) -> Option<&'static str> {
+    span.parent.map(|p| spans[p].name)
+}
+
+#[test]
+fn a_tool_call_is_an_execute_tool_span_under_the_callers_span() {
+    let Some(dir) = servers::require("a_tool_call_is_an_execute_tool_span_under_the_callers_span")
+    else {
+        return;
+    };
+    let capture = Capture::default();
+    let (ok, failed) = capture.run(async {
+        let time = servers::connect("time", servers::time(&dir)).await;
+        let caller = tracing::info_span!("caller");
+        let ok = time
+            .call("get_current_time", json!({"timezone": "UTC"}))
+            .instrument(caller.clone())
+            .await
+            .unwrap();
+        let failed = time
+            .call("get_current_time", json!({"timezone": "Nowhere/Nope"}))
+            .instrument(caller)
+            .await
+            .unwrap();
+        time.close().await;
+        (ok, failed)
+    });
+    assert!(!ok.is_error, "{ok}");
+    assert!(failed.is_error, "{failed}");
+    let spans = capture.spans();
+    let calls = named(&spans, "mcp.call");
+    assert_eq!(calls.len(), 2, "{spans:#?}");
+    for call in &calls {
+        assert_eq!(parent_name(&spans, call), Some("caller"));
+        let fields = &call.fields;
+        assert_eq!(fields["otel.name"], "execute_tool get_current_time");
+        assert_eq!(fields["otel.kind"], "client");
+        assert_eq!(fields["gen_ai.operation.name"], "execute_tool");
+        assert_eq!(fields["gen_ai.tool.name"], "get_current_time");
+        assert_eq!(fields["claij.mcp.server"], "time");
+        assert_eq!(fields["claij.mcp.tool"], "get_current_time");
+        assert!(
+            !fields.contains_key("gen_ai.tool.call.arguments")
+                && !fields.contains_key("gen_ai.tool.call.result"),
+            "content without opting in: {fields:?}"
+        );
+    }
+    assert!(
+        !calls[0].fields.contains_key("otel.status_code"),
+        "{:?}",
+        calls[0]
+    );
+    let failed = &calls[1].fields;
+    assert_eq!(failed["otel.status_code"], "ERROR");
+    assert_eq!(failed["error.type"], "tool");
+    assert_eq!(
+        failed["otel.status_description"],
+        "the tool reported an error"
+    );
+
+    let connects = named(&spans, "mcp.connect");
+    assert_eq!(connects.len(), 1, "{spans:#?}");
+    assert_eq!(connects[0].fields["claij.mcp.server"], "time");
+    // The service loop outlives the connect: it lives in a root span of its own, so nothing the
+    // connection does later keeps `mcp.connect` (or a caller's span) open.
+    let sessions = named(&spans, "mcp.session");
+    assert!(!sessions.is_empty(), "{spans:#?}");
+    assert!(sessions.iter().all(|s| s.parent.is_none()), "{sessions:?}");
+    let loops = named(&spans, "serve_inner");
+    assert!(
+        !loops.is_empty(),
+        "rmcp's service loop has a span: {spans:#?}"
+    );
+    for service_loop in loops {
+        assert_eq!(parent_name(&spans, service_loop), Some("mcp.session"));
+    }
+}
+
+#[test]
+fn a_calls_arguments_and_result_are_recorded_only_with_content_on() {
+    let Some(dir) =
+        servers::require("a_calls_arguments_and_result_are_recorded_only_with_content_on")
+    else {
+        return;
+    };
+    let capture = Capture {
+        content: true,
+        ..Capture::default()
+    };
+    capture.run(async {
+        let time = servers::connect("time", servers::time(&dir)).await;
+        time.call("get_current_time", json!({"timezone": "UTC"}))
+            .await
+            .unwrap();
+        time.close().await;
+    });
+    let spans = capture.spans();
+    let call = named(&spans, "mcp.call")[0];
+    assert_eq!(
+        call.fields["gen_ai.tool.call.arguments"],
+        r#"{"timezone":"UTC"}"#
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&call.fields["gen_ai.tool.call.result"]).unwrap();
+    assert_eq!(result["isError"], json!(false), "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("UTC"), "{text}");
+}
+
+/// The MCP FSM with a question queue runs its tool calls in a task of their own: the call's span is still a child of the
+/// `servicing` state's visit, in the run's tree.
+#[test]
+fn the_mcp_fsm_calls_a_tool_under_its_servicing_state() {
+    let Some(dir) = servers::require("the_mcp_fsm_calls_a_tool_under_its_servicing_state") else {
+        return;
+    };
+    let model = Scripted::replies([
+        json!({"id": ["llm", "servicing"], "message": {
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "time.get_current_time", "arguments": {"timezone": "UTC"}}
+        }})
+        .to_string(),
+        json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "noon"}]}})
+            .to_string(),
+    ]);
+    let capture = Capture::default();
+    capture.run(async {
+        let time = servers::connect("time", servers::time(&dir)).await;
+        let services = Services::from_clients([time]);
+        let mut config = Config::new("scripted");
+        config.max_retries = 0;
+        // With a question queue the call runs in a task of its own (a person may be asked).
+        let (_questions, queue) = tokio::sync::mpsc::channel::<PendingElicitation>(1);
+        let service = mcp_fsm::McpService::new(services.clone()).with_questions(queue);
+        let runner = mcp_fsm::runner_with(service, Arc::new(model), config).unwrap();
+        let mut run = runner
+            .start(json!({"request": "What time is it?"}))
+            .unwrap();
+        let outcome = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
+        services.close().await;
+        assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
+    });
+    let spans = capture.spans();
+    let calls = named(&spans, "mcp.call");
+    assert_eq!(calls.len(), 1, "{spans:#?}");
+    let state = &spans[calls[0].parent.expect("the call has a parent")];
+    assert_eq!(state.name, "fsm.state");
+    assert_eq!(state.fields["claij.fsm.state"], mcp_fsm::SERVICING);
+    assert_eq!(state.fields["claij.fsm.transition"], "servicing -> llm");
+    assert_eq!(parent_name(&spans, state), Some("fsm.run"));
+}
