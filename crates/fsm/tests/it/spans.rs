@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use claij_backends::BoxFuture;
 use claij_backends::testing::Scripted;
-use claij_fsm::{Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, service_fn};
+use claij_fsm::{
+    ExistingJournal, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, service_fn,
+};
 use claij_interceptors::BoxError;
 use claij_interceptors::Config;
 use serde_json::{Value, json};
@@ -103,6 +105,12 @@ fn tree(spans: &[Captured], fields: &[&str]) -> String {
         out: &mut String,
     ) {
         for (i, span) in spans.iter().enumerate().filter(|(_, s)| s.parent == parent) {
+            // Only the FSM's own fields: the pipeline's spans are the interceptors crate's.
+            let fields = if span.name.starts_with("fsm.") {
+                fields
+            } else {
+                &[]
+            };
             let shown: Vec<String> = fields
                 .iter()
                 .filter_map(|f| span.fields.get(*f).map(|v| format!("{f}={v}")))
@@ -256,7 +264,7 @@ fsm.run{claij.fsm.outcome=error otel.status_code=ERROR}
     );
     for span in spans
         .iter()
-        .filter(|s| s.fields.contains_key("otel.status_code"))
+        .filter(|s| s.name.starts_with("fsm.") && s.fields.contains_key("otel.status_code"))
     {
         let description = &span.fields["otel.status_description"];
         assert!(description.starts_with("state `review`"), "{description}");
@@ -384,4 +392,88 @@ fsm.run{otel.name=fsm approval claij.fsm.id=approval claij.fsm.outcome=interrupt
         run.fields["otel.status_description"],
         "interrupted in state `act`"
     );
+}
+
+/// A run resumed from its journal is a new trace with the same `claij.fsm.run_id`, marked
+/// `claij.fsm.resumed`; a sub-FSM run it waited in is restored under it.
+#[test]
+fn a_resumed_run_keeps_its_id_in_a_new_trace() {
+    let approval = Arc::new(fsm(json!({
+        "id": "approval",
+        "states": [{"id": "approve", "action": "human"}, {"id": "end", "action": "end"}],
+        "transitions": [
+            {"id": ["start", "approve"], "schema": object(&["plan"])},
+            {"id": ["approve", "end"], "schema": object(&["decision"])}
+        ]
+    })));
+    let parent = || {
+        Runner::new(fsm(json!({
+            "id": "shipping",
+            "states": [
+                {"id": "review", "action": "fsm", "config": {"fsm": "approval"}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "review"], "schema": object(&["plan"])},
+                {"id": ["review", "end"], "schema": object(&["decision"])}
+            ]
+        })))
+        .with_sub_fsm(Runner::new(Arc::clone(&approval)))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let runner = parent();
+    let first = Capture::default();
+    first.run(async {
+        let (mut run, mut journal) = runner
+            .start_journaled(json!({"plan": "ship"}), &path, ExistingJournal::Refuse)
+            .unwrap();
+        let waiting = runner
+            .run(&mut run, &Interrupt::new(), Some(&mut journal))
+            .await;
+        assert!(
+            matches!(waiting, Ok(Outcome::Waiting { .. })),
+            "{waiting:?}"
+        );
+    });
+
+    let resumed = Capture::default();
+    let runner = parent();
+    resumed.run(async {
+        let (mut run, mut journal) = runner.resume(&path).unwrap();
+        runner
+            .provide(&mut run, json!({"decision": "yes"}), Some(&mut journal))
+            .unwrap();
+        let finished = runner
+            .run(&mut run, &Interrupt::new(), Some(&mut journal))
+            .await;
+        assert!(
+            matches!(finished, Ok(Outcome::Finished { .. })),
+            "{finished:?}"
+        );
+    });
+    let fields = &[
+        "claij.fsm.id",
+        "claij.fsm.resumed",
+        "claij.fsm.transition",
+        "claij.fsm.outcome",
+    ];
+    assert_eq!(
+        tree(&fsm_and_llm(&resumed.spans()), fields),
+        "\
+fsm.run{claij.fsm.id=shipping claij.fsm.resumed=true claij.fsm.outcome=finished}
+  fsm.run{claij.fsm.id=approval claij.fsm.resumed=true claij.fsm.outcome=finished}
+    fsm.state{claij.fsm.transition=approve -> end}
+  fsm.state{claij.fsm.transition=review -> end}
+"
+    );
+    let run_ids = |capture: &Capture| -> Vec<String> {
+        capture
+            .spans()
+            .iter()
+            .filter(|s| s.name == "fsm.run")
+            .map(|s| s.fields["claij.fsm.run_id"].clone())
+            .collect()
+    };
+    assert_eq!(run_ids(&first), run_ids(&resumed));
 }
