@@ -181,3 +181,30 @@ async fn chat_shows_the_table_on_slash_metrics() {
     );
     assert_eq!(row(&run.stderr, "first try"), "1 of 1 valid (100%)");
 }
+
+#[tokio::test]
+async fn chat_with_the_flag_shows_the_table_at_the_end() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            r#"{"answer": "Hi.", "state": "answered", "summary": "Greeted."}"#,
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let args = ["chat", "-q", "--llm", "gemini-flash", "--metrics"];
+    let run = run(&server, &args, "Hello\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "Hi.\n");
+    let table = run
+        .stderr
+        .find("metrics\n")
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        run.stderr.find("[turn 1").unwrap() < table,
+        "{}",
+        run.stderr
+    );
+    assert_eq!(row(&run.stderr, "calls"), "1 (1 valid, 0 failed)");
+}

@@ -243,3 +243,61 @@ fn log_flags_are_global_and_checked() {
     );
     assert_one_line_error(&bad, 2, "RUST_LOG: ");
 }
+
+#[tokio::test]
+async fn a_dialect_loss_is_an_info_line_naming_the_keyword_and_the_provider() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": "Paris", "state": "done"}"#))
+        .expect(2)
+        .mount(&server)
+        .await;
+    // OpenAI's strict dialect (OpenRouter's) has no `minLength`; a `description` is no loss.
+    let schema = r#"{"type": "object", "required": ["answer", "state"], "properties": {
+        "answer": {"type": "string", "minLength": 2, "description": "the answer"},
+        "state": {"type": "string"}}}"#;
+    let f = Files::new(&[("config.toml", &config(&server)), ("schema.json", schema)]);
+    let config = f.path("config.toml");
+    let schema = f.path("schema.json");
+    let args = [
+        "ask",
+        "Capital?",
+        "--schema",
+        &schema,
+        "--llm",
+        "gemini-flash",
+    ];
+    let env = |rust_log| {
+        [
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some(KEY)),
+            ("RUST_LOG", rust_log),
+        ]
+    };
+    let info = claij_env(&args, "", &env(Some("warn,claij_interceptors=info")));
+    assert_eq!(info.code, 0, "{}", info.stderr);
+    let lines = at(&info.stderr, "INFO");
+    let loss: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("schema keywords the provider does not enforce"))
+        .collect();
+    assert_eq!(loss.len(), 1, "{}", info.stderr);
+    for fact in [
+        "provider=openrouter",
+        "model=google/gemini-2.5-flash",
+        "dialect=OpenAiStrict",
+        "dropped=minLength at /properties/answer",
+    ] {
+        assert!(loss[0].contains(fact), "{fact}: {}", loss[0]);
+    }
+    assert!(!loss[0].contains("description"), "{}", loss[0]);
+    // Not at the default level: the validator still checks the keyword.
+    let default = claij_env(&args, "", &env(None));
+    assert_eq!(default.code, 0, "{}", default.stderr);
+    assert!(
+        !default.stderr.contains("does not enforce"),
+        "{}",
+        default.stderr
+    );
+}
