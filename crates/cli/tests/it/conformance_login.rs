@@ -33,7 +33,7 @@ export CLAIJ_SUITE_CLIENT_SECRET
 
 /// A step of the script: `claij mcp login`, the browser played by `browser.sh`.
 const LOGIN: &str =
-    "BROWSER=@DIR@/browser.sh @CLAIJ@ mcp login suite --config @DIR@/mcp.json --timeout 20\n";
+    "BROWSER=@DIR@/browser.sh @CLAIJ@ mcp login suite --config @DIR@/mcp.json --timeout 60\n";
 
 /// A step of the script: `claij mcp list` and `claij mcp call`, with the stored tokens only.
 const LIST_AND_CALL: &str = "@CLAIJ@ mcp list --config @DIR@/mcp.json
@@ -168,6 +168,8 @@ fn run(scenario: &str, entry: &str, steps: &[&str]) -> Option<String> {
     let output = Command::new(&suite.node)
         .arg(&suite.script)
         .args(["client", "--command", command, "--scenario", scenario])
+        // Room for a loaded machine (the suite's default is 30 s for the whole script).
+        .args(["--timeout", "180000"])
         .arg("--output-dir")
         .arg(&results)
         .current_dir(&dir)
