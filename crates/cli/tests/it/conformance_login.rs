@@ -82,21 +82,13 @@ impl Suite {
             );
         };
         let node = if node == "node" {
-            // On the PATH: the scripts need it absolute.
-            which("node").unwrap_or_else(|| panic!("{test}: no `node` on the PATH"))
+            PathBuf::from("node")
         } else {
             dir.join(node)
         };
         let script = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
         Some(Suite { node, script })
     }
-}
-
-/// `name` found in a `PATH` directory.
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
 }
 
 /// `path` quoted for the shell.
