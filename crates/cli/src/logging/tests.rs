@@ -92,3 +92,16 @@ fn a_line_is_one_line_whatever_its_values_hold() {
     // The only escapes are the format's own: a value's was escaped.
     assert!(!coloured.contains("\u{1b}[31mred"), "{coloured:?}");
 }
+
+#[cfg(not(feature = "otel"))]
+#[test]
+fn an_endpoint_without_the_otel_feature_names_the_feature() {
+    let global = Global {
+        otlp_endpoint: Some("http://127.0.0.1:4318".to_owned()),
+        ..Global::default()
+    };
+    let Err(e) = super::install(&global, &Filters::default()) else {
+        panic!("an endpoint without the otel feature was accepted");
+    };
+    assert!(e.to_string().contains("the `otel` feature"), "{e}");
+}
