@@ -50,14 +50,14 @@ const SCENARIOS: &[(&str, &str)] = &[
 const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 /// The installed suite: the Node that runs it and its script.
-struct Suite {
-    node: PathBuf,
-    script: PathBuf,
+pub(super) struct Suite {
+    pub(super) node: PathBuf,
+    pub(super) script: PathBuf,
 }
 
 impl Suite {
     /// The suite under the MCP server cache; `None` skips the test (under `CI=true`, fails it).
-    fn find(test: &str) -> Option<Suite> {
+    pub(super) fn find(test: &str) -> Option<Suite> {
         let dir = servers(test)?.join("conformance");
         let stamp = std::fs::read_to_string(dir.join("installed.json"))
             .ok()

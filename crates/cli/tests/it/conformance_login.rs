@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use super::Files;
-use super::mcp::servers;
+use super::conformance::Suite;
 
 /// The client ID metadata document the configuration offers (the suite does not fetch it).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
@@ -61,35 +61,6 @@ process.stdout.write(context.client_secret || "");
 const BROWSER_SCRIPT: &str = r#"#!/bin/sh
 exec @NODE@ -e 'fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$1"
 "#;
-
-/// The installed suite: the Node that runs it and its script.
-struct Suite {
-    node: PathBuf,
-    script: PathBuf,
-}
-
-impl Suite {
-    /// The suite under the MCP server cache; `None` skips the test (under `CI=true`, fails it).
-    fn find(test: &str) -> Option<Suite> {
-        let dir = servers(test)?.join("conformance");
-        let stamp = std::fs::read_to_string(dir.join("installed.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
-        let Some(node) = stamp.as_ref().and_then(|stamp| stamp.get("node")?.as_str()) else {
-            panic!(
-                "{test}: {} has no readable installed.json: run `cargo xtask mcp-servers`",
-                dir.display()
-            );
-        };
-        let node = if node == "node" {
-            PathBuf::from("node")
-        } else {
-            dir.join(node)
-        };
-        let script = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-        Some(Suite { node, script })
-    }
-}
 
 /// `path` quoted for the shell.
 fn quoted(path: &Path) -> String {
