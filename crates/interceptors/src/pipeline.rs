@@ -14,7 +14,7 @@ use claij_backends::{
 };
 use claij_validation::{Fix, Outcome, StageTimes, Violation, process_timed};
 use serde_json::Value;
-use tracing::{Instrument as _, debug, info_span, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use crate::chain::Chain;
 use crate::context::Context;
@@ -30,6 +30,7 @@ mod config;
 mod cut;
 mod prepare;
 mod request;
+mod spans;
 mod turn;
 
 pub use agent::AgentRun;
@@ -261,16 +262,15 @@ impl Pipeline {
         base: Base,
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<Answer, Error> {
-        let span = info_span!(
-            "llm.ask",
-            provider = self.backend.provider(),
-            model = %self.config.model,
-            turn = ctx.turn
-        );
-        self.run(ctx, input, base, on_partial, None)
-            .instrument(span)
-            .await
-            .map(|ran| ran.answer)
+        let span = spans::ask(self.backend.provider(), &self.config.model, ctx.turn, false);
+        let ran = self
+            .run(ctx, input, base, on_partial, None)
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &ran {
+            spans::fail_with(&span, e);
+        }
+        ran.map(|ran| ran.answer)
     }
 
     /// Collects the chain's deltas and gets the composed, checked, compiled schema.
@@ -285,7 +285,7 @@ impl Pipeline {
             let name = link.interceptor.name();
             let before = schema.deltas().len();
             schema.set_current(name);
-            let _span = info_span!("interceptor", name, stage = "pre_schema").entered();
+            let _span = spans::interceptor(name, "pre_schema").entered();
             if let Err(e) = link.interceptor.pre_schema(&mut schema, ctx) {
                 schema.truncate(before);
                 hook_failed(name, Stage::PreSchema, e, link.on_error, skipped)?;
@@ -312,7 +312,7 @@ impl Pipeline {
         prompts.history = ctx.history.window(&self.config.history).to_vec();
         for link in self.chain.links() {
             let name = link.interceptor.name();
-            let _span = info_span!("interceptor", name, stage = "pre_prompt").entered();
+            let _span = spans::interceptor(name, "pre_prompt").entered();
             let saved = prompts.clone();
             if let Err(e) = link.interceptor.pre_prompt(&mut prompts, ctx) {
                 prompts = saved;
@@ -337,26 +337,27 @@ impl Pipeline {
         let mut prepare_time = prepare_time;
         loop {
             let number = attempts.len() + 1;
-            let span = info_span!(
-                "llm.call",
-                provider = self.backend.provider(),
-                model = %self.config.model,
-                attempt = number
-            );
             let sending = Arc::new(std::mem::take(&mut request));
+            let provider = self.backend.provider();
+            let model = self.config.model.as_str();
+            let span = spans::call(provider, model, number, &sending, call.prepared);
             let done = self
                 .attempt(call, number, sending, prepare_time)
-                .instrument(span)
+                .instrument(span.clone())
                 .await;
             let Tried { attempt, reply } = done;
+            spans::record_attempt(&span, &attempt);
+            spans::attempt_metrics(provider, model, &attempt);
             let value = match reply {
                 Reply::Judged(value) => value,
                 Reply::Calls { text, calls } => {
                     attempts.push(attempt);
+                    spans::call_metrics(provider, model, &attempts);
                     return Ok((Done::Calls { text, calls }, attempts));
                 }
                 Reply::Failed(source) => {
                     attempts.push(attempt);
+                    spans::call_metrics(provider, model, &attempts);
                     self.log_failures(&attempts);
                     return Err(Error::Backend {
                         attempts,
@@ -366,6 +367,7 @@ impl Pipeline {
             };
             if let (Verdict::Valid, Some(value)) = (&attempt.verdict, value) {
                 attempts.push(attempt);
+                spans::call_metrics(provider, model, &attempts);
                 if attempts.len() > 1 {
                     self.log_failures(&attempts);
                 }
@@ -373,6 +375,7 @@ impl Pipeline {
             }
             if attempts.len() >= self.config.max_retries {
                 attempts.push(attempt);
+                spans::call_metrics(provider, model, &attempts);
                 self.log_failures(&attempts);
                 return Err(Error::RetriesExhausted(Box::new(Exhausted { attempts })));
             }
@@ -413,7 +416,8 @@ impl Pipeline {
         let response = match result {
             Ok(r) => r,
             Err(source) => {
-                warn!(attempt = number, error = %source, "backend call failed");
+                // Returned in `Error::Backend`: the caller says it (a warning would say it twice).
+                debug!(attempt = number, error = %source, "backend call failed");
                 let attempt = Attempt {
                     number,
                     request,
@@ -440,6 +444,7 @@ impl Pipeline {
                 };
             }
         };
+        spans::record_response(&tracing::Span::current(), &response);
         debug!(
             latency_ms = latency.as_millis() as u64,
             input_tokens = response.usage.input_tokens,
@@ -474,24 +479,35 @@ impl Pipeline {
             }
         };
         if !fixes.is_empty() {
-            let kinds: std::collections::BTreeSet<String> = fixes
-                .iter()
-                .map(|f| {
-                    serde_json::to_value(f.kind).map_or_else(
-                        |_| String::new(),
-                        |v| v.as_str().unwrap_or_default().to_owned(),
-                    )
-                })
-                .collect();
-            let kinds: Vec<String> = kinds.into_iter().collect();
-            warn!(n_fixes = fixes.len(), kinds = %kinds.join(","), "reply repaired");
+            warn!(attempt = number, fixes = %fix_counts(&fixes), "reply repaired");
         }
         if verdict != Verdict::Valid {
-            warn!(
-                n_violations = violations.len(),
-                truncated = response.finish_reason == FinishReason::Length,
-                "response failed validation"
-            );
+            // Attempts in all: the first and `max_retries` retries.
+            let of = self.config.max_retries.saturating_add(1);
+            let why = match &verdict {
+                Verdict::NoJson { reason } => reason.as_str(),
+                _ => "violations",
+            };
+            let truncated = response.finish_reason == FinishReason::Length;
+            if number < of {
+                warn!(
+                    attempt = number,
+                    of,
+                    why,
+                    n_violations = violations.len(),
+                    truncated,
+                    "reply failed validation; retrying"
+                );
+            } else {
+                warn!(
+                    attempt = number,
+                    of,
+                    why,
+                    n_violations = violations.len(),
+                    truncated,
+                    "reply failed validation; no retries left"
+                );
+            }
         }
         let mut cut_strings = value
             .as_ref()
@@ -700,7 +716,7 @@ impl Pipeline {
         let mut violations = Vec::new();
         for interceptor in chained.chain(&self.checks) {
             let name = interceptor.name();
-            let _span = info_span!("interceptor", name, stage = "check").entered();
+            let _span = spans::interceptor(name, "check").entered();
             violations.extend(interceptor.check(value, ctx).into_iter().map(|mut v| {
                 if v.keyword.is_empty() {
                     name.clone_into(&mut v.keyword);
@@ -719,7 +735,7 @@ impl Pipeline {
     ) -> Result<(), Error> {
         for link in self.chain.links().iter().rev() {
             let name = link.interceptor.name();
-            let span = info_span!("interceptor", name, stage = "post_response");
+            let span = spans::interceptor(name, "post_response");
             // Work done while the future is created belongs to the span too.
             let future = {
                 let _entered = span.enter();
@@ -747,6 +763,23 @@ impl Pipeline {
 struct Timed {
     stages: StageTimes,
     check: Duration,
+}
+
+/// Fixes by kind, `kind:n` comma-separated in kind order (`extracted:1,trailing_comma:2`).
+fn fix_counts(fixes: &[Fix]) -> String {
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for fix in fixes {
+        let kind = serde_json::to_value(fix.kind).map_or_else(
+            |_| format!("{:?}", fix.kind),
+            |v| v.as_str().unwrap_or_default().to_owned(),
+        );
+        *counts.entry(kind).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(kind, n)| format!("{kind}:{n}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn hook_failed(

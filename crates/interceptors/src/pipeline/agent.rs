@@ -7,10 +7,10 @@ use claij_backends::{Message, Role, SchemaTarget, ToolCall, ToolSpec};
 use claij_validation::{FixKind, Validator};
 use serde::Serialize;
 use serde_json::Value;
-use tracing::{Instrument as _, info_span, warn};
+use tracing::{Instrument as _, warn};
 
 use super::prepare::compile_for;
-use super::{Answer, Attempt, Pipeline};
+use super::{Answer, Attempt, Pipeline, spans};
 use crate::builtin::tools::results_section;
 use crate::context::{Context, ToolOrigin, ToolResult};
 use crate::error::Error;
@@ -125,12 +125,7 @@ impl Pipeline {
         budget: &Budget,
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<AgentRun, Error> {
-        let span = info_span!(
-            "llm.ask",
-            provider = self.backend.provider(),
-            model = %self.config.model,
-            turn = ctx.turn
-        );
+        let span = spans::ask(self.backend.provider(), &self.config.model, ctx.turn, true);
         let toolboxes = self
             .chain
             .links()
@@ -144,8 +139,9 @@ impl Pipeline {
         let agent = Agent::new(toolboxes, budget, native);
         let ran = self
             .run(ctx, input, self.base.clone(), on_partial, Some(&agent))
-            .instrument(span)
-            .await?;
+            .instrument(span.clone())
+            .await
+            .inspect_err(|e| spans::fail_with(&span, e))?;
         Ok(AgentRun {
             answer: ran.answer,
             calls: ran.calls,
@@ -302,7 +298,15 @@ impl<'a> Agent<'a> {
                 .iter()
                 .map(|&position| {
                     let call = &calls[position];
-                    async move { toolbox.call(&call.name, call.arguments.clone()).await }
+                    let span = spans::execute_tool(call);
+                    async move {
+                        let output = toolbox
+                            .call(&call.name, call.arguments.clone())
+                            .instrument(span.clone())
+                            .await;
+                        spans::record_tool_output(&span, &output);
+                        output
+                    }
                 })
                 .collect();
             run_bounded(called, toolbox.concurrency())

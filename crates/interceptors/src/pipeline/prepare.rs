@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use claij_backends::SchemaDialect;
 use claij_schema::dialect::{Compiled, Dialect, DialectError};
-use claij_schema::{Memo, Registry, SchemaDelta};
+use claij_schema::{Memo, Registry, SchemaDelta, SchemaHash};
 use claij_validation::Validator;
 use serde_json::Value;
 
@@ -25,10 +25,18 @@ pub struct Prepared {
     dialects: Mutex<HashMap<SchemaDialect, Arc<Compiled>>>,
     /// An example reply as minified JSON, built on first use (`None`: the schema has none).
     example: OnceLock<Option<String>>,
+    /// The composed schema's content hash, for spans (`claij.schema.hash`).
+    hash: SchemaHash,
+    /// The extension ids of the deltas composed, comma-separated, for spans (`claij.extensions`).
+    extensions: String,
 }
 
 impl Prepared {
-    fn new(schema: &Value, format: SchemaFormat) -> Result<Self, claij_validation::Error> {
+    fn new(
+        schema: &Value,
+        format: SchemaFormat,
+        extensions: String,
+    ) -> Result<Self, claij_validation::Error> {
         let validator = Validator::new(schema)?;
         let section = match format {
             SchemaFormat::Compact => format!(
@@ -50,6 +58,8 @@ impl Prepared {
             section,
             dialects: Mutex::new(HashMap::new()),
             example: OnceLock::new(),
+            hash: SchemaHash::of(schema),
+            extensions,
         })
     }
 
@@ -95,6 +105,17 @@ impl Prepared {
     /// The system-prompt section that shows the model the schema.
     pub fn prompt_section(&self) -> &str {
         &self.section
+    }
+
+    /// The composed schema's content hash.
+    pub(super) fn hash(&self) -> SchemaHash {
+        self.hash
+    }
+
+    /// The extension ids of the deltas composed (of the first composition to give this schema),
+    /// comma-separated; empty for the base alone.
+    pub(super) fn extensions(&self) -> &str {
+        &self.extensions
     }
 }
 
@@ -182,8 +203,15 @@ impl Schemas {
             SchemaFormat::Described => &self.described,
         };
         let composed = state.registry.active_shared();
+        let extensions: Vec<&str> = state
+            .registry
+            .extensions()
+            .iter()
+            .map(|d| d.extension_id.as_str())
+            .collect();
+        let extensions = extensions.join(",");
         let prepared = memo
-            .get_or_try_insert(&composed, |s| Prepared::new(s, format))
+            .get_or_try_insert(&composed, |s| Prepared::new(s, format, extensions))
             .map_err(|e| match e {
                 claij_validation::Error::Schema(source) => Error::Schema {
                     interceptor: None,

@@ -13,5 +13,6 @@ mod memory;
 mod metrics;
 mod pipeline;
 mod proposals;
+mod spans;
 mod stacks;
 mod tools;

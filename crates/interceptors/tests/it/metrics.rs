@@ -184,8 +184,9 @@ impl tracing::field::Visit for Fields {
 }
 
 impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        // Metric events are for an exporter, not log lines (the CLI's log layer drops them too).
+        metadata.target() != "claij::metrics"
     }
 
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
