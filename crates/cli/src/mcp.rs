@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_mcp::{
     BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, LogLevel, McpConfig,
-    OAuth, Services,
+    OAuth, ServerConfig, Services,
 };
 use serde_json::{Value, json};
 
@@ -122,6 +122,9 @@ pub(crate) struct Common {
     /// `level`, `logger`, `message`).
     #[arg(long, value_name = "LEVEL", value_parser = log_level)]
     mcp_log_level: Option<LogLevel>,
+    /// The scopes `login --scope` asks for instead of the entry's `oauth.scopes` (not a flag here).
+    #[arg(skip)]
+    scopes: Vec<String>,
 }
 
 /// `--mcp-log-level`: one of MCP's level names, in any case.
@@ -473,9 +476,17 @@ async fn connect_with(
             );
         }
         selected.servers.retain(|name, _| name == server);
-        if let Some(bytes) = max_message_bytes {
-            for config in selected.servers.values_mut() {
+        for config in selected.servers.values_mut() {
+            if let Some(bytes) = max_message_bytes {
                 config.set_max_message_bytes(bytes);
+            }
+            if let (ServerConfig::Http(http), false) = (config, common.scopes.is_empty()) {
+                let asked = &mut http.oauth.get_or_insert_with(Default::default).scopes;
+                for scope in &common.scopes {
+                    if !asked.contains(scope) {
+                        asked.push(scope.clone());
+                    }
+                }
             }
         }
     } else if let Some(project) = &project {

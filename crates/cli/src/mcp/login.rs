@@ -33,6 +33,11 @@ pub(crate) struct LoginArgs {
     /// Longest wait for the browser's redirect, in seconds (default 300).
     #[arg(long, value_name = "SECS", value_parser = crate::args::seconds, default_value = "300")]
     timeout: Duration,
+    /// Authorize again, asking for SCOPE as well (repeatable): for a tool the server refuses with
+    /// 403 insufficient_scope. The scopes of the stored tokens and of the entry's `oauth.scopes`
+    /// are asked for too; the stored tokens are replaced only once the new ones arrive.
+    #[arg(long = "scope", value_name = "SCOPE")]
+    scopes: Vec<String>,
 }
 
 /// `claij mcp logout`.
@@ -104,21 +109,43 @@ pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Sta
         server: args.server.clone(),
         asked: Arc::clone(&asked),
     };
-    let oauth = OAuth::new(redirect_uri, loopback).with_token_dir(&dir);
-    let common = Common {
+    let file = claij_mcp::token_file(&dir, &args.server);
+    // With --scope, the new tokens go to a directory of their own, so the stored ones neither
+    // stand in for an authorization nor are lost when it fails.
+    let fresh = if args.scopes.is_empty() {
+        None
+    } else {
+        Some(Fresh::new(&dir)?)
+    };
+    let oauth = OAuth::new(redirect_uri, loopback).with_token_dir(
+        fresh
+            .as_ref()
+            .map_or(dir.as_path(), |fresh| fresh.dir.as_path()),
+    );
+    let mut common = Common {
         config: args.config.clone(),
         project: None,
         sampling_llm: None,
         elicitation: None,
         mcp_log_level: None,
+        scopes: Vec::new(),
     };
+    if !args.scopes.is_empty() {
+        common.scopes = scopes(args, &file)?;
+    }
     let connected = tokio::select! {
         connected = super::connect_with(&common, Some(&args.server), None, None, oauth) => connected?,
         status = signals.recv() => return Ok(status),
     };
     let (_, services) = connected;
     services.close().await;
-    let file = claij_mcp::token_file(&dir, &args.server);
+    if let Some(fresh) = &fresh {
+        let new = claij_mcp::token_file(&fresh.dir, &args.server);
+        if new.is_file() {
+            std::fs::rename(&new, &file)
+                .with_context(|| format!("cannot move the new tokens to {}", file.display()))?;
+        }
+    }
     let mut err = std::io::stderr();
     let server = &args.server;
     if !file.is_file() {
@@ -134,6 +161,62 @@ pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Sta
         )?;
     }
     Ok(Status::Ok)
+}
+
+/// The scopes `login --scope` asks for: those of the stored tokens (`granted_scopes` of the
+/// token file, when there is one) and `--scope`, each once, in that order. The entry's own
+/// `oauth.scopes` are added where the configuration is read.
+fn scopes(args: &LoginArgs, file: &std::path::Path) -> Result<Vec<String>> {
+    let granted = match std::fs::read_to_string(file) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|stored| {
+                let scopes = stored.get("granted_scopes")?.as_array()?.clone();
+                Some(
+                    scopes
+                        .iter()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .unwrap_or_default(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => bail!("cannot read {}: {e}", file.display()),
+    };
+    let mut all: Vec<String> = Vec::new();
+    for scope in granted.into_iter().chain(args.scopes.iter().cloned()) {
+        for scope in scope.split_whitespace() {
+            if !all.iter().any(|s| s == scope) {
+                all.push(scope.to_owned());
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// A private directory next to the token files, removed with everything in it when dropped.
+struct Fresh {
+    dir: PathBuf,
+}
+
+impl Fresh {
+    fn new(tokens: &std::path::Path) -> Result<Fresh> {
+        let dir = tokens.join(format!(".login-{}", std::process::id()));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Fresh { dir })
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Runs `claij mcp logout`.

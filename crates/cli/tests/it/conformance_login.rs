@@ -96,14 +96,15 @@ fn find_checks(dir: &Path) -> Option<PathBuf> {
 /// Runs `scenario` with the script that logs in, lists and calls; see [`run`].
 #[track_caller]
 fn check(scenario: &str, entry: &str) {
-    run(scenario, entry, &[LOGIN, LIST_AND_CALL]);
+    run(scenario, entry, &[LOGIN, LIST_AND_CALL], 1);
 }
 
 /// Runs `scenario` with the script of `steps`, the server's entry starting as `entry` (its `oauth`
-/// settings), and checks the suite passes it, the first login alone authorized, the token file is
-/// private and no token was printed: what the script wrote on stderr (`None`: skipped).
+/// settings), and checks the suite passes it, the logins authorized `authorizations` times (the
+/// other commands never), the token file is private and no token was printed: what the script
+/// wrote on stderr (`None`: skipped).
 #[track_caller]
-fn run(scenario: &str, entry: &str, steps: &[&str]) -> Option<String> {
+fn run(scenario: &str, entry: &str, steps: &[&str], authorizations: usize) -> Option<String> {
     let suite = Suite::find(scenario)?;
     let files = Files::new(&[("entry.json", entry), ("config.js", CONFIG_SCRIPT)]);
     let dir = files.0.clone();
@@ -150,13 +151,13 @@ fn run(scenario: &str, entry: &str, steps: &[&str]) -> Option<String> {
     let checks_file = find_checks(&results).unwrap_or_else(|| panic!("no checks.json:\n{text}"));
     let saved = |name: &str| std::fs::read_to_string(checks_file.with_file_name(name)).unwrap();
     let checks: Vec<Value> = serde_json::from_str(&saved("checks.json")).unwrap();
-    let authorizations = checks
+    let authorized = checks
         .iter()
         .filter(|check| check["id"] == "authorization-request")
         .count();
     assert_eq!(
-        authorizations, 1,
-        "{scenario}: authorized again with stored tokens:\n{text}"
+        authorized, authorizations,
+        "{scenario}: authorized {authorized} times:\n{text}"
     );
     let run = saved("stdout.txt");
     assert!(run.contains("suite.test-tool"), "{scenario}: {run}");
@@ -232,6 +233,7 @@ fn a_second_login_says_the_stored_tokens_are_enough() {
         "auth/metadata-default",
         "{}",
         &[LOGIN, LOGIN, LIST_AND_CALL],
+        1,
     ) else {
         return;
     };
@@ -247,4 +249,29 @@ fn a_second_login_says_the_stored_tokens_are_enough() {
         errors.contains("to authorize again, run `claij mcp logout suite` first"),
         "{errors}"
     );
+}
+
+/// A step of the script: the call the first token's scope does not cover fails (and says so).
+const CALL_REFUSED: &str = "if @CLAIJ@ mcp call suite.test-tool --config @DIR@/mcp.json 2>@DIR@/refused.txt; then exit 1; fi
+grep -q insufficient_scope @DIR@/refused.txt
+";
+
+/// A step of the script: `claij mcp login --scope` asks for the scope the call needs.
+const LOGIN_WIDER: &str = "BROWSER=@DIR@/browser.sh @CLAIJ@ mcp login suite --config @DIR@/mcp.json --timeout 60 --scope mcp:write\n";
+
+#[test]
+fn login_with_scope_widens_the_stored_tokens_for_a_call_that_needs_more() {
+    // The server wants `mcp:basic` to connect and `mcp:basic mcp:write` for tools/call; the CLI's
+    // commands never open a browser, so step-up cannot help them: `login --scope` does, asking for
+    // the stored tokens' scope and the new one (the suite checks the second authorization asks
+    // for both).
+    let Some(errors) = run(
+        "auth/scope-step-up",
+        "{}",
+        &[LOGIN, CALL_REFUSED, LOGIN_WIDER, LIST_AND_CALL],
+        2,
+    ) else {
+        return;
+    };
+    assert_eq!(errors.matches("logged in to suite").count(), 2, "{errors}");
 }
