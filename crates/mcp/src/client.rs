@@ -13,7 +13,8 @@
 //!   `gen_ai.tool.name`, `claij.mcp.server`, `claij.mcp.tool`; an error result or a failure sets
 //!   `otel.status_code = "ERROR"` and `error.type`), the arguments and result recorded only when the
 //!   `claij::content` target is enabled at TRACE; the connection's service loop runs in an
-//!   `mcp.session` span of its own, so it keeps no caller's span open.
+//!   `mcp.session` span of its own, so it keeps no caller's span open; a server's sampling or
+//!   elicitation request during the only call in flight is an `mcp.server_request` under that call.
 
 pub(crate) mod spans;
 
@@ -394,6 +395,7 @@ impl McpClient {
         timeout: Option<Duration>,
     ) -> Result<CallOutcome, Error> {
         let span = spans::call(&self.inner.name, tool);
+        let _in_flight = self.inner.events.call_started(span.clone());
         let content = spans::content_enabled();
         if content {
             spans::arguments(&span, &args);

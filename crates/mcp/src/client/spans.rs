@@ -2,8 +2,10 @@
 //! `otel.kind`, `otel.status_code`) and after the GenAI semantic conventions for tool execution:
 //! `mcp.connect` for a connection's start, `mcp.call` for a tool call (under the caller's span: a
 //! state of an FSM run, an agent's tool step), `mcp.session` for the life of a connection (its own
-//! trace, linked to the `mcp.connect` that opened it), under which rmcp's loop and the requests a
-//! server makes run.
+//! trace, linked to the `mcp.connect` that opened it), under which rmcp's loop runs. A request a
+//! server makes (sampling, elicitation) is an `mcp.server_request` span under the `mcp.call` it
+//! came during when that call is the only one in flight (over stdio nothing says which call it
+//! belongs to), else under the session.
 //!
 //! Content (a call's arguments and result) is recorded only when the `claij::content` target is
 //! enabled at TRACE, as the CLI's `--otel-capture-content` does.

@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, Span, debug, info, warn};
 
 use crate::hooks::{ElicitationReply, ElicitationRequest, Hooks, Progress, SamplingRequest};
 use crate::logging::LogLevel;
@@ -31,6 +31,55 @@ pub(crate) struct Events {
     pub progress: AtomicU64,
     /// The log level the client asks for; on the 2026-07-28 revision it goes with each call.
     pub log_level: std::sync::RwLock<Option<LogLevel>>,
+    /// The spans of the tool calls in flight, by number: a server's request or log message that
+    /// comes while exactly one call is in flight goes in that call's span.
+    calls: std::sync::Mutex<Vec<(u64, Span)>>,
+    next_call: AtomicU64,
+}
+
+/// A tool call in flight, registered with [`Events::call_started`] until dropped.
+pub(crate) struct InFlight {
+    events: Arc<Events>,
+    number: u64,
+}
+
+impl Events {
+    /// Registers a call in flight, in `span`, until the returned guard is dropped.
+    pub(crate) fn call_started(self: &Arc<Self>, span: Span) -> InFlight {
+        let number = self.next_call.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((number, span));
+        InFlight {
+            events: Arc::clone(self),
+            number,
+        }
+    }
+
+    /// The span of the one tool call in flight; `None` with none or several (over stdio nothing
+    /// says which call a server's request belongs to).
+    fn only_call(&self) -> Option<Span> {
+        match self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_slice()
+        {
+            [(_, span)] => Some(span.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.events
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|(number, _)| *number != self.number);
+    }
 }
 
 /// rmcp's `ClientHandler`, backed by claij's [`Hooks`].
@@ -48,6 +97,20 @@ impl Handler {
             hooks,
             events,
         }
+    }
+
+    /// The span of a request from the server: a child of the tool call it came during when that
+    /// call is the only one in flight, else of the connection's `mcp.session`.
+    fn request_span(&self, method: &'static str) -> Span {
+        let parent = self.events.only_call().unwrap_or_else(Span::current);
+        tracing::info_span!(
+            parent: &parent,
+            "mcp.server_request",
+            "otel.name" = format!("{method} {}", self.server),
+            "otel.kind" = "server",
+            "claij.mcp.server" = &*self.server,
+            "claij.mcp.method" = method,
+        )
     }
 
     /// The log level the client asks for, as last set.
@@ -154,7 +217,9 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.sample(&params).await
+        self.sample(&params)
+            .instrument(self.request_span("sampling/createMessage"))
+            .await
     }
 
     async fn list_roots(
@@ -169,7 +234,9 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        self.elicit(&request).await
+        self.elicit(&request)
+            .instrument(self.request_span("elicitation/create"))
+            .await
     }
 
     async fn on_progress(

@@ -8,10 +8,15 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use claij_backends::BoxFuture;
 use claij_backends::testing::Scripted;
 use claij_fsm::{Interrupt, Outcome};
+use claij_interceptors::BoxError;
 use claij_interceptors::Config;
-use claij_mcp::{PendingElicitation, Services, mcp_fsm};
+use claij_mcp::{
+    ClientOptions, Hooks, PendingElicitation, Sampler, SamplingReply, SamplingRequest, Services,
+    mcp_fsm,
+};
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -266,4 +271,61 @@ fn the_mcp_fsm_calls_a_tool_under_its_servicing_state() {
     assert_eq!(state.fields["claij.fsm.state"], mcp_fsm::SERVICING);
     assert_eq!(state.fields["claij.fsm.transition"], "servicing -> llm");
     assert_eq!(parent_name(&spans, state), Some("fsm.run"));
+}
+
+/// A server's request in the middle of a call (sampling at `server-everything`) runs in an
+/// `mcp.server_request` span under that call's `mcp.call`, not in the connection's session.
+#[test]
+fn a_servers_request_during_a_call_runs_under_the_call() {
+    let Some(dir) = servers::require("a_servers_request_during_a_call_runs_under_the_call") else {
+        return;
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sampler = SeenIn(Arc::clone(&seen));
+    let capture = Capture::default();
+    capture.run(async {
+        let everything = servers::connect_with(
+            "everything",
+            servers::everything(&dir),
+            ClientOptions::default().with_hooks(Hooks::default().with_sampler(sampler)),
+        )
+        .await;
+        let outcome = everything
+            .call(
+                "trigger-sampling-request",
+                json!({"prompt": "Six times seven?"}),
+            )
+            .await
+            .unwrap();
+        assert!(!outcome.is_error, "{outcome}");
+        everything.close().await;
+    });
+    let spans = capture.spans();
+    let requests = named(&spans, "mcp.server_request");
+    assert_eq!(requests.len(), 1, "{spans:#?}");
+    let request = requests[0];
+    assert_eq!(parent_name(&spans, request), Some("mcp.call"));
+    assert_eq!(request.fields["claij.mcp.method"], "sampling/createMessage");
+    assert_eq!(
+        request.fields["otel.name"],
+        "sampling/createMessage everything"
+    );
+    assert_eq!(*seen.lock().unwrap(), [Some("mcp.server_request")]);
+}
+
+/// A sampler that records the span it is asked in.
+struct SeenIn(Arc<Mutex<Vec<Option<&'static str>>>>);
+
+impl Sampler for SeenIn {
+    fn sample<'a>(
+        &'a self,
+        _: &'a SamplingRequest,
+    ) -> BoxFuture<'a, Result<SamplingReply, BoxError>> {
+        let current = tracing::Span::current();
+        self.0
+            .lock()
+            .unwrap()
+            .push(current.metadata().map(|m| m.name()));
+        Box::pin(async { Ok(SamplingReply::new("42", "claij-test-model")) })
+    }
 }
