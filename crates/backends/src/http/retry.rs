@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 use tokio::time::Instant;
+use tracing::field::Empty;
 use tracing::{Instrument as _, debug_span, warn};
 
 use crate::error::humanize;
@@ -175,8 +176,8 @@ pub(crate) fn is_retryable(error: &Error) -> bool {
 
 /// Runs `send` until it succeeds, fails for good, or the policy gives up. The error returned counts
 /// the HTTP requests made (`ErrorContext::requests`). Each request runs in an
-/// `http.request{provider,model,request}` span (numbered from 1): `attempt` is the pipeline's word
-/// for a validation attempt, which may make several HTTP requests.
+/// `http.request{provider,model,request}` span (numbered from 1, see `request_span`): `attempt` is
+/// the pipeline's word for a validation attempt, which may make several HTTP requests.
 pub(crate) async fn run<T, F, Fut>(
     policy: &RetryPolicy,
     context: &ErrorContext,
@@ -191,10 +192,13 @@ where
     let started = Instant::now();
     let mut n = 1;
     loop {
-        let span = debug_span!("http.request", provider = %context.provider, model, request = n);
-        let mut error = match send().instrument(span).await {
+        let span = request_span(context, model, n);
+        let mut error = match send().instrument(span.clone()).await {
             Ok(value) => return Ok(value),
-            Err(error) => error,
+            Err(error) => {
+                record_failure(&span, &error);
+                error
+            }
         };
         let wait = match policy.next(&error, n, started.elapsed()) {
             Next::Retry(wait) => wait,
@@ -221,6 +225,42 @@ where
         tokio::time::sleep(wait).await;
         n += 1;
     }
+}
+
+/// The span of HTTP request `n` of a call: `provider`, `model`, `request` for the logs, and for an
+/// OpenTelemetry exporter a client span with HTTP's semantic-convention fields
+/// (`http.request.resend_count` from the second request on; on failure the status, `error.type` and
+/// an error status).
+fn request_span(context: &ErrorContext, model: &str, n: u32) -> tracing::Span {
+    // `request` last: log lines end with the request's number.
+    debug_span!(
+        "http.request",
+        otel.kind = "client",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        http.request.resend_count = n.checked_sub(1).filter(|r| *r > 0).map(i64::from),
+        http.response.status_code = Empty,
+        error.type = Empty,
+        provider = %context.provider,
+        model,
+        request = n,
+    )
+}
+
+/// A failed request on its span (the error's message is secret-free; redacted again all the same).
+fn record_failure(span: &tracing::Span, error: &Error) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(status) = error.context().status {
+        span.record("http.response.status_code", i64::from(status));
+    }
+    span.record("error.type", format!("{:?}", error.kind()));
+    span.record("otel.status_code", "ERROR");
+    span.record(
+        "otel.status_description",
+        crate::redact::redact_text(&error.to_string()).as_ref(),
+    );
 }
 
 /// `error` (rate limited or overloaded) with its message saying the server's wait is past the budget.

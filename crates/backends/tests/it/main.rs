@@ -13,4 +13,5 @@ mod local_model;
 mod models;
 mod openai;
 mod openai_fallback;
+mod spans;
 mod tools;
