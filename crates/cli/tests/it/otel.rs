@@ -72,6 +72,10 @@ const DEFINITION: &str = r#"{
   ]
 }"#;
 
+/// Phoenix takes OTLP traces only (`POST /v1/metrics` is 405): without this, each run would end
+/// with the warning that an export failed.
+const PHOENIX_TAKES_NO_METRICS: (&str, Option<&str>) = ("OTEL_METRICS_EXPORTER", Some("none"));
+
 /// The model the mock OpenRouter plays (`gemini-flash`).
 const MOCK_MODEL: &str = "google/gemini-2.5-flash";
 
@@ -110,9 +114,10 @@ mod local_model {
                 "--otlp-endpoint",
                 &collector.endpoint(),
             ],
-            &[],
+            &[PHOENIX_TAKES_NO_METRICS],
         );
         assert_eq!(ask.code, 0, "{}", ask.stderr);
+        assert_exported_quietly(&ask);
         let spans = collector.new_trace(&mut seen, &ask);
         check_ask_on_the_local_model(&spans);
         assert_no_content(&spans, &[ASK_MARKER]);
@@ -143,17 +148,25 @@ mod local_model {
                 &endpoint,
             ];
             args.extend_from_slice(extra);
-            claij_traced(&args, &[("CLAIJ_CONFIG", Some(config.as_str()))])
+            claij_traced(
+                &args,
+                &[
+                    ("CLAIJ_CONFIG", Some(config.as_str())),
+                    PHOENIX_TAKES_NO_METRICS,
+                ],
+            )
         };
 
         let plain = fsm_run(&[]);
         assert_eq!(plain.code, 0, "{}", plain.stderr);
+        assert_exported_quietly(&plain);
         let spans = collector.new_trace(&mut seen, &plain);
         check_fsm_run(&spans);
         assert_no_content(&spans, &[INPUT_MARKER, OUTPUT_MARKER]);
 
         let captured = fsm_run(&["--otel-capture-content"]);
         assert_eq!(captured.code, 0, "{}", captured.stderr);
+        assert_exported_quietly(&captured);
         let spans = collector.new_trace(&mut seen, &captured);
         check_fsm_run(&spans);
         let text = serde_json::to_string(&spans).unwrap();
@@ -248,11 +261,21 @@ fn claij_traced(args: &[&str], env: &[(&str, Option<&str>)]) -> Run {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", None),
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None),
         ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", None),
+        ("OTEL_TRACES_EXPORTER", None),
+        ("OTEL_METRICS_EXPORTER", None),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", None),
         ("OTEL_SERVICE_NAME", None),
+        ("CLAIJ_OTEL_QUEUE", None),
         ("RUST_LOG", None),
     ];
     all.extend_from_slice(env);
     claij_env(args, "", &all)
+}
+
+/// A run whose exports all succeeded says nothing about OpenTelemetry.
+#[track_caller]
+fn assert_exported_quietly(run: &Run) {
+    assert!(!run.stderr.contains("OpenTelemetry"), "{}", run.stderr);
 }
 
 /// `claij ask` on the embedded model: `llm.ask` (`ask {model}`) is the root, its attempt a
