@@ -25,7 +25,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
-use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
@@ -132,12 +132,14 @@ impl Settings {
     /// `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (used as they are) else `OTEL_EXPORTER_OTLP_ENDPOINT` (a
     /// base URL); `OTEL_TRACES_EXPORTER=none` / `OTEL_METRICS_EXPORTER=none` turn a signal off;
     /// `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k2=v2`, values percent-decoded), `OTEL_SERVICE_NAME`,
-    /// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms), `CLAIJ_OTEL_QUEUE`.
+    /// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms), `CLAIJ_OTEL_QUEUE`; `OTEL_EXPORTER_OTLP_PROTOCOL` (and its
+    /// per-signal forms) may only say `http/protobuf`.
     ///
     /// # Errors
     ///
     /// An endpoint that is not an `http`/`https` URL, a malformed header entry (by position, never its
-    /// value), a timeout or queue size that is not a positive integer: each names its flag or variable.
+    /// value), a timeout or queue size that is not a positive integer, a protocol other than
+    /// `http/protobuf`: each names its flag or variable.
     pub(crate) fn from_env(endpoint: Option<&str>, capture_content: bool) -> Result<Self> {
         Self::resolve(endpoint, capture_content, |name| {
             std::env::var(name)
@@ -178,6 +180,20 @@ impl Settings {
             "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
             "OTEL_METRICS_EXPORTER",
         )?;
+        for var in [
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+        ] {
+            if let Some(protocol) = env(var)
+                && protocol.trim() != "http/protobuf"
+            {
+                bail!(
+                    "{var}: `{}` is not supported: claij exports OTLP over http/protobuf only",
+                    protocol.trim()
+                );
+            }
+        }
         let headers = match env("OTEL_EXPORTER_OTLP_HEADERS") {
             Some(text) => parse_headers(&text)?,
             None => Vec::new(),
@@ -256,6 +272,7 @@ impl Telemetry {
             Some(url) => Some(
                 opentelemetry_otlp::SpanExporter::builder()
                     .with_http()
+                    .with_protocol(Protocol::HttpBinary)
                     .with_http_client(client.clone())
                     .with_endpoint(url.clone())
                     .with_timeout(settings.export_timeout)
@@ -269,6 +286,7 @@ impl Telemetry {
             Some(url) => Some(
                 opentelemetry_otlp::MetricExporter::builder()
                     .with_http()
+                    .with_protocol(Protocol::HttpBinary)
                     .with_http_client(client)
                     .with_endpoint(url.clone())
                     .with_timeout(settings.export_timeout)

@@ -126,6 +126,13 @@ fn defaults_and_the_queue_and_timeout_variables() {
     assert_eq!(settings.queue_size, 64);
     assert_eq!(settings.export_timeout, Duration::from_millis(1500));
     assert_eq!(settings.service_name, "my-agent");
+    // The one protocol there is may be named.
+    let settings = Settings::resolve(
+        Some("http://127.0.0.1:4318"),
+        false,
+        env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")]),
+    );
+    assert!(settings.is_ok());
 }
 
 #[track_caller]
@@ -163,6 +170,11 @@ fn bad_settings_are_errors_that_name_their_source() {
         Some("http://127.0.0.1:4318"),
         &[("OTEL_EXPORTER_OTLP_TIMEOUT", "3s")],
         "OTEL_EXPORTER_OTLP_TIMEOUT: `3s` is not a positive integer",
+    );
+    check_error(
+        Some("http://127.0.0.1:4318"),
+        &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+        "OTEL_EXPORTER_OTLP_PROTOCOL: `grpc` is not supported: claij exports OTLP over http/protobuf only",
     );
     // A malformed header says where, never what.
     check_error(
