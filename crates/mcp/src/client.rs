@@ -526,7 +526,8 @@ impl McpClient {
                 match violations {
                     None => CallOutcome::success(content, structured),
                     Some(violations) => {
-                        warn!(
+                        // In the outcome the caller gets (and shows): a warning would say it twice.
+                        debug!(
                             server = self.inner.name,
                             tool = info.name,
                             n_violations = violations.len(),

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, ReadBuf};
-use tracing::warn;
+use tracing::{debug, warn};
 
 /// The JSON-RPC error code of the answer put in place of an oversized one (implementation-defined
 /// server error range). Recognised by the nonce in its data, not by the code.
@@ -231,7 +231,8 @@ impl Lines {
     fn answer(&mut self, out: &mut Vec<u8>) {
         let Some(id) = self.scan.id() else { return };
         self.answered = true;
-        warn!(
+        // The request fails with an error saying this: a warning would say it twice.
+        debug!(
             server = self.server,
             size = self.len,
             limit = self.limit.bytes,
