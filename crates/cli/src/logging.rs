@@ -78,6 +78,7 @@ pub(crate) fn install(global: &Global, filters: &Filters) -> Result<Logging> {
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
+            .with_ansi(false)
             .with_current_span(false)
             .with_span_list(false)
             .with_writer(std::io::stderr)
