@@ -327,7 +327,13 @@ impl Telemetry {
             tracing_opentelemetry::MetricsLayer::new(provider.clone())
                 .with_filter(filter_fn(|metadata| metadata.target() == METRICS_TARGET))
         });
-        Layer::and_then(traces, metrics).boxed()
+        // No `Option` layer: an absent one enables every callsite, `claij::content` included.
+        match (traces, metrics) {
+            (Some(traces), Some(metrics)) => traces.and_then(metrics).boxed(),
+            (Some(traces), None) => traces.boxed(),
+            (None, Some(metrics)) => metrics.boxed(),
+            (None, None) => disabled(),
+        }
     }
 
     /// Flushes what is queued and stops the exporters, waiting at most the export timeout: a
@@ -555,6 +561,26 @@ impl HttpClient for BlockingHttp {
         response.take(MAX_RESPONSE_BYTES).read_to_end(&mut body)?;
         Ok(reply.body(Bytes::from(body))?)
     }
+}
+
+/// [`Telemetry::layer`] of an installed telemetry, else a layer that takes nothing. Join this to the
+/// registry rather than an `Option` of a layer: `None` as a layer enables every callsite, so
+/// `enabled!(target: "claij::content", TRACE)` would be true and spans would build their content.
+pub(crate) fn layer<S>(telemetry: Option<&Telemetry>) -> Box<dyn Layer<S> + Send + Sync + 'static>
+where
+    S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+{
+    telemetry.map_or_else(disabled, Telemetry::layer)
+}
+
+/// A layer that takes nothing (a filtered one, so it enables no callsite).
+fn disabled<S>() -> Box<dyn Layer<S> + Send + Sync + 'static>
+where
+    S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+{
+    tracing_subscriber::layer::Identity::new()
+        .with_filter(filter_fn(|_| false))
+        .boxed()
 }
 
 /// Whether the trace layer takes a span, an event or an `enabled!` probe.

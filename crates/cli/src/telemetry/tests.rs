@@ -392,6 +392,56 @@ fn spans_carry_the_otel_name_kind_status_and_gen_ai_attributes() {
 }
 
 #[test]
+fn content_stays_out_with_one_signal_off() {
+    // Traces without metrics (a traces-only collector): no layer of the telemetry's may enable
+    // `claij::content` (an absent one used to enable everything).
+    let settings = Settings::resolve(Some("http://127.0.0.1:4318"), false, env(&[])).unwrap();
+    let spans = InMemorySpanExporter::default();
+    let (health, _) = counting_health(&settings);
+    let telemetry = Telemetry::with_exporters(
+        &settings,
+        Some(spans.clone()),
+        None::<InMemoryMetricExporter>,
+        health,
+    );
+    record(&telemetry, emit_a_call);
+    let finished = spans.get_finished_spans().unwrap();
+    let call = finished
+        .iter()
+        .find(|span| span.name == "chat gpt-test")
+        .unwrap();
+    assert_eq!(attribute(&call.attributes, "gen_ai.input.messages"), None);
+    assert!(call.events.is_empty(), "{:?}", call.events);
+    telemetry.shutdown();
+}
+
+/// A log layer as the CLI's: filtered, `claij::content` and `claij::metrics` off.
+fn log_layer() -> impl Layer<Registry> + Send + Sync {
+    tracing_subscriber::layer::Identity::new().with_filter(filter_fn(|metadata| {
+        ![CONTENT_TARGET, METRICS_TARGET].contains(&metadata.target())
+    }))
+}
+
+#[test]
+fn no_telemetry_is_a_layer_that_enables_nothing() {
+    // What the CLI joins without an endpoint, beside its log layer.
+    let subscriber = Registry::default().with(log_layer()).with(layer(None));
+    tracing::subscriber::with_default(subscriber, || {
+        assert!(tracing::enabled!(target: "claij::other", Level::INFO));
+        assert!(!tracing::enabled!(target: "claij::content", Level::TRACE));
+        assert!(!tracing::enabled!(target: "claij::metrics", Level::INFO));
+    });
+    // Why not `None`: as a layer it enables every callsite, and spans would build their content
+    // for nobody.
+    let subscriber = Registry::default()
+        .with(log_layer())
+        .with(None::<Box<dyn Layer<_> + Send + Sync>>);
+    tracing::subscriber::with_default(subscriber, || {
+        assert!(tracing::enabled!(target: "claij::content", Level::TRACE));
+    });
+}
+
+#[test]
 fn content_is_captured_only_on_opt_in() {
     let (telemetry, spans, _) = in_memory(true);
     record(&telemetry, emit_a_call);
