@@ -30,7 +30,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+use opentelemetry_sdk::metrics::{
+    Aggregation, Instrument, PeriodicReader, SdkMeterProvider, Stream, Temporality,
+};
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
 };
@@ -59,6 +61,28 @@ pub(crate) const QUEUE_VAR: &str = "CLAIJ_OTEL_QUEUE";
 pub(crate) const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(3);
 /// The service name when `OTEL_SERVICE_NAME` is unset.
 pub(crate) const DEFAULT_SERVICE_NAME: &str = "claij";
+/// The bucket bounds the GenAI semantic conventions advise for `gen_ai.client.token.usage`.
+const TOKEN_BUCKETS: [f64; 14] = [
+    1.0,
+    4.0,
+    16.0,
+    64.0,
+    256.0,
+    1024.0,
+    4096.0,
+    16384.0,
+    65536.0,
+    262_144.0,
+    1_048_576.0,
+    4_194_304.0,
+    16_777_216.0,
+    67_108_864.0,
+];
+/// The bucket bounds the GenAI semantic conventions advise for `gen_ai.client.operation.duration`
+/// (seconds).
+const DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
 /// A collector's reply is a small protobuf; a larger body is cut here.
 const MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
 
@@ -420,6 +444,7 @@ impl Telemetry {
             SdkMeterProvider::builder()
                 .with_resource(resource)
                 .with_reader(PeriodicReader::builder(exporter).build())
+                .with_view(semantic_view)
                 .build()
         });
         Self {
@@ -581,6 +606,40 @@ where
     tracing_subscriber::layer::Identity::new()
         .with_filter(filter_fn(|_| false))
         .boxed()
+}
+
+/// The units, descriptions and (for the GenAI histograms) bucket bounds the semantic conventions
+/// give claij's instruments: `MetricsLayer` creates them from event fields, which say none of that.
+fn semantic_view(instrument: &Instrument) -> Option<Stream> {
+    let (unit, description, buckets): (&'static str, &'static str, Option<&[f64]>) =
+        match instrument.name() {
+            "gen_ai.client.token.usage" => (
+                "{token}",
+                "Number of input and output tokens used",
+                Some(&TOKEN_BUCKETS),
+            ),
+            "gen_ai.client.operation.duration" => {
+                ("s", "GenAI operation duration", Some(&DURATION_BUCKETS))
+            }
+            "claij.calls" => (
+                "{call}",
+                "Validation-retry loops run (one per call of a step), by first-try validity",
+                None,
+            ),
+            "claij.retries" => ("{retry}", "Attempts after a call's first", None),
+            _ => return None,
+        };
+    let stream = Stream::builder()
+        .with_unit(unit)
+        .with_description(description);
+    let stream = match buckets {
+        Some(buckets) => stream.with_aggregation(Aggregation::ExplicitBucketHistogram {
+            boundaries: buckets.to_vec(),
+            record_min_max: true,
+        }),
+        None => stream,
+    };
+    stream.build().ok()
 }
 
 /// Whether the trace layer takes a span, an event or an `enabled!` probe.

@@ -480,8 +480,10 @@ fn metric_events_become_the_gen_ai_histograms_and_claij_counters() {
                         "gen_ai.client.token.usage",
                         AggregatedMetrics::U64(MetricData::Histogram(histogram)),
                     ) => {
+                        assert_eq!(metric.unit(), "{token}");
                         let point = histogram.data_points().next().unwrap();
                         assert_eq!((point.count(), point.sum()), (1, 12));
+                        assert_eq!(point.bounds().collect::<Vec<_>>(), TOKEN_BUCKETS);
                         let attributes: Vec<KeyValue> = point.attributes().cloned().collect();
                         assert_eq!(
                             attribute(&attributes, "gen_ai.token.type"),
@@ -496,10 +498,15 @@ fn metric_events_become_the_gen_ai_histograms_and_claij_counters() {
                         "gen_ai.client.operation.duration",
                         AggregatedMetrics::F64(MetricData::Histogram(histogram)),
                     ) => {
+                        assert_eq!(metric.unit(), "s");
                         let point = histogram.data_points().next().unwrap();
                         assert_eq!((point.count(), point.sum()), (1, 0.25));
+                        // Seconds: the conventions' bounds, not the SDK's default (0 to 10000).
+                        assert_eq!(point.bounds().collect::<Vec<_>>(), DURATION_BUCKETS);
                     }
                     ("claij.calls", AggregatedMetrics::U64(MetricData::Sum(sum))) => {
+                        assert_eq!(metric.unit(), "{call}");
+                        assert!(sum.is_monotonic());
                         let point = sum.data_points().next().unwrap();
                         assert_eq!(point.value(), 1);
                         let attributes: Vec<KeyValue> = point.attributes().cloned().collect();
