@@ -4,10 +4,12 @@
 //! [`Settings`] says where and how ([`Settings::from_env`]: `--otlp-endpoint`, else the standard
 //! `OTEL_EXPORTER_OTLP_*` variables; no endpoint, no exporter). [`Telemetry::install`] builds a tracer
 //! provider with a batch span processor (a bounded queue, exports on its own thread) and a meter
-//! provider with a periodic reader; [`Telemetry::layer`] is what joins the log subscriber:
+//! provider with a periodic reader; [`layer`] (of an installed telemetry, else a layer that takes
+//! nothing: never an `Option` of a layer, which would enable every callsite) joins the log subscriber:
 //! tracing-opentelemetry's trace layer (spans become OpenTelemetry spans: `otel.name`, `otel.kind`,
 //! `otel.status_code` and every other field an attribute) and its `MetricsLayer` (events at target
-//! `claij::metrics` with `histogram.*` / `monotonic_counter.*` fields become instruments).
+//! `claij::metrics` with `histogram.*` / `monotonic_counter.*` fields become instruments, given
+//! the semantic conventions' units and bucket bounds by a view).
 //! [`Telemetry::shutdown`] flushes at exit, waiting at most the export timeout.
 //!
 //! A collector that is down or refuses never fails or slows a command: exports happen off the
@@ -55,7 +57,7 @@ const TELEMETRY_TARGET: &str = "claij::telemetry";
 
 /// Spans the batch processor keeps waiting for export; past it, new spans are dropped.
 pub(crate) const DEFAULT_QUEUE_SIZE: usize = 2048;
-/// The variable that sets the queue size (a positive integer).
+/// The variable that sets the queue size (a positive integer); `OTEL_BSP_MAX_QUEUE_SIZE` when unset.
 pub(crate) const QUEUE_VAR: &str = "CLAIJ_OTEL_QUEUE";
 /// One export request's timeout, and the longest `shutdown` waits for the last flush.
 pub(crate) const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -100,7 +102,8 @@ pub(crate) struct Settings {
     /// `--otel-capture-content`: prompts and replies as span attributes (`gen_ai.input.messages`,
     /// `gen_ai.output.messages`).
     pub capture_content: bool,
-    /// The batch span processor's queue (`CLAIJ_OTEL_QUEUE`, default 2048 spans).
+    /// The batch span processor's queue (`CLAIJ_OTEL_QUEUE`, else `OTEL_BSP_MAX_QUEUE_SIZE`, default
+    /// 2048 spans); a batch is at most 512 of them (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
     pub queue_size: usize,
     /// One export's timeout and the bound on the flush at exit (`OTEL_EXPORTER_OTLP_TIMEOUT` in
     /// milliseconds, default 3000).
@@ -224,8 +227,12 @@ impl Settings {
         };
         let service_name =
             env("OTEL_SERVICE_NAME").unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
-        let queue_size = match env(QUEUE_VAR) {
-            Some(text) => positive(QUEUE_VAR, &text)?,
+        // claij's variable, else the SDK's standard one.
+        let queue = [QUEUE_VAR, "OTEL_BSP_MAX_QUEUE_SIZE"]
+            .into_iter()
+            .find_map(|var| env(var).map(|text| (var, text)));
+        let queue_size = match queue {
+            Some((var, text)) => positive(var, &text)?,
             None => DEFAULT_QUEUE_SIZE,
         };
         let export_timeout = match env("OTEL_EXPORTER_OTLP_TIMEOUT") {
@@ -423,7 +430,6 @@ impl Telemetry {
             };
             let config = BatchConfigBuilder::default()
                 .with_max_queue_size(settings.queue_size)
-                .with_max_export_batch_size(settings.queue_size.min(512))
                 .build();
             SdkTracerProvider::builder()
                 .with_resource(resource.clone())

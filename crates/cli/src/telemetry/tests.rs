@@ -126,6 +126,20 @@ fn defaults_and_the_queue_and_timeout_variables() {
     assert_eq!(settings.queue_size, 64);
     assert_eq!(settings.export_timeout, Duration::from_millis(1500));
     assert_eq!(settings.service_name, "my-agent");
+    // The SDK's standard variable when claij's is unset; claij's first.
+    let queue = |vars: &[(&str, &str)]| {
+        Settings::resolve(Some("http://127.0.0.1:4318"), false, env(vars))
+            .unwrap()
+            .queue_size
+    };
+    assert_eq!(queue(&[("OTEL_BSP_MAX_QUEUE_SIZE", "32")]), 32);
+    assert_eq!(
+        queue(&[
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "32"),
+            ("CLAIJ_OTEL_QUEUE", "64")
+        ]),
+        64
+    );
     // The one protocol there is may be named.
     let settings = Settings::resolve(
         Some("http://127.0.0.1:4318"),
