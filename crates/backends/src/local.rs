@@ -616,11 +616,14 @@ impl Backend for LocalBackend {
         let guard = CancelOnDrop(Arc::clone(&cancel));
         let backend = self.clone();
         let owned = request.clone();
+        let traced = Traced::current();
         let spawned = std::thread::Builder::new()
             .name("claij-local".to_owned())
             .spawn(move || {
-                let result = backend.generate(&owned, &cancel);
-                let _ = sender.send(result.map(|g| backend.response(g)));
+                traced.run(|| {
+                    let result = backend.generate(&owned, &cancel);
+                    let _ = sender.send(result.map(|g| backend.response(g)));
+                });
             });
         Box::pin(async move {
             let _guard = guard;
@@ -638,33 +641,37 @@ impl Backend for LocalBackend {
         let backend = self.clone();
         let owned = request.clone();
         let events = sender.clone();
+        let traced = Traced::current();
         let spawned = std::thread::Builder::new()
             .name("claij-local".to_owned())
             .spawn(move || {
-                let _ = events.unbounded_send(Ok(StreamEvent::Model(backend.inner.name.clone())));
-                // The prompt's size alone, before the prompt is read (seconds for a long one), so a
-                // caller can show progress; the final usage follows the text.
-                if let Ok(tokens) = backend.prompt_tokens(&owned) {
-                    let _ = events.unbounded_send(Ok(StreamEvent::Usage(Usage {
-                        input_tokens: tokens as u64,
-                        ..Usage::default()
-                    })));
-                }
-                let mut on_text = |text: &str| {
-                    if !text.is_empty() {
-                        let _ = events.unbounded_send(Ok(StreamEvent::Text(text.to_owned())));
+                traced.run(|| {
+                    let _ =
+                        events.unbounded_send(Ok(StreamEvent::Model(backend.inner.name.clone())));
+                    // The prompt's size alone, before the prompt is read (seconds for a long
+                    // one), so a caller can show progress; the final usage follows the text.
+                    if let Ok(tokens) = backend.prompt_tokens(&owned) {
+                        let _ = events.unbounded_send(Ok(StreamEvent::Usage(Usage {
+                            input_tokens: tokens as u64,
+                            ..Usage::default()
+                        })));
                     }
-                };
-                match backend.generate_streaming(&owned, &cancel, &mut on_text) {
-                    Ok(generation) => {
-                        let _ = events.unbounded_send(Ok(StreamEvent::Usage(generation.usage)));
-                        let _ = events
-                            .unbounded_send(Ok(StreamEvent::Finish(generation.finish_reason)));
+                    let mut on_text = |text: &str| {
+                        if !text.is_empty() {
+                            let _ = events.unbounded_send(Ok(StreamEvent::Text(text.to_owned())));
+                        }
+                    };
+                    match backend.generate_streaming(&owned, &cancel, &mut on_text) {
+                        Ok(generation) => {
+                            let _ = events.unbounded_send(Ok(StreamEvent::Usage(generation.usage)));
+                            let _ = events
+                                .unbounded_send(Ok(StreamEvent::Finish(generation.finish_reason)));
+                        }
+                        Err(e) => {
+                            let _ = events.unbounded_send(Err(e));
+                        }
                     }
-                    Err(e) => {
-                        let _ = events.unbounded_send(Err(e));
-                    }
-                }
+                })
             });
         if let Err(e) = spawned {
             let _ = sender.unbounded_send(Err(Error::other(
@@ -691,6 +698,26 @@ impl LocalBackend {
 
 fn context() -> ErrorContext {
     ErrorContext::new("local")
+}
+
+/// The caller's subscriber and span (an attempt's `llm.call`), for the generation thread: its
+/// events are the call's, in the caller's logs and traces (a thread starts with neither).
+struct Traced {
+    dispatch: tracing::Dispatch,
+    span: tracing::Span,
+}
+
+impl Traced {
+    fn current() -> Self {
+        Self {
+            dispatch: tracing::dispatcher::get_default(Clone::clone),
+            span: tracing::Span::current(),
+        }
+    }
+
+    fn run(self, work: impl FnOnce()) {
+        tracing::dispatcher::with_default(&self.dispatch, || self.span.in_scope(work));
+    }
 }
 
 /// The schema as llguidance takes it: JSON whitespace fixed (a small model otherwise wanders off in

@@ -167,6 +167,72 @@ fn unconstrained_decoding_is_plain_generation() {
     assert_eq!(response.model.as_deref(), Some(backend.model_name()));
 }
 
+/// The generation thread's events arrive at the caller's subscriber, inside the caller's span
+/// (the thread starts with neither), for completion and streaming alike.
+#[test]
+fn generation_events_belong_to_the_callers_span() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    /// An event's message, and the name of the span it happened in.
+    type Seen = (String, Option<&'static str>);
+
+    /// Every event seen.
+    #[derive(Clone, Default)]
+    struct Events(std::sync::Arc<Mutex<Vec<Seen>>>);
+
+    struct Text(String);
+
+    impl tracing::field::Visit for Text {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl<S> tracing_subscriber::Layer<S> for Events
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            ctx: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let mut message = Text(String::new());
+            event.record(&mut message);
+            let span = ctx.event_span(event).map(|span| span.name());
+            self.0.lock().unwrap().push((message.0, span));
+        }
+    }
+
+    let Some((backend, _turn)) = model() else {
+        return;
+    };
+    let events = Events::default();
+    let subscriber = tracing_subscriber::registry().with(events.clone());
+    let request = ChatRequest::new("local")
+        .message(Message::user("Say hello."))
+        .max_tokens(3);
+    tracing::subscriber::with_default(subscriber, || {
+        let _call = tracing::info_span!("llm.call").entered();
+        complete(backend, &request).unwrap();
+        futures_executor::block_on(backend.stream(&request).collect::<Vec<_>>());
+    });
+    let events = events.0.lock().unwrap();
+    let generations: Vec<_> = events
+        .iter()
+        .filter(|(message, _)| message == "local generation")
+        .collect();
+    assert_eq!(generations.len(), 2, "{events:?}");
+    assert!(
+        generations
+            .iter()
+            .all(|(_, span)| *span == Some("llm.call")),
+        "{events:?}"
+    );
+}
+
 #[test]
 fn streaming_yields_the_same_answer_in_pieces() {
     let Some((backend, _turn)) = model() else {
