@@ -103,7 +103,9 @@ pub(super) fn call(
         span.record("gen_ai.request.max_tokens", i64::from(max_tokens));
     }
     if let Some(temperature) = request.temperature {
-        span.record("gen_ai.request.temperature", f64::from(temperature));
+        // As written (`0.2`), not as the f32 widens (`0.20000000298023224`).
+        let written = temperature.to_string().parse().unwrap_or(f64::from(temperature));
+        span.record("gen_ai.request.temperature", written);
     }
     if let Some(seed) = request.seed {
         span.record("gen_ai.request.seed", as_i64(seed));

@@ -159,7 +159,7 @@ fn check_fields(span: &Captured, expected: &[(&str, &str)]) {
 fn pipeline(backend: &Scripted, chain: Chain) -> Pipeline {
     let mut config = Config::new("gpt-test");
     config.max_tokens = Some(256);
-    config.temperature = Some(0.5);
+    config.temperature = Some(0.2);
     Pipeline::new(Arc::new(backend.clone()), config, chain)
 }
 
@@ -215,7 +215,7 @@ fn a_valid_first_try_is_one_call_under_its_ask_with_the_gen_ai_fields() {
             ("gen_ai.provider.name", "openai"),
             ("gen_ai.request.model", "gpt-test"),
             ("gen_ai.request.max_tokens", "256"),
-            ("gen_ai.request.temperature", "0.5"),
+            ("gen_ai.request.temperature", "0.2"),
             ("gen_ai.response.model", "gpt-test-2025-01"),
             ("gen_ai.response.id", "req-1"),
             ("gen_ai.response.finish_reasons", r#"["stop"]"#),
