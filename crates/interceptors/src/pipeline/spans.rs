@@ -104,7 +104,10 @@ pub(super) fn call(
     }
     if let Some(temperature) = request.temperature {
         // As written (`0.2`), not as the f32 widens (`0.20000000298023224`).
-        let written = temperature.to_string().parse().unwrap_or(f64::from(temperature));
+        let written = temperature
+            .to_string()
+            .parse()
+            .unwrap_or(f64::from(temperature));
         span.record("gen_ai.request.temperature", written);
     }
     if let Some(seed) = request.seed {
