@@ -12,7 +12,7 @@ use std::io::IsTerminal as _;
 use anyhow::Result;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::Layer as _;
+use tracing_subscriber::Layer;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -60,31 +60,7 @@ impl Filters {
 /// An invalid `RUST_LOG` (it names the variable); `--otlp-endpoint` in a build without the `otel`
 /// feature; the exporter's settings (an invalid endpoint or header).
 pub(crate) fn install(global: &Global, filters: &Filters) -> Result<Logging> {
-    let directives = directives(global, filters);
-    let filter = EnvFilter::builder().parse(&directives).map_err(|e| {
-        if filters.rust_log.is_some() {
-            anyhow::anyhow!("RUST_LOG: {e}")
-        } else {
-            anyhow::anyhow!("log filter `{directives}`: {e}")
-        }
-    })?;
-    let log = match global.log_format {
-        LogFormat::Human => tracing_subscriber::fmt::layer()
-            .event_format(Human {
-                ansi: colour(std::io::stderr().is_terminal()),
-            })
-            .with_writer(std::io::stderr)
-            .with_filter(filter)
-            .boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .with_ansi(false)
-            .with_current_span(false)
-            .with_span_list(false)
-            .with_writer(std::io::stderr)
-            .with_filter(filter)
-            .boxed(),
-    };
+    let log = log_layer(global, filters)?;
     #[cfg(not(feature = "otel"))]
     {
         if global.otlp_endpoint.is_some() {
@@ -102,10 +78,40 @@ pub(crate) fn install(global: &Global, filters: &Filters) -> Result<Logging> {
             global.otel_capture_content,
         )?;
         let telemetry = crate::telemetry::Telemetry::install(&settings)?;
-        let otel = telemetry.as_ref().map(crate::telemetry::Telemetry::layer);
+        // Never an `Option` of a layer: `None` enables every callsite, `claij::content` included.
+        let otel = crate::telemetry::layer(telemetry.as_ref());
         Registry::default().with(log).with(otel).try_init()?;
         Ok(Logging { telemetry })
     }
+}
+
+/// The log layer: the format `--log-format` asks for, on stderr, filtered by [`directives`].
+fn log_layer(global: &Global, filters: &Filters) -> Result<Box<dyn Layer<Registry> + Send + Sync>> {
+    let directives = directives(global, filters);
+    let filter = EnvFilter::builder().parse(&directives).map_err(|e| {
+        if filters.rust_log.is_some() {
+            anyhow::anyhow!("RUST_LOG: {e}")
+        } else {
+            anyhow::anyhow!("log filter `{directives}`: {e}")
+        }
+    })?;
+    Ok(match global.log_format {
+        LogFormat::Human => tracing_subscriber::fmt::layer()
+            .event_format(Human {
+                ansi: colour(std::io::stderr().is_terminal()),
+            })
+            .with_writer(std::io::stderr)
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_ansi(false)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .with_filter(filter)
+            .boxed(),
+    })
 }
 
 impl Logging {

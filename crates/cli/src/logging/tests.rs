@@ -105,3 +105,63 @@ fn an_endpoint_without_the_otel_feature_names_the_feature() {
     };
     assert!(e.to_string().contains("the `otel` feature"), "{e}");
 }
+
+/// What the subscriber `install` builds enables, without telemetry.
+#[track_caller]
+fn enabled(global: &Global, rust_log: Option<&str>, probe: impl FnOnce() -> bool) -> bool {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let filters = Filters {
+        rust_log: rust_log.map(str::to_owned),
+        extra: Vec::new(),
+    };
+    let log = super::log_layer(global, &filters).unwrap();
+    let registry = tracing_subscriber::Registry::default().with(log);
+    #[cfg(feature = "otel")]
+    let registry = registry.with(crate::telemetry::layer(None));
+    tracing::subscriber::with_default(registry, probe)
+}
+
+#[test]
+fn content_and_metric_events_are_off_unless_rust_log_names_them() {
+    let content = || tracing::enabled!(target: "claij::content", Level::TRACE);
+    let metrics = || tracing::enabled!(target: "claij::metrics", Level::INFO);
+    let verbose = Global {
+        verbose: 2,
+        ..Global::default()
+    };
+    assert!(!enabled(&Global::default(), None, content));
+    assert!(!enabled(&verbose, None, content));
+    assert!(!enabled(&verbose, None, metrics));
+    assert!(!enabled(&Global::default(), Some("trace"), content));
+    assert!(!enabled(&Global::default(), Some("trace"), metrics));
+    assert!(enabled(
+        &Global::default(),
+        Some("claij::content=trace"),
+        content
+    ));
+    assert!(enabled(
+        &Global::default(),
+        Some("claij::metrics=info"),
+        metrics
+    ));
+}
+
+#[test]
+fn the_level_reaches_claij_crates_only() {
+    let debug = || tracing::enabled!(target: "claij_interceptors::pipeline", Level::DEBUG);
+    let warn = || tracing::enabled!(target: "claij_interceptors::pipeline", Level::WARN);
+    let other = || tracing::enabled!(target: "hyper::proto", Level::DEBUG);
+    let verbose = Global {
+        verbose: 1,
+        ..Global::default()
+    };
+    let quiet = Global {
+        quiet: true,
+        ..Global::default()
+    };
+    assert!(enabled(&Global::default(), None, warn));
+    assert!(!enabled(&Global::default(), None, debug));
+    assert!(enabled(&verbose, None, debug));
+    assert!(!enabled(&verbose, None, other));
+    assert!(!enabled(&quiet, None, warn));
+}
