@@ -112,7 +112,8 @@ pub(crate) struct Options {
     #[arg(long, value_enum, value_name = "WHEN")]
     example: Option<ExampleWhen>,
     /// Print `{"value", "attempts", "usage", "elapsed_ms", "tool_results"}` on stdout; stderr only
-    /// for errors. No partial values.
+    /// for errors and log lines (warnings unless `-q`; `--log-format json` for machines). No
+    /// partial values.
     #[arg(long)]
     json: bool,
     /// Show the value while the model writes it (on by default when stdout is a terminal): on a
