@@ -478,8 +478,21 @@ impl Pipeline {
                 violations: Vec::new(),
             }
         };
-        if !fixes.is_empty() {
-            warn!(attempt = number, fixes = %fix_counts(&fixes), "reply repaired");
+        // JSON cut out of a fence or prose is well-formed: not worth a warning on every call.
+        let extracted_only = fixes.iter().all(|f| {
+            matches!(
+                f.kind,
+                claij_validation::FixKind::Extracted | claij_validation::FixKind::Unescaped
+            )
+        });
+        match (fixes.is_empty(), extracted_only) {
+            (true, _) => {}
+            (false, true) => {
+                tracing::info!(attempt = number, fixes = %fix_counts(&fixes), "reply extracted");
+            }
+            (false, false) => {
+                warn!(attempt = number, fixes = %fix_counts(&fixes), "reply repaired");
+            }
         }
         if verdict != Verdict::Valid {
             // Attempts in all: the first and `max_retries` retries.

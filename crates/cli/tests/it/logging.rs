@@ -301,3 +301,33 @@ async fn a_dialect_loss_is_an_info_line_naming_the_keyword_and_the_provider() {
         default.stderr
     );
 }
+
+#[tokio::test]
+async fn json_cut_out_of_a_fence_is_an_info_line_not_a_warning() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            "Here:\n```json\n{\"answer\": \"Paris\", \"state\": \"done\"}\n```",
+        ))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let default = ask(&server, &[], &[]);
+    assert_answer(&default);
+    assert!(at(&default.stderr, "WARN").is_empty(), "{}", default.stderr);
+    let info = ask(
+        &server,
+        &[],
+        &[("RUST_LOG", Some("claij_interceptors=info"))],
+    );
+    assert_answer(&info);
+    let lines = at(&info.stderr, "INFO");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("reply extracted attempt=1 fixes=extracted:1")),
+        "{}",
+        info.stderr
+    );
+}
