@@ -387,3 +387,165 @@ fn scrub_removes_encoded_copies_of_the_key() {
         "p: server error: bad url /v1?key=***"
     );
 }
+
+/// The bytes, URL and headers each provider sends, snapshotted: the lean call path must send what
+/// the `Value` round trip sent, byte for byte.
+#[cfg(all(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod bodies {
+    use serde_json::{Value, json};
+
+    use crate::anthropic::Anthropic;
+    use crate::gemini::{Gemini, SchemaField};
+    use crate::http::{HttpBackend, HttpConfig};
+    use crate::openai::{OpenAi, OpenAiCompatible, OpenRouter, StructuredDialect};
+    use crate::{
+        Adapter, ApiKey, ChatRequest, Message, OutputMode, StructuredOutput, ToolCall, ToolSpec,
+    };
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "answer": {"type": "string", "description": "The answer"},
+                "confidence": {"type": ["number", "null"]},
+                "tags": {"type": "array", "items": {"enum": ["a", "b"]}}
+            },
+            "required": ["answer", "confidence", "tags"],
+            "additionalProperties": false
+        })
+    }
+
+    fn request(model: &str, mode: Option<OutputMode>) -> ChatRequest {
+        let mut request = ChatRequest::new(model)
+            .system("Be brief.")
+            .message(Message::user("What is 2+2? \u{e9}\"quoted\"\n"))
+            .message(Message::assistant_calls(
+                "Looking it up.",
+                vec![ToolCall::new("call_1", "lookup", json!({"q": "2+2"}))],
+            ))
+            .message(Message::tool_result("call_1", "4"))
+            .temperature(0.2)
+            .max_tokens(300)
+            .seed(7)
+            .stop("END")
+            .tool(ToolSpec::new(
+                "lookup",
+                "Looks a thing up",
+                json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            ));
+        if let Some(mode) = mode {
+            request.structured_output = Some(StructuredOutput {
+                name: "response".to_owned(),
+                schema: schema().into(),
+                strict: true,
+                mode,
+            });
+        }
+        request
+    }
+
+    /// What `backend` would send for `request`: URL, headers (secret ones masked) and body.
+    fn sent<A: Adapter>(backend: &HttpBackend<A>, request: &ChatRequest, stream: bool) -> String {
+        let prepared = backend.prepare(request, stream).unwrap();
+        let mut out = format!("POST {}\n", prepared.url);
+        for (name, value) in &prepared.headers {
+            let value = if value.is_sensitive() {
+                "<sensitive>"
+            } else {
+                value.to_str().unwrap()
+            };
+            out.push_str(&format!("{name}: {value}\n"));
+        }
+        out.push_str(std::str::from_utf8(&prepared.body).unwrap());
+        out
+    }
+
+    fn config() -> HttpConfig {
+        HttpConfig::new("http://127.0.0.1:9/v1?tenant=t1").with_header("x-gateway", "g")
+    }
+
+    #[test]
+    fn each_provider_sends_the_same_bytes() {
+        let key = || ApiKey::new("sk-test-key");
+        let openai = OpenAi::new(key()).with_config(config()).without_preflight();
+        let openrouter = OpenRouter::new(key())
+            .with_config(config())
+            .without_preflight();
+        let compatible = OpenAiCompatible::new("http://127.0.0.1:9/v1").without_preflight();
+        let anthropic = Anthropic::new(key())
+            .with_config(config())
+            .without_preflight();
+        let gemini = Gemini::new(key()).with_config(config()).without_preflight();
+        let gemini_json = Gemini::new(key())
+            .with_config(config())
+            .with_schema_field(SchemaField::ResponseJsonSchema)
+            .without_preflight();
+        let mut all = String::new();
+        let mut add = |label: &str, text: String| {
+            all.push_str(&format!("== {label}\n{text}\n"));
+        };
+        for (label, mode) in [
+            ("none", None),
+            ("native", Some(OutputMode::Native)),
+            ("tool", Some(OutputMode::Tool)),
+        ] {
+            for stream in [false, true] {
+                let tag = format!("{label}, stream {stream}");
+                add(
+                    &format!("openai {tag}"),
+                    sent(&openai, &request("gpt-4o-mini", mode), stream),
+                );
+                add(
+                    &format!("openrouter {tag}"),
+                    sent(
+                        &openrouter,
+                        &request("google/gemini-2.5-flash", mode),
+                        stream,
+                    ),
+                );
+                add(
+                    &format!("anthropic {tag}"),
+                    sent(&anthropic, &request("claude-sonnet-4-5", mode), stream),
+                );
+                add(
+                    &format!("gemini {tag}"),
+                    sent(&gemini, &request("gemini-2.5-flash", mode), stream),
+                );
+                add(
+                    &format!("gemini json schema {tag}"),
+                    sent(&gemini_json, &request("gemini-2.5-flash", mode), stream),
+                );
+            }
+            for dialect in StructuredDialect::ALL {
+                let backend = compatible.clone().with_structured_output(dialect);
+                add(
+                    &format!("compatible {dialect} {label}"),
+                    sent(&backend, &request("smol", mode), false),
+                );
+            }
+        }
+        insta::assert_snapshot!(all);
+    }
+
+    #[test]
+    fn a_big_schema_is_sent_as_it_serializes() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/big.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let big: Value = serde_json::from_str(&text).unwrap();
+        let openai = OpenAi::new(ApiKey::new("k")).without_preflight();
+        let mut request = ChatRequest::new("gpt-4o").message(Message::user("Go"));
+        request.structured_output = Some(StructuredOutput {
+            name: "response".to_owned(),
+            schema: big.clone().into(),
+            strict: true,
+            mode: OutputMode::Native,
+        });
+        let body = openai.prepare(&request, false).unwrap().body;
+        let expected = format!(
+            r#"{{"model":"gpt-4o","messages":[{{"role":"user","content":"Go"}}],"response_format":{{"type":"json_schema","json_schema":{{"name":"response","strict":true,"schema":{}}}}}}}"#,
+            serde_json::to_string(&big).unwrap()
+        );
+        assert_eq!(std::str::from_utf8(&body).unwrap(), expected);
+    }
+}
