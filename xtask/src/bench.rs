@@ -1,7 +1,10 @@
 //! `cargo xtask bench`: run every bench target and the embedded model's content-quality prompts
 //! ([`quality`]), then summarize `target/criterion` and the reports that give figures
-//! (`target/claij/bench-local.md`, `bench-mcp.md`, `bench-quality.md`).
+//! (`target/claij/bench-local.md`, `bench-mcp.md`, `bench-quality.md`), and end with the goals
+//! table of issue 18 ([`goals`], also written to `target/claij/bench-goals.md`).
+//! `cargo xtask bench --goals` renders that table from the last results without running anything.
 
+mod goals;
 mod quality;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::cmd::{Cmd, display_path};
@@ -44,6 +47,15 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         && first == "quality"
     {
         return quality::run(rest);
+    }
+    if args.iter().any(|arg| arg == "--goals") {
+        if args.len() > 1 {
+            eprintln!("xtask: `bench --goals` takes no other argument");
+            return Ok(ExitCode::from(2));
+        }
+        let workspace = Workspace::load()?;
+        print_goals(&workspace.target_directory, None)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let workspace = Workspace::load()?;
     let criterion_dir = workspace.target_directory.join("criterion");
@@ -84,7 +96,22 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
             print!("\n{text}");
         }
     }
+    println!();
+    print_goals(&workspace.target_directory, Some(started))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the goals table from the latest results under `target_dir` (marking those older than
+/// `since`, when given) and writes it to `target_dir/claij/bench-goals.md`.
+fn print_goals(target_dir: &Path, since: Option<SystemTime>) -> Result<()> {
+    let table = goals::render(&goals::Sources::load(target_dir, since));
+    print!("{table}");
+    let dir = target_dir.join("claij");
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", display_path(&dir)))?;
+    let path = dir.join(goals::GOALS_FILE);
+    fs::write(&path, &table).with_context(|| format!("cannot write {}", display_path(&path)))?;
+    println!("\n(written to {})", display_path(&path));
+    Ok(())
 }
 
 /// Every result under `criterion_dir` (written at or after `since`, when given), sorted by id.
