@@ -88,8 +88,13 @@ commands:
   bench [--no-quality] [ARGS...]
                               cargo bench over every criterion bench target, then the quality
                               prompts (as `bench quality` below; --no-quality skips them), then
-                              a summary table; ARGS go to criterion (a filter,
-                              --save-baseline NAME, ...)
+                              a summary table, then the goals table of issue 18 (measure | now |
+                              goal | met, from criterion's estimates and target/claij/
+                              bench-load.json and bench-local.json; a row whose source is missing
+                              says `not measured` and the command that measures it), also
+                              written to target/claij/bench-goals.md; ARGS go to criterion (a
+                              filter, --save-baseline NAME, ...)
+  bench --goals               only the goals table, from the last results; runs nothing
   bench quality [--claij PATH] [--out DIR] [--timeout SECS] [--only TEXT] [--max-retries N]
                               the embedded model's content quality: 32 prompts with checkable
                               answers (xtask/src/bench/quality.json: capitals, arithmetic,

@@ -94,3 +94,9 @@ longer/id  20.00 ns
 "
     );
 }
+
+#[test]
+fn goals_takes_no_other_argument() {
+    let args = ["--goals".to_owned(), "validate/".to_owned()];
+    assert_eq!(run(&args).unwrap(), ExitCode::from(2));
+}
