@@ -26,10 +26,10 @@ pub(super) const LOCAL_REPORT: &str = "bench-local.json";
 /// Where the table is written, next to the reports.
 pub(super) const GOALS_FILE: &str = "bench-goals.md";
 
-/// What runs the load bench (and nothing slow besides).
-const RUN_LOAD: &str = "cargo xtask bench --no-quality load";
-/// What runs the local model bench; it needs the model (`cargo xtask model`).
-const RUN_LOCAL: &str = "cargo xtask bench --no-quality local";
+/// What runs the load bench alone (claij-interceptors' `benches/load.rs`).
+const RUN_LOAD: &str = "cargo bench -p claij-interceptors --bench load";
+/// What runs the local model bench alone; it needs the model (`cargo xtask model`).
+const RUN_LOCAL: &str = "cargo bench -p claij-backends --features local --bench local";
 /// The mock's latency the throughput goal is stated at.
 const LOAD_LATENCY_MS: f64 = 200.0;
 /// The concurrencies the load bench reports; the goal is at 256.

@@ -201,7 +201,7 @@ fn local_report_gives_tokens_per_second() {
     check(
         &s,
         "Q8_0 weights",
-        "not measured (bench-local.json has no `prefill_q8_tok_s`; run `cargo xtask bench --no-quality local`)",
+        "not measured (bench-local.json has no `prefill_q8_tok_s`; run `cargo bench -p claij-backends --features local --bench local`)",
         "—",
         Met::NotApplicable,
     );
@@ -238,7 +238,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
-            now.starts_with("not measured (") && now.contains("run `cargo xtask bench"),
+            now.starts_with("not measured (") && now.contains("run `cargo "),
             "{}: {now}",
             row.measure
         );
@@ -254,14 +254,14 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     check(
         &s,
         "CPU per call, small",
-        "not measured (no bench-load.json; run `cargo xtask bench --no-quality load`)",
+        "not measured (no bench-load.json; run `cargo bench -p claij-interceptors --bench load`)",
         "≤ 50 µs",
         Met::NotApplicable,
     );
     check(
         &s,
         "prefill, Q8_0",
-        "not measured (no bench-local.json; run `cargo xtask bench --no-quality local`)",
+        "not measured (no bench-local.json; run `cargo bench -p claij-backends --features local --bench local`)",
         "—",
         Met::NotApplicable,
     );
@@ -273,14 +273,14 @@ fn broken_reports_say_why() {
     check(
         &s,
         "CPU per call, small",
-        "not measured (bench-load.json unreadable: expected value at line 1 column 11; run `cargo xtask bench --no-quality load`)",
+        "not measured (bench-load.json unreadable: expected value at line 1 column 11; run `cargo bench -p claij-interceptors --bench load`)",
         "≤ 50 µs",
         Met::NotApplicable,
     );
     check(
         &s,
         "decode",
-        "not measured (bench-local.json unreadable: not a JSON object; run `cargo xtask bench --no-quality local`)",
+        "not measured (bench-local.json unreadable: not a JSON object; run `cargo bench -p claij-backends --features local --bench local`)",
         "—",
         Met::NotApplicable,
     );
@@ -292,7 +292,7 @@ fn broken_reports_say_why() {
     check(
         &s,
         "CPU per call, small",
-        "not measured (bench-load.json: `cpu_ms_per_call_small` is not a number; run `cargo xtask bench --no-quality load`)",
+        "not measured (bench-load.json: `cpu_ms_per_call_small` is not a number; run `cargo bench -p claij-interceptors --bench load`)",
         "≤ 50 µs",
         Met::NotApplicable,
     );
@@ -305,7 +305,7 @@ fn broken_reports_say_why() {
     check(
         &s,
         "throughput, 256 in flight",
-        "not measured (bench-load.json has no row for 256 in flight at 200 ms; run `cargo xtask bench --no-quality load`)",
+        "not measured (bench-load.json has no row for 256 in flight at 200 ms; run `cargo bench -p claij-interceptors --bench load`)",
         "≥ 1200 req/s",
         Met::NotApplicable,
     );
