@@ -376,7 +376,7 @@ fn call_rows(sources: &Sources) -> Vec<(Row, Unit)> {
             Some(Goal::at_most(300e3, "")),
         ),
         time(
-            "CPU per call with a validation retry (bench-load.json)",
+            "CPU per call, small schema, one validation retry (bench-load.json)",
             cpu("cpu_ms_per_call_retry"),
             None,
         ),
@@ -587,10 +587,16 @@ pub(super) fn render(sources: &Sources) -> String {
         format!("| {} |\n", cells.join(" | "))
     };
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    let mut out = format!(
-        "## Goals (issue 18)\n\nmachine: {}\n\n",
-        sources.machine.describe()
-    );
+    let machine = sources.machine.describe();
+    let mut out = format!("## Goals (issue 18)\n\nmachine: {machine}\n");
+    // The load bench names its machine; a report copied from elsewhere says so.
+    if let ReportState::Read { value, .. } = &sources.load.state
+        && let Some(load_machine) = value["machine"].as_str()
+        && load_machine != machine
+    {
+        out.push_str(&format!("{LOAD_REPORT} measured on: {load_machine}\n"));
+    }
+    out.push('\n');
     out.push_str(&line(&header));
     out.push_str(&format!("|-{}-|\n", rule.join("-|-")));
     for row in &rows {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::bench::Throughput;
 
-const LOAD: &str = r#"{"machine": "2 cores", "rows": [
+const LOAD: &str = r#"{"machine": "2 cores, AMD EPYC", "rows": [
     {"in_flight": 64, "latency_ms": 200, "req_per_s": 318.5, "cpu_percent_of_one_core": 3.2, "cpu_ms_per_call": 0.1},
     {"in_flight": 256, "latency_ms": 200, "req_per_s": 1228.0, "cpu_percent_of_one_core": 14.0, "cpu_ms_per_call": 0.114},
     {"in_flight": 1024, "latency_ms": 200, "req_per_s": 1180.0, "cpu_percent_of_one_core": 16.5, "cpu_ms_per_call": 0.14}],
@@ -122,9 +122,21 @@ fn criterion_estimates_meet_or_miss_their_goals() {
 fn load_report_gives_cpu_per_call_and_throughput() {
     let s = sources(&[], Some(LOAD), None);
     // Milliseconds in the report, scaled for display: 0.041 ms is 41 µs.
-    check(&s, "CPU per call, small", "41.00 µs", "≤ 50 µs", Met::Yes);
+    check(
+        &s,
+        "CPU per call, small schema, native",
+        "41.00 µs",
+        "≤ 50 µs",
+        Met::Yes,
+    );
     check(&s, "CPU per call, big", "350.0 µs", "≤ 300 µs", Met::No);
-    check(&s, "validation retry", "90.00 µs", "—", Met::NotApplicable);
+    check(
+        &s,
+        "one validation retry",
+        "90.00 µs",
+        "—",
+        Met::NotApplicable,
+    );
     check(
         &s,
         "throughput, 256 in flight",
@@ -253,7 +265,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     );
     check(
         &s,
-        "CPU per call, small",
+        "CPU per call, small schema, native",
         "not measured (no bench-load.json; run `cargo bench -p claij-interceptors --bench load`)",
         "≤ 50 µs",
         Met::NotApplicable,
@@ -272,7 +284,7 @@ fn broken_reports_say_why() {
     let s = sources(&[], Some("{\"rows\": [}"), Some("[1, 2]"));
     check(
         &s,
-        "CPU per call, small",
+        "CPU per call, small schema, native",
         "not measured (bench-load.json unreadable: expected value at line 1 column 11; run `cargo bench -p claij-interceptors --bench load`)",
         "≤ 50 µs",
         Met::NotApplicable,
@@ -291,7 +303,7 @@ fn broken_reports_say_why() {
     );
     check(
         &s,
-        "CPU per call, small",
+        "CPU per call, small schema, native",
         "not measured (bench-load.json: `cpu_ms_per_call_small` is not a number; run `cargo bench -p claij-interceptors --bench load`)",
         "≤ 50 µs",
         Met::NotApplicable,
@@ -360,7 +372,7 @@ fn figures_from_an_earlier_run_are_marked() {
     };
     check(
         &s,
-        "CPU per call, small",
+        "CPU per call, small schema, native",
         "41.00 µs (earlier run)",
         "≤ 50 µs",
         Met::Yes,
@@ -459,7 +471,13 @@ fn sources_load_from_a_target_directory_and_the_table_is_written() {
     assert!(s.stale_ids.is_empty());
     assert_eq!(s.local.state, ReportState::Missing);
     check(&s, "(validate/big_valid)", "14.25 µs", "≤ 20 µs", Met::Yes);
-    check(&s, "CPU per call, small", "41.00 µs", "≤ 50 µs", Met::Yes);
+    check(
+        &s,
+        "CPU per call, small schema, native",
+        "41.00 µs",
+        "≤ 50 µs",
+        Met::Yes,
+    );
 
     // Results older than the run that prints the table are marked.
     let later = SystemTime::now() + Duration::from_secs(3600);
@@ -485,4 +503,20 @@ fn sources_load_from_a_target_directory_and_the_table_is_written() {
     assert_eq!(written, render(&Sources::load(&target, None)));
     assert!(written.contains("| 14.25 µs "), "{written}");
     fs::remove_dir_all(&target).unwrap();
+}
+
+#[test]
+fn a_load_report_from_another_machine_says_so() {
+    let s = sources(&[], Some(LOAD), None);
+    assert!(!render(&s).contains("measured on"));
+    let elsewhere = LOAD.replace("2 cores, AMD EPYC", "8 cores, Apple M2");
+    let s = sources(&[], Some(&elsewhere), None);
+    let table = render(&s);
+    assert!(
+        table.starts_with(
+            "## Goals (issue 18)\n\nmachine: 2 cores, AMD EPYC\n\
+             bench-load.json measured on: 8 cores, Apple M2\n\n| measure"
+        ),
+        "{table}"
+    );
 }
