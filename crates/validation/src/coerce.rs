@@ -1,21 +1,40 @@
-//! Schema-aware coercion: nudging a parsed reply towards its schema without inventing anything.
+//! Schema-aware coercion: nudging a parsed reply towards its schema without inventing anything, the
+//! way BAML's schema-aligned parsing reads everyday replies.
 //!
-//! What it does, each change recorded as a [`Fix`]:
-//! - `"5"` to 5 for integers, `"1,234.5"` to 1234.5 for numbers, `5.0` to 5 for integers;
-//! - `"true"`, `"yes"`, `"on"`, `"1"` (and their opposites) to booleans;
+//! What it does, each change recorded as a [`Fix`] of its own kind:
+//! - numbers as people write them: `"5"`, `"1,234.5"`, `"$12"`, `"12%"` (12), `"1/2"`, the one number
+//!   in a sentence (`"about 42"`); `5.0` to 5 for integers;
+//! - booleans: `"true"`, `"yes"`, `"on"`, `"1"` (and their opposites), a yes/no or true/false in prose
+//!   (`"Yes, it is."`);
 //! - numbers and booleans to strings where a string is expected;
-//! - `"null"` to null where only null fits;
+//! - `"null"`, `"None"`, `"N/A"`, `"nil"` to null where null is allowed;
 //! - a single value to a one-element array; a string holding a JSON object or array to that value;
-//! - enum (and const) strings matched ignoring case and surrounding space;
+//! - enum (and const) strings: ignoring case and surrounding space, else the one member named in prose
+//!   (ignoring case and punctuation, whole words) or by an alias (a union of `const` branches: each
+//!   branch's `title`, `aliases: ...` in its description); for an array of enums, every member named;
+//! - object keys matched to properties ignoring case and punctuation, or by a property's alias;
+//! - in a union, the branch that needs the fewest coercions (a discriminator first);
 //! - properties not allowed under `additionalProperties: false` dropped.
 //!
 //! It never adds a missing property, never changes a value that already has an allowed type, and never
-//! loses precision (`"5.5"` does not become an integer). Validation afterwards decides what is still wrong.
+//! loses precision (`"5.5"` does not become an integer). Ambiguity is left alone: two enum members named,
+//! two numbers in a sentence, two union branches or two keys fitting equally well. Validation afterwards
+//! decides what is still wrong.
+//!
+//! [`align`] reads a whole reply that failed validation: the candidate value that fits with the fewest
+//! coercions, else the reply itself as the value when the schema asks for a scalar.
+
+mod fit;
+mod prose;
+mod reply;
 
 use claij_schema::pointer::push;
 use serde_json::{Map, Number, Value};
 
 use crate::fix::{Fix, FixKind};
+use prose::Member;
+
+pub use reply::{align, from_reply};
 
 /// `$ref` chains and nesting deeper than this are left alone (recursive schemas).
 const MAX_DEPTH: usize = 64;
@@ -70,10 +89,11 @@ impl<'s> Coercer<'s, '_> {
             }
         }
         for keyword in ["oneOf", "anyOf"] {
-            if let Some(Value::Array(branches)) = node.get(keyword)
-                && let Some(branch) = self.pick_branch(value, branches)
-            {
-                self.coerce(value, branch, at, depth + 1);
+            if let Some(Value::Array(branches)) = node.get(keyword) {
+                match self.const_members(branches) {
+                    Some(members) => self.coerce_members(value, &members, at),
+                    None => self.coerce_union(value, branches, at, depth),
+                }
             }
         }
         self.coerce_type(value, node, at);
@@ -89,38 +109,146 @@ impl<'s> Coercer<'s, '_> {
         claij_schema::pointer::resolve(self.root, reference.strip_prefix('#')?)
     }
 
-    /// The branch of a union a value should be coerced into: by discriminator, else the only non-null
-    /// branch, else the first branch whose type admits the value as it is.
-    fn pick_branch(&self, value: &Value, branches: &'s [Value]) -> Option<&'s Value> {
-        if let Value::Object(map) = value {
-            for (prop, tag) in map {
-                let hit = branches.iter().find(|b| {
-                    let b = self.deref(b);
-                    b.pointer(&push("/properties", prop))
-                        .and_then(|p| p.get("const"))
-                        .is_some_and(|c| c == tag || loosely_equal(c, tag))
-                });
-                if hit.is_some() {
-                    return hit;
+    /// Coerces `value` into the branch of a union it fits best: the one its discriminator names, else
+    /// the only branch it can reach, else the branch that fits with the fewest mismatches and then the
+    /// fewest coercions. Two branches fitting equally well with different results: left alone.
+    fn coerce_union(&mut self, value: &mut Value, branches: &'s [Value], at: &str, depth: usize) {
+        if let Some(branch) = self.discriminated(value, branches) {
+            self.coerce(value, branch, at, depth + 1);
+            return;
+        }
+        let null_branch = branches
+            .iter()
+            .any(|b| self.deref(b).get("type") == Some(&Value::String("null".into())));
+        if value.is_null() && null_branch {
+            return;
+        }
+        let reachable: Vec<&'s Value> =
+            branches.iter().filter(|b| self.reaches(value, b)).collect();
+        let branch = match reachable.as_slice() {
+            [] => return,
+            [only] => only,
+            _ => {
+                if let Some((new, fixes)) = self.fittest(value, &reachable, at, depth) {
+                    *value = new;
+                    self.fixes.extend(fixes);
+                }
+                return;
+            }
+        };
+        self.coerce(value, branch, at, depth + 1);
+    }
+
+    /// The branch a tagged value names: a property whose value equals a branch's `const` for it.
+    fn discriminated(&self, value: &Value, branches: &'s [Value]) -> Option<&'s Value> {
+        let Value::Object(map) = value else {
+            return None;
+        };
+        for (prop, tag) in map {
+            let hit = branches.iter().find(|b| {
+                let b = self.deref(b);
+                b.pointer(&push("/properties", prop))
+                    .and_then(|p| p.get("const"))
+                    .is_some_and(|c| c == tag || loosely_equal(c, tag))
+            });
+            if hit.is_some() {
+                return hit;
+            }
+        }
+        None
+    }
+
+    /// Whether coercion could take `value` into `branch`'s type at all.
+    fn reaches(&self, value: &Value, branch: &'s Value) -> bool {
+        match self.deref(branch) {
+            Value::Object(node) => types(node).is_none_or(|ts| {
+                ts.iter()
+                    .any(|t| admits(t, value) || convert(value, t).is_some())
+            }),
+            Value::Bool(b) => *b,
+            _ => true,
+        }
+    }
+
+    /// `value` coerced into each branch on the side; the result that fits best, with its fixes, unless
+    /// another branch fits as well with a different result.
+    fn fittest(
+        &self,
+        value: &Value,
+        branches: &[&'s Value],
+        at: &str,
+        depth: usize,
+    ) -> Option<(Value, Vec<Fix>)> {
+        let mut best: Option<((usize, usize), Value, Vec<Fix>)> = None;
+        let mut tied = false;
+        for branch in branches {
+            let mut trial = value.clone();
+            let mut fixes = Vec::new();
+            Coercer {
+                root: self.root,
+                fixes: &mut fixes,
+            }
+            .coerce(&mut trial, branch, at, depth + 1);
+            let score = (fit::misfit(&trial, branch, self.root, 0), fixes.len());
+            match &best {
+                Some((top, _, _)) if score > *top => {}
+                Some((top, kept, _)) if score == *top => tied |= *kept != trial,
+                _ => {
+                    best = Some((score, trial, fixes));
+                    tied = false;
                 }
             }
         }
-        let non_null: Vec<&Value> = branches
-            .iter()
-            .filter(|b| self.deref(b).get("type") != Some(&Value::String("null".into())))
-            .collect();
-        if value.is_null() && non_null.len() < branches.len() {
+        let (_, new, fixes) = best.filter(|_| !tied)?;
+        (!fixes.is_empty()).then_some((new, fixes))
+    }
+
+    /// The members of a union whose every branch is one string (`const`, or a one-value `enum`), with
+    /// each branch's aliases: an enum written as `oneOf` so that members can carry descriptions.
+    fn const_members(&self, branches: &'s [Value]) -> Option<Vec<Member<'s>>> {
+        if branches.is_empty() {
             return None;
         }
-        if let [only] = non_null.as_slice() {
-            return Some(only);
+        branches
+            .iter()
+            .map(|b| {
+                let node = self.deref(b).as_object()?;
+                let value = match (node.get("const"), node.get("enum")) {
+                    (Some(Value::String(c)), _) => c,
+                    (None, Some(Value::Array(one))) => match one.as_slice() {
+                        [Value::String(c)] => c,
+                        _ => return None,
+                    },
+                    _ => return None,
+                };
+                Some(Member {
+                    value,
+                    aliases: prose::aliases(node),
+                })
+            })
+            .collect()
+    }
+
+    /// The enum members an array's `items` schema allows (an `enum` of strings or a union of them).
+    fn item_members(&self, node: &'s Map<String, Value>) -> Option<Vec<Member<'s>>> {
+        let items = self.deref(node.get("items")?).as_object()?;
+        if let Some(Value::Array(options)) = items.get("enum") {
+            let members: Vec<Member<'s>> = options
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|value| Member {
+                    value,
+                    aliases: Vec::new(),
+                })
+                .collect();
+            return (!members.is_empty()).then_some(members);
         }
-        branches.iter().find(|b| {
-            self.deref(b)
-                .as_object()
-                .and_then(types)
-                .is_some_and(|ts| ts.iter().any(|t| admits(t, value)))
-        })
+        ["oneOf", "anyOf"]
+            .iter()
+            .find_map(|keyword| match items.get(*keyword) {
+                Some(Value::Array(branches)) => self.const_members(branches),
+                _ => None,
+            })
     }
 
     fn deref(&self, schema: &'s Value) -> &'s Value {
@@ -138,10 +266,28 @@ impl<'s> Coercer<'s, '_> {
         current
     }
 
-    fn coerce_type(&mut self, value: &mut Value, node: &Map<String, Value>, at: &str) {
+    fn coerce_type(&mut self, value: &mut Value, node: &'s Map<String, Value>, at: &str) {
         let Some(allowed) = types(node) else { return };
         if allowed.iter().any(|t| admits(t, value)) {
             return;
+        }
+        if let Value::String(s) = &*value
+            && allowed.iter().any(|t| t == "array")
+            && embedded_json(s).is_none_or(|p| !p.is_array())
+            && let Some(members) = self.item_members(node)
+        {
+            let named = prose::members_in(s, &members);
+            if !named.is_empty() {
+                let list = named
+                    .iter()
+                    .filter_map(|&i| members.get(i))
+                    .map(|m| Value::String(m.value.to_owned()))
+                    .collect();
+                let new = Value::Array(list);
+                self.record(at, FixKind::EnumList, value, &new);
+                *value = new;
+                return;
+            }
         }
         for target in &allowed {
             if let Some((new, kind)) = convert(value, target) {
@@ -152,24 +298,41 @@ impl<'s> Coercer<'s, '_> {
         }
     }
 
-    fn coerce_enum(&mut self, value: &mut Value, node: &Map<String, Value>, at: &str) {
-        let Value::String(s) = &*value else { return };
-        let options: Vec<&Value> = match (node.get("enum"), node.get("const")) {
+    fn coerce_enum(&mut self, value: &mut Value, node: &'s Map<String, Value>, at: &str) {
+        let options: Vec<&'s Value> = match (node.get("enum"), node.get("const")) {
             (Some(Value::Array(values)), _) => values.iter().collect(),
             (None, Some(c)) => vec![c],
             _ => return,
         };
-        if options.iter().any(|o| o.as_str() == Some(s)) {
+        let members: Vec<Member<'s>> = options
+            .iter()
+            .filter_map(|o| o.as_str())
+            .map(|value| Member {
+                value,
+                aliases: Vec::new(),
+            })
+            .collect();
+        self.coerce_members(value, &members, at);
+    }
+
+    /// A string that is not one of `members`: the member it is ignoring case and spacing, else the one
+    /// member (or alias) it names in prose; nothing when two match.
+    fn coerce_members(&mut self, value: &mut Value, members: &[Member<'_>], at: &str) {
+        let Value::String(s) = &*value else { return };
+        if members.is_empty() || members.iter().any(|m| m.value == s) {
             return;
         }
         let wanted = normalise(s);
-        let mut matches = options
-            .iter()
-            .filter_map(|o| o.as_str())
-            .filter(|o| normalise(o) == wanted);
-        if let (Some(hit), None) = (matches.next(), matches.next()) {
+        let mut matches = members.iter().filter(|m| normalise(m.value) == wanted);
+        let found = match (matches.next(), matches.next()) {
+            (Some(hit), None) => Some((hit.value, FixKind::EnumCase)),
+            (Some(_), Some(_)) => None,
+            (None, _) => prose::member_in(s, members)
+                .and_then(|(i, kind)| members.get(i).map(|m| (m.value, kind))),
+        };
+        if let Some((hit, kind)) = found {
             let new = Value::String(hit.to_owned());
-            self.record(at, FixKind::EnumCase, value, &new);
+            self.record(at, kind, value, &new);
             *value = new;
         }
     }
@@ -194,6 +357,11 @@ impl<'s> Coercer<'s, '_> {
             .get("patternProperties")
             .and_then(Value::as_object)
             .is_none_or(|pp| pp.len() == patterns.len());
+        if let Some(props) = props
+            && patterns_complete
+        {
+            self.match_keys(map, props, &patterns, at);
+        }
         if node.get("additionalProperties") == Some(&Value::Bool(false)) && patterns_complete {
             let unknown: Vec<String> = map
                 .keys()
@@ -235,6 +403,60 @@ impl<'s> Coercer<'s, '_> {
                 && let Some(sub) = additional
             {
                 self.coerce(v, sub, &here, depth + 1);
+            }
+        }
+    }
+
+    /// Keys that name no property renamed to the property they mean: the same ignoring case and
+    /// punctuation (`First-Name` for `first_name`), else one of the property's aliases. Only a property
+    /// not already present, meant by one key only.
+    fn match_keys(
+        &mut self,
+        map: &mut Map<String, Value>,
+        props: &'s Map<String, Value>,
+        patterns: &[(regex::Regex, &'s Value)],
+        at: &str,
+    ) {
+        let mut renames: Vec<(String, &'s String, FixKind)> = Vec::new();
+        for key in map.keys() {
+            if props.contains_key(key) || patterns.iter().any(|(r, _)| r.is_match(key)) {
+                continue;
+            }
+            let wanted = squash(key);
+            if wanted.is_empty() {
+                continue;
+            }
+            let mut hits = props
+                .iter()
+                .filter(|(prop, _)| !map.contains_key(*prop))
+                .filter_map(|(prop, sub)| {
+                    if squash(prop) == wanted {
+                        return Some((prop, FixKind::KeyCase));
+                    }
+                    let node = self.deref(sub).as_object()?;
+                    prose::aliases(node)
+                        .iter()
+                        .any(|alias| squash(alias) == wanted)
+                        .then_some((prop, FixKind::KeyAlias))
+                });
+            if let (Some((prop, kind)), None) = (hits.next(), hits.next()) {
+                renames.push((key.clone(), prop, kind));
+            }
+        }
+        let unique: Vec<(String, &'s String, FixKind)> = renames
+            .iter()
+            .filter(|(_, prop, _)| renames.iter().filter(|(_, p, _)| p == prop).count() == 1)
+            .cloned()
+            .collect();
+        for (key, prop, kind) in unique {
+            if let Some(v) = map.remove(&key) {
+                map.insert(prop.clone(), v);
+                self.fixes.push(Fix {
+                    pointer: push(at, prop),
+                    kind,
+                    before: key,
+                    after: prop.clone(),
+                });
             }
         }
     }
@@ -364,22 +586,25 @@ fn admits(t: &str, value: &Value) -> bool {
 fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
     match (t, value) {
         ("integer", Value::String(s)) => {
-            let n = parse_number(s)?;
-            integral(n).map(|i| (i, FixKind::StringToNumber))
+            let (n, kind) = read_number(s)?;
+            integral(n).map(|i| (i, kind))
         }
         ("integer", Value::Number(n)) => {
             integral(n.as_f64()?).map(|i| (i, FixKind::FloatToInteger))
         }
         ("number", Value::String(s)) => {
-            let n = parse_number(s)?;
+            let (n, kind) = read_number(s)?;
             let v = integral(n).unwrap_or(Value::Number(Number::from_f64(n)?));
-            Some((v, FixKind::StringToNumber))
+            Some((v, kind))
         }
         ("boolean", Value::String(s)) => {
             let b = match s.trim().to_ascii_lowercase().as_str() {
                 "true" | "yes" | "y" | "on" | "1" => true,
                 "false" | "no" | "n" | "off" | "0" => false,
-                _ => return None,
+                _ => {
+                    return prose::boolean_in(s)
+                        .map(|b| (Value::Bool(b), FixKind::BooleanFromProse));
+                }
             };
             Some((Value::Bool(b), FixKind::StringToBoolean))
         }
@@ -390,7 +615,7 @@ fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
         },
         ("string", Value::Number(n)) => Some((Value::String(n.to_string()), FixKind::ToString)),
         ("string", Value::Bool(b)) => Some((Value::String(b.to_string()), FixKind::ToString)),
-        ("null", Value::String(s)) if s.trim().eq_ignore_ascii_case("null") => {
+        ("null", Value::String(s)) if prose::is_null_word(s) => {
             Some((Value::Null, FixKind::ToNull))
         }
         ("object" | "array", Value::String(s)) => {
@@ -418,6 +643,12 @@ fn embedded_json(s: &str) -> Option<Value> {
         return None;
     }
     crate::repair::repair(t).ok().map(|r| r.value)
+}
+
+/// A number in a string: as JSON would write it or with thousands separators, else as people write one
+/// (currency, percentage, fraction), else the one number in a sentence; with the kind of fix it is.
+fn read_number(s: &str) -> Option<(f64, FixKind)> {
+    prose::number(s).or_else(|| prose::number_in(s).map(|n| (n, FixKind::NumberFromProse)))
 }
 
 /// Parses `5`, ` -3.5 `, `1,234.5`, `+7`, `1e3`; thousands separators only in groups of three.
@@ -471,6 +702,14 @@ fn normalise(s: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A key as letters and digits only, lowercase (`First-Name` and `first_name` are both `firstname`).
+fn squash(key: &str) -> String {
+    key.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 fn loosely_equal(a: &Value, b: &Value) -> bool {

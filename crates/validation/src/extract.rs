@@ -128,6 +128,57 @@ pub fn recover(reply: &str) -> Result<Repaired, RepairError> {
     Err(first_error.unwrap_or(RepairError::Empty))
 }
 
+/// The reply as plain text, for a schema that asks for a scalar: without byte order mark and reasoning
+/// blocks, the content of the fence when the reply is one fenced block, without one pair of surrounding
+/// quotes. The fixes say what was cut ([`FixKind::Extracted`]); `None` when nothing is left.
+pub(crate) fn bare_text(reply: &str) -> Option<(String, Vec<Fix>)> {
+    let bom = if reply.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let visible = scan::visible_segments(reply, bom);
+    let hidden = whole_fixes(reply, &visible);
+    let whole = whole_candidate(reply, &visible, &hidden)?;
+    let mut fixes = whole.fixes;
+    let mut text: &str = whole.text.trim();
+    if text.starts_with("```") || text.starts_with("~~~") {
+        let fences = scan::fences(text, 0..text.len());
+        if let [fence] = fences.as_slice()
+            && let (Some(content), Some(rest)) = (
+                text.get(fence.content.clone()),
+                text.get(fence.content.end..),
+            )
+            && rest.trim().bytes().all(|b| b == b'`' || b == b'~')
+        {
+            fixes.push(extracted(
+                text.get(..fence.content.start).unwrap_or_default().trim(),
+            ));
+            text = content.trim();
+        }
+    }
+    if let Some(inner) = unquoted(text) {
+        fixes.push(extracted(text.get(..1).unwrap_or_default()));
+        text = inner.trim();
+    }
+    (!text.is_empty()).then(|| (text.to_owned(), fixes))
+}
+
+/// The text inside one pair of matching quotes around all of `text`, when the inside holds no such quote.
+fn unquoted(text: &str) -> Option<&str> {
+    const PAIRS: &[(char, char)] = &[
+        ('"', '"'),
+        ('\'', '\''),
+        ('`', '`'),
+        ('\u{201c}', '\u{201d}'),
+        ('\u{2018}', '\u{2019}'),
+    ];
+    let first = text.chars().next()?;
+    let (open, close) = PAIRS.iter().find(|(open, _)| *open == first)?;
+    let inner = text.strip_prefix(*open)?.strip_suffix(*close)?;
+    (!inner.contains([*open, *close])).then_some(inner)
+}
+
 /// Repair one candidate: its value with the extraction fixes first, or the error placed in the reply.
 fn attempt(reply: &str, candidate: Candidate<'_>) -> Result<Repaired, RepairError> {
     match repair(&candidate.text) {

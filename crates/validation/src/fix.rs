@@ -80,7 +80,7 @@ pub enum FixKind {
     StringToBoolean,
     /// A number or boolean was turned into a string.
     ToString,
-    /// A string `"null"` or an empty value was turned into null.
+    /// A string `"null"`, `"None"`, `"N/A"` or `"nil"` was turned into null where null is allowed.
     ToNull,
     /// A single value was wrapped into a one-element array.
     WrapInArray,
@@ -91,4 +91,69 @@ pub enum FixKind {
     /// An optional property sent as `null`, which its schema does not allow, was removed (providers in
     /// strict mode send `null` for optional fields they leave out).
     DroppedNull,
+    /// The reply was not JSON and the schema asks for a scalar: the reply itself (without reasoning,
+    /// fence or quotes) was taken as a string, to be coerced further.
+    ReplyAsValue,
+    /// An enum member was found named in prose (`"I'd say positive."` to `"Positive"`), ignoring case
+    /// and punctuation; only a unique match counts.
+    EnumFromProse,
+    /// An enum member was found by one of its aliases (a `title`, or `aliases: ...` in a description).
+    EnumAlias,
+    /// The enum members named in prose were gathered into the array asked for (`"red and blue"` to
+    /// `["Red", "Blue"]`).
+    EnumList,
+    /// A currency amount was read as a number (`"$12"` to 12).
+    Currency,
+    /// A percentage was read as the number written (`"12%"` to 12).
+    Percent,
+    /// A fraction was read as a number (`"1/2"` to 0.5).
+    Fraction,
+    /// The one number in a piece of prose was taken (`"about 42 people"` to 42).
+    NumberFromProse,
+    /// A yes/no or true/false in prose was read as a boolean (`"Yes, it is."` to true).
+    BooleanFromProse,
+    /// An object key was matched to a property ignoring case and punctuation (`"First-Name"` to
+    /// `"first_name"`).
+    KeyCase,
+    /// An object key was matched to a property by one of its aliases (a `title`, or `aliases: ...` in
+    /// a description).
+    KeyAlias,
+    /// Of several JSON values in the reply, the one that fits the schema with the fewest coercions was
+    /// taken (not the first).
+    BestCandidate,
+}
+
+impl FixKind {
+    /// Whether the change was made by extraction (cutting the JSON out of the reply).
+    pub fn is_extraction(self) -> bool {
+        matches!(self, FixKind::Extracted | FixKind::Unescaped)
+    }
+
+    /// Whether the change was made by schema-aware coercion (as opposed to extraction or repair).
+    pub fn is_coercion(self) -> bool {
+        matches!(
+            self,
+            FixKind::StringToNumber
+                | FixKind::FloatToInteger
+                | FixKind::StringToBoolean
+                | FixKind::ToString
+                | FixKind::ToNull
+                | FixKind::WrapInArray
+                | FixKind::EnumCase
+                | FixKind::DroppedProperty
+                | FixKind::DroppedNull
+                | FixKind::ReplyAsValue
+                | FixKind::EnumFromProse
+                | FixKind::EnumAlias
+                | FixKind::EnumList
+                | FixKind::Currency
+                | FixKind::Percent
+                | FixKind::Fraction
+                | FixKind::NumberFromProse
+                | FixKind::BooleanFromProse
+                | FixKind::KeyCase
+                | FixKind::KeyAlias
+                | FixKind::BestCandidate
+        )
+    }
 }

@@ -196,3 +196,240 @@ fn nulls_for_optional_fields_are_dropped() {
         &[DroppedNull],
     );
 }
+
+#[test]
+fn enum_members_in_prose_and_by_alias() {
+    use FixKind::*;
+    let e = json!({"enum": ["Positive", "Negative", "Neutral"]});
+    check(
+        e.clone(),
+        json!("Mostly positive, I think."),
+        json!("Positive"),
+        &[EnumFromProse],
+    );
+    // Two members named, or none: left alone.
+    check(
+        e.clone(),
+        json!("positive or negative"),
+        json!("positive or negative"),
+        &[],
+    );
+    check(e, json!("positivity"), json!("positivity"), &[]);
+    let aliased = json!({"oneOf": [
+        {"const": "Refund", "description": "Money back. Aliases: reimbursement, chargeback"},
+        {"const": "TechnicalSupport", "title": "Tech support"}
+    ]});
+    check(
+        aliased.clone(),
+        json!("wants a REIMBURSEMENT"),
+        json!("Refund"),
+        &[EnumAlias],
+    );
+    check(
+        aliased.clone(),
+        json!("technical support"),
+        json!("TechnicalSupport"),
+        &[EnumFromProse],
+    );
+    check(
+        aliased.clone(),
+        json!("tech-support"),
+        json!("TechnicalSupport"),
+        &[EnumAlias],
+    );
+    check(
+        aliased.clone(),
+        json!("refund"),
+        json!("Refund"),
+        &[EnumCase],
+    );
+    check(
+        aliased,
+        json!("a chargeback, or tech support"),
+        json!("a chargeback, or tech support"),
+        &[],
+    );
+}
+
+#[test]
+fn enum_lists_from_prose() {
+    use FixKind::*;
+    let list = json!({"type": "array", "items": {"enum": ["Red", "Green", "Blue"]}});
+    check(
+        list.clone(),
+        json!("blue, then red (and blue again)"),
+        json!(["Blue", "Red"]),
+        &[EnumList],
+    );
+    check(list.clone(), json!("green"), json!(["Green"]), &[EnumList]);
+    // A JSON array in a string is that array; a string naming no member is wrapped as it is.
+    check(
+        list.clone(),
+        json!("[\"red\"]"),
+        json!(["Red"]),
+        &[Unescaped, EnumCase],
+    );
+    check(list, json!("purple"), json!(["purple"]), &[WrapInArray]);
+}
+
+#[test]
+fn numbers_as_written() {
+    use FixKind::*;
+    let num = json!({"type": "number"});
+    let int = json!({"type": "integer"});
+    check(num.clone(), json!("$12"), json!(12), &[Currency]);
+    check(
+        num.clone(),
+        json!("-€1,234.50"),
+        json!(-1234.5),
+        &[Currency],
+    );
+    check(num.clone(), json!("12%"), json!(12), &[Percent]);
+    check(num.clone(), json!("1/2"), json!(0.5), &[Fraction]);
+    check(
+        num.clone(),
+        json!("about 3.5 hours"),
+        json!(3.5),
+        &[NumberFromProse],
+    );
+    check(int.clone(), json!("4/2"), json!(2), &[Fraction]);
+    check(
+        int.clone(),
+        json!("42 people"),
+        json!(42),
+        &[NumberFromProse],
+    );
+    // Not integral, two numbers, glued to letters: left alone.
+    check(int.clone(), json!("1/2"), json!("1/2"), &[]);
+    check(num.clone(), json!("3 or 4"), json!("3 or 4"), &[]);
+    check(num.clone(), json!("GPT-4o"), json!("GPT-4o"), &[]);
+    check(num, json!("1/0"), json!("1/0"), &[]);
+    check(int, json!("$1.50"), json!("$1.50"), &[]);
+}
+
+#[test]
+fn booleans_and_nulls_in_prose() {
+    use FixKind::*;
+    let boolean = json!({"type": "boolean"});
+    check(
+        boolean.clone(),
+        json!("Yes, it compiles."),
+        json!(true),
+        &[BooleanFromProse],
+    );
+    check(
+        boolean.clone(),
+        json!("That is false."),
+        json!(false),
+        &[BooleanFromProse],
+    );
+    check(boolean.clone(), json!("not true"), json!("not true"), &[]);
+    check(boolean, json!("yes and no"), json!("yes and no"), &[]);
+    let nullable = json!({"type": ["integer", "null"]});
+    for word in ["N/A", "None", "null", "nil"] {
+        check(nullable.clone(), json!(word), json!(null), &[ToNull]);
+    }
+    check(
+        json!({"anyOf": [{"type": "number"}, {"type": "null"}]}),
+        json!("n/a"),
+        json!(null),
+        &[ToNull],
+    );
+    // Not nullable, or a string allowed as it is: left alone.
+    check(json!({"type": "integer"}), json!("N/A"), json!("N/A"), &[]);
+    check(
+        json!({"type": ["string", "null"]}),
+        json!("None"),
+        json!("None"),
+        &[],
+    );
+}
+
+#[test]
+fn keys_by_case_and_alias() {
+    use FixKind::*;
+    let schema = json!({
+        "type": "object", "additionalProperties": false, "required": ["first_name", "zip"],
+        "properties": {
+            "first_name": {"type": "string"},
+            "zip": {"type": "string", "description": "Aliases: postal code, postcode"}
+        }
+    });
+    check(
+        schema.clone(),
+        json!({"First-Name": "Ann", "Postal Code": 12345}),
+        json!({"first_name": "Ann", "zip": "12345"}),
+        &[KeyCase, KeyAlias, ToString],
+    );
+    let (_, fixes) = coerce(json!({"FIRSTNAME": "Ann"}), &schema);
+    assert_eq!(
+        (
+            fixes[0].pointer.as_str(),
+            fixes[0].before.as_str(),
+            fixes[0].after.as_str()
+        ),
+        ("/first_name", "FIRSTNAME", "first_name")
+    );
+    // Two keys for one property, or a property already there: no rename (the unknown keys are dropped).
+    check(
+        schema.clone(),
+        json!({"firstName": "Ann", "first-name": "Bo"}),
+        json!({}),
+        &[DroppedProperty, DroppedProperty],
+    );
+    check(
+        schema,
+        json!({"first_name": "Ann", "FirstName": "Bo"}),
+        json!({"first_name": "Ann"}),
+        &[DroppedProperty],
+    );
+}
+
+#[test]
+fn unions_take_the_branch_needing_fewest_coercions() {
+    use FixKind::*;
+    let scalar = json!({"anyOf": [{"type": "integer"}, {"type": "boolean"}]});
+    check(
+        scalar.clone(),
+        json!("yes"),
+        json!(true),
+        &[StringToBoolean],
+    );
+    check(scalar.clone(), json!("12"), json!(12), &[StringToNumber]);
+    // "1" is 1 or true with one coercion each: ambiguous, left alone.
+    check(scalar, json!("1"), json!("1"), &[]);
+    let objects = json!({"anyOf": [
+        {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}},
+        {"type": "object", "required": ["b"], "properties": {"b": {"type": "string"}, "c": {"type": "integer"}}}
+    ]});
+    check(
+        objects.clone(),
+        json!({"a": "5"}),
+        json!({"a": 5}),
+        &[StringToNumber],
+    );
+    check(
+        objects.clone(),
+        json!({"b": "x", "c": "5"}),
+        json!({"b": "x", "c": 5}),
+        &[StringToNumber],
+    );
+    // A value that fits one branch as it is is not coerced into another.
+    check(
+        json!({"anyOf": [{"type": "string"}, {"enum": ["Positive"]}]}),
+        json!("positive vibes"),
+        json!("positive vibes"),
+        &[],
+    );
+    // Fewer coercions win: branch 2 needs one, branch 1 two.
+    let fewer = json!({"oneOf": [
+        {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}},
+        {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}}
+    ]});
+    check(
+        fewer,
+        json!({"x": "a1", "y": "2"}),
+        json!({"x": "a1", "y": 2}),
+        &[StringToNumber],
+    );
+}

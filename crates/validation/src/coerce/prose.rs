@@ -1,0 +1,391 @@
+//! Reading values out of everyday text: enum members named in prose, numbers as people write them
+//! (`1,234.5`, `$12`, `12%`, `1/2`, the one number in a sentence), yes/no, null words, aliases.
+//!
+//! Every reader here finds a value that is written in the text or gives up: an ambiguous text (two
+//! members named, two numbers, a negation) yields nothing.
+
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+
+use crate::fix::FixKind;
+
+/// One enum member and the names it may be called by.
+pub(super) struct Member<'s> {
+    /// The member as the schema writes it.
+    pub(super) value: &'s str,
+    /// Further names for it: its branch's `title`, `aliases: ...` in its description.
+    pub(super) aliases: Vec<String>,
+}
+
+/// The one member `text` names, and whether it was named by an alias: whole words, ignoring case and
+/// punctuation (`"I'd say **positive**."`, `"cancel order"` for `CancelOrder`). A member whose every
+/// mention is part of a longer member's (`Positive` in `Very Positive`) does not count. Two members
+/// named: `None`.
+pub(super) fn member_in(text: &str, members: &[Member<'_>]) -> Option<(usize, FixKind)> {
+    let named = named_members(text, members);
+    match named.as_slice() {
+        [(index, by_alias)] => Some((
+            *index,
+            if *by_alias {
+                FixKind::EnumAlias
+            } else {
+                FixKind::EnumFromProse
+            },
+        )),
+        _ => None,
+    }
+}
+
+/// Every member `text` names, in order of first mention, without repeats (for an array of enums).
+pub(super) fn members_in(text: &str, members: &[Member<'_>]) -> Vec<usize> {
+    named_members(text, members)
+        .into_iter()
+        .map(|(index, _)| index)
+        .collect()
+}
+
+/// `(member, by alias only)` for each member named, in order of first mention.
+fn named_members(text: &str, members: &[Member<'_>]) -> Vec<(usize, bool)> {
+    let words = words(text);
+    // (member, span of words, by alias)
+    let mut hits: Vec<(usize, Range<usize>, bool)> = Vec::new();
+    for (index, member) in members.iter().enumerate() {
+        for name in name_forms(member.value) {
+            hits.extend(occurrences(&words, &name).map(|span| (index, span, false)));
+        }
+        for alias in &member.aliases {
+            for name in name_forms(alias) {
+                hits.extend(occurrences(&words, &name).map(|span| (index, span, true)));
+            }
+        }
+    }
+    // A mention inside a longer mention of another member is that member's.
+    let kept: Vec<&(usize, Range<usize>, bool)> = hits
+        .iter()
+        .filter(|(index, span, _)| {
+            !hits.iter().any(|(other, outer, _)| {
+                other != index
+                    && outer.start <= span.start
+                    && span.end <= outer.end
+                    && outer.len() > span.len()
+            })
+        })
+        .collect();
+    let mut ordered: Vec<&(usize, Range<usize>, bool)> = kept;
+    ordered.sort_by_key(|(_, span, by_alias)| (span.start, *by_alias));
+    let mut out: Vec<(usize, bool)> = Vec::new();
+    for (index, _, by_alias) in ordered {
+        match out.iter_mut().find(|(seen, _)| seen == index) {
+            // Named by its own name anywhere: not an alias match.
+            Some(entry) => entry.1 &= *by_alias,
+            None => out.push((*index, *by_alias)),
+        }
+    }
+    out
+}
+
+/// The lowercase alphanumeric words of a text (`"Don't stop!"` gives `don`, `t`, `stop`).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The word sequences a name may be written as: its words, and split at camel-case humps too
+/// (`CancelOrder` as `cancelorder` and as `cancel order`).
+fn name_forms(name: &str) -> Vec<Vec<String>> {
+    let plain = words(name);
+    let mut humps: Vec<String> = Vec::new();
+    for word in name.split(|c: char| !c.is_alphanumeric()) {
+        let mut current = String::new();
+        let mut previous_lower = false;
+        for c in word.chars() {
+            if c.is_uppercase() && previous_lower && !current.is_empty() {
+                humps.push(std::mem::take(&mut current));
+            }
+            previous_lower = c.is_lowercase() || c.is_numeric();
+            current.extend(c.to_lowercase());
+        }
+        if !current.is_empty() {
+            humps.push(current);
+        }
+    }
+    let mut forms = Vec::new();
+    if !plain.is_empty() {
+        forms.push(plain);
+    }
+    if !humps.is_empty() && !forms.contains(&humps) {
+        forms.push(humps);
+    }
+    forms
+}
+
+/// Where `name` occurs in `words`, as word spans.
+fn occurrences<'a>(
+    words: &'a [String],
+    name: &'a [String],
+) -> impl Iterator<Item = Range<usize>> + 'a {
+    let n = name.len();
+    (0..words.len().saturating_sub(n.saturating_sub(1)))
+        .filter(move |&i| n > 0 && words.get(i..i + n) == Some(name))
+        .map(move |i| i..i + n)
+}
+
+/// The names a schema node also goes by: its `title`, and the list after `alias:` or `aliases:` in its
+/// description (up to the end of the line or sentence, split at commas, `|` and ` or `).
+pub(super) fn aliases(node: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(title) = node.get("title").and_then(Value::as_str) {
+        out.push(title.to_owned());
+    }
+    if let Some(description) = node.get("description").and_then(Value::as_str) {
+        let lower = description.to_lowercase();
+        for key in ["aliases:", "alias:"] {
+            let Some(at) = lower.find(key) else { continue };
+            let rest = description.get(at + key.len()..).unwrap_or_default();
+            let end = rest.find(['\n', '.', ';', ')']).unwrap_or(rest.len());
+            let list = rest.get(..end).unwrap_or_default();
+            for alias in list.split([',', '|']).flat_map(|a| a.split(" or ")) {
+                let alias = alias.trim().trim_matches(['"', '\'', '`']).trim();
+                if !alias.is_empty() {
+                    out.push(alias.to_owned());
+                }
+            }
+            break;
+        }
+    }
+    out
+}
+
+/// A number written the way people write one, with the kind of fix reading it is: `1,234.5` and `+7`
+/// ([`FixKind::StringToNumber`]), `$12` and `-€3.50` ([`FixKind::Currency`]), `12%`
+/// ([`FixKind::Percent`], the number as written: 12), `1/2` ([`FixKind::Fraction`]).
+pub(super) fn number(s: &str) -> Option<(f64, FixKind)> {
+    let s = s.trim();
+    if let Some(n) = super::parse_number(s) {
+        return Some((n, FixKind::StringToNumber));
+    }
+    if let Some(body) = s.strip_suffix('%') {
+        return super::parse_number(body.trim_end()).map(|n| (n, FixKind::Percent));
+    }
+    let (sign, unsigned) = match s.strip_prefix('-') {
+        Some(rest) => (-1.0, rest),
+        None => (1.0, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if let Some(amount) = unsigned.strip_prefix(['$', '€', '£', '¥']) {
+        let amount = amount.trim_start();
+        if amount.starts_with(['-', '+']) {
+            return None;
+        }
+        return super::parse_number(amount).map(|n| (sign * n, FixKind::Currency));
+    }
+    let (top, bottom) = unsigned.split_once('/')?;
+    let digits = |t: &str| !t.is_empty() && t.len() <= 15 && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(top) || !digits(bottom) {
+        return None;
+    }
+    let (top, bottom): (f64, f64) = (top.parse().ok()?, bottom.parse().ok()?);
+    (bottom != 0.0).then(|| (sign * top / bottom, FixKind::Fraction))
+}
+
+/// The one number in a piece of prose (`"about 42 people"`), read by [`number`]. Two numbers, a number
+/// glued to letters (`4o`, `42kg`), or one that does not read (a date): `None`.
+pub(super) fn number_in(text: &str) -> Option<f64> {
+    let numeric = |c: char| {
+        c.is_ascii_digit() || matches!(c, '.' | ',' | '$' | '€' | '£' | '¥' | '%' | '/' | '-' | '+')
+    };
+    let mut found: Option<&str> = None;
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        // Widen to the whole run of number characters around the digit.
+        let head = rest.get(..start).unwrap_or_default();
+        let lead = head.len() - head.trim_end_matches(numeric).len();
+        let begin = start - lead;
+        let tail = rest.get(start..).unwrap_or_default();
+        let end = start + tail.find(|c: char| !numeric(c)).unwrap_or(tail.len());
+        let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        if glued(rest.get(..begin).and_then(|h| h.chars().next_back()))
+            || glued(rest.get(end..).and_then(|t| t.chars().next()))
+            || found.is_some()
+        {
+            return None;
+        }
+        let token = rest.get(begin..end).unwrap_or_default();
+        // A sentence's full stop or comma after the number is not part of it.
+        found = Some(token.trim_end_matches(['.', ',']));
+        rest = rest.get(end..).unwrap_or_default();
+    }
+    number(found?).map(|(n, _)| n)
+}
+
+/// A boolean said in prose: a first word of yes/no/true/false (`"Yes, it is."`, `"No, that's not
+/// true."`) not followed by its opposite (`"yes and no"`), or else the words `true` or `false` alone in the text with no negation (`not`, `never`, `n't`...).
+pub(super) fn boolean_in(text: &str) -> Option<bool> {
+    let words = words(text);
+    let has = |word: &str| words.iter().skip(1).any(|w| w == word);
+    // The first word answers, unless its opposite follows (`"yes and no"`, `"true or false"`).
+    match words.first().map(String::as_str) {
+        Some("yes") => return (!has("no")).then_some(true),
+        Some("true") => return (!has("false")).then_some(true),
+        Some("no") => return (!has("yes")).then_some(false),
+        Some("false") => return (!has("true")).then_some(false),
+        _ => {}
+    }
+    const NEGATIONS: &[&str] = &[
+        "not", "never", "neither", "nor", "t", "cannot", "isnt", "no",
+    ];
+    if words.iter().any(|w| NEGATIONS.contains(&w.as_str())) {
+        return None;
+    }
+    let says_true = words.iter().any(|w| w == "true");
+    let says_false = words.iter().any(|w| w == "false");
+    match (says_true, says_false) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether a string says "no value": `null`, `None`, `N/A`, `nil` (any case, a full stop allowed).
+pub(super) fn is_null_word(s: &str) -> bool {
+    let s = s.trim().trim_end_matches('.').trim();
+    ["null", "none", "n/a", "nil"]
+        .iter()
+        .any(|w| s.eq_ignore_ascii_case(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members<'a>(values: &[&'a str]) -> Vec<Member<'a>> {
+        values
+            .iter()
+            .map(|value| Member {
+                value,
+                aliases: Vec::new(),
+            })
+            .collect()
+    }
+
+    #[track_caller]
+    fn check_member(text: &str, values: &[&str], expected: Option<&str>) {
+        let members = members(values);
+        let got = member_in(text, &members).map(|(i, _)| values[i]);
+        assert_eq!(got, expected, "{text:?}");
+    }
+
+    #[test]
+    fn members_named_in_prose() {
+        let sentiments = ["Positive", "Negative", "Neutral"];
+        check_member("I'd say **positive**.", &sentiments, Some("Positive"));
+        check_member("POSITIVE!!!", &sentiments, Some("Positive"));
+        check_member("positive, not negative", &sentiments, None);
+        check_member("positivity", &sentiments, None);
+        check_member("no idea", &sentiments, None);
+        let orders = ["CancelOrder", "TechnicalSupport"];
+        check_member("cancel order please", &orders, Some("CancelOrder"));
+        check_member("cancel_order", &orders, Some("CancelOrder"));
+        check_member("It's a cancelorder.", &orders, Some("CancelOrder"));
+        check_member("cancel", &orders, None);
+        // A member inside a longer member's mention is that member's.
+        let graded = ["Positive", "Very Positive"];
+        check_member("very positive", &graded, Some("Very Positive"));
+        check_member("positive", &graded, Some("Positive"));
+        check_member("positive, or very positive", &graded, None);
+    }
+
+    #[test]
+    fn members_by_alias() {
+        let members = vec![
+            Member {
+                value: "Positive",
+                aliases: vec!["good".into(), "happy".into()],
+            },
+            Member {
+                value: "Negative",
+                aliases: vec!["bad".into()],
+            },
+        ];
+        assert_eq!(
+            member_in("Pretty good overall", &members),
+            Some((0, FixKind::EnumAlias))
+        );
+        assert_eq!(
+            member_in("positive and good", &members),
+            Some((0, FixKind::EnumFromProse))
+        );
+        assert_eq!(member_in("good and bad", &members), None);
+        assert_eq!(members_in("bad, then good, then bad", &members), [1, 0]);
+    }
+
+    #[test]
+    fn aliases_from_schema() {
+        let node = serde_json::json!({"title": "Thumbs up", "description": "A happy reply. Aliases: good, great | fine or ok."});
+        let Value::Object(node) = node else { panic!() };
+        assert_eq!(aliases(&node), ["Thumbs up", "good", "great", "fine", "ok"]);
+        let node =
+            serde_json::json!({"description": "Aliases: good, 'great' | fine or ok. Not: bad"});
+        let Value::Object(node) = node else { panic!() };
+        assert_eq!(aliases(&node), ["good", "great", "fine", "ok"]);
+    }
+
+    #[test]
+    fn numbers_as_written() {
+        use FixKind::*;
+        assert_eq!(number("1,234.5"), Some((1234.5, StringToNumber)));
+        assert_eq!(number("$12"), Some((12.0, Currency)));
+        assert_eq!(number("-$1,000"), Some((-1000.0, Currency)));
+        assert_eq!(number("€ 3.50"), Some((3.5, Currency)));
+        assert_eq!(number("12%"), Some((12.0, Percent)));
+        assert_eq!(number("12.5 %"), Some((12.5, Percent)));
+        assert_eq!(number("1/2"), Some((0.5, Fraction)));
+        assert_eq!(number("-3/4"), Some((-0.75, Fraction)));
+        for bad in [
+            "1/0", "$", "%", "$-5", "1/2/3", "a/b", "12%%", "1,23", "$x", "/2",
+        ] {
+            assert_eq!(number(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_one_number_in_prose() {
+        assert_eq!(number_in("About 42 people came."), Some(42.0));
+        assert_eq!(number_in("It costs $1,234.50, tax included"), Some(1234.5));
+        assert_eq!(number_in("roughly 12% of them"), Some(12.0));
+        assert_eq!(number_in("-7"), Some(-7.0));
+        // Two numbers, a number glued to letters, a date: nothing.
+        assert_eq!(number_in("between 3 and 5"), None);
+        assert_eq!(number_in("GPT-4o"), None);
+        assert_eq!(number_in("42kg"), None);
+        assert_eq!(number_in("on 2024-01-05"), None);
+        assert_eq!(number_in("none at all"), None);
+    }
+
+    #[test]
+    fn booleans_in_prose() {
+        assert_eq!(boolean_in("Yes, it is."), Some(true));
+        assert_eq!(boolean_in("No - never."), Some(false));
+        assert_eq!(boolean_in("TRUE"), Some(true));
+        assert_eq!(boolean_in("That statement is false."), Some(false));
+        assert_eq!(boolean_in("It is not true"), None);
+        assert_eq!(boolean_in("isn't true"), None);
+        assert_eq!(boolean_in("true or false"), None);
+        assert_eq!(boolean_in("Yes and no."), None);
+        assert_eq!(boolean_in("No, that's not true."), Some(false));
+        assert_eq!(boolean_in("maybe"), None);
+        assert_eq!(boolean_in("yesterday"), None);
+    }
+
+    #[test]
+    fn null_words() {
+        for word in ["null", "None", "N/A", "n/a.", " NIL "] {
+            assert!(is_null_word(word), "{word}");
+        }
+        for word in ["", "nothing", "0", "NA", "nullable"] {
+            assert!(!is_null_word(word), "{word}");
+        }
+    }
+}
