@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod coercion;
 mod corpus;
 mod repair;
 mod validator;
