@@ -38,9 +38,18 @@ fn validate(c: &mut Criterion) {
             });
         }
     }
+    // The contract's ids (issue 18): the whole validation of the big valid instance, and the bare check.
+    let big = fixture("big.json");
+    let validator = Validator::new(&big).unwrap_or_else(|e| panic!("{e}"));
+    let valid = fixture("big.valid.json");
+    group.bench_function("big_valid", |b| {
+        b.iter(|| black_box(validator.validate(black_box(&valid))))
+    });
+    group.bench_function("is_valid_big", |b| {
+        b.iter(|| black_box(validator.is_valid(black_box(&valid))))
+    });
     group.finish();
 
-    let big = fixture("big.json");
     c.bench_function("compile/big", |b| {
         b.iter(|| black_box(Validator::new(black_box(&big)).map(drop)))
     });
@@ -55,6 +64,11 @@ fn reply_path(c: &mut Criterion) {
     });
     c.bench_function("process/messy", |b| {
         b.iter(|| black_box(process(black_box(messy), &validator)))
+    });
+    let big = Validator::new(&fixture("big.json")).unwrap_or_else(|e| panic!("{e}"));
+    let reply = fixture("big.valid.json").to_string();
+    c.bench_function("process/big_valid", |b| {
+        b.iter(|| black_box(process(black_box(&reply), &big)))
     });
 }
 

@@ -53,5 +53,5 @@ mod violation;
 pub use error::Error;
 pub use fix::{Fix, FixKind};
 pub use outcome::{Outcome, StageTimes, process, process_timed};
-pub use validator::Validator;
+pub use validator::{FastPath, Validator};
 pub use violation::Violation;

@@ -11,8 +11,10 @@ use crate::Error;
 use crate::violation::Violation;
 
 mod convert;
+mod fast;
 mod plan;
 
+use fast::Fast;
 use plan::{By, Plan, Walk};
 
 /// A compiled schema that validates instances and reports every violation with its JSON pointer.
@@ -36,12 +38,34 @@ use plan::{By, Plan, Walk};
 /// A `oneOf`/`anyOf` whose branches require one property with distinct constant values (`"tool":
 /// "search"`, an FSM transition `id`) is a *discriminated union*: the validator dispatches on that value
 /// and reports only the chosen branch's violations, or the unknown value and the values allowed.
+///
+/// Speed: the valid case, the common one, is decided by a compiled check that builds nothing (see
+/// [`FastPath`]); boon runs only when something fails, to say what. A tagged union costs its chosen
+/// branch, and `anyOf: [T, {"type": "null"}]` a type test.
 pub struct Validator {
     schema: Arc<Value>,
     compiled: CompiledSchema,
     root: boon::SchemaIndex,
     branches: Vec<boon::SchemaIndex>,
     walk: Option<Arc<Walk>>,
+    fast: Option<Fast>,
+}
+
+/// How much of a schema [`Validator::is_valid`] decides with its compiled check rather than boon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FastPath {
+    /// Every subschema.
+    Full,
+    /// All but `deferred` subschemas (with `format`, `unevaluated*`, `content*`, a `$ref` to
+    /// another document, ...), which boon validates on their own.
+    Partial {
+        /// How many subschemas boon validates.
+        deferred: usize,
+    },
+    /// None: the schema has dynamic references, anchors or embedded resources, or is of a draft other
+    /// than 07 and 2020-12; boon validates it all.
+    Off,
 }
 
 impl Validator {
@@ -56,17 +80,38 @@ impl Validator {
             Some(Draft::Draft4 | Draft::Draft6 | Draft::Draft7)
         );
         let plan = Plan::new(schema, legacy_ref);
-        let ((compiled, branches), walk) = if plan.root.is_none() {
-            (claij_schema::compile_at(schema, &[])?, None)
+        let fast = Draft::of(schema).and_then(|draft| Fast::compile(schema, draft));
+        let deferred = fast.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
+        // Branches of planned unions first, then the subschemas the fast check defers.
+        let pointers = |plan: Option<&Plan>| -> Vec<String> {
+            let mut all = plan.map_or_else(Vec::new, |p| p.branch_pointers.clone());
+            all.extend(
+                deferred
+                    .iter()
+                    .map(|d| plan.map_or_else(|| d.clone(), |p| p.rewritten_pointer(d))),
+            );
+            all
+        };
+        let ((compiled, mut branches), walk) = if plan.root.is_none() {
+            (claij_schema::compile_at(schema, &pointers(None))?, None)
         } else {
             // Check the schema as written first, so errors point into it rather than into the rewrite.
             claij_schema::check(schema)?;
-            match claij_schema::compile_at(&plan.rewritten, &plan.branch_pointers) {
+            match claij_schema::compile_at(&plan.rewritten, &pointers(Some(&plan))) {
                 Ok(done) => (done, plan.root),
                 // The rewrite is an optimisation: should boon refuse it, validate the plain way.
-                Err(_) => (claij_schema::compile_at(schema, &[])?, None),
+                Err(_) => (claij_schema::compile_at(schema, &pointers(None))?, None),
             }
         };
+        let planned = if walk.is_some() {
+            plan.branch_pointers.len()
+        } else {
+            0
+        };
+        let fast = fast.map(|(mut fast, _)| {
+            fast.set_deferred(branches.split_off(planned.min(branches.len())));
+            fast
+        });
         let (_, root) = compiled.as_boon();
         Ok(Self {
             schema: Arc::new(schema.clone()),
@@ -74,7 +119,19 @@ impl Validator {
             compiled,
             branches,
             walk,
+            fast,
         })
+    }
+
+    /// How much of the schema [`Validator::is_valid`] decides without boon.
+    pub fn fast_path(&self) -> FastPath {
+        match &self.fast {
+            None => FastPath::Off,
+            Some(fast) => match fast.deferred() {
+                0 => FastPath::Full,
+                deferred => FastPath::Partial { deferred },
+            },
+        }
     }
 
     /// The validator for `schema` from `memo`, compiling it only the first time that content is seen.
@@ -91,17 +148,35 @@ impl Validator {
         &self.schema
     }
 
-    /// Whether the instance is valid.
+    /// Whether the instance is valid: the compiled check, which builds nothing, where it applies
+    /// (see [`Validator::fast_path`]); boon otherwise. Always the verdict [`Validator::validate`] gives.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        self.validate(instance).is_ok()
+        if let Some(fast) = &self.fast {
+            let (schemas, _) = self.compiled.as_boon();
+            if let Some(valid) = fast.is_valid(instance, schemas) {
+                return valid;
+            }
+        }
+        self.explain(instance).is_ok()
     }
 
     /// Validates an instance: `Ok` or every violation, deduplicated, in document order of discovery.
+    ///
+    /// A valid instance costs [`Validator::is_valid`]; boon's error tree is built only for an invalid one.
     ///
     /// # Errors
     ///
     /// The violations, never empty.
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<Violation>> {
+        if self.is_valid(instance) {
+            return Ok(());
+        }
+        self.explain(instance)
+    }
+
+    /// Validates with boon and the union walk, for the violations: [`Validator::validate`] without the
+    /// compiled check first, for an instance already known to fail it.
+    pub(crate) fn explain(&self, instance: &Value) -> Result<(), Vec<Violation>> {
         let mut out = Vec::new();
         let (schemas, _) = self.compiled.as_boon();
         if let Err(e) = schemas.validate(instance, self.root) {

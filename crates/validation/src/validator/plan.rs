@@ -50,6 +50,8 @@ pub(crate) struct Plan {
     pub branch_pointers: Vec<String>,
     /// How to reach planned unions from the root; `None` when there are none.
     pub root: Option<Arc<Walk>>,
+    /// The planned unions: node pointer (in the schema as written) and keyword.
+    pub planned: HashSet<UnionKey>,
 }
 
 /// The part of a schema that leads to planned unions.
@@ -93,7 +95,7 @@ pub(crate) struct Branch {
 }
 
 /// A union found in the schema: node pointer and keyword.
-type UnionKey = (String, &'static str);
+pub(crate) type UnionKey = (String, &'static str);
 
 struct Candidate {
     by: By,
@@ -108,7 +110,33 @@ impl Plan {
             rewritten: schema.clone(),
             branch_pointers: Vec::new(),
             root: None,
+            planned: HashSet::new(),
         })
+    }
+
+    /// Where the subschema at `pointer` (in the schema as written) is in [`Plan::rewritten`].
+    pub(super) fn rewritten_pointer(&self, pointer: &str) -> String {
+        if self.planned.is_empty() {
+            return pointer.to_owned();
+        }
+        let mut original = String::new();
+        let mut out = String::with_capacity(pointer.len() + 8);
+        for token in pointer.split('/').skip(1) {
+            let renamed = match token {
+                "oneOf" | "anyOf" => {
+                    let keyword = if token == "oneOf" { "oneOf" } else { "anyOf" };
+                    self.planned
+                        .contains(&(original.clone(), keyword))
+                        .then(|| renamed(keyword))
+                }
+                _ => None,
+            };
+            out.push('/');
+            out.push_str(renamed.unwrap_or(token));
+            original.push('/');
+            original.push_str(token);
+        }
+        out
     }
 
     fn build(schema: &Value, legacy_ref: bool) -> Option<Plan> {
@@ -155,16 +183,26 @@ impl Plan {
         };
         let root = builder.walk("")?;
         let mut rewritten = schema.clone();
-        for (node, keyword) in &builder.planned {
+        // Deepest first, so renaming an outer union does not move the path to an inner one.
+        let mut planned: Vec<&UnionKey> = builder.planned.iter().collect();
+        planned.sort_by_key(|(node, _)| std::cmp::Reverse(node.len()));
+        for (node, keyword) in planned {
             let target = rewritten.pointer_mut(node)?.as_object_mut()?;
             let branches = target.remove(*keyword)?;
             target.insert(renamed(keyword).to_owned(), branches);
         }
-        Some(Plan {
+        let mut plan = Plan {
             rewritten,
-            branch_pointers: builder.branch_pointers,
+            branch_pointers: Vec::new(),
             root,
-        })
+            planned: builder.planned,
+        };
+        plan.branch_pointers = builder
+            .branch_pointers
+            .iter()
+            .map(|p| plan.rewritten_pointer(p))
+            .collect();
+        Some(plan)
     }
 }
 
@@ -516,12 +554,12 @@ impl Builder<'_> {
     fn union(&mut self, at: &str, keyword: &'static str, c: &Candidate) -> Option<Union> {
         let mut branches = Vec::with_capacity(c.values.len());
         for (i, value) in c.values.iter().enumerate() {
+            // Stored as written; `Plan::build` maps them into the rewritten schema at the end.
             let original = push(&push(at, keyword), &i.to_string());
-            let compiled = push(&push(at, renamed(keyword)), &i.to_string());
             let next = self.branch_pointers.len();
-            let index = *self.branch_index.entry(compiled.clone()).or_insert(next);
+            let index = *self.branch_index.entry(original.clone()).or_insert(next);
             if index == next {
-                self.branch_pointers.push(compiled);
+                self.branch_pointers.push(original.clone());
             }
             let walk = self.walk(&original)?;
             branches.push(Branch {

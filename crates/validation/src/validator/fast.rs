@@ -1,0 +1,975 @@
+//! The compiled is-valid check: the common, valid case at a fraction of boon's cost.
+//!
+//! The schema is compiled once into a graph of [`Node`]s, each a list of [`Check`]s that answer yes or
+//! no and build nothing: no error tree, no instance locations, no annotations. It follows boon's
+//! semantics keyword by keyword (number equality for `enum`/`const`, code points for string lengths,
+//! ECMA 262 `\d`/`\w`/`\s` in patterns, draft-07's `$ref` hiding its siblings, ...) and the
+//! equivalence is tested against boon on the official JSON-Schema-Test-Suite and on generated
+//! instances.
+//!
+//! Unions are cheap: each branch carries the JSON types it can admit, so `anyOf: [T, {"type":
+//! "null"}]` costs a type test, and a `oneOf`/`anyOf` whose branches all require one property with
+//! distinct string constants (a tagged union) is dispatched on the value of that property, touching
+//! only the chosen branch.
+//!
+//! What it does not implement it leaves to boon, never guessing: a subschema with `format`,
+//! `unevaluated*`, `content*` or a `$ref` it cannot resolve locally becomes a [`Node::Defer`], validated
+//! by boon on its own; a schema with dynamic references, anchors or embedded resources (`$id` below
+//! the root), or of a draft other than 07 and 2020-12, is not compiled at all.
+
+use std::collections::HashMap;
+
+use claij_schema::{Draft, boon};
+use regex::Regex;
+use serde_json::{Map, Number, Value};
+
+/// Index of a node in [`Fast::nodes`].
+type NodeId = usize;
+
+/// Instance type bits; a number has [`NUMBER`], and [`INTEGER`] too when it has no fraction.
+const NULL: u8 = 1;
+const BOOLEAN: u8 = 2;
+const INTEGER: u8 = 4;
+const NUMBER: u8 = 8;
+const STRING: u8 = 16;
+const ARRAY: u8 = 32;
+const OBJECT: u8 = 64;
+const ANY: u8 = 127;
+
+/// Recursion deeper than this (instance nesting plus `$ref`/applicator hops) is left to boon.
+const MAX_DEPTH: u32 = 256;
+
+/// Keywords that make the check leave the whole schema to boon: they change how references resolve
+/// or depend on the dynamic path, which a subschema validated on its own would not see.
+const GLOBAL: &[&str] = &[
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$anchor",
+];
+
+/// Keywords the check does not implement: a subschema holding one is validated by boon.
+const DEFER_2020: &[&str] = &[
+    "format",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "dependencies",
+];
+const DEFER_7: &[&str] = &["format", "contentEncoding", "contentMediaType"];
+
+/// The compiled check of one schema.
+#[derive(Debug)]
+pub(crate) struct Fast {
+    nodes: Vec<Node>,
+    root: NodeId,
+    /// boon's index of each deferred subschema, by [`Node::Defer`]'s number.
+    deferred: Vec<boon::SchemaIndex>,
+}
+
+/// A subschema.
+#[derive(Debug)]
+enum Node {
+    True,
+    False,
+    Checks(Vec<Check>),
+    /// Validated by boon: the index into [`Fast::deferred`].
+    Defer(usize),
+}
+
+#[derive(Debug)]
+enum Check {
+    Type(u8),
+    Const(Value),
+    Enum(Vec<Value>),
+    Ref(NodeId),
+    MinProperties(usize),
+    MaxProperties(usize),
+    Required(Vec<String>),
+    /// `properties` alone: only the named properties are looked at.
+    Properties(Vec<(String, NodeId)>),
+    /// `properties` with `patternProperties` and/or `additionalProperties`: every property is.
+    Object {
+        properties: HashMap<String, NodeId>,
+        patterns: Vec<(Regex, NodeId)>,
+        additional: Option<NodeId>,
+    },
+    PropertyNames(NodeId),
+    /// `dependencies`, `dependentRequired`, `dependentSchemas`: when the property is present.
+    Dependent(Vec<(String, Dependency)>),
+    MinItems(usize),
+    MaxItems(usize),
+    UniqueItems,
+    /// `prefixItems`/`items` (or draft-07 `items`/`additionalItems`): the first schemas by position,
+    /// then `rest` for the others.
+    Items {
+        prefix: Vec<NodeId>,
+        rest: Option<NodeId>,
+    },
+    Contains {
+        node: NodeId,
+        min: Option<usize>,
+        max: Option<usize>,
+    },
+    MinLength(usize),
+    MaxLength(usize),
+    Pattern(Regex),
+    Minimum(f64),
+    Maximum(f64),
+    ExclusiveMinimum(f64),
+    ExclusiveMaximum(f64),
+    MultipleOf(f64),
+    AllOf(Vec<NodeId>),
+    AnyOf(Union),
+    OneOf(Union),
+    Not(NodeId),
+    If {
+        cond: NodeId,
+        then: Option<NodeId>,
+        otherwise: Option<NodeId>,
+    },
+}
+
+#[derive(Debug)]
+enum Dependency {
+    Required(Vec<String>),
+    Schema(NodeId),
+}
+
+/// The branches of an `anyOf`/`oneOf`, with what lets most of them be skipped.
+#[derive(Debug)]
+struct Union {
+    branches: Vec<NodeId>,
+    /// The types each branch can admit (a branch whose mask misses the instance's type fails).
+    masks: Vec<u8>,
+    /// For a tagged union: the property every branch requires and the branch each value selects.
+    tag: Option<(String, HashMap<String, usize>)>,
+}
+
+/// State of one check: the depth reached, and whether it gave up.
+struct Ctx<'a> {
+    schemas: &'a boon::Schemas,
+    depth: u32,
+    unsure: bool,
+}
+
+impl Fast {
+    /// Compiles `schema`; `None` when it must be left to boon entirely. The second value lists the
+    /// JSON pointers of the subschemas left to boon, whose boon indexes [`Fast::set_deferred`] takes.
+    pub(crate) fn compile(schema: &Value, draft: Draft) -> Option<(Fast, Vec<String>)> {
+        let defer = match draft {
+            Draft::Draft2020_12 => DEFER_2020,
+            Draft::Draft7 => DEFER_7,
+            _ => return None,
+        };
+        if has_global(schema, true) {
+            return None;
+        }
+        let mut compiler = Compiler {
+            schema,
+            legacy: draft == Draft::Draft7,
+            defer,
+            nodes: Vec::new(),
+            ids: HashMap::new(),
+            queue: Vec::new(),
+            deferred: Vec::new(),
+        };
+        let root = compiler.node("");
+        while let Some((id, at)) = compiler.queue.pop() {
+            let node = compiler.compile(&at);
+            compiler.nodes[id] = node;
+        }
+        let mut fast = Fast {
+            nodes: compiler.nodes,
+            root,
+            deferred: Vec::new(),
+        };
+        fast.plan_unions();
+        Some((fast, compiler.deferred))
+    }
+
+    /// boon's indexes of the deferred subschemas, in the order [`Fast::compile`] listed them.
+    pub(crate) fn set_deferred(&mut self, indexes: Vec<boon::SchemaIndex>) {
+        self.deferred = indexes;
+    }
+
+    /// How many subschemas boon validates.
+    pub(crate) fn deferred(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Defer(_)))
+            .count()
+    }
+
+    /// Whether `value` is valid; `None` when the check gave up (too deep) and boon must decide.
+    pub(crate) fn is_valid(&self, value: &Value, schemas: &boon::Schemas) -> Option<bool> {
+        let mut ctx = Ctx {
+            schemas,
+            depth: 0,
+            unsure: false,
+        };
+        let valid = self.valid(self.root, value, &mut ctx);
+        (!ctx.unsure).then_some(valid)
+    }
+
+    fn valid(&self, id: NodeId, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        let Some(node) = self.nodes.get(id) else {
+            ctx.unsure = true;
+            return false;
+        };
+        match node {
+            Node::True => true,
+            Node::False => false,
+            Node::Defer(k) => match self.deferred.get(*k) {
+                Some(index) => ctx.schemas.validate(v, *index).is_ok(),
+                None => {
+                    ctx.unsure = true;
+                    false
+                }
+            },
+            Node::Checks(checks) => {
+                if ctx.depth >= MAX_DEPTH || ctx.unsure {
+                    ctx.unsure = true;
+                    return false;
+                }
+                ctx.depth += 1;
+                let ok = checks.iter().all(|c| self.check(c, v, ctx));
+                ctx.depth -= 1;
+                ok
+            }
+        }
+    }
+
+    fn check(&self, check: &Check, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        match (check, v) {
+            (Check::Type(mask), _) => type_bits(v) & mask != 0,
+            (Check::Const(c), _) => equals(v, c),
+            (Check::Enum(values), _) => values.iter().any(|e| equals(e, v)),
+            (Check::Ref(id), _) => self.valid(*id, v, ctx),
+            (Check::AllOf(all), _) => all.iter().all(|id| self.valid(*id, v, ctx)),
+            (Check::AnyOf(union), _) => self.any_of(union, v, ctx),
+            (Check::OneOf(union), _) => self.one_of(union, v, ctx),
+            (Check::Not(id), _) => !self.valid(*id, v, ctx),
+            (
+                Check::If {
+                    cond,
+                    then,
+                    otherwise,
+                },
+                _,
+            ) => {
+                let next = if self.valid(*cond, v, ctx) {
+                    then
+                } else {
+                    otherwise
+                };
+                next.is_none_or(|id| self.valid(id, v, ctx))
+            }
+            (Check::MinProperties(min), Value::Object(o)) => o.len() >= *min,
+            (Check::MaxProperties(max), Value::Object(o)) => o.len() <= *max,
+            (Check::Required(names), Value::Object(o)) => names.iter().all(|n| o.contains_key(n)),
+            (Check::Properties(props), Value::Object(o)) => props
+                .iter()
+                .all(|(name, id)| o.get(name).is_none_or(|pv| self.valid(*id, pv, ctx))),
+            (
+                Check::Object {
+                    properties,
+                    patterns,
+                    additional,
+                },
+                Value::Object(o),
+            ) => o.iter().all(|(name, pv)| {
+                let mut evaluated = false;
+                if let Some(id) = properties.get(name) {
+                    evaluated = true;
+                    if !self.valid(*id, pv, ctx) {
+                        return false;
+                    }
+                }
+                for (regex, id) in patterns {
+                    if regex.is_match(name) {
+                        evaluated = true;
+                        if !self.valid(*id, pv, ctx) {
+                            return false;
+                        }
+                    }
+                }
+                evaluated || additional.is_none_or(|id| self.valid(id, pv, ctx))
+            }),
+            (Check::PropertyNames(id), Value::Object(o)) => o
+                .keys()
+                .all(|k| self.valid(*id, &Value::String(k.clone()), ctx)),
+            (Check::Dependent(deps), Value::Object(o)) => deps.iter().all(|(prop, dep)| {
+                !o.contains_key(prop)
+                    || match dep {
+                        Dependency::Required(names) => names.iter().all(|n| o.contains_key(n)),
+                        Dependency::Schema(id) => self.valid(*id, v, ctx),
+                    }
+            }),
+            (Check::MinItems(min), Value::Array(a)) => a.len() >= *min,
+            (Check::MaxItems(max), Value::Array(a)) => a.len() <= *max,
+            (Check::UniqueItems, Value::Array(a)) => {
+                !(0..a.len()).any(|i| a[i + 1..].iter().any(|b| equals(&a[i], b)))
+            }
+            (Check::Items { prefix, rest }, Value::Array(a)) => {
+                a.iter().enumerate().all(|(i, item)| match prefix.get(i) {
+                    Some(id) => self.valid(*id, item, ctx),
+                    None => rest.is_none_or(|id| self.valid(id, item, ctx)),
+                })
+            }
+            (Check::Contains { node, min, max }, Value::Array(a)) => {
+                let mut matched = 0;
+                for item in a {
+                    if self.valid(*node, item, ctx) {
+                        matched += 1;
+                    }
+                }
+                matched >= min.unwrap_or(1) && max.is_none_or(|max| matched <= max)
+            }
+            (Check::MinLength(min), Value::String(s)) => {
+                s.len() >= *min && s.chars().count() >= *min
+            }
+            (Check::MaxLength(max), Value::String(s)) => {
+                s.len() <= *max || s.chars().count() <= *max
+            }
+            (Check::Pattern(regex), Value::String(s)) => regex.is_match(s),
+            (Check::Minimum(min), Value::Number(n)) => as_f64(n) >= *min,
+            (Check::Maximum(max), Value::Number(n)) => as_f64(n) <= *max,
+            (Check::ExclusiveMinimum(min), Value::Number(n)) => as_f64(n) > *min,
+            (Check::ExclusiveMaximum(max), Value::Number(n)) => as_f64(n) < *max,
+            (Check::MultipleOf(m), Value::Number(n)) => (as_f64(n) / m).fract() == 0.0,
+            _ => true,
+        }
+    }
+
+    fn candidates<'u>(
+        &self,
+        union: &'u Union,
+        v: &Value,
+    ) -> Result<Option<usize>, impl Iterator<Item = NodeId> + 'u> {
+        if let (Some((prop, table)), Value::Object(o)) = (&union.tag, v) {
+            // Every branch requires `prop` to hold its own string: at most one can match.
+            return Ok(match o.get(prop) {
+                Some(Value::String(tag)) => table.get(tag.as_str()).copied(),
+                _ => None,
+            });
+        }
+        let bits = type_bits(v);
+        Err(union
+            .branches
+            .iter()
+            .zip(&union.masks)
+            .filter(move |(_, mask)| *mask & bits != 0)
+            .map(|(id, _)| *id))
+    }
+
+    fn any_of(&self, union: &Union, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        match self.candidates(union, v) {
+            Ok(branch) => branch.is_some_and(|i| self.valid(union.branches[i], v, ctx)),
+            Err(mut branches) => branches.any(|id| self.valid(id, v, ctx)),
+        }
+    }
+
+    fn one_of(&self, union: &Union, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        match self.candidates(union, v) {
+            Ok(branch) => branch.is_some_and(|i| self.valid(union.branches[i], v, ctx)),
+            Err(branches) => {
+                let mut matched = 0;
+                for id in branches {
+                    if self.valid(id, v, ctx) {
+                        matched += 1;
+                        if matched > 1 {
+                            return false;
+                        }
+                    }
+                }
+                matched == 1
+            }
+        }
+    }
+
+    /// Fills in each union's branch masks and tag.
+    fn plan_unions(&mut self) {
+        let mut plans = Vec::new();
+        for (id, node) in self.nodes.iter().enumerate() {
+            let Node::Checks(checks) = node else { continue };
+            for (at, check) in checks.iter().enumerate() {
+                if let Check::AnyOf(u) | Check::OneOf(u) = check {
+                    let masks: Vec<u8> = u.branches.iter().map(|b| self.mask(*b, 0)).collect();
+                    let tag = self.tag(&u.branches);
+                    plans.push((id, at, masks, tag));
+                }
+            }
+        }
+        for (id, at, masks, tag) in plans {
+            if let Some(Node::Checks(checks)) = self.nodes.get_mut(id)
+                && let Some(Check::AnyOf(u) | Check::OneOf(u)) = checks.get_mut(at)
+            {
+                u.masks = masks;
+                u.tag = tag;
+            }
+        }
+    }
+
+    /// The checks that hold for every instance `id` accepts: its own, and those of the schemas it
+    /// refers to and the `allOf` it holds, transitively.
+    fn facts<'s>(&'s self, id: NodeId, depth: u32, out: &mut Vec<&'s Check>) {
+        if depth > 16 {
+            return;
+        }
+        if let Some(Node::Checks(checks)) = self.nodes.get(id) {
+            for c in checks {
+                out.push(c);
+                match c {
+                    Check::Ref(target) => self.facts(*target, depth + 1, out),
+                    Check::AllOf(all) => {
+                        for a in all {
+                            self.facts(*a, depth + 1, out);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The types a node can admit (a superset).
+    fn mask(&self, id: NodeId, depth: u32) -> u8 {
+        match self.nodes.get(id) {
+            Some(Node::False) => 0,
+            Some(Node::Checks(_)) => {
+                let mut facts = Vec::new();
+                self.facts(id, depth, &mut facts);
+                facts.iter().fold(ANY, |mask, c| match c {
+                    Check::Type(t) => mask & widen(*t),
+                    Check::Const(v) => mask & type_bits(v),
+                    Check::Enum(values) => mask & values.iter().fold(0, |m, v| m | type_bits(v)),
+                    _ => mask,
+                })
+            }
+            _ => ANY,
+        }
+    }
+
+    /// The property that tells the branches apart, and the branch each of its values selects.
+    fn tag(&self, branches: &[NodeId]) -> Option<(String, HashMap<String, usize>)> {
+        let facts: Vec<Vec<&Check>> = branches
+            .iter()
+            .map(|b| {
+                let mut out = Vec::new();
+                self.facts(*b, 0, &mut out);
+                out
+            })
+            .collect();
+        let first = facts.first()?;
+        let names = first.iter().filter_map(|c| match c {
+            Check::Required(names) => Some(names),
+            _ => None,
+        });
+        for name in names.flatten() {
+            let mut table = HashMap::with_capacity(branches.len());
+            let all = facts.iter().enumerate().all(|(i, f)| {
+                self.tag_value(f, name)
+                    .is_some_and(|value| table.insert(value.to_owned(), i).is_none())
+            });
+            if all {
+                return Some((name.clone(), table));
+            }
+        }
+        None
+    }
+
+    /// The one string a branch requires `name` to hold, if it requires one.
+    fn tag_value<'s>(&'s self, facts: &[&'s Check], name: &str) -> Option<&'s str> {
+        let required = facts
+            .iter()
+            .any(|c| matches!(c, Check::Required(names) if names.iter().any(|n| n == name)));
+        if !required {
+            return None;
+        }
+        facts.iter().find_map(|c| {
+            let id = match c {
+                Check::Properties(props) => {
+                    props.iter().find(|(n, _)| n == name).map(|(_, id)| *id)
+                }
+                Check::Object { properties, .. } => properties.get(name).copied(),
+                _ => None,
+            }?;
+            let mut inner = Vec::new();
+            self.facts(id, 0, &mut inner);
+            inner.iter().find_map(|c| match c {
+                Check::Const(Value::String(s)) => Some(s.as_str()),
+                Check::Enum(values) => match values.as_slice() {
+                    [Value::String(s)] => Some(s.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            })
+        })
+    }
+}
+
+/// `integer` in a `type` admits numbers too (without a fraction, but the mask is a superset).
+fn widen(mask: u8) -> u8 {
+    if mask & INTEGER != 0 {
+        mask | NUMBER
+    } else {
+        mask
+    }
+}
+
+fn type_bits(v: &Value) -> u8 {
+    match v {
+        Value::Null => NULL,
+        Value::Bool(_) => BOOLEAN,
+        Value::Number(n) if is_integer(n) => NUMBER | INTEGER,
+        Value::Number(_) => NUMBER,
+        Value::String(_) => STRING,
+        Value::Array(_) => ARRAY,
+        Value::Object(_) => OBJECT,
+    }
+}
+
+fn is_integer(n: &Number) -> bool {
+    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
+fn as_f64(n: &Number) -> f64 {
+    n.as_f64().unwrap_or(f64::NAN)
+}
+
+/// JSON Schema equality, as boon has it: numbers by value (`1` equals `1.0`), objects regardless of
+/// key order.
+fn equals(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                return x == y;
+            }
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                return x == y;
+            }
+            if let (Some(x), Some(y)) = (x.as_f64(), y.as_f64()) {
+                return x == y;
+            }
+            false
+        }
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| equals(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, xv)| y.get(k).is_some_and(|yv| equals(xv, yv)))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a keyword of [`GLOBAL`], or an `$id` below the root, appears anywhere.
+fn has_global(value: &Value, root: bool) -> bool {
+    match value {
+        Value::Object(map) => {
+            GLOBAL.iter().any(|k| map.contains_key(*k))
+                || (!root && map.get("$id").is_some_and(Value::is_string))
+                || (root
+                    && map
+                        .get("$id")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| id.starts_with('#')))
+                || map.values().any(|v| has_global(v, false))
+        }
+        Value::Array(items) => items.iter().any(|v| has_global(v, false)),
+        _ => false,
+    }
+}
+
+struct Compiler<'s> {
+    schema: &'s Value,
+    legacy: bool,
+    defer: &'static [&'static str],
+    nodes: Vec<Node>,
+    ids: HashMap<String, NodeId>,
+    queue: Vec<(NodeId, String)>,
+    /// Pointers of the deferred subschemas.
+    deferred: Vec<String>,
+}
+
+impl Compiler<'_> {
+    /// The node for the subschema at `at`, compiled later if new.
+    fn node(&mut self, at: &str) -> NodeId {
+        if let Some(id) = self.ids.get(at) {
+            return *id;
+        }
+        let id = self.nodes.len();
+        self.nodes.push(Node::True);
+        self.ids.insert(at.to_owned(), id);
+        self.queue.push((id, at.to_owned()));
+        id
+    }
+
+    fn child(&mut self, at: &str, keyword: &str) -> NodeId {
+        self.node(&claij_schema::pointer::push(at, keyword))
+    }
+
+    fn defer(&mut self, at: &str) -> Node {
+        self.deferred.push(at.to_owned());
+        Node::Defer(self.deferred.len() - 1)
+    }
+
+    fn compile(&mut self, at: &str) -> Node {
+        let map = match self.schema.pointer(at) {
+            Some(Value::Bool(true)) => return Node::True,
+            Some(Value::Bool(false)) => return Node::False,
+            Some(Value::Object(map)) => map,
+            _ => return self.defer(at),
+        };
+        if map.is_empty() {
+            return Node::True;
+        }
+        if self.defer.iter().any(|k| map.contains_key(*k)) {
+            return self.defer(at);
+        }
+        let mut checks = Vec::new();
+        if let Some(r) = map.get("$ref") {
+            let Some(target) = r.as_str().and_then(local_pointer) else {
+                return self.defer(at);
+            };
+            if self.schema.pointer(&target).is_none() {
+                return self.defer(at);
+            }
+            checks.push(Check::Ref(self.node(&target)));
+            if self.legacy {
+                // Draft-07: every other keyword beside `$ref` is ignored.
+                return Node::Checks(checks);
+            }
+        }
+        match self.keywords(at, map, &mut checks) {
+            Some(()) if checks.is_empty() => Node::True,
+            Some(()) => Node::Checks(checks),
+            None => self.defer(at),
+        }
+    }
+
+    /// The checks of a schema object, in boon's order; `None` when boon must take it.
+    fn keywords(
+        &mut self,
+        at: &str,
+        map: &Map<String, Value>,
+        checks: &mut Vec<Check>,
+    ) -> Option<()> {
+        let push = claij_schema::pointer::push;
+        if let Some(t) = map.get("type") {
+            let names: Vec<&Value> = match t {
+                Value::Array(names) => names.iter().collect(),
+                one => vec![one],
+            };
+            let mask = names.iter().fold(0, |mask, name| {
+                mask | match name.as_str() {
+                    Some("null") => NULL,
+                    Some("boolean") => BOOLEAN,
+                    Some("integer") => INTEGER,
+                    Some("number") => NUMBER,
+                    Some("string") => STRING,
+                    Some("array") => ARRAY,
+                    Some("object") => OBJECT,
+                    _ => 0,
+                }
+            });
+            if mask != 0 {
+                checks.push(Check::Type(mask));
+            }
+        }
+        if let Some(c) = map.get("const") {
+            checks.push(Check::Const(c.clone()));
+        }
+        if let Some(Value::Array(values)) = map.get("enum") {
+            checks.push(Check::Enum(values.clone()));
+        }
+        // Objects.
+        if let Some(n) = usize_of(map.get("minProperties")) {
+            checks.push(Check::MinProperties(n));
+        }
+        if let Some(n) = usize_of(map.get("maxProperties")) {
+            checks.push(Check::MaxProperties(n));
+        }
+        if let Some(Value::Array(names)) = map.get("required") {
+            let names: Vec<String> = names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect();
+            if !names.is_empty() {
+                checks.push(Check::Required(names));
+            }
+        }
+        let mut properties = Vec::new();
+        if let Some(Value::Object(props)) = map.get("properties") {
+            let base = push(at, "properties");
+            for name in props.keys() {
+                properties.push((name.clone(), self.child(&base, name)));
+            }
+        }
+        let mut patterns = Vec::new();
+        if let Some(Value::Object(props)) = map.get("patternProperties") {
+            let base = push(at, "patternProperties");
+            for name in props.keys() {
+                patterns.push((ecma_regex(name)?, self.child(&base, name)));
+            }
+        }
+        let additional = map
+            .get("additionalProperties")
+            .map(|_| self.child(at, "additionalProperties"));
+        if patterns.is_empty() && additional.is_none() {
+            if !properties.is_empty() {
+                checks.push(Check::Properties(properties));
+            }
+        } else {
+            checks.push(Check::Object {
+                properties: properties.into_iter().collect(),
+                patterns,
+                additional,
+            });
+        }
+        if map.contains_key("propertyNames") {
+            checks.push(Check::PropertyNames(self.child(at, "propertyNames")));
+        }
+        let mut dependent = Vec::new();
+        let dependency_keywords: &[&str] = if self.legacy {
+            &["dependencies"]
+        } else {
+            &["dependentSchemas", "dependentRequired"]
+        };
+        for keyword in dependency_keywords {
+            if let Some(Value::Object(deps)) = map.get(*keyword) {
+                let base = push(at, keyword);
+                for (prop, dep) in deps {
+                    let dep = match dep {
+                        Value::Array(names) if *keyword != "dependentSchemas" => {
+                            Dependency::Required(
+                                names
+                                    .iter()
+                                    .filter_map(|n| n.as_str().map(str::to_owned))
+                                    .collect(),
+                            )
+                        }
+                        _ if *keyword == "dependentRequired" => continue,
+                        _ => Dependency::Schema(self.child(&base, prop)),
+                    };
+                    dependent.push((prop.clone(), dep));
+                }
+            }
+        }
+        if !dependent.is_empty() {
+            checks.push(Check::Dependent(dependent));
+        }
+        // Arrays.
+        if let Some(n) = usize_of(map.get("minItems")) {
+            checks.push(Check::MinItems(n));
+        }
+        if let Some(n) = usize_of(map.get("maxItems")) {
+            checks.push(Check::MaxItems(n));
+        }
+        if map.get("uniqueItems") == Some(&Value::Bool(true)) {
+            checks.push(Check::UniqueItems);
+        }
+        let items = if self.legacy {
+            match map.get("items") {
+                Some(Value::Array(list)) => {
+                    let base = push(at, "items");
+                    let prefix = (0..list.len())
+                        .map(|i| self.child(&base, &i.to_string()))
+                        .collect();
+                    let rest = map
+                        .get("additionalItems")
+                        .map(|_| self.child(at, "additionalItems"));
+                    Some((prefix, rest))
+                }
+                Some(_) => Some((Vec::new(), Some(self.child(at, "items")))),
+                None => None,
+            }
+        } else {
+            let prefix: Vec<NodeId> = match map.get("prefixItems") {
+                Some(Value::Array(list)) => {
+                    let base = push(at, "prefixItems");
+                    (0..list.len())
+                        .map(|i| self.child(&base, &i.to_string()))
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            let rest = map.get("items").map(|_| self.child(at, "items"));
+            (!prefix.is_empty() || rest.is_some()).then_some((prefix, rest))
+        };
+        if let Some((prefix, rest)) = items {
+            checks.push(Check::Items { prefix, rest });
+        }
+        if map.contains_key("contains") {
+            let (min, max) = if self.legacy {
+                (None, None)
+            } else {
+                (
+                    usize_of(map.get("minContains")),
+                    usize_of(map.get("maxContains")),
+                )
+            };
+            checks.push(Check::Contains {
+                node: self.child(at, "contains"),
+                min,
+                max,
+            });
+        }
+        // Strings.
+        if let Some(n) = usize_of(map.get("minLength")) {
+            checks.push(Check::MinLength(n));
+        }
+        if let Some(n) = usize_of(map.get("maxLength")) {
+            checks.push(Check::MaxLength(n));
+        }
+        if let Some(Value::String(p)) = map.get("pattern") {
+            checks.push(Check::Pattern(ecma_regex(p)?));
+        }
+        // Numbers, with draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` as boon reads them.
+        let num = |k: &str| match map.get(k) {
+            Some(Value::Number(n)) => Some(as_f64(n)),
+            _ => None,
+        };
+        let (mut minimum, mut maximum) = (num("minimum"), num("maximum"));
+        let exclusive_min = match map.get("exclusiveMinimum") {
+            Some(Value::Bool(true)) => minimum.take(),
+            Some(Value::Bool(false)) => None,
+            _ => num("exclusiveMinimum"),
+        };
+        let exclusive_max = match map.get("exclusiveMaximum") {
+            Some(Value::Bool(true)) => maximum.take(),
+            Some(Value::Bool(false)) => None,
+            _ => num("exclusiveMaximum"),
+        };
+        checks.extend(minimum.map(Check::Minimum));
+        checks.extend(maximum.map(Check::Maximum));
+        checks.extend(exclusive_min.map(Check::ExclusiveMinimum));
+        checks.extend(exclusive_max.map(Check::ExclusiveMaximum));
+        checks.extend(num("multipleOf").map(Check::MultipleOf));
+        // Applicators.
+        let list = |this: &mut Self, keyword: &str| -> Option<Vec<NodeId>> {
+            match map.get(keyword) {
+                Some(Value::Array(list)) => {
+                    let base = push(at, keyword);
+                    Some(
+                        (0..list.len())
+                            .map(|i| this.child(&base, &i.to_string()))
+                            .collect(),
+                    )
+                }
+                _ => None,
+            }
+        };
+        if let Some(all) = list(self, "allOf") {
+            checks.push(Check::AllOf(all));
+        }
+        let union = |branches: Vec<NodeId>| Union {
+            masks: vec![ANY; branches.len()],
+            branches,
+            tag: None,
+        };
+        if let Some(any) = list(self, "anyOf") {
+            checks.push(Check::AnyOf(union(any)));
+        }
+        if let Some(one) = list(self, "oneOf") {
+            checks.push(Check::OneOf(union(one)));
+        }
+        if map.contains_key("not") {
+            checks.push(Check::Not(self.child(at, "not")));
+        }
+        if map.contains_key("if") {
+            let then = map.get("then").map(|_| self.child(at, "then"));
+            let otherwise = map.get("else").map(|_| self.child(at, "else"));
+            checks.push(Check::If {
+                cond: self.child(at, "if"),
+                then,
+                otherwise,
+            });
+        }
+        Some(())
+    }
+}
+
+/// A non-negative integer keyword value, as boon reads it (`2.0` counts as 2).
+fn usize_of(value: Option<&Value>) -> Option<usize> {
+    let Some(Value::Number(n)) = value else {
+        return None;
+    };
+    match n.as_u64() {
+        Some(n) => usize::try_from(n).ok(),
+        None => n
+            .as_f64()
+            .filter(|f| f.is_sign_positive() && f.fract() == 0.0 && *f < 1e18)
+            .and_then(|f| format!("{f:.0}").parse().ok()),
+    }
+}
+
+/// The JSON pointer a local `$ref` (`#`, `#/$defs/a%20b`) names; `None` for anything else.
+fn local_pointer(reference: &str) -> Option<String> {
+    let fragment = reference.strip_prefix('#')?;
+    if !fragment.is_empty() && !fragment.starts_with('/') {
+        return None;
+    }
+    if !fragment.contains('%') {
+        return Some(fragment.to_owned());
+    }
+    let bytes = fragment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = fragment.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A regular expression as boon compiles an ECMA 262 one: `\d`, `\w`, `\s` and their negations as
+/// ECMA's classes; `None` (leave it to boon) for `\c` and `\a`, which boon rewrites or refuses.
+fn ecma_regex(pattern: &str) -> Option<Regex> {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    const SPACE: &str = " \t\n\r\u{000b}\u{000c}\u{00a0}\u{feff}\u{2003}\u{2029}";
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            'd' => out.push_str("[0-9]"),
+            'D' => out.push_str("[^0-9]"),
+            'w' => out.push_str("[A-Za-z0-9_]"),
+            'W' => out.push_str("[^A-Za-z0-9_]"),
+            's' => {
+                out.push('[');
+                out.push_str(SPACE);
+                out.push(']');
+            }
+            'S' => {
+                out.push_str("[^");
+                out.push_str(SPACE);
+                out.push(']');
+            }
+            'c' | 'a' => return None,
+            next => {
+                out.push('\\');
+                out.push(next);
+            }
+        }
+    }
+    Regex::new(&out).ok()
+}
