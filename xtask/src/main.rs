@@ -17,6 +17,7 @@ mod llama_server;
 mod mcp_servers;
 mod metadata;
 mod model;
+mod schema_suite;
 mod test;
 
 use std::process::ExitCode;
@@ -36,8 +37,11 @@ commands:
                               OpenAI-compatible server tests),
                               collector (as `collector` below; likewise for the OpenTelemetry
                               tests),
+                              schema-suite (as `schema-suite` below; likewise for the test of
+                              the validator's fast path against boon on the suite),
                               tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR,
-                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER and CLAIJ_COLLECTOR set,
+                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER, CLAIJ_COLLECTOR and
+                              CLAIJ_SCHEMA_SUITE set,
                               CANDLE_NUM_THREADS=1, RAYON_NUM_THREADS=1),
                               docs, per-crate feature builds, dependency invariants
                                 --quick   skip the docs and the per-crate feature builds
@@ -85,6 +89,17 @@ commands:
                                            $XDG_CACHE_HOME/claij/collector, else
                                            ~/.cache/claij/collector
                                 --force    install again even if it matches
+  schema-suite [--dir DIR] [--force]
+                              fetch the official JSON-Schema-Test-Suite (draft 2020-12 and
+                              draft-07) from the jsonschema 4.23.0 sdist on PyPI (it vendors the
+                              suite under json/tests; pip downloads it, its sha256 is checked)
+                              into a cache and print its path: DIR/tests/<draft>/*.json;
+                              DIR/installed.json, written last, names the version; a verified
+                              copy is reused
+                                --dir DIR  the cache; default $CLAIJ_SCHEMA_SUITE, else
+                                           $XDG_CACHE_HOME/claij/schema-suite, else
+                                           ~/.cache/claij/schema-suite
+                                --force    fetch again even if the cached copy verifies
   bench [--no-quality] [ARGS...]
                               cargo bench over every criterion bench target, then the quality
                               prompts (as `bench quality` below; --no-quality skips them), then
@@ -172,6 +187,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "mcp-servers" => mcp_servers::run(rest),
         "llama-server" => llama_server::run(rest),
         "collector" => collector::run(rest),
+        "schema-suite" => schema_suite::run(rest),
         "invariants" => match rest.first() {
             None => invariants::check().map(|()| ExitCode::SUCCESS),
             Some(arg) => usage_error(&format!("`invariants` does not take `{arg}`")),
