@@ -7,7 +7,6 @@
 pub(crate) mod approve;
 mod consensus;
 pub(crate) mod llm;
-mod metrics;
 pub(crate) mod model;
 mod progress;
 mod report;
@@ -542,7 +541,7 @@ impl<'a> Conversation<'a> {
     pub(crate) fn metrics_table(&self) -> Option<String> {
         self.metrics
             .as_ref()
-            .map(|metrics| metrics::table(&metrics.snapshot()))
+            .map(|metrics| metrics.snapshot().render())
     }
 
     /// Whether the metrics table is printed after the answer (`--metrics`, `--interceptors

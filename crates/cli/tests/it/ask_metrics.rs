@@ -77,7 +77,7 @@ async fn the_table_counts_the_retry_and_the_fixes_by_kind_and_stdout_is_the_answ
     );
     assert_eq!(row(&run.stderr, "calls"), "1 (1 valid, 0 failed)");
     assert_eq!(row(&run.stderr, "first try"), "0 of 1 valid (0%)");
-    assert_eq!(row(&run.stderr, "attempts"), "2 (1 retries)");
+    assert_eq!(row(&run.stderr, "attempts"), "2 (1 retry)");
     assert_eq!(row(&run.stderr, "fixes"), "extracted 1, trailing_comma 1");
     assert_eq!(row(&run.stderr, "violations"), "required 1");
     // The shared example completion: 19 prompt and 10 completion tokens a reply.
@@ -128,7 +128,7 @@ async fn without_the_flag_no_table_and_the_interceptor_named_twice_counts_once()
         both.stderr
     );
     assert_eq!(row(&both.stderr, "calls"), "1 (1 valid, 0 failed)");
-    assert_eq!(row(&both.stderr, "attempts"), "2 (1 retries)");
+    assert_eq!(row(&both.stderr, "attempts"), "2 (1 retry)");
 }
 
 #[tokio::test]
@@ -148,7 +148,7 @@ async fn a_call_out_of_retries_is_counted_as_failed() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert_eq!(row(&run.stderr, "calls"), "1 (0 valid, 1 failed)");
-    assert_eq!(row(&run.stderr, "attempts"), "2 (1 retries)");
+    assert_eq!(row(&run.stderr, "attempts"), "2 (1 retry)");
     assert_eq!(row(&run.stderr, "violations"), "required 2");
     assert_eq!(row(&run.stderr, "errors"), "retries_exhausted 1");
 }

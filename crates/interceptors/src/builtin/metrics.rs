@@ -24,7 +24,7 @@
 //! assert_eq!((snapshot.calls, snapshot.attempts, snapshot.retries), (1, 2, 1));
 //! assert_eq!(snapshot.first_try, 0);
 //! assert_eq!(snapshot.violations["required"], 1);
-//! assert!(collector.render().contains("retries 1"));
+//! assert!(collector.render().contains("(1 retry)"));
 //! # Ok::<(), claij_interceptors::Error>(())
 //! ```
 //!

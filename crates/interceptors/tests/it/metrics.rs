@@ -119,7 +119,8 @@ fn rendered_summary() {
 
 /// Every duration (always `<digits>.<3 digits>ms`) with its column padding, as `[t]`.
 fn redact_times(text: &str) -> String {
-    let re = Regex::new(r" *\d+\.\d{3}ms").unwrap();
+    // The stage rows' milliseconds (three decimals); counts are whole numbers and stay.
+    let re = Regex::new(r" +\d+\.\d{3}\b").unwrap();
     re.replace_all(text, " [t]").into_owned()
 }
 

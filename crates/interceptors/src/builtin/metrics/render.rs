@@ -1,145 +1,160 @@
-//! The text summary of a [`MetricsSnapshot`].
+//! The text summary of a [`MetricsSnapshot`]: the table `claij ask --metrics` prints.
 
 use std::collections::BTreeMap;
-use std::fmt::{Display, Write as _};
+use std::fmt::Write as _;
 use std::time::Duration;
-
-use claij_validation::FixKind;
 
 use super::{MetricsSnapshot, Timing, kind_name};
 
 impl MetricsSnapshot {
-    /// A text summary: calls and attempts, errors, tokens and cost, a table of stage timings (in
-    /// milliseconds, indented by how the stages nest), fixes and violations by kind, and one line per
-    /// model.
+    /// A table for people: a row per count (calls, first-try validity, attempts and retries,
+    /// verdicts, fixes by kind, violations by keyword, errors, tokens, cost), the stage timings
+    /// (milliseconds, indented by how the stages nest), then a row per model.
     ///
     /// ```
     /// use claij_interceptors::builtin::metrics::MetricsSnapshot;
     ///
     /// let text = MetricsSnapshot::default().render();
-    /// assert!(text.starts_with("calls 0"));
+    /// assert!(text.starts_with("metrics\n  calls         0 (0 valid, 0 failed)\n"));
     /// ```
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
-        let _ = self.write(&mut out);
+        let _ = write_table(&mut out, self);
         out
     }
+}
 
-    fn write(&self, out: &mut String) -> std::fmt::Result {
-        let rate = self
-            .first_try_rate()
-            .map_or_else(String::new, |r| format!(" ({:.0}%)", r * 100.0));
-        writeln!(
-            out,
-            "calls {}: {} succeeded, {} failed, {} valid on the first try{rate}",
-            self.calls, self.succeeded, self.failed, self.first_try
-        )?;
-        let v = &self.verdicts;
-        writeln!(
-            out,
-            "attempts {}, retries {}; verdicts: valid {}, invalid {}, no json {}, backend error {}",
-            self.attempts, self.retries, v.valid, v.invalid, v.no_json, v.backend_error
-        )?;
-        writeln!(out, "errors: {}", list(&self.errors, String::clone))?;
-        let u = &self.usage;
-        writeln!(
-            out,
-            "tokens: {} in (estimated {}), {} out, {} cached, {} reasoning; {}",
-            u.input_tokens,
-            self.estimated_input_tokens,
-            u.output_tokens,
-            u.cached_tokens,
-            u.reasoning_tokens,
-            cost(u.cost_usd)
-        )?;
-        self.write_timings(out)?;
-        writeln!(out, "extraction fixes: {}", fixes(&self.extractions))?;
-        writeln!(out, "repairs: {}", fixes(&self.repairs))?;
-        writeln!(out, "coercions: {}", fixes(&self.coercions))?;
-        writeln!(out, "violations: {}", list(&self.violations, String::clone))?;
-        writeln!(out, "models:")?;
-        if self.models.is_empty() {
-            writeln!(out, "  none")?;
-        }
-        for (model, m) in &self.models {
-            let providers = if m.providers.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<&str> = m.providers.iter().map(String::as_str).collect();
-                format!(" ({})", names.join(", "))
-            };
-            writeln!(
-                out,
-                "  {model}{providers}: {} calls, {} succeeded, {} on the first try, {} attempts; \
-                 {} tokens in, {} out; {}; request mean {}",
-                m.calls,
-                m.succeeded,
-                m.first_try,
-                m.attempts,
-                m.usage.input_tokens,
-                m.usage.output_tokens,
-                cost(m.usage.cost_usd),
-                ms(m.request.mean())
-            )?;
-        }
-        Ok(())
+fn write_table(out: &mut String, m: &MetricsSnapshot) -> std::fmt::Result {
+    let row = |out: &mut String, name: &str, value: String| writeln!(out, "  {name:<14}{value}");
+    writeln!(out, "metrics")?;
+    row(
+        out,
+        "calls",
+        format!("{} ({} valid, {} failed)", m.calls, m.succeeded, m.failed),
+    )?;
+    let rate = m
+        .first_try_rate()
+        .map_or_else(String::new, |r| format!(" ({:.0}%)", r * 100.0));
+    row(
+        out,
+        "first try",
+        format!("{} of {} valid{rate}", m.first_try, m.calls),
+    )?;
+    row(
+        out,
+        "attempts",
+        format!(
+            "{} ({} {})",
+            m.attempts,
+            m.retries,
+            if m.retries == 1 { "retry" } else { "retries" }
+        ),
+    )?;
+    let v = &m.verdicts;
+    row(
+        out,
+        "verdicts",
+        format!(
+            "valid {}, invalid {}, no json {}, backend error {}",
+            v.valid, v.invalid, v.no_json, v.backend_error
+        ),
+    )?;
+    row(out, "fixes", list(&kinds(&m.fixes())))?;
+    row(out, "violations", list(&m.violations))?;
+    if !m.errors.is_empty() {
+        row(out, "errors", list(&m.errors))?;
     }
-
-    fn write_timings(&self, out: &mut String) -> std::fmt::Result {
-        let t = &self.timings;
-        let rows: [(&str, &Timing); 9] = [
-            ("call", &t.call),
-            ("  prompt", &t.prompt),
-            ("  request", &t.request),
-            ("  processing", &t.processing),
-            ("    extraction", &t.extraction),
-            ("    repair", &t.repair),
-            ("    coercion", &t.coercion),
-            ("    validation", &t.validation),
-            ("    check", &t.check),
-        ];
+    let u = &m.usage;
+    row(
+        out,
+        "tokens",
+        format!(
+            "{} in, {} out ({} cached, {} reasoning)",
+            u.input_tokens, u.output_tokens, u.cached_tokens, u.reasoning_tokens
+        ),
+    )?;
+    row(out, "cost", cost(u.cost_usd))?;
+    writeln!(
+        out,
+        "  {:<14}{:>6}{:>12}{:>12}{:>12}{:>12}",
+        "stage", "count", "total ms", "mean ms", "min ms", "max ms"
+    )?;
+    let t = &m.timings;
+    let stages: [(&str, &Timing); 9] = [
+        ("call", &t.call),
+        ("  prompt", &t.prompt),
+        ("  request", &t.request),
+        ("  processing", &t.processing),
+        ("    extraction", &t.extraction),
+        ("    repair", &t.repair),
+        ("    coercion", &t.coercion),
+        ("    validation", &t.validation),
+        ("    check", &t.check),
+    ];
+    for (name, timing) in stages {
         writeln!(
             out,
-            "{:<16}{:>7}{:>14}{:>14}{:>14}{:>14}",
-            "stage", "count", "total", "mean", "min", "max"
+            "  {name:<14}{:>6}{:>12}{:>12}{:>12}{:>12}",
+            timing.count,
+            ms(timing.total),
+            ms(timing.mean()),
+            ms(timing.min),
+            ms(timing.max)
         )?;
-        for (name, timing) in rows {
-            writeln!(
-                out,
-                "{name:<16}{:>7}{:>14}{:>14}{:>14}{:>14}",
-                timing.count,
-                ms(timing.total),
-                ms(timing.mean()),
-                ms(timing.min),
-                ms(timing.max)
-            )?;
-        }
-        Ok(())
     }
+    for (model, per) in &m.models {
+        let providers: Vec<&str> = per.providers.iter().map(String::as_str).collect();
+        let via = if providers.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", providers.join(", "))
+        };
+        row(
+            out,
+            "model",
+            format!(
+                "{model}{via}: {} calls, {} first try, {} attempts, {}",
+                per.calls,
+                per.first_try,
+                per.attempts,
+                per.usage
+                    .cost_usd
+                    .map_or_else(|| "cost unknown".to_owned(), |usd| format!("${usd:.6}"))
+            ),
+        )?;
+    }
+    Ok(())
 }
 
-/// A duration in milliseconds, three decimals.
-fn ms(d: Duration) -> String {
-    format!("{:.3}ms", d.as_secs_f64() * 1000.0)
-}
-
-fn cost(usd: Option<f64>) -> String {
-    usd.map_or_else(|| "cost unknown".to_owned(), |c| format!("cost ${c:.6}"))
-}
-
-fn fixes(counts: &BTreeMap<FixKind, u64>) -> String {
-    list(counts, |k| kind_name(*k))
+/// Fix kinds by their snake_case names (`trailing_comma`), as the trail writes them.
+fn kinds(fixes: &BTreeMap<claij_validation::FixKind, u64>) -> BTreeMap<String, u64> {
+    fixes
+        .iter()
+        .map(|(kind, n)| (kind_name(*kind), *n))
+        .collect()
 }
 
 /// `name n, name n` in key order, or `none`.
-fn list<K, N: Display>(counts: &BTreeMap<K, N>, name: impl Fn(&K) -> String) -> String {
+fn list(counts: &BTreeMap<String, u64>) -> String {
     if counts.is_empty() {
         return "none".to_owned();
     }
     counts
         .iter()
-        .map(|(k, n)| format!("{} {n}", name(k)))
+        .map(|(name, n)| format!("{name} {n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn cost(usd: Option<f64>) -> String {
+    usd.map_or_else(
+        || "unknown (the provider reports none)".to_owned(),
+        |usd| format!("${usd:.6}"),
+    )
+}
+
+/// Milliseconds, three decimals.
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
