@@ -124,6 +124,9 @@ impl Logging {
     }
 }
 
+/// rmcp's transport worker, whose end is logged by claij's own error when it matters.
+const RMCP_WORKER: &str = "rmcp::transport::worker";
+
 /// The log layer's filter: `RUST_LOG` if set, else warnings and errors (`-q`: errors; `-v` debug and
 /// `-vv` trace for claij's crates); the metric and content targets off unless `RUST_LOG` names
 /// them; then `extra`.
@@ -138,7 +141,13 @@ fn directives(global: &Global, filters: &Filters) -> String {
                 (false, _) => ("warn", "trace"),
             };
             // A target directive matches by prefix: `claij` covers every claij crate.
-            vec![all.to_owned(), format!("claij={claij}")]
+            let mut parts = vec![all.to_owned(), format!("claij={claij}")];
+            if global.verbose == 0 {
+                // rmcp logs an ERROR when its transport worker ends, also on the 401 that an OAuth
+                // server answers before claij authorizes; a real failure reaches claij's own error.
+                parts.push(format!("{RMCP_WORKER}=off"));
+            }
+            parts
         }
     };
     for target in [METRICS_TARGET, CONTENT_TARGET] {

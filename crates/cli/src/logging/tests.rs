@@ -22,11 +22,12 @@ fn check(verbose: u8, quiet: bool, rust_log: Option<&str>, expected: &str) {
 #[test]
 fn the_flags_choose_the_level_and_rust_log_overrides_them() {
     let off = "claij::metrics=off,claij::content=off";
-    check(0, false, None, &format!("warn,claij=warn,{off}"));
+    let worker = "rmcp::transport::worker=off";
+    check(0, false, None, &format!("warn,claij=warn,{worker},{off}"));
     check(1, false, None, &format!("warn,claij=debug,{off}"));
     check(2, false, None, &format!("warn,claij=trace,{off}"));
     check(5, false, None, &format!("warn,claij=trace,{off}"));
-    check(0, true, None, &format!("error,claij=error,{off}"));
+    check(0, true, None, &format!("error,claij=error,{worker},{off}"));
     check(1, false, Some("info"), &format!("info,{off}"));
     check(
         0,

@@ -278,6 +278,8 @@ fn login_keeps_tokens_that_list_uses_until_logout() {
         "{}",
         before.stderr
     );
+    // One line: no log line of rmcp's worker ending on the 401.
+    assert_eq!(before.stderr.trim().lines().count(), 1, "{}", before.stderr);
     assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
 
     login(&server, &config, &data);
