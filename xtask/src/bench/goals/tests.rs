@@ -259,7 +259,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     check(
         &s,
         "(validate/big_valid)",
-        "not measured (run `cargo xtask bench --no-quality validate/big_valid`)",
+        "not measured (run `cargo bench -p claij-validation --bench validation -- validate/big_valid`)",
         "≤ 20 µs",
         Met::NotApplicable,
     );
@@ -518,5 +518,42 @@ fn a_load_report_from_another_machine_says_so() {
              bench-load.json measured on: 8 cores, Apple M2\n\n| measure"
         ),
         "{table}"
+    );
+}
+
+#[test]
+fn a_missing_estimate_names_the_bench_that_measures_it() {
+    for (id, command) in [
+        (
+            "call/cpu_big_native",
+            "cargo bench -p claij-interceptors --bench pipeline -- call/cpu_big_native",
+        ),
+        (
+            "request/build_big",
+            "cargo bench -p claij-backends --bench http -- request/build_big",
+        ),
+        (
+            "adapter/transform_big_native",
+            "cargo bench -p claij-backends --bench http -- adapter/transform_big_native",
+        ),
+        (
+            "process/big_valid",
+            "cargo bench -p claij-validation --bench validation -- process/big_valid",
+        ),
+        (
+            "coerce/",
+            "cargo bench -p claij-validation --bench repair -- coerce/",
+        ),
+        ("unplaced/id", "cargo xtask bench --no-quality unplaced/id"),
+    ] {
+        assert_eq!(run_estimate(id), command);
+    }
+    let s = sources(&[], None, None);
+    check(
+        &s,
+        "(coerce/...)",
+        "not measured (run `cargo bench -p claij-validation --bench repair -- coerce/`)",
+        "—",
+        Met::NotApplicable,
     );
 }
