@@ -1,10 +1,15 @@
 //! The caches xtask fills outside the repository: each in the directory its own variable names, else
 //! `$XDG_CACHE_HOME/claij/<folder>`, else `$HOME/.cache/claij/<folder>`.
 
+pub(crate) mod venv;
+
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
+
+use anyhow::Result;
 
 /// One cache: the variable that overrides it and its folder under `claij/`.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +76,23 @@ impl Cache {
             }
         }
         Ok((dir.map_or_else(|| self.dir(), absolute), force))
+    }
+
+    /// `cargo xtask <command> [--dir DIR] [--force]` ([`Cache::dir_args`]): `ensure_in(dir, force)`
+    /// fills the cache if needed, then the directory is printed.
+    pub(crate) fn run(
+        self,
+        command: &str,
+        args: &[String],
+        ensure_in: impl FnOnce(&Path, bool) -> Result<()>,
+    ) -> Result<ExitCode> {
+        let (dir, force) = match self.dir_args(command, args) {
+            Ok(parsed) => parsed,
+            Err(message) => return crate::usage_error(&message),
+        };
+        ensure_in(&dir, force)?;
+        println!("{}", dir.display());
+        Ok(ExitCode::SUCCESS)
     }
 
     /// The directory the environment names, if any. Empty variables count as unset, and a relative

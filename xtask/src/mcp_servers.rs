@@ -30,6 +30,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value};
 
 use crate::cache;
+use crate::cache::venv;
 use crate::test::format_duration;
 
 /// The npm packages and their versions; each runs as
@@ -77,13 +78,7 @@ struct Stamp {
 }
 
 pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
-    let (dir, force) = match cache::MCP_SERVERS.dir_args("mcp-servers", args) {
-        Ok(parsed) => parsed,
-        Err(message) => return crate::usage_error(&message),
-    };
-    ensure_in(&dir, force)?;
-    println!("{}", dir.display());
-    Ok(ExitCode::SUCCESS)
+    cache::MCP_SERVERS.run("mcp-servers", args, ensure_in)
 }
 
 /// [`servers_dir`], with the pinned servers installed and verified first if they are not.
@@ -302,29 +297,10 @@ fn install_pip(cache: &Path) -> Result<()> {
         fs::remove_dir_all(&venv)
             .with_context(|| format!("cannot remove the old venv {}", venv.display()))?;
     }
-    let python = ["python3", "python"]
-        .into_iter()
-        .find(|python| runs(python))
-        .ok_or_else(|| anyhow!("python is not available (tried `python3`, `python`)"))?;
-    let mut create = Command::new(python);
-    create.args(["-m", "venv"]).arg(&venv);
-    capture(&mut create, cache).map_err(|err| {
-        anyhow!("{err:#}\ncannot create a venv: on Debian and Ubuntu, install python3-venv")
-    })?;
+    venv::create(venv::python()?, &venv, cache)?;
     let venv_python = venv.join("bin").join("python");
-    let mut pip = Command::new(&venv_python);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--progress-bar",
-        "off",
-        "--cache-dir",
-    ])
-    .arg(cache.join("pip-cache"))
-    .args(Part::Pip.requirements());
+    let mut pip = venv::pip_install(&venv_python, cache);
+    pip.args(Part::Pip.requirements());
     capture(&mut pip, cache).map_err(|err| {
         anyhow!("{err:#}\ncheck the network and pip's index settings (pip config list)")
     })?;

@@ -1,0 +1,145 @@
+//! The stamp that vouches for a pinned venv, with and without constraints; the Python it needs.
+
+use super::*;
+use crate::cache;
+
+/// A distribution pinned at 1.2.0; with `constraints`, pip is constrained by them.
+fn pinned(constraints: Option<&'static str>) -> PinnedVenv {
+    PinnedVenv {
+        command: "test",
+        cache: cache::COLLECTOR,
+        distribution: "some-distribution",
+        version: "1.2.0",
+        extras: "",
+        verify_py: "",
+        constraints,
+        python: Some(((3, 11), (3, 14))),
+        install_note: "",
+        pip_hint: "",
+        cmake: false,
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xtask-venv-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_stamp_vouches_only_for_the_pinned_version_with_its_python() {
+    let venv = pinned(None);
+    let dir = temp_dir("stamp");
+    assert_eq!(venv.check(&dir), Err("not installed yet".to_owned()));
+    fs::write(dir.join(STAMP), "{").unwrap();
+    assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
+    fs::write(dir.join(STAMP), "{\"other-distribution\": \"1.2.0\"}").unwrap();
+    assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
+    fs::write(dir.join(STAMP), venv.stamp_text("1.1.9")).unwrap();
+    assert_eq!(
+        venv.check(&dir),
+        Err("installed 1.1.9 (pinned 1.2.0)".to_owned())
+    );
+    fs::write(dir.join(STAMP), venv.stamp_text("1.2.0")).unwrap();
+    assert!(
+        venv.check(&dir)
+            .unwrap_err()
+            .ends_with("venv/bin/python is missing")
+    );
+    fs::create_dir_all(dir.join("venv/bin")).unwrap();
+    fs::write(venv_python(&dir), "").unwrap();
+    assert_eq!(venv.check(&dir), Ok(()));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_stamp_vouches_only_for_the_pinned_version_its_constraints_and_its_python() {
+    const CONSTRAINTS: &str = "numpy==2.0\n";
+    let venv = pinned(Some(CONSTRAINTS));
+    let dir = temp_dir("constraints");
+    assert_eq!(venv.check(&dir), Err("not installed yet".to_owned()));
+    fs::write(dir.join(STAMP), "{").unwrap();
+    assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
+    fs::write(dir.join(STAMP), venv.stamp_text("1.1.9")).unwrap();
+    assert_eq!(
+        venv.check(&dir),
+        Err("installed 1.1.9 (pinned 1.2.0)".to_owned())
+    );
+    fs::write(dir.join(STAMP), venv.stamp_text("1.2.0")).unwrap();
+    let other = "other constraints".to_owned();
+    assert_eq!(venv.check(&dir), Err(format!("installed with {other}")));
+    fs::write(dir.join(CONSTRAINTS_FILE), "numpy==1.0\n").unwrap();
+    assert_eq!(venv.check(&dir), Err(format!("installed with {other}")));
+    fs::write(dir.join(CONSTRAINTS_FILE), CONSTRAINTS).unwrap();
+    assert!(
+        venv.check(&dir)
+            .unwrap_err()
+            .ends_with("venv/bin/python is missing")
+    );
+    fs::create_dir_all(dir.join("venv/bin")).unwrap();
+    fs::write(venv_python(&dir), "").unwrap();
+    assert_eq!(venv.check(&dir), Ok(()));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_stamp_names_the_distribution_and_its_version() {
+    assert_eq!(
+        pinned(None).stamp_text("1.2.0"),
+        "{\n  \"some-distribution\": \"1.2.0\"\n}\n"
+    );
+}
+
+#[test]
+fn the_requirement_is_the_distribution_its_extras_and_the_pinned_version() {
+    assert_eq!(pinned(None).requirement(), "some-distribution==1.2.0");
+    let with_extras = PinnedVenv {
+        extras: "[server]",
+        ..pinned(None)
+    };
+    assert_eq!(
+        with_extras.requirement(),
+        "some-distribution[server]==1.2.0"
+    );
+}
+
+#[test]
+fn python_versions_are_read_and_checked_against_the_range() {
+    assert_eq!(parse_python_version("3 11\n"), Some((3, 11)));
+    assert_eq!(parse_python_version("3 9 1"), None);
+    assert_eq!(parse_python_version("three"), None);
+    assert_eq!(parse_python_version(""), None);
+    let venv = pinned(None);
+    assert!(!venv.supports((3, 10)));
+    assert!(venv.supports((3, 11)));
+    assert!(venv.supports((3, 14)));
+    assert!(!venv.supports((3, 15)));
+    assert!(!venv.supports((2, 12)));
+    let any = PinnedVenv {
+        python: None,
+        ..pinned(None)
+    };
+    assert!(any.supports((2, 7)));
+}
+
+#[test]
+fn pip_installs_quietly_without_prompts_with_its_cache_in_the_cache_dir() {
+    let pip = pip_install(Path::new("/c/venv/bin/python"), Path::new("/c"));
+    assert_eq!(pip.get_program(), "/c/venv/bin/python");
+    let args: Vec<_> = pip.get_args().map(|a| a.to_string_lossy()).collect();
+    assert_eq!(
+        args,
+        [
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--progress-bar",
+            "off",
+            "--cache-dir",
+            "/c/pip-cache"
+        ]
+    );
+}
