@@ -4,12 +4,19 @@
 //! The `adversarial` group runs `recover` on 160 KB hostile replies (empty objects back to back, fences,
 //! unbalanced quotes, deep brackets, open members, objects scattered in prose): each must stay linear.
 //!
+//! The `coerce` group is schema-aligned coercion: `coerce/big_valid` walks the big valid value (what a
+//! valid reply would pay if coercion ran; `process` never runs it on a value that validates),
+//! `coerce/big_two_fixes` is `align` on that value with two fields to coerce (the cost when it runs),
+//! `coerce/everyday` reads the 54 replies of `tests/corpora/everyday.jsonl` through `align`.
+//!
 //! Run with `cargo bench -p claij-validation --bench repair` (`-- adversarial` for the hostile ones).
 
 use std::hint::black_box;
 use std::path::Path;
 
-use claij_validation::extract::recover;
+use claij_validation::Validator;
+use claij_validation::coerce::{align, coerce};
+use claij_validation::extract::{candidates, is_prose, recover};
 use claij_validation::repair::repair;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
@@ -124,5 +131,78 @@ fn adversarial(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, valid, malformed_json, corpora, adversarial);
+/// Schema-aligned coercion: skipped on a valid reply, what it costs when it runs.
+fn coercion(c: &mut Criterion) {
+    let schema: Value = serde_json::from_str(&shared("bench/big.json")).unwrap_or_default();
+    let valid: Value = serde_json::from_str(&shared("bench/big.valid.json")).unwrap_or_default();
+    let validator = Validator::new(&schema).unwrap_or_else(|e| panic!("big.json: {e}"));
+    assert!(validator.is_valid(&valid), "big.valid.json must validate");
+    let mut two_fixes = valid.clone();
+    two_fixes["confidence"] = Value::String("0.75".to_owned());
+    two_fixes["priority"] = Value::String("Low, I'd say".to_owned());
+    let fixed = align("", vec![(two_fixes.clone(), Vec::new())], &validator);
+    assert!(
+        fixed.is_some_and(|o| o.is_valid()),
+        "the two fields must coerce"
+    );
+    let mut group = c.benchmark_group("coerce");
+    group.bench_function("big_valid", |b| {
+        b.iter(|| black_box(coerce(black_box(valid.clone()), &schema).1.len()))
+    });
+    group.bench_function("big_two_fixes", |b| {
+        b.iter(|| {
+            let recovered = vec![(black_box(two_fixes.clone()), Vec::new())];
+            black_box(align("", recovered, &validator).is_some_and(|o| o.is_valid()))
+        })
+    });
+    let cases = everyday_cases();
+    group.throughput(Throughput::Elements(cases.len() as u64));
+    group.bench_function("everyday", |b| {
+        b.iter(|| {
+            for (reply, validator) in &cases {
+                black_box(read(black_box(reply), validator));
+            }
+        })
+    });
+    group.finish();
+}
+
+/// The replies and schemas of `tests/corpora/everyday.jsonl`.
+fn everyday_cases() -> Vec<(String, Validator)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/everyday.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|case| {
+            let reply = case.get("input")?.as_str()?.to_owned();
+            Some((reply, Validator::new(case.get("schema")?).ok()?))
+        })
+        .collect()
+}
+
+/// A reply read the way `process` reads it: a value valid as it is, else `align` over all values.
+fn read(reply: &str, validator: &Validator) -> bool {
+    let mut recovered = Vec::new();
+    for candidate in candidates(reply) {
+        if is_prose(&candidate.text) {
+            continue;
+        }
+        if let Ok(repaired) = repair(&candidate.text) {
+            if validator.is_valid(&repaired.value) {
+                return true;
+            }
+            recovered.push((repaired.value, candidate.fixes));
+        }
+    }
+    align(reply, recovered, validator).is_some_and(|o| o.is_valid())
+}
+
+criterion_group!(
+    benches,
+    valid,
+    malformed_json,
+    corpora,
+    adversarial,
+    coercion
+);
 criterion_main!(benches);

@@ -106,7 +106,7 @@ impl<'s> Coercer<'s, '_> {
     }
 
     fn resolve(&self, reference: &str) -> Option<&'s Value> {
-        claij_schema::pointer::resolve(self.root, reference.strip_prefix('#')?)
+        lookup(self.root, reference)
     }
 
     /// Coerces `value` into the branch of a union it fits best: the one its discriminator names, else
@@ -139,20 +139,30 @@ impl<'s> Coercer<'s, '_> {
         self.coerce(value, branch, at, depth + 1);
     }
 
-    /// The branch a tagged value names: a property whose value equals a branch's `const` for it.
+    /// The branch a tagged value names: a property whose value equals a branch's `const` for it
+    /// (exactly, else ignoring case and spacing).
     fn discriminated(&self, value: &Value, branches: &'s [Value]) -> Option<&'s Value> {
         let Value::Object(map) = value else {
             return None;
         };
+        let tag_of = |branch: &'s Value, prop: &str| -> Option<&'s Value> {
+            self.deref(branch)
+                .get("properties")?
+                .get(prop)?
+                .get("const")
+        };
         for (prop, tag) in map {
-            let hit = branches.iter().find(|b| {
-                let b = self.deref(b);
-                b.pointer(&push("/properties", prop))
-                    .and_then(|p| p.get("const"))
-                    .is_some_and(|c| c == tag || loosely_equal(c, tag))
-            });
-            if hit.is_some() {
-                return hit;
+            if let Some(hit) = branches.iter().find(|b| tag_of(b, prop) == Some(tag)) {
+                return Some(hit);
+            }
+        }
+        for (prop, tag) in map {
+            let Value::String(tag) = tag else { continue };
+            let wanted = normalise(tag);
+            if let Some(hit) = branches.iter().find(
+                |b| matches!(tag_of(b, prop), Some(Value::String(c)) if normalise(c) == wanted),
+            ) {
+                return Some(hit);
             }
         }
         None
@@ -272,7 +282,7 @@ impl<'s> Coercer<'s, '_> {
             return;
         }
         if let Value::String(s) = &*value
-            && allowed.iter().any(|t| t == "array")
+            && allowed.contains(&"array")
             && embedded_json(s).is_none_or(|p| !p.is_array())
             && let Some(members) = self.item_members(node)
         {
@@ -485,7 +495,7 @@ impl<'s> Coercer<'s, '_> {
                     schema
                         .as_object()
                         .and_then(types)
-                        .is_some_and(|ts| !ts.iter().any(|t| t == "null"))
+                        .is_some_and(|ts| !ts.contains(&"null"))
                 })
             })
             .map(|(k, _)| k.clone())
@@ -531,25 +541,36 @@ impl<'s> Coercer<'s, '_> {
     }
 }
 
+/// The schema a local `$ref` (`#/$defs/X`) points to; plain tokens are looked up without allocating.
+fn lookup<'s>(root: &'s Value, reference: &str) -> Option<&'s Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.contains(['~', '%']) {
+        return claij_schema::pointer::resolve(root, pointer);
+    }
+    pointer
+        .split('/')
+        .skip(1)
+        .try_fold(root, |at, token| match at {
+            Value::Object(map) => map.get(token),
+            Value::Array(items) => items.get(token.parse::<usize>().ok()?),
+            _ => None,
+        })
+}
+
 /// The types a node allows: from `type`, else inferred from `enum`/`const`; `None` when unconstrained.
-fn types(node: &Map<String, Value>) -> Option<Vec<String>> {
+fn types(node: &Map<String, Value>) -> Option<Vec<&str>> {
     match node.get("type") {
-        Some(Value::String(t)) => Some(vec![t.clone()]),
-        Some(Value::Array(ts)) => Some(
-            ts.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-        ),
+        Some(Value::String(t)) => Some(vec![t.as_str()]),
+        Some(Value::Array(ts)) => Some(ts.iter().filter_map(Value::as_str).collect()),
         _ => {
             let values: Vec<&Value> = match (node.get("enum"), node.get("const")) {
                 (Some(Value::Array(values)), _) => values.iter().collect(),
                 (None, Some(c)) => vec![c],
                 _ => return None,
             };
-            let mut out: Vec<String> = Vec::new();
+            let mut out: Vec<&str> = Vec::new();
             for v in values {
-                let t = type_of(v).to_owned();
+                let t = type_of(v);
                 if !out.contains(&t) {
                     out.push(t);
                 }
@@ -710,10 +731,6 @@ fn squash(key: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
-}
-
-fn loosely_equal(a: &Value, b: &Value) -> bool {
-    matches!((a, b), (Value::String(a), Value::String(b)) if normalise(a) == normalise(b))
 }
 
 /// A value as short compact JSON, for a [`Fix`].

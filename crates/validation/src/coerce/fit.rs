@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{MAX_DEPTH, admits, types};
+use super::{MAX_DEPTH, admits, lookup, types};
 
 /// The number of mismatches between `value` and `schema` (0: nothing this counts is wrong).
 pub(super) fn misfit(value: &Value, schema: &Value, root: &Value, depth: usize) -> usize {
@@ -20,7 +20,7 @@ pub(super) fn misfit(value: &Value, schema: &Value, root: &Value, depth: usize) 
     if let Some(target) = node
         .get("$ref")
         .and_then(Value::as_str)
-        .and_then(|r| claij_schema::pointer::resolve(root, r.strip_prefix('#')?))
+        .and_then(|r| lookup(root, r))
     {
         count += misfit(value, target, root, depth + 1);
     }

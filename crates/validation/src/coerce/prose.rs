@@ -45,9 +45,16 @@ pub(super) fn members_in(text: &str, members: &[Member<'_>]) -> Vec<usize> {
         .collect()
 }
 
+/// Texts longer than this many words name no member: no everyday reply is that long, and matching
+/// stays cheap on a hostile one (the check for mentions inside longer ones is quadratic in mentions).
+const MAX_WORDS: usize = 2000;
+
 /// `(member, by alias only)` for each member named, in order of first mention.
 fn named_members(text: &str, members: &[Member<'_>]) -> Vec<(usize, bool)> {
     let words = words(text);
+    if words.len() > MAX_WORDS {
+        return Vec::new();
+    }
     // (member, span of words, by alias)
     let mut hits: Vec<(usize, Range<usize>, bool)> = Vec::new();
     for (index, member) in members.iter().enumerate() {
@@ -295,6 +302,8 @@ mod tests {
         check_member("very positive", &graded, Some("Very Positive"));
         check_member("positive", &graded, Some("Positive"));
         check_member("positive, or very positive", &graded, None);
+        // A hostile text: no match, and quickly.
+        check_member(&"very positive ".repeat(100_000), &graded, None);
     }
 
     #[test]

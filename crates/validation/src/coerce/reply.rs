@@ -163,8 +163,8 @@ fn asks_scalar<'s>(probe: &Coercer<'s, '_>, schema: &'s Value, depth: usize) -> 
     if let Some(ts) = types(node) {
         let scalar = ts
             .iter()
-            .any(|t| matches!(t.as_str(), "string" | "number" | "integer" | "boolean"));
-        if scalar || (ts.iter().any(|t| t == "array") && probe.item_members(node).is_some()) {
+            .any(|t| matches!(*t, "string" | "number" | "integer" | "boolean"));
+        if scalar || (ts.contains(&"array") && probe.item_members(node).is_some()) {
             return true;
         }
     }
