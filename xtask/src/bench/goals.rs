@@ -567,7 +567,8 @@ fn local_rows(local: &Report) -> Vec<(Row, Unit)> {
 
 /// The table as Markdown (aligned, so it reads in a terminal too), headed by the machine.
 pub(super) fn render(sources: &Sources) -> String {
-    let rows: Vec<[String; 4]> = rows(sources)
+    let all = rows(sources);
+    let rows: Vec<[String; 4]> = all
         .iter()
         .map(|(row, unit)| {
             let met = match row.met() {
@@ -618,7 +619,25 @@ pub(super) fn render(sources: &Sources) -> String {
     for row in &rows {
         out.push_str(&line(row));
     }
+    out.push_str(&summary(&all));
     out
+}
+
+/// `\ngoals met: 2 of 3 measured; 7 not measured\n`: the rows that have a goal.
+fn summary(rows: &[(Row, Unit)]) -> String {
+    let with_goal = rows.iter().filter(|(row, _)| row.goal.is_some());
+    let (mut met, mut measured, mut missing) = (0, 0, 0);
+    for (row, _) in with_goal {
+        match row.met() {
+            Met::Yes => {
+                met += 1;
+                measured += 1;
+            }
+            Met::No => measured += 1,
+            Met::NotApplicable => missing += 1,
+        }
+    }
+    format!("\ngoals met: {met} of {measured} measured; {missing} not measured\n")
 }
 
 /// A figure in its unit, "(earlier run)" when stale, or "not measured (…)".

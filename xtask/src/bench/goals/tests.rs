@@ -388,7 +388,11 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
     assert_eq!(lines.next(), Some(""));
     assert_eq!(lines.next(), Some("machine: 2 cores, AMD EPYC"));
     assert_eq!(lines.next(), Some(""));
-    let rows: Vec<&str> = lines.collect();
+    let mut rows: Vec<&str> = lines.collect();
+    assert_eq!(
+        rows.split_off(rows.len() - 2),
+        ["", "goals met: 1 of 1 measured; 9 not measured"]
+    );
     assert_eq!(rows.len(), 2 + 26);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
@@ -555,5 +559,25 @@ fn a_missing_estimate_names_the_bench_that_measures_it() {
         "not measured (run `cargo bench -p claij-validation --bench repair -- coerce/`)",
         "—",
         Met::NotApplicable,
+    );
+}
+
+#[test]
+fn the_summary_counts_the_rows_with_a_goal() {
+    let s = sources(
+        &[
+            ("validate/big_valid", 14_000.0),
+            ("process/big_valid", 90_000.0),
+            ("call/cpu_small_native", 1.0),
+        ],
+        Some(LOAD),
+        None,
+    );
+    // Met: validate, CPU small, 256 req/s and CPU%; not met: process, CPU big; no figure: the
+    // request build, the transform, is-valid, prefill.
+    assert!(
+        render(&s).ends_with("\ngoals met: 4 of 6 measured; 4 not measured\n"),
+        "{}",
+        render(&s)
     );
 }
