@@ -1,6 +1,9 @@
 //! Test support: [`Scripted`], a backend that answers from a script and records every request, for
 //! offline tests; [`is_ci`], the one definition of "this is a CI run" the workspace's tests share; and,
-//! with the `local` feature, [`local_model_or_skip`], how a test finds the embedded model.
+//! with the `local` feature, [`local_model_or_skip`], how a test finds the embedded model; and
+//! [`spans::SpanCapture`], a `tracing` layer that records spans and events.
+
+pub mod spans;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,76 +1,24 @@
 //! The `http.request` spans as an OpenTelemetry exporter reads them: a client span per HTTP request,
 //! the resend count from the second on, a failure's status, error type and error status, no key.
 
-#![cfg(feature = "openai")]
+#![cfg(all(feature = "openai", feature = "testing"))]
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use claij_backends::http::RetryPolicy;
 use claij_backends::openai::OpenAi;
+use claij_backends::testing::spans::SpanCapture;
 use claij_backends::{ApiKey, Backend};
 use serde_json::json;
-use tracing::Subscriber;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, SubscriberExt as _};
-use tracing_subscriber::registry::LookupSpan;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::http::{CHAT, KEY, completion, fast_config, request};
 
-/// The fields of every `http.request` span, in creation order.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<BTreeMap<String, String>>>>);
-
-struct Index(usize);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S> tracing_subscriber::Layer<S> for Capture
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if attrs.metadata().name() != "http.request" {
-            return;
-        }
-        let Some(span) = ctx.span(id) else { return };
-        let mut fields = BTreeMap::new();
-        attrs.record(&mut Fields(&mut fields));
-        let mut spans = self.0.lock().unwrap();
-        span.extensions_mut().insert(Index(spans.len()));
-        spans.push(fields);
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(index) = ctx
-            .span(id)
-            .and_then(|s| s.extensions().get::<Index>().map(|i| i.0))
-        else {
-            return;
-        };
-        values.record(&mut Fields(&mut self.0.lock().unwrap()[index]));
-    }
-}
-
 #[tokio::test]
 async fn each_request_is_a_client_span_and_a_failed_one_says_why() {
-    let capture = Capture::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let capture = SpanCapture::default();
+    let _guard = capture.set_default();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(CHAT))
@@ -96,7 +44,13 @@ async fn each_request_is_a_client_span_and_a_failed_one_says_why() {
         OpenAi::new(ApiKey::new(KEY)).with_config(fast_config(&server.uri()).with_retry(retry));
     backend.complete(&request()).await.unwrap();
 
-    let spans = capture.0.lock().unwrap().clone();
+    // The fields of every `http.request` span, in creation order.
+    let spans: Vec<_> = capture
+        .spans()
+        .into_iter()
+        .filter(|span| span.name == "http.request")
+        .map(|span| span.fields)
+        .collect();
     assert_eq!(spans.len(), 2, "{spans:#?}");
     let (first, second) = (&spans[0], &spans[1]);
     for span in &spans {

@@ -2,87 +2,26 @@
 //! fsm.state > llm.ask > llm.call`, a sub-FSM's run under the state that called it, a failure or an
 //! interrupt marked `otel.status_code = ERROR`.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use claij_backends::BoxFuture;
 use claij_backends::testing::Scripted;
+use claij_backends::testing::spans::{CapturedSpan, SpanCapture};
 use claij_fsm::{
     ExistingJournal, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, service_fn,
 };
 use claij_interceptors::BoxError;
 use claij_interceptors::Config;
 use serde_json::{Value, json};
-use tracing::Subscriber;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, SubscriberExt as _};
-use tracing_subscriber::registry::LookupSpan;
 
-/// One span as captured: its name, its fields as recorded (strings as they are, anything else in
-/// its `Debug` form) and the index of its parent in the capture.
-#[derive(Debug, Clone)]
-struct Captured {
-    name: &'static str,
-    parent: Option<usize>,
-    fields: BTreeMap<String, String>,
-}
-
-/// Records every span, in creation order (span ids are reused, so spans are known by index).
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<Captured>>>);
-
-struct Index(usize);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S> tracing_subscriber::Layer<S> for Capture
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let parent = span
-            .parent()
-            .and_then(|p| p.extensions().get::<Index>().map(|i| i.0));
-        let mut fields = BTreeMap::new();
-        attrs.record(&mut Fields(&mut fields));
-        let mut spans = self.0.lock().unwrap();
-        span.extensions_mut().insert(Index(spans.len()));
-        spans.push(Captured {
-            name: attrs.metadata().name(),
-            parent,
-            fields,
-        });
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(index) = ctx
-            .span(id)
-            .and_then(|s| s.extensions().get::<Index>().map(|i| i.0))
-        else {
-            return;
-        };
-        let mut spans = self.0.lock().unwrap();
-        values.record(&mut Fields(&mut spans[index].fields));
-    }
-}
+/// The shared capturing layer, run on a current-thread runtime.
+#[derive(Default)]
+struct Capture(SpanCapture);
 
 impl Capture {
     /// Runs `f` on a current-thread runtime with this layer as the thread's subscriber.
     fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        let subscriber = tracing_subscriber::registry().with(self.clone());
-        let _default = tracing::subscriber::set_default(subscriber);
+        let _default = self.0.set_default();
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -90,15 +29,15 @@ impl Capture {
             .block_on(f)
     }
 
-    fn spans(&self) -> Vec<Captured> {
-        self.0.lock().unwrap().clone()
+    fn spans(&self) -> Vec<CapturedSpan> {
+        self.0.spans()
     }
 }
 
 /// Each span as `name{field=value}` for the fields asked, indented under its parent.
-fn tree(spans: &[Captured], fields: &[&str]) -> String {
+fn tree(spans: &[CapturedSpan], fields: &[&str]) -> String {
     fn walk(
-        spans: &[Captured],
+        spans: &[CapturedSpan],
         parent: Option<usize>,
         depth: usize,
         fields: &[&str],
@@ -130,8 +69,8 @@ fn tree(spans: &[Captured], fields: &[&str]) -> String {
 }
 
 /// The spans of the FSM and of the pipeline's model calls (not the interceptors' or HTTP's).
-fn fsm_and_llm(spans: &[Captured]) -> Vec<Captured> {
-    let keep = |s: &Captured| s.name.starts_with("fsm.") || s.name.starts_with("llm.");
+fn fsm_and_llm(spans: &[CapturedSpan]) -> Vec<CapturedSpan> {
+    let keep = |s: &CapturedSpan| s.name.starts_with("fsm.") || s.name.starts_with("llm.");
     let kept: Vec<usize> = (0..spans.len()).filter(|&i| keep(&spans[i])).collect();
     // The nearest kept ancestor becomes the parent.
     let lift = |mut parent: Option<usize>| {
@@ -144,7 +83,7 @@ fn fsm_and_llm(spans: &[Captured]) -> Vec<Captured> {
         None
     };
     kept.iter()
-        .map(|&i| Captured {
+        .map(|&i| CapturedSpan {
             parent: lift(spans[i].parent),
             ..spans[i].clone()
         })

@@ -3,116 +3,31 @@
 //! tools, content only when `claij::content` is enabled, no key in any field.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use claij_backends::testing::Scripted;
+use claij_backends::testing::spans::{CapturedSpan, SpanCapture};
 use claij_backends::{ChatResponse, Error as BackendError, Usage};
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{Budget, Chain, Config, Context, Pipeline};
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::subscriber::Interest;
-use tracing::{Event, Metadata, Subscriber};
-use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt as _};
-use tracing_subscriber::registry::LookupSpan;
 
 const VALID: &str = r#"{"answer": "4", "state": "done"}"#;
 const KEY: &str = "sk-or-v1-0123456789abcdef0123456789";
 
-/// One span as captured: its name, its parent's index and its fields (strings as they are,
-/// anything else in its `Debug` form).
-#[derive(Debug, Clone)]
-struct Captured {
-    name: &'static str,
-    parent: Option<usize>,
-    fields: BTreeMap<String, String>,
-}
-
-/// What a run left: the spans in creation order and the metric events' fields.
-#[derive(Clone, Default)]
-struct Capture {
-    spans: Arc<Mutex<Vec<Captured>>>,
-    metrics: Arc<Mutex<Vec<BTreeMap<String, String>>>>,
-    /// Whether `claij::content` is enabled.
-    content: bool,
-}
-
-struct Index(usize);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S> tracing_subscriber::Layer<S> for Capture
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
-        // Asked each time: captures with and without content run side by side.
-        Interest::sometimes()
-    }
-
-    fn enabled(&self, metadata: &Metadata<'_>, _: LayerContext<'_, S>) -> bool {
-        metadata.target() != "claij::content" || self.content
-    }
-
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: LayerContext<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let parent = span
-            .parent()
-            .and_then(|p| p.extensions().get::<Index>().map(|i| i.0));
-        let mut fields = BTreeMap::new();
-        attrs.record(&mut Fields(&mut fields));
-        let mut spans = self.spans.lock().unwrap();
-        span.extensions_mut().insert(Index(spans.len()));
-        spans.push(Captured {
-            name: attrs.metadata().name(),
-            parent,
-            fields,
-        });
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: LayerContext<'_, S>) {
-        let Some(index) = ctx
-            .span(id)
-            .and_then(|s| s.extensions().get::<Index>().map(|i| i.0))
-        else {
-            return;
-        };
-        values.record(&mut Fields(&mut self.spans.lock().unwrap()[index].fields));
-    }
-
-    fn on_event(&self, event: &Event<'_>, _: LayerContext<'_, S>) {
-        if event.metadata().target() == "claij::metrics" {
-            let mut fields = BTreeMap::new();
-            event.record(&mut Fields(&mut fields));
-            self.metrics.lock().unwrap().push(fields);
-        }
-    }
-}
+/// The shared capturing layer, with what these tests ask of it.
+struct Capture(SpanCapture);
 
 impl Capture {
+    /// A capture with `claij::content` enabled when `content` is.
     fn new(content: bool) -> Self {
-        Self {
-            content,
-            ..Self::default()
-        }
+        Self(SpanCapture::with_content(content))
     }
 
     /// Runs `f` on a current-thread runtime with this layer as the thread's subscriber.
     fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        let subscriber = tracing_subscriber::registry().with(self.clone());
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let _guard = self.0.set_default();
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -120,12 +35,12 @@ impl Capture {
             .block_on(f)
     }
 
-    fn spans(&self) -> Vec<Captured> {
-        self.spans.lock().unwrap().clone()
+    fn spans(&self) -> Vec<CapturedSpan> {
+        self.0.spans()
     }
 
     /// The spans named `name`, with their indexes.
-    fn named(&self, name: &str) -> Vec<(usize, Captured)> {
+    fn named(&self, name: &str) -> Vec<(usize, CapturedSpan)> {
         self.spans()
             .into_iter()
             .enumerate()
@@ -135,18 +50,17 @@ impl Capture {
 
     /// The metric events carrying `field`.
     fn metrics_with(&self, field: &str) -> Vec<BTreeMap<String, String>> {
-        self.metrics
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|m| m.contains_key(field))
-            .cloned()
+        self.0
+            .events()
+            .into_iter()
+            .filter(|e| e.target == "claij::metrics" && e.fields.contains_key(field))
+            .map(|e| e.fields)
             .collect()
     }
 }
 
 #[track_caller]
-fn check_fields(span: &Captured, expected: &[(&str, &str)]) {
+fn check_fields(span: &CapturedSpan, expected: &[(&str, &str)]) {
     for (key, value) in expected {
         assert_eq!(
             span.fields.get(*key).map(String::as_str),

@@ -5,11 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use claij_backends::BoxFuture;
 use claij_backends::testing::Scripted;
+use claij_backends::testing::spans::{CapturedSpan, SpanCapture};
 use claij_fsm::{Interrupt, Outcome};
 use claij_interceptors::BoxError;
 use claij_interceptors::Config;
@@ -18,93 +18,19 @@ use claij_mcp::{
     mcp_fsm,
 };
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::subscriber::Interest;
-use tracing::{Instrument as _, Metadata, Subscriber};
-use tracing_subscriber::layer::{Context, SubscriberExt as _};
-use tracing_subscriber::registry::LookupSpan;
+use tracing::Instrument as _;
 
 use crate::servers;
 
-/// One span as captured: its name, its fields as recorded (strings as they are, anything else in
-/// its `Debug` form) and the index of its parent in the capture.
-#[derive(Debug, Clone)]
-struct Captured {
-    name: &'static str,
-    parent: Option<usize>,
-    fields: BTreeMap<String, String>,
-}
-
-/// Records every span, in creation order (span ids are reused, so spans are known by index);
-/// `claij::content` is enabled only when `content` is.
-#[derive(Clone, Default)]
-struct Capture {
-    spans: Arc<Mutex<Vec<Captured>>>,
-    content: bool,
-}
-
-struct Index(usize);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S> tracing_subscriber::Layer<S> for Capture
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
-        // Tests with and without content run at once, each with its own subscriber.
-        Interest::sometimes()
-    }
-
-    fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
-        self.content || metadata.target() != "claij::content"
-    }
-
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let parent = span
-            .parent()
-            .and_then(|p| p.extensions().get::<Index>().map(|i| i.0));
-        let mut fields = BTreeMap::new();
-        attrs.record(&mut Fields(&mut fields));
-        let mut spans = self.spans.lock().unwrap();
-        span.extensions_mut().insert(Index(spans.len()));
-        spans.push(Captured {
-            name: attrs.metadata().name(),
-            parent,
-            fields,
-        });
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(index) = ctx
-            .span(id)
-            .and_then(|s| s.extensions().get::<Index>().map(|i| i.0))
-        else {
-            return;
-        };
-        let mut spans = self.spans.lock().unwrap();
-        values.record(&mut Fields(&mut spans[index].fields));
-    }
-}
+/// The shared capturing layer, run on a current-thread runtime.
+#[derive(Default)]
+struct Capture(SpanCapture);
 
 impl Capture {
     /// Runs `f` on a current-thread runtime (so tasks it spawns report here too) with this layer
     /// as the thread's subscriber.
     fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        let subscriber = tracing_subscriber::registry().with(self.clone());
-        let _default = tracing::subscriber::set_default(subscriber);
+        let _default = self.0.set_default();
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -112,16 +38,16 @@ impl Capture {
             .block_on(f)
     }
 
-    fn spans(&self) -> Vec<Captured> {
-        self.spans.lock().unwrap().clone()
+    fn spans(&self) -> Vec<CapturedSpan> {
+        self.0.spans()
     }
 }
 
-fn named<'a>(spans: &'a [Captured], name: &str) -> Vec<&'a Captured> {
+fn named<'a>(spans: &'a [CapturedSpan], name: &str) -> Vec<&'a CapturedSpan> {
     spans.iter().filter(|s| s.name == name).collect()
 }
 
-fn parent_name(spans: &[Captured], span: &Captured) -> Option<&'static str> {
+fn parent_name(spans: &[CapturedSpan], span: &CapturedSpan) -> Option<&'static str> {
     span.parent.map(|p| spans[p].name)
 }
 
@@ -206,10 +132,7 @@ fn a_calls_arguments_and_result_are_recorded_only_with_content_on() {
     else {
         return;
     };
-    let capture = Capture {
-        content: true,
-        ..Capture::default()
-    };
+    let capture = Capture(SpanCapture::with_content(true));
     capture.run(async {
         let time = servers::connect("time", servers::time(&dir)).await;
         time.call("get_current_time", json!({"timezone": "UTC"}))
