@@ -152,9 +152,16 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
             return (Outcome::Valid { value, fixes }, times);
         }
         let (value, coercions) = coerce(value, validator.schema());
+        let unchanged = coercions.is_empty();
         fixes.extend(coercions);
         lap(&mut times.coercion);
-        let checked = validator.validate(&value);
+        // Validated once: the compiled check has failed this very value, so only boon's account of
+        // why is left to get; a coerced value gets the check first.
+        let checked = if unchanged {
+            validator.explain(&value)
+        } else {
+            validator.validate(&value)
+        };
         lap(&mut times.validation);
         match checked {
             Ok(()) => return (Outcome::Valid { value, fixes }, times),

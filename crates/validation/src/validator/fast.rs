@@ -90,10 +90,10 @@ enum Check {
     MaxProperties(usize),
     Required(Vec<String>),
     /// `properties` alone: only the named properties are looked at.
-    Properties(Vec<(String, NodeId)>),
+    Properties(Props),
     /// `properties` with `patternProperties` and/or `additionalProperties`: every property is.
     Object {
-        properties: HashMap<String, NodeId>,
+        properties: Props,
         patterns: Vec<(Regex, NodeId)>,
         additional: Option<NodeId>,
     },
@@ -131,6 +131,50 @@ enum Check {
         then: Option<NodeId>,
         otherwise: Option<NodeId>,
     },
+}
+
+/// The subschemas of `properties`, found by a scan when they are few (no hashing), else by a map.
+#[derive(Debug)]
+struct Props {
+    list: Vec<(String, NodeId)>,
+    map: Option<HashMap<String, NodeId>>,
+}
+
+impl Props {
+    fn new(list: Vec<(String, NodeId)>) -> Props {
+        let map = (list.len() > SCAN).then(|| list.iter().cloned().collect());
+        Props { list, map }
+    }
+
+    fn get(&self, name: &str) -> Option<NodeId> {
+        match &self.map {
+            Some(map) => map.get(name).copied(),
+            None => self
+                .list
+                .iter()
+                .find(|(n, _)| same(n, name))
+                .map(|(_, id)| *id),
+        }
+    }
+}
+
+/// Up to this many entries, a linear scan comparing keys beats hashing them.
+const SCAN: usize = 16;
+
+/// Whether an object has `key`: a scan when it is small, a lookup otherwise.
+fn has(o: &Map<String, Value>, key: &str) -> bool {
+    if o.len() <= SCAN {
+        o.keys().any(|k| same(k, key))
+    } else {
+        o.contains_key(key)
+    }
+}
+
+/// String equality that rejects most unequal keys on their length and end bytes, before `memcmp`.
+#[inline]
+fn same(a: &str, b: &str) -> bool {
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    x.len() == y.len() && x.first() == y.first() && x.last() == y.last() && x == y
 }
 
 #[derive(Debug)]
@@ -270,10 +314,10 @@ impl Fast {
             }
             (Check::MinProperties(min), Value::Object(o)) => o.len() >= *min,
             (Check::MaxProperties(max), Value::Object(o)) => o.len() <= *max,
-            (Check::Required(names), Value::Object(o)) => names.iter().all(|n| o.contains_key(n)),
-            (Check::Properties(props), Value::Object(o)) => props
+            (Check::Required(names), Value::Object(o)) => names.iter().all(|n| has(o, n)),
+            (Check::Properties(props), Value::Object(o)) => o
                 .iter()
-                .all(|(name, id)| o.get(name).is_none_or(|pv| self.valid(*id, pv, ctx))),
+                .all(|(name, pv)| props.get(name).is_none_or(|id| self.valid(id, pv, ctx))),
             (
                 Check::Object {
                     properties,
@@ -285,7 +329,7 @@ impl Fast {
                 let mut evaluated = false;
                 if let Some(id) = properties.get(name) {
                     evaluated = true;
-                    if !self.valid(*id, pv, ctx) {
+                    if !self.valid(id, pv, ctx) {
                         return false;
                     }
                 }
@@ -305,7 +349,7 @@ impl Fast {
             (Check::Dependent(deps), Value::Object(o)) => deps.iter().all(|(prop, dep)| {
                 !o.contains_key(prop)
                     || match dep {
-                        Dependency::Required(names) => names.iter().all(|n| o.contains_key(n)),
+                        Dependency::Required(names) => names.iter().all(|n| has(o, n)),
                         Dependency::Schema(id) => self.valid(*id, v, ctx),
                     }
             }),
@@ -492,10 +536,10 @@ impl Fast {
         }
         facts.iter().find_map(|c| {
             let id = match c {
-                Check::Properties(props) => {
-                    props.iter().find(|(n, _)| n == name).map(|(_, id)| *id)
-                }
-                Check::Object { properties, .. } => properties.get(name).copied(),
+                Check::Properties(props)
+                | Check::Object {
+                    properties: props, ..
+                } => props.get(name),
                 _ => None,
             }?;
             let mut inner = Vec::new();
@@ -727,11 +771,11 @@ impl Compiler<'_> {
             .map(|_| self.child(at, "additionalProperties"));
         if patterns.is_empty() && additional.is_none() {
             if !properties.is_empty() {
-                checks.push(Check::Properties(properties));
+                checks.push(Check::Properties(Props::new(properties)));
             }
         } else {
             checks.push(Check::Object {
-                properties: properties.into_iter().collect(),
+                properties: Props::new(properties),
                 patterns,
                 additional,
             });
@@ -973,3 +1017,6 @@ fn ecma_regex(pattern: &str) -> Option<Regex> {
     }
     Regex::new(&out).ok()
 }
+
+#[cfg(test)]
+mod tests;

@@ -208,3 +208,34 @@ fn nullable_unions_dispatch_by_type() {
         ],
     );
 }
+
+#[test]
+fn the_fast_path_says_how_much_it_covers() {
+    let full = Validator::new(&claij_schema::base()).unwrap();
+    assert_eq!(full.fast_path(), FastPath::Full);
+    let partial = Validator::new(&json!({"properties": {"at": {"format": "date"}}})).unwrap();
+    assert_eq!(partial.fast_path(), FastPath::Partial { deferred: 1 });
+    let off =
+        Validator::new(&json!({"$dynamicAnchor": "x", "items": {"$dynamicRef": "#x"}})).unwrap();
+    assert_eq!(off.fast_path(), FastPath::Off);
+    assert!(!partial.is_valid(&json!({"at": "tomorrow"})));
+    assert!(partial.is_valid(&json!({"at": "2024-02-29"})));
+}
+
+#[test]
+fn a_union_inside_a_dispatched_branch_is_dispatched_too() {
+    // The inner `anyOf` lies under the outer `oneOf` itself (not behind a `$ref`): both are renamed in
+    // the rewrite, and the inner branch pointers must follow the outer rename.
+    let schema = json!({"oneOf": [
+        {"type": "object", "required": ["k"], "properties": {"k": {"const": "a"},
+            "v": {"anyOf": [{"type": "string"}, {"type": "null"}]}}},
+        {"type": "object", "required": ["k"], "properties": {"k": {"const": "b"}}}
+    ]});
+    let v = Validator::new(&schema).unwrap();
+    assert!(format!("{v:?}").contains("dispatched_branches: 4"), "{v:?}");
+    check(
+        schema,
+        json!({"k": "a", "v": 5}),
+        &["/v: expected string, null, got number"],
+    );
+}

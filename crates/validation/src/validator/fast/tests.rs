@@ -1,0 +1,238 @@
+//! Tests of the compiled check: what it plans (tags, type masks, deferrals) and that its verdicts are
+//! boon's on the cases its shortcuts take.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::Validator;
+
+/// The compiled check for `schema`, with its deferred subschemas compiled by boon.
+fn compile(schema: &Value) -> (Fast, claij_schema::CompiledSchema) {
+    let draft = Draft::of(schema).unwrap();
+    let (mut fast, deferred) = Fast::compile(schema, draft).unwrap();
+    let (compiled, indexes) = claij_schema::compile_at(schema, &deferred).unwrap();
+    fast.set_deferred(indexes);
+    (fast, compiled)
+}
+
+/// The check and boon agree on each instance, and the check decides (it does not give up).
+#[track_caller]
+fn agrees(schema: &Value, instances: &[Value]) {
+    let (fast, compiled) = compile(schema);
+    let (schemas, root) = compiled.as_boon();
+    for instance in instances {
+        let boon = schemas.validate(instance, root).is_ok();
+        assert_eq!(
+            fast.is_valid(instance, schemas),
+            Some(boon),
+            "{instance} against {schema}"
+        );
+    }
+}
+
+fn unions(fast: &Fast) -> Vec<&Union> {
+    let mut out = Vec::new();
+    for node in &fast.nodes {
+        if let Node::Checks(checks) = node {
+            for c in checks {
+                if let Check::AnyOf(u) | Check::OneOf(u) = c {
+                    out.push(u);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn tagged(keyword: &str, typed: bool) -> Value {
+    let object = |tag: &str, field: &str, ty: &str| {
+        let mut branch = json!({"required": ["tool", field],
+            "properties": {"tool": {"const": tag}, field: {"type": ty}}});
+        if typed {
+            branch["type"] = json!("object");
+        }
+        branch
+    };
+    json!({
+        "$defs": {"Search": object("search", "query", "string"), "Add": object("add", "a", "integer")},
+        keyword: [{"$ref": "#/$defs/Search"}, {"$ref": "#/$defs/Add"}, {"allOf": [{"required": ["tool"]},
+            {"properties": {"tool": {"enum": ["stop"]}}}]}]
+    })
+}
+
+#[test]
+fn a_tagged_union_is_dispatched_on_its_tag() {
+    let (fast, _) = compile(&tagged("oneOf", true));
+    let tag = unions(&fast)[0].tag.as_ref().unwrap();
+    assert_eq!(tag.0, "tool");
+    let mut values: Vec<(&str, usize)> = tag.1.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    values.sort_unstable();
+    assert_eq!(values, [("add", 1), ("search", 0), ("stop", 2)]);
+    let instances = [
+        json!({"tool": "search", "query": "x"}),
+        json!({"tool": "search", "query": 1}),
+        json!({"tool": "add", "a": 1}),
+        json!({"tool": "add", "a": 1.0}),
+        json!({"tool": "add", "a": 1.5}),
+        json!({"tool": "stop"}),
+        json!({"tool": "nope"}),
+        json!({"tool": 1}),
+        json!({"query": "x"}),
+        json!(5),
+        json!(null),
+    ];
+    // Without `type: object`, a non-object satisfies every branch: anyOf holds, oneOf does not.
+    for keyword in ["oneOf", "anyOf"] {
+        for typed in [true, false] {
+            agrees(&tagged(keyword, typed), &instances);
+        }
+    }
+}
+
+#[test]
+fn branches_that_share_a_tag_value_are_not_dispatched() {
+    let schema = json!({"oneOf": [
+        {"required": ["k"], "properties": {"k": {"const": "a"}, "x": {"type": "string"}}},
+        {"required": ["k"], "properties": {"k": {"const": "a"}, "x": {"type": "integer"}}}
+    ]});
+    let (fast, _) = compile(&schema);
+    assert!(unions(&fast)[0].tag.is_none());
+    agrees(
+        &schema,
+        &[
+            json!({"k": "a", "x": "s"}),
+            json!({"k": "a"}),
+            json!({"k": "b"}),
+        ],
+    );
+}
+
+#[test]
+fn a_nullable_union_is_decided_by_type() {
+    let schema = json!({
+        "$defs": {"Address": {"type": "object", "required": ["city"]}},
+        "properties": {
+            "address": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
+            "count": {"oneOf": [{"type": "integer"}, {"type": ["null", "string"]}]}
+        }
+    });
+    let (fast, _) = compile(&schema);
+    let masks: Vec<&[u8]> = unions(&fast).iter().map(|u| u.masks.as_slice()).collect();
+    assert!(masks.contains(&&[OBJECT, NULL][..]), "{masks:?}");
+    assert!(
+        masks.contains(&&[INTEGER | NUMBER, NULL | STRING][..]),
+        "{masks:?}"
+    );
+    agrees(
+        &schema,
+        &[
+            json!({"address": null, "count": null}),
+            json!({"address": {"city": "x"}, "count": 3}),
+            json!({"address": {}}),
+            json!({"address": "x"}),
+            json!({"count": 3.0}),
+            json!({"count": 3.5}),
+            json!({"count": "3"}),
+        ],
+    );
+}
+
+#[test]
+fn what_it_does_not_implement_goes_to_boon() {
+    let schema = json!({"properties": {
+        "when": {"type": "string", "format": "date-time"},
+        "rest": {"type": "object", "unevaluatedProperties": false, "properties": {"a": true}}
+    }});
+    let (fast, _) = compile(&schema);
+    assert_eq!(fast.deferred(), 2);
+    agrees(
+        &schema,
+        &[
+            json!({"when": "2024-01-01T00:00:00Z"}),
+            json!({"when": "yesterday"}),
+            json!({"rest": {"a": 1}}),
+            json!({"rest": {"a": 1, "b": 2}}),
+        ],
+    );
+    let dynamic = json!({"$dynamicAnchor": "x", "properties": {"a": {"$dynamicRef": "#x"}}});
+    assert!(Fast::compile(&dynamic, Draft::Draft2020_12).is_none());
+    let embedded = json!({"$defs": {"a": {"$id": "http://example.com/a"}}});
+    assert!(Fast::compile(&embedded, Draft::Draft2020_12).is_none());
+    assert!(Fast::compile(&json!({}), Draft::Draft4).is_none());
+}
+
+#[test]
+fn keywords_mean_what_boon_makes_them_mean() {
+    // Draft-07: `$ref` hides its siblings.
+    let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"a": {"type": "integer"}},
+        "properties": {"x": {"$ref": "#/definitions/a", "type": "string"}}});
+    agrees(&draft7, &[json!({"x": 1}), json!({"x": "s"})]);
+    // ECMA 262 classes: `\d` and `\w` are ASCII, `\s` is boon's set.
+    let patterns = json!({"properties": {
+        "d": {"pattern": "^\\d+$"}, "w": {"pattern": "^\\w+$"}, "s": {"pattern": "^\\s$"},
+        "S": {"pattern": "^[\\S]+$"}}});
+    agrees(
+        &patterns,
+        &[
+            json!({"d": "123"}),
+            json!({"d": "١٢٣"}),
+            json!({"w": "abc_1"}),
+            json!({"w": "é"}),
+            json!({"s": "\u{2003}"}),
+            json!({"s": "\u{2002}"}),
+            json!({"S": "a\u{2002}"}),
+        ],
+    );
+    // Numbers compare by value; lengths count code points; integers may be written `1.0`.
+    let values = json!({"properties": {
+        "e": {"enum": [1, [2], {"a": 3}]}, "c": {"const": 1.0}, "u": {"uniqueItems": true},
+        "l": {"minLength": 2, "maxLength": 2}, "i": {"type": "integer", "multipleOf": 0.5,
+        "minimum": 0, "exclusiveMaximum": 10}}});
+    agrees(
+        &values,
+        &[
+            json!({"e": 1.0, "c": 1}),
+            json!({"e": [2.0], "c": 2}),
+            json!({"e": {"a": 3.0}}),
+            json!({"u": [1, 1.0]}),
+            json!({"u": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]}),
+            json!({"u": [1, "1"]}),
+            json!({"l": "éé"}),
+            json!({"l": "ééé"}),
+            json!({"l": "é"}),
+            json!({"i": 9.0}),
+            json!({"i": 10}),
+            json!({"i": 4.5}),
+            json!({"i": -1}),
+        ],
+    );
+}
+
+#[test]
+fn too_deep_an_instance_is_left_to_boon() {
+    // Debug builds of boon's recursion need more than a test thread's stack at this depth.
+    let run = || {
+        let schema = json!({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+            "$ref": "#/$defs/n"});
+        let (fast, compiled) = compile(&schema);
+        let (schemas, _) = compiled.as_boon();
+        let mut deep = json!([]);
+        for _ in 0..140 {
+            deep = json!([deep]);
+        }
+        assert_eq!(fast.is_valid(&deep, schemas), None);
+        assert_eq!(fast.is_valid(&json!([[[]]]), schemas), Some(true));
+        // The validator then asks boon.
+        let validator = Validator::new(&schema).unwrap();
+        assert!(validator.is_valid(&deep));
+        deep.pointer_mut(&"/0".repeat(140)).map(|v| *v = json!(1));
+        assert!(!validator.is_valid(&deep));
+    };
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+}
