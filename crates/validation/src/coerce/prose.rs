@@ -388,6 +388,68 @@ mod tests {
         assert_eq!(boolean_in("yesterday"), None);
     }
 
+    /// Texts of words the readers look for, and of anything at all.
+    fn texts() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let vocabulary = prop::sample::select(vec![
+            "red",
+            "Dark",
+            "green",
+            "BLUE",
+            "darkgreen",
+            "not",
+            "yes",
+            "No",
+            "true",
+            "false",
+            "1",
+            "$2",
+            "3/4",
+            "12%",
+            "1,234.5",
+            "4o",
+            "and",
+            ",",
+            ".",
+            "n't",
+            "-",
+        ]);
+        prop_oneof![
+            prop::collection::vec(vocabulary, 0..8).prop_map(|words| words.join(" ")),
+            "\\PC{0,60}",
+        ]
+    }
+
+    proptest::proptest! {
+        /// Nothing is invented: a member found is named in the text, a number found is written in it,
+        /// and no text panics a reader.
+        #[test]
+        fn readers_only_find_what_is_written(text in texts()) {
+            let values = ["Red", "Dark Green", "Blue"];
+            let members = members(&values);
+            if let Some((i, _)) = member_in(&text, &members) {
+                let wanted = words(values[i]);
+                let found = words(&text);
+                proptest::prop_assert!(found.windows(wanted.len()).any(|w| w == wanted.as_slice()));
+            }
+            if number_in(&text).is_some() {
+                proptest::prop_assert!(text.bytes().any(|b| b.is_ascii_digit()));
+            }
+            if let Some(b) = boolean_in(&text) {
+                let said = words(&text);
+                let says = |w: &str| said.iter().any(|s| s == w);
+                let answer = if b {
+                    says("yes") || says("true")
+                } else {
+                    says("no") || says("false")
+                };
+                proptest::prop_assert!(answer);
+            }
+            let _ = number(&text);
+            let _ = is_null_word(&text);
+        }
+    }
+
     #[test]
     fn null_words() {
         for word in ["null", "None", "N/A", "n/a.", " NIL "] {

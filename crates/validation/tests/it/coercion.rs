@@ -107,3 +107,35 @@ fn best_candidate_is_recorded() {
     assert!(last.before.starts_with("value 2 of "), "{last:?}");
     assert!(fixes.iter().any(|f| f.kind == FixKind::StringToNumber));
 }
+
+/// A value that already validates is never changed: the big fixture (40-way tool union, optional
+/// fields as `anyOf [T, null]`, enums) coerces to itself with no fix.
+#[test]
+fn a_valid_value_is_left_alone() {
+    let schema = crate::fixture("big.json");
+    let valid = crate::fixture("big.valid.json");
+    let (value, fixes) = claij_validation::coerce::coerce(valid.clone(), &schema);
+    assert!(fixes.is_empty(), "{fixes:?}");
+    assert_eq!(value, valid);
+    let small = crate::fixture("small.json");
+    let (_, fixes) = claij_validation::coerce::coerce(crate::fixture("small.valid.json"), &small);
+    assert!(fixes.is_empty(), "{fixes:?}");
+}
+
+/// Coercion fixes the big fixture's value when fields are written the everyday way.
+#[test]
+fn big_value_written_the_everyday_way() {
+    let validator = Validator::new(&crate::fixture("big.json")).unwrap();
+    let valid = crate::fixture("big.valid.json");
+    let mut everyday = valid.clone();
+    everyday["confidence"] = "0.75".into();
+    everyday["priority"] = "Low, I'd say".into();
+    let Some(Outcome::Valid { value, fixes }) = align("", vec![(everyday, Vec::new())], &validator)
+    else {
+        panic!()
+    };
+    assert_eq!(value, valid);
+    let kinds: Vec<FixKind> = fixes.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FixKind::StringToNumber, FixKind::EnumFromProse]);
+    assert_eq!(fixes[1].pointer, "/priority");
+}
