@@ -27,60 +27,46 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-#[test]
-fn the_stamp_vouches_only_for_the_pinned_version_with_its_python() {
-    let venv = pinned(None);
-    let dir = temp_dir("stamp");
-    assert_eq!(venv.check(&dir), Err("not installed yet".to_owned()));
-    fs::write(dir.join(STAMP), "{").unwrap();
-    assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
-    fs::write(dir.join(STAMP), "{\"other-distribution\": \"1.2.0\"}").unwrap();
-    assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
-    fs::write(dir.join(STAMP), venv.stamp_text("1.1.9")).unwrap();
-    assert_eq!(
-        venv.check(&dir),
-        Err("installed 1.1.9 (pinned 1.2.0)".to_owned())
-    );
-    fs::write(dir.join(STAMP), venv.stamp_text("1.2.0")).unwrap();
-    assert!(
-        venv.check(&dir)
-            .unwrap_err()
-            .ends_with("venv/bin/python is missing")
-    );
-    fs::create_dir_all(dir.join("venv/bin")).unwrap();
-    fs::write(venv_python(&dir), "").unwrap();
-    assert_eq!(venv.check(&dir), Ok(()));
-    fs::remove_dir_all(&dir).unwrap();
-}
-
+/// Without constraints, and with them: then a stamp vouches only for a venv installed with the
+/// same constraints.
 #[test]
 fn the_stamp_vouches_only_for_the_pinned_version_its_constraints_and_its_python() {
     const CONSTRAINTS: &str = "numpy==2.0\n";
-    let venv = pinned(Some(CONSTRAINTS));
-    let dir = temp_dir("constraints");
-    assert_eq!(venv.check(&dir), Err("not installed yet".to_owned()));
-    fs::write(dir.join(STAMP), "{").unwrap();
-    assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
-    fs::write(dir.join(STAMP), venv.stamp_text("1.1.9")).unwrap();
-    assert_eq!(
-        venv.check(&dir),
-        Err("installed 1.1.9 (pinned 1.2.0)".to_owned())
-    );
-    fs::write(dir.join(STAMP), venv.stamp_text("1.2.0")).unwrap();
-    let other = "other constraints".to_owned();
-    assert_eq!(venv.check(&dir), Err(format!("installed with {other}")));
-    fs::write(dir.join(CONSTRAINTS_FILE), "numpy==1.0\n").unwrap();
-    assert_eq!(venv.check(&dir), Err(format!("installed with {other}")));
-    fs::write(dir.join(CONSTRAINTS_FILE), CONSTRAINTS).unwrap();
-    assert!(
-        venv.check(&dir)
-            .unwrap_err()
-            .ends_with("venv/bin/python is missing")
-    );
-    fs::create_dir_all(dir.join("venv/bin")).unwrap();
-    fs::write(venv_python(&dir), "").unwrap();
-    assert_eq!(venv.check(&dir), Ok(()));
-    fs::remove_dir_all(&dir).unwrap();
+    for constraints in [None, Some(CONSTRAINTS)] {
+        let venv = pinned(constraints);
+        let dir = temp_dir(if constraints.is_some() {
+            "constraints"
+        } else {
+            "stamp"
+        });
+        assert_eq!(venv.check(&dir), Err("not installed yet".to_owned()));
+        fs::write(dir.join(STAMP), "{").unwrap();
+        assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
+        fs::write(dir.join(STAMP), "{\"other-distribution\": \"1.2.0\"}").unwrap();
+        assert!(venv.check(&dir).unwrap_err().ends_with("is malformed"));
+        fs::write(dir.join(STAMP), venv.stamp_text("1.1.9")).unwrap();
+        assert_eq!(
+            venv.check(&dir),
+            Err("installed 1.1.9 (pinned 1.2.0)".to_owned())
+        );
+        fs::write(dir.join(STAMP), venv.stamp_text("1.2.0")).unwrap();
+        if let Some(constraints) = constraints {
+            let other = Err("installed with other constraints".to_owned());
+            assert_eq!(venv.check(&dir), other);
+            fs::write(dir.join(CONSTRAINTS_FILE), "numpy==1.0\n").unwrap();
+            assert_eq!(venv.check(&dir), other);
+            fs::write(dir.join(CONSTRAINTS_FILE), constraints).unwrap();
+        }
+        assert!(
+            venv.check(&dir)
+                .unwrap_err()
+                .ends_with("venv/bin/python is missing")
+        );
+        fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        fs::write(venv_python(&dir), "").unwrap();
+        assert_eq!(venv.check(&dir), Ok(()));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[test]
