@@ -352,9 +352,75 @@ fn measuring() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
 
+/// The big bench schema (90 definitions, a 40-way tool union) compiled to OpenAI's strict dialect,
+/// as the pipeline memoizes it.
+fn big_schema() -> serde_json::Value {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/big.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    claij_schema::dialect::Dialect::OpenAiStrict
+        .compile(&schema)
+        .unwrap()
+        .schema
+}
+
+/// `request/build_big`: one attempt's request as the pipeline builds it (model, system prompt,
+/// history, the memoized schema); `adapter/transform_big_native`: its HTTP body, as `OpenAi` makes it.
+fn big_request(c: &mut Criterion) {
+    use claij_backends::{OutputMode, StructuredOutput};
+    let compiled = big_schema();
+    let shared = StructuredOutput {
+        name: "response".to_owned(),
+        schema: compiled.into(),
+        strict: true,
+        mode: OutputMode::Native,
+    };
+    let system = "You are a careful assistant. ".repeat(8);
+    let history = [
+        Message::user("Plan the next steps."),
+        Message::assistant("{\"calls\": []}"),
+    ];
+    let build = || {
+        let mut request = ChatRequest::new("gpt-4o-mini");
+        request.system = Some(system.clone());
+        request.messages.extend(history.iter().cloned());
+        request.messages.push(Message::user("Go"));
+        request.structured_output = Some(StructuredOutput {
+            name: shared.name.clone(),
+            schema: shared.schema.clone(),
+            strict: shared.strict,
+            mode: shared.mode,
+        });
+        request
+    };
+    c.bench_function("request/build_big", |b| b.iter(|| black_box(build())));
+    let request = build();
+    let adapter = claij_backends::openai::OpenAiAdapter::default();
+    c.bench_function("adapter/transform_big_native", |b| {
+        b.iter(|| black_box(wire_bytes(&adapter, &request)))
+    });
+}
+
+criterion_group! {
+    name = requests;
+    config = Criterion::default();
+    targets = big_request
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(50).measurement_time(Duration::from_secs(4));
     targets = sequential, in_flight, cancel_in_flight
 }
-criterion_main!(benches);
+criterion_main!(requests, benches);
+
+/// The body `adapter` sends for `request`, serialized (its length, so nothing is optimised away).
+fn wire_bytes(adapter: &impl claij_backends::Adapter, request: &ChatRequest) -> usize {
+    // The body comes serialized: what the HTTP layer sends.
+    adapter
+        .transform_request(request, false)
+        .unwrap()
+        .body
+        .len()
+}

@@ -69,10 +69,23 @@ pub trait Adapter: Send + Sync + 'static {
 pub struct WireRequest {
     /// The path, joined to the backend's base URL (`/chat/completions`, `/models/m:generateContent`).
     pub path: String,
-    /// The JSON body.
-    pub body: Value,
+    /// The JSON body, serialized: adapters write their wire structs straight to bytes (a shared
+    /// schema's text spliced in, [`SharedJson`](crate::SharedJson)), and every attempt sends these
+    /// bytes. [`WireRequest::json`] reads it back.
+    pub body: Vec<u8>,
     /// Extra headers that are not secret (`anthropic-version`, `HTTP-Referer`, ...).
     pub headers: Vec<(&'static str, String)>,
+}
+
+impl WireRequest {
+    /// The body parsed, for tests and tools that inspect it.
+    ///
+    /// # Errors
+    ///
+    /// When the body is not JSON (an adapter's bug).
+    pub fn json(&self) -> serde_json::Result<Value> {
+        serde_json::from_slice(&self.body)
+    }
 }
 
 /// One piece of a streamed response.

@@ -90,9 +90,10 @@ pub type Anthropic = HttpBackend<AnthropicAdapter>;
 ///     .message(Message::user("Hi"));
 /// let wire = AnthropicAdapter::default().transform_request(&request, false)?;
 /// assert_eq!(wire.path, "/messages");
-/// assert_eq!(wire.body["system"], "Be brief.");
-/// assert_eq!(wire.body["max_tokens"], 4096);
-/// # Ok::<(), claij_backends::Error>(())
+/// let body = wire.json()?;
+/// assert_eq!(body["system"], "Be brief.");
+/// assert_eq!(body["max_tokens"], 4096);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnthropicAdapter {
@@ -174,7 +175,7 @@ impl Adapter for AnthropicAdapter {
 
     fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
         let body = self.body(request, stream)?;
-        let body = serde_json::to_value(body).map_err(|e| bad_request(e.to_string()))?;
+        let body = serde_json::to_vec(&body).map_err(|e| bad_request(e.to_string()))?;
         Ok(WireRequest {
             path: "/messages".to_owned(),
             body,
@@ -267,7 +268,7 @@ impl AnthropicAdapter {
                 body.output_config = Some(wire::OutputConfig {
                     format: wire::OutputFormat {
                         kind: "json_schema",
-                        schema: &structured.schema,
+                        schema: (&structured.schema).into(),
                     },
                 });
             }
@@ -282,7 +283,7 @@ impl AnthropicAdapter {
                 body.tools.push(wire::Tool {
                     name: &structured.name,
                     description: tool_description(&structured.schema),
-                    input_schema: &structured.schema,
+                    input_schema: (&structured.schema).into(),
                     // Models before structured outputs reject the field.
                     strict: structured.strict && has_structured_outputs(&request.model),
                 });
@@ -312,7 +313,7 @@ impl AnthropicAdapter {
             .extend(request.tools.iter().map(|tool| wire::Tool {
                 name: &tool.name,
                 description: &tool.description,
-                input_schema: &tool.parameters,
+                input_schema: (&tool.parameters).into(),
                 strict: tool.strict && strict,
             }));
         let choice = |kind, name| Some(wire::ToolChoice { kind, name });

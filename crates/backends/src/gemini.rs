@@ -189,7 +189,7 @@ impl Adapter for GeminiAdapter {
     fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
         let model = model_path(&request.model)?;
         let body = self.body(request)?;
-        let body = serde_json::to_value(body).map_err(|e| bad_request(e.to_string()))?;
+        let body = serde_json::to_vec(&body).map_err(|e| bad_request(e.to_string()))?;
         let path = if stream {
             format!("/{model}:streamGenerateContent?alt=sse")
         } else {
@@ -272,9 +272,9 @@ impl GeminiAdapter {
                 let config = &mut body.generation_config;
                 config.response_mime_type = Some("application/json");
                 if json_schema {
-                    config.response_json_schema = Some(schema);
+                    config.response_json_schema = Some(schema.into());
                 } else {
-                    config.response_schema = Some(schema);
+                    config.response_schema = Some(schema.into());
                 }
             }
             OutputMode::Tool => {
@@ -283,8 +283,8 @@ impl GeminiAdapter {
                     function_declarations: vec![wire::FunctionDeclaration {
                         name: &structured.name,
                         description: function_description(schema),
-                        parameters: (!json_schema).then_some(schema),
-                        parameters_json_schema: json_schema.then_some(schema),
+                        parameters: (!json_schema).then_some(schema.into()),
+                        parameters_json_schema: json_schema.then_some(schema.into()),
                     }],
                 });
                 body.tool_config = Some(wire::ToolConfig {
@@ -318,8 +318,8 @@ fn add_tools<'a>(
     let declarations = request.tools.iter().map(|tool| wire::FunctionDeclaration {
         name: &tool.name,
         description: &tool.description,
-        parameters: (!json_schema).then_some(&tool.parameters),
-        parameters_json_schema: json_schema.then_some(&tool.parameters),
+        parameters: (!json_schema).then_some((&tool.parameters).into()),
+        parameters_json_schema: json_schema.then_some((&tool.parameters).into()),
     });
     match body.tools.first_mut() {
         Some(tool) => tool.function_declarations.extend(declarations),

@@ -29,8 +29,9 @@
 //! Logs (`tracing`): `debug` for request and response sizes, status and latency, `warn` for each
 //! retry with its wait. Headers, bodies and keys are never logged.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -119,13 +120,35 @@ pub struct HttpBackend<A> {
     config: HttpConfig,
     client: OnceLock<reqwest::Client>,
     preflight: Option<Preflight>,
+    /// What every request of this backend shares, built on first use and again after a change of
+    /// configuration, key or adapter: the headers and the URL of each path.
+    fixed: Fixed,
 }
 
-/// A request ready to send: built once per call, sent once per HTTP request.
+/// The parts of a request that do not change between calls: the static headers (content type,
+/// extra headers, the key) and the URL of each adapter path, parsed once.
+#[derive(Clone, Default)]
+struct Fixed {
+    headers: Arc<OnceLock<Result<FixedHeaders, String>>>,
+    urls: Arc<Mutex<HashMap<String, reqwest::Url>>>,
+}
+
+/// The content type and extra headers, then the key's headers (sent after the adapter's).
+#[derive(Clone)]
+struct FixedHeaders {
+    base: HeaderMap,
+    auth: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// The most adapter paths whose URL is kept (Gemini has one per model and way of calling).
+const MAX_CACHED_URLS: usize = 64;
+
+/// A request ready to send: built once per call, sent once per HTTP request (retries share the
+/// body's bytes).
 struct Prepared {
     url: reqwest::Url,
     headers: HeaderMap,
-    body: Vec<u8>,
+    body: bytes::Bytes,
 }
 
 impl HttpConfig {
@@ -252,6 +275,7 @@ impl<A: Adapter> HttpBackend<A> {
             config,
             client: OnceLock::new(),
             preflight: Some(Arc::new(check)),
+            fixed: Fixed::default(),
         }
     }
 
@@ -266,6 +290,7 @@ impl<A: Adapter> HttpBackend<A> {
     #[must_use]
     pub fn with_key(mut self, key: ApiKey) -> Self {
         self.key = (!key.is_empty()).then_some(key);
+        self.fixed = Fixed::default();
         self
     }
 
@@ -274,6 +299,7 @@ impl<A: Adapter> HttpBackend<A> {
     pub fn with_config(mut self, config: HttpConfig) -> Self {
         self.config = config;
         self.client = OnceLock::new();
+        self.fixed = Fixed::default();
         self
     }
 
@@ -281,6 +307,7 @@ impl<A: Adapter> HttpBackend<A> {
     #[must_use]
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.config.base_url = base_url.into();
+        self.fixed = Fixed::default();
         self
     }
 
@@ -311,6 +338,7 @@ impl<A: Adapter> HttpBackend<A> {
 
     /// The adapter, to change its settings (provider modules use it for their `with_*` methods).
     pub fn adapter_mut(&mut self) -> &mut A {
+        self.fixed = Fixed::default();
         &mut self.adapter
     }
 
@@ -364,50 +392,95 @@ impl<A: Adapter> HttpBackend<A> {
             context: ErrorContext::new(provider),
             message,
         };
-        let url = extra::url(&self.config.base_url, &wire.path, &self.config.query).map_err(bad)?;
-        let mut headers =
-            HeaderMap::with_capacity(wire.headers.len() + self.config.headers.len() + 2);
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        extra::add_headers(&mut headers, &self.config.headers).map_err(bad)?;
+        let url = self.url(&wire.path).map_err(bad)?;
+        let fixed = self
+            .fixed
+            .headers
+            .get_or_init(|| self.fixed_headers())
+            .as_ref()
+            .map_err(|e| bad(e.clone()))?;
+        let mut headers = fixed.base.clone();
+        headers.reserve(wire.headers.len() + fixed.auth.len());
         // What the adapter sets is never replaced by an extra header, nor silently kept.
-        let mut insert = |name: &str, value: HeaderValue| {
+        for (name, value) in &wire.headers {
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| bad(format!("the `{name}` header has characters HTTP forbids")))?;
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| bad(format!("`{name}` is no valid header name")))?;
             if headers.contains_key(&name) {
                 return Err(bad(extra::clash(name.as_str(), provider)));
             }
             headers.insert(name, value);
-            Ok(())
-        };
-        for (name, value) in &wire.headers {
-            let value = HeaderValue::from_str(value)
-                .map_err(|_| bad(format!("the `{name}` header has characters HTTP forbids")))?;
-            insert(name, value)?;
         }
-        if let Some(key) = &self.key {
-            let auth = match &self.config.auth_header {
-                Some(name) => {
-                    extra::check_header_name(name)
-                        .map_err(|problem| bad(format!("the `{name}` header: {problem}")))?;
-                    vec![(name.clone(), key.expose().to_owned())]
-                }
-                None => self
-                    .adapter
-                    .auth_headers(key)
-                    .into_iter()
-                    .map(|(name, value)| (name.to_owned(), value))
-                    .collect(),
-            };
-            for (name, value) in auth {
-                let mut value = HeaderValue::from_str(&value)
-                    .map_err(|_| bad("the API key has characters HTTP forbids".to_owned()))?;
-                value.set_sensitive(true);
-                insert(&name, value)?;
+        for (name, value) in &fixed.auth {
+            if headers.contains_key(name) {
+                return Err(bad(extra::clash(name.as_str(), provider)));
             }
+            headers.insert(name.clone(), value.clone());
         }
-        let body = serde_json::to_vec(&wire.body)
-            .map_err(|e| bad(format!("the request body does not serialize: {e}")))?;
-        Ok(Prepared { url, headers, body })
+        Ok(Prepared {
+            url,
+            headers,
+            body: bytes::Bytes::from(wire.body),
+        })
+    }
+
+    /// The URL for an adapter's `path`, parsed once per path.
+    fn url(&self, path: &str) -> Result<reqwest::Url, String> {
+        let mut urls = self
+            .fixed
+            .urls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(url) = urls.get(path) {
+            return Ok(url.clone());
+        }
+        let url = extra::url(&self.config.base_url, path, &self.config.query)?;
+        if urls.len() >= MAX_CACHED_URLS {
+            urls.clear();
+        }
+        urls.insert(path.to_owned(), url.clone());
+        Ok(url)
+    }
+
+    /// The headers every request of this backend sends: the content type, the extra headers and
+    /// the key (marked sensitive); built once ([`Fixed`]).
+    fn fixed_headers(&self) -> Result<FixedHeaders, String> {
+        let mut base = HeaderMap::with_capacity(self.config.headers.len() + 4);
+        base.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        extra::add_headers(&mut base, &self.config.headers)?;
+        let mut fixed = FixedHeaders {
+            base,
+            auth: Vec::new(),
+        };
+        let Some(key) = &self.key else {
+            return Ok(fixed);
+        };
+        let auth = match &self.config.auth_header {
+            Some(name) => {
+                extra::check_header_name(name)
+                    .map_err(|problem| format!("the `{name}` header: {problem}"))?;
+                vec![(name.clone(), key.expose().to_owned())]
+            }
+            None => self
+                .adapter
+                .auth_headers(key)
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+        };
+        for (name, value) in auth {
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| "the API key has characters HTTP forbids".to_owned())?;
+            value.set_sensitive(true);
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("`{name}` is no valid header name"))?;
+            if fixed.base.contains_key(&name) {
+                return Err(extra::clash(name.as_str(), self.adapter.provider()));
+            }
+            fixed.auth.push((name, value));
+        }
+        Ok(fixed)
     }
 
     /// The shared client, built on first use.

@@ -115,6 +115,7 @@ pub use openai::OpenRouter;
 #[cfg(feature = "openai")]
 pub use openai::{OpenAi, OpenAiCompatible};
 pub use request::{
-    ChatRequest, Message, OutputMode, Role, StructuredOutput, ToolCall, ToolChoice, ToolSpec,
+    ChatRequest, Message, OutputMode, Role, SharedJson, StructuredOutput, ToolCall, ToolChoice,
+    ToolSpec,
 };
 pub use response::{Assembler, ChatResponse, FinishReason, Usage};

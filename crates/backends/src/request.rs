@@ -1,7 +1,12 @@
 //! The provider-neutral request.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// What to ask a model. Adapters translate it into each provider's wire format.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -95,13 +100,159 @@ pub struct ToolCall {
 pub struct StructuredOutput {
     /// A name for the schema (providers ask for one): letters, digits, `_` and `-`.
     pub name: String,
-    /// The schema to send, already in the provider's dialect.
-    pub schema: Value,
+    /// The schema to send, already in the provider's dialect, shared and serialized once: a request
+    /// (and each retry) holds it without copying it, and adapters splice its text into the body.
+    pub schema: SharedJson,
     /// Ask the provider to enforce it strictly where that is an option.
     pub strict: bool,
     /// Native structured output, or the schema as a forced tool.
     #[serde(default)]
     pub mode: OutputMode,
+}
+
+/// A JSON value shared between requests and serialized once: cloning it counts a reference, and
+/// its compact text ([`SharedJson::raw`]) goes into a request body as it is, so a request carrying
+/// a large schema costs what copying its bytes costs, however many attempts send it. It reads as
+/// the [`Value`] (`Deref`), compares and (de)serializes as the value.
+///
+/// ```
+/// use claij_backends::SharedJson;
+/// use serde_json::json;
+///
+/// let schema = SharedJson::new(json!({"type": "object", "required": ["answer"]}));
+/// let again = schema.clone(); // no copy of the schema
+/// assert_eq!(again["required"][0], "answer");
+/// assert_eq!(schema.raw().get(), r#"{"type":"object","required":["answer"]}"#);
+/// assert_eq!(schema, json!({"type": "object", "required": ["answer"]}));
+/// ```
+#[derive(Clone)]
+pub struct SharedJson(Arc<SharedInner>);
+
+struct SharedInner {
+    value: Value,
+    raw: Box<RawValue>,
+}
+
+impl SharedJson {
+    /// `value`, serialized now (compact, as `serde_json::to_string` writes it).
+    pub fn new(value: Value) -> Self {
+        let text = value.to_string();
+        // `Value`'s text is always valid JSON; `null` would only stand in if that ever failed.
+        let raw = RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        Self(Arc::new(SharedInner { value, raw }))
+    }
+
+    /// The value.
+    pub fn value(&self) -> &Value {
+        &self.0.value
+    }
+
+    /// Its compact JSON text, made once.
+    pub fn raw(&self) -> &RawValue {
+        &self.0.raw
+    }
+
+    /// Whether both are the same shared value (not a copy).
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+impl Default for SharedJson {
+    fn default() -> Self {
+        Self::new(Value::Null)
+    }
+}
+
+impl Deref for SharedJson {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl AsRef<Value> for SharedJson {
+    fn as_ref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl From<Value> for SharedJson {
+    fn from(value: Value) -> Self {
+        Self::new(value)
+    }
+}
+
+impl From<SharedJson> for Value {
+    fn from(shared: SharedJson) -> Self {
+        match Arc::try_unwrap(shared.0) {
+            Ok(inner) => inner.value,
+            Err(shared) => shared.value.clone(),
+        }
+    }
+}
+
+impl PartialEq for SharedJson {
+    fn eq(&self, other: &Self) -> bool {
+        Self::ptr_eq(self, other) || self.0.value == other.0.value
+    }
+}
+
+impl PartialEq<Value> for SharedJson {
+    fn eq(&self, other: &Value) -> bool {
+        self.0.value == *other
+    }
+}
+
+impl fmt::Debug for SharedJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0.value, f)
+    }
+}
+
+impl fmt::Display for SharedJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.raw.get())
+    }
+}
+
+impl Serialize for SharedJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Self::new)
+    }
+}
+
+/// A JSON value in a wire struct: a shared one's text spliced in as it is, or a value serialized
+/// in place.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(untagged)]
+pub(crate) enum JsonRef<'a> {
+    /// Serialized text, written verbatim.
+    Raw(&'a RawValue),
+    /// A value, serialized as the body is.
+    Value(&'a Value),
+}
+
+#[cfg(feature = "http")]
+impl<'a> From<&'a SharedJson> for JsonRef<'a> {
+    fn from(shared: &'a SharedJson) -> Self {
+        JsonRef::Raw(shared.raw())
+    }
+}
+
+#[cfg(feature = "http")]
+impl<'a> From<&'a Value> for JsonRef<'a> {
+    fn from(value: &'a Value) -> Self {
+        JsonRef::Value(value)
+    }
 }
 
 /// How a provider is asked to produce schema-shaped output.
@@ -169,10 +320,15 @@ impl ChatRequest {
 
     /// The same request asking for JSON that conforms to `schema`, natively.
     #[must_use]
-    pub fn structured(mut self, name: impl Into<String>, schema: Value, strict: bool) -> Self {
+    pub fn structured(
+        mut self,
+        name: impl Into<String>,
+        schema: impl Into<SharedJson>,
+        strict: bool,
+    ) -> Self {
         self.structured_output = Some(StructuredOutput {
             name: name.into(),
-            schema,
+            schema: schema.into(),
             strict,
             mode: OutputMode::Native,
         });

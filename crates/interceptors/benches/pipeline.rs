@@ -1,16 +1,23 @@
 //! Pipeline CPU per call, with a zero-latency scripted backend: everything but the model's time
 //! (interceptor hooks, schema preparation, prompt and request building, extraction, repair, coercion,
-//! validation, post hooks).
+//! validation, post hooks). The `call` group adds the HTTP layer: one whole `Pipeline::ask` in native
+//! mode through `OpenAi` against a mock on loopback (`support/mock.rs`), at one call in flight
+//! (`call/cpu_small_native`, `call/cpu_big_native`; the load bench has CPU per call and req/s).
 
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
 
-use claij_backends::ChatResponse;
+use claij_backends::http::{HttpConfig, RetryPolicy};
+use claij_backends::openai::OpenAi;
 use claij_backends::testing::Scripted;
-use claij_interceptors::{Chain, Config, Context, Pipeline, from_fn};
+use claij_backends::{ApiKey, ChatResponse};
+use claij_interceptors::{Chain, Config, Context, Pipeline, StructuredMode, from_fn};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
+
+#[path = "support/mock.rs"]
+mod mock;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -81,5 +88,41 @@ fn per_call(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, per_call);
+/// A native-mode pipeline on `OpenAi` at `url`, with `schema` as its base.
+fn native(url: &str, schema: Value) -> Pipeline {
+    let backend = OpenAi::new(ApiKey::new("sk-bench-not-a-real-key"))
+        .with_config(HttpConfig::new(url).with_retry(RetryPolicy::none()));
+    let mut config = Config::new("gpt-4o-mini");
+    config.structured = StructuredMode::Native;
+    Pipeline::new(Arc::new(backend), config, Chain::new()).with_base_schema(schema)
+}
+
+fn whole_call(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut group = c.benchmark_group("call");
+    for name in ["small", "big"] {
+        let schema = parse(&fixture(&format!("{name}.json")));
+        let server = mock::Mock::start(
+            std::time::Duration::ZERO,
+            vec![fixture(&format!("{name}.valid.json"))],
+        );
+        let pipeline = native(&server.url, schema);
+        let mut ctx = Context::default();
+        let mut call = || {
+            runtime
+                .block_on(pipeline.ask(&mut ctx, "Go"))
+                .map(|a| a.attempts.len())
+        };
+        assert_eq!(call().ok(), Some(1), "the {name} call is valid at once");
+        group.bench_function(format!("cpu_{name}_native"), |b| {
+            b.iter(|| black_box(call()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, per_call, whole_call);
 criterion_main!(benches);

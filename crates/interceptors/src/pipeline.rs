@@ -404,7 +404,7 @@ impl Pipeline {
             ..
         } = *call;
         let dialect_losses = match delivery {
-            Delivery::Provider { compiled, .. } => Arc::new(compiled.losses.clone()),
+            Delivery::Provider { losses, .. } => Arc::clone(losses),
             Delivery::Prompted => Arc::new(Vec::new()),
         };
         let sent = Instant::now();
@@ -413,7 +413,7 @@ impl Pipeline {
             Some(on_partial) => self.streamed(&request, on_partial).await,
         };
         let latency = sent.elapsed();
-        let response = match result {
+        let mut response = match result {
             Ok(r) => r,
             Err(source) => {
                 // Returned in `Error::Backend`: the caller says it (a warning would say it twice).
@@ -541,7 +541,8 @@ impl Pipeline {
         let attempt = Attempt {
             number,
             request,
-            raw: Some(response.content.clone()),
+            // Moved, not copied: the attempt keeps the one copy of the reply.
+            raw: Some(std::mem::take(&mut response.content)),
             finish_reason: Some(response.finish_reason.clone()),
             verdict,
             fixes,
@@ -552,7 +553,7 @@ impl Pipeline {
             process_time: processing.elapsed(),
             stage_times: times.stages,
             check_time: times.check,
-            request_id: response.request_id.clone(),
+            request_id: response.request_id.take(),
             dialect_losses,
             cut_strings,
         };

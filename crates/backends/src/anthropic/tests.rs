@@ -73,14 +73,17 @@ fn thinking_refuses_a_forced_tool_and_a_temperature() {
     let mut request = ChatRequest::new("claude-sonnet-4-5").message(Message::user("Q"));
     let wire = thinking.transform_request(&request, false).unwrap();
     assert_eq!(
-        wire.body["thinking"],
+        wire.json().unwrap()["thinking"],
         json!({"type": "enabled", "budget_tokens": 2048})
     );
-    assert_eq!(wire.body["max_tokens"], 2048 + DEFAULT_MAX_TOKENS);
+    assert_eq!(
+        wire.json().unwrap()["max_tokens"],
+        2048 + DEFAULT_MAX_TOKENS
+    );
 
     request.structured_output = Some(StructuredOutput {
         name: "answer".into(),
-        schema: json!({"type": "object"}),
+        schema: json!({"type": "object"}).into(),
         strict: false,
         mode: OutputMode::Tool,
     });
@@ -105,7 +108,7 @@ fn tool_names_are_checked_before_sending() {
     let mut request = ChatRequest::new("claude-haiku-4-5").message(Message::user("Q"));
     request.structured_output = Some(StructuredOutput {
         name: "has space".into(),
-        schema: json!({"type": "object"}),
+        schema: json!({"type": "object"}).into(),
         strict: false,
         mode: OutputMode::Tool,
     });
@@ -125,7 +128,7 @@ fn temperatures_go_out_as_short_decimals() {
     let wire = AnthropicAdapter::default()
         .transform_request(&request, false)
         .unwrap();
-    assert_eq!(wire.body["temperature"].to_string(), "0.7");
+    assert_eq!(wire.json().unwrap()["temperature"].to_string(), "0.7");
 }
 
 #[track_caller]

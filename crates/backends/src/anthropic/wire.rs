@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::request::JsonRef;
+
 /// `POST /v1/messages` body. Field order is the order of the snapshots.
 #[derive(Debug, Serialize)]
 pub(super) struct Request<'a> {
@@ -63,7 +65,7 @@ pub(super) struct Tool<'a> {
     pub name: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     pub description: &'a str,
-    pub input_schema: &'a Value,
+    pub input_schema: JsonRef<'a>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
 }
@@ -85,7 +87,7 @@ pub(super) struct OutputConfig<'a> {
 pub(super) struct OutputFormat<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub schema: &'a Value,
+    pub schema: JsonRef<'a>,
 }
 
 #[derive(Debug, Serialize)]

@@ -82,18 +82,19 @@ fn system_messages_join_the_instruction_and_roles_map() {
     let wire = GeminiAdapter::default()
         .transform_request(&request, false)
         .unwrap();
+    let body = wire.json().unwrap();
     assert_eq!(
-        wire.body["systemInstruction"],
+        body["systemInstruction"],
         json!({"parts": [{"text": "Rules."}, {"text": "More rules."}]})
     );
-    let roles: Vec<&str> = wire.body["contents"]
+    let roles: Vec<&str> = body["contents"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "model", "user"]);
-    assert!(wire.body.get("generationConfig").is_none());
+    assert!(body.get("generationConfig").is_none());
 }
 
 #[test]
@@ -102,7 +103,7 @@ fn function_names_are_checked_before_sending() {
         let mut request = ChatRequest::new("gemini-2.5-flash").message(Message::user("Q"));
         request.structured_output = Some(StructuredOutput {
             name: name.into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             strict: false,
             mode: OutputMode::Tool,
         });

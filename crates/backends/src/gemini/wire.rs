@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::request::JsonRef;
+
 /// `generateContent` body. Field order is the order of the snapshots.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -69,9 +71,9 @@ pub(super) struct GenerationConfig<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_mime_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<&'a Value>,
+    pub response_schema: Option<JsonRef<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub response_json_schema: Option<&'a Value>,
+    pub response_json_schema: Option<JsonRef<'a>>,
 }
 
 impl GenerationConfig<'_> {
@@ -97,9 +99,9 @@ pub(super) struct FunctionDeclaration<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     pub description: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<&'a Value>,
+    pub parameters: Option<JsonRef<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parameters_json_schema: Option<&'a Value>,
+    pub parameters_json_schema: Option<JsonRef<'a>>,
 }
 
 #[derive(Debug, Serialize)]

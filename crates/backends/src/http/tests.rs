@@ -527,6 +527,78 @@ mod bodies {
         insta::assert_snapshot!(all);
     }
 
+    /// The URL and headers are built once per backend: a backend changed after a call (another
+    /// base URL, key or adapter setting) builds them again, and the original keeps its own.
+    #[test]
+    fn a_changed_backend_builds_its_url_and_headers_again() {
+        let plain = request("gpt-4o-mini", None);
+        let first = OpenAi::new(ApiKey::new("sk-one"))
+            .with_config(config())
+            .without_preflight();
+        let url = |b: &OpenAi| b.prepare(&plain, false).unwrap().url.to_string();
+        let auth = |b: &OpenAi| {
+            let prepared = b.prepare(&plain, false).unwrap();
+            prepared.headers["authorization"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            url(&first),
+            "http://127.0.0.1:9/v1/chat/completions?tenant=t1"
+        );
+        assert_eq!(auth(&first), "Bearer sk-one");
+        let moved = first.clone().with_base_url("http://127.0.0.1:10/v2");
+        assert_eq!(url(&moved), "http://127.0.0.1:10/v2/chat/completions");
+        let rekeyed = first.clone().with_key(ApiKey::new("sk-two"));
+        assert_eq!(auth(&rekeyed), "Bearer sk-two");
+        let regated = first
+            .clone()
+            .with_config(HttpConfig::new("http://127.0.0.1:11/v1").with_header("x-gateway", "h"));
+        let prepared = regated.prepare(&plain, false).unwrap();
+        assert_eq!(prepared.headers["x-gateway"], "h");
+        assert_eq!(
+            prepared.url.as_str(),
+            "http://127.0.0.1:11/v1/chat/completions"
+        );
+        assert_eq!(
+            url(&first),
+            "http://127.0.0.1:9/v1/chat/completions?tenant=t1"
+        );
+        assert_eq!(auth(&first), "Bearer sk-one");
+        // Gemini's path names the model: each model gets its own URL.
+        let gemini = Gemini::new(ApiKey::new("k")).without_preflight();
+        let for_model = |model: &str| {
+            let prepared = gemini.prepare(&request(model, None), false).unwrap();
+            prepared.url.path().to_owned()
+        };
+        assert_eq!(
+            for_model("gemini-2.5-flash"),
+            "/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        assert_eq!(
+            for_model("gemini-2.5-pro"),
+            "/v1beta/models/gemini-2.5-pro:generateContent"
+        );
+        assert_eq!(
+            for_model("gemini-2.5-flash"),
+            "/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+    }
+
+    /// A bad extra header fails every call the same way (the failure is kept, not retried).
+    #[test]
+    fn a_bad_extra_header_fails_each_call() {
+        let bad = OpenAi::new(ApiKey::new("k"))
+            .with_config(HttpConfig::new("http://127.0.0.1:9/v1").with_header("x-bad", "a\nb"))
+            .without_preflight();
+        let request = request("gpt-4o-mini", None);
+        for _ in 0..2 {
+            let error = bad.prepare(&request, false).err().unwrap();
+            assert!(error.to_string().contains("x-bad"), "{error}");
+        }
+    }
+
     #[test]
     fn a_big_schema_is_sent_as_it_serializes() {
         let path =

@@ -372,11 +372,18 @@ fn request_details() {
     }
     request.messages.push(Message::new(crate::Role::Tool, "42"));
     let wire = translate::request(shape(), &request, false).unwrap();
-    assert_eq!(wire.body["temperature"], json!(0.2));
-    assert_eq!(wire.body["tools"][0]["function"]["name"], "my_schema_");
-    assert_eq!(wire.body["tool_choice"]["function"]["name"], "my_schema_");
+    assert_eq!(wire.json().unwrap()["temperature"], json!(0.2));
     assert_eq!(
-        wire.body["messages"][1]["role"], "user",
+        wire.json().unwrap()["tools"][0]["function"]["name"],
+        "my_schema_"
+    );
+    assert_eq!(
+        wire.json().unwrap()["tool_choice"]["function"]["name"],
+        "my_schema_"
+    );
+    assert_eq!(
+        wire.json().unwrap()["messages"][1]["role"],
+        "user",
         "tool results go back as user text"
     );
     let long = "x".repeat(100);
@@ -385,7 +392,7 @@ fn request_details() {
         .structured(long, json!({}), false);
     let wire = translate::request(shape(), &named, false).unwrap();
     assert_eq!(
-        wire.body["response_format"]["json_schema"]["name"]
+        wire.json().unwrap()["response_format"]["json_schema"]["name"]
             .as_str()
             .map(str::len),
         Some(64)

@@ -97,7 +97,7 @@ pub(super) fn request(
                     json_schema: wire::JsonSchema {
                         name,
                         strict: structured.strict,
-                        schema: &structured.schema,
+                        schema: (&structured.schema).into(),
                     },
                 });
             }
@@ -108,7 +108,7 @@ pub(super) fn request(
                     function: wire::Function {
                         name: Cow::Owned(name),
                         description: TOOL_DESCRIPTION,
-                        parameters: &structured.schema,
+                        parameters: (&structured.schema).into(),
                         strict: structured.strict,
                     },
                 });
@@ -127,7 +127,8 @@ pub(super) fn request(
             require_parameters: true,
         });
     }
-    let body = serde_json::to_value(&body).map_err(|e| bad(&e.to_string()))?;
+    // Straight to bytes: the schema's text is spliced in, never copied into a `Value`.
+    let body = serde_json::to_vec(&body).map_err(|e| bad(&e.to_string()))?;
     Ok(WireRequest {
         path: PATH.to_owned(),
         body,
@@ -148,7 +149,7 @@ fn add_tools<'a>(body: &mut wire::Request<'a>, request: &'a ChatRequest) -> Resu
             function: wire::Function {
                 name: Cow::Borrowed(&tool.name),
                 description: &tool.description,
-                parameters: &tool.parameters,
+                parameters: (&tool.parameters).into(),
                 strict: tool.strict,
             },
         }));

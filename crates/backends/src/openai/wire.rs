@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::request::JsonRef;
+
 /// `POST /chat/completions` body.
 #[derive(Debug, Serialize)]
 pub(super) struct Request<'a> {
@@ -83,7 +85,7 @@ pub(super) enum ResponseFormat<'a> {
 pub(super) struct JsonSchema<'a> {
     pub name: String,
     pub strict: bool,
-    pub schema: &'a Value,
+    pub schema: JsonRef<'a>,
 }
 
 #[derive(Debug, Serialize)]
@@ -98,7 +100,7 @@ pub(super) struct Function<'a> {
     pub name: Cow<'a, str>,
     #[serde(skip_serializing_if = "str::is_empty")]
     pub description: &'a str,
-    pub parameters: &'a Value,
+    pub parameters: JsonRef<'a>,
     pub strict: bool,
 }
 

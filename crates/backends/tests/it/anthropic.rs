@@ -48,7 +48,7 @@ fn with_output(request: ChatRequest, mode: OutputMode, strict: bool) -> ChatRequ
     let mut request = request;
     request.structured_output = Some(StructuredOutput {
         name: "answer".into(),
-        schema: schema(),
+        schema: schema().into(),
         strict,
         mode,
     });
@@ -102,7 +102,7 @@ fn request_bodies() {
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
         assert_eq!(headers, ["anthropic-version: 2023-06-01"], "{name}");
-        insta::assert_json_snapshot!(format!("request_{name}"), wire.body);
+        insta::assert_json_snapshot!(format!("request_{name}"), wire.json().unwrap());
     }
 }
 
@@ -118,7 +118,11 @@ fn request_bodies_against_the_openapi_document() {
     let validator = messages_validator();
     let adapter = AnthropicAdapter::default();
     for (name, request, stream) in cases() {
-        let body = adapter.transform_request(&request, stream).unwrap().body;
+        let body = adapter
+            .transform_request(&request, stream)
+            .unwrap()
+            .json()
+            .unwrap();
         let found = support::violations(&validator, &body);
         let expected: Vec<&str> = match name {
             "native" => vec!["/output_config: property `output_config` is not allowed"],
@@ -135,7 +139,8 @@ fn the_spec_check_catches_a_bad_body() {
     let mut body = AnthropicAdapter::default()
         .transform_request(&base(), false)
         .unwrap()
-        .body;
+        .json()
+        .unwrap();
     body["messages"][0]["role"] = json!("system");
     body.as_object_mut().unwrap().remove("max_tokens");
     let found = support::violations(&validator, &body);
@@ -658,7 +663,11 @@ fn tool_mode_bodies_by_model() {
     ] {
         let (request, losses) =
             super::models::tool_request(claij_backends::anthropic::capabilities(model), model);
-        let body = adapter.transform_request(&request, false).unwrap().body;
+        let body = adapter
+            .transform_request(&request, false)
+            .unwrap()
+            .json()
+            .unwrap();
         let tool = &body["tools"][0];
         assert_eq!(tool.get("strict").is_some(), strict, "{model}: {tool}");
         assert_eq!(
@@ -680,6 +689,10 @@ fn tool_mode_bodies_by_model() {
         OutputMode::Tool,
         true,
     );
-    let body = adapter.transform_request(&old, false).unwrap().body;
+    let body = adapter
+        .transform_request(&old, false)
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(body["tools"][0].get("strict"), None, "{body}");
 }

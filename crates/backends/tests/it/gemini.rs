@@ -67,7 +67,7 @@ fn with_output(request: ChatRequest, mode: OutputMode, schema: Value) -> ChatReq
     let mut request = request;
     request.structured_output = Some(StructuredOutput {
         name: "answer".into(),
-        schema,
+        schema: schema.into(),
         strict: true,
         mode,
     });
@@ -135,7 +135,7 @@ fn request_bodies() {
             "{name}"
         );
         assert!(wire.headers.is_empty(), "{name}");
-        insta::assert_json_snapshot!(format!("request_{name}"), wire.body);
+        insta::assert_json_snapshot!(format!("request_{name}"), wire.json().unwrap());
     }
 }
 
@@ -168,7 +168,11 @@ pub(crate) fn request_validator() -> claij_validation::Validator {
 fn request_bodies_against_the_openapi_document() {
     let validator = request_validator();
     for (name, adapter, request, stream) in cases() {
-        let body = adapter.transform_request(&request, stream).unwrap().body;
+        let body = adapter
+            .transform_request(&request, stream)
+            .unwrap()
+            .json()
+            .unwrap();
         let found = support::violations(&validator, &body);
         let expected: Vec<&str> = match name {
             "prompted_seed" => vec!["/generationConfig/seed: property `seed` is not allowed"],
@@ -193,7 +197,8 @@ fn the_spec_check_catches_a_bad_body() {
             false,
         )
         .unwrap()
-        .body;
+        .json()
+        .unwrap();
     body["toolConfig"]["functionCallingConfig"]["mode"] = json!("FORCED");
     body["system_instruction"] = json!({"parts": []});
     let found = support::violations(&validator, &body);

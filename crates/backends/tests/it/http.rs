@@ -206,6 +206,39 @@ async fn server_errors_twice_then_ok() {
 }
 
 #[tokio::test]
+async fn a_retry_sends_the_same_bytes_with_the_same_headers() {
+    let server = MockServer::start().await;
+    let failing = ResponseTemplate::new(503)
+        .set_body_json(json!({"error": {"message": "busy", "type": "server_error"}}));
+    mount(&server, failing, 2).await;
+    mount(&server, ok(), 1).await;
+    let request = request().system("Be brief.").structured(
+        "answer",
+        json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+        true,
+    );
+    backend(&server.uri()).complete(&request).await.unwrap();
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 3);
+    let body: Value = serde_json::from_slice(&received[0].body).unwrap();
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"]["properties"]["a"]["type"],
+        "string"
+    );
+    for retry in &received[1..] {
+        assert_eq!(retry.body, received[0].body);
+        assert_eq!(retry.url, received[0].url);
+        for name in ["authorization", "content-type"] {
+            assert_eq!(
+                retry.headers.get(name),
+                received[0].headers.get(name),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn retries_are_bounded_in_requests() {
     let server = MockServer::start().await;
     for status in [502, 503, 504, 529] {

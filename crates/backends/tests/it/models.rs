@@ -203,7 +203,7 @@ pub(crate) fn tool_request(
         .message(Message::user("What is 2+2?"));
     request.structured_output = Some(StructuredOutput {
         name: "response".into(),
-        schema: compiled.schema,
+        schema: compiled.schema.into(),
         strict: target.strict,
         mode: OutputMode::Tool,
     });

@@ -564,7 +564,11 @@ fn tool_mode_bodies_are_strict_compatible() {
     let adapter = OpenAiAdapter::default();
     for model in ["gpt-4-turbo", "gpt-4o"] {
         let (request, losses) = super::models::tool_request(adapter.capabilities(model), model);
-        let body = adapter.transform_request(&request, false).unwrap().body;
+        let body = adapter
+            .transform_request(&request, false)
+            .unwrap()
+            .json()
+            .unwrap();
         assert_valid_request(model, &body);
         let function = &body["tools"][0]["function"];
         assert_eq!(function["strict"], true, "{model}");
@@ -590,7 +594,11 @@ fn tool_mode_bodies_are_strict_compatible() {
 fn tools_without_strict_support_are_sent_non_strict() {
     let adapter = CompatibleAdapter::default();
     let (request, losses) = super::models::tool_request(adapter.capabilities("qwen3"), "qwen3");
-    let body = adapter.transform_request(&request, false).unwrap().body;
+    let body = adapter
+        .transform_request(&request, false)
+        .unwrap()
+        .json()
+        .unwrap();
     assert_valid_request("compatible", &body);
     assert_eq!(body["tools"][0]["function"]["strict"], false);
     assert_eq!(
@@ -616,7 +624,8 @@ fn instructions_go_where_the_model_takes_them() {
         let body = openai
             .transform_request(&request(model), false)
             .unwrap()
-            .body;
+            .json()
+            .unwrap();
         assert_valid_request(name, &body);
         insta::assert_json_snapshot!(name, body);
     }
@@ -624,7 +633,8 @@ fn instructions_go_where_the_model_takes_them() {
         let body = adapter
             .transform_request(&request(model), false)
             .unwrap()
-            .body;
+            .json()
+            .unwrap();
         body["messages"]
             .as_array()
             .unwrap()
@@ -655,7 +665,11 @@ fn instructions_go_where_the_model_takes_them() {
         .system("Be brief.")
         .message(Message::assistant("Hello."))
         .message(Message::system("Use metric units."));
-    let body = openai.transform_request(&odd, false).unwrap().body;
+    let body = openai
+        .transform_request(&odd, false)
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(
         body["messages"],
         json!([
@@ -665,7 +679,11 @@ fn instructions_go_where_the_model_takes_them() {
         ])
     );
     odd.model = "o4-mini".into();
-    let body = openai.transform_request(&odd, false).unwrap().body;
+    let body = openai
+        .transform_request(&odd, false)
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(body["messages"][0]["role"], "developer");
     assert_eq!(body["messages"][2]["role"], "developer");
 }
@@ -765,7 +783,11 @@ fn o_series_tool_requests_leave_out_parallel_tool_calls() {
     ];
     for (adapter, model, parallel) in cases {
         let (request, _) = super::models::tool_request(adapter.capabilities(model), model);
-        let body = adapter.transform_request(&request, false).unwrap().body;
+        let body = adapter
+            .transform_request(&request, false)
+            .unwrap()
+            .json()
+            .unwrap();
         assert_valid_request(model, &body);
         assert_eq!(
             body.get("parallel_tool_calls").is_some(),

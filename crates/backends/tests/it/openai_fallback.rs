@@ -90,7 +90,11 @@ fn check_body(dialect: StructuredDialect, mode: OutputMode) -> Value {
         structured.mode = mode;
     }
     let adapter = CompatibleAdapter::default().with_structured_output(dialect);
-    adapter.transform_request(&request, false).unwrap().body
+    adapter
+        .transform_request(&request, false)
+        .unwrap()
+        .json()
+        .unwrap()
 }
 
 #[test]

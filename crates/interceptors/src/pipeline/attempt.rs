@@ -121,8 +121,9 @@ impl<T> Answer<T> {
     }
 }
 
-/// What the last call did, put in the context before `post_response` so interceptors (metrics,
-/// logging) can see every attempt.
+/// What the call did, in the context while `post_response` hooks run so interceptors (metrics,
+/// logging) can see every attempt; the pipeline takes it back for the [`Answer`] (the attempts are
+/// moved, not copied), so it is not in the context before or after a call.
 #[derive(Debug, Clone)]
 pub struct CallReport {
     /// The provider.

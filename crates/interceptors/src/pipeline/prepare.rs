@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
-use claij_backends::SchemaDialect;
+use claij_backends::{SchemaDialect, SharedJson};
 use claij_schema::dialect::{Compiled, Dialect, DialectError};
 use claij_schema::{Memo, Registry, SchemaDelta, SchemaHash};
 use claij_validation::Validator;
@@ -22,7 +22,8 @@ pub struct Prepared {
     schema: Arc<Value>,
     validator: Validator,
     section: String,
-    dialects: Mutex<HashMap<SchemaDialect, Arc<Compiled>>>,
+    /// Each dialect's compilation, with its schema shared and serialized once for requests.
+    dialects: Mutex<HashMap<SchemaDialect, Dialected>>,
     /// An example reply as minified JSON, built on first use (`None`: the schema has none).
     example: OnceLock<Option<String>>,
     /// The composed schema's content hash, for spans (`claij.schema.hash`).
@@ -69,13 +70,24 @@ impl Prepared {
     ///
     /// When the dialect cannot express the schema at all (a recursive schema for Gemini).
     pub fn dialect(&self, dialect: SchemaDialect) -> Result<Arc<Compiled>, DialectError> {
+        self.dialect_shared(dialect).map(|d| d.compiled)
+    }
+
+    /// [`Prepared::dialect`], with the compiled schema as requests carry it: shared and
+    /// serialized once, so no attempt copies or serializes the schema again.
+    pub(super) fn dialect_shared(&self, dialect: SchemaDialect) -> Result<Dialected, DialectError> {
         let mut cache = self.dialects.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(done) = cache.get(&dialect) {
-            return Ok(Arc::clone(done));
+            return Ok(done.clone());
         }
-        let compiled = Arc::new(compile_for(dialect, &self.schema)?);
-        cache.insert(dialect, Arc::clone(&compiled));
-        Ok(compiled)
+        let compiled = compile_for(dialect, &self.schema)?;
+        let done = Dialected {
+            schema: SharedJson::new(compiled.schema.clone()),
+            losses: Arc::new(compiled.losses.clone()),
+            compiled: Arc::new(compiled),
+        };
+        cache.insert(dialect, done.clone());
+        Ok(done)
     }
 
     /// The composed schema.
@@ -117,6 +129,15 @@ impl Prepared {
     pub(super) fn extensions(&self) -> &str {
         &self.extensions
     }
+}
+
+/// A dialect's compilation as calls use it, each part shared: the compiled schema, its text for
+/// requests, and what it loses (every attempt's report points at the one list).
+#[derive(Debug, Clone)]
+pub(super) struct Dialected {
+    pub(super) compiled: Arc<Compiled>,
+    pub(super) schema: SharedJson,
+    pub(super) losses: Arc<Vec<claij_schema::dialect::Loss>>,
 }
 
 /// Registries (one per base schema) and compiled schemas, shared by every call of a pipeline.

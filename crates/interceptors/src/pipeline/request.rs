@@ -22,7 +22,10 @@ pub(super) enum Delivery {
     Provider {
         mode: claij_backends::OutputMode,
         strict: bool,
-        compiled: Arc<claij_schema::dialect::Compiled>,
+        /// The compiled schema as requests carry it, serialized once ([`Prepared::dialect`]'s).
+        schema: claij_backends::SharedJson,
+        /// What the dialect loses, shared by every attempt's report.
+        losses: Arc<Vec<claij_schema::dialect::Loss>>,
     },
 }
 
@@ -54,13 +57,14 @@ impl Pipeline {
         // Tools are strict, in the strict dialect, only on models that have strict tools.
         let target = capabilities.schema_target(mode);
         let dialect = target.dialect;
-        match prepared.dialect(dialect) {
-            Ok(compiled) => {
-                self.log_losses(dialect, &compiled.losses);
+        match prepared.dialect_shared(dialect) {
+            Ok(done) => {
+                self.log_losses(dialect, &done.losses);
                 Delivery::Provider {
                     mode,
                     strict: target.strict,
-                    compiled,
+                    schema: done.schema,
+                    losses: done.losses,
                 }
             }
             Err(e) => {
@@ -184,12 +188,14 @@ impl Pipeline {
         if let Delivery::Provider {
             mode,
             strict,
-            compiled,
+            schema,
+            ..
         } = delivery
         {
+            // A reference counted, not the schema copied: every attempt shares its one text.
             request.structured_output = Some(claij_backends::StructuredOutput {
                 name: "response".to_owned(),
-                schema: compiled.schema.clone(),
+                schema: schema.clone(),
                 strict: *strict,
                 mode: *mode,
             });

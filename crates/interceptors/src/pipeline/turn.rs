@@ -99,12 +99,18 @@ impl Pipeline {
             count,
         } = stepped;
         let usage = attempts.iter().map(|a| a.usage).sum();
+        // The attempts move into the context for the post hooks and back out for the answer: no
+        // copy of every attempt per call.
         ctx.insert(CallReport {
             provider: self.backend.provider().to_owned(),
             model: self.config.model.clone(),
-            attempts: attempts.clone(),
+            attempts,
         });
         self.post_response(&value, ctx, &mut skipped).await?;
+        let attempts = ctx
+            .remove::<CallReport>()
+            .map(|report| report.attempts)
+            .unwrap_or_default();
         // The answer as the model is to see it next turn: the valid value's JSON text (a plain-text
         // answer as its text), not the raw reply with its fences and repairs.
         let said = match (&base, &value) {

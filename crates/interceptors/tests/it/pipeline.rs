@@ -3,11 +3,13 @@
 use std::sync::{Arc, Mutex};
 
 use claij_backends::testing::Scripted;
-use claij_backends::{Capabilities, ChatResponse, Error as BackendError, FinishReason, Role};
+use claij_backends::{
+    Capabilities, ChatResponse, Error as BackendError, FinishReason, Role, SharedJson,
+};
 use claij_interceptors::several::{ask_all, first_valid, majority, tally};
 use claij_interceptors::{
-    Chain, Config, Context, Error, ErrorChain, FailureLog, OnError, Pipeline, RetryForm,
-    StructuredMode, Verdict, from_fn,
+    CallReport, Chain, Config, Context, Error, ErrorChain, FailureLog, OnError, Pipeline,
+    RetryForm, StructuredMode, Verdict, from_fn,
 };
 use claij_validation::Violation;
 use serde_json::{Value, json};
@@ -386,6 +388,47 @@ fn native_structured_output_keeps_the_schema_out_of_the_prompt() {
             .unwrap()
             .contains("answer: string")
     );
+}
+
+/// The schema a request carries is the one memoized per dialect, shared: no attempt or call
+/// copies it, and the answer's attempts share the one list of what the dialect loses.
+#[test]
+fn attempts_and_calls_share_one_serialized_schema() {
+    let backend = Scripted::replies([r#"{"answer": ["not", "a string"]}"#, VALID, VALID])
+        .with_capabilities(Capabilities::prompted().with_native_json_schema(true));
+    let p = pipeline(&backend, Chain::new());
+    let mut ctx = Context::default();
+    let first = block(p.ask(&mut ctx, "Hi")).unwrap();
+    let second = block(p.ask(&mut ctx, "Again")).unwrap();
+    assert_eq!((first.attempts.len(), second.attempts.len()), (2, 1));
+    let requests = backend.requests();
+    let schema = |i: usize| {
+        requests[i]
+            .structured_output
+            .as_ref()
+            .unwrap()
+            .schema
+            .clone()
+    };
+    assert_eq!(schema(0)["required"], json!(["answer", "state"]));
+    assert!(
+        SharedJson::ptr_eq(&schema(0), &schema(1)),
+        "a retry copied the schema"
+    );
+    assert!(
+        SharedJson::ptr_eq(&schema(0), &schema(2)),
+        "a call copied the schema"
+    );
+    assert_eq!(
+        schema(0).raw().get(),
+        serde_json::to_string(schema(0).value()).unwrap()
+    );
+    assert!(Arc::ptr_eq(
+        &first.attempts[0].dialect_losses,
+        &second.attempts[0].dialect_losses
+    ));
+    // The report was the post hooks' to see during the call; the answer carries the attempts.
+    assert!(ctx.get::<CallReport>().is_none());
 }
 
 #[test]

@@ -1,0 +1,220 @@
+//! The load bench: `Pipeline::ask` in native mode through `OpenAi` against an in-process mock on
+//! loopback (`support/mock.rs`), writing `<target>/claij/bench-load.json`:
+//! - CPU per call (process user + system time from `getrusage`, less the mock's thread, over many
+//!   sequential calls at zero latency): the small schema, the big one (90 definitions, a 40-way tool
+//!   union), and a call whose first reply is invalid (one retry);
+//! - throughput at 64, 256 and 1024 calls in flight against a mock that answers after 200 ms (the
+//!   ceiling is in-flight / 0.2 s), with the client's CPU as a share of one core and per call.
+//!
+//! The client runs on a two-worker multi-thread runtime. Without `--bench` (as in
+//! `cargo test --benches`) a short version runs and nothing is written. CPU time counts whatever
+//! else the process does, so run it on a quiet machine (`cargo xtask bench` does).
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use claij_backends::ApiKey;
+use claij_backends::http::{HttpConfig, RetryPolicy};
+use claij_backends::openai::OpenAi;
+use claij_interceptors::{Chain, Config, Context, Pipeline, StructuredMode};
+use serde_json::{Value, json};
+
+#[path = "support/mock.rs"]
+mod mock;
+
+use mock::{Mock, fixture, process_cpu};
+
+const LATENCY: Duration = Duration::from_millis(200);
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let small: Value = serde_json::from_str(&fixture("small.json")).unwrap();
+    let big: Value = serde_json::from_str(&fixture("big.json")).unwrap();
+    let small_valid = fixture("small.valid.json");
+    let big_valid = fixture("big.valid.json");
+    // Two required fields missing: nothing to coerce, so the call retries.
+    let small_invalid = r#"{"answer": "42"}"#.to_owned();
+
+    let (sequential, big_calls) = if measuring { (4_000, 2_000) } else { (20, 10) };
+    let cpu_small = cpu_per_call(&runtime, &small, vec![small_valid.clone()], sequential, 1);
+    let cpu_big = cpu_per_call(&runtime, &big, vec![big_valid], big_calls, 1);
+    let cpu_retry = cpu_per_call(
+        &runtime,
+        &small,
+        vec![small_invalid, small_valid.clone()],
+        sequential / 2,
+        2,
+    );
+    println!(
+        "CPU per call at 1 in flight, zero latency: small {cpu_small:.4} ms, big {cpu_big:.4} ms, \
+         small with one retry {cpu_retry:.4} ms"
+    );
+
+    let mut rows = Vec::new();
+    for in_flight in [64usize, 256, 1024] {
+        let rounds = if measuring { 10 } else { 1 };
+        let latency = if measuring {
+            LATENCY
+        } else {
+            Duration::from_millis(20)
+        };
+        let row = throughput(&runtime, &small, &small_valid, in_flight, rounds, latency);
+        println!(
+            "{in_flight} in flight at {} ms: {:.0} calls/s (ceiling {:.0}), client CPU {:.1}% of one \
+             core, {:.4} ms per call",
+            latency.as_millis(),
+            row.req_per_s,
+            in_flight as f64 / latency.as_secs_f64(),
+            row.cpu_percent,
+            row.cpu_ms_per_call,
+        );
+        rows.push(json!({
+            "in_flight": in_flight,
+            "latency_ms": latency.as_millis(),
+            "req_per_s": row.req_per_s,
+            "cpu_percent_of_one_core": row.cpu_percent,
+            "cpu_ms_per_call": row.cpu_ms_per_call,
+        }));
+    }
+    if !measuring {
+        return;
+    }
+    let report = json!({
+        "machine": machine(),
+        "rows": rows,
+        "cpu_ms_per_call_small": cpu_small,
+        "cpu_ms_per_call_big": cpu_big,
+        "cpu_ms_per_call_retry": cpu_retry,
+    });
+    let dir = target_dir().join("claij");
+    std::fs::create_dir_all(&dir).expect("create target/claij");
+    let path = dir.join("bench-load.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap())
+        .expect("write the report");
+    println!("wrote {}", path.display());
+}
+
+/// A native-mode pipeline on `OpenAi` at `url`, with `schema` as its base.
+fn pipeline(url: &str, schema: &Value) -> Arc<Pipeline> {
+    let backend = OpenAi::new(ApiKey::new("sk-bench-not-a-real-key")).with_config(
+        HttpConfig::new(url)
+            .with_retry(RetryPolicy::none())
+            .with_request_timeout(Duration::from_secs(60)),
+    );
+    let mut config = Config::new("gpt-4o-mini");
+    config.structured = StructuredMode::Native;
+    Arc::new(
+        Pipeline::new(Arc::new(backend), config, Chain::new()).with_base_schema(schema.clone()),
+    )
+}
+
+/// Client CPU milliseconds per call over `calls` sequential calls at zero latency, each taking
+/// `attempts` attempts (the mock's replies cycle).
+fn cpu_per_call(
+    runtime: &tokio::runtime::Runtime,
+    schema: &Value,
+    replies: Vec<String>,
+    calls: usize,
+    attempts: usize,
+) -> f64 {
+    let server = Mock::start(Duration::ZERO, replies);
+    let pipeline = pipeline(&server.url, schema);
+    runtime.block_on(async {
+        let mut ctx = Context::default();
+        // Warm up: the connection, the schema's preparation and dialect.
+        for _ in 0..5 {
+            let answer = pipeline.ask(&mut ctx, "Go").await.unwrap();
+            assert_eq!(answer.attempts.len(), attempts);
+        }
+        let (process, server_cpu) = (process_cpu(), server.cpu());
+        for _ in 0..calls {
+            let answer = pipeline.ask(&mut ctx, "Go").await.unwrap();
+            std::hint::black_box(answer);
+        }
+        let client = (process_cpu() - process) - (server.cpu() - server_cpu);
+        client.as_secs_f64() * 1e3 / calls as f64
+    })
+}
+
+struct Row {
+    req_per_s: f64,
+    cpu_percent: f64,
+    cpu_ms_per_call: f64,
+}
+
+/// `in_flight` tasks each making `rounds` calls one after another, against a mock at `latency`.
+fn throughput(
+    runtime: &tokio::runtime::Runtime,
+    schema: &Value,
+    reply: &str,
+    in_flight: usize,
+    rounds: usize,
+    latency: Duration,
+) -> Row {
+    let server = Mock::start(latency, vec![reply.to_owned()]);
+    let pipeline = pipeline(&server.url, schema);
+    let round = |per_task: usize| {
+        let pipeline = pipeline.clone();
+        runtime.block_on(async move {
+            let tasks: Vec<_> = (0..in_flight)
+                .map(|_| {
+                    let pipeline = pipeline.clone();
+                    tokio::spawn(async move {
+                        let mut ctx = Context::default();
+                        for _ in 0..per_task {
+                            let answer = pipeline.ask(&mut ctx, "Go").await.unwrap();
+                            std::hint::black_box(answer);
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        })
+    };
+    // Open the connections first: the steady state is what is measured.
+    round(1);
+    let (process, server_cpu) = (process_cpu(), server.cpu());
+    let started = Instant::now();
+    round(rounds);
+    let wall = started.elapsed().as_secs_f64();
+    let client = ((process_cpu() - process) - (server.cpu() - server_cpu)).as_secs_f64();
+    let calls = (in_flight * rounds) as f64;
+    Row {
+        req_per_s: calls / wall,
+        cpu_percent: client / wall * 100.0,
+        cpu_ms_per_call: client * 1e3 / calls,
+    }
+}
+
+/// `N cores, <CPU model>`, from `/proc/cpuinfo`.
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    format!("{cores} cores, {model}")
+}
+
+fn target_dir() -> std::path::PathBuf {
+    // Benches run from the package directory; the workspace target is two levels up unless overridden.
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target")
+        })
+}
