@@ -1,10 +1,16 @@
 //! The embedded model's figures: load time, prompt and decode speed, grammar mask time, peak memory,
-//! and first-try validity over a fixed prompt set with and without constraints.
+//! first-try validity over a fixed prompt set with and without constraints, and prompt reading
+//! (prefill) cold, after a cached prefix, and with f32 against Q8_0 weights.
 //!
 //! Not a criterion bench: one generation takes seconds, so it reports figures from a fixed workload.
 //! candle fixes its thread count once per process, so the bench runs itself again as a child per
 //! thread count (`CANDLE_NUM_THREADS`), each child printing one JSON line, and this process writes the
-//! table to stdout and `target/claij/bench-local.md` (`cargo xtask bench` prints that file at the end).
+//! table to stdout and `target/claij/bench-local.md` (`cargo xtask bench` prints that file at the end),
+//! and the 2-thread figures to `target/claij/bench-local.json` for the goals table.
+//!
+//! With `CLAIJ_BENCH_FSM=path/to/claij` it also times `claij fsm run examples/fsm/code-review.json
+//! --llm local --threads 2` with that binary (`fsm_code_review_s`; null otherwise: the bench does not
+//! build the CLI).
 //!
 //! Needs the model in the cache (`cargo xtask model`); `CLAIJ_MODEL_DIR` overrides the directory.
 
@@ -20,7 +26,7 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use claij_backends::local::{Decoding, LocalBackend, LocalConfig, Requantize};
+use claij_backends::local::{Decoding, LocalBackend, LocalConfig, PrefillWeights, Requantize};
 use claij_backends::{ChatRequest, FinishReason, Message};
 use claij_schema::dialect::Dialect;
 use claij_validation::Validator;
@@ -79,11 +85,62 @@ fn main() {
             }
         }
     }
-    let report = table(&rows);
+    let fsm = fsm_code_review();
+    let report = table(&rows, fsm);
     print!("{report}");
     let dir = target_dir().join("claij");
     std::fs::create_dir_all(&dir).expect("create target/claij");
     std::fs::write(dir.join("bench-local.md"), &report).expect("write the report");
+    let two = rows
+        .iter()
+        .find(|r| r["threads"] == 2)
+        .or(rows.last())
+        .expect("a row");
+    let summary = json!({
+        "prefill_tok_s": two["prefill"]["cold_tok_s"],
+        "decode_tok_s": two["constrained"]["decode_tok_s"],
+        "prefill_tok_s_cached": two["prefill"]["cached_tok_s"],
+        "prefill_q8_tok_s": two["prefill"]["q8_tok_s"],
+        "prefill_f32_tok_s": two["prefill"]["f32_tok_s"],
+        "threads": two["candle_threads"],
+        "fsm_code_review_s": fsm,
+    });
+    std::fs::write(
+        dir.join("bench-local.json"),
+        serde_json::to_string_pretty(&summary).expect("JSON"),
+    )
+    .expect("write bench-local.json");
+}
+
+/// Seconds for the code-review FSM on the local model, when `CLAIJ_BENCH_FSM` names a `claij` binary.
+fn fsm_code_review() -> Option<f64> {
+    let bin = std::env::var_os("CLAIJ_BENCH_FSM")?;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let started = Instant::now();
+    let output = Command::new(bin)
+        .current_dir(&root)
+        .args([
+            "fsm",
+            "run",
+            "examples/fsm/code-review.json",
+            "--input",
+            r#"{"code": "fn add(a: i32, b: i32) -> i32 { a - b }"}"#,
+            "--llm",
+            "local",
+            "--threads",
+            "2",
+        ])
+        .output()
+        .expect("run claij");
+    let elapsed = started.elapsed().as_secs_f64();
+    if !output.status.success() {
+        eprintln!(
+            "the code-review FSM failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return None;
+    }
+    Some(elapsed)
 }
 
 fn target_dir() -> PathBuf {
@@ -157,17 +214,7 @@ fn child(threads: &str) {
     .expect("load");
 
     let schemas = [
-        (
-            "small",
-            serde_json::from_str::<Value>(
-                &std::fs::read_to_string(
-                    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                        .join("../../../shared/bench/small.json"),
-                )
-                .expect("shared/bench/small.json"),
-            )
-            .expect("JSON"),
-        ),
+        ("small", small_schema()),
         (
             "enums",
             json!({
@@ -220,7 +267,9 @@ fn child(threads: &str) {
             }
         }
     }
+    let prefill = prefill_figures(&path);
     let row = json!({
+        "prefill": prefill,
         "threads": threads.parse::<usize>().unwrap_or(0),
         "candle_threads": LocalBackend::threads(),
         "load_cached_s": cached_load.as_secs_f64(),
@@ -232,6 +281,99 @@ fn child(threads: &str) {
     println!("{row}");
 }
 
+/// Prompt reading alone (one generated token), the cache off unless said: cold with the default
+/// weights over [`PROMPTS`] (the figure the issue's 171 tok/s was), a long prompt (system prompt and
+/// the shared small schema) with f32 and with Q8_0 weights, and a second question after the same
+/// system prompt and schema with the cache on (all its prompt tokens over its prefill time).
+fn prefill_figures(path: &std::path::Path) -> Value {
+    let off = |weights| {
+        LocalBackend::load_with(
+            path,
+            LocalConfig::default()
+                .with_kv_cache_mib(0)
+                .with_prefill(weights),
+        )
+        .expect("load")
+    };
+    let schema = Dialect::Llguidance
+        .compile(&small_schema())
+        .expect("dialect")
+        .schema;
+    let long = |question: &str| {
+        ChatRequest::new("local")
+            .system("You are a careful assistant. Answer the question in the requested format; be brief and do not invent facts.")
+            .message(Message::user(question))
+            .structured("response", schema.clone(), true)
+            .max_tokens(1)
+    };
+    let rate = |backend: &LocalBackend, request: &ChatRequest| {
+        // Best of three: the machine is shared.
+        (0..3)
+            .map(|_| {
+                let t = backend
+                    .generate(request, &AtomicBool::new(false))
+                    .expect("generate")
+                    .timings;
+                t.prompt_tokens as f64 / t.prefill.as_secs_f64().max(1e-9)
+            })
+            .fold(0.0, f64::max)
+    };
+    let f32_weights = off(PrefillWeights::F32);
+    let q8_weights = off(PrefillWeights::Quantized);
+    let (mut tokens, mut time) = (0, Duration::ZERO);
+    for prompt in PROMPTS {
+        let request = ChatRequest::new("local")
+            .message(Message::user(prompt))
+            .structured("response", schema.clone(), true)
+            .max_tokens(1);
+        let t = f32_weights
+            .generate(&request, &AtomicBool::new(false))
+            .expect("generate")
+            .timings;
+        tokens += t.prompt_tokens;
+        time += t.prefill;
+    }
+    let cold = tokens as f64 / time.as_secs_f64().max(1e-9);
+    let first = long(PROMPTS[0]);
+    let f32_tok_s = rate(&f32_weights, &first);
+    let q8_tok_s = rate(&q8_weights, &first);
+    drop((f32_weights, q8_weights));
+    let cached = LocalBackend::load(path).expect("load");
+    let mut best = 0.0f64;
+    let mut cached_tokens = 0;
+    let mut prompt_tokens = 0;
+    for (i, question) in PROMPTS.iter().enumerate().skip(1).take(3) {
+        cached
+            .generate(&long(PROMPTS[i - 1]), &AtomicBool::new(false))
+            .expect("generate");
+        let t = cached
+            .generate(&long(question), &AtomicBool::new(false))
+            .expect("generate")
+            .timings;
+        best = best.max(t.prompt_tokens as f64 / t.prefill.as_secs_f64().max(1e-9));
+        cached_tokens = t.cached_tokens;
+        prompt_tokens = t.prompt_tokens;
+    }
+    json!({
+        "cold_tok_s": cold,
+        "f32_tok_s": f32_tok_s,
+        "q8_tok_s": q8_tok_s,
+        "cached_tok_s": best,
+        "long_prompt_tokens": prompt_tokens,
+        "cached_tokens": cached_tokens,
+    })
+}
+
+fn small_schema() -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/small.json"),
+        )
+        .expect("shared/bench/small.json"),
+    )
+    .expect("JSON")
+}
+
 /// The process's peak resident set (Linux), in MiB.
 fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -240,7 +382,7 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn table(rows: &[Value]) -> String {
+fn table(rows: &[Value], fsm: Option<f64>) -> String {
     let mut out = String::from(
         "\n## local model (SmolLM2-135M-Instruct, Q8_0)\n\n\
          | threads | load (cached) | load (re-quantise) | peak RSS | prefill tok/s | decode tok/s (constrained) | decode tok/s (free) | mask ms/token | grammar ms | valid first try, constrained | valid first try, unconstrained (raw / after repair) |\n\
@@ -264,8 +406,29 @@ fn table(rows: &[Value]) -> String {
             u["valid"], u["runs"], u["recovered"], u["runs"], u["parsed"],
         ));
     }
+    out.push_str(
+        "\n| threads | prefill cold tok/s (questions) | long prompt: f32 weights | long prompt: Q8_0 weights | after a cached prefix (cached / prompt tokens) |\n|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let p = &row["prefill"];
+        out.push_str(&format!(
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} ({} / {}) |\n",
+            row["candle_threads"],
+            p["cold_tok_s"].as_f64().unwrap_or(0.0),
+            p["f32_tok_s"].as_f64().unwrap_or(0.0),
+            p["q8_tok_s"].as_f64().unwrap_or(0.0),
+            p["cached_tok_s"].as_f64().unwrap_or(0.0),
+            p["cached_tokens"],
+            p["long_prompt_tokens"],
+        ));
+    }
+    if let Some(seconds) = fsm {
+        out.push_str(&format!(
+            "\nexamples/fsm/code-review.json on the local model, 2 threads: {seconds:.1} s\n"
+        ));
+    }
     out.push_str(&format!(
-        "\nPrompts: {} questions x 2 schemas (shared/bench/small.json, an enum schema), greedy, max 200 tokens; the schema is in the prompt in both modes. Peak RSS includes three loaded copies of the model (constrained, unconstrained, in-memory re-quantisation).\n",
+        "\nPrompts: {} questions x 2 schemas (shared/bench/small.json, an enum schema), greedy, max 200 tokens; the schema is in the prompt in both modes, and the first table's prefill has the prefix cache on (questions share the schema). The second table reads prompts alone (one token generated, best of three, the cache off except in the last column); the long prompt is a system prompt, the question and the small schema. Peak RSS includes every model the child loads (one at a time where it can).\n",
         PROMPTS.len()
     ));
     out

@@ -36,6 +36,14 @@
 //! How it runs:
 //! - The model is loaded once and shared by clones of the backend; requests take turns (one
 //!   generation at a time), each on its own blocking thread, so an async runtime is never blocked.
+//! - A prefix cache keeps the keys and values of earlier prompts: a request that starts with the
+//!   same tokens as one before it (a retry, the next FSM state with the same system prompt and
+//!   schema, the next chat turn) reads only the rest ([`Timings::cached_tokens`],
+//!   [`Usage::cached_tokens`]). Prompts are read in chunks of 32 tokens and reused in whole chunks,
+//!   so the arithmetic, and a greedy answer, is the same with or without the cache. Its memory is
+//!   bounded by [`LocalConfig::kv_cache_mib`] (least recently used prompts evicted first).
+//! - Prompts are read with each layer's weights expanded to f32 for dense matrix products
+//!   ([`PrefillWeights`]); generated tokens use the quantised weights.
 //! - Dropping the future of [`Backend::complete`] (or the stream) stops generation before the next
 //!   token; [`crate::http::Cancellable`] works too.
 //! - Weights in Q4_1, for which candle has no fast CPU kernel, are re-quantised to Q8_0 once and
@@ -58,8 +66,10 @@
 //! [candle]: https://docs.rs/candle-core
 //! [llguidance]: https://docs.rs/llguidance
 
+mod cache;
 mod generate;
 mod load;
+mod model;
 mod sample;
 #[cfg(test)]
 mod tests;
@@ -72,12 +82,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use candle_transformers::models::quantized_llama::ModelWeights;
 use futures_channel::{mpsc, oneshot};
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
 
+use self::cache::PrefixCache;
+use self::model::{Model, Sequence};
 use self::sample::Sampler;
 use self::vocab::Vocab;
 use crate::{
@@ -115,6 +126,9 @@ pub fn model_dir(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("claij").join("models"))
 }
 
+/// The variable [`LocalConfig::with_env`] reads the prefix cache's limit from, in MiB.
+pub const KV_CACHE_ENV: &str = "CLAIJ_KV_CACHE_MIB";
+
 /// A model run in-process. Cheap to clone: clones share the loaded model.
 #[derive(Clone)]
 pub struct LocalBackend {
@@ -124,7 +138,9 @@ pub struct LocalBackend {
 struct Inner {
     name: String,
     config: LocalConfig,
-    weights: Mutex<ModelWeights>,
+    model: Model,
+    /// The prefix cache; holding the lock is a turn on the model (one generation at a time).
+    turn: Mutex<PrefixCache<Sequence>>,
     vocab: Vocab,
     grammars: ParserFactory,
     context_length: usize,
@@ -152,6 +168,26 @@ pub struct LocalConfig {
     pub repeat_penalty: f32,
     /// How many of the last generated tokens the penalty looks at.
     pub repeat_window: usize,
+    /// The most memory, in MiB, the prefix cache may hold: keys and values of earlier prompts, so a
+    /// request that starts like one of them (a retry, the next FSM state with the same system prompt
+    /// and schema, the next chat turn) reads only its new tokens. The least recently used prompts
+    /// are evicted first; 0 turns the cache off. Default 256 (about 5,600 tokens of
+    /// SmolLM2-135M); the `claij` binary reads `CLAIJ_KV_CACHE_MIB` ([`LocalConfig::with_env`]).
+    pub kv_cache_mib: usize,
+    /// How the prompt's matrix products are computed.
+    pub prefill: PrefillWeights,
+}
+
+/// The weights a prompt is read with (generated tokens always use the quantised ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PrefillWeights {
+    /// Each layer's weights expanded to f32 once per prompt, then dense matrix products: faster
+    /// for prompts of more than a few dozen tokens on CPUs with wide vector units (the default).
+    #[default]
+    F32,
+    /// The weights as loaded (Q8_0 after re-quantisation).
+    Quantized,
 }
 
 /// Whether the request's schema constrains the output.
@@ -225,6 +261,8 @@ pub struct Timings {
     pub prompt_tokens: usize,
     /// Time to evaluate the prompt.
     pub prefill: Duration,
+    /// Prompt tokens whose keys and values came from the prefix cache (not evaluated again).
+    pub cached_tokens: usize,
     /// Tokens generated, forced ones included.
     pub generated_tokens: usize,
     /// Tokens the grammar forced (no sampling needed; evaluated with the next step).
@@ -294,6 +332,8 @@ impl Default for LocalConfig {
             max_tokens: 512,
             repeat_penalty: 1.1,
             repeat_window: 64,
+            kv_cache_mib: 256,
+            prefill: PrefillWeights::F32,
         }
     }
 }
@@ -326,6 +366,46 @@ impl LocalConfig {
         self.repeat_penalty = penalty;
         self.repeat_window = window;
         self
+    }
+
+    /// The same configuration with another prefix-cache limit in MiB (0: no cache).
+    #[must_use]
+    pub fn with_kv_cache_mib(mut self, mib: usize) -> Self {
+        self.kv_cache_mib = mib;
+        self
+    }
+
+    /// The same configuration with other weights for reading prompts.
+    #[must_use]
+    pub fn with_prefill(mut self, prefill: PrefillWeights) -> Self {
+        self.prefill = prefill;
+        self
+    }
+
+    /// The same configuration with `CLAIJ_KV_CACHE_MIB` applied when `var` has it (pass
+    /// `std::env::var_os`; the library reads no environment itself).
+    ///
+    /// # Errors
+    ///
+    /// A message naming the variable when its value is not a whole number of MiB.
+    ///
+    /// ```
+    /// use claij_backends::local::LocalConfig;
+    /// let config = LocalConfig::default().with_env(|name| (name == "CLAIJ_KV_CACHE_MIB").then(|| "64".into()))?;
+    /// assert_eq!(config.kv_cache_mib, 64);
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn with_env(
+        mut self,
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Self, String> {
+        if let Some(value) = var(KV_CACHE_ENV).filter(|v| !v.is_empty()) {
+            let text = value.to_string_lossy();
+            self.kv_cache_mib = text.trim().parse().map_err(|_| {
+                format!("{KV_CACHE_ENV}={text:?} is not a whole number of MiB (0 turns the prefix cache off)")
+            })?;
+        }
+        Ok(self)
     }
 
     /// The same configuration with another default seed and nucleus mass.
@@ -369,11 +449,16 @@ impl LocalBackend {
             from_cache = loaded.report.from_cache,
             "local model loaded"
         );
+        let cache = PrefixCache::new(
+            config.kv_cache_mib.saturating_mul(1 << 20),
+            loaded.weights.kv_bytes_per_token(),
+        );
         Ok(Self {
             inner: Arc::new(Inner {
                 name: loaded.name,
                 config,
-                weights: Mutex::new(loaded.weights),
+                model: loaded.weights,
+                turn: Mutex::new(cache),
                 vocab: loaded.vocab,
                 grammars,
                 context_length: loaded.context_length,
@@ -490,10 +575,16 @@ impl LocalBackend {
             inner.config.top_p,
             request.seed.unwrap_or(inner.config.seed),
         );
-        let mut weights = inner.weights.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = inner.turn.lock().unwrap_or_else(PoisonError::into_inner);
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled { context: context() });
         }
+        let mut sequence = match cache.lookup(&prompt) {
+            Some((reused, cached)) => cached.prefix(reused).map_err(|e| {
+                Error::other("local", format!("cannot reuse the cached prefix: {e}"))
+            })?,
+            None => Sequence::default(),
+        };
         let job = generate::Job {
             prompt: &prompt,
             max_tokens,
@@ -506,12 +597,26 @@ impl LocalBackend {
             matcher,
             stop: &request.stop,
             cancel,
+            prefill: match inner.config.prefill {
+                PrefillWeights::F32 => model::Prefill::Dense,
+                PrefillWeights::Quantized => model::Prefill::Quantized,
+            },
         };
-        let mut generation = generate::run(&mut weights, &inner.vocab, job, on_text)?;
+        let result = generate::run(&inner.model, &mut sequence, &inner.vocab, job, on_text);
+        // The prompt's whole chunks are what a later request can reuse (also after a cancelled or
+        // failed generation, as far as the prompt was read).
+        if sequence.exact > 0
+            && let Ok(kept) = sequence.truncated(sequence.exact)
+        {
+            cache.insert(kept.tokens.clone(), kept);
+        }
+        drop(cache);
+        let mut generation = result?;
         generation.timings.grammar_compile = grammar_compile;
         tracing::debug!(
             model = %inner.name,
             prompt_tokens = generation.timings.prompt_tokens,
+            cached_tokens = generation.timings.cached_tokens,
             output_tokens = generation.timings.generated_tokens,
             prefill_ms = generation.timings.prefill.as_millis() as u64,
             decode_ms = generation.timings.decode.as_millis() as u64,

@@ -6,11 +6,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::ModelWeights;
 use llguidance::Matcher;
 use toktrie::TokenId;
 
+use super::model::{Model, Prefill, Sequence};
 use super::sample::Sampler;
 use super::vocab::Vocab;
 use super::{Generation, Timings};
@@ -47,6 +46,8 @@ pub(super) struct Job<'a> {
     pub(super) matcher: Option<Matcher>,
     pub(super) stop: &'a [String],
     pub(super) cancel: &'a AtomicBool,
+    /// How the prompt's matrix products are computed.
+    pub(super) prefill: Prefill,
 }
 
 /// The repetition penalty: logits of recently generated tokens divided by `factor` (multiplied when
@@ -373,9 +374,12 @@ impl Closer {
     }
 }
 
-/// Runs `job` on `weights`; `on_text` receives the answer as it grows, in whole UTF-8 characters.
+/// Runs `job` on `model`, after the keys and values `sequence` holds (a cached prefix of the prompt,
+/// on the grid, or nothing); `sequence` ends holding the prompt and the answer. `on_text` receives
+/// the answer as it grows, in whole UTF-8 characters.
 pub(super) fn run(
-    weights: &mut ModelWeights,
+    model: &Model,
+    sequence: &mut Sequence,
     vocab: &Vocab,
     mut job: Job<'_>,
     on_text: &mut dyn FnMut(&str),
@@ -385,8 +389,17 @@ pub(super) fn run(
         ..Timings::default()
     };
     let started = Instant::now();
-    // Position 0 replaces the key-value cache, so nothing of a previous request leaks into this one.
-    let mut logits = forward(weights, job.prompt, 0)?;
+    let cached = sequence.len();
+    if job.prompt.get(..cached) != Some(sequence.tokens.as_slice()) || cached >= job.prompt.len() {
+        return Err(Error::other(
+            "local",
+            "the cached prefix does not match the prompt",
+        ));
+    }
+    timings.cached_tokens = cached;
+    let mut logits = model
+        .prefill(sequence, &job.prompt[cached..], job.prefill)
+        .map_err(evaluation_error)?;
     timings.prefill = started.elapsed();
     let decode_started = Instant::now();
     let mut position = job.prompt.len();
@@ -499,7 +512,7 @@ pub(super) fn run(
         if position + feed.len() >= job.context_length {
             break FinishReason::Length;
         }
-        logits = forward(weights, &feed, position)?;
+        logits = model.step(sequence, &feed).map_err(evaluation_error)?;
         timings.forward_passes += 1;
         position += feed.len();
     };
@@ -518,6 +531,7 @@ pub(super) fn run(
         usage: Usage {
             input_tokens: job.prompt.len() as u64,
             output_tokens: tokens.len() as u64,
+            cached_tokens: cached as u64,
             cost_usd: Some(0.0),
             ..Usage::default()
         },
@@ -527,17 +541,8 @@ pub(super) fn run(
     })
 }
 
-/// Logits for the next token after `tokens`, which start at `position`.
-fn forward(
-    weights: &mut ModelWeights,
-    tokens: &[TokenId],
-    position: usize,
-) -> Result<Vec<f32>, Error> {
-    let mut run = || -> candle_core::Result<Vec<f32>> {
-        let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
-        weights.forward(&input, position)?.squeeze(0)?.to_vec1()
-    };
-    run().map_err(|e| Error::other("local", format!("model evaluation failed: {e}")))
+fn evaluation_error(e: candle_core::Error) -> Error {
+    Error::other("local", format!("model evaluation failed: {e}"))
 }
 
 fn cancelled() -> Error {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use candle_core::Device;
 use candle_core::quantized::gguf_file::{self, Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
-use candle_transformers::models::quantized_llama::ModelWeights;
 
+use super::model::Model;
 use super::vocab::Vocab;
 use super::{LoadError, LoadReport, Requantize};
 
@@ -21,7 +21,7 @@ const CACHE_VERSION: &str = "q8_0-v1";
 
 /// A model ready to run.
 pub(super) struct Loaded {
-    pub(super) weights: ModelWeights,
+    pub(super) weights: Model,
     pub(super) vocab: Vocab,
     pub(super) name: String,
     pub(super) context_length: usize,
@@ -73,12 +73,12 @@ pub(super) fn load(path: &Path, requantize: &Requantize) -> Result<Loaded, LoadE
         from_cache: false,
     };
     let weights = match requantize {
-        _ if slow == 0 => weights_from(content, &mut file).map_err(corrupt)?,
-        Requantize::Off => weights_from(content, &mut file).map_err(corrupt)?,
+        _ if slow == 0 => weights_from(content, &mut file, context_length).map_err(corrupt)?,
+        Requantize::Off => weights_from(content, &mut file, context_length).map_err(corrupt)?,
         Requantize::InMemory => {
             report.requantized_tensors = slow;
             let bytes = requantized(&content, &mut file, None).map_err(corrupt)?;
-            weights_from_bytes(bytes).map_err(corrupt)?
+            weights_from_bytes(bytes, context_length).map_err(corrupt)?
         }
         Requantize::Cached(dir) => {
             report.requantized_tensors = slow;
@@ -87,7 +87,10 @@ pub(super) fn load(path: &Path, requantize: &Requantize) -> Result<Loaded, LoadE
                 .and_then(|mut f| fingerprint(&mut f))
                 .map_err(|e| open_error(path, e))?;
             let cache = dir.map(|d| d.join(cache_name(path)));
-            match cache.as_deref().and_then(|c| cached(c, &fingerprint)) {
+            match cache
+                .as_deref()
+                .and_then(|c| cached(c, &fingerprint, context_length))
+            {
                 Some(weights) => {
                     report.from_cache = true;
                     report.cache = cache;
@@ -106,7 +109,7 @@ pub(super) fn load(path: &Path, requantize: &Requantize) -> Result<Loaded, LoadE
                             ),
                         }
                     }
-                    weights_from_bytes(bytes).map_err(corrupt)?
+                    weights_from_bytes(bytes, context_length).map_err(corrupt)?
                 }
             }
         }
@@ -151,14 +154,18 @@ fn slow_tensors(content: &Content) -> usize {
         .count()
 }
 
-fn weights_from<R: Read + Seek>(content: Content, reader: &mut R) -> Result<ModelWeights, String> {
-    ModelWeights::from_gguf(content, reader, &Device::Cpu).map_err(|e| e.to_string())
+fn weights_from<R: Read + Seek>(
+    content: Content,
+    reader: &mut R,
+    context_length: usize,
+) -> Result<Model, String> {
+    Model::from_gguf(&content, reader, context_length).map_err(|e| e.to_string())
 }
 
-fn weights_from_bytes(bytes: Vec<u8>) -> Result<ModelWeights, String> {
+fn weights_from_bytes(bytes: Vec<u8>, context_length: usize) -> Result<Model, String> {
     let mut cursor = Cursor::new(bytes);
     let content = Content::read(&mut cursor).map_err(|e| e.to_string())?;
-    weights_from(content, &mut cursor)
+    weights_from(content, &mut cursor, context_length)
 }
 
 /// The whole model as GGUF bytes with slow tensors re-quantised to Q8_0; the metadata gains the
@@ -211,14 +218,14 @@ fn cache_name(path: &Path) -> String {
 }
 
 /// The weights from the cache file when it exists and was made from the same source.
-fn cached(cache: &Path, fingerprint: &str) -> Option<ModelWeights> {
+fn cached(cache: &Path, fingerprint: &str, context_length: usize) -> Option<Model> {
     let mut file = BufReader::new(File::open(cache).ok()?);
     let content = Content::read(&mut file).ok()?;
     let source = content.metadata.get(SOURCE_KEY)?.to_string().ok()?;
     if source != fingerprint {
         return None;
     }
-    match weights_from(content, &mut file) {
+    match weights_from(content, &mut file, context_length) {
         Ok(w) => Some(w),
         Err(e) => {
             tracing::warn!(cache = %cache.display(), error = %e, "unreadable model cache; rebuilding it");

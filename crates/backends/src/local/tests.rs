@@ -186,3 +186,24 @@ fn native_tools_are_refused_not_ignored() {
         );
     }
 }
+
+#[test]
+fn the_kv_cache_limit_comes_from_the_environment_when_set() {
+    use super::{KV_CACHE_ENV, LocalConfig};
+    let with = |value: &'static str| {
+        LocalConfig::default().with_env(move |name| (name == KV_CACHE_ENV).then(|| value.into()))
+    };
+    assert_eq!(with("0").unwrap().kv_cache_mib, 0);
+    assert_eq!(with(" 64 ").unwrap().kv_cache_mib, 64);
+    assert_eq!(
+        with("").unwrap().kv_cache_mib,
+        LocalConfig::default().kv_cache_mib,
+        "empty counts as unset"
+    );
+    let error = with("lots").unwrap_err();
+    assert!(error.contains("CLAIJ_KV_CACHE_MIB"), "{error}");
+    assert_eq!(
+        LocalConfig::default().with_env(|_| None).unwrap(),
+        LocalConfig::default()
+    );
+}

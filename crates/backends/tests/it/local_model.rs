@@ -536,3 +536,55 @@ fn a_token_limit_closes_the_document_instead_of_cutting_it() {
     }
     assert!(closed > 0, "a long story fits in none of the limits");
 }
+
+/// The prefix cache changes how much of a prompt is read, never the answer: greedy decoding after a
+/// cached prefix gives, token for token, what a backend without the cache gives, for the same
+/// request again (a retry), another question after the same system prompt and schema (the next FSM
+/// state) and the next chat turn.
+#[test]
+fn the_prefix_cache_reads_less_and_answers_the_same() {
+    let Some(path) = local_model_or_skip("local_model", |name| std::env::var_os(name)) else {
+        return;
+    };
+    let warm = LocalBackend::load(&path).unwrap();
+    let cold = LocalBackend::load_with(&path, LocalConfig::default().with_kv_cache_mib(0)).unwrap();
+    let schema = claij_schema::base();
+    let generate = |backend: &LocalBackend, request: &ChatRequest| {
+        backend.generate(request, &AtomicBool::new(false)).unwrap()
+    };
+    let first = structured(QUESTIONS[0], &schema, 60);
+    let a = generate(&warm, &first);
+    assert_eq!(a.timings.cached_tokens, 0, "nothing is cached yet");
+    assert_eq!(a.usage.cached_tokens, 0);
+
+    let again = generate(&warm, &first);
+    assert!(
+        again.timings.cached_tokens > a.timings.prompt_tokens / 2,
+        "a retry reads the prompt from the cache: {:?}",
+        again.timings
+    );
+    assert_eq!(
+        again.usage.cached_tokens,
+        again.timings.cached_tokens as u64
+    );
+    assert_eq!(again.text, a.text);
+    assert_eq!(generate(&cold, &first).text, a.text);
+
+    let next_state = structured(QUESTIONS[1], &schema, 60);
+    let b = generate(&warm, &next_state);
+    assert!(b.timings.cached_tokens > 0, "{:?}", b.timings);
+    let b_cold = generate(&cold, &next_state);
+    assert_eq!(b_cold.timings.cached_tokens, 0, "the cache is off");
+    assert_eq!(b.text, b_cold.text);
+
+    let mut next_turn = first.clone();
+    next_turn.messages.push(Message::assistant(a.text.clone()));
+    next_turn.messages.push(Message::user("And of Italy?"));
+    let c = generate(&warm, &next_turn);
+    assert!(
+        c.timings.cached_tokens >= b.timings.cached_tokens,
+        "{:?}",
+        c.timings
+    );
+    assert_eq!(c.text, generate(&cold, &next_turn).text);
+}
