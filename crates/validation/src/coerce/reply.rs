@@ -50,8 +50,15 @@ pub fn align(
         }
         let (coerced, coercions) = coerce(value, schema);
         let count = coercions.iter().filter(|f| f.kind.is_coercion()).count();
+        // A value coercion left as it was has failed the compiled check already (in `process`): only
+        // boon's account of why is left to get.
+        let checked = if coercions.is_empty() {
+            validator.explain(&coerced)
+        } else {
+            validator.validate(&coerced)
+        };
         fixes.extend(coercions);
-        match validator.validate(&coerced) {
+        match checked {
             Ok(()) => fits.push((index, count, coerced, fixes)),
             Err(violations) => misfits.push((coerced, violations, fixes)),
         }
