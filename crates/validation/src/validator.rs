@@ -81,37 +81,44 @@ impl Validator {
         );
         let plan = Plan::new(schema, legacy_ref);
         let fast = Draft::of(schema).and_then(|draft| Fast::compile(schema, draft));
-        let deferred = fast.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
-        // Branches of planned unions first, then the subschemas the fast check defers.
-        let pointers = |plan: Option<&Plan>| -> Vec<String> {
-            let mut all = plan.map_or_else(Vec::new, |p| p.branch_pointers.clone());
-            all.extend(
-                deferred
-                    .iter()
-                    .map(|d| plan.map_or_else(|| d.clone(), |p| p.rewritten_pointer(d))),
-            );
-            all
+        let deferred: Vec<String> = fast.as_ref().map_or_else(Vec::new, |(_, d)| d.clone());
+        // Without a rewrite, boon compiles the schema as written and the subschemas the fast check
+        // defers along with it.
+        let plain = |deferred: &[String]| {
+            claij_schema::compile_at(schema, deferred)
+                .or_else(|_| claij_schema::compile_at(schema, &[]))
         };
         let ((compiled, mut branches), walk) = if plan.root.is_none() {
-            (claij_schema::compile_at(schema, &pointers(None))?, None)
+            (plain(&deferred)?, None)
         } else {
             // Check the schema as written first, so errors point into it rather than into the rewrite.
             claij_schema::check(schema)?;
-            match claij_schema::compile_at(&plan.rewritten, &pointers(Some(&plan))) {
+            match claij_schema::compile_at(&plan.rewritten, &plan.branch_pointers) {
                 Ok(done) => (done, plan.root),
                 // The rewrite is an optimisation: should boon refuse it, validate the plain way.
-                Err(_) => (claij_schema::compile_at(schema, &pointers(None))?, None),
+                Err(_) => (plain(&deferred)?, None),
             }
         };
-        let planned = if walk.is_some() {
-            plan.branch_pointers.len()
-        } else {
-            0
+        let fast = match fast {
+            None => None,
+            Some((fast, _)) if deferred.is_empty() => Some(fast),
+            Some((mut fast, _)) if walk.is_none() => {
+                (branches.len() == deferred.len()).then(|| {
+                    fast.set_deferred(std::mem::take(&mut branches), None);
+                    fast
+                })
+            }
+            // The rewrite renames the planned unions, which boon then skips: the deferred subschemas
+            // are compiled from the schema as written, on their own.
+            Some((mut fast, _)) => {
+                claij_schema::compile_at(schema, &deferred)
+                    .ok()
+                    .map(|(own, indexes)| {
+                        fast.set_deferred(indexes, Some(own));
+                        fast
+                    })
+            }
         };
-        let fast = fast.map(|(mut fast, _)| {
-            fast.set_deferred(branches.split_off(planned.min(branches.len())));
-            fast
-        });
         let (_, root) = compiled.as_boon();
         Ok(Self {
             schema: Arc::new(schema.clone()),

@@ -68,6 +68,8 @@ pub(crate) struct Fast {
     root: NodeId,
     /// boon's index of each deferred subschema, by [`Node::Defer`]'s number.
     deferred: Vec<boon::SchemaIndex>,
+    /// The boon compilation those indexes are in, when it is not the validator's own.
+    own: Option<claij_schema::CompiledSchema>,
 }
 
 /// A subschema.
@@ -230,14 +232,22 @@ impl Fast {
             nodes: compiler.nodes,
             root,
             deferred: Vec::new(),
+            own: None,
         };
         fast.plan_unions();
         Some((fast, compiler.deferred))
     }
 
-    /// boon's indexes of the deferred subschemas, in the order [`Fast::compile`] listed them.
-    pub(crate) fn set_deferred(&mut self, indexes: Vec<boon::SchemaIndex>) {
+    /// boon's indexes of the deferred subschemas, in the order [`Fast::compile`] listed them, in
+    /// `own` when given, else in the schemas [`Fast::is_valid`] is passed. They must be compiled from
+    /// the schema as written (not a rewrite that hides some keywords from boon).
+    pub(crate) fn set_deferred(
+        &mut self,
+        indexes: Vec<boon::SchemaIndex>,
+        own: Option<claij_schema::CompiledSchema>,
+    ) {
         self.deferred = indexes;
+        self.own = own;
     }
 
     /// How many subschemas boon validates.
@@ -250,6 +260,7 @@ impl Fast {
 
     /// Whether `value` is valid; `None` when the check gave up (too deep) and boon must decide.
     pub(crate) fn is_valid(&self, value: &Value, schemas: &boon::Schemas) -> Option<bool> {
+        let schemas = self.own.as_ref().map_or(schemas, |own| own.as_boon().0);
         let mut ctx = Ctx {
             schemas,
             depth: 0,

@@ -239,3 +239,25 @@ fn a_union_inside_a_dispatched_branch_is_dispatched_too() {
         &["/v: expected string, null, got number"],
     );
 }
+
+#[test]
+fn a_deferred_subschema_sees_the_unions_the_rewrite_renames() {
+    // The root goes to boon (`format`), and the tagged union below it is planned, so renamed in the
+    // rewrite boon runs for violations: the deferred root must be boon's compilation of the schema
+    // as written, or the union would be skipped and the wrong branch payload pass.
+    let schema = json!({"format": "date", "properties": {"c": {"oneOf": [
+        {"type": "object", "required": ["k"], "properties": {"k": {"const": "a"}, "x": {"type": "string"}}},
+        {"type": "object", "required": ["k"], "properties": {"k": {"const": "b"}}}
+    ]}}});
+    let v = Validator::new(&schema).unwrap();
+    assert_eq!(v.fast_path(), FastPath::Partial { deferred: 1 });
+    assert!(format!("{v:?}").contains("dispatched_branches: 2"), "{v:?}");
+    assert!(v.is_valid(&json!({"c": {"k": "a", "x": "s"}})));
+    assert!(!v.is_valid(&json!({"c": {"k": "a", "x": 1}})));
+    assert!(!v.is_valid(&json!({"c": {"k": "c"}})));
+    check(
+        schema,
+        json!({"c": {"k": "a", "x": 1}}),
+        &["/c/x: expected string, got number"],
+    );
+}
