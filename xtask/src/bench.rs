@@ -3,6 +3,8 @@
 //! (`target/claij/bench-local.md`, `bench-mcp.md`, `bench-quality.md`), and end with the goals
 //! table of issue 18 ([`goals`], also written to `target/claij/bench-goals.md`).
 //! `cargo xtask bench --goals` renders that table from the last results without running anything.
+//! The local model's bench times `examples/fsm/code-review.json` with a `claij` binary
+//! (`CLAIJ_BENCH_FSM`): `$CLAIJ_BIN`, else the release build the quality prompts use.
 
 mod goals;
 mod quality;
@@ -10,6 +12,7 @@ mod quality;
 #[allow(clippy::unwrap_used)]
 mod tests;
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -66,6 +69,21 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let with_quality = !args.iter().any(|arg| arg == "--no-quality");
     let args: Vec<&String> = args.iter().filter(|arg| *arg != "--no-quality").collect();
     let mut cargo = Cmd::cargo().args(["bench", "--workspace", "--bench", "*"]);
+    match fsm_binary(with_quality, |name| std::env::var_os(name)) {
+        FsmBinary::Inherited | FsmBinary::Skip => {}
+        FsmBinary::Given(path) => cargo = cargo.env(FSM_VAR, path),
+        FsmBinary::Build => {
+            Cmd::cargo()
+                .args(["build", "--release", "-p", "claij-cli"])
+                .run()
+                .context("cannot build the claij CLI")?;
+            let claij = workspace
+                .target_directory
+                .join("release")
+                .join(format!("claij{}", std::env::consts::EXE_SUFFIX));
+            cargo = cargo.env(FSM_VAR, claij);
+        }
+    }
     if !args.is_empty() {
         cargo = cargo.arg("--").args(args);
     }
@@ -99,6 +117,34 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     println!();
     print_goals(&workspace.target_directory, Some(started))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The variable that gives the local bench a `claij` binary to time the code-review FSM with.
+const FSM_VAR: &str = "CLAIJ_BENCH_FSM";
+
+/// Where the local bench's `claij` binary comes from.
+#[derive(Debug, Clone, PartialEq)]
+enum FsmBinary {
+    /// The caller set `CLAIJ_BENCH_FSM`; the bench inherits it.
+    Inherited,
+    /// `$CLAIJ_BIN`, the binary the quality prompts run.
+    Given(PathBuf),
+    /// A release build of this tree, which the quality prompts build anyway.
+    Build,
+    /// `--no-quality` and no binary named: the FSM row stays "not measured".
+    Skip,
+}
+
+fn fsm_binary(with_quality: bool, var: impl Fn(&str) -> Option<OsString>) -> FsmBinary {
+    if var(FSM_VAR).is_some() {
+        FsmBinary::Inherited
+    } else if let Some(bin) = var("CLAIJ_BIN") {
+        FsmBinary::Given(bin.into())
+    } else if with_quality {
+        FsmBinary::Build
+    } else {
+        FsmBinary::Skip
+    }
 }
 
 /// Prints the goals table from the latest results under `target_dir` (marking those older than

@@ -107,7 +107,9 @@ commands:
                               goal | met, from criterion's estimates and target/claij/
                               bench-load.json and bench-local.json; a row whose source is missing
                               says `not measured` and the command that measures it), also
-                              written to target/claij/bench-goals.md; ARGS go to criterion (a
+                              written to target/claij/bench-goals.md; the local model's bench
+                              times examples/fsm/code-review.json with $CLAIJ_BIN, else a release
+                              build of claij (unless --no-quality); ARGS go to criterion (a
                               filter, --save-baseline NAME, ...)
   bench --goals               only the goals table, from the last results; runs nothing
   bench quality [--claij PATH] [--out DIR] [--timeout SECS] [--only TEXT] [--max-retries N]

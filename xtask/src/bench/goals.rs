@@ -27,9 +27,13 @@ pub(super) const LOCAL_REPORT: &str = "bench-local.json";
 pub(super) const GOALS_FILE: &str = "bench-goals.md";
 
 /// What runs the load bench alone (claij-interceptors' `benches/load.rs`).
-const RUN_LOAD: &str = "cargo bench -p claij-interceptors --bench load";
+const RUN_LOAD: &str = "run `cargo bench -p claij-interceptors --bench load`";
 /// What runs the local model bench alone; it needs the model (`cargo xtask model`).
-const RUN_LOCAL: &str = "cargo bench -p claij-backends --features local --bench local";
+const RUN_LOCAL: &str = "run `cargo bench -p claij-backends --features local --bench local`";
+/// The local bench times the FSM only with a `claij` binary to run (`cargo xtask bench` passes the
+/// one it builds for the quality prompts).
+const RUN_LOCAL_FSM: &str = "run `cargo xtask bench`, or `cargo build --release -p claij-cli` then \
+    `CLAIJ_BENCH_FSM=target/release/claij cargo bench -p claij-backends --features local --bench local`";
 /// The mock's latency the throughput goal is stated at.
 const LOAD_LATENCY_MS: f64 = 200.0;
 /// The concurrencies the load bench reports; the goal is at 256.
@@ -242,9 +246,9 @@ impl Report {
         find: impl FnOnce(&'a Value) -> Result<(&'a Value, String), String>,
     ) -> Now {
         let name = self.name;
-        let missing = |why: String| Now::Missing(format!("{why}; run `{run}`"));
+        let missing = |why: String| Now::Missing(format!("{why}; {run}"));
         match &self.state {
-            ReportState::Missing => Now::Missing(format!("no {name}; run `{run}`")),
+            ReportState::Missing => Now::Missing(format!("no {name}; {run}")),
             ReportState::Unreadable(why) => missing(format!("{name} unreadable: {why}")),
             ReportState::Read { value, stale } => match find(value) {
                 Err(why) => missing(why),
@@ -525,7 +529,7 @@ fn local_rows(local: &Report) -> Vec<(Row, Unit)> {
         let now = local.field(field, RUN_LOCAL);
         (Row::new(measure, now, goal), Unit::TokPerSec)
     };
-    let fsm = match local.field("fsm_code_review_s", RUN_LOCAL) {
+    let fsm = match local.field("fsm_code_review_s", RUN_LOCAL_FSM) {
         Now::Figure { value, stale } => Now::Figure {
             value: value * 1e9,
             stale,

@@ -100,3 +100,20 @@ fn goals_takes_no_other_argument() {
     let args = ["--goals".to_owned(), "validate/".to_owned()];
     assert_eq!(run(&args).unwrap(), ExitCode::from(2));
 }
+
+#[test]
+fn the_local_bench_gets_a_claij_binary_for_the_fsm() {
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| std::ffi::OsString::from(v))
+        }
+    };
+    let both = env(&[("CLAIJ_BENCH_FSM", "/a/claij"), ("CLAIJ_BIN", "/b/claij")]);
+    assert_eq!(fsm_binary(true, both), FsmBinary::Inherited);
+    let bin = env(&[("CLAIJ_BIN", "/b/claij")]);
+    assert_eq!(fsm_binary(false, bin), FsmBinary::Given("/b/claij".into()));
+    assert_eq!(fsm_binary(true, env(&[])), FsmBinary::Build);
+    assert_eq!(fsm_binary(false, env(&[])), FsmBinary::Skip);
+}

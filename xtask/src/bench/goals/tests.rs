@@ -209,6 +209,17 @@ fn local_report_gives_tokens_per_second() {
     check(&s, "cached prefix", "2100 tok/s", "—", Met::NotApplicable);
     check(&s, "f32 weights", "300.0 tok/s", "—", Met::NotApplicable);
     check(&s, "code-review.json", "31.20 s", "—", Met::NotApplicable);
+    // Without a claij binary to run, the bench leaves the FSM out.
+    let without_fsm = LOCAL.replace("31.2", "null");
+    check(
+        &sources(&[], None, Some(&without_fsm)),
+        "code-review.json",
+        "not measured (bench-local.json has no `fsm_code_review_s`; run `cargo xtask bench`, or \
+         `cargo build --release -p claij-cli` then `CLAIJ_BENCH_FSM=target/release/claij cargo \
+         bench -p claij-backends --features local --bench local`)",
+        "—",
+        Met::NotApplicable,
+    );
     // null means the bench did not measure it.
     check(
         &s,
