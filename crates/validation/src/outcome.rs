@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::coerce::coerce;
 use crate::fix::Fix;
 use crate::validator::Validator;
 use crate::violation::Violation;
-use crate::{extract, repair};
+use crate::{coerce, extract, repair};
 
 /// What became of a reply.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -81,8 +80,10 @@ enum Unread {
 
 /// Extracts, repairs, coerces and validates a reply.
 ///
-/// Every JSON value found in the reply is tried in order of preference; the first that validates (as
-/// is, or after coercion) wins; otherwise the first complete value is returned with its violations.
+/// Every JSON value found in the reply is tried in order of preference, and the first that validates
+/// as it is wins. Otherwise [`coerce::align`] decides: of the values that validate once coerced, the
+/// one that needed the fewest coercions (two equally good with different values: neither); else, for
+/// a scalar schema, the reply itself read as that value; else the value with the fewest violations.
 ///
 /// ```
 /// use claij_validation::{Outcome, Validator, process};
@@ -126,7 +127,7 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
     };
     let candidates = extract::candidates(reply);
     lap(&mut times.extraction);
-    let mut first_invalid: Option<Outcome> = None;
+    let mut recovered = Vec::new();
     let mut last_error: Option<Unread> = None;
     for candidate in candidates {
         if extract::is_prose(&candidate.text) {
@@ -151,32 +152,13 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
         if valid {
             return (Outcome::Valid { value, fixes }, times);
         }
-        let (value, coercions) = coerce(value, validator.schema());
-        let unchanged = coercions.is_empty();
-        fixes.extend(coercions);
-        lap(&mut times.coercion);
-        // Validated once: the compiled check has failed this very value, so only boon's account of
-        // why is left to get; a coerced value gets the check first.
-        let checked = if unchanged {
-            validator.explain(&value)
-        } else {
-            validator.validate(&value)
-        };
-        lap(&mut times.validation);
-        match checked {
-            Ok(()) => return (Outcome::Valid { value, fixes }, times),
-            Err(violations) => {
-                if first_invalid.is_none() {
-                    first_invalid = Some(Outcome::Invalid {
-                        value,
-                        violations,
-                        fixes,
-                    });
-                }
-            }
-        }
+        recovered.push((value, fixes));
     }
-    let outcome = first_invalid.unwrap_or_else(|| Outcome::NoJson {
+    // No value validates as it is: coercion decides among them (and the reply itself, for a
+    // scalar schema), each value validated once more at most.
+    let aligned = coerce::align(reply, recovered, validator);
+    lap(&mut times.coercion);
+    let outcome = aligned.unwrap_or_else(|| Outcome::NoJson {
         reason: match last_error {
             Some(Unread::Prose) => "the reply is prose without a JSON value".to_owned(),
             Some(Unread::Repair(e)) => format!("no JSON value could be recovered: {e}"),
