@@ -479,12 +479,7 @@ impl Pipeline {
             }
         };
         // JSON cut out of a fence or prose is well-formed: not worth a warning on every call.
-        let extracted_only = fixes.iter().all(|f| {
-            matches!(
-                f.kind,
-                claij_validation::FixKind::Extracted | claij_validation::FixKind::Unescaped
-            )
-        });
+        let extracted_only = fixes.iter().all(|f| f.kind.is_extraction());
         match (fixes.is_empty(), extracted_only) {
             (true, _) => {}
             (false, true) => {

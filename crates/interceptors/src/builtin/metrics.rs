@@ -468,18 +468,12 @@ enum FixStage {
 }
 
 fn stage_of(kind: FixKind) -> FixStage {
-    match kind {
-        FixKind::Extracted | FixKind::Unescaped => FixStage::Extraction,
-        FixKind::StringToNumber
-        | FixKind::FloatToInteger
-        | FixKind::StringToBoolean
-        | FixKind::ToString
-        | FixKind::ToNull
-        | FixKind::WrapInArray
-        | FixKind::EnumCase
-        | FixKind::DroppedProperty => FixStage::Coercion,
-        // Everything else changes the text, and kinds added later are most likely repairs.
-        _ => FixStage::Repair,
+    if kind.is_extraction() {
+        FixStage::Extraction
+    } else if kind.is_coercion() {
+        FixStage::Coercion
+    } else {
+        FixStage::Repair
     }
 }
 

@@ -84,6 +84,11 @@ fn fixes_are_grouped_by_the_stage_that_makes_them() {
     check_stage(FixKind::EnumCase, FixStage::Coercion);
     check_stage(FixKind::StringToNumber, FixStage::Coercion);
     check_stage(FixKind::DroppedProperty, FixStage::Coercion);
+    // Counted as coercions (were repairs): the stage follows the fix kind's own classification.
+    check_stage(FixKind::DroppedNull, FixStage::Coercion);
+    check_stage(FixKind::EnumFromProse, FixStage::Coercion);
+    check_stage(FixKind::KeyAlias, FixStage::Coercion);
+    check_stage(FixKind::ReplyAsValue, FixStage::Coercion);
 }
 
 #[test]
