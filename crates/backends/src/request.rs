@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -131,6 +131,8 @@ pub struct SharedJson(Arc<SharedInner>);
 struct SharedInner {
     value: Value,
     raw: Box<RawValue>,
+    /// The pre-flight token estimate of `raw`, made on first use.
+    tokens: OnceLock<u32>,
 }
 
 impl SharedJson {
@@ -139,7 +141,11 @@ impl SharedJson {
         let text = value.to_string();
         // `Value`'s text is always valid JSON; `null` would only stand in if that ever failed.
         let raw = RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned());
-        Self(Arc::new(SharedInner { value, raw }))
+        Self(Arc::new(SharedInner {
+            value,
+            raw,
+            tokens: OnceLock::new(),
+        }))
     }
 
     /// The value.
@@ -150,6 +156,12 @@ impl SharedJson {
     /// Its compact JSON text, made once.
     pub fn raw(&self) -> &RawValue {
         &self.0.raw
+    }
+
+    /// `estimate` of its text, made once per shared value (the pre-flight check counts a schema's
+    /// tokens on every call).
+    pub(crate) fn tokens(&self, estimate: impl FnOnce(&str) -> u32) -> u32 {
+        *self.0.tokens.get_or_init(|| estimate(self.0.raw.get()))
     }
 
     /// Whether both are the same shared value (not a copy).

@@ -1,7 +1,7 @@
 //! The load bench: `Pipeline::ask` in native mode through `OpenAi` against an in-process mock on
 //! loopback (`support/mock.rs`), writing `<target>/claij/bench-load.json`:
 //! - CPU per call (process user + system time from `getrusage`, less the mock's thread, over many
-//!   sequential calls at zero latency): the small schema, the big one (90 definitions, a 40-way tool
+//!   sequential one-shot calls, each with a fresh context, at zero latency): the small schema, the big one (90 definitions, a 40-way tool
 //!   union), and a call whose first reply is invalid (one retry);
 //! - throughput at 64, 256 and 1024 calls in flight against a mock that answers after 200 ms (the
 //!   ceiling is in-flight / 0.2 s), with the client's CPU as a share of one core and per call.
@@ -127,15 +127,15 @@ fn cpu_per_call(
     let server = Mock::start(Duration::ZERO, replies);
     let pipeline = pipeline(&server.url, schema);
     runtime.block_on(async {
-        let mut ctx = Context::default();
+        // One-shot calls: a fresh context each (no history grows from call to call).
         // Warm up: the connection, the schema's preparation and dialect.
         for _ in 0..5 {
-            let answer = pipeline.ask(&mut ctx, "Go").await.unwrap();
+            let answer = pipeline.ask(&mut Context::default(), "Go").await.unwrap();
             assert_eq!(answer.attempts.len(), attempts);
         }
         let (process, server_cpu) = (process_cpu(), server.cpu());
         for _ in 0..calls {
-            let answer = pipeline.ask(&mut ctx, "Go").await.unwrap();
+            let answer = pipeline.ask(&mut Context::default(), "Go").await.unwrap();
             std::hint::black_box(answer);
         }
         let client = (process_cpu() - process) - (server.cpu() - server_cpu);
@@ -167,9 +167,8 @@ fn throughput(
                 .map(|_| {
                     let pipeline = pipeline.clone();
                     tokio::spawn(async move {
-                        let mut ctx = Context::default();
                         for _ in 0..per_task {
-                            let answer = pipeline.ask(&mut ctx, "Go").await.unwrap();
+                            let answer = pipeline.ask(&mut Context::default(), "Go").await.unwrap();
                             std::hint::black_box(answer);
                         }
                     })

@@ -73,3 +73,26 @@ fn the_answer_call_is_told_from_calls_to_run_by_its_wire_name() {
         .collect();
     assert_eq!(names, ["get_weather"]);
 }
+
+#[test]
+fn a_shared_value_is_serialized_and_estimated_once() {
+    let schema =
+        json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x\"y"]}}});
+    let shared = SharedJson::new(schema.clone());
+    let copy = shared.clone();
+    assert!(SharedJson::ptr_eq(&shared, &copy));
+    assert_eq!(shared.raw().get(), serde_json::to_string(&schema).unwrap());
+    assert_eq!(*copy, schema);
+    assert_eq!(serde_json::to_value(&copy).unwrap(), schema);
+    let back: SharedJson = serde_json::from_value(schema.clone()).unwrap();
+    assert_eq!(back, shared);
+    let mut estimates = 0;
+    for s in [&shared, &copy, &shared] {
+        let tokens = s.tokens(|text| {
+            estimates += 1;
+            u32::try_from(text.len()).unwrap()
+        });
+        assert_eq!(tokens as usize, shared.raw().get().len());
+    }
+    assert_eq!(estimates, 1, "the estimate is made once per shared value");
+}

@@ -83,6 +83,7 @@ impl Prepared {
         let compiled = compile_for(dialect, &self.schema)?;
         let done = Dialected {
             schema: SharedJson::new(compiled.schema.clone()),
+            loss_lines: Arc::new(super::request::LossLines::new(&compiled.losses)),
             losses: Arc::new(compiled.losses.clone()),
             compiled: Arc::new(compiled),
         };
@@ -138,6 +139,8 @@ pub(super) struct Dialected {
     pub(super) compiled: Arc<Compiled>,
     pub(super) schema: SharedJson,
     pub(super) losses: Arc<Vec<claij_schema::dialect::Loss>>,
+    /// The losses as each call logs them, listed once.
+    pub(super) loss_lines: Arc<super::request::LossLines>,
 }
 
 /// Registries (one per base schema) and compiled schemas, shared by every call of a pipeline.

@@ -59,7 +59,7 @@ impl Pipeline {
         let dialect = target.dialect;
         match prepared.dialect_shared(dialect) {
             Ok(done) => {
-                self.log_losses(dialect, &done.losses);
+                self.log_losses(dialect, &done.loss_lines);
                 Delivery::Provider {
                     mode,
                     strict: target.strict,
@@ -79,52 +79,15 @@ impl Pipeline {
     /// line for the forms rewritten to equivalent or stricter ones; annotations (`description`,
     /// `$schema`, ...) are no loss. Not a warning: the validator still checks every keyword, and a
     /// reply breaking one is retried (that retry is the warning), while a schema with a lost keyword
-    /// would otherwise warn on every call.
-    fn log_losses(
-        &self,
-        dialect: claij_backends::SchemaDialect,
-        losses: &[claij_schema::dialect::Loss],
-    ) {
-        use claij_schema::dialect::LossKind;
-        const ANNOTATIONS: &[&str] = &[
-            "$schema",
-            "$id",
-            "$comment",
-            "title",
-            "description",
-            "examples",
-            "default",
-            "deprecated",
-            "readOnly",
-            "writeOnly",
-        ];
-        let list = |weaker: bool| {
-            losses
-                .iter()
-                .filter(|l| !ANNOTATIONS.contains(&l.keyword.as_str()))
-                .filter(|l| matches!(l.change, LossKind::Dropped | LossKind::Relaxed) == weaker)
-                .map(|l| {
-                    format!(
-                        "{} at {}",
-                        l.keyword,
-                        if l.pointer.is_empty() {
-                            "/"
-                        } else {
-                            &l.pointer
-                        }
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let (weaker, other) = (list(true), list(false));
+    /// would otherwise warn on every call. The lists are made once per dialect ([`LossLines`]).
+    fn log_losses(&self, dialect: claij_backends::SchemaDialect, lines: &LossLines) {
         let provider = self.backend.provider();
         let model = &self.config.model;
-        if !weaker.is_empty() {
-            tracing::info!(provider, %model, ?dialect, dropped = %weaker, "schema keywords the provider does not enforce; checked on the reply");
+        if !lines.weaker.is_empty() {
+            tracing::info!(provider, %model, ?dialect, dropped = %lines.weaker, "schema keywords the provider does not enforce; checked on the reply");
         }
-        if !other.is_empty() {
-            tracing::debug!(provider, %model, ?dialect, rewritten = %other, "schema keywords rewritten for the provider's dialect");
+        if !lines.other.is_empty() {
+            tracing::debug!(provider, %model, ?dialect, rewritten = %lines.other, "schema keywords rewritten for the provider's dialect");
         }
     }
 
@@ -292,6 +255,56 @@ impl Pipeline {
             let retry = u64::try_from(number.saturating_sub(1)).unwrap_or(u64::MAX);
             request.temperature = Some(RETRY_TEMPERATURE);
             request.seed = Some(self.config.seed.unwrap_or(0).wrapping_add(retry));
+        }
+    }
+}
+
+/// What a dialect loses, as the call's log lines list it: `keyword at /pointer, ...` for the
+/// keywords the provider will not enforce (dropped or relaxed), and for the rest (rewritten).
+#[derive(Debug, Default)]
+pub(super) struct LossLines {
+    pub(super) weaker: String,
+    pub(super) other: String,
+}
+
+impl LossLines {
+    /// The lines for `losses`, annotations left out.
+    pub(super) fn new(losses: &[claij_schema::dialect::Loss]) -> Self {
+        use claij_schema::dialect::LossKind;
+        const ANNOTATIONS: &[&str] = &[
+            "$schema",
+            "$id",
+            "$comment",
+            "title",
+            "description",
+            "examples",
+            "default",
+            "deprecated",
+            "readOnly",
+            "writeOnly",
+        ];
+        let list = |weaker: bool| {
+            losses
+                .iter()
+                .filter(|l| !ANNOTATIONS.contains(&l.keyword.as_str()))
+                .filter(|l| matches!(l.change, LossKind::Dropped | LossKind::Relaxed) == weaker)
+                .map(|l| {
+                    format!(
+                        "{} at {}",
+                        l.keyword,
+                        if l.pointer.is_empty() {
+                            "/"
+                        } else {
+                            &l.pointer
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Self {
+            weaker: list(true),
+            other: list(false),
         }
     }
 }
