@@ -6,7 +6,8 @@
 //! - throughput at 64, 256 and 1024 calls in flight against a mock that answers after 200 ms (the
 //!   ceiling is in-flight / 0.2 s), with the client's CPU as a share of one core and per call.
 //!
-//! The client runs on a two-worker multi-thread runtime. Without `--bench` (as in
+//! The throughput rows run the client on a two-worker multi-thread runtime, CPU per call on a
+//! current-thread one. Without `--bench` (as in
 //! `cargo test --benches`) a short version runs and nothing is written. CPU time counts whatever
 //! else the process does, so run it on a quiet machine (`cargo xtask bench` does).
 
@@ -42,11 +43,23 @@ fn main() {
     // Two required fields missing: nothing to coerce, so the call retries.
     let small_invalid = r#"{"answer": "42"}"#.to_owned();
 
+    // One call at a time runs on a current-thread runtime, as a one-at-a-time caller would (a
+    // multi-thread runtime adds a cross-thread wake-up per call).
+    let sequential_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let (sequential, big_calls) = if measuring { (4_000, 2_000) } else { (20, 10) };
-    let cpu_small = cpu_per_call(&runtime, &small, vec![small_valid.clone()], sequential, 1);
-    let cpu_big = cpu_per_call(&runtime, &big, vec![big_valid], big_calls, 1);
+    let cpu_small = cpu_per_call(
+        &sequential_runtime,
+        &small,
+        vec![small_valid.clone()],
+        sequential,
+        1,
+    );
+    let cpu_big = cpu_per_call(&sequential_runtime, &big, vec![big_valid], big_calls, 1);
     let cpu_retry = cpu_per_call(
-        &runtime,
+        &sequential_runtime,
         &small,
         vec![small_invalid, small_valid.clone()],
         sequential / 2,
