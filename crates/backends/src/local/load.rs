@@ -46,6 +46,19 @@ pub(super) fn load(path: &Path, requantize: &Requantize) -> Result<Loaded, LoadE
             ),
         });
     }
+    let experts = content
+        .metadata
+        .get("llama.expert_count")
+        .and_then(|v| v.to_u32().ok())
+        .unwrap_or(0);
+    if experts > 1 {
+        return Err(LoadError::Unsupported {
+            path: path.to_owned(),
+            reason: format!(
+                "a mixture of {experts} experts; only dense llama-architecture models are supported"
+            ),
+        });
+    }
     let vocab = Vocab::from_gguf(&content).map_err(|reason| LoadError::Unsupported {
         path: path.to_owned(),
         reason,

@@ -207,3 +207,32 @@ fn the_kv_cache_limit_comes_from_the_environment_when_set() {
         LocalConfig::default()
     );
 }
+
+#[test]
+fn a_mixture_of_experts_is_refused_as_unsupported() {
+    use candle_core::quantized::gguf_file::{self, Value};
+    let dir = std::env::temp_dir().join(format!("claij-moe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("moe.gguf");
+    let architecture = Value::String("llama".to_owned());
+    let experts = Value::U32(8);
+    let mut file = std::fs::File::create(&path).unwrap();
+    gguf_file::write(
+        &mut file,
+        &[
+            ("general.architecture", &architecture),
+            ("llama.expert_count", &experts),
+        ],
+        &[],
+    )
+    .unwrap();
+    drop(file);
+    let error = super::load::load(&path, &super::Requantize::Off)
+        .err()
+        .expect("refused");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        matches!(&error, super::LoadError::Unsupported { reason, .. } if reason.contains("8 experts")),
+        "{error}"
+    );
+}
