@@ -588,3 +588,35 @@ fn the_prefix_cache_reads_less_and_answers_the_same() {
     );
     assert_eq!(c.text, generate(&cold, &next_turn).text);
 }
+
+/// A request with a temperature is sampled with its seed: the same seed decodes the same reply, and
+/// on an open question the seeds do not all decode the greedy one.
+#[test]
+fn a_temperature_samples_reproducibly_by_seed() {
+    let Some((backend, _turn)) = model() else {
+        return;
+    };
+    let question = "Invent a name for a new colour and describe it in one sentence.";
+    let request = |temperature: Option<f32>, seed: u64| {
+        let mut request = structured(question, &claij_schema::base(), 48).seed(seed);
+        request.temperature = temperature;
+        request
+    };
+    let greedy = complete(backend, &request(None, 0)).unwrap().content;
+    let sampled: Vec<String> = (1..=3)
+        .map(|seed| {
+            complete(backend, &request(Some(0.7), seed))
+                .unwrap()
+                .content
+        })
+        .collect();
+    assert!(
+        sampled.iter().any(|reply| *reply != greedy),
+        "every seed decoded the greedy reply: {greedy}"
+    );
+    let again = complete(backend, &request(Some(0.7), 1)).unwrap().content;
+    assert_eq!(
+        again, sampled[0],
+        "seed 1 decoded another reply the second time"
+    );
+}

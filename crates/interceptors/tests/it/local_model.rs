@@ -149,13 +149,15 @@ fn truncated_answers_are_retried_for_brevity_then_fail_typed() {
     assert!(retry.contains("shorter"), "{retry}");
 }
 
-/// A retry on the greedy local model is sampled: attempt 1 (greedy) fails a check, attempt 2 goes
-/// out at the retry temperature with its own seed, and decodes another reply.
+/// A retry on the greedy local model is sampled: attempt 1 (greedy) fails a check, and each retry
+/// goes out at the retry temperature with its own seed. (Whether the model then writes another reply
+/// is its own affair: shown its first reply, the small model often copies it, and on a sure token
+/// nucleus sampling keeps only the greedy one. That the backend samples is tested in claij-backends.)
 #[test]
-fn a_retry_on_the_local_model_samples_another_reply() {
+fn a_retry_on_the_local_model_goes_out_sampled() {
     let mut config = Config::new("local");
     config.max_tokens = Some(48);
-    config.max_retries = 1;
+    config.max_retries = 2;
     let Some(pipeline) = pipeline(Decoding::Constrained, config, Chain::new()) else {
         return;
     };
@@ -168,22 +170,27 @@ fn a_retry_on_the_local_model_samples_another_reply() {
         }]
     });
     let mut ctx = Context::default();
-    let err = run(pipeline.ask(&mut ctx, "What is the capital of France?")).unwrap_err();
+    let err = run(pipeline.ask(
+        &mut ctx,
+        "Invent a name for a new colour and describe it in one sentence.",
+    ))
+    .unwrap_err();
     let Error::RetriesExhausted(exhausted) = err else {
         panic!("expected RetriesExhausted, got {err}");
     };
-    let [first, second] = &exhausted.attempts[..] else {
-        panic!("two attempts: {:?}", exhausted.attempts);
+    let [first, second, third] = &exhausted.attempts[..] else {
+        panic!("three attempts: {:?}", exhausted.attempts);
     };
     assert_eq!(
         (first.request.temperature, first.request.seed),
         (None, None)
     );
-    assert_eq!(
-        (second.request.temperature, second.request.seed),
-        (Some(claij_interceptors::RETRY_TEMPERATURE), Some(1))
-    );
-    assert_ne!(first.raw, second.raw, "the retry decoded the same reply");
+    for (retry, seed) in [(second, 1), (third, 2)] {
+        assert_eq!(
+            (retry.request.temperature, retry.request.seed),
+            (Some(claij_interceptors::RETRY_TEMPERATURE), Some(seed))
+        );
+    }
 }
 
 /// An agent run on the embedded model, for mechanics: the grammar lets the model call the tool
