@@ -266,11 +266,15 @@ fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
     if let Some(backend) = loaded.get(&key) {
         return Ok(Arc::clone(backend) as Arc<dyn Backend>);
     }
+    // CLAIJ_KV_CACHE_MIB bounds the prefix cache (0 turns it off).
+    let config = claij_backends::local::LocalConfig::default()
+        .with_env(|name| std::env::var_os(name))
+        .map_err(anyhow::Error::msg)?;
     let mut err = std::io::stderr();
     if err.is_terminal() {
         writeln!(err, "loading the local model from {}", key.display())?;
     }
-    let backend = Arc::new(LocalBackend::load(&key)?);
+    let backend = Arc::new(LocalBackend::load_with(&key, config)?);
     loaded.insert(key, Arc::clone(&backend));
     Ok(backend)
 }

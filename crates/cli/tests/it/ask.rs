@@ -145,3 +145,12 @@ fn help_lists_ask() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("ask"), "{}", run.stdout);
 }
+
+#[test]
+fn a_bad_kv_cache_limit_names_the_variable() {
+    check(
+        &["ask", "hi", "--llm", "local"],
+        &[("CLAIJ_KV_CACHE_MIB", Some("lots"))],
+        "CLAIJ_KV_CACHE_MIB=\"lots\" is not a whole number of MiB",
+    );
+}
