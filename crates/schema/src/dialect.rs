@@ -514,26 +514,7 @@ fn child(pointer: &str, token: &str) -> String {
     out
 }
 
-/// Decodes `%XX` escapes in a URI fragment; `None` when they are malformed or not UTF-8.
-pub(crate) fn percent_decode(fragment: &str) -> Option<String> {
-    if !fragment.contains('%') {
-        return Some(fragment.to_owned());
-    }
-    let bytes = fragment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = fragment.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
+pub(crate) use crate::pointer::percent_decode;
 
 fn json_type(value: &Value) -> &'static str {
     match value {

@@ -38,46 +38,42 @@ where
 }
 
 /// Resolves a pointer in a value, like [`Value::pointer`], also accepting the URI fragment form
-/// (`#/a/b`, with percent-encoding).
+/// (`#/a/b`, with percent-encoding; a malformed escape is taken literally).
 pub fn resolve<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
     let pointer = pointer.strip_prefix('#').unwrap_or(pointer);
-    if pointer.contains('%') {
-        value.pointer(&percent_decode(pointer))
-    } else {
-        value.pointer(pointer)
+    match percent_decode(pointer) {
+        Some(decoded) => value.pointer(&decoded),
+        None => value.pointer(pointer),
     }
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
+/// Decodes the `%XX` escapes of a URI fragment (`/$defs/a%20b` is `/$defs/a b`); `None` when an
+/// escape is malformed or the bytes are not UTF-8.
+///
+/// ```
+/// use claij_schema::pointer::percent_decode;
+///
+/// assert_eq!(percent_decode("/$defs/a%20b").as_deref(), Some("/$defs/a b"));
+/// assert_eq!(percent_decode("/a%2"), None);
+/// ```
+pub fn percent_decode(fragment: &str) -> Option<String> {
+    if !fragment.contains('%') {
+        return Some(fragment.to_owned());
+    }
+    let bytes = fragment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let decoded = match (bytes.get(i), bytes.get(i + 1), bytes.get(i + 2)) {
-            (Some(b'%'), Some(h), Some(l)) => hex(*h).zip(hex(*l)).map(|(h, l)| h * 16 + l),
-            _ => None,
-        };
-        match decoded {
-            Some(b) => {
-                out.push(b);
-                i += 3;
-            }
-            None => {
-                out.extend(bytes.get(i));
-                i += 1;
-            }
+        if bytes[i] == b'%' {
+            let hex = fragment.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
+    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -974,23 +974,7 @@ fn local_pointer(reference: &str) -> Option<String> {
     if !fragment.is_empty() && !fragment.starts_with('/') {
         return None;
     }
-    if !fragment.contains('%') {
-        return Some(fragment.to_owned());
-    }
-    let bytes = fragment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = fragment.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    claij_schema::pointer::percent_decode(fragment)
 }
 
 /// A regular expression as boon compiles an ECMA 262 one: `\d`, `\w`, `\s` and their negations as
