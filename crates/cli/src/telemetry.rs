@@ -723,34 +723,13 @@ fn parse_headers(text: &str) -> Result<Vec<(String, String)>> {
                 index + 1
             );
         }
-        headers.push((name.to_ascii_lowercase(), percent_decode(value.trim())));
+        let value = value.trim();
+        // `%XX` escapes decoded; a value with a malformed one is taken as written.
+        let value =
+            claij_schema::pointer::percent_decode(value).unwrap_or_else(|| value.to_owned());
+        headers.push((name.to_ascii_lowercase(), value));
     }
     Ok(headers)
-}
-
-/// `%XX` escapes decoded (an invalid escape stays as it is).
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[index],
-            bytes.get(index + 1).copied().and_then(hex),
-            bytes.get(index + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(high), Some(low)) => {
-                out.push((high * 16 + low) as u8);
-                index += 3;
-            }
-            (byte, _, _) => {
-                out.push(byte);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A positive integer from `var`, or an error naming it.
