@@ -74,7 +74,8 @@ const IO_CRATES: &[&str] = &[
 const BACKENDS_WITHOUT_DEFAULTS: &[(&str, bool)] =
     &[("claij-interceptors", true), ("claij-fsm", false)];
 
-/// Only applications use these: libraries return typed errors and never install a subscriber.
+/// Only applications use these: libraries return typed errors and never install a subscriber (test
+/// support behind a library's `testing` feature, for other crates' tests, may).
 const APPLICATION_ONLY: &[&str] = &["anyhow", "tracing-subscriber"];
 
 #[derive(Debug, Clone, Copy)]
@@ -197,7 +198,10 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
                     describe(allowed)
                 ));
             }
-            if is_library(package) && APPLICATION_ONLY.contains(&dep.name.as_str()) {
+            if is_library(package)
+                && APPLICATION_ONLY.contains(&dep.name.as_str())
+                && !package.only_for_testing(dep)
+            {
                 violations.push(format!(
                     "{name} -> {}: only claij-cli and xtask may depend on {}",
                     dep.name, dep.name

@@ -177,3 +177,32 @@ fn a_dependency_built_with_other_features_for_the_cli_alone_is_a_violation() {
     );
     assert!(feature_drift(workspace, workspace).is_empty());
 }
+
+#[test]
+fn test_support_behind_the_testing_feature_may_use_an_application_crate() {
+    let manifest = |features: &str| {
+        format!(
+            r#"{{"target_directory": "/t", "packages": [{{"name": "claij-backends",
+            "targets": [{{"kind": ["lib"]}}], "features": {features},
+            "dependencies": [{{"name": "tracing-subscriber", "kind": null, "optional": true,
+                "uses_default_features": true, "features": []}}]}}]}}"#
+        )
+    };
+    let violations = |features: &str| {
+        manifest_violations(&Workspace::parse(&manifest(features)).unwrap().packages)
+    };
+    // Only `testing` enables it: allowed.
+    assert_eq!(
+        violations(r#"{"testing": ["dep:tracing-subscriber"]}"#),
+        Vec::<String>::new()
+    );
+    // Another feature enables it too: the library would ship it.
+    assert_eq!(
+        violations(
+            r#"{"testing": ["dep:tracing-subscriber"], "logs": ["tracing-subscriber/fmt"]}"#
+        ),
+        [
+            "claij-backends -> tracing-subscriber: only claij-cli and xtask may depend on tracing-subscriber"
+        ]
+    );
+}
