@@ -44,6 +44,13 @@ pub(crate) const COLLECTOR: Cache = Cache {
     folder: "collector",
 };
 
+/// The Restate server the `claij-restate` tests start (`cargo xtask restate`). Its variable names the
+/// cache; the tests take the binary from `CLAIJ_RESTATE_SERVER`, which `cargo xtask test` sets.
+pub(crate) const RESTATE: Cache = Cache {
+    var: "CLAIJ_RESTATE_DIR",
+    folder: "restate",
+};
+
 impl Cache {
     /// The directory, absolute (the temp dir's `claij/<folder>` when the environment names none).
     pub(crate) fn dir(self) -> PathBuf {

