@@ -90,6 +90,24 @@ pub enum Error {
         /// The journal file.
         path: PathBuf,
     },
+    /// A state failed in a step that was recorded ([`crate::StepRecord::failure`]) and re-applied:
+    /// the original error is known only by its message.
+    #[error("state `{state}`: {message}")]
+    StepFailed {
+        /// The state.
+        state: String,
+        /// The recorded error, with its causes.
+        message: String,
+    },
+    /// What a state needs cannot be done the way the run is driven (a sub-FSM that waits for a
+    /// person, inside a step record, say).
+    #[error("state `{state}`: not supported here: {reason}")]
+    Unsupported {
+        /// The state.
+        state: String,
+        /// Why.
+        reason: String,
+    },
     /// A journal line is not what the runner writes.
     #[error("journal {} line {line}: {message}", .path.display())]
     CorruptJournal {

@@ -36,6 +36,11 @@
 //!   validation, retries; a bail-out transition when the retries run out), `service` and custom states
 //!   call a registered [`Service`], `fsm` states run a sub-FSM ([`TrailMode`]), `human` states wait
 //!   for [`Runner::provide`]. A run ([`Run`]) ends [`Outcome::Finished`], `Waiting` or `Interrupted`.
+//! - Step by step, for a durable engine that journals each action's result: [`Runner::next_action`]
+//!   ([`NextAction`]), [`Runner::act_step`] (a serializable [`StepRecord`]: the event, attempts,
+//!   bail-out, remedy and interceptor context) and [`Runner::apply_step`], which rebuilds the same
+//!   run from the record without running the action again; [`Runner::run`] is made of the same
+//!   pieces.
 //! - [`Interrupt`]: stop a run from outside, with cleanup hooks.
 //! - [`journal`]: the trail appended to JSONL as it happens ([`Runner::start_journaled`]);
 //!   [`Runner::resume`] goes on after the last recorded transition.
@@ -97,8 +102,8 @@ pub use fsm::Fsm;
 pub use interrupt::Interrupt;
 pub use journal::{Durability, ExistingJournal, Journal};
 pub use runner::{
-    DEFAULT_MAX_TRANSITIONS, Outcome, RemedyApprover, Run, Runner, Service, ServiceCall, Status,
-    TrailMode, service_fn,
+    ContextState, DEFAULT_MAX_TRANSITIONS, NextAction, Outcome, RemedyApprover, Run, Runner,
+    Service, ServiceCall, Status, StepRecord, TrailMode, service_fn,
 };
 pub use schema::IdStyle;
 pub use trail::{AttemptRecord, Entry, Trail, trail_to_messages};

@@ -4,7 +4,10 @@
 mod actions;
 mod extensions;
 mod meta_debug;
+mod step;
 mod trace;
+
+pub use step::{ContextState, NextAction, StepRecord};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -346,7 +349,16 @@ impl Runner {
     ///
     /// [`Error::InvalidEvent`] naming what is wrong with the input.
     pub fn start(&self, input: Value) -> Result<Run, Error> {
-        let id = new_run_id();
+        self.start_with_id(new_run_id(), input)
+    }
+
+    /// [`Runner::start`] with the run's id given (a durable engine's workflow key, say).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runner::start`].
+    pub fn start_with_id(&self, id: impl Into<String>, input: Value) -> Result<Run, Error> {
+        let id = id.into();
         let mut run = Run {
             span: trace::run_span(self.fsm.id(), &id, false),
             id,
@@ -360,7 +372,7 @@ impl Runner {
         };
         let event = self.with_id(START, input);
         let to = self.route(START, &event)?;
-        self.advance(&mut run, to, event, Vec::new(), false, None)?;
+        self.advance(&mut run, to, event, How::now(), None)?;
         Ok(run)
     }
 
@@ -502,23 +514,10 @@ impl Runner {
                 });
             }
             taken += 1;
-            let state = self.state(&run.state);
-            match state.action {
-                Action::End => {
-                    run.status = Status::Finished;
-                    return Ok(Outcome::Finished {
-                        state: run.state.clone(),
-                        event: run.event.clone(),
-                    });
-                }
-                Action::Human => {
-                    run.status = Status::Waiting;
-                    return Ok(Outcome::Waiting {
-                        state: run.state.clone(),
-                    });
-                }
-                _ => {}
+            if let Some(outcome) = self.stop_of(run) {
+                return Ok(outcome);
             }
+            let state = self.state(&run.state);
             let span = trace::state_span(&run.span, &state);
             let visited = self
                 .visit(&state, run, interrupt, journal.as_deref_mut(), &span)
@@ -559,20 +558,8 @@ impl Runner {
             trace::transition(span, &state.id, INTERRUPTED, false);
             return self.interrupted(run, journal).map(Some);
         };
-        let step = step?;
-        if let Some(remedy) = step.remedy {
-            run.remedies.insert(run.state.clone(), remedy.clone());
-            if let Some(journal) = journal.as_deref_mut() {
-                journal.record_remedy(&run.state, &remedy)?;
-                self.journaled(run, journal)?;
-            }
-        }
-        if let Some(error) = step.error {
-            // The remedy is kept; the diagnosis's transitions are not, or a resumed run would
-            // stand in the meta-debug machine.
-            return Err(error);
-        }
-        if let Some(child) = step.suspended {
+        let mut step = step?;
+        if let Some(child) = step.suspended.take() {
             run.status = Status::Waiting;
             run.suspended = Some(child);
             if let (Some(journal), Some(child)) = (journal.as_deref_mut(), run.suspended.as_deref())
@@ -584,15 +571,9 @@ impl Runner {
                 state: run.waiting_in(),
             }));
         }
-        if let Some(sub_entries) = step.sub_entries {
-            for entry in sub_entries {
-                self.record(run, &entry, journal.as_deref_mut())?;
-            }
-        }
-        let event = self.with_id(&run.state, step.event);
-        let to = self.route(&run.state, &event)?;
-        trace::transition(span, &run.state, &to, step.bail_out);
-        self.advance(run, to, event, step.attempts, step.bail_out, journal)?;
+        // The step as the data a durable engine would journal, applied as it would apply it.
+        let (record, error) = self.record_of(run, step);
+        self.apply(run, record, error, journal, Some(span))?;
         Ok(None)
     }
 
@@ -644,7 +625,7 @@ impl Runner {
             trace::fail(&span, &ErrorChain(error).to_string());
         })?;
         trace::transition(&span, &run.state, &to, false);
-        self.advance(run, to, event, Vec::new(), false, journal)
+        self.advance(run, to, event, How::now(), journal)
             .inspect_err(|error| trace::fail(&span, &ErrorChain(error).to_string()))
     }
 
@@ -724,10 +705,14 @@ impl Runner {
         run: &mut Run,
         to: String,
         event: Value,
-        attempts: Vec<AttemptRecord>,
-        bail_out: bool,
+        how: How,
         journal: Option<&mut Journal>,
     ) -> Result<(), Error> {
+        let How {
+            attempts,
+            bail_out,
+            at,
+        } = how;
         let omit = self
             .fsm
             .definition()
@@ -742,6 +727,7 @@ impl Runner {
         let mut entry =
             Entry::new(run.state.clone(), to.clone(), event.clone()).with_attempts(attempts);
         entry.model = model;
+        entry.at = at;
         if bail_out {
             tracing::warn!(from = %run.state, to = %to, "bail-out transition");
         } else {
@@ -916,6 +902,24 @@ impl Step {
             suspended: None,
             remedy: None,
             error: None,
+        }
+    }
+}
+
+/// How a transition was taken: the model calls that chose it, whether it is a bail-out, when.
+struct How {
+    attempts: Vec<AttemptRecord>,
+    bail_out: bool,
+    at: SystemTime,
+}
+
+impl How {
+    /// Taken now, without a model (a start, a person's input).
+    fn now() -> Self {
+        Self {
+            attempts: Vec::new(),
+            bail_out: false,
+            at: SystemTime::now(),
         }
     }
 }

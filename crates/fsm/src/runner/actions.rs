@@ -36,7 +36,7 @@ impl Runner {
     ) -> Result<Step, Error> {
         match &state.action {
             Action::Llm => self.ask(state, run).await,
-            Action::Fsm => self.sub_fsm(state, run, interrupt).await,
+            Action::Fsm => self.run_sub_fsm(state, run, interrupt).await,
             Action::Service => {
                 let name = state.config_str("service").unwrap_or(&state.id).to_owned();
                 self.service(state, run, interrupt, &name, "service").await
@@ -297,7 +297,7 @@ impl Runner {
     /// the run of it that waited for a person); its final event (without its `id`) leaves the state
     /// by the first transition whose schema accepts it. When it waits for a person, so does the
     /// parent, keeping the sub-FSM run.
-    async fn sub_fsm(
+    async fn run_sub_fsm(
         &self,
         state: &State,
         run: &mut Run,
@@ -314,11 +314,6 @@ impl Runner {
             kind: "fsm",
             name: name.to_owned(),
         })?;
-        let mode = match state.config_str("trail") {
-            Some("omit") => TrailMode::Omit,
-            Some("full") => TrailMode::Full,
-            _ => TrailMode::Summary,
-        };
         let mut sub = match run.suspended.take() {
             Some(sub) => *sub,
             None => {
@@ -334,7 +329,7 @@ impl Runner {
         let outcome = Box::pin(child.run(&mut sub, interrupt, None))
             .await
             .map_err(|e| failed(ErrorChain(&e).to_string()))?;
-        let mut result = match outcome {
+        let result = match outcome {
             super::Outcome::Finished { event, .. } => event,
             super::Outcome::Interrupted { .. } => return Err(failed("interrupted".into())),
             super::Outcome::Waiting { .. } => {
@@ -343,6 +338,27 @@ impl Runner {
                     ..Step::event(Value::Null)
                 });
             }
+        };
+        self.sub_result(state, result, &sub.trail)
+    }
+
+    /// The step of `fsm` state `state` whose sub-FSM ended with `result`, its trail `trail`.
+    pub(super) fn sub_result(
+        &self,
+        state: &State,
+        mut result: Value,
+        trail: &crate::trail::Trail,
+    ) -> Result<Step, Error> {
+        let name = state.config_str("fsm").unwrap_or_default();
+        let failed = |message: String| Error::Action {
+            state: state.id.clone(),
+            action: format!("fsm {name}"),
+            message,
+        };
+        let mode = match state.config_str("trail") {
+            Some("omit") => TrailMode::Omit,
+            Some("full") => TrailMode::Full,
+            _ => TrailMode::Summary,
         };
         if let Value::Object(map) = &mut result {
             map.remove("id");
@@ -368,7 +384,7 @@ impl Runner {
         let (attempts, sub_entries) = match mode {
             TrailMode::Omit => (Vec::new(), None),
             TrailMode::Summary => (
-                sub.trail
+                trail
                     .entries
                     .iter()
                     .flat_map(|e| e.attempts.clone())
@@ -376,8 +392,7 @@ impl Runner {
                 None,
             ),
             TrailMode::Full => {
-                let prefixed = sub
-                    .trail
+                let prefixed = trail
                     .entries
                     .iter()
                     .map(|e| {

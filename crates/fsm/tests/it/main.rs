@@ -11,3 +11,4 @@ mod remedies;
 mod render;
 mod run;
 mod spans;
+mod steps;
