@@ -182,8 +182,9 @@ pub struct LocalConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PrefillWeights {
-    /// Each layer's weights expanded to f32 once per prompt, then dense matrix products: faster
-    /// for prompts of more than a few dozen tokens on CPUs with wide vector units (the default).
+    /// The weights expanded to f32 on the first prompt and kept, then dense matrix products over
+    /// the whole prompt: about twice as fast (the default), for 4 bytes per weight more memory
+    /// (about 410 MiB for SmolLM2-135M).
     #[default]
     F32,
     /// The weights as loaded (Q8_0 after re-quantisation).

@@ -1,10 +1,10 @@
 //! The llama forward pass, with the key-value cache held outside the weights: a request resumes from
 //! the cached keys and values of the longest prefix it shares with an earlier one ([`super::cache`]),
-//! and a prompt is read in chunks of [`CHUNK`] tokens, layer by layer, each layer's matrices used for
-//! every chunk before the next layer's are touched.
+//! and a prompt is read layer by layer: each layer's matrix products take all of the prompt's rows
+//! at once, and its attention goes chunk by chunk, [`CHUNK`] tokens each.
 //!
-//! Why chunks on a fixed grid: the numbers a chunk produces depend on how many rows it has (the
-//! matrix kernels block and order their sums by shape). A prompt is always cut at multiples of
+//! Why chunks on a fixed grid: the numbers attention produces depend on how many keys and rows it
+//! has (the matrix kernels block and order their sums by shape). A prompt is always cut at multiples of
 //! [`CHUNK`] from position 0, and a cached prefix is reused only up to such a multiple, only as far
 //! as it was computed in whole chunks; so a request resumed from the cache does the same arithmetic,
 //! bit for bit, as one run cold, and greedy decoding gives the same answer with or without the cache.
@@ -22,10 +22,9 @@ pub(super) const CHUNK: usize = 32;
 pub(super) enum Prefill {
     /// With the quantised weights as they are (Q8_0 after re-quantisation).
     Quantized,
-    /// Whole chunks with each layer's weights expanded to f32 once per prompt, then dense matrix
-    /// products; a last, partial chunk (and a prompt with no whole chunk) with the quantised
-    /// weights. The choice depends on the chunk alone, so a resumed prompt computes every chunk as
-    /// a cold one does.
+    /// With the weights expanded to f32 (on the first prompt, then kept) and dense matrix products
+    /// over all of the prompt's rows at once. A row's numbers do not depend on how many rows are
+    /// read with it, so a resumed prompt computes every chunk as a cold one does.
     Dense,
 }
 
@@ -56,10 +55,11 @@ struct Layer {
     ffn_norm: Tensor,
 }
 
-/// A matrix: quantised, and how to expand it.
+/// A matrix: quantised, and its f32 expansion once a prompt was read with it.
 struct Weight {
     quantized: QMatMul,
     source: std::sync::Arc<QTensor>,
+    dense: std::sync::OnceLock<Tensor>,
 }
 
 /// A layer's matrices as one chunk uses them.
@@ -143,6 +143,7 @@ fn weight(
     Ok(Weight {
         quantized: QMatMul::from_arc(source.clone())?,
         source,
+        dense: std::sync::OnceLock::new(),
     })
 }
 
@@ -267,11 +268,11 @@ impl Model {
             bounds.push((at, end));
             at = end;
         }
-        let any_whole = bounds.iter().any(|(from, to)| to - from == CHUNK);
-        let mut hidden: Vec<Tensor> = bounds
+        let whole = bounds
             .iter()
-            .map(|&(from, to)| self.embed(&tokens[from - start..to - start]))
-            .collect::<Result<_>>()?;
+            .take_while(|(from, to)| to - from == CHUNK)
+            .count();
+        let mut x = self.embed(tokens)?;
         if sequence.kv.is_empty() {
             sequence.kv = Vec::with_capacity(self.layers.len());
         }
@@ -279,7 +280,7 @@ impl Model {
             let matrices = Matrices {
                 layer,
                 dense: match mode {
-                    Prefill::Dense if any_whole => Some([
+                    Prefill::Dense => Some([
                         layer.wq.expand()?,
                         layer.wk.expand()?,
                         layer.wv.expand()?,
@@ -288,13 +289,11 @@ impl Model {
                         layer.up.expand()?,
                         layer.down.expand()?,
                     ]),
-                    Prefill::Dense | Prefill::Quantized => None,
+                    Prefill::Quantized => None,
                 },
             };
             let mut kv = sequence.kv.get(index).cloned();
-            for (x, &(from, to)) in hidden.iter_mut().zip(&bounds) {
-                *x = self.layer(&matrices, to - from == CHUNK, x, &mut kv, from)?;
-            }
+            x = self.layer(&matrices, &x, &mut kv, start, &bounds)?;
             let kv = match kv {
                 Some(kv) => kv,
                 None => candle_core::bail!("no keys and values after a layer"),
@@ -305,15 +304,8 @@ impl Model {
             }
         }
         sequence.tokens.extend_from_slice(tokens);
-        let whole = bounds
-            .iter()
-            .take_while(|(from, to)| to - from == CHUNK)
-            .count();
         sequence.exact = start + whole * CHUNK;
-        match hidden.last() {
-            Some(last) => self.logits(last),
-            None => candle_core::bail!("an empty prompt"),
-        }
+        self.logits(&x)
     }
 
     /// Reads generated `tokens` (one sampled token and any the grammar forced after it) after
@@ -328,7 +320,13 @@ impl Model {
         for (index, layer) in self.layers.iter().enumerate() {
             let matrices = Matrices { layer, dense: None };
             let mut kv = sequence.kv.get(index).cloned();
-            x = self.layer(&matrices, false, &x, &mut kv, start)?;
+            x = self.layer(
+                &matrices,
+                &x,
+                &mut kv,
+                start,
+                &[(start, start + tokens.len())],
+            )?;
             match (kv, sequence.kv.get_mut(index)) {
                 (Some(kv), Some(slot)) => *slot = kv,
                 (Some(kv), None) => sequence.kv.push(kv),
@@ -352,21 +350,19 @@ impl Model {
         self.output.forward(&last)?.flatten_all()?.to_vec1()
     }
 
-    /// One transformer block over a chunk `x` (`[1, tokens, embedding]`) starting at `position`,
-    /// with the dense matrices when there are some and `dense` says so.
+    /// One transformer block over `x` (`[1, tokens, embedding]`, the tokens at positions
+    /// `start..`), cut into the chunks `bounds` (absolute positions) for attention. The matrix
+    /// products, norms and activations work row by row, so they take every row at once; each
+    /// chunk attends to the keys up to its own end, as it would have alone.
     fn layer(
         &self,
         matrices: &Matrices<'_>,
-        dense: bool,
         x: &Tensor,
         kv: &mut Option<(Tensor, Tensor)>,
-        position: usize,
+        start: usize,
+        bounds: &[(usize, usize)],
     ) -> Result<Tensor> {
         let layer = matrices.layer;
-        let matrices = Matrices {
-            layer,
-            dense: if dense { matrices.dense.clone() } else { None },
-        };
         let (_, len, embedding) = x.dims3()?;
         let h = candle_nn::ops::rms_norm(x, &layer.attention_norm, self.eps)?;
         let q = matrices.apply(0, &layer.wq, &h)?;
@@ -384,8 +380,8 @@ impl Model {
             .reshape((1, len, self.n_kv_head, self.head_dim))?
             .transpose(1, 2)?
             .contiguous()?;
-        let q = self.rope(&q, position)?;
-        let k = self.rope(&k, position)?;
+        let q = self.rope(&q, start)?;
+        let k = self.rope(&k, start)?;
         let (k, v) = match kv.take() {
             Some((k_cache, v_cache)) => (
                 Tensor::cat(&[&k_cache, &k], 2)?,
@@ -395,16 +391,25 @@ impl Model {
         };
         *kv = Some((k.clone(), v.clone()));
         let repeat = self.n_head / self.n_kv_head;
-        let k = candle_transformers::utils::repeat_kv(k, repeat)?;
-        let v = candle_transformers::utils::repeat_kv(v, repeat)?;
-        let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
-        let scores = if len > 1 {
-            scores.broadcast_add(&causal_mask(len, position)?)?
-        } else {
-            scores
+        let mut outputs = Vec::with_capacity(bounds.len());
+        for &(from, to) in bounds {
+            let rows = to - from;
+            let q = q.narrow(2, from - start, rows)?.contiguous()?;
+            let k = candle_transformers::utils::repeat_kv(k.narrow(2, 0, to)?, repeat)?;
+            let v = candle_transformers::utils::repeat_kv(v.narrow(2, 0, to)?, repeat)?;
+            let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
+            let scores = if rows > 1 {
+                scores.broadcast_add(&causal_mask(rows, from)?)?
+            } else {
+                scores
+            };
+            let attention = candle_nn::ops::softmax_last_dim(&scores)?;
+            outputs.push(attention.matmul(&v.contiguous()?)?);
+        }
+        let y = match outputs.len() {
+            1 => outputs.remove(0),
+            _ => Tensor::cat(&outputs, 2)?,
         };
-        let attention = candle_nn::ops::softmax_last_dim(&scores)?;
-        let y = attention.matmul(&v.contiguous()?)?;
         let y = y.transpose(1, 2)?.reshape((1, len, embedding))?;
         let x = (matrices.apply(3, &layer.wo, &y)? + x)?;
         let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.eps)?;
@@ -427,18 +432,36 @@ impl Model {
 }
 
 impl Weight {
+    /// The f32 matrix, expanded on first use and kept.
     fn expand(&self) -> Result<Tensor> {
-        self.source.dequantize(&Device::Cpu)
+        if let Some(dense) = self.dense.get() {
+            return Ok(dense.clone());
+        }
+        let dense = self.source.dequantize(&Device::Cpu)?;
+        Ok(self.dense.get_or_init(|| dense).clone())
     }
 }
 
 impl Matrices<'_> {
-    /// `x` (`[1, tokens, in]`) times matrix `index` of the layer, transposed.
+    /// `x` (`[1, tokens, in]`) times matrix `index` of the layer, transposed: with the dense
+    /// matrix when there is one, else the quantised.
+    ///
+    /// A dense product gives each row the same numbers whatever the number of rows (the kernel
+    /// blocks the sums by the inner dimension alone), except that a single row takes a
+    /// matrix-vector path with another order; so a single row is computed as two.
     fn apply(&self, index: usize, weight: &Weight, x: &Tensor) -> Result<Tensor> {
         match self.dense.as_ref().and_then(|d| d.get(index)) {
             Some(w) => {
                 let (_, len, width) = x.dims3()?;
-                x.reshape((len, width))?.matmul(&w.t()?)?.unsqueeze(0)
+                let x = x.reshape((len, width))?;
+                let product = if len == 1 {
+                    Tensor::cat(&[&x, &x], 0)?
+                        .matmul(&w.t()?)?
+                        .narrow(0, 0, 1)?
+                } else {
+                    x.matmul(&w.t()?)?
+                };
+                product.unsqueeze(0)
             }
             None => weight.quantized.forward(x),
         }
