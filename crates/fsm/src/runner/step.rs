@@ -233,6 +233,18 @@ impl Runner {
         self.interrupted(run, None)
     }
 
+    /// `input` as the event out of `state` it would be (its `id` added when the state has one
+    /// exit), or why it fits no transition: to check a person's input before it is given.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidEvent`].
+    pub fn check_event(&self, state: &str, input: Value) -> Result<Value, Error> {
+        let event = self.with_id(state, input);
+        self.route(state, &event)?;
+        Ok(event)
+    }
+
     /// The transitions one call of [`Runner::run`] may take.
     pub fn max_transitions(&self) -> usize {
         self.max_transitions
