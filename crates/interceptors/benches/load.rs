@@ -3,6 +3,7 @@
 //! - CPU per call (process user + system time from `getrusage`, less the mock's thread, over many
 //!   sequential one-shot calls, each with a fresh context, at zero latency): the small schema, the big one (90 definitions, a 40-way tool
 //!   union), and a call whose first reply is invalid (one retry);
+//! - the floor under the small figure: the same exchange by reqwest alone, without claij;
 //! - throughput at 64, 256 and 1024 calls in flight against a mock that answers after 200 ms (the
 //!   ceiling is in-flight / 0.2 s), with the client's CPU as a share of one core and per call.
 //!
@@ -65,9 +66,10 @@ fn main() {
         sequential / 2,
         2,
     );
+    let cpu_floor = cpu_per_call_transport(&sequential_runtime, &small, &small_valid, sequential);
     println!(
         "CPU per call at 1 in flight, zero latency: small {cpu_small:.4} ms, big {cpu_big:.4} ms, \
-         small with one retry {cpu_retry:.4} ms"
+         small with one retry {cpu_retry:.4} ms; the same exchange with reqwest alone {cpu_floor:.4} ms"
     );
 
     let mut rows = Vec::new();
@@ -105,6 +107,7 @@ fn main() {
         "cpu_ms_per_call_small": cpu_small,
         "cpu_ms_per_call_big": cpu_big,
         "cpu_ms_per_call_retry": cpu_retry,
+        "cpu_ms_per_call_transport": cpu_floor,
     });
     let dir = target_dir().join("claij");
     std::fs::create_dir_all(&dir).expect("create target/claij");
@@ -150,6 +153,62 @@ fn cpu_per_call(
         for _ in 0..calls {
             let answer = pipeline.ask(&mut Context::default(), "Go").await.unwrap();
             std::hint::black_box(answer);
+        }
+        let client = (process_cpu() - process) - (server.cpu() - server_cpu);
+        client.as_secs_f64() * 1e3 / calls as f64
+    })
+}
+
+/// The floor under [`cpu_per_call`]'s small figure: client CPU milliseconds per call when reqwest
+/// alone (no claij) posts a chat request of the same shape (the small schema as a native
+/// `response_format`) to the same mock and parses the reply as JSON, on the same kind of runtime.
+/// The kernel's loopback TCP and the HTTP stack are in both figures; the difference is claij's.
+fn cpu_per_call_transport(
+    runtime: &tokio::runtime::Runtime,
+    schema: &Value,
+    reply: &str,
+    calls: usize,
+) -> f64 {
+    let server = Mock::start(Duration::ZERO, vec![reply.to_owned()]);
+    let body = serde_json::to_vec(&json!({
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Go"}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "strict": true, "schema": schema},
+        },
+    }))
+    .unwrap();
+    let body = bytes::Bytes::from(body);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let url = format!("{}/chat/completions", server.url);
+    runtime.block_on(async {
+        let call = || async {
+            let reply = client
+                .post(&url)
+                .bearer_auth("sk-bench-not-a-real-key")
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let reply: Value = serde_json::from_slice(&reply).unwrap();
+            let content = reply["choices"][0]["message"]["content"].as_str().unwrap();
+            let answer: Value = serde_json::from_str(content).unwrap();
+            std::hint::black_box(answer);
+        };
+        for _ in 0..5 {
+            call().await;
+        }
+        let (process, server_cpu) = (process_cpu(), server.cpu());
+        for _ in 0..calls {
+            call().await;
         }
         let client = (process_cpu() - process) - (server.cpu() - server_cpu);
         client.as_secs_f64() * 1e3 / calls as f64

@@ -396,6 +396,11 @@ fn call_rows(sources: &Sources) -> Vec<(Row, Unit)> {
             Some(Goal::at_most(300e3, "")),
         ),
         time(
+            "the same exchange by reqwest alone, no claij: the floor (bench-load.json)",
+            cpu("cpu_ms_per_call_transport"),
+            None,
+        ),
+        time(
             "CPU per call, small schema, one validation retry (bench-load.json)",
             cpu("cpu_ms_per_call_retry"),
             None,
