@@ -125,11 +125,37 @@ pub fn process_timed(reply: &str, validator: &Validator) -> (Outcome, StageTimes
         *slot += now - clock;
         clock = now;
     };
+    // The common case, a reply that is the JSON value and valid: parsed once, validated once. A
+    // reply with anything around the value (or an invalid value) goes the whole way below.
+    // An invalid one is the first candidate below (the whole reply, trimmed): it is not read or
+    // validated again.
+    let mut whole_invalid = None;
+    if let Ok(value) = serde_json::from_str::<Value>(reply) {
+        lap(&mut times.repair);
+        let valid = validator.is_valid(&value);
+        lap(&mut times.validation);
+        if valid {
+            return (
+                Outcome::Valid {
+                    value,
+                    fixes: Vec::new(),
+                },
+                times,
+            );
+        }
+        whole_invalid = Some(value);
+    }
     let candidates = extract::candidates(reply);
     lap(&mut times.extraction);
     let mut recovered = Vec::new();
     let mut last_error: Option<Unread> = None;
-    for candidate in candidates {
+    for (index, candidate) in candidates.into_iter().enumerate() {
+        if index == 0
+            && let Some(value) = whole_invalid.take()
+        {
+            recovered.push((value, candidate.fixes));
+            continue;
+        }
         if extract::is_prose(&candidate.text) {
             last_error.get_or_insert(Unread::Prose);
             lap(&mut times.extraction);
