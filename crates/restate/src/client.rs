@@ -175,7 +175,7 @@ impl Client {
             url: url.clone(),
             source,
         })?;
-        let sent: Sent = self.post(&url, &body).await?;
+        let sent: Sent = self.post(&url, Some(&body)).await?;
         Ok(Started {
             invocation_id: sent.invocation_id,
             already: sent.status == "PreviouslyAccepted",
@@ -189,7 +189,7 @@ impl Client {
     /// [`Error::Http`], [`Error::Status`], [`Error::Decode`].
     pub async fn status(&self, run_id: &str) -> Result<Option<RunStatus>> {
         let url = self.handler_url(run_id, "status");
-        match self.post(&url, &json!(null)).await {
+        match self.post(&url, None).await {
             Ok(status) => Ok(Some(status)),
             Err(Error::Status { status: 404, .. }) => Ok(None),
             Err(error) => Err(error),
@@ -225,7 +225,7 @@ impl Client {
             }
         }
         let url = self.handler_url(&target, "provide");
-        match self.post(&url, event).await {
+        match self.post(&url, Some(event)).await {
             Err(Error::Status { status: 409, .. }) => Err(Error::NotWaiting {
                 run: target,
                 state: None,
@@ -245,7 +245,7 @@ impl Client {
         let mut target = Some(run_id.to_owned());
         while let Some(run) = target.take() {
             let url = self.handler_url(&run, "interrupt");
-            let _: Value = self.post(&url, &json!(null)).await?;
+            let _: Value = self.post(&url, None).await?;
             target = self.status(&run).await?.and_then(|s| s.sub_run);
         }
         Ok(())
@@ -352,7 +352,7 @@ impl Client {
             message: "no admin URL was given (Client::with_admin)".into(),
         })?;
         let url = format!("{admin}/deployments");
-        self.post(&url, &json!({"uri": worker_uri, "force": true}))
+        self.post(&url, Some(&json!({"uri": worker_uri, "force": true})))
             .await
     }
 
@@ -367,13 +367,13 @@ impl Client {
         }
     }
 
-    async fn post<T: DeserializeOwned>(&self, url: &str, body: &Value) -> Result<T> {
-        let request = self.authorized(
-            self.http
-                .post(url)
-                .timeout(self.limits.request_timeout)
-                .json(body),
-        );
+    /// POSTs `body` as JSON; `None`: no body (a handler without input wants no content type).
+    async fn post<T: DeserializeOwned>(&self, url: &str, body: Option<&Value>) -> Result<T> {
+        let request = self.http.post(url).timeout(self.limits.request_timeout);
+        let request = self.authorized(match body {
+            Some(body) => request.json(body),
+            None => request,
+        });
         let response = request.send().await.map_err(|source| Error::Http {
             method: "POST",
             url: url.to_owned(),
