@@ -1,0 +1,378 @@
+//! Runs on a real Restate server: a run ends with the trail the embedded runner gives (sub-FSMs as
+//! child workflows too), a start is idempotent by run id, a worker killed with SIGKILL mid-run is
+//! replaced without a model call answered twice, a person's turn waits across a worker restart,
+//! an interrupt ends a waiting run, two workers share 200 runs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use claij_fsm::journal::SubDefinition;
+use claij_fsm::{Definition, Interrupt, Status, Trail};
+use claij_restate::{Client, Ended, Error, Followed, Limits, Machine, RunRequest};
+use serde_json::{Value, json};
+
+use crate::support::{RestateServer, Worker};
+use crate::worker::{Counting, command, count, object, runner};
+
+/// Long enough that only a hang reaches it: a guard, not a speed claim.
+const HANG: Duration = Duration::from_secs(120);
+
+/// A directory for a worker's count files, removed when dropped.
+struct Counts(PathBuf);
+
+impl Counts {
+    fn new() -> Counts {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "claij-restate-it-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Counts(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Counts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A worker process counting into `counts`, registered with `server`.
+fn worker(server: &RestateServer, counts: &Counts, hold: Option<usize>) -> Worker {
+    let dir = counts.path().to_owned();
+    let worker = Worker::spawn(move |port| command(port, &dir, hold));
+    server.register(&worker.uri());
+    worker
+}
+
+fn client(server: &RestateServer) -> Client {
+    Client::new(&server.ingress_url()).unwrap().with_limits(
+        Limits::default()
+            .with_run_timeout(HANG)
+            .with_poll_interval(Duration::from_millis(50)),
+    )
+}
+
+fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn definition(value: Value) -> Definition {
+    serde_json::from_value(value).unwrap()
+}
+
+/// start -> a -> b -> c -> end, each an `llm` state with one exit.
+fn chain() -> Definition {
+    definition(json!({
+        "id": "chain",
+        "states": [
+            {"id": "a", "action": "llm"}, {"id": "b", "action": "llm"},
+            {"id": "c", "action": "llm"}, {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "a"], "schema": object(&["topic"])},
+            {"id": ["a", "b"], "schema": object(&["text"])},
+            {"id": ["b", "c"], "schema": object(&["text"])},
+            {"id": ["c", "end"], "schema": object(&["text"])}
+        ]
+    }))
+}
+
+/// start -> a (llm) -> approve (human) -> end.
+fn approval() -> Definition {
+    definition(json!({
+        "id": "approval",
+        "states": [
+            {"id": "a", "action": "llm"}, {"id": "approve", "action": "human"},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "a"], "schema": object(&["topic"])},
+            {"id": ["a", "approve"], "schema": object(&["text"])},
+            {"id": ["approve", "end"], "schema": object(&["decision"])}
+        ]
+    }))
+}
+
+/// start -> x -> end: the sub-FSM of [`parent`].
+fn inner() -> Definition {
+    definition(json!({
+        "id": "inner",
+        "states": [{"id": "x", "action": "llm"}, {"id": "end", "action": "end"}],
+        "transitions": [
+            {"id": ["start", "x"], "schema": object(&["text"])},
+            {"id": ["x", "end"], "schema": object(&["text"])}
+        ]
+    }))
+}
+
+/// start -> first (llm) -> delegate (a sub-FSM, trail `full`) -> end.
+fn parent() -> Machine {
+    let definition = definition(json!({
+        "id": "parent",
+        "states": [
+            {"id": "first", "action": "llm"},
+            {"id": "delegate", "action": "fsm", "config": {"fsm": "inner", "trail": "full"}},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "first"], "schema": object(&["topic"])},
+            {"id": ["first", "delegate"], "schema": object(&["text"])},
+            {"id": ["delegate", "end"], "schema": object(&["text"])}
+        ]
+    }));
+    Machine::inline(
+        definition,
+        vec![SubDefinition::new("inner", inner(), vec![])],
+    )
+}
+
+/// The trail's content: states, events, attempts' verdicts, models; no times.
+fn content(trail: &Trail) -> Vec<Value> {
+    trail
+        .entries
+        .iter()
+        .map(|e| {
+            let verdicts: Vec<Value> = e
+                .attempts
+                .iter()
+                .map(|a| serde_json::to_value(&a.verdict).unwrap())
+                .collect();
+            json!([e.from, e.to, e.event, verdicts, e.model])
+        })
+        .collect()
+}
+
+/// The trail the embedded runner gives `machine` from `input`, with the same scripted model.
+fn embedded(machine: &Machine, input: &Value) -> Trail {
+    let counts = Counts::new();
+    let runner = runner(machine, &Counting::new(counts.path().to_owned(), None)).unwrap();
+    let mut run = runner.start(input.clone()).unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
+    run.trail
+}
+
+#[test]
+fn a_run_ends_with_the_embedded_runners_trail_and_a_second_start_starts_nothing() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, None);
+    let client = client(&server);
+    let input = json!({"topic": "rust"});
+    for (id, machine) in [
+        ("chain-1", Machine::inline(chain(), vec![])),
+        ("parent-1", parent()),
+    ] {
+        let request = RunRequest::new(machine.clone(), input.clone());
+        let started = block(client.start(id, &request)).unwrap();
+        assert!(!started.already, "{id}");
+        let result = block(client.attach(id)).unwrap();
+        assert!(
+            matches!(&result.ended, Ended::Finished { state, .. } if state == "end"),
+            "{id}: {:?}",
+            result.ended
+        );
+        assert_eq!(
+            content(&result.trail),
+            content(&embedded(&machine, &input)),
+            "{id}"
+        );
+        // The status handler holds the same trail.
+        let status = block(client.status(id)).unwrap().unwrap();
+        assert_eq!(status.status, Status::Finished, "{id}");
+        assert_eq!(status.trail, result.trail, "{id}");
+    }
+    // The chain asked 3 times, the parent 1 + its sub-FSM's 1.
+    assert_eq!(count(counts.path(), "answered"), 5);
+
+    // The same run id again: the same run, nothing asked.
+    let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "other"}));
+    let again = block(client.start("chain-1", &request)).unwrap();
+    assert!(again.already);
+    let result = block(client.attach("chain-1")).unwrap();
+    assert_eq!(result.trail.entries[0].event["topic"], "rust");
+    assert_eq!(count(counts.path(), "answered"), 5);
+}
+
+#[test]
+fn a_worker_killed_mid_run_is_replaced_and_no_model_call_is_answered_twice() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    // The second model call waits for the file `release`.
+    let mut worker = worker(&server, &counts, Some(2));
+    let client = client(&server);
+    let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "rust"}));
+    block(client.start("killed-1", &request)).unwrap();
+    // The first call is journaled (its transition is in the workflow's state) and the second is
+    // under way.
+    block(async {
+        loop {
+            let status = client.status("killed-1").await.unwrap();
+            if status.is_some_and(|s| s.trail.entries.len() >= 2)
+                && count(counts.path(), "asked") >= 2
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    assert_eq!(count(counts.path(), "answered"), 1);
+    worker.kill();
+    std::fs::write(counts.path().join("release"), b"").unwrap();
+    worker.restart();
+    let result = block(client.attach("killed-1")).unwrap();
+    assert!(
+        matches!(&result.ended, Ended::Finished { state, .. } if state == "end"),
+        "{:?}",
+        result.ended
+    );
+    assert_eq!(
+        content(&result.trail),
+        content(&embedded(
+            &Machine::inline(chain(), vec![]),
+            &json!({"topic": "rust"})
+        ))
+    );
+    // Three calls answered, each once: the first was read back from the journal, not asked again;
+    // the second was asked twice (the killed worker never answered it).
+    assert_eq!(count(counts.path(), "answered"), 3, "{}", worker.log());
+    assert_eq!(count(counts.path(), "asked"), 4, "{}", worker.log());
+}
+
+#[test]
+fn a_persons_turn_waits_across_a_worker_restart_and_a_wrong_event_is_refused() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let mut worker = worker(&server, &counts, None);
+    let client = client(&server);
+    let request = RunRequest::new(
+        Machine::inline(approval(), vec![]),
+        json!({"topic": "rust"}),
+    );
+    block(client.start("human-1", &request)).unwrap();
+    let mut seen = Vec::new();
+    let followed =
+        block(client.follow("human-1", |e| seen.push(format!("{}->{}", e.from, e.to)))).unwrap();
+    let Followed::Waiting(status) = followed else {
+        panic!("not waiting: {followed:?}");
+    };
+    assert_eq!(status.waiting_in.as_deref(), Some("approve"));
+    assert_eq!(seen, ["start->a", "a->approve"]);
+
+    worker.restart();
+    let wrong = block(client.provide("human-1", &json!({"nope": 1}))).unwrap_err();
+    assert!(
+        matches!(wrong, Error::Status { status: 400, .. }),
+        "{wrong}"
+    );
+    block(client.provide("human-1", &json!({"decision": "yes"}))).unwrap();
+    let result = block(client.attach("human-1")).unwrap();
+    assert_eq!(
+        result.ended,
+        Ended::Finished {
+            state: "end".into(),
+            event: json!({"id": ["approve", "end"], "decision": "yes"})
+        }
+    );
+    assert_eq!(count(counts.path(), "answered"), 1);
+    let not_waiting = block(client.provide("human-1", &json!({"decision": "again"}))).unwrap_err();
+    assert!(
+        matches!(not_waiting, Error::NotWaiting { .. }),
+        "{not_waiting}"
+    );
+}
+
+#[test]
+fn an_interrupt_ends_a_waiting_run_in_interrupted() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, None);
+    let client = client(&server);
+    let request = RunRequest::new(
+        Machine::inline(approval(), vec![]),
+        json!({"topic": "rust"}),
+    );
+    block(client.start("stop-1", &request)).unwrap();
+    let followed = block(client.follow("stop-1", |_| {})).unwrap();
+    assert!(matches!(followed, Followed::Waiting(_)), "{followed:?}");
+    block(client.interrupt("stop-1")).unwrap();
+    let result = block(client.attach("stop-1")).unwrap();
+    assert_eq!(
+        result.ended,
+        Ended::Interrupted {
+            from: "approve".into()
+        }
+    );
+    let last = result.trail.entries.last().unwrap();
+    assert_eq!(
+        (last.from.as_str(), last.to.as_str()),
+        ("approve", "interrupted")
+    );
+}
+
+#[test]
+fn two_workers_share_two_hundred_runs_and_all_finish() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let (counts_a, counts_b) = (Counts::new(), Counts::new());
+    let client = client(&server);
+    let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "rust"}));
+    let ids: Vec<String> = (0..200).map(|i| format!("many-{i}")).collect();
+    // Restate sends new invocations to the latest deployment and keeps each running one on its
+    // own: half the runs start on the first worker, half after the second registers.
+    let _a = worker(&server, &counts_a, None);
+    block(async {
+        for id in &ids[..100] {
+            client.start(id, &request).await.unwrap();
+        }
+    });
+    let _b = worker(&server, &counts_b, None);
+    block(async {
+        for id in &ids[100..] {
+            client.start(id, &request).await.unwrap();
+        }
+    });
+    let results = block(async {
+        let mut results = Vec::new();
+        for id in &ids {
+            results.push(client.attach(id).await.unwrap());
+        }
+        results
+    });
+    for result in &results {
+        assert!(
+            matches!(&result.ended, Ended::Finished { state, .. } if state == "end"),
+            "{}: {:?}",
+            result.run_id,
+            result.ended
+        );
+        assert_eq!(result.trail.entries.len(), 4, "{}", result.run_id);
+    }
+    let (a, b) = (
+        count(counts_a.path(), "answered"),
+        count(counts_b.path(), "answered"),
+    );
+    assert_eq!(a + b, 600, "each run's three calls answered once");
+    assert!(a > 0 && b > 0, "both workers served runs: {a} and {b}");
+}
