@@ -386,18 +386,28 @@ fn call_rows(sources: &Sources) -> Vec<(Row, Unit)> {
         |measure: &str, now: Now, goal: Option<Goal>| (Row::new(measure, now, goal), Unit::Time);
     vec![
         time(
-            "CPU per call, small schema, native (bench-load.json)",
+            "CPU per call, small schema, native, client and mock on one core (bench-load.json)",
             cpu("cpu_ms_per_call_small"),
             Some(Goal::at_most(50e3, "")),
         ),
         time(
-            "CPU per call, big schema, native (bench-load.json)",
+            "CPU per call, big schema, native, one core (bench-load.json)",
             cpu("cpu_ms_per_call_big"),
             Some(Goal::at_most(300e3, "")),
         ),
         time(
             "the same exchange by reqwest alone, no claij: the floor (bench-load.json)",
             cpu("cpu_ms_per_call_transport"),
+            None,
+        ),
+        time(
+            "CPU per call, small schema, threads placed by the scheduler (bench-load.json)",
+            cpu("cpu_ms_per_call_small_scheduler_placed"),
+            None,
+        ),
+        time(
+            "the floor, threads placed by the scheduler (bench-load.json)",
+            cpu("cpu_ms_per_call_transport_scheduler_placed"),
             None,
         ),
         time(

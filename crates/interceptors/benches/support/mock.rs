@@ -42,10 +42,18 @@ impl Mock {
     /// A server answering each request after `latency` with the next of `contents` (cycling), each
     /// as the content of an OpenAI chat completion.
     pub(crate) fn start(latency: Duration, contents: Vec<String>) -> Self {
+        Self::start_on(latency, contents, None)
+    }
+
+    /// [`Mock::start`] with the server's thread pinned to `cpu` when given.
+    pub(crate) fn start_on(latency: Duration, contents: Vec<String>, cpu: Option<usize>) -> Self {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (cpu_tx, mut cpu_rx) = mpsc::unbounded_channel::<std::sync::mpsc::Sender<Duration>>();
         let thread = std::thread::spawn(move || {
+            if let Some(cpu) = cpu {
+                pin_thread(Some(cpu));
+            }
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -94,6 +102,28 @@ impl Mock {
         self.cpu.send(tx).expect("the mock runs");
         rx.recv().expect("the mock answers")
     }
+}
+
+/// Pins the calling thread to one CPU, or with `None` lets it run on any again (Linux; elsewhere
+/// nothing).
+#[allow(unsafe_code, reason = "sched_setaffinity reads a CPU set it is given")]
+pub(crate) fn pin_thread(cpu: Option<usize>) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: an all-zero cpu_set_t is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let all = 0..libc::CPU_SETSIZE as usize;
+        for c in cpu.map_or(all, |c| c..c + 1) {
+            // SAFETY: `c` is below CPU_SETSIZE, so the bit is inside `set`.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        // SAFETY: `set` is a valid cpu_set_t of the size given; pid 0 is the calling thread.
+        let rc =
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        assert_eq!(rc, 0, "sched_setaffinity failed");
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
 }
 
 /// A chat completion carrying `content`, as OpenAI sends it, with its HTTP head.

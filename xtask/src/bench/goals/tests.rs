@@ -11,7 +11,8 @@ const LOAD: &str = r#"{"machine": "2 cores, AMD EPYC", "rows": [
     {"in_flight": 256, "latency_ms": 200, "req_per_s": 1228.0, "cpu_percent_of_one_core": 14.0, "cpu_ms_per_call": 0.114},
     {"in_flight": 1024, "latency_ms": 200, "req_per_s": 1180.0, "cpu_percent_of_one_core": 16.5, "cpu_ms_per_call": 0.14}],
     "cpu_ms_per_call_small": 0.041, "cpu_ms_per_call_big": 0.35, "cpu_ms_per_call_retry": 0.09,
-    "cpu_ms_per_call_transport": 0.038}"#;
+    "cpu_ms_per_call_transport": 0.038, "cpu_ms_per_call_small_scheduler_placed": 0.07,
+    "cpu_ms_per_call_transport_scheduler_placed": 0.055}"#;
 
 const LOCAL: &str = r#"{"prefill_tok_s": 360.4, "decode_tok_s": 21.5, "prefill_tok_s_cached": 2100.0,
     "prefill_q8_tok_s": null, "prefill_f32_tok_s": 300.0, "threads": 2, "fsm_code_review_s": 31.2}"#;
@@ -132,6 +133,20 @@ fn load_report_gives_cpu_per_call_and_throughput() {
     );
     check(&s, "CPU per call, big", "350.0 µs", "≤ 300 µs", Met::No);
     check(&s, "reqwest alone", "38.00 µs", "—", Met::NotApplicable);
+    check(
+        &s,
+        "small schema, threads placed by the scheduler",
+        "70.00 µs",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        "the floor, threads placed",
+        "55.00 µs",
+        "—",
+        Met::NotApplicable,
+    );
     check(
         &s,
         "one validation retry",
@@ -259,7 +274,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 8 + 9 + 3 + 1 + 6);
+    assert_eq!(rows.len(), 10 + 9 + 3 + 1 + 6);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -406,7 +421,7 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
         rows.split_off(rows.len() - 2),
         ["", "goals met: 1 of 1 measured; 9 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 27);
+    assert_eq!(rows.len(), 2 + 29);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
