@@ -11,8 +11,12 @@ use crate::input;
 
 mod meta_debug;
 pub(crate) mod models;
+#[cfg(feature = "restate")]
+pub(crate) mod restate;
 mod run;
 mod services;
+
+pub(crate) use run::Options;
 
 pub(crate) use run::print_transition;
 mod subfsm;
@@ -60,8 +64,36 @@ pub(crate) enum Command {
         /// With `--journal`: start a new journal over a file that already holds a run (its run is lost).
         #[arg(long, requires = "journal")]
         force: bool,
+        /// Where the run runs: `embedded` in this process (default), or `restate`: as a durable
+        /// workflow on a Restate server (`--ingress`), run by the workers registered there (`claij
+        /// serve restate`), its transitions followed here.
+        #[arg(long, value_enum, default_value_t = On::Embedded, conflicts_with = "journal")]
+        on: On,
+        /// With `--on restate`: the server's ingress URL (default http://127.0.0.1:8080).
+        #[arg(long, value_name = "URL")]
+        ingress: Option<String>,
+        /// With `--on restate`: the run's id, the workflow's key (default: a new one). Starting an
+        /// id that was started before starts nothing: that run is followed.
+        #[arg(long, value_name = "RUN_ID")]
+        id: Option<String>,
         #[command(flatten)]
         options: run::Options,
+    },
+    /// Give a run on Restate that waits in a `human` state its input (an event out of the state;
+    /// its `id` may be left out when the state has one exit). The event is checked first: a wrong
+    /// one is refused (exit 1) and the run waits on. Exit 2 when the run does not wait.
+    Provide {
+        /// The run's id.
+        run_id: String,
+        /// The event, as JSON.
+        event: String,
+        /// Where the run runs: only `restate` takes input this way (an embedded run reads it on
+        /// the stdin of `claij fsm run` or `resume`).
+        #[arg(long, value_enum, default_value_t = On::Restate)]
+        on: On,
+        /// The server's ingress URL (default http://127.0.0.1:8080).
+        #[arg(long, value_name = "URL")]
+        ingress: Option<String>,
     },
     /// Go on with a journaled run after its last recorded transition (the journal holds the machine;
     /// a line a crash tore is cut away first; exit 2 when another process holds the journal).
@@ -71,6 +103,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         options: run::Options,
     },
+}
+
+/// Where `claij fsm run` runs a machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum On {
+    /// In this process.
+    Embedded,
+    /// As a durable workflow on a Restate server.
+    Restate,
 }
 
 /// Output forms of `claij fsm render`.
@@ -104,9 +145,20 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             input,
             journal,
             force,
+            on,
+            ingress,
+            id,
             options,
         } => match load(file)? {
             Ok(fsm) => match subfsm::load(file, fsm.definition())? {
+                Ok(subs) if *on == On::Restate => on_restate(
+                    &fsm,
+                    &subs,
+                    input,
+                    id.as_deref(),
+                    ingress.as_deref(),
+                    options,
+                ),
                 Ok(subs) => {
                     let journal = journal.as_deref().map(|path| run::NewJournal {
                         path,
@@ -119,6 +171,55 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             Err(invalid) => report(file, &invalid),
         },
         Command::Resume { journal, options } => run::resume(journal, options),
+        Command::Provide {
+            run_id,
+            event,
+            on,
+            ingress,
+        } => provide(run_id, event, *on, ingress.as_deref()),
+    }
+}
+
+#[cfg(feature = "restate")]
+fn on_restate(
+    fsm: &Fsm,
+    subs: &[claij_fsm::journal::SubDefinition],
+    input: &str,
+    id: Option<&str>,
+    ingress: Option<&str>,
+    options: &run::Options,
+) -> Result<Status> {
+    restate::run(fsm, subs, input, id, ingress, options)
+}
+
+#[cfg(not(feature = "restate"))]
+fn on_restate(
+    _: &Fsm,
+    _: &[claij_fsm::journal::SubDefinition],
+    _: &str,
+    _: Option<&str>,
+    _: Option<&str>,
+    _: &run::Options,
+) -> Result<Status> {
+    Err(anyhow!(
+        "--on restate: this claij was built without the `restate` feature"
+    ))
+}
+
+fn provide(run_id: &str, event: &str, on: On, ingress: Option<&str>) -> Result<Status> {
+    if on == On::Embedded {
+        return Err(anyhow!(
+            "an embedded run takes its input on the stdin of `claij fsm run` or `claij fsm resume`"
+        ));
+    }
+    #[cfg(feature = "restate")]
+    return restate::provide(run_id, event, ingress);
+    #[cfg(not(feature = "restate"))]
+    {
+        let _ = (run_id, event, ingress);
+        Err(anyhow!(
+            "--on restate: this claij was built without the `restate` feature"
+        ))
     }
 }
 

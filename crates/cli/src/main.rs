@@ -23,6 +23,7 @@ mod mcp;
 mod models;
 mod repair;
 mod schema;
+mod serve;
 mod structured_cache;
 mod suite;
 #[cfg(feature = "otel")]
@@ -66,6 +67,9 @@ enum Command {
     /// Show the configuration (`$CLAIJ_CONFIG`, else `~/.config/claij/config.toml`), secrets redacted.
     #[command(subcommand)]
     Config(config::Command),
+    /// Serve runs for a durable engine: `claij serve restate` is a Restate worker.
+    #[command(subcommand)]
+    Serve(serve::Command),
     /// The live integration suites (only `cargo xtask integration` runs them: they call real models).
     #[command(subcommand, hide = true)]
     Suite(suite::Command),
@@ -105,10 +109,16 @@ fn main() -> ExitCode {
         Command::Fsm(cmd) => cmd.threads(),
         Command::Mcp(cmd) => cmd.threads(),
         Command::Suite(cmd) => cmd.threads(),
+        Command::Serve(cmd) => cmd.threads(),
         _ => None,
     };
     if let Some(threads) = threads {
         set_compute_threads(threads);
+    }
+    if let Command::Serve(cmd) = &cli.command
+        && let Some(config) = cmd.config()
+    {
+        set_config(config);
     }
     let filters = logging::Filters::from_env(cli.command.log_directives());
     let logging = match logging::install(&cli.global, &filters) {
@@ -137,6 +147,7 @@ fn run(cli: &Cli) -> ExitCode {
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Config(cmd) => config::run(cmd),
         Command::Suite(cmd) => suite::run(cmd),
+        Command::Serve(cmd) => serve::run(cmd),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,
@@ -178,6 +189,16 @@ fn set_compute_threads(threads: NonZeroUsize) {
     unsafe {
         std::env::set_var("CANDLE_NUM_THREADS", &threads);
         std::env::set_var("RAYON_NUM_THREADS", &threads);
+    }
+}
+
+/// `claij serve restate --config FILE`: every part of the worker reads the configuration where
+/// `claij` always does, `CLAIJ_CONFIG`.
+#[allow(unsafe_code)]
+fn set_config(path: &std::path::Path) {
+    // SAFETY: as in `set_compute_threads`: the process has a single thread here.
+    unsafe {
+        std::env::set_var("CLAIJ_CONFIG", path);
     }
 }
 

@@ -16,8 +16,8 @@ use super::subfsm;
 use crate::Status;
 use crate::ask::ModelOptions;
 
-/// Options shared by `run` and `resume`.
-#[derive(Debug, clap::Args)]
+/// Options shared by `run` and `resume` (and `claij serve restate`).
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
     /// The model for `llm` states and how it is called, as `claij ask` (the configuration's
     /// `[defaults]` and the compatibility matrix fill in what the flags leave out).
@@ -136,6 +136,32 @@ fn proposals(
         .open(saved, votes, &settings, &options.model, options.json)
 }
 
+/// A runner of `fsm` with its sub-FSMs for a Restate worker, on the worker's runtime, as `claij
+/// fsm run` wires it (the proposals of a machine that votes are its own, shared by its runs on
+/// this worker). The services it started: close them when the worker stops.
+#[cfg(feature = "restate")]
+pub(super) async fn worker_runner(
+    fsm: Fsm,
+    subs: &[SubDefinition],
+    options: &Options,
+) -> Result<(Runner, Connected)> {
+    let shared = proposals(None, subfsm::runs_vote(fsm.definition(), subs), options)?;
+    wired(fsm, subs, options, shared.as_ref()).await
+}
+
+#[cfg(feature = "restate")]
+impl Options {
+    /// `--max-transitions`.
+    pub(super) fn max_transitions(&self) -> usize {
+        self.max_transitions
+    }
+
+    /// `--json`.
+    pub(super) fn json(&self) -> bool {
+        self.json
+    }
+}
+
 /// The one runtime of a run: the MCP servers it starts live on it.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
@@ -153,6 +179,16 @@ fn runner_with_subs(
     subs: &[SubDefinition],
     options: &Options,
     runtime: &tokio::runtime::Runtime,
+    shared: Option<&crate::ask::approve::RunProposals>,
+) -> Result<(Runner, Connected)> {
+    runtime.block_on(wired(fsm, subs, options, shared))
+}
+
+/// [`runner_with_subs`] on the caller's runtime: the services start on it (and live on it).
+pub(super) async fn wired(
+    fsm: Fsm,
+    subs: &[SubDefinition],
+    options: &Options,
     shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<(Runner, Connected)> {
     let settings = crate::config::Settings::load()?;
@@ -174,11 +210,7 @@ fn runner_with_subs(
         definitions.push(&sub.definition);
         pending.extend(&sub.sub_fsms);
     }
-    let connected = runtime.block_on(services::connect(
-        &definitions,
-        &settings,
-        &options.services,
-    ))?;
+    let connected = services::connect(&definitions, &settings, &options.services).await?;
     let mut models = models::Models::new(&options.model, &settings);
     let registry = shared.map(|s| std::sync::Arc::clone(s.registry()));
     let built = subfsm::build(
@@ -203,7 +235,7 @@ fn runner_with_subs(
     match built {
         Ok(runner) => Ok((runner, connected)),
         Err(e) => {
-            runtime.block_on(connected.close());
+            connected.close().await;
             Err(e)
         }
     }
@@ -324,7 +356,7 @@ fn drive(
 }
 
 /// One JSON event from stdin for the waiting `state`, or `None` at end of input.
-fn read_input(state: &str) -> Result<Option<Value>> {
+pub(super) fn read_input(state: &str) -> Result<Option<Value>> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         write!(std::io::stderr(), "input for `{state}` (a JSON event): ")?;
@@ -367,30 +399,42 @@ pub(crate) fn print_transition(entry: &Entry) -> Result<()> {
 
 /// The trail on stdout (with `--json`: the outcome and usage too).
 fn finish(run: &Run, outcome: Option<&Outcome>, options: &Options) -> Result<()> {
-    let usage = run.trail.usage();
+    let outcome = match outcome {
+        Some(Outcome::Finished { state, event }) => json!({"finished": state, "event": event}),
+        Some(Outcome::Waiting { state }) => json!({"waiting": state}),
+        Some(Outcome::Interrupted { from }) => json!({"interrupted": from}),
+        Some(_) | None => json!({"failed": run.state}),
+    };
+    print_end(&run.id, run.status, &run.trail, &outcome, options.json)
+}
+
+/// The trail on stdout, with `json` the run id, `outcome`, status and usage too: what `claij fsm
+/// run` prints at the end, embedded or on Restate.
+pub(super) fn print_end(
+    run_id: &str,
+    status: claij_fsm::Status,
+    trail: &claij_fsm::Trail,
+    outcome: &Value,
+    json: bool,
+) -> Result<()> {
+    let usage = trail.usage();
     let mut out = std::io::stdout().lock();
-    if options.json {
-        let outcome = match outcome {
-            Some(Outcome::Finished { state, event }) => json!({"finished": state, "event": event}),
-            Some(Outcome::Waiting { state }) => json!({"waiting": state}),
-            Some(Outcome::Interrupted { from }) => json!({"interrupted": from}),
-            Some(_) | None => json!({"failed": run.state}),
-        };
+    if json {
         let report = json!({
-            "run_id": run.id,
+            "run_id": run_id,
             "outcome": outcome,
-            "status": run.status,
-            "trail": run.trail,
+            "status": status,
+            "trail": trail,
             "usage": usage,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        writeln!(out, "{}", serde_json::to_string_pretty(&run.trail)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(trail)?)?;
         let _ = writeln!(
             std::io::stderr(),
             "{} transitions, {} model calls, {}+{} tokens",
-            run.trail.entries.len(),
-            run.trail.attempts(),
+            trail.entries.len(),
+            trail.attempts(),
             usage.input_tokens,
             usage.output_tokens
         );

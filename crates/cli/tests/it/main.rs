@@ -33,6 +33,7 @@ mod openai_compatible;
 mod openrouter;
 mod otel;
 mod proposals;
+mod restate;
 mod session;
 mod suite;
 

@@ -1,0 +1,256 @@
+//! `claij fsm run --on restate` and `claij fsm provide --on restate`: a run as a durable Restate
+//! workflow, started through the ingress and followed there; and [`CliWiring`], how `claij serve
+//! restate` wires a machine's states (the models and services `claij fsm run` gives them).
+
+use std::io::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context as _, Result, anyhow};
+use claij_backends::BoxFuture;
+use claij_fsm::journal::SubDefinition;
+use claij_fsm::{Fsm, Runner};
+use claij_interceptors::BoxError;
+use claij_restate::{Client, Ended, FailureKind, Followed, Machine, RunRequest};
+use serde_json::{Value, json};
+
+use super::run::{self, Options};
+use super::services::Connected;
+use crate::Status;
+
+/// The ingress when `--ingress` is not given: a Restate server's default.
+pub(crate) const DEFAULT_INGRESS: &str = "http://127.0.0.1:8080";
+
+/// `claij fsm run --on restate`: starts run `id` of `fsm` (with `subs`) from `input`, prints each
+/// transition as it is recorded, answers `human` states from stdin as the embedded run does, and
+/// ends as it does (the trail on stdout; exit 0 finished or waiting, 1 invalid or interrupted).
+pub(super) fn run(
+    fsm: &Fsm,
+    subs: &[SubDefinition],
+    input: &str,
+    id: Option<&str>,
+    ingress: Option<&str>,
+    options: &Options,
+) -> Result<Status> {
+    let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
+    let client = Client::new(ingress.unwrap_or(DEFAULT_INGRESS))?;
+    let id = id.map_or_else(new_run_id, str::to_owned);
+    let mut request = RunRequest::new(
+        Machine::inline(fsm.definition().clone(), subs.to_vec()),
+        input,
+    );
+    request.options.max_transitions = Some(options.max_transitions());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let started = runtime.block_on(client.start(&id, &request))?;
+    if started.already {
+        writeln!(
+            std::io::stderr(),
+            "run {id} was already started on Restate: following it"
+        )?;
+    } else {
+        writeln!(std::io::stderr(), "run {id} started on Restate")?;
+    }
+    let mut seen = 0;
+    loop {
+        let followed = runtime.block_on(follow(&client, &id, &mut seen))?;
+        let status = match followed {
+            Followed::Ended(result) => return ended(&result, options),
+            Followed::Waiting(status) => status,
+            other => return Err(anyhow!("run {id}: unexpected {other:?}")),
+        };
+        let state = status.waiting_in.clone().unwrap_or(status.state.clone());
+        let Some(event) = run::read_input(&state)? else {
+            let outcome = json!({"waiting": state});
+            run::print_end(&id, status.status, &status.trail, &outcome, options.json())?;
+            writeln!(
+                std::io::stderr(),
+                "waiting for input in state `{state}`; give it with `claij fsm provide --on restate {id} EVENT`"
+            )?;
+            return Ok(Status::Ok);
+        };
+        match runtime.block_on(client.provide(&id, &event)) {
+            Ok(_) => {}
+            Err(claij_restate::Error::Status {
+                status: 400,
+                message,
+                ..
+            }) => {
+                writeln!(std::io::stderr(), "error: {}", crate::one_line(&message))?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Follows run `id` until it ends or waits, printing each new transition; Ctrl-C interrupts it
+/// (the trail records it) and goes on following to its end.
+async fn follow(client: &Client, id: &str, seen: &mut usize) -> Result<Followed> {
+    let printed = *seen;
+    let mut index = 0;
+    let followed = {
+        let follow = client.follow(id, |entry| {
+            index += 1;
+            if index > printed {
+                let _ = run::print_transition(entry);
+            }
+        });
+        tokio::pin!(follow);
+        tokio::select! {
+            followed = &mut follow => followed?,
+            _ = tokio::signal::ctrl_c() => {
+                client.interrupt(id).await?;
+                follow.await?
+            }
+        }
+    };
+    *seen = printed.max(index);
+    Ok(followed)
+}
+
+/// The end of a run on Restate, printed as an embedded run's.
+fn ended(result: &claij_restate::RunResult, options: &Options) -> Result<Status> {
+    match &result.ended {
+        Ended::Finished { state, event } => {
+            let outcome = json!({"finished": state, "event": event});
+            run::print_end(
+                &result.run_id,
+                claij_fsm::Status::Finished,
+                &result.trail,
+                &outcome,
+                options.json(),
+            )?;
+            Ok(Status::Ok)
+        }
+        Ended::Interrupted { from } => {
+            let outcome = json!({"interrupted": from});
+            run::print_end(
+                &result.run_id,
+                claij_fsm::Status::Interrupted,
+                &result.trail,
+                &outcome,
+                options.json(),
+            )?;
+            writeln!(std::io::stderr(), "interrupted in state `{from}`")?;
+            Ok(Status::Invalid)
+        }
+        Ended::Failed(failure) => {
+            let outcome = json!({"failed": failure.state});
+            run::print_end(
+                &result.run_id,
+                claij_fsm::Status::Running,
+                &result.trail,
+                &outcome,
+                options.json(),
+            )?;
+            match failure.kind {
+                FailureKind::Invalid => {
+                    writeln!(
+                        std::io::stderr(),
+                        "error: {}",
+                        crate::one_line(&failure.error)
+                    )?;
+                    Ok(Status::Invalid)
+                }
+                _ => Err(anyhow!("{}", failure.error)),
+            }
+        }
+        other => Err(anyhow!("run {}: unexpected end {other:?}", result.run_id)),
+    }
+}
+
+/// `claij fsm provide --on restate RUN_ID EVENT`.
+pub(super) fn provide(run_id: &str, event: &str, ingress: Option<&str>) -> Result<Status> {
+    let event: Value = serde_json::from_str(event).context("EVENT is not JSON")?;
+    let client = Client::new(ingress.unwrap_or(DEFAULT_INGRESS))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    match runtime.block_on(client.provide(run_id, &event)) {
+        Ok(status) => {
+            writeln!(
+                std::io::stderr(),
+                "run {run_id}: input given to state `{}`",
+                status.waiting_in.unwrap_or(status.state)
+            )?;
+            Ok(Status::Ok)
+        }
+        Err(claij_restate::Error::Status {
+            status: 400,
+            message,
+            ..
+        }) => {
+            writeln!(std::io::stderr(), "error: {}", crate::one_line(&message))?;
+            Ok(Status::Invalid)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A run id: time, process and a counter.
+fn new_run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("run-{nanos:x}-{}", std::process::id())
+}
+
+/// How `claij serve restate` wires a machine: as `claij fsm run` does with the worker's flags and
+/// configuration; services started for a machine live until the worker stops.
+#[derive(Clone)]
+pub(crate) struct CliWiring {
+    options: Arc<Options>,
+    connected: Arc<Mutex<Vec<Connected>>>,
+}
+
+impl CliWiring {
+    pub(crate) fn new(options: Options) -> Self {
+        Self {
+            options: Arc::new(options),
+            connected: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Closes the services every machine started.
+    pub(crate) async fn close(&self) {
+        let connected: Vec<Connected> = std::mem::take(
+            &mut *self
+                .connected
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for c in &connected {
+            c.close().await;
+        }
+    }
+}
+
+impl claij_restate::Wiring for CliWiring {
+    fn runner<'a>(&'a self, machine: &'a Machine) -> BoxFuture<'a, Result<Runner, BoxError>> {
+        Box::pin(async move {
+            let (definition, subs) = match machine {
+                Machine::Inline {
+                    definition,
+                    sub_fsms,
+                } => (definition.clone(), sub_fsms.clone()),
+                other => {
+                    return Err(format!("this worker knows no machine by name: {other:?}").into());
+                }
+            };
+            let fsm = Fsm::new(definition)?;
+            // Building starts the machine's services on this (the worker's) runtime.
+            let handle = tokio::runtime::Handle::current();
+            let built = tokio::task::block_in_place(|| {
+                handle.block_on(run::worker_runner(fsm, &subs, &self.options))
+            });
+            let (runner, connected) = built.map_err(|e| -> BoxError { format!("{e:#}").into() })?;
+            self.connected
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(connected);
+            Ok(runner)
+        })
+    }
+}

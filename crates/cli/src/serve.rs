@@ -1,0 +1,116 @@
+//! `claij serve restate`: a Restate worker, the endpoint a Restate server calls to run `claij fsm
+//! run --on restate` runs, each machine's states wired as `claij fsm run` wires them.
+
+use std::net::SocketAddr;
+
+use anyhow::Result;
+
+use crate::Status;
+
+/// `claij serve` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Command {
+    /// Serve FSM runs (the `ClaijFsm` workflow) for a Restate server until Ctrl-C: the server
+    /// calls this worker at `--bind`; register it once (`--register`, or the admin API's `POST
+    /// /deployments`). A run's `llm` states ask the model these flags and the configuration
+    /// give, its `service` states the configuration's services, as `claij fsm run`.
+    Restate {
+        /// The address to serve on (the deployment URI the server calls is `http://BIND`).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+        bind: SocketAddr,
+        /// The configuration (`config.toml`) to read instead of the one `CLAIJ_CONFIG` or the
+        /// usual places give.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
+        /// Register this worker with the Restate admin API at this URL once it listens (again on
+        /// every start: a registration of the same URI is replaced).
+        #[arg(long, value_name = "ADMIN_URL")]
+        register: Option<String>,
+        #[command(flatten)]
+        options: crate::fsm::Options,
+    },
+}
+
+impl Command {
+    /// `--config`, which `main` puts in `CLAIJ_CONFIG` before any thread starts.
+    pub(crate) fn config(&self) -> Option<&std::path::Path> {
+        match self {
+            Command::Restate { config, .. } => config.as_deref(),
+        }
+    }
+
+    /// `--threads`.
+    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
+        match self {
+            Command::Restate { options, .. } => options.threads(),
+        }
+    }
+}
+
+/// Runs a `claij serve` subcommand.
+pub(crate) fn run(cmd: &Command) -> Result<Status> {
+    match cmd {
+        Command::Restate {
+            bind,
+            register,
+            options,
+            ..
+        } => restate(*bind, register.as_deref(), options),
+    }
+}
+
+#[cfg(feature = "restate")]
+fn restate(
+    bind: SocketAddr,
+    register: Option<&str>,
+    options: &crate::fsm::Options,
+) -> Result<Status> {
+    use std::io::Write as _;
+
+    use anyhow::Context as _;
+
+    use crate::fsm::restate::CliWiring;
+
+    // Multi-threaded: a machine's services start inside a handler (`block_in_place`).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let wiring = CliWiring::new(options.clone());
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(bind)
+            .await
+            .with_context(|| format!("cannot listen on {bind}"))?;
+        let address = listener.local_addr().unwrap_or(bind);
+        writeln!(
+            std::io::stderr(),
+            "restate worker listening on http://{address}"
+        )?;
+        let worker = claij_restate::Worker::new(wiring.clone());
+        let served = tokio::spawn(worker.serve(listener, async {
+            let _ = tokio::signal::ctrl_c().await;
+        }));
+        if let Some(admin) = register {
+            let client = claij_restate::Client::new(crate::fsm::restate::DEFAULT_INGRESS)?
+                .with_admin(admin)?;
+            client
+                .register(&format!("http://{address}"))
+                .await
+                .with_context(|| format!("cannot register http://{address} with {admin}"))?;
+            writeln!(
+                std::io::stderr(),
+                "registered http://{address} with {admin}"
+            )?;
+        }
+        served.await.context("the worker stopped")?;
+        wiring.close().await;
+        anyhow::Ok(())
+    })?;
+    Ok(Status::Ok)
+}
+
+#[cfg(not(feature = "restate"))]
+fn restate(_: SocketAddr, _: Option<&str>, _: &crate::fsm::Options) -> Result<Status> {
+    anyhow::bail!("serve restate: this claij was built without the `restate` feature")
+}

@@ -1,0 +1,249 @@
+//! `claij serve restate`, `claij fsm run --on restate` and `claij fsm provide --on restate` against
+//! a real Restate server on loopback (`cargo xtask restate`; without it the test skips, except
+//! under `CI=true`), the worker's model an OpenAI-compatible mock: the run prints what an embedded
+//! run prints, each model call made once; a `human` state is answered from another command.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer};
+
+use super::openrouter::reply;
+use super::{Files, claij_env};
+
+#[path = "../../../restate/tests/support/mod.rs"]
+mod support;
+
+use support::{RestateServer, Worker};
+
+/// start -> a -> b -> c -> end, each an `llm` state with one exit.
+const CHAIN: &str = r#"{"id": "chain",
+  "states": [{"id": "a", "action": "llm"}, {"id": "b", "action": "llm"}, {"id": "c", "action": "llm"}, {"id": "end", "action": "end"}],
+  "transitions": [
+    {"id": ["start", "a"], "schema": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}},
+    {"id": ["a", "b"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": ["b", "c"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": ["c", "end"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+  ]}"#;
+
+/// start -> a (llm) -> approve (human) -> end.
+const APPROVAL: &str = r#"{"id": "approval",
+  "states": [{"id": "a", "action": "llm"}, {"id": "approve", "action": "human"}, {"id": "end", "action": "end"}],
+  "transitions": [
+    {"id": ["start", "a"], "schema": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}},
+    {"id": ["a", "approve"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": ["approve", "end"], "schema": {"type": "object", "properties": {"decision": {"type": "string"}}, "required": ["decision"]}}
+  ]}"#;
+
+/// The trail's content (states, events, attempts' verdicts, models), without times.
+fn content(stdout: &str) -> Vec<Value> {
+    let trail: Vec<Value> = serde_json::from_str(stdout).unwrap();
+    trail
+        .iter()
+        .map(|e| {
+            let verdicts: Vec<Value> = e["attempts"]
+                .as_array()
+                .map(|a| a.iter().map(|a| a["verdict"].clone()).collect())
+                .unwrap_or_default();
+            json!([e["from"], e["to"], e["event"], verdicts, e["model"]])
+        })
+        .collect()
+}
+
+/// The transitions the run printed on stderr (`from -> to ...` lines).
+fn transitions(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(" -> "))
+        .map(|l| l.split(':').next().unwrap_or(l).to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn fsm_run_on_restate_prints_what_an_embedded_run_prints() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(reply(r#"{"text": "ok"}"#))
+        .mount(&mock)
+        .await;
+    let config = format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        mock.uri()
+    );
+    let files = Files::new(&[
+        ("config.toml", &config),
+        ("chain.json", CHAIN),
+        ("approval.json", APPROVAL),
+    ]);
+    let (config, cache) = (files.path("config.toml"), files.path("cache"));
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("XDG_CACHE_HOME", Some(cache.as_str())),
+        ("OPENROUTER_API_KEY", None),
+        ("OPENAI_API_KEY", None),
+    ];
+
+    // The worker: `claij serve restate` with the configuration's model.
+    let (worker_config, worker_cache) = (config.clone(), cache.clone());
+    let worker = Worker::spawn(move |port| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_claij"));
+        command
+            .args(["serve", "restate", "--bind", &format!("127.0.0.1:{port}")])
+            .args(["--config", &worker_config, "--llm", "mylocal:smol"])
+            .env("XDG_CACHE_HOME", &worker_cache)
+            .env_remove("OPENROUTER_API_KEY")
+            .env_remove("OPENAI_API_KEY");
+        command
+    });
+    server.register(&worker.uri());
+    let ingress = server.ingress_url();
+
+    let embedded = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("chain.json"),
+            "--input",
+            r#"{"topic": "rust"}"#,
+            "--llm",
+            "mylocal:smol",
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(embedded.code, 0, "{}", embedded.stderr);
+    let calls = mock.received_requests().await.unwrap().len();
+    assert_eq!(calls, 3);
+
+    let on_restate = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("chain.json"),
+            "--input",
+            r#"{"topic": "rust"}"#,
+            "--on",
+            "restate",
+            "--ingress",
+            &ingress,
+            "--id",
+            "cli-chain",
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(
+        on_restate.code,
+        0,
+        "{}\n{}",
+        on_restate.stderr,
+        worker.log()
+    );
+    assert_eq!(content(&on_restate.stdout), content(&embedded.stdout));
+    assert_eq!(
+        transitions(&on_restate.stderr),
+        transitions(&embedded.stderr)
+    );
+    assert!(
+        on_restate
+            .stderr
+            .contains("run cli-chain started on Restate"),
+        "{}",
+        on_restate.stderr
+    );
+    // The worker asked the model once per `llm` state.
+    assert_eq!(mock.received_requests().await.unwrap().len(), calls + 3);
+
+    // A `human` state: the run waits (no input on stdin), another command gives the input, and
+    // following the run again (the same id starts nothing) shows its end.
+    let run = |stdin: &str| {
+        claij_env(
+            &[
+                "fsm",
+                "run",
+                &files.path("approval.json"),
+                "--input",
+                r#"{"topic": "rust"}"#,
+                "--on",
+                "restate",
+                "--ingress",
+                &ingress,
+                "--id",
+                "cli-approval",
+            ],
+            stdin,
+            &env,
+        )
+    };
+    let waiting = run("");
+    assert_eq!(waiting.code, 0, "{}", waiting.stderr);
+    assert!(
+        waiting.stderr.contains("waiting for input in state `approve`; give it with `claij fsm provide --on restate cli-approval EVENT`"),
+        "{}",
+        waiting.stderr
+    );
+    let wrong = claij_env(
+        &[
+            "fsm",
+            "provide",
+            "--ingress",
+            &ingress,
+            "cli-approval",
+            r#"{"nope": 1}"#,
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    let provided = claij_env(
+        &[
+            "fsm",
+            "provide",
+            "--on",
+            "restate",
+            "--ingress",
+            &ingress,
+            "cli-approval",
+            r#"{"decision": "yes"}"#,
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(provided.code, 0, "{}", provided.stderr);
+    let ended = run("");
+    assert_eq!(ended.code, 0, "{}", ended.stderr);
+    assert!(
+        ended.stderr.contains("already started on Restate"),
+        "{}",
+        ended.stderr
+    );
+    let trail = content(&ended.stdout);
+    assert_eq!(trail.len(), 3, "{}", ended.stdout);
+    assert_eq!(
+        trail[2][2],
+        json!({"id": ["approve", "end"], "decision": "yes"})
+    );
+    let again = claij_env(
+        &[
+            "fsm",
+            "provide",
+            "--ingress",
+            &ingress,
+            "cli-approval",
+            r#"{"decision": "no"}"#,
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("is not waiting for input"),
+        "{}",
+        again.stderr
+    );
+}
