@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::conversation::{CONVERSATION, TurnAnswer};
 use crate::error::{Error, Result};
 use crate::types::{RunRequest, RunResult, RunStatus};
 use crate::workflow::WORKFLOW;
@@ -338,6 +339,37 @@ impl Client {
             }
             tokio::time::sleep(self.limits.poll_interval).await;
         }
+    }
+
+    /// One turn of conversation `session` (the `ClaijConversation` object): `message` asked in
+    /// the conversation so far; turns of one session run one at a time, whichever worker serves
+    /// them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Status`] (422 when the model gave no valid reply), the request's errors.
+    pub async fn turn(&self, session: &str, message: &str) -> Result<TurnAnswer> {
+        let url = self.conversation_url(session, "turn");
+        self.post(&url, Some(&Value::String(message.to_owned())))
+            .await
+    }
+
+    /// The messages of conversation `session` so far.
+    ///
+    /// # Errors
+    ///
+    /// The request's errors.
+    pub async fn history(&self, session: &str) -> Result<Vec<claij_backends::Message>> {
+        let url = self.conversation_url(session, "history");
+        self.post(&url, None).await
+    }
+
+    fn conversation_url(&self, session: &str, handler: &str) -> String {
+        format!(
+            "{}/{CONVERSATION}/{}/{handler}",
+            self.ingress,
+            segment(session)
+        )
     }
 
     /// Registers the worker at `worker_uri` (`http://127.0.0.1:9080`) with the admin API,

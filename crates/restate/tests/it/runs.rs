@@ -376,3 +376,47 @@ fn two_workers_share_two_hundred_runs_and_all_finish() {
     assert_eq!(a + b, 600, "each run's three calls answered once");
     assert!(a > 0 && b > 0, "both workers served runs: {a} and {b}");
 }
+
+#[test]
+fn a_conversations_turns_run_one_at_a_time_and_keep_its_history() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, None);
+    let client = client(&server);
+    // Five turns of one session at once, and one of another.
+    let (answers, other) = block(async {
+        let questions: Vec<String> = (0..5).map(|i| format!("question {i}")).collect();
+        let turns = questions.iter().map(|q| client.turn("session-1", q));
+        let answers = futures_util::future::join_all(turns).await;
+        let other = client.turn("session-2", "hello").await;
+        (answers, other)
+    });
+    let mut turns: Vec<u64> = answers
+        .into_iter()
+        .map(|a| {
+            let a = a.unwrap();
+            assert_eq!(a.value["answer"], "hi");
+            a.turn
+        })
+        .collect();
+    turns.sort_unstable();
+    // Serialised: each turn saw the one before it.
+    assert_eq!(turns, [1, 2, 3, 4, 5]);
+    assert_eq!(other.unwrap().turn, 1);
+    let history = block(client.history("session-1")).unwrap();
+    assert_eq!(history.len(), 10, "{history:?}");
+    let roles: Vec<String> = history
+        .iter()
+        .map(|m| {
+            serde_json::to_value(m.role)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(roles, ["user", "assistant"].repeat(5));
+    assert_eq!(count(counts.path(), "chat-answered"), 6);
+}

@@ -12,7 +12,8 @@ use claij_backends::{Backend, BoxFuture, Capabilities, ChatRequest, ChatResponse
 use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Fsm, Runner};
 use claij_interceptors::Config;
-use claij_restate::{Machine, Worker, wiring_fn};
+use claij_interceptors::{BoxError, Chain, Pipeline};
+use claij_restate::{Machine, Wiring, Worker};
 use serde_json::{Value, json};
 
 /// The worker's port, set when this binary runs as a worker.
@@ -47,11 +48,30 @@ pub(crate) fn command(port: u16, counts: &Path, hold: Option<usize>) -> Command 
 pub(crate) struct Counting {
     counts: PathBuf,
     hold: Option<usize>,
+    /// What the count files' names start with.
+    prefix: &'static str,
+    reply: &'static str,
 }
 
 impl Counting {
     pub(crate) fn new(counts: PathBuf, hold: Option<usize>) -> Arc<Counting> {
-        Arc::new(Counting { counts, hold })
+        Arc::new(Counting {
+            counts,
+            hold,
+            prefix: "",
+            reply: r#"{"text": "ok"}"#,
+        })
+    }
+
+    /// The conversations' model: a reply valid against the base schema, counted in `chat-asked`
+    /// and `chat-answered`.
+    pub(crate) fn chat(counts: PathBuf) -> Arc<Counting> {
+        Arc::new(Counting {
+            counts,
+            hold: None,
+            prefix: "chat-",
+            reply: r#"{"answer": "hi", "state": "done"}"#,
+        })
     }
 }
 
@@ -69,14 +89,14 @@ impl Backend for Counting {
         _: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, claij_backends::Error>> {
         Box::pin(async move {
-            let asked = append(&self.counts.join("asked"));
+            let asked = append(&self.counts.join(format!("{}asked", self.prefix)));
             if self.hold == Some(asked) {
                 while !self.counts.join("release").exists() {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
-            append(&self.counts.join("answered"));
-            Ok(ChatResponse::text(r#"{"text": "ok"}"#))
+            append(&self.counts.join(format!("{}answered", self.prefix)));
+            Ok(ChatResponse::text(self.reply))
         })
     }
 }
@@ -138,6 +158,28 @@ fn with_subs(
     Ok(runner)
 }
 
+/// The test worker's wiring: machines ask `model`, conversations `chat`.
+struct TestWiring {
+    model: Arc<Counting>,
+    chat: Arc<Counting>,
+}
+
+impl Wiring for TestWiring {
+    fn runner<'a>(&'a self, machine: &'a Machine) -> BoxFuture<'a, Result<Runner, BoxError>> {
+        let runner = runner(machine, &self.model);
+        Box::pin(async move { runner })
+    }
+
+    fn conversation(&self) -> Option<Arc<Pipeline>> {
+        let chat = Arc::clone(&self.chat) as Arc<dyn Backend>;
+        Some(Arc::new(Pipeline::new(
+            chat,
+            Config::new("scripted"),
+            Chain::new(),
+        )))
+    }
+}
+
 /// Serves as the worker when [`PORT`] is set (the test harness runs it); else does nothing.
 #[test]
 fn worker_process() {
@@ -147,7 +189,8 @@ fn worker_process() {
     let port: u16 = port.to_str().unwrap().parse().unwrap();
     let counts = PathBuf::from(std::env::var_os(COUNTS).unwrap());
     let hold = std::env::var(HOLD).ok().map(|h| h.parse().unwrap());
-    let model = Counting::new(counts, hold);
+    let model = Counting::new(counts.clone(), hold);
+    let chat = Counting::chat(counts);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -157,7 +200,7 @@ fn worker_process() {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap();
-        Worker::new(wiring_fn(move |machine| runner(machine, &model)))
+        Worker::new(TestWiring { model, chat })
             .serve(listener, std::future::pending::<()>())
             .await;
     });
