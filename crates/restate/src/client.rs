@@ -325,11 +325,10 @@ impl Client {
                 }
                 return Ok(Followed::Ended(result));
             }
-            if let Some(status) = status
-                && status.status == Status::Waiting
-                && status.waiting_in.is_some()
+            if let Some(status) = &status
+                && let Some(waiting) = self.waiting(status).await?
             {
-                return Ok(Followed::Waiting(status));
+                return Ok(Followed::Waiting(waiting));
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(Error::Timeout {
@@ -370,6 +369,33 @@ impl Client {
             self.ingress,
             segment(session)
         )
+    }
+
+    /// `status` when its run waits for a person, in itself or in the sub-FSM runs it waits on:
+    /// then [`RunStatus::waiting_in`] names the state through the `fsm` states
+    /// (`delegate/approve`).
+    async fn waiting(&self, status: &RunStatus) -> Result<Option<RunStatus>> {
+        let mut path = Vec::new();
+        let mut current = status.clone();
+        loop {
+            if current.status == Status::Waiting
+                && let Some(state) = &current.waiting_in
+            {
+                path.push(state.clone());
+                let mut waiting = status.clone();
+                waiting.status = Status::Waiting;
+                waiting.waiting_in = Some(path.join("/"));
+                return Ok(Some(waiting));
+            }
+            let Some(sub) = current.sub_run.clone() else {
+                return Ok(None);
+            };
+            path.push(current.state.clone());
+            match self.status(&sub).await? {
+                Some(next) => current = next,
+                None => return Ok(None),
+            }
+        }
     }
 
     /// Registers the worker at `worker_uri` (`http://127.0.0.1:9080`) with the admin API,

@@ -420,3 +420,48 @@ fn a_conversations_turns_run_one_at_a_time_and_keep_its_history() {
     assert_eq!(roles, ["user", "assistant"].repeat(5));
     assert_eq!(count(counts.path(), "chat-answered"), 6);
 }
+
+#[test]
+fn a_persons_turn_inside_a_sub_fsm_is_answered_through_the_parent() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, None);
+    let client = client(&server);
+    let parent = definition(json!({
+        "id": "parent",
+        "states": [
+            {"id": "delegate", "action": "fsm", "config": {"fsm": "approval"}},
+            {"id": "end", "action": "end"}
+        ],
+        "transitions": [
+            {"id": ["start", "delegate"], "schema": object(&["topic"])},
+            {"id": ["delegate", "end"], "schema": object(&["decision"])}
+        ]
+    }));
+    let machine = Machine::inline(
+        parent,
+        vec![SubDefinition::new("approval", approval(), vec![])],
+    );
+    let request = RunRequest::new(machine, json!({"topic": "rust"}));
+    block(client.start("nested-1", &request)).unwrap();
+    let followed = block(client.follow("nested-1", |_| {})).unwrap();
+    let Followed::Waiting(status) = followed else {
+        panic!("not waiting: {followed:?}");
+    };
+    assert_eq!(status.waiting_in.as_deref(), Some("delegate/approve"));
+    assert_eq!(status.run_id, "nested-1");
+    block(client.provide("nested-1", &json!({"decision": "yes"}))).unwrap();
+    let result = block(client.attach("nested-1")).unwrap();
+    assert_eq!(
+        result.ended,
+        Ended::Finished {
+            state: "end".into(),
+            event: json!({"id": ["delegate", "end"], "decision": "yes"})
+        }
+    );
+    // The sub-FSM's one model call, in the summary of the parent's transition.
+    assert_eq!(result.trail.entries[1].attempts.len(), 1);
+    assert_eq!(count(counts.path(), "answered"), 1);
+}
