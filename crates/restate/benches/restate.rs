@@ -1,10 +1,11 @@
-//! The Restate bench: one machine of five `llm` states in a chain (`start -> s1 -> ... -> s5 ->
-//! end`, six transitions) on a model that answers at once, run embedded (`Runner::run`) and on
-//! Restate (the real server via `tests/support`, one in-process worker, the `Client`), writing
+//! The Restate bench: machines of `llm` states in a chain (`start -> s1 -> ... -> sN -> end`,
+//! N + 1 transitions) on a model that answers at once, run embedded (`Runner::run`) and on Restate
+//! (the real server via `tests/support`, one in-process worker, the `Client`), writing
 //! `<target>/claij/bench-restate.json`:
-//! - one run at a time: the wall time of a run, runs per second, and the time Restate adds per
-//!   transition ((Restate's run - the embedded run) / transitions);
-//! - [`IN_FLIGHT`] runs at a time: runs per second.
+//! - one run at a time, with one and with five states: the wall time of a run and runs per second;
+//!   from the two, what a transition costs (the slope), and what Restate adds to a transition
+//!   (the slopes' difference) and to a run besides (start, attach, the workflow's own steps);
+//! - [`IN_FLIGHT`] runs of five states at a time: runs per second.
 //!
 //! Both sides build the same runner (same definition, same model, same pipeline config). On
 //! Restate each run is `start` (`run/send`) then `attach`, through the ingress over HTTP, with
@@ -38,11 +39,11 @@ use tokio::net::TcpListener;
 
 use support::RestateServer;
 
-/// `llm` states per run.
-const STATES: usize = 5;
-/// Transitions per run: into each state, and out of the last.
-const TRANSITIONS: usize = STATES + 1;
-/// Runs in flight in the throughput rows.
+/// The chains measured one run at a time: `llm` states per run. The slope between them is the
+/// cost of a transition.
+const SHORT: usize = 1;
+const LONG: usize = 5;
+/// Runs in flight in the throughput row (of [`LONG`] chains).
 const IN_FLIGHT: usize = 32;
 
 /// How many runs each row measures.
@@ -51,6 +52,11 @@ struct Sizes {
     warmup: usize,
     sequential: usize,
     concurrent: usize,
+}
+
+/// Runs a side: one run of `states` states to its end, checked.
+trait Side {
+    fn once(&self, states: usize, id: String) -> impl Future<Output = ()> + Send;
 }
 
 fn main() {
@@ -73,36 +79,43 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let definition = definition();
-    let runner = Arc::new(runner(&definition));
 
-    let embedded = runtime.block_on(embedded(&runner, sizes));
-    println!("embedded: {}", embedded);
+    let embedded = runtime.block_on(measure(&Arc::new(Embedded::new()), sizes));
+    println!("embedded: {embedded}");
     let restate = match RestateServer::start() {
         Some(server) => {
-            let mut figures = on_restate(&server, &runtime, &definition, sizes);
+            let mut figures = on_restate(&server, &runtime, sizes);
             figures["server"] = json!({
                 "start_ms": ms(server.started_in()),
                 "rss_mib_after": server.rss_kib().map(|kib| kib / 1024),
-                "partitions": 4,
             });
             println!("restate: {figures}");
             figures
         }
         None => json!({"not_measured": "no Restate server: run `cargo xtask restate`"}),
     };
-    let overhead = restate["sequential"]["run_ms"]
-        .as_f64()
-        .zip(embedded["sequential"]["run_ms"].as_f64())
-        .map(|(on_restate, embedded)| (on_restate - embedded) / TRANSITIONS as f64);
+    // What Restate adds: to each transition (the slopes' difference), and to each run besides.
+    let figure = |side: &Value, name: &str| side["one_at_a_time"][name].as_f64();
+    let overhead = figure(&restate, "per_transition_ms")
+        .zip(figure(&embedded, "per_transition_ms"))
+        .map(|(on_restate, embedded)| on_restate - embedded);
+    let per_run = overhead
+        .zip(figure(&restate, "short_run_ms"))
+        .zip(figure(&embedded, "short_run_ms"))
+        .map(|((overhead, on_restate), embedded)| {
+            on_restate - embedded - overhead * (SHORT + 1) as f64
+        });
     let report = json!({
-        "machine": format!("{STATES} llm states in a chain, {TRANSITIONS} transitions per run, \
-                            a model that answers at once"),
+        "machines": format!(
+            "{SHORT} and {LONG} llm states in a chain ({} and {} transitions per run), a model \
+             that answers at once",
+            SHORT + 1,
+            LONG + 1
+        ),
         "host": host(),
-        "in_flight": IN_FLIGHT,
         "embedded": embedded,
         "restate": restate,
-        "restate_overhead_per_transition_ms": overhead,
+        "restate_overhead": {"per_transition_ms": overhead, "per_run_ms": per_run},
     });
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
     if !measuring {
@@ -116,44 +129,84 @@ fn main() {
     println!("wrote {}", path.display());
 }
 
-/// `start -> s1 -> ... -> s5 -> end`, each event `{"id": [from, to], "n": k}`.
-fn definition() -> Definition {
+/// The rows of one side: [`SHORT`] and [`LONG`] chains one at a time, the per-transition and
+/// per-run costs from them, and [`LONG`] chains [`IN_FLIGHT`] at a time.
+async fn measure<S: Side + Send + Sync + 'static>(side: &Arc<S>, sizes: Sizes) -> Value {
+    let prefix = format!("bench-{}-{}", std::process::id(), now_nanos());
+    let mut one_at_a_time = Vec::new();
+    for states in [SHORT, LONG] {
+        for i in 0..sizes.warmup {
+            side.once(states, format!("{prefix}-{states}-w{i}")).await;
+        }
+        let started = Instant::now();
+        for i in 0..sizes.sequential {
+            side.once(states, format!("{prefix}-{states}-s{i}")).await;
+        }
+        one_at_a_time.push(ms(started.elapsed()) / sizes.sequential as f64);
+    }
+    let (short, long) = (one_at_a_time[0], one_at_a_time[1]);
+    let per_transition = (long - short) / (LONG - SHORT) as f64;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..sizes.concurrent {
+        if tasks.len() >= IN_FLIGHT {
+            tasks.join_next().await.unwrap().unwrap();
+        }
+        let side = Arc::clone(side);
+        let id = format!("{prefix}-{LONG}-c{i}");
+        tasks.spawn(async move { side.once(LONG, id).await });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    let concurrent = started.elapsed();
+    json!({
+        "one_at_a_time": {
+            "runs": sizes.sequential,
+            "short_run_ms": short,
+            "long_run_ms": long,
+            "long_runs_per_second": 1000.0 / long,
+            "per_transition_ms": per_transition,
+        },
+        "in_flight": {
+            "runs": sizes.concurrent,
+            "in_flight": IN_FLIGHT,
+            "long_runs_per_second": sizes.concurrent as f64 / concurrent.as_secs_f64(),
+        },
+    })
+}
+
+/// `start -> s1 -> ... -> s{states} -> end`, each event `{"id": [from, to], "n": k}`.
+fn definition(states: usize) -> Definition {
     let schema =
         json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
-    let mut states: Vec<Value> = (1..=STATES)
-        .map(|i| json!({"id": format!("s{i}"), "action": "llm"}))
-        .collect();
-    states.push(json!({"id": "end", "action": "end"}));
     let names: Vec<String> = std::iter::once("start".to_owned())
-        .chain((1..=STATES).map(|i| format!("s{i}")))
+        .chain((1..=states).map(|i| format!("s{i}")))
         .chain(std::iter::once("end".to_owned()))
         .collect();
+    let mut state_list: Vec<Value> = names[1..=states]
+        .iter()
+        .map(|name| json!({"id": name, "action": "llm"}))
+        .collect();
+    state_list.push(json!({"id": "end", "action": "end"}));
     let transitions: Vec<Value> = names
         .windows(2)
         .map(|pair| json!({"id": [pair[0], pair[1]], "schema": schema}))
         .collect();
     serde_json::from_value(json!({
-        "id": "bench-chain",
-        "states": states,
+        "id": format!("bench-chain-{states}"),
+        "states": state_list,
         "transitions": transitions,
     }))
     .unwrap()
 }
 
-/// The event the `k`th `llm` state (0-based) answers: into the next state.
-fn event(k: usize) -> Value {
-    let to = if k + 1 < STATES {
-        format!("s{}", k + 2)
-    } else {
-        "end".to_owned()
-    };
-    json!({"id": [format!("s{}", k + 1), to], "n": k + 1})
-}
-
 /// A model that answers at once and remembers nothing (`Scripted` keeps every request, which over
-/// thousands of runs would measure itself). The `k`th state's request holds the `k` earlier
-/// events plus the input.
-struct AtOnce;
+/// thousands of runs would measure itself): the `k`th state's request holds the `k` earlier
+/// events plus the input, and it answers the event into the next state.
+struct AtOnce {
+    states: usize,
+}
 
 impl Backend for AtOnce {
     fn provider(&self) -> &str {
@@ -169,143 +222,106 @@ impl Backend for AtOnce {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, claij_backends::Error>> {
         let k = request.messages.len().saturating_sub(1);
+        let to = if k + 1 < self.states {
+            format!("s{}", k + 2)
+        } else {
+            "end".to_owned()
+        };
+        let event = json!({"id": [format!("s{}", k + 1), to], "n": k + 1});
         Box::pin(std::future::ready(Ok(ChatResponse::text(
-            event(k).to_string(),
+            event.to_string(),
         ))))
     }
 }
 
-fn runner(definition: &Definition) -> Runner {
-    Runner::new(Fsm::new(definition.clone()).unwrap())
-        .with_llm(Arc::new(AtOnce), Config::new("bench"))
+/// The runner of a chain of `states`: the same on both sides.
+fn runner(states: usize) -> Runner {
+    Runner::new(Fsm::new(definition(states)).unwrap())
+        .with_llm(Arc::new(AtOnce { states }), Config::new("bench"))
 }
 
-/// The embedded runner: runs one at a time, then [`IN_FLIGHT`] at a time.
-async fn embedded(runner: &Arc<Runner>, sizes: Sizes) -> Value {
-    let once = |runner: Arc<Runner>| async move {
+/// The embedded runner, one per chain length.
+struct Embedded {
+    short: Runner,
+    long: Runner,
+}
+
+impl Embedded {
+    fn new() -> Self {
+        Self {
+            short: runner(SHORT),
+            long: runner(LONG),
+        }
+    }
+}
+
+impl Side for Embedded {
+    async fn once(&self, states: usize, _id: String) {
+        let runner = if states == SHORT {
+            &self.short
+        } else {
+            &self.long
+        };
         let mut run = runner.start(json!({"n": 0})).unwrap();
         let outcome = runner.run(&mut run, &Interrupt::new(), None).await.unwrap();
         assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
-        assert_eq!(run.trail.entries.len(), TRANSITIONS);
-    };
-    for _ in 0..sizes.warmup {
-        once(Arc::clone(runner)).await;
+        assert_eq!(run.trail.entries.len(), states + 1);
     }
-    let started = Instant::now();
-    for _ in 0..sizes.sequential {
-        once(Arc::clone(runner)).await;
-    }
-    let sequential = started.elapsed();
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..sizes.concurrent {
-        if tasks.len() >= IN_FLIGHT {
-            tasks.join_next().await.unwrap().unwrap();
-        }
-        tasks.spawn(once(Arc::clone(runner)));
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.unwrap();
-    }
-    let concurrent = started.elapsed();
-    rows(sizes, sequential, concurrent)
 }
 
-/// One worker in this process, registered with `server`; runs through the ingress.
-fn on_restate(
-    server: &RestateServer,
-    runtime: &tokio::runtime::Runtime,
-    definition: &Definition,
-    sizes: Sizes,
-) -> Value {
-    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let uri = format!("http://{}", listener.local_addr().unwrap());
-    let for_worker = definition.clone();
-    let worker = Worker::new(wiring_fn(move |machine| match machine {
-        Machine::Inline { definition, .. } if *definition == for_worker => Ok(runner(definition)),
-        other => Err(format!("the bench's worker runs only its own machine, not {other:?}").into()),
-    }));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    runtime.spawn(worker.serve(listener, stopped));
-    // Blocks while the server calls the worker, which runs on the runtime's threads.
-    server.register(&uri);
-    let figures = runtime.block_on(through_ingress(
-        Client::new(&server.ingress_url()).unwrap(),
-        definition,
-        sizes,
-    ));
-    let _ = stop.send(());
-    figures
+/// Runs through the ingress: `start`, then `attach`.
+struct OnRestate {
+    client: Client,
+    short: RunRequest,
+    long: RunRequest,
 }
 
-/// Runs one at a time, then [`IN_FLIGHT`] at a time, each `start` then `attach`.
-async fn through_ingress(client: Client, definition: &Definition, sizes: Sizes) -> Value {
-    let request = Arc::new(RunRequest::new(
-        Machine::inline(definition.clone(), vec![]),
-        json!({"n": 0}),
-    ));
-    let once = |client: Client, request: Arc<RunRequest>, id: String| async move {
-        let started = client.start(&id, &request).await.unwrap();
+impl Side for OnRestate {
+    async fn once(&self, states: usize, id: String) {
+        let request = if states == SHORT {
+            &self.short
+        } else {
+            &self.long
+        };
+        let started = self.client.start(&id, request).await.unwrap();
         assert!(!started.already, "{id} ran before");
-        let result = client.attach(&id).await.unwrap();
+        let result = self.client.attach(&id).await.unwrap();
         assert!(
             matches!(result.ended, Ended::Finished { .. }),
             "{id}: {:?}",
             result.ended
         );
-        assert_eq!(result.trail.entries.len(), TRANSITIONS, "{id}");
-    };
-    let prefix = format!("bench-{}-{}", std::process::id(), now_nanos());
-    for i in 0..sizes.warmup {
-        once(
-            client.clone(),
-            Arc::clone(&request),
-            format!("{prefix}-w{i}"),
-        )
-        .await;
+        assert_eq!(result.trail.entries.len(), states + 1, "{id}");
     }
-    let started = Instant::now();
-    for i in 0..sizes.sequential {
-        once(
-            client.clone(),
-            Arc::clone(&request),
-            format!("{prefix}-s{i}"),
-        )
-        .await;
-    }
-    let sequential = started.elapsed();
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..sizes.concurrent {
-        if tasks.len() >= IN_FLIGHT {
-            tasks.join_next().await.unwrap().unwrap();
-        }
-        tasks.spawn(once(
-            client.clone(),
-            Arc::clone(&request),
-            format!("{prefix}-c{i}"),
-        ));
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.unwrap();
-    }
-    rows(sizes, sequential, started.elapsed())
 }
 
-/// The figures of one side.
-fn rows(sizes: Sizes, sequential: Duration, concurrent: Duration) -> Value {
-    json!({
-        "sequential": {
-            "runs": sizes.sequential,
-            "run_ms": ms(sequential) / sizes.sequential as f64,
-            "runs_per_second": sizes.sequential as f64 / sequential.as_secs_f64(),
-        },
-        "concurrent": {
-            "runs": sizes.concurrent,
-            "in_flight": IN_FLIGHT,
-            "runs_per_second": sizes.concurrent as f64 / concurrent.as_secs_f64(),
-        },
-    })
+/// One worker in this process, registered with `server`, serving both chains.
+fn on_restate(server: &RestateServer, runtime: &tokio::runtime::Runtime, sizes: Sizes) -> Value {
+    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let uri = format!("http://{}", listener.local_addr().unwrap());
+    let worker = Worker::new(wiring_fn(move |machine| {
+        for states in [SHORT, LONG] {
+            if matches!(machine, Machine::Inline { definition, .. } if *definition == self::definition(states))
+            {
+                return Ok(runner(states));
+            }
+        }
+        Err(format!("the bench's worker runs only its chains, not {machine:?}").into())
+    }));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    runtime.spawn(worker.serve(listener, stopped));
+    // Blocks while the server calls the worker, which runs on the runtime's threads.
+    server.register(&uri);
+    let request =
+        |states| RunRequest::new(Machine::inline(definition(states), vec![]), json!({"n": 0}));
+    let side = Arc::new(OnRestate {
+        client: Client::new(&server.ingress_url()).unwrap(),
+        short: request(SHORT),
+        long: request(LONG),
+    });
+    let figures = runtime.block_on(measure(&side, sizes));
+    let _ = stop.send(());
+    figures
 }
 
 fn ms(duration: Duration) -> f64 {
