@@ -14,7 +14,9 @@
 //! - The trail is the workflow's state, set after every transition: the `status` handler reads it
 //!   while the run goes on ([`RunStatus`]).
 //! - `interrupt` ends the run with `[state, "interrupted"]` (at once in a `human` state, else after
-//!   the current action); cancelling the invocation in Restate does the same while it waits.
+//!   the current action; [`Client::interrupt`] interrupts the sub-FSM runs it waits on too).
+//!   Cancelling the invocation in Restate while it waits for a person is meant to do the same;
+//!   cancelled elsewhere, the run ends in Restate's cancellation error without that entry.
 //! - An `fsm` state's sub-FSM is a child workflow keyed `{run_id}/{state}/{n}`.
 //! - A second start of the same run id starts nothing ([`Started::already`]).
 //! - Conversations: the `ClaijConversation` object, keyed by session id: `turn` asks the model
