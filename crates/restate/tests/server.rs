@@ -9,8 +9,9 @@
 
 mod support;
 
+use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use restate_sdk::prelude::*;
@@ -159,6 +160,44 @@ mod counter {
             Ok(total)
         }
     }
+}
+
+/// Without `CLAIJ_RESTATE_SERVER`, the harness looks where `cargo xtask restate` installs (its
+/// test `layout_is_the_one_the_tests_rely_on` pins the same path), in the same cache.
+#[test]
+fn without_the_variable_the_binary_is_looked_for_in_xtasks_cache() {
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        return;
+    }
+    let check = |vars: &[(&str, &str)], expected: Option<&str>| {
+        let var = |name: &str| {
+            vars.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| OsString::from(value))
+        };
+        assert_eq!(
+            support::default_binary(&var),
+            expected.map(PathBuf::from),
+            "{vars:?}"
+        );
+    };
+    let binary = "npm/node_modules/@restatedev/restate-server-linux-x64/bin/restate-server";
+    let all = [
+        ("CLAIJ_RESTATE_DIR", "/r"),
+        ("XDG_CACHE_HOME", "/xdg"),
+        ("HOME", "/home/me"),
+    ];
+    check(&all, Some(&format!("/r/{binary}")));
+    check(&all[1..], Some(&format!("/xdg/claij/restate/{binary}")));
+    check(
+        &all[2..],
+        Some(&format!("/home/me/.cache/claij/restate/{binary}")),
+    );
+    check(
+        &[("XDG_CACHE_HOME", "relative"), ("HOME", "/h")],
+        Some(&format!("/h/.cache/claij/restate/{binary}")),
+    );
+    check(&[], None);
 }
 
 /// The `/proc/net` address forms the loopback check reads.

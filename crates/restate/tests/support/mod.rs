@@ -24,7 +24,7 @@ mod server;
 mod worker;
 
 pub(crate) use net::{Listening, free_ports, listening_sockets, parse_proc_address};
-pub(crate) use server::RestateServer;
+pub(crate) use server::{RestateServer, default_binary};
 pub(crate) use worker::Worker;
 
 use std::path::{Path, PathBuf};

@@ -245,7 +245,7 @@ fn binary() -> Option<PathBuf> {
 /// `<cache>/npm/node_modules/@restatedev/restate-server-<os>-<arch>/bin/restate-server`, the cache
 /// being `$CLAIJ_RESTATE_DIR`, else `$XDG_CACHE_HOME/claij/restate`, else
 /// `$HOME/.cache/claij/restate` (xtask's layout).
-fn default_binary(var: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+pub(crate) fn default_binary(var: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let os = match std::env::consts::OS {
         "linux" => "linux",
         "macos" => "darwin",
