@@ -41,6 +41,17 @@ const ALLOWED: &[(&str, Allowed)] = &[
             "claij-backends",
         ]),
     ),
+    (
+        "claij-restate",
+        Allowed::Only(&[
+            "claij-fsm",
+            "claij-interceptors",
+            "claij-backends",
+            "claij-mcp",
+            "claij-schema",
+            "claij-validation",
+        ]),
+    ),
     ("claij-cli", Allowed::Any),
     ("xtask", Allowed::Only(&[])),
 ];

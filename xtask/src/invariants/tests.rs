@@ -74,11 +74,13 @@ fn forbidden_edges_name_both_crates() {
             ("claij-schema", &["claij-validation"]),
             ("claij-validation", &["claij-schema", "claij-fsm"]),
             ("xtask", &["claij-schema"]),
+            ("claij-restate", &["claij-fsm", "claij-mcp", "claij-cli"]),
         ],
         &[
             "claij-schema -> claij-validation: not allowed (claij-schema may depend on no claij crate)",
             "claij-validation -> claij-fsm: not allowed (claij-validation may depend on claij-schema)",
             "xtask -> claij-schema: not allowed (xtask may depend on no claij crate)",
+            "claij-restate -> claij-cli: not allowed (claij-restate may depend on claij-fsm, claij-interceptors, claij-backends, claij-mcp, claij-schema, claij-validation)",
         ],
     );
 }
