@@ -22,7 +22,7 @@ pub(super) const CHUNK: usize = 32;
 pub(super) enum Prefill {
     /// With the quantised weights as they are (Q8_0 after re-quantisation).
     Quantized,
-    /// With the weights expanded to f32 (on the first prompt, then kept) and dense matrix products
+    /// With the weights expanded to f32 (when the model loads, or on first use) and dense matrix products
     /// over all of the prompt's rows at once. A row's numbers do not depend on how many rows are
     /// read with it, so a resumed prompt computes every chunk as a cold one does.
     Dense,
@@ -238,6 +238,24 @@ impl Model {
             cos,
             sin,
         })
+    }
+
+    /// Expands every layer's matrices to f32 now (they are kept for [`Prefill::Dense`]).
+    pub(super) fn expand_dense(&self) -> Result<()> {
+        for layer in &self.layers {
+            for weight in [
+                &layer.wq,
+                &layer.wk,
+                &layer.wv,
+                &layer.wo,
+                &layer.gate,
+                &layer.up,
+                &layer.down,
+            ] {
+                weight.expand()?;
+            }
+        }
+        Ok(())
     }
 
     /// Bytes of keys and values one cached token takes.
