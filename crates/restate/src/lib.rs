@@ -73,8 +73,9 @@
 //! # }
 //! ```
 //!
-//! Features: none of its own. restate-sdk is built with `http_server` and `rust_crypto` only
-//! (not `tracing-span-filter`, which would pull a tracing subscriber into a library).
+//! Features: none of its own. restate-sdk is built with `http_server` only: no crypto backend,
+//! since the worker configures no request-identity keys (serve it on a trusted network), and not
+//! `tracing-span-filter`, which would pull a tracing subscriber into a library.
 //!
 //! Errors: [`Error`] (client and serving, naming the URL or the run, never a header); a run's
 //! own failure is data, [`Ended::Failed`] with the state and a [`FailureKind`].
