@@ -67,7 +67,7 @@ pub(crate) enum Command {
         /// Where the run runs: `embedded` in this process (default), or `restate`: as a durable
         /// workflow on a Restate server (`--ingress`), run by the workers registered there (`claij
         /// serve restate`), its transitions followed here.
-        #[arg(long, value_enum, default_value_t = On::Embedded, conflicts_with = "journal")]
+        #[arg(long, value_enum, default_value_t = On::Embedded)]
         on: On,
         /// With `--on restate`: the server's ingress URL (default http://127.0.0.1:8080).
         #[arg(long, value_name = "URL")]
@@ -150,6 +150,12 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             id,
             options,
         } => match load(file)? {
+            _ if *on == On::Restate && journal.is_some() => Err(anyhow!(
+                "--journal is for an embedded run: on Restate the server journals the run"
+            )),
+            _ if *on == On::Embedded && (ingress.is_some() || id.is_some()) => Err(anyhow!(
+                "--ingress and --id are for a run on Restate: add --on restate"
+            )),
             Ok(fsm) => match subfsm::load(file, fsm.definition())? {
                 Ok(subs) if *on == On::Restate => on_restate(
                     &fsm,

@@ -247,3 +247,48 @@ async fn fsm_run_on_restate_prints_what_an_embedded_run_prints() {
         again.stderr
     );
 }
+
+#[test]
+fn restate_flags_are_refused_where_they_mean_nothing() {
+    let files = Files::new(&[("chain.json", CHAIN)]);
+    let chain = files.path("chain.json");
+    let input = r#"{"topic": "rust"}"#;
+    for (args, part) in [
+        (
+            vec!["--id", "r1"],
+            "--ingress and --id are for a run on Restate: add --on restate",
+        ),
+        (
+            vec!["--ingress", "http://127.0.0.1:1"],
+            "--ingress and --id are for a run on Restate",
+        ),
+        (
+            vec!["--on", "restate", "--journal", "j.jsonl"],
+            "--journal is for an embedded run",
+        ),
+    ] {
+        let mut all = vec!["fsm", "run", chain.as_str(), "--input", input];
+        all.extend(args);
+        let run = claij_env(&all, "", &[]);
+        super::assert_one_line_error(&run, 2, part);
+    }
+    let embedded = claij_env(&["fsm", "provide", "--on", "embedded", "r1", "{}"], "", &[]);
+    super::assert_one_line_error(&embedded, 2, "an embedded run takes its input on the stdin");
+    // No server there: a one-line error naming the URL.
+    let nowhere = claij_env(
+        &[
+            "fsm",
+            "run",
+            chain.as_str(),
+            "--input",
+            input,
+            "--on",
+            "restate",
+            "--ingress",
+            "http://127.0.0.1:1",
+        ],
+        "",
+        &[],
+    );
+    super::assert_one_line_error(&nowhere, 2, "POST http://127.0.0.1:1/ClaijFsm/");
+}
