@@ -3,13 +3,13 @@
 //! restate` wires a machine's states (the models and services `claij fsm run` gives them).
 
 use std::io::Write as _;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use anyhow::{Context as _, Result, anyhow};
 use claij_backends::BoxFuture;
 use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Fsm, Runner};
-use claij_interceptors::BoxError;
+use claij_interceptors::{BoxError, Chain, Pipeline};
 use claij_restate::{Client, Ended, FailureKind, Followed, Machine, RunRequest};
 use serde_json::{Value, json};
 
@@ -203,6 +203,8 @@ fn new_run_id() -> String {
 pub(crate) struct CliWiring {
     options: Arc<Options>,
     connected: Arc<Mutex<Vec<Connected>>>,
+    /// The conversations' pipeline, opened at the first turn (`None`: the model cannot be opened).
+    conversation: Arc<OnceLock<Option<Arc<Pipeline>>>>,
 }
 
 impl CliWiring {
@@ -210,6 +212,7 @@ impl CliWiring {
         Self {
             options: Arc::new(options),
             connected: Arc::new(Mutex::new(Vec::new())),
+            conversation: Arc::new(OnceLock::new()),
         }
     }
 
@@ -252,5 +255,32 @@ impl claij_restate::Wiring for CliWiring {
                 .push(connected);
             Ok(runner)
         })
+    }
+
+    /// A conversation's turns ask the worker's model (`--llm`, as `claij ask` picks it) through a
+    /// plain pipeline: no interceptors.
+    fn conversation(&self) -> Option<Arc<Pipeline>> {
+        self.conversation
+            .get_or_init(|| {
+                let opened = crate::config::Settings::load().and_then(|settings| {
+                    super::models::open(
+                        self.options.model().llm.as_deref(),
+                        self.options.model(),
+                        &settings,
+                    )
+                });
+                match opened {
+                    Ok(opened) => Some(Arc::new(Pipeline::new(
+                        opened.backend,
+                        opened.config,
+                        Chain::new(),
+                    ))),
+                    Err(e) => {
+                        tracing::warn!(error = %format!("{e:#}"), "conversations cannot be served: no model");
+                        None
+                    }
+                }
+            })
+            .clone()
     }
 }

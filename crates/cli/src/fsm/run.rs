@@ -160,6 +160,11 @@ impl Options {
     pub(super) fn json(&self) -> bool {
         self.json
     }
+
+    /// The model options.
+    pub(super) fn model(&self) -> &ModelOptions {
+        &self.model
+    }
 }
 
 /// The one runtime of a run: the MCP servers it starts live on it.

@@ -68,7 +68,8 @@ async fn fsm_run_on_restate_prints_what_an_embedded_run_prints() {
     let mock = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(reply(r#"{"text": "ok"}"#))
+        // Valid for the machines' states (`text`) and for a conversation's base schema.
+        .respond_with(reply(r#"{"text": "ok", "answer": "hi", "state": "done"}"#))
         .mount(&mock)
         .await;
     let config = format!(
@@ -228,6 +229,31 @@ async fn fsm_run_on_restate_prints_what_an_embedded_run_prints() {
         trail[2][2],
         json!({"id": ["approve", "end"], "decision": "yes"})
     );
+
+    // A conversation on the worker's model: turns keep the history.
+    let calls = mock.received_requests().await.unwrap().len();
+    for turn in 1..=2 {
+        let answer = server
+            .ingress(
+                "POST",
+                "/ClaijConversation/cli-session/turn",
+                Some(r#""hello""#),
+            )
+            .unwrap();
+        assert_eq!(answer.status, 200, "{}\n{}", answer.body, worker.log());
+        let answer: Value = serde_json::from_str(&answer.body).unwrap();
+        assert_eq!(
+            (answer["value"]["answer"].clone(), answer["turn"].clone()),
+            (json!("hi"), json!(turn))
+        );
+    }
+    let history = server
+        .ingress("POST", "/ClaijConversation/cli-session/history", None)
+        .unwrap();
+    let history: Vec<Value> = serde_json::from_str(&history.body).unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(mock.received_requests().await.unwrap().len(), calls + 2);
+
     let again = claij_env(
         &[
             "fsm",
