@@ -465,3 +465,60 @@ fn a_persons_turn_inside_a_sub_fsm_is_answered_through_the_parent() {
     assert_eq!(result.trail.entries[1].attempts.len(), 1);
     assert_eq!(count(counts.path(), "answered"), 1);
 }
+
+#[test]
+fn a_failing_state_and_a_looping_machine_end_failed_by_name() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, None);
+    let client = client(&server);
+    // The model's `text` never has the `verdict` the state needs, and there is no bail-out.
+    let strict = definition(json!({
+        "id": "strict",
+        "states": [{"id": "judge", "action": "llm"}, {"id": "end", "action": "end"}],
+        "transitions": [
+            {"id": ["start", "judge"], "schema": object(&["topic"])},
+            {"id": ["judge", "end"], "schema": object(&["verdict"])}
+        ]
+    }));
+    let request = RunRequest::new(Machine::inline(strict, vec![]), json!({"topic": "rust"}));
+    block(client.start("strict-1", &request)).unwrap();
+    let result = block(client.attach("strict-1")).unwrap();
+    let Ended::Failed(failure) = &result.ended else {
+        panic!("not failed: {:?}", result.ended);
+    };
+    assert_eq!(
+        (failure.state.as_str(), failure.kind),
+        ("judge", claij_restate::FailureKind::Invalid)
+    );
+    assert!(failure.error.contains("state `judge`"), "{}", failure.error);
+    let status = block(client.status("strict-1")).unwrap().unwrap();
+    assert_eq!(status.failure.as_ref(), Some(failure));
+
+    // a -> a forever, stopped at the run's limit.
+    let looping = definition(json!({
+        "id": "looping",
+        "states": [{"id": "a", "action": "llm"}],
+        "transitions": [
+            {"id": ["start", "a"], "schema": object(&["topic"])},
+            {"id": ["a", "a"], "schema": object(&["text"])}
+        ]
+    }));
+    let mut request = RunRequest::new(Machine::inline(looping, vec![]), json!({"topic": "rust"}));
+    request.options.max_transitions = Some(5);
+    block(client.start("loop-1", &request)).unwrap();
+    let result = block(client.attach("loop-1")).unwrap();
+    let Ended::Failed(failure) = &result.ended else {
+        panic!("not failed: {:?}", result.ended);
+    };
+    assert_eq!(failure.kind, claij_restate::FailureKind::Invalid);
+    assert!(
+        failure.error.contains("after 5 transitions"),
+        "{}",
+        failure.error
+    );
+    // The start, then the five the limit allows (as `Runner::run` counts).
+    assert_eq!(result.trail.entries.len(), 6);
+}
