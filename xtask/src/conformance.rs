@@ -185,17 +185,7 @@ fn node_package() -> Result<String> {
 
 /// The `node-<os>-<arch>` package for Rust's names of an OS and an architecture.
 fn node_package_for(os: &str, arch: &str) -> Option<String> {
-    let os = match os {
-        "linux" => "linux",
-        "macos" => "darwin",
-        _ => return None,
-    };
-    let arch = match arch {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        _ => return None,
-    };
-    Some(format!("node-{os}-{arch}"))
+    crate::mcp_servers::npm_platform(os, arch).map(|platform| format!("node-{platform}"))
 }
 
 /// The major version `program --version` prints (`v20.20.2` is 20), or `None` when it does not run.

@@ -432,6 +432,22 @@ impl Stamp {
 /// `npm install` of exact versions into `temp`, with npm's cache under `cache`; the packages are
 /// added by the caller. npm only reads stdin for prompts, and none of these flags leaves it one to
 /// ask.
+/// npm's `<os>-<arch>` suffix of platform packages (`linux-x64`, `darwin-arm64`) for Rust's names
+/// of an OS and an architecture; `None` where such packages are not published.
+pub(crate) fn npm_platform(os: &str, arch: &str) -> Option<String> {
+    let os = match os {
+        "linux" => "linux",
+        "macos" => "darwin",
+        _ => return None,
+    };
+    let arch = match arch {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        _ => return None,
+    };
+    Some(format!("{os}-{arch}"))
+}
+
 pub(crate) fn npm_install(cache: &Path, temp: &Path) -> Command {
     let mut npm = Command::new("npm");
     npm.args(["install", "--prefix"])

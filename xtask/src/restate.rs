@@ -263,17 +263,7 @@ fn package() -> Result<String> {
 /// The `@restatedev/restate-server-<os>-<arch>` package for Rust's names of an OS and an
 /// architecture.
 fn package_for(os: &str, arch: &str) -> Option<String> {
-    let os = match os {
-        "linux" => "linux",
-        "macos" => "darwin",
-        _ => return None,
-    };
-    let arch = match arch {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        _ => return None,
-    };
-    Some(format!("{PACKAGE_PREFIX}{os}-{arch}"))
+    crate::mcp_servers::npm_platform(os, arch).map(|platform| format!("{PACKAGE_PREFIX}{platform}"))
 }
 
 impl Stamp {
