@@ -1,8 +1,10 @@
 //! Test support: [`Scripted`], a backend that answers from a script and records every request, for
 //! offline tests; [`is_ci`], the one definition of "this is a CI run" the workspace's tests share; and,
-//! with the `local` feature, [`local_model_or_skip`], how a test finds the embedded model; and
-//! [`spans::SpanCapture`], a `tracing` layer that records spans and events.
+//! with the `local` feature, [`local_model_or_skip`], how a test finds the embedded model;
+//! [`spans::SpanCapture`], a `tracing` layer that records spans and events; and [`net`], free
+//! loopback ports and the sockets a process listens on, for tests that start real servers.
 
+pub mod net;
 pub mod spans;
 
 use std::collections::VecDeque;

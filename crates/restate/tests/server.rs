@@ -10,7 +10,7 @@
 mod support;
 
 use std::ffi::OsString;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -198,27 +198,4 @@ fn without_the_variable_the_binary_is_looked_for_in_xtasks_cache() {
         Some(&format!("/h/.cache/claij/restate/{binary}")),
     );
     check(&[], None);
-}
-
-/// The `/proc/net` address forms the loopback check reads.
-#[test]
-fn proc_addresses_parse_to_what_the_kernel_means() {
-    if cfg!(target_endian = "big") {
-        return;
-    }
-    let check = |text: &str, ip: IpAddr, port: u16| {
-        assert_eq!(support::parse_proc_address(text), (ip, port), "{text}");
-    };
-    check("0100007F:B3BB", Ipv4Addr::LOCALHOST.into(), 0xB3BB);
-    check("00000000:1F90", Ipv4Addr::UNSPECIFIED.into(), 8080);
-    check(
-        "00000000000000000000000001000000:0050",
-        Ipv6Addr::LOCALHOST.into(),
-        80,
-    );
-    check(
-        "0000000000000000FFFF00000100007F:B3BC",
-        Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0x7f00, 1).into(),
-        0xB3BC,
-    );
 }

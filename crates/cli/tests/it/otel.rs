@@ -14,11 +14,12 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use claij_backends::testing::net::{free_ports, listening_sockets};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -206,7 +207,7 @@ async fn a_collector_that_is_down_costs_one_warning_line() {
         .await;
     let files = Files::new(&[("config.toml", &config(&server)), ("schema.json", BASE)]);
     let (config, schema) = (files.path("config.toml"), files.path("schema.json"));
-    let closed = format!("http://127.0.0.1:{}", free_ports::<1>()[0]);
+    let closed = format!("http://127.0.0.1:{}", free_ports::<1>().unwrap()[0]);
     let ask = |extra: &[&str]| {
         let mut args = vec![
             "ask",
@@ -468,7 +469,7 @@ impl Collector {
     /// Starts Phoenix on free ports of 127.0.0.1, its database in `files`, and waits until it
     /// answers `/healthz`.
     fn start(install: &Path, files: &Files) -> Collector {
-        let [port, grpc_port] = free_ports();
+        let [port, grpc_port] = free_ports().unwrap();
         let work = files.0.join("phoenix");
         std::fs::create_dir_all(&work).unwrap();
         let log = files.0.join("phoenix.log");
@@ -589,20 +590,22 @@ impl Collector {
     fn assert_listens_on_loopback_only(&self) {
         #[cfg(target_os = "linux")]
         {
-            let listening = listening_sockets(self.child.id());
-            let ports: BTreeSet<u16> = listening.iter().map(|(_, port)| *port).collect();
+            let listening = listening_sockets(self.child.id()).expect("Phoenix's sockets");
+            let ports: BTreeSet<u16> = listening
+                .iter()
+                .filter(|s| !s.udp)
+                .map(|s| s.port)
+                .collect();
             assert!(
                 ports.contains(&self.port) && ports.contains(&self.grpc_port),
                 "Phoenix listens on {listening:?}, not on {} and {}",
                 self.port,
                 self.grpc_port
             );
-            for (address, port) in &listening {
+            for socket in &listening {
                 assert!(
-                    address.is_loopback()
-                        || matches!(address, std::net::IpAddr::V6(v6)
-                            if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())),
-                    "Phoenix listens on {address} port {port}, off loopback: {listening:?}"
+                    socket.is_loopback(),
+                    "Phoenix listens off loopback: {socket:?} among {listening:?}"
                 );
             }
         }
@@ -618,65 +621,6 @@ impl Drop for Collector {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The addresses and ports of the TCP sockets process `pid` listens on (its descriptors' socket
-/// inodes looked up in /proc/net/tcp and tcp6).
-#[cfg(target_os = "linux")]
-fn listening_sockets(pid: u32) -> Vec<(std::net::IpAddr, u16)> {
-    let inodes: HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter_map(|target| {
-            let target = target.to_string_lossy().into_owned();
-            Some(
-                target
-                    .strip_prefix("socket:[")?
-                    .strip_suffix(']')?
-                    .to_owned(),
-            )
-        })
-        .collect();
-    let mut found = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(table).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            // sl, local_address, rem_address, st (0A: LISTEN), ..., inode (the tenth).
-            if fields.len() < 10 || fields[3] != "0A" || !inodes.contains(fields[9]) {
-                continue;
-            }
-            found.push(parse_proc_address(fields[1]));
-        }
-    }
-    found
-}
-
-/// `0100007F:1F90` or a 32-digit IPv6 form: hex words of the address as the kernel holds them in
-/// memory, then the port.
-#[cfg(target_os = "linux")]
-fn parse_proc_address(text: &str) -> (std::net::IpAddr, u16) {
-    let (address, port) = text.split_once(':').unwrap();
-    let bytes: Vec<u8> = (0..address.len() / 8)
-        .flat_map(|word| {
-            u32::from_str_radix(&address[word * 8..word * 8 + 8], 16)
-                .unwrap()
-                .to_ne_bytes()
-        })
-        .collect();
-    let ip = match <[u8; 4]>::try_from(bytes.as_slice()) {
-        Ok(v4) => std::net::IpAddr::from(v4),
-        Err(_) => std::net::IpAddr::from(<[u8; 16]>::try_from(bytes.as_slice()).unwrap()),
-    };
-    (ip, u16::from_str_radix(port, 16).unwrap())
-}
-
-/// `N` distinct ports free on 127.0.0.1 (held together while they are picked, then released).
-fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
 }
 
 /// `GET path` on 127.0.0.1:`port` (HTTP/1.0, so the server closes when done): the status and the
@@ -706,34 +650,4 @@ fn percent_encode(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// The `/proc` address forms the loopback check reads.
-#[cfg(target_os = "linux")]
-#[test]
-fn proc_addresses_parse_to_what_the_kernel_means() {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    if cfg!(target_endian = "big") {
-        return;
-    }
-    let check = |text: &str, ip: IpAddr, port: u16| {
-        assert_eq!(parse_proc_address(text), (ip, port), "{text}");
-    };
-    check("0100007F:B3BB", Ipv4Addr::LOCALHOST.into(), 0xB3BB);
-    check("00000000:1F90", Ipv4Addr::UNSPECIFIED.into(), 8080);
-    check(
-        "00000000000000000000000001000000:0050",
-        Ipv6Addr::LOCALHOST.into(),
-        80,
-    );
-    check(
-        "0000000000000000FFFF00000100007F:B3BC",
-        Ipv4Addr::LOCALHOST.to_ipv6_mapped().into(),
-        0xB3BC,
-    );
-    check(
-        "00000000000000000000000000000000:B3BC",
-        Ipv6Addr::UNSPECIFIED.into(),
-        0xB3BC,
-    );
 }

@@ -23,7 +23,7 @@ mod net;
 mod server;
 mod worker;
 
-pub(crate) use net::{Listening, free_ports, listening_sockets, parse_proc_address};
+pub(crate) use net::{Listening, free_ports, listening_sockets};
 pub(crate) use server::{RestateServer, default_binary};
 pub(crate) use worker::Worker;
 
