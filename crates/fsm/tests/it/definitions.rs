@@ -172,7 +172,10 @@ fn every_example_loads_with_one_of_outputs() {
         .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["adoption", "code-review", "shipping", "tool-loop"]);
+    assert_eq!(
+        names,
+        ["adoption", "code-review", "release-note", "shipping", "tool-loop"]
+    );
     for name in &names {
         let fsm = Fsm::from_json(&example(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut states: Vec<&str> = vec!["start"];
