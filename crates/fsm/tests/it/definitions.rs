@@ -174,7 +174,13 @@ fn every_example_loads_with_one_of_outputs() {
     names.sort();
     assert_eq!(
         names,
-        ["adoption", "code-review", "release-note", "shipping", "tool-loop"]
+        [
+            "adoption",
+            "code-review",
+            "release-note",
+            "shipping",
+            "tool-loop"
+        ]
     );
     for name in &names {
         let fsm = Fsm::from_json(&example(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
