@@ -171,6 +171,23 @@ pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
             );
         }
     }
+    unknown_fields("", &definition.unknown, DEFINITION_FIELDS, &mut problem);
+    for (i, state) in definition.states.iter().enumerate() {
+        unknown_fields(
+            &format!("/states/{i}"),
+            &state.unknown,
+            STATE_FIELDS,
+            &mut problem,
+        );
+    }
+    for (i, t) in definition.transitions.iter().enumerate() {
+        unknown_fields(
+            &format!("/transitions/{i}"),
+            &t.unknown,
+            TRANSITION_FIELDS,
+            &mut problem,
+        );
+    }
     if problems.is_empty() {
         Ok(())
     } else {
@@ -179,6 +196,78 @@ pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
             problems,
         })
     }
+}
+
+/// The keys of a definition, a state and a transition.
+const DEFINITION_FIELDS: &[&str] = &[
+    "id",
+    "description",
+    "prompts",
+    "schemas",
+    "states",
+    "transitions",
+];
+const STATE_FIELDS: &[&str] = &["id", "action", "description", "prompts", "config"];
+const TRANSITION_FIELDS: &[&str] = &["id", "schema", "prompts", "omit", "description"];
+
+/// A problem for each key of `unknown` (the object at `at`) that is not an annotation (`$...`,
+/// `x-...`), naming the known key it was probably meant to be.
+fn unknown_fields(
+    at: &str,
+    unknown: &serde_json::Map<String, Value>,
+    known: &[&str],
+    problem: &mut impl FnMut(String, String),
+) {
+    for key in unknown.keys() {
+        if key.starts_with('$') || key.starts_with("x-") {
+            continue;
+        }
+        let hint = match closest(key, known) {
+            Some(meant) => format!("; did you mean `{meant}`?"),
+            None => format!(" (known: {})", known.join(", ")),
+        };
+        problem(
+            claij_schema::pointer::push(at, key),
+            format!("unknown field `{key}`{hint} (annotations may start with `$` or `x-`)"),
+        );
+    }
+}
+
+/// The known key nearest `key` (case-insensitive edit distance at most 2, or one a prefix of the
+/// other), if any.
+fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let key = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| {
+            let distance = if k.starts_with(&key) || key.starts_with(k) {
+                1
+            } else {
+                edit_distance(&key, k)
+            };
+            (distance, *k)
+        })
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 fn reachable(definition: &Definition) -> BTreeSet<&str> {

@@ -22,7 +22,10 @@
 //!
 //! `start` is the entry: the first event is validated against the transitions out of it. `start`,
 //! `end` and `interrupted` exist without being declared (`end` and `interrupted` as terminal states).
-//! `xitions` is accepted for `transitions`, the name the original system used.
+//! `xitions` is accepted for `transitions`, the name the original system used. A key none of these
+//! types has is kept (`unknown`) and refused by [`check`](crate::check), which names the key it was
+//! probably meant to be; annotations (`$comment`, `x-owner`, any key starting with `$` or `x-`) are
+//! allowed and written back.
 
 use std::fmt;
 
@@ -58,6 +61,11 @@ pub struct Definition {
     /// The transitions (`xitions` in the original system's files).
     #[serde(alias = "xitions")]
     pub transitions: Vec<Transition>,
+    /// Keys this version does not know, kept as written: [`check`](crate::check) refuses each one
+    /// (a misspelt `prompt` would otherwise vanish), except annotations: keys starting with `$` or
+    /// `x-`.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    pub unknown: Map<String, Value>,
 }
 
 /// One state.
@@ -81,6 +89,11 @@ pub struct State {
     /// rather than the one that entered the state), anything a custom action reads.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub config: Value,
+    /// Keys this version does not know, kept as written: [`check`](crate::check) refuses each one
+    /// (a misspelt `prompt` would otherwise vanish), except annotations: keys starting with `$` or
+    /// `x-`.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    pub unknown: Map<String, Value>,
 }
 
 /// What a state does.
@@ -120,6 +133,11 @@ pub struct Transition {
     /// When to take it (shown to models).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// Keys this version does not know, kept as written: [`check`](crate::check) refuses each one
+    /// (a misspelt `prompt` would otherwise vanish), except annotations: keys starting with `$` or
+    /// `x-`.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    pub unknown: Map<String, Value>,
 }
 
 /// A transition's id: the states it connects. Written `["from", "to"]`.
@@ -159,6 +177,7 @@ impl Definition {
             description: String::new(),
             prompts: Vec::new(),
             config: Value::Null,
+            unknown: Map::new(),
         };
         match id {
             START => Some(implicit(Action::Custom(START.to_owned()))),
@@ -189,6 +208,7 @@ impl State {
             description: String::new(),
             prompts: Vec::new(),
             config: Value::Null,
+            unknown: Map::new(),
         }
     }
 
@@ -212,6 +232,7 @@ impl Transition {
             prompts: Vec::new(),
             omit: false,
             description: String::new(),
+            unknown: Map::new(),
         }
     }
 }

@@ -356,6 +356,7 @@ pub fn definition(diagnostic_models: &[&str]) -> Definition {
         schemas: serde_json::Map::new(),
         states,
         transitions,
+        unknown: serde_json::Map::new(),
     }
 }
 

@@ -200,6 +200,7 @@ pub fn definition(voters: &[&str]) -> Definition {
         schemas: serde_json::Map::new(),
         states,
         transitions,
+        unknown: serde_json::Map::new(),
     }
 }
 

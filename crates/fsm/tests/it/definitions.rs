@@ -328,3 +328,44 @@ fn code_review_chairman_prompt() {
         fsm.prompt("chairman").unwrap()
     );
 }
+
+/// A misspelt key is refused where it is, with the key it was probably meant to be; annotations
+/// (`$...`, `x-...`) are kept and allowed.
+#[test]
+fn unknown_fields_are_refused_with_a_suggestion_and_annotations_kept() {
+    let mut definition = with(
+        json!([{"id": "wait", "action": "human", "prompt": "Approve?"}]),
+        json!([
+            {"id": ["ask", "wait"], "descripton": "ask a person", "x-owner": "ops"},
+            {"id": ["wait", "end"]}
+        ]),
+    );
+    definition["$comment"] = json!("reviewed in March");
+    definition["x-team"] = json!("platform");
+    definition["Prompts"] = json!(["Be brief."]);
+    definition["colour"] = json!("blue");
+    check(
+        definition,
+        &[
+            "/Prompts: unknown field `Prompts`; did you mean `prompts`? (annotations may start with `$` or `x-`)",
+            "/colour: unknown field `colour` (known: id, description, prompts, schemas, states, transitions) (annotations may start with `$` or `x-`)",
+            "/states/1/prompt: unknown field `prompt`; did you mean `prompts`? (annotations may start with `$` or `x-`)",
+            "/transitions/2/descripton: unknown field `descripton`; did you mean `description`? (annotations may start with `$` or `x-`)",
+        ],
+    );
+
+    let mut annotated = with(json!([]), json!([]));
+    annotated["$comment"] = json!("kept");
+    annotated["states"][0]["x-owner"] = json!("ops");
+    let definition: Definition = serde_json::from_value(annotated.clone()).unwrap();
+    let fsm = Fsm::new(definition).unwrap();
+    // Written back with its annotations, as read.
+    let written = serde_json::to_value(fsm.definition()).unwrap();
+    assert_eq!(written["$comment"], "kept");
+    assert_eq!(written["states"][0]["x-owner"], "ops");
+    // The original system's `xitions` is a name for `transitions`, not an unknown field.
+    let mut old = with(json!([]), json!([]));
+    let transitions = old.as_object_mut().unwrap().remove("transitions").unwrap();
+    old["xitions"] = transitions;
+    Fsm::new(serde_json::from_value(old).unwrap()).unwrap();
+}
