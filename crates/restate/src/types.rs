@@ -10,6 +10,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 #[non_exhaustive]
+// Built once per run and sent: the size is no cost, and boxing would change the public pattern.
+#[allow(clippy::large_enum_variant)]
 pub enum Machine {
     /// The definition itself.
     Inline {
