@@ -6,25 +6,17 @@
 //! so a worker killed mid-run is replaced by another that replays the journal instead of calling
 //! the model again, and runs spread over as many workers as register with the server.
 //!
-//! - Each `llm`, service or MCP state's action is its own invocation, the workflow's shared `act`
-//!   handler (called by `run`, not meant for clients), which runs it inside `ctx.run` (named
-//!   `{state} #{n}`): its result is a [`claij_fsm::StepRecord`] the runner applies
-//!   ([`claij_fsm::Runner::act_step`], [`claij_fsm::Runner::apply_step`]: the embedded runner is
-//!   made of the same pieces). The call is journaled, so a replay or a restarted worker reads the
-//!   record back instead of calling the model again. (A run carrying meta-debug remedies acts
-//!   inside `run`'s own `ctx.run`, not interruptible mid-action.)
+//! - Each `llm`, service or MCP state's action runs inside `ctx.run` (named `{state} #{n}`), its
+//!   result a [`claij_fsm::StepRecord`] the runner applies ([`claij_fsm::Runner::act_step`],
+//!   [`claij_fsm::Runner::apply_step`]: the embedded runner is made of the same pieces).
 //! - A `human` state waits on a durable promise (`human/{state}/{visit}`) that the `provide`
 //!   handler resolves, after checking the event against the state's transitions.
 //! - The trail is the workflow's state, set after every transition: the `status` handler reads it
 //!   while the run goes on ([`RunStatus`]).
-//! - `interrupt` ends the run at once with `[state, "interrupted"]`, in a `human` state or in the
-//!   middle of an action: `run` races the `act` call against the `interrupt` promise, and when
-//!   the interrupt wins it cancels the `act` invocation (a model call under way is not awaited;
-//!   its answer, if it comes, is dropped). [`Client::interrupt`] interrupts the sub-FSM runs it
-//!   waits on too. Cancelling the run's invocation in Restate (the admin API's
-//!   `PATCH /invocations/{id}/cancel`) while it waits for a person or an action does the same;
-//!   cancelled elsewhere (between steps), the run ends in Restate's cancellation error without
-//!   that entry.
+//! - `interrupt` ends the run with `[state, "interrupted"]` (at once in a `human` state, else after
+//!   the current action; [`Client::interrupt`] interrupts the sub-FSM runs it waits on too).
+//!   Cancelling the invocation in Restate while it waits for a person is meant to do the same;
+//!   cancelled elsewhere, the run ends in Restate's cancellation error without that entry.
 //! - An `fsm` state's sub-FSM is a child workflow keyed `{run_id}/{state}/{n}`.
 //! - A second start of the same run id starts nothing ([`Started::already`]).
 //! - Conversations: the `ClaijConversation` object, keyed by session id: `turn` asks the model

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use claij_fsm::{ContextState, Interrupt, NextAction, Run, Runner, Status, StepRecord, Trail};
+use claij_fsm::{Interrupt, NextAction, Run, Runner, Status, StepRecord, Trail};
 use claij_interceptors::ErrorChain;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -36,33 +36,6 @@ pub struct ClaijFsm {
 enum Acted {
     Step(Box<StepRecord>),
     Failed(Failure),
-}
-
-/// What `run` asks the `act` handler: the machine, and the run as it stands in the state to act
-/// in (what [`Run::fork`] carries but its remedies: a run with remedies acts inline).
-#[derive(Serialize, Deserialize)]
-struct ActRequest {
-    /// The `ctx.run` name, `{state} #{n}`.
-    name: String,
-    definition: Machine,
-    input: Value,
-    state: String,
-    event: Value,
-    trail: Trail,
-    context: ContextState,
-}
-
-impl ActRequest {
-    /// The run to act on: started as `run` started it, then moved to where `run` is.
-    fn into_run(self, runner: &Runner, run_id: &str) -> Result<Run, claij_fsm::Error> {
-        let mut run = runner.start_with_id(run_id, self.input)?;
-        run.state = self.state;
-        run.event = self.event;
-        run.trail = self.trail;
-        run.context = claij_interceptors::Context::default();
-        self.context.apply_to(&mut run.context);
-        Ok(run)
-    }
 }
 
 #[restate_sdk::workflow(name = "ClaijFsm")]
@@ -156,47 +129,8 @@ impl ClaijFsm {
         }
     }
 
-    /// Runs one state's action for `run` (which calls it; not for clients): its own invocation, so
-    /// the run can race it against an interrupt and cancel it. The action runs inside `ctx.run`,
-    /// so a retried invocation never calls the model again once the action completed.
-    #[handler]
-    async fn act(
-        &self,
-        ctx: SharedWorkflowContext<'_>,
-        asked: Json<Value>,
-    ) -> Result<Json<Value>, HandlerError> {
-        let asked: ActRequest = serde_json::from_value(asked.into_inner()).map_err(|e| {
-            TerminalError::new_with_code(400, format!("not an action request: {e}"))
-        })?;
-        let name = asked.name.clone();
-        let state = asked.state.clone();
-        let failed = |error: String| {
-            Acted::Failed(Failure {
-                state: state.clone(),
-                error,
-                kind: FailureKind::Error,
-            })
-        };
-        let acted = match self.runners.get(&asked.definition).await {
-            Err(error) => failed(format!("the worker cannot run this machine: {error}")),
-            Ok(runner) => match asked.into_run(&runner, ctx.key()) {
-                Err(error) => failed(ErrorChain(&error).to_string()),
-                Ok(fork) => {
-                    let Json(acted) = ctx
-                        .run(move || act_once(runner, fork, state))
-                        .name(name)
-                        .await?;
-                    acted
-                }
-            },
-        };
-        let acted = serde_json::to_value(&acted)
-            .map_err(|e| TerminalError::new(format!("cannot answer the action: {e}")))?;
-        Ok(Json(acted))
-    }
-
-    /// Stops the run at once, in a `human` state or in the middle of an action (whose invocation
-    /// is cancelled); the trail records `[state, "interrupted"]`.
+    /// Stops the run: at once when it waits for a person, else when its current action ends; the
+    /// trail records `[state, "interrupted"]`.
     #[handler]
     async fn interrupt(&self, ctx: SharedWorkflowContext<'_>) -> Result<(), HandlerError> {
         ctx.resolve_promise(INTERRUPT, true);
@@ -285,30 +219,34 @@ impl Driver<'_, '_> {
         }
     }
 
-    /// The state's action, run as the `act` invocation and raced against the `interrupt` promise
-    /// and a cancellation of the run: the call is journaled, so a replay reads its record instead
-    /// of calling the model, and an interrupt stops the run where the action is.
+    /// The state's action, journaled: a replay reads the record instead of calling the model.
     async fn act(
         &self,
         run: &mut Run,
         state: &str,
         taken: usize,
     ) -> Result<Option<RunResult>, HandlerError> {
-        let acted = if run.remedies().is_empty() {
-            self.act_raced(run, state, taken).await?
-        } else {
-            // Remedies do not travel to another invocation: act here, not interruptible.
-            let (runner, fork) = (Arc::clone(self.runner), run.fork());
-            let Json(acted) = self
-                .ctx
-                .run(move || act_once(runner, fork, state.to_owned()))
-                .name(format!("{state} #{taken}"))
-                .await?;
-            Some(acted)
-        };
-        let Some(acted) = acted else {
-            return self.interrupted(run).await.map(Some);
-        };
+        let mut fork = run.fork();
+        let runner = Arc::clone(self.runner);
+        let in_state = state.to_owned();
+        let Json(acted) = self
+            .ctx
+            .run(move || async move {
+                let acted = match runner.act_step(&mut fork, &Interrupt::new()).await {
+                    // Through JSON, so the first run applies exactly what a replay will read.
+                    Ok(record) => Acted::Step(Box::new(serde_json::from_value(
+                        serde_json::to_value(&record)?,
+                    )?)),
+                    Err(error) => Acted::Failed(Failure {
+                        state: in_state,
+                        error: ErrorChain(&error).to_string(),
+                        kind: FailureKind::of(&error),
+                    }),
+                };
+                Ok(Json(acted))
+            })
+            .name(format!("{state} #{taken}"))
+            .await?;
         match acted {
             Acted::Step(record) => match self.runner.apply_step(run, *record) {
                 Ok(_) => {
@@ -319,49 +257,6 @@ impl Driver<'_, '_> {
             },
             Acted::Failed(failure) => Ok(Some(self.fail(run, failure))),
         }
-    }
-
-    /// The action as the `act` invocation, raced against the `interrupt` promise and a
-    /// cancellation of the run; `None` when one of those won (the action's invocation is then
-    /// cancelled).
-    async fn act_raced(
-        &self,
-        run: &Run,
-        state: &str,
-        taken: usize,
-    ) -> Result<Option<Acted>, HandlerError> {
-        let asked = ActRequest {
-            name: format!("{state} #{taken}"),
-            definition: self.request.definition.clone(),
-            input: self.request.input.clone(),
-            state: run.state.clone(),
-            event: run.event.clone(),
-            trail: run.trail.clone(),
-            context: ContextState::of(&run.context),
-        };
-        let asked = serde_json::to_value(&asked)
-            .map_err(|e| TerminalError::new(format!("cannot send the action of `{state}`: {e}")))?;
-        let call = self
-            .ctx
-            .workflow_client::<ClaijFsmClient>(self.ctx.key())
-            .act(Json(asked))
-            .call();
-        let action = call.invocation_handle().await?;
-        let acted: Option<Value> = restate_sdk::select! {
-            acted = call => Some(acted?.into_inner()),
-            _ = self.ctx.promise::<bool>(INTERRUPT) => None,
-            on_cancel => None
-        };
-        let Some(acted) = acted else {
-            action.cancel();
-            return Ok(None);
-        };
-        let acted = serde_json::from_value(acted).map_err(|e| {
-            TerminalError::new(format!(
-                "the answer of the action of `{state}` is not a result: {e}"
-            ))
-        })?;
-        Ok(Some(acted))
     }
 
     /// Waits on the state's promise (named by the state and how often the run entered it) until
@@ -544,22 +439,6 @@ impl Driver<'_, '_> {
         };
         self.ctx.set(STATUS, Json(status));
     }
-}
-
-/// One action on `fork`, the whole of what `ctx.run` journals.
-async fn act_once(runner: Arc<Runner>, mut fork: Run, state: String) -> HandlerResult<Json<Acted>> {
-    let acted = match runner.act_step(&mut fork, &Interrupt::new()).await {
-        // Through JSON, so the first run applies exactly what a replay will read.
-        Ok(record) => Acted::Step(Box::new(serde_json::from_value(serde_json::to_value(
-            &record,
-        )?)?)),
-        Err(error) => Acted::Failed(Failure {
-            state,
-            error: ErrorChain(&error).to_string(),
-            kind: FailureKind::of(&error),
-        }),
-    };
-    Ok(Json(acted))
 }
 
 /// Gives the transitions recorded after the first `before` the journaled time `at_ms` (a replay

@@ -1,8 +1,7 @@
 //! Runs on a real Restate server: a run ends with the trail the embedded runner gives (sub-FSMs as
 //! child workflows too), a start is idempotent by run id, a worker killed with SIGKILL mid-run is
 //! replaced without a model call answered twice, a person's turn waits across a worker restart,
-//! an interrupt ends a waiting run, an interrupt or a Restate cancel ends a run in the middle of a
-//! model call, two workers share 200 runs.
+//! an interrupt ends a waiting run, two workers share 200 runs.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -329,49 +328,6 @@ fn an_interrupt_ends_a_waiting_run_in_interrupted() {
         (last.from.as_str(), last.to.as_str()),
         ("approve", "interrupted")
     );
-}
-
-#[test]
-fn an_interrupt_or_a_cancel_ends_a_run_in_the_middle_of_a_model_call() {
-    let Some(server) = RestateServer::start() else {
-        return;
-    };
-    let counts = Counts::new();
-    // Every model call waits for the file `release`, which never comes.
-    let _worker = worker(&server, &counts, Some(1));
-    let client = client(&server);
-    let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "rust"}));
-    let ends_interrupted_in_a = |run_id: &str| {
-        // Bounded by the client's run timeout: without the race, the run waits for the call.
-        let result = block(client.attach(run_id)).unwrap();
-        assert_eq!(result.ended, Ended::Interrupted { from: "a".into() });
-        let last = result.trail.entries.last().unwrap();
-        assert_eq!((last.from.as_str(), last.to.as_str()), ("a", "interrupted"));
-        assert_eq!(result.trail.entries.len(), 2, "{:?}", result.trail);
-    };
-
-    block(client.start("held-1", &request)).unwrap();
-    wait_until_asked(&counts, 1);
-    block(client.interrupt("held-1")).unwrap();
-    ends_interrupted_in_a("held-1");
-
-    // A Restate cancel of the run's invocation (admin API) does the same.
-    let started = block(client.start("held-2", &request)).unwrap();
-    wait_until_asked(&counts, 2);
-    let cancel = format!("/invocations/{}/cancel", started.invocation_id);
-    let answer = server.admin("PATCH", &cancel, None).unwrap();
-    assert!(matches!(answer.status, 200 | 202), "{answer:?}");
-    ends_interrupted_in_a("held-2");
-    assert_eq!(count(counts.path(), "answered"), 0);
-}
-
-/// Waits until the model has been asked `n` calls.
-fn wait_until_asked(counts: &Counts, n: usize) {
-    block(async {
-        while count(counts.path(), "asked") < n {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
 }
 
 #[test]

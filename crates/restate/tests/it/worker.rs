@@ -1,6 +1,6 @@
 //! The worker the tests run as a child process: this binary again, serving `claij-restate`'s
 //! worker with a scripted model that counts, in files, the calls it was asked and answered (the
-//! files outlive a worker killed with SIGKILL), and can hold calls until the test releases them.
+//! files outlive a worker killed with SIGKILL), and can hold one call until the test releases it.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,8 +20,7 @@ use serde_json::{Value, json};
 const PORT: &str = "CLAIJ_RESTATE_IT_PORT";
 /// The directory of the count files.
 const COUNTS: &str = "CLAIJ_RESTATE_IT_COUNTS";
-/// From which call on (1-based, counted over the worker's lives) calls wait until the file
-/// `release` exists.
+/// Which call (1-based, counted over the worker's lives) waits until the file `release` exists.
 const HOLD: &str = "CLAIJ_RESTATE_IT_HOLD";
 
 /// The command that runs this binary as a worker on `port`, counting into `counts`.
@@ -44,8 +43,8 @@ pub(crate) fn command(port: u16, counts: &Path, hold: Option<usize>) -> Command 
 
 /// The scripted model: every reply is `{"text": "ok"}` (each `llm` state of the tests' machines
 /// has one exit); a call is counted in `asked` when it comes and in `answered` when it returns.
-/// The call numbered `hold` (over the worker's lives) and every later one wait, asleep, until the
-/// file `release` exists.
+/// The call numbered `hold` (over the worker's lives) waits, asleep, until the file `release`
+/// exists.
 pub(crate) struct Counting {
     counts: PathBuf,
     hold: Option<usize>,
@@ -91,7 +90,7 @@ impl Backend for Counting {
     ) -> BoxFuture<'a, Result<ChatResponse, claij_backends::Error>> {
         Box::pin(async move {
             let asked = append(&self.counts.join(format!("{}asked", self.prefix)));
-            if self.hold.is_some_and(|hold| asked >= hold) {
+            if self.hold == Some(asked) {
                 while !self.counts.join("release").exists() {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
