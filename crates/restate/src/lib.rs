@@ -13,10 +13,11 @@
 //!   handler resolves, after checking the event against the state's transitions.
 //! - The trail is the workflow's state, set after every transition: the `status` handler reads it
 //!   while the run goes on ([`RunStatus`]).
-//! - `interrupt` ends the run with `[state, "interrupted"]` (at once in a `human` state, else after
-//!   the current action; [`Client::interrupt`] interrupts the sub-FSM runs it waits on too).
-//!   Cancelling the invocation in Restate while it waits for a person is meant to do the same;
-//!   cancelled elsewhere, the run ends in Restate's cancellation error without that entry.
+//! - `interrupt`, or Restate's cancel of the run's invocation (`restate invocations cancel`, the
+//!   admin API), ends the run with `[state, "interrupted"]`: at once in a `human` state, else when
+//!   the action under way returns, whose result is then dropped, as the embedded runner drops the
+//!   action in flight (`ctx.run` cannot be raced in restate-sdk 0.13, so a model call is not cut
+//!   short). [`Client::interrupt`] interrupts the sub-FSM runs it waits on too.
 //! - An `fsm` state's sub-FSM is a child workflow keyed `{run_id}/{state}/{n}`.
 //! - A second start of the same run id starts nothing ([`Started::already`]).
 //! - Conversations: the `ClaijConversation` object, keyed by session id: `turn` asks the model

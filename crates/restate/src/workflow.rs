@@ -165,8 +165,12 @@ impl Driver<'_, '_> {
         let mut taken = 0;
         let mut subs = 0;
         loop {
-            if self.ctx.peek_promise::<bool>(INTERRUPT).await?.is_some() {
-                return self.interrupted(&mut run).await;
+            // An interrupt, or Restate's cancel of this invocation (seen at the next step).
+            match self.ctx.peek_promise::<bool>(INTERRUPT).await {
+                Ok(None) => {}
+                Ok(Some(_)) => return self.interrupted(&mut run).await,
+                Err(error) if is_cancel(&error) => return self.interrupted(&mut run).await,
+                Err(error) => return Err(error.into()),
             }
             let next = self.runner.next_action(&run);
             if taken == limit && !matches!(next, NextAction::End { .. }) {
@@ -229,7 +233,7 @@ impl Driver<'_, '_> {
         let mut fork = run.fork();
         let runner = Arc::clone(self.runner);
         let in_state = state.to_owned();
-        let Json(acted) = self
+        let acted = self
             .ctx
             .run(move || async move {
                 let acted = match runner.act_step(&mut fork, &Interrupt::new()).await {
@@ -246,7 +250,20 @@ impl Driver<'_, '_> {
                 Ok(Json(acted))
             })
             .name(format!("{state} #{taken}"))
-            .await?;
+            .await;
+        // Interrupted or cancelled while the action ran: as the embedded runner drops the action
+        // in flight, its result is not applied and the run stops in this state.
+        let acted = match acted {
+            Ok(Json(acted)) => acted,
+            Err(error) if is_cancel(&error) => return self.interrupted(run).await.map(Some),
+            Err(error) => return Err(error.into()),
+        };
+        match self.ctx.peek_promise::<bool>(INTERRUPT).await {
+            Ok(None) => {}
+            Ok(Some(_)) => return self.interrupted(run).await.map(Some),
+            Err(error) if is_cancel(&error) => return self.interrupted(run).await.map(Some),
+            Err(error) => return Err(error.into()),
+        }
         match acted {
             Acted::Step(record) => match self.runner.apply_step(run, *record) {
                 Ok(_) => {
@@ -319,12 +336,17 @@ impl Driver<'_, '_> {
             options: self.request.options.clone(),
         };
         self.publish(run, None, Some(child_key.clone()), None);
-        let Json(result) = self
+        let result = self
             .ctx
             .workflow_client::<ClaijFsmClient>(child_key.clone())
             .run(Json(child))
             .call()
-            .await?;
+            .await;
+        let Json(result) = match result {
+            Ok(result) => result,
+            Err(error) if is_cancel(&error) => return self.interrupted(run).await.map(Some),
+            Err(error) => return Err(error.into()),
+        };
         let failed = |message: String| claij_fsm::Error::Action {
             state: state.to_owned(),
             action: format!("fsm {name}"),
@@ -333,8 +355,13 @@ impl Driver<'_, '_> {
         let event = match result.ended {
             Ended::Finished { event, .. } => event,
             Ended::Interrupted { .. } => {
-                if self.ctx.peek_promise::<bool>(INTERRUPT).await?.is_some() {
-                    return self.interrupted(run).await.map(Some);
+                match self.ctx.peek_promise::<bool>(INTERRUPT).await {
+                    Ok(Some(_)) => return self.interrupted(run).await.map(Some),
+                    Err(error) if is_cancel(&error) => {
+                        return self.interrupted(run).await.map(Some);
+                    }
+                    Ok(None) => {}
+                    Err(error) => return Err(error.into()),
                 }
                 let error = failed("interrupted".into());
                 return Ok(Some(self.failed(&run.id, state, &run.trail, &error)));
@@ -358,7 +385,17 @@ impl Driver<'_, '_> {
 
     async fn interrupted(&self, run: &mut Run) -> Result<RunResult, HandlerError> {
         let from = run.state.clone();
-        let at = self.clock("interrupt").await?;
+        let at = match self.clock_or_cancel("interrupt").await {
+            Ok(at) => at,
+            // Cancelled again: the time of the last transition (what a replay also takes).
+            Err(error) if is_cancel(&error) => run
+                .trail
+                .entries
+                .last()
+                .and_then(|e| e.at.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            Err(error) => return Err(error.into()),
+        };
         let before = run.trail.entries.len();
         // Without a journal, recording cannot fail.
         let _ = self.runner.interrupt_run(run);
@@ -373,11 +410,15 @@ impl Driver<'_, '_> {
 
     /// The current time, journaled (a replay gets the same).
     async fn clock(&self, what: &str) -> Result<u64, HandlerError> {
-        Ok(self
-            .ctx
+        Ok(self.clock_or_cancel(what).await?)
+    }
+
+    /// [`Driver::clock`], with Restate's cancellation as it comes.
+    async fn clock_or_cancel(&self, what: &str) -> Result<u64, TerminalError> {
+        self.ctx
             .run(|| async { Ok(now_ms()) })
             .name(format!("clock {what}"))
-            .await?)
+            .await
     }
 
     fn failed(
@@ -443,6 +484,12 @@ impl Driver<'_, '_> {
 
 /// Gives the transitions recorded after the first `before` the journaled time `at_ms` (a replay
 /// makes the same trail).
+/// Whether a durable step failed because Restate cancelled the invocation (its 409 `cancelled`;
+/// the steps here fail terminally for no other reason).
+fn is_cancel(error: &TerminalError) -> bool {
+    error.code() == 409
+}
+
 fn stamp(run: &mut Run, before: usize, at_ms: u64) {
     for entry in run.trail.entries.iter_mut().skip(before) {
         entry.at = from_ms(at_ms);

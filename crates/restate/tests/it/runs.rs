@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Definition, Interrupt, Status, Trail};
-use claij_restate::{Client, Ended, Error, Followed, Limits, Machine, RunRequest};
+use claij_restate::{Client, Ended, Error, Followed, Limits, Machine, RunRequest, Started};
 use serde_json::{Value, json};
 
 use crate::support::{RestateServer, Worker};
@@ -328,6 +328,62 @@ fn an_interrupt_ends_a_waiting_run_in_interrupted() {
         (last.from.as_str(), last.to.as_str()),
         ("approve", "interrupted")
     );
+}
+
+/// An interrupt, or Restate's cancel of the run's invocation, that comes while a model call is
+/// under way ends the run when the call returns, as the embedded runner does: the action in flight
+/// is dropped and `[state, "interrupted"]` recorded; no later state asks the model.
+#[test]
+fn an_interrupt_during_a_model_call_ends_the_run_after_it() {
+    interrupted_during_a_call(|_, client, _| {
+        block(client.interrupt("held-1")).unwrap();
+    });
+}
+
+#[test]
+fn a_restate_cancel_during_a_model_call_ends_the_run_after_it_as_interrupted() {
+    interrupted_during_a_call(|server, _, started| {
+        let cancel = format!("/invocations/{}/cancel", started.invocation_id);
+        let answer = server.admin("PATCH", &cancel, None).unwrap();
+        assert!(matches!(answer.status, 200 | 202), "{answer:?}");
+    });
+}
+
+/// Starts a `chain` run whose first model call waits, stops it with `stop` while the call waits,
+/// lets the call answer, and checks the end.
+fn interrupted_during_a_call(stop: impl FnOnce(&RestateServer, &Client, &Started)) {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, Some(1));
+    let client = client(&server);
+    let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "rust"}));
+    let started = block(client.start("held-1", &request)).unwrap();
+    block(async {
+        while count(counts.path(), "asked") < 1 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    stop(&server, &client, &started);
+    std::fs::write(counts.path().join("release"), b"").unwrap();
+    let result = block(client.attach("held-1")).unwrap();
+    assert_eq!(result.ended, Ended::Interrupted { from: "a".into() });
+    let hops: Vec<(&str, &str)> = result
+        .trail
+        .entries
+        .iter()
+        .map(|e| (e.from.as_str(), e.to.as_str()))
+        .collect();
+    assert_eq!(
+        hops,
+        [("start", "a"), ("a", "interrupted")],
+        "{:?}",
+        result.trail
+    );
+    assert_eq!(count(counts.path(), "asked"), 1);
+    let status = block(client.status("held-1")).unwrap().unwrap();
+    assert_eq!(status.status, Status::Interrupted, "{status:?}");
 }
 
 #[test]
