@@ -83,37 +83,27 @@ impl Sequence {
     /// The same sequence cut to its first `len` tokens (`len` at most its length), with keys and
     /// values copied out so the cut does not pin the longer buffers.
     pub(super) fn truncated(&self, len: usize) -> Result<Self> {
-        let len = len.min(self.tokens.len());
-        let kv = if len == 0 {
-            Vec::new()
-        } else {
-            self.kv
-                .iter()
-                .map(|(k, v)| {
-                    Ok((
-                        k.narrow(2, 0, len)?.contiguous()?,
-                        v.narrow(2, 0, len)?.contiguous()?,
-                    ))
-                })
-                .collect::<Result<_>>()?
-        };
-        Ok(Self {
-            tokens: self.tokens[..len].to_vec(),
-            exact: self.exact.min(len),
-            kv,
-        })
+        self.cut(len, true)
     }
 
     /// The same sequence cut to its first `len` tokens, sharing the buffers (for a request about to
     /// extend it: the extension copies anyway).
     pub(super) fn prefix(&self, len: usize) -> Result<Self> {
+        self.cut(len, false)
+    }
+
+    fn cut(&self, len: usize, copy: bool) -> Result<Self> {
         let len = len.min(self.tokens.len());
+        let part = |t: &Tensor| {
+            let t = t.narrow(2, 0, len)?;
+            if copy { t.contiguous() } else { Ok(t) }
+        };
         let kv = if len == 0 {
             Vec::new()
         } else {
             self.kv
                 .iter()
-                .map(|(k, v)| Ok((k.narrow(2, 0, len)?, v.narrow(2, 0, len)?)))
+                .map(|(k, v)| Ok((part(k)?, part(v)?)))
                 .collect::<Result<_>>()?
         };
         Ok(Self {
