@@ -4,12 +4,12 @@
 //! (c) how soon a call returns once cancelled while its request waits at the server (the figure
 //! the tests leave to this bench: they check that a cancel ends a call, not how fast).
 //!
-//! The server is a minimal HTTP/1.1 keep-alive responder on 127.0.0.1, on its own thread and
-//! single-threaded runtime, so its CPU can be told apart from the client's (Linux `/proc`). It stops
-//! when the bench ends. Without `--bench` (as in `cargo test --benches`) (b) runs a short version.
-//! The client runs on a two-worker multi-thread runtime; `BENCH_CURRENT_THREAD=1` runs (b) on a
-//! current-thread one instead. CPU times come from `/proc` in ticks of 10 ms, and count whatever
-//! else the process does in the window (so run it on a quiet machine).
+//! The server is claij-interceptors' bench mock (`support/mock.rs` there): HTTP/1.1 keep-alive on
+//! 127.0.0.1, on its own thread and single-threaded runtime, so its CPU (`getrusage`) can be told
+//! apart from the client's. It stops when the bench ends. Without `--bench` (as in `cargo test
+//! --benches`) (b) runs a short version. The client runs on a two-worker multi-thread runtime;
+//! `BENCH_CURRENT_THREAD=1` runs (b) on a current-thread one instead. CPU times count whatever else
+//! the process does in the window (so run it on a quiet machine).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,167 +22,30 @@ use claij_backends::openai::OpenAi;
 use claij_backends::{ApiKey, Backend, ChatRequest, Message};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+// The call benches' mock server, shared with claij-interceptors' benches.
+#[path = "../../interceptors/benches/support/mock.rs"]
+mod mock;
 
-/// Linux's `USER_HZ`: `/proc` CPU times count in hundredths of a second.
-const TICKS_PER_SECOND: f64 = 100.0;
+use mock::Mock;
 
-/// A running local server; dropping it stops it.
-struct Server {
-    url: String,
-    tid: u32,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+/// The content of every answer: a structured reply to [`request`].
+fn content() -> String {
+    json!({"answer": "4", "state": "done", "confidence": 0.97}).to_string()
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// What the server answers to every request: a structured chat completion, as OpenAI sends it.
-fn response_bytes() -> Vec<u8> {
-    let content = json!({"answer": "4", "state": "done", "confidence": 0.97}).to_string();
-    let body = json!({
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
-        "object": "chat.completion",
-        "created": 1_741_569_952,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content, "refusal": null, "annotations": []},
-            "logprobs": null,
-            "finish_reason": "stop"
-        }],
-        "usage": {
-            "prompt_tokens": 142, "completion_tokens": 18, "total_tokens": 160,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
-        },
-        "service_tier": "default",
-        "system_fingerprint": "fp_bench"
-    })
-    .to_string();
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
-         x-request-id: req_bench\r\n\r\n",
-        body.len()
-    );
-    [head.into_bytes(), body.into_bytes()].concat()
-}
-
-fn start_server(latency: Duration) -> Server {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = oneshot::channel();
-    let thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let address = listener.local_addr().unwrap();
-            ready_tx.send((address, current_tid())).unwrap();
-            let response: Arc<[u8]> = response_bytes().into();
-            let accept = async {
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    tokio::spawn(serve(stream, latency, response.clone()));
-                }
-            };
-            tokio::select! {
-                () = accept => {}
-                _ = stop_rx => {}
-            }
-        });
-    });
-    let (address, tid) = ready_rx.recv().unwrap();
-    Server {
-        url: format!("http://{address}/v1"),
-        tid,
-        stop: Some(stop_tx),
-        thread: Some(thread),
-    }
-}
-
-/// Answers requests on one keep-alive connection until the client closes it.
-async fn serve(mut stream: TcpStream, latency: Duration, response: Arc<[u8]>) {
-    let _ = stream.set_nodelay(true);
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    let mut chunk = vec![0u8; 16 * 1024];
-    loop {
-        let length = loop {
-            if let Some(length) = complete_request(&buffer) {
-                break length;
-            }
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        };
-        buffer.drain(..length);
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
-        if stream.write_all(&response).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// The length of the first complete request in `buffer` (head and `content-length` body).
-fn complete_request(buffer: &[u8]) -> Option<usize> {
-    let end = buffer.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&buffer[..end]).ok()?;
-    let body = head
-        .lines()
-        .filter_map(|line| line.split_once(':'))
-        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    let total = end + 4 + body;
-    (buffer.len() >= total).then_some(total)
-}
-
-/// This thread's id, from `/proc/thread-self` (`<pid>/task/<tid>`).
-fn current_tid() -> u32 {
-    let link = std::fs::read_link("/proc/thread-self").unwrap();
-    link.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.parse().ok())
-        .unwrap()
-}
-
-/// User plus system CPU seconds from a `/proc/.../stat` file (fields 14 and 15).
-fn cpu_seconds(stat_path: &str) -> f64 {
-    let text = std::fs::read_to_string(stat_path).unwrap();
-    // The command name may hold spaces and parentheses: fields are counted after the last `)`.
-    let after = &text[text.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / TICKS_PER_SECOND
+fn start_server(latency: Duration) -> Mock {
+    Mock::start(latency, vec![content()])
 }
 
 /// CPU seconds of the whole process and of the server thread.
-fn cpu(server: &Server) -> (f64, f64) {
+fn cpu(server: &Mock) -> (f64, f64) {
     (
-        cpu_seconds("/proc/self/stat"),
-        cpu_seconds(&format!("/proc/self/task/{}/stat", server.tid)),
+        mock::process_cpu().as_secs_f64(),
+        server.cpu().as_secs_f64(),
     )
 }
 
-fn backend(server: &Server) -> OpenAi {
+fn backend(server: &Mock) -> OpenAi {
     OpenAi::new(ApiKey::new("sk-bench-not-a-real-key"))
         .with_config(HttpConfig::new(server.url.clone()).with_retry(RetryPolicy::none()))
 }

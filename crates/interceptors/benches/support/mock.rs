@@ -1,4 +1,5 @@
-//! An OpenAI-like chat completions server on 127.0.0.1 for the call benches: HTTP/1.1 keep-alive,
+//! An OpenAI-like chat completions server on 127.0.0.1 for the call benches (these, and
+//! claij-backends' `http` bench, which includes this file): HTTP/1.1 keep-alive,
 //! its own thread and single-threaded runtime (so its CPU can be told apart from the client's), a
 //! fixed latency per request, replies from a list taken in turn (say an invalid one, then a valid
 //! one, for a retry). Dropping it stops it.
