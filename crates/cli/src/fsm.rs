@@ -76,6 +76,10 @@ pub(crate) enum Command {
         /// id that was started before starts nothing: that run is followed.
         #[arg(long, value_name = "RUN_ID")]
         id: Option<String>,
+        /// With `--on restate`: how long to follow the run before giving up here (default 3600;
+        /// the run goes on on the server, and the same command with its `--id` follows it again).
+        #[arg(long, value_name = "SECONDS", value_parser = crate::args::seconds)]
+        follow_timeout: Option<std::time::Duration>,
         #[command(flatten)]
         options: run::Options,
     },
@@ -148,14 +152,19 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             on,
             ingress,
             id,
+            follow_timeout,
             options,
         } => match load(file)? {
             _ if *on == On::Restate && journal.is_some() => Err(anyhow!(
                 "--journal is for an embedded run: on Restate the server journals the run"
             )),
-            _ if *on == On::Embedded && (ingress.is_some() || id.is_some()) => Err(anyhow!(
-                "--ingress and --id are for a run on Restate: add --on restate"
-            )),
+            _ if *on == On::Embedded
+                && (ingress.is_some() || id.is_some() || follow_timeout.is_some()) =>
+            {
+                Err(anyhow!(
+                    "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate"
+                ))
+            }
             Ok(fsm) => match subfsm::load(file, fsm.definition())? {
                 Ok(subs) if *on == On::Restate => on_restate(
                     &fsm,
@@ -163,6 +172,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                     input,
                     id.as_deref(),
                     ingress.as_deref(),
+                    follow_timeout.unwrap_or(std::time::Duration::from_secs(3600)),
                     options,
                 ),
                 Ok(subs) => {
@@ -193,9 +203,10 @@ fn on_restate(
     input: &str,
     id: Option<&str>,
     ingress: Option<&str>,
+    follow_timeout: std::time::Duration,
     options: &run::Options,
 ) -> Result<Status> {
-    restate::run(fsm, subs, input, id, ingress, options)
+    restate::run(fsm, subs, input, id, ingress, follow_timeout, options)
 }
 
 #[cfg(not(feature = "restate"))]
@@ -205,6 +216,7 @@ fn on_restate(
     _: &str,
     _: Option<&str>,
     _: Option<&str>,
+    _: std::time::Duration,
     _: &run::Options,
 ) -> Result<Status> {
     Err(anyhow!(

@@ -42,8 +42,11 @@ pub enum Error {
         /// Why it does not decode.
         source: serde_json::Error,
     },
-    /// A run did not end within the time allowed.
-    #[error("run `{run}`: no result after {waited:?}")]
+    /// A run did not end within the time allowed ([`crate::Limits::run_timeout`]); it goes on on the
+    /// server.
+    #[error(
+        "run `{run}`: no result after {waited:?}, the limit run_timeout (the run goes on on the server; follow it again by its id)"
+    )]
     Timeout {
         /// The run id.
         run: String,

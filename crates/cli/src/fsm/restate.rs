@@ -29,10 +29,13 @@ pub(super) fn run(
     input: &str,
     id: Option<&str>,
     ingress: Option<&str>,
+    follow_timeout: std::time::Duration,
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let client = Client::new(ingress.unwrap_or(DEFAULT_INGRESS))?;
+    let limits = client.limits().with_run_timeout(follow_timeout);
+    let client = client.with_limits(limits);
     let id = id.map_or_else(new_run_id, str::to_owned);
     let mut request = RunRequest::new(
         Machine::inline(fsm.definition().clone(), subs.to_vec()),
@@ -98,7 +101,12 @@ async fn follow(client: &Client, id: &str, seen: &mut usize) -> Result<Followed>
         });
         tokio::pin!(follow);
         tokio::select! {
-            followed = &mut follow => followed?,
+            followed = &mut follow => match followed {
+                Err(error @ claij_restate::Error::Timeout { .. }) => {
+                    return Err(anyhow!("{error}: `--follow-timeout` sets how long"));
+                }
+                followed => followed?,
+            },
             _ = tokio::signal::ctrl_c() => {
                 client.interrupt(id).await?;
                 follow.await?

@@ -282,11 +282,19 @@ fn restate_flags_are_refused_where_they_mean_nothing() {
     for (args, part) in [
         (
             vec!["--id", "r1"],
-            "--ingress and --id are for a run on Restate: add --on restate",
+            "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
         ),
         (
             vec!["--ingress", "http://127.0.0.1:1"],
-            "--ingress and --id are for a run on Restate",
+            "--ingress, --id and --follow-timeout are for a run on Restate",
+        ),
+        (
+            vec!["--follow-timeout", "5"],
+            "--ingress, --id and --follow-timeout are for a run on Restate",
+        ),
+        (
+            vec!["--on", "restate", "--follow-timeout", "0"],
+            "expected seconds, above 0",
         ),
         (
             vec!["--on", "restate", "--journal", "j.jsonl"],

@@ -386,6 +386,30 @@ fn interrupted_during_a_call(stop: impl FnOnce(&RestateServer, &Client, &Started
     assert_eq!(status.status, Status::Interrupted, "{status:?}");
 }
 
+/// A client that stops waiting says which limit ran out; the run is not harmed and ends later.
+#[test]
+fn a_client_that_stops_waiting_names_run_timeout_and_the_run_goes_on() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, Some(1));
+    let impatient = Client::new(&server.ingress_url())
+        .unwrap()
+        .with_limits(Limits::default().with_run_timeout(Duration::from_millis(300)));
+    let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "rust"}));
+    block(impatient.start("slow-1", &request)).unwrap();
+    let error = block(impatient.attach("slow-1")).unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+    assert!(
+        error.to_string().contains("the limit run_timeout"),
+        "{error}"
+    );
+    std::fs::write(counts.path().join("release"), b"").unwrap();
+    let result = block(client(&server).attach("slow-1")).unwrap();
+    assert!(matches!(result.ended, Ended::Finished { .. }), "{result:?}");
+}
+
 #[test]
 fn two_workers_share_two_hundred_runs_and_all_finish() {
     let Some(server) = RestateServer::start() else {
