@@ -37,7 +37,7 @@ const PHOENIX: PinnedVenv = PinnedVenv {
     python: Some(((3, 11), (3, 14))),
     install_note: " and its pinned dependencies (about 850 MB; a minute or two)",
     pip_hint: "check the network and pip's index settings (pip config list)",
-    cmake: false,
+    cmake: None,
 };
 /// Every other package pip installs with it, at the version it had when the pin was chosen.
 const CONSTRAINTS: &str = include_str!("collector/constraints.txt");

@@ -9,7 +9,8 @@
 //!
 //! PyPI has no binary wheel for Linux, so pip builds llama.cpp from source (cmake comes as a build
 //! dependency): about 8 to 10 minutes on 2 cores, with `CMAKE_BUILD_PARALLEL_LEVEL` the cores
-//! unless set. pip keeps the built wheel in `<dir>/pip-cache`, so a rebuilt venv takes seconds.
+//! unless set, and `CMAKE_ARGS` a portable baseline ([`PORTABLE`]). pip keeps the built wheel in
+//! `<dir>/pip-cache/build-<hash of the arguments>`, so a rebuilt venv takes seconds.
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cache;
-use crate::cache::venv::PinnedVenv;
+use crate::cache::venv::{CmakeBuild, PinnedVenv};
 
 /// The server, pinned, with the extra that brings FastAPI, uvicorn and the rest; the verify
 /// script imports the server module (so a broken build or a missing extra fails there).
@@ -38,7 +39,18 @@ const LLAMA_CPP_PYTHON: PinnedVenv = PinnedVenv {
     install_note: " (a build from source: about 10 minutes on 2 cores, once; the wheel is then \
         cached)",
     pip_hint: "the build needs a C++ compiler (g++) and pip's index (check pip config list)",
-    cmake: true,
+    cmake: Some(PORTABLE),
+};
+
+/// llama.cpp's own default, `GGML_NATIVE=ON`, builds for the CPU that compiles it; on these machines
+/// (Xeons with AVX-512 and AMX) that build dies with a general protection fault in
+/// `libggml-cpu.so` on the first generation. A portable x86-64 baseline runs on every CPU of the
+/// machine kind: AVX2, FMA and F16C, nothing newer.
+const PORTABLE: CmakeBuild = CmakeBuild {
+    args: "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+        -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF",
+    about: "a portable x86-64 baseline (AVX2, FMA, F16C; no AVX-512, no AMX, nothing for this CPU \
+        alone)",
 };
 
 pub(crate) fn run(args: &[String]) -> Result<ExitCode> {

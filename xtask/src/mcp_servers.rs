@@ -299,7 +299,7 @@ fn install_pip(cache: &Path) -> Result<()> {
     }
     venv::create(venv::python()?, &venv, cache)?;
     let venv_python = venv.join("bin").join("python");
-    let mut pip = venv::pip_install(&venv_python, cache);
+    let mut pip = venv::pip_install(&venv_python, &cache.join("pip-cache"));
     pip.args(Part::Pip.requirements());
     capture(&mut pip, cache).map_err(|err| {
         anyhow!("{err:#}\ncheck the network and pip's index settings (pip config list)")

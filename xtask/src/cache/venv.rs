@@ -55,9 +55,24 @@ pub(crate) struct PinnedVenv {
     pub install_note: &'static str,
     /// Added to the error when pip fails: what it needs.
     pub pip_hint: &'static str,
-    /// Whether pip builds it with cmake: `CMAKE_BUILD_PARALLEL_LEVEL` is then the cores unless set.
-    pub cmake: bool,
+    /// How pip builds it from source with cmake, if it does.
+    pub cmake: Option<CmakeBuild>,
 }
+
+/// A source build with cmake: pip runs it with `CMAKE_ARGS` set to [`CmakeBuild::args`] (whatever the
+/// environment says: a build for "this CPU" can crash on another CPU of the same machine kind) and
+/// `CMAKE_BUILD_PARALLEL_LEVEL` the cores unless set. The stamp records the arguments and pip's
+/// wheel cache is kept per arguments, so a venv or a cached wheel built otherwise is rebuilt.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CmakeBuild {
+    /// The `CMAKE_ARGS`.
+    pub args: &'static str,
+    /// What they build, said when the install starts (`a portable x86-64 baseline: ...`).
+    pub about: &'static str,
+}
+
+/// The stamp's key for [`CmakeBuild::args`].
+const BUILD_KEY: &str = "cmake_args";
 
 impl PinnedVenv {
     /// `cargo xtask <command> [--dir DIR] [--force]`: installs it if needed and prints the
@@ -84,6 +99,9 @@ impl PinnedVenv {
     fn stamp_text(&self, version: &str) -> String {
         let mut object = serde_json::Map::new();
         object.insert(self.distribution.to_owned(), version.into());
+        if let Some(cmake) = self.cmake {
+            object.insert(BUILD_KEY.to_owned(), cmake.args.into());
+        }
         serde_json::to_string_pretty(&serde_json::Value::Object(object)).unwrap_or_default() + "\n"
     }
 
@@ -94,9 +112,18 @@ impl PinnedVenv {
         let Ok(text) = fs::read_to_string(&stamp) else {
             return Err("not installed yet".to_owned());
         };
-        let installed = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
+        let stamp_value = serde_json::from_str::<serde_json::Value>(&text).ok();
+        let installed = stamp_value
+            .as_ref()
             .and_then(|v| v.get(self.distribution)?.as_str().map(str::to_owned));
+        let other_build = || {
+            self.cmake.is_some_and(|cmake| {
+                stamp_value
+                    .as_ref()
+                    .and_then(|v| v.get(BUILD_KEY)?.as_str())
+                    != Some(cmake.args)
+            })
+        };
         let other_constraints = || {
             self.constraints.is_some_and(|constraints| {
                 fs::read_to_string(dir.join(CONSTRAINTS_FILE))
@@ -111,6 +138,7 @@ impl PinnedVenv {
                 Err(format!("installed {version} (pinned {})", self.version))
             }
             Some(_) if other_constraints() => Err("installed with other constraints".to_owned()),
+            Some(_) if other_build() => Err("built with other cmake arguments".to_owned()),
             Some(_) if !venv_python(dir).is_file() => {
                 Err(format!("{} is missing", venv_python(dir).display()))
             }
@@ -157,16 +185,23 @@ impl PinnedVenv {
         })?;
         remove_if_present(&dir.join(STAMP))?;
         create(system_python, &dir.join("venv"), dir)?;
-        let mut pip = pip_install(&venv_python(dir), dir);
+        let mut pip = pip_install(&venv_python(dir), &self.pip_cache_dir(dir));
         if let Some(constraints) = self.constraints {
             let file = dir.join(CONSTRAINTS_FILE);
             write_atomically(&file, constraints)?;
             pip.arg("--constraint").arg(&file);
         }
         pip.arg(self.requirement());
-        if self.cmake && std::env::var_os("CMAKE_BUILD_PARALLEL_LEVEL").is_none() {
-            let cores = std::thread::available_parallelism().map_or(2, usize::from);
-            pip.env("CMAKE_BUILD_PARALLEL_LEVEL", cores.to_string());
+        if let Some(cmake) = self.cmake {
+            println!(
+                "{}: building with {}: CMAKE_ARGS=\"{}\"",
+                self.command, cmake.about, cmake.args
+            );
+            pip.env("CMAKE_ARGS", cmake.args);
+            if std::env::var_os("CMAKE_BUILD_PARALLEL_LEVEL").is_none() {
+                let cores = std::thread::available_parallelism().map_or(2, usize::from);
+                pip.env("CMAKE_BUILD_PARALLEL_LEVEL", cores.to_string());
+            }
         }
         capture(&mut pip, dir).map_err(|err| anyhow!("{err:#}\n{}", self.pip_hint))?;
         let mut verify = Command::new(venv_python(dir));
@@ -180,6 +215,17 @@ impl PinnedVenv {
             );
         }
         write_atomically(&dir.join(STAMP), &self.stamp_text(&version))
+    }
+
+    /// Where pip keeps its cache for this distribution: `<dir>/pip-cache`, or for a cmake build
+    /// `<dir>/pip-cache/<hash of the arguments>`, so that a wheel built with other arguments is not
+    /// taken from the cache.
+    pub(crate) fn pip_cache_dir(&self, dir: &Path) -> PathBuf {
+        let cache = dir.join("pip-cache");
+        match self.cmake {
+            None => cache,
+            Some(cmake) => cache.join(format!("build-{:016x}", fnv1a(cmake.args.as_bytes()))),
+        }
     }
 
     /// Whether this distribution supports Python `version`, (major, minor).
@@ -257,9 +303,9 @@ pub(crate) fn create(system_python: &str, venv: &Path, cwd: &Path) -> Result<()>
     Ok(())
 }
 
-/// `pip install` with the venv's `python`, quiet and without prompts, with pip's cache under
-/// `cache`; the requirements are added by the caller.
-pub(crate) fn pip_install(python: &Path, cache: &Path) -> Command {
+/// `pip install` with the venv's `python`, quiet and without prompts, with pip's cache in
+/// `pip_cache`; the requirements are added by the caller.
+pub(crate) fn pip_install(python: &Path, pip_cache: &Path) -> Command {
     let mut pip = Command::new(python);
     pip.args([
         "-m",
@@ -271,8 +317,15 @@ pub(crate) fn pip_install(python: &Path, cache: &Path) -> Command {
         "off",
         "--cache-dir",
     ])
-    .arg(cache.join("pip-cache"));
+    .arg(pip_cache);
     pip
+}
+
+/// FNV-1a, 64 bits: a stable name for a set of build arguments.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// `3 11` → (3, 11).

@@ -16,7 +16,7 @@ fn pinned(constraints: Option<&'static str>) -> PinnedVenv {
         python: Some(((3, 11), (3, 14))),
         install_note: "",
         pip_hint: "",
-        cmake: false,
+        cmake: None,
     }
 }
 
@@ -111,7 +111,7 @@ fn python_versions_are_read_and_checked_against_the_range() {
 
 #[test]
 fn pip_installs_quietly_without_prompts_with_its_cache_in_the_cache_dir() {
-    let pip = pip_install(Path::new("/c/venv/bin/python"), Path::new("/c"));
+    let pip = pip_install(Path::new("/c/venv/bin/python"), Path::new("/c/pip-cache"));
     assert_eq!(pip.get_program(), "/c/venv/bin/python");
     let args: Vec<_> = pip.get_args().map(|a| a.to_string_lossy()).collect();
     assert_eq!(
@@ -127,5 +127,73 @@ fn pip_installs_quietly_without_prompts_with_its_cache_in_the_cache_dir() {
             "--cache-dir",
             "/c/pip-cache"
         ]
+    );
+}
+
+/// A cmake build pinned with `args`.
+fn built_with(args: &'static str) -> PinnedVenv {
+    PinnedVenv {
+        cmake: Some(CmakeBuild {
+            args,
+            about: "a test baseline",
+        }),
+        ..pinned(None)
+    }
+}
+
+/// A venv built from source vouches only for a build with the same `CMAKE_ARGS`: a stamp written
+/// before they were recorded (a build for "this CPU") or with other arguments means a rebuild.
+#[test]
+fn a_cmake_build_is_vouched_for_only_with_the_same_cmake_args() {
+    let portable = built_with("-DGGML_NATIVE=OFF -DGGML_AVX2=ON");
+    let dir = temp_dir("cmake");
+    fs::create_dir_all(dir.join("venv/bin")).unwrap();
+    fs::write(venv_python(&dir), "").unwrap();
+    let other_build = Err("built with other cmake arguments".to_owned());
+    // No arguments recorded: the stamp of a plain (native) build.
+    fs::write(dir.join(STAMP), pinned(None).stamp_text("1.2.0")).unwrap();
+    assert_eq!(portable.check(&dir), other_build);
+    // Other arguments.
+    let native = built_with("-DGGML_NATIVE=ON");
+    fs::write(dir.join(STAMP), native.stamp_text("1.2.0")).unwrap();
+    assert_eq!(portable.check(&dir), other_build);
+    // Arguments that are not a string.
+    fs::write(
+        dir.join(STAMP),
+        "{\"some-distribution\": \"1.2.0\", \"cmake_args\": 7}",
+    )
+    .unwrap();
+    assert_eq!(portable.check(&dir), other_build);
+    // The same arguments, recorded by the stamp.
+    let stamp = portable.stamp_text("1.2.0");
+    assert!(
+        stamp.contains("\"cmake_args\": \"-DGGML_NATIVE=OFF -DGGML_AVX2=ON\""),
+        "{stamp}"
+    );
+    fs::write(dir.join(STAMP), stamp).unwrap();
+    assert_eq!(portable.check(&dir), Ok(()));
+    // A venv that is not built from source ignores the key.
+    assert_eq!(pinned(None).check(&dir), Ok(()));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// pip's wheel cache is kept per build arguments, so a wheel built otherwise is never reused; a
+/// venv that is not built from source keeps the plain cache.
+#[test]
+fn the_pip_cache_is_kept_per_cmake_args() {
+    let dir = Path::new("/c");
+    assert_eq!(pinned(None).pip_cache_dir(dir), Path::new("/c/pip-cache"));
+    let portable = built_with("-DGGML_NATIVE=OFF").pip_cache_dir(dir);
+    let native = built_with("-DGGML_NATIVE=ON").pip_cache_dir(dir);
+    assert_ne!(portable, native);
+    assert!(
+        portable.starts_with("/c/pip-cache"),
+        "{}",
+        portable.display()
+    );
+    assert_eq!(
+        portable,
+        built_with("-DGGML_NATIVE=OFF").pip_cache_dir(dir),
+        "the same arguments, the same cache"
     );
 }
