@@ -1,14 +1,17 @@
-//! Dependency invariants from STYLE.md section 2: the claij→claij edges, and no IO in the pure crates.
+//! Dependency invariants from STYLE.md section 2: the claij→claij edges, and no IO in the pure crates;
+//! and the repository stands alone: no source file under `crates/` or `xtask/` points at the team's
+//! shared folder beside the repository (fixtures live in `fixtures/`).
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 
-use crate::cmd::Cmd;
+use crate::cmd::{self, Cmd};
 use crate::metadata::{DepKind, Package, Workspace};
 
 /// The claij crates a crate may depend on directly (normal and build dependencies).
@@ -150,6 +153,13 @@ pub(crate) fn check() -> Result<()> {
         if drift.is_empty() { "yes" } else { "no" }
     );
     violations.extend(drift);
+    let outside = outside_references(&cmd::root())?;
+    println!(
+        "source files under {}/ that point outside the repository: {}",
+        STANDALONE.join("/ and "),
+        outside.len()
+    );
+    violations.extend(outside);
     if violations.is_empty() {
         println!("dependency invariants hold");
         return Ok(());
@@ -281,4 +291,92 @@ fn io_crates(tree: &str) -> Vec<String> {
 fn is_io(name: &str) -> bool {
     let base = name.strip_suffix("-sys").unwrap_or(name);
     IO_CRATES.contains(&base)
+}
+
+/// The folders (from the repository's root) whose Rust and TOML files must not point outside it.
+const STANDALONE: &[&str] = &["crates", "xtask"];
+
+/// Every line of a `.rs` or `.toml` file under [`STANDALONE`] that points at the shared folder
+/// beside the repository, as `path:line: ...` (a clone has no such folder: the file belongs in
+/// `fixtures/`).
+fn outside_references(root: &Path) -> Result<Vec<String>> {
+    let patterns = outside_patterns();
+    let mut found = Vec::new();
+    for top in STANDALONE {
+        let mut files = Vec::new();
+        source_files(&root.join(top), &mut files)?;
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let shown = file
+                .strip_prefix(root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            found.extend(outside_lines(&shown, &text, &patterns));
+        }
+    }
+    Ok(found)
+}
+
+/// What a path to the shared folder beside the repository looks like in source: the parent
+/// folder's `shared`, a `join` of `"shared"`, or `shared/` followed by one of its folders. Built
+/// from pieces, so that this file does not match itself.
+fn outside_patterns() -> Vec<String> {
+    let shared = "shared";
+    let mut patterns = vec![format!("../{shared}"), format!("join(\"{shared}\")")];
+    patterns.extend(
+        [
+            "bench",
+            "providers",
+            "corpora",
+            "design",
+            "notes",
+            "hooks",
+            "STYLE.md",
+        ]
+        .iter()
+        .map(|folder| format!("{shared}/{folder}")),
+    );
+    patterns
+}
+
+/// The lines of `text` (the file `shown`) that contain one of `patterns`, each as a violation.
+fn outside_lines(shown: &str, text: &str, patterns: &[String]) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(index, line)| {
+            let pattern = patterns.iter().find(|p| line.contains(p.as_str()))?;
+            Some(format!(
+                "{shown}:{}: refers to `{pattern}`, outside the repository (a clone has no such \
+                 folder): copy the file into fixtures/ with its provenance and read it through \
+                 fixtures/fixture.rs",
+                index + 1
+            ))
+        })
+        .collect()
+}
+
+/// The `.rs` and `.toml` files under `dir`, recursively, skipping `target` and hidden folders.
+fn source_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) -> Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("cannot stat {}", path.display()))?;
+        if kind.is_dir() {
+            if name != "target" && !name.starts_with('.') {
+                source_files(&path, files)?;
+            }
+        } else if kind.is_file() && (name.ends_with(".rs") || name.ends_with(".toml")) {
+            files.push(path);
+        }
+    }
+    Ok(())
 }

@@ -218,10 +218,7 @@ fn measuring() -> bool {
 /// The big bench schema (90 definitions, a 40-way tool union) compiled to OpenAI's strict dialect,
 /// as the pipeline memoizes it.
 fn big_schema() -> serde_json::Value {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/big.json");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&mock::fixture("big.json")).unwrap();
     claij_schema::dialect::Dialect::OpenAiStrict
         .compile(&schema)
         .unwrap()

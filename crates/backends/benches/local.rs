@@ -364,14 +364,12 @@ fn prefill_figures(path: &std::path::Path) -> Value {
     })
 }
 
+#[path = "../../../fixtures/fixture.rs"]
+mod fixtures;
+
+/// The small bench schema (`fixtures/bench/small.json`).
 fn small_schema() -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/small.json"),
-        )
-        .expect("shared/bench/small.json"),
-    )
-    .expect("JSON")
+    fixtures::json("fixtures/bench/small.json")
 }
 
 /// The process's peak resident set (Linux), in MiB.
@@ -428,7 +426,7 @@ fn table(rows: &[Value], fsm: Option<f64>) -> String {
         ));
     }
     out.push_str(&format!(
-        "\nPrompts: {} questions x 2 schemas (shared/bench/small.json, an enum schema), greedy, max 200 tokens; the schema is in the prompt in both modes, and the first table's prefill has the prefix cache on (questions share the schema). The second table reads prompts alone (one token generated, best of three, the cache off except in the last column); the long prompt is a system prompt, the question and the small schema. Peak RSS includes every model the child loads (one at a time where it can).\n",
+        "\nPrompts: {} questions x 2 schemas (fixtures/bench/small.json, an enum schema), greedy, max 200 tokens; the schema is in the prompt in both modes, and the first table's prefill has the prefix cache on (questions share the schema). The second table reads prompts alone (one token generated, best of three, the cache off except in the last column); the long prompt is a system prompt, the question and the small schema. Peak RSS includes every model the child loads (one at a time where it can).\n",
         PROMPTS.len()
     ));
     out

@@ -5,7 +5,6 @@
 //! (`call/cpu_small_native`, `call/cpu_big_native`; the load bench has CPU per call and req/s).
 
 use std::hint::black_box;
-use std::path::Path;
 use std::sync::Arc;
 
 use claij_backends::http::{HttpConfig, RetryPolicy};
@@ -19,12 +18,7 @@ use serde_json::{Value, json};
 #[path = "support/mock.rs"]
 mod mock;
 
-fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/bench")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use mock::fixture;
 
 fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"))

@@ -1,4 +1,4 @@
-//! Benchmarks of claij-schema on the shared big schema: compact rendering and each dialect's compilation.
+//! Benchmarks of claij-schema on the big bench schema (`fixtures/bench`): compact rendering and each dialect's compilation.
 #![allow(clippy::print_stdout)]
 #![allow(missing_docs)] // criterion_group! generates undocumented public items
 
@@ -9,14 +9,12 @@ use claij_schema::render::{to_compact, to_json};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 
-/// A fixture from the shared benchmark folder (read in place, never copied into the repository).
+#[path = "../../../fixtures/fixture.rs"]
+mod fixtures;
+
+/// A schema of the repository's bench fixtures (`fixtures/bench`).
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/../../../shared/bench/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    fixtures::json(&format!("fixtures/bench/{name}"))
 }
 
 /// Prompt size in o200k tokens, minified JSON against the compact form (a size, printed once, not timed).

@@ -12,7 +12,6 @@
 //! Run with `cargo bench -p claij-validation --bench repair` (`-- adversarial` for the hostile ones).
 
 use std::hint::black_box;
-use std::path::Path;
 
 use claij_validation::Validator;
 use claij_validation::coerce::{align, coerce};
@@ -21,13 +20,8 @@ use claij_validation::repair::repair;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 
-/// A file under the shared directory (`../shared`), as text.
-fn shared(path: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
-        .join(path);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+#[path = "../../../fixtures/fixture.rs"]
+mod fixtures;
 
 /// `valid` with single quotes for double ones and a trailing comma before every closing bracket.
 fn malformed(valid: &str) -> String {
@@ -47,20 +41,23 @@ fn malformed(valid: &str) -> String {
 
 /// The inputs of both repair corpora.
 fn corpus_inputs() -> Vec<String> {
-    ["corpora/jsonrepair.jsonl", "corpora/json_repair_py.jsonl"]
-        .iter()
-        .flat_map(|file| {
-            shared(file)
-                .lines()
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .filter_map(|row| row.get("input").and_then(Value::as_str).map(str::to_owned))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    [
+        "crates/validation/tests/corpora/jsonrepair.jsonl",
+        "crates/validation/tests/corpora/json_repair_py.jsonl",
+    ]
+    .iter()
+    .flat_map(|file| {
+        fixtures::text(file)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|row| row.get("input").and_then(Value::as_str).map(str::to_owned))
+            .collect::<Vec<_>>()
+    })
+    .collect()
 }
 
 fn valid(c: &mut Criterion) {
-    let text = shared("bench/big.valid.json");
+    let text = fixtures::text("fixtures/bench/big.valid.json");
     let mut group = c.benchmark_group("valid");
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("serde_json::from_str", |b| {
@@ -76,7 +73,7 @@ fn valid(c: &mut Criterion) {
 }
 
 fn malformed_json(c: &mut Criterion) {
-    let text = malformed(&shared("bench/big.valid.json"));
+    let text = malformed(&fixtures::text("fixtures/bench/big.valid.json"));
     assert!(repair(&text).is_ok(), "the malformed fixture must repair");
     let mut group = c.benchmark_group("malformed");
     group.throughput(Throughput::Bytes(text.len() as u64));
@@ -133,8 +130,10 @@ fn adversarial(c: &mut Criterion) {
 
 /// Schema-aligned coercion: skipped on a valid reply, what it costs when it runs.
 fn coercion(c: &mut Criterion) {
-    let schema: Value = serde_json::from_str(&shared("bench/big.json")).unwrap_or_default();
-    let valid: Value = serde_json::from_str(&shared("bench/big.valid.json")).unwrap_or_default();
+    let schema: Value =
+        serde_json::from_str(&fixtures::text("fixtures/bench/big.json")).unwrap_or_default();
+    let valid: Value =
+        serde_json::from_str(&fixtures::text("fixtures/bench/big.valid.json")).unwrap_or_default();
     let validator = Validator::new(&schema).unwrap_or_else(|e| panic!("big.json: {e}"));
     assert!(validator.is_valid(&valid), "big.valid.json must validate");
     let mut two_fixes = valid.clone();
@@ -169,8 +168,7 @@ fn coercion(c: &mut Criterion) {
 
 /// The replies and schemas of `tests/corpora/everyday.jsonl`.
 fn everyday_cases() -> Vec<(String, Validator)> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/everyday.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = fixtures::text("crates/validation/tests/corpora/everyday.jsonl");
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter_map(|case| {

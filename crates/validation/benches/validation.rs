@@ -1,19 +1,18 @@
-//! Validation speed on the shared fixtures: the dispatching validator against plain boon, and the whole
+//! Validation speed on the bench fixtures (`fixtures/bench`): the dispatching validator against plain boon, and the whole
 //! reply path (extract, repair, coerce, validate).
 
 use std::hint::black_box;
-use std::path::Path;
 
 use claij_validation::{Validator, process};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 
+#[path = "../../../fixtures/fixture.rs"]
+mod fixtures;
+
+/// A file of the repository's bench fixtures (`fixtures/bench`), parsed.
 fn fixture(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/bench")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    fixtures::json(&format!("fixtures/bench/{name}"))
 }
 
 fn validate(c: &mut Criterion) {

@@ -1,5 +1,5 @@
 //! The validator's compiled check against boon on generated instances of the bench schemas
-//! (`shared/bench`): instances built by walking the schema (so most reach deep into the tagged
+//! (`fixtures/bench`): instances built by walking the schema (so most reach deep into the tagged
 //! unions, with a wrong turn here and there), and the valid fixtures with random edits. Each gets the
 //! same verdict from [`Validator::is_valid`], [`Validator::validate`] and plain boon.
 
@@ -11,12 +11,12 @@ use claij_validation::{FastPath, Validator};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-fn fixture(name: &str) -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/bench")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
+#[path = "../../../fixtures/fixture.rs"]
+mod fixtures;
+
+/// A file of the repository's bench fixtures (`fixtures/bench`), or the message naming it.
+fn fixture(name: &str) -> Result<Value, String> {
+    fixtures::try_json(&format!("fixtures/bench/{name}"))
 }
 
 struct Bench {
@@ -26,20 +26,27 @@ struct Bench {
     valid: Value,
 }
 
-static BENCH: LazyLock<Vec<Bench>> = LazyLock::new(|| {
+/// The small and the big bench schema, or the message naming the fixture that could not be read
+/// (each test panics with it through [`bench`], rather than the later ones finding the lock poisoned).
+static BENCH: LazyLock<Result<Vec<Bench>, String>> = LazyLock::new(|| {
     ["small", "big"]
         .iter()
         .map(|name| {
-            let schema = fixture(&format!("{name}.json"));
-            Bench {
+            let schema = fixture(&format!("{name}.json"))?;
+            Ok(Bench {
                 validator: Validator::new(&schema).unwrap(),
                 boon: claij_schema::compile(&schema).unwrap(),
-                valid: fixture(&format!("{name}.valid.json")),
+                valid: fixture(&format!("{name}.valid.json"))?,
                 schema,
-            }
+            })
         })
         .collect()
 });
+
+/// The bench schema `which` (0: small, 1: big).
+fn bench(which: usize) -> &'static Bench {
+    &fixtures::loaded(&BENCH)[which]
+}
 
 /// The three verdicts agree.
 fn agree(bench: &Bench, instance: &Value) -> Result<bool, TestCaseError> {
@@ -252,10 +259,10 @@ fn edit(value: &mut Value, rng: &mut Rng) {
 
 #[test]
 fn the_bench_schemas_take_the_fast_path() {
-    assert_eq!(BENCH[0].validator.fast_path(), FastPath::Full);
+    assert_eq!(bench(0).validator.fast_path(), FastPath::Full);
     // The big schema's two `format: date-time` fields go to boon.
     assert_eq!(
-        BENCH[1].validator.fast_path(),
+        bench(1).validator.fast_path(),
         FastPath::Partial { deferred: 2 }
     );
 }
@@ -266,7 +273,7 @@ proptest! {
     /// Instances generated from the schema: the check agrees with boon, and a fair share is valid.
     #[test]
     fn generated_instances_get_boons_verdict(seed in 1..u64::MAX, which in 0..2usize) {
-        let bench = &BENCH[which];
+        let bench = bench(which);
         let mut rng = Rng(seed);
         let instance = generate(&bench.schema, &bench.schema, &mut rng, 0);
         agree(bench, &instance)?;
@@ -275,7 +282,7 @@ proptest! {
     /// The valid fixtures after a few random edits.
     #[test]
     fn edited_fixtures_get_boons_verdict(seed in 1..u64::MAX, which in 0..2usize, edits in 1..4usize) {
-        let bench = &BENCH[which];
+        let bench = bench(which);
         let mut rng = Rng(seed);
         let mut instance = bench.valid.clone();
         for _ in 0..edits {
@@ -288,7 +295,7 @@ proptest! {
 /// The generator is worth its salt: it reaches valid and invalid instances of the big schema alike.
 #[test]
 fn generated_big_instances_are_both_valid_and_invalid() {
-    let bench = &BENCH[1];
+    let bench = bench(1);
     let (mut valid, mut invalid) = (0, 0);
     for seed in 1..400 {
         let mut rng = Rng(seed * 7919);

@@ -208,3 +208,83 @@ fn test_support_behind_the_testing_feature_may_use_an_application_crate() {
         ]
     );
 }
+
+/// The parent folder's `shared`, spelt in pieces so that this file does not match the check itself.
+fn up_to_shared() -> String {
+    format!("../{}", "shared")
+}
+
+#[test]
+fn a_path_to_the_shared_folder_beside_the_repository_is_named_with_file_and_line() {
+    let patterns = outside_patterns();
+    let text = format!(
+        "//! A test.\nlet ok = \"fixtures/bench/big.json\";\nlet bad = Path::new(dir).join(\"../../{}/bench/big.json\");\n\
+         // the {}/providers spec\nlet joined = root.join(\"..\").join(\"{}\");\nlet fine = \"a shared schema\";\n",
+        up_to_shared(),
+        "shared",
+        "shared"
+    );
+    let found = outside_lines("crates/x/tests/it/a.rs", &text, &patterns);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(
+        found[0].starts_with(&format!(
+            "crates/x/tests/it/a.rs:3: refers to `{}`, outside the repository",
+            up_to_shared()
+        )),
+        "{}",
+        found[0]
+    );
+    let line_4 = format!(
+        "crates/x/tests/it/a.rs:4: refers to `{}/providers`",
+        "shared"
+    );
+    assert!(found[1].starts_with(&line_4), "{}", found[1]);
+    assert!(
+        found[2].starts_with("crates/x/tests/it/a.rs:5:"),
+        "{}",
+        found[2]
+    );
+    assert!(
+        found[0].contains("copy the file into fixtures/"),
+        "{}",
+        found[0]
+    );
+}
+
+#[test]
+fn the_check_walks_rust_and_toml_files_under_crates_and_xtask_only() {
+    let root = std::env::temp_dir().join(format!("claij-invariants-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let bad = format!("let p = \"{}/corpora/a.jsonl\";\n", up_to_shared());
+    write("crates/x/tests/it/main.rs", &format!("//! Tests.\n{bad}"));
+    write("crates/x/Cargo.toml", &format!("[package]\n# {bad}"));
+    write("xtask/src/main.rs", "//! Clean.\nfn main() {}\n");
+    // Not source, a build output, a hidden folder, outside crates/ and xtask/: not read.
+    write("crates/x/tests/it/notes.md", &bad);
+    write("crates/x/target/debug/build/out.rs", &bad);
+    write("crates/x/.cache/a.rs", &bad);
+    write("docs/example.rs", &bad);
+    let found = outside_references(&root).unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    let places: Vec<&str> = found
+        .iter()
+        .map(|v| v.split(": refers").next().unwrap())
+        .collect();
+    assert_eq!(
+        places,
+        ["crates/x/Cargo.toml:2", "crates/x/tests/it/main.rs:2"],
+        "{found:#?}"
+    );
+}
+
+/// The repository as it is: nothing under crates/ or xtask/ reads the shared folder beside it.
+#[test]
+fn this_repository_stands_alone() {
+    let found = outside_references(&crate::cmd::root()).unwrap();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

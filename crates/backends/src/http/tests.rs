@@ -9,6 +9,9 @@ use super::sse::{SseEvent, SseParser};
 use super::transport::{request_id, scrub};
 use crate::{ApiKey, Error, ErrorContext};
 
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixtures;
+
 fn ev(event: Option<&str>, data: &str) -> SseEvent {
     SseEvent {
         event: event.map(str::to_owned),
@@ -601,10 +604,7 @@ mod bodies {
 
     #[test]
     fn a_big_schema_is_sent_as_it_serializes() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/big.json");
-        let text = std::fs::read_to_string(&path).unwrap();
-        let big: Value = serde_json::from_str(&text).unwrap();
+        let big = super::fixtures::json("fixtures/bench/big.json");
         let openai = OpenAi::new(ApiKey::new("k")).without_preflight();
         let mut request = ChatRequest::new("gpt-4o").message(Message::user("Go"));
         request.structured_output = Some(StructuredOutput {

@@ -147,17 +147,12 @@ fn the_spec_check_catches_a_bad_body() {
     assert_eq!(found.len(), 2, "{found:?}");
 }
 
-/// What each shared example says, and that there is an expectation for every one of them.
+/// What each example of `fixtures/providers/examples` says, and that there is an expectation for every one of them.
 #[test]
 fn every_example_response_parses() {
     let adapter = AnthropicAdapter::default();
     let mut seen = Vec::new();
-    for entry in std::fs::read_dir(support::providers_dir().join("examples")).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if !name.starts_with("anthropic-") {
-            continue;
-        }
-        let example = support::load(&format!("examples/{name}"));
+    for (name, example) in support::examples("anthropic-") {
         let mut body = example["body"].clone();
         if body.is_array() {
             // A fragment: the `content` of a tool-use message.

@@ -209,12 +209,8 @@ fn the_spec_check_catches_a_bad_body() {
 fn every_example_response_parses() {
     let adapter = GeminiAdapter::default();
     let mut seen = Vec::new();
-    for entry in std::fs::read_dir(support::providers_dir().join("examples")).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if !name.starts_with("gemini-") {
-            continue;
-        }
-        let body = support::load(&format!("examples/{name}"))["body"].to_string();
+    for (name, example) in support::examples("gemini-") {
+        let body = example["body"].to_string();
         let r = adapter
             .transform_response(body.as_bytes(), &context())
             .unwrap();

@@ -1,7 +1,10 @@
-//! Integration tests of claij-backends: adapters against local HTTP servers (wiremock) and the shared
-//! provider specs and example bodies.
+//! Integration tests of claij-backends: adapters against local HTTP servers (wiremock) and the
+//! provider specs and example bodies of `fixtures/providers`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixtures;
 
 mod anthropic;
 #[cfg(feature = "cassette")]

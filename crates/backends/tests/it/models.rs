@@ -2,7 +2,6 @@
 //! tokenizer on real prose and JSON.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use claij_backends::models::{
     InstructionRole, estimate_text, estimate_tokens, instruction_role, preflight,
@@ -14,39 +13,34 @@ use claij_backends::{
 use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
-fn shared(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
-        .join(path)
-}
-
+/// A file of the repository, `path` from its root; a missing one panics with its full path.
 fn read(path: &str) -> String {
-    std::fs::read_to_string(shared(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    crate::fixtures::text(path)
 }
 
 fn o200k() -> CoreBPE {
     tiktoken_rs::o200k_base().unwrap()
 }
 
-/// English prose and Markdown from the design notes, JSON (compact and pretty) from the provider
-/// documents, and text that is hard on a character count: numbers, ids, Chinese.
+/// English prose and Markdown from the repository's own documents, JSON (compact and pretty) from the
+/// provider fixtures, and text that is hard on a character count: numbers, ids, Chinese.
 fn samples() -> Vec<(String, String)> {
     let mut samples = Vec::new();
     for prose in [
-        "design/000_4b50433f285aecbf.txt",
-        "design/001_7d5b68bc4c1243ee.txt",
-        "design/003_d5aaa2df7c47e364.txt",
-        "STYLE.md",
-        "providers/PROVIDERS.md",
+        "README.md",
+        "ARCHITECTURE.md",
+        "docs/compat-matrix.md",
+        "fixtures/providers/README.md",
+        "crates/validation/tests/corpora/README.md",
     ] {
         samples.push((prose.to_owned(), read(prose)));
     }
     for doc in [
-        "providers/openai-chat-completions.schema.json",
-        "providers/examples/anthropic-1.json",
-        "providers/examples/gemini-1.json",
-        "providers/examples/openai-1.json",
-        "providers/examples/openai-3.json",
+        "fixtures/providers/openai-chat-completions.schema.json",
+        "fixtures/providers/examples/anthropic-1.json",
+        "fixtures/providers/examples/gemini-1.json",
+        "fixtures/providers/examples/openai-1.json",
+        "fixtures/providers/examples/openai-3.json",
     ] {
         let value: Value = serde_json::from_str(&read(doc)).unwrap();
         samples.push((format!("{doc} (compact)"), value.to_string()));
@@ -85,7 +79,7 @@ fn estimate_is_conservative_against_o200k() {
             "{name}: estimate {estimate}, o200k {actual}\n{table}"
         );
     }
-    // The samples come from shared/, which changes outside this repository: the ratios are the
+    // The prose samples are the repository's documents, which change with it: the ratios are the
     // invariant, the table is for reading (`-- --nocapture`), not a snapshot.
     println!("{table}");
 }
@@ -93,9 +87,10 @@ fn estimate_is_conservative_against_o200k() {
 #[test]
 fn request_estimate_covers_every_part() {
     let bpe = o200k();
-    let schema: Value = serde_json::from_str(&read("providers/examples/gemini-2.json")).unwrap();
-    let system = read("STYLE.md");
-    let user = read("design/001_7d5b68bc4c1243ee.txt");
+    let schema: Value =
+        serde_json::from_str(&read("fixtures/providers/examples/gemini-2.json")).unwrap();
+    let system = read("fixtures/providers/README.md");
+    let user = read("ARCHITECTURE.md");
     let request = ChatRequest::new("google/gemini-2.5-flash")
         .system(system.clone())
         .message(Message::user(user.clone()))
@@ -111,8 +106,11 @@ fn request_estimate_covers_every_part() {
 #[test]
 fn oversized_prompts_fail_before_sending() {
     let table = ModelTable::builtin();
-    // About 40k o200k tokens: over Qwen 2.5 7B's 32k window, as in the design's failed run.
-    let prompt = read("design/000_4b50433f285aecbf.txt").repeat(8);
+    // About 40k o200k tokens, over Qwen 2.5 7B's 32k window (as in the design's failed run): the
+    // architecture document, as many times as that takes.
+    let architecture = read("ARCHITECTURE.md");
+    let once = o200k().encode_ordinary(&architecture).len();
+    let prompt = architecture.repeat(40_000usize.div_ceil(once.max(1)));
     let request = ChatRequest::new("qwen/qwen-2.5-7b-instruct")
         .message(Message::user(prompt.clone()))
         .max_tokens(1000);

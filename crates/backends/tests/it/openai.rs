@@ -4,7 +4,6 @@
 
 #![cfg(all(feature = "openai", feature = "openrouter"))]
 
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use claij_backends::http::{HttpBackend, HttpConfig, RetryPolicy};
@@ -23,24 +22,20 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::http::{CHAT, KEY, completion, kind, sse_body};
 
-fn providers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/providers")
-}
-
-/// `CreateChatCompletionRequest` from the shared OpenAI spec, compiled once.
+/// `CreateChatCompletionRequest` from the OpenAI spec (`fixtures/providers`), compiled once; a
+/// missing spec fails every test that needs it with its path.
 fn request_schema() -> &'static Validator {
-    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
-    VALIDATOR.get_or_init(|| {
-        let file = providers_dir().join("openai-chat-completions.schema.json");
-        let text = std::fs::read_to_string(&file).unwrap();
-        let spec: Value = serde_json::from_str(&text).unwrap();
+    static VALIDATOR: OnceLock<Result<Validator, String>> = OnceLock::new();
+    crate::fixtures::loaded(VALIDATOR.get_or_init(|| {
+        let spec =
+            crate::fixtures::try_json("fixtures/providers/openai-chat-completions.schema.json")?;
         let wrapper = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$ref": "#/$defs/CreateChatCompletionRequest",
             "$defs": spec["$defs"],
         });
-        Validator::new(&wrapper).unwrap()
-    })
+        Ok(Validator::new(&wrapper).unwrap())
+    }))
 }
 
 #[track_caller]
@@ -233,35 +228,26 @@ async fn compatible_servers_take_an_optional_key() {
 #[test]
 fn spec_example_responses_parse() {
     let mut seen = 0;
-    let dir = providers_dir().join("examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("openai-"))
-        })
-        .collect();
-    files.sort();
+    let files = crate::fixtures::files("fixtures/providers/examples", "openai-");
     let adapters: [&dyn Adapter; 3] = [
         &OpenAiAdapter::default(),
         &OpenRouterAdapter::default(),
         &CompatibleAdapter::default(),
     ];
     for file in &files {
-        let example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let example = crate::fixtures::json(file);
         let body = serde_json::to_vec(&example["body"]).unwrap();
         for adapter in adapters {
             let context = ErrorContext::new(adapter.provider()).with_status(200);
             let response = adapter
                 .transform_response(&body, &context)
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
             let expected = &example["body"]["choices"][0]["message"];
             let text = expected["content"]
                 .as_str()
                 .or(expected["tool_calls"][0]["function"]["arguments"].as_str())
                 .unwrap();
-            assert_eq!(response.content, text, "{}", file.display());
+            assert_eq!(response.content, text, "{file}");
             assert_eq!(
                 response.usage.input_tokens,
                 example["body"]["usage"]["prompt_tokens"].as_u64().unwrap()
@@ -277,7 +263,7 @@ fn spec_example_responses_parse() {
     assert!(
         seen >= 3,
         "found {seen} OpenAI examples in {}",
-        dir.display()
+        crate::fixtures::path("fixtures/providers/examples").display()
     );
 }
 
@@ -690,8 +676,7 @@ fn instructions_go_where_the_model_takes_them() {
 
 /// The documented function-calling response (`examples/openai-2.json`) with its message replaced.
 fn documented_tool_reply(message: Value) -> Vec<u8> {
-    let file = providers_dir().join("examples/openai-2.json");
-    let example: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let example = crate::fixtures::json("fixtures/providers/examples/openai-2.json");
     let mut body = example["body"].clone();
     body["choices"][0]["message"] = message;
     serde_json::to_vec(&body).unwrap()

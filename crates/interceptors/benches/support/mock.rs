@@ -221,10 +221,10 @@ fn rusage(who: libc::c_int) -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
-/// A file of the shared bench inputs (`/work/shared/bench`).
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixtures;
+
+/// A file of the repository's bench fixtures (`fixtures/bench`), as text.
 pub(crate) fn fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/bench")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    fixtures::text(&format!("fixtures/bench/{name}"))
 }

@@ -5,14 +5,9 @@ use claij_schema::dialect::{Compiled, Dialect, LossKind};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-/// A fixture from the shared benchmark folder (read in place, never copied into the repository).
+/// A schema of the repository's bench fixtures (`fixtures/bench`).
 pub(crate) fn bench(name: &str) -> Value {
-    let path = format!(
-        "{}/../../../shared/bench/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    crate::fixture::json(&format!("fixtures/bench/{name}"))
 }
 
 /// Hand-written schemas that exercise what the benchmark schemas do not.

@@ -1,4 +1,4 @@
-//! Examples built from schemas: every shared bench schema, example schema and hand-written one has a
+//! Examples built from schemas: every bench schema (`fixtures/bench`), example schema and hand-written one has a
 //! valid example, and so does every generated satisfiable schema.
 
 use claij_schema::{base, example};

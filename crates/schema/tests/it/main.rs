@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixture;
+
 mod compose;
 mod dialect;
 mod example;

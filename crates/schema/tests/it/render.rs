@@ -3,14 +3,9 @@
 use claij_schema::render::{to_compact, to_json};
 use serde_json::Value;
 
-/// A schema from the shared benchmark fixtures (read in place, never copied into the repository).
+/// A schema of the repository's bench fixtures (`fixtures/bench`).
 fn bench(name: &str) -> Value {
-    let path = format!(
-        "{}/../../../shared/bench/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    crate::fixture::json(&format!("fixtures/bench/{name}"))
 }
 
 fn tokens(text: &str) -> usize {

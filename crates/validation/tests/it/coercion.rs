@@ -2,8 +2,6 @@
 //! the way `process` reads a reply, with `coerce::align` deciding every reply whose values do not
 //! validate as they are.
 
-use std::path::Path;
-
 use claij_validation::coerce::align;
 use claij_validation::extract::{candidates, is_prose};
 use claij_validation::repair::repair;
@@ -37,8 +35,7 @@ fn read(reply: &str, validator: &Validator) -> Outcome {
 }
 
 fn cases() -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/everyday.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = crate::fixtures::text("crates/validation/tests/corpora/everyday.jsonl");
     text.lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()

@@ -1,10 +1,9 @@
-//! The shared repair corpora (jsonrepair's and json_repair's test vectors) run through
+//! The repair corpora of `tests/corpora` (jsonrepair's and json_repair's test vectors) run through
 //! `extract::recover`, compared by value, with claij's deliberate policy differences listed.
 //!
 //! Measure with `cargo test -p claij-validation --test it corpus -- --nocapture`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use claij_validation::Validator;
 use claij_validation::coerce::coerce;
@@ -322,10 +321,7 @@ fn show_expected(case: &Case) -> String {
 }
 
 fn load(file: &str) -> Vec<Case> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpora")
-        .join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = crate::fixtures::text(&format!("crates/validation/tests/corpora/{file}"));
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {

@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixtures;
+
 mod coercion;
 mod corpus;
 mod repair;
@@ -9,11 +12,12 @@ mod validator;
 
 use serde_json::Value;
 
-/// A file of the shared bench fixtures (`../shared/bench`), parsed.
+/// A file of the repository's bench fixtures (`fixtures/bench`), parsed.
 pub fn fixture(name: &str) -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/bench")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
+    fixtures::json(&format!("fixtures/bench/{name}"))
+}
+
+/// As [`fixture`], or the message naming the file (for a `LazyLock`: see [`fixtures::loaded`]).
+pub(crate) fn try_fixture(name: &str) -> Result<Value, String> {
+    fixtures::try_json(&format!("fixtures/bench/{name}"))
 }

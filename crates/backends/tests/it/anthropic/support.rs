@@ -2,7 +2,6 @@
 //! compiled with `claij_validation::Validator`, to check the request bodies the adapters build), error
 //! kinds, hand-written event streams, and captured logs.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use claij_backends::Error;
@@ -11,16 +10,22 @@ use serde_json::{Map, Value, json};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-/// The shared provider folder (read in place, never copied into the repository).
-pub(crate) fn providers_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/providers")
+/// A JSON file of the repository's provider fixtures (`fixtures/providers`).
+pub(crate) fn load(name: &str) -> Value {
+    crate::fixtures::json(&format!("fixtures/providers/{name}"))
 }
 
-/// A JSON file of the shared provider folder.
-pub(crate) fn load(name: &str) -> Value {
-    let path = providers_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
+/// The example bodies of `fixtures/providers/examples` whose file names start with `prefix`, as
+/// (file name, example), sorted.
+pub(crate) fn examples(prefix: &str) -> Vec<(String, Value)> {
+    crate::fixtures::files("fixtures/providers/examples", prefix)
+        .into_iter()
+        .map(|file| {
+            let name = file.rsplit('/').next().unwrap_or(&file).to_owned();
+            let example = crate::fixtures::json(&file);
+            (name, example)
+        })
+        .collect()
 }
 
 /// How to read an OpenAPI document as JSON Schema.
