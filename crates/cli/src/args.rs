@@ -163,6 +163,15 @@ where
 {
     text.trim()
         .parse::<T>()
+/// The question of `ask`: some text besides whitespace (an empty one would be a model call on
+/// nothing).
+pub(crate) fn question(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("the question is empty: ask something".to_owned());
+    }
+    Ok(text.to_owned())
+}
+
         .ok()
         .filter(|n| *n >= min && *n <= max)
         .ok_or_else(|| format!("expected a whole number from {min} to {max}"))

@@ -38,13 +38,14 @@ use crate::Status;
 use crate::input;
 
 pub(crate) use self::model::ModelOptions;
-pub(crate) use self::report::{Over, over_line};
+pub(crate) use self::report::{Over, cut_warning, over_line, truncation, truncation_of};
 use self::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// What to ask.
+    /// What to ask (an empty question, or one of spaces only, is refused).
+    #[arg(value_parser = crate::args::question)]
     prompt: String,
     #[command(flatten)]
     options: Options,
@@ -67,10 +68,9 @@ pub(crate) struct Options {
     approve: approve::ApproveOptions,
     /// Carry the conversation in this JSON file: the turn counter, the memory, the message history,
     /// the tool and MCP results the model has yet to see, the project and the approved schema
-    /// extensions. Read
-    /// before the turn if it exists, written after a valid answer. Locked (through FILE.lock) from
-    /// the read to the write: a concurrent run on the same file waits its turn. `--memory` is
-    /// another name for it.
+    /// extensions. Read before the turn if it exists, written after a valid answer. Locked from
+    /// the read to the write (through FILE.lock, removed when the run ends): a concurrent run on
+    /// the same file waits its turn. `--memory` is another name for it.
     #[arg(long = "session", visible_alias = "memory", value_name = "FILE")]
     memory: Option<PathBuf>,
     /// The most messages of the conversation sent before each turn (and kept in the session file);
@@ -110,16 +110,18 @@ pub(crate) struct Options {
     /// in the prompt (`--mode prompted`, the local model).
     #[arg(long, value_enum, value_name = "WHEN")]
     example: Option<ExampleWhen>,
-    /// Print `{"value", "attempts", "usage", "elapsed_ms", "tool_results"}` on stdout; stderr only
-    /// for errors and log lines (warnings unless `-q`; `--log-format json` for machines). No
-    /// partial values.
+    /// Print `{"value", "attempts", "usage", "elapsed_ms", "tool_results", "truncated"}` on stdout
+    /// (`truncated`: the valid reply was cut at a bound, --max-tokens or a string's length, and may
+    /// be incomplete); stderr only for errors and log lines (warnings unless `-q`; `--log-format
+    /// json` for machines). No partial values.
     #[arg(long)]
     json: bool,
     /// Show the value while the model writes it (on by default when stdout is a terminal): on a
-    /// terminal one line redrawn in place, else a line of JSON per partial value; `chat` writes the
-    /// answer as it grows (the local model's progress line on a terminal shows the reply
-    /// instead); an agent run (--max-steps) shows each step's value, tool calls included. Partial
-    /// values are not validated; the final value is printed as without it.
+    /// terminal one line redrawn in place, then the final value as without it; else JSON lines,
+    /// `{"partial": VALUE}` per partial value and last `{"value": VALUE}`, the final one (none when
+    /// no reply is valid); `chat` writes the answer as it grows (the local model's progress line on
+    /// a terminal shows the reply instead); an agent run (--max-steps) shows each step's value,
+    /// tool calls included. Partial values are not validated.
     #[arg(long, overrides_with = "no_stream")]
     stream: bool,
     /// Do not stream.
@@ -341,7 +343,13 @@ impl<'a> Conversation<'a> {
         {
             report::notice(&model::matrix_notice(choice))?;
         }
-        let knobs = config(options, opened.model, &settings.defaults, measured.as_ref());
+        let provider = opened.backend.provider().to_owned();
+        let knobs = config(
+            options,
+            (opened.model, &provider),
+            &settings.defaults,
+            measured.as_ref(),
+        );
         if let Some(fallback) = &opened.fallback {
             // An explicit --mode native keeps to native output (other native dialects only).
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
@@ -508,10 +516,20 @@ impl<'a> Conversation<'a> {
     ) -> Result<()> {
         let ran: Vec<&ToolResult> = self.calls.iter().collect();
         if self.standard && !self.options.json && std::io::stdout().is_terminal() {
-            report::rendered(answer, &ran, elapsed)
-        } else {
-            report::answer(answer, &ran, elapsed, self.options.json)
+            return report::rendered(answer, &ran, elapsed);
         }
+        let form = if self.options.json {
+            report::Form::Report
+        } else if self
+            .partials
+            .as_ref()
+            .is_some_and(|p| p.display() == stream::Display::Lines)
+        {
+            report::Form::Final
+        } else {
+            report::Form::Pretty
+        };
+        report::answer(answer, &ran, elapsed, form)
     }
 
     /// The tool and MCP calls the last turn ran, with their results.
@@ -593,14 +611,16 @@ pub(crate) fn summary_line(
     report::total_line(&answer.attempts, answer.usage, elapsed)
 }
 
-/// The pipeline's knobs from the options.
+/// The pipeline's knobs from the options, for `model` of `provider`.
 fn config(
     options: &Options,
-    model: String,
+    (model, provider): (String, &str),
     defaults: &crate::config::Defaults,
     measured: Option<&crate::models::Choice>,
 ) -> Config {
     let mut config = options.model.config(model, defaults, measured);
+    // The request carries the embedded model's own limit, so a cut reply names it (and its flag).
+    config.max_tokens = config.max_tokens.or(model::default_max_tokens(provider));
     config.history = claij_interceptors::HistoryPolicy {
         max_messages: options.history_messages,
         max_tokens: options.history_tokens,

@@ -137,6 +137,9 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                     for result in conversation.ran() {
                         writeln!(err, "  {}", crate::ask::tool_result_line(result))?;
                     }
+                    if let Some(cut) = answer.attempts.last().and_then(crate::ask::truncation) {
+                        writeln!(err, "  {}", crate::ask::cut_warning(&cut))?;
+                    }
                     writeln!(
                         err,
                         "  [turn {} · {}]",
@@ -149,8 +152,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 status = Status::Invalid;
                 end_streamed_line(conversation.streamed())?;
                 let n = exhausted.attempts.len();
-                let cut = exhausted
-                    .truncation()
+                let cut = crate::ask::truncation_of(&exhausted.attempts)
                     .map(|t| format!(": {t}"))
                     .unwrap_or_default();
                 writeln!(

@@ -58,10 +58,13 @@ enum Command {
     /// Compose and render response schemas.
     #[command(subcommand)]
     Schema(schema::Command),
-    /// Check and draw state machine definitions.
+    /// State machines defined as data: check, draw, run and resume them, and answer a run on
+    /// Restate that waits for a person.
     #[command(subcommand)]
     Fsm(fsm::Command),
-    /// List the MCP servers of a configuration file and their tools; call a tool.
+    /// MCP servers: list them and their tools, call a tool, chat with a model over them, log in
+    /// to those that ask for OAuth, print a configuration for those `cargo xtask mcp-servers`
+    /// installed.
     #[command(subcommand)]
     Mcp(mcp::Command),
     /// Show the configuration (`$CLAIJ_CONFIG`, else `~/.config/claij/config.toml`), secrets redacted.

@@ -49,9 +49,7 @@ pub(crate) struct Choice {
 /// Prints each measured model's choice.
 pub(crate) fn run(args: &Args) -> Result<Status> {
     let Some(path) = args.matrix.clone().or_else(default_path) else {
-        anyhow::bail!(
-            "no compatibility matrix: run `cargo xtask integration` (it writes $XDG_DATA_HOME/claij/compat-matrix.json, else ~/.local/share/claij/compat-matrix.json) or give --matrix FILE"
-        );
+        anyhow::bail!("{}", no_matrix(crate::config::data_dir().as_deref()));
     };
     let matrix = read(&path)?;
     let choices = choices(&matrix);
@@ -90,6 +88,26 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
     }
     Ok(Status::Ok)
 }
+
+/// What `claij models` says when there is no matrix: the command that measures a model and writes
+/// one, a command that works as it is printed (the embedded model, offline and free), and where it
+/// writes it (`data_dir`, the user's data directory; `None` when neither variable says).
+pub(crate) fn no_matrix(data_dir: Option<&Path>) -> String {
+    let written = data_dir.map_or_else(
+        || {
+            "$XDG_DATA_HOME/claij/compat-matrix.json, else ~/.local/share/claij/compat-matrix.json"
+                .to_owned()
+        },
+        |dir| dir.join("compat-matrix.json").display().to_string(),
+    );
+    format!(
+        "no compatibility matrix yet: in claij's repository, `{MEASURE_LOCAL}` measures the embedded \
+         model (offline, free; `--llm MODEL` for another) and writes {written}; or give --matrix FILE"
+    )
+}
+
+/// The command that measures the embedded model into the user's matrix.
+const MEASURE_LOCAL: &str = "cargo xtask integration --llm local --yes";
 
 /// The matrix claij consults when nothing names one, if there is one: the user's, where `cargo
 /// xtask integration` merges its runs (`$XDG_DATA_HOME/claij/compat-matrix.json`, else

@@ -175,3 +175,18 @@ fn agent_budgets_are_within_their_ranges() {
         ],
     );
 }
+
+#[test]
+fn a_question_has_more_than_whitespace() {
+    let empty = "the question is empty: ask something";
+    check(
+        question,
+        &[
+            ("Capital of France?", Ok("Capital of France?".to_owned())),
+            (" ok ", Ok(" ok ".to_owned())),
+            ("", Err(empty)),
+            ("   ", Err(empty)),
+            ("\n\t ", Err(empty)),
+        ],
+    );
+}

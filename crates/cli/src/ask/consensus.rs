@@ -179,7 +179,13 @@ fn open_all(
             {
                 report::notice(&format!("{name}: {}", model::matrix_notice(choice)))?;
             }
-            let knobs = super::config(&one, opened.model, &settings.defaults, measured.as_ref());
+            let provider = opened.backend.provider().to_owned();
+            let knobs = super::config(
+                &one,
+                (opened.model, &provider),
+                &settings.defaults,
+                measured.as_ref(),
+            );
             if let Some(fallback) = &opened.fallback {
                 fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
                 crate::structured_cache::set_quiet(options.json);

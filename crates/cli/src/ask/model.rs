@@ -33,7 +33,8 @@ pub(crate) struct ModelOptions {
     /// `defaults.max_retries`, else the compatibility matrix's choice, else 3.
     #[arg(long, value_name = "N", value_parser = crate::args::retries)]
     pub max_retries: Option<usize>,
-    /// Token limit per attempt.
+    /// Token limit per attempt: a reply that reaches it is cut there (and says so). Default: 512
+    /// for the local model, else the provider's own limit.
     #[arg(long, value_name = "N", value_parser = crate::args::tokens)]
     pub max_tokens: Option<u32>,
     /// The longest reply searched for JSON, in bytes: a longer one is an invalid attempt whose
@@ -71,6 +72,13 @@ pub enum Mode {
 
 /// The retries when neither a flag, `[defaults]` nor the matrix says.
 pub(crate) const DEFAULT_MAX_RETRIES: usize = 3;
+
+/// The token limit a request to `provider` carries when `--max-tokens` does not say: the embedded
+/// model's own default, so that a reply it cuts names the limit and its flag; a hosted provider
+/// applies its own (`None`).
+pub(crate) fn default_max_tokens(provider: &str) -> Option<u32> {
+    (provider == "local").then(|| claij_backends::local::LocalConfig::default().max_tokens)
+}
 
 impl From<Mode> for StructuredMode {
     fn from(mode: Mode) -> Self {

@@ -103,57 +103,90 @@ impl Watched {
         let _ = out.flush();
     }
 
-    async fn watch(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
+    /// The next call's line: the attempt counted, its first frame drawn.
+    fn start(&self) -> Line<'_> {
         let attempt = self
             .attempts
             .fetch_add(1, Ordering::Relaxed)
             .saturating_add(1);
-        let _clear = Clear(self);
         let started = Instant::now();
-        let mut status = Status::new(attempt);
-        let mut frame = 0;
-        let mut drawn = Phase::of(&status);
-        let mut drawn_at = started;
-        self.draw(&render(&status, Duration::ZERO, frame, self.width));
+        let status = Status::new(attempt);
+        let line = Line {
+            watched: self,
+            drawn: Phase::of(&status),
+            status,
+            started,
+            frame: 0,
+            drawn_at: started,
+            assembler: Assembler::default(),
+        };
+        self.draw(&render(&line.status, Duration::ZERO, 0, self.width));
+        line
+    }
+
+    async fn watch(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
+        let mut line = self.start();
         let mut stream = self.inner.stream(request);
-        let mut assembler = Assembler::default();
         loop {
             match tokio::time::timeout(TICK, stream.next()).await {
                 Err(_) => {}
                 Ok(None) => break,
-                Ok(Some(event)) => {
-                    let event = event?;
-                    status.observe(&event, started.elapsed());
-                    if assembler.push(event) {
-                        status.set_tail(assembler.answer());
-                    }
-                }
+                Ok(Some(event)) => line.observe(event?),
             }
-            let now = Instant::now();
-            let phase = Phase::of(&status);
-            // A new phase shows at once; within one, the line moves at most every tick.
-            if phase != drawn || now.duration_since(drawn_at) >= TICK {
-                frame = frame.wrapping_add(1);
-                self.draw(&render(
-                    &status,
-                    now.duration_since(started),
-                    frame,
-                    self.width,
-                ));
-                drawn = phase;
-                drawn_at = now;
-            }
+            line.redraw();
         }
-        Ok(assembler.finish())
+        Ok(line.finish())
     }
 }
 
-/// Clears the line when the call ends, however it ends (an error, a dropped future).
-struct Clear<'a>(&'a Watched);
+/// The line of one call while it runs: what it shows, and the reply so far (for its tail). Cleared
+/// when dropped, however the call ends (an error, a dropped future or stream).
+struct Line<'a> {
+    watched: &'a Watched,
+    status: Status,
+    started: Instant,
+    frame: usize,
+    drawn: Phase,
+    drawn_at: Instant,
+    assembler: Assembler,
+}
 
-impl Drop for Clear<'_> {
+impl Line<'_> {
+    /// Takes in one event of the reply.
+    fn observe(&mut self, event: StreamEvent) {
+        self.status.observe(&event, self.started.elapsed());
+        if self.assembler.push(event) {
+            self.status.set_tail(self.assembler.answer());
+        }
+    }
+
+    /// Draws the line again when its phase changed, or once a tick passed.
+    fn redraw(&mut self) {
+        let now = Instant::now();
+        let phase = Phase::of(&self.status);
+        // A new phase shows at once; within one, the line moves at most every tick.
+        if phase != self.drawn || now.duration_since(self.drawn_at) >= TICK {
+            self.frame = self.frame.wrapping_add(1);
+            self.watched.draw(&render(
+                &self.status,
+                now.duration_since(self.started),
+                self.frame,
+                self.watched.width,
+            ));
+            self.drawn = phase;
+            self.drawn_at = now;
+        }
+    }
+
+    /// The reply, assembled (the line is cleared when `self` goes).
+    fn finish(mut self) -> ChatResponse {
+        std::mem::take(&mut self.assembler).finish()
+    }
+}
+
+impl Drop for Line<'_> {
     fn drop(&mut self) {
-        self.0.draw("");
+        self.watched.draw("");
     }
 }
 
@@ -290,7 +323,29 @@ impl Backend for Watched {
         Box::pin(self.watch(request))
     }
 
+    /// The inner backend's events, unchanged, the line drawn as they come (and while none does):
+    /// a streamed call (`--stream` into a pipe, `chat`) shows on the terminal as a whole one does.
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> BoxStream<'a, Result<StreamEvent, Error>> {
-        self.inner.stream(request)
+        let state = (self.inner.stream(request), self.start());
+        Box::pin(futures_util::stream::unfold(
+            state,
+            |(mut inner, mut line)| async move {
+                loop {
+                    let next = tokio::time::timeout(TICK, inner.next()).await;
+                    let event = match next {
+                        Err(_) => None,
+                        Ok(None) => return None,
+                        Ok(Some(event)) => Some(event),
+                    };
+                    if let Some(Ok(event)) = &event {
+                        line.observe(event.clone());
+                    }
+                    line.redraw();
+                    if let Some(event) = event {
+                        return Some((event, (inner, line)));
+                    }
+                }
+            },
+        ))
     }
 }

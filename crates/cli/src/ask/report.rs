@@ -18,26 +18,89 @@ pub(super) fn notice(text: &str) -> Result<()> {
 /// The longest line a tool result gets on stderr, in characters.
 const RESULT_LINE: usize = 200;
 
-/// A valid answer: the value (pretty) on stdout, the tool results the turn ran and the attempts on
-/// stderr; or the `--json` report (with `tool_results`).
+/// How a valid answer is printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    /// The value, pretty.
+    Pretty,
+    /// The `--json` report, one line.
+    Report,
+    /// `{"value": VALUE}` on one line: the last of the JSON lines `--stream` writes off a terminal,
+    /// after the `{"partial": VALUE}` ones.
+    Final,
+}
+
+/// A valid answer: the value on stdout as `form` says, the tool results the turn ran, the attempts
+/// and, when the reply was cut, a warning on stderr; or the `--json` report (with `tool_results`
+/// and `truncated`).
 pub(super) fn answer(
     answer: &Answer,
     ran: &[&ToolResult],
     elapsed: Duration,
-    json: bool,
+    form: Form,
 ) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    if json {
-        let mut report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
-        if let Value::Object(map) = &mut report {
-            map.insert("tool_results".to_owned(), tool_results_json(ran));
+    let cut = answer.attempts.last().and_then(truncation);
+    match form {
+        Form::Report => {
+            let mut report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
+            if let Value::Object(map) = &mut report {
+                map.insert("tool_results".to_owned(), tool_results_json(ran));
+                map.insert("truncated".to_owned(), Value::Bool(cut.is_some()));
+            }
+            writeln!(out, "{report}")?;
+            return Ok(());
         }
-        writeln!(out, "{report}")?;
-        return Ok(());
+        Form::Final => writeln!(out, "{}", json!({"value": answer.value}))?,
+        Form::Pretty => writeln!(out, "{}", serde_json::to_string_pretty(&answer.value)?)?,
     }
-    writeln!(out, "{}", serde_json::to_string_pretty(&answer.value)?)?;
     out.flush()?;
-    stderr_lines(ran, answer, elapsed)
+    stderr_lines(ran, answer, elapsed)?;
+    if let Some(cut) = cut {
+        writeln!(std::io::stderr().lock(), "{}", cut_warning(&cut))?;
+    }
+    Ok(())
+}
+
+/// The warning after a valid answer whose reply was cut: valid against the schema, but maybe not
+/// all the model meant to say (a list cut short, a string ended early).
+pub(crate) fn cut_warning(truncation: &str) -> String {
+    format!("warning: {truncation}; the value is valid but may be incomplete")
+}
+
+/// What cut the attempt's reply short, with the flag or key that lifts the bound: `the reply was
+/// cut at max_tokens (512): --max-tokens raises it`, then each string cut at the bound the schema
+/// dialect added (`give the field a maxLength` says how to lift it), joined by `; `.
+pub(crate) fn truncation(attempt: &Attempt) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if attempt.is_truncated() {
+        parts.push(match attempt.request.max_tokens {
+            Some(n) => format!("the reply was cut at max_tokens ({n}): --max-tokens raises it"),
+            None => "the reply was cut at the provider's output token limit: --max-tokens sets one"
+                .to_owned(),
+        });
+    }
+    parts.extend(attempt.cut_strings.iter().map(ToString::to_string));
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// What cut the replies of a call that found no valid one: the last reply's [`truncation`], else
+/// how many replies the token limit cut (`2 of 4 replies were cut at max_tokens (512): ...`).
+pub(crate) fn truncation_of(attempts: &[Attempt]) -> Option<String> {
+    if let Some(last) = attempts.last().and_then(truncation) {
+        return Some(last);
+    }
+    let cut: Vec<&Attempt> = attempts.iter().filter(|a| a.is_truncated()).collect();
+    let first = cut.first()?;
+    let limit = match first.request.max_tokens {
+        Some(n) => format!("max_tokens ({n}): --max-tokens raises it"),
+        None => "the provider's output token limit: --max-tokens sets one".to_owned(),
+    };
+    Some(format!(
+        "{} of {} replies were cut at {limit}",
+        cut.len(),
+        attempts.len()
+    ))
 }
 
 /// A standard response for people (a terminal): the rendered answer and sources on stdout, the
@@ -129,8 +192,7 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
     }
     let n = exhausted.attempts.len();
     // A reply cut at the token limit is the likely cause: name it first.
-    let cut = exhausted
-        .truncation()
+    let cut = truncation_of(&exhausted.attempts)
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();
     match exhausted.no_json() {
@@ -220,7 +282,8 @@ pub(super) fn attempt_lines(attempts: &[Attempt], usage: Usage, elapsed: Duratio
     lines
 }
 
-/// `attempt 1: valid, in 1.23s, 456+78 tokens[, 63 tok/s][, $cost][; the reply was cut at max_tokens (N)]`.
+/// `attempt 1: valid, in 1.23s, 456+78 tokens[, 63 tok/s][, $cost][; the reply was cut at
+/// max_tokens (N): --max-tokens raises it]`.
 pub(super) fn attempt_line(attempt: &Attempt) -> String {
     let verdict = match &attempt.verdict {
         Verdict::Valid => "valid".to_owned(),
@@ -240,7 +303,7 @@ pub(super) fn attempt_line(attempt: &Attempt) -> String {
         line.push_str(", ");
         line.push_str(&dollars(cost));
     }
-    if let Some(truncation) = attempt.truncation() {
+    if let Some(truncation) = truncation(attempt) {
         line.push_str("; ");
         line.push_str(&truncation);
     }

@@ -19,7 +19,11 @@
 //!
 //! One conversation has one writer at a time: a process holds an exclusive lock on the sidecar
 //! `FILE.lock` (the file itself is replaced by a rename on every save, so it cannot carry the lock)
-//! from before it reads the file until after it wrote it back. The lock spans the model call on
+//! from before it reads the file until after it wrote it back, and removes `FILE.lock` as it lets
+//! go. A process waiting on the lock may thus get it on a file no longer at that path: it then
+//! locks what is at the path now (or creates it), so every holder holds the one file at the path,
+//! which only a holder removes ([`SessionLock`]). A lock file of a killed process stays behind,
+//! unlocked, and is used as any other. The lock spans the model call on
 //! purpose: a concurrent `claij ask --session FILE` waits and then starts from the turn before it, so
 //! no turn is lost and every turn is asked with the memory of all the turns before it (merging two
 //! turns asked from the same memory at write time would keep both summaries but each model would
@@ -105,10 +109,14 @@ struct Extensions {
     audit: claij_schema::AuditLog,
 }
 
-/// The exclusive lock on a session file's sidecar `FILE.lock`, held until dropped.
+/// The exclusive lock on a session file's sidecar `FILE.lock`, held until dropped; dropped, it
+/// removes `FILE.lock`, then lets go of the lock.
 #[derive(Debug)]
 pub(crate) struct SessionLock {
+    /// The lock file, open and locked (closing it unlocks it).
     _file: File,
+    /// Where it is.
+    path: PathBuf,
 }
 
 impl Session {
@@ -271,9 +279,28 @@ impl Session {
 impl SessionLock {
     /// Locks the session file `path` (through `path.lock`, created if need be), waiting for another
     /// process that holds it (saying so on stderr unless `quiet`), then checks that `path` can be
-    /// written, so a turn is never paid for and then lost. Leaves nothing behind but the lock file,
-    /// and not even that when the directory cannot be written.
+    /// written, so a turn is never paid for and then lost. The lock file is removed when the lock
+    /// is dropped.
     pub(crate) fn acquire(path: &Path, quiet: bool) -> Result<Self> {
+        let mut told = quiet;
+        Self::acquire_with(path, &mut |lock_path| {
+            if !told {
+                super::report::notice(&format!(
+                    "waiting for {}: another claij is on this conversation",
+                    lock_path.display()
+                ))?;
+                told = true;
+            }
+            Ok(())
+        })
+    }
+
+    /// [`SessionLock::acquire`], calling `waiting` with the lock file's path each time before it
+    /// waits for another process's lock.
+    pub(crate) fn acquire_with(
+        path: &Path,
+        waiting: &mut dyn FnMut(&Path) -> Result<()>,
+    ) -> Result<Self> {
         let unwritable = || format!("the session file {} cannot be written", path.display());
         let name = path
             .file_name()
@@ -285,33 +312,70 @@ impl SessionLock {
         let mut lock_name = name.to_owned();
         lock_name.push(".lock");
         let lock_path = path.with_file_name(lock_name);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .with_context(|| lock_path.display().to_string())
-            .with_context(unwritable)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                if !quiet {
-                    super::report::notice(&format!(
-                        "waiting for {}: another claij is on this conversation",
-                        lock_path.display()
-                    ))?;
+        let file = loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&lock_path)
+                .with_context(|| lock_path.display().to_string())
+                .with_context(unwritable)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    waiting(&lock_path)?;
+                    file.lock()
+                        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
                 }
-                file.lock()
-                    .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+                Err(TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+                }
             }
-            Err(TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+            // The holder before removed the file as it let go: this lock is on a file no longer at
+            // the path, and another process may hold the one there now.
+            if is_at(&file, &lock_path)
+                .with_context(|| format!("cannot lock {}", lock_path.display()))?
+            {
+                break file;
             }
-        }
+        };
+        let lock = Self {
+            _file: file,
+            path: lock_path,
+        };
         check_writable(path).with_context(unwritable)?;
-        Ok(Self { _file: file })
+        Ok(lock)
     }
+}
+
+impl Drop for SessionLock {
+    /// Removes the lock file while still holding its lock (so a process that locks it next sees
+    /// it is gone and locks the path's new one); the lock goes when the file closes, after this.
+    fn drop(&mut self) {
+        if cfg!(unix) {
+            // Best effort: a lock file left behind is unlocked, and used as any other.
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `file` is the file at `path` now (not one removed from it, or replaced).
+#[cfg(unix)]
+fn is_at(file: &File, path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let open = file.metadata()?;
+    match fs::metadata(path) {
+        Ok(now) => Ok(now.dev() == open.dev() && now.ino() == open.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Elsewhere the lock file is never removed ([`SessionLock`]'s drop), so it is the one at the path.
+#[cfg(not(unix))]
+fn is_at(_file: &File, _path: &Path) -> io::Result<bool> {
+    Ok(true)
 }
 
 impl fmt::Display for SessionError {

@@ -4,8 +4,10 @@
 //!
 //! - `claij ask` on a terminal ([`Display::Line`]): one line on stdout, redrawn in place, showing
 //!   the end of the value so far as compact JSON; cleared before the final value is printed.
-//! - `claij ask --stream` off a terminal ([`Display::Lines`]): each partial value as a line of
-//!   compact JSON on stdout, then the final value.
+//! - `claij ask --stream` off a terminal ([`Display::Lines`]): JSON lines on stdout, nothing else:
+//!   `{"partial": VALUE}` for each partial value, then `{"value": VALUE}` for the final one
+//!   (written by the report, [`super::report::Form::Final`]), so a reader tells the last line
+//!   from the others by its key, whatever the schema's own keys.
 //! - `claij chat` ([`Display::Answer`]): the `answer` text written as it grows; when a later value's
 //!   answer does not continue what was written (a retry), it starts again on a new line.
 
@@ -19,7 +21,7 @@ use serde_json::Value;
 pub(super) enum Display {
     /// One line redrawn in place, this many characters wide.
     Line(usize),
-    /// A line per partial value.
+    /// A line per partial value, `{"partial": VALUE}`.
     Lines,
     /// The `answer` text as it grows.
     Answer,
@@ -49,6 +51,11 @@ impl Partials {
         }
     }
 
+    /// How the values are shown.
+    pub(super) fn display(&self) -> Display {
+        self.display
+    }
+
     /// Shows `value`, the value so far. Best effort: a failed write never fails the turn.
     pub(super) fn show(&self, value: &Value) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -59,7 +66,7 @@ impl Partials {
                 *shown = line;
                 write!(out, "\r\x1b[2K{shown}")
             }
-            Display::Lines => writeln!(out, "{value}"),
+            Display::Lines => writeln!(out, "{}", serde_json::json!({"partial": value})),
             Display::Answer => {
                 let Some(answer) = value.get("answer").and_then(Value::as_str) else {
                     return;
@@ -167,7 +174,10 @@ mod tests {
         let values = [json!({"a": "x"}), json!({"a": "xy"})];
         assert_eq!(
             shown(Display::Lines, &values),
-            ("{\"a\":\"x\"}\n{\"a\":\"xy\"}\n".to_owned(), String::new())
+            (
+                "{\"partial\":{\"a\":\"x\"}}\n{\"partial\":{\"a\":\"xy\"}}\n".to_owned(),
+                String::new()
+            )
         );
     }
 

@@ -422,3 +422,88 @@ fn tool_result_lines_are_one_line_and_cut() {
     assert_eq!(long.chars().count(), 200, "{long}");
     assert!(long.ends_with("xx…"), "{long}");
 }
+
+/// Whether another process could take the lock at `path` now (the file there is unlocked).
+fn lockable(path: &Path) -> bool {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap();
+    let free = file.try_lock().is_ok();
+    drop(file);
+    free
+}
+
+/// The lock file is gone once the lock is; a process that waited on the removed file locks the
+/// one at the path now, so two holders never hold two files (a waiter that kept the removed one
+/// would leave the path's lock free for a third process).
+#[cfg(unix)]
+#[test]
+fn the_session_lock_removes_its_file_and_a_waiter_locks_the_file_at_the_path() {
+    use super::session::SessionLock;
+
+    let dir = scratch("lock");
+    let session = dir.join("chat.json");
+    let lock_file = dir.join("chat.json.lock");
+    let first = SessionLock::acquire(&session, true).unwrap();
+    assert!(lock_file.is_file());
+    assert!(!lockable(&lock_file));
+    drop(first);
+    assert!(!lock_file.exists(), "the lock file is removed");
+
+    let first = SessionLock::acquire(&session, true).unwrap();
+    let (waits, waiting) = std::sync::mpsc::channel();
+    let second = std::thread::spawn({
+        let session = session.clone();
+        move || {
+            let mut waited = 0;
+            let lock = SessionLock::acquire_with(&session, &mut |_| {
+                waited += 1;
+                let _ = waits.send(());
+                Ok(())
+            })
+            .unwrap();
+            (lock, waited)
+        }
+    });
+    // The second has opened the first's lock file and is about to wait on it: the first lets go
+    // and removes that file.
+    waiting.recv().unwrap();
+    drop(first);
+    let (second, waited) = second.join().unwrap();
+    assert!(waited >= 1);
+    assert!(lock_file.is_file(), "the second holds a file at the path");
+    assert!(!lockable(&lock_file), "and that file is the one it locked");
+    drop(second);
+    assert!(!lock_file.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The embedded model's requests carry its token limit (so a reply it cuts names the limit and
+/// its flag); a hosted model's carry none unless `--max-tokens` says; the flag wins.
+#[test]
+fn the_local_model_s_requests_carry_its_token_limit() {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: super::Args,
+    }
+    let parse = |extra: &[&str]| {
+        <Cli as clap::Parser>::try_parse_from(["claij", "Capital?"].iter().chain(extra))
+            .unwrap()
+            .args
+    };
+    let defaults = crate::config::Defaults::default();
+    let limit = |args: &super::Args, provider: &str| {
+        super::config(&args.options, ("m".to_owned(), provider), &defaults, None).max_tokens
+    };
+    let plain = parse(&[]);
+    assert_eq!(limit(&plain, "local"), Some(512));
+    assert_eq!(limit(&plain, "openrouter"), None);
+    let told = parse(&["--max-tokens", "24"]);
+    assert_eq!(limit(&told, "local"), Some(24));
+    assert_eq!(limit(&told, "openrouter"), Some(24));
+}

@@ -31,11 +31,14 @@ pub(crate) struct MetaDebugFlags {
 /// name that backend knows it by.
 pub(crate) struct Routed {
     models: BTreeMap<String, (Arc<dyn Backend>, String)>,
+    /// The provider of every model, when they share one (`local` for the embedded model, as the
+    /// same model is called anywhere else); else `routed`.
+    provider: String,
 }
 
 impl Backend for Routed {
     fn provider(&self) -> &str {
-        "routed"
+        &self.provider
     }
 
     fn capabilities(&self, model: &str) -> Capabilities {
@@ -74,7 +77,12 @@ pub(crate) fn open_models(specs: &[String], settings: &Settings) -> Result<(Rout
         names.push(opened.model.clone());
         models.insert(opened.model.clone(), (opened.backend, opened.model));
     }
-    Ok((Routed { models }, names))
+    let mut providers = models.values().map(|(backend, _)| backend.provider());
+    let provider = match providers.next() {
+        Some(first) if providers.all(|p| p == first) => first.to_owned(),
+        _ => "routed".to_owned(),
+    };
+    Ok((Routed { models, provider }, names))
 }
 
 /// The meta-debugging `flags` and `definitions` ask for, if any: every state with `--meta-debug`,

@@ -244,15 +244,18 @@ async fn an_agent_run_streams_its_steps() {
         .await;
     let run = ask(&server, &["--max-steps", "3", "--stream"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let last = "{\n  \"answer\": \"It is past two o'clock.\",\n  \"state\": \"answered\"\n}\n";
-    let partials = run
+    let mut lines: Vec<Value> = run
         .stdout
-        .strip_suffix(last)
-        .unwrap_or_else(|| panic!("ends with the final value: {}", run.stdout));
-    let values: Vec<Value> = partials
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
+    assert_eq!(
+        lines.pop(),
+        Some(json!({"value": {"answer": "It is past two o'clock.", "state": "answered"}})),
+        "ends with the final value: {}",
+        run.stdout
+    );
+    let values: Vec<Value> = lines.iter().map(|line| line["partial"].clone()).collect();
     assert!(values.len() >= 2, "{}", run.stdout);
     assert!(
         values

@@ -1,6 +1,6 @@
 //! `claij ask --stream` and `claij chat` streaming, against a mock OpenRouter answering with
-//! server-sent events (the OpenAI wire): the partial values come before the final one, `--json` and
-//! `--no-stream` print what they printed before.
+//! server-sent events (the OpenAI wire): the partial values come before the final one (into a pipe,
+//! as JSON lines only), `--json` and `--no-stream` print what they printed before.
 
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
@@ -58,22 +58,37 @@ fn run(server: &MockServer, args: &[&str], stdin: &str) -> Run {
     run
 }
 
+/// Off a terminal, `--stream` writes JSON lines and nothing else on stdout: `{"partial": VALUE}` per
+/// partial value, then `{"value": VALUE}`, the final one, as the last line.
 #[tokio::test]
-async fn ask_stream_prints_partial_lines_before_the_final_value() {
+async fn ask_stream_prints_partial_lines_then_the_final_value_as_json_lines() {
     let server = server(1).await;
     let run = run(&server, &["ask", "Where is the Louvre?", "--stream"], "");
     assert_eq!(run.code, 0, "{}", run.stderr);
-    // A line of compact JSON per partial value, then the final value, pretty, as without --stream.
-    let last = "{\n  \"answer\": \"Paris, on the Seine\",\n  \"state\": \"answered\"\n}\n";
-    let partials = run
+    let lines: Vec<Value> = run
         .stdout
-        .strip_suffix(last)
-        .unwrap_or_else(|| panic!("ends with the final value: {}", run.stdout));
-    let answers: Vec<String> = partials
         .lines()
         .map(|line| {
-            let value: Value = serde_json::from_str(line).unwrap();
-            value["answer"].as_str().unwrap_or_default().to_owned()
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a JSON line: {line:?}: {e}\n{}", run.stdout))
+        })
+        .collect();
+    let (last, partials) = lines.split_last().unwrap();
+    assert_eq!(
+        last,
+        &json!({"value": {"answer": "Paris, on the Seine", "state": "answered"}}),
+        "{}",
+        run.stdout
+    );
+    let answers: Vec<String> = partials
+        .iter()
+        .map(|line| {
+            let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["partial"], "{line}");
+            line["partial"]["answer"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
         })
         .collect();
     assert!(answers.len() >= 3, "{answers:?}");

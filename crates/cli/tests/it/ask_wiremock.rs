@@ -221,14 +221,14 @@ async fn a_reply_cut_at_max_tokens_is_named() {
             .find(|l| l.starts_with(&format!("attempt {n}: ")))
             .unwrap_or_else(|| panic!("no line for attempt {n}: {}", run.stderr));
         assert!(
-            line.ends_with("; the reply was cut at max_tokens (64)"),
+            line.ends_with("; the reply was cut at max_tokens (64): --max-tokens raises it"),
             "{line}"
         );
     }
     assert!(
         run.stderr.contains(
-            "no valid reply after 2 attempts (the reply was cut at max_tokens (64)); the last \
-             one's violations:"
+            "no valid reply after 2 attempts (the reply was cut at max_tokens (64): --max-tokens \
+             raises it); the last one's violations:"
         ),
         "{}",
         run.stderr
@@ -522,5 +522,99 @@ async fn example_flag() {
             shown,
             "{when}: {body}"
         );
+    }
+}
+
+/// A reply the token limit cut that still validates (a list cut short, then closed by repair) is
+/// an answer, exit 0, but the user is told: a warning line on stderr naming the limit and its flag,
+/// `truncated` in the `--json` report. Without `--max-tokens` the provider's own limit cut it.
+#[tokio::test]
+async fn a_valid_reply_cut_at_the_token_limit_is_flagged() {
+    let server = MockServer::start().await;
+    let mut cut = super::openrouter::completion(r#"{"answer": "Paris", "state": "done"}"#);
+    cut["choices"][0]["finish_reason"] = "length".into();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(cut))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--max-tokens", "64"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap()["answer"],
+        "Paris"
+    );
+    assert!(
+        run.stderr.lines().any(|l| l
+            == "warning: the reply was cut at max_tokens (64): --max-tokens raises it; the value \
+                is valid but may be incomplete"),
+        "{}",
+        run.stderr
+    );
+
+    let report = ask(&f, &["--max-tokens", "64", "--json"]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    assert!(report.stderr.is_empty(), "{}", report.stderr);
+    let report: Value = serde_json::from_str(&report.stdout).unwrap();
+    assert_eq!(report["truncated"], true, "{report}");
+    assert_eq!(report["attempts"][0]["finish_reason"], "length", "{report}");
+
+    let hosted = ask(&f, &[]);
+    assert_eq!(hosted.code, 0, "{}", hosted.stderr);
+    assert!(
+        hosted.stderr.contains(
+            "the reply was cut at the provider's output token limit: --max-tokens sets one"
+        ),
+        "{}",
+        hosted.stderr
+    );
+    assert_no_key(&hosted);
+}
+
+/// A reply that ended on its own is not flagged: `truncated` is false, no warning.
+#[tokio::test]
+async fn a_whole_reply_is_not_flagged() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(VALID))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    let report = ask(&f, &["--json"]);
+    let report: Value = serde_json::from_str(&report.stdout).unwrap();
+    assert_eq!(report["truncated"], false, "{report}");
+}
+
+/// An empty question, or one of whitespace only, is refused before anything is asked: a model
+/// call on nothing would cost a turn and answer nothing.
+#[tokio::test]
+async fn an_empty_question_is_refused() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(VALID))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let config = f.path("config.toml");
+    for question in ["", "   ", "\n\t"] {
+        let run = claij_env(
+            &["ask", question, "--llm", "gemini-flash"],
+            "",
+            &[
+                ("CLAIJ_CONFIG", Some(config.as_str())),
+                ("OPENROUTER_API_KEY", Some(KEY)),
+            ],
+        );
+        assert_one_line_error(&run, 2, "the question is empty: ask something");
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
     }
 }

@@ -331,7 +331,8 @@ async fn ask_standard_on_a_terminal_is_rendered_for_people() {
     assert!(!raw.contains(KEY));
 }
 
-/// A reply cut at `max_tokens` is named in the turn's failure line.
+/// A reply cut at `max_tokens` is named in the turn's failure line, with the flag that raises the
+/// limit; a cut reply that still validates is answered, with a warning.
 #[tokio::test]
 async fn a_turn_cut_at_max_tokens_says_so() {
     let server = MockServer::start().await;
@@ -340,6 +341,16 @@ async fn a_turn_cut_at_max_tokens_says_so() {
     Mock::given(method("POST"))
         .and(path(CHAT))
         .respond_with(ResponseTemplate::new(200).set_body_json(cut))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut valid =
+        openrouter::completion(r#"{"answer": "Blue.", "state": "answered", "summary": "Blue."}"#);
+    valid["choices"][0]["finish_reason"] = "length".into();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(valid))
         .expect(1)
         .mount(&server)
         .await;
@@ -354,13 +365,22 @@ async fn a_turn_cut_at_max_tokens_says_so() {
             "--max-tokens",
             "32",
         ],
-        "Colour?\n",
+        "Colour?\nColour?\n",
         &[],
     );
     assert!(
         run.stderr.contains(
-            "(no valid reply after 1 attempt: the reply was cut at max_tokens (32); ask again or \
-             rephrase)"
+            "(no valid reply after 1 attempt: the reply was cut at max_tokens (32): --max-tokens \
+             raises it; ask again or rephrase)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "Blue.\n", "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "  warning: the reply was cut at max_tokens (32): --max-tokens raises it; the value \
+             is valid but may be incomplete"
         ),
         "{}",
         run.stderr

@@ -970,6 +970,20 @@ async fn the_built_in_vote_runs_as_a_sub_fsm_with_the_configured_voters() {
         .map(|e| e["event"]["approve"].as_bool().unwrap())
         .collect();
     assert_eq!(ballots, [true, false, true]);
+    // Each voter is named as anywhere else (`provider:model`), not by the router that serves them.
+    let models: Vec<&str> = report["trail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["from"].as_str().unwrap().starts_with("decide/voter-"))
+        .map(|e| e["model"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        models,
+        ["mylocal:a", "mylocal:b", "mylocal:c"],
+        "{}",
+        run.stdout
+    );
 }
 
 /// A state running a built-in sub-FSM names its models: `validate` and `run` say where one does

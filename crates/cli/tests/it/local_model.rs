@@ -133,8 +133,10 @@ fn mcp_sampling_is_answered_by_the_local_model() {
 
 /// On a terminal (a pseudo-terminal from util-linux `script`), the local model's progress line is
 /// drawn on stderr while it works (the prompt's size while it is read, then the tokens and the
-/// reply so far) and cleared before the answer; the attempt line reports the rate. With `--json`,
-/// on the same terminal, none of it. (Piped, every other test here sees no progress either.)
+/// reply so far) and cleared before the answer; the attempt line reports the rate. With `--stream`
+/// into a pipe the line shows as well
+/// (the pipe gets JSON lines only). With `--json`, on the same terminal, none of it. (Piped, every
+/// other test here sees no progress either.)
 #[test]
 fn progress_shows_on_a_terminal_and_not_with_json() {
     let Some(model) = model("progress_shows_on_a_terminal_and_not_with_json") else {
@@ -145,6 +147,10 @@ fn progress_shows_on_a_terminal_and_not_with_json() {
         .output()
         .is_err()
     {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no `script` (util-linux) to make a terminal: install it (CI runs this test)"
+        );
         #[allow(clippy::print_stderr)]
         {
             eprintln!("skipped: no `script` (util-linux) to make a terminal");
@@ -187,6 +193,26 @@ fn progress_shows_on_a_terminal_and_not_with_json() {
         .find(|l| l.starts_with("attempt 1: "))
         .unwrap_or_else(|| panic!("no attempt line in {shown:?}"));
     assert!(attempt_line.contains(" tok/s"), "{attempt_line}");
+
+    // Into a pipe with --stream: the line on the terminal, JSON lines in the pipe.
+    let files = super::Files::new(&[]);
+    let piped = files.path("piped.jsonl");
+    let shown = on_terminal(&format!(" --stream > {}", quote(&piped)));
+    assert!(
+        shown.contains("attempt 1: reading the prompt, "),
+        "{shown:?}"
+    );
+    let written = std::fs::read_to_string(&piped).unwrap();
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    let (last, partials) = lines.split_last().unwrap();
+    assert!(last["value"].is_object(), "{written}");
+    assert!(
+        partials.iter().all(|l| l["partial"].is_object()),
+        "{written}"
+    );
 
     let json = on_terminal(" --json");
     assert!(!json.contains("\x1b[2K"), "{json:?}");

@@ -56,6 +56,41 @@ fn models_prints_each_choice_and_why() {
     assert_one_line_error(&bad, 2, "not a compatibility matrix");
 }
 
+/// On a machine where nothing was measured yet, `claij models` names a command that works as it is
+/// printed, and where it writes the matrix.
+#[test]
+fn without_a_matrix_models_prints_a_command_that_works() {
+    let data = Files::new(&[]);
+    let root = data.path("");
+    let run = claij_env(&["models"], "", &[("XDG_DATA_HOME", Some(root.as_str()))]);
+    assert_one_line_error(&run, 2, "no compatibility matrix yet");
+    let written = Path::new(&root).join("claij").join("compat-matrix.json");
+    assert!(
+        run.stderr.contains(&written.display().to_string()),
+        "{}",
+        run.stderr
+    );
+    let command = run
+        .stderr
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in {}", run.stderr));
+    let args: Vec<&str> = command
+        .strip_prefix("cargo xtask integration")
+        .unwrap_or_else(|| panic!("not an integration run: {command}"))
+        .split_whitespace()
+        .chain(["--dry-run"])
+        .collect();
+    let planned = xtask_integration(&args, "/nonexistent/config.toml", &root);
+    assert!(
+        planned.status.success(),
+        "`{command} --dry-run`: {}{}",
+        String::from_utf8_lossy(&planned.stdout),
+        String::from_utf8_lossy(&planned.stderr)
+    );
+    assert!(!written.exists(), "a dry run writes nothing");
+}
+
 #[tokio::test]
 async fn ask_takes_mode_and_retries_from_the_matrix_unless_told() {
     let server = MockServer::start().await;

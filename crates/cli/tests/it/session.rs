@@ -398,3 +398,54 @@ async fn an_mcp_result_reaches_the_next_run() {
         "{body}"
     );
 }
+
+/// A run leaves the session file and nothing else: the lock file it held (`FILE.lock`) is removed
+/// as it ends, whether the turn was answered (exit 0), got no valid reply (exit 1) or failed (exit 2).
+#[tokio::test]
+async fn no_lock_file_is_left_behind() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Noted.", "state": "answered"}).to_string(),
+        ))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply("no JSON here"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(400).set_body_string("bad request"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let session = files.path("chat.json");
+    let left = || {
+        let mut names: Vec<String> = std::fs::read_dir(files.path(""))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    for (args, code) in [
+        (&["--session", session.as_str()][..], 0),
+        (
+            &["--session", session.as_str(), "--max-retries", "0"][..],
+            1,
+        ),
+        (&["--session", session.as_str()][..], 2),
+    ] {
+        let run = ask(&files, "Remember: blue.", args);
+        assert_eq!(run.code, code, "{}", run.stderr);
+        assert_eq!(left(), ["chat.json", "config.toml"], "after exit {code}");
+    }
+}

@@ -117,3 +117,22 @@ fn the_matrix_decides_only_what_flags_and_defaults_leave_open() {
     assert!(flags(&["--mode", "tool"]).decided(&retries_only));
     assert!(flags(&["--mode", "tool", "--max-retries", "1"]).decided(&Defaults::default()));
 }
+
+/// The local model's requests carry its own limit, which `--max-tokens`'s help names; a hosted
+/// provider's carry none unless the flag says.
+#[test]
+fn the_local_model_has_a_default_token_limit_the_help_names() {
+    let limit = super::default_max_tokens("local").unwrap();
+    assert_eq!(
+        limit,
+        claij_backends::local::LocalConfig::default().max_tokens
+    );
+    assert_eq!(super::default_max_tokens("openrouter"), None);
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let help = command.render_long_help().to_string();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(&format!("Default: {limit} for the local model")),
+        "{help}"
+    );
+}

@@ -11,6 +11,8 @@ use claij_backends::{
     Message, StreamEvent, Usage,
 };
 
+use futures_util::StreamExt as _;
+
 use super::{Status, Watched, rate, render};
 
 fn status(prompt_tokens: Option<u64>, tokens: u64, first: Option<u64>, tail: &str) -> Status {
@@ -185,4 +187,48 @@ async fn a_watched_call_shows_each_phase_then_clears_and_answers_as_the_backend(
     let second = drawn.find("attempt 2: waiting").unwrap();
     let again = drawn.rfind("attempt 1: waiting").unwrap();
     assert!(second < again, "{drawn}");
+}
+
+/// A streamed call (`--stream` into a pipe, `chat`) draws the same line while its events pass
+/// through unchanged, and clears it when the stream ends.
+#[tokio::test]
+async fn a_watched_stream_shows_the_line_and_passes_every_event_on() {
+    let usage = |input, output| Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    };
+    let events = vec![
+        StreamEvent::Usage(usage(640, 0)),
+        StreamEvent::Text("{\"cities\": [\"Lyon\"".into()),
+        StreamEvent::Text(", \"Nice\"".into()),
+        StreamEvent::Usage(usage(640, 2)),
+        StreamEvent::Finish(FinishReason::Length),
+    ];
+    let screen = Screen::default();
+    let (watched, _turns) = Watched::new(
+        Arc::new(Streaming(events.clone())),
+        Box::new(screen.clone()),
+        80,
+    );
+    let request = ChatRequest::new("local").message(Message::user("Cities?"));
+    let passed: Vec<StreamEvent> = watched.stream(&request).map(Result::unwrap).collect().await;
+    assert_eq!(passed, events);
+    let drawn = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
+    let frames: Vec<&str> = drawn.split("\r\x1b[2K").skip(1).collect();
+    let position = |part: &str| {
+        frames
+            .iter()
+            .position(|f| f.contains(part))
+            .unwrap_or_else(|| panic!("no frame with {part:?} in {frames:?}"))
+    };
+    assert!(
+        position("attempt 1: reading the prompt, 640 tokens") < position("attempt 1: 1 token, "),
+        "{frames:?}"
+    );
+    assert!(
+        position("{\"cities\": [\"Lyon\"") > 0,
+        "the tail shows the reply: {frames:?}"
+    );
+    assert_eq!(frames.last(), Some(&""), "the line is cleared at the end");
 }
