@@ -60,6 +60,25 @@ pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
     let mut problem =
         |pointer: String, message: String| problems.push(Problem { pointer, message });
 
+    // `transitons` for a missing `transitions`: that key is the problem; what a machine without
+    // its states or transitions lacks would only bury it.
+    let missing = |field: &str, empty: bool| {
+        empty
+            && definition
+                .unknown
+                .keys()
+                .any(|key| misspelling_of(key) == Some(field))
+    };
+    if missing("states", definition.states.is_empty())
+        || missing("transitions", definition.transitions.is_empty())
+    {
+        unknown_fields("", &definition.unknown, DEFINITION_FIELDS, &mut problem);
+        return Err(DefinitionError {
+            fsm: definition.id.clone(),
+            problems,
+        });
+    }
+
     let mut declared: HashMap<&str, usize> = HashMap::new();
     for (i, state) in definition.states.iter().enumerate() {
         if state.id.trim().is_empty() {
@@ -83,6 +102,28 @@ pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
                 format!("/states/{i}/config"),
                 "an `fsm` state names its sub-FSM: {\"fsm\": \"<id>\"}".into(),
             );
+        }
+        for (action, key, values) in CONFIG_VALUES {
+            if state.action != action {
+                continue;
+            }
+            let Some(value) = state.config.get(key) else {
+                continue;
+            };
+            let known = value.as_str().is_some_and(|v| values.contains(&v));
+            if !known {
+                let hint = match value.as_str().and_then(|v| closest(v, values)) {
+                    Some(meant) => format!("; did you mean `{meant}`?"),
+                    None => String::new(),
+                };
+                problem(
+                    format!("/states/{i}/config/{key}"),
+                    format!(
+                        "unknown {key} {value}{hint} (one of: {})",
+                        values.join(", ")
+                    ),
+                );
+            }
         }
     }
     let known = |id: &str| declared.contains_key(id) || [START, END, INTERRUPTED].contains(&id);
@@ -198,6 +239,23 @@ pub fn check(definition: &Definition) -> Result<(), DefinitionError> {
     }
 }
 
+/// The settings of a state's `config` the runner reads whose values are a closed set: the action,
+/// the key, the values.
+const CONFIG_VALUES: [(Action, &str, &[&str]); 3] = [
+    (Action::Fsm, "trail", &["omit", "summary", "full"]),
+    (Action::Llm, "history", &["full", "none"]),
+    (Action::Llm, "input", &["entered", "start"]),
+];
+
+/// The key of a definition `key` is probably a misspelling of (`transitons`: `transitions`), if
+/// it is not one itself.
+pub(crate) fn misspelling_of(key: &str) -> Option<&'static str> {
+    if DEFINITION_FIELDS.contains(&key) || key.starts_with('$') || key.starts_with("x-") {
+        return None;
+    }
+    closest(key, DEFINITION_FIELDS)
+}
+
 /// The keys of a definition, a state and a transition.
 const DEFINITION_FIELDS: &[&str] = &[
     "id",
@@ -235,7 +293,7 @@ fn unknown_fields(
 
 /// The known key nearest `key` (case-insensitive edit distance at most 2, or one a prefix of the
 /// other), if any.
-fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+pub(crate) fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let key = key.to_lowercase();
     known
         .iter()

@@ -42,7 +42,11 @@ pub const END: &str = "end";
 pub const INTERRUPTED: &str = "interrupted";
 
 /// A state machine, as written in a definition file.
+///
+/// `states` and `transitions` are required, except that one missing beside a key that is its
+/// misspelling (`transitons`) reads as empty, so that [`check`](crate::check) names that key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawDefinition")]
 #[non_exhaustive]
 pub struct Definition {
     /// A name for the machine.
@@ -59,13 +63,60 @@ pub struct Definition {
     /// The states.
     pub states: Vec<State>,
     /// The transitions (`xitions` in the original system's files).
-    #[serde(alias = "xitions")]
     pub transitions: Vec<Transition>,
     /// Keys this version does not know, kept as written: [`check`](crate::check) refuses each one
     /// (a misspelt `prompt` would otherwise vanish), except annotations: keys starting with `$` or
     /// `x-`.
     #[serde(flatten, skip_serializing_if = "Map::is_empty")]
     pub unknown: Map<String, Value>,
+}
+
+/// A definition as read, before its required lists are checked for.
+#[derive(Deserialize)]
+struct RawDefinition {
+    id: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    schemas: Map<String, Value>,
+    states: Option<Vec<State>>,
+    #[serde(alias = "xitions")]
+    transitions: Option<Vec<Transition>>,
+    #[serde(flatten)]
+    unknown: Map<String, Value>,
+}
+
+impl TryFrom<RawDefinition> for Definition {
+    type Error = String;
+
+    fn try_from(raw: RawDefinition) -> Result<Self, String> {
+        let misspelt = |field: &str| {
+            raw.unknown
+                .keys()
+                .any(|key| crate::check::misspelling_of(key) == Some(field))
+        };
+        let states = match raw.states {
+            Some(states) => states,
+            None if misspelt("states") => Vec::new(),
+            None => return Err("missing field `states`".into()),
+        };
+        let transitions = match raw.transitions {
+            Some(transitions) => transitions,
+            None if misspelt("transitions") => Vec::new(),
+            None => return Err("missing field `transitions`".into()),
+        };
+        Ok(Definition {
+            id: raw.id,
+            description: raw.description,
+            prompts: raw.prompts,
+            schemas: raw.schemas,
+            states,
+            transitions,
+            unknown: raw.unknown,
+        })
+    }
 }
 
 /// One state.
@@ -318,6 +369,18 @@ impl<'de> Deserialize<'de> for TransitionId {
 }
 
 impl Action {
+    /// The built-in actions, as written in definition files.
+    pub const BUILT_IN: [&'static str; 5] = ["llm", "service", "fsm", "human", "end"];
+
+    /// For a custom action whose name looks like a misspelt built-in one (`lm`, `Human`), that
+    /// built-in action's name: a program that runs no custom actions can say "did you mean".
+    pub fn misspelt_built_in(&self) -> Option<&'static str> {
+        match self {
+            Action::Custom(name) => crate::check::closest(name, &Self::BUILT_IN),
+            _ => None,
+        }
+    }
+
     /// The name written in definition files.
     pub fn as_str(&self) -> &str {
         match self {

@@ -54,12 +54,36 @@ pub enum Error {
         /// The name looked up.
         name: String,
     },
-    /// A run took its limit of transitions without ending (see `Runner::with_max_transitions`); it
-    /// can go on with another call.
-    #[error("stopped in state `{state}` after {limit} transitions without reaching an end")]
+    /// A call of `Runner::run` took its limit of transitions without ending (see
+    /// `Runner::with_max_transitions`); the run can go on with another call (or a resume).
+    #[error(
+        "stopped in state `{state}` after {} of this call without reaching an end (the limit max_transitions; the trail holds {recorded})",
+        count(*.limit, "transition")
+    )]
     TooManyTransitions {
         /// Where the run is.
         state: String,
+        /// The limit: transitions taken in this call.
+        limit: usize,
+        /// Transitions in the run's trail (with the start's and earlier calls').
+        recorded: usize,
+    },
+    /// A service state was given the same request and gave the same result more often than the
+    /// runner allows since the run's last input (see `Runner::with_max_repeated_calls`): the run
+    /// loops. The repeated call's transition is recorded (its `repeats` set), so the run can go on
+    /// from the state it leads to, with a limit that allows more.
+    #[error(
+        "state `{state}` repeats itself: {call} got the same result {} since the last input (the limit max_repeated_calls allows {})",
+        count(*.repeats + 1, "time"),
+        count(*.limit, "repeat")
+    )]
+    RepeatedCall {
+        /// The service state.
+        state: String,
+        /// The call, short: a JSON-RPC `tools/call`'s tool and arguments, else the request.
+        call: String,
+        /// How many earlier calls it repeats.
+        repeats: usize,
         /// The limit.
         limit: usize,
     },
@@ -118,6 +142,23 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+}
+
+impl Error {
+    /// The name of the runner's limit this error stops at (`max_transitions`,
+    /// `max_repeated_calls`), if it is one: a caller names its own setting for it.
+    pub fn limit(&self) -> Option<&'static str> {
+        match self {
+            Error::TooManyTransitions { .. } => Some("max_transitions"),
+            Error::RepeatedCall { .. } => Some("max_repeated_calls"),
+            _ => None,
+        }
+    }
+}
+
+/// `1 transition`, `5 transitions`.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 fn summary(violations: &[Violation]) -> String {

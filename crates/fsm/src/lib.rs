@@ -36,6 +36,11 @@
 //!   validation, retries; a bail-out transition when the retries run out), `service` and custom states
 //!   call a registered [`Service`], `fsm` states run a sub-FSM ([`TrailMode`]), `human` states wait
 //!   for [`Runner::provide`]. A run ([`Run`]) ends [`Outcome::Finished`], `Waiting` or `Interrupted`.
+//! - Limits, each an error naming it ([`Error::limit`]): transitions per call of [`Runner::run`]
+//!   ([`Runner::with_max_transitions`], [`Error::TooManyTransitions`]), and loops: a service call
+//!   that repeats an earlier one with the same request and the same result is recorded
+//!   ([`Entry::repeats`]) and told to the model, and a repeat beyond
+//!   [`Runner::with_max_repeated_calls`] ends the run ([`Error::RepeatedCall`]).
 //! - Step by step, for a durable engine that journals each action's result: [`Runner::next_action`]
 //!   ([`NextAction`]), [`Runner::act_step`] (a serializable [`StepRecord`]: the event, attempts,
 //!   bail-out, remedy and interceptor context) and [`Runner::apply_step`], which rebuilds the same
@@ -102,8 +107,8 @@ pub use fsm::Fsm;
 pub use interrupt::Interrupt;
 pub use journal::{Durability, ExistingJournal, Journal};
 pub use runner::{
-    ContextState, DEFAULT_MAX_TRANSITIONS, NextAction, Outcome, RemedyApprover, Run, Runner,
-    Service, ServiceCall, Status, StepRecord, TrailMode, service_fn,
+    ContextState, DEFAULT_MAX_REPEATED_CALLS, DEFAULT_MAX_TRANSITIONS, NextAction, Outcome,
+    RemedyApprover, Run, Runner, Service, ServiceCall, Status, StepRecord, TrailMode, service_fn,
 };
 pub use schema::IdStyle;
 pub use trail::{AttemptRecord, Entry, Trail, trail_to_messages};

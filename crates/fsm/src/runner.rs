@@ -4,6 +4,7 @@
 mod actions;
 mod extensions;
 mod meta_debug;
+mod repeats;
 mod step;
 mod trace;
 
@@ -115,6 +116,11 @@ pub struct Run {
     /// The run's `fsm.run` span: every call of [`Runner::run`] and [`Runner::provide`] on the run
     /// works in it, so a run that waits for a person is still one trace.
     span: Span,
+    /// The `fsm` states this run is a sub-FSM run in, each with `/` (`review/`; empty for a
+    /// top-level run): its transitions reach the observer with their states so prefixed.
+    prefix: String,
+    /// This run's own [`Runner::with_max_repeated_calls`], if it was given one.
+    max_repeated_calls: Option<usize>,
 }
 
 /// How a call to [`Runner::run`] ended.
@@ -155,6 +161,11 @@ impl Outcome {
 /// [`Error::TooManyTransitions`]: models can loop (a chairman asking the same reviewer forever).
 pub const DEFAULT_MAX_TRANSITIONS: usize = 100;
 
+/// Times a service call may repeat an earlier one (same state, same request, same result) since
+/// the run's last input before the run stops with [`Error::RepeatedCall`]: the first repeat is
+/// told to the model the result goes to, the second ends the run.
+pub const DEFAULT_MAX_REPEATED_CALLS: usize = 1;
+
 /// What [`Runner::with_observer`] takes.
 type Observer = dyn Fn(&Entry) + Send + Sync;
 
@@ -184,6 +195,7 @@ pub struct Runner {
     subs: HashMap<String, Arc<Runner>>,
     observer: Option<Arc<Observer>>,
     max_transitions: usize,
+    max_repeated_calls: usize,
     meta_debug: Option<Arc<Diagnostics>>,
     remedy_approver: Option<Arc<dyn RemedyApprover>>,
     journal_hook: Option<Arc<JournalHook>>,
@@ -202,6 +214,7 @@ impl Runner {
             subs: HashMap::new(),
             observer: None,
             max_transitions: DEFAULT_MAX_TRANSITIONS,
+            max_repeated_calls: DEFAULT_MAX_REPEATED_CALLS,
             meta_debug: None,
             remedy_approver: None,
             journal_hook: None,
@@ -281,7 +294,9 @@ impl Runner {
     }
 
     /// Calls `observer` with every transition as it is taken (recorded or `omit`), e.g. to print
-    /// progress.
+    /// progress. The transitions of a sub-FSM run this runner's machine runs (as its own observer
+    /// sees them) come with their states prefixed by the `fsm` states they run in
+    /// (`review/chairman`), as trail mode `full` records them.
     #[must_use]
     pub fn with_observer(mut self, observer: impl Fn(&Entry) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
@@ -292,6 +307,21 @@ impl Runner {
     #[must_use]
     pub fn with_max_transitions(mut self, limit: usize) -> Self {
         self.max_transitions = limit;
+        self
+    }
+
+    /// Loop detection: a `service` (or custom) state given the same request as an earlier call
+    /// since the run's last input (its start, a person's input), which then gives the same
+    /// result, repeats it. Its transition records the count ([`Entry::repeats`]); the `llm` state
+    /// the result goes to is told in its next prompt that the call was made before, with that
+    /// result, and how to go on instead; a repeat beyond `limit` (default
+    /// [`DEFAULT_MAX_REPEATED_CALLS`]) ends the run with [`Error::RepeatedCall`] once the
+    /// transition is recorded. Requests and results are compared without the event's `id` and
+    /// without a JSON-RPC `message.id` (a model numbering its calls repeats itself all the same).
+    /// `usize::MAX` turns the check off (a state that polls until something changes).
+    #[must_use]
+    pub fn with_max_repeated_calls(mut self, limit: usize) -> Self {
+        self.max_repeated_calls = limit;
         self
     }
 
@@ -358,7 +388,11 @@ impl Runner {
     ///
     /// As [`Runner::start`].
     pub fn start_with_id(&self, id: impl Into<String>, input: Value) -> Result<Run, Error> {
-        let id = id.into();
+        self.start_in(id.into(), input, String::new())
+    }
+
+    /// [`Runner::start_with_id`] for a run whose transitions reach the observer prefixed.
+    fn start_in(&self, id: String, input: Value, prefix: String) -> Result<Run, Error> {
         let mut run = Run {
             span: trace::run_span(self.fsm.id(), &id, false),
             id,
@@ -369,6 +403,8 @@ impl Runner {
             context: Context::default(),
             suspended: None,
             remedies: BTreeMap::new(),
+            prefix,
+            max_repeated_calls: None,
         };
         let event = self.with_id(START, input);
         let to = self.route(START, &event)?;
@@ -447,10 +483,12 @@ impl Runner {
             context: Context::default(),
             suspended: None,
             remedies: resumed.remedies.into_iter().collect(),
+            prefix: String::new(),
+            max_repeated_calls: None,
         };
         if let Some(suspended) = suspended.filter(|s| s.in_state == run.state) {
             run.suspended = Some(Box::new(
-                self.restore(&suspended, &run.span)
+                self.restore(&suspended, &run.span, "")
                     .ok_or_else(|| corrupt(format!("no sub-FSM runs state `{}`", run.state)))?,
             ));
             // Given its input but not yet run on, the sub-FSM run makes the parent's state run again.
@@ -511,6 +549,7 @@ impl Runner {
                 return Err(Error::TooManyTransitions {
                     state: run.state.clone(),
                     limit: self.max_transitions,
+                    recorded: run.trail.entries.len(),
                 });
             }
             taken += 1;
@@ -636,12 +675,13 @@ impl Runner {
     }
 
     /// A suspended sub-FSM run as it was recorded, with the runs it waits in; its span is a child
-    /// of `parent`, the span of the run it waits in.
-    fn restore(&self, suspended: &Suspended, parent: &Span) -> Option<Run> {
+    /// of `parent`, the span of the run it waits in, whose prefix is `prefix`.
+    fn restore(&self, suspended: &Suspended, parent: &Span, prefix: &str) -> Option<Run> {
         let child = self.sub_runner(&suspended.in_state)?;
         let span = parent.in_scope(|| trace::run_span(child.fsm.id(), &suspended.run_id, true));
+        let prefix = format!("{prefix}{}/", suspended.in_state);
         let sub = match &suspended.sub {
-            Some(sub) => Some(Box::new(child.restore(sub, &span)?)),
+            Some(sub) => Some(Box::new(child.restore(sub, &span, &prefix)?)),
             None => None,
         };
         Some(Run {
@@ -654,6 +694,8 @@ impl Runner {
             context: Context::default(),
             suspended: sub,
             remedies: BTreeMap::new(),
+            prefix,
+            max_repeated_calls: None,
         })
     }
 
@@ -712,6 +754,7 @@ impl Runner {
             attempts,
             bail_out,
             at,
+            repeats,
         } = how;
         let omit = self
             .fsm
@@ -728,14 +771,15 @@ impl Runner {
             Entry::new(run.state.clone(), to.clone(), event.clone()).with_attempts(attempts);
         entry.model = model;
         entry.at = at;
+        entry.repeats = repeats;
         if bail_out {
             tracing::warn!(from = %run.state, to = %to, "bail-out transition");
+        } else if repeats > 0 {
+            tracing::warn!(from = %run.state, to = %to, repeats, "a repeated call");
         } else {
             tracing::info!(from = %run.state, to = %to, "transition");
         }
-        if let Some(observer) = &self.observer {
-            observer(&entry);
-        }
+        self.observe(run, &entry);
         if !omit {
             self.record(run, &entry, journal)?;
         }
@@ -743,6 +787,20 @@ impl Runner {
         run.event = event;
         run.status = self.status_in(&run.state);
         Ok(())
+    }
+
+    /// Shows `entry` of `run` to the observer, its states prefixed as `run`'s are.
+    fn observe(&self, run: &Run, entry: &Entry) {
+        let Some(observer) = &self.observer else {
+            return;
+        };
+        if run.prefix.is_empty() {
+            return observer(entry);
+        }
+        let mut prefixed = entry.clone();
+        prefixed.from = format!("{}{}", run.prefix, entry.from);
+        prefixed.to = format!("{}{}", run.prefix, entry.to);
+        observer(&prefixed);
     }
 
     /// Appends `entry` to the trail and the journal (then the journal hook).
@@ -774,9 +832,7 @@ impl Runner {
         let from = run.state.clone();
         let event = serde_json::json!({"id": [from, INTERRUPTED], "interrupted": true});
         let entry = Entry::new(from.clone(), INTERRUPTED, event.clone());
-        if let Some(observer) = &self.observer {
-            observer(&entry);
-        }
+        self.observe(run, &entry);
         self.record(run, &entry, journal)?;
         run.state = INTERRUPTED.to_owned();
         run.event = event;
@@ -863,6 +919,12 @@ impl Run {
             .map(|r| r.system.as_str())
     }
 
+    /// This run stops at a repeat of a service call beyond `limit` rather than at its runner's
+    /// [`Runner::with_max_repeated_calls`] (a run request's own limit, say).
+    pub fn set_max_repeated_calls(&mut self, limit: usize) {
+        self.max_repeated_calls = Some(limit);
+    }
+
     /// The sub-FSM run this run waits in, if it waits in one.
     pub fn suspended(&self) -> Option<&Run> {
         self.suspended.as_deref()
@@ -906,11 +968,13 @@ impl Step {
     }
 }
 
-/// How a transition was taken: the model calls that chose it, whether it is a bail-out, when.
+/// How a transition was taken: the model calls that chose it, whether it is a bail-out, when, and
+/// how many earlier calls a service's repeats.
 struct How {
     attempts: Vec<AttemptRecord>,
     bail_out: bool,
     at: SystemTime,
+    repeats: usize,
 }
 
 impl How {
@@ -920,6 +984,7 @@ impl How {
             attempts: Vec::new(),
             bail_out: false,
             at: SystemTime::now(),
+            repeats: 0,
         }
     }
 }

@@ -36,6 +36,12 @@ pub struct Entry {
     /// actions, and in journals written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// For the transition out of a `service` (or custom) state: how many earlier calls since the
+    /// run's last input (its start or a person's) gave this state the same request and got the
+    /// same result (0, left out: none). A run that repeats itself loops; see
+    /// `Runner::with_max_repeated_calls`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeats: usize,
     /// When the transition was taken.
     #[serde(with = "claij_schema::rfc3339")]
     pub at: SystemTime,
@@ -84,6 +90,7 @@ impl Entry {
             event,
             attempts: Vec::new(),
             model: None,
+            repeats: 0,
             at: SystemTime::now(),
         }
     }
@@ -127,6 +134,10 @@ impl Trail {
     pub fn to_messages(&self, definition: &Definition) -> Vec<Message> {
         trail_to_messages(definition, &self.entries)
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// [`Trail::to_messages`] over some entries.

@@ -66,6 +66,10 @@ pub struct RunOptions {
     /// At most this many transitions (default: the runner's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_transitions: Option<usize>,
+    /// At most this many repeats of a service call (default: the runner's; see
+    /// `claij_fsm::Runner::with_max_repeated_calls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeated_calls: Option<usize>,
 }
 
 /// A run while it runs (the workflow's `status` handler), and after.
@@ -137,6 +141,32 @@ pub struct Failure {
     pub error: String,
     /// What kind of failure.
     pub kind: FailureKind,
+    /// The runner's limit the run stopped at (`max_transitions`, `max_repeated_calls`; see
+    /// `claij_fsm::Error::limit`), if it stopped at one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+}
+
+impl Failure {
+    /// The failure of `state` in `error`.
+    pub fn of(state: impl Into<String>, error: &claij_fsm::Error) -> Self {
+        Self {
+            state: state.into(),
+            error: claij_interceptors::ErrorChain(error).to_string(),
+            kind: FailureKind::of(error),
+            limit: error.limit().map(str::to_owned),
+        }
+    }
+
+    /// A failure of `state` that is no error of the runner's (the wiring, a driver's refusal).
+    pub fn other(state: impl Into<String>, error: impl Into<String>) -> Self {
+        Self {
+            state: state.into(),
+            error: error.into(),
+            kind: FailureKind::Error,
+            limit: None,
+        }
+    }
 }
 
 /// What kind of failure: the CLI's exit code follows it, as for an embedded run.
@@ -159,9 +189,9 @@ impl FailureKind {
             {
                 FailureKind::Invalid
             }
-            claij_fsm::Error::InvalidEvent { .. } | claij_fsm::Error::TooManyTransitions { .. } => {
-                FailureKind::Invalid
-            }
+            claij_fsm::Error::InvalidEvent { .. }
+            | claij_fsm::Error::TooManyTransitions { .. }
+            | claij_fsm::Error::RepeatedCall { .. } => FailureKind::Invalid,
             _ => FailureKind::Error,
         }
     }

@@ -11,9 +11,7 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::types::{
-    Ended, Failure, FailureKind, Machine, Provided, RunRequest, RunResult, RunStatus,
-};
+use crate::types::{Ended, Failure, Machine, Provided, RunRequest, RunResult, RunStatus};
 use crate::wiring::Runners;
 
 /// The workflow's service name, as the ingress addresses it (`/ClaijFsm/{run_id}/run`).
@@ -53,11 +51,10 @@ impl ClaijFsm {
         let runner = match self.runners.get(&request.definition).await {
             Ok(runner) => runner,
             Err(error) => {
-                let failure = Failure {
-                    state: "start".into(),
-                    error: format!("the worker cannot run this machine: {error}"),
-                    kind: FailureKind::Error,
-                };
+                let failure = Failure::other(
+                    "start",
+                    format!("the worker cannot run this machine: {error}"),
+                );
                 return Ok(Json(RunResult {
                     run_id,
                     ended: Ended::Failed(failure),
@@ -156,6 +153,9 @@ impl Driver<'_, '_> {
             Err(error) => return Ok(self.failed(&run_id, "start", &Trail::default(), &error)),
         };
         stamp(&mut run, 0, started);
+        if let Some(limit) = self.request.options.max_repeated_calls {
+            run.set_max_repeated_calls(limit);
+        }
         self.publish(&run, None, None, None);
         let limit = self
             .request
@@ -177,6 +177,7 @@ impl Driver<'_, '_> {
                 let error = claij_fsm::Error::TooManyTransitions {
                     state: run.state.clone(),
                     limit,
+                    recorded: run.trail.entries.len(),
                 };
                 return Ok(self.failed(&run.id, &run.state.clone(), &run.trail, &error));
             }
@@ -212,11 +213,10 @@ impl Driver<'_, '_> {
                 }
                 // A variant this driver does not know: refuse by name rather than guess.
                 other => {
-                    let failure = Failure {
-                        state: run.state.clone(),
-                        error: format!("not supported on Restate: {other:?}"),
-                        kind: FailureKind::Error,
-                    };
+                    let failure = Failure::other(
+                        run.state.clone(),
+                        format!("not supported on Restate: {other:?}"),
+                    );
                     return Ok(self.fail(&run, failure));
                 }
             }
@@ -241,11 +241,7 @@ impl Driver<'_, '_> {
                     Ok(record) => Acted::Step(Box::new(serde_json::from_value(
                         serde_json::to_value(&record)?,
                     )?)),
-                    Err(error) => Acted::Failed(Failure {
-                        state: in_state,
-                        error: ErrorChain(&error).to_string(),
-                        kind: FailureKind::of(&error),
-                    }),
+                    Err(error) => Acted::Failed(Failure::of(in_state, &error)),
                 };
                 Ok(Json(acted))
             })
@@ -428,11 +424,7 @@ impl Driver<'_, '_> {
         trail: &Trail,
         error: &claij_fsm::Error,
     ) -> RunResult {
-        let failure = Failure {
-            state: state.to_owned(),
-            error: ErrorChain(error).to_string(),
-            kind: FailureKind::of(error),
-        };
+        let failure = Failure::of(state, error);
         let status = RunStatus {
             run_id: run_id.to_owned(),
             fsm: self.runner.fsm().id().to_owned(),

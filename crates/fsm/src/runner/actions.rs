@@ -6,7 +6,7 @@ use claij_interceptors::{Context, ErrorChain, Exhausted, Interceptor};
 use serde_json::{Value, json};
 
 use super::meta_debug::{self, Asked, Diagnosed};
-use super::{Run, Runner, ServiceCall, Step, TrailMode};
+use super::{Run, Runner, ServiceCall, Step, TrailMode, repeats};
 use crate::builtin::meta_debug::Symptom;
 use crate::definition::{Action, State};
 use crate::error::Error;
@@ -80,10 +80,14 @@ impl Runner {
         run.context.insert(History(history.clone()));
         // `config.input: "start"`: the model answers the run's first event (a proposal every voter
         // judges on its own), not whatever entered the state.
-        let input = match (state.config_str("input"), entries.first()) {
+        let mut input = match (state.config_str("input"), entries.first()) {
             (Some("start"), Some(first)) => first.event.to_string(),
             _ => run.event.to_string(),
         };
+        // A service's result that repeats an earlier call's: said to the model, with the ways on.
+        if let Some(last) = entries.last().filter(|last| entered && last.repeats > 0) {
+            input = format!("{input}\n\n{}", self.repeat_note(state, run, last));
+        }
         let asked = pipeline.ask(&mut run.context, &input).await;
         // The trail holds the conversation; a suspended run need not keep a second copy.
         run.context.remove::<History>();
@@ -121,6 +125,20 @@ impl Runner {
             }
             Err(error) => self.failed(state, error, None),
         }
+    }
+
+    /// What `state` is told when the result of a repeated call (`last`, out of a service state)
+    /// entered it.
+    fn repeat_note(&self, state: &State, run: &Run, last: &Entry) -> String {
+        let exits: Vec<String> = self
+            .fsm
+            .definition()
+            .outgoing(&state.id)
+            .filter(|t| t.id.to != last.from)
+            .map(|t| id_value(t, self.fsm.id_style()).to_string())
+            .collect();
+        let limit = run.max_repeated_calls.unwrap_or(self.max_repeated_calls);
+        repeats::note(&last.from, last.repeats, &exits, last.repeats >= limit)
     }
 
     /// Meta-debugs `state`'s failure: the state's event when the remedy made it valid, else the
@@ -321,8 +339,9 @@ impl Runner {
                 if let Value::Object(map) = &mut input {
                     map.remove("id");
                 }
+                let prefix = format!("{}{}/", run.prefix, state.id);
                 child
-                    .start(input)
+                    .start_in(super::new_run_id(), input, prefix)
                     .map_err(|e| failed(ErrorChain(&e).to_string()))?
             }
         };

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Span;
 
-use super::{How, Outcome, Run, Runner, Status, Step, trace};
+use super::{How, Outcome, Run, Runner, Status, Step, repeats, trace};
 use crate::builtin::meta_debug::Remedy;
 use crate::definition::{Action, INTERRUPTED};
 use crate::error::Error;
@@ -197,7 +197,8 @@ impl Runner {
     ///
     /// [`Error::StepFailed`] for a record of a failed state (its remedy kept first),
     /// [`Error::InvalidEvent`] when its event fits no transition, [`Error::Unsupported`] when the
-    /// record is of another state than the run's.
+    /// record is of another state than the run's, [`Error::RepeatedCall`] when a service's call
+    /// repeats earlier ones beyond the limit (its transition recorded first).
     pub fn apply_step(&self, run: &mut Run, record: StepRecord) -> Result<Option<Outcome>, Error> {
         self.apply(run, record, None, None, None)?;
         Ok(self.stop_of(run))
@@ -248,6 +249,11 @@ impl Runner {
     /// The transitions one call of [`Runner::run`] may take.
     pub fn max_transitions(&self) -> usize {
         self.max_transitions
+    }
+
+    /// The repeats of a service call a run may make (see [`Runner::with_max_repeated_calls`]).
+    pub fn max_repeated_calls(&self) -> usize {
+        self.max_repeated_calls
     }
 
     /// The runner of the sub-FSM registered as `name`.
@@ -344,6 +350,20 @@ impl Runner {
         if let Some(span) = span {
             trace::transition(span, &run.state, &to, record.bail_out);
         }
+        // Decided from the trail alone, so a rebuilt run decides the same.
+        let state = self.state(&run.state);
+        let repeats = if repeats::is_call(&state.action) {
+            repeats::count(&state.id, &run.trail.entries, &run.event, &event, |id| {
+                self.state(id).action
+            })
+        } else {
+            0
+        };
+        let looped = (repeats > 0).then(|| repeats::describe(&run.event));
+        let (from, limit) = (
+            run.state.clone(),
+            run.max_repeated_calls.unwrap_or(self.max_repeated_calls),
+        );
         self.advance(
             run,
             to,
@@ -352,9 +372,19 @@ impl Runner {
                 attempts: record.attempts,
                 bail_out: record.bail_out,
                 at: record.at,
+                repeats,
             },
             journal,
-        )
+        )?;
+        match looped {
+            Some(call) if repeats > limit => Err(Error::RepeatedCall {
+                state: from,
+                call,
+                repeats,
+                limit,
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -375,6 +405,8 @@ impl Run {
             suspended: None,
             remedies: self.remedies.clone(),
             span: self.span.clone(),
+            prefix: self.prefix.clone(),
+            max_repeated_calls: self.max_repeated_calls,
         }
     }
 }

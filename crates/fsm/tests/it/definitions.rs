@@ -369,3 +369,75 @@ fn unknown_fields_are_refused_with_a_suggestion_and_annotations_kept() {
     old["xitions"] = transitions;
     Fsm::new(serde_json::from_value(old).unwrap()).unwrap();
 }
+
+/// A misspelt `transitions` (or `states`) is named at its pointer with the key it was meant to be,
+/// alone (what a machine without its transitions lacks would bury it); a list that is simply
+/// missing is still a missing field.
+#[test]
+fn a_misspelt_top_level_list_is_named_not_reported_missing() {
+    let mut misspelt = with(json!([]), json!([]));
+    let transitions = misspelt
+        .as_object_mut()
+        .unwrap()
+        .remove("transitions")
+        .unwrap();
+    misspelt["transitons"] = transitions;
+    check(
+        misspelt,
+        &[
+            "/transitons: unknown field `transitons`; did you mean `transitions`? (annotations may start with `$` or `x-`)",
+        ],
+    );
+    let mut misspelt = with(json!([]), json!([]));
+    let states = misspelt.as_object_mut().unwrap().remove("states").unwrap();
+    misspelt["stats"] = states;
+    check(
+        misspelt,
+        &[
+            "/stats: unknown field `stats`; did you mean `states`? (annotations may start with `$` or `x-`)",
+        ],
+    );
+    let mut missing = with(json!([]), json!([]));
+    missing.as_object_mut().unwrap().remove("transitions");
+    missing["colour"] = json!("blue");
+    let err = serde_json::from_value::<Definition>(missing).unwrap_err();
+    assert_eq!(err.to_string(), "missing field `transitions`");
+    let err = Definition::from_json(r#"{"id": "x", "transitions": []}"#).unwrap_err();
+    assert!(
+        err.to_string().starts_with("missing field `states`"),
+        "{err}"
+    );
+}
+
+/// The values of a state's closed `config` settings (`trail`, `history`, `input`) are checked,
+/// with the one probably meant; a custom action that looks like a misspelt built-in one says which.
+#[test]
+fn closed_config_values_and_misspelt_actions_get_a_suggestion() {
+    check(
+        with(
+            json!([
+                {"id": "sub", "action": "fsm", "config": {"fsm": "x", "trail": "ful"}},
+                {"id": "ask2", "action": "llm", "config": {"history": "nothing", "input": 3}}
+            ]),
+            json!([{"id": ["ask", "sub"]}, {"id": ["sub", "ask2"]}, {"id": ["ask2", "end"]}]),
+        ),
+        &[
+            "/states/1/config/trail: unknown trail \"ful\"; did you mean `full`? (one of: omit, summary, full)",
+            "/states/2/config/history: unknown history \"nothing\" (one of: full, none)",
+            "/states/2/config/input: unknown input 3 (one of: entered, start)",
+        ],
+    );
+    // Known values pass.
+    let fine = with(
+        json!([{"id": "sub", "action": "fsm", "config": {"fsm": "x", "trail": "omit"}}]),
+        json!([{"id": ["ask", "sub"]}, {"id": ["sub", "end"]}]),
+    );
+    Fsm::new(serde_json::from_value(fine).unwrap()).unwrap();
+
+    let action = |name: &str| -> claij_fsm::Action { serde_json::from_value(json!(name)).unwrap() };
+    assert_eq!(action("lm").misspelt_built_in(), Some("llm"));
+    assert_eq!(action("Human").misspelt_built_in(), Some("human"));
+    assert_eq!(action("servce").misspelt_built_in(), Some("service"));
+    assert_eq!(action("summarise").misspelt_built_in(), None);
+    assert_eq!(action("llm").misspelt_built_in(), None);
+}

@@ -6,6 +6,7 @@ mod builtin;
 mod definitions;
 mod journal;
 mod local_model;
+mod loops;
 mod models;
 mod remedies;
 mod render;

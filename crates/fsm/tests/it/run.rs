@@ -323,6 +323,79 @@ fn sub_fsm_trail_modes() {
     }
 }
 
+/// What an observer saw, as `from->to`.
+type Seen = Arc<std::sync::Mutex<Vec<String>>>;
+
+fn observing(runner: Runner, seen: &Seen) -> Runner {
+    let seen = Arc::clone(seen);
+    runner.with_observer(move |e| seen.lock().unwrap().push(format!("{}->{}", e.from, e.to)))
+}
+
+/// A sub-FSM's transitions reach its observer with its states prefixed by the `fsm` state it runs
+/// in, whatever the parent's trail keeps of them; also when a resumed run gives a suspended sub-FSM
+/// its input.
+#[test]
+fn a_sub_fsm_s_transitions_reach_the_observer_prefixed() {
+    let seen = Seen::default();
+    let (child, _) = runner(pipeline_fsm(false), &[r#"{"summary": "short"}"#]);
+    let child = child.with_service("fetch", service_fn(|_| Ok(json!({"body": "page"}))));
+    let parent =
+        observing(Runner::new(parent_fsm("omit")), &seen).with_sub_fsm(observing(child, &seen));
+    let mut run = parent.start(json!({"url": "u"})).unwrap();
+    block(parent.run(&mut run, &Interrupt::new(), None)).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "start->delegate",
+            "delegate/start->delegate/fetch",
+            "delegate/fetch->delegate/summarise",
+            "delegate/summarise->delegate/end",
+            "delegate->end",
+        ]
+    );
+
+    let seen = Seen::default();
+    let parent = || {
+        let definition: Definition = serde_json::from_value(json!({
+            "id": "shipping",
+            "states": [
+                {"id": "review", "action": "fsm", "config": {"fsm": "approval", "trail": "omit"}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "review"], "schema": object(&["plan"])},
+                {"id": ["review", "end"], "schema": object(&["decision"])}
+            ]
+        }))
+        .unwrap();
+        observing(Runner::new(Fsm::new(definition).unwrap()), &seen)
+            .with_sub_fsm(observing(Runner::new(approval_fsm()), &seen))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal_path = dir.path().join("run.jsonl");
+    let runner = parent();
+    let (mut run, mut journal) = runner
+        .start_journaled(json!({"plan": "p"}), &journal_path, ExistingJournal::Refuse)
+        .unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    drop(journal);
+    let runner = parent();
+    let (mut run, mut journal) = runner.resume(&journal_path).unwrap();
+    runner
+        .provide(&mut run, json!({"decision": "yes"}), Some(&mut journal))
+        .unwrap();
+    block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "start->review",
+            "review/start->review/approve",
+            "review/approve->review/end",
+            "review->end",
+        ]
+    );
+}
+
 /// start -> approve (human) -> end: a sub-FSM that needs a person.
 fn approval_fsm() -> Fsm {
     Fsm::new(
@@ -679,7 +752,88 @@ fn a_looping_machine_stops_at_the_transition_limit() {
         .unwrap(),
     )
     .unwrap();
-    let runner = Runner::new(fsm).with_max_transitions(5).with_service(
+    // The services answer alike each time, which the loop check would stop first: off here.
+    let runner = Runner::new(fsm)
+        .with_max_transitions(5)
+        .with_max_repeated_calls(usize::MAX)
+        .with_service(
+            "bounce",
+            service_fn(|call| {
+                let next = if call.state.id == "ping" {
+                    "pong"
+                } else {
+                    "ping"
+                };
+                Ok(json!({"id": [call.state.id.clone(), next]}))
+            }),
+        );
+    let mut run = runner.start(json!({})).unwrap();
+    let err = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooManyTransitions {
+                limit: 5,
+                recorded: 6,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        run.trail.entries.len(),
+        6,
+        "the start transition and five more"
+    );
+    // The counts agree with the trail and name the limit.
+    assert_eq!(
+        err.to_string(),
+        "stopped in state `pong` after 5 transitions of this call without reaching an end \
+         (the limit max_transitions; the trail holds 6)"
+    );
+    assert_eq!(err.limit(), Some("max_transitions"));
+    // The run can go on with another call (and stops again).
+    let again = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    assert!(matches!(
+        again,
+        Error::TooManyTransitions { recorded: 11, .. }
+    ));
+    assert_eq!(run.trail.entries.len(), 11);
+
+    // Singular where singular.
+    let runner = runner.with_max_transitions(1);
+    let mut run = runner.start(json!({})).unwrap();
+    let one = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+    assert_eq!(
+        one.to_string(),
+        "stopped in state `pong` after 1 transition of this call without reaching an end \
+         (the limit max_transitions; the trail holds 2)"
+    );
+}
+
+/// Two services that answer each other alike forever: the loop check stops them at the second
+/// repeat, long before the transition limit.
+#[test]
+fn services_that_answer_each_other_alike_are_a_loop() {
+    let fsm = Fsm::new(
+        serde_json::from_value(json!({
+            "id": "ping-pong",
+            "states": [
+                {"id": "ping", "action": "service", "config": {"service": "bounce"}},
+                {"id": "pong", "action": "service", "config": {"service": "bounce"}},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "ping"], "schema": object(&[])},
+                {"id": ["ping", "pong"], "schema": object(&[])},
+                {"id": ["pong", "ping"], "schema": object(&[])},
+                {"id": ["pong", "end"], "schema": object(&["done"])}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let runner = Runner::new(fsm).with_service(
         "bounce",
         service_fn(|call| {
             let next = if call.state.id == "ping" {
@@ -693,18 +847,10 @@ fn a_looping_machine_stops_at_the_transition_limit() {
     let mut run = runner.start(json!({})).unwrap();
     let err = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
     assert!(
-        matches!(err, Error::TooManyTransitions { limit: 5, .. }),
+        matches!(err, Error::RepeatedCall { ref state, repeats: 2, limit: 1, .. } if state == "ping"),
         "{err}"
     );
-    assert_eq!(
-        run.trail.entries.len(),
-        6,
-        "the start transition and five more"
-    );
-    // The run can go on with another call (and stops again).
-    let again = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
-    assert!(matches!(again, Error::TooManyTransitions { .. }));
-    assert_eq!(run.trail.entries.len(), 11);
+    assert_eq!(run.trail.entries.len(), 6, "{:?}", run.trail);
 }
 
 fn example(name: &str) -> Fsm {

@@ -599,6 +599,79 @@ fn a_failing_state_and_a_looping_machine_end_failed_by_name() {
         "{}",
         failure.error
     );
+    assert_eq!(failure.limit.as_deref(), Some("max_transitions"));
     // The start, then the five the limit allows (as `Runner::run` counts).
     assert_eq!(result.trail.entries.len(), 6);
+}
+
+/// a (llm) -> echo (a service answering with its request) -> a, forever: the model sends the same
+/// each time.
+fn echoing() -> Machine {
+    let definition = definition(json!({
+        "id": "echoing",
+        "states": [{"id": "a", "action": "llm"}, {"id": "echo", "action": "service"}],
+        "transitions": [
+            {"id": ["start", "a"], "schema": object(&["topic"])},
+            {"id": ["a", "echo"], "schema": object(&["text"])},
+            {"id": ["echo", "a"], "schema": object(&["text"])}
+        ]
+    }));
+    Machine::inline(definition, vec![])
+}
+
+/// A service call repeated with the same request and result ends the run on Restate where the
+/// embedded runner ends it, with the same trail (the repeats in it) and the limit named; a run
+/// request's own limit is the run's.
+#[test]
+fn a_repeated_service_call_ends_the_run_as_embedded() {
+    let Some(server) = RestateServer::start() else {
+        return;
+    };
+    let counts = Counts::new();
+    let _worker = worker(&server, &counts, None);
+    let client = client(&server);
+    let input = json!({"topic": "rust"});
+
+    let embedded_counts = Counts::new();
+    let runner = runner(
+        &echoing(),
+        &Counting::new(embedded_counts.path().to_owned(), None),
+    )
+    .unwrap();
+    let mut run = runner.start(input.clone()).unwrap();
+    let error = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap_err();
+
+    let request = RunRequest::new(echoing(), input.clone());
+    block(client.start("echo-1", &request)).unwrap();
+    let result = block(client.attach("echo-1")).unwrap();
+    let Ended::Failed(failure) = &result.ended else {
+        panic!("not failed: {:?}", result.ended);
+    };
+    assert_eq!(
+        (failure.state.as_str(), failure.kind),
+        ("echo", claij_restate::FailureKind::Invalid),
+        "{failure:?}"
+    );
+    assert_eq!(failure.limit.as_deref(), Some("max_repeated_calls"));
+    assert_eq!(
+        failure.error,
+        claij_interceptors::ErrorChain(&error).to_string()
+    );
+    assert_eq!(content(&result.trail), content(&run.trail));
+    let repeats: Vec<usize> = result.trail.entries.iter().map(|e| e.repeats).collect();
+    assert_eq!(repeats, [0, 0, 0, 0, 1, 0, 2]);
+
+    let mut request = RunRequest::new(echoing(), input);
+    request.options.max_repeated_calls = Some(3);
+    block(client.start("echo-2", &request)).unwrap();
+    let result = block(client.attach("echo-2")).unwrap();
+    let Ended::Failed(failure) = &result.ended else {
+        panic!("not failed: {:?}", result.ended);
+    };
+    assert!(
+        failure.error.contains("got the same result 5 times"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(result.trail.entries.last().unwrap().repeats, 4);
 }

@@ -143,10 +143,22 @@ fn with_subs(
     subs: &[SubDefinition],
     model: &Arc<Counting>,
 ) -> Result<Runner, claij_interceptors::BoxError> {
-    let mut runner = runner.with_llm(
-        Arc::clone(model) as Arc<dyn Backend>,
-        Config::new("scripted"),
-    );
+    // `echo` answers with the request it is given: a model that sends the same twice loops.
+    let mut runner = runner
+        .with_llm(
+            Arc::clone(model) as Arc<dyn Backend>,
+            Config::new("scripted"),
+        )
+        .with_service(
+            "echo",
+            claij_fsm::service_fn(|call| {
+                let mut event = call.event.clone();
+                if let Some(map) = event.as_object_mut() {
+                    map.remove("id");
+                }
+                Ok(event)
+            }),
+        );
     for sub in subs {
         let child = with_subs(
             Runner::new(Fsm::new(sub.definition.clone())?),
