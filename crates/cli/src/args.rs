@@ -5,9 +5,16 @@
 
 use std::time::Duration;
 
-/// Flags of every command: how much is logged on stderr and how, and where traces go.
+/// Flags of every command: the configuration file, how much is logged on stderr and how, and
+/// where traces go.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct Global {
+    /// The configuration file instead of $CLAIJ_CONFIG, ./.mcp.json and
+    /// ~/.config/claij/config.toml: TOML (config.toml), or JSON in the common .mcp.json shape
+    /// (its MCP servers, projects and roots; the rest from config.toml). Refused by the commands
+    /// that read no configuration.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<std::path::PathBuf>,
     /// More log lines on stderr: -v debug, -vv trace, for claij's crates (default: warnings and
     /// errors). RUST_LOG, when set, is the filter instead.
     #[arg(short, long, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]

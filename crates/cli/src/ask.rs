@@ -744,32 +744,5 @@ async fn project_services(
     project: Option<&str>,
     settings: &crate::config::Settings,
 ) -> Result<Services> {
-    let Some(mcp) = &settings.mcp else {
-        anyhow::bail!(
-            "--interceptors mcp needs MCP servers: add `[mcpServers.NAME]` tables to the configuration ({})",
-            settings
-                .path
-                .as_ref()
-                .map_or_else(|| "none read".to_owned(), |p| p.display().to_string())
-        );
-    };
-    let project = match project {
-        None => None,
-        Some(name) => Some(
-            mcp.project(name)
-                .cloned()
-                .ok_or_else(|| anyhow::anyhow!("no project `{name}` in the configuration"))?,
-        ),
-    };
-    let mut selected = mcp.clone();
-    if let Some(project) = &project {
-        selected
-            .servers
-            .retain(|name, _| project.services.contains(name));
-    }
-    let services = crate::mcp::start_services(&mut selected, claij_mcp::Hooks::default()).await?;
-    Ok(match project {
-        Some(project) => services.with_project(project),
-        None => services,
-    })
+    crate::mcp::start_configured(settings, project, "--interceptors mcp").await
 }

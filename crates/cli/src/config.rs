@@ -49,9 +49,23 @@
 //! names that look secret (`auth`, `key`, `token`, ...), are secret: `config show` prints `***`. A
 //! header claij sets itself (`Content-Type`, `User-Agent`, ...) is refused. See [`gateway`].
 //!
-//! Where: `$CLAIJ_CONFIG`, else `$XDG_CONFIG_HOME/claij/config.toml`, else
-//! `$HOME/.config/claij/config.toml`. No file means the defaults; a file named by `CLAIJ_CONFIG` must
-//! exist. Every error names the file, the line and the key path (`providers.openrouter.base_url`).
+//! Where ([`locate`], [`Settings::load`]): the file `--config FILE` names (every command that reads
+//! the configuration takes it), else the one `$CLAIJ_CONFIG` names (a named file must exist), else
+//! `$XDG_CONFIG_HOME/claij/config.toml`, else `$HOME/.config/claij/config.toml`, when it exists (no
+//! file means the defaults). A file whose first character is `{` is JSON in the common `.mcp.json`
+//! shape (`{"mcpServers": {...}, "projects": {...}, "roots": [...]}`, [`claij_mcp::McpConfig`]),
+//! which holds only the MCP part; any other is TOML. Every error names the file, the line and the
+//! key path (`providers.openrouter.base_url`).
+//!
+//! The TOML settings (providers, aliases, defaults, proposals) come from the first TOML file of
+//! `--config`, `$CLAIJ_CONFIG` and the usual `config.toml`. The MCP part (`mcpServers`, `projects`,
+//! `roots`) comes whole from one file, the first of:
+//! 1. the file `--config` names, else the one `$CLAIJ_CONFIG` names, TOML or JSON;
+//! 2. `.mcp.json` in the working directory, when it exists;
+//! 3. the usual `config.toml`.
+//!
+//! [`Settings::mcp_path`] is that file, and every message about a server, a service or a project
+//! names it (or, when there is none, the files looked for).
 
 mod gateway;
 mod show;
@@ -62,9 +76,10 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use claij_backends::openai::StructuredDialect;
 use claij_interceptors::StructuredMode;
 use claij_mcp::McpConfig;
@@ -105,8 +120,12 @@ pub(crate) struct Settings {
     /// `[proposals] voters`: who votes on a proposed schema extension (`--approve vote` without
     /// `--voters`), each checked when the file is read.
     pub voters: Vec<String>,
-    /// `mcpServers` and `projects`, when the file has servers.
+    /// `mcpServers`, `projects` and `roots`, when the file they come from has any of them.
     pub mcp: Option<McpConfig>,
+    /// The file the MCP part was read from (see the module docs); `None` when no file was.
+    pub mcp_path: Option<PathBuf>,
+    /// The files the MCP part was looked for in, in order (for messages).
+    mcp_looked: Vec<PathBuf>,
     /// Providers of the user's own (`kind = "openai-compatible"`), by name.
     compatible: BTreeMap<String, CompatibleSettings>,
 }
@@ -224,35 +243,220 @@ impl Default for Settings {
             defaults: Defaults::default(),
             voters: Vec::new(),
             mcp: None,
+            mcp_path: None,
+            mcp_looked: Vec::new(),
             compatible: BTreeMap::new(),
         }
     }
 }
 
+/// Who named the configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Namer {
+    /// `--config FILE`.
+    Flag,
+    /// `$CLAIJ_CONFIG`.
+    Env,
+}
+
+impl Namer {
+    fn as_str(self) -> &'static str {
+        match self {
+            Namer::Flag => "--config",
+            Namer::Env => "CLAIJ_CONFIG",
+        }
+    }
+}
+
+/// Where the configuration is read from ([`locate`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Places {
+    /// The file `--config` names, which must exist.
+    pub flag: Option<PathBuf>,
+    /// The file `$CLAIJ_CONFIG` names, which must exist when it is read (not when `--config` names
+    /// a TOML file, which is the whole configuration).
+    pub env: Option<PathBuf>,
+    /// `config.toml` in its usual place, read when it exists.
+    pub usual: Option<PathBuf>,
+    /// `.mcp.json` in the working directory, read (when no file is named) if it exists.
+    pub project: Option<PathBuf>,
+}
+
+/// The name of the MCP configuration file looked for in the working directory.
+pub(crate) const PROJECT_MCP_FILE: &str = ".mcp.json";
+
+/// `--config FILE`, chosen once by `main` before any command reads the configuration.
+static CHOSEN: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `path` the configuration file of this process (`--config`), before any thread starts.
+pub(crate) fn choose(path: PathBuf) {
+    let _ = CHOSEN.set(path);
+}
+
 impl Settings {
-    /// The configuration of this process: the file [`locate`] finds, or the defaults.
+    /// The configuration of this process: the files [`locate`] finds (`--config`, else the
+    /// environment and the working directory), or the defaults.
     ///
     /// # Errors
     ///
-    /// A file that cannot be read or is invalid (named by `CLAIJ_CONFIG` and missing, too).
+    /// A file that cannot be read or is invalid; a named file (`--config`, `CLAIJ_CONFIG`) that does
+    /// not exist.
     pub(crate) fn load() -> Result<Self> {
-        let Some((path, explicit)) = locate(|name| std::env::var_os(name)) else {
-            return Ok(Self::default());
-        };
-        let read = crate::input::read_file_capped(
-            &path,
-            crate::input::MAX_CONFIG_BYTES,
-            "a configuration file",
+        let cwd = std::env::current_dir().ok();
+        let places = locate(
+            CHOSEN.get().map(PathBuf::as_path),
+            |name| std::env::var_os(name),
+            cwd.as_deref(),
         );
-        match read {
-            Ok(text) => Self::parse(&text, &path),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !explicit => Ok(Self::default()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
-                "CLAIJ_CONFIG names {}, which does not exist",
-                path.display()
-            ),
-            Err(e) => Err(anyhow!("cannot read {}: {e}", path.display())),
+        Self::load_from(&places)
+    }
+
+    /// The configuration read from `places` (see the module docs for the order).
+    ///
+    /// # Errors
+    ///
+    /// As [`Settings::load`].
+    pub(crate) fn load_from(places: &Places) -> Result<Self> {
+        let named: Vec<(&PathBuf, Namer)> = places
+            .flag
+            .iter()
+            .map(|p| (p, Namer::Flag))
+            .chain(places.env.iter().map(|p| (p, Namer::Env)))
+            .collect();
+        if let Some(&(path, namer)) = named.first() {
+            let text = read_named(path, namer)?;
+            if !is_json(&text) {
+                return Self::parse(&text, path);
+            }
+            // The MCP part; the settings from the next named file if it is TOML, else the usual.
+            let mut settings = match named.get(1) {
+                Some(&(next, namer)) => match read_named(next, namer)? {
+                    text if !is_json(&text) => Self::parse(&text, next)?,
+                    _ => Self::read_usual(places)?,
+                },
+                None => Self::read_usual(places)?,
+            };
+            settings.mcp = Some(parse_mcp_json(&text, path)?);
+            settings.mcp_path = Some(path.clone());
+            settings.mcp_looked = vec![path.clone()];
+            return Ok(settings);
         }
+        let mut settings = Self::read_usual(places)?;
+        settings.mcp_looked = places
+            .project
+            .iter()
+            .chain(&places.usual)
+            .cloned()
+            .collect();
+        let Some(project) = &places.project else {
+            return Ok(settings);
+        };
+        let Some(text) = read_config(project)? else {
+            return Ok(settings);
+        };
+        let mcp = parse_mcp_json(&text, project)?;
+        if let (Some(shadowed), Some(path)) = (&settings.mcp, &settings.path)
+            && !shadowed.servers.is_empty()
+        {
+            warn_shadowed(project, path);
+        }
+        settings.mcp = Some(mcp);
+        settings.mcp_path = Some(project.clone());
+        Ok(settings)
+    }
+
+    /// The usual `config.toml` when it exists, else the defaults.
+    fn read_usual(places: &Places) -> Result<Self> {
+        match &places.usual {
+            Some(usual) => Self::read_optional(usual),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// The TOML file at `path` when it exists, else the defaults.
+    fn read_optional(path: &Path) -> Result<Self> {
+        match read_config(path)? {
+            Some(text) => Self::parse(&text, path),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// Why there is no MCP server to use, naming the file read or the files looked for (`no
+    /// mcpServers in FILE`, `no enabled MCP server in FILE`, `no mcpServers: neither A nor B
+    /// exists`), and how to write one.
+    pub(crate) fn no_servers(&self) -> String {
+        let hint = "(`claij mcp servers > .mcp.json` writes one for the servers `cargo xtask \
+                    mcp-servers` installs)";
+        let Some(path) = &self.mcp_path else {
+            let looked: Vec<String> = self
+                .mcp_looked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            return match looked.as_slice() {
+                [] => format!("no mcpServers: no configuration file (HOME is not set) {hint}"),
+                [one] => format!("no mcpServers: {one} does not exist {hint}"),
+                many => format!(
+                    "no mcpServers: neither {} exists {hint}",
+                    many.join(" nor ")
+                ),
+            };
+        };
+        let what = if self.mcp.is_some() {
+            "no enabled MCP server"
+        } else {
+            "no mcpServers"
+        };
+        // The files looked for before this one did not exist.
+        let missing: Vec<String> = self
+            .mcp_looked
+            .iter()
+            .take_while(|p| *p != path)
+            .map(|p| p.display().to_string())
+            .collect();
+        if missing.is_empty() {
+            format!("{what} in {} {hint}", path.display())
+        } else {
+            format!(
+                "{what} in {} and no {} {hint}",
+                path.display(),
+                missing.join(" nor ")
+            )
+        }
+    }
+
+    /// The configured MCP servers, or the error [`Settings::no_servers`] says.
+    ///
+    /// # Errors
+    ///
+    /// No enabled server in the MCP part (or no MCP part).
+    pub(crate) fn mcp_servers(&self) -> Result<&McpConfig> {
+        self.mcp
+            .as_ref()
+            .filter(|m| !m.servers.is_empty())
+            .ok_or_else(|| anyhow!("{}", self.no_servers()))
+    }
+
+    /// The project `name` of the MCP part.
+    ///
+    /// # Errors
+    ///
+    /// No such project: the message names the file and the projects it has.
+    pub(crate) fn mcp_project(&self, name: &str) -> Result<&claij_mcp::Project> {
+        let mcp = self.mcp_servers()?;
+        mcp.project(name).ok_or_else(|| {
+            let file = self
+                .mcp_path
+                .as_ref()
+                .map_or_else(String::new, |p| format!(" in {}", p.display()));
+            let names: Vec<&str> = mcp.projects.keys().map(String::as_str).collect();
+            let known = if names.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("its projects: {}", names.join(", "))
+            };
+            anyhow!("no project `{name}`{file} ({known})")
+        })
     }
 
     /// Parses the text of the file at `path` (named in errors).
@@ -268,6 +472,8 @@ impl Settings {
         })?;
         let mut config = Self {
             path: Some(path.to_owned()),
+            mcp_path: Some(path.to_owned()),
+            mcp_looked: vec![path.to_owned()],
             ..Self::default()
         };
         let fail = |keys: &[&str], message: &str| {
@@ -574,18 +780,77 @@ impl Settings {
     }
 }
 
-/// The file to read and whether `CLAIJ_CONFIG` named it: `$CLAIJ_CONFIG`, else
-/// `$XDG_CONFIG_HOME/claij/config.toml` (an absolute `XDG_CONFIG_HOME`), else
-/// `$HOME/.config/claij/config.toml`; `None` without any of them. Empty variables count as unset.
-pub(crate) fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf, bool)> {
+/// Where the configuration is: the file `flag` (`--config`) names, the one `$CLAIJ_CONFIG` names,
+/// the usual `config.toml` (`$XDG_CONFIG_HOME/claij/config.toml` for an absolute
+/// `XDG_CONFIG_HOME`, else `$HOME/.config/claij/config.toml`), and `.mcp.json` in `cwd`. Empty
+/// variables count as unset.
+pub(crate) fn locate(
+    flag: Option<&Path>,
+    var: impl Fn(&str) -> Option<OsString>,
+    cwd: Option<&Path>,
+) -> Places {
     let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(path) = set("CLAIJ_CONFIG") {
-        return Some((path, true));
-    }
-    let base = set("XDG_CONFIG_HOME")
+    let usual = set("XDG_CONFIG_HOME")
         .filter(|p| p.is_absolute())
-        .or_else(|| set("HOME").map(|home| home.join(".config")))?;
-    Some((base.join("claij").join("config.toml"), false))
+        .or_else(|| set("HOME").map(|home| home.join(".config")))
+        .map(|base| base.join("claij").join("config.toml"));
+    Places {
+        flag: flag.map(Path::to_owned),
+        env: set("CLAIJ_CONFIG"),
+        usual,
+        project: cwd.map(|dir| dir.join(PROJECT_MCP_FILE)),
+    }
+}
+
+/// The text of a file `--config` or `CLAIJ_CONFIG` names, which must exist.
+fn read_named(path: &Path, namer: Namer) -> Result<String> {
+    read_config(path)?.ok_or_else(|| {
+        anyhow!(
+            "{} names {}, which does not exist",
+            namer.as_str(),
+            path.display()
+        )
+    })
+}
+
+/// The text of the configuration file at `path`; `None` when it does not exist.
+fn read_config(path: &Path) -> Result<Option<String>> {
+    match crate::input::read_file_capped(
+        path,
+        crate::input::MAX_CONFIG_BYTES,
+        "a configuration file",
+    ) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(anyhow!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Whether a configuration file's text is JSON (the `.mcp.json` shape) rather than TOML: its first
+/// character is `{` (no TOML document starts so).
+fn is_json(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}')
+        .trim_start()
+        .starts_with('{')
+}
+
+/// A JSON configuration file (`.mcp.json`), errors prefixed with its path.
+fn parse_mcp_json(text: &str, path: &Path) -> Result<McpConfig> {
+    McpConfig::from_json(text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// Says once per process that `.mcp.json` in the working directory hides the servers of `toml`.
+fn warn_shadowed(project: &Path, toml: &Path) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            used = %project.display(),
+            unused = %toml.display(),
+            "MCP servers come from {}; the mcpServers of {} are not used (name the file with --config)",
+            project.display(),
+            toml.display()
+        );
+    });
 }
 
 /// claij's data directory, where `cargo xtask integration` merges the compatibility matrix and

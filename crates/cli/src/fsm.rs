@@ -24,17 +24,18 @@ mod subfsm;
 /// `claij fsm` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
-    /// Check a definition: prints a summary, or every problem as `pointer: message`, one per line
-    /// (exit 0 valid, 1 invalid, 2 unreadable file or invalid JSON). With a configuration (`--config`,
-    /// else the one `claij` finds), the services `service` states name, its own and its sub-FSM
-    /// files', are checked against it; `custom` states are problems (a program provides them).
+    /// Check a definition as `fsm run` would before running it: prints a summary, or every problem
+    /// as `pointer: message`, one per line (exit 0 valid, 1 invalid, 2 unreadable file, invalid
+    /// JSON, an invalid configuration or an unknown --project). The services `service` states name
+    /// (its own and its sub-FSM files') are checked against the configuration `fsm run` reads
+    /// (--config, else $CLAIJ_CONFIG, ./.mcp.json, ~/.config/claij/config.toml) and --project, the
+    /// models states name against its aliases and providers; `custom` states are problems (a
+    /// program provides them).
     Validate {
         /// The definition file (`-` for stdin).
         file: String,
-        /// The configuration (`config.toml`) whose services the definition may name (default: the
-        /// one `CLAIJ_CONFIG` or the usual places give, if any).
-        #[arg(long, value_name = "FILE")]
-        config: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        services: services::Flags,
     },
     /// Draw a definition: Graphviz DOT, Mermaid, or SVG (needs Graphviz's `dot`), on stdout.
     Render {
@@ -130,6 +131,15 @@ pub(crate) enum Format {
 }
 
 impl Command {
+    /// The command's name when it reads no configuration file (`main` refuses `--config`).
+    pub(crate) fn reads_no_configuration(&self) -> Option<&'static str> {
+        match self {
+            Command::Render { .. } => Some("fsm render"),
+            Command::Provide { .. } => Some("fsm provide"),
+            Command::Validate { .. } | Command::Run { .. } | Command::Resume { .. } => None,
+        }
+    }
+
     /// `--threads` of `run` and `resume`, which `main` applies before any thread starts.
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         match self {
@@ -142,7 +152,7 @@ impl Command {
 /// Runs a `claij fsm` subcommand.
 pub(crate) fn run(cmd: &Command) -> Result<Status> {
     match cmd {
-        Command::Validate { file, config } => validate(file, config.as_deref()),
+        Command::Validate { file, services } => validate(file, services),
         Command::Render { file, format } => draw(file, *format),
         Command::Run {
             file,
@@ -249,7 +259,7 @@ enum Invalid {
     Problems(DefinitionError),
 }
 
-fn validate(file: &str, config: Option<&std::path::Path>) -> Result<Status> {
+fn validate(file: &str, flags: &services::Flags) -> Result<Status> {
     let fsm = match load(file)? {
         Ok(fsm) => fsm,
         Err(invalid) => return report(file, &invalid),
@@ -259,18 +269,9 @@ fn validate(file: &str, config: Option<&std::path::Path>) -> Result<Status> {
         Ok(subs) => subs,
         Err(problems) => return report(file, &Invalid::Problems(problems)),
     };
-    let settings = match config {
-        Some(path) => {
-            let text =
-                input::read_file_capped(path, input::MAX_CONFIG_BYTES, "a configuration file")
-                    .map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
-            crate::config::Settings::parse(&text, path)?
-        }
-        None => crate::config::Settings::load()?,
-    };
-    // Without any configuration file, services are not checked: a run would be given one.
-    let checked = settings.path.is_some().then_some(&settings);
-    let problems = services::problems_with_subs(definition, &subs, checked);
+    // The configuration `fsm run` would read, checked as it checks it.
+    let settings = crate::config::Settings::load()?;
+    let problems = services::check(definition, &subs, &settings, flags)?;
     if !problems.is_empty() {
         let invalid = Invalid::Problems(DefinitionError {
             fsm: definition.id.clone(),

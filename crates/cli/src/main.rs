@@ -118,10 +118,15 @@ fn main() -> ExitCode {
     if let Some(threads) = threads {
         set_compute_threads(threads);
     }
-    if let Command::Serve(cmd) = &cli.command
-        && let Some(config) = cmd.config()
-    {
-        set_config(config);
+    if let Some(config) = &cli.global.config {
+        if let Some(name) = cli.command.reads_no_configuration() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: --config: `claij {name}` reads no configuration"
+            );
+            return ExitCode::from(2);
+        }
+        config::choose(config.clone());
     }
     let filters = logging::Filters::from_env(cli.command.log_directives());
     let logging = match logging::install(&cli.global, &filters) {
@@ -169,6 +174,23 @@ fn run(cli: &Cli) -> ExitCode {
 }
 
 impl Command {
+    /// The command's name when it reads no configuration file, so `--config` is refused.
+    fn reads_no_configuration(&self) -> Option<&'static str> {
+        match self {
+            Command::Models(_) => Some("models"),
+            Command::Validate(_) => Some("validate"),
+            Command::Repair(_) => Some("repair"),
+            Command::Schema(_) => Some("schema"),
+            Command::Fsm(cmd) => cmd.reads_no_configuration(),
+            Command::Mcp(cmd) => cmd.reads_no_configuration(),
+            Command::Ask(_)
+            | Command::Chat(_)
+            | Command::Config(_)
+            | Command::Serve(_)
+            | Command::Suite(_) => None,
+        }
+    }
+
     /// Log filter directives a command's flags add: `--mcp-log-level` shows the servers' messages
     /// (they send only those at the level asked for and above).
     fn log_directives(&self) -> Vec<String> {
@@ -192,16 +214,6 @@ fn set_compute_threads(threads: NonZeroUsize) {
     unsafe {
         std::env::set_var("CANDLE_NUM_THREADS", &threads);
         std::env::set_var("RAYON_NUM_THREADS", &threads);
-    }
-}
-
-/// `claij serve restate --config FILE`: every part of the worker reads the configuration where
-/// `claij` always does, `CLAIJ_CONFIG`.
-#[allow(unsafe_code)]
-fn set_config(path: &std::path::Path) {
-    // SAFETY: as in `set_compute_threads`: the process has a single thread here.
-    unsafe {
-        std::env::set_var("CLAIJ_CONFIG", path);
     }
 }
 

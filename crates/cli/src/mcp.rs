@@ -1,11 +1,12 @@
-//! `claij mcp list|call|chat`: the MCP servers of a configuration file, their tools, one call, and
-//! the MCP FSM over them ([`chat`]).
+//! `claij mcp list|call|chat|login|logout|servers`: the MCP servers of the configuration (the one
+//! file [`crate::config`] reads them from), their tools, one call, the MCP FSM over them
+//! ([`chat`]), OAuth ([`login`]), and a configuration for the servers `cargo xtask mcp-servers`
+//! installs ([`servers`]).
 //!
 //! SIGINT and SIGTERM stop the servers (each runs in its own process group, which a signal to claij
 //! does not reach) before claij exits 130 or 143.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +18,13 @@ use claij_mcp::{
 use serde_json::{Value, json};
 
 use crate::Status;
+use crate::config::Settings;
 
 mod chat;
 mod conformance;
 mod elicitation;
 mod login;
-
-/// The configuration file used when `--config` is not given (the name other MCP clients use).
-const DEFAULT_CONFIG: &str = ".mcp.json";
+mod servers;
 
 /// `claij mcp` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -73,6 +73,11 @@ pub(crate) enum Command {
     Login(login::LoginArgs),
     /// Forget the tokens `login` kept for SERVER.
     Logout(login::LogoutArgs),
+    /// Print a configuration for the servers `cargo xtask mcp-servers` installed (not on PATH: the
+    /// commands are absolute paths into its cache), ready to save as .mcp.json (or, with --format
+    /// toml, to add to config.toml): `fs` (the filesystem server, on --root), `time`, `memory`,
+    /// `fetch`, `git`, and with --servers the protocol's test server `everything`.
+    Servers(servers::Args),
     /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
     /// its tools, call each one.
     #[command(hide = true)]
@@ -80,6 +85,18 @@ pub(crate) enum Command {
 }
 
 impl Command {
+    /// The command's name when it reads no configuration file (`main` refuses `--config`).
+    pub(crate) fn reads_no_configuration(&self) -> Option<&'static str> {
+        match self {
+            Command::Logout(_) => Some("mcp logout"),
+            Command::Servers(_) => Some("mcp servers"),
+            Command::Conformance(_) => Some("mcp conformance"),
+            Command::List { .. } | Command::Call { .. } | Command::Chat(_) | Command::Login(_) => {
+                None
+            }
+        }
+    }
+
     /// `--threads` of `chat`, which `main` applies before any thread starts.
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         match self {
@@ -98,12 +115,10 @@ impl Command {
     }
 }
 
-/// Options shared by the `mcp` subcommands.
+/// Options shared by the `mcp` subcommands (and `--config`, every command's: the servers come
+/// from the one configuration).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Common {
-    /// The configuration file (`{"mcpServers": {...}, "projects": {...}}`); default `.mcp.json`.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
     /// Only the services and tools this project of the configuration allows.
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
@@ -184,6 +199,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
             Command::Conformance(args) => conformance::run(args, &mut signals).await,
             Command::Login(args) => login::login(args, &mut signals).await,
             Command::Logout(args) => login::logout(args),
+            Command::Servers(args) => servers::run(args),
         }
     })
 }
@@ -249,7 +265,7 @@ async fn list(common: &Common, json: bool, signals: &mut Signals) -> Result<Stat
         connected = connect(common, None, None, common.elicitor()?) => connected?,
         status = signals.recv() => return Ok(status),
     };
-    let (config, services) = connected;
+    let services = connected;
     let mut out = Vec::new();
     let mut report = Vec::new();
     for name in services.names() {
@@ -300,11 +316,6 @@ async fn list(common: &Common, json: bool, signals: &mut Signals) -> Result<Stat
             serde_json::to_string_pretty(&Value::Array(report))?
         )?;
     }
-    if let Some(project) = &common.project
-        && config.project(project).is_none()
-    {
-        bail!("no project `{project}`");
-    }
     std::io::stdout().write_all(&out)?;
     Ok(Status::Ok)
 }
@@ -334,7 +345,7 @@ impl Call<'_> {
             connected = connect(common, Some(server), self.max_message_bytes, common.elicitor()?) => connected?,
             status = signals.recv() => return Ok(status),
         };
-        let (_, services) = connected;
+        let services = connected;
         let call = async {
             match services.client(server) {
                 Some(client) if services.allows(server, name) => {
@@ -368,16 +379,7 @@ impl Call<'_> {
         if self.json {
             writeln!(out, "{}", serde_json::to_string_pretty(outcome)?)?;
         } else {
-            // The last block of an invalid output is claij's explanation, not the tool's.
-            let shown = match invalid_output {
-                Some(_) => &outcome.content[..outcome.content.len().saturating_sub(1)],
-                None => &outcome.content[..],
-            };
-            let text: Vec<String> = shown.iter().map(claij_mcp::Content::describe).collect();
-            writeln!(out, "{}", text.join("\n"))?;
-            if let Some(structured) = &outcome.structured {
-                writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
-            }
+            out.write_all(shown(outcome, invalid_output.is_some()).as_bytes())?;
         }
         out.flush()?;
         if let Some(violations) = invalid_output {
@@ -403,15 +405,91 @@ impl Call<'_> {
     }
 }
 
-/// Starts the servers of `config` for the other commands (`ask --interceptors mcp`, `fsm run`'s
-/// services): the configuration's hooks over `hooks`, and OAuth with the tokens `claij mcp login`
-/// stored; the entries' `${VAR}` client secrets are expanded first.
-pub(crate) async fn start_services(config: &mut McpConfig, hooks: Hooks) -> Result<Services> {
-    login::expand_secrets(config, |name| std::env::var(name))?;
+/// What `claij mcp call` prints for `outcome` without `--json`: each content block (text as it
+/// is, others described), a line each; the structured result (pretty JSON) only when there is no
+/// content, or when it breaks the tool's outputSchema (`invalid_output`: the violations on stderr
+/// point into it, and the last block is claij's explanation, not the tool's). A tool that returns
+/// structured content also returns it as text (MCP asks it to), so printing both would say it
+/// twice.
+fn shown(outcome: &CallOutcome, invalid_output: bool) -> String {
+    let blocks = match invalid_output {
+        true => &outcome.content[..outcome.content.len().saturating_sub(1)],
+        false => &outcome.content[..],
+    };
+    let mut text = String::new();
+    for block in blocks {
+        text.push_str(&block.describe());
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if let Some(structured) = &outcome.structured
+        && (blocks.is_empty() || invalid_output)
+    {
+        text.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
+        text.push('\n');
+    }
+    if text.is_empty() {
+        // A result with nothing in it still ends with a line, as every result does.
+        text.push('\n');
+    }
+    text
+}
+
+/// Starts the servers of `config` (the MCP part of `settings`, or a selection of it) for the other
+/// commands (`ask --interceptors mcp`, `fsm run`'s services): the configuration's hooks over
+/// `hooks`, and OAuth with the tokens `claij mcp login` stored; the entries' `${VAR}` client
+/// secrets are expanded first (an unset one is an error naming the file).
+pub(crate) async fn start_services(
+    config: &mut McpConfig,
+    hooks: Hooks,
+    settings: &Settings,
+) -> Result<Services> {
+    login::expand_secrets(config, |name| std::env::var(name))
+        .with_context(|| mcp_file(settings))?;
     let options = ClientOptions::default()
         .with_hooks(config.hooks(hooks))
         .with_oauth(login::stored());
     Services::connect(config, options).await.map_err(login_hint)
+}
+
+/// The configuration's MCP servers (only those `project` allows, when one is named), started and
+/// seen through the project: `ask --interceptors mcp` (`what` names it in errors) and `chat`.
+///
+/// # Errors
+///
+/// No MCP servers, or no such project, each naming the file read; a server that does not start.
+pub(crate) async fn start_configured(
+    settings: &Settings,
+    project: Option<&str>,
+    what: &str,
+) -> Result<Services> {
+    let mcp = settings
+        .mcp_servers()
+        .with_context(|| format!("{what} needs MCP servers"))?;
+    let project = match project {
+        None => None,
+        Some(name) => Some(settings.mcp_project(name)?.clone()),
+    };
+    let mut selected = mcp.clone();
+    if let Some(project) = &project {
+        selected
+            .servers
+            .retain(|name, _| project.services.contains(name));
+    }
+    let services = start_services(&mut selected, Hooks::default(), settings).await?;
+    Ok(match project {
+        Some(project) => services.with_project(project),
+        None => services,
+    })
+}
+
+/// The file the MCP servers come from, for errors.
+fn mcp_file(settings: &Settings) -> String {
+    settings.mcp_path.as_ref().map_or_else(
+        || "the configuration".to_owned(),
+        |p| p.display().to_string(),
+    )
 }
 
 /// A start's error; a server that needs authorization says how to give it.
@@ -431,7 +509,7 @@ async fn connect(
     only: Option<&str>,
     max_message_bytes: Option<usize>,
     elicitor: Option<Arc<dyn Elicitor>>,
-) -> Result<(McpConfig, Services)> {
+) -> Result<Services> {
     connect_with(common, only, max_message_bytes, elicitor, login::stored()).await
 }
 
@@ -442,36 +520,21 @@ async fn connect_with(
     max_message_bytes: Option<usize>,
     elicitor: Option<Arc<dyn Elicitor>>,
     oauth: OAuth,
-) -> Result<(McpConfig, Services)> {
-    let path = common
-        .config
-        .as_deref()
-        .unwrap_or(Path::new(DEFAULT_CONFIG));
-    let text = crate::input::read_file_capped(
-        path,
-        crate::input::MAX_CONFIG_BYTES,
-        "a configuration file",
-    )
-    .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut config = McpConfig::from_json(&text).with_context(|| path.display().to_string())?;
-    login::expand_secrets(&mut config, |name| std::env::var(name))
-        .with_context(|| path.display().to_string())?;
+) -> Result<Services> {
+    let settings = Settings::load()?;
+    let mut config = settings.mcp_servers()?.clone();
+    let file = mcp_file(&settings);
+    login::expand_secrets(&mut config, |name| std::env::var(name)).context(file.clone())?;
     let project = match &common.project {
         None => None,
-        Some(name) => Some(
-            config
-                .project(name)
-                .cloned()
-                .ok_or_else(|| anyhow!("{}: no project `{name}`", path.display()))?,
-        ),
+        Some(name) => Some(settings.mcp_project(name)?.clone()),
     };
     let mut selected = config.clone();
     if let Some(server) = only {
         if !config.servers.contains_key(server) {
             let known: Vec<&str> = config.servers.keys().map(String::as_str).collect();
             bail!(
-                "no mcp server `{server}` in {}; configured: {}",
-                path.display(),
+                "no mcp server `{server}` in {file}; configured: {}",
                 known.join(", ")
             );
         }
@@ -496,8 +559,7 @@ async fn connect_with(
     }
     let mut hooks = Hooks::default();
     if let Some(llm) = &common.sampling_llm {
-        let opened =
-            crate::ask::llm::open(Some(llm.as_str()), None, &crate::config::Settings::load()?)?;
+        let opened = crate::ask::llm::open(Some(llm.as_str()), None, &settings)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     hooks.elicitor = elicitor;
@@ -512,7 +574,7 @@ async fn connect_with(
         .await
         .map_err(login_hint)?;
     Ok(match project {
-        Some(project) => (config, services.with_project(project)),
-        None => (config, services),
+        Some(project) => services.with_project(project),
+        None => services,
     })
 }

@@ -13,15 +13,12 @@ pub(crate) enum Command {
     /// Serve FSM runs (the `ClaijFsm` workflow) for a Restate server until Ctrl-C: the server
     /// calls this worker at `--bind`; register it once (`--register`, or the admin API's `POST
     /// /deployments`). A run's `llm` states ask the model these flags and the configuration
-    /// give, its `service` states the configuration's services, as `claij fsm run`.
+    /// (`--config`, as every command reads it) give, its `service` states the configuration's
+    /// services, as `claij fsm run`.
     Restate {
         /// The address to serve on (the deployment URI the server calls is `http://BIND`).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
         bind: SocketAddr,
-        /// The configuration (`config.toml`) to read instead of the one `CLAIJ_CONFIG` or the
-        /// usual places give.
-        #[arg(long, value_name = "FILE")]
-        config: Option<std::path::PathBuf>,
         /// Register this worker with the Restate admin API at this URL once it listens (again on
         /// every start: a registration of the same URI is replaced).
         #[arg(long, value_name = "ADMIN_URL")]
@@ -32,13 +29,6 @@ pub(crate) enum Command {
 }
 
 impl Command {
-    /// `--config`, which `main` puts in `CLAIJ_CONFIG` before any thread starts.
-    pub(crate) fn config(&self) -> Option<&std::path::Path> {
-        match self {
-            Command::Restate { config, .. } => config.as_deref(),
-        }
-    }
-
     /// `--threads`.
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         match self {

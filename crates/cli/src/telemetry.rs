@@ -29,7 +29,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{
@@ -108,6 +108,18 @@ pub(crate) struct Settings {
     /// One export's timeout and the bound on the flush at exit (`OTEL_EXPORTER_OTLP_TIMEOUT` in
     /// milliseconds, default 3000).
     pub export_timeout: Duration,
+}
+
+/// How much longer than the export timeout [`Telemetry::shutdown`] waits for the providers' own
+/// bounded shutdowns to return, before it gives up on them.
+const FLUSH_BACKSTOP: Duration = Duration::from_secs(2);
+
+/// The failure of a flush that did not finish within `timeout`.
+fn unfinished(timeout: Duration) -> String {
+    format!(
+        "the last export did not finish within {}",
+        humantime::format_duration(timeout)
+    )
 }
 
 /// The exporter: built by [`Telemetry::install`], joined to the subscriber by [`Telemetry::layer`],
@@ -369,7 +381,10 @@ impl Telemetry {
 
     /// Flushes what is queued and stops the exporters, waiting at most the export timeout: a
     /// collector that hangs costs the command that long, once. A flush that does not finish in time
-    /// is the one warning (unless an export already failed).
+    /// is the one warning (unless an export already failed): the providers' own bounded shutdowns
+    /// say whether it finished (a batch still being exported when they give up is lost when the
+    /// command exits, so their timeout is a failure, never silence), and a wait a little longer
+    /// than theirs guards against an SDK that does not return.
     pub(crate) fn shutdown(self) {
         let Self {
             tracer_provider,
@@ -386,19 +401,33 @@ impl Telemetry {
                 let metrics = std::thread::spawn(move || {
                     meter_provider.map(|provider| provider.shutdown_with_timeout(shutdown_timeout))
                 });
-                let _ = tracer_provider
+                let traces = tracer_provider
                     .map(|provider| provider.shutdown_with_timeout(shutdown_timeout));
-                let _ = metrics.join();
-                let _ = done.send(());
+                let metrics = metrics.join().ok().flatten();
+                let _ = done.send([traces, metrics]);
             });
-        if flush.is_ok() && finished.recv_timeout(shutdown_timeout).is_err() {
+        if flush.is_err() {
+            return;
+        }
+        let waited = shutdown_timeout + FLUSH_BACKSTOP;
+        let error = match finished.recv_timeout(waited) {
+            // The tracer provider wraps its processors' timeouts (`Shutdown errors: [Timeout(..)]`).
+            Ok(results) => results
+                .into_iter()
+                .flatten()
+                .find_map(Result::err)
+                .map(|error| match error {
+                    OTelSdkError::Timeout(_) => unfinished(shutdown_timeout),
+                    other if other.to_string().contains("Timeout(") => unfinished(shutdown_timeout),
+                    other => format!("the last export failed: {other}"),
+                }),
+            Err(_) => Some(unfinished(shutdown_timeout)),
+        };
+        if let Some(error) = error {
             health.failed(&ExportFailure {
                 signal: "flush",
                 endpoint: String::new(),
-                error: format!(
-                    "the last export did not finish within {}",
-                    humantime::format_duration(shutdown_timeout)
-                ),
+                error: health.redact(&error),
             });
         }
     }

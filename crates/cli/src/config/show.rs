@@ -19,7 +19,8 @@ use crate::ask::llm::Provider;
 /// `claij config ...`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
-    /// Print the effective configuration (the file, or the defaults), secrets redacted.
+    /// Print the effective configuration (the file, or the defaults) and the file the MCP servers
+    /// come from, secrets redacted.
     Show {
         /// Print it as one JSON document.
         #[arg(long)]
@@ -95,6 +96,7 @@ pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value
             "max_reply_bytes": defaults.max_reply_bytes,
             "mode": defaults.mode.map(mode),
         },
+        "mcp_path": config.mcp_path.as_ref().map(|p| p.display().to_string()),
         "mcpServers": config.mcp.as_ref().map(servers_json).unwrap_or_default(),
         "projects": config.mcp.as_ref().map(projects_json).unwrap_or_default(),
     })
@@ -176,7 +178,7 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
         "  mode             {}",
         defaults.mode.map_or("(none: auto)", mode)
     ));
-    lines.extend(mcp_lines(config.mcp.as_ref()));
+    lines.extend(mcp_lines(config));
     lines
 }
 
@@ -243,15 +245,16 @@ fn gateway_text(gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) -> String {
     text
 }
 
-fn mcp_lines(mcp: Option<&McpConfig>) -> Vec<String> {
-    let mut lines = vec!["mcpServers:".to_owned()];
-    let Some(mcp) = mcp else {
-        lines.push("  (none)".to_owned());
+/// `mcpServers (from FILE):` and a line per server, then the projects; without servers, why.
+fn mcp_lines(config: &Settings) -> Vec<String> {
+    let mut lines = vec![match &config.mcp_path {
+        Some(path) => format!("mcpServers (from {}):", path.display()),
+        None => "mcpServers:".to_owned(),
+    }];
+    let Some(mcp) = config.mcp.as_ref().filter(|m| !m.servers.is_empty()) else {
+        lines.push(format!("  (none: {})", config.no_servers()));
         return lines;
     };
-    if mcp.servers.is_empty() {
-        lines.push("  (none)".to_owned());
-    }
     for (name, server) in &mcp.servers {
         let line = match server {
             ServerConfig::Stdio(s) => {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use claij_interceptors::StructuredMode;
 
 use super::show;
-use super::{Origin, Settings, locate};
+use super::{Origin, Places, Settings, locate};
 use crate::ask::llm::{Llm, Provider};
 
 const PATH: &str = "/etc/claij.toml";
@@ -31,40 +31,47 @@ fn remote(provider: Provider, model: &str) -> Llm {
     }
 }
 
-#[track_caller]
-fn check_locate(vars: &[(&str, &str)], expected: Option<(&str, bool)>) {
-    let var = |name: &str| {
-        vars.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| OsString::from(v))
-    };
-    let expected = expected.map(|(p, explicit)| (PathBuf::from(p), explicit));
-    assert_eq!(locate(var), expected, "{vars:?}");
-}
-
 #[test]
-fn where_the_file_is() {
-    check_locate(
-        &[
-            ("CLAIJ_CONFIG", "/c.toml"),
-            ("XDG_CONFIG_HOME", "/x"),
-            ("HOME", "/h"),
-        ],
-        Some(("/c.toml", true)),
+fn where_the_files_are() {
+    let var = |vars: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    };
+    let all = &[
+        ("CLAIJ_CONFIG", "/c.toml"),
+        ("XDG_CONFIG_HOME", "/x"),
+        ("HOME", "/h"),
+    ];
+    let cwd = Some(Path::new("/work"));
+    assert_eq!(
+        locate(Some(Path::new("f.json")), var(all), cwd),
+        Places {
+            flag: Some(PathBuf::from("f.json")),
+            env: Some(PathBuf::from("/c.toml")),
+            usual: Some(PathBuf::from("/x/claij/config.toml")),
+            project: Some(PathBuf::from("/work/.mcp.json")),
+        }
     );
-    check_locate(
-        &[
+    let found = locate(
+        None,
+        var(&[
             ("CLAIJ_CONFIG", ""),
-            ("XDG_CONFIG_HOME", "/x"),
+            ("XDG_CONFIG_HOME", "relative"),
             ("HOME", "/h"),
-        ],
-        Some(("/x/claij/config.toml", false)),
+        ]),
+        None,
     );
-    check_locate(
-        &[("XDG_CONFIG_HOME", "relative"), ("HOME", "/h")],
-        Some(("/h/.config/claij/config.toml", false)),
+    assert_eq!(
+        found,
+        Places {
+            usual: Some(PathBuf::from("/h/.config/claij/config.toml")),
+            ..Places::default()
+        }
     );
-    check_locate(&[], None);
+    assert_eq!(locate(None, var(&[]), None), Places::default());
 }
 
 #[test]
@@ -511,5 +518,194 @@ fn proposals_voters_are_checked_when_read() {
     check_error(
         "[proposals]\nquorum = 2\n",
         "/etc/claij.toml:2: proposals.quorum: unknown key (expected voters)",
+    );
+}
+
+/// A temporary directory with files, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(files: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "claij-config-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        Dir(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The places with `flag` (named by `--config`), the usual file `usual` and `.mcp.json` `project`.
+    fn places(&self, flag: Option<&str>, usual: &str, project: &str) -> Places {
+        Places {
+            flag: flag.map(|n| self.path(n)),
+            env: None,
+            usual: Some(self.path(usual)),
+            project: Some(self.path(project)),
+        }
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const TOML_SERVERS: &str =
+    "[aliases]\nfast = \"openai:gpt-5-mini\"\n[mcpServers.toml-fs]\ncommand = \"a\"\n";
+const JSON_SERVERS: &str = r#"{"mcpServers": {"json-fs": {"command": "b"}}, "projects": {"p": {"services": ["json-fs"]}}}"#;
+
+fn servers(settings: &Settings) -> Vec<String> {
+    settings
+        .mcp
+        .as_ref()
+        .map(|m| m.servers.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_mcp_part_comes_whole_from_one_file_in_a_fixed_order() {
+    let dir = Dir::new(&[
+        ("config.toml", TOML_SERVERS),
+        ("mcp.json", JSON_SERVERS),
+        ("other.toml", "[defaults]\nmax_retries = 3\n"),
+    ]);
+    // Without a named file, `.mcp.json` in the working directory wins over config.toml's servers;
+    // the rest of the settings still come from config.toml.
+    let found = Settings::load_from(&dir.places(None, "config.toml", "mcp.json")).unwrap();
+    assert_eq!(servers(&found), ["json-fs"]);
+    assert_eq!(found.mcp_path, Some(dir.path("mcp.json")));
+    assert_eq!(found.path, Some(dir.path("config.toml")));
+    assert!(found.resolve("fast").is_ok());
+    assert!(found.mcp_project("p").is_ok());
+    // Without `.mcp.json`: config.toml's.
+    let usual = Settings::load_from(&dir.places(None, "config.toml", "none.json")).unwrap();
+    assert_eq!(servers(&usual), ["toml-fs"]);
+    assert_eq!(usual.mcp_path, Some(dir.path("config.toml")));
+    // A named JSON file is the MCP part; config.toml still gives the rest, `.mcp.json` is not read.
+    let named = Settings::load_from(&dir.places(Some("mcp.json"), "config.toml", "x")).unwrap();
+    assert_eq!(servers(&named), ["json-fs"]);
+    assert_eq!(named.mcp_path, Some(dir.path("mcp.json")));
+    assert!(named.resolve("fast").is_ok());
+    // A named TOML file is everything: neither config.toml nor `.mcp.json` is read.
+    let whole =
+        Settings::load_from(&dir.places(Some("other.toml"), "config.toml", "mcp.json")).unwrap();
+    assert!(whole.mcp.is_none());
+    assert_eq!(whole.defaults.max_retries, Some(3));
+    assert!(whole.resolve("fast").is_err());
+    assert_eq!(
+        whole.no_servers(),
+        format!(
+            "no mcpServers in {} (`claij mcp servers > .mcp.json` writes one for the servers \
+             `cargo xtask mcp-servers` installs)",
+            dir.path("other.toml").display()
+        )
+    );
+    // A JSON --config with CLAIJ_CONFIG naming a TOML file: the settings come from that file.
+    let both = Places {
+        env: Some(dir.path("other.toml")),
+        ..dir.places(Some("mcp.json"), "config.toml", "x")
+    };
+    let both = Settings::load_from(&both).unwrap();
+    assert_eq!(servers(&both), ["json-fs"]);
+    assert_eq!(both.path, Some(dir.path("other.toml")));
+    assert_eq!(both.defaults.max_retries, Some(3));
+    // A TOML --config is everything: CLAIJ_CONFIG is not even read.
+    let flag_wins = Places {
+        env: Some(dir.path("gone.toml")),
+        ..dir.places(Some("other.toml"), "config.toml", "mcp.json")
+    };
+    assert_eq!(
+        Settings::load_from(&flag_wins).unwrap().path,
+        Some(dir.path("other.toml"))
+    );
+    // JSON is told from TOML by its first character, whatever the file is called.
+    std::fs::write(dir.path("servers"), format!("\n  {JSON_SERVERS}")).unwrap();
+    let sniffed = Settings::load_from(&dir.places(Some("servers"), "none", "none")).unwrap();
+    assert_eq!(servers(&sniffed), ["json-fs"]);
+}
+
+#[test]
+fn every_message_names_the_file_read_or_the_files_looked_for() {
+    let dir = Dir::new(&[
+        ("bare.toml", "[defaults]\nmax_retries = 1\n"),
+        (
+            "empty.json",
+            r#"{"mcpServers": {"off": {"command": "x", "disabled": true}}}"#,
+        ),
+        ("bad.json", r#"{"mcpServers": {"x": {"args": []}}}"#),
+    ]);
+    let hint = "(`claij mcp servers > .mcp.json` writes one for the servers `cargo xtask \
+                mcp-servers` installs)";
+    let show = |p: &str| dir.path(p).display().to_string();
+    let nothing = Settings::load_from(&dir.places(None, "none.toml", "none.json")).unwrap();
+    assert_eq!(
+        nothing.no_servers(),
+        format!(
+            "no mcpServers: neither {} nor {} exists {hint}",
+            show("none.json"),
+            show("none.toml")
+        )
+    );
+    assert_eq!(
+        format!("{:#}", nothing.mcp_servers().unwrap_err()),
+        nothing.no_servers()
+    );
+    let bare = Settings::load_from(&dir.places(None, "bare.toml", "none.json")).unwrap();
+    assert_eq!(
+        bare.no_servers(),
+        format!(
+            "no mcpServers in {} and no {} {hint}",
+            show("bare.toml"),
+            show("none.json")
+        )
+    );
+    let disabled = Settings::load_from(&dir.places(None, "bare.toml", "empty.json")).unwrap();
+    assert_eq!(
+        disabled.no_servers(),
+        format!("no enabled MCP server in {} {hint}", show("empty.json"))
+    );
+    let bad = Settings::load_from(&dir.places(None, "bare.toml", "bad.json")).unwrap_err();
+    assert_eq!(
+        format!("{bad:#}"),
+        format!(
+            "{}: invalid MCP configuration at /mcpServers/x: neither `command` nor `url`",
+            show("bad.json")
+        )
+    );
+    let missing =
+        Settings::load_from(&dir.places(Some("gone.json"), "bare.toml", "x")).unwrap_err();
+    assert_eq!(
+        format!("{missing:#}"),
+        format!("--config names {}, which does not exist", show("gone.json"))
+    );
+    let by_env = Places {
+        env: Some(dir.path("gone.toml")),
+        ..Places::default()
+    };
+    assert_eq!(
+        format!("{:#}", Settings::load_from(&by_env).unwrap_err()),
+        format!(
+            "CLAIJ_CONFIG names {}, which does not exist",
+            show("gone.toml")
+        )
+    );
+    // A project that is not there names the file and the projects it has.
+    std::fs::write(dir.path("p.json"), JSON_SERVERS).unwrap();
+    let projects = Settings::load_from(&dir.places(Some("p.json"), "none", "none")).unwrap();
+    assert_eq!(
+        format!("{:#}", projects.mcp_project("q").unwrap_err()),
+        format!("no project `q` in {} (its projects: p)", show("p.json"))
     );
 }

@@ -197,7 +197,7 @@ pub(super) async fn wired(
     shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<(Runner, Connected)> {
     let settings = crate::config::Settings::load()?;
-    let problems = services::problems_with_subs(fsm.definition(), subs, Some(&settings));
+    let problems = services::check(fsm.definition(), subs, &settings, &options.services)?;
     if !problems.is_empty() {
         let each: Vec<String> = problems
             .iter()

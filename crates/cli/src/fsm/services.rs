@@ -52,54 +52,44 @@ fn service_of(state: &claij_fsm::State) -> &str {
     state.config_str("service").unwrap_or(&state.id)
 }
 
+/// Everything `claij fsm run` refuses before anything runs, the one check of `fsm run`, `fsm
+/// resume`, a Restate worker's run and `fsm validate`: the problems of `definition` and of every
+/// sub-FSM it runs (`subs`), each at its pointer ([`problems_with_subs`]), given the configuration
+/// and `--project`.
+///
+/// # Errors
+///
+/// `--project` names a project the configuration does not have (or there are no MCP servers).
+pub(super) fn check(
+    definition: &Definition,
+    subs: &[SubDefinition],
+    settings: &Settings,
+    flags: &Flags,
+) -> Result<Vec<Problem>> {
+    let project = match &flags.project {
+        Some(name) => Some(settings.mcp_project(name)?),
+        None => None,
+    };
+    let seen = Seen { settings, project };
+    Ok(problems_with_subs(definition, subs, &seen))
+}
+
+/// What a definition is checked against.
+struct Seen<'a> {
+    settings: &'a Settings,
+    /// `--project`, when given.
+    project: Option<&'a claij_mcp::Project>,
+}
+
 /// What the command line cannot run, each at its pointer: a `custom` state (a program registers its
-/// action) and, given a configuration, a `service` state naming a service it does not offer.
-pub(super) fn problems(definition: &Definition, settings: Option<&Settings>) -> Vec<Problem> {
+/// action); a `service` state naming a service the configuration does not offer, or a server
+/// `--project` does not allow; a model a state names (`config.model`, a built-in's `voters` or
+/// `models`) that does not resolve.
+fn problems(definition: &Definition, seen: &Seen<'_>) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (i, state) in definition.states.iter().enumerate() {
         match &state.action {
-            Action::Service => {
-                let Some(settings) = settings else {
-                    continue;
-                };
-                let known = known(settings);
-                let name = service_of(state);
-                let server = settings
-                    .mcp
-                    .as_ref()
-                    .is_some_and(|m| m.servers.contains_key(name));
-                if server && (BUILTIN.contains(&name) || name == mcp_fsm::SERVICE) {
-                    problems.push(problem(
-                        format!("/states/{i}/config/service"),
-                        format!(
-                            "ambiguous service `{name}`: a built-in service and an MCP server of \
-                             the configuration are both called so; rename the server"
-                        ),
-                    ));
-                    continue;
-                }
-                if known.contains(name) {
-                    continue;
-                }
-                let pointer = if state.config_str("service").is_some() {
-                    format!("/states/{i}/config/service")
-                } else {
-                    format!("/states/{i}/id")
-                };
-                let list: Vec<&str> = known.iter().map(String::as_str).collect();
-                let hint = if settings.mcp.is_none() {
-                    "; MCP servers are services once the configuration has `[mcpServers.NAME]`"
-                } else {
-                    ""
-                };
-                problems.push(problem(
-                    pointer,
-                    format!(
-                        "unknown service `{name}`: the configuration offers {}{hint}",
-                        list.join(", ")
-                    ),
-                ));
-            }
+            Action::Service => problems.extend(service_problem(state, i, seen)),
             Action::Custom(name) => problems.push(problem(
                 format!("/states/{i}/action"),
                 format!(
@@ -110,6 +100,98 @@ pub(super) fn problems(definition: &Definition, settings: Option<&Settings>) -> 
             )),
             _ => {}
         }
+        problems.extend(model_problems(state, i, seen.settings));
+    }
+    problems
+}
+
+/// What is wrong with the service `service` state `state` (at `/states/{i}`) names, if anything.
+fn service_problem(state: &claij_fsm::State, i: usize, seen: &Seen<'_>) -> Option<Problem> {
+    let settings = seen.settings;
+    let name = service_of(state);
+    let pointer = if state.config_str("service").is_some() {
+        format!("/states/{i}/config/service")
+    } else {
+        format!("/states/{i}/id")
+    };
+    let file = settings.mcp_path.as_ref().map_or_else(
+        || "the configuration".to_owned(),
+        |p| p.display().to_string(),
+    );
+    let server = settings
+        .mcp
+        .as_ref()
+        .is_some_and(|m| m.servers.contains_key(name));
+    if server && (BUILTIN.contains(&name) || name == mcp_fsm::SERVICE) {
+        return Some(problem(
+            pointer,
+            format!(
+                "ambiguous service `{name}`: a built-in service and an MCP server of {file} are \
+                 both called so; rename the server"
+            ),
+        ));
+    }
+    let known = known(settings);
+    if !known.contains(name) {
+        let list: Vec<&str> = known.iter().map(String::as_str).collect();
+        let has_servers = settings.mcp.as_ref().is_some_and(|m| !m.servers.is_empty());
+        let message = if has_servers {
+            format!(
+                "unknown service `{name}`: the services of {file} are {}",
+                list.join(", ")
+            )
+        } else {
+            format!(
+                "unknown service `{name}`: {}; the built-in services are {}",
+                settings.no_servers(),
+                list.join(", ")
+            )
+        };
+        return Some(problem(pointer, message));
+    }
+    let project = seen.project?;
+    if server && !project.services.iter().any(|s| s == name) {
+        return Some(problem(
+            pointer,
+            format!(
+                "server `{name}` is not in project `{}` of {file} (its services: {})",
+                project.name,
+                project.services.join(", ")
+            ),
+        ));
+    }
+    None
+}
+
+/// The models `state` (at `/states/{i}`) names that do not resolve as `--llm` would: an `llm`
+/// state's `config.model`, a built-in vote's `config.voters`, meta-debugging's `config.models`.
+fn model_problems(state: &claij_fsm::State, i: usize, settings: &Settings) -> Vec<Problem> {
+    use claij_fsm::builtin::{meta_debug, vote};
+    let mut problems = Vec::new();
+    match &state.action {
+        Action::Llm => {
+            if let Some(model) = state.config_str("model")
+                && let Err(e) = settings.resolve(model)
+            {
+                problems.push(problem(format!("/states/{i}/config/model"), e));
+            }
+        }
+        Action::Fsm => {
+            let key = match state.config_str("fsm") {
+                Some(vote::ID) => "voters",
+                Some(meta_debug::ID) => "models",
+                _ => return problems,
+            };
+            let named = state.config.get(key).and_then(Value::as_array);
+            for (j, model) in named.into_iter().flatten().enumerate() {
+                if let Some(model) = model.as_str()
+                    && let Err(e) = settings.resolve(model)
+                {
+                    problems.push(problem(format!("/states/{i}/config/{key}/{j}"), e));
+                }
+            }
+        }
+        _ => {}
     }
     problems
 }
@@ -121,14 +203,14 @@ fn problem(pointer: String, message: String) -> Problem {
 /// `problems` of `definition` and of every sub-FSM file it runs (`subs`, with their own), a
 /// sub-FSM's at the pointer of the state naming it (`/states/0/config/fsm: `flow.json`:
 /// /states/1/config/service: unknown service ...`).
-pub(super) fn problems_with_subs(
+fn problems_with_subs(
     definition: &Definition,
     subs: &[SubDefinition],
-    settings: Option<&Settings>,
+    seen: &Seen<'_>,
 ) -> Vec<Problem> {
-    let mut problems = problems(definition, settings);
+    let mut problems = problems(definition, seen);
     for sub in subs {
-        let inner = problems_with_subs(&sub.definition, &sub.sub_fsms, settings);
+        let inner = problems_with_subs(&sub.definition, &sub.sub_fsms, seen);
         let pointer = definition
             .states
             .iter()
@@ -228,22 +310,17 @@ pub(super) async fn connect(
             ..Connected::default()
         });
     };
+    // `check` refused an unknown project and servers outside it before.
     let project = match &flags.project {
         None => None,
-        Some(name) => Some(
-            mcp.project(name)
-                .cloned()
-                .ok_or_else(|| anyhow!("no project `{name}` in the configuration"))?,
-        ),
+        Some(name) => Some(settings.mcp_project(name)?.clone()),
     };
     if let Some(project) = &project
         && let Some(outside) = servers.iter().find(|s| !project.services.contains(*s))
     {
         return Err(anyhow!(
-            "a service state names the server `{outside}`, which project `{}` does not allow \
-             (its services: {})",
-            project.name,
-            project.services.join(", ")
+            "a service state names the server `{outside}`, which project `{}` does not allow",
+            project.name
         ));
     }
     let mut selected = mcp.clone();
@@ -251,7 +328,7 @@ pub(super) async fn connect(
         (all || servers.contains(&name))
             && project.as_ref().is_none_or(|p| p.services.contains(name))
     });
-    let services = crate::mcp::start_services(&mut selected, Hooks::default()).await?;
+    let services = crate::mcp::start_services(&mut selected, Hooks::default(), settings).await?;
     let view = |services: Services| match &project {
         Some(project) => services.with_project(project.clone()),
         None => services,

@@ -84,7 +84,7 @@ pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
         connected = super::connect(&args.common, None, None, elicitor) => connected?,
         status = signals.recv() => return Ok(status),
     };
-    let (_, services) = connected;
+    let services = connected;
     let mut lines = Lines::spawn();
     let chatted = chat(args, &services, questions, &mut lines, signals).await;
     services.close().await;

@@ -25,11 +25,9 @@ const MAX_REQUEST_BYTES: usize = 16 * 1024;
 /// `claij mcp login`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct LoginArgs {
-    /// The server, as named in the configuration's `mcpServers`.
+    /// The server, as named in the configuration's `mcpServers` (read as every command reads it:
+    /// `--config`, else $CLAIJ_CONFIG, ./.mcp.json, ~/.config/claij/config.toml).
     server: String,
-    /// The configuration file; default `.mcp.json`.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
     /// Longest wait for the browser's redirect, in seconds (default 300).
     #[arg(long, value_name = "SECS", value_parser = crate::args::seconds, default_value = "300")]
     timeout: Duration,
@@ -123,7 +121,6 @@ pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Sta
             .map_or(dir.as_path(), |fresh| fresh.dir.as_path()),
     );
     let mut common = Common {
-        config: args.config.clone(),
         project: None,
         sampling_llm: None,
         elicitation: None,
@@ -137,7 +134,7 @@ pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Sta
         connected = super::connect_with(&common, Some(&args.server), None, None, oauth) => connected?,
         status = signals.recv() => return Ok(status),
     };
-    let (_, services) = connected;
+    let services = connected;
     services.close().await;
     if let Some(fresh) = &fresh {
         let new = claij_mcp::token_file(&fresh.dir, &args.server);

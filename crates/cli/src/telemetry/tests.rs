@@ -588,3 +588,44 @@ fn a_collector_that_is_down_is_one_warning_and_shutdown_returns() {
     assert!(!report.error.is_empty());
     assert!(!report.error.contains("tok-abc123secret"), "{report:?}");
 }
+
+/// A span exporter whose exports wait until the test lets them go: a collector slower than the
+/// export timeout (a loaded machine).
+#[derive(Debug, Clone)]
+struct Held(Arc<Mutex<std::sync::mpsc::Receiver<()>>>);
+
+impl SpanExporter for Held {
+    async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+        let _ = self.0.lock().unwrap().recv();
+        Ok(())
+    }
+}
+
+/// The last batch still being exported when the flush bound passes is lost when the command
+/// exits: the providers' bounded shutdown says so, and that is the one warning, never silence.
+#[test]
+fn a_flush_that_does_not_finish_in_time_is_the_one_warning() {
+    let mut settings = Settings::resolve(Some("http://127.0.0.1:4318"), false, env(&[])).unwrap();
+    settings.export_timeout = Duration::from_millis(100);
+    let (health, reports) = counting_health(&settings);
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let telemetry = Telemetry::with_exporters(
+        &settings,
+        Some(Held(Arc::new(Mutex::new(held)))),
+        None::<InMemoryMetricExporter>,
+        health,
+    );
+    let subscriber = Registry::default().with(telemetry.layer());
+    tracing::subscriber::with_default(subscriber, emit_a_call);
+    telemetry.shutdown();
+    let reports = reports.lock().unwrap().clone();
+    drop(release);
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].signal, "flush", "{reports:?}");
+    assert!(
+        reports[0]
+            .error
+            .contains("the last export did not finish within 100ms"),
+        "{reports:?}"
+    );
+}

@@ -313,3 +313,145 @@ fn an_unset_gateway_variable_names_itself_and_the_entry() {
         "providers.openrouter.headers.Helicone-Auth: CLAIJ_TEST_HELICONE_KEY is not set",
     );
 }
+
+/// One configuration for every command: `.mcp.json` in the working directory (written from `claij
+/// mcp servers`) gives `ask --interceptors mcp --session`, `fsm validate` and `fsm run` their MCP
+/// servers, while the providers come from `~/.config/claij/config.toml`; `--config FILE.json`
+/// names the same servers from anywhere; without servers each names the files it looked for.
+#[tokio::test]
+async fn ask_and_fsm_read_the_servers_where_mcp_does() {
+    use serde_json::json;
+    use wiremock::matchers::{method, path};
+
+    let Some(dir) = super::mcp::servers("ask_and_fsm_read_the_servers_where_mcp_does") else {
+        return;
+    };
+    let dir = dir.to_string_lossy().into_owned();
+    let server = MockServer::start().await;
+    let time_call = json!({"answer": "Let me look.", "state": "waiting_for_tools", "mcp_calls": [
+        {"service": "time", "tool": "get_current_time", "args": {"timezone": "UTC"}}]});
+    let loop_call = json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+        "method": "tools/call", "params": {"name": "time.get_current_time",
+        "arguments": {"timezone": "UTC"}}}});
+    let loop_end =
+        json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "noon"}]}});
+    let answered = json!({"answer": "Noon-ish.", "state": "answered"});
+    for reply_json in [&time_call, &answered, &loop_call, &loop_end] {
+        Mock::given(method("POST"))
+            .and(path(super::openrouter::CHAT))
+            .respond_with(reply(&reply_json.to_string()))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let work = Files::new(&[]);
+    let home = Files::new(&[]);
+    let (work_dir, home_dir) = (work.path(""), home.path(""));
+    std::fs::create_dir_all(home.0.join(".config/claij")).unwrap();
+    std::fs::write(
+        home.0.join(".config/claij/config.toml"),
+        super::openrouter::config(&server),
+    )
+    .unwrap();
+    let env = [
+        ("CLAIJ_MCP_SERVERS", dir.as_str()),
+        ("OPENROUTER_API_KEY", "sk-or-v1-one-configuration"),
+    ];
+    let run = |cwd: &str, args: &[&str]| super::mcp::claij_in(cwd, &home_dir, args, &env);
+    let printed = run(&work_dir, &["mcp", "servers", "--servers", "time"]);
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    std::fs::write(work.0.join(".mcp.json"), &printed.stdout).unwrap();
+
+    // ask --interceptors mcp --session, no --config: the servers of ./.mcp.json.
+    let session = work.path("talk.json");
+    let llm = ["--llm", "openrouter:test/model", "--mode", "prompted"];
+    let mut ask = vec![
+        "ask",
+        "What time is it?",
+        "--interceptors",
+        "mcp",
+        "--session",
+        &session,
+    ];
+    ask.extend(llm);
+    let asked = run(&work_dir, &ask);
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    assert!(
+        asked
+            .stderr
+            .contains("mcp time.get_current_time {\"timezone\":\"UTC\"}: ok: "),
+        "{}",
+        asked.stderr
+    );
+
+    // fsm validate and fsm run of the tool loop, from another directory with --config.
+    let tool_loop = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/fsm/tool-loop.json"
+    );
+    let mcp_json = work.path(".mcp.json");
+    let validated = run(
+        &home_dir,
+        &["fsm", "validate", tool_loop, "--config", &mcp_json],
+    );
+    assert_eq!(
+        validated.code, 0,
+        "{}{}",
+        validated.stdout, validated.stderr
+    );
+    let mut fsm = vec![
+        "fsm",
+        "run",
+        tool_loop,
+        "--input",
+        r#"{"request": "the time?"}"#,
+    ];
+    fsm.extend(llm);
+    fsm.extend(["--config", &mcp_json]);
+    let ran = run(&home_dir, &fsm);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains(r#""to": "end""#), "{}", ran.stdout);
+
+    // Without --config there, nothing names MCP servers: each command says which files it read.
+    let looked = format!(
+        "no mcpServers in {} and no {}",
+        home.0.join(".config/claij/config.toml").display(),
+        home.0.join(".mcp.json").display()
+    );
+    let validated = run(&home_dir, &["fsm", "validate", tool_loop]);
+    assert_eq!(validated.code, 1, "{}", validated.stderr);
+    assert!(
+        validated.stdout.starts_with(&format!(
+            "/states/1/config/service: unknown service `mcp`: {looked}"
+        )),
+        "{}",
+        validated.stdout
+    );
+    let mut fsm = vec![
+        "fsm",
+        "run",
+        tool_loop,
+        "--input",
+        r#"{"request": "the time?"}"#,
+    ];
+    fsm.extend(llm);
+    let refused = run(&home_dir, &fsm);
+    assert_one_line_error(&refused, 2, &format!("unknown service `mcp`: {looked}"));
+    let mut ask = vec!["ask", "Time?", "--interceptors", "mcp"];
+    ask.extend(llm);
+    let refused = run(&home_dir, &ask);
+    assert_one_line_error(
+        &refused,
+        2,
+        &format!("error: --interceptors mcp needs MCP servers: {looked}"),
+    );
+    // A --config that is not there is named as such, by chat as by the others.
+    let gone = home.path("gone.json");
+    let chat = run(&home_dir, &["chat", "--config", &gone]);
+    assert_one_line_error(
+        &chat,
+        2,
+        &format!("--config names {gone}, which does not exist"),
+    );
+}

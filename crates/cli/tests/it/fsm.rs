@@ -45,10 +45,17 @@ fn validate_the_examples() {
         &example("code-review"),
         "FSM `code-review`: 4 states, 6 transitions",
     );
-    check_valid(
-        &example("tool-loop"),
-        "FSM `tool-loop`: 3 states, 4 transitions",
-    );
+    // The tool loop's `mcp` service needs MCP servers in the configuration (`fsm run` refuses it
+    // without; see fsm_services.rs).
+    let servers = Files::new(&[(
+        "mcp.json",
+        r#"{"mcpServers": {"fs": {"command": "mcp-server-filesystem"}}}"#,
+    )]);
+    let tool_loop = example("tool-loop");
+    let config = servers.path("mcp.json");
+    let run = claij(&["fsm", "validate", &tool_loop, "--config", &config], "");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout, "FSM `tool-loop`: 3 states, 4 transitions\n");
     let one = r#"{"id": "one", "states": [{"id": "ask"}], "xitions": [{"id": ["start", "ask"]}, {"id": ["ask", "end"]}]}"#;
     let f = Files::new(&[("one.json", one)]);
     check_valid(&f.path("one.json"), "FSM `one`: 1 state, 2 transitions");

@@ -273,7 +273,7 @@ async fn a_sub_fsm_file_runs_the_run_s_services_and_model_opened_once() {
         &[],
     );
     assert_eq!(validate.code, 1, "{}", validate.stderr);
-    insta::assert_snapshot!(validate.stdout, @"/states/1/config/fsm: `clock.json`: /states/1/config/service: unknown service `nope`: the configuration offers eval, tools; MCP servers are services once the configuration has `[mcpServers.NAME]`");
+    insta::assert_snapshot!(validate.stdout.replace(&config, "CONFIG"), @"/states/1/config/fsm: `clock.json`: /states/1/config/service: unknown service `nope`: no mcpServers in CONFIG (`claij mcp servers > .mcp.json` writes one for the servers `cargo xtask mcp-servers` installs); the built-in services are eval, tools");
     let run = claij_env(
         &[
             "fsm",
@@ -464,21 +464,22 @@ fn a_service_the_configuration_lacks_is_a_problem_at_its_pointer() {
         }
         claij_env(&args, "", &[])
     };
-    let run = with(Some(&files.path("config.toml")));
+    let config = files.path("config.toml");
+    let run = with(Some(&config));
     assert_eq!(run.code, 1, "{}", run.stderr);
-    insta::assert_snapshot!(run.stdout, @r#"
-    /states/4/config/service: unknown service `nope`: the configuration offers eval, fs, mcp, tools
+    insta::assert_snapshot!(run.stdout.replace(&config, "CONFIG"), @r#"
+    /states/4/config/service: unknown service `nope`: the services of CONFIG are eval, fs, mcp, tools
     /states/5/action: custom action `shell`: claij runs only llm, service, fsm, human and end states; a program provides `shell` with claij_fsm::Runner::with_service("shell", ...)
     "#);
     let bare = with(Some(&files.path("bare.toml")));
     assert_eq!(bare.code, 1, "{}", bare.stderr);
-    assert!(
-        bare.stdout.starts_with(
-            "/states/2/id: unknown service `fs`: the configuration offers eval, tools; MCP servers are services once the configuration has `[mcpServers.NAME]`\n"
-        ),
-        "{}",
-        bare.stdout
+    let expected = format!(
+        "/states/2/id: unknown service `fs`: no mcpServers in {} (`claij mcp servers > \
+         .mcp.json` writes one for the servers `cargo xtask mcp-servers` installs); the built-in \
+         services are eval, tools\n",
+        files.path("bare.toml")
     );
+    assert!(bare.stdout.starts_with(&expected), "{}", bare.stdout);
     // A server named like a built-in service makes the name ambiguous.
     std::fs::write(
         files.0.join("clash.toml"),
@@ -486,30 +487,41 @@ fn a_service_the_configuration_lacks_is_a_problem_at_its_pointer() {
     )
     .unwrap();
     let clash = with(Some(&files.path("clash.toml")));
-    assert!(
-        clash.stdout.starts_with(
-            "/states/1/config/service: ambiguous service `tools`: a built-in service and an MCP server of the configuration are both called so; rename the server\n"
-        ),
-        "{}",
-        clash.stdout
+    let expected = format!(
+        "/states/1/config/service: ambiguous service `tools`: a built-in service and an MCP \
+         server of {} are both called so; rename the server\n",
+        files.path("clash.toml")
     );
+    assert!(clash.stdout.starts_with(&expected), "{}", clash.stdout);
     // CLAIJ_CONFIG is the configuration when --config is not given.
     let found = claij_env(
         &["fsm", "validate", &file],
         "",
-        &[("CLAIJ_CONFIG", Some(files.path("config.toml").as_str()))],
+        &[("CLAIJ_CONFIG", Some(config.as_str()))],
     );
     assert_eq!((found.code, &found.stdout), (1, &run.stdout));
-    // With no configuration at all only the custom state is a problem.
+    // With no configuration at all, validate refuses what `fsm run` would: the MCP services too,
+    // naming the files looked for.
     let none = with(None);
     assert_eq!(none.code, 1, "{}", none.stderr);
-    assert!(
-        none.stdout
-            .starts_with("/states/5/action: custom action `shell`"),
-        "{}",
-        none.stdout
+    let cwd = std::env::current_dir().unwrap();
+    let looked = format!(
+        "no mcpServers: neither {} nor {} exists",
+        cwd.join(".mcp.json").display(),
+        std::env::temp_dir()
+            .join("claij-tests-no-config/claij/config.toml")
+            .display()
     );
-    assert_eq!(none.stdout.lines().count(), 1, "{}", none.stdout);
+    let lines: Vec<&str> = none.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", none.stdout);
+    for (line, pointer) in lines.iter().zip([
+        "/states/2/id: unknown service `fs`: ",
+        "/states/3/config/service: unknown service `mcp`: ",
+        "/states/4/config/service: unknown service `nope`: ",
+    ]) {
+        assert!(line.starts_with(&format!("{pointer}{looked}")), "{line}");
+    }
+    assert!(lines[3].starts_with("/states/5/action: custom action `shell`"));
 }
 
 #[test]
@@ -546,38 +558,69 @@ fn a_server_outside_the_project_is_refused_before_any_server_starts() {
     let config = "[mcpServers.fs]\ncommand = \"does-not-exist\"\n\n[mcpServers.other]\ncommand = \"does-not-exist\"\n\n[projects.p]\nservices = [\"other\"]\n";
     let files = Files::new(&[("one.json", definition), ("config.toml", config)]);
     let config = files.path("config.toml");
-    let run = claij_env(
-        &[
-            "fsm",
-            "run",
-            &files.path("one.json"),
-            "--input",
-            "{}",
-            "--project",
-            "p",
-        ],
-        "",
-        &[("CLAIJ_CONFIG", Some(config.as_str()))],
+    let one = files.path("one.json");
+    let env = [("CLAIJ_CONFIG", Some(config.as_str()))];
+    let outside = format!(
+        "/states/0/id: server `fs` is not in project `p` of {config} (its services: other)"
     );
+    let run = claij_env(
+        &["fsm", "run", &one, "--input", "{}", "--project", "p"],
+        "",
+        &env,
+    );
+    assert_one_line_error(&run, 2, &format!("FSM `one` cannot run here: {outside}"));
+    // `fsm validate` runs the same check: the same problem, exit 1.
+    let validate = claij_env(&["fsm", "validate", &one, "--project", "p"], "", &env);
+    assert_eq!(validate.code, 1, "{}", validate.stderr);
+    assert_eq!(validate.stdout, format!("{outside}\n"));
+    // An unknown project: the same one-line error from both, naming the file, exit 2.
+    let unknown = format!("no project `q` in {config} (its projects: p)");
+    let run = claij_env(
+        &["fsm", "run", &one, "--input", "{}", "--project", "q"],
+        "",
+        &env,
+    );
+    assert_one_line_error(&run, 2, &unknown);
+    let validate = claij_env(&["fsm", "validate", &one, "--project", "q"], "", &env);
+    assert_one_line_error(&validate, 2, &unknown);
+    // Without --project both accept the definition (the run then fails to start the server).
+    let validate = claij_env(&["fsm", "validate", &one], "", &env);
+    assert_eq!(validate.code, 0, "{}", validate.stdout);
+    let run = claij_env(&["fsm", "run", &one, "--input", "{}"], "", &env);
+    assert_one_line_error(&run, 2, "mcp server `fs`: cannot start `does-not-exist`");
+}
+
+#[test]
+fn validate_refuses_the_models_fsm_run_cannot_resolve() {
+    let definition = r#"{"id": "models", "states": [
+        {"id": "draft", "action": "llm", "config": {"model": "nobody:x"}},
+        {"id": "decide", "action": "fsm", "config": {"fsm": "vote", "voters": ["local", "no-such-alias"]}},
+        {"id": "end", "action": "end"}],
+      "transitions": [{"id": ["start", "draft"]}, {"id": ["draft", "decide"]}, {"id": ["decide", "end"]}]}"#;
+    let files = Files::new(&[("models.json", definition)]);
+    let file = files.path("models.json");
+    let validate = claij_env(&["fsm", "validate", &file], "", &[]);
+    assert_eq!(validate.code, 1, "{}", validate.stderr);
+    let lines: Vec<&str> = validate.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", validate.stdout);
+    assert!(
+        lines[0].starts_with("/states/0/config/model: unknown provider `nobody`"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("/states/1/config/voters/1: unknown model `no-such-alias`"),
+        "{}",
+        lines[1]
+    );
+    // `fsm run` refuses the same, before any model is opened.
+    let run = claij_env(&["fsm", "run", &file, "--input", "{}"], "", &[]);
     assert_one_line_error(
         &run,
         2,
-        "a service state names the server `fs`, which project `p` does not allow (its services: other)",
+        "FSM `models` cannot run here: /states/0/config/model: ",
     );
-    let run = claij_env(
-        &[
-            "fsm",
-            "run",
-            &files.path("one.json"),
-            "--input",
-            "{}",
-            "--project",
-            "q",
-        ],
-        "",
-        &[("CLAIJ_CONFIG", Some(config.as_str()))],
-    );
-    assert_one_line_error(&run, 2, "no project `q` in the configuration");
+    assert!(run.stderr.contains(lines[1]), "{}", run.stderr);
 }
 
 /// `draft` names the alias `writer` (OpenRouter), `review` a model of the configuration's own

@@ -263,7 +263,9 @@ fn configuration_and_usage_errors_are_one_line_exit_2() {
 /// edge cases need:
 /// - `weather` declares an `outputSchema` (`celsius`: a number) and returns `{"celsius": "warm"}`;
 /// - `big` returns `{"bytes": N}` characters of text;
-/// - `sleep` writes its process id and group to `{"marker": FILE}`, then sleeps for a minute.
+/// - `sleep` writes its process id and group to `{"marker": FILE}`, then sleeps for a minute;
+/// - `forecast` returns `{"celsius": 21}` as text and as its (valid) structured result;
+/// - `bare` returns the structured result `{"celsius": 22}` and no content.
 const STUB_PY: &str = r#"
 import os
 
@@ -283,6 +285,12 @@ async def list_tools(ctx, params):
                    input_schema={"type": "object", "properties": {"bytes": {"type": "integer"}}}),
         types.Tool(name="sleep", description="Says where it runs, then sleeps.",
                    input_schema={"type": "object", "properties": {"marker": {"type": "string"}}}),
+        types.Tool(name="forecast", description="A structured result, also as text (as MCP asks).",
+                   input_schema={"type": "object"},
+                   output_schema={"type": "object", "properties": {"celsius": {"type": "number"}},
+                                  "required": ["celsius"]}),
+        types.Tool(name="bare", description="A structured result and no content at all.",
+                   input_schema={"type": "object"}),
     ])
 
 
@@ -290,6 +298,11 @@ async def call_tool(ctx, params):
     if params.name == "weather":
         return types.CallToolResult(content=[types.TextContent(text="warm")],
                                     structured_content={"celsius": "warm"})
+    if params.name == "forecast":
+        return types.CallToolResult(content=[types.TextContent(text='{"celsius": 21}')],
+                                    structured_content={"celsius": 21})
+    if params.name == "bare":
+        return types.CallToolResult(content=[], structured_content={"celsius": 22})
     if params.name == "big":
         return types.CallToolResult(content=[types.TextContent(text="x" * params.arguments["bytes"])])
     marker = params.arguments["marker"]
@@ -348,6 +361,31 @@ fn an_output_schema_failure_is_said_on_stderr_and_stdout_keeps_the_result() {
     let outcome: Value = serde_json::from_str(&json_run.stdout).unwrap();
     assert_eq!(outcome["structured"], json!({"celsius": "warm"}));
     assert_eq!(json_run.stderr.lines().count(), 1, "{}", json_run.stderr);
+}
+
+#[test]
+fn call_prints_a_result_once() {
+    let Some(dir) = servers("printed once") else {
+        return;
+    };
+    let f = Files::new(&[]);
+    let cfg = stub_config(&dir, &f, json!({}));
+    // A structured result also given as text (MCP asks tools to) is printed once, as the text.
+    let run = claij(&["mcp", "call", "stub.forecast", "--config", &cfg], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "{\"celsius\": 21}\n");
+    // With no content, the structured result is what is printed.
+    let run = claij(&["mcp", "call", "stub.bare", "--config", &cfg], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "{\n  \"celsius\": 22\n}\n");
+    // --json keeps both.
+    let run = claij(
+        &["mcp", "call", "stub.forecast", "--json", "--config", &cfg],
+        "",
+    );
+    let outcome: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(outcome["structured"], json!({"celsius": 21}));
+    assert_eq!(outcome["content"][0]["text"], "{\"celsius\": 21}");
 }
 
 #[test]
@@ -769,5 +807,205 @@ async fn chat_on_a_terminal_puts_the_server_s_question_to_the_person() {
     assert!(
         after.contains("User provided the requested information") && after.contains("Ada Lovelace"),
         "the server got the person's answer: {after}"
+    );
+}
+
+/// Runs `claij` in `cwd` with `home` as its home and no configuration but what the test writes
+/// there (`$HOME/.config/claij/config.toml`, `.mcp.json` in `cwd`).
+pub(super) fn claij_in(cwd: &str, home: &str, args: &[&str], env: &[(&str, &str)]) -> super::Run {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_claij"));
+    command
+        .current_dir(cwd)
+        .env_remove("CLAIJ_CONFIG")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", home)
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    super::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// The README's MCP setup, as a newcomer runs it: `claij mcp servers` prints a configuration for
+/// the installed servers, saved as `.mcp.json` (or added to config.toml as TOML), which `mcp list`
+/// and `mcp call` (and every other command) then read without `--config`.
+#[test]
+fn the_printed_configuration_is_what_list_and_call_read() {
+    let Some(dir) = servers("printed configuration") else {
+        return;
+    };
+    let dir = dir.to_string_lossy().into_owned();
+    let work = Files::new(&[("notes.txt", "hello\n")]);
+    let home = Files::new(&[]);
+    let (work_dir, home_dir) = (work.path(""), home.path(""));
+    let env = [("CLAIJ_MCP_SERVERS", dir.as_str())];
+    let printed = claij_in(
+        &work_dir,
+        &home_dir,
+        &["mcp", "servers", "--root", "."],
+        &env,
+    );
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    let config: Value = serde_json::from_str(&printed.stdout).unwrap();
+    let names: Vec<&String> = config["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["fs", "time", "memory", "fetch", "git"]);
+    // The servers are not on PATH: every command is absolute.
+    for entry in config["mcpServers"].as_object().unwrap().values() {
+        let command = entry["command"].as_str().unwrap();
+        assert!(std::path::Path::new(command).is_absolute(), "{command}");
+    }
+    std::fs::write(work.0.join(".mcp.json"), &printed.stdout).unwrap();
+
+    let listed = claij_in(&work_dir, &home_dir, &["mcp", "list"], &[]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let servers: Vec<&str> = listed
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(servers, ["fetch", "fs", "git", "memory", "time"]);
+    assert!(
+        listed.stdout.contains("  fs.read_text_file  "),
+        "{}",
+        listed.stdout
+    );
+
+    let read = [
+        "mcp",
+        "call",
+        "fs.read_text_file",
+        "--args",
+        r#"{"path": "notes.txt"}"#,
+    ];
+    let call = claij_in(&work_dir, &home_dir, &read, &[]);
+    assert_eq!(call.code, 0, "{}", call.stderr);
+    assert_eq!(call.stdout, "hello\n");
+    let shown = claij_in(&work_dir, &home_dir, &["config", "show"], &[]);
+    let mcp_json = work.0.join(".mcp.json").canonicalize().unwrap();
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("mcpServers (from {}):", mcp_json.display()))
+            || shown.stdout.contains(&format!(
+                "mcpServers (from {}):",
+                work.0.join(".mcp.json").display()
+            )),
+        "{}",
+        shown.stdout
+    );
+
+    // The TOML form, added to config.toml, serves every directory.
+    let toml = claij_in(
+        &work_dir,
+        &home_dir,
+        &[
+            "mcp",
+            "servers",
+            "--servers",
+            "fs",
+            "--format",
+            "toml",
+            "--root",
+            &work_dir,
+        ],
+        &env,
+    );
+    assert_eq!(toml.code, 0, "{}", toml.stderr);
+    assert!(
+        toml.stdout.starts_with("[mcpServers.fs]\n"),
+        "{}",
+        toml.stdout
+    );
+    std::fs::create_dir_all(home.0.join(".config/claij")).unwrap();
+    std::fs::write(home.0.join(".config/claij/config.toml"), &toml.stdout).unwrap();
+    let notes = work.0.join("notes.txt").canonicalize().unwrap();
+    let args = json!({"path": notes}).to_string();
+    let read = ["mcp", "call", "fs.read_text_file", "--args", &args];
+    let call = claij_in(&home_dir, &home_dir, &read, &[]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "hello\n"),
+        "{}",
+        call.stderr
+    );
+    // And the JSON file by --config, from anywhere.
+    let mcp_json = work.path(".mcp.json");
+    let mut with_config = read.to_vec();
+    with_config.extend(["--config", &mcp_json]);
+    let call = claij_in(&home_dir, &home_dir, &with_config, &[]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "hello\n"),
+        "{}",
+        call.stderr
+    );
+}
+
+#[test]
+fn servers_without_the_cache_says_how_to_install_it() {
+    let home = Files::new(&[]);
+    let missing = home.path("nothing-here");
+    let run = claij_in(
+        &home.path(""),
+        &home.path(""),
+        &["mcp", "servers"],
+        &[("CLAIJ_MCP_SERVERS", &missing)],
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        &format!(
+            "error: no MCP servers installed in {missing}: run `cargo xtask mcp-servers` in the \
+             claij repository (or name another cache with --dir)"
+        ),
+    );
+    assert_eq!(run.stdout, "");
+    // It reads no configuration, so `--config` is refused, as by every such command.
+    let run = claij_in(
+        &home.path(""),
+        &home.path(""),
+        &["mcp", "servers", "--config", "x.json"],
+        &[],
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "error: --config: `claij mcp servers` reads no configuration",
+    );
+    let run = claij_in(
+        &home.path(""),
+        &home.path(""),
+        &["mcp", "servers", "--servers", "ftp"],
+        &[],
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "expected one of fs, time, memory, fetch, git, everything",
+    );
+}
+
+#[test]
+fn without_any_configuration_list_names_the_files_looked_for() {
+    let work = Files::new(&[]);
+    let home = Files::new(&[]);
+    let run = claij_in(&work.path(""), &home.path(""), &["mcp", "list"], &[]);
+    assert_one_line_error(
+        &run,
+        2,
+        &format!(
+            "error: no mcpServers: neither {} nor {} exists (`claij mcp servers > .mcp.json` \
+             writes one for the servers `cargo xtask mcp-servers` installs)",
+            work.0.join(".mcp.json").display(),
+            home.0.join(".config/claij/config.toml").display()
+        ),
     );
 }

@@ -1,0 +1,298 @@
+//! `claij mcp servers`: a configuration for the MCP servers `cargo xtask mcp-servers` installed,
+//! printed as `.mcp.json` (or `config.toml` tables), every command an absolute path into the cache
+//! (the servers are not on PATH).
+//!
+//! The cache's layout is xtask's (`xtask/src/mcp_servers.rs`): `<dir>/servers.json` once the set
+//! is installed and verified; the npm packages as `<dir>/npm/node_modules/<package>/dist/index.js`,
+//! run with `node`; the PyPI distributions as console scripts in the venv, `<dir>/venv/bin/<name>`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use serde_json::{Map, Value, json};
+
+use crate::Status;
+
+/// The command that fills the cache, for errors.
+const INSTALL: &str = "cargo xtask mcp-servers";
+
+/// `claij mcp servers`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A directory the filesystem server `fs` may read and write (repeatable; default: the current
+    /// directory), written as an absolute path.
+    #[arg(long = "root", value_name = "DIR")]
+    roots: Vec<PathBuf>,
+    /// Only these servers, by name (comma-separated): fs, time, memory, fetch, git, everything
+    /// (default: all but everything, the protocol's test server).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = server_name)]
+    servers: Vec<String>,
+    /// The cache `cargo xtask mcp-servers` filled (default: $CLAIJ_MCP_SERVERS, else
+    /// $XDG_CACHE_HOME/claij/mcp-servers, else ~/.cache/claij/mcp-servers).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// `json`: a whole `.mcp.json` file; `toml`: `[mcpServers.NAME]` tables to add to config.toml.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    format: Format,
+}
+
+/// How `claij mcp servers` prints the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// `{"mcpServers": {...}}`, the common `.mcp.json` shape.
+    Json,
+    /// `[mcpServers.NAME]` tables.
+    Toml,
+}
+
+/// How a server is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// An npm package, run as `node <dir>/npm/node_modules/<package>/dist/index.js`.
+    Npm(&'static str),
+    /// A PyPI distribution's console script, `<dir>/venv/bin/<script>`.
+    Pip(&'static str),
+}
+
+/// One server of the set: the name it gets in the configuration, where it is, its own arguments.
+struct Known {
+    name: &'static str,
+    part: Part,
+    /// Arguments after the program (the filesystem server's roots come after these).
+    args: &'static [&'static str],
+    /// Whether it is in the default selection.
+    default: bool,
+}
+
+/// The servers `cargo xtask mcp-servers` installs, by the names they get here.
+const KNOWN: [Known; 6] = [
+    Known {
+        name: "fs",
+        part: Part::Npm("@modelcontextprotocol/server-filesystem"),
+        args: &[],
+        default: true,
+    },
+    Known {
+        name: "time",
+        part: Part::Pip("mcp-server-time"),
+        args: &[],
+        default: true,
+    },
+    Known {
+        name: "memory",
+        part: Part::Npm("@modelcontextprotocol/server-memory"),
+        args: &[],
+        default: true,
+    },
+    Known {
+        name: "fetch",
+        part: Part::Pip("mcp-server-fetch"),
+        args: &[],
+        default: true,
+    },
+    Known {
+        name: "git",
+        part: Part::Pip("mcp-server-git"),
+        args: &[],
+        default: true,
+    },
+    Known {
+        name: "everything",
+        part: Part::Npm("@modelcontextprotocol/server-everything"),
+        args: &["stdio"],
+        default: false,
+    },
+];
+
+/// `--servers`: one of the known names.
+fn server_name(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if KNOWN.iter().any(|k| k.name == text) {
+        Ok(text.to_owned())
+    } else {
+        let names: Vec<&str> = KNOWN.iter().map(|k| k.name).collect();
+        Err(format!("expected one of {}", names.join(", ")))
+    }
+}
+
+/// Runs `claij mcp servers`.
+pub(super) fn run(args: &Args) -> Result<Status> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => cache_dir(|name| std::env::var_os(name)).ok_or_else(|| {
+            anyhow!(
+                "no MCP server cache: set CLAIJ_MCP_SERVERS or HOME (`{INSTALL}` installs the \
+                 servers there)"
+            )
+        })?,
+    };
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let roots = roots(&args.roots)?;
+    let node = || which("node", |name| std::env::var_os(name));
+    let config = configuration(&dir, &args.servers, &roots, node)?;
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&config)? + "\n",
+        Format::Toml => to_toml(&config),
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(Status::Ok)
+}
+
+/// The cache `cargo xtask mcp-servers` fills: `$CLAIJ_MCP_SERVERS`, else
+/// `$XDG_CACHE_HOME/claij/mcp-servers` (an absolute `XDG_CACHE_HOME`), else
+/// `$HOME/.cache/claij/mcp-servers`; `None` without any of them. Empty variables count as unset.
+fn cache_dir(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    set("CLAIJ_MCP_SERVERS")
+        .or_else(|| {
+            set("XDG_CACHE_HOME")
+                .filter(|p| p.is_absolute())
+                .map(|cache| cache.join("claij").join("mcp-servers"))
+        })
+        .or_else(|| set("HOME").map(|home| home.join(".cache/claij/mcp-servers")))
+}
+
+/// The `--root` directories, absolute and resolved; the current directory when none is given.
+fn roots(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let given = if given.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        given.to_vec()
+    };
+    given
+        .iter()
+        .map(|root| {
+            let resolved = std::fs::canonicalize(root)
+                .map_err(|e| anyhow!("--root {}: {e}", root.display()))?;
+            if !resolved.is_dir() {
+                bail!("--root {}: not a directory", root.display());
+            }
+            Ok(resolved)
+        })
+        .collect()
+}
+
+/// `program` on `PATH` (through `var`), as an absolute path.
+fn which(program: &str, var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let path = var("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// The configuration of the servers `selected` (all the default ones when empty) installed in
+/// `dir`, `fs` on `roots`; `node` finds the program the npm servers run with.
+///
+/// # Errors
+///
+/// The set is not installed in `dir` (or a selected server's entry point is missing): the error
+/// names the directory and the command that installs it; an npm server is selected and `node` is
+/// not on PATH.
+fn configuration(
+    dir: &Path,
+    selected: &[String],
+    roots: &[PathBuf],
+    node: impl Fn() -> Option<PathBuf>,
+) -> Result<Value> {
+    if !dir.join("servers.json").is_file() {
+        bail!(
+            "no MCP servers installed in {}: run `{INSTALL}` in the claij repository (or name \
+             another cache with --dir)",
+            dir.display()
+        );
+    }
+    let chosen: Vec<&Known> = KNOWN
+        .iter()
+        .filter(|k| match selected {
+            [] => k.default,
+            names => names.iter().any(|n| n == k.name),
+        })
+        .collect();
+    let mut node_path = None;
+    let mut servers = Map::new();
+    for known in chosen {
+        let (command, mut args) = match known.part {
+            Part::Npm(package) => {
+                let script = dir
+                    .join("npm/node_modules")
+                    .join(package)
+                    .join("dist/index.js");
+                check_installed(&script, dir)?;
+                let node = match &node_path {
+                    Some(node) => node,
+                    None => node_path.insert(node().ok_or_else(|| {
+                        anyhow!("node is not on PATH: the npm servers ({package}) run with it")
+                    })?),
+                };
+                (node.clone(), vec![text(&script)])
+            }
+            Part::Pip(script) => {
+                let program = dir.join("venv/bin").join(script);
+                check_installed(&program, dir)?;
+                (program, Vec::new())
+            }
+        };
+        args.extend(known.args.iter().map(|a| (*a).to_owned()));
+        if known.name == "fs" {
+            args.extend(roots.iter().map(|root| text(root)));
+        }
+        let mut entry = json!({"command": text(&command)});
+        if !args.is_empty() {
+            entry["args"] = json!(args);
+        }
+        servers.insert(known.name.to_owned(), entry);
+    }
+    Ok(json!({"mcpServers": servers}))
+}
+
+/// `{"mcpServers": {NAME: {"command": ..., "args": [...]}}}` as `[mcpServers.NAME]` tables. A JSON
+/// string is a TOML basic string (the same escapes), and the names are bare keys.
+fn to_toml(config: &Value) -> String {
+    let mut text = String::new();
+    let servers = config.get("mcpServers").and_then(Value::as_object);
+    for (name, entry) in servers.into_iter().flatten() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("[mcpServers.{name}]\n"));
+        for (key, value) in entry.as_object().into_iter().flatten() {
+            text.push_str(&format!("{key} = {value}\n"));
+        }
+    }
+    text
+}
+
+/// Fails when `path`, a server's entry point in the cache `dir`, is missing.
+fn check_installed(path: &Path, dir: &Path) -> Result<()> {
+    if path.is_file() {
+        Ok(())
+    } else {
+        bail!(
+            "{} is missing: the MCP servers in {} are not completely installed; run `{INSTALL}` \
+             in the claij repository",
+            path.display(),
+            dir.display()
+        )
+    }
+}
+
+/// A path as configuration text.
+fn text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! Unit tests of `claij mcp servers`: where the cache is, the configuration written for it, and the
+//! errors when it is missing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::{cache_dir, configuration};
+
+#[track_caller]
+fn check_cache_dir(vars: &[(&str, &str)], expected: Option<&str>) {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| OsString::from(v))
+    };
+    assert_eq!(cache_dir(var), expected.map(PathBuf::from), "{vars:?}");
+}
+
+#[test]
+fn the_cache_is_where_xtask_puts_it() {
+    check_cache_dir(
+        &[
+            ("CLAIJ_MCP_SERVERS", "/s"),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ],
+        Some("/s"),
+    );
+    check_cache_dir(
+        &[
+            ("CLAIJ_MCP_SERVERS", ""),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ],
+        Some("/x/claij/mcp-servers"),
+    );
+    check_cache_dir(
+        &[("XDG_CACHE_HOME", "relative"), ("HOME", "/h")],
+        Some("/h/.cache/claij/mcp-servers"),
+    );
+    check_cache_dir(&[], None);
+}
+
+/// A cache laid out as `cargo xtask mcp-servers` leaves it (empty files at the entry points).
+struct Cache(PathBuf);
+
+impl Cache {
+    fn new(stamp: bool) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "claij-mcp-servers-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        for package in ["server-filesystem", "server-memory", "server-everything"] {
+            let dist = dir
+                .join("npm/node_modules/@modelcontextprotocol")
+                .join(package)
+                .join("dist");
+            std::fs::create_dir_all(&dist).unwrap();
+            std::fs::write(dist.join("index.js"), "").unwrap();
+        }
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        for script in ["mcp-server-time", "mcp-server-fetch", "mcp-server-git"] {
+            std::fs::write(dir.join("venv/bin").join(script), "").unwrap();
+        }
+        if stamp {
+            std::fs::write(dir.join("servers.json"), "{}").unwrap();
+        }
+        Cache(dir)
+    }
+
+    fn path(&self, rest: &str) -> String {
+        self.0.join(rest).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn node() -> Option<PathBuf> {
+    Some(PathBuf::from("/opt/node/bin/node"))
+}
+
+#[test]
+fn every_default_server_with_absolute_commands_and_fs_on_its_roots() {
+    let cache = Cache::new(true);
+    let roots = [PathBuf::from("/srv/a"), PathBuf::from("/srv/b")];
+    let config = configuration(&cache.0, &[], &roots, node).unwrap();
+    let npm = |package: &str| {
+        cache.path(&format!(
+            "npm/node_modules/@modelcontextprotocol/{package}/dist/index.js"
+        ))
+    };
+    assert_eq!(
+        config,
+        json!({"mcpServers": {
+            "fs": {"command": "/opt/node/bin/node", "args": [npm("server-filesystem"), "/srv/a", "/srv/b"]},
+            "time": {"command": cache.path("venv/bin/mcp-server-time")},
+            "memory": {"command": "/opt/node/bin/node", "args": [npm("server-memory")]},
+            "fetch": {"command": cache.path("venv/bin/mcp-server-fetch")},
+            "git": {"command": cache.path("venv/bin/mcp-server-git")},
+        }})
+    );
+    // claij reads what it prints.
+    let parsed = claij_mcp::McpConfig::from_value(&config).unwrap();
+    assert_eq!(parsed.servers.len(), 5);
+}
+
+#[test]
+fn servers_picks_some_and_may_name_the_test_server() {
+    let cache = Cache::new(true);
+    let picked = ["time".to_owned(), "everything".to_owned()];
+    let config = configuration(&cache.0, &picked, &[], node).unwrap();
+    let everything =
+        cache.path("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert_eq!(
+        config,
+        json!({"mcpServers": {
+            "time": {"command": cache.path("venv/bin/mcp-server-time")},
+            "everything": {"command": "/opt/node/bin/node", "args": [everything, "stdio"]},
+        }})
+    );
+    // Python servers alone do not need node.
+    let config = configuration(&cache.0, &["git".to_owned()], &[], || None).unwrap();
+    assert_eq!(
+        config["mcpServers"]["git"]["command"],
+        cache.path("venv/bin/mcp-server-git")
+    );
+}
+
+#[test]
+fn a_missing_install_says_which_command_installs_it() {
+    let unstamped = Cache::new(false);
+    let err = configuration(&unstamped.0, &[], &[], node)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "no MCP servers installed in {}: run `cargo xtask mcp-servers` in the claij repository \
+             (or name another cache with --dir)",
+            unstamped.0.display()
+        )
+    );
+    let cache = Cache::new(true);
+    std::fs::remove_file(cache.0.join("venv/bin/mcp-server-time")).unwrap();
+    let err = configuration(&cache.0, &[], &[], node)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{} is missing",
+            cache.path("venv/bin/mcp-server-time")
+        )),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("run `cargo xtask mcp-servers` in the claij repository"),
+        "{err}"
+    );
+    let err = configuration(&cache.0, &["fs".to_owned()], &[], || None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("node is not on PATH"), "{err}");
+}
+
+#[test]
+fn the_toml_form_reads_back_as_the_json_one() {
+    let cache = Cache::new(true);
+    let roots = [PathBuf::from("/srv/with \"quotes\" and \\ backslash")];
+    let config = configuration(&cache.0, &[], &roots, node).unwrap();
+    let text = super::to_toml(&config);
+    assert!(
+        text.starts_with("[mcpServers.fs]\ncommand = \"/opt/node/bin/node\"\n"),
+        "{text}"
+    );
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_value(&table).unwrap(), config);
+}
