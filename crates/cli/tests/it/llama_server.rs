@@ -6,20 +6,21 @@
 //! `{"type": "json_object", "schema": ...}`: automatic and native mode must find that out, tool mode
 //! must work as it is. The tests assert the mechanics (a document valid against the schema, what
 //! was learned), never what the 135M model says. They run in the nextest `local-model` group.
+//!
+//! A server that dies (llama.cpp built for another CPU dies on the first generation) fails the test
+//! with its exit status or signal and the tail of its log, whatever `claij` said about the closed
+//! connection.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::server::ServerProcess;
 use super::{Files, Run, claij_env};
-
-/// How many times readiness is polled, [`POLL`] apart: a bound on a server that never comes up.
-const POLLS: u32 = 600;
-const POLL: Duration = Duration::from_millis(200);
 
 /// The install `cargo xtask llama-server` made: `$CLAIJ_LLAMA_SERVER`, else the default cache.
 /// `None` (skip) when it is not there, except under `CI=true`, where that fails the test.
@@ -62,9 +63,10 @@ fn python(dir: &Path) -> PathBuf {
 
 /// A running server, killed (by its PID) when dropped.
 struct Server {
-    child: Child,
+    process: ServerProcess,
     port: u16,
-    log: PathBuf,
+    /// What `cargo xtask llama-server` recorded about the build (`installed.json`), for failures.
+    stamp: String,
 }
 
 impl Server {
@@ -86,8 +88,16 @@ impl Server {
             .stderr(err)
             .spawn()
             .unwrap();
-        let mut server = Server { child, port, log };
-        server.wait_ready();
+        let stamp = std::fs::read_to_string(install.join("installed.json"))
+            .unwrap_or_else(|e| format!("(cannot read {}: {e})", install.display()));
+        let mut server = Server {
+            process: ServerProcess::new("llama.cpp's server", child, &log),
+            port,
+            stamp,
+        };
+        server.process.wait_for("an answer to GET /v1/models", || {
+            models_answer(port).then_some(())
+        });
         server
     }
 
@@ -95,31 +105,34 @@ impl Server {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
-    fn wait_ready(&mut self) {
-        for _ in 0..POLLS {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("the server exited ({status}):\n{}", self.log_text());
-            }
-            if models_answer(self.port) {
-                return;
-            }
-            std::thread::sleep(POLL);
+    /// `run` of `claij ask --mode mode`, checked against the server: if the server died (during
+    /// the run or after it), the test fails with its exit status and log, not with what `claij`
+    /// made of the closed connection; a failed run with the server alive fails with both sides.
+    #[track_caller]
+    fn checked(&mut self, run: Run, mode: &str) -> Run {
+        let status = if run.code == 0 {
+            self.process.exited()
+        } else {
+            self.process.exited_soon()
+        };
+        if let Some(status) = status {
+            panic!(
+                "--mode {mode}: {}\nclaij exited {} and said:\n{}\nthe install's installed.json:\n{}",
+                self.process
+                    .died(status, "during or after the run of `claij ask`"),
+                run.code,
+                run.stderr,
+                self.stamp.trim_end()
+            );
         }
-        panic!(
-            "the server did not answer /v1/models after {POLLS} polls:\n{}",
-            self.log_text()
+        assert!(
+            run.code == 0,
+            "--mode {mode}: claij exited {} (the server is still running):\n{}\n{}",
+            run.code,
+            run.stderr,
+            self.process.log_tail()
         );
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        run
     }
 }
 
@@ -150,10 +163,12 @@ const SCHEMA: &str = r#"{"type": "object", "required": ["answer", "state"],
   "properties": {"answer": {"type": "string", "maxLength": 60},
                  "state": {"type": "string", "enum": ["done", "more"]}}}"#;
 
-fn ask(files: &Files, mode: &str) -> Run {
+/// `claij ask --mode mode` against `server`, checked by [`Server::checked`].
+#[track_caller]
+fn ask(server: &mut Server, files: &Files, mode: &str) -> Run {
     let config = files.path("config.toml");
     let cache = files.path("cache");
-    claij_env(
+    let run = claij_env(
         &[
             "ask",
             "What is the capital of France?",
@@ -177,7 +192,8 @@ fn ask(files: &Files, mode: &str) -> Run {
             ("CLAIJ_CONFIG", Some(config.as_str())),
             ("XDG_CACHE_HOME", Some(cache.as_str())),
         ],
-    )
+    );
+    server.checked(run, mode)
 }
 
 #[track_caller]
@@ -196,7 +212,7 @@ fn auto_native_and_tool_modes_give_valid_documents() {
     let test = "auto_native_and_tool_modes_give_valid_documents";
     let Some(install) = install(test) else { return };
     let files = Files::new(&[("schema.json", SCHEMA)]);
-    let server = Server::start(&install, &files);
+    let mut server = Server::start(&install, &files);
     let config = format!(
         "[providers.llamacpp]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\n",
         server.base_url()
@@ -205,7 +221,7 @@ fn auto_native_and_tool_modes_give_valid_documents() {
     let cache = files.path("cache/claij/structured-output.json");
 
     // Native first: json_schema is rejected, and json_object with the schema (still native) works.
-    let native = ask(&files, "native");
+    let native = ask(&mut server, &files, "native");
     assert_document(&native, "native");
     assert!(
         native
@@ -221,17 +237,17 @@ fn auto_native_and_tool_modes_give_valid_documents() {
     );
 
     // Auto reads the lesson: no rejection this time, nothing to say about it.
-    let auto = ask(&files, "auto");
+    let auto = ask(&mut server, &files, "auto");
     assert_document(&auto, "auto");
     assert!(!auto.stderr.contains("rejected"), "{}", auto.stderr);
 
-    let tool = ask(&files, "tool");
+    let tool = ask(&mut server, &files, "tool");
     assert_document(&tool, "tool");
 
     // A fresh cache: auto mode finds the dialect by itself.
     let fresh = Files::new(&[("schema.json", SCHEMA)]);
     std::fs::copy(files.path("config.toml"), fresh.path("config.toml")).unwrap();
-    let auto = ask(&fresh, "auto");
+    let auto = ask(&mut server, &fresh, "auto");
     assert_document(&auto, "auto");
     assert!(
         auto.stderr.contains("using json_object_schema from now on"),

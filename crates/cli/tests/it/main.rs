@@ -34,6 +34,7 @@ mod openrouter;
 mod otel;
 mod proposals;
 mod restate;
+mod server;
 mod session;
 mod suite;
 

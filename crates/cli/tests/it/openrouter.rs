@@ -1,7 +1,6 @@
-//! A mock OpenRouter for the binary's tests: the shared example chat completion with the assistant's
-//! content replaced, and the configuration that points the binary at the mock.
-
-use std::path::Path;
+//! A mock OpenRouter for the binary's tests: the documented example chat completion
+//! (`fixtures/providers/examples/openai-1.json`) with the assistant's content replaced, and the
+//! configuration that points the binary at the mock.
 
 use serde_json::Value;
 use wiremock::{MockServer, ResponseTemplate};
@@ -9,13 +8,13 @@ use wiremock::{MockServer, ResponseTemplate};
 /// The chat completions path under the configured base URL.
 pub(crate) const CHAT: &str = "/api/v1/chat/completions";
 
-/// The shared example chat completion (19 prompt and 10 completion tokens) with `content` as the
-/// assistant's reply.
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixtures;
+
+/// The documented example chat completion (19 prompt and 10 completion tokens) with `content` as
+/// the assistant's reply.
 pub(crate) fn completion(content: &str) -> Value {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/providers/examples/openai-1.json");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let mut example: Value = serde_json::from_str(&text).unwrap();
+    let mut example = fixtures::json("fixtures/providers/examples/openai-1.json");
     let mut body = example["body"].take();
     body["choices"][0]["message"]["content"] = content.into();
     body

@@ -11,13 +11,19 @@
 //! setting of 20.x changes that, and the gRPC server cannot be turned off without making Phoenix
 //! read-only. So the test starts it through [`LAUNCHER`], which binds that port on 127.0.0.1
 //! instead, and checks that every socket the process listens on is a loopback one.
+//!
+//! Nothing here depends on the machine being idle: Phoenix's readiness and each command's trace are
+//! awaited as events within [`WAIT_LIMIT`] (minutes, a hang guard), and the commands export with a
+//! generous timeout ([`EXPORT_TIMEOUT`]): a Python collector on a loaded machine can take seconds to
+//! take a batch, and claij's default 3 s would drop the batch (and say so). A bound that passes names
+//! what did not arrive and shows the end of Phoenix's log.
 
 use std::collections::{BTreeSet, HashSet};
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use claij_backends::testing::net::{free_ports, listening_sockets};
 use serde_json::Value;
@@ -25,14 +31,12 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
 use super::openrouter::{CHAT, config, reply};
+use super::server::{POLL, ServerProcess, WAIT_LIMIT};
 use super::{BASE, Files, Run, claij_env};
 
-/// How many times Phoenix's readiness is polled, [`POLL`] apart: a bound on a server that never
-/// comes up (it takes 10 to 30 s on 2 cores).
-const START_POLLS: u32 = 900;
-/// How many times the spans are read, [`POLL`] apart, until a command's trace has arrived whole.
-const SPAN_POLLS: u32 = 300;
-const POLL: Duration = Duration::from_millis(200);
+/// The commands' export timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, milliseconds), which also bounds their
+/// flush at exit: five minutes, for a collector on a loaded machine. A hang guard, not a speed.
+const EXPORT_TIMEOUT: &str = "300000";
 
 /// Runs `phoenix serve` with its OTLP/gRPC server bound to 127.0.0.1 (Phoenix itself binds `[::]`).
 /// `-I` keeps the developer's `PYTHON*` variables and user site-packages out.
@@ -76,6 +80,8 @@ const DEFINITION: &str = r#"{
 /// Phoenix takes OTLP traces only (`POST /v1/metrics` is 405): without this, each run would end
 /// with the warning that an export failed.
 const PHOENIX_TAKES_NO_METRICS: (&str, Option<&str>) = ("OTEL_METRICS_EXPORTER", Some("none"));
+/// See [`EXPORT_TIMEOUT`].
+const PATIENT_EXPORT: (&str, Option<&str>) = ("OTEL_EXPORTER_OTLP_TIMEOUT", Some(EXPORT_TIMEOUT));
 
 /// The model the mock OpenRouter plays (`gemini-flash`).
 const MOCK_MODEL: &str = "google/gemini-2.5-flash";
@@ -97,7 +103,7 @@ mod local_model {
             return;
         };
         let files = Files::new(&[("fsm.json", DEFINITION)]);
-        let collector = Collector::start(&install, &files);
+        let mut collector = Collector::start(&install, &files);
         collector.assert_listens_on_loopback_only();
         let mut seen = HashSet::new();
 
@@ -115,11 +121,11 @@ mod local_model {
                 "--otlp-endpoint",
                 &collector.endpoint(),
             ],
-            &[PHOENIX_TAKES_NO_METRICS],
+            &[PHOENIX_TAKES_NO_METRICS, PATIENT_EXPORT],
         );
         assert_eq!(ask.code, 0, "{}", ask.stderr);
         assert_exported_quietly(&ask);
-        let spans = collector.new_trace(&mut seen, &ask);
+        let spans = collector.new_trace(&mut seen, "claij ask", &ask);
         check_ask_on_the_local_model(&spans);
         assert_no_content(&spans, &[ASK_MARKER]);
 
@@ -154,6 +160,7 @@ mod local_model {
                 &[
                     ("CLAIJ_CONFIG", Some(config.as_str())),
                     PHOENIX_TAKES_NO_METRICS,
+                    PATIENT_EXPORT,
                 ],
             )
         };
@@ -161,14 +168,15 @@ mod local_model {
         let plain = fsm_run(&[]);
         assert_eq!(plain.code, 0, "{}", plain.stderr);
         assert_exported_quietly(&plain);
-        let spans = collector.new_trace(&mut seen, &plain);
+        let spans = collector.new_trace(&mut seen, "claij fsm run", &plain);
         check_fsm_run(&spans);
         assert_no_content(&spans, &[INPUT_MARKER, OUTPUT_MARKER]);
 
         let captured = fsm_run(&["--otel-capture-content"]);
         assert_eq!(captured.code, 0, "{}", captured.stderr);
         assert_exported_quietly(&captured);
-        let spans = collector.new_trace(&mut seen, &captured);
+        let spans =
+            collector.new_trace(&mut seen, "claij fsm run --otel-capture-content", &captured);
         check_fsm_run(&spans);
         let text = serde_json::to_string(&spans).unwrap();
         for marker in [INPUT_MARKER, OUTPUT_MARKER] {
@@ -459,10 +467,9 @@ fn python(dir: &Path) -> PathBuf {
 
 /// A running Phoenix, killed (by its PID) when dropped.
 struct Collector {
-    child: Child,
+    process: ServerProcess,
     port: u16,
     grpc_port: u16,
-    log: PathBuf,
 }
 
 impl Collector {
@@ -498,12 +505,17 @@ impl Collector {
             .spawn()
             .unwrap();
         let mut collector = Collector {
-            child,
+            process: ServerProcess::new("Phoenix", child, &log),
             port,
             grpc_port,
-            log,
         };
-        collector.wait_ready();
+        collector
+            .process
+            .wait_for("Phoenix's answer 200 to GET /healthz", || {
+                get(port, "/healthz")
+                    .is_some_and(|(status, _)| status == 200)
+                    .then_some(())
+            });
         collector
     }
 
@@ -512,23 +524,8 @@ impl Collector {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn wait_ready(&mut self) {
-        for _ in 0..START_POLLS {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("Phoenix exited ({status}):\n{}", self.log_text());
-            }
-            if get(self.port, "/healthz").is_some_and(|(status, _)| status == 200) {
-                return;
-            }
-            std::thread::sleep(POLL);
-        }
-        panic!(
-            "Phoenix did not answer /healthz after {START_POLLS} polls:\n{}",
-            self.log_text()
-        );
-    }
-
     /// Every span Phoenix stored in its default project, page after page.
+    #[track_caller]
     fn spans(&self) -> Vec<Value> {
         let mut spans = Vec::new();
         let mut cursor: Option<String> = None;
@@ -539,7 +536,7 @@ impl Collector {
                 query.push_str(&percent_encode(cursor));
             }
             let Some((200, body)) = get(self.port, &query) else {
-                panic!("GET {query} failed:\n{}", self.log_text());
+                panic!("GET {query} failed\n{}", self.process.log_tail());
             };
             let page: Value = serde_json::from_str(&body).unwrap();
             spans.extend(page["data"].as_array().unwrap().iter().cloned());
@@ -551,13 +548,25 @@ impl Collector {
     }
 
     /// The spans of the traces not in `seen` once they form one whole tree (a root, every parent
-    /// there) and two reads agree; their trace joins `seen`. `run` is the command that sent them,
-    /// for the failure message.
+    /// there) and two reads agree; their trace joins `seen`. The command (`command`, which ran as
+    /// `run` and has exited, its spans flushed) sent them: they are awaited as an event within
+    /// [`WAIT_LIMIT`], and a failure names the command, what had arrived (each span's name, id
+    /// and parent) and the end of Phoenix's log.
     #[track_caller]
-    fn new_trace(&self, seen: &mut HashSet<String>, run: &Run) -> Vec<Value> {
+    fn new_trace(&mut self, seen: &mut HashSet<String>, command: &str, run: &Run) -> Vec<Value> {
+        let started = Instant::now();
         let mut last = None;
-        let mut new = Vec::new();
-        for _ in 0..SPAN_POLLS {
+        let mut new: Vec<Value>;
+        loop {
+            if let Some(status) = self.process.exited() {
+                panic!(
+                    "{}",
+                    self.process.died(
+                        status,
+                        &format!("while the test waited for the trace of `{command}`")
+                    )
+                );
+            }
             new = self
                 .spans()
                 .into_iter()
@@ -575,12 +584,31 @@ impl Collector {
                 return new;
             }
             last = whole.then_some(new.len());
+            if started.elapsed() > WAIT_LIMIT {
+                break;
+            }
             std::thread::sleep(POLL);
         }
+        let arrived: Vec<String> = new
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} (span {}, parent {})",
+                    name(s),
+                    span_id(s),
+                    parent_id(s).unwrap_or("none: a root")
+                )
+            })
+            .collect();
         panic!(
-            "no whole trace arrived after {SPAN_POLLS} reads; the command's stderr:\n{}\nthe new \
-             spans: {new:#?}",
-            run.stderr
+            "the whole trace of `{command}` did not arrive at Phoenix within {} s: {} new span(s) \
+             arrived{}{}\nthe command's stderr:\n{}\n{}",
+            WAIT_LIMIT.as_secs(),
+            new.len(),
+            if arrived.is_empty() { "" } else { ":\n    " },
+            arrived.join("\n    "),
+            run.stderr,
+            self.process.log_tail()
         );
     }
 
@@ -590,7 +618,7 @@ impl Collector {
     fn assert_listens_on_loopback_only(&self) {
         #[cfg(target_os = "linux")]
         {
-            let listening = listening_sockets(self.child.id()).expect("Phoenix's sockets");
+            let listening = listening_sockets(self.process.pid()).expect("Phoenix's sockets");
             let ports: BTreeSet<u16> = listening
                 .iter()
                 .filter(|s| !s.udp)
@@ -609,17 +637,6 @@ impl Collector {
                 );
             }
         }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -1,0 +1,147 @@
+//! A real server process the binary's tests start (llama.cpp's server, Phoenix, ...): its log in a
+//! file, killed by its PID when dropped, and waited on by events: readiness and results are polled
+//! until they arrive, within a generous bound (minutes: the machine may be loaded, so the bound is a
+//! hang guard, never a speed), and a server that exits or a bound that passes fails the test with
+//! what did not arrive, the server's exit status (or signal) and the tail of its log.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// The bound on a wait for a server's event: ten minutes (a model or a Python server loading on a
+/// loaded two-core machine). A hang guard, not a speed.
+pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(600);
+/// Between two polls.
+pub(crate) const POLL: Duration = Duration::from_millis(200);
+/// How many lines of a server's log a failure quotes.
+const LOG_TAIL: usize = 40;
+/// How long a server whose client saw its connection close is given to be seen exiting (the kernel
+/// closes its sockets a moment before it can be reaped).
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// A server process started by a test, with its output in `log`.
+pub(crate) struct ServerProcess {
+    /// What it is, for messages (`llama.cpp's server`).
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl ServerProcess {
+    /// `child`, already spawned with its stdout and stderr in `log`.
+    pub(crate) fn new(name: &str, child: Child, log: &Path) -> ServerProcess {
+        ServerProcess {
+            name: name.to_owned(),
+            child,
+            log: log.to_path_buf(),
+        }
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its exit status, if it has exited.
+    pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Its exit status once it has exited, waiting at most [`EXIT_GRACE`]: for a server whose client
+    /// just saw the connection close.
+    pub(crate) fn exited_soon(&mut self) -> Option<ExitStatus> {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.exited() {
+                return Some(status);
+            }
+            if started.elapsed() > EXIT_GRACE {
+                return None;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// The last lines of its log, indented, under a line naming the file.
+    pub(crate) fn log_tail(&self) -> String {
+        log_tail(&self.log)
+    }
+
+    /// The failure message of a server that exited with `status` while `doing`.
+    pub(crate) fn died(&self, status: ExitStatus, doing: &str) -> String {
+        format!(
+            "{} (pid {}) exited ({status}) {doing}\n{}",
+            self.name,
+            self.child.id(),
+            self.log_tail()
+        )
+    }
+
+    /// Calls `probe` every [`POLL`] until it gives a value, and returns it. Panics when the server
+    /// exits first (its status and log) or when [`WAIT_LIMIT`] passes, naming `what` did not arrive.
+    #[track_caller]
+    pub(crate) fn wait_for<T>(&mut self, what: &str, probe: impl FnMut() -> Option<T>) -> T {
+        self.wait_for_within(what, WAIT_LIMIT, probe)
+    }
+
+    /// [`ServerProcess::wait_for`] with another bound.
+    #[track_caller]
+    pub(crate) fn wait_for_within<T>(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut probe: impl FnMut() -> Option<T>,
+    ) -> T {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.exited() {
+                panic!(
+                    "{}",
+                    self.died(status, &format!("while the test waited for {what}"))
+                );
+            }
+            if let Some(value) = probe() {
+                return value;
+            }
+            if started.elapsed() > limit {
+                panic!(
+                    "{what} did not arrive within {} s ({} is still running, pid {})\n{}",
+                    limit.as_secs(),
+                    self.name,
+                    self.child.id(),
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The last [`LOG_TAIL`] lines of the log at `path`, indented, under a line naming the file.
+pub(crate) fn log_tail(path: &Path) -> String {
+    let text = match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(error) => return format!("its log {} cannot be read: {error}", path.display()),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(LOG_TAIL);
+    let mut tail = if start > 0 {
+        format!("the last {LOG_TAIL} lines of its log {}:", path.display())
+    } else {
+        format!("its log {}:", path.display())
+    };
+    for line in &lines[start..] {
+        tail.push_str("\n    ");
+        tail.push_str(line);
+    }
+    if lines.is_empty() {
+        tail.push_str(" (empty)");
+    }
+    tail
+}
