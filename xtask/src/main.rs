@@ -145,7 +145,9 @@ commands:
   demo [--dev]                fetch the model as `model` does, build the claij CLI (release, or
                               dev with --dev), hold a two-turn conversation with the local model
                               (`claij ask --llm local --interceptors memory --memory FILE`), then
-                              repair and validate the messy replies in examples/
+                              repair and validate the messy replies in examples/; every command
+                              is shown as it ran, to paste from the repository root (the binary
+                              as target/release/claij, its files in target/claij/demo, kept)
   integration --llm MODEL [--llm MODEL...] [--suite SUITE...] [--yes] [--dry-run] [--out DIR]
               [--markdown FILE] [--max-retries N] [--timeout SECS]
                               the live suites (memory, tools, mcp, retry, fsm, citations,

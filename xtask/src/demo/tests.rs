@@ -92,3 +92,50 @@ fn summaries_come_from_the_memory_file() {
     assert!(summaries(&memory).is_err());
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The commands the demo shows can be pasted from the repository root: the binary and the memory
+/// file by their paths from there, no environment prefix.
+#[test]
+fn the_ask_command_is_shown_ready_to_paste() {
+    let claij = root().join("target/release/claij");
+    let memory = root().join("target/claij/demo/memory.json");
+    let shown = ask_cmd(&claij, TURNS[0], &memory).to_string();
+    assert_eq!(
+        shown,
+        "target/release/claij ask 'Remember: my favourite colour is blue.' --llm local \
+         --interceptors memory --memory target/claij/demo/memory.json"
+    );
+    assert!(!shown.contains("CLAIJ_MODEL_DIR"), "{shown}");
+    // A binary outside the repository (CARGO_TARGET_DIR elsewhere) is shown whole.
+    let elsewhere = Path::new("/elsewhere/release/claij");
+    assert!(
+        claij_cmd(elsewhere)
+            .to_string()
+            .starts_with("/elsewhere/release/claij"),
+    );
+}
+
+#[test]
+fn the_model_dir_is_named_only_when_the_variable_sets_it() {
+    assert_eq!(model_note(None), None);
+    assert_eq!(model_note(Some("".into())), None);
+    assert_eq!(
+        model_note(Some("/models".into())).as_deref(),
+        Some(
+            "(the model is in $CLAIJ_MODEL_DIR, /models: claij finds it there while the variable is set)"
+        )
+    );
+}
+
+#[test]
+fn the_last_line_says_which_binary_ran_and_how_to_install_it() {
+    let line = how_to_run(&root().join("target/release/claij"));
+    assert!(
+        line.contains("ran target/release/claij, built by this demo"),
+        "{line}"
+    );
+    assert!(
+        line.contains("cargo install --path crates/cli --locked"),
+        "{line}"
+    );
+}
