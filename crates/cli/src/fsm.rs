@@ -45,9 +45,11 @@ pub(crate) enum Command {
         #[arg(long, value_enum, default_value_t = Format::Dot)]
         format: Format,
     },
-    /// Run a machine from an input event: each transition on stderr as it happens, the trail on stdout
-    /// at the end (exit 0 finished or waiting for input, 1 no valid event or interrupted, 2 a backend
-    /// failure, an unreadable file or a journal in use or already holding a run). `service` states
+    /// Run a machine from an input event: each transition on stderr as it happens (a sub-FSM's
+    /// prefixed by its state, `review/approve`), the trail on stdout at the end (exit 0 finished or
+    /// waiting for input, 1 no valid event, interrupted, or stopped at --max-transitions or
+    /// --max-repeated-calls, 2 a backend failure, an unreadable file or a journal in use or
+    /// already holding a run). `service` states
     /// run the configuration's services: each `mcpServers` entry as `mcp` (all servers, tools
     /// `server.tool`) and by its name, `tools` (`now`, `random_int`) and `eval` (sandboxed Rhai),
     /// each taking a JSON-RPC `tools/call` in `message`; an `llm` state's `config.model` is its own
@@ -100,8 +102,10 @@ pub(crate) enum Command {
         #[arg(long, value_name = "URL")]
         ingress: Option<String>,
     },
-    /// Go on with a journaled run after its last recorded transition (the journal holds the machine;
-    /// a line a crash tore is cut away first; exit 2 when another process holds the journal).
+    /// Go on with a journaled run after its last recorded transition: one that waits for input,
+    /// was interrupted or killed, or stopped at --max-transitions or --max-repeated-calls (the
+    /// journal holds the machine; a line a crash tore is cut away first; exit 2 when another
+    /// process holds the journal).
     Resume {
         /// The journal written by `claij fsm run --journal`.
         journal: std::path::PathBuf,

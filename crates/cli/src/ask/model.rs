@@ -187,7 +187,7 @@ fn warn(line: &str) {
 /// The line saying what the compatibility matrix chose, for stderr.
 pub(crate) fn matrix_notice(choice: &Choice) -> String {
     format!(
-        "compatibility matrix: {} with {} retries for {} ({})",
+        "compatibility matrix: {} with {} {} for {} ({})",
         match choice.mode {
             Some(StructuredMode::Native) => "native output",
             Some(StructuredMode::Tool) => "a forced tool",
@@ -195,6 +195,11 @@ pub(crate) fn matrix_notice(choice: &Choice) -> String {
             _ => "auto mode",
         },
         choice.max_retries,
+        if choice.max_retries == 1 {
+            "retry"
+        } else {
+            "retries"
+        },
         choice.model,
         choice.why
     )

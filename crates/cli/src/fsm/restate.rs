@@ -42,6 +42,7 @@ pub(super) fn run(
         input,
     );
     request.options.max_transitions = Some(options.max_transitions());
+    request.options.max_repeated_calls = Some(options.max_repeated_calls());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -152,11 +153,19 @@ fn ended(result: &claij_restate::RunResult, options: &Options) -> Result<Status>
                 &outcome,
                 options.json(),
             )?;
+            // A run stopped at a limit ended on Restate: it does not go on, but starts again.
+            let limit = failure
+                .limit
+                .as_deref()
+                .and_then(run::flag_of)
+                .map_or_else(String::new, |flag| {
+                    format!("; {flag} sets the limit for a run started again (a new --id)")
+                });
             match failure.kind {
                 FailureKind::Invalid => {
                     writeln!(
                         std::io::stderr(),
-                        "error: {}",
+                        "error: {}{limit}",
                         crate::one_line(&failure.error)
                     )?;
                     Ok(Status::Invalid)

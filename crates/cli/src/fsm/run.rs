@@ -29,9 +29,15 @@ pub(crate) struct Options {
     meta_debug: super::meta_debug::MetaDebugFlags,
     #[command(flatten)]
     proposals: crate::ask::approve::FsmFlags,
-    /// Stop after this many transitions (models can loop).
+    /// Stop after N transitions of this command without reaching an end (models can loop); a
+    /// journaled run goes on with `claij fsm resume`.
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
+    /// Loops: a service call that repeats an earlier one (the same state, request and result since
+    /// the last input) is told to the model; a repeat beyond the first N ends the run (0: the first
+    /// repeat does).
+    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = repeated_calls)]
+    max_repeated_calls: usize,
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
     json: bool,
@@ -113,10 +119,10 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     let (mut run, journal) = runner.resume(path)?;
     writeln!(
         std::io::stderr(),
-        "resuming run {} in state `{}` after {} recorded transitions",
+        "resuming run {} in state `{}` after {}",
         run.id,
         run.state,
-        run.trail.entries.len()
+        super::count(run.trail.entries.len(), "recorded transition")
     )?;
     let status = drive(&runner, &mut run, Some(journal), options, &runtime);
     runtime.block_on(connected.close());
@@ -154,6 +160,11 @@ impl Options {
     /// `--max-transitions`.
     pub(super) fn max_transitions(&self) -> usize {
         self.max_transitions
+    }
+
+    /// `--max-repeated-calls`.
+    pub(super) fn max_repeated_calls(&self) -> usize {
+        self.max_repeated_calls
     }
 
     /// `--json`.
@@ -265,6 +276,7 @@ fn runner(
     let definition = fsm.definition().clone();
     let runner = Runner::new(fsm)
         .with_max_transitions(options.max_transitions)
+        .with_max_repeated_calls(options.max_repeated_calls)
         .with_observer(|entry| {
             let _ = print_transition(entry);
         });
@@ -297,10 +309,15 @@ fn drive(
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(
-                e @ (claij_fsm::Error::Llm { .. }
-                | claij_fsm::Error::InvalidEvent { .. }
-                | claij_fsm::Error::TooManyTransitions { .. }),
+                e @ (claij_fsm::Error::TooManyTransitions { .. }
+                | claij_fsm::Error::RepeatedCall { .. }),
             ) => {
+                finish(run, None, options)?;
+                let journal = journal.as_ref().map(Journal::path);
+                writeln!(std::io::stderr(), "error: {}", stopped(&e, journal))?;
+                return Ok(Status::Invalid);
+            }
+            Err(e @ (claij_fsm::Error::Llm { .. } | claij_fsm::Error::InvalidEvent { .. })) => {
                 finish(run, None, options)?;
                 // As `claij ask`: a backend that fails is exit 2; replies that stay invalid are 1.
                 if let claij_fsm::Error::Llm { source, .. } = &e
@@ -358,6 +375,73 @@ fn drive(
         }
         _ => Ok(Status::Ok),
     }
+}
+
+/// `--max-repeated-calls`: 0 to [`crate::args::MAX_TRANSITIONS`] (a run cannot repeat more).
+fn repeated_calls(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n <= crate::args::MAX_TRANSITIONS)
+        .ok_or_else(|| {
+            format!(
+                "expected a whole number from 0 to {}",
+                crate::args::MAX_TRANSITIONS
+            )
+        })
+}
+
+/// The flag that sets the runner's limit `limit` (`claij_fsm::Error::limit`).
+pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
+    match limit {
+        "max_transitions" => Some("--max-transitions"),
+        "max_repeated_calls" => Some("--max-repeated-calls"),
+        _ => None,
+    }
+}
+
+/// The line for a run stopped at a limit (`e`): where, the counts, the flag that sets the limit,
+/// and how the run goes on (from `journal`, or how to keep one).
+fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
+    use super::count;
+    let what = match e {
+        claij_fsm::Error::TooManyTransitions {
+            state,
+            limit,
+            recorded,
+        } => format!(
+            "stopped in state `{state}` after {} without reaching an end (--max-transitions \
+             {limit}; the trail holds {recorded})",
+            count(*limit, "transition")
+        ),
+        claij_fsm::Error::RepeatedCall {
+            state,
+            call,
+            repeats,
+            limit,
+        } => format!(
+            "state `{state}` repeats itself: {call} got the same result {} since the last input \
+             (--max-repeated-calls {limit} allows {})",
+            count(repeats + 1, "time"),
+            count(*limit, "repeat")
+        ),
+        other => return crate::one_line(&ErrorChain(other).to_string()),
+    };
+    let go_on = match (journal, e) {
+        (Some(path), claij_fsm::Error::RepeatedCall { .. }) => format!(
+            "the run can go on, the model told of the repeats: `claij fsm resume {}` (with a \
+             higher --max-repeated-calls to allow more)",
+            path.display()
+        ),
+        (Some(path), _) => format!(
+            "the run can go on: `claij fsm resume {}` (its --max-transitions counts anew)",
+            path.display()
+        ),
+        (None, _) => "to be able to go on after a stop, run with --journal FILE, then `claij \
+                      fsm resume FILE`"
+            .to_owned(),
+    };
+    format!("{}; {go_on}", crate::one_line(&what))
 }
 
 /// One JSON event from stdin for the waiting `state`, or `None` at end of input.
@@ -437,9 +521,9 @@ pub(super) fn print_end(
         writeln!(out, "{}", serde_json::to_string_pretty(trail)?)?;
         let _ = writeln!(
             std::io::stderr(),
-            "{} transitions, {} model calls, {}+{} tokens",
-            trail.entries.len(),
-            trail.attempts(),
+            "{}, {}, {}+{} tokens",
+            super::count(trail.entries.len(), "transition"),
+            super::count(trail.attempts(), "model call"),
             usage.input_tokens,
             usage.output_tokens
         );

@@ -93,9 +93,13 @@ fn problems(definition: &Definition, seen: &Seen<'_>) -> Vec<Problem> {
             Action::Custom(name) => problems.push(problem(
                 format!("/states/{i}/action"),
                 format!(
-                    "custom action `{name}`: claij runs only llm, service, fsm, human and end \
+                    "custom action `{name}`{}: claij runs only llm, service, fsm, human and end \
                      states; a program provides `{name}` with \
-                     claij_fsm::Runner::with_service(\"{name}\", ...)"
+                     claij_fsm::Runner::with_service(\"{name}\", ...)",
+                    state
+                        .action
+                        .misspelt_built_in()
+                        .map_or_else(String::new, |meant| format!("; did you mean `{meant}`?"))
                 ),
             )),
             _ => {}

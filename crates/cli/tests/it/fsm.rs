@@ -675,6 +675,12 @@ fn a_sub_fsm_from_a_file_suspends_the_run_and_resume_continues_it() {
         "{}",
         waiting.stderr
     );
+    // The sub-FSM's steps on stderr carry the state they run in.
+    assert!(
+        waiting.stderr.contains("review/start -> review/approve: "),
+        "{}",
+        waiting.stderr
+    );
     std::fs::remove_file(files.path("flows/approval.json")).unwrap();
     std::fs::remove_file(&parent).unwrap();
 
@@ -683,6 +689,11 @@ fn a_sub_fsm_from_a_file_suspends_the_run_and_resume_continues_it() {
         "{\"decision\": \"yes\"}\n",
     );
     assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("review/approve -> review/end: "),
+        "{}",
+        done.stderr
+    );
     let report: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
     assert_eq!(report["outcome"]["finished"], "end");
     let path: Vec<String> = report["trail"]
@@ -1054,4 +1065,304 @@ fn the_sub_fsm_examples_run_as_the_readme_says() {
     assert_eq!(report["outcome"]["finished"], "end");
     let adoption = claij(&["fsm", "validate", &example("adoption")], "");
     assert_eq!(adoption.code, 0, "{}{}", adoption.stdout, adoption.stderr);
+}
+
+/// `calc` asks the `eval` service (`run`) as often as it likes, then answers.
+const CALCULATOR: &str = r#"{
+  "id": "calculator",
+  "states": [
+    {"id": "calc", "action": "llm"},
+    {"id": "run", "action": "service", "config": {"service": "eval"}},
+    {"id": "end", "action": "end"}
+  ],
+  "transitions": [
+    {"id": ["start", "calc"], "schema": {"type": "object", "required": ["question"]}},
+    {"id": ["calc", "run"], "schema": {"type": "object", "required": ["message"]}},
+    {"id": ["run", "calc"], "schema": {"type": "object", "required": ["message"]}},
+    {"id": ["calc", "end"], "schema": {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}}
+  ]
+}"#;
+
+/// The model's call of `eval` on `40 + 2`.
+const EVAL_CALL: &str = r#"{"id": ["calc", "run"], "message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "eval", "arguments": {"code": "40 + 2"}}}}"#;
+
+/// A mock OpenRouter that always replies `content`.
+async fn model_replying(content: &str) -> wiremock::MockServer {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(content))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The last message of each request `server` received: what the model was told last each time.
+async fn told(server: &wiremock::MockServer) -> Vec<String> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            let messages = body["messages"].as_array().unwrap();
+            messages.last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A model that repeats its `eval` call: the second same result is told to the model, the third
+/// stops the run naming the state, the call, the flag and how to resume; resumed, the model is told
+/// again and another repeat stops it at once; with `--max-repeated-calls` raised, it answers.
+#[tokio::test]
+async fn a_repeated_service_call_stops_the_run_naming_the_flag_and_resume_goes_on() {
+    let server = model_replying(EVAL_CALL).await;
+    let files = Files::new(&[
+        ("calc.json", CALCULATOR),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let (config, journal) = (files.path("config.toml"), files.path("run.jsonl"));
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-v1-fsm-loop-0123456789")),
+    ];
+    let definition = files.path("calc.json");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "fsm",
+            "run",
+            definition.as_str(),
+            "--input",
+            r#"{"question": "40 + 2?"}"#,
+            "--llm",
+            "gemini-flash",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let argv = args(&["--journal", &journal]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let run = claij_env(&argv, "", &env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "error: state `run` repeats itself: `eval` with {{\"code\":\"40 + 2\"}} got the same \
+             result 3 times since the last input (--max-repeated-calls 1 allows 1 repeat); the run \
+             can go on, the model told of the repeats: `claij fsm resume {journal}` (with a higher \
+             --max-repeated-calls to allow more)"
+        )
+    );
+    assert!(
+        run.stderr
+            .contains("7 transitions, 3 model calls, 57+30 tokens"),
+        "{}",
+        run.stderr
+    );
+    let trail: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let repeats: Vec<u64> = trail
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["repeats"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(repeats, [0, 0, 0, 0, 1, 0, 2]);
+    let told_model = told(&server).await;
+    assert_eq!(told_model.len(), 3);
+    assert!(!told_model[1].contains("Note:"), "{}", told_model[1]);
+    assert!(
+        told_model[2].ends_with(
+            "Note: `run` was given this same request once before and gave this same result: \
+             calling it again will not change it. Use the result you have: take [\"calc\",\"end\"], \
+             or make a different call. The same call once more ends the run."
+        ),
+        "{}",
+        told_model[2]
+    );
+
+    // Resumed: told again (twice before now); the same call stops it at once.
+    let resumed = claij_env(&["fsm", "resume", &journal], "", &env);
+    assert_eq!(resumed.code, 1, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("resuming run run-"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        resumed
+            .stderr
+            .contains("got the same result 4 times since the last input"),
+        "{}",
+        resumed.stderr
+    );
+    let told_model = told(&server).await;
+    assert_eq!(told_model.len(), 4);
+    assert!(
+        told_model[3].contains("was given this same request 2 times before"),
+        "{}",
+        told_model[3]
+    );
+
+    // A model that answers, allowed more repeats: the run finishes.
+    let answering = model_replying(r#"{"id": ["calc", "end"], "answer": 42}"#).await;
+    std::fs::write(&config, super::openrouter::config(&answering)).unwrap();
+    let done = claij_env(
+        &["fsm", "resume", &journal, "--max-repeated-calls", "5"],
+        "",
+        &env,
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(done.stderr.contains("calc -> end"), "{}", done.stderr);
+
+    // Without a journal, the line says how to keep one; 0 stops at the first repeat.
+    let argv = args(&["--max-repeated-calls", "0"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    std::fs::write(&config, super::openrouter::config(&server)).unwrap();
+    let run = claij_env(&argv, "", &env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap();
+    assert!(
+        last.ends_with(
+            "got the same result 2 times since the last input (--max-repeated-calls 0 allows 0 \
+             repeats); to be able to go on after a stop, run with --journal FILE, then `claij fsm \
+             resume FILE`"
+        ),
+        "{last}"
+    );
+    let bad = claij_env(
+        &["fsm", "resume", &journal, "--max-repeated-calls", "x"],
+        "",
+        &env,
+    );
+    assert_one_line_error(&bad, 2, "--max-repeated-calls");
+}
+
+/// a -> a forever: `--max-transitions` stops it, the line naming the flag with counts that agree
+/// with the summary, and saying how the run goes on.
+#[tokio::test]
+async fn max_transitions_names_its_flag_and_how_to_go_on() {
+    const LOOPING: &str = r#"{
+      "id": "looping",
+      "states": [{"id": "a", "action": "llm"}],
+      "transitions": [
+        {"id": ["start", "a"], "schema": {"type": "object"}},
+        {"id": ["a", "a"], "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+      ]
+    }"#;
+    let server = model_replying(r#"{"text": "again"}"#).await;
+    let files = Files::new(&[
+        ("looping.json", LOOPING),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let (config, journal) = (files.path("config.toml"), files.path("run.jsonl"));
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-v1-fsm-loop-0123456789")),
+    ];
+    let definition = files.path("looping.json");
+    let base = [
+        "fsm",
+        "run",
+        definition.as_str(),
+        "--input",
+        "{}",
+        "--llm",
+        "gemini-flash",
+    ];
+    let mut argv = base.to_vec();
+    argv.extend(["--max-transitions", "5"]);
+    let run = claij_env(&argv, "", &env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            "6 transitions, 5 model calls, 95+50 tokens",
+            "error: stopped in state `a` after 5 transitions without reaching an end \
+             (--max-transitions 5; the trail holds 6); to be able to go on after a stop, run with \
+             --journal FILE, then `claij fsm resume FILE`",
+        ]
+    );
+
+    let mut argv = base.to_vec();
+    argv.extend(["--max-transitions", "1", "--journal", &journal]);
+    let run = claij_env(&argv, "", &env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            "2 transitions, 1 model call, 19+10 tokens",
+            &format!(
+                "error: stopped in state `a` after 1 transition without reaching an end \
+                 (--max-transitions 1; the trail holds 2); the run can go on: `claij fsm resume \
+                 {journal}` (its --max-transitions counts anew)"
+            ),
+        ]
+    );
+    let resumed = claij_env(
+        &["fsm", "resume", &journal, "--max-transitions", "2"],
+        "",
+        &env,
+    );
+    assert_eq!(resumed.code, 1, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("resuming run run-"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        resumed.stderr.contains("after 2 recorded transitions"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        resumed
+            .stderr
+            .contains("(--max-transitions 2; the trail holds 4)"),
+        "{}",
+        resumed.stderr
+    );
+}
+
+/// `fsm validate` names a misspelt top-level key with the one it was meant to be, and a custom
+/// action that looks like a misspelt built-in one.
+#[test]
+fn validate_names_misspelt_keys_and_actions() {
+    let files = Files::new(&[
+        (
+            "keys.json",
+            r#"{"id": "k", "states": [{"id": "ask", "action": "llm"}], "transitons": [{"id": ["start", "ask"]}, {"id": ["ask", "end"]}]}"#,
+        ),
+        (
+            "action.json",
+            r#"{"id": "a", "states": [{"id": "ask", "action": "lm"}], "transitions": [{"id": ["start", "ask"]}, {"id": ["ask", "end"]}]}"#,
+        ),
+    ]);
+    let keys = claij(&["fsm", "validate", &files.path("keys.json")], "");
+    assert_eq!(keys.code, 1, "{}", keys.stderr);
+    assert_eq!(
+        keys.stdout,
+        "/transitons: unknown field `transitons`; did you mean `transitions`? (annotations may \
+         start with `$` or `x-`)\n"
+    );
+    let action = claij(&["fsm", "validate", &files.path("action.json")], "");
+    assert_eq!(action.code, 1, "{}", action.stderr);
+    assert!(
+        action
+            .stdout
+            .starts_with("/states/0/action: custom action `lm`; did you mean `llm`?"),
+        "{}",
+        action.stdout
+    );
 }

@@ -160,6 +160,34 @@ async fn fsm_run_on_restate_prints_what_an_embedded_run_prints() {
     // The worker asked the model once per `llm` state.
     assert_eq!(mock.received_requests().await.unwrap().len(), calls + 3);
 
+    // Stopped at a limit, the line names the flag (a run on Restate that ended starts again).
+    let stopped = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("chain.json"),
+            "--input",
+            r#"{"topic": "rust"}"#,
+            "--on",
+            "restate",
+            "--ingress",
+            &ingress,
+            "--id",
+            "cli-chain-limit",
+            "--max-transitions",
+            "2",
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(stopped.code, 1, "{}", stopped.stderr);
+    assert_eq!(
+        stopped.stderr.lines().last().unwrap(),
+        "error: stopped in state `c` after 2 transitions of this call without reaching an end (the \
+         limit max_transitions; the trail holds 3); --max-transitions sets the limit for a run \
+         started again (a new --id)"
+    );
+
     // A `human` state: the run waits (no input on stdin), another command gives the input, and
     // following the run again (the same id starts nothing) shows its end.
     let run = |stdin: &str| {
