@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use crate::support::{RestateServer, Worker};
 use crate::worker::{Counting, command, count, object, runner};
 
-/// Long enough that only a hang reaches it: a guard, not a speed claim.
-const HANG: Duration = Duration::from_secs(120);
+/// How long a client follows a run: long enough that only a hang reaches it on a loaded machine (a
+/// guard, not a speed claim), the limit's error naming `run_timeout`.
+const HANG: Duration = Duration::from_secs(600);
 
 /// A directory for a worker's count files, removed when dropped.
 struct Counts(PathBuf);
@@ -221,17 +222,12 @@ fn a_worker_killed_mid_run_is_replaced_and_no_model_call_is_answered_twice() {
     block(client.start("killed-1", &request)).unwrap();
     // The first call is journaled (its transition is in the workflow's state) and the second is
     // under way.
-    block(async {
-        loop {
-            let status = client.status("killed-1").await.unwrap();
-            if status.is_some_and(|s| s.trail.entries.len() >= 2)
-                && count(counts.path(), "asked") >= 2
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
+    let what = "killed-1's first transition journaled and its second model call asked";
+    block(server.wait_for(what, || async {
+        let status = client.status("killed-1").await.unwrap();
+        (status.is_some_and(|s| s.trail.entries.len() >= 2) && count(counts.path(), "asked") >= 2)
+            .then_some(())
+    }));
     assert_eq!(count(counts.path(), "answered"), 1);
     worker.kill();
     std::fs::write(counts.path().join("release"), b"").unwrap();
@@ -360,11 +356,11 @@ fn interrupted_during_a_call(stop: impl FnOnce(&RestateServer, &Client, &Started
     let client = client(&server);
     let request = RunRequest::new(Machine::inline(chain(), vec![]), json!({"topic": "rust"}));
     let started = block(client.start("held-1", &request)).unwrap();
-    block(async {
-        while count(counts.path(), "asked") < 1 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
+    block(
+        server.wait_for("held-1's first model call asked", || async {
+            (count(counts.path(), "asked") >= 1).then_some(())
+        }),
+    );
     stop(&server, &client, &started);
     std::fs::write(counts.path().join("release"), b"").unwrap();
     let result = block(client.attach("held-1")).unwrap();

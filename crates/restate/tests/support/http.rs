@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 /// How long one request may wait for its answer (a deployment's registration calls the worker).
-const READ_LIMIT: Duration = Duration::from_secs(120);
+const READ_LIMIT: Duration = Duration::from_secs(600);
 
 /// A response: its status and its body as text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,12 @@
 //! from the binary `cargo xtask restate` installs, and workers run as child processes ([`Worker`]),
 //! so a test can kill one with SIGKILL and start it again on the same port.
 //!
-//! Every process is stopped by its PID when its handle drops. Nothing listens off loopback.
+//! Every process is stopped by its PID when its handle drops, and a handle dropped by a failing
+//! test prints the end of the process's log. Nothing listens off loopback.
+//!
+//! Nothing waits on the machine being idle: a start, and every event a test waits for
+//! ([`RestateServer::wait_for`]), is polled within a bound of minutes (a hang guard, never a speed),
+//! and a bound that passes names what did not arrive and quotes the server's log.
 //!
 //! Shared by the integration tests and the bench (`#[path]`); each uses part of it.
 
@@ -32,7 +37,10 @@ use std::time::{Duration, Instant};
 
 /// How long a process may take to start answering before the test fails: a hang guard for a loaded
 /// two-core machine, not a timing assertion.
-const START_LIMIT: Duration = Duration::from_secs(90);
+const START_LIMIT: Duration = Duration::from_secs(600);
+/// How long a test waits for an event of a run (a journaled step, a model call asked, a run's end)
+/// before it fails: a hang guard for a loaded two-core machine, not a timing assertion.
+pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(600);
 /// Between two readiness checks.
 const POLL: Duration = Duration::from_millis(20);
 /// How many lines of a process's log a failure quotes.

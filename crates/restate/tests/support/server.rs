@@ -5,13 +5,14 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::http::{self, Response};
-use super::{START_LIMIT, TempDir, free_ports, log_tail, poll, test_name};
+use super::{POLL, START_LIMIT, TempDir, WAIT_LIMIT, free_ports, log_tail, poll, test_name};
 
 /// The variable naming the binary; `cargo xtask test` sets it.
 const BINARY_VAR: &str = "CLAIJ_RESTATE_SERVER";
@@ -37,6 +38,8 @@ pub(crate) struct RestateServer {
     log: PathBuf,
     /// From spawning to both health endpoints answering 200.
     started_in: Duration,
+    /// Whether a failure message already quoted the log (else a failing test's drop prints it).
+    quoted: AtomicBool,
     /// Dropped last: the data and the log.
     base: TempDir,
 }
@@ -138,6 +141,47 @@ impl RestateServer {
         })
     }
 
+    /// Polls `probe` (a new future each time) every [`POLL`] until it gives a value, and returns it:
+    /// an event of a run awaited as an event, whatever the machine's load. Panics when
+    /// [`WAIT_LIMIT`] passes, naming `what` did not arrive and quoting the server's log (a failing
+    /// test's workers print theirs as they drop).
+    pub(crate) async fn wait_for<T, F>(&self, what: &str, mut probe: impl FnMut() -> F) -> T
+    where
+        F: std::future::Future<Output = Option<T>>,
+    {
+        let started = Instant::now();
+        loop {
+            if let Some(value) = probe().await {
+                return value;
+            }
+            if started.elapsed() > WAIT_LIMIT {
+                self.quoted.store(true, Ordering::Relaxed);
+                panic!(
+                    "{}: {what} did not happen within {} s (the Restate server, pid {}, {});\n{}",
+                    test_name(),
+                    WAIT_LIMIT.as_secs(),
+                    self.pid(),
+                    if self.is_running() {
+                        "still runs"
+                    } else {
+                        "has exited"
+                    },
+                    log_tail(&self.log)
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Whether the process is still there (not exited, nor a zombie waiting to be reaped).
+    fn is_running(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X")
+        })
+    }
+
     /// `method path` on the admin API with `body` as JSON; `None` when it does not answer.
     pub(crate) fn admin(&self, method: &str, path: &str, body: Option<&str>) -> Option<Response> {
         http::request(self.admin, method, path, body)
@@ -170,6 +214,7 @@ impl RestateServer {
             fabric,
             log,
             started_in: Duration::ZERO,
+            quoted: AtomicBool::new(false),
             base,
         };
         let healthy = poll(START_LIMIT, || {
@@ -212,6 +257,14 @@ impl RestateServer {
 
 impl Drop for RestateServer {
     fn drop(&mut self) {
+        if std::thread::panicking() && !self.quoted.load(Ordering::Relaxed) {
+            eprintln!(
+                "{}: the test failed; the Restate server (pid {}) {}",
+                test_name(),
+                self.pid(),
+                log_tail(&self.log)
+            );
+        }
         self.stop();
     }
 }

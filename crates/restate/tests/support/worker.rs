@@ -121,6 +121,14 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "{}: the test failed; the worker on port {} {}",
+                test_name(),
+                self.port,
+                log_tail(&self.log)
+            );
+        }
         self.kill();
     }
 }
