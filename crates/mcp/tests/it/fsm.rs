@@ -5,7 +5,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse, Role};
@@ -327,7 +326,7 @@ async fn an_interrupt_cancels_a_long_call_and_the_client_stays_usable() {
         stopper.interrupt();
     };
     let both = async { tokio::join!(runner.run(&mut run, &interrupt, None), stop).0 };
-    let outcome = tokio::time::timeout(Duration::from_secs(60), both)
+    let outcome = tokio::time::timeout(crate::servers::HANG_GUARD, both)
         .await
         .expect("the interrupted run never returned");
     assert_eq!(

@@ -52,7 +52,7 @@ impl HttpEverything {
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
-                started.elapsed() < Duration::from_secs(60),
+                started.elapsed() < servers::HANG_GUARD,
                 "server-everything did not listen on {port}"
             );
             std::thread::sleep(Duration::from_millis(25));
@@ -152,7 +152,7 @@ async fn an_http_server_killed_mid_call_is_an_error_not_a_hang() {
         server.kill();
     };
     let ((first, second), ()) =
-        tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(calls, kill) })
+        tokio::time::timeout(servers::HANG_GUARD, async { tokio::join!(calls, kill) })
             .await
             .expect("a call hangs after the server was killed");
     for result in [&first, &second] {
@@ -166,7 +166,7 @@ async fn an_http_server_killed_mid_call_is_an_error_not_a_hang() {
 
     // Later calls fail at once: `Dead`, not a connection attempt ending in a timeout.
     let next = tokio::time::timeout(
-        Duration::from_secs(20),
+        servers::HANG_GUARD,
         once.call("echo", json!({"message": "hello?"})),
     )
     .await
@@ -238,7 +238,8 @@ async fn fetch_reads_a_local_page_when_allowed() {
         servers::connect("fetch", servers::fetch(&dir, true)),
         servers::connect("fetch", servers::fetch(&dir, false)),
     );
-    let slow = Some(Duration::from_secs(30));
+    // A page on loopback: only a hang reaches this, not a loaded machine.
+    let slow = Some(servers::HANG_GUARD);
     let (page, no) = tokio::join!(
         allowed.call_with_timeout("fetch", json!({"url": url}), slow),
         refused.call_with_timeout("fetch", json!({"url": url}), slow),
@@ -294,7 +295,7 @@ async fn an_http_answer_over_the_size_limit_fails_at_once_naming_the_limit() {
         .unwrap();
     assert_eq!(fits.text().len(), "Echo: ".len() + 60_000);
     let call = client.call("echo", json!({"message": "y".repeat(100_000)}));
-    let result = tokio::time::timeout(Duration::from_secs(60), call)
+    let result = tokio::time::timeout(servers::HANG_GUARD, call)
         .await
         .expect("the oversized answer waits for a timeout");
     // rmcp's HTTP transport drops the request without saying why: the error names the limit.

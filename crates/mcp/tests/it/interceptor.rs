@@ -293,7 +293,9 @@ async fn timeouts_and_dead_servers_are_error_results() {
     };
     let services = services(&dir).await;
     let mut config = InterceptorConfig::default();
-    config.timeout = Some(Duration::from_millis(500));
+    // Long enough for the short calls on a loaded machine (a 0.2 s operation, an echo), far shorter
+    // than the long one (600 s), which only the timeout ends.
+    config.timeout = Some(Duration::from_secs(10));
     let mcp = McpInterceptor::new(services.clone()).with_config(config);
     services.client("time").expect("time").close().await;
     let long = |duration: f64| {
@@ -301,7 +303,7 @@ async fn timeouts_and_dead_servers_are_error_results() {
                "args": {"duration": duration, "steps": 1}})
     };
     let reply = json!({"answer": "", "state": "s", "mcp_calls": [
-        long(30.0),
+        long(600.0),
         long(0.2),
         {"service": "time", "tool": "get_current_time", "args": {"timezone": "UTC"}},
         {"service": "everything", "tool": "echo", "args": {"message": "still here"}},
@@ -334,7 +336,7 @@ async fn timeouts_and_dead_servers_are_error_results() {
             (
                 "everything.trigger-long-running-operation",
                 Err(
-                    "mcp server `everything`: `tools/call trigger-long-running-operation` timed out after 500ms"
+                    "mcp server `everything`: `tools/call trigger-long-running-operation` timed out after 10s"
                 )
             ),
             ("everything.trigger-long-running-operation", Ok(true)),

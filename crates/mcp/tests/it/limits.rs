@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 use std::path::Path;
-use std::time::Duration;
 
 use claij_mcp::{
     ClientOptions, DEFAULT_MAX_MESSAGE_BYTES, Error, McpConfig, ServerConfig, StdioServer,
@@ -113,7 +112,7 @@ async fn a_result_over_a_configured_limit_fails_at_once_naming_the_limit() {
     let client = servers::connect_with("big", server_stdio(server), ClientOptions::default()).await;
 
     let call = client.call("big", json!({"bytes": 2 * MIB}));
-    let result = tokio::time::timeout(Duration::from_secs(60), call)
+    let result = tokio::time::timeout(servers::HANG_GUARD, call)
         .await
         .expect("the oversized answer waits for a timeout");
     match &result {

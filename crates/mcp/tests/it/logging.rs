@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use crate::servers;
 
 /// A hang guard on waiting for a log message, not a speed.
-const GUARD: Duration = Duration::from_secs(60);
+const GUARD: Duration = servers::HANG_GUARD;
 
 /// `options` whose log callback sends every message to the returned receiver.
 fn collecting(options: ClientOptions) -> (ClientOptions, mpsc::UnboundedReceiver<LogMessage>) {

@@ -12,8 +12,13 @@ use std::time::Duration;
 use claij_mcp::{ClientOptions, Hooks, McpClient, StdioServer};
 use tokio::sync::Notify;
 
+/// How long a test waits for an event of a real server (a call's end, a log message, a process
+/// gone) before it fails: five minutes, so a loaded machine never reaches it (a hang guard, not a
+/// speed), and still shorter than the long operations (600 s) that only a kill, a timeout or a cap
+/// may end.
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(300);
 /// How long [`wait_gone`] waits: only a process left behind reaches it (a hang guard, not a speed).
-pub(crate) const GONE_GUARD: Duration = Duration::from_secs(30);
+pub(crate) const GONE_GUARD: Duration = HANG_GUARD;
 
 /// `options` with a progress hook that wakes the returned `Notify` (a permit is kept, so a wait that
 /// starts after the notification still returns): a test waits on it to know a call is under way at
