@@ -163,13 +163,6 @@ pub(crate) fn dollars(text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("expected US dollars, above 0 and at most {MAX_BUDGET_USD}"))
 }
 
-/// A whole number from `min` to `max`.
-fn whole<T>(text: &str, min: T, max: T) -> Result<T, String>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-{
-    text.trim()
-        .parse::<T>()
 /// The question of `ask`: some text besides whitespace (an empty one would be a model call on
 /// nothing).
 pub(crate) fn question(text: &str) -> Result<String, String> {
@@ -179,6 +172,13 @@ pub(crate) fn question(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// A whole number from `min` to `max`.
+fn whole<T>(text: &str, min: T, max: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    text.trim()
+        .parse::<T>()
         .ok()
         .filter(|n| *n >= min && *n <= max)
         .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
