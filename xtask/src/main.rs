@@ -14,6 +14,7 @@ mod demo;
 mod integration;
 mod invariants;
 mod llama_server;
+mod long_command;
 mod mcp_servers;
 mod metadata;
 mod model;

@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 
 use crate::cache;
 use crate::cache::venv;
+use crate::long_command;
 use crate::test::format_duration;
 
 /// The npm packages and their versions; each runs as
@@ -472,30 +473,52 @@ pub(crate) fn npm_run(npm: &mut Command, cache: &Path) -> Result<()> {
     })
 }
 
-/// Runs `command` from `cwd` with stdin closed and its output captured, echoing it first, and
-/// returns its stdout. A failure names the command and quotes the end of what it printed.
+/// Runs `command` from `cwd` with stdin closed, echoing it first, and returns its stdout. Its
+/// output also goes to `<cwd>/logs/<label>.log` as it comes, and every
+/// [`long_command::HEARTBEAT`] a line says it is still running, for how long, and where that log
+/// is (a pip build of llama.cpp takes minutes). A failure names the command, quotes the end of
+/// what it printed and names the log.
 pub(crate) fn capture(command: &mut Command, cwd: &Path) -> Result<String> {
+    capture_with(command, cwd, long_command::HEARTBEAT, &mut |line| {
+        println!("{line}");
+    })
+}
+
+/// [`capture`] with the heartbeat every `every`, said through `say`.
+pub(crate) fn capture_with(
+    command: &mut Command,
+    cwd: &Path,
+    every: std::time::Duration,
+    say: &mut dyn FnMut(String),
+) -> Result<String> {
     let shown = show(command);
     println!("$ {shown}");
-    let output = match command
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-    {
+    let log = cwd.join("logs").join(format!(
+        "{}.log",
+        long_command::label(command).replace(' ', "-")
+    ));
+    command.current_dir(cwd);
+    let output = match long_command::run_logged(command, &shown, &log, every, say) {
         Ok(output) => output,
         Err(err) if err.kind() == io::ErrorKind::NotFound => bail!(
             "cannot run `{shown}`: {} is not installed",
             command.get_program().to_string_lossy()
         ),
-        Err(err) => return Err(err).with_context(|| format!("cannot run `{shown}`")),
+        Err(err) => {
+            return Err(err).with_context(|| {
+                format!(
+                    "cannot run `{shown}` (its output going to {})",
+                    log.display()
+                )
+            });
+        }
     };
     if !output.status.success() {
         bail!(
-            "`{shown}` failed ({}){}",
+            "`{shown}` failed ({}){}\nall it printed: {}",
             output.status,
-            tail(&output.stderr, &output.stdout)
+            tail(&output.stderr, &output.stdout),
+            log.display()
         );
     }
     String::from_utf8(output.stdout).with_context(|| format!("`{shown}` printed non-UTF-8"))
