@@ -72,11 +72,13 @@ commands:
                                 --force    install both parts again even if they match
   llama-server [--dir DIR] [--force]
                               install llama.cpp's Python server (llama-cpp-python[server] 0.3.36,
-                              built from source: ~10 minutes on 2 cores, once) into a venv in a
+                              built from source for a portable x86-64 baseline, AVX2 without
+                              AVX-512 or AMX: ~10 minutes on 2 cores, once) into a venv in a
                               cache and print its path: DIR/venv/bin/python runs
                               `-m llama_cpp.server`; DIR/installed.json, written last, names the
-                              version; a matching install is reused, and pip keeps the built wheel
-                              in DIR/pip-cache
+                              version and the build's CMAKE_ARGS; a matching install is reused,
+                              pip keeps the built wheel in DIR/pip-cache (per build arguments),
+                              and the build's output goes to DIR/logs/pip-install.log
                                 --dir DIR  the cache; default $CLAIJ_LLAMA_SERVER, else
                                            $XDG_CACHE_HOME/claij/llama-server, else
                                            ~/.cache/claij/llama-server
