@@ -775,7 +775,8 @@ impl Runner {
         if bail_out {
             tracing::warn!(from = %run.state, to = %to, "bail-out transition");
         } else if repeats > 0 {
-            tracing::warn!(from = %run.state, to = %to, repeats, "a repeated call");
+            // Told to the model (or ending the run, which says so): no warning.
+            tracing::info!(from = %run.state, to = %to, repeats, "transition of a repeated call");
         } else {
             tracing::info!(from = %run.state, to = %to, "transition");
         }

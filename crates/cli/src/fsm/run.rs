@@ -466,7 +466,8 @@ pub(super) fn read_input(state: &str) -> Result<Option<Value>> {
         .with_context(|| format!("input for state `{state}` is not JSON"))
 }
 
-/// `from -> to (n attempts): event` on stderr, the event cut at 160 characters.
+/// `from -> to (n attempts): event` on stderr, the event cut at 160 characters; a service's
+/// transition that repeats earlier calls says so: `servicing -> llm (repeats an earlier call): ...`.
 pub(crate) fn print_transition(entry: &Entry) -> Result<()> {
     let mut event = entry.event.to_string();
     if event.chars().count() > 160 {
@@ -477,9 +478,14 @@ pub(crate) fn print_transition(entry: &Entry) -> Result<()> {
         1 => " (1 attempt)".to_owned(),
         n => format!(" ({n} attempts)"),
     };
+    let repeats = match entry.repeats {
+        0 => String::new(),
+        1 => " (repeats an earlier call)".to_owned(),
+        n => format!(" (repeats {n} earlier calls)"),
+    };
     writeln!(
         std::io::stderr(),
-        "{} -> {}{attempts}: {event}",
+        "{} -> {}{attempts}{repeats}: {event}",
         entry.from,
         entry.to
     )?;

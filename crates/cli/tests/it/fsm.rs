@@ -1169,6 +1169,20 @@ async fn a_repeated_service_call_stops_the_run_naming_the_flag_and_resume_goes_o
         "{}",
         run.stderr
     );
+    // The repeats are on the transitions' lines, and no warning says them again.
+    assert!(
+        run.stderr
+            .contains("run -> calc (repeats an earlier call): "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("run -> calc (repeats 2 earlier calls): "),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("claij_fsm::runner"), "{}", run.stderr);
     let trail: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let repeats: Vec<u64> = trail
         .as_array()
