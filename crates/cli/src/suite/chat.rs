@@ -110,8 +110,9 @@ pub(super) async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
         .await?
     else {
         return Ok(Judged::fail(&format!(
-            "no valid reply after {} attempts",
-            tally.attempts
+            "no valid reply after {} attempt{}",
+            tally.attempts,
+            if tally.attempts == 1 { "" } else { "s" }
         )));
     };
     let word = text(&answer.value, "answer").unwrap_or_default();
@@ -123,8 +124,13 @@ pub(super) async fn retry(env: &Env, tally: &mut Tally) -> Result<Judged> {
     Ok(Judged {
         passed: consistent,
         detail: format!(
-            "valid after {} retries; word {word:?}, letters spell {spelled:?}",
-            tally.retries
+            "valid after {} {}; word {word:?}, letters spell {spelled:?}",
+            tally.retries,
+            if tally.retries == 1 {
+                "retry"
+            } else {
+                "retries"
+            }
         ),
     })
 }

@@ -521,7 +521,11 @@ fn detect(call: &ServiceCall<'_>) -> Value {
     let attempts = call.event["attempts"].as_u64().unwrap_or(0);
     let violations = call.event["violations"].as_array().map_or(0, Vec::len);
     let reason = if attempts < min {
-        format!("{attempts} failed attempt(s); a repeated failure has at least {min}")
+        let attempts = usize::try_from(attempts).unwrap_or(usize::MAX);
+        format!(
+            "{}; a repeated failure has at least {min}",
+            crate::error::count(attempts, "failed attempt")
+        )
     } else if violations == 0 {
         "no violations: nothing to diagnose".to_owned()
     } else {

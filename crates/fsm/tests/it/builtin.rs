@@ -463,7 +463,7 @@ fn what_is_not_a_repeated_failure_is_not_diagnosed() {
         (
             once,
             &["big-model"][..],
-            "1 failed attempt(s); a repeated failure has at least 2",
+            "1 failed attempt; a repeated failure has at least 2",
         ),
         (
             clean,
