@@ -1381,77 +1381,83 @@ fn validate_names_misspelt_keys_and_actions() {
     );
 }
 
-/// The README's tool loop with the embedded model and the real filesystem server: asked for a
-/// Markdown file's title, the 135M model reads the file, then sends the same call again (greedy
-/// decoding, so every run is the same); the repeat is recorded and told to the model, which then
-/// answers. Without loop detection it calls again until `--max-transitions`.
-#[test]
-fn the_local_model_told_of_its_repeated_call_answers() {
-    let test = "the_local_model_told_of_its_repeated_call_answers";
-    let Some(model) =
-        claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
-    else {
-        return;
-    };
-    let Some(servers) = super::mcp::servers(test) else {
-        return;
-    };
-    let files = Files::new(&[("notes.md", "# Shopping list\n\n- milk\n- eggs\n- bread\n")]);
-    let root = std::fs::canonicalize(&files.0).unwrap();
-    let fs = servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    let config = serde_json::json!({
-        "mcpServers": {"fs": {"command": "node", "args": [fs, root]}},
-        "projects": {"docs": {"services": ["fs"], "tools": ["fs.read_text_file"]}}
-    });
-    std::fs::write(root.join("mcp.json"), config.to_string()).unwrap();
-    let (config, model) = (files.path("mcp.json"), model.to_string_lossy().into_owned());
-    let run = claij(
-        &[
-            "fsm",
-            "run",
-            &example("tool-loop"),
-            "--config",
-            &config,
-            "--project",
-            "docs",
-            "--input",
-            r#"{"request": "Read the file \"notes.md\" and tell me its title"}"#,
-            "--llm",
-            "local",
-            "--model-path",
-            &model,
-            "--threads",
-            "1",
-            "--max-transitions",
-            "8",
-        ],
-        "",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("servicing -> llm (repeats an earlier call): "),
-        "{}",
-        run.stderr
-    );
-    let trail: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let path: Vec<String> = trail
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| format!("{}->{} {}", e["from"], e["to"], e["repeats"]))
-        .collect();
-    assert_eq!(
-        path,
-        [
-            r#""start"->"llm" null"#,
-            r#""llm"->"servicing" null"#,
-            r#""servicing"->"llm" null"#,
-            r#""llm"->"servicing" null"#,
-            r#""servicing"->"llm" 1"#,
-            r#""llm"->"end" null"#,
-        ],
-        "{}",
-        run.stderr
-    );
+/// Tests on the embedded model: one at a time (the `local-model` nextest group).
+mod local_model {
+    use super::{Files, claij, example};
+
+    /// The README's tool loop with the embedded model and the real filesystem server: asked for a
+    /// Markdown file's title, the 135M model reads the file, then sends the same call again (greedy
+    /// decoding, so every run is the same); the repeat is recorded and told to the model, which then
+    /// answers. Without loop detection it calls again until `--max-transitions`.
+    #[test]
+    fn the_local_model_told_of_its_repeated_call_answers() {
+        let test = "the_local_model_told_of_its_repeated_call_answers";
+        let Some(model) =
+            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+        else {
+            return;
+        };
+        let Some(servers) = super::super::mcp::servers(test) else {
+            return;
+        };
+        let files = Files::new(&[("notes.md", "# Shopping list\n\n- milk\n- eggs\n- bread\n")]);
+        let root = std::fs::canonicalize(&files.0).unwrap();
+        let fs =
+            servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+        let config = serde_json::json!({
+            "mcpServers": {"fs": {"command": "node", "args": [fs, root]}},
+            "projects": {"docs": {"services": ["fs"], "tools": ["fs.read_text_file"]}}
+        });
+        std::fs::write(root.join("mcp.json"), config.to_string()).unwrap();
+        let (config, model) = (files.path("mcp.json"), model.to_string_lossy().into_owned());
+        let run = claij(
+            &[
+                "fsm",
+                "run",
+                &example("tool-loop"),
+                "--config",
+                &config,
+                "--project",
+                "docs",
+                "--input",
+                r#"{"request": "Read the file \"notes.md\" and tell me its title"}"#,
+                "--llm",
+                "local",
+                "--model-path",
+                &model,
+                "--threads",
+                "1",
+                "--max-transitions",
+                "8",
+            ],
+            "",
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("servicing -> llm (repeats an earlier call): "),
+            "{}",
+            run.stderr
+        );
+        let trail: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let path: Vec<String> = trail
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| format!("{}->{} {}", e["from"], e["to"], e["repeats"]))
+            .collect();
+        assert_eq!(
+            path,
+            [
+                r#""start"->"llm" null"#,
+                r#""llm"->"servicing" null"#,
+                r#""servicing"->"llm" null"#,
+                r#""llm"->"servicing" null"#,
+                r#""servicing"->"llm" 1"#,
+                r#""llm"->"end" null"#,
+            ],
+            "{}",
+            run.stderr
+        );
+    }
 }
