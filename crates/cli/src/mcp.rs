@@ -75,8 +75,8 @@ pub(crate) enum Command {
     Logout(login::LogoutArgs),
     /// Print a configuration for the servers `cargo xtask mcp-servers` installed (not on PATH: the
     /// commands are absolute paths into its cache), ready to save as .mcp.json (or, with --format
-    /// toml, to add to config.toml): `fs` (the filesystem server, on --root), `time`, `memory`,
-    /// `fetch`, `git`, and with --servers the protocol's test server `everything`.
+    /// toml, to add to config.toml): `fs` (the filesystem server, on --root) and `time`; with
+    /// --servers also `memory`, `fetch`, `git` and the protocol's test server `everything`.
     Servers(servers::Args),
     /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
     /// its tools, call each one.

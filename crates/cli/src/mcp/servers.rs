@@ -24,8 +24,9 @@ pub(crate) struct Args {
     /// directory), written as an absolute path.
     #[arg(long = "root", value_name = "DIR")]
     roots: Vec<PathBuf>,
-    /// Only these servers, by name (comma-separated): fs, time, memory, fetch, git, everything
-    /// (default: all but everything, the protocol's test server).
+    /// These servers, by name (comma-separated): fs, time, memory, fetch, git, everything (the
+    /// protocol's test server). Default: fs,time (the `mcp` service shows a model every tool of
+    /// every server: all of them together overflow the embedded model's 8192-token context).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = server_name)]
     servers: Vec<String>,
     /// The cache `cargo xtask mcp-servers` filled (default: $CLAIJ_MCP_SERVERS, else
@@ -83,19 +84,19 @@ const KNOWN: [Known; 6] = [
         name: "memory",
         part: Part::Npm("@modelcontextprotocol/server-memory"),
         args: &[],
-        default: true,
+        default: false,
     },
     Known {
         name: "fetch",
         part: Part::Pip("mcp-server-fetch"),
         args: &[],
-        default: true,
+        default: false,
     },
     Known {
         name: "git",
         part: Part::Pip("mcp-server-git"),
         args: &[],
-        default: true,
+        default: false,
     },
     Known {
         name: "everything",

@@ -856,7 +856,7 @@ fn the_printed_configuration_is_what_list_and_call_read() {
     assert_eq!(printed.code, 0, "{}", printed.stderr);
     let config: Value = serde_json::from_str(&printed.stdout).unwrap();
     let names: Vec<&String> = config["mcpServers"].as_object().unwrap().keys().collect();
-    assert_eq!(names, ["fs", "time", "memory", "fetch", "git"]);
+    assert_eq!(names, ["fs", "time"]);
     // The servers are not on PATH: every command is absolute.
     for entry in config["mcpServers"].as_object().unwrap().values() {
         let command = entry["command"].as_str().unwrap();
@@ -872,7 +872,7 @@ fn the_printed_configuration_is_what_list_and_call_read() {
         .filter(|l| !l.starts_with(' '))
         .map(|l| l.split(':').next().unwrap())
         .collect();
-    assert_eq!(servers, ["fetch", "fs", "git", "memory", "time"]);
+    assert_eq!(servers, ["fs", "time"]);
     assert!(
         listed.stdout.contains("  fs.read_text_file  "),
         "{}",

@@ -92,7 +92,7 @@ fn node() -> Option<PathBuf> {
 }
 
 #[test]
-fn every_default_server_with_absolute_commands_and_fs_on_its_roots() {
+fn the_default_servers_with_absolute_commands_and_fs_on_its_roots() {
     let cache = Cache::new(true);
     let roots = [PathBuf::from("/srv/a"), PathBuf::from("/srv/b")];
     let config = configuration(&cache.0, &[], &roots, node).unwrap();
@@ -106,14 +106,25 @@ fn every_default_server_with_absolute_commands_and_fs_on_its_roots() {
         json!({"mcpServers": {
             "fs": {"command": "/opt/node/bin/node", "args": [npm("server-filesystem"), "/srv/a", "/srv/b"]},
             "time": {"command": cache.path("venv/bin/mcp-server-time")},
-            "memory": {"command": "/opt/node/bin/node", "args": [npm("server-memory")]},
-            "fetch": {"command": cache.path("venv/bin/mcp-server-fetch")},
-            "git": {"command": cache.path("venv/bin/mcp-server-git")},
         }})
     );
     // claij reads what it prints.
     let parsed = claij_mcp::McpConfig::from_value(&config).unwrap();
-    assert_eq!(parsed.servers.len(), 5);
+    assert_eq!(parsed.servers.len(), 2);
+    // Every server, by name.
+    let all: Vec<String> = ["fs", "time", "memory", "fetch", "git", "everything"]
+        .map(str::to_owned)
+        .to_vec();
+    let config = configuration(&cache.0, &all, &roots, node).unwrap();
+    assert_eq!(
+        config["mcpServers"]["memory"],
+        json!({"command": "/opt/node/bin/node", "args": [npm("server-memory")]})
+    );
+    assert_eq!(
+        config["mcpServers"]["fetch"],
+        json!({"command": cache.path("venv/bin/mcp-server-fetch")})
+    );
+    assert_eq!(config["mcpServers"].as_object().unwrap().len(), 6);
 }
 
 #[test]
