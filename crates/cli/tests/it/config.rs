@@ -455,3 +455,54 @@ async fn ask_and_fsm_read_the_servers_where_mcp_does() {
         &format!("--config names {gone}, which does not exist"),
     );
 }
+
+/// `.mcp.json` in the working directory hides the servers of `config.toml`: `config show` names the
+/// file the servers come from, and the hiding is said once, as a warning naming both files.
+#[test]
+fn a_project_mcp_json_that_hides_config_toml_s_servers_is_said() {
+    let work = Files::new(&[(
+        ".mcp.json",
+        r#"{"mcpServers": {"here": {"command": "here-server"}}}"#,
+    )]);
+    let home = Files::new(&[]);
+    std::fs::create_dir_all(home.0.join(".config/claij")).unwrap();
+    let toml = home.0.join(".config/claij/config.toml");
+    std::fs::write(&toml, "[mcpServers.there]\ncommand = \"there-server\"\n").unwrap();
+    let run = super::mcp::claij_in(&work.path(""), &home.path(""), &["config", "show"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mcp_json = work.0.join(".mcp.json");
+    assert!(
+        run.stdout.contains(&format!(
+            "mcpServers (from {}):\n  here: stdio `here-server`\n",
+            mcp_json.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("there-server"), "{}", run.stdout);
+    let warnings: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(
+        warnings[0].contains(&format!(
+            "MCP servers come from {}; the mcpServers of {} are not used (name the file with --config)",
+            mcp_json.display(),
+            toml.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    // Named with --config, config.toml is the one file: no warning.
+    let toml_path = toml.to_string_lossy().into_owned();
+    let named = super::mcp::claij_in(
+        &work.path(""),
+        &home.path(""),
+        &["config", "show", "--config", &toml_path],
+        &[],
+    );
+    assert_eq!((named.code, named.stderr.as_str()), (0, ""));
+    assert!(
+        named.stdout.contains("  there: stdio `there-server`"),
+        "{}",
+        named.stdout
+    );
+}
