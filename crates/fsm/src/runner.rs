@@ -318,7 +318,8 @@ impl Runner {
     /// [`DEFAULT_MAX_REPEATED_CALLS`]) ends the run with [`Error::RepeatedCall`] once the
     /// transition is recorded. Requests and results are compared without the event's `id` and
     /// without a JSON-RPC `message.id` (a model numbering its calls repeats itself all the same).
-    /// `usize::MAX` turns the check off (a state that polls until something changes).
+    /// `usize::MAX` turns the check off (a state that polls until something changes): repeats are
+    /// still recorded, but nobody is told and the run goes on.
     #[must_use]
     pub fn with_max_repeated_calls(mut self, limit: usize) -> Self {
         self.max_repeated_calls = limit;

@@ -35,7 +35,7 @@ pub(crate) struct Options {
     max_transitions: usize,
     /// Loops: a service call that repeats an earlier one (the same state, request and result since
     /// the last input) is told to the model; a repeat beyond the first N ends the run (0: the first
-    /// repeat does).
+    /// repeat does; `off`: none, nor is the model told, for a state that polls).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = repeated_calls)]
     max_repeated_calls: usize,
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
@@ -377,15 +377,19 @@ fn drive(
     }
 }
 
-/// `--max-repeated-calls`: 0 to [`crate::args::MAX_TRANSITIONS`] (a run cannot repeat more).
+/// `--max-repeated-calls`: 0 to [`crate::args::MAX_TRANSITIONS`] (a run cannot repeat more), or
+/// `off` (`usize::MAX`: the check is off).
 fn repeated_calls(text: &str) -> Result<usize, String> {
+    if text.trim() == "off" {
+        return Ok(usize::MAX);
+    }
     text.trim()
         .parse::<usize>()
         .ok()
         .filter(|n| *n <= crate::args::MAX_TRANSITIONS)
         .ok_or_else(|| {
             format!(
-                "expected a whole number from 0 to {}",
+                "expected a whole number from 0 to {}, or off",
                 crate::args::MAX_TRANSITIONS
             )
         })

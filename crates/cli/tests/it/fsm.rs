@@ -1259,6 +1259,31 @@ async fn a_repeated_service_call_stops_the_run_naming_the_flag_and_resume_goes_o
         &env,
     );
     assert_one_line_error(&bad, 2, "--max-repeated-calls");
+
+    // `off`: the repeats are recorded, nobody is told, the run goes on to --max-transitions.
+    let argv = args(&["--max-repeated-calls", "off", "--max-transitions", "8"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let before = told(&server).await.len();
+    let run = claij_env(&argv, "", &env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("(--max-transitions 8; the trail holds 9)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("run -> calc (repeats 3 earlier calls): "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        told(&server).await[before..]
+            .iter()
+            .all(|t| !t.contains("Note:")),
+        "the model was told"
+    );
 }
 
 /// a -> a forever: `--max-transitions` stops it, the line naming the flag with counts that agree

@@ -200,8 +200,8 @@ fn other_arguments_or_another_result_are_no_repeat() {
     assert_eq!(counter.load(Ordering::SeqCst), 4);
 }
 
-/// The limit is the runner's (0: the first repeat ends the run; `usize::MAX`: never), or a run's
-/// own.
+/// The limit is the runner's (0: the first repeat ends the run; `usize::MAX`: never, and the model
+/// is not told), or a run's own.
 #[test]
 fn the_limit_is_the_runner_s_or_the_run_s() {
     let replies = [call(1), call(1), call(1), call(1), ANSWER.to_owned()];
@@ -223,12 +223,17 @@ fn the_limit_is_the_runner_s_or_the_run_s() {
     );
     assert_eq!(backend.calls(), 2);
 
-    let (runner, _) = tool_loop(&replies);
+    let (runner, backend) = tool_loop(&replies);
     let runner = runner.with_max_repeated_calls(usize::MAX);
     let mut run = start(&runner);
     let outcome = block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
     assert!(matches!(outcome, Outcome::Finished { .. }));
     assert_eq!(run.trail.entries[8].repeats, 3);
+    assert!(
+        (0..5).all(|n| !told(&backend, n).contains("Note:")),
+        "{:?}",
+        backend.requests()
+    );
 
     let (runner, _) = tool_loop(&replies);
     let mut run = start(&runner);
