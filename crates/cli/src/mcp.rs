@@ -76,7 +76,8 @@ pub(crate) enum Command {
     /// Print a configuration for the servers `cargo xtask mcp-servers` installed (not on PATH: the
     /// commands are absolute paths into its cache), ready to save as .mcp.json (or, with --format
     /// toml, to add to config.toml): `fs` (the filesystem server, on --root) and `time`; with
-    /// --servers also `memory`, `fetch`, `git` and the protocol's test server `everything`.
+    /// --servers also `memory`, `fetch`, `git` and the protocol's test server `everything`. With
+    /// `fs` comes the project `docs` (`--project docs`: only fs.read_text_file).
     Servers(servers::Args),
     /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
     /// its tools, call each one.

@@ -1,6 +1,6 @@
 //! `claij mcp servers`: a configuration for the MCP servers `cargo xtask mcp-servers` installed,
 //! printed as `.mcp.json` (or `config.toml` tables), every command an absolute path into the cache
-//! (the servers are not on PATH).
+//! (the servers are not on PATH), with the project `docs` ([`DOCS`]) when `fs` is among them.
 //!
 //! The cache's layout is xtask's (`xtask/src/mcp_servers.rs`): `<dir>/servers.json` once the set
 //! is installed and verified; the npm packages as `<dir>/npm/node_modules/<package>/dist/index.js`,
@@ -26,7 +26,9 @@ pub(crate) struct Args {
     roots: Vec<PathBuf>,
     /// These servers, by name (comma-separated): fs, time, memory, fetch, git, everything (the
     /// protocol's test server). Default: fs,time (the `mcp` service shows a model every tool of
-    /// every server: all of them together overflow the embedded model's 8192-token context).
+    /// every server: all of them together overflow the embedded model's 8192-token context). With
+    /// fs comes the project `docs` (`--project docs`: fs's read_text_file alone, the one tool the
+    /// embedded model uses well).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = server_name)]
     servers: Vec<String>,
     /// The cache `cargo xtask mcp-servers` filled (default: $CLAIJ_MCP_SERVERS, else
@@ -105,6 +107,14 @@ const KNOWN: [Known; 6] = [
         default: false,
     },
 ];
+
+/// The project printed with `fs`: `--project docs` offers a model only `fs.read_text_file`, the
+/// one tool the embedded 135M model uses well (the README's tool loop: it reads the file and
+/// answers with it). Offered more it is led astray: with `fs.list_directory` too it lists the file
+/// as a directory until the loop check stops the run. Its name is part of the prompt ("You are
+/// working on project `docs`") and changes what the model does: named `read`, the same project
+/// has it read only the file's last lines.
+const DOCS: (&str, &[&str]) = ("docs", &["fs.read_text_file"]);
 
 /// `--servers`: one of the known names.
 fn server_name(text: &str) -> Result<String, String> {
@@ -195,7 +205,8 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// The configuration of the servers `selected` (all the default ones when empty) installed in
-/// `dir`, `fs` on `roots`; `node` finds the program the npm servers run with.
+/// `dir`, `fs` on `roots`, with the project [`DOCS`] when `fs` is one of them; `node` finds the
+/// program the npm servers run with.
 ///
 /// # Errors
 ///
@@ -256,21 +267,29 @@ fn configuration(
         }
         servers.insert(known.name.to_owned(), entry);
     }
-    Ok(json!({"mcpServers": servers}))
+    let mut config = json!({"mcpServers": servers});
+    if config["mcpServers"].get("fs").is_some() {
+        let (name, tools) = DOCS;
+        config["projects"] = json!({name: {"services": ["fs"], "tools": tools}});
+    }
+    Ok(config)
 }
 
-/// `{"mcpServers": {NAME: {"command": ..., "args": [...]}}}` as `[mcpServers.NAME]` tables. A JSON
-/// string is a TOML basic string (the same escapes), and the names are bare keys.
+/// `{"mcpServers": {NAME: {"command": ..., "args": [...]}}, "projects": {NAME: {...}}}` as
+/// `[mcpServers.NAME]` and `[projects.NAME]` tables. A JSON string is a TOML basic string (the
+/// same escapes), an array of strings a TOML array, and the names are bare keys.
 fn to_toml(config: &Value) -> String {
     let mut text = String::new();
-    let servers = config.get("mcpServers").and_then(Value::as_object);
-    for (name, entry) in servers.into_iter().flatten() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&format!("[mcpServers.{name}]\n"));
-        for (key, value) in entry.as_object().into_iter().flatten() {
-            text.push_str(&format!("{key} = {value}\n"));
+    for table in ["mcpServers", "projects"] {
+        let entries = config.get(table).and_then(Value::as_object);
+        for (name, entry) in entries.into_iter().flatten() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&format!("[{table}.{name}]\n"));
+            for (key, value) in entry.as_object().into_iter().flatten() {
+                text.push_str(&format!("{key} = {value}\n"));
+            }
         }
     }
     text

@@ -1408,15 +1408,23 @@ fn validate_names_misspelt_keys_and_actions() {
 
 /// Tests on the embedded model: one at a time (the `local-model` nextest group).
 mod local_model {
-    use super::{Files, claij, example};
+    use super::{Files, example};
 
-    /// The README's tool loop with the embedded model and the real filesystem server: asked for a
-    /// Markdown file's title, the 135M model reads the file, then sends the same call again (greedy
-    /// decoding, so every run is the same); the repeat is recorded and told to the model, which then
-    /// answers. Without loop detection it calls again until `--max-transitions`.
+    /// The README's line that writes the file its tool loop reads.
+    const WRITE_NOTES: &str = r"printf '# Shopping list\n\n- milk\n- eggs\n- bread\n' > notes.md";
+
+    /// The README's tool loop as a newcomer runs it, on the embedded model and the real filesystem
+    /// server, from a directory holding only what the README has them write: `claij mcp servers
+    /// --root . > .mcp.json` (which also prints the project `docs`), the small file of its `printf`
+    /// line, then its `claij fsm run examples/fsm/tool-loop.json --llm local --project docs --input
+    /// ...`, word for word. Asked for the file's title, the 135M model (offered only
+    /// `fs.read_text_file`) reads the file, then sends the same call again (greedy decoding, so
+    /// every run is the same); the repeat is recorded and told to the model, which then answers
+    /// with the file, its title first. Without loop detection it calls again until
+    /// `--max-transitions`.
     #[test]
-    fn the_local_model_told_of_its_repeated_call_answers() {
-        let test = "the_local_model_told_of_its_repeated_call_answers";
+    fn the_readme_tool_loop_reads_the_file_repeats_once_and_answers() {
+        let test = "the_readme_tool_loop_reads_the_file_repeats_once_and_answers";
         let Some(model) =
             claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
         else {
@@ -1425,38 +1433,42 @@ mod local_model {
         let Some(servers) = super::super::mcp::servers(test) else {
             return;
         };
-        let files = Files::new(&[("notes.md", "# Shopping list\n\n- milk\n- eggs\n- bread\n")]);
-        let root = std::fs::canonicalize(&files.0).unwrap();
-        let fs =
-            servers.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-        let config = serde_json::json!({
-            "mcpServers": {"fs": {"command": "node", "args": [fs, root]}},
-            "projects": {"docs": {"services": ["fs"], "tools": ["fs.read_text_file"]}}
-        });
-        std::fs::write(root.join("mcp.json"), config.to_string()).unwrap();
-        let (config, model) = (files.path("mcp.json"), model.to_string_lossy().into_owned());
-        let run = claij(
-            &[
-                "fsm",
-                "run",
-                &example("tool-loop"),
-                "--config",
-                &config,
-                "--project",
-                "docs",
-                "--input",
-                r#"{"request": "Read the file \"notes.md\" and tell me its title"}"#,
-                "--llm",
-                "local",
-                "--model-path",
-                &model,
-                "--threads",
-                "1",
-                "--max-transitions",
-                "8",
-            ],
-            "",
-        );
+        let work = Files::new(&[]);
+        let home = Files::new(&[]);
+        let (cwd, home) = (work.path(""), home.path(""));
+        let models = model.parent().unwrap().to_string_lossy().into_owned();
+        let servers = servers.to_string_lossy().into_owned();
+        let env = [
+            ("CLAIJ_MCP_SERVERS", servers.as_str()),
+            ("CLAIJ_MODEL_DIR", models.as_str()),
+        ];
+        let claij = |args: &[&str]| super::super::mcp::claij_in(&cwd, &home, args, &env);
+        let printed = claij(&["mcp", "servers", "--root", "."]);
+        assert_eq!(printed.code, 0, "{}", printed.stderr);
+        std::fs::write(work.0.join(".mcp.json"), &printed.stdout).unwrap();
+        let wrote = std::process::Command::new("sh")
+            .args(["-c", WRITE_NOTES])
+            .current_dir(&work.0)
+            .status()
+            .unwrap();
+        assert!(wrote.success(), "{WRITE_NOTES}");
+        std::fs::create_dir_all(work.0.join("examples/fsm")).unwrap();
+        std::fs::copy(
+            example("tool-loop"),
+            work.0.join("examples/fsm/tool-loop.json"),
+        )
+        .unwrap();
+        let run = claij(&[
+            "fsm",
+            "run",
+            "examples/fsm/tool-loop.json",
+            "--llm",
+            "local",
+            "--project",
+            "docs",
+            "--input",
+            r#"{"request": "Read the file \"notes.md\" and tell me its title"}"#,
+        ]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         assert!(
             run.stderr
@@ -1465,9 +1477,8 @@ mod local_model {
             run.stderr
         );
         let trail: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let trail = trail.as_array().unwrap();
         let path: Vec<String> = trail
-            .as_array()
-            .unwrap()
             .iter()
             .map(|e| format!("{}->{} {}", e["from"], e["to"], e["repeats"]))
             .collect();
@@ -1484,5 +1495,11 @@ mod local_model {
             "{}",
             run.stderr
         );
+        let call = &trail[1]["event"]["message"]["params"];
+        assert_eq!(call["name"], "fs.read_text_file", "{}", run.stderr);
+        let answer = trail[5]["event"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(answer.starts_with("# Shopping list\n"), "{}", run.stderr);
     }
 }

@@ -106,11 +106,16 @@ fn the_default_servers_with_absolute_commands_and_fs_on_its_roots() {
         json!({"mcpServers": {
             "fs": {"command": "/opt/node/bin/node", "args": [npm("server-filesystem"), "/srv/a", "/srv/b"]},
             "time": {"command": cache.path("venv/bin/mcp-server-time")},
-        }})
+        },
+        "projects": {"docs": {"services": ["fs"], "tools": ["fs.read_text_file"]}}})
     );
-    // claij reads what it prints.
+    // claij reads what it prints: `--project docs` allows fs's read_text_file alone.
     let parsed = claij_mcp::McpConfig::from_value(&config).unwrap();
     assert_eq!(parsed.servers.len(), 2);
+    let docs = parsed.project("docs").unwrap();
+    assert!(docs.allows("fs", "read_text_file"));
+    assert!(!docs.allows("fs", "write_file"));
+    assert!(!docs.allows("time", "get_current_time"));
     // Every server, by name.
     let all: Vec<String> = ["fs", "time", "memory", "fetch", "git", "everything"]
         .map(str::to_owned)
@@ -125,6 +130,7 @@ fn the_default_servers_with_absolute_commands_and_fs_on_its_roots() {
         json!({"command": cache.path("venv/bin/mcp-server-fetch")})
     );
     assert_eq!(config["mcpServers"].as_object().unwrap().len(), 6);
+    assert_eq!(config["projects"].as_object().unwrap().len(), 1);
 }
 
 #[test]
@@ -141,6 +147,8 @@ fn servers_picks_some_and_may_name_the_test_server() {
             "everything": {"command": "/opt/node/bin/node", "args": [everything, "stdio"]},
         }})
     );
+    // Without fs, no project (a project naming a server that is not there is refused).
+    assert_eq!(config.get("projects"), None);
     // Python servers alone do not need node.
     let config = configuration(&cache.0, &["git".to_owned()], &[], || None).unwrap();
     assert_eq!(
@@ -193,6 +201,10 @@ fn the_toml_form_reads_back_as_the_json_one() {
     let text = super::to_toml(&config);
     assert!(
         text.starts_with("[mcpServers.fs]\ncommand = \"/opt/node/bin/node\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\n[projects.docs]\nservices = [\"fs\"]\ntools = [\"fs.read_text_file\"]\n"),
         "{text}"
     );
     let table: toml::Table = toml::from_str(&text).unwrap();
