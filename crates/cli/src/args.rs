@@ -103,6 +103,16 @@ pub(crate) fn transitions(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_TRANSITIONS)
 }
 
+/// `--max-repeated-calls` (of `fsm run|resume` and `mcp chat`): 0 to [`MAX_TRANSITIONS`] (a run
+/// cannot repeat more), or `off` (`usize::MAX`: the check is off).
+pub(crate) fn repeated_calls(text: &str) -> Result<usize, String> {
+    if text.trim() == "off" {
+        return Ok(usize::MAX);
+    }
+    whole(text, 0, MAX_TRANSITIONS)
+        .map_err(|_| format!("expected a whole number from 0 to {MAX_TRANSITIONS}, or off"))
+}
+
 /// `--threads`: 1 to [`MAX_THREADS`].
 pub(crate) fn threads(text: &str) -> Result<std::num::NonZeroUsize, String> {
     whole(text, 1, MAX_THREADS)

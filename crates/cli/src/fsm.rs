@@ -18,7 +18,7 @@ mod services;
 
 pub(crate) use run::Options;
 
-pub(crate) use run::print_transition;
+pub(crate) use run::{limit_reached, print_transition};
 mod subfsm;
 
 /// `claij fsm` subcommands.

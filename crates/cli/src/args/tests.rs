@@ -75,6 +75,20 @@ fn whole_numbers_are_within_their_ranges() {
             ("0", Err("expected a whole number from 1 to 1000000")),
         ],
     );
+    let repeats = "expected a whole number from 0 to 1000000, or off";
+    check(
+        repeated_calls,
+        &[
+            ("0", Ok(0)),
+            (" 1 ", Ok(1)),
+            ("1000000", Ok(1_000_000)),
+            ("off", Ok(usize::MAX)),
+            ("1000001", Err(repeats)),
+            ("-1", Err(repeats)),
+            ("OFF", Err(repeats)),
+            ("", Err(repeats)),
+        ],
+    );
     check(
         threads,
         &[

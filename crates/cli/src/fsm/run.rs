@@ -36,7 +36,7 @@ pub(crate) struct Options {
     /// Loops: a service call that repeats an earlier one (the same state, request and result since
     /// the last input) is told to the model; a repeat beyond the first N ends the run (0: the first
     /// repeat does; `off`: none, nor is the model told, for a state that polls).
-    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = repeated_calls)]
+    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = crate::args::repeated_calls)]
     max_repeated_calls: usize,
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
@@ -377,24 +377,6 @@ fn drive(
     }
 }
 
-/// `--max-repeated-calls`: 0 to [`crate::args::MAX_TRANSITIONS`] (a run cannot repeat more), or
-/// `off` (`usize::MAX`: the check is off).
-fn repeated_calls(text: &str) -> Result<usize, String> {
-    if text.trim() == "off" {
-        return Ok(usize::MAX);
-    }
-    text.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| *n <= crate::args::MAX_TRANSITIONS)
-        .ok_or_else(|| {
-            format!(
-                "expected a whole number from 0 to {}, or off",
-                crate::args::MAX_TRANSITIONS
-            )
-        })
-}
-
 /// The flag that sets the runner's limit `limit` (`claij_fsm::Error::limit`).
 pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
     match limit {
@@ -404,9 +386,9 @@ pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
     }
 }
 
-/// The line for a run stopped at a limit (`e`): where, the counts, the flag that sets the limit,
-/// and how the run goes on (from `journal`, or how to keep one).
-fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
+/// What stopped a run at a limit (`e`, [`claij_fsm::Error::limit`]): where, the counts and the flag
+/// that sets the limit; `None` for any other error. `fsm run|resume` and `mcp chat` say it.
+pub(crate) fn limit_reached(e: &claij_fsm::Error) -> Option<String> {
     use super::count;
     let what = match e {
         claij_fsm::Error::TooManyTransitions {
@@ -429,7 +411,16 @@ fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
             count(repeats + 1, "time"),
             count(*limit, "repeat")
         ),
-        other => return crate::one_line(&ErrorChain(other).to_string()),
+        _ => return None,
+    };
+    Some(crate::one_line(&what))
+}
+
+/// The line for a run stopped at a limit (`e`): where, the counts, the flag that sets the limit,
+/// and how the run goes on (from `journal`, or how to keep one).
+fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
+    let Some(what) = limit_reached(e) else {
+        return crate::one_line(&ErrorChain(e).to_string());
     };
     let go_on = match (journal, e) {
         (Some(path), claij_fsm::Error::RepeatedCall { .. }) => format!(
@@ -445,7 +436,7 @@ fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
                       fsm resume FILE`"
             .to_owned(),
     };
-    format!("{}; {go_on}", crate::one_line(&what))
+    format!("{what}; {go_on}")
 }
 
 /// One JSON event from stdin for the waiting `state`, or `None` at end of input.

@@ -1,7 +1,9 @@
 //! `claij mcp chat`: the MCP FSM (`llm` ⇄ `servicing` → `end`) over the configured servers, a
 //! request a line. Each transition goes to stderr as it happens, each answer to stdout. A line's
 //! run sees the chat so far: the last `--history` requests and their answers go with the request
-//! (`{"request", "history": [{"request", "answer"}, ...]}`, oldest first).
+//! (`{"request", "history": [{"request", "answer"}, ...]}`, oldest first). A request whose tool call
+//! repeats an earlier one (the same arguments and result) is told so, and stopped past
+//! `--max-repeated-calls`, as `fsm run` does; the chat goes on with the next line.
 //!
 //! On a terminal a server's question (an MCP elicitation) is put to the person, who answers with a
 //! JSON object (an empty line declines, `cancel` cancels) while the tool call waits; without a
@@ -43,6 +45,12 @@ pub(crate) struct Args {
     /// Stop a request after this many transitions (models can loop).
     #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
+    /// Loops, as `fsm run`'s: a tool call that repeats an earlier one of the same request (the
+    /// same tool, arguments and result) is told to the model; a repeat beyond the first N ends the
+    /// request (0: the first repeat does; `off`: none, nor is the model told, for a tool that
+    /// polls). The chat goes on with the next line.
+    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = crate::args::repeated_calls)]
+    max_repeated_calls: usize,
     /// How many earlier requests of this chat, each with its answer, go with a request so the model
     /// knows what was said (0: none, every line on its own).
     #[arg(long, default_value_t = DEFAULT_HISTORY, value_name = "N", value_parser = history)]
@@ -104,6 +112,7 @@ async fn chat(
     let service = McpService::new(services.clone()).with_questions(questions);
     let runner = runner(service, opened.backend, opened.config)?
         .with_max_transitions(args.max_transitions)
+        .with_max_repeated_calls(args.max_repeated_calls)
         .with_observer(|entry| {
             let _ = crate::fsm::print_transition(entry);
         });
@@ -224,7 +233,9 @@ async fn answer(runner: &Runner, input: Value, lines: &mut Lines) -> Result<Answ
         let outcome = match runner.run(&mut run, &interrupt, None).await {
             Ok(outcome) => outcome,
             Err(e) => {
-                let line = crate::one_line(&ErrorChain(&e).to_string());
+                // A limit is said with its flag (`--max-repeated-calls 1 allows 1 repeat`).
+                let line = crate::fsm::limit_reached(&e)
+                    .unwrap_or_else(|| crate::one_line(&ErrorChain(&e).to_string()));
                 writeln!(std::io::stderr(), "error: {line}")?;
                 return Ok(Answered::Failed(None));
             }

@@ -678,6 +678,143 @@ async fn chat_runs_the_mcp_fsm_a_request_a_line_and_declines_elicitation_without
     );
 }
 
+/// `claij mcp chat --max-repeated-calls`, as `fsm run`'s: a scripted model that calls the same tool
+/// with the same arguments again and again (the real everything server's echo, the same result each
+/// time). By default the first repeat is told to the model and the second ends the request, the line
+/// naming the call and the flag; the chat goes on with the next line (which loops too), and exits 1.
+/// `0` ends it at the first repeat; `off` lets it call until `--max-transitions`, nobody told.
+#[tokio::test]
+async fn chat_stops_a_request_that_repeats_its_tool_call_naming_the_flag() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let Some(dir) = servers("chat repeats") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    let call = json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+        "method": "tools/call", "params": {"name": "everything.echo", "arguments": {"message": "hello"}}}});
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(&call.to_string()))
+        .mount(&server)
+        .await;
+    let f = Files::new(&[
+        ("mcp.json", &config(&dir)),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let (mcp, settings) = (f.path("mcp.json"), f.path("config.toml"));
+    let env = [
+        ("CLAIJ_CONFIG", Some(settings.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-v1-mcp-chat-loop")),
+    ];
+    let chat = |extra: &[&str], input: &str| {
+        let mut args = vec![
+            "mcp",
+            "chat",
+            "--config",
+            &mcp,
+            "--llm",
+            "openrouter:test/model",
+            "--mode",
+            "prompted",
+        ];
+        args.extend(extra);
+        super::claij_env(&args, input, &env)
+    };
+    let requests = || async { server.received_requests().await.unwrap() };
+    let last_told = |request: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap().clone();
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let stopped = |times: &str, flag: &str| {
+        format!(
+            "error: state `servicing` repeats itself: `everything.echo` with \
+             {{\"message\":\"hello\"}} got the same result {times} since the last input \
+             (--max-repeated-calls {flag})"
+        )
+    };
+
+    let run = chat(&[], "say hello twice\nand again\n");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "", "no answer");
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    let line = stopped("3 times", "1 allows 1 repeat");
+    assert_eq!(errors, [line.as_str(), line.as_str()], "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("servicing -> llm (repeats an earlier call): "),
+        "{}",
+        run.stderr
+    );
+    let seen = requests().await;
+    assert_eq!(seen.len(), 6, "three calls a line");
+    assert!(
+        !last_told(&seen[1]).contains("Note:"),
+        "{}",
+        last_told(&seen[1])
+    );
+    assert!(
+        last_told(&seen[2]).contains(
+            "Note: `servicing` was given this same request once before and gave this same result"
+        ),
+        "{}",
+        last_told(&seen[2])
+    );
+
+    let run = chat(&["--max-repeated-calls", "0"], "say hello twice\n");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.lines().last().unwrap(),
+        stopped("2 times", "0 allows 0 repeats"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(requests().await.len(), 6 + 2);
+
+    let run = chat(
+        &["--max-repeated-calls", "off", "--max-transitions", "6"],
+        "say hello twice\n",
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("error: stopped in state `llm` after 6 transitions without reaching an end (--max-transitions 6;"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("servicing -> llm (repeats 2 earlier calls): "),
+        "{}",
+        run.stderr
+    );
+    let seen = requests().await;
+    assert!(
+        seen[8..].iter().all(|r| !last_told(r).contains("Note:")),
+        "the model was told"
+    );
+
+    let bad = chat(&["--max-repeated-calls", "x"], "");
+    assert_one_line_error(
+        &bad,
+        2,
+        "invalid value 'x' for '--max-repeated-calls <N>': expected a whole number from 0 to \
+         1000000, or off",
+    );
+}
+
 /// The bound on a wait for a server's or a session's event (a tool started, a process group gone, a
 /// session ended): ten minutes, a hang guard a loaded machine never reaches, not a measure of speed.
 const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(600);
@@ -740,17 +877,7 @@ async fn chat_on_a_terminal_puts_the_server_s_question_to_the_person() {
     let Some(dir) = servers("chat on a terminal") else {
         return;
     };
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-        {
-            eprintln!(
-                "chat on a terminal: skipped: no `script` (util-linux) for a pseudo-terminal"
-            );
-        }
+    if !super::script_or_skip("chat on a terminal") {
         return;
     }
     let server = MockServer::start().await;
