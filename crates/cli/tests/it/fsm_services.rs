@@ -734,15 +734,7 @@ mod local_model {
         else {
             return;
         };
-        if std::process::Command::new("script")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-            {
-                eprintln!("{test}: skipped: no `script` (util-linux) for a pseudo-terminal");
-            }
+        if !super::super::script_or_skip(test) {
             return;
         }
         let definition = r#"{

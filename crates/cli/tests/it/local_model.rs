@@ -142,19 +142,7 @@ fn progress_shows_on_a_terminal_and_not_with_json() {
     let Some(model) = model("progress_shows_on_a_terminal_and_not_with_json") else {
         return;
     };
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no `script` (util-linux) to make a terminal: install it (CI runs this test)"
-        );
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("skipped: no `script` (util-linux) to make a terminal");
-        }
+    if !super::script_or_skip("progress_shows_on_a_terminal_and_not_with_json") {
         return;
     }
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));

@@ -99,6 +99,31 @@ fn claij_env(args: &[&str], stdin: &str, env: &[(&str, Option<&str>)]) -> Run {
     }
 }
 
+/// Whether util-linux `script`, which gives a test a pseudo-terminal, runs here. Without it the test
+/// `test` is skipped, saying so on stderr, except under `CI=true`, where it fails: a skipped test
+/// there would hide a failure.
+fn script_or_skip(test: &str) -> bool {
+    let runs = Command::new("script")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if runs {
+        return true;
+    }
+    assert!(
+        !claij_backends::testing::is_ci(|name| std::env::var_os(name)),
+        "{test}: CI is set and util-linux `script` (the test's pseudo-terminal) is not on PATH: \
+         install util-linux"
+    );
+    #[allow(clippy::print_stderr, reason = "a skipped test says so")]
+    {
+        eprintln!("{test}: skipped: no `script` (util-linux) for a pseudo-terminal");
+    }
+    false
+}
+
 /// A temporary directory with the given files, removed on drop.
 struct Files(PathBuf);
 
