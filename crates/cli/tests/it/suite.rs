@@ -169,7 +169,7 @@ async fn retry_counts_the_retries_of_a_strict_schema() {
         serde_json::json!({
             "model": "gemini-flash", "suite": "retry", "test": "strict-word/native", "mode": "native",
             "passed": true, "valid_first_try": false, "attempts": 2, "retries": 1, "tokens_in": 38,
-            "tokens_out": 20, "detail": "valid after 1 retries; word \"apple\", letters spell \"apple\""
+            "tokens_out": 20, "detail": "valid after 1 retry; word \"apple\", letters spell \"apple\""
         }),
     );
     for (record, mode) in records[1..].iter().zip(["tool", "prompted"]) {
