@@ -354,16 +354,54 @@ impl Error {
         }
     }
 
-    /// Whether trying the same request again later may succeed.
+    /// Whether sending the same request again, later, may succeed: the one definition the HTTP
+    /// retry loop (`http::RetryPolicy`, feature `http`) and the pipeline both use.
+    ///
+    /// By kind: a rate limit, an overloaded provider, a timeout and a broken connection are
+    /// retryable wherever they arrive (an HTTP status, a 200 body, an event of a stream); a server
+    /// error is, unless its HTTP status blames the request (a 4xx other than 408 Request Timeout
+    /// and 425 Too Early) or says the server cannot serve it at all (501 Not Implemented, 505, 506,
+    /// 508, 510, 511). Never retryable: what the request itself caused or
+    /// what waiting cannot change (authentication, an exhausted quota, a bad request, an unknown
+    /// model, a prompt over the context window, a refusal, a malformed or oversized response,
+    /// unreadable tool arguments, a cancellation, a custom backend's own failure).
+    ///
+    /// ```
+    /// use claij_backends::{Error, ErrorContext};
+    ///
+    /// let server = |status| Error::Server {
+    ///     context: ErrorContext::new("openai").with_status(status),
+    ///     message: String::new(),
+    /// };
+    /// assert!(server(502).is_retryable());
+    /// assert!(!server(501).is_retryable());
+    /// // Anthropic's overload inside a 200 body is retried like a 529.
+    /// let overloaded = Error::Overloaded {
+    ///     context: ErrorContext::new("anthropic").with_status(200),
+    ///     retry_after: None,
+    ///     message: "Overloaded".into(),
+    /// };
+    /// assert!(overloaded.is_retryable());
+    /// ```
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
+        match self {
             Error::RateLimited { .. }
-                | Error::Overloaded { .. }
-                | Error::Server { .. }
-                | Error::Timeout { .. }
-                | Error::Network { .. }
-        )
+            | Error::Overloaded { .. }
+            | Error::Timeout { .. }
+            | Error::Network { .. } => true,
+            Error::Server { context, .. } => context.status.is_none_or(is_transient_status),
+            Error::Authentication { .. }
+            | Error::QuotaExhausted { .. }
+            | Error::ContextLengthExceeded { .. }
+            | Error::ModelNotFound { .. }
+            | Error::Refused { .. }
+            | Error::BadRequest { .. }
+            | Error::Cancelled { .. }
+            | Error::MalformedResponse { .. }
+            | Error::BodyTooLarge { .. }
+            | Error::ToolArguments { .. }
+            | Error::Other { .. } => false,
+        }
     }
 
     /// How long the provider asked to wait before retrying.
@@ -402,6 +440,19 @@ impl Error {
             context: ErrorContext::new(provider),
             message: message.into(),
         }
+    }
+}
+
+/// Whether a server error with this HTTP status may pass when sent again: not a 4xx (the request is
+/// at fault) except 408 Request Timeout and 425 Too Early, nor a 5xx that says the server cannot
+/// serve the request however often it is sent (Not Implemented, HTTP Version Not Supported, Variant
+/// Also Negotiates, Loop Detected, Not Extended, Network Authentication Required). Any other status,
+/// a 2xx with an error inside it included, leaves it to the kind.
+fn is_transient_status(status: u16) -> bool {
+    match status {
+        408 | 425 => true,
+        400..=499 | 501 | 505 | 506 | 508 | 510 | 511 => false,
+        _ => true,
     }
 }
 

@@ -67,8 +67,11 @@
 //! [`Error::ModelNotFound`], 429 [`Error::RateLimited`] (but 429 `insufficient_quota` and 402
 //! [`Error::QuotaExhausted`], never retried), 400 with `context_length_exceeded`
 //! [`Error::ContextLengthExceeded`], other 400/422 [`Error::BadRequest`], 503/529
-//! [`Error::Overloaded`], other 5xx [`Error::Server`]; a refusal is [`Error::Refused`]; a body that is
-//! not what the API promises (HTML, empty, cut off) is [`Error::MalformedResponse`] with an excerpt.
+//! [`Error::Overloaded`], 408 and other 5xx [`Error::Server`]; an error inside a 200 body or a
+//! stream's chunk (OpenRouter's, `{"error": {code, message}}`, also under `choices[0].error`) is
+//! classified by its own `code` as if it were the status; a refusal is [`Error::Refused`]; a body
+//! that is not what the API promises (HTML, empty, cut off) is [`Error::MalformedResponse`] with an
+//! excerpt. Which of them are retried is [`Error::is_retryable`]'s to say.
 
 use crate::http::{HttpBackend, HttpConfig};
 use crate::{ApiKey, Capabilities, SchemaDialect};

@@ -16,9 +16,13 @@ use crate::{Error, ErrorContext};
 
 /// When and how often a failed HTTP request is sent again.
 ///
-/// Retried: HTTP 429, 500, 502, 503, 504 and 529, connection failures and timeouts. Never retried:
-/// anything else (400, 401, 403, 404, 422, a malformed or oversized body, a refusal), nor an exhausted
-/// quota whatever its status ([`Error::QuotaExhausted`], such as OpenAI's 429 `insufficient_quota`).
+/// Retried: what [`Error::is_retryable`] calls retryable, the one definition the pipeline uses too:
+/// a rate limit, an overloaded provider, a server error (not a 501), a broken connection, a timeout,
+/// whether the status line says it (429, 500, 502, 503, 504, 529) or an error arrives inside a 200
+/// body, or in a stream before any of its content (Anthropic's `overloaded_error` event, an
+/// OpenRouter error chunk). Never retried: anything else (400, 401, 403, 404, 422, a malformed or
+/// oversized body, a refusal), nor an exhausted quota whatever its status
+/// ([`Error::QuotaExhausted`], such as OpenAI's 429 `insufficient_quota`).
 /// The wait before request `n + 1` is `initial_backoff * 2^(n-1)`, at most `max_backoff`, less a
 /// random part of up to `jitter` of it.
 ///
@@ -42,9 +46,6 @@ pub struct RetryPolicy {
     /// The share of each backoff, from 0.0 to 1.0, taken off at random so clients do not retry in step.
     pub jitter: f64,
 }
-
-/// HTTP statuses that may succeed when tried again.
-const RETRY_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
 
 impl Default for RetryPolicy {
     /// Four requests, backoff from 500 ms up to 30 s, two minutes in all, half the backoff jittered.
@@ -114,7 +115,7 @@ impl RetryPolicy {
 
     /// What to do after `error` on request `request`, `elapsed` into the call.
     pub(crate) fn next(&self, error: &Error, request: u32, elapsed: Duration) -> Next {
-        if request >= self.max_requests || !is_retryable(error) {
+        if request >= self.max_requests || !error.is_retryable() {
             return Next::Stop;
         }
         let left = self.max_total.saturating_sub(elapsed);
@@ -155,25 +156,6 @@ pub(crate) enum Next {
     },
 }
 
-/// Whether a failure may pass if the same request is sent again.
-pub(crate) fn is_retryable(error: &Error) -> bool {
-    match error {
-        Error::Network { .. } | Error::Timeout { .. } => true,
-        // These say the same request will fail again, whatever the status.
-        Error::QuotaExhausted { .. }
-        | Error::Authentication { .. }
-        | Error::BodyTooLarge { .. }
-        // An adapter that reads a 5xx as a rejection of the request (llama-cpp-python's 500 for a
-        // `response_format` it does not take) says it will fail again.
-        | Error::BadRequest { .. }
-        | Error::Cancelled { .. } => false,
-        _ => error
-            .context()
-            .status
-            .is_some_and(|s| RETRY_STATUSES.contains(&s)),
-    }
-}
-
 /// Runs `send` until it succeeds, fails for good, or the policy gives up. The error returned counts
 /// the HTTP requests made (`ErrorContext::requests`). Each request runs in an
 /// `http.request{provider,model,request}` span (numbered from 1, see `request_span`): `attempt` is
@@ -188,19 +170,58 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    // tokio's clock, so tests can run the waits on a paused clock.
-    let started = Instant::now();
-    let mut n = 1;
+    let mut retrier = Retrier::new(policy, context, model);
     loop {
-        let span = request_span(context, model, n);
-        let mut error = match send().instrument(span.clone()).await {
+        let span = retrier.span();
+        match send().instrument(span.clone()).await {
             Ok(value) => return Ok(value),
-            Err(error) => {
-                record_failure(&span, &error);
-                error
-            }
-        };
-        let wait = match policy.next(&error, n, started.elapsed()) {
+            Err(error) => retrier.failed(&span, error).await?,
+        }
+    }
+}
+
+/// Where one call is in its retries: the request it is on (from 1) and when it started. [`run`]
+/// drives it for a whole exchange; a stream keeps one to retry an error that arrives in its body
+/// before any of its content.
+pub(crate) struct Retrier<'a> {
+    policy: &'a RetryPolicy,
+    context: ErrorContext,
+    model: &'a str,
+    // tokio's clock, so tests can run the waits on a paused clock.
+    started: Instant,
+    request: u32,
+}
+
+impl<'a> Retrier<'a> {
+    /// At the first request of a call to `context`'s provider.
+    pub(crate) fn new(policy: &'a RetryPolicy, context: &ErrorContext, model: &'a str) -> Self {
+        Self {
+            policy,
+            context: context.clone(),
+            model,
+            started: Instant::now(),
+            request: 1,
+        }
+    }
+
+    /// The number of the request in flight (1 for the first).
+    pub(crate) fn request(&self) -> u32 {
+        self.request
+    }
+
+    /// The span of the request in flight.
+    pub(crate) fn span(&self) -> tracing::Span {
+        request_span(&self.context, self.model, self.request)
+    }
+
+    /// The request in flight (its `span`) failed with `error`: after the wait the policy asks for,
+    /// `Ok` to send the next one; or the error to return, counting the requests made (and saying so
+    /// when the server's wait is past the retry budget).
+    pub(crate) async fn failed(&mut self, span: &tracing::Span, error: Error) -> Result<(), Error> {
+        record_failure(span, &error);
+        let n = self.request;
+        let mut error = error;
+        let wait = match self.policy.next(&error, n, self.started.elapsed()) {
             Next::Retry(wait) => wait,
             Next::Stop => {
                 error.context_mut().requests = n;
@@ -213,17 +234,18 @@ where
             }
         };
         warn!(
-            provider = %context.provider,
-            model,
+            provider = %self.context.provider,
+            model = self.model,
             request = n,
-            of = policy.max_requests,
+            of = self.policy.max_requests,
             status = error.context().status,
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             error = %error,
             "retrying after a failed request"
         );
         tokio::time::sleep(wait).await;
-        n += 1;
+        self.request += 1;
+        Ok(())
     }
 }
 

@@ -1,13 +1,23 @@
 //! Streaming: open the response (with the same retries as a complete call), cut its body into
 //! server-sent events, and let the adapter say what each one means.
+//!
+//! An error that ends the stream before any of its content (a text, a tool call, a finish) reached
+//! the caller is retried like a failed exchange, under the same policy and request count: Anthropic's
+//! `event: error` with an `overloaded_error` right after `message_start`, an OpenRouter error chunk,
+//! a connection that breaks before the first token. The events that carry no content (the response
+//! id, the model, usage) are held back until the first content event, so a retried stream shows
+//! nothing of the failed one. Once content was delivered the stream cannot be sent again without the
+//! caller seeing it twice: the error ends it, and the caller decides ([`Error::is_retryable`]; the
+//! pipeline sends the attempt again).
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use tracing::debug;
+use tracing::{Instrument as _, debug};
 
+use super::retry::Retrier;
 use super::sse::{SseEvent, SseParser};
-use super::{CancelToken, HttpBackend, retry, transport};
+use super::{CancelToken, HttpBackend, Prepared, transport};
 use crate::{Adapter, BodyLimit, BoxStream, ChatRequest, Error, ErrorContext, StreamEvent};
 
 /// Where a stream is.
@@ -30,6 +40,27 @@ struct State<'a, A> {
     context: ErrorContext,
     started: Instant,
     received: usize,
+    /// The request, built once for every HTTP request of the stream.
+    prepared: Option<Prepared>,
+    /// Which HTTP request the stream is on, and the policy's bounds.
+    retrier: Retrier<'a>,
+    /// The span of the HTTP request whose body is being read.
+    span: tracing::Span,
+    /// Events without content (id, model, usage) read before any content: delivered with the first
+    /// content event, dropped when the request is sent again.
+    held: Vec<StreamEvent>,
+    /// Whether content reached the caller: from then on the stream cannot be sent again.
+    delivered: bool,
+}
+
+/// What one event of the body did to the stream.
+enum Flow {
+    /// Read on.
+    More,
+    /// The stream is over.
+    Over,
+    /// The stream failed with this error.
+    Failed(Error),
 }
 
 /// The events of one streamed call. After an error the stream ends.
@@ -38,6 +69,7 @@ pub(super) fn events<'a, A: Adapter>(
     request: &'a ChatRequest,
     cancel: Option<CancelToken>,
 ) -> BoxStream<'a, Result<StreamEvent, Error>> {
+    let context = ErrorContext::new(backend.adapter.provider());
     let state = State {
         backend,
         request,
@@ -45,9 +77,14 @@ pub(super) fn events<'a, A: Adapter>(
         phase: Phase::Start,
         parser: SseParser::with_max_event(event_limit(&backend.config)),
         pending: VecDeque::new(),
-        context: ErrorContext::new(backend.adapter.provider()),
+        retrier: Retrier::new(&backend.config.retry, &context, &request.model),
+        context,
         started: Instant::now(),
         received: 0,
+        prepared: None,
+        span: tracing::Span::none(),
+        held: Vec::new(),
+        delivered: false,
     };
     Box::pin(futures_util::stream::unfold(
         state,
@@ -92,15 +129,19 @@ impl<A: Adapter> State<'_, A> {
     async fn open(&mut self) {
         let backend = self.backend;
         let request = self.request;
-        let opened = async {
-            let prepared = backend.prepare(request, true)?;
-            let client = backend.client()?;
-            retry::run(&backend.config.retry, &self.context, &request.model, || {
-                transport::open_stream(backend, client, &prepared, &request.model)
-            })
-            .await
+        let prepared = match self.prepared.take() {
+            Some(prepared) => Ok(prepared),
+            None => backend.prepare(request, true),
         };
-        match opened.await {
+        let opened = match (prepared, backend.client()) {
+            (Ok(prepared), Ok(client)) => {
+                let opened = self.open_with(client, &prepared).await;
+                self.prepared = Some(prepared);
+                opened
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        match opened {
             Ok((response, context)) => {
                 self.context = context;
                 self.phase = Phase::Body(response);
@@ -109,17 +150,36 @@ impl<A: Adapter> State<'_, A> {
         }
     }
 
+    /// Sends the request until a 2xx response opens the stream, as the retry policy allows.
+    async fn open_with(
+        &mut self,
+        client: &reqwest::Client,
+        prepared: &Prepared,
+    ) -> Result<(reqwest::Response, ErrorContext), Error> {
+        let model = &self.request.model;
+        loop {
+            let span = self.retrier.span();
+            let sent = transport::open_stream(self.backend, client, prepared, model)
+                .instrument(span.clone())
+                .await;
+            match sent {
+                Ok(opened) => {
+                    self.span = span;
+                    return Ok(opened);
+                }
+                Err(error) => self.retrier.failed(&span, error).await?,
+            }
+        }
+    }
+
     async fn read(&mut self, mut response: reqwest::Response) {
         let timeout = self.backend.config.request_timeout;
-        match tokio::time::timeout(timeout, response.chunk()).await {
-            Err(_) => self.fail(Error::Timeout {
+        let flow = match tokio::time::timeout(timeout, response.chunk()).await {
+            Err(_) => Flow::Failed(Error::Timeout {
                 context: self.context.clone(),
                 after: timeout,
             }),
-            Ok(Err(e)) => {
-                let error = transport::body_error(&e, self.context.clone(), timeout);
-                self.fail(self.backend.finish_error(error, self.request));
-            }
+            Ok(Err(e)) => Flow::Failed(transport::body_error(&e, self.context.clone(), timeout)),
             Ok(Ok(Some(chunk))) => {
                 self.received = self.received.saturating_add(chunk.len());
                 let limit = self.backend.config.max_body_bytes;
@@ -128,46 +188,91 @@ impl<A: Adapter> State<'_, A> {
                     return self.too_large(BodyLimit::Body, limit);
                 }
                 self.phase = Phase::Body(response);
+                let mut flow = Flow::More;
                 for event in self.parser.push(&chunk) {
-                    if !self.event(event) {
-                        return;
+                    flow = self.event(event);
+                    if !matches!(flow, Flow::More) {
+                        break;
                     }
                 }
-                if self.parser.overflowed() {
+                if matches!(flow, Flow::More) && self.parser.overflowed() {
                     let limit =
                         u64::try_from(event_limit(&self.backend.config)).unwrap_or(u64::MAX);
-                    self.too_large(BodyLimit::Event, limit);
+                    return self.too_large(BodyLimit::Event, limit);
                 }
+                flow
             }
-            Ok(Ok(None)) => {
-                if let Some(event) = self.parser.finish() {
-                    self.event(event);
-                }
-                self.finished();
-            }
+            Ok(Ok(None)) => match self.parser.finish().map(|event| self.event(event)) {
+                Some(Flow::Failed(error)) => Flow::Failed(error),
+                _ => Flow::Over,
+            },
+        };
+        match flow {
+            Flow::More => {}
+            Flow::Over => self.finished(),
+            Flow::Failed(error) => self.failed(error).await,
         }
     }
 
-    /// Hands one event to the adapter; false once the stream is over.
-    fn event(&mut self, event: SseEvent) -> bool {
+    /// Hands one event to the adapter.
+    fn event(&mut self, event: SseEvent) -> Flow {
         if event.is_done() {
-            self.finished();
-            return false;
+            return Flow::Over;
         }
         let adapter = &self.backend.adapter;
         match adapter.stream_event(event.event.as_deref(), &event.data, &self.context) {
             Ok(events) => {
-                self.pending.extend(events.into_iter().map(Ok));
-                true
+                for event in events {
+                    self.deliver(event);
+                }
+                Flow::More
             }
-            Err(e) => {
-                self.fail(self.backend.finish_error(e, self.request));
-                false
+            Err(e) => Flow::Failed(e),
+        }
+    }
+
+    /// An event for the caller: held back while the stream has shown no content.
+    fn deliver(&mut self, event: StreamEvent) {
+        let content = !matches!(
+            event,
+            StreamEvent::ResponseId(_) | StreamEvent::Model(_) | StreamEvent::Usage(_)
+        );
+        if !self.delivered && !content {
+            self.held.push(event);
+            return;
+        }
+        if !self.delivered {
+            self.delivered = true;
+            self.pending.extend(self.held.drain(..).map(Ok));
+        }
+        self.pending.push_back(Ok(event));
+    }
+
+    /// The stream failed: sent again when nothing of it reached the caller and the retry policy
+    /// allows, else ended with the error.
+    async fn failed(&mut self, error: Error) {
+        self.phase = Phase::Done;
+        if self.delivered {
+            let mut error = error;
+            error.context_mut().requests = self.retrier.request();
+            return self.fail(self.backend.finish_error(error, self.request));
+        }
+        let span = self.span.clone();
+        match self.retrier.failed(&span, error).await {
+            Ok(()) => {
+                self.held.clear();
+                self.received = 0;
+                self.parser = SseParser::with_max_event(event_limit(&self.backend.config));
+                self.context = ErrorContext::new(self.backend.adapter.provider());
+                self.phase = Phase::Start;
             }
+            Err(error) => self.fail(self.backend.finish_error(error, self.request)),
         }
     }
 
     fn finished(&mut self) {
+        // A stream with no content ends with what it held.
+        self.pending.extend(self.held.drain(..).map(Ok));
         debug!(
             provider = %self.context.provider,
             latency_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::retry::{Next, RetryPolicy, is_retryable, parse_retry_after, retry_after};
+use super::retry::{Next, RetryPolicy, parse_retry_after, retry_after};
 use super::sse::{SseEvent, SseParser};
 use super::transport::{request_id, scrub};
 use crate::{ApiKey, Error, ErrorContext};
@@ -177,23 +177,23 @@ fn status_error(status: u16) -> Error {
 
 #[test]
 fn retried_statuses_and_failures() {
-    for status in [429, 500, 502, 503, 504, 529] {
-        assert!(is_retryable(&status_error(status)), "{status}");
+    for status in [408, 500, 502, 503, 504, 520, 529] {
+        assert!(status_error(status).is_retryable(), "{status}");
     }
-    for status in [400, 401, 403, 404, 422, 501] {
-        assert!(!is_retryable(&status_error(status)), "{status}");
+    for status in [400, 401, 403, 404, 422, 501, 505, 511] {
+        assert!(!status_error(status).is_retryable(), "{status}");
     }
     let network = Error::Network {
         context: ErrorContext::new("p").with_status(200),
         message: "reset".into(),
     };
-    assert!(is_retryable(&network));
+    assert!(network.is_retryable());
     let malformed = Error::MalformedResponse {
         context: ErrorContext::new("p").with_status(200),
         reason: "truncated".into(),
         excerpt: String::new(),
     };
-    assert!(!is_retryable(&malformed));
+    assert!(!malformed.is_retryable());
 }
 
 #[test]
@@ -264,7 +264,6 @@ fn exhausted_quotas_are_never_retried_whatever_the_status() {
         context: ErrorContext::new("openai").with_status(429),
         message: "You exceeded your current quota".into(),
     };
-    assert!(!is_retryable(&quota));
     assert!(!quota.is_retryable());
     assert_eq!(
         RetryPolicy::default().next(&quota, 1, Duration::ZERO),
@@ -275,7 +274,7 @@ fn exhausted_quotas_are_never_retried_whatever_the_status() {
         which: crate::BodyLimit::Body,
         limit: 10,
     };
-    assert!(!is_retryable(&too_large));
+    assert!(!too_large.is_retryable());
 }
 
 #[test]

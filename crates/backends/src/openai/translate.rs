@@ -402,6 +402,8 @@ fn classify_info(
         "context window",
     ];
     match status {
+        // OpenRouter's moderation: "your input was flagged" (with `metadata.reasons`).
+        403 if info.mentions(&["moderation"]) => Error::Refused { context, message },
         401 | 403 => Error::Authentication { context, message },
         // OpenRouter's "insufficient credits".
         402 => Error::QuotaExhausted {
@@ -429,6 +431,8 @@ fn classify_info(
             retry_after,
             message,
         },
+        // OpenRouter's "your request timed out": the server gave up waiting, sending again may pass.
+        408 => Error::Server { context, message },
         400..=499 if info.mentions(&context_length) => {
             Error::ContextLengthExceeded { context, message }
         }
@@ -458,13 +462,24 @@ fn classify_info(
 }
 
 /// An error reported inside a 2xx body or stream: classified by its own code (the HTTP status
-/// OpenRouter would have sent), 502 when it has none.
+/// OpenRouter would have sent), else by its type as OpenAI names them (`invalid_request_error` as a
+/// 400, ...), else as a 502.
 fn in_body_error(error: &Value, body: &[u8], context: &ErrorContext) -> Error {
     let wrapped = serde_json::json!({ "error": error });
     let info = ErrorInfo::from_json(&wrapped);
+    let by_type = [
+        ("insufficient_quota", 429),
+        ("rate_limit", 429),
+        ("invalid_api_key", 401),
+        ("authentication", 401),
+        ("invalid_request_error", 400),
+    ]
+    .into_iter()
+    .find_map(|(kind, status)| info.kinds.contains(kind).then_some(status));
     let status = info
         .numeric_code
         .filter(|c| (400..=599).contains(c))
+        .or(by_type)
         .unwrap_or(502);
     classify_info(
         status,

@@ -16,5 +16,6 @@ mod local_model;
 mod models;
 mod openai;
 mod openai_fallback;
+mod retryable;
 mod spans;
 mod tools;
