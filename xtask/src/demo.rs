@@ -197,7 +197,8 @@ fn conversation(claij: &Path, scratch: &Path) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// The summaries in the memory file, oldest first; none when there is no file yet.
+/// The summaries in the memory file (the memory interceptor's state in a version 3 session file),
+/// oldest first; none when there is no file yet.
 fn summaries(memory: &Path) -> Result<Vec<String>> {
     let text = match fs::read_to_string(memory) {
         Ok(text) => text,
@@ -206,7 +207,7 @@ fn summaries(memory: &Path) -> Result<Vec<String>> {
     };
     let file: Value = serde_json::from_str(&text)
         .map_err(|err| cli_failure(anyhow::anyhow!("{} is not JSON: {err}", memory.display())))?;
-    Ok(file["memory"]["summaries"]
+    Ok(file["interceptors"]["memory"]["state"]["summaries"]
         .as_array()
         .map(|list| {
             list.iter()

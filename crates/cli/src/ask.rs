@@ -25,7 +25,7 @@ use anyhow::{Context as _, Result};
 use std::io::IsTerminal as _;
 
 use claij_interceptors::builtin::citations::{Citations, Document};
-use claij_interceptors::builtin::eval::Eval;
+use claij_interceptors::builtin::eval::{Eval, EvalResult};
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector};
 use claij_interceptors::builtin::states::States;
@@ -274,6 +274,8 @@ pub(crate) struct Conversation<'a> {
     budget: Option<Budget>,
     /// The tool and MCP calls the last turn ran, with their results.
     calls: Vec<ToolResult>,
+    /// The result of the `eval` code of the last turn's reply, if it had any.
+    evaluated: Option<EvalResult>,
     /// The answer text the last turn's partial values wrote (`chat`).
     streamed: String,
     /// The metrics interceptor's tally (`--metrics`, `--interceptors metrics`, always in `chat`).
@@ -409,11 +411,12 @@ impl<'a> Conversation<'a> {
         if let Some(base) = base {
             pipeline = pipeline.with_base_schema(base);
         }
+        let ctx = session.to_context(pipeline.chain(), options.memory.as_deref())?;
         Ok(Self {
             options,
             runtime,
             pipeline,
-            ctx: session.to_context(),
+            ctx,
             session,
             _lock: lock,
             services,
@@ -426,6 +429,7 @@ impl<'a> Conversation<'a> {
             streamed: String::new(),
             budget: options.budget(),
             calls: Vec::new(),
+            evaluated: None,
             metrics: metrics.map(|metrics| metrics.collector().clone()),
         })
     }
@@ -443,6 +447,7 @@ impl<'a> Conversation<'a> {
         }
         let started = Instant::now();
         self.calls.clear();
+        self.evaluated = None;
         self.streamed.clear();
         let show = |value: &serde_json::Value| {
             if let Some(partials) = &self.partials {
@@ -480,6 +485,10 @@ impl<'a> Conversation<'a> {
         let result = result.map(|(answer, calls)| {
             // An agent run's calls are its own; an ask's ran after the reply, for the next turn.
             self.calls = calls.unwrap_or_else(|| self.ran_now());
+            // The reply's code ran after it, for the next turn: its result is this turn's.
+            if self.names.contains(&Interceptor::Eval) {
+                self.evaluated = self.ctx.get::<EvalResult>().cloned();
+            }
             answer
         });
         (result, started.elapsed())
@@ -490,16 +499,34 @@ impl<'a> Conversation<'a> {
         &self.streamed
     }
 
-    /// Writes the conversation file, if there is one.
-    pub(crate) fn save(&self) -> Result<()> {
-        match &self.options.memory {
-            Some(path) => {
-                let registry = self.registry.as_deref().map(approve::lock);
-                let session = self.session.continued(&self.ctx);
-                session.with_extensions(registry.as_deref()).save(path)
-            }
-            None => Ok(()),
-        }
+    /// Writes the conversation file, if there is one: the turn, the history, what each
+    /// interceptor carries to the next turn, the approved extensions, and the deltas the turn's
+    /// requests were composed of (their audit log records a change once).
+    pub(crate) fn save(&mut self) -> Result<()> {
+        let Some(path) = &self.options.memory else {
+            return Ok(());
+        };
+        let applied = self.pipeline.applied();
+        let session = self.session.continued(
+            &self.ctx,
+            self.pipeline.chain(),
+            &applied,
+            std::time::SystemTime::now(),
+        )?;
+        let session = {
+            let registry = self.registry.as_deref().map(approve::lock);
+            session.with_extensions(registry.as_deref())
+        };
+        session.save(path)?;
+        self.session = session;
+        Ok(())
+    }
+
+    /// Starts the conversation over (`chat`'s `/reset`): no turn, history, memory, tool results
+    /// or `eval` result; the next save writes it so.
+    pub(crate) fn reset(&mut self) {
+        self.ctx = claij_interceptors::Context::default();
+        self.session = std::mem::take(&mut self.session).reset();
     }
 
     /// Whether one more turn can be counted (a counter at its maximum is an error, not a wrap).
@@ -514,7 +541,13 @@ impl<'a> Conversation<'a> {
         answer: &claij_interceptors::Answer,
         elapsed: std::time::Duration,
     ) -> Result<()> {
-        let ran: Vec<&ToolResult> = self.calls.iter().collect();
+        let ran = report::Ran {
+            calls: self.calls.iter().collect(),
+            eval: self
+                .names
+                .contains(&Interceptor::Eval)
+                .then_some(self.evaluated.as_ref()),
+        };
         if self.standard && !self.options.json && std::io::stdout().is_terminal() {
             return report::rendered(answer, &ran, elapsed);
         }
@@ -535,6 +568,11 @@ impl<'a> Conversation<'a> {
     /// The tool and MCP calls the last turn ran, with their results.
     pub(crate) fn ran(&self) -> &[ToolResult] {
         &self.calls
+    }
+
+    /// The result of the last turn's `eval` code, if its reply had any.
+    pub(crate) fn evaluated(&self) -> Option<&EvalResult> {
+        self.evaluated.as_ref()
     }
 
     /// The results a turn that was not an agent run left for the next: those of the interceptors
@@ -601,6 +639,11 @@ fn display(options: &Options, chat: bool, standard: bool) -> Option<stream::Disp
 /// One line for a tool or MCP result a turn ran.
 pub(crate) fn tool_result_line(result: &claij_interceptors::ToolResult) -> String {
     report::tool_result_line(result)
+}
+
+/// One line for the result of a reply's `eval` code.
+pub(crate) fn eval_line(result: &EvalResult) -> String {
+    report::eval_line(result)
 }
 
 /// One line for a turn: attempts, tokens, time and cost.

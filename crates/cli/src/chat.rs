@@ -3,9 +3,11 @@
 //! Each line is a turn through the same pipeline as `claij ask` (the memory interceptor on by
 //! default, so the model is reminded of earlier turns). After each reply: the answer (the standard
 //! response rendered with `--standard`), then on stderr the state, the remembered summary and the
-//! turn's tokens, cost and time. On a terminal the line editor keeps a history (`~/.claij_history`
-//! unless `--no-history`); from a pipe, each line of stdin is a turn. `/memory` shows what is
-//! remembered, `/reset` forgets it (with the message history and pending tool results), `/metrics`
+//! turn's tokens, cost and time, with a line per tool or MCP call and for the `eval` code the reply
+//! ran (the model sees their results on the next turn). On a terminal the line editor keeps a
+//! history (`~/.claij_history` unless `--no-history`); from a pipe, each line of stdin is a turn.
+//! `/memory` shows what is remembered, `/reset` forgets it (with the message history, pending tool
+//! results and the `eval` result; with `--session`, the file is written so at the next turn), `/metrics`
 //! shows what the calls so far did (the table of `ask --metrics`; with `--metrics`, also at the end),
 //! `/quit` (or end of input) ends the conversation. With `--session FILE` the conversation starts from the file
 //! and is saved to it after every valid reply.
@@ -111,10 +113,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 continue;
             }
             "/reset" => {
-                conversation.ctx.memory = claij_interceptors::MemoryState::default();
-                conversation.ctx.history.clear();
-                conversation.ctx.tool_results.clear();
-                conversation.ctx.turn = 0;
+                conversation.reset();
                 writeln!(err, "(memory cleared)")?;
                 continue;
             }
@@ -136,6 +135,9 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                     print_turn(&answer.value, conversation.streamed())?;
                     for result in conversation.ran() {
                         writeln!(err, "  {}", crate::ask::tool_result_line(result))?;
+                    }
+                    if let Some(result) = conversation.evaluated() {
+                        writeln!(err, "  {}", crate::ask::eval_line(result))?;
                     }
                     if let Some(cut) = answer.attempts.last().and_then(crate::ask::truncation) {
                         writeln!(err, "  {}", crate::ask::cut_warning(&cut))?;

@@ -33,13 +33,16 @@ pub(crate) enum Command {
         /// The schema file (`-` for stdin).
         file: String,
     },
-    /// Print the audit log of a conversation's schema extensions (`--memory FILE` with
-    /// `--interceptors proposals`): who proposed each, who voted what, when it was activated,
-    /// declined, refused or rolled back.
+    /// Print the audit logs of a conversation (`--session FILE`) or a run's journal (`fsm run
+    /// --journal FILE`): every schema delta that shaped its requests (the interceptors' and approved
+    /// proposals'), when it was first applied, changed or dropped and who added it; then the
+    /// extensions proposed with `--interceptors proposals`: who proposed each, who voted what, when
+    /// it was activated, declined, refused or rolled back.
     Audit {
-        /// The conversation file.
+        /// The conversation file or journal.
         file: std::path::PathBuf,
-        /// Print the log as JSON.
+        /// Print `{"applied": [{"state", "active", "audit"}], "extensions": {"active", "audit"}}`
+        /// (`state` null for a conversation).
         #[arg(long)]
         json: bool,
     },

@@ -7,7 +7,10 @@
 //! or `{"kind": "remedy", "state", "remedy"}` (a meta-debugging [`Remedy`] for a state, applied for the
 //! rest of the run when it is a prompt remedy, with its `effect` when it was tried), or
 //! `{"kind": "extensions", "registry"}` (the run's schema extensions and their audit log, a
-//! [`SavedRegistry`]; the last such line wins, see [`read_extensions`]).
+//! [`SavedRegistry`]; the last such line wins, see [`read_extensions`]), or `{"kind": "applied",
+//! "state", "entries"}` (the change in the schema deltas an `llm` state's requests were composed
+//! of, written after the transition of the step that changed them: each delta when first
+//! applied, changed or dropped, who added it and when; [`read_applied`] folds them per state).
 //!
 //! A journal has one writer at a time: an open [`Journal`] holds an exclusive advisory lock on its
 //! file (`flock` on Unix, `LockFileEx` on Windows) until it is dropped, and opening one that another
@@ -29,6 +32,7 @@
 //! before appending: it truncates a torn line away, or adds the newline a complete last line lacks,
 //! and fsyncs, so the lines it appends start on a line of their own.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
@@ -37,7 +41,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use claij_schema::SavedRegistry;
+use claij_schema::{AppliedLog, AuditEntry, SavedRegistry};
 
 use crate::builtin::meta_debug::Remedy;
 use crate::error::Error;
@@ -149,8 +153,17 @@ enum Line {
     Run(Header),
     Transition(Entry),
     Suspended(Suspended),
-    Remedy { state: String, remedy: Remedy },
-    Extensions { registry: SavedRegistry },
+    Remedy {
+        state: String,
+        remedy: Remedy,
+    },
+    Extensions {
+        registry: SavedRegistry,
+    },
+    Applied {
+        state: String,
+        entries: Vec<AuditEntry>,
+    },
 }
 
 /// What a journal's bytes hold, by the torn-line rule of the module docs.
@@ -167,6 +180,8 @@ struct Scan {
     remedies: Vec<(String, Remedy)>,
     /// The last schema extensions line.
     extensions: Option<SavedRegistry>,
+    /// The applied lines, folded per state.
+    applied: BTreeMap<String, AppliedLog>,
 }
 
 /// What resuming a journal read, for the runner.
@@ -175,6 +190,7 @@ pub(crate) struct Resumed {
     pub(crate) entries: Vec<Entry>,
     pub(crate) suspended: Option<Suspended>,
     pub(crate) remedies: Vec<(String, Remedy)>,
+    pub(crate) applied: BTreeMap<String, AppliedLog>,
 }
 
 impl Journal {
@@ -224,6 +240,7 @@ impl Journal {
                 entries: scan.entries,
                 suspended: scan.suspended,
                 remedies: scan.remedies,
+                applied: scan.applied,
             };
             (journal, resumed)
         })
@@ -313,6 +330,22 @@ impl Journal {
     pub fn record_extensions(&mut self, registry: &SavedRegistry) -> Result<(), Error> {
         self.write(&Line::Extensions {
             registry: registry.clone(),
+        })
+    }
+
+    /// Appends a change in the schema deltas `state`'s requests were composed of: the audit
+    /// entries [`AppliedLog::record`] returned (nothing is written for none).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Journal`] when it cannot be written.
+    pub fn record_applied(&mut self, state: &str, entries: &[AuditEntry]) -> Result<(), Error> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.write(&Line::Applied {
+            state: state.to_owned(),
+            entries: entries.to_vec(),
         })
     }
 
@@ -412,6 +445,21 @@ pub fn read_extensions(path: impl AsRef<Path>) -> Result<Option<SavedRegistry>, 
     Ok(scan(path, &bytes)?.extensions)
 }
 
+/// The schema deltas each `llm` state's requests were composed of and their audit logs, as the
+/// journal's run recorded them ([`Journal::record_applied`]), by state; read as [`read`] reads.
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn read_applied(path: impl AsRef<Path>) -> Result<BTreeMap<String, AppliedLog>, Error> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| Error::Journal {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(scan(path, &bytes)?.applied)
+}
+
 /// How long a lock that another handle holds is retried before the journal is said to be in use.
 ///
 /// A lock belongs to the open file, which a child process shares from its fork until its exec (or
@@ -458,6 +506,7 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
     let mut suspended = None;
     let mut remedies = Vec::new();
     let mut extensions = None;
+    let mut applied: BTreeMap<String, AppliedLog> = BTreeMap::new();
     let mut recorded = 0;
     let mut missing_newline = false;
     let mut start = 0;
@@ -483,7 +532,8 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
                 Line::Transition(_)
                 | Line::Suspended(_)
                 | Line::Remedy { .. }
-                | Line::Extensions { .. },
+                | Line::Extensions { .. }
+                | Line::Applied { .. },
             ) if header.is_none() => {
                 return Err(corrupt(number, "a transition before the run header".into()));
             }
@@ -494,6 +544,9 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
             Ok(Line::Suspended(s)) => suspended = Some(s),
             Ok(Line::Remedy { state, remedy }) => remedies.push((state, remedy)),
             Ok(Line::Extensions { registry }) => extensions = Some(registry),
+            Ok(Line::Applied { state, entries }) => {
+                applied.entry(state).or_default().extend(entries);
+            }
             // Written but not finished when the process died: the transition did not happen.
             Err(_) if !terminated => break,
             Err(e) => return Err(corrupt(number, e.to_string())),
@@ -510,5 +563,6 @@ fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, Error> {
         suspended,
         remedies,
         extensions,
+        applied,
     })
 }

@@ -2,6 +2,7 @@
 //! `id`, record every transition, until a terminal state, a person's turn or an interrupt.
 
 mod actions;
+mod applied;
 mod extensions;
 mod meta_debug;
 mod repeats;
@@ -121,6 +122,8 @@ pub struct Run {
     prefix: String,
     /// This run's own [`Runner::with_max_repeated_calls`], if it was given one.
     max_repeated_calls: Option<usize>,
+    /// The schema deltas of each `llm` state's requests and their audit logs ([`Run::applied`]).
+    applied: BTreeMap<String, claij_schema::AppliedLog>,
 }
 
 /// How a call to [`Runner::run`] ended.
@@ -406,6 +409,7 @@ impl Runner {
             remedies: BTreeMap::new(),
             prefix,
             max_repeated_calls: None,
+            applied: BTreeMap::new(),
         };
         let event = self.with_id(START, input);
         let to = self.route(START, &event)?;
@@ -486,6 +490,7 @@ impl Runner {
             remedies: resumed.remedies.into_iter().collect(),
             prefix: String::new(),
             max_repeated_calls: None,
+            applied: resumed.applied,
         };
         if let Some(suspended) = suspended.filter(|s| s.in_state == run.state) {
             run.suspended = Some(Box::new(
@@ -697,6 +702,7 @@ impl Runner {
             remedies: BTreeMap::new(),
             prefix,
             max_repeated_calls: None,
+            applied: BTreeMap::new(),
         })
     }
 
@@ -814,10 +820,11 @@ impl Runner {
     ) -> Result<(), Error> {
         let Some(journal) = journal else {
             run.trail.entries.push(entry.clone());
-            return Ok(());
+            return self.note_applied(run, &entry.from, None);
         };
         journal.record(entry)?;
         run.trail.entries.push(entry.clone());
+        self.note_applied(run, &entry.from, Some(journal))?;
         self.journaled(run, journal)
     }
 

@@ -1,8 +1,11 @@
 //! [`Chain`]: interceptors in order, each with its error policy.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::interceptor::{Interceptor, OnError};
+use crate::context::{Carried, Context};
+use crate::error::Error;
+use crate::interceptor::{Interceptor, OnError, Stage};
 
 /// An ordered stack of interceptors: the onion.
 ///
@@ -83,6 +86,79 @@ impl Chain {
     pub fn is_empty(&self) -> bool {
         self.links.is_empty()
     }
+
+    /// What each interceptor keeps in `ctx` for the next turn ([`Interceptor::carry`]), by name:
+    /// what a conversation saved between processes needs besides the context's turn and history.
+    /// Interceptors that keep nothing now are left out.
+    ///
+    /// ```
+    /// use claij_interceptors::builtin::memory::Memory;
+    /// use claij_interceptors::{Chain, Context};
+    ///
+    /// let chain = Chain::new().with(Memory::default());
+    /// let mut ctx = Context::default();
+    /// ctx.memory.summaries.push("The user's favourite colour is blue.".into());
+    /// let saved = chain.carry(&ctx)?;
+    /// assert_eq!(saved["memory"].version, 1);
+    ///
+    /// // Another process goes on from what was saved.
+    /// let mut next = Context::default();
+    /// chain.restore(&saved, &mut next)?;
+    /// assert_eq!(next.memory, ctx.memory);
+    /// # Ok::<(), claij_interceptors::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Hook`] (stage [`Stage::Carry`]) naming the interceptor whose state cannot be saved.
+    pub fn carry(&self, ctx: &Context) -> Result<BTreeMap<String, Carried>, Error> {
+        let mut carried = BTreeMap::new();
+        for link in &self.links {
+            let name = link.interceptor.name();
+            match link.interceptor.carry(ctx) {
+                Ok(Some(state)) => {
+                    carried.insert(name.to_owned(), state);
+                }
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(Error::Hook {
+                        interceptor: name.to_owned(),
+                        stage: Stage::Carry,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(carried)
+    }
+
+    /// Gives each interceptor of the chain what [`Chain::carry`] saved under its name
+    /// ([`Interceptor::restore`]), in insertion order; states of interceptors not in the chain are
+    /// not read (a caller keeps them for a later run that has them).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Hook`] (stage [`Stage::Restore`]) naming the interceptor whose state cannot be read,
+    /// whatever its error policy: a state is never silently dropped.
+    pub fn restore(
+        &self,
+        carried: &BTreeMap<String, Carried>,
+        ctx: &mut Context,
+    ) -> Result<(), Error> {
+        for link in &self.links {
+            let name = link.interceptor.name();
+            if let Some(state) = carried.get(name) {
+                link.interceptor
+                    .restore(state, ctx)
+                    .map_err(|source| Error::Hook {
+                        interceptor: name.to_owned(),
+                        stage: Stage::Restore,
+                        source,
+                    })?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Chain {
@@ -90,3 +166,6 @@ impl std::fmt::Debug for Chain {
         f.debug_list().entries(self.names()).finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

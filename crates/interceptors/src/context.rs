@@ -4,6 +4,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -87,6 +88,87 @@ pub enum ToolOrigin {
         /// The interceptor's name ([`crate::Interceptor::name`]).
         interceptor: String,
     },
+}
+
+/// What one interceptor keeps in the [`Context`] for the next turn, as a conversation is saved
+/// ([`Interceptor::carry`](crate::Interceptor::carry)): the `state` in the interceptor's own format,
+/// and that format's `version`, so a later claij reads (or migrates) an older state and an older one
+/// refuses a newer state rather than lose it.
+///
+/// ```
+/// use claij_interceptors::{Carried, MemoryState};
+///
+/// let memory = MemoryState { summaries: vec!["likes tea".into()], insights: None };
+/// let carried = Carried::new(1, &memory)?;
+/// assert_eq!(carried.read::<MemoryState>(1)?, memory);
+/// // A state from a newer format than this reader knows is refused, never misread.
+/// let newer = Carried { version: 2, state: carried.state.clone() };
+/// assert_eq!(newer.read::<MemoryState>(1).unwrap_err().to_string(),
+///     "saved in version 2 of its format, newer than this claij reads (up to 1)");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carried {
+    /// The version of the interceptor's format the state is in (from 1).
+    pub version: u32,
+    /// The state.
+    pub state: Value,
+}
+
+/// Why a [`Carried`] state cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CarryError {
+    /// Saved by a newer claij, in a format version this one does not know.
+    #[error("saved in version {found} of its format, newer than this claij reads (up to {newest})")]
+    Newer {
+        /// The state's version.
+        found: u32,
+        /// The newest version this reader knows.
+        newest: u32,
+    },
+    /// The state does not have the shape its version says.
+    #[error("not a version {version} state")]
+    Malformed {
+        /// The state's version.
+        version: u32,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+}
+
+impl Carried {
+    /// `state` in version `version` of its format.
+    ///
+    /// # Errors
+    ///
+    /// When `state` does not serialize to JSON (a map with non-string keys).
+    pub fn new(version: u32, state: &impl Serialize) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            version,
+            state: serde_json::to_value(state)?,
+        })
+    }
+
+    /// The state as a `T`, for a reader that knows versions up to `newest` of the format (a reader
+    /// that migrates older versions matches on [`Carried::version`] first).
+    ///
+    /// # Errors
+    ///
+    /// [`CarryError::Newer`] for a version above `newest`, [`CarryError::Malformed`] when the state
+    /// does not deserialize.
+    pub fn read<T: DeserializeOwned>(&self, newest: u32) -> Result<T, CarryError> {
+        if self.version > newest {
+            return Err(CarryError::Newer {
+                found: self.version,
+                newest,
+            });
+        }
+        T::deserialize(&self.state).map_err(|source| CarryError::Malformed {
+            version: self.version,
+            source,
+        })
+    }
 }
 
 impl Context {

@@ -9,7 +9,7 @@ use claij_validation::Violation;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::Context;
+use crate::context::{Carried, Context};
 use crate::pipeline::Check;
 use crate::prompts::Prompts;
 use crate::schema::Schema;
@@ -25,7 +25,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// - [`check`](Interceptor::check) judges a reply the schema accepts (a cited note that exists, an
 ///   index within range): its violations send the reply back for a retry like schema violations;
 /// - [`post_response`](Interceptor::post_response) acts on the validated value (stores memory, runs
-///   tools) and updates the context for the next turn.
+///   tools) and updates the context for the next turn;
+/// - [`carry`](Interceptor::carry) and [`restore`](Interceptor::restore) save what it keeps in the
+///   context for the next turn and put it back in another process (a conversation saved in a file),
+///   so a turn asked there sees what this one left ([`crate::Chain::carry`]).
 ///
 /// A [`crate::Chain`] runs pre hooks in insertion order and post hooks in reverse.
 pub trait Interceptor: Send + Sync {
@@ -71,6 +74,29 @@ pub trait Interceptor: Send + Sync {
         Box::pin(ready(Ok(())))
     }
 
+    /// What this interceptor keeps in `ctx` for the next turn, in its own versioned format, for a
+    /// conversation saved between processes: `None` when it keeps nothing now. What it returns is
+    /// given back to [`restore`](Interceptor::restore) before a later turn.
+    ///
+    /// # Errors
+    ///
+    /// When the state cannot be written as JSON.
+    fn carry(&self, ctx: &Context) -> Result<Option<Carried>, BoxError> {
+        let _ = ctx;
+        Ok(None)
+    }
+
+    /// Puts what [`carry`](Interceptor::carry) returned (perhaps in an older claij) back in `ctx`.
+    ///
+    /// # Errors
+    ///
+    /// A state this version cannot read: a newer format version ([`crate::CarryError::Newer`]) or
+    /// a malformed one. Nothing is guessed.
+    fn restore(&self, carried: &Carried, ctx: &mut Context) -> Result<(), BoxError> {
+        let _ = (carried, ctx);
+        Ok(())
+    }
+
     /// The tools this interceptor offers to an agent run
     /// ([`Pipeline::run_agent`](crate::Pipeline::run_agent)), which calls them within the turn.
     fn toolbox(&self) -> Option<&dyn Toolbox> {
@@ -78,7 +104,8 @@ pub trait Interceptor: Send + Sync {
     }
 }
 
-/// The three hooks, as a closed set.
+/// The hooks that can fail, as a closed set: the three of a request, and saving and restoring what
+/// an interceptor carries between turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
@@ -88,6 +115,10 @@ pub enum Stage {
     PrePrompt,
     /// Acting on the response.
     PostResponse,
+    /// Saving what is carried to the next turn ([`Interceptor::carry`]).
+    Carry,
+    /// Restoring what was carried ([`Interceptor::restore`]).
+    Restore,
 }
 
 impl fmt::Display for Stage {
@@ -96,6 +127,8 @@ impl fmt::Display for Stage {
             Stage::PreSchema => "pre_schema",
             Stage::PrePrompt => "pre_prompt",
             Stage::PostResponse => "post_response",
+            Stage::Carry => "carry",
+            Stage::Restore => "restore",
         })
     }
 }

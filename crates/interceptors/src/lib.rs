@@ -63,7 +63,7 @@ mod toolbox;
 mod typed;
 
 pub use chain::{Chain, Link};
-pub use context::{Context, MemoryState, ToolOrigin, ToolResult};
+pub use context::{Carried, CarryError, Context, MemoryState, ToolOrigin, ToolResult};
 pub use error::{Error, ErrorChain, Exhausted};
 pub use failure_log::{FailureLog, redact};
 pub use history::{

@@ -225,6 +225,18 @@ impl Pipeline {
         }
     }
 
+    /// The schema deltas the last request on the default base schema was composed of, in order, each
+    /// with the interceptor that added it and when this pipeline first composed it (none before the
+    /// first request, or for plain text): what a conversation's [`claij_schema::AppliedLog`] records
+    /// after each turn, so a saved conversation audits every delta that shaped its requests.
+    pub fn applied(&self) -> Vec<claij_schema::SchemaDelta> {
+        let schemas = self.schemas.lock().unwrap_or_else(PoisonError::into_inner);
+        match &self.base {
+            Base::Schema(base) => schemas.applied(base),
+            Base::PlainText => Vec::new(),
+        }
+    }
+
     /// Asks `input` and returns a value valid against the composed schema, retrying up to
     /// `max_retries` times; interceptors' `post_response` hooks update `ctx`.
     ///

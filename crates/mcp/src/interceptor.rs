@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use claij_backends::{BoxFuture, ToolCall, ToolSpec};
 use claij_interceptors::{
-    BoxError, Context, Interceptor, NativeTools, Prompts, Schema, ToolOrigin, ToolResult, Toolbox,
+    BoxError, Carried, Context, Interceptor, NativeTools, Prompts, Schema, ToolOrigin, ToolResult,
+    Toolbox,
 };
 use serde_json::{Value, json};
 use tracing::debug;
@@ -21,6 +22,9 @@ mod tests;
 
 /// The extension id of the `mcp_calls` schema delta.
 pub const EXTENSION: &str = "mcp-v1";
+/// The version of what the interceptor carries to the next turn ([`Interceptor::carry`]): the last
+/// reply's results (origin [`ToolOrigin::Mcp`]) as a JSON array of [`ToolResult`]s.
+pub const STATE_VERSION: u32 = 1;
 
 /// The MCP interceptor: the tools of a [`Services`] view offered to the model through its reply.
 ///
@@ -350,6 +354,26 @@ impl Interceptor for McpInterceptor {
             self.services.refresh_stale().await;
             Ok(())
         })
+    }
+
+    fn carry(&self, ctx: &Context) -> Result<Option<Carried>, BoxError> {
+        let own: Vec<&ToolResult> = ctx
+            .tool_results
+            .iter()
+            .filter(|r| render::is_mcp(r))
+            .collect();
+        if own.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Carried::new(STATE_VERSION, &own)?))
+    }
+
+    fn restore(&self, carried: &Carried, ctx: &mut Context) -> Result<(), BoxError> {
+        let results: Vec<ToolResult> = carried.read(STATE_VERSION)?;
+        ctx.tool_results.retain(|r| !render::is_mcp(r));
+        ctx.tool_results
+            .extend(results.into_iter().filter(render::is_mcp));
+        Ok(())
     }
 
     fn toolbox(&self) -> Option<&dyn Toolbox> {

@@ -76,7 +76,7 @@ pub use hooks::{
     BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks, LogFn,
     PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,
 };
-pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor};
+pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor, STATE_VERSION};
 pub use logging::{LogLevel, LogMessage, SERVER_LOG_TARGET};
 pub use outcome::{CallFailure, CallOutcome, Content};
 pub use project::Project;

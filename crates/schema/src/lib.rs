@@ -29,7 +29,8 @@
 //!
 //! What lives where:
 //! - [`compose`] merges deltas (properties, required, `$defs`, falling back to `allOf`), deterministic and
-//!   idempotent; [`Registry`] adds meta-validation, rollback and the audit log.
+//!   idempotent; [`Registry`] adds meta-validation, rollback and the audit log; [`AppliedLog`] keeps
+//!   which deltas shaped a conversation's requests, each change recorded once.
 //! - [`compile()`] and [`compile_at`] compile with boon (no file or network access, format assertions on);
 //!   [`Memo`] shares one compiled form between identical schemas and counts hits and misses.
 //! - [`dialect`] compiles to OpenAI strict, Gemini `responseSchema`, Anthropic and llguidance (the embedded
@@ -47,6 +48,7 @@
 //! pointer; [`DialectError`] for schemas a dialect cannot express. This crate has no features and does no
 //! IO.
 
+mod applied;
 mod base;
 pub mod compile;
 mod compose;
@@ -60,6 +62,7 @@ pub mod pointer;
 mod registry;
 pub mod render;
 
+pub use applied::AppliedLog;
 pub use base::{DRAFT_07, DRAFT_2020_12, Draft, base};
 pub use compile::{CompiledSchema, check, compile, compile_at};
 pub use compose::{BASE, compose};

@@ -375,6 +375,11 @@ impl AuditLog {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// Appends an entry.
+    pub(crate) fn push(&mut self, entry: AuditEntry) {
+        self.entries.push(entry);
+    }
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ fn summaries_come_from_the_memory_file() {
     assert_eq!(summaries(&memory).unwrap(), Vec::<String>::new());
     fs::write(
         &memory,
-        r#"{"turn": 1, "memory": {"summaries": ["Likes blue.", 3, "Second."]}}"#,
+        r#"{"version": 3, "turn": 1, "interceptors": {"memory": {"version": 1, "state": {"summaries": ["Likes blue.", 3, "Second."]}}}}"#,
     )
     .unwrap();
     assert_eq!(summaries(&memory).unwrap(), ["Likes blue.", "Second."]);

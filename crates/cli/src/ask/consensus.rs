@@ -142,7 +142,7 @@ pub(crate) fn run(args: &Args, models: &[String]) -> Result<Status> {
             .collect();
         let started = Instant::now();
         // Each model starts where `claij ask` without --memory does.
-        let fresh = || super::session::Session::default().to_context();
+        let fresh = claij_interceptors::Context::default;
         let replies = runtime.block_on(several::ask_all(&named, fresh, &args.prompt));
         report_all(options, rule, &replies, started.elapsed())
     });

@@ -1,11 +1,13 @@
-//! What `claij ask` prints: the value on stdout, a line per tool or MCP result the turn ran, a line
-//! per attempt and a total on stderr; or with `--json` one report on stdout.
+//! What `claij ask` prints: the value on stdout, a line per tool or MCP result the turn ran (and for
+//! the result of its `eval` code), a line per attempt and a total on stderr; or with `--json` one
+//! report on stdout.
 
 use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::Result;
 use claij_backends::Usage;
+use claij_interceptors::builtin::eval::EvalResult;
 use claij_interceptors::{Answer, Attempt, Exhausted, ToolOrigin, ToolResult, Verdict};
 use serde_json::{Value, json};
 
@@ -17,6 +19,15 @@ pub(super) fn notice(text: &str) -> Result<()> {
 
 /// The longest line a tool result gets on stderr, in characters.
 const RESULT_LINE: usize = 200;
+
+/// What a turn ran after its reply, for the user to see on that turn (the model sees it on the
+/// next).
+pub(super) struct Ran<'a> {
+    /// The tool and MCP calls, with their results.
+    pub calls: Vec<&'a ToolResult>,
+    /// With the `eval` interceptor: the result of the reply's code (`None` when it had none).
+    pub eval: Option<Option<&'a EvalResult>>,
+}
 
 /// How a valid answer is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,22 +41,20 @@ pub(super) enum Form {
     Final,
 }
 
-/// A valid answer: the value on stdout as `form` says, the tool results the turn ran, the attempts
-/// and, when the reply was cut, a warning on stderr; or the `--json` report (with `tool_results`
-/// and `truncated`).
-pub(super) fn answer(
-    answer: &Answer,
-    ran: &[&ToolResult],
-    elapsed: Duration,
-    form: Form,
-) -> Result<()> {
+/// A valid answer: the value on stdout as `form` says, the tool results and the `eval` result the
+/// turn ran, the attempts and, when the reply was cut, a warning on stderr; or the `--json` report
+/// (with `tool_results`, `eval` when the interceptor runs, and `truncated`).
+pub(super) fn answer(answer: &Answer, ran: &Ran<'_>, elapsed: Duration, form: Form) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let cut = answer.attempts.last().and_then(truncation);
     match form {
         Form::Report => {
             let mut report = to_json(Some(&answer.value), &answer.attempts, answer.usage, elapsed);
             if let Value::Object(map) = &mut report {
-                map.insert("tool_results".to_owned(), tool_results_json(ran));
+                map.insert("tool_results".to_owned(), tool_results_json(&ran.calls));
+                if let Some(eval) = ran.eval {
+                    map.insert("eval".to_owned(), eval.map_or(Value::Null, eval_json));
+                }
                 map.insert("truncated".to_owned(), Value::Bool(cut.is_some()));
             }
             writeln!(out, "{report}")?;
@@ -105,7 +114,7 @@ pub(crate) fn truncation_of(attempts: &[Attempt]) -> Option<String> {
 
 /// A standard response for people (a terminal): the rendered answer and sources on stdout, the
 /// tool results and the attempts on stderr.
-pub(super) fn rendered(answer: &Answer, ran: &[&ToolResult], elapsed: Duration) -> Result<()> {
+pub(super) fn rendered(answer: &Answer, ran: &Ran<'_>, elapsed: Duration) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -116,11 +125,14 @@ pub(super) fn rendered(answer: &Answer, ran: &[&ToolResult], elapsed: Duration) 
     stderr_lines(ran, answer, elapsed)
 }
 
-/// The tool results, then the attempts and the total, on stderr.
-fn stderr_lines(ran: &[&ToolResult], answer: &Answer, elapsed: Duration) -> Result<()> {
+/// The tool results and the `eval` result, then the attempts and the total, on stderr.
+fn stderr_lines(ran: &Ran<'_>, answer: &Answer, elapsed: Duration) -> Result<()> {
     let mut err = std::io::stderr().lock();
-    for result in ran {
+    for result in &ran.calls {
         writeln!(err, "{}", tool_result_line(result))?;
+    }
+    if let Some(Some(result)) = ran.eval {
+        writeln!(err, "{}", eval_line(result))?;
     }
     for line in attempt_lines(&answer.attempts, answer.usage, elapsed) {
         writeln!(err, "{line}")?;
@@ -150,6 +162,44 @@ pub(super) fn tool_result_line(result: &ToolResult) -> String {
     let mut cut: String = line.chars().take(RESULT_LINE - 1).collect();
     cut.push('…');
     cut
+}
+
+/// One line for the result of a reply's `eval` code: `eval "6 * 7": ok: 42`, then `, printed:`
+/// and what it printed as a JSON string when it printed something; at most [`RESULT_LINE`]
+/// characters, cut with `…`.
+pub(super) fn eval_line(result: &EvalResult) -> String {
+    let outcome = match &result.outcome {
+        Ok(value) => format!("ok: {value}"),
+        Err(e) => format!("error: {e}"),
+    };
+    let printed = if result.output.is_empty() {
+        String::new()
+    } else {
+        format!(", printed: {}", Value::String(result.output.clone()))
+    };
+    let line = crate::one_line(&format!(
+        "eval {}: {outcome}{printed}",
+        Value::String(result.code.clone())
+    ));
+    if line.chars().count() <= RESULT_LINE {
+        return line;
+    }
+    let mut cut: String = line.chars().take(RESULT_LINE - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The `--json` report's `eval`: `{code, value, printed}` when the code gave a value, `{code,
+/// error, printed}` when it failed, whole.
+fn eval_json(result: &EvalResult) -> Value {
+    let mut one = json!({"code": result.code, "printed": result.output});
+    if let Value::Object(map) = &mut one {
+        match &result.outcome {
+            Ok(value) => map.insert("value".to_owned(), value.clone()),
+            Err(e) => map.insert("error".to_owned(), Value::String(e.to_string())),
+        };
+    }
+    one
 }
 
 /// The `--json` report's `tool_results`: `{name, args, origin, output}` for a call that succeeded,

@@ -1,21 +1,33 @@
 //! `--session FILE` (alias `--memory`): the conversation carried from one `claij ask` (or `claij
-//! chat`) to the next. Version 2 of the file:
+//! chat`) to the next. Version 3 of the file:
 //!
 //! ```json
-//! {"version": 2, "turn": 3, "memory": {"summaries": ["..."]},
+//! {"version": 3, "turn": 3,
 //!  "history": {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "{...}"}]},
-//!  "tool_results": [{"name": "now", "args": {}, "output": {"Ok": "2026-..."}, "origin": {"kind": "rust"}}],
-//!  "project": "NAME", "extensions": {"active": [...], "audit": [...]}}
+//!  "interceptors": {"memory": {"version": 1, "state": {"summaries": ["..."]}},
+//!                   "eval": {"version": 1, "state": {"code": "6 * 7", "outcome": {"Ok": 42}, "output": ""}},
+//!                   "tools": {"version": 1, "state": [{"name": "now", "args": {}, "output": {"Ok": "2026-..."}, "origin": {"kind": "rust"}}]}},
+//!  "project": "NAME", "extensions": {"active": [...], "audit": [...]},
+//!  "applied": {"active": [...], "audit": [...]}}
 //! ```
 //!
 //! `history` is the pipeline's message history (`Context::history`, already cut to the window of
-//! `--history-messages` and `--history-tokens`); `tool_results` are the tool and MCP results of the last turn, which the model sees only on the next
-//! one (each interceptor's prompt cuts them to `--tool-results-budget`); `project` is the `--project`
-//! the conversation uses (a later run without `--project` keeps it); `extensions` the schema
-//! extensions approved with `--interceptors proposals` and their audit log. Empty ones are left out.
-//! A version 1 file (`{turn, memory, extensions}`, no `version`) is read as version 2 and written
-//! back as one; a newer version is refused ([`SessionError::Newer`]), so an older claij never
-//! rewrites, and loses, what it does not know.
+//! `--history-messages` and `--history-tokens`); `interceptors` is what each interceptor keeps for
+//! the next turn (`Chain::carry`: the memory's summaries, the last reply's `eval` result, tool and
+//! MCP results the model sees only on the next turn), each under its name in its own versioned
+//! format, restored before the next turn (`Chain::restore`); the state of an interceptor a run
+//! does not have is kept as it was. `project` is the `--project` the conversation uses (a later
+//! run without `--project` keeps it); `extensions` the schema extensions approved with
+//! `--interceptors proposals` and their audit log; `applied` the schema deltas the last turn's
+//! requests were composed of and the audit log of every change (each delta when first applied,
+//! changed or dropped, who added it and when: `claij schema audit FILE`). Empty ones are left out.
+//!
+//! A version 1 (`{turn, memory, extensions}`, no `version`) or 2 file (`memory` and
+//! `tool_results` at the top) is read as version 3 (their states moved under `interceptors`:
+//! `memory`, and the tool results by origin, `tools` and `mcp`) and written back as one; a newer
+//! version is refused ([`SessionError::Newer`]), as is an interceptor's state in a newer format
+//! than this claij reads, so an older claij never rewrites, and loses, what it does not know.
+//! Keys of the file this version does not know survive a rewrite.
 //!
 //! One conversation has one writer at a time: a process holds an exclusive lock on the sidecar
 //! `FILE.lock` (the file itself is replaced by a rename on every save, so it cannot carry the lock)
@@ -27,39 +39,43 @@
 //! purpose: a concurrent `claij ask --session FILE` waits and then starts from the turn before it, so
 //! no turn is lost and every turn is asked with the memory of all the turns before it (merging two
 //! turns asked from the same memory at write time would keep both summaries but each model would
-//! have answered without the other's). Keys of the file this version does not know survive a
-//! rewrite.
+//! have answered without the other's).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_interceptors::{Context, History, MemoryState, ToolResult};
-use claij_schema::SavedRegistry;
+use claij_interceptors::{Carried, Chain, Context, History, MemoryState, Stage};
+use claij_schema::{AppliedLog, SavedRegistry, SchemaDelta};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+#[cfg(test)]
+mod tests;
 
 /// The version of the session file this claij writes (and the newest it reads).
-pub(crate) const VERSION: u64 = 2;
+pub(crate) const VERSION: u64 = 3;
 
 /// What one invocation hands to the next.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Session {
     /// Completed turns.
     pub turn: u64,
-    /// What the memory interceptor remembers.
-    pub memory: MemoryState,
     /// The messages of the conversation, as the pipeline keeps them.
     pub history: History,
-    /// The results of the last turn's tool and MCP calls, not yet shown to the model.
-    pub tool_results: Vec<ToolResult>,
+    /// What each interceptor keeps for the next turn, by name ([`Chain::carry`]).
+    pub carried: BTreeMap<String, Carried>,
     /// The `--project` of the conversation.
     pub project: Option<String>,
     /// The approved schema extensions and their audit log (its `base` is not saved: the schema
     /// of the run that reads it is).
     pub extensions: Option<SavedRegistry>,
+    /// The schema deltas that shaped the conversation's requests, and every change of them.
+    pub applied: AppliedLog,
     /// The file as read, for the keys this version does not know.
     file: Map<String, Value>,
 }
@@ -89,15 +105,15 @@ struct Known {
     #[serde(default)]
     turn: u64,
     #[serde(default)]
-    memory: MemoryState,
-    #[serde(default)]
     history: History,
     #[serde(default)]
-    tool_results: Vec<ToolResult>,
+    interceptors: BTreeMap<String, Carried>,
     #[serde(default)]
     project: Option<String>,
     #[serde(default)]
     extensions: Option<Extensions>,
+    #[serde(default)]
+    applied: AppliedLog,
 }
 
 /// The `extensions` key: a [`SavedRegistry`] without its base.
@@ -136,7 +152,7 @@ impl Session {
         }
         let not_session = || {
             format!(
-                "{}: not a claij session file (`{{\"version\": {VERSION}, \"turn\": N, \"memory\": {{\"summaries\": [...]}}}}`)",
+                "{}: not a claij session file (`{{\"version\": {VERSION}, \"turn\": N, \"interceptors\": {{...}}}}`)",
                 path.display()
             )
         };
@@ -146,20 +162,20 @@ impl Session {
             serde_json::from_value(Value::Object(file.clone())).with_context(not_session)?;
         Ok(Self {
             turn: known.turn,
-            memory: known.memory,
             history: known.history,
-            tool_results: known.tool_results,
+            carried: known.interceptors,
             project: known.project,
             extensions: known.extensions.map(|e| SavedRegistry {
                 base: Value::Null,
                 extensions: e.active,
                 audit: e.audit,
             }),
+            applied: known.applied,
             file,
         })
     }
 
-    /// Whether one more turn can be counted: a counter at its maximum is an error, never a wrap to 0.
+    /// Whether one more turn can be counted: a counter at its maximum is an error, never a wrap.
     pub(super) fn check_turn(turn: u64, path: Option<&Path>) -> Result<()> {
         if turn < u64::MAX {
             return Ok(());
@@ -171,18 +187,33 @@ impl Session {
         )
     }
 
-    /// This session carried on by `ctx`: its turn, memory, history and tool results, the rest of the file as
-    /// it was.
-    pub(super) fn continued(&self, ctx: &Context) -> Self {
-        Self {
+    /// This session carried on by `ctx` after a turn through `chain`: its turn and history, what
+    /// each interceptor of `chain` keeps for the next turn (the states of interceptors not in
+    /// `chain` as they were), the deltas of the turn's requests (`applied`, recorded in the audit
+    /// log when they changed, at `now`), the rest of the file as it was.
+    pub(super) fn continued(
+        &self,
+        ctx: &Context,
+        chain: &Chain,
+        applied: &[SchemaDelta],
+        now: SystemTime,
+    ) -> Result<Self> {
+        let mut carried = self.carried.clone();
+        for name in chain.names() {
+            carried.remove(name);
+        }
+        carried.extend(chain.carry(ctx)?);
+        let mut log = self.applied.clone();
+        log.record(applied, now);
+        Ok(Self {
             turn: ctx.turn,
-            memory: ctx.memory.clone(),
             history: ctx.history.clone(),
-            tool_results: ctx.tool_results.clone(),
+            carried,
             project: self.project.clone(),
             extensions: self.extensions.clone(),
+            applied: log,
             file: self.file.clone(),
-        }
+        })
     }
 
     /// The same session with the extensions `registry` holds (kept as read when it is `None`).
@@ -203,47 +234,53 @@ impl Session {
         self
     }
 
-    /// A context that continues this session.
-    pub(super) fn to_context(&self) -> Context {
-        let mut ctx = Context::default();
-        ctx.turn = self.turn;
-        ctx.memory = self.memory.clone();
-        ctx.history = self.history.clone();
-        ctx.tool_results = self.tool_results.clone();
-        ctx
+    /// The same session started over: no turn, history or interceptor state (`chat`'s `/reset`);
+    /// the project, the schema extensions and the audit log are kept.
+    #[must_use]
+    pub(crate) fn reset(mut self) -> Self {
+        self.turn = 0;
+        self.history = History::default();
+        self.carried.clear();
+        self
     }
 
-    /// The file's JSON: the keys it was read with, the known ones replaced (inside `memory`, the
-    /// keys [`MemoryState`] does not have are kept too), at [`VERSION`].
+    /// A context that continues this session through `chain`: the turn, the history, and what each
+    /// of its interceptors carried (restored by them). `path` names the file in errors.
+    pub(super) fn to_context(&self, chain: &Chain, path: Option<&Path>) -> Result<Context> {
+        let mut ctx = Context::default();
+        ctx.turn = self.turn;
+        ctx.history = self.history.clone();
+        if let Err(e) = chain.restore(&self.carried, &mut ctx) {
+            let file = path.map_or_else(String::new, |p| format!("{}: ", p.display()));
+            return Err(match e {
+                claij_interceptors::Error::Hook {
+                    interceptor,
+                    stage: Stage::Restore,
+                    source,
+                } => anyhow!(
+                    "{file}`interceptors.{interceptor}`: {}: use a newer claij, or start a new session",
+                    claij_interceptors::ErrorChain(source.as_ref())
+                ),
+                other => anyhow!("{file}{}", claij_interceptors::ErrorChain(&other)),
+            });
+        }
+        Ok(ctx)
+    }
+
+    /// The file's JSON: the keys it was read with, the known ones replaced, at [`VERSION`].
     pub(super) fn to_value(&self) -> Result<Value> {
         let mut file = self.file.clone();
-        let mut memory = match file.remove("memory") {
-            Some(Value::Object(old)) => {
-                let known = memory_keys()?;
-                old.into_iter()
-                    .filter(|(key, _)| !known.contains(key))
-                    .collect()
-            }
-            _ => Map::new(),
-        };
-        if let Value::Object(new) = serde_json::to_value(&self.memory)? {
-            memory.extend(new);
-        }
         file.insert("version".into(), VERSION.into());
         file.insert("turn".into(), self.turn.into());
-        file.insert("memory".into(), Value::Object(memory));
         if self.history.is_empty() {
             file.remove("history");
         } else {
             file.insert("history".into(), serde_json::to_value(&self.history)?);
         }
-        if self.tool_results.is_empty() {
-            file.remove("tool_results");
+        if self.carried.is_empty() {
+            file.remove("interceptors");
         } else {
-            file.insert(
-                "tool_results".into(),
-                serde_json::to_value(&self.tool_results)?,
-            );
+            file.insert("interceptors".into(), serde_json::to_value(&self.carried)?);
         }
         match &self.project {
             Some(project) => file.insert("project".into(), project.as_str().into()),
@@ -257,6 +294,11 @@ impl Session {
                 audit: saved.audit.clone(),
             };
             file.insert("extensions".into(), serde_json::to_value(extensions)?);
+        }
+        if self.applied.is_empty() {
+            file.remove("applied");
+        } else {
+            file.insert("applied".into(), serde_json::to_value(&self.applied)?);
         }
         Ok(Value::Object(file))
     }
@@ -421,10 +463,45 @@ fn migrate(file: &mut Map<String, Value>, path: &Path) -> Result<(), SessionErro
             version,
         });
     }
-    // Version 1 (`{turn, memory, extensions}`) is version 2 without history, tool results or a project:
-    // their defaults. A later version adds its step here.
+    // Version 1 (`{turn, memory, extensions}`) is version 2 without history, tool results or a
+    // project: their defaults.
+    if version < 3 {
+        to_version_3(file);
+    }
+    // A later version adds its step here.
     file.insert("version".into(), VERSION.into());
     Ok(())
+}
+
+/// Version 2 to 3: `memory` becomes the memory interceptor's state, `tool_results` the states of
+/// the interceptors that ran them (by origin: `tools`, `mcp`, or the interceptor named), each in
+/// version 1 of its format, under `interceptors`.
+fn to_version_3(file: &mut Map<String, Value>) {
+    let mut carried = Map::new();
+    if let Some(memory) = file.remove("memory") {
+        let empty = MemoryState::deserialize(&memory).is_ok_and(|m| m.is_empty());
+        if !empty {
+            carried.insert("memory".into(), json!({"version": 1, "state": memory}));
+        }
+    }
+    if let Some(Value::Array(results)) = file.remove("tool_results") {
+        let mut by_origin: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for result in results {
+            let origin = &result["origin"];
+            let name = match origin["kind"].as_str() {
+                Some("rust") => "tools".to_owned(),
+                Some("mcp") => "mcp".to_owned(),
+                _ => origin["interceptor"].as_str().unwrap_or("tools").to_owned(),
+            };
+            by_origin.entry(name).or_default().push(result);
+        }
+        for (name, results) in by_origin {
+            carried.insert(name, json!({"version": 1, "state": results}));
+        }
+    }
+    if !carried.is_empty() {
+        file.insert("interceptors".into(), Value::Object(carried));
+    }
 }
 
 /// The session file can be replaced: an existing one opens for writing, and a temp file can be made
@@ -439,18 +516,6 @@ fn check_writable(path: &Path) -> Result<()> {
     File::create(&temp).with_context(|| temp.display().to_string())?;
     fs::remove_file(&temp).with_context(|| temp.display().to_string())?;
     Ok(())
-}
-
-/// The keys [`MemoryState`] writes when every field is set.
-fn memory_keys() -> Result<Vec<String>> {
-    let full = MemoryState {
-        summaries: Vec::new(),
-        insights: Some(String::new()),
-    };
-    Ok(match serde_json::to_value(full)? {
-        Value::Object(keys) => keys.into_iter().map(|(key, _)| key).collect(),
-        _ => Vec::new(),
-    })
 }
 
 /// `path`'s sibling `.<name>.<pid>.tmp`.

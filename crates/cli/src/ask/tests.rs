@@ -1,14 +1,13 @@
-//! Unit tests of `claij ask`'s pure parts: `--llm`, the model cache, the report's formatting, the
-//! memory file.
+//! Unit tests of `claij ask`'s pure parts: `--llm`, the model cache, the report's formatting (the
+//! session file's are in `session/tests.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::llm::{self, Llm, Provider};
 use super::report;
-use super::session::Session;
 
 #[track_caller]
 fn check_llm(text: &str, expected: Result<Llm, &str>) {
@@ -116,82 +115,6 @@ fn dollars() {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "claij-cli-unit-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-#[test]
-fn session_round_trip() {
-    let dir = scratch("session");
-    let path = dir.join("memory.json");
-    assert_eq!(Session::load(&path).unwrap(), Session::default());
-    std::fs::write(&path, "  \n").unwrap();
-    assert_eq!(Session::load(&path).unwrap(), Session::default());
-
-    let mut ctx = Session::default().to_context();
-    ctx.turn = 2;
-    ctx.memory.summaries = vec!["The user likes blue.".into(), "They asked why.".into()];
-    Session::default().continued(&ctx).save(&path).unwrap();
-    let loaded = Session::load(&path).unwrap();
-    assert_eq!((loaded.turn, &loaded.memory), (2, &ctx.memory));
-    let ctx = loaded.to_context();
-    assert_eq!((ctx.turn, ctx.memory.summaries.len()), (2, 2));
-    // Nothing but the file is left behind.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-
-    std::fs::write(&path, "[1, 2]").unwrap();
-    let err = format!("{:#}", Session::load(&path).unwrap_err());
-    assert!(err.contains("not a claij session file"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn session_keeps_the_keys_it_does_not_know() {
-    let dir = scratch("session-keys");
-    let path = dir.join("memory.json");
-    std::fs::write(
-        &path,
-        r#"{"turn": 3, "owner": {"name": "ada"}, "memory": {"summaries": ["a"], "insights": "old", "pinned": [1]}}"#,
-    )
-    .unwrap();
-    let loaded = Session::load(&path).unwrap();
-    let mut ctx = loaded.to_context();
-    ctx.turn += 1;
-    ctx.memory.summaries.push("b".into());
-    // Known keys are the new values, even where that removes them (`insights` is gone).
-    ctx.memory.insights = None;
-    loaded.continued(&ctx).save(&path).unwrap();
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(
-        saved,
-        serde_json::json!({"version": 2, "turn": 4, "owner": {"name": "ada"}, "memory": {"summaries": ["a", "b"], "pinned": [1]}})
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn a_turn_counter_at_its_maximum_is_an_error_not_a_wrap() {
-    let path = Path::new("m.json");
-    Session::check_turn(u64::MAX - 1, Some(path)).unwrap();
-    let err = Session::check_turn(u64::MAX, Some(path))
-        .unwrap_err()
-        .to_string();
-    assert_eq!(
-        err,
-        "m.json: the turn counter is at its maximum (18446744073709551615): start a new conversation"
-    );
-}
-
 #[track_caller]
 fn check_stats(latency_ms: u64, input: u64, output: u64, expected: &str) {
     let usage = claij_backends::Usage {
@@ -288,117 +211,6 @@ fn the_citations_chain_checks_an_unknown_note_once_per_attempt() {
 }
 
 #[test]
-fn session_keeps_the_schema_extensions_with_or_without_the_registry() {
-    let dir = scratch("session-extensions");
-    let path = dir.join("memory.json");
-    let mut registry = claij_schema::Registry::new(claij_schema::base()).unwrap();
-    let delta = serde_json::json!({"properties": {"confidence": {"type": "number"}}});
-    registry
-        .add(claij_schema::SchemaDelta::new("confidence-v1", "m", delta))
-        .unwrap();
-    let ctx = Session::default().to_context();
-    Session::default()
-        .continued(&ctx)
-        .with_extensions(Some(&registry))
-        .save(&path)
-        .unwrap();
-    let loaded = Session::load(&path).unwrap();
-    let saved = loaded.extensions.clone().unwrap();
-    assert_eq!(saved.extensions, registry.extensions());
-    assert_eq!(&saved.audit, registry.audit());
-
-    // A turn without `--interceptors proposals` leaves them as they were.
-    loaded
-        .continued(&ctx)
-        .with_extensions(None)
-        .save(&path)
-        .unwrap();
-    let again = Session::load(&path).unwrap();
-    assert_eq!(again.extensions, loaded.extensions);
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains("\"active\""), "{text}");
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn session_versions() {
-    use super::session::{SessionError, VERSION};
-    let dir = scratch("session-versions");
-    let path = dir.join("s.json");
-    let load = |text: &str| {
-        std::fs::write(&path, text).unwrap();
-        Session::load(&path)
-    };
-    // Version 1 (none written) and version 2 read alike.
-    let v1 = load(r#"{"turn": 1, "memory": {"summaries": ["a"]}}"#).unwrap();
-    let v2 = load(r#"{"version": 2, "turn": 1, "memory": {"summaries": ["a"]}}"#).unwrap();
-    assert_eq!((v1.turn, &v1.memory), (v2.turn, &v2.memory));
-    assert_eq!(v1.to_value().unwrap()["version"], VERSION);
-    let newer = load(r#"{"version": 3}"#).unwrap_err();
-    assert_eq!(
-        newer.downcast_ref::<SessionError>(),
-        Some(&SessionError::Newer {
-            path: path.clone(),
-            version: 3
-        })
-    );
-    for bad in ["0", "-1", "2.5", "\"2\"", "null"] {
-        let err = load(&format!("{{\"version\": {bad}}}")).unwrap_err();
-        assert!(
-            matches!(
-                err.downcast_ref::<SessionError>(),
-                Some(SessionError::BadVersion { .. })
-            ),
-            "{bad}: {err:#}"
-        );
-    }
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn session_keeps_tool_results_and_the_project() {
-    use claij_interceptors::{ToolOrigin, ToolResult};
-    let dir = scratch("session-tools");
-    let path = dir.join("s.json");
-    let mut ctx = Session::default().to_context();
-    ctx.tool_results = vec![
-        ToolResult {
-            name: "now".into(),
-            args: serde_json::json!({}),
-            output: Ok(serde_json::json!("2026-01-01T00:00:00Z")),
-            origin: ToolOrigin::Rust,
-        },
-        ToolResult {
-            name: "time.get_current_time".into(),
-            args: serde_json::json!({"timezone": "UTC"}),
-            output: Err("timed out after 30s".into()),
-            origin: ToolOrigin::Mcp {
-                server: "time".into(),
-            },
-        },
-    ];
-    let session = Session::default()
-        .with_project(Some("atlas"))
-        .continued(&ctx);
-    session.save(&path).unwrap();
-    let loaded = Session::load(&path).unwrap();
-    assert_eq!(loaded.tool_results, ctx.tool_results);
-    assert_eq!(loaded.project.as_deref(), Some("atlas"));
-    assert_eq!(loaded.to_context().tool_results, ctx.tool_results);
-    // Shown on the next turn, they are gone from the file.
-    ctx.tool_results.clear();
-    loaded
-        .with_project(None)
-        .continued(&ctx)
-        .save(&path)
-        .unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(!text.contains("tool_results"), "{text}");
-    assert!(text.contains("\"project\": \"atlas\""), "{text}");
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
 fn tool_result_lines_are_one_line_and_cut() {
     use claij_interceptors::{ToolOrigin, ToolResult};
     let result = |name: &str, output: Result<serde_json::Value, String>, origin| ToolResult {
@@ -423,63 +235,26 @@ fn tool_result_lines_are_one_line_and_cut() {
     assert!(long.ends_with("xx…"), "{long}");
 }
 
-/// Whether another process could take the lock at `path` now (the file there is unlocked).
-fn lockable(path: &Path) -> bool {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap();
-    let free = file.try_lock().is_ok();
-    drop(file);
-    free
-}
-
-/// The lock file is gone once the lock is; a process that waited on the removed file locks the
-/// one at the path now, so two holders never hold two files (a waiter that kept the removed one
-/// would leave the path's lock free for a third process).
-#[cfg(unix)]
 #[test]
-fn the_session_lock_removes_its_file_and_a_waiter_locks_the_file_at_the_path() {
-    use super::session::SessionLock;
-
-    let dir = scratch("lock");
-    let session = dir.join("chat.json");
-    let lock_file = dir.join("chat.json.lock");
-    let first = SessionLock::acquire(&session, true).unwrap();
-    assert!(lock_file.is_file());
-    assert!(!lockable(&lock_file));
-    drop(first);
-    assert!(!lock_file.exists(), "the lock file is removed");
-
-    let first = SessionLock::acquire(&session, true).unwrap();
-    let (waits, waiting) = std::sync::mpsc::channel();
-    let second = std::thread::spawn({
-        let session = session.clone();
-        move || {
-            let mut waited = 0;
-            let lock = SessionLock::acquire_with(&session, &mut |_| {
-                waited += 1;
-                let _ = waits.send(());
-                Ok(())
-            })
-            .unwrap();
-            (lock, waited)
-        }
-    });
-    // The second has opened the first's lock file and is about to wait on it: the first lets go
-    // and removes that file.
-    waiting.recv().unwrap();
-    drop(first);
-    let (second, waited) = second.join().unwrap();
-    assert!(waited >= 1);
-    assert!(lock_file.is_file(), "the second holds a file at the path");
-    assert!(!lockable(&lock_file), "and that file is the one it locked");
-    drop(second);
-    assert!(!lock_file.exists());
-    std::fs::remove_dir_all(&dir).unwrap();
+fn eval_lines_are_one_line_and_cut() {
+    use claij_interceptors::builtin::eval::Eval;
+    let eval = Eval::new();
+    assert_eq!(
+        report::eval_line(&eval.run_blocking("6 * 7")),
+        "eval \"6 * 7\": ok: 42"
+    );
+    assert_eq!(
+        report::eval_line(&eval.run_blocking("print(\"hi\");\nprint(\"there\"); 1")),
+        "eval \"print(\\\"hi\\\");\\nprint(\\\"there\\\"); 1\": ok: 1, printed: \"hi\\nthere\""
+    );
+    let failed = report::eval_line(&eval.run_blocking("let x = ;"));
+    assert!(
+        failed.starts_with("eval \"let x = ;\": error: syntax error: "),
+        "{failed}"
+    );
+    let long = report::eval_line(&eval.run_blocking(&format!("\"{}\"", "x".repeat(500))));
+    assert_eq!(long.chars().count(), 200, "{long}");
+    assert!(long.ends_with("xx…"), "{long}");
 }
 
 /// The embedded model's requests carry its token limit (so a reply it cuts names the limit and

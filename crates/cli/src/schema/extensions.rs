@@ -1,12 +1,14 @@
-//! `claij schema audit FILE` and `claij schema rollback FILE EXTENSION_ID`: the schema extensions a
-//! conversation file (`claij ask|chat --memory FILE --interceptors proposals`) or a run's journal
-//! (`claij fsm run --journal FILE --interceptors proposals`) keeps.
+//! `claij schema audit FILE` and `claij schema rollback FILE EXTENSION_ID`: the schema deltas a
+//! conversation file (`claij ask|chat --session FILE`) or a run's journal (`claij fsm run --journal
+//! FILE`) keeps: those that shaped its requests (every interceptor's, and approved proposals), each
+//! change once, and the extensions proposed with `--interceptors proposals` and how each was decided.
 
 use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
-use claij_schema::{AuditAction, AuditEntry, Registry, SavedRegistry};
+use claij_schema::{AppliedLog, AuditAction, AuditEntry, Registry, SavedRegistry};
+use serde_json::json;
 
 use crate::Status;
 use crate::ask::session::{Session, SessionLock};
@@ -24,12 +26,23 @@ fn is_journal(file: &Path) -> Result<bool> {
         .is_ok_and(|line| line.get("kind").and_then(|k| k.as_str()) == Some("run")))
 }
 
-/// Prints the audit log of `file`, oldest first.
+/// Prints the audit logs of `file`, oldest first: the schema deltas applied to its requests (per
+/// `llm` state for a journal), then the proposed extensions (`active:` last, those approved).
 pub(super) fn audit(file: &Path, json: bool) -> Result<Status> {
-    let saved = if is_journal(file)? {
-        claij_fsm::journal::read_extensions(file)?
+    let (saved, applied) = if is_journal(file)? {
+        let applied = claij_fsm::journal::read_applied(file)?
+            .into_iter()
+            .map(|(state, log)| (Some(state), log))
+            .collect();
+        (claij_fsm::journal::read_extensions(file)?, applied)
     } else {
-        Session::load(file)?.extensions
+        let session = Session::load(file)?;
+        let applied: Vec<(Option<String>, AppliedLog)> = if session.applied.is_empty() {
+            Vec::new()
+        } else {
+            vec![(None, session.applied)]
+        };
+        (session.extensions, applied)
     };
     let saved = saved.unwrap_or_else(|| SavedRegistry {
         base: serde_json::Value::Null,
@@ -38,12 +51,28 @@ pub(super) fn audit(file: &Path, json: bool) -> Result<Status> {
     });
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&saved.audit)?)?;
+        let applied: Vec<serde_json::Value> = applied
+            .iter()
+            .map(|(state, log)| {
+                json!({"state": state, "active": log.active(), "audit": log.audit()})
+            })
+            .collect();
+        let report = json!({
+            "applied": applied,
+            "extensions": {"active": saved.extensions, "audit": saved.audit},
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(Status::Ok);
+    }
+    for (state, log) in &applied {
+        write_applied(&mut out, state.as_deref(), log)?;
     }
     if saved.audit.is_empty() {
         writeln!(out, "{}: no schema extension was proposed", file.display())?;
         return Ok(Status::Ok);
+    }
+    if !applied.is_empty() {
+        writeln!(out, "schema extensions proposed:")?;
     }
     for entry in saved.audit.entries() {
         write_entry(&mut out, entry)?;
@@ -63,6 +92,53 @@ pub(super) fn audit(file: &Path, json: bool) -> Result<Status> {
         }
     )?;
     Ok(Status::Ok)
+}
+
+/// The deltas applied to the requests (of `state`, in a journal): a heading, each change (when,
+/// which extension, applied or no longer, by whom, the delta), and those of the last request.
+fn write_applied(
+    out: &mut impl std::io::Write,
+    state: Option<&str>,
+    log: &AppliedLog,
+) -> Result<()> {
+    match state {
+        Some(state) => writeln!(
+            out,
+            "schema deltas applied to the requests of state `{state}`:"
+        )?,
+        None => writeln!(out, "schema deltas applied to the requests:")?,
+    }
+    for entry in log.audit().entries() {
+        let action = match entry.action {
+            AuditAction::Added => "applied",
+            AuditAction::Removed => "no longer applied",
+            AuditAction::Rejected => "refused by the registry",
+            AuditAction::Declined => "declined",
+        };
+        writeln!(
+            out,
+            "{}  {}  {action}  (added by {})",
+            humantime::format_rfc3339_seconds(entry.at),
+            entry.extension_id,
+            entry.by
+        )?;
+        writeln!(out, "    delta: {}", entry.delta)?;
+    }
+    let last: Vec<&str> = log
+        .active()
+        .iter()
+        .map(|d| d.extension_id.as_str())
+        .collect();
+    writeln!(
+        out,
+        "applied to the last request: {}",
+        if last.is_empty() {
+            "none".to_owned()
+        } else {
+            last.join(", ")
+        }
+    )?;
+    Ok(())
 }
 
 /// Removes `extension_id` from the extensions of `file`, composing and checking the rest onto

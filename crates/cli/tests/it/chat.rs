@@ -386,3 +386,64 @@ async fn a_turn_cut_at_max_tokens_says_so() {
         run.stderr
     );
 }
+
+/// `/reset` forgets what every interceptor carried (memory and the `eval` result alike): the next
+/// turn's request shows neither, and the session file is written so.
+#[tokio::test]
+async fn reset_forgets_what_each_interceptor_carried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&json!({"answer": "Noted.", "state": "answered",
+            "summary": "The user's favourite colour is teal-zq.", "eval": "6 * 7"})))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "I do not know.", "state": "answered", "summary": "Asked."}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[("config.toml", &super::openrouter::config(&server))]);
+    let session = files.path("s.json");
+    let config = files.path("config.toml");
+    let run = claij_env(
+        &[
+            "chat",
+            "--llm",
+            "gemini-flash",
+            "--interceptors",
+            "memory,eval",
+            "--session",
+            &session,
+        ],
+        "Remember teal.\n/reset\nMy colour?\n",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some(KEY)),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("(memory cleared)"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("  eval \"6 * 7\": ok: 42"),
+        "{}",
+        run.stderr
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second = String::from_utf8_lossy(&requests[1].body);
+    assert!(!second.contains("teal-zq"), "{second}");
+    assert!(!second.contains("Result of the `eval` code"), "{second}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    assert_eq!(saved["turn"], 1, "{saved}");
+    assert_eq!(
+        saved["interceptors"],
+        json!({"memory": {"version": 1, "state": {"summaries": ["Asked."]}}}),
+        "{saved}"
+    );
+}

@@ -59,7 +59,13 @@ fn two_turns_through_a_memory_file() {
     );
     let session: Value = serde_json::from_str(&std::fs::read_to_string(&memory).unwrap()).unwrap();
     assert_eq!(session["turn"], 1, "{session}");
-    assert_eq!(session["memory"]["summaries"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        session["interceptors"]["memory"]["state"]["summaries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 
     let second = ask("What is my favourite colour?", &["--json"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
@@ -75,7 +81,13 @@ fn two_turns_through_a_memory_file() {
     assert!(report["elapsed_ms"].is_u64(), "{report}");
     let session: Value = serde_json::from_str(&std::fs::read_to_string(&memory).unwrap()).unwrap();
     assert_eq!(session["turn"], 2, "{session}");
-    assert_eq!(session["memory"]["summaries"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        session["interceptors"]["memory"]["state"]["summaries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 /// A server's sampling request answered by the embedded model: server-everything's

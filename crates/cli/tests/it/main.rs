@@ -17,6 +17,7 @@ mod conformance;
 mod conformance_login;
 mod consensus;
 mod elicitation;
+mod eval;
 mod flags;
 mod fsm;
 mod fsm_services;

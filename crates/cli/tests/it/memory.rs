@@ -97,7 +97,7 @@ async fn concurrent_runs_on_one_memory_file_lose_no_turn() {
     }
     let session: Value = serde_json::from_str(&std::fs::read_to_string(&memory).unwrap()).unwrap();
     assert_eq!(session["turn"], RUNS);
-    let mut summaries: Vec<String> = session["memory"]["summaries"]
+    let mut summaries: Vec<String> = session["interceptors"]["memory"]["state"]["summaries"]
         .as_array()
         .unwrap()
         .iter()
@@ -137,16 +137,19 @@ async fn a_rewrite_keeps_keys_it_does_not_know() {
         ("config.toml", &config(&server)),
         (
             "m.json",
-            r#"{"turn": 2, "owner": "ada", "memory": {"summaries": ["old"], "pinned": true}}"#,
+            r#"{"turn": 2, "owner": "ada", "memory": {"summaries": ["old"]}}"#,
         ),
     ]);
     let run = ask(&files, &files.path("m.json"));
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let session: Value =
+    let mut session: Value =
         serde_json::from_str(&std::fs::read_to_string(files.path("m.json")).unwrap()).unwrap();
+    // The audit of the deltas that shaped the request (its times are the run's).
+    assert!(session.as_object_mut().unwrap().remove("applied").is_some());
     assert_eq!(
         session,
-        json!({"version": 2, "turn": 3, "owner": "ada", "memory": {"summaries": ["old", "fact-0-zq"], "pinned": true},
+        json!({"version": 3, "turn": 3, "owner": "ada",
+               "interceptors": {"memory": {"version": 1, "state": {"summaries": ["old", "fact-0-zq"]}}},
                "history": {"messages": [
                    {"role": "user", "content": "Remember this."},
                    {"role": "assistant", "content": r#"{"answer":"ok","state":"answered","summary":"fact-0-zq"}"#}]}})

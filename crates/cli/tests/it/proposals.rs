@@ -394,6 +394,37 @@ async fn a_state_of_an_fsm_run_proposes_the_next_state_follows_and_the_journal_k
         "{}",
         audit.stdout
     );
+    // What shaped each state's requests: the proposals interceptor's own delta in both, the
+    // approved extension from the state after the approval on, each recorded once.
+    let applied: Vec<&str> = audit
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| {
+            l.strip_prefix("schema deltas applied to the requests of state ")
+                .or_else(|| l.split_once("  ").map(|(_, rest)| rest))
+        })
+        .take_while(|l| !l.starts_with("confidence-v1  activated"))
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            "`draft`:",
+            "proposals-v1  applied  (added by proposals)",
+            "`polish`:",
+            "proposals-v1  applied  (added by proposals)",
+            "confidence-v1  applied  (added by proposals)",
+        ],
+        "{}",
+        audit.stdout
+    );
+    assert!(
+        audit
+            .stdout
+            .contains("applied to the last request: proposals-v1, confidence-v1\n"),
+        "{}",
+        audit.stdout
+    );
     let rollback = claij(&files, &["schema", "rollback", &journal, "confidence-v1"]);
     assert_eq!(rollback.code, 0, "{}", rollback.stderr);
     let audit = claij(&files, &["schema", "audit", &journal]);
@@ -1040,10 +1071,15 @@ async fn a_run_killed_mid_flight_after_an_approval_keeps_it_in_the_journal() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .collect();
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
-    // Right after the transition out of the state that proposed.
-    assert_eq!(kinds, ["run", "transition", "transition", "extensions"]);
+    // Right after the transition out of the state that proposed (and the deltas its request
+    // was composed of).
     assert_eq!(
-        lines[3]["registry"]["extensions"][0]["extension_id"],
+        kinds,
+        ["run", "transition", "transition", "applied", "extensions"]
+    );
+    assert_eq!(lines[3]["state"], "draft");
+    assert_eq!(
+        lines[4]["registry"]["extensions"][0]["extension_id"],
         "confidence-v1"
     );
 
@@ -1056,6 +1092,15 @@ async fn a_run_killed_mid_flight_after_an_approval_keeps_it_in_the_journal() {
     assert_eq!(asked.len(), 3);
     let format = asked[2]["response_format"].to_string();
     assert!(format.contains("\"confidence\""), "{format}");
+    // Each state's deltas journaled once: the resumed run went on from what `draft` recorded.
+    let applied: Vec<String> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["kind"] == "applied")
+        .map(|l| l["state"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(applied, ["draft", "polish"]);
 }
 
 /// The diagnostic model `big` finds the schema remedy that gives `ask` a required `unit`.

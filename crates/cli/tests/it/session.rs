@@ -1,14 +1,17 @@
-//! `claij ask --session FILE` across runs, against a mock OpenRouter (the OpenAI wire): the tool
-//! results of one run reach the next run's prompt, cut to `--tool-results-budget`, and are printed
-//! by the run that made them; the file is version 2, a version 1 file is read and rewritten as one,
-//! a newer one is refused before any request; the project is kept.
+//! `claij ask --session FILE` (and `claij chat --session FILE`) across runs, against a mock
+//! OpenRouter (the OpenAI wire): what each interceptor keeps for the next turn (memory, tool and
+//! MCP results, the `eval` result) is printed by the run that made it, saved under the
+//! interceptor's name and reaches the next run's request (tool results cut to
+//! `--tool-results-budget`); the file is version 3, versions 1 and 2 are read and rewritten as one,
+//! a newer one is refused before any request; the project is kept; the deltas that shaped the
+//! requests are audited once per change.
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::openrouter::{CHAT, config, reply};
-use super::{Files, Run, assert_one_line_error, claij_env};
+use super::{Files, Run, assert_one_line_error, claij, claij_env};
 
 const KEY: &str = "sk-or-v1-session-secret-0123456789";
 
@@ -54,8 +57,84 @@ async fn clock_server() -> MockServer {
     server
 }
 
-fn read(path: &str) -> Value {
+pub(super) fn read(path: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// How a turn is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Command {
+    /// `claij ask PROMPT`.
+    Ask,
+    /// `claij chat`, the prompt on stdin.
+    Chat,
+}
+
+/// Two turns on one session file, each in a process of its own: the mock replies `first`, then
+/// `second`. `config` is added to the configuration. The two runs (each checked to exit 0), the
+/// file after the first, and the mock's requests.
+pub(super) async fn two_runs(
+    command: Command,
+    first: &Value,
+    second: &Value,
+    args: &[&str],
+    config_extra: &str,
+) -> (Run, Run, Value, Vec<Request>) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&first.to_string()))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(&second.to_string()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[(
+        "config.toml",
+        &format!("{}\n{config_extra}", config(&server)),
+    )]);
+    let session = files.path("s.json");
+    let turn = |prompt: &str| {
+        let mut all = match command {
+            Command::Ask => vec!["ask", prompt],
+            Command::Chat => vec!["chat"],
+        };
+        all.extend_from_slice(&["--llm", "gemini-flash", "--session", &session]);
+        all.extend_from_slice(args);
+        let stdin = match command {
+            Command::Ask => String::new(),
+            Command::Chat => format!("{prompt}\n"),
+        };
+        let config = files.path("config.toml");
+        let run = claij_env(
+            &all,
+            &stdin,
+            &[
+                ("CLAIJ_CONFIG", Some(config.as_str())),
+                ("OPENROUTER_API_KEY", Some(KEY)),
+            ],
+        );
+        assert_eq!(run.code, 0, "{command:?} {prompt}: {}", run.stderr);
+        assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+        run
+    };
+    let one = turn("Turn one.");
+    let saved = read(&session);
+    let two = turn("Turn two.");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    (one, two, saved, requests)
+}
+
+/// The system prompt of a request.
+pub(super) fn system_of(request: &Request) -> String {
+    let body: Value = serde_json::from_slice(&request.body).unwrap();
+    body["messages"][0]["content"].as_str().unwrap().to_owned()
 }
 
 /// The reproduction of issue 15: the first run calls `now`, the second run's request shows its
@@ -81,10 +160,12 @@ async fn a_tool_result_reaches_the_next_run() {
         .trim_start_matches("tool now {}: ok: ")
         .trim_matches('"');
     let saved = read(&session);
-    assert_eq!(saved["version"], 2, "{saved}");
+    assert_eq!(saved["version"], 3, "{saved}");
     assert_eq!(saved["turn"], 1, "{saved}");
-    assert_eq!(saved["tool_results"][0]["name"], "now", "{saved}");
-    assert_eq!(saved["tool_results"][0]["output"]["Ok"], time, "{saved}");
+    let tools = &saved["interceptors"]["tools"];
+    assert_eq!(tools["version"], 1, "{saved}");
+    assert_eq!(tools["state"][0]["name"], "now", "{saved}");
+    assert_eq!(tools["state"][0]["output"]["Ok"], time, "{saved}");
 
     let second = ask(
         &files,
@@ -124,7 +205,7 @@ async fn a_tool_result_reaches_the_next_run() {
     assert_eq!(report["tool_results"], json!([]), "{report}");
     let saved = read(&session);
     assert_eq!(saved["turn"], 2, "{saved}");
-    assert!(saved.get("tool_results").is_none(), "{saved}");
+    assert!(saved.get("interceptors").is_none(), "{saved}");
     assert_eq!(
         saved["history"]["messages"].as_array().unwrap().len(),
         4,
@@ -181,7 +262,8 @@ async fn the_next_turn_shows_results_cut_to_the_budget() {
     assert!(!body.contains(time), "{body}");
 }
 
-/// A version 1 file (no `version`) is read and written back as version 2, its keys kept.
+/// A version 1 file (no `version`) is read and written back as version 3, its keys kept, its memory
+/// the memory interceptor's state.
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     let server = MockServer::start().await;
@@ -210,9 +292,20 @@ async fn a_version_1_file_is_migrated() {
     let requests = server.received_requests().await.unwrap();
     let body = String::from_utf8_lossy(&requests[0].body);
     assert!(body.contains("likes tea"), "the v1 memory is used: {body}");
+    let mut saved = read(&session);
+    // The deltas that shaped the request, audited (their times are the run's).
+    let applied = saved.as_object_mut().unwrap().remove("applied").unwrap();
+    let ids: Vec<&str> = applied["active"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["extension_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"summary-v1"), "{applied}");
     assert_eq!(
-        read(&session),
-        json!({"version": 2, "turn": 5, "memory": {"summaries": ["likes tea", "asked again"]}, "owner": "ada",
+        saved,
+        json!({"version": 3, "turn": 5, "owner": "ada",
+               "interceptors": {"memory": {"version": 1, "state": {"summaries": ["likes tea", "asked again"]}}},
                "history": {"messages": [
                    {"role": "user", "content": "What do I like?"},
                    {"role": "assistant", "content": r#"{"answer":"Tea.","state":"answered","summary":"asked again"}"#}]}})
@@ -229,21 +322,44 @@ async fn a_newer_version_is_refused_before_any_request() {
         .expect(0)
         .mount(&server)
         .await;
-    let newer = r#"{"version": 3, "turn": 1, "memory": {"summaries": []}, "history": []}"#;
+    let newer = r#"{"version": 4, "turn": 1, "memory": {"summaries": []}, "history": []}"#;
+    let newer_eval = r#"{"version": 3, "turn": 1, "interceptors": {"eval": {"version": 2, "state": {"code": "1"}}}}"#;
     let files = Files::new(&[
         ("config.toml", &config(&server)),
-        ("v3.json", newer),
+        ("v4.json", newer),
+        ("eval.json", newer_eval),
         ("bad.json", r#"{"version": "two", "turn": 1}"#),
     ]);
-    let run = ask(&files, "Hi", &["--session", &files.path("v3.json")]);
+    let run = ask(&files, "Hi", &["--session", &files.path("v4.json")]);
     assert_one_line_error(
         &run,
         2,
-        "v3.json: session file version 3 is newer than this claij reads (up to 2)",
+        "v4.json: session file version 4 is newer than this claij reads (up to 3)",
     );
     assert_eq!(
-        std::fs::read_to_string(files.path("v3.json")).unwrap(),
+        std::fs::read_to_string(files.path("v4.json")).unwrap(),
         newer
+    );
+    // An interceptor's state in a newer format than this claij reads is refused too, by name.
+    let run = ask(
+        &files,
+        "Hi",
+        &[
+            "--interceptors",
+            "eval",
+            "--session",
+            &files.path("eval.json"),
+        ],
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "eval.json: `interceptors.eval`: saved in version 2 of its format, newer than this claij \
+         reads (up to 1): use a newer claij, or start a new session",
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.path("eval.json")).unwrap(),
+        newer_eval
     );
     let run = ask(&files, "Hi", &["--session", &files.path("bad.json")]);
     assert_one_line_error(
@@ -384,7 +500,7 @@ async fn an_mcp_result_reaches_the_next_run() {
         first.stderr
     );
     assert_eq!(
-        read(&session)["tool_results"][0]["origin"],
+        read(&session)["interceptors"]["mcp"]["state"][0]["origin"],
         json!({"kind": "mcp", "server": "time"})
     );
     let second = ask(&files, "So?", &args);
@@ -448,4 +564,209 @@ async fn no_lock_file_is_left_behind() {
         assert_eq!(run.code, code, "{}", run.stderr);
         assert_eq!(left(), ["chat.json", "config.toml"], "after exit {code}");
     }
+}
+
+/// The `[mcpServers.time]` table of the real `mcp-server-time` in `dir`.
+fn time_server(dir: &std::path::Path) -> String {
+    format!(
+        "[mcpServers.time]\ncommand = {:?}\nargs = [\"--local-timezone\", \"UTC\"]\n",
+        dir.join("venv/bin/mcp-server-time").to_string_lossy()
+    )
+}
+
+/// The memory's summary reaches the next run, whose request sends no earlier turn
+/// (`--history-messages 0`): only the memory interceptor's saved state can carry it.
+async fn check_memory(command: Command) {
+    let (one, _, saved, requests) = two_runs(
+        command,
+        &json!({"answer": "Noted.", "state": "answered", "summary": "The user's favourite colour is teal-zq."}),
+        &json!({"answer": "Teal.", "state": "answered", "summary": "Asked for the colour."}),
+        &["--interceptors", "memory", "--history-messages", "0"],
+        "",
+    )
+    .await;
+    let shown = match command {
+        Command::Ask => &one.stdout,
+        Command::Chat => &one.stderr,
+    };
+    assert!(
+        shown.contains("The user's favourite colour is teal-zq."),
+        "{shown}"
+    );
+    assert_eq!(
+        saved["interceptors"]["memory"],
+        json!({"version": 1, "state": {"summaries": ["The user's favourite colour is teal-zq."]}}),
+        "{saved}"
+    );
+    let second = String::from_utf8_lossy(&requests[1].body);
+    assert!(!second.contains("Turn one."), "no history: {second}");
+    assert!(
+        system_of(&requests[1]).contains("- The user's favourite colour is teal-zq."),
+        "{second}"
+    );
+}
+
+#[tokio::test]
+async fn ask_memory_reaches_the_next_run() {
+    check_memory(Command::Ask).await;
+}
+
+#[tokio::test]
+async fn chat_memory_reaches_the_next_run() {
+    check_memory(Command::Chat).await;
+}
+
+/// A tool's result is printed by the run that called it, saved as the tools interceptor's state
+/// and shown in the next run's request (no history sent).
+async fn check_tools(command: Command) {
+    let (one, _, saved, requests) = two_runs(
+        command,
+        &json!({"answer": "Let me draw.", "state": "waiting_for_tools",
+                "tools": [{"name": "random_int", "args": {"min": 7, "max": 7}}]}),
+        &json!({"answer": "It was 7.", "state": "answered"}),
+        &["--interceptors", "tools", "--history-messages", "0"],
+        "",
+    )
+    .await;
+    assert!(
+        one.stderr
+            .lines()
+            .any(|l| l.trim_start().starts_with("tool random_int ") && l.ends_with(": ok: 7")),
+        "{}",
+        one.stderr
+    );
+    let state = &saved["interceptors"]["tools"];
+    assert_eq!(state["version"], 1, "{saved}");
+    assert_eq!(state["state"][0]["output"], json!({"Ok": 7}), "{saved}");
+    let system = system_of(&requests[1]);
+    assert!(
+        system.contains(
+            "Results of the tool calls of your previous reply, in call order:\n1. random_int"
+        ),
+        "{system}"
+    );
+    assert!(system.contains("   ok: 7"), "{system}");
+}
+
+#[tokio::test]
+async fn ask_tool_results_reach_the_next_run() {
+    check_tools(Command::Ask).await;
+}
+
+#[tokio::test]
+async fn chat_tool_results_reach_the_next_run() {
+    check_tools(Command::Chat).await;
+}
+
+/// An MCP result (the real `mcp-server-time`) is printed by the run that called it, saved as the
+/// mcp interceptor's state and shown in the next run's request.
+async fn check_mcp(command: Command, test: &str) {
+    let Some(dir) = super::mcp::servers(test) else {
+        return;
+    };
+    let (one, _, saved, requests) = two_runs(
+        command,
+        &json!({"answer": "Let me look.", "state": "waiting_for_tools", "mcp_calls": [
+            {"service": "time", "tool": "get_current_time", "args": {"timezone": "UTC"}}]}),
+        &json!({"answer": "Noon-ish.", "state": "answered"}),
+        &["--interceptors", "mcp", "--history-messages", "0"],
+        &time_server(&dir),
+    )
+    .await;
+    assert!(
+        one.stderr.lines().any(|l| l
+            .trim_start()
+            .starts_with("mcp time.get_current_time {\"timezone\":\"UTC\"}: ok: ")),
+        "{}",
+        one.stderr
+    );
+    let state = &saved["interceptors"]["mcp"];
+    assert_eq!(state["version"], 1, "{saved}");
+    assert_eq!(
+        state["state"][0]["origin"],
+        json!({"kind": "mcp", "server": "time"}),
+        "{saved}"
+    );
+    let system = system_of(&requests[1]);
+    assert!(
+        system.contains("in call order:\n1. time.get_current_time {\"timezone\":\"UTC\"}\n   ok: "),
+        "{system}"
+    );
+}
+
+#[tokio::test]
+async fn ask_mcp_results_reach_the_next_run() {
+    check_mcp(Command::Ask, "ask_mcp_results_reach_the_next_run").await;
+}
+
+#[tokio::test]
+async fn chat_mcp_results_reach_the_next_run() {
+    check_mcp(Command::Chat, "chat_mcp_results_reach_the_next_run").await;
+}
+
+/// `claij schema audit FILE` of a conversation: the deltas that shaped its requests, each recorded
+/// once though every turn's request carried it (who added it, when), one dropped when a later run
+/// goes without its interceptor, and those of the last request.
+#[tokio::test]
+async fn the_audit_shows_each_applied_delta_once() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Noted.", "state": "answered", "summary": "Noted."}).to_string(),
+        ))
+        .expect(4)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[("config.toml", &config(&server))]);
+    let session = files.path("s.json");
+    for interceptors in ["memory,eval", "memory,eval", "memory,eval", "memory"] {
+        let run = ask(
+            &files,
+            "Hi",
+            &["--interceptors", interceptors, "--session", &session],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let audit = claij(&["schema", "audit", &session], "");
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    let lines: Vec<&str> = audit
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("    delta: "))
+        .collect();
+    let shown: Vec<String> = lines
+        .iter()
+        .map(|l| match l.split_once("  ") {
+            // The time: RFC 3339 in seconds.
+            Some((at, rest)) if humantime::parse_rfc3339(at).is_ok() => format!("AT  {rest}"),
+            _ => (*l).to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "schema deltas applied to the requests:",
+            "AT  summary-v1  applied  (added by memory)",
+            "AT  eval-v1  applied  (added by eval)",
+            "AT  states-v1  applied  (added by states)",
+            // Without eval, the states' delta no longer offers `waiting_for_tools`: a change.
+            "AT  eval-v1  no longer applied  (added by eval)",
+            "AT  states-v1  no longer applied  (added by states)",
+            "AT  states-v1  applied  (added by states)",
+            "applied to the last request: summary-v1, states-v1",
+            &format!("{session}: no schema extension was proposed"),
+        ],
+        "{}",
+        audit.stdout
+    );
+    let json = claij(&["schema", "audit", &session, "--json"], "");
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["applied"][0]["state"], Value::Null, "{report}");
+    assert_eq!(
+        report["applied"][0]["audit"].as_array().unwrap().len(),
+        6,
+        "{report}"
+    );
+    assert_eq!(report["extensions"]["audit"], json!([]), "{report}");
 }

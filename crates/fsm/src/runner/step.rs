@@ -407,6 +407,7 @@ impl Run {
             span: self.span.clone(),
             prefix: self.prefix.clone(),
             max_repeated_calls: self.max_repeated_calls,
+            applied: self.applied.clone(),
         }
     }
 }

@@ -311,3 +311,120 @@ fn the_last_extensions_line_is_the_runs_and_resume_reads_past_it() {
         .unwrap();
     assert_eq!(steps(&run.trail.entries), ["start->a", "a->b", "b->end"]);
 }
+
+/// start -> ask (llm) -> check (human) -> ask again or end.
+fn ask_and_check(replies: &[&str]) -> Runner {
+    let fsm = Fsm::new(
+        serde_json::from_value(json!({
+            "id": "ask-and-check",
+            "states": [
+                {"id": "ask", "action": "llm"},
+                {"id": "check", "action": "human"},
+                {"id": "end", "action": "end"}
+            ],
+            "transitions": [
+                {"id": ["start", "ask"], "schema": {"type": "object"}},
+                {"id": ["ask", "check"], "schema": {"type": "object"}},
+                {"id": ["ask", "end"], "schema": {"type": "object"}},
+                {"id": ["check", "ask"], "schema": {"type": "object"}}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let backend =
+        claij_backends::testing::Scripted::replies(replies.iter().map(|s| (*s).to_owned()));
+    Runner::new(fsm)
+        .with_llm(
+            std::sync::Arc::new(backend),
+            claij_interceptors::Config::new("scripted"),
+        )
+        .with_interceptors(|| {
+            claij_interceptors::Chain::new().with(claij_interceptors::from_fn("notes").pre_schema(
+                |schema, _| {
+                    schema.extend(
+                        "note-v1",
+                        json!({"properties": {"note": {"type": "string"}}}),
+                    );
+                    Ok(())
+                },
+            ))
+        })
+}
+
+/// The deltas an `llm` state's requests were composed of are journaled after the transition of
+/// the step that first applied them, once: a resumed run goes on from what the journal recorded,
+/// so asking the state again records nothing.
+#[test]
+fn applied_deltas_are_journaled_once_per_change_across_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let runner = ask_and_check(&[r#"{"id": ["ask", "check"]}"#]);
+    let (mut run, mut journal) = runner
+        .start_journaled(json!({}), &path, ExistingJournal::Refuse)
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert_eq!(
+        outcome,
+        Outcome::Waiting {
+            state: "check".into()
+        }
+    );
+    drop(journal);
+    let applied = journal::read_applied(&path).unwrap();
+    let log = &applied["ask"];
+    assert_eq!(log.active().len(), 1);
+    assert_eq!(
+        (
+            log.active()[0].extension_id.as_str(),
+            log.active()[0].added_by.as_str()
+        ),
+        ("note-v1", "notes")
+    );
+    assert_eq!(run.applied(), &applied);
+
+    let runner = ask_and_check(&[r#"{"id": ["ask", "end"]}"#]);
+    let (mut run, mut journal) = runner.resume(&path).unwrap();
+    assert_eq!(
+        run.applied(),
+        &applied,
+        "the resumed run starts from the journal's"
+    );
+    runner
+        .provide(
+            &mut run,
+            json!({"id": ["check", "ask"]}),
+            Some(&mut journal),
+        )
+        .unwrap();
+    let outcome = block(runner.run(&mut run, &Interrupt::new(), Some(&mut journal))).unwrap();
+    assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
+    drop(journal);
+    assert_eq!(
+        steps(&run.trail.entries),
+        ["start->ask", "ask->check", "check->ask", "ask->end"]
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run",
+            "transition",
+            "transition",
+            "applied",
+            "transition",
+            "transition"
+        ],
+        "{text}"
+    );
+    assert_eq!(journal::read_applied(&path).unwrap(), applied);
+}

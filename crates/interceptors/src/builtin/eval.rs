@@ -69,7 +69,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tracing::debug;
 
-use crate::context::Context;
+use crate::context::{Carried, Context};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
@@ -80,6 +80,9 @@ mod tests;
 
 /// The extension id of the `eval` schema delta.
 pub const EXTENSION: &str = "eval-v1";
+/// The version of what the interceptor carries to the next turn ([`Interceptor::carry`]): the last
+/// reply's [`EvalResult`] as JSON.
+pub const STATE_VERSION: u32 = 1;
 
 /// The stack of the thread a script runs on: ample for the default nesting limits even in debug builds.
 const STACK_SIZE: usize = 16 * 1024 * 1024;
@@ -375,5 +378,17 @@ impl Interceptor for Eval {
             }
             Ok(())
         })
+    }
+
+    fn carry(&self, ctx: &Context) -> Result<Option<Carried>, BoxError> {
+        match ctx.get::<EvalResult>() {
+            Some(result) => Ok(Some(Carried::new(STATE_VERSION, result)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn restore(&self, carried: &Carried, ctx: &mut Context) -> Result<(), BoxError> {
+        ctx.insert(carried.read::<EvalResult>(STATE_VERSION)?);
+        Ok(())
     }
 }

@@ -102,7 +102,7 @@ use std::fmt;
 use serde_json::{Value, json};
 use tracing::debug;
 
-use crate::context::{self, Context};
+use crate::context::{self, Carried, Context};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
@@ -111,6 +111,9 @@ use crate::schema::Schema;
 pub const SUMMARY_EXTENSION: &str = "summary-v1";
 /// The extension id of the `long_term_insights` field (hierarchical strategy, refresh turns).
 pub const INSIGHTS_EXTENSION: &str = "long-term-insights-v1";
+/// The version of what the interceptor carries to the next turn ([`Interceptor::carry`]): the
+/// [`context::MemoryState`] as JSON.
+pub const STATE_VERSION: u32 = 1;
 
 /// The memory interceptor: asks for a `summary`, stores it through its strategy, recalls it in the
 /// system prompt. Its name is `memory`.
@@ -228,6 +231,18 @@ impl Interceptor for Memory {
     ) -> claij_backends::BoxFuture<'a, Result<(), BoxError>> {
         remember(self.strategy.as_ref(), response, ctx);
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn carry(&self, ctx: &Context) -> Result<Option<Carried>, BoxError> {
+        if ctx.memory.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Carried::new(STATE_VERSION, &ctx.memory)?))
+    }
+
+    fn restore(&self, carried: &Carried, ctx: &mut Context) -> Result<(), BoxError> {
+        ctx.memory = carried.read(STATE_VERSION)?;
+        Ok(())
     }
 }
 

@@ -118,7 +118,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tracing::debug;
 
-use crate::context::{Context, ToolOrigin, ToolResult};
+use crate::context::{Carried, Context, ToolOrigin, ToolResult};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
@@ -132,6 +132,9 @@ pub use render::results_section;
 
 /// The extension id of the `tools` schema delta.
 pub const EXTENSION: &str = "tools-v1";
+/// The version of what the interceptor carries to the next turn ([`Interceptor::carry`]): the last
+/// reply's results (origin [`ToolOrigin::Rust`]) as a JSON array of [`ToolResult`]s.
+pub const STATE_VERSION: u32 = 1;
 
 /// The `tools` interceptor: the registered tools and how their calls run.
 #[derive(Clone, Default)]
@@ -492,6 +495,26 @@ impl Interceptor for Tools {
             ctx.tool_results.extend(results);
             Ok(())
         })
+    }
+
+    fn carry(&self, ctx: &Context) -> Result<Option<Carried>, BoxError> {
+        let own: Vec<&ToolResult> = ctx
+            .tool_results
+            .iter()
+            .filter(|r| is_own_result(r))
+            .collect();
+        if own.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Carried::new(STATE_VERSION, &own)?))
+    }
+
+    fn restore(&self, carried: &Carried, ctx: &mut Context) -> Result<(), BoxError> {
+        let results: Vec<ToolResult> = carried.read(STATE_VERSION)?;
+        ctx.tool_results.retain(|r| !is_own_result(r));
+        ctx.tool_results
+            .extend(results.into_iter().filter(is_own_result));
+        Ok(())
     }
 
     fn toolbox(&self) -> Option<&dyn Toolbox> {

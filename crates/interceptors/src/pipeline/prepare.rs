@@ -180,6 +180,15 @@ impl Schemas {
         self.bases.get(&key).map(|b| b.registry.audit().clone())
     }
 
+    /// The deltas the registry of `base` has active: those the last request on it was composed of.
+    pub(super) fn applied(&self, base: &Arc<Value>) -> Vec<SchemaDelta> {
+        let key = Arc::as_ptr(base) as usize;
+        self.bases
+            .get(&key)
+            .map(|b| b.registry.extensions().to_vec())
+            .unwrap_or_default()
+    }
+
     /// The prepared schema for `base` grown by `deltas`: the last one again when nothing changed.
     pub(super) fn prepare(
         &mut self,
