@@ -513,15 +513,15 @@ fn finish_reason(stop_reason: &str) -> FinishReason {
 }
 
 /// Neutral usage: input counts cache writes and reads too (Anthropic reports them apart); cached
-/// counts the reads.
+/// counts the reads, cache writes the writes (billed above plain input).
 fn usage(usage: &wire::Usage) -> Usage {
     let read = usage.cache_read_input_tokens.unwrap_or(0);
+    let written = usage.cache_creation_input_tokens.unwrap_or(0);
     Usage {
-        input_tokens: usage.input_tokens.unwrap_or(0)
-            + usage.cache_creation_input_tokens.unwrap_or(0)
-            + read,
+        input_tokens: usage.input_tokens.unwrap_or(0) + written + read,
         output_tokens: usage.output_tokens.unwrap_or(0),
         cached_tokens: read,
+        cache_write_tokens: written,
         reasoning_tokens: usage
             .output_tokens_details
             .as_ref()

@@ -621,6 +621,7 @@ fn usage(usage: &wire::UsageMetadata) -> Usage {
         cached_tokens: usage.cached_content_token_count.unwrap_or(0),
         reasoning_tokens: thoughts,
         cost_usd: None,
+        ..Usage::default()
     }
 }
 

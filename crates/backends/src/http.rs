@@ -26,6 +26,12 @@
 //! bare (Azure's `api-key`). A query string in the base URL stays after the adapter's path. Secret
 //! values ([`Extra::is_secret`]) are sent as sensitive headers and scrubbed from errors like the key.
 //!
+//! Cost: every response's [`Usage::cost_usd`](crate::Usage::cost_usd) is filled in from the
+//! backend's price table (the built-in [`ModelTable`](crate::ModelTable) unless
+//! [`HttpBackend::with_prices`] gives another), unless the provider reported its own (OpenRouter's
+//! `usage.cost`), which wins; a model without a known price keeps an unknown cost. A stream's usage
+//! events carry the cost of the usage seen so far.
+//!
 //! Logs (`tracing`): `debug` for request and response sizes, status and latency, `warn` for each
 //! retry with its wait. Headers, bodies and keys are never logged.
 
@@ -39,7 +45,7 @@ use tracing::debug;
 
 use crate::{
     Adapter, ApiKey, Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error,
-    ErrorContext, StreamEvent,
+    ErrorContext, ModelTable, StreamEvent, Usage,
 };
 
 mod cancel;
@@ -120,6 +126,9 @@ pub struct HttpBackend<A> {
     config: HttpConfig,
     client: OnceLock<reqwest::Client>,
     preflight: Option<Preflight>,
+    /// The prices each response's usage is priced at (this provider's entries); `None`: responses
+    /// keep the cost the provider reported, if any.
+    prices: Option<Arc<ModelTable>>,
     /// What every request of this backend shares, built on first use and again after a change of
     /// configuration, key or adapter: the headers and the URL of each path.
     fixed: Fixed,
@@ -262,21 +271,51 @@ impl HttpConfig {
 impl<A: Adapter> HttpBackend<A> {
     /// A backend for `adapter`, without a key (add one with [`HttpBackend::with_key`]).
     ///
-    /// It checks every request against the built-in [`ModelTable`](crate::ModelTable) before sending:
-    /// a prompt that cannot fit the model's context window fails with
-    /// [`Error::ContextLengthExceeded`] and costs nothing. Replace the check with
-    /// [`HttpBackend::with_preflight`] (your own table) or drop it with
-    /// [`HttpBackend::without_preflight`].
+    /// It checks every request against the built-in [`ModelTable`] before sending: a prompt that
+    /// cannot fit the model's context window fails with [`Error::ContextLengthExceeded`] and costs
+    /// nothing. Replace the check with [`HttpBackend::with_preflight`] (your own table) or drop it
+    /// with [`HttpBackend::without_preflight`]. It prices every response from the same table;
+    /// [`HttpBackend::with_prices`] gives another.
     pub fn from_adapter(adapter: A, config: HttpConfig) -> Self {
-        let check = crate::ModelTable::builtin().preflight_check(adapter.provider());
+        let table = ModelTable::builtin().of_provider(adapter.provider());
+        let check = table.preflight_check(adapter.provider());
         Self {
             adapter,
             key: None,
             config,
             client: OnceLock::new(),
             preflight: Some(Arc::new(check)),
+            prices: Some(Arc::new(table)),
             fixed: Fixed::default(),
         }
+    }
+
+    /// The same backend pricing each response's usage from `table` (its entries for this
+    /// backend's provider, found with [`ModelTable::price_for`]): a cost the provider reported is
+    /// kept, a model without a price keeps an unknown cost.
+    ///
+    /// ```
+    /// # #[cfg(feature = "openai")] {
+    /// use claij_backends::{ApiKey, ModelTable, Price, openai::OpenAi};
+    ///
+    /// let mut table = ModelTable::builtin();
+    /// table.set_price("openai", "gpt-4o-mini", Price::new(0.15, 0.60));
+    /// let backend = OpenAi::new(ApiKey::new("sk-...")).with_prices(&table);
+    /// # let _ = backend;
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_prices(mut self, table: &ModelTable) -> Self {
+        self.prices = Some(Arc::new(table.of_provider(self.adapter.provider())));
+        self
+    }
+
+    /// The same backend leaving every response's cost as the provider reported it (unknown, but
+    /// for OpenRouter's).
+    #[must_use]
+    pub fn without_prices(mut self) -> Self {
+        self.prices = None;
+        self
     }
 
     /// The same backend without a pre-flight check.
@@ -365,7 +404,10 @@ impl<A: Adapter> HttpBackend<A> {
         request: &'a ChatRequest,
         cancel: &CancelToken,
     ) -> BoxStream<'a, Result<StreamEvent, Error>> {
-        stream::events(self, request, Some(cancel.clone()))
+        self.priced_stream(
+            stream::events(self, request, Some(cancel.clone())),
+            &request.model,
+        )
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, Error> {
@@ -376,7 +418,39 @@ impl<A: Adapter> HttpBackend<A> {
             transport::complete(self, client, &prepared, &request.model)
         })
         .await;
-        result.map_err(|e| self.finish_error(e, request))
+        let mut response = result.map_err(|e| self.finish_error(e, request))?;
+        response.usage = self.priced(response.usage, &request.model);
+        Ok(response)
+    }
+
+    /// `usage` with its cost from the price table, unless the provider reported one.
+    fn priced(&self, usage: Usage, model: &str) -> Usage {
+        match &self.prices {
+            Some(table) => usage.with_cost_for(table, self.adapter.provider(), model),
+            None => usage,
+        }
+    }
+
+    /// `events` with each usage event priced: the usage seen so far (events may split it, input
+    /// first and output last) at the table's price, unless the provider reported a cost.
+    fn priced_stream<'a>(
+        &'a self,
+        events: BoxStream<'a, Result<StreamEvent, Error>>,
+        model: &'a str,
+    ) -> BoxStream<'a, Result<StreamEvent, Error>> {
+        use futures_util::StreamExt as _;
+        if self.prices.is_none() {
+            return events;
+        }
+        let mut seen = Usage::default();
+        Box::pin(events.map(move |event| match event {
+            Ok(StreamEvent::Usage(usage)) => {
+                // `seen` keeps only what the provider reported, its cost included.
+                crate::response::merge_usage(&mut seen, usage);
+                Ok(StreamEvent::Usage(self.priced(seen, model)))
+            }
+            other => other,
+        }))
     }
 
     /// Pre-flight, translation and everything about the HTTP request that does not change between
@@ -543,7 +617,7 @@ impl<A: Adapter> Backend for HttpBackend<A> {
     }
 
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> BoxStream<'a, Result<StreamEvent, Error>> {
-        stream::events(self, request, None)
+        self.priced_stream(stream::events(self, request, None), &request.model)
     }
 }
 
@@ -559,6 +633,7 @@ impl<A: Adapter> fmt::Debug for HttpBackend<A> {
             .field("query", &self.config.query)
             .field("auth_header", &self.config.auth_header)
             .field("preflight", &self.preflight.is_some())
+            .field("prices", &self.prices.as_ref().map(|t| t.len()))
             .finish_non_exhaustive()
     }
 }

@@ -49,7 +49,10 @@
 //!   says where; in tool mode beside the caller's tools, [`ChatResponse::calls_to_run`] leaves out
 //!   the answer's own call.
 //! - [`ModelTable`]: context windows and prices of known models, a conservative pre-flight token
-//!   estimate ([`models::preflight`]) and cost ([`Usage::with_cost_from`]).
+//!   estimate ([`models::preflight`]) and cost ([`Price`]: input, cache reads and writes, output,
+//!   reasoning, long-context tiers); prices are data ([`models::PriceList`], built in with their
+//!   dates and sources, or imported from genai-prices' and LiteLLM's lists), and every HTTP backend
+//!   prices each response's [`Usage`] from its table unless the provider reported a cost.
 //! - [`cassette`] (feature `cassette`): [`Recorder`] writes request/response pairs (secrets scrubbed)
 //!   to JSONL; [`Replayer`] answers from them offline, so real failures become regression tests.
 //! - [`ApiKey`]: never shown by `Debug` or `Display`. The library never reads the environment.

@@ -5,6 +5,25 @@
 //! (OpenAI, Anthropic, Gemini); every figure in it says where it came from. A caller overrides or
 //! extends it with [`ModelTable::with`] or [`ModelTable::extend_from_json`].
 //!
+//! # Prices
+//!
+//! Prices are data: the built-in [`PriceList`] (`data/prices.json`, included at build time) gives
+//! each model's [`Price`] with the date its figures were read and where (genai-prices' checked
+//! entries, Anthropic's pricing page, OpenRouter's model list, OpenRouter's `:free` variants, the
+//! embedded model's price of 0). A user updates them without a rebuild from the two public price
+//! lists ([`PriceList::import`]: pydantic's genai-prices `data.json`, LiteLLM's
+//! `model_prices_and_context_window.json`) or their own ([`ModelTable::set_price`]); the claij CLI
+//! keeps an import in the user's data directory and reads `[models."provider:model"] price` from
+//! its configuration, in that order of precedence: configuration over import over built-in.
+//!
+//! A [`Price`] bills input, cache reads, cache writes, output and reasoning apart, and switches to a
+//! long-context [`Tier`] for a whole call whose prompt crosses its threshold. An unknown figure is
+//! `None`, never 0: [`ModelTable::price_for`] finds a price only where input and output are known,
+//! and a model without one has an unknown cost ([`Usage::cost_usd`] stays `None`). Every
+//! `HttpBackend` fills in the cost of each response from its table (the built-in one unless
+//! `HttpBackend::with_prices` says otherwise), unless the provider reported its own (OpenRouter's
+//! `usage.cost`), which wins.
+//!
 //! ```
 //! use claij_backends::{ChatRequest, Message, ModelTable, Usage};
 //! use claij_backends::models::{estimate_tokens, preflight};
@@ -23,13 +42,17 @@
 //!
 //! // Cost from the table, unless the provider reported one.
 //! let usage = Usage { input_tokens: 1_000_000, output_tokens: 100_000, ..Usage::default() };
-//! let priced = usage.with_cost_from(&table, "google/gemini-2.5-flash");
+//! let priced = usage.with_cost_for(&table, "gemini", "gemini-2.5-flash");
 //! assert!(priced.cost_usd.is_some_and(|usd| (usd - 0.55).abs() < 1e-9)); // 1M in at $0.30, 100k out at $2.50
+//! let price = table.price_for("gemini", "gemini-2.5-flash").unwrap();
+//! assert!(price.checked.is_some() && price.source.as_deref().is_some_and(|s| s.contains("genai-prices")));
 //! # Ok::<(), claij_backends::Error>(())
 //! ```
 
 mod builtin;
 mod estimate;
+mod list;
+mod price;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +64,8 @@ use crate::{Capabilities, ChatRequest, Error, SchemaDialect, Usage};
 pub use estimate::{
     MESSAGE_OVERHEAD, REPLY_OVERHEAD, STRUCTURED_OVERHEAD, estimate_text, estimate_tokens,
 };
+pub use list::{IMPORTED_SOURCE, Imported, PriceEntry, PriceFileError, PriceFormat, PriceList};
+pub use price::{Price, PriceProblem, Tier};
 
 /// What is known about one model at one provider. Unknown figures are `None`, never guessed.
 ///
@@ -150,20 +175,6 @@ fn openai_id(model: &str) -> Option<String> {
         Some(("openai", rest)) => Some(rest.to_owned()),
         Some(_) => None,
     }
-}
-
-/// Prices in US dollars per million tokens. `None` means unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Price {
-    /// Prompt tokens not served from a cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input: Option<f64>,
-    /// Generated tokens (reasoning tokens included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<f64>,
-    /// Prompt tokens served from a cache (cache reads). When unknown they are billed as `input`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_input: Option<f64>,
 }
 
 /// A table of known models: built in ([`ModelTable::builtin`]), extended or overridden by the caller.
@@ -298,23 +309,6 @@ impl ModelInfo {
     }
 }
 
-impl Price {
-    /// What `usage` cost: uncached input at `input`, cached input at `cached_input` (or `input` when that
-    /// is unknown), output (reasoning included) at `output`. `None` when the input or output price is
-    /// unknown. Cache writes are billed as plain input (Anthropic charges 1.25x for them).
-    pub fn cost(&self, usage: &Usage) -> Option<f64> {
-        let input = self.input?;
-        let output = self.output?;
-        let cached_tokens = usage.cached_tokens.min(usage.input_tokens);
-        let uncached_tokens = usage.input_tokens - cached_tokens;
-        let cached = self.cached_input.unwrap_or(input);
-        let micro = uncached_tokens as f64 * input
-            + cached_tokens as f64 * cached
-            + usage.output_tokens as f64 * output;
-        Some(micro / 1_000_000.0)
-    }
-}
-
 impl ModelTable {
     /// A table with no models.
     pub fn empty() -> Self {
@@ -322,11 +316,104 @@ impl ModelTable {
     }
 
     /// The built-in table: the design's models on OpenRouter and the direct provider ids, with the
-    /// source and date of every figure in `models/builtin.rs`.
+    /// source of every window and limit in `models/builtin.rs`, and the prices of the built-in price
+    /// list ([`PriceList::builtin`], each with its date and source).
     pub fn builtin() -> Self {
         builtin::models()
             .into_iter()
             .fold(Self::empty(), Self::with)
+            .with_prices(&PriceList::builtin())
+    }
+
+    /// The same table with the prices of `list` (their sources spelled out), each replacing the
+    /// price of the model with the same provider and id ([`ModelTable::set_price`]).
+    #[must_use]
+    pub fn with_prices(mut self, list: &PriceList) -> Self {
+        for entry in list.resolved() {
+            self.set_price(&entry.provider, &entry.id, entry.price);
+        }
+        self
+    }
+
+    /// Sets the price of the model `id` at `provider`: the entry with exactly that provider and id,
+    /// else a new one with the windows and capabilities of the model it matches leniently
+    /// ([`ModelTable::find_for`]). An `id` of `*` prices every model of the provider that has no
+    /// price of its own; `*:VARIANT` every such model of that variant (OpenRouter's `*:free`).
+    pub fn set_price(&mut self, provider: &str, id: &str, price: Price) {
+        if let Some(model) = self
+            .models
+            .iter_mut()
+            .find(|m| m.provider == provider && m.id == id)
+        {
+            model.price = price;
+            return;
+        }
+        let mut model = match self.find_for(provider, id).filter(|_| !is_wildcard(id)) {
+            Some(like) => ModelInfo {
+                id: id.to_owned(),
+                ..like.clone()
+            },
+            None => ModelInfo::new(id, provider),
+        };
+        model.price = price;
+        self.models.push(model);
+    }
+
+    /// The price of `model` at `provider`, when one is known (input and output): the model's own
+    /// (found with [`ModelTable::find_for`], a lenient match keeping to the id's variant, so that
+    /// `model:free` is not priced as `model`), else the provider's `*:VARIANT` or `*` entry.
+    ///
+    /// ```
+    /// use claij_backends::ModelTable;
+    ///
+    /// let table = ModelTable::builtin();
+    /// let mini = table.price_for("openai", "gpt-4o-mini-2024-07-18").unwrap();
+    /// assert_eq!((mini.input, mini.output), (Some(0.15), Some(0.6)));
+    /// assert_eq!(table.price_for("openrouter", "moonshotai/kimi-k2:free").unwrap().input, Some(0.0));
+    /// assert_eq!(table.price_for("local", "SmolLM2-135M-Instruct").unwrap().output, Some(0.0));
+    /// assert!(table.price_for("openai", "gpt-9").is_none());
+    /// ```
+    pub fn price_for(&self, provider: &str, model: &str) -> Option<&Price> {
+        let known = |m: &&ModelInfo| m.price.is_known() && !is_wildcard(&m.id);
+        let wanted = variant(model);
+        let own = self.get_for(provider, model).filter(known).or_else(|| {
+            let candidates = self
+                .models
+                .iter()
+                .filter(|m| m.provider == provider && variant(&m.id) == wanted)
+                .filter(known);
+            lenient(candidates, model)
+        });
+        if let Some(model) = own {
+            return Some(&model.price);
+        }
+        let wildcard = |id: &str| {
+            self.get_for(provider, id)
+                .map(|m| &m.price)
+                .filter(|p| p.is_known())
+        };
+        wanted
+            .and_then(|v| wildcard(&format!("*:{v}")))
+            .or_else(|| wildcard("*"))
+    }
+
+    /// What `usage` cost on `model` at `provider` ([`ModelTable::price_for`]); `None` for an unknown
+    /// price.
+    pub fn cost_for(&self, usage: &Usage, provider: &str, model: &str) -> Option<f64> {
+        self.price_for(provider, model).and_then(|p| p.cost(usage))
+    }
+
+    /// The entries of one provider only (what a backend of that provider needs).
+    #[must_use]
+    pub fn of_provider(&self, provider: &str) -> Self {
+        Self {
+            models: self
+                .models
+                .iter()
+                .filter(|m| m.provider == provider)
+                .cloned()
+                .collect(),
+        }
     }
 
     /// The same table with `model` added, replacing any entry with the same provider and id.
@@ -424,14 +511,7 @@ impl ModelTable {
         provider: impl Into<String>,
     ) -> impl Fn(&ChatRequest) -> Result<(), Error> + Send + Sync + 'static {
         let provider = provider.into();
-        let table = ModelTable {
-            models: self
-                .models
-                .iter()
-                .filter(|m| m.provider == provider)
-                .cloned()
-                .collect(),
-        };
+        let table = self.of_provider(&provider);
         move |request: &ChatRequest| match table.find_for(&provider, &request.model) {
             Some(model) => model.preflight(request),
             None => Ok(()),
@@ -439,8 +519,8 @@ impl ModelTable {
     }
 }
 
-/// What `usage` cost on `model`: cached input at the cached price when known. `None` when the
-/// model's input or output price is unknown. See [`Price::cost`].
+/// What `usage` cost on `model` (see [`Price::cost`]). `None` when the model's input or output
+/// price is unknown.
 pub fn cost(usage: &Usage, model: &ModelInfo) -> Option<f64> {
     model.cost(usage)
 }
@@ -463,8 +543,9 @@ pub fn preflight(request: &ChatRequest, table: &ModelTable) -> Result<(), Error>
 }
 
 impl Usage {
-    /// The same usage with its cost filled in from `table` for `model`. A cost the provider reported
-    /// (OpenRouter's `usage.cost`) is kept; an unknown model or price leaves the cost unknown.
+    /// The same usage with its cost filled in from `table` for `model` (any provider's, found with
+    /// [`ModelTable::find`]). A cost the provider reported (OpenRouter's `usage.cost`) is kept; an
+    /// unknown model or price leaves the cost unknown.
     #[must_use]
     pub fn with_cost_from(mut self, table: &ModelTable, model: &str) -> Usage {
         if self.cost_usd.is_none() {
@@ -472,6 +553,29 @@ impl Usage {
         }
         self
     }
+
+    /// The same usage with its cost filled in from `table` for `model` at `provider`
+    /// ([`ModelTable::price_for`]), unless the provider reported one.
+    #[must_use]
+    pub fn with_cost_for(mut self, table: &ModelTable, provider: &str, model: &str) -> Usage {
+        if self.cost_usd.is_none() {
+            self.cost_usd = table.cost_for(&self, provider, model);
+        }
+        self
+    }
+}
+
+/// Whether `id` is a wildcard entry's (`*`, `*:free`).
+fn is_wildcard(id: &str) -> bool {
+    id == "*" || id.starts_with("*:")
+}
+
+/// The OpenRouter variant of `id` (`free` in `moonshotai/kimi-k2:free`), if it has one.
+fn variant(id: &str) -> Option<&str> {
+    id.rsplit('/')
+        .next()
+        .and_then(|last| last.split_once(':'))
+        .map(|(_, v)| v)
 }
 
 /// The best lenient match for `id` among `models`.

@@ -323,10 +323,11 @@ pub(crate) fn lenient_call(id: String, name: String, arguments: String) -> ToolC
 }
 
 /// Keeps the largest figure seen for each count; a cost, once reported, is the latest one.
-fn merge_usage(total: &mut Usage, seen: Usage) {
+pub(crate) fn merge_usage(total: &mut Usage, seen: Usage) {
     total.input_tokens = total.input_tokens.max(seen.input_tokens);
     total.output_tokens = total.output_tokens.max(seen.output_tokens);
     total.cached_tokens = total.cached_tokens.max(seen.cached_tokens);
+    total.cache_write_tokens = total.cache_write_tokens.max(seen.cache_write_tokens);
     total.reasoning_tokens = total.reasoning_tokens.max(seen.reasoning_tokens);
     if seen.cost_usd.is_some() {
         total.cost_usd = seen.cost_usd;
@@ -361,12 +362,21 @@ pub struct Usage {
     /// Prompt tokens served from a cache (part of `input_tokens`).
     #[serde(default)]
     pub cached_tokens: u64,
+    /// Prompt tokens written to a cache (part of `input_tokens`): Anthropic bills them above plain
+    /// input.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     /// Reasoning tokens (part of `output_tokens`).
     #[serde(default)]
     pub reasoning_tokens: u64,
     /// What it cost in US dollars, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+}
+
+/// Whether a count is zero (left out of the JSON).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -391,6 +401,7 @@ impl AddAssign for Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (None, None) => None,

@@ -87,7 +87,7 @@ fn find_exact_then_lenient() {
         Some(("openrouter", "x-ai/grok-4.1-fast")),
     );
     check_find(&table, "no-such-model", None);
-    check_find(&table, "gpt-5-nano", None);
+    check_find(&table, "gpt-5-pico", None);
 }
 
 #[test]

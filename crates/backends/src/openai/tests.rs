@@ -201,6 +201,7 @@ fn responses() {
             cached_tokens: 4,
             reasoning_tokens: 2,
             cost_usd: Some(0.00125),
+            ..Usage::default()
         }
     );
     assert_eq!(r.request_id.as_deref(), Some("req_1"), "the header id wins");

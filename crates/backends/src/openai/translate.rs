@@ -647,5 +647,6 @@ fn usage(usage: wire::Usage) -> Usage {
             .and_then(|d| d.reasoning_tokens)
             .unwrap_or(0),
         cost_usd: usage.cost.filter(|c| c.is_finite()),
+        ..Usage::default()
     }
 }

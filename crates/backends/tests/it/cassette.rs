@@ -52,6 +52,7 @@ fn answer(text: &str) -> ChatResponse {
             cached_tokens: 2,
             reasoning_tokens: 1,
             cost_usd: Some(0.000_021),
+            ..Usage::default()
         })
         .request_id("gen-1")
         .model("google/gemini-2.5-flash")

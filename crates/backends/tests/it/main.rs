@@ -16,6 +16,7 @@ mod local_model;
 mod models;
 mod openai;
 mod openai_fallback;
+mod prices;
 mod retryable;
 mod spans;
 mod tools;
