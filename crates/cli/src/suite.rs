@@ -13,7 +13,9 @@
 
 mod chat;
 mod machines;
+mod memory;
 pub(crate) mod record;
+mod seen;
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use claij_interceptors::{
 use crate::Status;
 use crate::ask::ModelOptions;
 
+use self::memory::Carrier;
 pub(crate) use self::record::Record;
 
 /// `claij suite ...`.
@@ -72,8 +75,10 @@ pub(crate) struct Args {
 /// The suites, in the order `all` runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Suite {
-    /// The memory interceptor recalls a fact from an earlier turn.
+    /// The memory interceptor alone carries facts to later turns: no earlier turn is sent.
     Memory,
+    /// The message history alone carries a fact to the next turn: no memory interceptor.
+    History,
     /// The tools interceptor calls a tool whose result the model must report.
     Tools,
     /// The MCP FSM and the MCP interceptor (`mcp_calls`) read a file through the real
@@ -118,8 +123,9 @@ pub(crate) struct Env {
 }
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 8] = [
+    pub(crate) const ALL: [Suite; 9] = [
         Suite::Memory,
+        Suite::History,
         Suite::Tools,
         Suite::Mcp,
         Suite::Retry,
@@ -133,6 +139,7 @@ impl Suite {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Suite::Memory => "memory",
+            Suite::History => "history",
             Suite::Tools => "tools",
             Suite::Mcp => "mcp",
             Suite::Retry => "retry",
@@ -146,7 +153,8 @@ impl Suite {
     /// The suite's tests (the name says what each checks; keep in step with xtask's plan).
     pub(crate) fn tests(self) -> &'static [&'static str] {
         match self {
-            Suite::Memory => &["recall-colour"],
+            Suite::Memory => &[NEXT_TURN_TEST, "recall-after-distractions"],
+            Suite::History => &[NEXT_TURN_TEST],
             Suite::Tools => &["report-nonce"],
             Suite::Mcp => &[MCP_FSM_TEST, "mcp-calls-token-file"],
             // Once per way of delivering the schema, so the matrix can choose one per model.
@@ -165,6 +173,9 @@ impl Suite {
 
 /// The MCP suite's test through the MCP FSM (its other goes through the interceptor).
 const MCP_FSM_TEST: &str = "read-token-file";
+
+/// The memory and history suites' two-turn test (memory's other is a longer conversation).
+const NEXT_TURN_TEST: &str = "recall-next-turn";
 
 impl Default for Tally {
     fn default() -> Self {
@@ -333,7 +344,15 @@ async fn run_test(
     let env = &pinned;
     let run = async {
         match suite {
-            Suite::Memory => chat::memory(env, &mut tally).await,
+            Suite::Memory if test == NEXT_TURN_TEST => {
+                memory::conversation(env, &mut tally, Carrier::Memory, &memory::NEXT_TURN).await
+            }
+            Suite::Memory => {
+                memory::conversation(env, &mut tally, Carrier::Memory, &memory::LATER).await
+            }
+            Suite::History => {
+                memory::conversation(env, &mut tally, Carrier::History, &memory::NEXT_TURN).await
+            }
             Suite::Tools => chat::tools(env, &mut tally).await,
             Suite::Retry => chat::retry(env, &mut tally).await,
             Suite::Citations => chat::citations(env, &mut tally).await,

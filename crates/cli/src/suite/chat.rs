@@ -1,55 +1,15 @@
-//! The suites that talk to one pipeline: memory, tools, retry, citations, eval, and several
-//! interceptors at once.
+//! The suites that talk to one pipeline: tools, retry, citations, eval, and several interceptors at
+//! once (the memory and history suites are in `memory`).
 
 use anyhow::Result;
 use claij_interceptors::builtin::citations::{Citations, Document};
 use claij_interceptors::builtin::eval::{Eval, EvalResult};
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::builtin::tools::Tools;
-use claij_interceptors::{Chain, Context, Pipeline};
+use claij_interceptors::{Chain, Context, HistoryPolicy, Pipeline};
 use serde_json::{Value, json};
 
 use super::{Env, Judged, Tally, mentions, nonce};
-
-/// The design's memory test: a fact on turn 1, a question about it on turn 2; both replies carry a
-/// `summary`, and the second answer says blue.
-pub(super) async fn memory(env: &Env, tally: &mut Tally) -> Result<Judged> {
-    let pipeline = Pipeline::new(
-        env.backend.clone(),
-        env.config(),
-        Chain::new().with(Memory::default()),
-    );
-    let mut ctx = Context::default();
-    let Some(first) = env
-        .ask(
-            &pipeline,
-            &mut ctx,
-            "Remember: my favourite colour is blue.",
-            tally,
-        )
-        .await?
-    else {
-        return Ok(Judged::fail("turn 1: no valid reply within the retries"));
-    };
-    let Some(second) = env
-        .ask(&pipeline, &mut ctx, "What's my favourite colour?", tally)
-        .await?
-    else {
-        return Ok(Judged::fail("turn 2: no valid reply within the retries"));
-    };
-    let summaries = [&first.value, &second.value]
-        .iter()
-        .all(|value| text(value, "summary").is_some_and(|s| !s.trim().is_empty()));
-    let answer = text(&second.value, "answer").unwrap_or_default();
-    let blue = mentions(answer, "blue");
-    Ok(Judged {
-        passed: summaries && blue,
-        detail: format!(
-            "summaries present: {summaries}; turn 2 answer mentions blue: {blue}; answer: {}",
-            clip(answer)
-        ),
-    })
-}
 
 /// A tool returning a random nonce: turn 1 must call it, turn 2 must report its result.
 pub(super) async fn tools(env: &Env, tally: &mut Tally) -> Result<Judged> {
@@ -196,7 +156,10 @@ pub(super) async fn combined(env: &Env, tally: &mut Tally) -> Result<Judged> {
         .with(Memory::default())
         .with(tools)
         .with(notes());
-    let pipeline = Pipeline::new(env.backend.clone(), env.config(), chain);
+    // No earlier turn is sent: the colour can reach turn 2 only through the memory summary.
+    let mut config = env.config();
+    config.history = HistoryPolicy::NONE;
+    let pipeline = Pipeline::new(env.backend.clone(), config, chain);
     let mut ctx = Context::default();
     let Some(first) = env
         .ask(
@@ -346,7 +309,7 @@ impl Judged {
 }
 
 /// `value[key]` as a string.
-fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+pub(super) fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
 }
 

@@ -197,40 +197,198 @@ async fn retry_counts_the_retries_of_a_strict_schema() {
     );
 }
 
-#[tokio::test]
-async fn memory_needs_summaries_and_the_colour() {
-    let server = mock(&[
-        r#"{"answer": "Noted.", "state": "chat", "summary": "The user's favourite colour is blue."}"#,
-        r#"{"answer": "Your favourite colour is blue.", "state": "chat", "summary": "Recalled the colour."}"#,
-    ])
-    .await;
-    let (run, records) = run_suite(&server, "memory");
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    check_record(
-        &records[0],
-        serde_json::json!({"suite": "memory", "test": "recall-colour", "passed": true,
-            "valid_first_try": true, "attempts": 2, "retries": 0}),
-    );
-    // Turn 2 reminded the model of turn 1's summary.
-    let second = &server.received_requests().await.unwrap()[1];
-    let body = String::from_utf8_lossy(&second.body);
-    assert!(body.contains("favourite colour is blue"), "{body}");
+/// The facts the memory and history suites tell and later ask for (crates/cli/src/suite/memory.rs).
+const FACTS: [&str; 1] = ["47"];
+
+/// A model that knows only what it is sent: its answer names every fact the request holds outside
+/// the user's own message (`I don't know.` when none), and where the schema asks for a `summary`
+/// it repeats the user's message (or, `forgetful`, says nothing of it).
+struct OnlyWhatItIsSent {
+    forgetful: bool,
+}
+
+impl wiremock::Respond for OnlyWhatItIsSent {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let (user, before) = messages.split_last().unwrap();
+        let user = user["content"].as_str().unwrap();
+        let seen: String = before
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let known: Vec<&str> = FACTS
+            .iter()
+            .copied()
+            .filter(|fact| seen.contains(fact))
+            .collect();
+        let answer = if known.is_empty() {
+            "I don't know.".to_owned()
+        } else {
+            format!("It is {}.", known.join(" and "))
+        };
+        let mut reply = serde_json::json!({"answer": answer, "state": "answered"});
+        if body["response_format"].to_string().contains("\"summary\"") {
+            reply["summary"] = if self.forgetful {
+                "The user said something.".into()
+            } else {
+                format!("The user said: {user}").into()
+            };
+        }
+        super::openrouter::reply(&reply.to_string())
+    }
+}
+
+/// Serves every request with [`OnlyWhatItIsSent`].
+async fn only_what_it_is_sent(forgetful: bool) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(OnlyWhatItIsSent { forgetful })
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The requests' bodies, in the order they were sent.
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+/// The messages of `body` other than the system prompt, as (role, content).
+fn conversation(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The system prompt of `body`.
+fn system(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test]
-async fn a_wrong_answer_fails_the_test_and_exits_1() {
-    let server = mock(&[
-        r#"{"answer": "Noted.", "state": "chat", "summary": "The user likes a colour."}"#,
-        r#"{"answer": "I don't know.", "state": "chat", "summary": "Asked about a colour."}"#,
-    ])
-    .await;
+async fn memory_sends_no_earlier_turn_and_the_fact_comes_through_the_summary() {
+    let server = only_what_it_is_sent(false).await;
     let (run, records) = run_suite(&server, "memory");
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, 0, "{}\n{}", run.stderr, run.stdout);
+    assert_eq!(records.len(), 2);
     check_record(
         &records[0],
-        serde_json::json!({"passed": false, "valid_first_try": true,
-            "detail": "summaries present: true; turn 2 answer mentions blue: false; answer: \"I don't know.\""}),
+        serde_json::json!({"suite": "memory", "test": "recall-next-turn", "passed": true,
+            "valid_first_try": true, "attempts": 2, "retries": 0}),
     );
+    check_record(
+        &records[1],
+        serde_json::json!({"suite": "memory", "test": "recall-after-distractions", "passed": true,
+            "attempts": 6}),
+    );
+    let detail = records[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "turn 2 asks for \"47\": no earlier turn in the request: true; in the memory section: true; in the answer: true"
+        ),
+        "{detail}"
+    );
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 8);
+    // Two conversations: 2 turns, then 6.
+    for turns in [&bodies[..2], &bodies[2..]] {
+        let mut said: Vec<String> = Vec::new();
+        for body in turns {
+            // Only this turn's message: no earlier turn is sent.
+            let messages = conversation(body);
+            assert_eq!(messages.len(), 1, "{body}");
+            assert_eq!(messages[0].0, "user");
+            // Earlier turns' words reach the model only inside the memory's summaries.
+            let system = system(body);
+            for earlier in &said {
+                assert_eq!(
+                    system.matches(earlier.as_str()).count(),
+                    system
+                        .matches(&format!("- The user said: {earlier}"))
+                        .count(),
+                    "{system}"
+                );
+            }
+            said.push(messages[0].1.clone());
+        }
+    }
+    assert!(
+        system(&bodies[1]).contains("- The user said: Note: my locker number is 47."),
+        "{}",
+        bodies[1]
+    );
+}
+
+#[tokio::test]
+async fn memory_fails_when_the_summaries_keep_nothing_of_the_fact() {
+    let server = only_what_it_is_sent(true).await;
+    let (run, records) = run_suite(&server, "memory");
+    assert_eq!(run.code, 1, "{}\n{}", run.stderr, run.stdout);
+    for record in &records {
+        check_record(
+            record,
+            serde_json::json!({"passed": false, "valid_first_try": true}),
+        );
+        let detail = record["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("no earlier turn in the request: true; in the memory section: false; in the answer: false (\"I don't know.\")"),
+            "{detail}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn history_sends_the_earlier_turn_and_no_summary() {
+    let server = only_what_it_is_sent(false).await;
+    let (run, records) = run_suite(&server, "history");
+    assert_eq!(run.code, 0, "{}\n{}", run.stderr, run.stdout);
+    check_record(
+        &records[0],
+        serde_json::json!({"suite": "history", "test": "recall-next-turn", "passed": true,
+            "valid_first_try": true, "attempts": 2, "retries": 0,
+            "detail": "turn 2 asks for \"47\": no memory in the request: true; in the history sent: true; in the answer: true (\"It is 47.\")"}),
+    );
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let second = conversation(&bodies[1]);
+    assert_eq!(second.len(), 3, "{}", bodies[1]);
+    assert_eq!(
+        second[0],
+        (
+            "user".to_owned(),
+            "Note: my locker number is 47.".to_owned()
+        )
+    );
+    assert_eq!(second[1].0, "assistant");
+    // No memory: no summary asked for, none recalled.
+    for body in &bodies {
+        assert!(!body.to_string().contains("summary"), "{body}");
+        assert!(!system(body).contains("Previous context"), "{body}");
+    }
 }
 
 #[tokio::test]
@@ -254,7 +412,7 @@ fn list_names_every_suite_and_the_command_is_hidden() {
     // xtask/src/integration/plan.rs keeps the same table for its estimates.
     assert_eq!(
         list.stdout,
-        "memory recall-colour\ntools report-nonce\nmcp read-token-file\nmcp mcp-calls-token-file\nretry strict-word/native\nretry strict-word/tool\nretry strict-word/prompted\nfsm code-review\ncitations cite-note\ncombined memory-tools-citations\neval compute-sum\n"
+        "memory recall-next-turn\nmemory recall-after-distractions\nhistory recall-next-turn\ntools report-nonce\nmcp read-token-file\nmcp mcp-calls-token-file\nretry strict-word/native\nretry strict-word/tool\nretry strict-word/prompted\nfsm code-review\ncitations cite-note\ncombined memory-tools-citations\neval compute-sum\n"
     );
     let help = claij(&["--help"], "");
     assert!(!help.stdout.contains("suite"), "{}", help.stdout);
@@ -501,6 +659,14 @@ async fn combined_runs_memory_tools_and_citations_in_one_chain() {
         ),
         "{}",
         records[0]
+    );
+    // Turn 2 is sent without turn 1: the colour came through the memory summary.
+    let bodies = bodies(&server).await;
+    assert_eq!(conversation(&bodies[1]).len(), 1, "{}", bodies[1]);
+    assert!(
+        !bodies[1]
+            .to_string()
+            .contains("Remember: my favourite colour")
     );
 }
 
