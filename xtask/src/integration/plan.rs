@@ -18,8 +18,16 @@ pub(super) struct Suite {
 }
 
 /// The suites, in the order they run (keep in step with crates/cli/src/suite.rs).
-pub(super) const SUITES: [Suite; 8] = [
-    Suite::new("memory", &["recall-colour"], 2, 900, 120),
+pub(super) const SUITES: [Suite; 9] = [
+    // Calls per test on average: recall-next-turn makes 2, recall-after-distractions 6.
+    Suite::new(
+        "memory",
+        &["recall-next-turn", "recall-after-distractions"],
+        4,
+        900,
+        120,
+    ),
+    Suite::new("history", &["recall-next-turn"], 2, 900, 120),
     Suite::new("tools", &["report-nonce"], 2, 1_000, 100),
     Suite::new(
         "mcp",

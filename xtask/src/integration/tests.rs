@@ -30,14 +30,15 @@ fn check_plan(llms: &[&str], suites: &[&str], models: &[&str], tests: u64, spend
 #[test]
 fn plans() {
     check_plan(&["local"], &["retry"], &["local"], 3, false);
-    check_plan(&["local"], &[], &["local"], 11, false);
+    check_plan(&["local"], &[], &["local"], 13, false);
     check_plan(
         &["gemini-flash", "local"],
         &["memory", "tools"],
         &["gemini-flash", "local"],
-        4,
+        6,
         true,
     );
+    check_plan(&["local"], &["memory", "history"], &["local"], 3, false);
     check_plan(
         &["local", "local"],
         &["retry", "retry"],
@@ -92,7 +93,7 @@ fn plan_errors() {
     check_plan_error(
         &["local"],
         &["speed"],
-        "unknown suite `speed`: expected one of memory, tools, mcp, retry, fsm, citations, combined, eval",
+        "unknown suite `speed`: expected one of memory, history, tools, mcp, retry, fsm, citations, combined, eval",
     );
 }
 
@@ -104,12 +105,13 @@ fn estimates_use_the_suite_table_and_the_price() {
     )
     .unwrap();
     let flash = plan.estimate(&plan.models[0]);
-    // memory: 1 test, 2 calls of 900+120; retry: 3 tests (one per mode), 2 calls of 700+100 each.
+    // memory: 2 tests, 2 and 6 calls of 900+120; retry: 3 tests (one per mode), 2 calls of 700+100
+    // each.
     assert_eq!(
         (flash.tests, flash.calls, flash.tokens_in, flash.tokens_out),
-        (4, 8, 6_000, 840)
+        (5, 14, 11_400, 1_560)
     );
-    let expected = (6_000.0 * 0.30 + 840.0 * 2.50) / 1e6;
+    let expected = (11_400.0 * 0.30 + 1_560.0 * 2.50) / 1e6;
     assert!((flash.cost.unwrap() - expected).abs() < 1e-12);
     assert_eq!(plan.estimate(&plan.models[1]).cost, Some(0.0));
     assert_eq!(
@@ -538,7 +540,7 @@ socket.create_connection(("127.0.0.1", int(os.environ["FAKE_PORT"]))).close()
 llm = args[args.index("--llm") + 1]
 suite = args[args.index("--suite") + 1]
 tests = {"retry": ["strict-word/native", "strict-word/tool", "strict-word/prompted"],
-         "memory": ["recall-colour"]}
+         "memory": ["recall-next-turn", "recall-after-distractions"]}
 for test in tests.get(suite, []):
     mode = test.rsplit("/", 1)[-1] if "/" in test else "auto"
     print(json.dumps({"model": llm, "suite": suite, "test": test, "passed": suite == "retry",
@@ -739,12 +741,14 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains(
-            "cargo xtask integration: 2 model(s) x 2 suite(s) (4 test(s) per model) = 8 test runs"
+            "cargo xtask integration: 2 model(s) x 2 suite(s) (5 test(s) per model) = 10 test runs"
         ),
         "{stdout}"
     );
     assert!(
-        stdout.contains("  memory         1          2         ~900+120  recall-colour\n"),
+        stdout.contains(
+            "  memory         2          4         ~900+120  recall-next-turn, recall-after-distractions\n"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("  local        local "), "{stdout}");
@@ -810,25 +814,25 @@ fn a_local_run_needs_no_confirmation_and_writes_a_well_formed_matrix() {
         ]
     );
     assert!(
-        stdout.contains("[1/5] local retry/strict-word/native: pass"),
+        stdout.contains("[1/6] local retry/strict-word/native: pass"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("[5/5] local tools/report-nonce: FAIL"),
+        stdout.contains("[6/6] local tools/report-nonce: FAIL"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("integration: 3/5 tests passed, 2 failed"),
+        stdout.contains("integration: 3/6 tests passed, 3 failed"),
         "{stdout}"
     );
     let md = fs::read_to_string(stage.out("compat-matrix.md")).unwrap();
-    assert!(md.contains("| model | retry | memory | tools |\n|---|---|---|---|\n| local | 3/3 pass · 0% first try · 6 retries · 2436+291 tok · $0 | 0/1 FAIL"), "{md}");
+    assert!(md.contains("| model | retry | memory | tools |\n|---|---|---|---|\n| local | 3/3 pass · 0% first try · 6 retries · 2436+291 tok · $0 | 0/2 FAIL"), "{md}");
     assert!(md.contains("- local tools/report-nonce: claij suite run ended (exit status: 0) without a result for this test"), "{md}");
     let json: Value =
         serde_json::from_str(&fs::read_to_string(stage.out("compat-matrix.json")).unwrap())
             .unwrap();
     assert_eq!(json["models"], serde_json::json!(["local"]));
-    assert_eq!(json["total"]["tests"], 5);
+    assert_eq!(json["total"]["tests"], 6);
     assert_eq!(json["cells"][0]["retries"], 6);
     // Each record keeps the mode it ran in, for `claij models`.
     assert_eq!(json["records"][1]["mode"], "tool");
