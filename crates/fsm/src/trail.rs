@@ -29,7 +29,8 @@ pub struct Entry {
     pub to: String,
     /// The event, valid against the transition's schema.
     pub event: Value,
-    /// The model calls that produced it (empty for other actions).
+    /// The attempts of the model call that produced it ([`Entry::calls`]: and of a remedy's
+    /// re-ask); empty for other actions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptRecord>,
     /// The model of an `llm` state that produced the event, as `provider:model` (absent for other
@@ -47,11 +48,11 @@ pub struct Entry {
     pub at: SystemTime,
 }
 
-/// What one model call did, as the trail keeps it.
+/// What one attempt of a model call did, as the trail keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AttemptRecord {
-    /// 1 for the first attempt.
+    /// 1 for the first attempt of its model call.
     pub number: usize,
     /// How the reply fared.
     pub verdict: Verdict,
@@ -102,6 +103,11 @@ impl Entry {
         self
     }
 
+    /// Its model calls, each with its attempts (an attempt numbered 1 starts a call).
+    pub fn calls(&self) -> impl Iterator<Item = &[AttemptRecord]> {
+        self.attempts.chunk_by(|_, next| next.number != 1)
+    }
+
     /// The same entry with the model that produced it (`provider:model`).
     #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
@@ -124,9 +130,24 @@ impl Trail {
             .fold(Usage::default(), |total, a| total + a.usage)
     }
 
-    /// Model calls made, retries included.
+    /// Attempts over every model call of the run, retries included.
     pub fn attempts(&self) -> usize {
         self.entries.iter().map(|e| e.attempts.len()).sum()
+    }
+
+    /// Model calls made: each `llm` state's call (and a remedy's re-ask after a failed one), each
+    /// with its own attempts, numbered from 1.
+    pub fn calls(&self) -> usize {
+        self.entries.iter().map(|e| e.calls().count()).sum()
+    }
+
+    /// Model calls whose first attempt was valid.
+    pub fn first_try(&self) -> usize {
+        self.entries
+            .iter()
+            .flat_map(Entry::calls)
+            .filter(|call| call.first().is_some_and(|a| a.verdict == Verdict::Valid))
+            .count()
     }
 
     /// The trail as a conversation for a model: each event as a message whose role says what produced

@@ -39,9 +39,10 @@ pub enum Error {
         source: Box<claij_validation::Error>,
     },
     /// The backend failed; the attempts made before (and including) the failing one are kept.
-    #[error("attempt {}", .attempts.len())]
+    #[error("attempt {}", .attempts.last().map_or(0, |a| a.number))]
     Backend {
-        /// Every attempt, the last one being the failed call.
+        /// Every attempt, the last one being the failed call; in an agent run, the earlier steps'
+        /// first ([`Attempt::calls`] tells the calls apart).
         attempts: Vec<Attempt>,
         /// The backend's error (provider, status, request id).
         source: Box<claij_backends::Error>,
@@ -78,7 +79,8 @@ pub enum Error {
 /// saying what was wrong in the end.
 #[derive(Debug)]
 pub struct Exhausted {
-    /// Every attempt, in order (at least one).
+    /// Every attempt, in order (at least one): the failed model call's, after an agent run's
+    /// earlier steps' ([`Exhausted::last_call`] is the failed call's alone).
     pub attempts: Vec<Attempt>,
 }
 
@@ -87,7 +89,7 @@ impl std::fmt::Display for Exhausted {
         write!(
             f,
             "no valid reply after {} attempts; last: ",
-            self.attempts.len()
+            self.last_call().len()
         )?;
         let violations = self.violations();
         match (self.no_json(), violations.first()) {
@@ -106,6 +108,11 @@ impl std::fmt::Display for Exhausted {
 }
 
 impl Exhausted {
+    /// The attempts of the model call that found no valid reply (an agent run's last step's).
+    pub fn last_call(&self) -> &[Attempt] {
+        Attempt::calls(&self.attempts).last().unwrap_or_default()
+    }
+
     /// The last attempt.
     pub fn last(&self) -> Option<&Attempt> {
         self.attempts.last()
@@ -137,12 +144,13 @@ impl Exhausted {
         if let Some(last) = self.attempts.last().and_then(Attempt::truncation) {
             return Some(last);
         }
-        let cut: Vec<&Attempt> = self.attempts.iter().filter(|a| a.is_truncated()).collect();
+        let call = self.last_call();
+        let cut: Vec<&Attempt> = call.iter().filter(|a| a.is_truncated()).collect();
         let first = cut.first()?;
         Some(format!(
             "{} of {} replies were cut at {}",
             cut.len(),
-            self.attempts.len(),
+            call.len(),
             first.token_limit()
         ))
     }
@@ -174,7 +182,20 @@ impl std::fmt::Display for ErrorChain<'_> {
 }
 
 impl Error {
-    /// The attempts made, when the failure happened after calling the backend.
+    /// The same error after an agent run's `earlier` steps: their attempts before its own, so a
+    /// failure at a later step still says what the run did (and spent).
+    pub(crate) fn after_steps(mut self, earlier: &[Attempt]) -> Self {
+        let attempts = match &mut self {
+            Error::Backend { attempts, .. } => attempts,
+            Error::RetriesExhausted(exhausted) => &mut exhausted.attempts,
+            _ => return self,
+        };
+        attempts.splice(0..0, earlier.iter().cloned());
+        self
+    }
+
+    /// The attempts made, when the failure happened after calling the backend (an agent run's
+    /// every step's; [`Attempt::calls`] tells its model calls apart).
     pub fn attempts(&self) -> &[Attempt] {
         match self {
             Error::Backend { attempts, .. } => attempts,

@@ -83,8 +83,14 @@ struct Tried {
 
 /// The outcome of one attempt, beside its record.
 enum Reply {
-    /// The backend failed: the call ends with this error.
-    Failed(claij_backends::Error),
+    /// The backend failed: the call ends with this error, unless `resend`.
+    Failed {
+        source: claij_backends::Error,
+        /// A stream broke after part of its reply arrived, with an error that may pass when sent
+        /// again ([`claij_backends::Error::is_retryable`]): the backend could not send it again
+        /// itself (its caller had seen part of it), so the loop does, as its next attempt.
+        resend: bool,
+    },
     /// The backend replied; the value made of it, when it holds JSON (valid only when the attempt's
     /// verdict is [`Verdict::Valid`]).
     Judged(Option<Value>),
@@ -367,7 +373,20 @@ impl Pipeline {
                     spans::call_metrics(provider, model, &attempts);
                     return Ok((Done::Calls { text, calls }, attempts));
                 }
-                Reply::Failed(source) => {
+                Reply::Failed { source, resend }
+                    if resend && attempts.len() < self.config.max_retries =>
+                {
+                    warn!(
+                        attempt = number,
+                        error = %source,
+                        "the reply's stream broke; sending the request again"
+                    );
+                    request = ChatRequest::clone(&attempt.request);
+                    attempts.push(attempt);
+                    prepare_time = Duration::ZERO;
+                    continue;
+                }
+                Reply::Failed { source, .. } => {
                     attempts.push(attempt);
                     spans::call_metrics(provider, model, &attempts);
                     self.log_failures(&attempts);
@@ -421,13 +440,17 @@ impl Pipeline {
         };
         let sent = Instant::now();
         let result = match on_partial {
-            None => self.backend.complete(&request).await,
+            None => self
+                .backend
+                .complete(&request)
+                .await
+                .map_err(|e| (e, false)),
             Some(on_partial) => self.streamed(&request, on_partial).await,
         };
         let latency = sent.elapsed();
         let mut response = match result {
             Ok(r) => r,
-            Err(source) => {
+            Err((source, shown)) => {
                 // Returned in `Error::Backend`: the caller says it (a warning would say it twice).
                 debug!(attempt = number, error = %source, "backend call failed");
                 let attempt = Attempt {
@@ -450,9 +473,10 @@ impl Pipeline {
                     dialect_losses,
                     cut_strings: Vec::new(),
                 };
+                let resend = shown && source.is_retryable();
                 return Tried {
                     attempt,
-                    reply: Reply::Failed(source),
+                    reply: Reply::Failed { source, resend },
                 };
             }
         };
@@ -490,25 +514,19 @@ impl Pipeline {
                 violations: Vec::new(),
             }
         };
-        // JSON cut out of a fence or prose is well-formed: not worth a warning on every call.
-        let extracted_only = fixes.iter().all(|f| f.kind.is_extraction());
-        match (fixes.is_empty(), extracted_only) {
-            (true, _) => {}
-            (false, true) => {
-                tracing::info!(attempt = number, fixes = %fix_counts(&fixes), "reply extracted");
-            }
-            (false, false) => {
-                warn!(attempt = number, fixes = %fix_counts(&fixes), "reply repaired");
-            }
-        }
-        if verdict != Verdict::Valid {
-            // Attempts in all: the first and `max_retries` retries.
+        if verdict == Verdict::Valid {
+            log_fixes(number, &fixes);
+        } else {
+            // Attempts in all: the first and `max_retries` retries. What repair changed in a reply
+            // that still failed is part of this failure, not a repair of its own.
             let of = self.config.max_retries.saturating_add(1);
             let why = match &verdict {
                 Verdict::NoJson { reason } => reason.as_str(),
                 _ => "violations",
             };
             let truncated = response.finish_reason == FinishReason::Length;
+            let fixed = (!fixes.is_empty()).then(|| fix_counts(&fixes));
+            let fixes = fixed.as_deref();
             if number < of {
                 warn!(
                     attempt = number,
@@ -516,6 +534,7 @@ impl Pipeline {
                     why,
                     n_violations = violations.len(),
                     truncated,
+                    fixes,
                     "reply failed validation; retrying"
                 );
             } else {
@@ -525,6 +544,7 @@ impl Pipeline {
                     why,
                     n_violations = violations.len(),
                     truncated,
+                    fixes,
                     "reply failed validation; no retries left"
                 );
             }
@@ -576,12 +596,13 @@ impl Pipeline {
         Tried { attempt, reply }
     }
 
-    /// A streamed reply assembled into a response, with partial values shown as the text grows.
+    /// A streamed reply assembled into a response, with partial values shown as the text grows; or
+    /// the backend's error, and whether part of the reply had arrived before it.
     async fn streamed(
         &self,
         request: &ChatRequest,
         on_partial: &(dyn Fn(&Value) + Send + Sync),
-    ) -> Result<ChatResponse, claij_backends::Error> {
+    ) -> Result<ChatResponse, (claij_backends::Error, bool)> {
         use futures_util::StreamExt as _;
         let mut stream = self.backend.stream(request);
         // Text, or the forced tool call's arguments once a call begins (text beside it is not the
@@ -593,8 +614,11 @@ impl Pipeline {
         // Where the model may call tools (an agent's, sent natively; never beside a forced output
         // tool), a call's arguments are not the answer.
         let calls_are_tools = !request.tools.is_empty();
+        let mut shown = false;
         while let Some(event) = stream.next().await {
-            if !assembler.push(event?) || (calls_are_tools && assembler.is_tool_call()) {
+            let event = event.map_err(|e| (e, shown))?;
+            shown = true;
+            if !assembler.push(event) || (calls_are_tools && assembler.is_tool_call()) {
                 continue;
             }
             if assembler.is_tool_call() != tool_call {
@@ -784,6 +808,19 @@ impl Pipeline {
 struct Timed {
     stages: StageTimes,
     check: Duration,
+}
+
+/// What made a valid reply valid: `reply repaired` (a warning) with its fixes, or `reply extracted`
+/// (information: JSON cut out of a fence or prose is well-formed, not worth a warning on every call).
+fn log_fixes(attempt: usize, fixes: &[Fix]) {
+    if fixes.is_empty() {
+        return;
+    }
+    if fixes.iter().all(|f| f.kind.is_extraction()) {
+        tracing::info!(attempt, fixes = %fix_counts(fixes), "reply extracted");
+    } else {
+        warn!(attempt, fixes = %fix_counts(fixes), "reply repaired");
+    }
 }
 
 /// Fixes by kind, `kind:n` comma-separated in kind order (`extracted:1,trailing_comma:2`).

@@ -240,9 +240,10 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
             writeln!(err, "{line}")?;
         }
     }
-    let n = exhausted.attempts.len();
+    // The failed model call's (an agent run's earlier steps are among the attempt lines).
+    let n = exhausted.last_call().len();
     // A reply cut at the token limit is the likely cause: name it first.
-    let cut = truncation_of(&exhausted.attempts)
+    let cut = truncation_of(exhausted.last_call())
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();
     match exhausted.no_json() {

@@ -524,10 +524,26 @@ pub(super) fn print_end(
             std::io::stderr(),
             "{}, {}, {}+{} tokens",
             super::count(trail.entries.len(), "transition"),
-            super::count(trail.attempts(), "model call"),
+            model_calls(trail),
             usage.input_tokens,
             usage.output_tokens
         );
     }
     Ok(())
+}
+
+/// `3 model calls`, each an `llm` state's (a retry is an attempt of its call, not a call), with
+/// `(2 valid on the first try, 1 retry)` after it when not every call was valid at once.
+fn model_calls(trail: &claij_fsm::Trail) -> String {
+    let calls = trail.calls();
+    let first = trail.first_try();
+    let retries = trail.attempts().saturating_sub(calls);
+    let mut text = super::count(calls, "model call");
+    if first < calls || retries > 0 {
+        let noun = if retries == 1 { "retry" } else { "retries" };
+        text.push_str(&format!(
+            " ({first} valid on the first try, {retries} {noun})"
+        ));
+    }
+    text
 }

@@ -2,9 +2,9 @@
 //! answer, stdout unchanged, against a mock OpenRouter.
 
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::openrouter::{CHAT, config, reply};
+use super::openrouter::{CHAT, completion, config, reply};
 use super::{BASE, Files, Run, claij_env};
 
 const KEY: &str = "sk-or-v1-metrics-secret-0123456789";
@@ -98,6 +98,46 @@ async fn the_table_counts_the_retry_and_the_fixes_by_kind_and_stdout_is_the_answ
         "{}",
         run.stderr
     );
+}
+
+/// An agent run (`--max-steps`) of two steps, each valid at once (a native call of `now`, then the
+/// answer): two model calls, both valid on the first try, no retry (it was "first try 0 of 1
+/// valid", "attempts 2 (1 retry)").
+#[tokio::test]
+async fn each_step_of_an_agent_run_is_a_model_call_valid_on_its_first_try() {
+    let server = MockServer::start().await;
+    let mut calls_now = completion("");
+    calls_now["choices"][0]["message"] = serde_json::json!({"role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]});
+    calls_now["choices"][0]["finish_reason"] = serde_json::json!("tool_calls");
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(calls_now))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(r#"{"answer": "It is noon.", "state": "done"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let args = [
+        "ask",
+        "Time?",
+        "--metrics",
+        "-q",
+        "--max-steps",
+        "3",
+        "--interceptors",
+        "tools",
+    ];
+    let run = run(&server, &args, "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(row(&run.stderr, "calls"), "2 (2 valid, 0 failed)");
+    assert_eq!(row(&run.stderr, "first try"), "2 of 2 valid (100%)");
+    assert_eq!(row(&run.stderr, "attempts"), "2 (0 retries)");
 }
 
 #[tokio::test]

@@ -441,6 +441,12 @@ fn a_failed_re_ask_keeps_its_attempts_in_the_trail() {
         4,
         "the failed attempts and the re-ask's"
     );
+    // Two model calls on the one entry: the state's, then the re-ask's, each with its attempts.
+    let calls: Vec<usize> = bail.calls().map(<[_]>::len).collect();
+    assert!(
+        calls.len() == 2 && calls.iter().sum::<usize>() == 4,
+        "{calls:?}"
+    );
 
     let failing = Scripted::replies([r#"{"reply": "4"}"#; 4]);
     let diagnostic = Scripted::replies([

@@ -138,6 +138,13 @@ fn an_invalid_transition_id_is_retried_then_accepted() {
     block(runner.run(&mut run, &Interrupt::new(), None)).unwrap();
     let drafted = &run.trail.entries[1];
     assert_eq!(drafted.attempts.len(), 2);
+    // Two model calls (one a state), the draft's valid on its second attempt, the review's on its
+    // first.
+    let trail = &run.trail;
+    assert_eq!(
+        (trail.calls(), trail.attempts(), trail.first_try()),
+        (2, 3, 1)
+    );
     let violation = &drafted.attempts[0].violations[0];
     assert!(violation.message.contains("draft"), "{violation:?}");
     let retry = &backend.requests()[1];

@@ -44,11 +44,17 @@
 //!    └─ check          semantic checks
 //! ```
 //!
-//! Counts: calls (succeeded, failed, valid on the first try), attempts and retries, verdicts, fixes by
-//! [`FixKind`] grouped by stage (extraction, repair, coercion), violations by schema keyword (or
-//! check name), errors by kind, usage and cost, an estimate of the input tokens (a token per four
+//! Counts: model calls (succeeded, failed, valid on the first try), attempts and retries, verdicts,
+//! fixes by [`FixKind`] grouped by stage (extraction, repair, coercion), violations by schema keyword
+//! (or check name), errors by kind, usage and cost, an estimate of the input tokens (a token per four
 //! bytes of request text), and per model the calls, successes, first tries, attempts, usage and
 //! backend latency.
+//!
+//! A model call is one validation-retry loop with its own attempts ([`Attempt::calls`]): a turn of
+//! [`Pipeline::ask`](crate::Pipeline::ask) is one, an agent run makes one per step (each step's call
+//! valid on its first attempt counts as a first try), an FSM run one per `llm` state it passes. A
+//! fix counts where it made a reply valid: the fixes of a reply that still failed validation stay in
+//! that attempt's record ([`Attempt::fixes`]), not in these counts.
 //!
 //! # Failed calls
 //!
@@ -115,14 +121,14 @@ pub struct MetricsCollector {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MetricsSnapshot {
-    /// Calls recorded (`succeeded + failed`).
+    /// Model calls recorded (`succeeded + failed`): validation-retry loops, each with its attempts
+    /// (an agent run's steps are a call each).
     pub calls: u64,
-    /// Calls that returned a valid value.
+    /// Model calls whose last reply was valid.
     pub succeeded: u64,
-    /// Calls recorded through [`MetricsCollector::record_error`] with attempts (retries exhausted, the
-    /// backend failed).
+    /// Model calls that ended without a valid reply (retries exhausted, the backend failed).
     pub failed: u64,
-    /// Calls whose first reply was valid.
+    /// Model calls whose first reply was valid.
     pub first_try: u64,
     /// Attempts over all calls.
     pub attempts: u64,
@@ -134,11 +140,14 @@ pub struct MetricsSnapshot {
     pub errors: BTreeMap<String, u64>,
     /// Time spent per stage.
     pub timings: Timings,
-    /// Fixes made while finding JSON in replies ([`FixKind::Extracted`], [`FixKind::Unescaped`]).
+    /// Fixes made while finding JSON in replies that then validated ([`FixKind::Extracted`],
+    /// [`FixKind::Unescaped`]).
     pub extractions: BTreeMap<FixKind, u64>,
-    /// Fixes made by repair (trailing commas, quotes, truncation, ...), by kind.
+    /// Fixes made by repair (trailing commas, quotes, truncation, ...) to replies that then
+    /// validated, by kind.
     pub repairs: BTreeMap<FixKind, u64>,
-    /// Fixes made by coercion (enum case, strings to numbers, ...), by kind.
+    /// Fixes made by coercion (enum case, strings to numbers, ...) to replies that then validated,
+    /// by kind.
     pub coercions: BTreeMap<FixKind, u64>,
     /// Violations by keyword (`required`, `enum`, ...; a semantic check's name for its violations).
     pub violations: BTreeMap<String, u64>,
@@ -213,11 +222,11 @@ pub struct Timing {
 pub struct ModelMetrics {
     /// The providers it was called through (unknown for calls that ran out of retries).
     pub providers: BTreeSet<String>,
-    /// Calls recorded.
+    /// Model calls recorded.
     pub calls: u64,
-    /// Calls that returned a valid value.
+    /// Model calls whose last reply was valid.
     pub succeeded: u64,
-    /// Calls whose first reply was valid.
+    /// Model calls whose first reply was valid.
     pub first_try: u64,
     /// Attempts over its calls.
     pub attempts: u64,
@@ -278,20 +287,20 @@ impl MetricsCollector {
         Self::default()
     }
 
-    /// Adds a successful call (the interceptor does this in `post_response`).
+    /// Adds a successful turn's model calls (the interceptor does this in `post_response`): one, or
+    /// an agent run's steps.
     pub fn record_call(&self, report: &CallReport) {
         report.attempts.iter().for_each(log_attempt);
         let mut tally = self.lock();
-        tally.add_call(
-            Some(&report.provider),
-            &report.model,
-            &report.attempts,
-            true,
-        );
+        for call in Attempt::calls(&report.attempts) {
+            tally.add_call(Some(&report.provider), &report.model, call);
+        }
     }
 
-    /// Adds a failed call: an error with attempts ([`Error::RetriesExhausted`], [`Error::Backend`])
-    /// counts as a failed call with all its attempts; any error is counted by kind.
+    /// Adds what a failed turn did: the model calls of an error with attempts
+    /// ([`Error::RetriesExhausted`], [`Error::Backend`], [`Error::BudgetExceeded`]: an agent run's
+    /// earlier steps included), each a success or a failure as its last reply was valid or not; and
+    /// the error, by kind.
     ///
     /// Errors after the value was valid ([`Error::Typed`], a failing `post_response` hook) count
     /// only by kind: the interceptor has recorded the call if its own hook ran.
@@ -307,9 +316,11 @@ impl MetricsCollector {
             .errors
             .entry(error_kind(error).to_owned())
             .or_default() += 1;
-        if let Some(first) = attempts.first() {
-            let model = first.request.model.clone();
-            tally.add_call(provider, &model, attempts, false);
+        for call in Attempt::calls(attempts) {
+            if let Some(first) = call.first() {
+                let model = first.request.model.clone();
+                tally.add_call(provider, &model, call);
+            }
         }
     }
 
@@ -345,7 +356,7 @@ impl std::fmt::Debug for MetricsCollector {
 }
 
 impl MetricsSnapshot {
-    /// The share of calls valid on the first try (`None` before any call).
+    /// The share of model calls valid on the first try (`None` before any call).
     pub fn first_try_rate(&self) -> Option<f64> {
         (self.calls > 0).then(|| self.first_try as f64 / self.calls as f64)
     }
@@ -359,14 +370,11 @@ impl MetricsSnapshot {
         all
     }
 
-    fn add_call(
-        &mut self,
-        provider: Option<&str>,
-        model: &str,
-        attempts: &[Attempt],
-        succeeded: bool,
-    ) {
-        let first_try = succeeded && attempts.len() == 1;
+    /// Adds one model call: its attempts, succeeded when the last one is valid.
+    fn add_call(&mut self, provider: Option<&str>, model: &str, attempts: &[Attempt]) {
+        let valid = |a: Option<&Attempt>| a.is_some_and(|a| a.verdict == Verdict::Valid);
+        let succeeded = valid(attempts.last());
+        let first_try = valid(attempts.first());
         let n = attempts.len() as u64;
         self.calls += 1;
         self.attempts += n;
@@ -419,7 +427,12 @@ impl MetricsSnapshot {
         t.coercion.record(attempt.stage_times.coercion);
         t.validation.record(attempt.stage_times.validation);
         t.check.record(attempt.check_time);
-        for fix in &attempt.fixes {
+        // A reply that still failed keeps its fixes in its own record: they repaired nothing.
+        let fixes = match attempt.verdict {
+            Verdict::Valid => attempt.fixes.as_slice(),
+            _ => &[],
+        };
+        for fix in fixes {
             let group = match stage_of(fix.kind) {
                 FixStage::Extraction => &mut self.extractions,
                 FixStage::Repair => &mut self.repairs,

@@ -13,7 +13,7 @@ use super::CutString;
 /// What one attempt sent, got and made of it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Attempt {
-    /// 1 for the first attempt.
+    /// 1 for the first attempt of its model call.
     pub number: usize,
     /// The request sent.
     pub request: Arc<ChatRequest>,
@@ -50,6 +50,26 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// The model calls `attempts` hold, in order, each with its own attempts: a call's attempts are
+    /// numbered from 1, so each attempt numbered 1 starts the next call. An agent run's answer holds
+    /// a call per step, an FSM state's entry the state's call (and a remedy's re-ask after it).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use claij_backends::testing::Scripted;
+    /// # use claij_interceptors::{Attempt, Chain, Config, Context, Pipeline};
+    /// let backend = Arc::new(Scripted::replies([r#"{"answer": 4}"#, r#"{"answer": "4", "state": "done"}"#]));
+    /// let pipeline = Pipeline::new(backend, Config::new("m"), Chain::new());
+    /// let answer = futures_executor::block_on(pipeline.ask(&mut Context::default(), "2+2?"))?;
+    /// let calls: Vec<&[Attempt]> = Attempt::calls(&answer.attempts).collect();
+    /// assert_eq!(calls.len(), 1);
+    /// assert_eq!(calls[0].len(), 2); // one call, valid on its second attempt
+    /// # Ok::<(), claij_interceptors::Error>(())
+    /// ```
+    pub fn calls(attempts: &[Attempt]) -> impl Iterator<Item = &[Attempt]> {
+        attempts.chunk_by(|_, next| next.number != 1)
+    }
+
     /// Whether the token limit cut the reply off ([`FinishReason::Length`]).
     pub fn is_truncated(&self) -> bool {
         self.finish_reason == Some(FinishReason::Length)
@@ -101,7 +121,8 @@ pub enum Verdict {
 pub struct Answer<T = Value> {
     /// The value, valid against the composed schema and every check.
     pub value: T,
-    /// Every attempt, the last one being the valid reply.
+    /// Every attempt, the last one being the valid reply; an agent run's are every step's, each
+    /// step's call numbering its own from 1 ([`Attempt::calls`]).
     pub attempts: Vec<Attempt>,
     /// Tokens and cost over all attempts.
     pub usage: Usage,
@@ -110,9 +131,12 @@ pub struct Answer<T = Value> {
 }
 
 impl<T> Answer<T> {
-    /// Retries used (0 when the first reply was valid).
+    /// Retries used over the answer's model calls (0 when each call's first reply was valid; an
+    /// agent run makes a call per step).
     pub fn retries(&self) -> usize {
-        self.attempts.len().saturating_sub(1)
+        self.attempts
+            .len()
+            .saturating_sub(Attempt::calls(&self.attempts).count())
     }
 
     /// Cost over all attempts, when the backend reports it.
@@ -130,6 +154,6 @@ pub struct CallReport {
     pub provider: String,
     /// The model.
     pub model: String,
-    /// Every attempt of the call.
+    /// Every attempt of the turn: one model call's, or an agent run's steps' ([`Attempt::calls`]).
     pub attempts: Vec<Attempt>,
 }

@@ -80,7 +80,9 @@ pub struct Config {
     pub model: String,
     /// The system prompt interceptors add to.
     pub system: String,
-    /// Retries after the first attempt when a reply is invalid (the design's default: 3).
+    /// Retries after the first attempt when a reply is invalid (the design's default: 3), or when a
+    /// streamed reply broke off with an error that may pass when sent again
+    /// ([`claij_backends::Error::is_retryable`]; the request goes again as it was).
     pub max_retries: usize,
     /// How the schema is written into the prompt.
     pub schema_format: SchemaFormat,

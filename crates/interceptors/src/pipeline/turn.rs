@@ -158,7 +158,10 @@ impl Pipeline {
                 tools: turn.specs,
             };
             let first = self.request(&call, Retry::First);
-            let (done, tried) = self.attempts(&call, first, prepare_time).await?;
+            let (done, tried) = self
+                .attempts(&call, first, prepare_time)
+                .await
+                .map_err(|e| e.after_steps(&attempts))?;
             attempts.extend(tried);
             let Some(agent) = turn.agent else {
                 match done {

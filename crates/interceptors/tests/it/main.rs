@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod agent;
+mod backend_errors;
 mod citations;
 mod eval;
 mod example;

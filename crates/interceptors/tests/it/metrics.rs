@@ -5,7 +5,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector, MetricsSnapshot};
-use claij_interceptors::{Chain, Config, Context, Pipeline};
+use claij_interceptors::builtin::tools::Tools;
+use claij_interceptors::{Budget, Chain, Config, Context, Error, Pipeline};
 use claij_validation::{FixKind, Violation};
 use regex::Regex;
 use serde_json::{Value, json};
@@ -86,8 +87,10 @@ fn a_scripted_run_is_counted() {
     );
     assert_eq!(s.errors["retries_exhausted"], 1);
     assert_eq!(s.errors["backend"], 1);
-    assert_eq!(s.extractions[&FixKind::Extracted], 1);
-    assert!(s.repairs[&FixKind::QuoteStyle] >= 1);
+    // The first reply's extraction and quote repairs did not make it valid: they stay in its
+    // attempt's record, not among the fixes that made replies valid.
+    assert!(s.extractions.is_empty(), "{:?}", s.extractions);
+    assert!(!s.repairs.contains_key(&FixKind::QuoteStyle));
     assert_eq!(s.repairs[&FixKind::TrailingComma], 1);
     assert_eq!(s.coercions[&FixKind::ToString], 1);
     assert_eq!(s.violations["required"], 1);
@@ -143,6 +146,143 @@ fn logs_and_spans_of_a_call() {
     });
     let lines = capture.lines.lock().unwrap().join("\n");
     insta::assert_snapshot!(lines);
+}
+
+/// A repaired reply that still fails validation is one warning, the failure, with the repair among
+/// its fields; `reply repaired` is for a reply the repair made valid.
+#[test]
+fn a_repair_is_said_only_for_a_reply_that_then_validated() {
+    let capture = Arc::new(Capture::default());
+    let p = pipeline(
+        Scripted::replies([
+            r#"{'answer': 'hi',}"#,                  // repaired, but no `state`: invalid
+            r#"{"answer": "hi", "state": "done",}"#, // repaired and valid
+        ]),
+        "test-model",
+        3,
+        Metrics::new(),
+    );
+    LazyLock::force(&SECOND_DISPATCH);
+    tracing::subscriber::with_default(Arc::clone(&capture), || {
+        block(p.ask(&mut Context::default(), "Hello")).unwrap();
+    });
+    let lines = capture.lines.lock().unwrap().clone();
+    let warnings: Vec<&String> = lines.iter().filter(|l| l.starts_with("WARN")).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert!(
+        warnings[0].starts_with("WARN reply failed validation; retrying attempt=1 ")
+            && warnings[0].contains(" fixes=quote_style:2,trailing_comma:1 "),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].starts_with("WARN reply repaired attempt=2 fixes=trailing_comma:1 "),
+        "{}",
+        warnings[1]
+    );
+}
+
+/// The numbers of an agent run, as `claij ask --max-steps N --metrics` showed them wrong ("first
+/// try 0 of 1 valid", "attempts 2 (1 retry)" for two valid steps): each step's call is a model call
+/// with its own first try.
+#[test]
+fn each_step_of_an_agent_run_counts_as_a_model_call() {
+    let tools = Tools::new()
+        .register(
+            "now",
+            "The time.",
+            json!({"type": "object", "properties": {}}),
+            |_| async { Ok(json!("12:00")) },
+        )
+        .unwrap();
+    let metrics = Metrics::new();
+    let collector = metrics.collector().clone();
+    let backend = Scripted::replies([
+        r#"{"answer": "", "state": "asking", "tools": [{"name": "now", "args": {}}]}"#,
+        r#"{"answer": "It is noon.", "state": "done"}"#,
+    ]);
+    let p = Pipeline::new(
+        Arc::new(backend),
+        Config::new("test-model"),
+        Chain::new().with(tools).with(metrics),
+    );
+    let run = block(p.run_agent(&mut Context::default(), "Time?", &Budget::default())).unwrap();
+    assert_eq!((run.steps, run.answer.retries()), (2, 0));
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (2, 2, 0, 2));
+    assert_eq!((s.attempts, s.retries), (2, 0));
+    let table = s.render();
+    assert!(
+        table.contains("\n  first try     2 of 2 valid (100%)\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("\n  attempts      2 (0 retries)\n"),
+        "{table}"
+    );
+}
+
+/// A run that stops at its steps budget, or fails at a later step, still counts each step it made
+/// as its own call (the error carries every step's attempts).
+#[test]
+fn a_failed_agent_run_counts_its_earlier_steps() {
+    let tools = || {
+        Tools::new()
+            .register(
+                "now",
+                "The time.",
+                json!({"type": "object", "properties": {}}),
+                |_| async { Ok(json!("12:00")) },
+            )
+            .unwrap()
+    };
+    let calls_now = r#"{"answer": "", "state": "asking", "tools": [{"name": "now", "args": {}}]}"#;
+    let metrics = Metrics::new();
+    let collector = metrics.collector().clone();
+    // Stopped by `max_steps` after two steps that both called a tool.
+    let p = Pipeline::new(
+        Arc::new(Scripted::replies([calls_now, calls_now])),
+        Config::new("test-model"),
+        Chain::new().with(tools()).with(metrics.clone()),
+    );
+    let budget = Budget {
+        max_steps: 2,
+        ..Budget::default()
+    };
+    let error = block(p.run_agent(&mut Context::default(), "Time?", &budget)).unwrap_err();
+    assert!(matches!(error, Error::BudgetExceeded { .. }), "{error}");
+    collector.record_error(&error);
+    let s = collector.take();
+    assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (2, 2, 0, 2));
+    assert_eq!(s.errors["budget_exceeded"], 1);
+
+    // A tool call, then no valid answer within one retry.
+    let mut config = Config::new("test-model");
+    config.max_retries = 1;
+    let p = Pipeline::new(
+        Arc::new(Scripted::replies([calls_now, "no json", "still none"])),
+        config,
+        Chain::new().with(tools()).with(metrics),
+    );
+    let error =
+        block(p.run_agent(&mut Context::default(), "Time?", &Budget::default())).unwrap_err();
+    let Error::RetriesExhausted(exhausted) = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(
+        (exhausted.attempts.len(), exhausted.last_call().len()),
+        (3, 2)
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("no valid reply after 2 attempts"),
+        "{error}"
+    );
+    collector.record_error(&error);
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (2, 1, 1, 1));
+    assert_eq!((s.attempts, s.retries), (3, 1));
 }
 
 /// A second dispatcher, registered for the whole run. With a single one registered, tracing decides

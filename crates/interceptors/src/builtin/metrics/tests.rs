@@ -129,10 +129,11 @@ fn a_call_with_a_retry_counts_attempts_fixes_violations_and_time() {
     assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (1, 1, 0, 0));
     assert_eq!((s.attempts, s.retries), (2, 1));
     assert_eq!((s.verdicts.valid, s.verdicts.invalid), (1, 1));
-    assert_eq!(s.extractions[&FixKind::Extracted], 1);
+    // The first reply's extraction did not make it valid: it stays in that attempt's record.
+    assert!(s.extractions.is_empty(), "{:?}", s.extractions);
     assert_eq!(s.repairs[&FixKind::TrailingComma], 2);
     assert_eq!(s.coercions[&FixKind::EnumCase], 1);
-    assert_eq!(s.fixes().values().sum::<u64>(), 4);
+    assert_eq!(s.fixes().values().sum::<u64>(), 3);
     assert_eq!((s.violations["required"], s.violations["enum"]), (1, 1));
     assert_eq!(s.usage.input_tokens, 20);
     assert_eq!(s.usage.cost_usd, Some(1.0));
@@ -170,6 +171,58 @@ fn first_try_successes_are_counted_per_model() {
     assert_eq!((s.calls, s.first_try, s.verdicts.no_json), (2, 1, 1));
     assert_eq!(s.first_try_rate(), Some(0.5));
     assert_eq!(s.models["m"].first_try, 1);
+}
+
+/// An agent run's turn: a model call per step, each numbering its attempts from 1.
+#[test]
+fn each_step_of_an_agent_run_is_a_model_call_with_its_own_first_try() {
+    let collector = MetricsCollector::new();
+    // Two steps, each valid at once (the tool call, then the answer).
+    collector.record_call(&report(vec![
+        attempt(1, Verdict::Valid, &[], &[]),
+        attempt(1, Verdict::Valid, &[], &[]),
+    ]));
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (2, 2, 0, 2));
+    assert_eq!((s.attempts, s.retries), (2, 0));
+    assert_eq!(s.first_try_rate(), Some(1.0));
+    assert_eq!(s.timings.call.count, 2);
+    let m = &s.models["m"];
+    assert_eq!((m.calls, m.first_try, m.attempts), (2, 2, 2));
+
+    // Three steps: the second needs a retry.
+    let collector = MetricsCollector::new();
+    collector.record_call(&report(vec![
+        attempt(1, Verdict::Valid, &[], &[]),
+        attempt(1, Verdict::Invalid, &[FixKind::QuoteStyle], &["required"]),
+        attempt(2, Verdict::Valid, &[FixKind::TrailingComma], &[]),
+        attempt(1, Verdict::Valid, &[], &[]),
+    ]));
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.first_try), (3, 3, 2));
+    assert_eq!((s.attempts, s.retries), (4, 1));
+    assert_eq!(
+        s.repairs.keys().collect::<Vec<_>>(),
+        [&FixKind::TrailingComma]
+    );
+}
+
+/// A run that fails at a later step still counts its earlier steps' calls.
+#[test]
+fn a_failed_agent_run_counts_each_step_as_its_own_call() {
+    let collector = MetricsCollector::new();
+    let exhausted = Error::RetriesExhausted(Box::new(Exhausted {
+        attempts: vec![
+            attempt(1, Verdict::Valid, &[], &[]),
+            attempt(1, Verdict::Invalid, &[], &["type"]),
+            attempt(2, Verdict::Invalid, &[], &["type"]),
+        ],
+    }));
+    collector.record_error(&exhausted);
+    let s = collector.snapshot();
+    assert_eq!((s.calls, s.succeeded, s.failed, s.first_try), (2, 1, 1, 1));
+    assert_eq!((s.attempts, s.retries), (3, 1));
+    assert_eq!(s.errors["retries_exhausted"], 1);
 }
 
 #[test]
