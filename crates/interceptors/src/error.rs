@@ -52,7 +52,7 @@ pub enum Error {
     RetriesExhausted(Box<Exhausted>),
     /// An agent run ([`crate::Pipeline::run_agent`]) reached a bound of its [`crate::Budget`] before
     /// an answer.
-    #[error("the agent run reached its {budget} budget: {used} used of {limit}")]
+    #[error("the agent run reached its {budget} budget: {used} used of {limit}{}", next_call(.estimate))]
     BudgetExceeded {
         /// Which bound.
         budget: BudgetKind,
@@ -60,8 +60,22 @@ pub enum Error {
         limit: f64,
         /// What the run had used when it stopped.
         used: f64,
+        /// The estimated cost of the call the run did not make, when that call would have crossed
+        /// the cost bound (see [`crate::Budget`]).
+        estimate: Option<f64>,
         /// Every attempt of the run's steps.
         attempts: Vec<Attempt>,
+    },
+    /// An agent run has a cost bound ([`crate::Budget::max_cost_usd`]) but no known price for its
+    /// model ([`crate::Budget::price`]): nothing was sent, since no call's cost can be estimated.
+    #[error(
+        "no price for {provider}:{model}: an agent run with a max_cost_usd budget needs the model's input and output prices (Budget::price)"
+    )]
+    Unpriced {
+        /// The backend's provider.
+        provider: String,
+        /// The model.
+        model: String,
     },
     /// The validated value does not deserialize into the requested Rust type.
     #[error("the valid answer does not fit `{type_name}`: {message}")]
@@ -204,6 +218,13 @@ impl Error {
             _ => &[],
         }
     }
+}
+
+/// `, and its next call was estimated at 0.00004`, for a run stopped before a call.
+fn next_call(estimate: &Option<f64>) -> String {
+    estimate.map_or_else(String::new, |usd| {
+        format!(", and its next call was estimated at {usd}")
+    })
 }
 
 fn interceptor_prefix(interceptor: &Option<String>) -> String {

@@ -73,6 +73,9 @@ struct Call<'a> {
     steps: &'a [Message],
     /// The tools sent natively (an agent turn's).
     tools: &'a [ToolSpec],
+    /// The agent run whose budget admits each model call, and the earlier steps' attempts.
+    agent: Option<&'a agent::Agent<'a>>,
+    spent: &'a [Attempt],
 }
 
 /// What one attempt left: its record, and what the loop goes on with.
@@ -356,6 +359,9 @@ impl Pipeline {
         loop {
             let number = attempts.len() + 1;
             let sending = Arc::new(std::mem::take(&mut request));
+            if let Some(agent) = call.agent {
+                agent.admit_call(call.spent, &attempts, &sending)?;
+            }
             let provider = self.backend.provider();
             let model = self.config.model.as_str();
             let span = spans::call(provider, model, number, &sending, call.prepared);

@@ -498,6 +498,7 @@ fn error_kind(error: &Error) -> &'static str {
         Error::Backend { .. } => "backend",
         Error::RetriesExhausted(_) => "retries_exhausted",
         Error::BudgetExceeded { .. } => "budget_exceeded",
+        Error::Unpriced { .. } => "unpriced",
         Error::Typed { .. } => "typed",
     }
 }

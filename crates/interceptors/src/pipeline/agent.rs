@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use claij_backends::{Message, Role, SchemaTarget, ToolCall, ToolSpec};
+use claij_backends::{ChatRequest, Message, Role, SchemaTarget, ToolCall, ToolSpec};
 use claij_validation::{FixKind, Validator};
 use serde::Serialize;
 use serde_json::Value;
@@ -88,9 +88,10 @@ impl Pipeline {
     ///
     /// # Errors
     ///
-    /// As [`Pipeline::ask`], and [`Error::BudgetExceeded`] naming the bound when the model still
-    /// calls tools at the last step, or the tokens or cost spent reach the budget's, before an
-    /// answer.
+    /// As [`Pipeline::ask`]; [`Error::BudgetExceeded`] naming the bound when the model still calls
+    /// tools at the last step, or the tokens spent reach the budget's, before an answer, or when a
+    /// model call's estimated cost would take the run past [`Budget::max_cost_usd`] (see
+    /// [`Budget`]); [`Error::Unpriced`], before any request, for a cost bound without a known price.
     pub async fn run_agent(
         &self,
         ctx: &mut Context,
@@ -125,6 +126,12 @@ impl Pipeline {
         budget: &Budget,
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<AgentRun, Error> {
+        if budget.max_cost_usd.is_some() && !budget.price.as_ref().is_some_and(|p| p.is_known()) {
+            return Err(Error::Unpriced {
+                provider: self.backend.provider().to_owned(),
+                model: self.config.model.clone(),
+            });
+        }
         let span = spans::ask(self.backend.provider(), &self.config.model, ctx.turn, true);
         let toolboxes = self
             .chain
@@ -244,6 +251,7 @@ impl<'a> Agent<'a> {
             budget,
             limit,
             used,
+            estimate: None,
             attempts: attempts.to_vec(),
         };
         if step >= self.budget.max_steps {
@@ -259,13 +267,71 @@ impl<'a> Agent<'a> {
         {
             return Err(exceeded(BudgetKind::Tokens, limit as f64, tokens as f64));
         }
-        let cost: f64 = attempts.iter().filter_map(|a| a.usage.cost_usd).sum();
+        let cost = self.spent(attempts, &[]);
         if let Some(limit) = self.budget.max_cost_usd
             && cost >= limit
         {
             return Err(exceeded(BudgetKind::CostUsd, limit, cost));
         }
         Ok(())
+    }
+
+    /// Before a model call: whether what the run spent (the `earlier` steps' attempts and the
+    /// `current` step's) plus the call's estimated cost stays within the cost bound; see [`Budget`]
+    /// for the estimate.
+    pub(super) fn admit_call(
+        &self,
+        earlier: &[Attempt],
+        current: &[Attempt],
+        request: &ChatRequest,
+    ) -> Result<(), Error> {
+        let Some(limit) = self.budget.max_cost_usd else {
+            return Ok(());
+        };
+        let spent = self.spent(earlier, current);
+        let output = request.max_tokens.map_or_else(
+            || {
+                earlier
+                    .iter()
+                    .chain(current)
+                    .map(|a| a.usage.output_tokens)
+                    .max()
+                    .unwrap_or(0)
+            },
+            u64::from,
+        );
+        let input = u64::from(claij_backends::models::estimate_tokens(request));
+        // The run refused to start without a price: the estimate is known.
+        let estimate = self.budget.estimate(input, output).unwrap_or(f64::INFINITY);
+        if spent + estimate <= limit {
+            return Ok(());
+        }
+        warn!(
+            spent,
+            estimate,
+            limit,
+            input_tokens = input,
+            output_tokens = output,
+            "the next model call would cross the agent run's cost budget"
+        );
+        Err(Error::BudgetExceeded {
+            budget: BudgetKind::CostUsd,
+            limit,
+            used: spent,
+            estimate: Some(estimate),
+            attempts: earlier.iter().chain(current).cloned().collect(),
+        })
+    }
+
+    /// What these attempts cost: each one's reported cost, else its usage at the budget's price.
+    fn spent(&self, earlier: &[Attempt], current: &[Attempt]) -> f64 {
+        let spent: f64 = earlier
+            .iter()
+            .chain(current)
+            .filter_map(|a| self.budget.cost_of(&a.usage))
+            .sum();
+        // A sum of nothing is -0.0.
+        spent + 0.0
     }
 
     /// Runs the calls, each checked against its tool's schema first; one result per call, in order.

@@ -156,6 +156,8 @@ impl Pipeline {
                 on_partial: turn.on_partial,
                 steps: &steps,
                 tools: turn.specs,
+                agent: turn.agent,
+                spent: &attempts,
             };
             let first = self.request(&call, Retry::First);
             let (done, tried) = self

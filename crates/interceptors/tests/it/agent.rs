@@ -271,6 +271,7 @@ async fn the_step_budget_is_a_typed_error() {
         limit,
         used,
         attempts,
+        ..
     } = &err
     else {
         panic!("{err}")
@@ -307,8 +308,10 @@ async fn the_cost_budget_is_a_typed_error() {
         .map(|text| Ok(priced(ChatResponse::text(text)))),
     );
     let p = pipeline(&backend, weather(&runs));
+    // A price of 0: each call is estimated free, the reported $0.02 is what counts.
     let budget = Budget {
         max_cost_usd: Some(0.03),
+        price: Some(claij_backends::Price::new(0.0, 0.0)),
         ..Budget::default()
     };
     let err = p

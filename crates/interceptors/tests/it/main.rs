@@ -4,6 +4,7 @@
 
 mod agent;
 mod backend_errors;
+mod budget;
 mod citations;
 mod eval;
 mod example;
