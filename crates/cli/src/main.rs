@@ -10,12 +10,13 @@ use std::io::Write as _;
 use std::num::NonZeroUsize;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 mod args;
 mod ask;
 mod chat;
 mod config;
+mod flags;
 mod fsm;
 mod input;
 mod logging;
@@ -96,8 +97,19 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(std::io::stderr(), "error: internal error: {info}");
     }));
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let mut command = Cli::command();
+    let parsed = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let cli = match parsed {
+        Ok((cli, matches)) => {
+            // A flag the command cannot honour in its mode is refused before anything runs.
+            if let Err(line) = flags::check(&command, &matches) {
+                let _ = writeln!(std::io::stderr(), "error: {line}");
+                return ExitCode::from(2);
+            }
+            cli
+        }
         // `--help` and `--version` print to stdout and exit 0.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {

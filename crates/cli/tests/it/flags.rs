@@ -1,5 +1,7 @@
-//! Every numeric flag out of its range: one line on stderr naming the flag and the range, exit 2,
-//! before anything runs (no model, no server, no panic).
+//! Every numeric flag out of its range, and every flag a command cannot honour in its mode: one
+//! line on stderr naming the flag (and the range), exit 2, before anything runs (no model, no
+//! server, no panic). The walk over every flag of every command in each mode is the binary's unit
+//! test (`flags::tests`, from clap's tree); these run the binary on the cases a user meets.
 
 use super::{assert_one_line_error, claij};
 
@@ -99,5 +101,132 @@ fn numeric_flags_out_of_range_are_usage_errors_naming_flag_and_range() {
             2,
             &format!("invalid value '{value}' for '{flag}': {range}"),
         );
+    }
+}
+
+/// A flag the command cannot honour in its mode: exit 2, one line naming it, nothing asked (the
+/// models named listen nowhere).
+#[test]
+fn flags_a_mode_cannot_honour_are_refused_naming_them() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "ask",
+                "q",
+                "--llm",
+                "openai:a,openai:b",
+                "--consensus",
+                "majority",
+                "--stream",
+            ],
+            "error: --stream is not honoured by claij ask with --consensus",
+        ),
+        (
+            &[
+                "ask",
+                "q",
+                "--llm",
+                "openai:a,openai:b",
+                "--consensus",
+                "first-valid",
+                "--interceptors",
+                "tools",
+                "--tool-results-budget",
+                "100",
+            ],
+            "error: --tool-results-budget is not honoured by claij ask with --consensus",
+        ),
+        (
+            &["ask", "q", "--tool-results-budget", "100"],
+            "error: --tool-results-budget sizes what tool and MCP calls return to the model: add --interceptors tools",
+        ),
+        (
+            &["ask", "q", "--history-messages", "4"],
+            "error: --history-messages bounds the conversation a session carries",
+        ),
+        (
+            &["ask", "q", "--note", "n.txt"],
+            "error: --note is a note the model may cite: add --standard",
+        ),
+        (
+            &["ask", "q", "--approve", "auto"],
+            "error: --approve decides on the schema extensions the model proposes: add --interceptors proposals",
+        ),
+        (
+            &["ask", "q", "--project", "p"],
+            "error: --project chooses the MCP servers' project: add --interceptors mcp",
+        ),
+        (
+            &["chat", "--on", "/answer"],
+            "error: claij chat talks with one model: --on",
+        ),
+        (
+            &[
+                "fsm", "run", "f.json", "--input", "{}", "--on", "restate", "--llm", "local",
+            ],
+            "error: --llm is not honoured by claij fsm run on Restate (the worker, `claij serve restate`, runs the machine",
+        ),
+        (
+            &[
+                "fsm",
+                "run",
+                "f.json",
+                "--input",
+                "{}",
+                "--on",
+                "restate",
+                "--interceptors",
+                "proposals",
+            ],
+            "error: --interceptors is not honoured by claij fsm run on Restate",
+        ),
+    ];
+    for (args, line) in cases {
+        let run = claij(args, "");
+        assert_one_line_error(&run, 2, line);
+        assert!(run.stderr.starts_with(line), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
+    }
+}
+
+/// The refusals that were there before keep their words.
+#[test]
+fn earlier_refusals_keep_their_words() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "ask",
+                "q",
+                "--llm",
+                "openai:a,openai:b",
+                "--consensus",
+                "majority",
+                "--metrics",
+            ],
+            "error: --metrics counts one model's calls, --consensus asks several: drop one",
+        ),
+        (
+            &["fsm", "run", "f.json", "--input", "{}", "--id", "r1"],
+            "error: --ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
+        ),
+        (
+            &[
+                "fsm",
+                "run",
+                "f.json",
+                "--input",
+                "{}",
+                "--on",
+                "restate",
+                "--journal",
+                "j",
+            ],
+            "error: --journal is for an embedded run: on Restate the server journals the run",
+        ),
+    ];
+    for (args, line) in cases {
+        let run = claij(args, "");
+        assert_one_line_error(&run, 2, line);
+        assert_eq!(run.stderr.trim_end(), *line, "{args:?}");
     }
 }

@@ -1,0 +1,570 @@
+//! No flag is silently ignored: each command states, per mode it can run in, the flags it honours
+//! ([`SCOPES`]), and the flags a flag needs beside it to mean anything ([`Need`]); [`check`] refuses
+//! any other flag given on the command line (exit 2, one line naming it) before anything runs.
+//!
+//! A flag's default (not given) is never refused, nor are the flags every command takes
+//! ([`crate::args::Global`], checked where they are used). The unit tests walk every flag of
+//! every command of clap's tree in each mode, so a flag no scope classifies fails them.
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+
+/// A command (`ask`, `fsm run`) and the modes it runs in.
+pub(crate) struct Scope {
+    /// The command's path under `claij`, words separated by a space.
+    pub command: &'static str,
+    /// Its modes; [`Scope::mode_of`] says which one a command line is in.
+    pub modes: &'static [Mode],
+    /// The mode of a command line (a name among [`Scope::modes`]).
+    pub mode_of: fn(&ArgMatches) -> &'static str,
+    /// Flags that mean something only beside others.
+    pub needs: &'static [Need],
+}
+
+/// A mode of a command and the flags it honours.
+pub(crate) struct Mode {
+    /// Its name, as [`Scope::mode_of`] returns it.
+    pub name: &'static str,
+    /// The mode, as the refusal says it: `with --consensus (several models asked once each)`.
+    pub said: &'static str,
+    /// Arguments that put the command in this mode (after its path; the tests use them).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the tests walk each mode through it")
+    )]
+    pub example: &'static [&'static str],
+    /// The flags (long names) it honours, in groups.
+    pub honours: &'static [&'static [&'static str]],
+    /// Refusals worded for a flag of their own (the rest get the same line).
+    pub refusals: &'static [(&'static str, &'static str)],
+}
+
+/// A flag honoured only when others say so.
+pub(crate) struct Need {
+    /// The flag (long name).
+    pub flag: &'static str,
+    /// Whether the command line gives what the flag needs.
+    pub met: fn(&ArgMatches) -> bool,
+    /// The refusal when it does not (one line, naming the flag).
+    pub says: &'static str,
+    /// Arguments that meet it (the tests use them).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the tests meet each need through it")
+    )]
+    pub example: &'static [&'static str],
+}
+
+/// Checks the flags given to `command` (the whole tree) as `matches` holds them: the first flag
+/// its mode does not honour, or whose need is not met, is the one-line usage error (without
+/// `error: `).
+pub(crate) fn check(command: &clap::Command, matches: &ArgMatches) -> Result<(), String> {
+    let mut path = Vec::new();
+    let (mut cmd, mut m) = (command, matches);
+    while let Some((name, sub)) = m.subcommand() {
+        let Some(next) = cmd.find_subcommand(name) else {
+            break;
+        };
+        path.push(name);
+        (cmd, m) = (next, sub);
+    }
+    let path = path.join(" ");
+    let Some(scope) = scope(&path) else {
+        return Ok(());
+    };
+    let mode = scope.mode(m);
+    for long in given(cmd, m) {
+        if !mode.honours(long) {
+            let custom = mode.refusals.iter().find(|(flag, _)| *flag == long);
+            return Err(custom.map_or_else(
+                || {
+                    let said = if mode.said.is_empty() { "" } else { " " };
+                    format!(
+                        "--{long} is not honoured by claij {path}{said}{}: drop it",
+                        mode.said
+                    )
+                },
+                |(_, says)| (*says).to_owned(),
+            ));
+        }
+        if let Some(need) = scope.needs.iter().find(|n| n.flag == long)
+            && !(need.met)(m)
+        {
+            return Err(need.says.to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// The scope of the command at `path`.
+pub(crate) fn scope(path: &str) -> Option<&'static Scope> {
+    SCOPES.iter().find(|s| s.command == path)
+}
+
+impl Scope {
+    /// The mode `matches` is in.
+    pub(crate) fn mode(&self, matches: &ArgMatches) -> &'static Mode {
+        let name = (self.mode_of)(matches);
+        self.modes
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or(&self.modes[0])
+    }
+}
+
+impl Mode {
+    /// Whether it honours the flag `long`.
+    pub(crate) fn honours(&self, long: &str) -> bool {
+        self.honours.iter().any(|group| group.contains(&long))
+    }
+}
+
+/// The long names of the flags given on the command line to `cmd` (not its every-command flags),
+/// in the order `cmd` declares them.
+pub(crate) fn given<'a>(cmd: &'a clap::Command, matches: &ArgMatches) -> Vec<&'a str> {
+    cmd.get_arguments()
+        .filter(|arg| !arg.is_global_set() && !arg.is_positional())
+        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .filter_map(clap::Arg::get_long)
+        .collect()
+}
+
+/// Whether the flag with this id is on the command line.
+fn on(matches: &ArgMatches, id: &str) -> bool {
+    matches.value_source(id) == Some(ValueSource::CommandLine)
+}
+
+/// The raw values of the argument with this id (after splitting at its delimiter).
+fn values(matches: &ArgMatches, id: &str) -> Vec<String> {
+    matches
+        .try_get_raw(id)
+        .ok()
+        .flatten()
+        .map(|values| values.map(|v| v.to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Whether `--interceptors` names one of `names`.
+fn intercepts(matches: &ArgMatches, names: &[&str]) -> bool {
+    values(matches, "interceptors")
+        .iter()
+        .any(|n| names.contains(&n.as_str()))
+}
+
+/// The model flags of `ask`, `chat`, `fsm run|resume`, `mcp chat`, `serve restate`, `suite run`.
+const MODEL: &[&str] = &[
+    "llm",
+    "model-path",
+    "mode",
+    "max-retries",
+    "max-tokens",
+    "max-reply-bytes",
+    "temperature",
+    "seed",
+    "threads",
+    "matrix",
+];
+
+/// What `ask` and `chat` share besides the model flags.
+const CONVERSE: &[&str] = &[
+    "schema",
+    "interceptors",
+    "approve",
+    "voters",
+    "session",
+    "history-messages",
+    "history-tokens",
+    "tool-results-budget",
+    "standard",
+    "note",
+    "project",
+    "example",
+    "json",
+    "stream",
+    "no-stream",
+    "metrics",
+];
+
+/// The agent run's flags.
+const AGENT: &[&str] = &["max-steps", "budget-usd"];
+
+/// The flags of an FSM run's worker: the model, services, meta-debug and proposals.
+const WORKER: &[&str] = &["project", "meta-debug", "interceptors", "approve", "voters"];
+
+/// The limits and output of an FSM run, wherever it runs.
+const RUN: &[&str] = &["max-transitions", "max-repeated-calls", "json"];
+
+/// The MCP servers' flags of `mcp list|call|chat`.
+const SERVERS: &[&str] = &["project", "sampling-llm", "elicitation", "mcp-log-level"];
+
+/// `--consensus` with several models.
+const CONSENSUS: &[&str] = &["consensus", "on"];
+
+const RESTATE_RUN: &[&str] = &["ingress", "id", "follow-timeout"];
+
+/// Every command and what it honours in each mode.
+pub(crate) static SCOPES: &[Scope] = &[
+    Scope {
+        command: "ask",
+        modes: &[
+            Mode {
+                name: "one",
+                said: "with one model",
+                example: &[],
+                honours: &[MODEL, CONVERSE, AGENT],
+                refusals: &[(
+                    "on",
+                    "--on chooses what --consensus majority compares: add --consensus majority",
+                )],
+            },
+            Mode {
+                name: "agent",
+                said: "in an agent run",
+                example: &["--max-steps", "2"],
+                honours: &[MODEL, CONVERSE, AGENT],
+                refusals: &[(
+                    "on",
+                    "--on chooses what --consensus majority compares: add --consensus majority",
+                )],
+            },
+            Mode {
+                name: "consensus",
+                said: "with --consensus (several models asked once each, not streamed, no tool results on a next turn)",
+                example: &["--consensus", "majority", "--llm", "a,b"],
+                honours: &[
+                    MODEL,
+                    CONSENSUS,
+                    &[
+                        "schema",
+                        "interceptors",
+                        "standard",
+                        "note",
+                        "project",
+                        "example",
+                        "json",
+                        "no-stream",
+                    ],
+                ],
+                refusals: &[
+                    (
+                        "metrics",
+                        "--metrics counts one model's calls, --consensus asks several: drop one",
+                    ),
+                    (
+                        "max-steps",
+                        "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one",
+                    ),
+                    (
+                        "budget-usd",
+                        "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one",
+                    ),
+                    (
+                        "session",
+                        "--memory carries one conversation, --consensus asks several models once each: drop one",
+                    ),
+                ],
+            },
+        ],
+        mode_of: |m| {
+            if on(m, "consensus") {
+                "consensus"
+            } else if on(m, "max_steps") || on(m, "budget_usd") {
+                "agent"
+            } else {
+                "one"
+            }
+        },
+        needs: &[
+            Need {
+                flag: "history-messages",
+                met: |m| on(m, "memory"),
+                says: "--history-messages bounds the conversation a session carries, and one question has none before it: add --session FILE",
+                example: &["--session", "s.json"],
+            },
+            Need {
+                flag: "history-tokens",
+                met: |m| on(m, "memory"),
+                says: "--history-tokens bounds the conversation a session carries, and one question has none before it: add --session FILE",
+                example: &["--session", "s.json"],
+            },
+            TOOL_RESULTS,
+            NOTE,
+            APPROVE,
+            VOTERS,
+            Need {
+                flag: "project",
+                met: |m| intercepts(m, &["mcp"]) || on(m, "memory"),
+                says: "--project chooses the MCP servers' project: add --interceptors mcp (or --session FILE, which keeps it for later turns)",
+                example: &["--interceptors", "mcp"],
+            },
+        ],
+    },
+    Scope {
+        command: "chat",
+        modes: &[Mode {
+            name: "chat",
+            said: "",
+            example: &[],
+            honours: &[MODEL, CONVERSE, AGENT, &["no-history"]],
+            refusals: &[
+                (
+                    "consensus",
+                    "claij chat talks with one model: --consensus and several --llm models are for claij ask (one question, several answers compared)",
+                ),
+                (
+                    "on",
+                    "claij chat talks with one model: --on (what --consensus majority compares) and several --llm models are for claij ask (one question, several answers compared)",
+                ),
+            ],
+        }],
+        mode_of: |_| "chat",
+        needs: &[
+            TOOL_RESULTS,
+            NOTE,
+            APPROVE,
+            VOTERS,
+            Need {
+                flag: "project",
+                met: |m| intercepts(m, &["mcp"]) || on(m, "memory"),
+                says: "--project chooses the MCP servers' project: add --interceptors mcp (or --session FILE, which keeps it for later conversations)",
+                example: &["--interceptors", "mcp"],
+            },
+        ],
+    },
+    Scope {
+        command: "fsm run",
+        modes: &[
+            Mode {
+                name: "embedded",
+                said: "embedded",
+                example: &[],
+                honours: &[&["input", "journal", "force", "on"], MODEL, WORKER, RUN],
+                refusals: &[
+                    (
+                        "ingress",
+                        "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
+                    ),
+                    (
+                        "id",
+                        "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
+                    ),
+                    (
+                        "follow-timeout",
+                        "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
+                    ),
+                ],
+            },
+            Mode {
+                name: "restate",
+                said: ON_WORKER_SAID,
+                example: &["--on", "restate"],
+                honours: &[&["input", "on"], RESTATE_RUN, RUN],
+                refusals: &[
+                    (
+                        "journal",
+                        "--journal is for an embedded run: on Restate the server journals the run",
+                    ),
+                    (
+                        "force",
+                        "--journal is for an embedded run: on Restate the server journals the run",
+                    ),
+                ],
+            },
+        ],
+        mode_of: |m| {
+            if values(m, "on").iter().any(|v| v == "restate") {
+                "restate"
+            } else {
+                "embedded"
+            }
+        },
+        needs: &[],
+    },
+    Scope {
+        command: "fsm resume",
+        modes: &[only(&[MODEL, WORKER, RUN])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "serve restate",
+        modes: &[only(&[&["bind", "register"], MODEL, WORKER, RUN])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "fsm validate",
+        modes: &[only(&[&["project"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "fsm render",
+        modes: &[only(&[&["format"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "fsm provide",
+        modes: &[only(&[&["on", "ingress"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp list",
+        modes: &[only(&[SERVERS, &["json"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp call",
+        modes: &[only(&[
+            SERVERS,
+            &["args", "timeout", "max-message-bytes", "json"],
+        ])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp chat",
+        modes: &[only(&[
+            SERVERS,
+            MODEL,
+            &["max-transitions", "max-repeated-calls", "history"],
+        ])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp conformance",
+        modes: &[only(&[&["elicitation", "timeout"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp login",
+        modes: &[only(&[&["timeout", "scope"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp logout",
+        modes: &[only(&[])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "mcp servers",
+        modes: &[only(&[&["root", "servers", "dir", "format"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "models",
+        modes: &[only(&[&["matrix", "json"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "validate",
+        modes: &[only(&[&["schema", "json", "max-input-bytes"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "repair",
+        modes: &[only(&[&["schema", "json", "max-input-bytes"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "schema compose",
+        modes: &[only(&[&["compact"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "schema render",
+        modes: &[only(&[&["as"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "schema audit",
+        modes: &[only(&[&["json"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "schema rollback",
+        modes: &[only(&[&["schema"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "config show",
+        modes: &[only(&[&["json"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "suite run",
+        modes: &[only(&[MODEL, &["suite", "timeout", "json-lines"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "suite list",
+        modes: &[only(&[])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+];
+
+/// `on Restate`, as a refusal says it.
+const ON_WORKER_SAID: &str = concat!(
+    "on Restate ",
+    "(the worker, `claij serve restate`, runs the machine with its own model, services and interceptors: give it there)"
+);
+
+/// The one mode of a command whose flags do not depend on each other.
+const fn only(honours: &'static [&'static [&'static str]]) -> Mode {
+    Mode {
+        name: "",
+        said: "",
+        example: &[],
+        honours,
+        refusals: &[],
+    }
+}
+
+const TOOL_RESULTS: Need = Need {
+    flag: "tool-results-budget",
+    met: |m| intercepts(m, &["tools", "mcp"]),
+    says: "--tool-results-budget sizes what tool and MCP calls return to the model: add --interceptors tools or --interceptors mcp",
+    example: &["--interceptors", "tools"],
+};
+
+const NOTE: Need = Need {
+    flag: "note",
+    met: |m| intercepts(m, &["citations"]) || on(m, "standard"),
+    says: "--note is a note the model may cite: add --standard or --interceptors citations",
+    example: &["--standard"],
+};
+
+const APPROVE: Need = Need {
+    flag: "approve",
+    met: |m| intercepts(m, &["proposals"]),
+    says: "--approve decides on the schema extensions the model proposes: add --interceptors proposals",
+    example: &["--interceptors", "proposals"],
+};
+
+const VOTERS: Need = Need {
+    flag: "voters",
+    met: |m| intercepts(m, &["proposals"]),
+    says: "--voters is for --interceptors proposals --approve vote",
+    example: &["--interceptors", "proposals", "--approve", "vote"],
+};
+
+#[cfg(test)]
+mod tests;
