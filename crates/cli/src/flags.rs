@@ -53,6 +53,12 @@ pub(crate) struct Need {
         expect(dead_code, reason = "the tests meet each need through it")
     )]
     pub example: &'static [&'static str],
+    /// Arguments that leave it unmet beside the flag alone (the tests use them).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the tests break each need through it")
+    )]
+    pub unmet: &'static [&'static str],
 }
 
 /// Checks the flags given to `command` (the whole tree) as `matches` holds them: the first flag
@@ -280,22 +286,33 @@ pub(crate) static SCOPES: &[Scope] = &[
                 met: |m| on(m, "memory"),
                 says: "--history-messages bounds the conversation a session carries, and one question has none before it: add --session FILE",
                 example: &["--session", "s.json"],
+                unmet: &[],
             },
             Need {
                 flag: "history-tokens",
                 met: |m| on(m, "memory"),
                 says: "--history-tokens bounds the conversation a session carries, and one question has none before it: add --session FILE",
                 example: &["--session", "s.json"],
+                unmet: &[],
             },
             TOOL_RESULTS,
             NOTE,
             APPROVE,
             VOTERS,
+            THREADS,
+            Need {
+                flag: "stream",
+                met: |m| !on(m, "json"),
+                says: "--stream shows partial values, and --json prints the final report alone: drop one",
+                example: &[],
+                unmet: &["--json"],
+            },
             Need {
                 flag: "project",
                 met: |m| intercepts(m, &["mcp"]) || on(m, "memory"),
                 says: "--project chooses the MCP servers' project: add --interceptors mcp (or --session FILE, which keeps it for later turns)",
                 example: &["--interceptors", "mcp"],
+                unmet: &[],
             },
         ],
     },
@@ -323,11 +340,20 @@ pub(crate) static SCOPES: &[Scope] = &[
             NOTE,
             APPROVE,
             VOTERS,
+            THREADS,
+            Need {
+                flag: "stream",
+                met: |m| !on(m, "json") && !on(m, "standard"),
+                says: "--stream writes the answer as it grows, and --json prints each turn's report whole, --standard renders the standard response whole: drop one",
+                example: &[],
+                unmet: &["--standard"],
+            },
             Need {
                 flag: "project",
                 met: |m| intercepts(m, &["mcp"]) || on(m, "memory"),
                 says: "--project chooses the MCP servers' project: add --interceptors mcp (or --session FILE, which keeps it for later conversations)",
                 example: &["--interceptors", "mcp"],
+                unmet: &[],
             },
         ],
     },
@@ -543,13 +569,36 @@ const TOOL_RESULTS: Need = Need {
     met: |m| intercepts(m, &["tools", "mcp"]),
     says: "--tool-results-budget sizes what tool and MCP calls return to the model: add --interceptors tools or --interceptors mcp",
     example: &["--interceptors", "tools"],
+    unmet: &[],
 };
+
+const THREADS: Need = Need {
+    flag: "threads",
+    met: |m| {
+        values(m, "llm")
+            .iter()
+            .all(|llm| llm.split(',').all(may_be_local))
+    },
+    says: "--threads sets the embedded model's threads, and --llm names no embedded model (`local`): drop it",
+    example: &[],
+    unmet: &["--llm", "openai:gpt-4o-mini"],
+};
+
+/// Whether `--llm`'s model may be the embedded one: `local`, `local:...`, or an alias (the
+/// configuration may point it there); a `provider:model` of another provider is not.
+fn may_be_local(llm: &str) -> bool {
+    match llm.trim().split_once(':') {
+        Some((provider, _)) => provider == "local",
+        None => true,
+    }
+}
 
 const NOTE: Need = Need {
     flag: "note",
     met: |m| intercepts(m, &["citations"]) || on(m, "standard"),
     says: "--note is a note the model may cite: add --standard or --interceptors citations",
     example: &["--standard"],
+    unmet: &[],
 };
 
 const APPROVE: Need = Need {
@@ -557,6 +606,7 @@ const APPROVE: Need = Need {
     met: |m| intercepts(m, &["proposals"]),
     says: "--approve decides on the schema extensions the model proposes: add --interceptors proposals",
     example: &["--interceptors", "proposals"],
+    unmet: &[],
 };
 
 const VOTERS: Need = Need {
@@ -564,6 +614,7 @@ const VOTERS: Need = Need {
     met: |m| intercepts(m, &["proposals"]),
     says: "--voters is for --interceptors proposals --approve vote",
     example: &["--interceptors", "proposals", "--approve", "vote"],
+    unmet: &[],
 };
 
 #[cfg(test)]

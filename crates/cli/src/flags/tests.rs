@@ -257,9 +257,20 @@ fn each_flag_in_each_mode_is_honoured_or_refused_naming_it() {
                 match (mode.honours(long), need) {
                     (true, None) => assert_eq!(result, Ok(()), "{case}"),
                     (true, Some(need)) => {
-                        let refusal = result.expect_err(&case);
-                        assert!(refusal.contains(&format!("--{long}")), "{case}: {refusal}");
-                        assert!(!refusal.contains('\n'), "{case}: {refusal}");
+                        // Unmet: the flag alone, or beside what breaks its need (unless the
+                        // mode's example gives one of those flags already).
+                        let unmet = strings(need.unmet);
+                        let clash = unmet
+                            .iter()
+                            .any(|u| u.starts_with("--") && base.contains(u));
+                        if !clash {
+                            let mut unmet_case = extra.clone();
+                            unmet_case.extend(unmet);
+                            let case = format!("claij {path} {unmet_case:?}");
+                            let refusal = checked(&path, &cmd, &unmet_case).expect_err(&case);
+                            assert!(refusal.contains(&format!("--{long}")), "{case}: {refusal}");
+                            assert!(!refusal.contains('\n'), "{case}: {refusal}");
+                        }
                         let mut met = extra.clone();
                         met.extend(strings(need.example));
                         assert_eq!(checked(&path, &cmd, &met), Ok(()), "claij {path} {met:?}");

@@ -117,11 +117,20 @@ async fn json_and_no_stream_print_only_the_final_value() {
         serde_json::from_str::<Value>(&plain.stdout).unwrap()["answer"],
         "Paris, on the Seine"
     );
-    let report = run(
+    // --stream beside --json would show nothing: refused, not ignored.
+    let both = run(
         &server,
         &["ask", "Where is the Louvre?", "--stream", "--json"],
         "",
     );
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    assert!(
+        both.stderr
+            .starts_with("error: --stream shows partial values, and --json prints"),
+        "{}",
+        both.stderr
+    );
+    let report = run(&server, &["ask", "Where is the Louvre?", "--json"], "");
     assert_eq!(report.code, 0, "{}", report.stderr);
     let report: Value = serde_json::from_str(&report.stdout).unwrap();
     assert_eq!(report["value"]["answer"], "Paris, on the Seine");

@@ -157,6 +157,18 @@ fn flags_a_mode_cannot_honour_are_refused_naming_them() {
             "error: --project chooses the MCP servers' project: add --interceptors mcp",
         ),
         (
+            &["ask", "q", "--stream", "--json"],
+            "error: --stream shows partial values, and --json prints the final report alone: drop one",
+        ),
+        (
+            &["chat", "--standard", "--stream"],
+            "error: --stream writes the answer as it grows",
+        ),
+        (
+            &["ask", "q", "--llm", "openai:gpt-4o-mini", "--threads", "2"],
+            "error: --threads sets the embedded model's threads, and --llm names no embedded model",
+        ),
+        (
             &["chat", "--on", "/answer"],
             "error: claij chat talks with one model: --on",
         ),
