@@ -572,6 +572,61 @@ async fn run_takes_max_retries_from_the_configuration_defaults_unless_told() {
     assert_eq!(calls, 4, "without either: the first attempt and 3 retries");
 }
 
+/// The end line counts model calls, not attempts: the one `llm` state's call, valid on its
+/// second attempt, is 1 model call with 1 retry (it was "2 model calls").
+#[tokio::test]
+async fn the_end_line_counts_a_retry_as_an_attempt_of_its_call() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(r#"{"reply": "4"}"#))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(r#"{"answer": "4"}"#))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let files = Files::new(&[
+        ("one.json", ONE_QUESTION),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let (config, data) = (files.path("config.toml"), files.path("data"));
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("one.json"),
+            "--input",
+            "{}",
+            "--llm",
+            "gemini-flash",
+        ],
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-fsm-retry-0123456789")),
+            ("XDG_DATA_HOME", Some(data.as_str())),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let end = run
+        .stderr
+        .lines()
+        .find(|l| l.contains(" transitions, "))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        end.starts_with("2 transitions, 1 model call (0 valid on the first try, 1 retry), "),
+        "{end}"
+    );
+}
+
 #[tokio::test]
 async fn run_takes_the_model_options_ask_takes() {
     use wiremock::matchers::{method, path};
