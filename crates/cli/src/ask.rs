@@ -85,8 +85,10 @@ pub(crate) struct Options {
     /// (or --budget-usd), tool and MCP results reach the model on the next turn.
     #[arg(long, value_name = "N", value_parser = crate::args::steps)]
     max_steps: Option<usize>,
-    /// An agent run (as --max-steps; 8 steps unless it says) that stops before a step once the
-    /// turn has cost this many US dollars (a provider that reports no cost counts 0).
+    /// An agent run (as --max-steps; 8 steps unless it says) that stops before a model call that
+    /// would take the turn past this many US dollars: what it spent plus the call's estimate (its
+    /// prompt, and --max-tokens or the most an earlier call wrote). Needs the model's price
+    /// (`claij models` lists them): without one, nothing is sent.
     #[arg(long, value_name = "USD", value_parser = crate::args::dollars)]
     budget_usd: Option<f64>,
     /// Characters of tool and MCP results shown to the model: on the next turn, shared by the
@@ -225,6 +227,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 budget,
                 limit,
                 used,
+                estimate,
                 ..
             },
         ) => {
@@ -233,6 +236,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 budget: budget.to_string(),
                 limit,
                 used,
+                estimate,
             };
             report::over_budget(&over, attempts, elapsed, args.options.json)?;
             Ok(Status::Invalid)
@@ -352,6 +356,12 @@ impl<'a> Conversation<'a> {
             &settings.defaults,
             measured.as_ref(),
         );
+        let budget = crate::models::prices::priced_budget(
+            options.budget(),
+            &settings,
+            &provider,
+            &knobs.model,
+        )?;
         if let Some(fallback) = &opened.fallback {
             // An explicit --mode native keeps to native output (other native dialects only).
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
@@ -427,7 +437,7 @@ impl<'a> Conversation<'a> {
             partials: display
                 .map(|display| stream::Partials::new(display, Box::new(std::io::stdout()))),
             streamed: String::new(),
-            budget: options.budget(),
+            budget,
             calls: Vec::new(),
             evaluated: None,
             metrics: metrics.map(|metrics| metrics.collector().clone()),

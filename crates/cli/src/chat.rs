@@ -167,6 +167,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 budget,
                 limit,
                 used,
+                estimate,
                 ..
             }) => {
                 status = Status::Invalid;
@@ -174,6 +175,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                     budget: budget.to_string(),
                     limit,
                     used,
+                    estimate,
                 };
                 writeln!(
                     err,

@@ -41,6 +41,9 @@
 //!
 //! [projects.docs]
 //! services = ["fs"]
+//!
+//! [models."openai:gpt-4o-mini"]          # over the imported and built-in prices (see [`models`])
+//! price = { input = 0.15, output = 0.60, cached_input = 0.075 }
 //! ```
 //!
 //! Every provider entry takes `headers` and `query` (added to every request) and `auth_header`; a
@@ -68,6 +71,7 @@
 //! names it (or, when there is none, the files looked for).
 
 mod gateway;
+mod models;
 mod show;
 #[cfg(test)]
 mod tests;
@@ -76,7 +80,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
@@ -88,6 +92,7 @@ use toml::{Table, Value};
 use crate::ask::llm::{self, Llm, Provider};
 
 pub(crate) use self::gateway::Gateway;
+pub(crate) use self::models::{ModelPrice, price_key};
 pub(crate) use self::show::{Command, run};
 
 /// The built-in aliases (the design's model table): name, `provider:model` or `local`.
@@ -128,6 +133,12 @@ pub(crate) struct Settings {
     mcp_looked: Vec<PathBuf>,
     /// Providers of the user's own (`kind = "openai-compatible"`), by name.
     compatible: BTreeMap<String, CompatibleSettings>,
+    /// `[models."provider:model"] price`: prices over the imported and built-in ones.
+    pub model_prices: Vec<ModelPrice>,
+    /// Where `claij models prices --import` keeps its prices (claij's data directory), when known.
+    pub data_dir: Option<PathBuf>,
+    /// The price table, built on first use ([`Settings::prices`]).
+    prices: OnceLock<Result<Arc<claij_backends::ModelTable>, String>>,
 }
 
 /// The `kind` of a provider entry of the user's own.
@@ -246,6 +257,9 @@ impl Default for Settings {
             mcp_path: None,
             mcp_looked: Vec::new(),
             compatible: BTreeMap::new(),
+            model_prices: Vec::new(),
+            data_dir: None,
+            prices: OnceLock::new(),
         }
     }
 }
@@ -308,7 +322,26 @@ impl Settings {
             |name| std::env::var_os(name),
             cwd.as_deref(),
         );
-        Self::load_from(&places)
+        let mut settings = Self::load_from(&places)?;
+        settings.data_dir = data_dir();
+        Ok(settings)
+    }
+
+    /// The price of every known model: the configuration's `[models]` over the prices `claij
+    /// models prices --import` keeps in the data directory over the built-in ones; built once.
+    ///
+    /// # Errors
+    ///
+    /// The imported price file cannot be read or is not a price list (the message names it).
+    pub(crate) fn prices(&self) -> Result<Arc<claij_backends::ModelTable>> {
+        self.prices
+            .get_or_init(|| {
+                crate::models::prices::table(self)
+                    .map(Arc::new)
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .clone()
+            .map_err(anyhow::Error::msg)
     }
 
     /// The configuration read from `places` (see the module docs for the order).
@@ -490,14 +523,18 @@ impl Settings {
                 "aliases" => config.read_aliases(value, &fail)?,
                 "defaults" => config.read_defaults(value, &fail)?,
                 "proposals" => config.read_proposals(value, &fail)?,
-                "mcpServers" | "projects" | "roots" => {}
+                "models" | "mcpServers" | "projects" | "roots" => {}
                 other => {
                     return Err(fail(
                         &[other],
-                        "unknown key (expected providers, aliases, defaults, proposals, mcpServers, projects or roots)",
+                        "unknown key (expected providers, aliases, defaults, proposals, models, mcpServers, projects or roots)",
                     ));
                 }
             }
+        }
+        // Model keys may be aliases, so the aliases come first.
+        if let Some(models) = table.get("models") {
+            config.read_models(models, path, &fail)?;
         }
         if let Some(llm) = &config.defaults.llm {
             config

@@ -49,8 +49,9 @@ enum Command {
     /// Talk with a model, a turn per line; every reply validated, the memory interceptor on (exit 0,
     /// or 1 when the last turn got no valid reply).
     Chat(chat::Args),
-    /// What the compatibility matrix (`cargo xtask integration`) makes claij choose for each
-    /// measured model: structured-output mode and retry budget, and why.
+    /// Each model's prices (their date and source) and what the compatibility matrix (`cargo
+    /// xtask integration`) makes claij choose for each measured model: structured-output mode and
+    /// retry budget, and why; `models prices --import FILE` updates the prices.
     Models(models::Args),
     /// Validate a JSON instance against a schema (exit 0 valid, 1 invalid, 2 usage or IO error).
     Validate(validate::Args),
@@ -189,7 +190,6 @@ impl Command {
     /// The command's name when it reads no configuration file, so `--config` is refused.
     fn reads_no_configuration(&self) -> Option<&'static str> {
         match self {
-            Command::Models(_) => Some("models"),
             Command::Validate(_) => Some("validate"),
             Command::Repair(_) => Some("repair"),
             Command::Schema(_) => Some("schema"),
@@ -197,6 +197,7 @@ impl Command {
             Command::Mcp(cmd) => cmd.reads_no_configuration(),
             Command::Ask(_)
             | Command::Chat(_)
+            | Command::Models(_)
             | Command::Config(_)
             | Command::Serve(_)
             | Command::Suite(_) => None,

@@ -1,6 +1,7 @@
 //! The compatibility matrix, put to use: for each model it has measured, the structured-output mode
-//! and the retry budget claij chooses, whether it is supported for structured output at all, and
-//! `claij models`, which says what it would choose and why.
+//! and the retry budget claij chooses, whether it is supported for structured output at all; the
+//! prices claij uses ([`prices`]); and `claij models`, which shows each model's prices, their date
+//! and source, and what it would choose and why.
 //!
 //! `cargo xtask integration` merges each run into `$XDG_DATA_HOME/claij/compat-matrix.json` (default
 //! `~/.local/share/claij/`): the [`Record`] of each test `claij suite run` printed (the model, whether
@@ -19,9 +20,14 @@ use crate::Status;
 use crate::ask::model::DEFAULT_MAX_RETRIES;
 use crate::suite::record::{Matrix, Record};
 
+pub(crate) mod prices;
+
 /// Arguments of `claij models`.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The matrix file (default: `$XDG_DATA_HOME/claij/compat-matrix.json`, else
     /// `~/.local/share/claij/compat-matrix.json`, where `cargo xtask integration` merges its runs).
     #[arg(long, value_name = "FILE")]
@@ -29,6 +35,14 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `claij models` subcommands.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// The prices claij uses (the configuration's `[models]` over an imported list over the
+    /// built-in one), or `--import FILE` a price list (genai-prices, LiteLLM).
+    Prices(prices::Args),
 }
 
 /// What claij uses for one model.
@@ -46,12 +60,18 @@ pub(crate) struct Choice {
     pub measured: (u64, u64, u64),
 }
 
-/// Prints each measured model's choice.
+/// Prints every model's prices, then each measured model's choice (without a matrix, a line on
+/// stderr says how to make one).
 pub(crate) fn run(args: &Args) -> Result<Status> {
-    let Some(path) = args.matrix.clone().or_else(default_path) else {
-        anyhow::bail!("{}", no_matrix(crate::config::data_dir().as_deref()));
+    let settings = crate::config::Settings::load()?;
+    if let Some(Command::Prices(prices)) = &args.command {
+        return prices::run(prices, &settings);
+    }
+    let path = args.matrix.clone().or_else(default_path);
+    let matrix = match &path {
+        Some(path) => read(path)?,
+        None => Matrix::default(),
     };
-    let matrix = read(&path)?;
     let choices = choices(&matrix);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -59,13 +79,21 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
             .iter()
             .map(|c| to_json(c, unsupported(&matrix, &[&c.model]).as_deref()))
             .collect();
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"matrix": path, "models": list}))?
-        )?;
+        let report = json!({"matrix": path, "models": list, "prices": prices::to_json(&settings)?});
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(Status::Ok);
     }
+    let prices = prices::render(&settings)?;
+    let Some(path) = path else {
+        out.write_all(prices.as_bytes())?;
+        out.flush()?;
+        writeln!(
+            std::io::stderr(),
+            "{}",
+            no_matrix(crate::config::data_dir().as_deref())
+        )?;
+        return Ok(Status::Ok);
+    };
     writeln!(out, "matrix: {}", path.display())?;
     for choice in &choices {
         let (tests, passed, first) = choice.measured;
@@ -86,6 +114,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
     if choices.is_empty() {
         writeln!(out, "(no model measured)")?;
     }
+    write!(out, "\n{prices}")?;
     Ok(Status::Ok)
 }
 

@@ -13,7 +13,8 @@ use anyhow::{Context as _, Result, bail};
 use claij_backends::local::{DEFAULT_MODEL_FILE, LocalBackend};
 use claij_backends::openai::{OpenAiCompatible, StructuredFallback};
 use claij_backends::{
-    Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, HttpConfig, OpenAi, OpenRouter,
+    Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, HttpConfig, ModelTable, OpenAi,
+    OpenRouter,
 };
 
 use crate::config::{
@@ -103,13 +104,19 @@ impl Provider {
         }
     }
 
-    /// The backend, configured as `settings` say (base URL, body limit, retry budget, gateway).
-    fn backend(self, key: ApiKey, settings: &ProviderSettings) -> Result<Arc<dyn Backend>> {
+    /// The backend, configured as `settings` say (base URL, body limit, retry budget, gateway),
+    /// pricing its responses from `prices`.
+    fn backend(
+        self,
+        key: ApiKey,
+        settings: &ProviderSettings,
+        prices: &ModelTable,
+    ) -> Result<Arc<dyn Backend>> {
         match self {
-            Provider::OpenRouter => configured(OpenRouter::new(key), settings),
-            Provider::OpenAi => configured(OpenAi::new(key), settings),
-            Provider::Anthropic => configured(Anthropic::new(key), settings),
-            Provider::Gemini => configured(Gemini::new(key), settings),
+            Provider::OpenRouter => configured(OpenRouter::new(key).with_prices(prices), settings),
+            Provider::OpenAi => configured(OpenAi::new(key).with_prices(prices), settings),
+            Provider::Anthropic => configured(Anthropic::new(key).with_prices(prices), settings),
+            Provider::Gemini => configured(Gemini::new(key).with_prices(prices), settings),
         }
     }
 }
@@ -199,10 +206,12 @@ fn open_resolved(
     match (resolved.llm, model_path) {
         (Llm::Local, _) => open_local(model_path, why.as_deref()),
         (Llm::Remote { provider, model }, None) => {
+            let prices = config.prices()?;
             let remote = Remote {
                 settings: config.provider(provider),
                 model: &model,
                 name: &resolved.name,
+                prices: &prices,
             };
             open_remote(&remote, why.as_deref())
         }
@@ -214,7 +223,7 @@ fn open_resolved(
             let Some(settings) = config.compatible(&provider) else {
                 bail!("no provider `{provider}` in the configuration");
             };
-            open_compatible(settings, &model, why.as_deref())
+            open_compatible(settings, &model, why.as_deref(), &*config.prices()?)
         }
         (Llm::Compatible { provider, .. }, Some(_)) => {
             bail!("--model-path is for the local model, not {provider}: drop it or use --llm local")
@@ -279,11 +288,13 @@ fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
     Ok(backend)
 }
 
-/// A hosted model to open: the provider's settings, the model id, and what the user called it.
+/// A hosted model to open: the provider's settings, the model id, what the user called it, and
+/// the prices its responses are priced at.
 struct Remote<'a> {
     settings: &'a ProviderSettings,
     model: &'a str,
     name: &'a str,
+    prices: &'a ModelTable,
 }
 
 fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
@@ -304,7 +315,7 @@ fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
         );
     };
     Ok(Opened {
-        backend: provider.backend(key, settings)?,
+        backend: provider.backend(key, settings, remote.prices)?,
         model: model.to_owned(),
         notice: why.map(|why| format!("using {}:{model} ({why})", provider.name())),
         fallback: None,
@@ -318,9 +329,11 @@ fn open_compatible(
     settings: &CompatibleSettings,
     model: &str,
     why: Option<&str>,
+    prices: &ModelTable,
 ) -> Result<Opened> {
-    let mut backend =
-        OpenAiCompatible::new(settings.base_url.clone()).with_provider(&settings.name);
+    let mut backend = OpenAiCompatible::new(settings.base_url.clone())
+        .with_provider(&settings.name)
+        .with_prices(prices);
     if let Some(var) = &settings.api_key_env
         && let Some(key) = key(var)?
     {

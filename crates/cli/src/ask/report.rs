@@ -268,11 +268,12 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
 }
 
 /// An agent run's budget that ran out: which bound (`max_steps`, `max_tokens`, `max_cost_usd`),
-/// the bound and what was used.
+/// the bound, what was used, and the estimated cost of the call it did not make.
 pub(crate) struct Over {
     pub budget: String,
     pub limit: f64,
     pub used: f64,
+    pub estimate: Option<f64>,
 }
 
 /// An agent run stopped by its budget: the attempts and a line saying which bound on stderr, or
@@ -288,10 +289,7 @@ pub(super) fn over_budget(
         let mut report = to_json(None, attempts, usage, elapsed);
         if let Value::Object(map) = &mut report {
             map.insert("tool_results".to_owned(), json!([]));
-            map.insert(
-                "budget_exceeded".to_owned(),
-                json!({"budget": over.budget, "limit": over.limit, "used": over.used}),
-            );
+            map.insert("budget_exceeded".to_owned(), over_json(over));
         }
         writeln!(std::io::stdout().lock(), "{report}")?;
         return Ok(());
@@ -304,12 +302,33 @@ pub(super) fn over_budget(
     Ok(())
 }
 
-/// `no answer within the agent run's max_steps budget (3 of 3 used)`.
+/// The `--json` report's `budget_exceeded`: `{budget, limit, used}`, and `next_call_estimate` when
+/// the cost bound stopped the run before a call.
+fn over_json(over: &Over) -> Value {
+    let mut json = json!({"budget": over.budget, "limit": over.limit, "used": over.used});
+    if let (Some(estimate), Value::Object(map)) = (over.estimate, &mut json) {
+        map.insert("next_call_estimate".to_owned(), json!(estimate));
+    }
+    json
+}
+
+/// `no answer within the agent run's max_steps budget (3 of 3 used)`; for a call the cost budget
+/// did not make, `... max_cost_usd budget ($0.00004 of $0.0001 used; the next call, estimated at
+/// $0.0001, would cross it)`.
 pub(crate) fn over_line(over: &Over) -> String {
-    format!(
-        "no answer within the agent run's {} budget ({} of {} used)",
-        over.budget, over.used, over.limit
-    )
+    match over.estimate {
+        Some(estimate) => format!(
+            "no answer within the agent run's {} budget ({} of {} used; the next call, estimated at {}, would cross it)",
+            over.budget,
+            dollars(over.used),
+            dollars(over.limit),
+            dollars(estimate)
+        ),
+        None => format!(
+            "no answer within the agent run's {} budget ({} of {} used)",
+            over.budget, over.used, over.limit
+        ),
+    }
 }
 
 /// The total line alone: attempts, tokens, time, cost.
@@ -373,18 +392,26 @@ pub(super) fn attempt_stats(latency: Duration, usage: Usage) -> String {
     stats
 }
 
-/// The `--json` report.
+/// The `--json` report: the total `cost_usd` (null when some call's cost is unknown) beside the
+/// usage, and each attempt's.
 pub(super) fn to_json(
     value: Option<&Value>,
     attempts: &[Attempt],
     usage: Usage,
     elapsed: Duration,
 ) -> Value {
+    // `+ 0.0`: a sum of nothing is -0.0.
+    let cost = attempts
+        .iter()
+        .map(|a| a.usage.cost_usd)
+        .sum::<Option<f64>>()
+        .map(|usd| usd + 0.0);
     let attempts: Vec<Value> = attempts.iter().map(attempt_json).collect();
     json!({
         "value": value,
         "attempts": attempts,
         "usage": usage,
+        "cost_usd": cost,
         "elapsed_ms": millis(elapsed),
     })
 }
@@ -402,6 +429,7 @@ fn attempt_json(attempt: &Attempt) -> Value {
         "violations": attempt.violations,
         "fixes": attempt.fixes,
         "usage": attempt.usage,
+        "cost_usd": attempt.usage.cost_usd,
         "latency_ms": millis(attempt.latency),
         "finish_reason": attempt.finish_reason,
     });

@@ -246,7 +246,7 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "model = \"x\"\n",
-        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, proposals, mcpServers, projects or roots)",
+        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, proposals, models, mcpServers, projects or roots)",
     );
     check_error(
         "[mcpServers.fs]\nargs = [\"x\"]\n",
@@ -707,5 +707,127 @@ fn every_message_names_the_file_read_or_the_files_looked_for() {
     assert_eq!(
         format!("{:#}", projects.mcp_project("q").unwrap_err()),
         format!("no project `q` in {} (its projects: p)", show("p.json"))
+    );
+}
+
+#[test]
+fn model_prices_by_provider_model_alias_wildcard_or_local() {
+    let settings = parse(
+        r#"
+[providers.mylocal]
+kind = "openai-compatible"
+base_url = "http://127.0.0.1:8080/v1"
+
+[aliases]
+fast = "openrouter:google/gemini-2.5-flash"
+
+[models."openai:gpt-4o-mini"]
+price = { input = 0.15, output = 0.6, cached_input = 0.075 }
+
+[models.fast.price]
+input = 1
+output = 2
+tiers = [{ above_input_tokens = 1000, input = 3 }]
+checked = "2026-12-01"
+source = "our contract"
+
+[models."mylocal:*"]
+price = { input = 0, output = 0 }
+
+[models.local]
+price = { input = 0.5, output = 0.5 }
+"#,
+    );
+    let found: Vec<(&str, &str, Option<f64>)> = settings
+        .model_prices
+        .iter()
+        .map(|p| (p.provider.as_str(), p.model.as_str(), p.price.input))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("openrouter", "google/gemini-2.5-flash", Some(1.0)),
+            ("local", "*", Some(0.5)),
+            ("mylocal", "*", Some(0.0)),
+            ("openai", "gpt-4o-mini", Some(0.15)),
+        ]
+    );
+    let mini = &settings.model_prices[3].price;
+    assert_eq!(
+        mini.source.as_deref(),
+        Some(r#"/etc/claij.toml [models."openai:gpt-4o-mini"]"#),
+        "a price says where it was set"
+    );
+    let fast = &settings.model_prices[0].price;
+    assert_eq!(fast.tiers[0].input, Some(3.0));
+    assert_eq!(fast.checked.as_deref(), Some("2026-12-01"));
+    assert_eq!(fast.source.as_deref(), Some("our contract"));
+    // The layers: the configuration's price over the built-in one.
+    let table = crate::models::prices::table(&settings).unwrap();
+    let price = table
+        .price_for("openrouter", "google/gemini-2.5-flash")
+        .unwrap();
+    assert_eq!((price.input, price.output), (Some(1.0), Some(2.0)));
+    assert_eq!(
+        table.price_for("mylocal", "llama3").unwrap().output,
+        Some(0.0)
+    );
+    assert_eq!(
+        table
+            .price_for("local", "SmolLM2-135M-Instruct")
+            .unwrap()
+            .input,
+        Some(0.5)
+    );
+    assert_eq!(
+        table
+            .price_for("openai", "gpt-4o-mini")
+            .unwrap()
+            .cached_input,
+        Some(0.075)
+    );
+}
+
+#[test]
+fn model_price_errors_name_the_key() {
+    check_error(
+        "[models.\"nowhere:m\"]\nprice = { input = 1, output = 1 }\n",
+        "/etc/claij.toml:1: models.nowhere:m: unknown provider `nowhere`: expected `local` or one of openrouter, openai, anthropic, gemini",
+    );
+    check_error(
+        "[models.nameless]\nprice = { input = 1, output = 1 }\n",
+        "/etc/claij.toml:1: models.nameless: unknown model `nameless`: expected an alias (claude-opus, claude-sonnet, gemini-flash, gpt-5, grok, kimi, llama-maverick, local, qwen-7b) or PROVIDER:MODEL with PROVIDER one of openrouter, openai, anthropic, gemini",
+    );
+    check_error(
+        "[models.\"openai:m\"]\ncost = 1\n",
+        "/etc/claij.toml:2: models.openai:m.cost: unknown key (expected price)",
+    );
+    check_error(
+        "[models.\"openai:m\"]\nprice = { input = 1 }\n",
+        "/etc/claij.toml:2: models.openai:m.price: a price needs input and output (US dollars per million tokens)",
+    );
+    check_error(
+        "[models.\"openai:m\"]\nprice = { input = -1, output = 1 }\n",
+        "/etc/claij.toml:2: models.openai:m.price.input: expected US dollars per million tokens, 0 or more, not -1",
+    );
+    let typo = format!(
+        "{:#}",
+        Settings::parse(
+            "[models.\"openai:m\"]\nprice = { inptu = 1, output = 1 }\n",
+            Path::new(PATH)
+        )
+        .unwrap_err()
+    );
+    assert!(
+        typo.starts_with("/etc/claij.toml:2: models.openai:m.price: unknown field `inptu`"),
+        "{typo}"
+    );
+    check_error(
+        "[models.\"openai:m\"]\nprice = { input = 1, output = 1, tiers = [{ above_input_tokens = 9, input = 2 }, { above_input_tokens = 9, input = 3 }] }\n",
+        "/etc/claij.toml:2: models.openai:m.price.tiers.1.above_input_tokens: tiers go in ascending order of above_input_tokens, each once",
+    );
+    check_error(
+        "[models.\"openai:m\"]\nprice = \"cheap\"\n",
+        "/etc/claij.toml:2: models.openai:m.price: expected a table, found a string",
     );
 }

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 
 mod ask;
 mod ask_agent;
+mod ask_budget;
 mod ask_metrics;
 mod ask_stream;
 mod ask_wiremock;

@@ -9,6 +9,8 @@ use wiremock::{Mock, MockServer};
 
 use super::{Files, assert_one_line_error, claij_env};
 
+use super::openrouter::fixtures;
+
 fn record(model: &str, mode: &str, first: bool, retries: u64) -> Value {
     json!({"model": model, "suite": "retry", "test": format!("{mode}-{retries}"), "passed": true,
            "valid_first_try": first, "attempts": retries + 1, "retries": retries, "tokens_in": 10,
@@ -49,21 +51,27 @@ fn models_prints_each_choice_and_why() {
     assert_eq!(listed["models"][0]["mode"], "tool");
     assert_eq!(listed["models"][0]["max_retries"], 3);
 
+    // Without a matrix: the prices, and on stderr how to measure a model.
     let none = claij_env(&["models"], "", &[]);
-    assert_one_line_error(&none, 2, "no compatibility matrix");
+    assert_one_line_error(&none, 0, "no compatibility matrix");
+    assert!(
+        none.stdout.contains("openai:gpt-4o-mini: input 0.15"),
+        "{}",
+        none.stdout
+    );
     let f = Files::new(&[("m.json", "{\"cells\": []}")]);
     let bad = claij_env(&["models", "--matrix", &f.path("m.json")], "", &[]);
     assert_one_line_error(&bad, 2, "not a compatibility matrix");
 }
 
-/// On a machine where nothing was measured yet, `claij models` names a command that works as it is
-/// printed, and where it writes the matrix.
+/// On a machine where nothing was measured yet, `claij models` shows the prices and names a command
+/// that works as it is printed, and where it writes the matrix.
 #[test]
 fn without_a_matrix_models_prints_a_command_that_works() {
     let data = Files::new(&[]);
     let root = data.path("");
     let run = claij_env(&["models"], "", &[("XDG_DATA_HOME", Some(root.as_str()))]);
-    assert_one_line_error(&run, 2, "no compatibility matrix yet");
+    assert_one_line_error(&run, 0, "no compatibility matrix yet");
     let written = Path::new(&root).join("claij").join("compat-matrix.json");
     assert!(
         run.stderr.contains(&written.display().to_string()),
@@ -264,7 +272,12 @@ async fn models_reads_the_matrix_two_integration_runs_merged_and_a_rerun_replace
     let env = [("XDG_DATA_HOME", Some(root.as_str()))];
     let models = claij_env(&["models"], "", &env);
     assert_eq!(models.code, 0, "{}", models.stderr);
-    let lines: Vec<&str> = models.stdout.lines().skip(1).collect();
+    let lines: Vec<&str> = models
+        .stdout
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
     assert_eq!(lines.len(), 2, "{}", models.stdout);
     assert!(
         lines[0].starts_with("gemini-flash: mode native, 1 retry (3/3 passed, 3 valid first try)"),
@@ -286,7 +299,12 @@ async fn models_reads_the_matrix_two_integration_runs_merged_and_a_rerun_replace
     );
     assert_eq!(out.status.code(), Some(1), "a failed test exits 1");
     let models = claij_env(&["models"], "", &env);
-    let lines: Vec<&str> = models.stdout.lines().skip(1).collect();
+    let lines: Vec<&str> = models
+        .stdout
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
     assert_eq!(lines.len(), 2, "{}", models.stdout);
     assert!(
         lines[0].starts_with(
@@ -341,7 +359,7 @@ fn a_matrix_under_the_current_directory_is_not_consulted() {
         .env("XDG_DATA_HOME", empty.path(""))
         .output()
         .unwrap();
-    assert_eq!(run.status.code(), Some(2));
+    assert_eq!(run.status.code(), Some(0));
     assert!(
         String::from_utf8_lossy(&run.stderr).contains("no compatibility matrix"),
         "{}",
@@ -462,4 +480,194 @@ async fn ask_warns_once_before_using_a_model_marked_unsupported() {
     );
     assert_eq!(bad.code, 2, "a matrix named but unreadable: {}", bad.stderr);
     assert_one_line_error(&bad, 2, "missing.json");
+}
+
+/// `claij models` shows each model's prices with their date and source, each layer over the one
+/// below; `claij models prices --import` reads genai-prices' and LiteLLM's lists into the data
+/// directory, which `ask` then prices with.
+#[test]
+fn models_shows_prices_and_imports_both_formats() {
+    let data = Files::new(&[]);
+    let root = data.path("");
+    let f = Files::new(&[(
+        "config.toml",
+        "[aliases]\nmini = \"openai:gpt-4o-mini\"\n\n[models.mini]\nprice = { input = 0.2, output = 0.8, checked = \"2026-12-01\", source = \"our contract\" }\n",
+    )]);
+    let cfg = f.path("config.toml");
+    let env = [
+        ("XDG_DATA_HOME", Some(root.as_str())),
+        ("CLAIJ_CONFIG", Some(cfg.as_str())),
+    ];
+    let run = claij_env(&["models"], "", &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The configuration's price first, then the built-in one it replaces, each dated and sourced.
+    assert!(
+        run.stdout.contains(
+            "openai:gpt-4o-mini: input 0.2, output 0.8; checked 2026-12-01; our contract"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("openai:gpt-4o-mini: input 0.15, cached input 0.075, output 0.6; checked 2025-07-04 [GP] [replaced by the configuration's]"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("gemini:gemini-2.5-pro: input 1.25, cached input 0.125, output 10; above 200000 input tokens: input 2.5"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("built-in (the list of "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("[GP] pydantic/genai-prices"),
+        "{}",
+        run.stdout
+    );
+
+    let fixture = |name: &str| {
+        fixtures::path(&format!("fixtures/prices/{name}"))
+            .display()
+            .to_string()
+    };
+    let genai = fixture("genai-prices.json");
+    let run = claij_env(&["models", "prices", "--import", &genai], "", &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("imported 8 prices (genai-prices format) from "),
+        "{}",
+        run.stdout
+    );
+    let stored = Path::new(&root).join("claij").join("prices.json");
+    assert!(stored.is_file());
+    let shown = claij_env(&["models", "prices"], "", &env);
+    assert!(
+        shown
+            .stdout
+            .contains("gemini:text-embedding-004: input 0.15, output 0; checked "),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("(genai-prices format), imported "),
+        "{}",
+        shown.stdout
+    );
+    // The import replaced the built-in price of gemini-2.5-pro (same figures, its own source).
+    assert!(
+        shown.stdout.contains("gemini:gemini-2.5-pro: input 1.25, cached input 0.125, output 10; above 200000 input tokens: input 2.5, cached input 0.25, output 15; checked 2025-10-31 [GP] [replaced by the imported's]"),
+        "{}",
+        shown.stdout
+    );
+
+    // A second import replaces the first; LiteLLM's format is recognised.
+    let litellm = fixture("litellm.json");
+    let run = claij_env(
+        &["models", "prices", "--import", &litellm, "--json"],
+        "",
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let done: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        (done["imported"].as_u64(), done["skipped"].as_u64()),
+        (Some(6), Some(2))
+    );
+    assert_eq!(done["format"], "litellm");
+    let listed = claij_env(&["models", "--json"], "", &env);
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let layers = listed["prices"]["layers"].as_array().unwrap();
+    let names: Vec<&str> = layers
+        .iter()
+        .map(|l| l["layer"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["configuration", "imported", "built-in"]);
+    assert!(
+        layers[1]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["provider"] != "deepseek")
+    );
+}
+
+#[test]
+fn a_bad_price_file_is_refused_saying_where() {
+    let data = Files::new(&[]);
+    let root = data.path("");
+    let env = [("XDG_DATA_HOME", Some(root.as_str()))];
+    let f = Files::new(&[
+        ("torn.json", "[{\"id\": \"openai\", \"models\": ["),
+        (
+            "bad.json",
+            r#"[{"id": "openai", "models": [{"id": "m", "prices": {"input_mtok": "cheap"}}]}]"#,
+        ),
+        ("other.json", r#""prices""#),
+    ]);
+    let torn = claij_env(
+        &["models", "prices", "--import", &f.path("torn.json")],
+        "",
+        &env,
+    );
+    assert_one_line_error(&torn, 2, "torn.json:1:");
+    assert!(torn.stderr.contains("not JSON"), "{}", torn.stderr);
+    let bad = claij_env(
+        &["models", "prices", "--import", &f.path("bad.json")],
+        "",
+        &env,
+    );
+    assert_one_line_error(
+        &bad,
+        2,
+        "bad.json: at /0/models/0/prices/input_mtok: expected a number",
+    );
+    assert!(
+        bad.stderr
+            .contains("(read as genai-prices; --format says another)"),
+        "{}",
+        bad.stderr
+    );
+    let other = claij_env(
+        &["models", "prices", "--import", &f.path("other.json")],
+        "",
+        &env,
+    );
+    assert_one_line_error(&other, 2, "not a price list");
+    // Read as another format than its shape, named.
+    let forced = claij_env(
+        &[
+            "models",
+            "prices",
+            "--import",
+            &f.path("bad.json"),
+            "--format",
+            "litellm",
+        ],
+        "",
+        &env,
+    );
+    assert_one_line_error(&forced, 2, "read as litellm");
+    // Nothing was written by a failed import.
+    assert!(!Path::new(&root).join("claij").join("prices.json").exists());
+    // A torn imported file is an error naming it, for models and ask alike.
+    let dir = Path::new(&root).join("claij");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("prices.json"),
+        "{\"date\": \"2026-12-06\", \"models\": [",
+    )
+    .unwrap();
+    let run = claij_env(&["models"], "", &env);
+    assert_one_line_error(&run, 2, "prices.json:1:");
+    let run = claij_env(
+        &["ask", "hi", "--llm", "openai:gpt-4o-mini"],
+        "",
+        &[
+            ("XDG_DATA_HOME", Some(root.as_str())),
+            ("OPENAI_API_KEY", Some("sk-x")),
+        ],
+    );
+    assert_one_line_error(&run, 2, "the imported prices");
+    assert!(run.stderr.contains("prices.json:1:"), "{}", run.stderr);
 }

@@ -9,7 +9,7 @@ use wiremock::{MockServer, ResponseTemplate};
 pub(crate) const CHAT: &str = "/api/v1/chat/completions";
 
 #[path = "../../../../fixtures/fixture.rs"]
-mod fixtures;
+pub(crate) mod fixtures;
 
 /// The documented example chat completion (19 prompt and 10 completion tokens) with `content` as
 /// the assistant's reply.
