@@ -67,6 +67,13 @@ fn execute(args: &[String]) -> Result<u8> {
     if let Some(retries) = options.max_retries {
         plan.max_retries = retries;
     }
+    match prices(|name| std::env::var_os(name)) {
+        Ok(prices) => plan = plan.with_prices(&prices),
+        Err(message) => {
+            crate::usage_error(&message)?;
+            return Ok(2);
+        }
+    }
     print!("{}", plan::render(&plan));
     std::io::stdout().flush()?;
     if options.dry_run {
@@ -109,6 +116,23 @@ fn execute(args: &[String]) -> Result<u8> {
         money(Some(total.cost))
     );
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// The prices the estimates use: claij's built-in list, and over it the list `claij models prices
+/// --import` keeps in the user's data directory, when there is one.
+fn prices(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<plan::Prices, String> {
+    let prices = plan::Prices::builtin();
+    let Some(path) = store::data_dir(var).map(|dir| dir.join("prices.json")) else {
+        return Ok(prices);
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => prices.with_imported(&path, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(prices),
+        Err(e) => Err(format!(
+            "cannot read the imported prices {}: {e}",
+            path.display()
+        )),
+    }
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {

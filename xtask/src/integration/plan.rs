@@ -53,44 +53,128 @@ pub(super) const SUITES: [Suite; 9] = [
     Suite::new("eval", &["compute-sum"], 2, 1_100, 120),
 ];
 
-/// A model alias: what it resolves to and its price in US dollars per million tokens (in, out).
-/// Mirrors the built-in aliases of the claij configuration, which resolves them at run time.
-pub(super) const ALIASES: [(&str, &str, f64, f64); 9] = [
-    (
-        "gemini-flash",
-        "openrouter:google/gemini-2.5-flash",
-        0.30,
-        2.50,
-    ),
-    (
-        "claude-sonnet",
-        "openrouter:anthropic/claude-sonnet-4.5",
-        3.0,
-        15.0,
-    ),
-    (
-        "claude-opus",
-        "openrouter:anthropic/claude-opus-4.5",
-        5.0,
-        25.0,
-    ),
-    ("gpt-5", "openrouter:openai/gpt-5.1", 1.25, 10.0),
-    ("grok", "openrouter:x-ai/grok-4.1-fast", 0.20, 0.50),
-    (
-        "llama-maverick",
-        "openrouter:meta-llama/llama-4-maverick",
-        0.15,
-        0.60,
-    ),
-    ("kimi", "openrouter:moonshotai/kimi-k2:free", 0.0, 0.0),
-    (
-        "qwen-7b",
-        "openrouter:qwen/qwen-2.5-7b-instruct",
-        0.04,
-        0.10,
-    ),
-    ("local", "local", 0.0, 0.0),
+/// The built-in model aliases and what they resolve to (the claij configuration's built-in aliases,
+/// which claij resolves at run time).
+pub(super) const ALIASES: [(&str, &str); 9] = [
+    ("gemini-flash", "openrouter:google/gemini-2.5-flash"),
+    ("claude-sonnet", "openrouter:anthropic/claude-sonnet-4.5"),
+    ("claude-opus", "openrouter:anthropic/claude-opus-4.5"),
+    ("gpt-5", "openrouter:openai/gpt-5.1"),
+    ("grok", "openrouter:x-ai/grok-4.1-fast"),
+    ("llama-maverick", "openrouter:meta-llama/llama-4-maverick"),
+    ("kimi", "openrouter:moonshotai/kimi-k2:free"),
+    ("qwen-7b", "openrouter:qwen/qwen-2.5-7b-instruct"),
+    ("local", "local"),
 ];
+
+/// claij's built-in price list, the file claij-backends includes at build time: xtask reads the same
+/// data (it depends on no claij crate).
+const BUILTIN_PRICES: &str = include_str!("../../../crates/backends/data/prices.json");
+
+/// The prices estimates are made from: the user's imported list (`claij models prices --import`)
+/// over claij's built-in one, as claij prices its calls (a configuration's `[models]` prices are
+/// claij's alone: xtask reads no configuration). US dollars per million tokens, input and output;
+/// long-context tiers are not read, since no suite's prompt comes near one.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Prices {
+    /// Highest precedence first.
+    entries: Vec<PriceEntry>,
+    /// Which lists, and their dates, for the plan's text.
+    pub about: String,
+}
+
+impl Prices {
+    /// The built-in list.
+    pub(super) fn builtin() -> Prices {
+        // A unit test reads the file: it parses.
+        let (entries, date) = read_prices(BUILTIN_PRICES).unwrap_or_default();
+        Prices {
+            entries,
+            about: format!("the built-in list of {date} (crates/backends/data/prices.json)"),
+        }
+    }
+
+    /// The same prices with the list `claij models prices --import` wrote at `path` over them.
+    ///
+    /// # Errors
+    ///
+    /// The file is not a price list, naming it.
+    pub(super) fn with_imported(
+        mut self,
+        path: &std::path::Path,
+        text: &str,
+    ) -> Result<Prices, String> {
+        let (mut entries, date) =
+            read_prices(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        entries.append(&mut self.entries);
+        self.entries = entries;
+        self.about = format!(
+            "an imported list of {date} ({}) over {}",
+            path.display(),
+            self.about
+        );
+        Ok(self)
+    }
+
+    /// What `target` (`provider:model` or `local`) costs per million tokens (input, output): the
+    /// model's own price, else its provider's `*:variant` or `*` entry; `None` when unknown.
+    pub(super) fn of(&self, target: &str) -> Option<(f64, f64)> {
+        let (provider, model) = match target.split_once(':') {
+            Some(split) => split,
+            None => (target, ""),
+        };
+        let find = |id: &str| {
+            self.entries
+                .iter()
+                .find(|(p, m, ..)| p == provider && m == id)
+                .map(|&(_, _, input, output)| (input, output))
+        };
+        let variant = model
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.split_once(':'));
+        find(model)
+            .or_else(|| variant.and_then(|(_, v)| find(&format!("*:{v}"))))
+            .or_else(|| find("*"))
+    }
+}
+
+/// One price: provider, model id, input and output in US dollars per million tokens.
+type PriceEntry = (String, String, f64, f64);
+
+/// The entries and the date of a price list in claij's format.
+fn read_prices(text: &str) -> Result<(Vec<PriceEntry>, String), String> {
+    let json: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let date = json["date"]
+        .as_str()
+        .unwrap_or("an unknown date")
+        .to_owned();
+    let models = json["models"]
+        .as_array()
+        .ok_or("not a claij price list: no `models`")?;
+    let mut entries = Vec::with_capacity(models.len());
+    for (i, entry) in models.iter().enumerate() {
+        let text = |key: &str| entry[key].as_str().map(str::to_owned);
+        let number = |key: &str| entry[key].as_f64();
+        match (
+            text("provider"),
+            text("id"),
+            number("input"),
+            number("output"),
+        ) {
+            (Some(provider), Some(id), Some(input), Some(output)) => {
+                entries.push((provider, id, input, output));
+            }
+            _ => {
+                return Err(format!(
+                    "/models/{i}: expected provider, id, input and output"
+                ));
+            }
+        }
+    }
+    Ok((entries, date))
+}
 
 /// Providers `provider:model` may name.
 const PROVIDERS: [&str; 4] = ["openrouter", "openai", "anthropic", "gemini"];
@@ -106,7 +190,7 @@ pub(super) struct Model {
     pub name: String,
     /// What it resolves to.
     pub target: String,
-    /// Dollars per million tokens (in, out); `None` when unknown (a `provider:model` not aliased).
+    /// Dollars per million tokens (in, out), from [`Prices`]; `None` when unknown.
     pub price: Option<(f64, f64)>,
 }
 
@@ -119,6 +203,8 @@ pub(super) struct Plan {
     pub all: bool,
     /// Retries per call, for the worst case.
     pub max_retries: u64,
+    /// Which price lists the estimates come from.
+    pub prices: String,
 }
 
 /// What a model's share of the run should use.
@@ -162,34 +248,29 @@ impl Suite {
 }
 
 impl Model {
-    /// Resolves `--llm` text: an alias, `local`, or `provider:model`.
+    /// Resolves `--llm` text: an alias, `local`, or `provider:model`, priced from the built-in
+    /// list ([`Plan::with_prices`] prices it again).
     pub(super) fn parse(text: &str) -> Result<Model, String> {
-        if let Some(&(name, target, price_in, price_out)) =
-            ALIASES.iter().find(|(name, ..)| *name == text)
-        {
+        let prices = Prices::builtin();
+        if let Some(&(name, target)) = ALIASES.iter().find(|(name, _)| *name == text) {
             return Ok(Model {
                 name: name.to_owned(),
                 target: target.to_owned(),
-                price: Some((price_in, price_out)),
+                price: prices.of(target),
             });
         }
         match text.split_once(':') {
             Some((provider, model))
                 if PROVIDERS.contains(&provider) && !model.trim().is_empty() =>
             {
-                // An aliased target gets the alias's price.
-                let price = ALIASES
-                    .iter()
-                    .find(|(_, target, ..)| *target == text)
-                    .map(|&(_, _, i, o)| (i, o));
                 Ok(Model {
                     name: text.to_owned(),
                     target: text.to_owned(),
-                    price,
+                    price: prices.of(text),
                 })
             }
             _ => {
-                let aliases: Vec<&str> = ALIASES.iter().map(|(name, ..)| *name).collect();
+                let aliases: Vec<&str> = ALIASES.iter().map(|(name, _)| *name).collect();
                 Err(format!(
                     "unknown model `{text}`: expected `all`, an alias ({}) or PROVIDER:MODEL with PROVIDER one of {}",
                     aliases.join(", "),
@@ -218,7 +299,7 @@ impl Plan {
             let expanded: Vec<Model> = if text == "all" {
                 ALIASES
                     .iter()
-                    .map(|(name, ..)| Model::parse(name))
+                    .map(|(name, _)| Model::parse(name))
                     .collect::<Result<_, _>>()?
             } else {
                 vec![Model::parse(text)?]
@@ -244,7 +325,18 @@ impl Plan {
             suites: chosen,
             all,
             max_retries: MAX_RETRIES,
+            prices: Prices::builtin().about,
         })
+    }
+
+    /// The same plan with every model priced from `prices`.
+    #[must_use]
+    pub(super) fn with_prices(mut self, prices: &Prices) -> Plan {
+        for model in &mut self.models {
+            model.price = prices.of(&model.target);
+        }
+        self.prices = prices.about.clone();
+        self
     }
 
     /// Whether a person must agree first: some model is not the local one.
@@ -322,7 +414,8 @@ pub(super) fn render(plan: &Plan) -> String {
     }
     let _ = writeln!(
         out,
-        "\nmodels (estimates assume every first reply is valid):"
+        "\nmodels (estimates assume every first reply is valid; prices from {}):",
+        plan.prices
     );
     let width = plan
         .models

@@ -1082,3 +1082,57 @@ fn two_runs_at_once_wait_for_the_lock_and_both_land() {
     let history = fs::read_to_string(out.join("compat-history.jsonl")).unwrap();
     assert_eq!(history.lines().count(), 2);
 }
+
+/// The estimates price from claij's own data file: every alias's price is the built-in list's,
+/// dated; an imported list takes precedence, as in claij.
+#[test]
+fn prices_come_from_claijs_price_list() {
+    let prices = plan::Prices::builtin();
+    assert!(
+        prices.about.starts_with("the built-in list of 20"),
+        "{}",
+        prices.about
+    );
+    for (alias, target) in plan::ALIASES {
+        assert!(
+            prices.of(target).is_some(),
+            "{alias} ({target}) has a price"
+        );
+    }
+    assert_eq!(
+        prices.of("openrouter:google/gemini-2.5-flash"),
+        Some((0.3, 2.5))
+    );
+    assert_eq!(
+        prices.of("openrouter:moonshotai/kimi-k2:free"),
+        Some((0.0, 0.0))
+    );
+    assert_eq!(prices.of("local"), Some((0.0, 0.0)));
+    assert_eq!(prices.of("openai:gpt-4o-mini"), Some((0.15, 0.6)));
+    assert_eq!(prices.of("openai:gpt-9"), None);
+    let path = std::path::Path::new("/data/claij/prices.json");
+    let imported = prices
+        .clone()
+        .with_imported(
+            path,
+            r#"{"date": "2026-12-01", "sources": {}, "models": [{"provider": "openai", "id": "gpt-9", "input": 1, "output": 2},
+               {"provider": "openai", "id": "gpt-4o-mini", "input": 9, "output": 9}]}"#,
+        )
+        .unwrap();
+    assert_eq!(imported.of("openai:gpt-9"), Some((1.0, 2.0)));
+    assert_eq!(imported.of("openai:gpt-4o-mini"), Some((9.0, 9.0)));
+    assert!(imported.about.starts_with(
+        "an imported list of 2026-12-01 (/data/claij/prices.json) over the built-in list of"
+    ));
+    let err = prices.with_imported(path, "{\"date\": \"x\"}").unwrap_err();
+    assert_eq!(
+        err,
+        "/data/claij/prices.json: not a claij price list: no `models`"
+    );
+    // The plan says where its prices come from, and prices an unaliased model the list knows.
+    let plan = Plan::new(&strings(&["openai:gpt-4o-mini"]), &strings(&["retry"]))
+        .unwrap()
+        .with_prices(&imported);
+    assert_eq!(plan.models[0].price, Some((9.0, 9.0)));
+    assert!(plan::render(&plan).contains("prices from an imported list of 2026-12-01"));
+}
