@@ -153,13 +153,16 @@ pub struct Turn<'a> {
 /// Bounded concatenation: every summary is kept, oldest first, until the total passes `max_chars`
 /// characters or the count passes `max_summaries`; then the oldest go.
 ///
-/// A single summary longer than `max_chars` is cut to fit, ending with `…`.
+/// A single summary longer than `max_summary_chars` (or `max_chars`) is cut to fit, ending with `…`,
+/// so one rambling reply cannot push every earlier summary out of the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bounded {
     /// The most characters (Unicode scalar values) kept over all summaries.
     pub max_chars: usize,
     /// The most summaries kept.
     pub max_summaries: usize,
+    /// The most characters kept of one summary.
+    pub max_summary_chars: usize,
 }
 
 /// Rolling window: the last `size` summaries.
@@ -322,25 +325,35 @@ pub fn recall(memory: &context::MemoryState) -> Option<String> {
 }
 
 impl Bounded {
-    /// At most `max_chars` characters over at most `max_summaries` summaries.
+    /// At most `max_chars` characters over at most `max_summaries` summaries (one summary may take
+    /// the whole budget; see [`Bounded::with_max_summary_chars`]).
     pub fn new(max_chars: usize, max_summaries: usize) -> Self {
         Self {
             max_chars,
             max_summaries,
+            max_summary_chars: max_chars,
         }
+    }
+
+    /// One summary cut to at most `max` characters.
+    #[must_use]
+    pub fn with_max_summary_chars(mut self, max: usize) -> Self {
+        self.max_summary_chars = max;
+        self
     }
 }
 
 impl Default for Bounded {
-    /// 2,000 characters (about 500 tokens) over at most 20 summaries.
+    /// 2,000 characters (about 500 tokens) over at most 20 summaries, one summary at most 400
+    /// characters (so at least five summaries fit).
     fn default() -> Self {
-        Self::new(2_000, 20)
+        Self::new(2_000, 20).with_max_summary_chars(400)
     }
 }
 
 impl MemoryStrategy for Bounded {
     fn store(&self, memory: &mut context::MemoryState, turn: &Turn<'_>) {
-        let kept = truncate_chars(turn.summary, self.max_chars);
+        let kept = truncate_chars(turn.summary, self.max_chars.min(self.max_summary_chars));
         if !kept.is_empty() {
             memory.summaries.push(kept);
         }

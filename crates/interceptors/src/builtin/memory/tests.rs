@@ -52,6 +52,43 @@ fn bounded_cuts_a_summary_longer_than_the_budget() {
 }
 
 #[test]
+fn bounded_cuts_a_summary_longer_than_its_own_cap() {
+    check(
+        &Bounded::new(10, 10).with_max_summary_chars(3),
+        &["aa", "abcdef", "bb"],
+        &["aa", "ab…", "bb"],
+    );
+}
+
+/// One rambling summary (the embedded model's can run to the whole budget) does not push turn 1's
+/// fact out: the default keeps at least five summaries of the longest kind.
+#[test]
+fn bounded_default_keeps_an_early_fact_past_a_rambling_summary() {
+    let fact = "The user's locker number is 47.";
+    let ramble = "The answer to the question ".repeat(200);
+    let mut summaries = vec![fact];
+    summaries.extend(std::iter::repeat_n(ramble.as_str(), 4));
+    let mut memory = context::MemoryState::default();
+    for (number, summary) in (0..).zip(&summaries) {
+        Bounded::default().store(
+            &mut memory,
+            &Turn {
+                number,
+                summary,
+                insights: None,
+            },
+        );
+    }
+    assert_eq!(memory.summaries.len(), 5);
+    assert_eq!(memory.summaries[0], fact);
+    assert!(
+        memory.summaries[1..]
+            .iter()
+            .all(|s| s.chars().count() == 400 && s.ends_with('…'))
+    );
+}
+
+#[test]
 fn window_keeps_the_last_n() {
     check(&Window::new(2), &["a", "b", "c"], &["b", "c"]);
     check(&Window::new(5), &["a", "b"], &["a", "b"]);
