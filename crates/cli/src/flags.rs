@@ -300,6 +300,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             APPROVE,
             VOTERS,
             THREADS,
+            MATRIX,
             Need {
                 flag: "stream",
                 met: |m| !on(m, "json"),
@@ -341,6 +342,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             APPROVE,
             VOTERS,
             THREADS,
+            MATRIX,
             Need {
                 flag: "stream",
                 met: |m| !on(m, "json") && !on(m, "standard"),
@@ -404,19 +406,19 @@ pub(crate) static SCOPES: &[Scope] = &[
                 "embedded"
             }
         },
-        needs: &[],
+        needs: &[MATRIX],
     },
     Scope {
         command: "fsm resume",
         modes: &[only(&[MODEL, WORKER, RUN])],
         mode_of: |_| "",
-        needs: &[],
+        needs: &[MATRIX],
     },
     Scope {
         command: "serve restate",
         modes: &[only(&[&["bind", "register"], MODEL, WORKER, RUN])],
         mode_of: |_| "",
-        needs: &[],
+        needs: &[MATRIX],
     },
     Scope {
         command: "fsm validate",
@@ -459,7 +461,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             &["max-transitions", "max-repeated-calls", "history"],
         ])],
         mode_of: |_| "",
-        needs: &[],
+        needs: &[MATRIX],
     },
     Scope {
         command: "mcp conformance",
@@ -488,6 +490,12 @@ pub(crate) static SCOPES: &[Scope] = &[
     Scope {
         command: "models",
         modes: &[only(&[&["matrix", "json"]])],
+        mode_of: |_| "",
+        needs: &[],
+    },
+    Scope {
+        command: "models prices",
+        modes: &[only(&[&["import", "format", "json"]])],
         mode_of: |_| "",
         needs: &[],
     },
@@ -535,7 +543,29 @@ pub(crate) static SCOPES: &[Scope] = &[
     },
     Scope {
         command: "suite run",
-        modes: &[only(&[MODEL, &["suite", "timeout", "json-lines"]])],
+        modes: &[Mode {
+            name: "",
+            said: "",
+            example: &[],
+            honours: &[
+                &[
+                    "llm",
+                    "model-path",
+                    "mode",
+                    "max-retries",
+                    "max-tokens",
+                    "max-reply-bytes",
+                    "temperature",
+                    "seed",
+                    "threads",
+                ],
+                &["suite", "timeout", "json-lines"],
+            ],
+            refusals: &[(
+                "matrix",
+                "--matrix: the suites measure what the compatibility matrix records, and never consult one: drop it",
+            )],
+        }],
         mode_of: |_| "",
         needs: &[],
     },
@@ -592,6 +622,14 @@ fn may_be_local(llm: &str) -> bool {
         None => true,
     }
 }
+
+const MATRIX: Need = Need {
+    flag: "matrix",
+    met: |m| !(on(m, "mode") && on(m, "max_retries")),
+    says: "--matrix chooses the mode and the retries, and --mode and --max-retries set both: drop one",
+    example: &[],
+    unmet: &["--mode", "prompted", "--max-retries", "1"],
+};
 
 const NOTE: Need = Need {
     flag: "note",

@@ -199,6 +199,27 @@ fn flags_a_mode_cannot_honour_are_refused_naming_them() {
         assert!(run.stderr.starts_with(line), "{args:?}: {}", run.stderr);
         assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
     }
+    // --matrix (a file it reads) where the flags leave it nothing to choose.
+    let files = super::Files::new(&[("m.json", r#"{"records": []}"#)]);
+    let matrix = files.path("m.json");
+    let run = claij(
+        &[
+            "ask",
+            "q",
+            "--mode",
+            "prompted",
+            "--max-retries",
+            "1",
+            "--matrix",
+            &matrix,
+        ],
+        "",
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "error: --matrix chooses the mode and the retries, and --mode and --max-retries set both: drop one",
+    );
 }
 
 /// The refusals that were there before keep their words.
