@@ -68,6 +68,11 @@ pub(crate) fn install(global: &Global, filters: &Filters) -> Result<Logging> {
                 "--otlp-endpoint needs claij built with the `otel` feature (cargo build -p claij-cli --features otel)"
             );
         }
+        if global.otel_capture_content {
+            anyhow::bail!(
+                "--otel-capture-content needs claij built with the `otel` feature (cargo build -p claij-cli --features otel)"
+            );
+        }
         Registry::default().with(log).try_init()?;
         Ok(Logging {})
     }

@@ -219,6 +219,12 @@ impl Settings {
             "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
             "OTEL_METRICS_EXPORTER",
         )?;
+        // Not ignored: content goes nowhere without spans exported.
+        if capture_content && traces_endpoint.is_none() {
+            bail!(
+                "--otel-capture-content records prompts and replies in exported spans, and no spans are exported: add --otlp-endpoint URL (or set OTEL_EXPORTER_OTLP_ENDPOINT)"
+            );
+        }
         for var in [
             "OTEL_EXPORTER_OTLP_PROTOCOL",
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",

@@ -629,3 +629,33 @@ fn a_flush_that_does_not_finish_in_time_is_the_one_warning() {
         "{reports:?}"
     );
 }
+
+/// `--otel-capture-content` with no span exported is refused, naming the flag, not ignored.
+#[test]
+fn content_capture_without_an_exported_span_is_refused() {
+    for vars in [
+        &[][..],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://base:4318"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ][..],
+    ] {
+        let error = Settings::resolve(None, true, env(vars))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(
+                "--otel-capture-content records prompts and replies in exported spans"
+            ),
+            "{error}"
+        );
+    }
+    assert!(Settings::resolve(None, false, env(&[])).is_ok());
+    let settings = Settings::resolve(
+        None,
+        true,
+        env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://base:4318")]),
+    )
+    .unwrap();
+    assert!(settings.capture_content);
+}

@@ -3,7 +3,7 @@
 //! server, no panic). The walk over every flag of every command in each mode is the binary's unit
 //! test (`flags::tests`, from clap's tree); these run the binary on the cases a user meets.
 
-use super::{assert_one_line_error, claij};
+use super::{assert_one_line_error, claij, claij_env};
 
 #[test]
 fn numeric_flags_out_of_range_are_usage_errors_naming_flag_and_range() {
@@ -262,4 +262,21 @@ fn earlier_refusals_keep_their_words() {
         assert_one_line_error(&run, 2, line);
         assert_eq!(run.stderr.trim_end(), *line, "{args:?}");
     }
+}
+
+/// `--otel-capture-content` with no span exported (no `--otlp-endpoint`, no OTLP variable) is
+/// refused before the command runs.
+#[test]
+fn content_capture_without_an_exporter_is_refused() {
+    let unset = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", None),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None),
+    ];
+    let run = claij_env(&["repair", "--otel-capture-content"], "{\"a\": 1}", &unset);
+    assert_one_line_error(
+        &run,
+        2,
+        "error: --otel-capture-content records prompts and replies in exported spans, and no spans are exported: add --otlp-endpoint URL",
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
