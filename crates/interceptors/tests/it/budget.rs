@@ -1,6 +1,7 @@
 //! Tests of an agent run's cost budget: every model call (a retry's too) is estimated before it is
 //! sent, the run stops before the call that would cross the bound, what was spent is the backend's
-//! cost or the usage at the budget's price, and a cost bound without a price sends nothing.
+//! cost or the usage at the budget's price, and a cost bound without a price sends nothing; and the
+//! same on the wire, through the OpenAI, Anthropic and Gemini backends with their example usage.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -237,4 +238,180 @@ async fn the_estimate_prices_a_long_prompt_at_its_tier() {
         .await
         .unwrap();
     assert_eq!(run.steps, 1);
+}
+
+// On the wire: agent runs through each provider's HTTP backend against a mock answering with the
+// provider's example body (`fixtures/providers/examples`), its recorded usage, calling a tool on
+// every step. The backend prices each call from the built-in table (no provider here reports a
+// cost), the budget takes the same table's price, and the run stops before the call that would
+// cross $0.0001.
+
+#[path = "../../../../fixtures/fixture.rs"]
+mod fixtures;
+
+mod on_the_wire {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use claij_backends::{
+        Anthropic, ApiKey, Backend, Gemini, HttpConfig, ModelTable, OpenAi, RetryPolicy,
+    };
+    use claij_interceptors::builtin::tools::Tools;
+    use claij_interceptors::{Budget, BudgetKind, Chain, Config, Context, Error, Pipeline};
+    use serde_json::{Value, json};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::fixtures;
+
+    fn example(name: &str) -> Value {
+        fixtures::json(&format!("fixtures/providers/examples/{name}.json"))["body"].clone()
+    }
+
+    fn now() -> Tools {
+        Tools::new()
+            .register(
+                "now",
+                "The time now.",
+                json!({"type": "object", "properties": {}}),
+                |_| async { Ok(json!("12:00")) },
+            )
+            .unwrap()
+    }
+
+    async fn served(route: &str, body: Value) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .mount(&server)
+            .await;
+        server
+    }
+
+    fn config(server: &MockServer, suffix: &str) -> HttpConfig {
+        HttpConfig::new(format!("{}{suffix}", server.uri()))
+            .with_retry(RetryPolicy::none())
+            .with_request_timeout(Duration::from_secs(10))
+    }
+
+    /// Runs the agent on `backend` under `limit` at the built-in price of `provider:model`; checks
+    /// each call cost `one` (the backend's figure, in each attempt), the run stopped before the
+    /// call that would cross the bound, and nothing was sent after; returns the calls made.
+    async fn run(
+        backend: Arc<dyn Backend>,
+        server: &MockServer,
+        provider: &str,
+        model: &str,
+        limit: f64,
+        one: f64,
+    ) -> usize {
+        let price = ModelTable::builtin().price_for(provider, model).cloned();
+        assert!(price.is_some(), "{provider}:{model} has a built-in price");
+        let budget = Budget::default().with_max_cost_usd(limit).with_price(price);
+        let pipeline = Pipeline::new(backend, Config::new(model), Chain::new().with(now()));
+        let err = pipeline
+            .run_agent(&mut Context::default(), "What time is it?", &budget)
+            .await
+            .unwrap_err();
+        let Error::BudgetExceeded {
+            budget: BudgetKind::CostUsd,
+            limit: bound,
+            used,
+            estimate: Some(estimate),
+            ref attempts,
+        } = err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!(bound, limit);
+        for attempt in attempts {
+            let cost = attempt.usage.cost_usd.expect("the backend priced the call");
+            assert!((cost - one).abs() < 1e-12, "{cost} != {one}");
+        }
+        let spent = one * attempts.len() as f64;
+        assert!((used - spent).abs() < 1e-12, "{used} != {spent}");
+        assert!(
+            used <= limit && used + estimate > limit,
+            "{used} + {estimate}"
+        );
+        let sent = server.received_requests().await.unwrap().len();
+        assert_eq!(sent, attempts.len(), "no call sent after the stop");
+        sent
+    }
+
+    #[tokio::test]
+    async fn openai() {
+        // openai-2 (82 prompt, 17 completion tokens), its call made `now`; gpt-5-nano at $0.05
+        // and $0.40 per million.
+        let mut body = example("openai-2");
+        let call = &mut body["choices"][0]["message"]["tool_calls"][0]["function"];
+        call["name"] = json!("now");
+        call["arguments"] = json!("{}");
+        let server = served("/v1/chat/completions", body).await;
+        let backend = OpenAi::new(ApiKey::new("sk-test")).with_config(config(&server, "/v1"));
+        let one = (82.0 * 0.05 + 17.0 * 0.40) / 1e6;
+        let calls = run(
+            Arc::new(backend),
+            &server,
+            "openai",
+            "gpt-5-nano",
+            0.0001,
+            one,
+        )
+        .await;
+        assert!(calls > 1, "{calls}");
+    }
+
+    #[tokio::test]
+    async fn anthropic() {
+        // anthropic-1's usage (2,095 input, 2,051 written to the cache, 2,051 read, 503 output),
+        // its content the tools example's `tool_use` block calling `now`; claude-3-haiku at $0.25
+        // input, $0.30 cache writes, $0.03 cache reads, $1.25 output per million.
+        let mut body = example("anthropic-1");
+        let mut call = example("anthropic-3")[0].clone();
+        call["name"] = json!("now");
+        call["input"] = json!({});
+        body["content"] = json!([call]);
+        body["stop_reason"] = json!("tool_use");
+        body["stop_details"] = Value::Null;
+        let server = served("/v1/messages", body).await;
+        let backend =
+            Anthropic::new(ApiKey::new("sk-ant-test")).with_config(config(&server, "/v1"));
+        let one = (2_095.0 * 0.25 + 2_051.0 * 0.30 + 2_051.0 * 0.03 + 503.0 * 1.25) / 1e6;
+        // Under $0.004 two calls fit ($0.00183 each, the second's estimate counting the 503
+        // tokens the first wrote); the third would cross it.
+        let calls = run(
+            Arc::new(backend),
+            &server,
+            "anthropic",
+            "claude-3-haiku",
+            0.004,
+            one,
+        )
+        .await;
+        assert_eq!(calls, 2);
+    }
+
+    #[tokio::test]
+    async fn gemini() {
+        // gemini-1 (405 prompt, 14 candidates tokens), its part a call of `now`; gemini-2.0-flash
+        // at $0.10 and $0.40 per million.
+        let mut body = example("gemini-1");
+        body["candidates"][0]["content"]["parts"] =
+            json!([{"functionCall": {"name": "now", "args": {}}}]);
+        let server = served("/v1beta/models/gemini-2.0-flash:generateContent", body).await;
+        let backend = Gemini::new(ApiKey::new("AIza-test")).with_config(config(&server, "/v1beta"));
+        let one = (405.0 * 0.10 + 14.0 * 0.40) / 1e6;
+        let calls = run(
+            Arc::new(backend),
+            &server,
+            "gemini",
+            "gemini-2.0-flash",
+            0.0001,
+            one,
+        )
+        .await;
+        assert_eq!(calls, 1, "the second call's estimate would cross $0.0001");
+    }
 }
