@@ -226,7 +226,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             Mode {
                 name: "agent",
                 said: "in an agent run",
-                example: &["--max-steps", "2"],
+                example: &["--max-steps", "2", "--interceptors", "tools"],
                 honours: &[MODEL, CONVERSE, AGENT],
                 refusals: &[(
                     "on",
@@ -301,6 +301,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             VOTERS,
             THREADS,
             MATRIX,
+            STEPS,
             Need {
                 flag: "stream",
                 met: |m| !on(m, "json"),
@@ -343,6 +344,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             VOTERS,
             THREADS,
             MATRIX,
+            STEPS,
             Need {
                 flag: "stream",
                 met: |m| !on(m, "json") && !on(m, "standard"),
@@ -622,6 +624,14 @@ fn may_be_local(llm: &str) -> bool {
         None => true,
     }
 }
+
+const STEPS: Need = Need {
+    flag: "max-steps",
+    met: |m| intercepts(m, &["tools", "mcp"]),
+    says: "--max-steps bounds the steps of a model that calls tools, and no tools are on: add --interceptors tools or --interceptors mcp",
+    example: &["--interceptors", "tools"],
+    unmet: &[],
+};
 
 const MATRIX: Need = Need {
     flag: "matrix",

@@ -169,6 +169,10 @@ fn flags_a_mode_cannot_honour_are_refused_naming_them() {
             "error: --threads sets the embedded model's threads, and --llm names no embedded model",
         ),
         (
+            &["ask", "q", "--max-steps", "3"],
+            "error: --max-steps bounds the steps of a model that calls tools, and no tools are on",
+        ),
+        (
             &["chat", "--on", "/answer"],
             "error: claij chat talks with one model: --on",
         ),
