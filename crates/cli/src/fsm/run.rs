@@ -378,6 +378,7 @@ fn drive(
 }
 
 /// The flag that sets the runner's limit `limit` (`claij_fsm::Error::limit`).
+#[cfg(feature = "restate")]
 pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
     match limit {
         "max_transitions" => Some("--max-transitions"),
