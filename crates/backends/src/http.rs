@@ -27,7 +27,7 @@
 //! values ([`Extra::is_secret`]) are sent as sensitive headers and scrubbed from errors like the key.
 //!
 //! Cost: every response's [`Usage::cost_usd`](crate::Usage::cost_usd) is filled in from the
-//! backend's price table (the built-in [`ModelTable`](crate::ModelTable) unless
+//! backend's price table (the built-in [`ModelTable`] unless
 //! [`HttpBackend::with_prices`] gives another), unless the provider reported its own (OpenRouter's
 //! `usage.cost`), which wins; a model without a known price keeps an unknown cost. A stream's usage
 //! events carry the cost of the usage seen so far.
