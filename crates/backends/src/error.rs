@@ -1,4 +1,10 @@
 //! Backend errors: one variant per way a caller reacts, each saying which provider, status and request.
+//!
+//! As reqwest's and `std::io`'s: [`Error::kind`] to match on without the fields, and predicates
+//! ([`Error::is_timeout`], [`Error::is_retryable`], [`Error::is_rate_limited`]...) for what callers
+//! branch on. The errors of the pipeline (`claij_interceptors::Error`) and of the FSM
+//! (`claij_fsm::Error`) that wrap a backend error answer the same predicates from it, so
+//! [`Error::is_retryable`] stays the one definition of "retryable".
 
 use std::fmt;
 use std::time::Duration;
@@ -140,6 +146,24 @@ pub enum ErrorKind {
 }
 
 /// Why a backend call failed. Messages never contain an API key.
+///
+/// Branch on the predicates (or on [`Error::kind`]) rather than on the variants and their fields:
+///
+/// ```
+/// use std::time::Duration;
+/// use claij_backends::{Error, ErrorContext, ErrorKind};
+///
+/// let error = Error::RateLimited {
+///     context: ErrorContext::new("openai").with_status(429),
+///     retry_after: Some(Duration::from_secs(2)),
+///     message: "slow down".into(),
+/// };
+/// if error.is_rate_limited() {
+///     assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+/// }
+/// assert!(error.is_retryable() && !error.is_timeout() && !error.is_auth());
+/// assert_eq!((error.kind(), error.status()), (ErrorKind::RateLimited, Some(429)));
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -404,6 +428,43 @@ impl Error {
         }
     }
 
+    /// Whether no answer came in time ([`Error::Timeout`]).
+    pub fn is_timeout(&self) -> bool {
+        self.kind() == ErrorKind::Timeout
+    }
+
+    /// Whether the connection failed: refused, reset, DNS ([`Error::Network`]).
+    pub fn is_connect(&self) -> bool {
+        self.kind() == ErrorKind::Network
+    }
+
+    /// Whether the provider asked to slow down ([`Error::RateLimited`]; see
+    /// [`Error::retry_after`]). An exhausted quota is not a rate limit: see
+    /// [`Error::is_quota_exhausted`].
+    pub fn is_rate_limited(&self) -> bool {
+        self.kind() == ErrorKind::RateLimited
+    }
+
+    /// Whether the key is missing, wrong or not allowed ([`Error::Authentication`]).
+    pub fn is_auth(&self) -> bool {
+        self.kind() == ErrorKind::Authentication
+    }
+
+    /// Whether the account's quota or credit is used up ([`Error::QuotaExhausted`]).
+    pub fn is_quota_exhausted(&self) -> bool {
+        self.kind() == ErrorKind::QuotaExhausted
+    }
+
+    /// Whether the call was cancelled ([`Error::Cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.kind() == ErrorKind::Cancelled
+    }
+
+    /// The HTTP status, when there was a response (as reqwest's `Error::status`).
+    pub fn status(&self) -> Option<u16> {
+        self.context().status
+    }
+
     /// How long the provider asked to wait before retrying.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -551,5 +612,136 @@ mod tests {
             big.to_string(),
             "gemini (HTTP 200): server-sent event too large: over the max_event_bytes limit of 4096 bytes"
         );
+    }
+
+    /// What each variant answers: `(kind, timeout, connect, rate limited, auth, quota, cancelled,
+    /// retryable)`. The match has no wildcard, so a new variant does not compile here until it is
+    /// classified (and sampled in [`every_variant`]).
+    fn expected(e: &Error) -> (ErrorKind, [bool; 7]) {
+        use ErrorKind as K;
+        let f = false;
+        match e {
+            Error::Authentication { .. } => (K::Authentication, [f, f, f, true, f, f, f]),
+            Error::RateLimited { .. } => (K::RateLimited, [f, f, true, f, f, f, true]),
+            Error::QuotaExhausted { .. } => (K::QuotaExhausted, [f, f, f, f, true, f, f]),
+            Error::ContextLengthExceeded { .. } => (K::ContextLengthExceeded, [f; 7]),
+            Error::ModelNotFound { .. } => (K::ModelNotFound, [f; 7]),
+            Error::Refused { .. } => (K::Refused, [f; 7]),
+            Error::Overloaded { .. } => (K::Overloaded, [f, f, f, f, f, f, true]),
+            Error::Server { context, .. } => {
+                (K::Server, [f, f, f, f, f, f, context.status != Some(501)])
+            }
+            Error::BadRequest { .. } => (K::BadRequest, [f; 7]),
+            Error::Timeout { .. } => (K::Timeout, [true, f, f, f, f, f, true]),
+            Error::Network { .. } => (K::Network, [f, true, f, f, f, f, true]),
+            Error::Cancelled { .. } => (K::Cancelled, [f, f, f, f, f, true, f]),
+            Error::MalformedResponse { .. } => (K::MalformedResponse, [f; 7]),
+            Error::BodyTooLarge { .. } => (K::BodyTooLarge, [f; 7]),
+            Error::ToolArguments { .. } => (K::ToolArguments, [f; 7]),
+            Error::Other { .. } => (K::Other, [f; 7]),
+        }
+    }
+
+    /// One error of every variant (a server error twice: transient and not).
+    fn every_variant() -> Vec<Error> {
+        let c = || ErrorContext::new("p").with_status(500);
+        let m = String::new;
+        vec![
+            Error::Authentication {
+                context: c(),
+                message: m(),
+            },
+            Error::RateLimited {
+                context: c(),
+                retry_after: None,
+                message: m(),
+            },
+            Error::QuotaExhausted {
+                context: c(),
+                message: m(),
+            },
+            Error::ContextLengthExceeded {
+                context: c(),
+                message: m(),
+            },
+            Error::ModelNotFound {
+                context: c(),
+                model: m(),
+            },
+            Error::Refused {
+                context: c(),
+                message: m(),
+            },
+            Error::Overloaded {
+                context: c(),
+                retry_after: None,
+                message: m(),
+            },
+            Error::Server {
+                context: c(),
+                message: m(),
+            },
+            Error::Server {
+                context: c().with_status(501),
+                message: m(),
+            },
+            Error::BadRequest {
+                context: c(),
+                message: m(),
+            },
+            Error::Timeout {
+                context: c(),
+                after: Duration::from_secs(1),
+            },
+            Error::Network {
+                context: c(),
+                message: m(),
+            },
+            Error::Cancelled { context: c() },
+            Error::MalformedResponse {
+                context: c(),
+                reason: m(),
+                excerpt: m(),
+            },
+            Error::BodyTooLarge {
+                context: c(),
+                which: BodyLimit::Body,
+                limit: 1,
+            },
+            Error::ToolArguments {
+                context: c(),
+                id: m(),
+                name: m(),
+                reason: "".into(),
+            },
+            Error::Other {
+                context: c(),
+                message: m(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_variant_is_classified() {
+        let samples = every_variant();
+        let kinds: std::collections::HashSet<ErrorKind> = samples.iter().map(Error::kind).collect();
+        assert_eq!(
+            kinds.len(),
+            16,
+            "a variant without a sample, or two of one kind"
+        );
+        for e in &samples {
+            let got = [
+                e.is_timeout(),
+                e.is_connect(),
+                e.is_rate_limited(),
+                e.is_auth(),
+                e.is_quota_exhausted(),
+                e.is_cancelled(),
+                e.is_retryable(),
+            ];
+            assert_eq!((e.kind(), got), expected(e), "{e:?}");
+            assert_eq!(e.status(), e.context().status);
+        }
     }
 }

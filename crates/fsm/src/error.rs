@@ -1,6 +1,11 @@
 //! The errors of claij-fsm: each says which state or transition, and why. A variant that wraps another
 //! error returns it from `source()` and leaves it out of its message (walk the chain to print both:
 //! `claij_interceptors::ErrorChain`, anyhow's `{:#}`).
+//!
+//! [`Error::kind`] names the variant; the predicates say what a caller branches on. Those about a
+//! model call ([`Error::is_timeout`], [`Error::is_retryable`], [`Error::is_invalid_reply`]...) are
+//! answered by the pipeline's error an [`Error::Llm`] wraps, which answers them from the backend's:
+//! no layer decides them again, so a backend timeout is `is_timeout()` here too.
 
 use std::path::PathBuf;
 
@@ -9,6 +14,37 @@ use claij_validation::Violation;
 use crate::check::DefinitionError;
 
 /// Why a definition cannot be loaded or a run cannot go on.
+///
+/// Branch on the predicates; those about the model call look through [`Error::Llm`] to the
+/// pipeline's error and from there to the backend's:
+///
+/// ```
+/// use std::time::Duration;
+/// use claij_fsm::{Error, ErrorKind};
+///
+/// let timeout = claij_backends::Error::Timeout {
+///     context: claij_backends::ErrorContext::new("openai"),
+///     after: Duration::from_secs(30),
+/// };
+/// let error = Error::Llm {
+///     state: "review".into(),
+///     source: Box::new(claij_interceptors::Error::Backend {
+///         attempts: Vec::new(),
+///         source: Box::new(timeout),
+///     }),
+/// };
+/// let advice = if error.is_limit() {
+///     "allow more transitions"
+/// } else if error.is_invalid_reply() {
+///     "the model found no valid event: rephrase"
+/// } else if error.is_retryable() {
+///     "resume the run later"
+/// } else {
+///     "give up"
+/// };
+/// assert_eq!(advice, "resume the run later");
+/// assert!(error.is_timeout() && error.kind() == ErrorKind::Llm);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -144,7 +180,164 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error`] is, to match on without its fields. What went wrong inside an
+/// [`ErrorKind::Llm`] is its pipeline's error's kind ([`Error::pipeline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Parse`].
+    Parse,
+    /// [`Error::Definition`].
+    Definition,
+    /// [`Error::InvalidEvent`].
+    InvalidEvent,
+    /// [`Error::Llm`].
+    Llm,
+    /// [`Error::Action`].
+    Action,
+    /// [`Error::Unregistered`].
+    Unregistered,
+    /// [`Error::TooManyTransitions`].
+    TooManyTransitions,
+    /// [`Error::RepeatedCall`].
+    RepeatedCall,
+    /// [`Error::NotWaiting`].
+    NotWaiting,
+    /// [`Error::Journal`].
+    Journal,
+    /// [`Error::JournalLocked`].
+    JournalLocked,
+    /// [`Error::JournalExists`].
+    JournalExists,
+    /// [`Error::StepFailed`].
+    StepFailed,
+    /// [`Error::Unsupported`].
+    Unsupported,
+    /// [`Error::CorruptJournal`].
+    CorruptJournal,
+}
+
 impl Error {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Parse(_) => ErrorKind::Parse,
+            Error::Definition(_) => ErrorKind::Definition,
+            Error::InvalidEvent { .. } => ErrorKind::InvalidEvent,
+            Error::Llm { .. } => ErrorKind::Llm,
+            Error::Action { .. } => ErrorKind::Action,
+            Error::Unregistered { .. } => ErrorKind::Unregistered,
+            Error::TooManyTransitions { .. } => ErrorKind::TooManyTransitions,
+            Error::RepeatedCall { .. } => ErrorKind::RepeatedCall,
+            Error::NotWaiting { .. } => ErrorKind::NotWaiting,
+            Error::Journal { .. } => ErrorKind::Journal,
+            Error::JournalLocked { .. } => ErrorKind::JournalLocked,
+            Error::JournalExists { .. } => ErrorKind::JournalExists,
+            Error::StepFailed { .. } => ErrorKind::StepFailed,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::CorruptJournal { .. } => ErrorKind::CorruptJournal,
+        }
+    }
+
+    /// The pipeline's error of an `llm` state that failed ([`Error::Llm`]): what the model-call
+    /// predicates answer from.
+    pub fn pipeline(&self) -> Option<&claij_interceptors::Error> {
+        match self {
+            Error::Llm { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The backend's error under the pipeline's, when the model call itself failed.
+    pub fn backend(&self) -> Option<&claij_backends::Error> {
+        self.pipeline().and_then(claij_interceptors::Error::backend)
+    }
+
+    /// Whether a model call timed out ([`claij_interceptors::Error::is_timeout`]).
+    pub fn is_timeout(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_timeout)
+    }
+
+    /// Whether a model call's connection failed ([`claij_interceptors::Error::is_connect`]).
+    pub fn is_connect(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_connect)
+    }
+
+    /// Whether the provider asked to slow down ([`claij_interceptors::Error::is_rate_limited`]).
+    pub fn is_rate_limited(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_rate_limited)
+    }
+
+    /// Whether the provider refused the key ([`claij_interceptors::Error::is_auth`]).
+    pub fn is_auth(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_auth)
+    }
+
+    /// Whether the account's quota is used up ([`claij_interceptors::Error::is_quota_exhausted`]).
+    pub fn is_quota_exhausted(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_quota_exhausted)
+    }
+
+    /// Whether a model call was cancelled ([`claij_interceptors::Error::is_cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_cancelled)
+    }
+
+    /// Whether the failed model call may pass when made again: the pipeline's answer, which is the
+    /// backend's ([`claij_backends::Error::is_retryable`], the one definition).
+    pub fn is_retryable(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_retryable)
+    }
+
+    /// How long the provider asked to wait ([`claij_interceptors::Error::retry_after`]).
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        self.pipeline()
+            .and_then(claij_interceptors::Error::retry_after)
+    }
+
+    /// Whether a reply or an event was never valid: an event that fits no transition
+    /// ([`Error::InvalidEvent`]), or a model that found no valid event within its retries
+    /// ([`claij_interceptors::Error::is_invalid_reply`] of an [`Error::Llm`]).
+    pub fn is_invalid_reply(&self) -> bool {
+        match self {
+            Error::InvalidEvent { .. } => true,
+            _ => self
+                .pipeline()
+                .is_some_and(claij_interceptors::Error::is_invalid_reply),
+        }
+    }
+
+    /// Whether an agent run inside a state stopped at its budget
+    /// ([`claij_interceptors::Error::is_budget`]).
+    pub fn is_budget(&self) -> bool {
+        self.pipeline()
+            .is_some_and(claij_interceptors::Error::is_budget)
+    }
+
+    /// Whether the run stopped at one of the runner's limits ([`Error::limit`] names it).
+    pub fn is_limit(&self) -> bool {
+        self.limit().is_some()
+    }
+
+    /// Whether the journal is the problem: it cannot be read or written, is locked by another run,
+    /// already holds a run, or holds a line the runner did not write.
+    pub fn is_journal(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Journal
+                | ErrorKind::JournalLocked
+                | ErrorKind::JournalExists
+                | ErrorKind::CorruptJournal
+        )
+    }
+
     /// The name of the runner's limit this error stops at (`max_transitions`,
     /// `max_repeated_calls`), if it is one: a caller names its own setting for it.
     pub fn limit(&self) -> Option<&'static str> {

@@ -102,7 +102,7 @@ mod trail;
 
 pub use check::{DefinitionError, Problem, check};
 pub use definition::{Action, Definition, State, Transition, TransitionId};
-pub use error::Error;
+pub use error::{Error, ErrorKind};
 pub use fsm::Fsm;
 pub use interrupt::Interrupt;
 pub use journal::{Durability, ExistingJournal, Journal};

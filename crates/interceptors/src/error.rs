@@ -2,6 +2,12 @@
 //!
 //! A variant that wraps another error returns it from `source()` and leaves it out of its own message,
 //! so a reporter that walks the chain ([`ErrorChain`], anyhow's `{:#}`) says each cause once.
+//!
+//! As the backends' error, [`Error::kind`] says which variant without its fields, and predicates say
+//! what callers branch on. The ones about the call ([`Error::is_timeout`], [`Error::is_retryable`],
+//! [`Error::is_rate_limited`]...) are answered by the wrapped [`claij_backends::Error`]: this crate
+//! never decides them itself, so "retryable" has one definition
+//! ([`claij_backends::Error::is_retryable`]), the one the HTTP retry loop uses.
 
 use claij_validation::Violation;
 
@@ -10,6 +16,30 @@ use crate::pipeline::{Attempt, Verdict};
 use crate::toolbox::BudgetKind;
 
 /// Why a request failed.
+///
+/// Branch on the predicates, which look through [`Error::Backend`] to the backend's error:
+///
+/// ```
+/// use std::time::Duration;
+/// use claij_backends::ErrorContext;
+/// use claij_interceptors::{Error, ErrorKind};
+///
+/// let error = Error::Backend {
+///     attempts: Vec::new(),
+///     source: Box::new(claij_backends::Error::Timeout {
+///         context: ErrorContext::new("openai"),
+///         after: Duration::from_secs(30),
+///     }),
+/// };
+/// match error.kind() {
+///     ErrorKind::RetriesExhausted => println!("no valid reply: rephrase"),
+///     ErrorKind::BudgetExceeded => println!("allow more"),
+///     _ if error.is_retryable() => println!("try again later"),
+///     _ => println!("give up"),
+/// }
+/// assert!(error.is_timeout() && error.is_retryable() && !error.is_invalid_reply());
+/// assert_eq!(error.backend().map(|e| e.kind()), Some(claij_backends::ErrorKind::Timeout));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -87,6 +117,29 @@ pub enum Error {
         /// The value.
         value: serde_json::Value,
     },
+}
+
+/// What kind of failure an [`Error`] is, to match on without its fields. What kind of backend
+/// failure an [`ErrorKind::Backend`] is, is [`Error::backend`]'s [`claij_backends::Error::kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Hook`].
+    Hook,
+    /// [`Error::Schema`].
+    Schema,
+    /// [`Error::Validator`].
+    Validator,
+    /// [`Error::Backend`].
+    Backend,
+    /// [`Error::RetriesExhausted`].
+    RetriesExhausted,
+    /// [`Error::BudgetExceeded`].
+    BudgetExceeded,
+    /// [`Error::Unpriced`].
+    Unpriced,
+    /// [`Error::Typed`].
+    Typed,
 }
 
 /// What is known when retries run out: every attempt, the last one's reply, verdict and violations
@@ -196,6 +249,94 @@ impl std::fmt::Display for ErrorChain<'_> {
 }
 
 impl Error {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Hook { .. } => ErrorKind::Hook,
+            Error::Schema { .. } => ErrorKind::Schema,
+            Error::Validator { .. } => ErrorKind::Validator,
+            Error::Backend { .. } => ErrorKind::Backend,
+            Error::RetriesExhausted(_) => ErrorKind::RetriesExhausted,
+            Error::BudgetExceeded { .. } => ErrorKind::BudgetExceeded,
+            Error::Unpriced { .. } => ErrorKind::Unpriced,
+            Error::Typed { .. } => ErrorKind::Typed,
+        }
+    }
+
+    /// The backend's error, when the backend failed ([`Error::Backend`]): what the call predicates
+    /// below answer from. A hook's error is its own, even when the hook called a model.
+    pub fn backend(&self) -> Option<&claij_backends::Error> {
+        match self {
+            Error::Backend { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Whether the backend's call timed out ([`claij_backends::Error::is_timeout`]).
+    pub fn is_timeout(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_timeout)
+    }
+
+    /// Whether the backend's connection failed ([`claij_backends::Error::is_connect`]).
+    pub fn is_connect(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_connect)
+    }
+
+    /// Whether the provider asked to slow down ([`claij_backends::Error::is_rate_limited`]).
+    pub fn is_rate_limited(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_rate_limited)
+    }
+
+    /// Whether the provider refused the key ([`claij_backends::Error::is_auth`]).
+    pub fn is_auth(&self) -> bool {
+        self.backend().is_some_and(claij_backends::Error::is_auth)
+    }
+
+    /// Whether the account's quota is used up ([`claij_backends::Error::is_quota_exhausted`]).
+    pub fn is_quota_exhausted(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_quota_exhausted)
+    }
+
+    /// Whether the backend's call was cancelled ([`claij_backends::Error::is_cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_cancelled)
+    }
+
+    /// Whether the same request, sent again later, may succeed: the backend's answer
+    /// ([`claij_backends::Error::is_retryable`], the one definition), false for every failure
+    /// that is not the backend's (an invalid reply after every retry, a hook, a budget).
+    pub fn is_retryable(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_retryable)
+    }
+
+    /// How long the provider asked to wait ([`claij_backends::Error::retry_after`]).
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        self.backend().and_then(claij_backends::Error::retry_after)
+    }
+
+    /// The HTTP status of the backend's failed call, when it had a response.
+    pub fn status(&self) -> Option<u16> {
+        self.backend().and_then(claij_backends::Error::status)
+    }
+
+    /// Whether every attempt's reply was invalid ([`Error::RetriesExhausted`]): the model answered,
+    /// but never a valid document.
+    pub fn is_invalid_reply(&self) -> bool {
+        self.kind() == ErrorKind::RetriesExhausted
+    }
+
+    /// Whether an agent run stopped at a bound of its [`crate::Budget`] ([`Error::BudgetExceeded`];
+    /// a cost bound without a price is [`Error::Unpriced`], a configuration error, not this).
+    pub fn is_budget(&self) -> bool {
+        self.kind() == ErrorKind::BudgetExceeded
+    }
+
     /// The same error after an agent run's `earlier` steps: their attempts before its own, so a
     /// failure at a later step still says what the run did (and spent).
     pub(crate) fn after_steps(mut self, earlier: &[Attempt]) -> Self {

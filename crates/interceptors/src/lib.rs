@@ -64,7 +64,7 @@ mod typed;
 
 pub use chain::{Chain, Link};
 pub use context::{Carried, CarryError, Context, MemoryState, ToolOrigin, ToolResult};
-pub use error::{Error, ErrorChain, Exhausted};
+pub use error::{Error, ErrorChain, ErrorKind, Exhausted};
 pub use failure_log::{FailureLog, redact};
 pub use history::{
     DEFAULT_HISTORY_MESSAGES, DEFAULT_HISTORY_TOKENS, History, HistoryPolicy, estimate_tokens,
