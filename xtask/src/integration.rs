@@ -113,7 +113,7 @@ fn execute(args: &[String]) -> Result<u8> {
         failed,
         total.tokens_in,
         total.tokens_out,
-        money(Some(total.cost))
+        money(total.known_cost())
     );
     Ok(if failed == 0 { 0 } else { 1 })
 }
@@ -242,12 +242,13 @@ fn run_plan(claij: &Path, plan: &Plan, flags: &[String]) -> Result<Vec<Record>> 
     let mut records = Vec::new();
     let total = plan.tests();
     let started = Instant::now();
-    let (mut tokens, mut cost) = (0, 0.0);
+    // The run's cost so far; unknown once a test's is (a model without a price).
+    let (mut tokens, mut cost) = (0, Some(0.0));
     for model in &plan.models {
         for suite in &plan.suites {
             run_suite(claij, &model.name, suite, flags, |record| {
                 tokens += record.tokens_in + record.tokens_out;
-                cost += record.cost;
+                cost = cost.zip(record.cost).map(|(a, b)| a + b);
                 let done = records.len() + 1;
                 println!(
                     "{} [{done}/{total}] {} {}/{}: {} ({} attempts, {} retries, {}+{} tokens, {}, {:.1}s; run so far: {tokens} tokens, {}, {})",
@@ -260,9 +261,9 @@ fn run_plan(claij: &Path, plan: &Plan, flags: &[String]) -> Result<Vec<Record>> 
                     record.retries,
                     record.tokens_in,
                     record.tokens_out,
-                    money(Some(record.cost)),
+                    money(record.cost),
                     record.elapsed_ms as f64 / 1000.0,
-                    money(Some(cost)),
+                    money(cost),
                     crate::test::format_duration(started.elapsed()),
                 );
                 if !record.passed {

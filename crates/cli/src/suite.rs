@@ -16,6 +16,8 @@ mod machines;
 mod memory;
 pub(crate) mod record;
 mod seen;
+#[cfg(test)]
+mod tests;
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -106,7 +108,10 @@ pub(crate) struct Tally {
     pub valid_first_try: bool,
     pub attempts: usize,
     pub retries: usize,
+    /// The calls' usage; its cost counts only the calls whose cost is known.
     pub usage: Usage,
+    /// Some call's cost is unknown (a model without a price): the test's cost is then unknown.
+    pub unpriced: bool,
 }
 
 /// A test's verdict on the content.
@@ -184,11 +189,22 @@ impl Default for Tally {
             attempts: 0,
             retries: 0,
             usage: Usage::default(),
+            unpriced: false,
         }
     }
 }
 
 impl Tally {
+    /// What the test's calls cost: `None` when some call's cost is unknown, never counted as 0;
+    /// `Some(0.0)` when it made no call.
+    pub(crate) fn cost(&self) -> Option<f64> {
+        if self.unpriced {
+            None
+        } else {
+            Some(self.usage.cost_usd.unwrap_or(0.0))
+        }
+    }
+
     /// Counts one pipeline call's attempts.
     pub(crate) fn add(&mut self, attempts: &[Attempt]) {
         self.count(attempts.iter().map(|a| (&a.verdict, &a.usage)));
@@ -205,6 +221,7 @@ impl Tally {
                 self.valid_first_try &= *verdict == Verdict::Valid;
             }
             n += 1;
+            self.unpriced |= usage.cost_usd.is_none();
             add_usage(&mut self.usage, usage);
         }
         self.attempts += n;
@@ -384,7 +401,7 @@ async fn run_test(
         retries: tally.retries as u64,
         tokens_in: tally.usage.input_tokens,
         tokens_out: tally.usage.output_tokens,
-        cost: tally.usage.cost_usd.unwrap_or(0.0),
+        cost: tally.cost(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         detail,
         mode: crate::models::mode_name(Some(mode)).to_owned(),

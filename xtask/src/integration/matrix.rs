@@ -22,7 +22,8 @@ pub(super) struct Record {
     pub retries: u64,
     pub tokens_in: u64,
     pub tokens_out: u64,
-    pub cost: f64,
+    /// `None` when some call's cost is unknown (a model without a price): never counted as 0.
+    pub cost: Option<f64>,
     pub elapsed_ms: u64,
     pub detail: String,
     /// How the schema reached the model: `auto`, `native`, `tool` or `prompted`.
@@ -44,7 +45,10 @@ pub(super) struct Cell {
     pub retries: u64,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// What the priced tests cost.
     pub cost: f64,
+    /// Tests whose cost is unknown: the cell's cost is then unknown.
+    pub unpriced: u64,
     pub elapsed_ms: u64,
 }
 
@@ -94,9 +98,13 @@ impl Record {
             retries: count("retries")?,
             tokens_in: count("tokens_in")?,
             tokens_out: count("tokens_out")?,
-            cost: value["cost"]
-                .as_f64()
-                .ok_or("record without a number `cost`")?,
+            cost: match &value["cost"] {
+                Value::Null if value.get("cost").is_some() => None,
+                cost => Some(
+                    cost.as_f64()
+                        .ok_or("record without a number (or null, unknown) `cost`")?,
+                ),
+            },
             elapsed_ms: count("elapsed_ms")?,
             detail: text("detail")?,
             // Older records (and suites that pin none) ran in auto mode.
@@ -117,7 +125,7 @@ impl Record {
             retries: 0,
             tokens_in: 0,
             tokens_out: 0,
-            cost: 0.0,
+            cost: Some(0.0),
             elapsed_ms: 0,
             detail: why.to_owned(),
             mode: "auto".to_owned(),
@@ -166,10 +174,16 @@ impl Cell {
             retries: r.retries,
             tokens_in: r.tokens_in,
             tokens_out: r.tokens_out,
-            cost: r.cost,
+            cost: r.cost.unwrap_or(0.0),
+            unpriced: u64::from(r.cost.is_none()),
             elapsed_ms: r.elapsed_ms,
             ..Cell::default()
         }
+    }
+
+    /// What the cell cost; `None` when some test's cost is unknown.
+    pub(super) fn known_cost(&self) -> Option<f64> {
+        (self.unpriced == 0).then_some(self.cost)
     }
 
     /// Adds `other`'s counts to this cell's.
@@ -182,6 +196,7 @@ impl Cell {
         self.tokens_in += other.tokens_in;
         self.tokens_out += other.tokens_out;
         self.cost += other.cost;
+        self.unpriced += other.unpriced;
         self.elapsed_ms += other.elapsed_ms;
     }
 }
@@ -287,7 +302,7 @@ impl Matrix {
             total.retries,
             total.tokens_in,
             total.tokens_out,
-            money(Some(total.cost)),
+            money(total.known_cost()),
             total.elapsed_ms as f64 / 1000.0
         );
         let failures: Vec<&Record> = self.records.iter().filter(|r| !r.passed).collect();
@@ -342,7 +357,7 @@ fn cell_text(c: &Cell) -> String {
         c.retries,
         c.tokens_in,
         c.tokens_out,
-        money(Some(c.cost))
+        money(c.known_cost())
     )
 }
 
@@ -367,7 +382,7 @@ fn cell_json(c: &Cell) -> Value {
         "retries": c.retries,
         "tokens_in": c.tokens_in,
         "tokens_out": c.tokens_out,
-        "cost": c.cost,
+        "cost": c.known_cost(),
         "elapsed_ms": c.elapsed_ms,
     })
 }

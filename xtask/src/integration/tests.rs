@@ -281,7 +281,7 @@ fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cos
         retries,
         tokens_in: 100,
         tokens_out: 10,
-        cost,
+        cost: Some(cost),
         elapsed_ms: 1_500,
         detail: if passed {
             "ok".into()
@@ -308,7 +308,7 @@ fn a_record_written_by_the_cli_parses_and_goes_into_the_matrix_unchanged() {
             record.retries,
             record.cost
         ),
-        ("local", "strict-word/tool", "tool", 2, 0.0125)
+        ("local", "strict-word/tool", "tool", 2, Some(0.0125))
     );
     // The matrix keeps the record with the same fields, which is what `claij models` reads back.
     let written = Matrix::from_records(&[record]).to_json("now");
@@ -340,8 +340,36 @@ fn records_parse_from_claij_lines() {
     );
     assert_eq!(
         Record::parse(&line.replace("\"cost\":0.0", "\"cost\":\"0\"")).unwrap_err(),
-        "record without a number `cost`"
+        "record without a number (or null, unknown) `cost`"
     );
+    assert_eq!(
+        Record::parse(&line.replace(",\"cost\":0.0", "")).unwrap_err(),
+        "record without a number (or null, unknown) `cost`"
+    );
+}
+
+/// A test whose cost is unknown (a model without a price) is never counted as $0: its cell's and
+/// the total's cost read unknown.
+#[test]
+fn an_unknown_cost_makes_its_cell_and_the_total_unknown() {
+    let line = r#"{"model":"openai:gpt-x","suite":"retry","test":"strict-word","passed":true,"valid_first_try":true,"attempts":1,"retries":0,"tokens_in":812,"tokens_out":97,"cost":null,"elapsed_ms":4120,"detail":"ok"}"#;
+    let unpriced = Record::parse(line).unwrap();
+    assert_eq!(unpriced.cost, None);
+    let records = [unpriced, record("local", "retry", true, true, 0, 0.0)];
+    let matrix = Matrix::from_records(&records);
+    assert_eq!(
+        matrix.cell("openai:gpt-x", "retry").unwrap().known_cost(),
+        None
+    );
+    assert_eq!(
+        matrix.cell("local", "retry").unwrap().known_cost(),
+        Some(0.0)
+    );
+    assert_eq!(matrix.total().known_cost(), None);
+    let json = matrix.to_json("now");
+    assert_eq!(json["records"][0]["cost"], Value::Null);
+    let md = matrix.to_markdown("now", "cargo xtask integration");
+    assert!(md.contains("tok · unknown"), "{md}");
 }
 
 #[test]
@@ -366,7 +394,7 @@ fn the_matrix_gathers_models_by_suites() {
         ),
         (2, 1, 1, 3, 200)
     );
-    assert!((cell.cost - 0.003).abs() < 1e-12);
+    assert!((cell.known_cost().unwrap() - 0.003).abs() < 1e-12);
     assert_eq!(matrix.failed(), 2);
 
     let md = matrix.to_markdown(

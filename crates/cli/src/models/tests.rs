@@ -27,7 +27,7 @@ fn in_suite(
         retries,
         tokens_in: 0,
         tokens_out: 0,
-        cost: 0.0,
+        cost: Some(0.0),
         elapsed_ms: 0,
         detail: format!("detail of {model}"),
         mode: mode.unwrap_or("auto").to_owned(),

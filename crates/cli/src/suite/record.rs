@@ -25,8 +25,9 @@ pub(crate) struct Record {
     pub retries: u64,
     pub tokens_in: u64,
     pub tokens_out: u64,
-    /// In US dollars (0 when the provider reports none).
-    pub cost: f64,
+    /// In US dollars: the providers' reported costs, else the usage at the model's price; `null`
+    /// when some call's cost is unknown (a model without a price), never counted as 0.
+    pub cost: Option<f64>,
     pub elapsed_ms: u64,
     /// Why it passed or failed, one line.
     pub detail: String,

@@ -18,7 +18,7 @@ fn sample() -> Record {
         retries: 2,
         tokens_in: 812,
         tokens_out: 97,
-        cost: 0.0125,
+        cost: Some(0.0125),
         elapsed_ms: 4120,
         detail: "valid after 2 retries".to_owned(),
         mode: "tool".to_owned(),
@@ -30,6 +30,17 @@ fn sample() -> Record {
 fn the_written_line_is_the_sample_xtask_reads() {
     assert_eq!(serde_json::to_string(&sample()).unwrap(), SAMPLE.trim_end());
     assert_eq!(serde_json::from_str::<Record>(SAMPLE).unwrap(), sample());
+}
+
+#[test]
+fn an_unknown_cost_is_written_as_null_not_0() {
+    let record = Record {
+        cost: None,
+        ..sample()
+    };
+    let line = serde_json::to_string(&record).unwrap();
+    assert!(line.contains(r#""cost":null"#), "{line}");
+    assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);
 }
 
 #[test]
