@@ -1,9 +1,37 @@
 //! [`Error`]: what can go wrong talking to MCP servers, saying which server and which request.
+//!
+//! [`Error::kind`] names the variant; the predicates ([`Error::is_timeout`], [`Error::is_auth`],
+//! [`Error::is_connect`]...) carry the names the other claij crates use for the same meaning. There
+//! is no `is_retryable` here: "retryable" is defined once, for model calls, by
+//! `claij_backends::Error::is_retryable`; whether to call a tool again is the caller's to decide.
 
 use std::time::Duration;
 
 /// An MCP failure that is not the tool's own answer (those are [`crate::CallOutcome`]s with
 /// `is_error`). Every variant names the server.
+///
+/// Branch on the predicates (or [`Error::kind`]) rather than on the variants' fields:
+///
+/// ```
+/// use std::time::Duration;
+/// use claij_mcp::{Error, ErrorKind};
+///
+/// let error = Error::Timeout {
+///     server: "files".into(),
+///     method: "tools/call read_file".into(),
+///     after: Duration::from_secs(30),
+/// };
+/// let advice = if error.is_auth() {
+///     format!("run `claij mcp login {}`", error.server().unwrap_or_default())
+/// } else if error.is_timeout() {
+///     "raise the timeout".to_owned()
+/// } else {
+///     error.to_string()
+/// };
+/// assert_eq!(advice, "raise the timeout");
+/// assert_eq!(error.kind(), ErrorKind::Timeout);
+/// assert!(!error.is_connect() && !error.is_config());
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -123,7 +151,99 @@ pub enum Error {
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What kind of failure an [`Error`] is, to match on without its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Config`].
+    Config,
+    /// [`Error::Spawn`].
+    Spawn,
+    /// [`Error::Handshake`].
+    Handshake,
+    /// [`Error::Unauthorized`].
+    Unauthorized,
+    /// [`Error::Timeout`].
+    Timeout,
+    /// [`Error::Dead`].
+    Dead,
+    /// [`Error::TooLarge`].
+    TooLarge,
+    /// [`Error::Cancelled`].
+    Cancelled,
+    /// [`Error::Protocol`].
+    Protocol,
+    /// [`Error::UnknownServer`].
+    UnknownServer,
+    /// [`Error::UnknownLogLevel`].
+    UnknownLogLevel,
+    /// [`Error::Unqualified`].
+    Unqualified,
+}
+
 impl Error {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Config { .. } => ErrorKind::Config,
+            Error::Spawn { .. } => ErrorKind::Spawn,
+            Error::Handshake { .. } => ErrorKind::Handshake,
+            Error::Unauthorized { .. } => ErrorKind::Unauthorized,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Dead { .. } => ErrorKind::Dead,
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
+            Error::Protocol { .. } => ErrorKind::Protocol,
+            Error::UnknownServer { .. } => ErrorKind::UnknownServer,
+            Error::UnknownLogLevel { .. } => ErrorKind::UnknownLogLevel,
+            Error::Unqualified { .. } => ErrorKind::Unqualified,
+        }
+    }
+
+    /// Whether a request got no answer in time ([`Error::Timeout`]).
+    pub fn is_timeout(&self) -> bool {
+        self.kind() == ErrorKind::Timeout
+    }
+
+    /// Whether the server could not be reached or is gone: it would not start, its handshake
+    /// failed, or its process or connection ended ([`Error::Spawn`], [`Error::Handshake`],
+    /// [`Error::Dead`]).
+    pub fn is_connect(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Spawn | ErrorKind::Handshake | ErrorKind::Dead
+        )
+    }
+
+    /// Whether the server needs authorization nobody gave ([`Error::Unauthorized`]).
+    pub fn is_auth(&self) -> bool {
+        self.kind() == ErrorKind::Unauthorized
+    }
+
+    /// Whether the request was cancelled ([`Error::Cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.kind() == ErrorKind::Cancelled
+    }
+
+    /// Whether an answer was over `maxMessageBytes` ([`Error::TooLarge`]).
+    pub fn is_too_large(&self) -> bool {
+        self.kind() == ErrorKind::TooLarge
+    }
+
+    /// Whether what was asked for is not in the configuration or not well formed: the
+    /// configuration itself, an unknown server, log level, or a tool name without its server
+    /// ([`Error::Config`], [`Error::UnknownServer`], [`Error::UnknownLogLevel`],
+    /// [`Error::Unqualified`]).
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Config
+                | ErrorKind::UnknownServer
+                | ErrorKind::UnknownLogLevel
+                | ErrorKind::Unqualified
+        )
+    }
+
     /// The server the error concerns, when there is one.
     pub fn server(&self) -> Option<&str> {
         match self {
@@ -157,5 +277,98 @@ pub(crate) fn humanize(duration: Duration) -> String {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// `(kind, [timeout, connect, auth, cancelled, too large, config])` of each variant. No
+    /// wildcard, so a new variant does not compile here until it is classified (and sampled).
+    fn expected(e: &Error) -> (ErrorKind, [bool; 6]) {
+        use ErrorKind as K;
+        let f = false;
+        match e {
+            Error::Config { .. } => (K::Config, [f, f, f, f, f, true]),
+            Error::Spawn { .. } => (K::Spawn, [f, true, f, f, f, f]),
+            Error::Handshake { .. } => (K::Handshake, [f, true, f, f, f, f]),
+            Error::Unauthorized { .. } => (K::Unauthorized, [f, f, true, f, f, f]),
+            Error::Timeout { .. } => (K::Timeout, [true, f, f, f, f, f]),
+            Error::Dead { .. } => (K::Dead, [f, true, f, f, f, f]),
+            Error::TooLarge { .. } => (K::TooLarge, [f, f, f, f, true, f]),
+            Error::Cancelled { .. } => (K::Cancelled, [f, f, f, true, f, f]),
+            Error::Protocol { .. } => (K::Protocol, [f; 6]),
+            Error::UnknownServer { .. } => (K::UnknownServer, [f, f, f, f, f, true]),
+            Error::UnknownLogLevel { .. } => (K::UnknownLogLevel, [f, f, f, f, f, true]),
+            Error::Unqualified { .. } => (K::Unqualified, [f, f, f, f, f, true]),
+        }
+    }
+
+    #[test]
+    fn every_variant_is_classified() {
+        let s = || "s".to_owned();
+        let samples = vec![
+            Error::Config {
+                pointer: s(),
+                message: s(),
+            },
+            Error::Spawn {
+                server: s(),
+                command: s(),
+                source: std::io::Error::other("x"),
+            },
+            Error::Handshake {
+                server: s(),
+                message: s(),
+            },
+            Error::Unauthorized { server: s() },
+            Error::Timeout {
+                server: s(),
+                method: s(),
+                after: Duration::from_secs(1),
+            },
+            Error::Dead {
+                server: s(),
+                reason: s(),
+            },
+            Error::TooLarge {
+                server: s(),
+                method: s(),
+                size: 2,
+                limit: 1,
+            },
+            Error::Cancelled {
+                server: s(),
+                method: s(),
+            },
+            Error::Protocol {
+                server: s(),
+                method: s(),
+                code: 1,
+                message: s(),
+            },
+            Error::UnknownServer {
+                server: s(),
+                known: Vec::new(),
+            },
+            Error::UnknownLogLevel { given: s() },
+            Error::Unqualified { name: s() },
+        ];
+        let kinds: std::collections::HashSet<ErrorKind> = samples.iter().map(Error::kind).collect();
+        assert_eq!(kinds.len(), 12, "a variant without a sample");
+        for e in &samples {
+            let got = [
+                e.is_timeout(),
+                e.is_connect(),
+                e.is_auth(),
+                e.is_cancelled(),
+                e.is_too_large(),
+                e.is_config(),
+            ];
+            assert_eq!((e.kind(), got), expected(e), "{e}");
+        }
     }
 }

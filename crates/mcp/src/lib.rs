@@ -71,7 +71,7 @@ pub use config::{
     HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, OAuthSettings, ServerConfig, StdioServer,
     timeout_from_secs,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use hooks::{
     BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks, LogFn,
     PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,

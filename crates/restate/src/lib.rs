@@ -91,7 +91,7 @@ mod workflow;
 
 pub use client::{Client, Followed, Limits, Started};
 pub use conversation::{CONVERSATION, ClaijConversation, TurnAnswer};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use types::{
     Ended, Failure, FailureKind, Machine, RunOptions, RunRequest, RunResult, RunStatus,
 };

@@ -1,6 +1,29 @@
 //! The error type of `claij-schema`: every variant says which extension and where.
+//!
+//! [`Error::kind`] names the variant, to match on without the fields; each claij crate has its own
+//! `ErrorKind` (a shared one would mix a JSON pointer's conflict with an HTTP 429 in one list every
+//! crate must match), and the meanings that cross crates are predicates with one name in each
+//! (`is_timeout`, `is_retryable`...). Here the one a caller branches on is
+//! [`Error::is_conflict`]: two extensions that cannot be active together.
 
 /// Everything that can go wrong while composing, checking or activating a schema.
+///
+/// Branch on [`Error::kind`] or the predicates:
+///
+/// ```
+/// use claij_schema::{Error, ErrorKind};
+///
+/// let error = Error::DefinitionConflict {
+///     pointer: "/$defs/Item".into(),
+///     first: "memory".into(),
+///     second: "tools".into(),
+/// };
+/// if error.is_conflict() {
+///     // Leave one of the two extensions out.
+/// }
+/// assert_eq!(error.kind(), ErrorKind::DefinitionConflict);
+/// assert_eq!(error.extension(), Some("tools"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -74,6 +97,69 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error`] is, to match on without its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::InvalidDelta`].
+    InvalidDelta,
+    /// [`Error::DefinitionConflict`].
+    DefinitionConflict,
+    /// [`Error::Contradiction`].
+    Contradiction,
+    /// [`Error::DraftMismatch`].
+    DraftMismatch,
+    /// [`Error::InvalidSchema`].
+    InvalidSchema,
+    /// [`Error::DuplicateExtension`].
+    DuplicateExtension,
+    /// [`Error::UnknownExtension`].
+    UnknownExtension,
+}
+
+impl Error {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidDelta { .. } => ErrorKind::InvalidDelta,
+            Error::DefinitionConflict { .. } => ErrorKind::DefinitionConflict,
+            Error::Contradiction { .. } => ErrorKind::Contradiction,
+            Error::DraftMismatch { .. } => ErrorKind::DraftMismatch,
+            Error::InvalidSchema { .. } => ErrorKind::InvalidSchema,
+            Error::DuplicateExtension { .. } => ErrorKind::DuplicateExtension,
+            Error::UnknownExtension { .. } => ErrorKind::UnknownExtension,
+        }
+    }
+
+    /// Whether two extensions (or one with itself, or with the base) cannot be active together:
+    /// a redefined `$defs` name, constraints no value meets, another draft, or an id already
+    /// active with another delta. Each alone may be fine.
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::DefinitionConflict
+                | ErrorKind::Contradiction
+                | ErrorKind::DraftMismatch
+                | ErrorKind::DuplicateExtension
+        )
+    }
+
+    /// The extension at fault (the later one of a conflict), when one is: `None` for a base
+    /// schema that is invalid by itself.
+    pub fn extension(&self) -> Option<&str> {
+        match self {
+            Error::InvalidDelta { extension, .. }
+            | Error::DraftMismatch { extension, .. }
+            | Error::DuplicateExtension { extension }
+            | Error::UnknownExtension { extension } => Some(extension),
+            Error::DefinitionConflict { second, .. } | Error::Contradiction { second, .. } => {
+                Some(second)
+            }
+            Error::InvalidSchema { extension, .. } => extension.as_deref(),
+        }
+    }
+}
+
 fn contradiction(pointer: &str, first: &str, second: &str, detail: &str) -> String {
     if first == second {
         format!("extension `{second}` contradicts itself at `{pointer}`: {detail}")
@@ -91,3 +177,69 @@ fn extension_prefix(extension: &Option<String>) -> String {
 
 /// `Result` with [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(kind, conflict)` of each variant. No wildcard, so a new variant does not compile here
+    /// until it is classified (and sampled).
+    fn expected(e: &Error) -> (ErrorKind, bool) {
+        match e {
+            Error::InvalidDelta { .. } => (ErrorKind::InvalidDelta, false),
+            Error::DefinitionConflict { .. } => (ErrorKind::DefinitionConflict, true),
+            Error::Contradiction { .. } => (ErrorKind::Contradiction, true),
+            Error::DraftMismatch { .. } => (ErrorKind::DraftMismatch, true),
+            Error::InvalidSchema { .. } => (ErrorKind::InvalidSchema, false),
+            Error::DuplicateExtension { .. } => (ErrorKind::DuplicateExtension, true),
+            Error::UnknownExtension { .. } => (ErrorKind::UnknownExtension, false),
+        }
+    }
+
+    #[test]
+    fn every_variant_is_classified() {
+        let x = || "x".to_owned();
+        let samples = [
+            Error::InvalidDelta {
+                extension: x(),
+                pointer: x(),
+                reason: x(),
+            },
+            Error::DefinitionConflict {
+                pointer: x(),
+                first: "a".into(),
+                second: x(),
+            },
+            Error::Contradiction {
+                pointer: x(),
+                first: "a".into(),
+                second: x(),
+                detail: x(),
+            },
+            Error::DraftMismatch {
+                extension: x(),
+                expected: x(),
+                found: x(),
+            },
+            Error::InvalidSchema {
+                extension: Some(x()),
+                pointer: x(),
+                message: x(),
+            },
+            Error::DuplicateExtension { extension: x() },
+            Error::UnknownExtension { extension: x() },
+        ];
+        let kinds: std::collections::HashSet<ErrorKind> = samples.iter().map(Error::kind).collect();
+        assert_eq!(kinds.len(), 7, "a variant without a sample");
+        for e in &samples {
+            assert_eq!((e.kind(), e.is_conflict()), expected(e), "{e}");
+            assert_eq!(e.extension(), Some("x"), "{e}");
+        }
+        let base = Error::InvalidSchema {
+            extension: None,
+            pointer: x(),
+            message: x(),
+        };
+        assert_eq!(base.extension(), None);
+    }
+}

@@ -69,7 +69,7 @@ pub use compose::{BASE, compose};
 pub use delta::{SchemaDelta, rfc3339};
 pub use dialect::{Dialect, DialectError};
 pub use embed::embed;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use example::{NoExample, example};
 pub use memo::{Memo, MemoStats, SchemaHash};
 pub use registry::{Added, AuditAction, AuditEntry, AuditLog, Ballot, Registry, SavedRegistry};

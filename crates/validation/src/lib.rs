@@ -50,7 +50,7 @@ pub mod retry;
 mod validator;
 mod violation;
 
-pub use error::Error;
+pub use error::{Error, ErrorKind};
 pub use fix::{Fix, FixKind};
 pub use outcome::{Outcome, StageTimes, process, process_timed};
 pub use validator::{FastPath, Validator};
