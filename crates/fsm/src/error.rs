@@ -180,7 +180,10 @@ pub enum Error {
     },
 }
 
-/// What kind of failure an [`Error`] is, to match on without its fields. What went wrong inside an
+/// What kind of failure an [`Error`] is, to match on without its fields.
+///
+/// One kind per crate, naming its own variants; the meanings shared across claij crates are the
+/// predicates on [`Error`] (see `claij_interceptors`' crate docs for why). What went wrong inside an
 /// [`ErrorKind::Llm`] is its pipeline's error's kind ([`Error::pipeline`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

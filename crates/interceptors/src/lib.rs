@@ -47,6 +47,16 @@
 //!
 //! Errors: [`Error`]. Hook failures name the interceptor and the stage; retries exhausted carry every
 //! attempt, the last violations and the last reply; an agent run out of budget names the bound.
+//! Callers branch on [`Error::kind`] and the predicates ([`Error::is_timeout`],
+//! [`Error::is_retryable`], [`Error::is_invalid_reply`], [`Error::is_budget`]...), as on reqwest's
+//! errors. Each claij crate has its own [`ErrorKind`], naming its own variants (as `std::io` has
+//! one): a kind shared by all would mix a schema conflict with an HTTP 429 in one list every crate
+//! must match, and would have to live below every crate. What *is* shared is meaning, so it is the
+//! predicates that are shared: the same name means the same thing in each crate's error, and an
+//! error that wraps another answers from it (claij-fsm's `Error::Llm` from this crate's
+//! [`Error::Backend`], which answers from [`claij_backends::Error`]). No wrapper decides again:
+//! "retryable" is [`claij_backends::Error::is_retryable`], which the HTTP retry loop and this
+//! pipeline's resend both use.
 
 pub mod builtin;
 mod chain;

@@ -98,6 +98,9 @@ pub enum Error {
 }
 
 /// What kind of failure an [`Error`] is, to match on without its fields.
+///
+/// One kind per crate, naming its own variants; the meanings shared across claij crates are the
+/// predicates on [`Error`] (see `claij_interceptors`' crate docs for why).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {

@@ -308,29 +308,26 @@ fn drive(
         });
         let outcome = match outcome {
             Ok(outcome) => outcome,
-            Err(
-                e @ (claij_fsm::Error::TooManyTransitions { .. }
-                | claij_fsm::Error::RepeatedCall { .. }),
-            ) => {
+            Err(e) if e.is_limit() => {
                 finish(run, None, options)?;
                 let journal = journal.as_ref().map(Journal::path);
                 writeln!(std::io::stderr(), "error: {}", stopped(&e, journal))?;
                 return Ok(Status::Invalid);
             }
-            Err(e @ (claij_fsm::Error::Llm { .. } | claij_fsm::Error::InvalidEvent { .. })) => {
+            // As `claij ask`: replies that stay invalid are exit 1; a backend that fails is 2,
+            // after the trail.
+            Err(e) if e.is_invalid_reply() => {
                 finish(run, None, options)?;
-                // As `claij ask`: a backend that fails is exit 2; replies that stay invalid are 1.
-                if let claij_fsm::Error::Llm { source, .. } = &e
-                    && !matches!(**source, claij_interceptors::Error::RetriesExhausted(_))
-                {
-                    return Err(e.into());
-                }
                 writeln!(
                     std::io::stderr(),
                     "error: {}",
                     crate::one_line(&ErrorChain(&e).to_string())
                 )?;
                 return Ok(Status::Invalid);
+            }
+            Err(e @ claij_fsm::Error::Llm { .. }) => {
+                finish(run, None, options)?;
+                return Err(e.into());
             }
             Err(e) => return Err(e.into()),
         };

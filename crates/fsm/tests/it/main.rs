@@ -4,6 +4,7 @@
 
 mod builtin;
 mod definitions;
+mod errors;
 mod journal;
 mod local_model;
 mod loops;
