@@ -21,6 +21,7 @@ const ALLOWED: &[(&str, Allowed)] = &[
     ("claij-schema", Allowed::Only(&[])),
     ("claij-validation", Allowed::Only(&["claij-schema"])),
     ("claij-backends", Allowed::Only(&[])),
+    ("claij-local", Allowed::Only(&["claij-backends"])),
     (
         "claij-interceptors",
         Allowed::Only(&["claij-schema", "claij-validation", "claij-backends"]),
@@ -85,8 +86,34 @@ const IO_CRATES: &[&str] = &[
 
 /// Crates that take claij-backends without its provider adapters (they only see `dyn Backend`),
 /// and whether they may switch on any of its features.
-const BACKENDS_WITHOUT_DEFAULTS: &[(&str, bool)] =
-    &[("claij-interceptors", true), ("claij-fsm", false)];
+const BACKENDS_WITHOUT_DEFAULTS: &[(&str, bool)] = &[
+    ("claij-interceptors", true),
+    ("claij-fsm", false),
+    ("claij-local", false),
+];
+
+/// Crates whose whole dependency tree (every feature, every kind of edge) must hold none of the
+/// embedded model's crates: those belong to claij-local alone.
+const MODEL_FREE: &[&str] = &["claij-backends"];
+
+/// The embedded model's crates, by name or prefix (`candle-core`, `candle-nn`, ...).
+fn is_model_crate(name: &str) -> bool {
+    name.starts_with("candle") || ["llguidance", "toktrie", "tokenizers"].contains(&name)
+}
+
+/// The embedded model's crates in `cargo tree --prefix none` output of `package`, one violation each.
+fn model_crates(package: &str, tree: &str) -> Vec<String> {
+    tree_crates(tree)
+        .into_iter()
+        .filter(|name| is_model_crate(name))
+        .map(|found| {
+            format!(
+                "{package} -> {found}: the embedded model's crates belong to claij-local, not to \
+                 {package}'s tree (see `cargo tree -p {package} --all-features -i {found}`)"
+            )
+        })
+        .collect()
+}
 
 /// Only applications use these: libraries return typed errors and never install a subscriber (test
 /// support behind a library's `testing` feature, for other crates' tests, may).
@@ -129,6 +156,23 @@ pub(crate) fn check() -> Result<()> {
                  (see `cargo tree -p {name} -e normal {features} --target all -i {io}`)"
             )
         }));
+    }
+    for &name in MODEL_FREE {
+        if workspace.package(name).is_none() {
+            println!("{name}: not in the workspace yet, skipped");
+            continue;
+        }
+        let tree = Cmd::cargo()
+            .args(["tree", "-p", name, "--prefix", "none", "--all-features"])
+            .args(["--target", "all"])
+            .read()?;
+        let found = model_crates(name, &tree);
+        println!(
+            "{name} (--all-features, every edge): {} crates in its dependency tree, {} of the embedded model's",
+            tree_crates(&tree).len(),
+            found.len()
+        );
+        violations.extend(found);
     }
     let features = |selection: &[&str]| -> Result<String> {
         Cmd::cargo()

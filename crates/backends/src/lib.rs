@@ -60,16 +60,17 @@
 //!   user info, a known key's encoded copies) that cassettes, errors, the failure log and printed
 //!   configurations all use.
 //!
+//! The embedded model (candle, llguidance) is its own crate, claij-local, a [`Backend`] like these;
+//! this crate's tree holds neither.
+//!
 //! Features (additive):
 //! - `openai`, `openrouter`, `anthropic`, `gemini` (default on): the HTTP adapters; each pulls in `http`
 //!   (reqwest with rustls, tokio timers). With no default features the crate has no IO dependency.
-//! - `local` (off by default): [`LocalBackend`], an embedded model (candle, llguidance) that runs
-//!   in-process and constrains its output to the request's schema; no network, no key.
 //! - `testing`: [`testing::Scripted`], a backend that answers from a script and records every request,
-//!   so interceptors and pipelines can be tested offline; [`testing::is_ci`] and (with `local`)
-//!   [`testing::local_model_or_skip`], what every crate's model tests share.
+//!   so interceptors and pipelines can be tested offline; [`testing::is_ci`], what every crate's
+//!   tests of servers and models share.
 //! - `cassette` (off by default): [`Recorder`] and [`Replayer`], the one part of the crate that reads
-//!   and writes files. Without it (and without the HTTP adapters and `local`) the crate does no IO.
+//!   and writes files. Without it (and without the HTTP adapters) the crate does no IO.
 //!
 //! Errors: [`Error`], one variant per kind of failure a caller handles differently (retry, re-auth,
 //! shorten the prompt, give up), each carrying the provider, status and request id where there are any.
@@ -87,8 +88,6 @@ pub mod gemini;
 #[cfg(feature = "http")]
 pub mod http;
 mod key;
-#[cfg(feature = "local")]
-pub mod local;
 pub mod models;
 #[cfg(any(feature = "openai", feature = "openrouter"))]
 pub mod openai;
@@ -110,8 +109,6 @@ pub use gemini::Gemini;
 #[cfg(feature = "http")]
 pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, RetryPolicy};
 pub use key::ApiKey;
-#[cfg(feature = "local")]
-pub use local::LocalBackend;
 pub use models::{InstructionRole, ModelInfo, ModelTable, Price};
 #[cfg(feature = "openrouter")]
 pub use openai::OpenRouter;

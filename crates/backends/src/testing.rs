@@ -1,7 +1,6 @@
 //! Test support: [`Scripted`], a backend that answers from a script and records every request, for
-//! offline tests; [`is_ci`], the one definition of "this is a CI run" the workspace's tests share; and,
-//! with the `local` feature, [`local_model_or_skip`], how a test finds the embedded model;
-//! [`spans::SpanCapture`], a `tracing` layer that records spans and events; and [`net`], free
+//! offline tests; [`is_ci`], the one definition of "this is a CI run" the workspace's tests share
+//! (claij-local's `local_model_or_skip` builds on it); [`spans::SpanCapture`], a `tracing` layer that records spans and events; and [`net`], free
 //! loopback ports and the sockets a process listens on, for tests that start real servers.
 
 pub mod net;
@@ -202,38 +201,6 @@ impl std::fmt::Debug for Scripted {
 /// ```
 pub fn is_ci(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> bool {
     var("CI").is_some_and(|value| value.eq_ignore_ascii_case("true") || value == "1")
-}
-
-/// The embedded model's file in the cache `cargo xtask model` fills ([`local::model_dir`] with
-/// [`local::DEFAULT_MODEL_FILE`](crate::local::DEFAULT_MODEL_FILE)), for a test that runs it: `None`
-/// after saying on stderr that `test` is skipped when the file is missing. `var` looks up the
-/// environment (pass `std::env::var_os`: the library reads none itself).
-///
-/// # Panics
-///
-/// When the file is missing under CI ([`is_ci`]): there a skipped model test would hide a failure.
-///
-/// [`local::model_dir`]: crate::local::model_dir
-#[cfg(feature = "local")]
-#[allow(clippy::print_stderr, reason = "a skipped test says so")]
-pub fn local_model_or_skip(
-    test: &str,
-    var: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> Option<std::path::PathBuf> {
-    let path = crate::local::model_dir(&var).join(crate::local::DEFAULT_MODEL_FILE);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        !is_ci(&var),
-        "{test}: CI is set and the model is missing at {}: run `cargo xtask model`",
-        path.display()
-    );
-    eprintln!(
-        "{test}: skipped: no model at {} (run `cargo xtask model`)",
-        path.display()
-    );
-    None
 }
 
 #[cfg(test)]

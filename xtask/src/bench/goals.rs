@@ -29,11 +29,11 @@ pub(super) const GOALS_FILE: &str = "bench-goals.md";
 /// What runs the load bench alone (claij-interceptors' `benches/load.rs`).
 const RUN_LOAD: &str = "run `cargo bench -p claij-interceptors --bench load`";
 /// What runs the local model bench alone; it needs the model (`cargo xtask model`).
-const RUN_LOCAL: &str = "run `cargo bench -p claij-backends --features local --bench local`";
+const RUN_LOCAL: &str = "run `cargo bench -p claij-local --bench local`";
 /// The local bench times the FSM only with a `claij` binary to run (`cargo xtask bench` passes the
 /// one it builds for the quality prompts).
 const RUN_LOCAL_FSM: &str = "run `cargo xtask bench`, or `cargo build --release -p claij-cli` then \
-    `CLAIJ_BENCH_FSM=target/release/claij cargo bench -p claij-backends --features local --bench local`";
+    `CLAIJ_BENCH_FSM=target/release/claij cargo bench -p claij-local --bench local`";
 /// The mock's latency the throughput goal is stated at.
 const LOAD_LATENCY_MS: f64 = 200.0;
 /// The concurrencies the load bench reports; the goal is at 256.

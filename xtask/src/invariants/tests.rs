@@ -165,6 +165,75 @@ smol_str v0.2.0
 }
 
 #[test]
+fn the_embedded_models_crates_in_backends_tree_are_named() {
+    let tree = "\
+claij-backends v0.1.0 (/work/crates/backends)
+serde v1.0.0
+candle-core v0.11.1
+candle-nn v0.11.1
+candle-core v0.11.1 (*)
+llguidance v1.9.1
+toktrie v1.9.1
+tokenizers v0.23.2
+tokenizers-like v0.1.0
+";
+    let found = model_crates("claij-backends", tree);
+    let named: Vec<&str> = found.iter().map(|v| v.split(':').next().unwrap()).collect();
+    assert_eq!(
+        named,
+        [
+            "claij-backends -> candle-core",
+            "claij-backends -> candle-nn",
+            "claij-backends -> llguidance",
+            "claij-backends -> tokenizers",
+            "claij-backends -> toktrie",
+        ]
+    );
+    assert!(found[0].contains("belong to claij-local"), "{}", found[0]);
+    assert!(
+        found[0].contains("cargo tree -p claij-backends --all-features -i candle-core"),
+        "{}",
+        found[0]
+    );
+    assert_eq!(
+        model_crates(
+            "claij-backends",
+            "claij-backends v0.1.0 (/w)\nserde v1.0.0\n"
+        ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn the_embedded_model_crate_takes_backends_without_features() {
+    let json = metadata(
+        &[("claij-local", &["claij-backends", "candle-core"])],
+        |_| (false, vec!["openai"]),
+    );
+    let workspace = Workspace::parse(&json).unwrap();
+    assert_eq!(
+        manifest_violations(&workspace.packages),
+        [
+            "claij-local -> claij-backends: must use default-features = false and no features (it only sees `dyn Backend`)"
+        ]
+    );
+    let json = metadata(&[("claij-local", &["claij-backends"])], |_| {
+        (false, Vec::new())
+    });
+    let workspace = Workspace::parse(&json).unwrap();
+    assert_eq!(
+        manifest_violations(&workspace.packages),
+        Vec::<String>::new()
+    );
+    check(
+        &[("claij-local", &["claij-interceptors"])],
+        &[
+            "claij-local -> claij-interceptors: not allowed (claij-local may depend on claij-backends)",
+        ],
+    );
+}
+
+#[test]
 fn a_dependency_built_with_other_features_for_the_cli_alone_is_a_violation() {
     let cli = "claij-cli v0.1.0 (/w/crates/cli)|\nclaij-mcp v0.1.0 (/w/crates/mcp)|http\n\
                serde v1.0.0|derive,std\nserde v1.0.0|derive,std (*)\n";

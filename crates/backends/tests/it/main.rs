@@ -11,8 +11,6 @@ mod anthropic;
 mod cassette;
 mod gemini;
 mod http;
-#[cfg(all(feature = "local", feature = "testing"))]
-mod local_model;
 mod models;
 mod openai;
 mod openai_fallback;

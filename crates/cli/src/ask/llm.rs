@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use claij_backends::local::{DEFAULT_MODEL_FILE, LocalBackend};
 use claij_backends::openai::{OpenAiCompatible, StructuredFallback};
 use claij_backends::{
     Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, HttpConfig, ModelTable, OpenAi,
     OpenRouter,
 };
+use claij_local::{DEFAULT_MODEL_FILE, LocalBackend};
 
 use crate::config::{
     CompatibleSettings, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved, Settings,
@@ -231,9 +231,9 @@ fn open_resolved(
     }
 }
 
-/// The model cache (see [`claij_backends::local::model_dir`]).
+/// The model cache (see [`claij_local::model_dir`]).
 pub(crate) fn model_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
-    claij_backends::local::model_dir(var)
+    claij_local::model_dir(var)
 }
 
 /// The name to show for a model file: its name up to the first dot (`SmolLM2-135M-Instruct` for
@@ -276,7 +276,7 @@ fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
         return Ok(Arc::clone(backend) as Arc<dyn Backend>);
     }
     // CLAIJ_KV_CACHE_MIB bounds the prefix cache (0 turns it off).
-    let config = claij_backends::local::LocalConfig::default()
+    let config = claij_local::LocalConfig::default()
         .with_env(|name| std::env::var_os(name))
         .map_err(anyhow::Error::msg)?;
     let mut err = std::io::stderr();

@@ -77,7 +77,7 @@ pub(crate) const DEFAULT_MAX_RETRIES: usize = 3;
 /// model's own default, so that a reply it cuts names the limit and its flag; a hosted provider
 /// applies its own (`None`).
 pub(crate) fn default_max_tokens(provider: &str) -> Option<u32> {
-    (provider == "local").then(|| claij_backends::local::LocalConfig::default().max_tokens)
+    (provider == "local").then(|| claij_local::LocalConfig::default().max_tokens)
 }
 
 impl From<Mode> for StructuredMode {

@@ -394,7 +394,7 @@ mod local_model {
 
     #[test]
     fn two_local_models_agree() {
-        let Some(model) = claij_backends::testing::local_model_or_skip(
+        let Some(model) = claij_local::testing::local_model_or_skip(
             "consensus::local_model::two_local_models_agree",
             |name| std::env::var_os(name),
         ) else {

@@ -1481,7 +1481,7 @@ mod local_model {
     fn the_readme_tool_loop_reads_the_file_repeats_once_and_answers() {
         let test = "the_readme_tool_loop_reads_the_file_repeats_once_and_answers";
         let Some(model) =
-            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
         else {
             return;
         };

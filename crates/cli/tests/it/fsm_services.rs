@@ -730,7 +730,7 @@ mod local_model {
     fn the_local_model_is_loaded_once_whatever_names_it() {
         let test = "the_local_model_is_loaded_once_whatever_names_it";
         let Some(model) =
-            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
         else {
             return;
         };
@@ -786,7 +786,7 @@ mod local_model {
     fn the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content() {
         let test = "the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content";
         let Some(model) =
-            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
         else {
             return;
         };

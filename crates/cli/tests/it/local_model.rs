@@ -12,7 +12,7 @@ use super::{Files, claij_env};
 /// The model file in the cache `cargo xtask model` fills; `None` (skip) when it is missing, except
 /// under CI.
 fn model(test: &str) -> Option<PathBuf> {
-    claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+    claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
 }
 
 #[test]

@@ -98,7 +98,7 @@ mod local_model {
             return;
         };
         let Some(model) =
-            claij_backends::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
         else {
             return;
         };

@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use claij_backends::local::LocalBackend;
 use claij_fsm::{Fsm, Interrupt, Outcome, Runner};
 use claij_interceptors::Config;
+use claij_local::LocalBackend;
 use serde_json::json;
 
 #[test]
 fn the_local_model_routes_only_along_defined_transitions() {
-    let Some(path) = claij_backends::testing::local_model_or_skip(
+    let Some(path) = claij_local::testing::local_model_or_skip(
         "the_local_model_routes_only_along_defined_transitions",
         |name| std::env::var_os(name),
     ) else {

@@ -6,14 +6,14 @@
 
 use std::sync::Arc;
 
-use claij_backends::local::{Decoding, LocalBackend, LocalConfig};
 use claij_backends::{FinishReason, Role};
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Verdict};
+use claij_local::{Decoding, LocalBackend, LocalConfig};
 
 fn pipeline(decoding: Decoding, config: Config, chain: Chain) -> Option<Pipeline> {
     let path =
-        claij_backends::testing::local_model_or_skip("local_model", |name| std::env::var_os(name))?;
+        claij_local::testing::local_model_or_skip("local_model", |name| std::env::var_os(name))?;
     let backend = LocalBackend::load_with(path, LocalConfig::default().with_decoding(decoding))
         .expect("the cached model loads");
     Some(Pipeline::new(Arc::new(backend), config, chain))

@@ -233,7 +233,7 @@ fn local_report_gives_tokens_per_second() {
         "code-review.json",
         "not measured (bench-local.json has no `fsm_code_review_s`; run `cargo xtask bench`, or \
          `cargo build --release -p claij-cli` then `CLAIJ_BENCH_FSM=target/release/claij cargo \
-         bench -p claij-backends --features local --bench local`)",
+         bench -p claij-local --bench local`)",
         "—",
         Met::NotApplicable,
     );
@@ -241,7 +241,7 @@ fn local_report_gives_tokens_per_second() {
     check(
         &s,
         "Q8_0 weights",
-        "not measured (bench-local.json has no `prefill_q8_tok_s`; run `cargo bench -p claij-backends --features local --bench local`)",
+        "not measured (bench-local.json has no `prefill_q8_tok_s`; run `cargo bench -p claij-local --bench local`)",
         "—",
         Met::NotApplicable,
     );
@@ -301,7 +301,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     check(
         &s,
         "prefill, Q8_0",
-        "not measured (no bench-local.json; run `cargo bench -p claij-backends --features local --bench local`)",
+        "not measured (no bench-local.json; run `cargo bench -p claij-local --bench local`)",
         "—",
         Met::NotApplicable,
     );
@@ -320,7 +320,7 @@ fn broken_reports_say_why() {
     check(
         &s,
         "decode",
-        "not measured (bench-local.json unreadable: not a JSON object; run `cargo bench -p claij-backends --features local --bench local`)",
+        "not measured (bench-local.json unreadable: not a JSON object; run `cargo bench -p claij-local --bench local`)",
         "—",
         Met::NotApplicable,
     );

@@ -123,10 +123,7 @@ fn the_matrix_decides_only_what_flags_and_defaults_leave_open() {
 #[test]
 fn the_local_model_has_a_default_token_limit_the_help_names() {
     let limit = super::default_max_tokens("local").unwrap();
-    assert_eq!(
-        limit,
-        claij_backends::local::LocalConfig::default().max_tokens
-    );
+    assert_eq!(limit, claij_local::LocalConfig::default().max_tokens);
     assert_eq!(super::default_max_tokens("openrouter"), None);
     let mut command = <Cli as clap::CommandFactory>::command();
     let help = command.render_long_help().to_string();

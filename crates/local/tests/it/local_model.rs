@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use claij_backends::local::{Decoding, LoadError, LocalBackend, LocalConfig, Requantize};
-use claij_backends::testing::local_model_or_skip;
 use claij_backends::{Backend, ChatRequest, Error, FinishReason, Message, StreamEvent};
+use claij_local::testing::local_model_or_skip;
+use claij_local::{Decoding, LoadError, LocalBackend, LocalConfig, Requantize};
 use claij_schema::dialect::Dialect;
 use claij_validation::Validator;
 use futures_util::StreamExt as _;
@@ -19,8 +19,7 @@ use serde_json::{Value, json};
 
 /// The model file: `$CLAIJ_MODEL_DIR` or the default cache, as `cargo xtask model` resolves it.
 fn model_path() -> PathBuf {
-    claij_backends::local::model_dir(|name| std::env::var_os(name))
-        .join(claij_backends::local::DEFAULT_MODEL_FILE)
+    claij_local::model_dir(|name| std::env::var_os(name)).join(claij_local::DEFAULT_MODEL_FILE)
 }
 
 /// The shared model, and a lock so tests in one process take turns; `None` (after saying why) when

@@ -1,5 +1,5 @@
-//! An embedded model, run in-process on the CPU, whose output is constrained to the request's JSON
-//! Schema: structured answers with no network, no key and no server (feature `local`).
+//! claij's embedded model: a [`Backend`] run in-process on the CPU, whose output is constrained to
+//! the request's JSON Schema: structured answers with no network, no key and no server.
 //!
 //! [`LocalBackend`] loads a llama-architecture GGUF file (the default is SmolLM2-135M-Instruct, fetched
 //! by `cargo xtask model` in a claij checkout) with [candle], builds its tokenizer and chat template
@@ -12,7 +12,7 @@
 //! [`Error::BadRequest`]. Whatever the grammar does not enforce, the caller's validator still checks.
 //!
 //! ```no_run
-//! use claij_backends::local::LocalBackend;
+//! use claij_local::LocalBackend;
 //! use claij_backends::{Backend, ChatRequest, Message};
 //! use serde_json::json;
 //!
@@ -45,7 +45,7 @@
 //! - Prompts are read with each layer's weights expanded to f32 for dense matrix products
 //!   ([`PrefillWeights`]); generated tokens use the quantised weights.
 //! - Dropping the future of [`Backend::complete`] (or the stream) stops generation before the next
-//!   token; [`crate::http::Cancellable`] works too.
+//!   token; claij-backends' `Cancellable` (its `http` feature) works too.
 //! - Weights in Q4_1, for which candle has no fast CPU kernel, are re-quantised to Q8_0 once and
 //!   cached next to the model file ([`Requantize`]).
 //! - candle sizes its thread pools once per process from `CANDLE_NUM_THREADS` / `RAYON_NUM_THREADS`
@@ -63,6 +63,13 @@
 //! - Without a temperature it decodes greedily: the same request gives the same reply. Its
 //!   capabilities say so ([`Capabilities::greedy_default`]), and the pipeline samples its retries.
 //!
+//! The [`Backend`] trait and the request and response types are claij-backends'; this crate is
+//! the one that pulls in candle, llguidance and tokenizers, so claij-backends builds without them.
+//!
+//! Features:
+//! - `testing`: [`testing::local_model_or_skip`], how every crate's model tests find the embedded
+//!   model (and fail under CI when it is missing).
+//!
 //! [candle]: https://docs.rs/candle-core
 //! [llguidance]: https://docs.rs/llguidance
 
@@ -71,6 +78,8 @@ mod generate;
 mod load;
 mod model;
 mod sample;
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 mod vocab;
@@ -91,7 +100,7 @@ use self::cache::PrefixCache;
 use self::model::{Model, Sequence};
 use self::sample::Sampler;
 use self::vocab::Vocab;
-use crate::{
+use claij_backends::{
     Backend, BoxFuture, BoxStream, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext,
     FinishReason, SchemaDialect, StreamEvent, Usage,
 };
@@ -107,7 +116,7 @@ pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 ///
 /// ```
 /// use std::path::Path;
-/// let dir = claij_backends::local::model_dir(|name| (name == "HOME").then(|| "/home/ada".into()));
+/// let dir = claij_local::model_dir(|name| (name == "HOME").then(|| "/home/ada".into()));
 /// assert_eq!(dir, Path::new("/home/ada/.cache/claij/models"));
 /// ```
 pub fn model_dir(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
@@ -391,7 +400,7 @@ impl LocalConfig {
     /// A message naming the variable when its value is not a whole number of MiB.
     ///
     /// ```
-    /// use claij_backends::local::LocalConfig;
+    /// use claij_local::LocalConfig;
     /// let config = LocalConfig::default().with_env(|name| (name == "CLAIJ_KV_CACHE_MIB").then(|| "64".into()))?;
     /// assert_eq!(config.kv_cache_mib, 64);
     /// # Ok::<(), String>(())
@@ -698,7 +707,7 @@ impl std::fmt::Debug for LocalBackend {
 fn check_no_tools(request: &ChatRequest) -> Result<(), Error> {
     let forced = matches!(
         request.tool_choice,
-        Some(crate::ToolChoice::Required | crate::ToolChoice::Tool(_))
+        Some(claij_backends::ToolChoice::Required | claij_backends::ToolChoice::Tool(_))
     );
     if request.tools.is_empty() && !forced {
         return Ok(());

@@ -26,8 +26,8 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use claij_backends::local::{Decoding, LocalBackend, LocalConfig, PrefillWeights, Requantize};
 use claij_backends::{ChatRequest, FinishReason, Message};
+use claij_local::{Decoding, LocalBackend, LocalConfig, PrefillWeights, Requantize};
 use claij_schema::dialect::Dialect;
 use claij_validation::Validator;
 use serde_json::{Value, json};
@@ -151,8 +151,8 @@ fn target_dir() -> PathBuf {
 }
 
 fn model_path() -> Option<PathBuf> {
-    let path = claij_backends::local::model_dir(|name| std::env::var_os(name))
-        .join(claij_backends::local::DEFAULT_MODEL_FILE);
+    let path =
+        claij_local::model_dir(|name| std::env::var_os(name)).join(claij_local::DEFAULT_MODEL_FILE);
     path.is_file().then_some(path)
 }
 

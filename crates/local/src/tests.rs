@@ -6,14 +6,14 @@ use serde_json::json;
 use super::sample::{Sampler, SplitMix64};
 use super::vocab::{ChatTemplate, is_structural};
 use super::{grammar_schema, schema_for_prompt};
-use crate::Message;
+use claij_backends::Message;
 
 fn conversation() -> Vec<Message> {
     vec![
         Message::user("Remember: my favourite colour is blue."),
         Message::assistant(r#"{"answer":"Noted.","state":"remembered"}"#),
         Message::system("Be brief."),
-        Message::new(crate::Role::Tool, "42"),
+        Message::new(claij_backends::Role::Tool, "42"),
         Message::user("What is my favourite colour?"),
     ]
 }
@@ -171,15 +171,19 @@ fn the_penalty_spares_all_punctuation_alike() {
 
 #[test]
 fn native_tools_are_refused_not_ignored() {
-    let ask = || crate::ChatRequest::new("m").message(Message::user("hi"));
+    let ask = || claij_backends::ChatRequest::new("m").message(Message::user("hi"));
     assert!(super::check_no_tools(&ask()).is_ok());
-    assert!(super::check_no_tools(&ask().tool_choice(crate::ToolChoice::None)).is_ok());
+    assert!(super::check_no_tools(&ask().tool_choice(claij_backends::ToolChoice::None)).is_ok());
     for request in [
-        ask().tool(crate::ToolSpec::new("add", "", json!({"type": "object"}))),
-        ask().tool_choice(crate::ToolChoice::Required),
+        ask().tool(claij_backends::ToolSpec::new(
+            "add",
+            "",
+            json!({"type": "object"}),
+        )),
+        ask().tool_choice(claij_backends::ToolChoice::Required),
     ] {
         let error = super::check_no_tools(&request).unwrap_err();
-        assert_eq!(error.kind(), crate::ErrorKind::BadRequest);
+        assert_eq!(error.kind(), claij_backends::ErrorKind::BadRequest);
         assert_eq!(
             error.to_string(),
             "local: bad request: the local model has no native tools; offer them in the schema instead"

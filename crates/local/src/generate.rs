@@ -13,7 +13,7 @@ use super::model::{Model, Prefill, Sequence};
 use super::sample::Sampler;
 use super::vocab::Vocab;
 use super::{Generation, Timings};
-use crate::{Error, ErrorContext, FinishReason, Usage};
+use claij_backends::{Error, ErrorContext, FinishReason, Usage};
 
 /// Masked tokens whose logit is within this many nats of the best one give their probability to
 /// their longest allowed prefix ([`transfer_masked`]); the others carry no mass worth moving.

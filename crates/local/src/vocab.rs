@@ -17,7 +17,7 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 
-use crate::{Message, Role};
+use claij_backends::{Message, Role};
 
 /// Llama 3's pre-tokenizer split (llama.cpp's `llama-bpe`): contractions, letters, numbers of up to
 /// three digits, punctuation runs, newlines, other whitespace.
