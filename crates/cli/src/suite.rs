@@ -222,23 +222,11 @@ impl Tally {
             }
             n += 1;
             self.unpriced |= usage.cost_usd.is_none();
-            add_usage(&mut self.usage, usage);
+            self.usage += *usage;
         }
         self.attempts += n;
         self.retries += n.saturating_sub(1);
     }
-}
-
-/// Adds `more` into `total`.
-pub(crate) fn add_usage(total: &mut Usage, more: &Usage) {
-    total.input_tokens += more.input_tokens;
-    total.output_tokens += more.output_tokens;
-    total.cached_tokens += more.cached_tokens;
-    total.reasoning_tokens += more.reasoning_tokens;
-    total.cost_usd = match (total.cost_usd, more.cost_usd) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-    };
 }
 
 impl Env {

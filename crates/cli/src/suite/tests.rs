@@ -1,4 +1,5 @@
-//! A test's tally: its cost is unknown when one call's is, never counted as 0.
+//! A test's tally: its usage is the calls' sum; its cost is unknown when one call's is, never
+//! counted as 0.
 
 use claij_backends::Usage;
 use claij_interceptors::Verdict;
@@ -9,6 +10,7 @@ fn usage(cost: Option<f64>) -> Usage {
     Usage {
         input_tokens: 10,
         output_tokens: 5,
+        cache_write_tokens: 3,
         cost_usd: cost,
         ..Usage::default()
     }
@@ -25,8 +27,18 @@ fn tally(costs: &[Option<f64>]) -> Tally {
 
 #[test]
 fn the_cost_sums_the_calls_when_each_is_known() {
-    let cost = tally(&[Some(0.25), Some(0.5), Some(0.0)]).cost();
-    assert_eq!(cost, Some(0.75));
+    let tally = tally(&[Some(0.25), Some(0.5), Some(0.0)]);
+    assert_eq!(tally.cost(), Some(0.75));
+    // Every kind of token adds up, as `Usage`'s own sum does it.
+    let usage = tally.usage;
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_write_tokens
+        ),
+        (30, 15, 9)
+    );
 }
 
 #[test]
