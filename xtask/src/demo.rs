@@ -228,13 +228,9 @@ fn conversation(claij: &Path, scratch: &Path) -> Result<Outcome> {
 /// The summaries in the memory file (the memory interceptor's state in a version 3 session file),
 /// oldest first; none when there is no file yet.
 fn summaries(memory: &Path) -> Result<Vec<String>> {
-    let text = match fs::read_to_string(memory) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", memory.display())),
+    let Some(file) = memory_file(memory)? else {
+        return Ok(Vec::new());
     };
-    let file: Value = serde_json::from_str(&text)
-        .map_err(|err| cli_failure(anyhow::anyhow!("{} is not JSON: {err}", memory.display())))?;
     Ok(file["interceptors"]["memory"]["state"]["summaries"]
         .as_array()
         .map(|list| {
@@ -249,14 +245,22 @@ fn summaries(memory: &Path) -> Result<Vec<String>> {
 /// The messages of earlier turns the memory file holds (what a turn may be sent); none when there
 /// is no file yet.
 fn earlier_messages(memory: &Path) -> Result<usize> {
+    let Some(file) = memory_file(memory)? else {
+        return Ok(0);
+    };
+    Ok(file["history"]["messages"].as_array().map_or(0, Vec::len))
+}
+
+/// The memory file as JSON; `None` when there is no file yet.
+fn memory_file(memory: &Path) -> Result<Option<Value>> {
     let text = match fs::read_to_string(memory) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(err).with_context(|| format!("cannot read {}", memory.display())),
     };
-    let file: Value = serde_json::from_str(&text)
-        .map_err(|err| cli_failure(anyhow::anyhow!("{} is not JSON: {err}", memory.display())))?;
-    Ok(file["history"]["messages"].as_array().map_or(0, Vec::len))
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|err| cli_failure(anyhow::anyhow!("{} is not JSON: {err}", memory.display())))
 }
 
 /// Whether the answer's text (`answer`, else the whole value) holds `word`.
