@@ -5,3 +5,21 @@
 //!
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
 //! model), `fsm`, `mcp`, `restate`, `otel`.
+
+pub mod fallback;
+pub mod fs;
+pub mod matrix;
+pub mod model;
+pub mod options;
+pub mod prices;
+pub mod session;
+pub mod settings;
+
+/// `s` on one line: its lines trimmed, empty ones dropped, joined by a space.
+pub(crate) fn one_line(s: &str) -> String {
+    s.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -6,11 +6,13 @@
 
 pub(crate) mod approve;
 mod consensus;
-pub(crate) mod llm;
-pub(crate) mod model;
+/// Models by name, opened ([`claij::model`]).
+pub(crate) use claij::model as llm;
+/// The model options' rule ([`claij::options`]).
+pub(crate) use claij::options as model;
+mod options;
 mod progress;
 mod report;
-pub(crate) mod session;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -37,9 +39,9 @@ use claij_mcp::{McpInterceptor, Services};
 use crate::Status;
 use crate::input;
 
-pub(crate) use self::model::ModelOptions;
+pub(crate) use self::options::ModelOptions;
 pub(crate) use self::report::{Over, cut_warning, over_line, truncation, truncation_of};
-use self::session::{Session, SessionLock};
+use claij::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
 #[derive(Debug, clap::Args)]
@@ -310,14 +312,14 @@ impl<'a> Conversation<'a> {
         // or to a file that cannot be written.
         let (session, lock) = match &options.memory {
             Some(path) => {
-                let lock = SessionLock::acquire(path, options.json)?;
+                let lock = lock_session(path, options.json)?;
                 let session = Session::load(path)?;
                 Session::check_turn(session.turn, Some(path))?;
                 (session, Some(lock))
             }
             None => (Session::default(), None),
         };
-        let settings = crate::config::Settings::load()?;
+        let settings = claij::settings::Settings::load()?;
         let opened = llm::open(
             options.model.llm.as_deref(),
             options.model.model_path.as_deref(),
@@ -356,16 +358,12 @@ impl<'a> Conversation<'a> {
             &settings.defaults,
             measured.as_ref(),
         );
-        let budget = crate::models::prices::priced_budget(
-            options.budget(),
-            &settings,
-            &provider,
-            &knobs.model,
-        )?;
+        let budget =
+            claij::prices::priced_budget(options.budget(), &settings, &provider, &knobs.model)?;
         if let Some(fallback) = &opened.fallback {
             // An explicit --mode native keeps to native output (other native dialects only).
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
-            crate::structured_cache::set_quiet(options.json);
+            claij::fallback::set_quiet(options.json);
         }
         let proposals = if names.contains(&Interceptor::Proposals) {
             let saved = session.extensions.as_ref();
@@ -668,8 +666,8 @@ pub(crate) fn summary_line(
 fn config(
     options: &Options,
     (model, provider): (String, &str),
-    defaults: &crate::config::Defaults,
-    measured: Option<&crate::models::Choice>,
+    defaults: &claij::settings::Defaults,
+    measured: Option<&claij::matrix::Choice>,
 ) -> Config {
     let mut config = options.model.config(model, defaults, measured);
     // The request carries the embedded model's own limit, so a cut reply names it (and its flag).
@@ -788,14 +786,30 @@ fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
 }
 
 /// The configuration's MCP servers, started, seen through `--project`.
-async fn mcp_services(options: &Options, settings: &crate::config::Settings) -> Result<Services> {
+async fn mcp_services(options: &Options, settings: &claij::settings::Settings) -> Result<Services> {
     project_services(options.project.as_deref(), settings).await
 }
 
 /// The configuration's MCP servers, started, seen through `project`.
 async fn project_services(
     project: Option<&str>,
-    settings: &crate::config::Settings,
+    settings: &claij::settings::Settings,
 ) -> Result<Services> {
     crate::mcp::start_configured(settings, project, "--interceptors mcp").await
+}
+
+/// Locks the session file `path` ([`SessionLock::acquire_with`]), saying on stderr (unless
+/// `quiet`) that it waits for another process that holds it.
+pub(crate) fn lock_session(path: &std::path::Path, quiet: bool) -> Result<SessionLock> {
+    let mut told = quiet;
+    SessionLock::acquire_with(path, &mut |lock_path| {
+        if !told {
+            report::notice(&format!(
+                "waiting for {}: another claij is on this conversation",
+                lock_path.display()
+            ))?;
+            told = true;
+        }
+        Ok(())
+    })
 }

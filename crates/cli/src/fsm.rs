@@ -274,7 +274,7 @@ fn validate(file: &str, flags: &services::Flags) -> Result<Status> {
         Err(problems) => return report(file, &Invalid::Problems(problems)),
     };
     // The configuration `fsm run` would read, checked as it checks it.
-    let settings = crate::config::Settings::load()?;
+    let settings = claij::settings::Settings::load()?;
     let problems = services::check(definition, &subs, &settings, flags)?;
     if !problems.is_empty() {
         let invalid = Invalid::Problems(DefinitionError {

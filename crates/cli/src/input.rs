@@ -1,7 +1,7 @@
 //! Reading schemas, deltas and instances from files or stdin, with errors that name the file; every
 //! read is bounded (`yes | claij repair` or a path to `/dev/zero` ends in an error naming the limit).
 
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
@@ -10,10 +10,10 @@ use serde_json::Value;
 
 /// Default bound of an input: stdin, an instance, a schema or a delta file, 64 MiB (`repair` and
 /// `validate` take `--max-input-bytes` for their input).
-pub(crate) const MAX_INPUT_BYTES: u64 = 64 << 20;
-
-/// Bound of a configuration file: 1 MiB.
-pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub(crate) use claij::fs::MAX_INPUT_BYTES;
+use claij::fs::read_capped;
+/// A file (not stdin) as text, with a bound ([`claij::fs::read_file_capped`]).
+pub(crate) use claij::fs::read_file_capped;
 
 /// What the limit of an input is called in errors.
 const INPUT_LIMIT: &str = "an input (--max-input-bytes)";
@@ -34,14 +34,6 @@ pub(crate) fn read_text_capped(path: &str, limit: u64) -> Result<String> {
 pub(crate) fn read_stdin_lossy(limit: u64) -> Result<String> {
     let bytes = read_bytes("-", limit)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// A file (not stdin) as text, at most `limit` bytes: over it, an [`io::ErrorKind::InvalidData`]
-/// error saying `larger than {limit} bytes, the limit for {what}`. Other errors are the file's own
-/// (a missing file stays [`io::ErrorKind::NotFound`]).
-pub(crate) fn read_file_capped(path: &Path, limit: u64, what: &str) -> io::Result<String> {
-    let bytes = read_capped(std::fs::File::open(path)?, limit, what)?;
-    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// Where a text came from, for messages.
@@ -89,20 +81,4 @@ fn read_bytes(path: &str, limit: u64) -> Result<Vec<u8>> {
         std::fs::File::open(path).and_then(|file| read_capped(file, limit, INPUT_LIMIT))
     };
     read.with_context(|| format!("cannot read {}", name(path)))
-}
-
-/// At most `limit` bytes of `reader`: one byte more is read to tell a reader that ends at the limit
-/// from one that goes on (`/dev/zero`, `yes`), which is an error naming the limit.
-fn read_capped(reader: impl Read, limit: u64, what: &str) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {limit} bytes, the limit for {what}"),
-        ));
-    }
-    Ok(bytes)
 }

@@ -15,7 +15,11 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 mod args;
 mod ask;
 mod chat;
-mod config;
+/// `claij config show` (the configuration itself is [`claij::settings`]).
+mod config {
+    mod show;
+    pub(crate) use self::show::{Command, run};
+}
 mod flags;
 mod fsm;
 mod input;
@@ -25,7 +29,6 @@ mod models;
 mod repair;
 mod schema;
 mod serve;
-mod structured_cache;
 mod suite;
 #[cfg(feature = "otel")]
 mod telemetry;
@@ -139,7 +142,7 @@ fn main() -> ExitCode {
             );
             return ExitCode::from(2);
         }
-        config::choose(config.clone());
+        claij::settings::choose(config.clone());
     }
     let filters = logging::Filters::from_env(cli.command.log_directives());
     let logging = match logging::install(&cli.global, &filters) {

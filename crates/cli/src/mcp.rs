@@ -1,5 +1,5 @@
 //! `claij mcp list|call|chat|login|logout|servers`: the MCP servers of the configuration (the one
-//! file [`crate::config`] reads them from), their tools, one call, the MCP FSM over them
+//! file [`claij::settings`] reads them from), their tools, one call, the MCP FSM over them
 //! ([`chat`]), OAuth ([`login`]), and a configuration for the servers `cargo xtask mcp-servers`
 //! installs ([`servers`]).
 //!
@@ -18,7 +18,7 @@ use claij_mcp::{
 use serde_json::{Value, json};
 
 use crate::Status;
-use crate::config::Settings;
+use claij::settings::Settings;
 
 mod chat;
 mod conformance;

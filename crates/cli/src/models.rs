@@ -1,26 +1,18 @@
-//! The compatibility matrix, put to use: for each model it has measured, the structured-output mode
-//! and the retry budget claij chooses, whether it is supported for structured output at all; the
-//! prices claij uses ([`prices`]); and `claij models`, which shows each model's prices, their date
-//! and source, and what it would choose and why.
-//!
-//! `cargo xtask integration` merges each run into `$XDG_DATA_HOME/claij/compat-matrix.json` (default
-//! `~/.local/share/claij/`): the [`Record`] of each test `claij suite run` printed (the model, whether
-//! it passed, was valid on the first try, its retries and the mode it ran in), the newest per model,
-//! suite and mode. claij reads the file named by `--matrix`, else that one, from any directory (a
-//! `target/` under the current directory is not consulted).
+//! `claij models`: each model's prices, their date and source, and what the compatibility matrix
+//! ([`claij::matrix`]) would choose and why; `claij models prices` shows the prices claij uses
+//! ([`claij::prices`]) or imports a list.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
-use claij_interceptors::StructuredMode;
+use anyhow::Result;
+use claij::matrix::{Choice, Matrix, choices, default_path, mode_name, read, unsupported};
+use claij::prices;
+use claij::settings::Settings;
+use claij_backends::models::{Price, PriceFormat};
 use serde_json::{Value, json};
 
 use crate::Status;
-use crate::ask::model::DEFAULT_MAX_RETRIES;
-use crate::suite::record::{Matrix, Record};
-
-pub(crate) mod prices;
 
 /// Arguments of `claij models`.
 #[derive(Debug, clap::Args)]
@@ -42,30 +34,15 @@ pub(crate) struct Args {
 enum Command {
     /// The prices claij uses (the configuration's `[models]` over an imported list over the
     /// built-in one), or `--import FILE` a price list (genai-prices, LiteLLM).
-    Prices(prices::Args),
-}
-
-/// What claij uses for one model.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Choice {
-    /// The model as the matrix names it.
-    pub model: String,
-    /// The mode to use; `None` keeps `auto`.
-    pub mode: Option<StructuredMode>,
-    /// Retries after the first attempt.
-    pub max_retries: usize,
-    /// Why, in a sentence.
-    pub why: String,
-    /// Tests measured, passed, valid on the first try.
-    pub measured: (u64, u64, u64),
+    Prices(PricesArgs),
 }
 
 /// Prints every model's prices, then each measured model's choice (without a matrix, a line on
 /// stderr says how to make one).
 pub(crate) fn run(args: &Args) -> Result<Status> {
-    let settings = crate::config::Settings::load()?;
+    let settings = Settings::load()?;
     if let Some(Command::Prices(prices)) = &args.command {
-        return prices::run(prices, &settings);
+        return run_prices(prices, &settings);
     }
     let path = args.matrix.clone().or_else(default_path);
     let matrix = match &path {
@@ -79,18 +56,18 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
             .iter()
             .map(|c| to_json(c, unsupported(&matrix, &[&c.model]).as_deref()))
             .collect();
-        let report = json!({"matrix": path, "models": list, "prices": prices::to_json(&settings)?});
+        let report = json!({"matrix": path, "models": list, "prices": prices_json(&settings)?});
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(Status::Ok);
     }
-    let prices = prices::render(&settings)?;
+    let prices = render_prices(&settings)?;
     let Some(path) = path else {
         out.write_all(prices.as_bytes())?;
         out.flush()?;
         writeln!(
             std::io::stderr(),
             "{}",
-            no_matrix(crate::config::data_dir().as_deref())
+            no_matrix(claij::settings::data_dir().as_deref())
         )?;
         return Ok(Status::Ok);
     };
@@ -138,203 +115,6 @@ pub(crate) fn no_matrix(data_dir: Option<&Path>) -> String {
 /// The command that measures the embedded model into the user's matrix.
 const MEASURE_LOCAL: &str = "cargo xtask integration --llm local --yes";
 
-/// The matrix claij consults when nothing names one, if there is one: the user's, where `cargo
-/// xtask integration` merges its runs (`$XDG_DATA_HOME/claij/compat-matrix.json`, else
-/// `~/.local/share/claij/compat-matrix.json`), the same from any directory.
-pub(crate) fn default_path() -> Option<PathBuf> {
-    let shared = crate::config::data_dir()?.join("compat-matrix.json");
-    shared.is_file().then_some(shared)
-}
-
-/// Reads a matrix file: its `records`, each a [`Record`] (the error names the file, line and
-/// column, and the field).
-pub(crate) fn read(path: &Path) -> Result<Matrix> {
-    let text = crate::input::read_file_capped(path, crate::input::MAX_INPUT_BYTES, "a matrix file")
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let value: Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    serde_json::from_value(value)
-        .with_context(|| format!("{}: not a compatibility matrix", path.display()))
-}
-
-/// The choice for `model` (its alias or its model id), if the matrix measured it.
-pub(crate) fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
-    choices(matrix)
-        .into_iter()
-        .find(|c| names.contains(&c.model.as_str()))
-}
-
-/// Why the model (by any of `names`) is unsupported for structured output, if the matrix says so:
-/// its retry suite ran and no test of it passed, in any mode, within the retries.
-pub(crate) fn unsupported(matrix: &Matrix, names: &[&str]) -> Option<String> {
-    let retry: Vec<&Record> = matrix
-        .records
-        .iter()
-        .filter(|r| r.suite == RETRY_SUITE && names.contains(&r.model.as_str()))
-        .collect();
-    if retry.is_empty() || retry.iter().any(|r| r.passed) {
-        return None;
-    }
-    let mut modes: Vec<&str> = Vec::new();
-    for r in &retry {
-        if !modes.contains(&r.mode.as_str()) {
-            modes.push(&r.mode);
-        }
-    }
-    let last = retry
-        .iter()
-        .filter_map(|r| r.at.as_deref())
-        .max()
-        .map_or_else(String::new, |at| format!(", measured {at}"));
-    Some(format!(
-        "its retry suite never passed (0/{} in {} mode{}{last}; {})",
-        retry.len(),
-        modes.join(", "),
-        if modes.len() == 1 { "" } else { "s" },
-        retry[0].detail
-    ))
-}
-
-/// The suite whose result decides support and the retry budget.
-const RETRY_SUITE: &str = "retry";
-
-/// A choice for every model of the matrix, in the order first seen.
-pub(crate) fn choices(matrix: &Matrix) -> Vec<Choice> {
-    let mut models: Vec<&str> = Vec::new();
-    for record in &matrix.records {
-        if !models.contains(&record.model.as_str()) {
-            models.push(&record.model);
-        }
-    }
-    models
-        .into_iter()
-        .map(|model| {
-            let mine: Vec<&Record> = matrix.records.iter().filter(|r| r.model == model).collect();
-            choose(model, &mine)
-        })
-        .collect()
-}
-
-/// The rule: the mode with the best first-try validity (when the matrix measured several), and a
-/// retry budget that covers the retries passing tests needed, plus one.
-fn choose(model: &str, records: &[&Record]) -> Choice {
-    let count =
-        |rs: &[&Record], flag: fn(&Record) -> bool| rs.iter().filter(|r| flag(r)).count() as u64;
-    let tests = records.len() as u64;
-    let passed = count(records, |r| r.passed);
-    let first = count(records, |r| r.valid_first_try);
-    let mut by_mode: Vec<(StructuredMode, u64, u64)> = Vec::new();
-    for mode in [
-        StructuredMode::Native,
-        StructuredMode::Tool,
-        StructuredMode::Prompted,
-    ] {
-        let of_mode: Vec<&Record> = records
-            .iter()
-            .copied()
-            .filter(|r| r.mode == mode_name(Some(mode)))
-            .collect();
-        if !of_mode.is_empty() {
-            by_mode.push((
-                mode,
-                count(&of_mode, |r| r.valid_first_try),
-                of_mode.len() as u64,
-            ));
-        }
-    }
-    // Best first-try rate; on a tie the earlier of native, tool, prompted.
-    let best = by_mode.iter().copied().reduce(|best, next| {
-        if next.1 * best.2 > best.1 * next.2 {
-            next
-        } else {
-            best
-        }
-    });
-    let (max_retries, retry_why) = retry_budget(records);
-    let (mode, mode_why) = match best {
-        Some((mode, valid, of)) if by_mode.len() > 1 => (
-            Some(mode),
-            format!(
-                "{} was valid first try most often ({valid}/{of})",
-                mode_name(Some(mode))
-            ),
-        ),
-        Some((mode, valid, of)) => (
-            Some(mode),
-            format!(
-                "only {} was measured ({valid}/{of} first try)",
-                mode_name(Some(mode))
-            ),
-        ),
-        None => (None, "the matrix did not compare modes, so auto".to_owned()),
-    };
-    Choice {
-        model: model.to_owned(),
-        mode,
-        max_retries,
-        why: format!("{mode_why}; {retry_why}"),
-        measured: (tests, passed, first),
-    }
-}
-
-/// The retry budget, from the evidence: the retry suite's tests where a retry actually happened and
-/// the reply then passed (a test valid on its first try says nothing about retries; other suites
-/// measure other things). Their most retries, plus one, at most 5.
-fn retry_budget(records: &[&Record]) -> (usize, String) {
-    let retry: Vec<&Record> = records
-        .iter()
-        .copied()
-        .filter(|r| r.suite == RETRY_SUITE)
-        .collect();
-    let recovered = retry
-        .iter()
-        .filter(|r| r.passed && r.retries > 0)
-        .map(|r| r.retries)
-        .max();
-    let default = DEFAULT_MAX_RETRIES;
-    match recovered {
-        Some(n) => {
-            let budget = usize::try_from(n)
-                .unwrap_or(usize::MAX)
-                .saturating_add(1)
-                .clamp(1, 5);
-            (
-                budget,
-                format!(
-                    "retry-suite tests that retried passed after up to {n} retr{}: that plus one (at most 5)",
-                    if n == 1 { "y" } else { "ies" }
-                ),
-            )
-        }
-        None if retry.is_empty() => (
-            default,
-            format!("the retry suite was not measured, so the default budget of {default}"),
-        ),
-        None if !retry.iter().any(|r| r.passed) => (
-            default,
-            format!("no retry-suite test passed, so the default budget of {default}"),
-        ),
-        None if retry.iter().all(|r| r.valid_first_try) => (
-            1,
-            "every retry-suite test was valid on the first try: one retry in reserve".to_owned(),
-        ),
-        None => (
-            1,
-            "passing retry-suite tests needed no retry: one in reserve".to_owned(),
-        ),
-    }
-}
-
-/// A mode's name in the records and on the command line (`None`: auto).
-pub(crate) fn mode_name(mode: Option<StructuredMode>) -> &'static str {
-    match mode {
-        Some(StructuredMode::Native) => "native",
-        Some(StructuredMode::Tool) => "tool",
-        Some(StructuredMode::Prompted) => "prompted",
-        _ => "auto",
-    }
-}
-
 fn to_json(choice: &Choice, unsupported: Option<&str>) -> Value {
     let (tests, passed, first) = choice.measured;
     json!({
@@ -346,6 +126,179 @@ fn to_json(choice: &Choice, unsupported: Option<&str>) -> Value {
         "why": choice.why,
         "tests": tests, "passed": passed, "valid_first_try": first,
     })
+}
+
+/// Arguments of `claij models prices`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PricesArgs {
+    /// Import the prices of FILE (pydantic's genai-prices `data.json`, LiteLLM's
+    /// `model_prices_and_context_window.json`, or claij's own format) into the data directory,
+    /// replacing an earlier import: they take precedence over the built-in prices, the
+    /// configuration's `[models]` over them.
+    #[arg(long, value_name = "FILE")]
+    import: Option<PathBuf>,
+    /// The format of the imported file (default: recognised from its shape).
+    #[arg(long, value_name = "FORMAT", requires = "import", value_parser = ["genai-prices", "litellm", "claij"])]
+    format: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `claij models prices`: import a list, or show the prices.
+fn run_prices(args: &PricesArgs, settings: &Settings) -> Result<Status> {
+    let Some(file) = &args.import else {
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&prices_json(settings)?)?
+            )?;
+        } else {
+            out.write_all(render_prices(settings)?.as_bytes())?;
+        }
+        return Ok(Status::Ok);
+    };
+    let format = args.format.as_deref().and_then(PriceFormat::from_name);
+    let done = prices::import(file, format, settings)?;
+    if args.json {
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            json!({
+                "imported": done.models, "skipped": done.skipped, "format": done.format.name(),
+                "from": file, "into": done.into, "date": done.date,
+            })
+        )?;
+    } else {
+        writeln!(
+            std::io::stdout().lock(),
+            "imported {} price{} ({} format{}) from {} into {}: they take precedence over the built-in prices, the configuration's [models] over them",
+            done.models,
+            if done.models == 1 { "" } else { "s" },
+            done.format.name(),
+            match done.skipped {
+                0 => String::new(),
+                n => format!(
+                    "; {n} model{} without input and output prices left out",
+                    if n == 1 { "" } else { "s" }
+                ),
+            },
+            file.display(),
+            done.into.display()
+        )?;
+    }
+    Ok(Status::Ok)
+}
+
+/// The prices for people: each layer's entries with their figures, date and source; an entry a
+/// higher layer replaces says so.
+pub(crate) fn render_prices(settings: &Settings) -> Result<String> {
+    let (layers, builtin) = prices::layers(settings)?;
+    let mut out = String::from(
+        "prices, US dollars per million tokens (the configuration's over the imported over the built-in):\n",
+    );
+    for (i, layer) in layers.iter().enumerate() {
+        let at = if layer.at.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", layer.at)
+        };
+        out.push_str(&format!("{}{at}:\n", layer.name));
+        for (provider, model, price) in &layer.entries {
+            let over = layers[..i]
+                .iter()
+                .find(|l| {
+                    l.entries
+                        .iter()
+                        .any(|(p, m, _)| p == provider && m == model)
+                })
+                .map(|l| format!(" [replaced by the {}'s]", l.name))
+                .unwrap_or_default();
+            let source = match layer.name {
+                // The built-in sources are listed once, below.
+                "built-in" => price.source.as_deref().map(|s| format!(" [{s}]")),
+                _ => price.source.as_deref().map(|s| format!("; {s}")),
+            }
+            .unwrap_or_default();
+            let checked = price
+                .checked
+                .as_deref()
+                .map_or_else(|| "; undated".to_owned(), |d| format!("; checked {d}"));
+            out.push_str(&format!(
+                "  {provider}:{model}: {}{checked}{source}{over}\n",
+                figures(price)
+            ));
+        }
+    }
+    out.push_str("built-in sources:\n");
+    for (key, text) in &builtin.sources {
+        out.push_str(&format!("  [{key}] {text}\n"));
+    }
+    Ok(out)
+}
+
+/// `input 3, cached input 0.3, cache write 3.75, output 15; above 200000 input tokens: input 6,
+/// output 22.5`.
+fn figures(price: &Price) -> String {
+    let mut parts = Vec::new();
+    let mut push = |name: &str, value: Option<f64>| {
+        if let Some(v) = value {
+            parts.push(format!("{name} {v}"));
+        }
+    };
+    push("input", price.input);
+    push("cached input", price.cached_input);
+    push("cache write", price.cache_write);
+    push("output", price.output);
+    push("reasoning", price.reasoning);
+    let mut text = parts.join(", ");
+    for tier in &price.tiers {
+        let mut parts = Vec::new();
+        for (name, value) in [
+            ("input", tier.input),
+            ("cached input", tier.cached_input),
+            ("cache write", tier.cache_write),
+            ("output", tier.output),
+            ("reasoning", tier.reasoning),
+        ] {
+            if let Some(v) = value {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        text.push_str(&format!(
+            "; above {} input tokens: {}",
+            tier.above_input_tokens,
+            parts.join(", ")
+        ));
+    }
+    text
+}
+
+/// The prices as JSON: the built-in list's date and sources, and every layer's entries.
+fn prices_json(settings: &Settings) -> Result<Value> {
+    let (layers, builtin) = prices::layers(settings)?;
+    let layers: Vec<Value> = layers
+        .iter()
+        .map(|layer| {
+            let entries: Vec<Value> = layer
+                .entries
+                .iter()
+                .map(|(provider, model, price)| {
+                    let mut entry = json!({"provider": provider, "model": model});
+                    if let (Value::Object(map), Ok(Value::Object(price))) =
+                        (&mut entry, serde_json::to_value(price))
+                    {
+                        map.extend(price);
+                    }
+                    entry
+                })
+                .collect();
+            json!({"layer": layer.name, "at": layer.at, "models": entries})
+        })
+        .collect();
+    Ok(json!({"builtin_date": builtin.date, "builtin_sources": builtin.sources, "layers": layers}))
 }
 
 #[cfg(test)]

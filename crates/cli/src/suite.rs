@@ -14,7 +14,6 @@
 mod chat;
 mod machines;
 mod memory;
-pub(crate) mod record;
 mod seen;
 #[cfg(test)]
 mod tests;
@@ -33,7 +32,7 @@ use crate::Status;
 use crate::ask::ModelOptions;
 
 use self::memory::Carrier;
-pub(crate) use self::record::Record;
+pub(crate) use claij::matrix::Record;
 
 /// `claij suite ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -282,7 +281,7 @@ pub(crate) fn run(command: &Command) -> Result<Status> {
 
 /// Runs the suites; exit 0 when every test passed, 1 when any failed.
 fn run_suites(args: &Args) -> Result<Status> {
-    let settings = crate::config::Settings::load()?;
+    let settings = claij::settings::Settings::load()?;
     let opened = crate::ask::llm::open(
         args.model.llm.as_deref(),
         args.model.model_path.as_deref(),
@@ -392,7 +391,7 @@ async fn run_test(
         cost: tally.cost(),
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         detail,
-        mode: crate::models::mode_name(Some(mode)).to_owned(),
+        mode: claij::matrix::mode_name(Some(mode)).to_owned(),
         at: None,
     }
 }

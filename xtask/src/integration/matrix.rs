@@ -10,7 +10,7 @@ use super::plan::money;
 
 /// One test's result, one JSON line of `claij suite run`: a mirror of claij-cli's
 /// `suite::record::Record` (xtask depends on no claij crate). Both sides are tested against
-/// `crates/cli/src/suite/record/sample.json`.
+/// `crates/claij/src/matrix/record/sample.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Record {
     pub model: String,

@@ -295,7 +295,7 @@ fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cos
 
 /// A line as `claij suite run` writes it: claij-cli's `suite::record` tests check that its `Record`
 /// serialises to exactly this (xtask depends on no claij crate, so the two meet in this file).
-const CLI_RECORD: &str = include_str!("../../../crates/cli/src/suite/record/sample.json");
+const CLI_RECORD: &str = include_str!("../../../crates/claij/src/matrix/record/sample.json");
 
 #[test]
 fn a_record_written_by_the_cli_parses_and_goes_into_the_matrix_unchanged() {

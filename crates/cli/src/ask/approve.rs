@@ -23,7 +23,7 @@ use claij_schema::{Ballot, Registry, SavedRegistry};
 use serde_json::{Value, json};
 
 use super::{ModelOptions, llm};
-use crate::config::Settings;
+use claij::settings::Settings;
 
 /// The flags that choose the approver.
 #[derive(Debug, Clone, clap::Args)]

@@ -126,7 +126,7 @@ pub(crate) fn run(args: &Args, models: &[String]) -> Result<Status> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let settings = crate::config::Settings::load()?;
+    let settings = claij::settings::Settings::load()?;
     let names = super::interceptors(options, &[]);
     let services = if names.contains(&Interceptor::Mcp) {
         Some(runtime.block_on(super::mcp_services(options, &settings))?)
@@ -156,7 +156,7 @@ pub(crate) fn run(args: &Args, models: &[String]) -> Result<Status> {
 fn open_all(
     options: &Options,
     models: &[String],
-    settings: &crate::config::Settings,
+    settings: &claij::settings::Settings,
     names: &[Interceptor],
     services: Option<&Services>,
 ) -> Result<Vec<Pipeline>> {
@@ -188,7 +188,7 @@ fn open_all(
             );
             if let Some(fallback) = &opened.fallback {
                 fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
-                crate::structured_cache::set_quiet(options.json);
+                claij::fallback::set_quiet(options.json);
             }
             let mut chain = super::chain(names, services, notes.clone())?;
             if base.is_none() {

@@ -271,7 +271,7 @@ fn the_local_model_s_requests_carry_its_token_limit() {
             .unwrap()
             .args
     };
-    let defaults = crate::config::Defaults::default();
+    let defaults = claij::settings::Defaults::default();
     let limit = |args: &super::Args, provider: &str| {
         super::config(&args.options, ("m".to_owned(), provider), &defaults, None).max_tokens
     };

@@ -12,9 +12,10 @@ use claij_interceptors::StructuredMode;
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
-use super::{DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings};
+use claij::model::Provider;
+use claij::settings::{DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings};
+
 use crate::Status;
-use crate::ask::llm::Provider;
 
 /// `claij config ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -68,7 +69,7 @@ pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value
         .collect();
     for (name, p) in config.compatible_providers() {
         let mut value = json!({
-            "kind": super::COMPATIBLE_KIND,
+            "kind": claij::settings::COMPATIBLE_KIND,
             "api_key_env": p.api_key_env,
             "api_key_set": p.api_key_env.as_deref().is_some_and(is_set),
             "base_url": redact_url(&p.base_url),
@@ -137,7 +138,7 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
         let structured = p.structured_output.map_or("detected", |d| d.name());
         lines.push(format!(
             "  {name:<11} {}, base_url {}, {key}, structured_output {structured}{}",
-            super::COMPATIBLE_KIND,
+            claij::settings::COMPATIBLE_KIND,
             redact_url(&p.base_url),
             gateway_text(&p.gateway, is_set)
         ));
@@ -188,7 +189,7 @@ fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) 
     if gateway.is_empty() {
         return;
     }
-    let shown = |settings: &[super::gateway::Setting]| -> Map<String, Value> {
+    let shown = |settings: &[claij::settings::gateway::Setting]| -> Map<String, Value> {
         settings
             .iter()
             .map(|s| (s.name.clone(), Value::String(s.shown())))
@@ -198,7 +199,7 @@ fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) 
         .headers
         .iter()
         .chain(&gateway.query)
-        .flat_map(super::gateway::Setting::vars)
+        .flat_map(claij::settings::gateway::Setting::vars)
         .map(|var| (var.to_owned(), Value::Bool(is_set(var))))
         .collect();
     value["headers"] = Value::Object(shown(&gateway.headers));
@@ -211,7 +212,7 @@ fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) 
 /// without any); secret values are `***`, followed by the variables they name and whether each is
 /// set.
 fn gateway_text(gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) -> String {
-    let list = |settings: &[super::gateway::Setting]| -> String {
+    let list = |settings: &[claij::settings::gateway::Setting]| -> String {
         let shown: Vec<String> = settings
             .iter()
             .map(|s| {
@@ -361,3 +362,6 @@ fn mode(mode: StructuredMode) -> &'static str {
         StructuredMode::Prompted => "prompted",
     }
 }
+
+#[cfg(test)]
+mod tests;

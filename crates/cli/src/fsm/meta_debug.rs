@@ -12,7 +12,7 @@ use claij_fsm::Definition;
 use claij_fsm::builtin::meta_debug::Diagnostics;
 
 use crate::ask::{ModelOptions, llm};
-use crate::config::Settings;
+use claij::settings::Settings;
 
 /// `--meta-debug`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -128,11 +128,11 @@ pub(super) fn diagnostics(
 /// The models the compatibility matrix measured passing every test they ran, best first-try
 /// validity first.
 fn known_to_work() -> Vec<String> {
-    let Some(matrix) = crate::models::default_path().and_then(|p| crate::models::read(&p).ok())
+    let Some(matrix) = claij::matrix::default_path().and_then(|p| claij::matrix::read(&p).ok())
     else {
         return Vec::new();
     };
-    let mut good: Vec<_> = crate::models::choices(&matrix)
+    let mut good: Vec<_> = claij::matrix::choices(&matrix)
         .into_iter()
         .filter(|c| c.measured.0 > 0 && c.measured.1 == c.measured.0)
         .collect();

@@ -12,7 +12,7 @@ use claij_fsm::{Action, Definition, Runner};
 use claij_interceptors::{Config, StructuredMode};
 
 use crate::ask::{ModelOptions, llm, model};
-use crate::config::Settings;
+use claij::settings::Settings;
 
 /// An opened model and the pipeline configuration to call it with.
 pub(crate) struct Opened {

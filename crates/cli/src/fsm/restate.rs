@@ -279,7 +279,7 @@ impl claij_restate::Wiring for CliWiring {
     fn conversation(&self) -> Option<Arc<Pipeline>> {
         self.conversation
             .get_or_init(|| {
-                let opened = crate::config::Settings::load().and_then(|settings| {
+                let opened = claij::settings::Settings::load().and_then(|settings| {
                     super::models::open(
                         self.options.model().llm.as_deref(),
                         self.options.model(),

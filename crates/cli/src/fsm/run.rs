@@ -136,7 +136,7 @@ fn proposals(
     votes: bool,
     options: &Options,
 ) -> Result<Option<crate::ask::approve::RunProposals>> {
-    let settings = crate::config::Settings::load()?;
+    let settings = claij::settings::Settings::load()?;
     options
         .proposals
         .open(saved, votes, &settings, &options.model, options.json)
@@ -207,7 +207,7 @@ pub(super) async fn wired(
     options: &Options,
     shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<(Runner, Connected)> {
-    let settings = crate::config::Settings::load()?;
+    let settings = claij::settings::Settings::load()?;
     let problems = services::check(fsm.definition(), subs, &settings, &options.services)?;
     if !problems.is_empty() {
         let each: Vec<String> = problems

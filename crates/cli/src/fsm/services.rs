@@ -23,7 +23,7 @@ use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
 use claij_mcp::{CallFailure, CallOutcome, Content, Hooks, Services};
 use serde_json::{Value, json};
 
-use crate::config::Settings;
+use claij::settings::Settings;
 
 /// The built-in services, always there.
 const BUILTIN: [&str; 2] = ["eval", "tools"];

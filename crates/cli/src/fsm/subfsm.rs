@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::meta_debug::open_models;
 use crate::ask::ModelOptions;
-use crate::config::Settings;
 use crate::input;
+use claij::settings::Settings;
 
 /// The machines every `fsm run|resume` offers by name.
 pub(super) const BUILTIN: [&str; 2] = [vote::ID, meta_debug::ID];

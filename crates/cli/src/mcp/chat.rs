@@ -107,7 +107,7 @@ async fn chat(
     signals: &mut Signals,
 ) -> Result<Status> {
     let terminal = lines.terminal;
-    let settings = crate::config::Settings::load()?;
+    let settings = claij::settings::Settings::load()?;
     let opened = crate::fsm::models::open(args.model.llm.as_deref(), &args.model, &settings)?;
     let service = McpService::new(services.clone()).with_questions(questions);
     let runner = runner(service, opened.backend, opened.config)?

@@ -48,7 +48,7 @@ pub(crate) struct LogoutArgs {
 /// The directory of the servers' token files: `$XDG_DATA_HOME/claij/mcp-tokens`, else
 /// `~/.local/share/claij/mcp-tokens`.
 pub(crate) fn token_dir() -> Option<PathBuf> {
-    Some(crate::config::data_dir()?.join("mcp-tokens"))
+    Some(claij::settings::data_dir()?.join("mcp-tokens"))
 }
 
 /// The OAuth settings of `list`, `call` and `chat`: stored tokens are used and refreshed; a server

@@ -11,8 +11,8 @@ use claij_schema::{AppliedLog, AuditAction, AuditEntry, Registry, SavedRegistry}
 use serde_json::json;
 
 use crate::Status;
-use crate::ask::session::{Session, SessionLock};
 use crate::input;
+use claij::session::Session;
 
 /// Who the audit log says removed an extension with `claij schema rollback`.
 const ROLLED_BACK_BY: &str = "claij schema rollback";
@@ -165,7 +165,7 @@ pub(super) fn rollback(file: &Path, extension_id: &str, schema: Option<&str>) ->
         }
         None => claij_schema::base(),
     };
-    let _lock = SessionLock::acquire(file, false)?;
+    let _lock = crate::ask::lock_session(file, false)?;
     let session = Session::load(file)?;
     let Some(saved) = &session.extensions else {
         bail!(

@@ -22,19 +22,19 @@ use claij_backends::openai::{FallbackMemory, Remembered, StructuredDialect};
 use serde_json::{Value, json};
 
 /// The file's name in the claij cache.
-pub(crate) const FILE_NAME: &str = "structured-output.json";
+pub const FILE_NAME: &str = "structured-output.json";
 
 /// The most bytes read from the file; a bigger one is ignored (and replaced on the next lesson).
-pub(crate) const MAX_BYTES: u64 = 256 * 1024;
+pub const MAX_BYTES: u64 = 256 * 1024;
 
 /// The most servers the file keeps; the oldest entries (first in the file) go first.
-pub(crate) const MAX_ENTRIES: usize = 1000;
+pub const MAX_ENTRIES: usize = 1000;
 
 static MEMORY: OnceLock<Arc<FallbackMemory>> = OnceLock::new();
 static QUIET: AtomicBool = AtomicBool::new(false);
 
 /// The process's memory, read from the cache file the first time, writing back each lesson.
-pub(crate) fn memory() -> Arc<FallbackMemory> {
+pub fn memory() -> Arc<FallbackMemory> {
     MEMORY
         .get_or_init(|| {
             let path = path(|name| std::env::var_os(name));
@@ -44,13 +44,13 @@ pub(crate) fn memory() -> Arc<FallbackMemory> {
 }
 
 /// Whether lessons are told on stderr (not with `--json`, whose stderr is for errors).
-pub(crate) fn set_quiet(quiet: bool) {
+pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
 
 /// `$XDG_CACHE_HOME/claij/structured-output.json` (an absolute `XDG_CACHE_HOME`), else
 /// `$HOME/.cache/claij/structured-output.json`; `None` without either. Empty variables count as unset.
-pub(crate) fn path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+pub fn path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
     let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let base = set("XDG_CACHE_HOME")
         .filter(|p| p.is_absolute())
@@ -79,7 +79,7 @@ fn open(path: Option<PathBuf>) -> FallbackMemory {
 }
 
 /// The line telling the user what was learned.
-pub(crate) fn notice(provider: &str, entry: &Remembered, saved: &str) -> String {
+pub fn notice(provider: &str, entry: &Remembered, saved: &str) -> String {
     format!(
         "{provider} rejected native structured output (json_schema) for {}: using {} from now on \
          ({saved}; set structured_output in [providers.{provider}] to choose)",
@@ -88,7 +88,7 @@ pub(crate) fn notice(provider: &str, entry: &Remembered, saved: &str) -> String 
 }
 
 /// The entries of the file at `path`; none when it is missing, too big or malformed.
-pub(crate) fn read(path: &Path) -> Vec<Remembered> {
+pub fn read(path: &Path) -> Vec<Remembered> {
     let Ok(file) = std::fs::File::open(path) else {
         return Vec::new();
     };
@@ -102,7 +102,7 @@ pub(crate) fn read(path: &Path) -> Vec<Remembered> {
 
 /// The entries of the file's text; entries that are not `{base_url, model, structured_output}`
 /// with a known dialect are skipped, and anything else gives none.
-pub(crate) fn parse(text: &str) -> Vec<Remembered> {
+pub fn parse(text: &str) -> Vec<Remembered> {
     let Ok(value) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
     };
@@ -128,7 +128,7 @@ pub(crate) fn parse(text: &str) -> Vec<Remembered> {
 }
 
 /// The file's text for `entries`.
-pub(crate) fn render(entries: &[Remembered]) -> String {
+pub fn render(entries: &[Remembered]) -> String {
     let servers: Vec<Value> = entries
         .iter()
         .map(|e| {

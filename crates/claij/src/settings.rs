@@ -70,9 +70,8 @@
 //! [`Settings::mcp_path`] is that file, and every message about a server, a service or a project
 //! names it (or, when there is none, the files looked for).
 
-mod gateway;
+pub mod gateway;
 mod models;
-mod show;
 #[cfg(test)]
 mod tests;
 
@@ -86,17 +85,17 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use claij_backends::openai::StructuredDialect;
 use claij_interceptors::StructuredMode;
+#[cfg(feature = "mcp")]
 use claij_mcp::McpConfig;
 use toml::{Table, Value};
 
-use crate::ask::llm::{self, Llm, Provider};
+use crate::model::{self as llm, Llm, Provider};
 
-pub(crate) use self::gateway::Gateway;
-pub(crate) use self::models::{ModelPrice, price_key};
-pub(crate) use self::show::{Command, run};
+pub use self::gateway::Gateway;
+pub use self::models::{ModelPrice, price_key};
 
 /// The built-in aliases (the design's model table): name, `provider:model` or `local`.
-pub(crate) const BUILTIN_ALIASES: [(&str, &str); 9] = [
+pub const BUILTIN_ALIASES: [(&str, &str); 9] = [
     ("gemini-flash", "openrouter:google/gemini-2.5-flash"),
     ("claude-sonnet", "openrouter:anthropic/claude-sonnet-4.5"),
     ("claude-opus", "openrouter:anthropic/claude-opus-4.5"),
@@ -109,11 +108,11 @@ pub(crate) const BUILTIN_ALIASES: [(&str, &str); 9] = [
 ];
 
 /// The alias of the default remote model (used without `--llm` when OpenRouter's key is set).
-pub(crate) const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
+pub const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
 
 /// The effective configuration: the file's settings over the built-in ones.
 #[derive(Debug, Clone)]
-pub(crate) struct Settings {
+pub struct Settings {
     /// The file read; `None` when no file exists (the defaults apply).
     pub path: Option<PathBuf>,
     /// One entry per provider, in [`Provider::ALL`] order.
@@ -126,6 +125,7 @@ pub(crate) struct Settings {
     /// `--voters`), each checked when the file is read.
     pub voters: Vec<String>,
     /// `mcpServers`, `projects` and `roots`, when the file they come from has any of them.
+    #[cfg(feature = "mcp")]
     pub mcp: Option<McpConfig>,
     /// The file the MCP part was read from (see the module docs); `None` when no file was.
     pub mcp_path: Option<PathBuf>,
@@ -142,11 +142,11 @@ pub(crate) struct Settings {
 }
 
 /// The `kind` of a provider entry of the user's own.
-pub(crate) const COMPATIBLE_KIND: &str = "openai-compatible";
+pub const COMPATIBLE_KIND: &str = "openai-compatible";
 
 /// A provider of the user's own: an OpenAI-compatible server (`kind = "openai-compatible"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CompatibleSettings {
+pub struct CompatibleSettings {
     /// The entry's name, as `--llm NAME:MODEL` uses it.
     pub name: String,
     /// The server's base URL, up to and including `/v1`.
@@ -166,7 +166,7 @@ pub(crate) struct CompatibleSettings {
 
 /// How to reach one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProviderSettings {
+pub struct ProviderSettings {
     /// Which provider.
     pub provider: Provider,
     /// The environment variable holding its key.
@@ -185,7 +185,7 @@ pub(crate) struct ProviderSettings {
 
 /// What an alias stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Alias {
+pub struct Alias {
     /// The model.
     pub llm: Llm,
     /// Where it was defined.
@@ -194,7 +194,7 @@ pub(crate) struct Alias {
 
 /// Where an alias comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
+pub enum Origin {
     /// claij's own table.
     BuiltIn,
     /// The configuration file (possibly replacing a built-in one).
@@ -206,7 +206,7 @@ pub(crate) enum Origin {
 
 /// `[defaults]`: what a command uses when its flags do not say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Defaults {
+pub struct Defaults {
     /// The model (an alias, `local` or `provider:model`), checked when the file is read.
     pub llm: Option<String>,
     /// Retries after the first attempt when a reply is invalid.
@@ -219,7 +219,7 @@ pub(crate) struct Defaults {
 
 /// A resolved `--llm` value: the model and the words a message should use for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Resolved {
+pub struct Resolved {
     /// The model.
     pub llm: Llm,
     /// What the user wrote (`gpt-5`, `openai:gpt-5`).
@@ -253,6 +253,7 @@ impl Default for Settings {
             aliases,
             defaults: Defaults::default(),
             voters: Vec::new(),
+            #[cfg(feature = "mcp")]
             mcp: None,
             mcp_path: None,
             mcp_looked: Vec::new(),
@@ -266,7 +267,7 @@ impl Default for Settings {
 
 /// Who named the configuration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Namer {
+pub enum Namer {
     /// `--config FILE`.
     Flag,
     /// `$CLAIJ_CONFIG`.
@@ -284,7 +285,7 @@ impl Namer {
 
 /// Where the configuration is read from ([`locate`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Places {
+pub struct Places {
     /// The file `--config` names, which must exist.
     pub flag: Option<PathBuf>,
     /// The file `$CLAIJ_CONFIG` names, which must exist when it is read (not when `--config` names
@@ -296,14 +297,17 @@ pub(crate) struct Places {
     pub project: Option<PathBuf>,
 }
 
+/// Bound of a configuration file: 1 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The name of the MCP configuration file looked for in the working directory.
-pub(crate) const PROJECT_MCP_FILE: &str = ".mcp.json";
+pub const PROJECT_MCP_FILE: &str = ".mcp.json";
 
 /// `--config FILE`, chosen once by `main` before any command reads the configuration.
 static CHOSEN: OnceLock<PathBuf> = OnceLock::new();
 
 /// Makes `path` the configuration file of this process (`--config`), before any thread starts.
-pub(crate) fn choose(path: PathBuf) {
+pub fn choose(path: PathBuf) {
     let _ = CHOSEN.set(path);
 }
 
@@ -315,7 +319,7 @@ impl Settings {
     ///
     /// A file that cannot be read or is invalid; a named file (`--config`, `CLAIJ_CONFIG`) that does
     /// not exist.
-    pub(crate) fn load() -> Result<Self> {
+    pub fn load() -> Result<Self> {
         let cwd = std::env::current_dir().ok();
         let places = locate(
             CHOSEN.get().map(PathBuf::as_path),
@@ -333,10 +337,10 @@ impl Settings {
     /// # Errors
     ///
     /// The imported price file cannot be read or is not a price list (the message names it).
-    pub(crate) fn prices(&self) -> Result<Arc<claij_backends::ModelTable>> {
+    pub fn prices(&self) -> Result<Arc<claij_backends::ModelTable>> {
         self.prices
             .get_or_init(|| {
-                crate::models::prices::table(self)
+                crate::prices::table(self)
                     .map(Arc::new)
                     .map_err(|e| format!("{e:#}"))
             })
@@ -349,7 +353,7 @@ impl Settings {
     /// # Errors
     ///
     /// As [`Settings::load`].
-    pub(crate) fn load_from(places: &Places) -> Result<Self> {
+    pub fn load_from(places: &Places) -> Result<Self> {
         let named: Vec<(&PathBuf, Namer)> = places
             .flag
             .iter()
@@ -369,7 +373,7 @@ impl Settings {
                 },
                 None => Self::read_usual(places)?,
             };
-            settings.mcp = Some(parse_mcp_json(&text, path)?);
+            settings.set_mcp(&text, path, false)?;
             settings.mcp_path = Some(path.clone());
             settings.mcp_looked = vec![path.clone()];
             return Ok(settings);
@@ -381,21 +385,42 @@ impl Settings {
             .chain(&places.usual)
             .cloned()
             .collect();
-        let Some(project) = &places.project else {
+        // Without the `mcp` feature the project's `.mcp.json` is nothing to this build.
+        let project = places.project.as_ref().filter(|_| cfg!(feature = "mcp"));
+        let Some(project) = project else {
             return Ok(settings);
         };
         let Some(text) = read_config(project)? else {
             return Ok(settings);
         };
-        let mcp = parse_mcp_json(&text, project)?;
-        if let (Some(shadowed), Some(path)) = (&settings.mcp, &settings.path)
-            && !shadowed.servers.is_empty()
-        {
-            warn_shadowed(project, path);
-        }
-        settings.mcp = Some(mcp);
+        settings.set_mcp(&text, project, true)?;
         settings.mcp_path = Some(project.clone());
         Ok(settings)
+    }
+
+    /// The MCP part read from the JSON file at `path` (its text), over the TOML file's; `warn`:
+    /// say so when the TOML file's servers are hidden.
+    #[cfg(feature = "mcp")]
+    fn set_mcp(&mut self, text: &str, path: &Path, warn: bool) -> Result<()> {
+        let mcp = McpConfig::from_json(text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        if let (true, Some(shadowed), Some(toml)) = (warn, &self.mcp, &self.path)
+            && !shadowed.servers.is_empty()
+        {
+            warn_shadowed(path, toml);
+        }
+        self.mcp = Some(mcp);
+        Ok(())
+    }
+
+    /// A build without the `mcp` feature reads no MCP part: a JSON file named as the
+    /// configuration is refused.
+    #[cfg(not(feature = "mcp"))]
+    fn set_mcp(&mut self, _text: &str, path: &Path, _warn: bool) -> Result<()> {
+        Err(anyhow!(
+            "{}: an MCP configuration (the .mcp.json shape), which this build of claij does not \
+             read (feature `mcp`)",
+            path.display()
+        ))
     }
 
     /// The usual `config.toml` when it exists, else the defaults.
@@ -417,7 +442,8 @@ impl Settings {
     /// Why there is no MCP server to use, naming the file read or the files looked for (`no
     /// mcpServers in FILE`, `no enabled MCP server in FILE`, `no mcpServers: neither A nor B
     /// exists`), and how to write one.
-    pub(crate) fn no_servers(&self) -> String {
+    #[cfg(feature = "mcp")]
+    pub fn no_servers(&self) -> String {
         let hint = "(`claij mcp servers > .mcp.json` writes one for the servers `cargo xtask \
                     mcp-servers` installs)";
         let Some(path) = &self.mcp_path else {
@@ -463,7 +489,8 @@ impl Settings {
     /// # Errors
     ///
     /// No enabled server in the MCP part (or no MCP part).
-    pub(crate) fn mcp_servers(&self) -> Result<&McpConfig> {
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(&self) -> Result<&McpConfig> {
         self.mcp
             .as_ref()
             .filter(|m| !m.servers.is_empty())
@@ -475,7 +502,8 @@ impl Settings {
     /// # Errors
     ///
     /// No such project: the message names the file and the projects it has.
-    pub(crate) fn mcp_project(&self, name: &str) -> Result<&claij_mcp::Project> {
+    #[cfg(feature = "mcp")]
+    pub fn mcp_project(&self, name: &str) -> Result<&claij_mcp::Project> {
         let mcp = self.mcp_servers()?;
         mcp.project(name).ok_or_else(|| {
             let file = self
@@ -498,7 +526,7 @@ impl Settings {
     ///
     /// Invalid TOML, an unknown key, a value of the wrong type, an alias or default model that does
     /// not resolve, invalid MCP servers or projects: `path:line: key.path: what`.
-    pub(crate) fn parse(text: &str, path: &Path) -> Result<Self> {
+    pub fn parse(text: &str, path: &Path) -> Result<Self> {
         let table: Table = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|span| line_at(text, span.start));
             anyhow!("{}: {}", at(path, line), e.message().trim())
@@ -541,12 +569,15 @@ impl Settings {
                 .resolve(llm)
                 .map_err(|e| fail(&["defaults", "llm"], &e))?;
         }
-        config.mcp = read_mcp(&table, &fail)?;
+        #[cfg(feature = "mcp")]
+        {
+            config.mcp = read_mcp(&table, &fail)?;
+        }
         Ok(config)
     }
 
     /// The settings of `provider`.
-    pub(crate) fn provider(&self, provider: Provider) -> &ProviderSettings {
+    pub fn provider(&self, provider: Provider) -> &ProviderSettings {
         let index = Provider::ALL
             .iter()
             .position(|p| *p == provider)
@@ -555,22 +586,22 @@ impl Settings {
     }
 
     /// Every provider's settings.
-    pub(crate) fn providers(&self) -> &[ProviderSettings] {
+    pub fn providers(&self) -> &[ProviderSettings] {
         &self.providers
     }
 
     /// Every alias, by name.
-    pub(crate) fn aliases(&self) -> &BTreeMap<String, Alias> {
+    pub fn aliases(&self) -> &BTreeMap<String, Alias> {
         &self.aliases
     }
 
     /// The provider of the user's own called `name`.
-    pub(crate) fn compatible(&self, name: &str) -> Option<&CompatibleSettings> {
+    pub fn compatible(&self, name: &str) -> Option<&CompatibleSettings> {
         self.compatible.get(name)
     }
 
     /// Every provider of the user's own, by name.
-    pub(crate) fn compatible_providers(&self) -> &BTreeMap<String, CompatibleSettings> {
+    pub fn compatible_providers(&self) -> &BTreeMap<String, CompatibleSettings> {
         &self.compatible
     }
 
@@ -580,7 +611,7 @@ impl Settings {
     ///
     /// A message for the user: the value is neither an alias nor `provider:model`, or names an unknown
     /// provider.
-    pub(crate) fn resolve(&self, text: &str) -> Result<Resolved, String> {
+    pub fn resolve(&self, text: &str) -> Result<Resolved, String> {
         let name = text.to_owned();
         if let Some(alias) = self.aliases.get(text) {
             return Ok(Resolved {
@@ -775,13 +806,13 @@ impl Settings {
             match key.as_str() {
                 "llm" => self.defaults.llm = Some(as_str(value, &keys, fail)?.to_owned()),
                 "max_retries" => {
-                    let max = crate::args::MAX_RETRIES;
+                    let max = crate::options::MAX_RETRIES;
                     let expected = format!("a whole number from 0 to {max}");
                     self.defaults.max_retries =
                         Some(whole_in(value, 0..=max, &expected, &keys, fail)?);
                 }
                 "max_reply_bytes" => {
-                    let range = crate::args::REPLY_BYTES;
+                    let range = crate::options::REPLY_BYTES;
                     let expected = format!(
                         "a whole number of bytes from {} to {}",
                         range.start(),
@@ -821,7 +852,7 @@ impl Settings {
 /// the usual `config.toml` (`$XDG_CONFIG_HOME/claij/config.toml` for an absolute
 /// `XDG_CONFIG_HOME`, else `$HOME/.config/claij/config.toml`), and `.mcp.json` in `cwd`. Empty
 /// variables count as unset.
-pub(crate) fn locate(
+pub fn locate(
     flag: Option<&Path>,
     var: impl Fn(&str) -> Option<OsString>,
     cwd: Option<&Path>,
@@ -852,11 +883,7 @@ fn read_named(path: &Path, namer: Namer) -> Result<String> {
 
 /// The text of the configuration file at `path`; `None` when it does not exist.
 fn read_config(path: &Path) -> Result<Option<String>> {
-    match crate::input::read_file_capped(
-        path,
-        crate::input::MAX_CONFIG_BYTES,
-        "a configuration file",
-    ) {
+    match crate::fs::read_file_capped(path, MAX_CONFIG_BYTES, "a configuration file") {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(anyhow!("cannot read {}: {e}", path.display())),
@@ -871,12 +898,8 @@ fn is_json(text: &str) -> bool {
         .starts_with('{')
 }
 
-/// A JSON configuration file (`.mcp.json`), errors prefixed with its path.
-fn parse_mcp_json(text: &str, path: &Path) -> Result<McpConfig> {
-    McpConfig::from_json(text).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
 /// Says once per process that `.mcp.json` in the working directory hides the servers of `toml`.
+#[cfg(feature = "mcp")]
 fn warn_shadowed(project: &Path, toml: &Path) {
     static WARNED: std::sync::Once = std::sync::Once::new();
     WARNED.call_once(|| {
@@ -893,7 +916,7 @@ fn warn_shadowed(project: &Path, toml: &Path) {
 /// claij's data directory, where `cargo xtask integration` merges the compatibility matrix and
 /// `claij mcp login` keeps tokens: `$XDG_DATA_HOME/claij` (an absolute `XDG_DATA_HOME`), else
 /// `$HOME/.local/share/claij`; `None` without either. Empty variables count as unset.
-pub(crate) fn data_dir() -> Option<PathBuf> {
+pub fn data_dir() -> Option<PathBuf> {
     let set = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -990,6 +1013,7 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// `mcpServers`, `projects` and `roots`, parsed by claij-mcp from their JSON form.
+#[cfg(feature = "mcp")]
 fn read_mcp(table: &Table, fail: &Fail<'_>) -> Result<Option<McpConfig>> {
     let mut json = serde_json::Map::new();
     for key in ["mcpServers", "projects", "roots"] {

@@ -58,11 +58,11 @@ use serde_json::{Map, Value, json};
 mod tests;
 
 /// The version of the session file this claij writes (and the newest it reads).
-pub(crate) const VERSION: u64 = 3;
+pub const VERSION: u64 = 3;
 
 /// What one invocation hands to the next.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Session {
+pub struct Session {
     /// Completed turns.
     pub turn: u64,
     /// The messages of the conversation, as the pipeline keeps them.
@@ -82,7 +82,7 @@ pub(crate) struct Session {
 
 /// A session file this claij cannot read for what it says, not for its syntax.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SessionError {
+pub enum SessionError {
     /// Written by a newer claij: its version is above [`VERSION`].
     Newer {
         /// The file.
@@ -128,7 +128,7 @@ struct Extensions {
 /// The exclusive lock on a session file's sidecar `FILE.lock`, held until dropped; dropped, it
 /// removes `FILE.lock`, then lets go of the lock.
 #[derive(Debug)]
-pub(crate) struct SessionLock {
+pub struct SessionLock {
     /// The lock file, open and locked (closing it unlocks it).
     _file: File,
     /// Where it is.
@@ -137,16 +137,13 @@ pub(crate) struct SessionLock {
 
 impl Session {
     /// The session in `path`; a new one when the file does not exist or is empty.
-    pub(crate) fn load(path: &Path) -> Result<Self> {
-        let text = match crate::input::read_file_capped(
-            path,
-            crate::input::MAX_INPUT_BYTES,
-            "a session file",
-        ) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
+    pub fn load(path: &Path) -> Result<Self> {
+        let text =
+            match crate::fs::read_file_capped(path, crate::fs::MAX_INPUT_BYTES, "a session file") {
+                Ok(text) => text,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            };
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -176,7 +173,7 @@ impl Session {
     }
 
     /// Whether one more turn can be counted: a counter at its maximum is an error, never a wrap.
-    pub(super) fn check_turn(turn: u64, path: Option<&Path>) -> Result<()> {
+    pub fn check_turn(turn: u64, path: Option<&Path>) -> Result<()> {
         if turn < u64::MAX {
             return Ok(());
         }
@@ -191,7 +188,7 @@ impl Session {
     /// each interceptor of `chain` keeps for the next turn (the states of interceptors not in
     /// `chain` as they were), the deltas of the turn's requests (`applied`, recorded in the audit
     /// log when they changed, at `now`), the rest of the file as it was.
-    pub(super) fn continued(
+    pub fn continued(
         &self,
         ctx: &Context,
         chain: &Chain,
@@ -218,7 +215,7 @@ impl Session {
 
     /// The same session with the extensions `registry` holds (kept as read when it is `None`).
     #[must_use]
-    pub(crate) fn with_extensions(mut self, registry: Option<&claij_schema::Registry>) -> Self {
+    pub fn with_extensions(mut self, registry: Option<&claij_schema::Registry>) -> Self {
         if let Some(registry) = registry {
             self.extensions = Some(registry.to_saved());
         }
@@ -227,7 +224,7 @@ impl Session {
 
     /// The same session for the project `project` (kept as read when it is `None`).
     #[must_use]
-    pub(crate) fn with_project(mut self, project: Option<&str>) -> Self {
+    pub fn with_project(mut self, project: Option<&str>) -> Self {
         if let Some(project) = project {
             self.project = Some(project.to_owned());
         }
@@ -237,7 +234,7 @@ impl Session {
     /// The same session started over: no turn, history or interceptor state (`chat`'s `/reset`);
     /// the project, the schema extensions and the audit log are kept.
     #[must_use]
-    pub(crate) fn reset(mut self) -> Self {
+    pub fn reset(mut self) -> Self {
         self.turn = 0;
         self.history = History::default();
         self.carried.clear();
@@ -246,7 +243,7 @@ impl Session {
 
     /// A context that continues this session through `chain`: the turn, the history, and what each
     /// of its interceptors carried (restored by them). `path` names the file in errors.
-    pub(super) fn to_context(&self, chain: &Chain, path: Option<&Path>) -> Result<Context> {
+    pub fn to_context(&self, chain: &Chain, path: Option<&Path>) -> Result<Context> {
         let mut ctx = Context::default();
         ctx.turn = self.turn;
         ctx.history = self.history.clone();
@@ -268,7 +265,7 @@ impl Session {
     }
 
     /// The file's JSON: the keys it was read with, the known ones replaced, at [`VERSION`].
-    pub(super) fn to_value(&self) -> Result<Value> {
+    pub fn to_value(&self) -> Result<Value> {
         let mut file = self.file.clone();
         file.insert("version".into(), VERSION.into());
         file.insert("turn".into(), self.turn.into());
@@ -305,7 +302,7 @@ impl Session {
 
     /// Writes the session to `path` atomically: a temp file in the same directory, then a rename, so
     /// an interrupted write never leaves half a file.
-    pub(crate) fn save(&self, path: &Path) -> Result<()> {
+    pub fn save(&self, path: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.to_value()?)?;
         text.push('\n');
         let temp = temp_path(path);
@@ -320,29 +317,19 @@ impl Session {
 
 impl SessionLock {
     /// Locks the session file `path` (through `path.lock`, created if need be), waiting for another
-    /// process that holds it (saying so on stderr unless `quiet`), then checks that `path` can be
-    /// written, so a turn is never paid for and then lost. The lock file is removed when the lock
-    /// is dropped.
-    pub(crate) fn acquire(path: &Path, quiet: bool) -> Result<Self> {
-        let mut told = quiet;
-        Self::acquire_with(path, &mut |lock_path| {
-            if !told {
-                super::report::notice(&format!(
-                    "waiting for {}: another claij is on this conversation",
-                    lock_path.display()
-                ))?;
-                told = true;
-            }
-            Ok(())
-        })
+    /// process that holds it, then checks that `path` can be written, so a turn is never paid for
+    /// and then lost. The lock file is removed when the lock is dropped.
+    ///
+    /// # Errors
+    ///
+    /// `path` is a directory or cannot be written; the lock file cannot be made or locked.
+    pub fn acquire(path: &Path) -> Result<Self> {
+        Self::acquire_with(path, &mut |_| Ok(()))
     }
 
     /// [`SessionLock::acquire`], calling `waiting` with the lock file's path each time before it
     /// waits for another process's lock.
-    pub(crate) fn acquire_with(
-        path: &Path,
-        waiting: &mut dyn FnMut(&Path) -> Result<()>,
-    ) -> Result<Self> {
+    pub fn acquire_with(path: &Path, waiting: &mut dyn FnMut(&Path) -> Result<()>) -> Result<Self> {
         let unwritable = || format!("the session file {} cannot be written", path.display());
         let name = path
             .file_name()

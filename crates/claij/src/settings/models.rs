@@ -29,11 +29,11 @@ use claij_backends::Price;
 use toml::Value;
 
 use super::{Fail, Settings, as_table};
-use crate::ask::llm::Llm;
+use crate::model::Llm;
 
 /// A price the configuration sets.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ModelPrice {
+pub struct ModelPrice {
     /// The provider, as a backend names itself (`openai`, `local`, a configuration's own).
     pub provider: String,
     /// The model id (`*`: every model of the provider without a price of its own).
@@ -46,7 +46,7 @@ pub(crate) struct ModelPrice {
 
 /// The key that sets the price of `model` at `provider` in the configuration: what a message about
 /// a missing price names.
-pub(crate) fn price_key(provider: &str, model: &str) -> String {
+pub fn price_key(provider: &str, model: &str) -> String {
     if provider == "local" {
         return "[models.local] price".to_owned();
     }

@@ -1,14 +1,14 @@
 //! One test's result, the record `claij suite run` prints as a JSON line and the compatibility
 //! matrix (`compat-matrix.json`, written by `cargo xtask integration`) keeps under `records`: one
-//! serde type for the writer and every reader in the binary. xtask depends on no claij crate, so it
-//! keeps a mirror (`xtask/src/integration/matrix.rs`); `record/sample.json` is the line both sides
-//! are tested against.
+//! serde type for the writer and every reader. xtask depends on no claij crate, so it keeps a
+//! mirror (`xtask/src/integration/matrix.rs`); `record/sample.json` is the line both sides are
+//! tested against.
 
 use serde::{Deserialize, Serialize};
 
 /// One test's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Record {
+pub struct Record {
     /// The model as `--llm` named it.
     pub model: String,
     /// The suite (`memory`, `retry`, ...).
@@ -23,11 +23,14 @@ pub(crate) struct Record {
     pub attempts: u64,
     /// Retries after invalid replies.
     pub retries: u64,
+    /// Tokens sent, over every model call.
     pub tokens_in: u64,
+    /// Tokens received, over every model call.
     pub tokens_out: u64,
     /// In US dollars: the providers' reported costs, else the usage at the model's price; `null`
     /// when some call's cost is unknown (a model without a price), never counted as 0.
     pub cost: Option<f64>,
+    /// The test's wall time, in milliseconds.
     pub elapsed_ms: u64,
     /// Why it passed or failed, one line.
     pub detail: String,
@@ -42,7 +45,7 @@ pub(crate) struct Record {
 
 /// The part of a compatibility matrix file the binary reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub(crate) struct Matrix {
+pub struct Matrix {
     /// Every test's record.
     pub records: Vec<Record>,
 }

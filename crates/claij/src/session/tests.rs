@@ -39,7 +39,7 @@ fn chain() -> Chain {
     Chain::new()
         .with(Memory::default())
         .with(Eval::new())
-        .with(crate::ask::tools::with_budget(crate::args::DEFAULT_RESULT_BUDGET).unwrap())
+        .with(claij_interceptors::builtin::tools::Tools::new())
 }
 
 fn now_result() -> ToolResult {
@@ -428,13 +428,13 @@ fn the_session_lock_removes_its_file_and_a_waiter_locks_the_file_at_the_path() {
     let dir = scratch("lock");
     let session = dir.join("chat.json");
     let lock_file = dir.join("chat.json.lock");
-    let first = SessionLock::acquire(&session, true).unwrap();
+    let first = SessionLock::acquire(&session).unwrap();
     assert!(lock_file.is_file());
     assert!(!lockable(&lock_file));
     drop(first);
     assert!(!lock_file.exists(), "the lock file is removed");
 
-    let first = SessionLock::acquire(&session, true).unwrap();
+    let first = SessionLock::acquire(&session).unwrap();
     let (waits, waiting) = std::sync::mpsc::channel();
     let second = std::thread::spawn({
         let session = session.clone();

@@ -21,7 +21,7 @@ use super::{Fail, as_str, as_table};
 
 /// `headers`, `query` and `auth_header` of one provider entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Gateway {
+pub struct Gateway {
     /// Headers added to every request, in the file's order.
     pub headers: Vec<Setting>,
     /// Query parameters added to every request's URL, in the file's order.
@@ -32,7 +32,7 @@ pub(crate) struct Gateway {
 
 /// One header or query parameter: its name and its value, which may name variables.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Setting {
+pub struct Setting {
     /// The header's or parameter's name.
     pub name: String,
     parts: Vec<Part>,
@@ -55,7 +55,7 @@ enum Table {
 
 impl Gateway {
     /// Whether the entry sets anything of a gateway.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.headers.is_empty() && self.query.is_empty() && self.auth_header.is_none()
     }
 
@@ -90,7 +90,7 @@ impl Gateway {
     ///
     /// A variable that is unset, empty or not UTF-8, or whose value cannot be sent in its header:
     /// `providers.ENTRY.headers.NAME: VAR is not set`. The value itself is never shown.
-    pub(crate) fn apply(
+    pub fn apply(
         &self,
         entry: &str,
         mut config: HttpConfig,
@@ -113,7 +113,7 @@ impl Gateway {
 
 impl Setting {
     /// The variables the value names, in order.
-    pub(crate) fn vars(&self) -> impl Iterator<Item = &str> {
+    pub fn vars(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|part| match part {
             Part::Var(name) => Some(name.as_str()),
             Part::Text(_) => None,
@@ -121,7 +121,7 @@ impl Setting {
     }
 
     /// The value for `config show`: `***` when secret, else the text as written.
-    pub(crate) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         if self.secret {
             return MARKER.to_owned();
         }

@@ -1,29 +1,38 @@
-//! Which backend `claij ask` talks to: `--llm` (resolved with the configuration's aliases and
-//! providers), the provider keys in the environment, the local model.
+//! Models by name: `local`, `provider:model` or an alias of the [`Settings`], resolved with the
+//! configuration's aliases and providers and opened as a backend, its key read from the
+//! provider's environment variable; the embedded model loaded once per file.
 
+#[cfg(feature = "local")]
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
-use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::Path;
+#[cfg(feature = "local")]
+use std::path::PathBuf;
+use std::sync::Arc;
+#[cfg(feature = "local")]
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+#[cfg(feature = "anthropic")]
+use claij_backends::Anthropic;
+#[cfg(feature = "gemini")]
+use claij_backends::Gemini;
+#[cfg(feature = "openrouter")]
+use claij_backends::OpenRouter;
 use claij_backends::openai::{OpenAiCompatible, StructuredFallback};
-use claij_backends::{
-    Adapter, Anthropic, ApiKey, Backend, Gemini, HttpBackend, HttpConfig, ModelTable, OpenAi,
-    OpenRouter,
-};
+use claij_backends::{Adapter, ApiKey, Backend, HttpBackend, HttpConfig, ModelTable, OpenAi};
+#[cfg(feature = "local")]
 use claij_local::{DEFAULT_MODEL_FILE, LocalBackend};
 
-use crate::config::{
+use crate::settings::{
     CompatibleSettings, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved, Settings,
 };
 
 /// A `--llm` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Llm {
+pub enum Llm {
     /// The embedded model.
     Local,
     /// A hosted model.
@@ -55,15 +64,19 @@ impl fmt::Display for Llm {
 
 /// The providers `--llm PROVIDER:MODEL` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Provider {
+pub enum Provider {
+    /// OpenRouter (`openrouter:`).
     OpenRouter,
+    /// OpenAI (`openai:`).
     OpenAi,
+    /// Anthropic (`anthropic:`).
     Anthropic,
+    /// Google Gemini (`gemini:`).
     Gemini,
 }
 
 /// An open backend and what to call it.
-pub(crate) struct Opened {
+pub struct Opened {
     /// The backend.
     pub backend: Arc<dyn Backend>,
     /// The model, for requests and reports.
@@ -77,7 +90,7 @@ pub(crate) struct Opened {
 
 impl Provider {
     /// Every provider, in the order messages list them.
-    pub(crate) const ALL: [Provider; 4] = [
+    pub const ALL: [Provider; 4] = [
         Provider::OpenRouter,
         Provider::OpenAi,
         Provider::Anthropic,
@@ -85,7 +98,7 @@ impl Provider {
     ];
 
     /// The name in `--llm`.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Provider::OpenRouter => "openrouter",
             Provider::OpenAi => "openai",
@@ -95,7 +108,7 @@ impl Provider {
     }
 
     /// The environment variable holding the key.
-    pub(crate) fn key_var(self) -> &'static str {
+    pub fn key_var(self) -> &'static str {
         match self {
             Provider::OpenRouter => "OPENROUTER_API_KEY",
             Provider::OpenAi => "OPENAI_API_KEY",
@@ -113,22 +126,34 @@ impl Provider {
         prices: &ModelTable,
     ) -> Result<Arc<dyn Backend>> {
         match self {
+            #[cfg(feature = "openrouter")]
             Provider::OpenRouter => configured(OpenRouter::new(key).with_prices(prices), settings),
             Provider::OpenAi => configured(OpenAi::new(key).with_prices(prices), settings),
+            #[cfg(feature = "anthropic")]
             Provider::Anthropic => configured(Anthropic::new(key).with_prices(prices), settings),
+            #[cfg(feature = "gemini")]
             Provider::Gemini => configured(Gemini::new(key).with_prices(prices), settings),
+            #[allow(unreachable_patterns)]
+            other => {
+                let _ = (key, prices);
+                bail!(
+                    "{} is not in this build of claij (its feature `{}` is off)",
+                    other.name(),
+                    other.name()
+                )
+            }
         }
     }
 }
 
 /// Parses `--llm`: `local` or `PROVIDER:MODEL`.
-pub(crate) fn parse(text: &str) -> Result<Llm, String> {
+pub fn parse(text: &str) -> Result<Llm, String> {
     parse_naming(text, &[])
 }
 
 /// [`parse`], an unknown provider's message also naming `own`: the configuration's providers (which
 /// the caller matches itself).
-pub(crate) fn parse_naming(text: &str, own: &[&str]) -> Result<Llm, String> {
+pub fn parse_naming(text: &str, own: &[&str]) -> Result<Llm, String> {
     if text == "local" {
         return Ok(Llm::Local);
     }
@@ -163,7 +188,7 @@ pub(crate) fn parse_naming(text: &str, own: &[&str]) -> Result<Llm, String> {
 /// Without `--llm`: the local model if `--model-path` is given, else the configuration's default
 /// model, else OpenRouter's default model when its key is set, else the local model (claij needs no
 /// key to answer).
-pub(crate) fn open<S: AsRef<str> + ?Sized>(
+pub fn open<S: AsRef<str> + ?Sized>(
     llm: Option<&S>,
     model_path: Option<&Path>,
     config: &Settings,
@@ -232,13 +257,14 @@ fn open_resolved(
 }
 
 /// The model cache (see [`claij_local::model_dir`]).
-pub(crate) fn model_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+#[cfg(feature = "local")]
+pub fn model_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     claij_local::model_dir(var)
 }
 
 /// The name to show for a model file: its name up to the first dot (`SmolLM2-135M-Instruct` for
 /// `SmolLM2-135M-Instruct.Q4_1.gguf`). The file's own metadata name is often a training-run label.
-pub(crate) fn model_name(path: &Path) -> String {
+pub fn model_name(path: &Path) -> String {
     path.file_name()
         .map(|name| name.to_string_lossy())
         .and_then(|name| name.split('.').next().map(str::to_owned))
@@ -246,6 +272,13 @@ pub(crate) fn model_name(path: &Path) -> String {
         .unwrap_or_else(|| "local".to_owned())
 }
 
+/// Without the `local` feature there is no embedded model to open.
+#[cfg(not(feature = "local"))]
+fn open_local(_model_path: Option<&Path>, _why: Option<&str>) -> Result<Opened> {
+    bail!("the local model is not in this build of claij (its feature `local` is off)")
+}
+
+#[cfg(feature = "local")]
 fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
     let path = match model_path {
         Some(path) => path.to_path_buf(),
@@ -264,10 +297,12 @@ fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
 /// The local models this process has loaded, by canonical path: every opener (`--llm`, a state's
 /// `config.model`, voters, diagnostic models, consensus) shares one backend per file, so the
 /// ~270 MB model is read once whatever names it (`local`, an alias, the default choice).
+#[cfg(feature = "local")]
 static LOADED: Mutex<BTreeMap<PathBuf, Arc<LocalBackend>>> = Mutex::new(BTreeMap::new());
 
 /// The local model at `path`, loaded on first use; on a terminal, a line on stderr says so (loading
 /// takes a second or more).
+#[cfg(feature = "local")]
 fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     // Held while loading, so two openers at once still load the file once.
@@ -279,10 +314,7 @@ fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
     let config = claij_local::LocalConfig::default()
         .with_env(|name| std::env::var_os(name))
         .map_err(anyhow::Error::msg)?;
-    let mut err = std::io::stderr();
-    if err.is_terminal() {
-        writeln!(err, "loading the local model from {}", key.display())?;
-    }
+    tracing::info!(path = %key.display(), "loading the local model");
     let backend = Arc::new(LocalBackend::load_with(&key, config)?);
     loaded.insert(key, Arc::clone(&backend));
     Ok(backend)
@@ -324,7 +356,7 @@ fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
 
 /// An OpenAI-compatible server of the configuration's own. The key is optional: sent when its
 /// variable is set. Without `structured_output` in the entry, a rejected native request falls back
-/// and what worked is remembered ([`crate::structured_cache`]).
+/// and what worked is remembered ([`crate::fallback`]).
 fn open_compatible(
     settings: &CompatibleSettings,
     model: &str,
@@ -350,7 +382,7 @@ fn open_compatible(
     let (backend, fallback): (Arc<dyn Backend>, _) = match settings.structured_output {
         Some(dialect) => (Arc::new(backend.with_structured_output(dialect)), None),
         None => {
-            let memory = crate::structured_cache::memory();
+            let memory = crate::fallback::memory();
             let fallback = Arc::new(StructuredFallback::new(backend, memory));
             (fallback.clone(), Some(fallback))
         }

@@ -1,0 +1,235 @@
+//! The compatibility matrix, put to use: for each model it has measured, the structured-output mode
+//! and the retry budget claij chooses, and whether it is supported for structured output at all.
+//!
+//! `cargo xtask integration` merges each run into `$XDG_DATA_HOME/claij/compat-matrix.json` (default
+//! `~/.local/share/claij/`): the [`Record`] of each test `claij suite run` printed (the model, whether
+//! it passed, was valid on the first try, its retries and the mode it ran in), the newest per model,
+//! suite and mode. claij reads the file the caller names, else that one, from any directory (a
+//! `target/` under the current directory is not consulted).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use claij_interceptors::StructuredMode;
+use serde_json::Value;
+
+use crate::options::DEFAULT_MAX_RETRIES;
+
+mod record;
+
+pub use self::record::{Matrix, Record};
+
+/// What claij uses for one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// The model as the matrix names it.
+    pub model: String,
+    /// The mode to use; `None` keeps `auto`.
+    pub mode: Option<StructuredMode>,
+    /// Retries after the first attempt.
+    pub max_retries: usize,
+    /// Why, in a sentence.
+    pub why: String,
+    /// Tests measured, passed, valid on the first try.
+    pub measured: (u64, u64, u64),
+}
+
+/// The matrix claij consults when nothing names one, if there is one: the user's, where `cargo
+/// xtask integration` merges its runs (`$XDG_DATA_HOME/claij/compat-matrix.json`, else
+/// `~/.local/share/claij/compat-matrix.json`), the same from any directory.
+pub fn default_path() -> Option<PathBuf> {
+    let shared = crate::settings::data_dir()?.join("compat-matrix.json");
+    shared.is_file().then_some(shared)
+}
+
+/// Reads a matrix file: its `records`, each a [`Record`] (the error names the file, line and
+/// column, and the field).
+pub fn read(path: &Path) -> Result<Matrix> {
+    let text = crate::fs::read_file_capped(path, crate::fs::MAX_INPUT_BYTES, "a matrix file")
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let value: Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    serde_json::from_value(value)
+        .with_context(|| format!("{}: not a compatibility matrix", path.display()))
+}
+
+/// The choice for `model` (its alias or its model id), if the matrix measured it.
+pub fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
+    choices(matrix)
+        .into_iter()
+        .find(|c| names.contains(&c.model.as_str()))
+}
+
+/// Why the model (by any of `names`) is unsupported for structured output, if the matrix says so:
+/// its retry suite ran and no test of it passed, in any mode, within the retries.
+pub fn unsupported(matrix: &Matrix, names: &[&str]) -> Option<String> {
+    let retry: Vec<&Record> = matrix
+        .records
+        .iter()
+        .filter(|r| r.suite == RETRY_SUITE && names.contains(&r.model.as_str()))
+        .collect();
+    if retry.is_empty() || retry.iter().any(|r| r.passed) {
+        return None;
+    }
+    let mut modes: Vec<&str> = Vec::new();
+    for r in &retry {
+        if !modes.contains(&r.mode.as_str()) {
+            modes.push(&r.mode);
+        }
+    }
+    let last = retry
+        .iter()
+        .filter_map(|r| r.at.as_deref())
+        .max()
+        .map_or_else(String::new, |at| format!(", measured {at}"));
+    Some(format!(
+        "its retry suite never passed (0/{} in {} mode{}{last}; {})",
+        retry.len(),
+        modes.join(", "),
+        if modes.len() == 1 { "" } else { "s" },
+        retry[0].detail
+    ))
+}
+
+/// The suite whose result decides support and the retry budget.
+const RETRY_SUITE: &str = "retry";
+
+/// A choice for every model of the matrix, in the order first seen.
+pub fn choices(matrix: &Matrix) -> Vec<Choice> {
+    let mut models: Vec<&str> = Vec::new();
+    for record in &matrix.records {
+        if !models.contains(&record.model.as_str()) {
+            models.push(&record.model);
+        }
+    }
+    models
+        .into_iter()
+        .map(|model| {
+            let mine: Vec<&Record> = matrix.records.iter().filter(|r| r.model == model).collect();
+            choose(model, &mine)
+        })
+        .collect()
+}
+
+/// The rule: the mode with the best first-try validity (when the matrix measured several), and a
+/// retry budget that covers the retries passing tests needed, plus one.
+fn choose(model: &str, records: &[&Record]) -> Choice {
+    let count =
+        |rs: &[&Record], flag: fn(&Record) -> bool| rs.iter().filter(|r| flag(r)).count() as u64;
+    let tests = records.len() as u64;
+    let passed = count(records, |r| r.passed);
+    let first = count(records, |r| r.valid_first_try);
+    let mut by_mode: Vec<(StructuredMode, u64, u64)> = Vec::new();
+    for mode in [
+        StructuredMode::Native,
+        StructuredMode::Tool,
+        StructuredMode::Prompted,
+    ] {
+        let of_mode: Vec<&Record> = records
+            .iter()
+            .copied()
+            .filter(|r| r.mode == mode_name(Some(mode)))
+            .collect();
+        if !of_mode.is_empty() {
+            by_mode.push((
+                mode,
+                count(&of_mode, |r| r.valid_first_try),
+                of_mode.len() as u64,
+            ));
+        }
+    }
+    // Best first-try rate; on a tie the earlier of native, tool, prompted.
+    let best = by_mode.iter().copied().reduce(|best, next| {
+        if next.1 * best.2 > best.1 * next.2 {
+            next
+        } else {
+            best
+        }
+    });
+    let (max_retries, retry_why) = retry_budget(records);
+    let (mode, mode_why) = match best {
+        Some((mode, valid, of)) if by_mode.len() > 1 => (
+            Some(mode),
+            format!(
+                "{} was valid first try most often ({valid}/{of})",
+                mode_name(Some(mode))
+            ),
+        ),
+        Some((mode, valid, of)) => (
+            Some(mode),
+            format!(
+                "only {} was measured ({valid}/{of} first try)",
+                mode_name(Some(mode))
+            ),
+        ),
+        None => (None, "the matrix did not compare modes, so auto".to_owned()),
+    };
+    Choice {
+        model: model.to_owned(),
+        mode,
+        max_retries,
+        why: format!("{mode_why}; {retry_why}"),
+        measured: (tests, passed, first),
+    }
+}
+
+/// The retry budget, from the evidence: the retry suite's tests where a retry actually happened and
+/// the reply then passed (a test valid on its first try says nothing about retries; other suites
+/// measure other things). Their most retries, plus one, at most 5.
+fn retry_budget(records: &[&Record]) -> (usize, String) {
+    let retry: Vec<&Record> = records
+        .iter()
+        .copied()
+        .filter(|r| r.suite == RETRY_SUITE)
+        .collect();
+    let recovered = retry
+        .iter()
+        .filter(|r| r.passed && r.retries > 0)
+        .map(|r| r.retries)
+        .max();
+    let default = DEFAULT_MAX_RETRIES;
+    match recovered {
+        Some(n) => {
+            let budget = usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+                .clamp(1, 5);
+            (
+                budget,
+                format!(
+                    "retry-suite tests that retried passed after up to {n} retr{}: that plus one (at most 5)",
+                    if n == 1 { "y" } else { "ies" }
+                ),
+            )
+        }
+        None if retry.is_empty() => (
+            default,
+            format!("the retry suite was not measured, so the default budget of {default}"),
+        ),
+        None if !retry.iter().any(|r| r.passed) => (
+            default,
+            format!("no retry-suite test passed, so the default budget of {default}"),
+        ),
+        None if retry.iter().all(|r| r.valid_first_try) => (
+            1,
+            "every retry-suite test was valid on the first try: one retry in reserve".to_owned(),
+        ),
+        None => (
+            1,
+            "passing retry-suite tests needed no retry: one in reserve".to_owned(),
+        ),
+    }
+}
+
+/// A mode's name in the records and on the command line (`None`: auto).
+pub fn mode_name(mode: Option<StructuredMode>) -> &'static str {
+    match mode {
+        Some(StructuredMode::Native) => "native",
+        Some(StructuredMode::Tool) => "tool",
+        Some(StructuredMode::Prompted) => "prompted",
+        _ => "auto",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,243 @@
+//! The prices claij uses, in three layers: the configuration's `[models."provider:model"] price`
+//! over the list an import ([`import`], `claij models prices --import FILE`) keeps in the data
+//! directory (`$XDG_DATA_HOME/claij/prices.json`, else `~/.local/share/claij/prices.json`) over
+//! the built-in list ([`layers`]); and the price a budget in US dollars needs ([`priced_budget`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use claij_backends::ModelTable;
+use claij_backends::models::{Price, PriceFileError, PriceFormat, PriceList};
+use claij_interceptors::Budget;
+use serde_json::Value;
+
+use crate::settings::{Settings, price_key};
+
+/// The file in the data directory an import writes.
+pub const IMPORTED_FILE: &str = "prices.json";
+
+/// The most bytes a price file may have (LiteLLM's whole list is under 2 MB).
+const MAX_PRICE_FILE_BYTES: u64 = 64 << 20;
+
+/// The price table: built-in, then the imported list, then the configuration's prices, each
+/// replacing the price of the same provider and model.
+///
+/// # Errors
+///
+/// The imported list cannot be read, is not JSON or not a price list: the message names the file
+/// and where in it.
+pub fn table(settings: &Settings) -> Result<ModelTable> {
+    let mut table = ModelTable::builtin();
+    if let Some((_, list)) = imported(settings)? {
+        table = table.with_prices(&list);
+    }
+    for set in &settings.model_prices {
+        table.set_price(&set.provider, &set.model, set.price.clone());
+    }
+    Ok(table)
+}
+
+/// The imported list and its file, when there is one.
+fn imported(settings: &Settings) -> Result<Option<(PathBuf, PriceList)>> {
+    let Some(dir) = &settings.data_dir else {
+        return Ok(None);
+    };
+    let path = dir.join(IMPORTED_FILE);
+    let text = match crate::fs::read_file_capped(&path, MAX_PRICE_FILE_BYTES, "a price file") {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("cannot read the imported prices {}: {e}", path.display()),
+    };
+    let json = parse_json(&text, &path)
+        .context("the imported prices (`claij models prices --import FILE` writes them again)")?;
+    let list = PriceList::from_json(&json).map_err(|e| {
+        anyhow!(
+            "{}: {e} (the imported prices; `claij models prices --import FILE` writes them again)",
+            path.display()
+        )
+    })?;
+    Ok(Some((path, list)))
+}
+
+/// `budget` with the price of `model` at `provider` when it bounds cost (`--budget-usd`).
+///
+/// # Errors
+///
+/// No price is known for the model: the message names the key that sets one.
+pub fn priced_budget(
+    budget: Option<Budget>,
+    settings: &Settings,
+    provider: &str,
+    model: &str,
+) -> Result<Option<Budget>> {
+    let Some(budget) = budget else {
+        return Ok(None);
+    };
+    if budget.max_cost_usd.is_none() {
+        return Ok(Some(budget));
+    }
+    let prices = settings.prices()?;
+    let Some(price) = prices.price_for(provider, model) else {
+        let file = settings.path.as_ref().map_or_else(
+            || "the configuration".to_owned(),
+            |p| p.display().to_string(),
+        );
+        bail!(
+            "--budget-usd: no price is known for {provider}:{model}, so no call's cost can be \
+             estimated: set {} = {{ input = USD, output = USD }} (per million tokens) in {file}, \
+             or import a price list with `claij models prices --import FILE`",
+            price_key(provider, model)
+        );
+    };
+    Ok(Some(budget.with_price(Some(price.clone()))))
+}
+
+/// What an import did.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The models imported.
+    pub models: usize,
+    /// The models left out (without input and output prices).
+    pub skipped: usize,
+    /// The format the file was read as.
+    pub format: PriceFormat,
+    /// The file written.
+    pub into: PathBuf,
+    /// The import's date, `YYYY-MM-DD` (UTC).
+    pub date: String,
+}
+
+/// Reads `file` in `format` (else the format its shape says), converts it to claij's format and
+/// writes it to the data directory (whole or not at all: through a temporary file and a rename).
+///
+/// # Errors
+///
+/// No data directory, the file cannot be read or is no price list (the message names the file
+/// and where), the data directory cannot be written.
+pub fn import(file: &Path, format: Option<PriceFormat>, settings: &Settings) -> Result<Imported> {
+    let Some(dir) = &settings.data_dir else {
+        bail!("no data directory to keep the prices in: set XDG_DATA_HOME or HOME");
+    };
+    let text = crate::fs::read_file_capped(file, MAX_PRICE_FILE_BYTES, "a price file")
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let json = parse_json(&text, file)?;
+    let Some(format) = format.or_else(|| PriceFormat::detect(&json)) else {
+        bail!(
+            "{}: not a price list: expected genai-prices' data.json (a list of providers), \
+             LiteLLM's model_prices_and_context_window.json (an object of models by name) or \
+             claij's ({{\"date\", \"models\"}}); --format says which",
+            file.display()
+        );
+    };
+    let date = today();
+    let origin = format!(
+        "{} ({} format), imported {date}",
+        absolute(file).display(),
+        format.name()
+    );
+    let imported =
+        PriceList::import(&json, format, &date, &origin).map_err(|e| located(file, format, &e))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let into = dir.join(IMPORTED_FILE);
+    let temporary = dir.join(format!(".{IMPORTED_FILE}.{}", std::process::id()));
+    let body = serde_json::to_vec_pretty(&imported.list)?;
+    std::fs::write(&temporary, body)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, &into).with_context(|| {
+        let _ = std::fs::remove_file(&temporary);
+        format!("cannot replace {}", into.display())
+    })?;
+    Ok(Imported {
+        models: imported.list.models.len(),
+        skipped: imported.skipped,
+        format,
+        into,
+        date,
+    })
+}
+
+/// A price list's JSON, or where its text is not JSON.
+fn parse_json(text: &str, path: &Path) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        anyhow!(
+            "{}:{}:{}: not JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })
+}
+
+/// A format error, with the file and the format it was read as.
+fn located(file: &Path, format: PriceFormat, error: &PriceFileError) -> anyhow::Error {
+    anyhow!(
+        "{}: {error} (read as {}; --format says another)",
+        file.display(),
+        format.name()
+    )
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Today's date in UTC, `YYYY-MM-DD`.
+fn today() -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    now.chars().take(10).collect()
+}
+
+/// One layer of prices: its name, where it is, and its entries.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// `configuration`, `imported` or `built-in`.
+    pub name: &'static str,
+    /// Where it is (a file, a date), empty when unknown.
+    pub at: String,
+    /// Provider, model and price of each entry.
+    pub entries: Vec<(String, String, Price)>,
+}
+
+/// The layers, highest precedence first, and the built-in list (for its date and sources).
+///
+/// # Errors
+///
+/// The imported list cannot be read or is no price list.
+pub fn layers(settings: &Settings) -> Result<(Vec<Layer>, PriceList)> {
+    let builtin = PriceList::builtin();
+    let mut layers = Vec::new();
+    if !settings.model_prices.is_empty() {
+        layers.push(Layer {
+            name: "configuration",
+            at: settings
+                .path
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            entries: settings
+                .model_prices
+                .iter()
+                .map(|p| (p.provider.clone(), p.model.clone(), p.price.clone()))
+                .collect(),
+        });
+    }
+    if let Some((path, list)) = imported(settings)? {
+        layers.push(Layer {
+            name: "imported",
+            at: format!("{}, {}", path.display(), list.date),
+            entries: list
+                .resolved()
+                .map(|e| (e.provider, e.id, e.price))
+                .collect(),
+        });
+    }
+    layers.push(Layer {
+        name: "built-in",
+        at: format!("the list of {}", builtin.date),
+        entries: builtin
+            .models
+            .iter()
+            .map(|e| (e.provider.clone(), e.id.clone(), e.price.clone()))
+            .collect(),
+    });
+    Ok((layers, builtin))
+}
