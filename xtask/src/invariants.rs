@@ -56,6 +56,7 @@ const ALLOWED: &[(&str, Allowed)] = &[
             "claij-validation",
         ]),
     ),
+    (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
     ("claij-cli", Allowed::Any),
     ("xtask", Allowed::Only(&[])),
 ];
@@ -115,9 +116,13 @@ fn model_crates(package: &str, tree: &str) -> Vec<String> {
         .collect()
 }
 
-/// Only applications use these: libraries return typed errors and never install a subscriber (test
-/// support behind a library's `testing` feature, for other crates' tests, may).
+/// Only applications use these: libraries return typed errors and never install a subscriber (the
+/// test-support crate, [`TEST_SUPPORT`], may).
 const APPLICATION_ONLY: &[&str] = &["anyhow", "tracing-subscriber"];
+
+/// The workspace's test support (`publish = false`, other crates' dev-dependency only): its span
+/// capture installs a subscriber, which a library may not.
+const TEST_SUPPORT: &str = "claij-test-support";
 
 #[derive(Debug, Clone, Copy)]
 enum Allowed {
@@ -265,7 +270,7 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
             }
             if is_library(package)
                 && APPLICATION_ONLY.contains(&dep.name.as_str())
-                && !package.only_for_testing(dep)
+                && name != TEST_SUPPORT
             {
                 violations.push(format!(
                     "{name} -> {}: only claij-cli and xtask may depend on {}",

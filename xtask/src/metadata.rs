@@ -20,8 +20,6 @@ pub(crate) struct Package {
     pub name: String,
     pub has_lib: bool,
     pub dependencies: Vec<Dependency>,
-    /// The manifest's features and what each enables (`dep:x`, `x/feature`, another feature).
-    pub features: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// A direct dependency as the manifest declares it (after workspace inheritance).
@@ -32,7 +30,6 @@ pub(crate) struct Dependency {
     pub kind: DepKind,
     pub uses_default_features: bool,
     pub features: Vec<String>,
-    pub optional: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,44 +98,11 @@ impl Package {
             .map(Dependency::parse)
             .collect::<Result<_>>()
             .with_context(|| format!("in package {name}"))?;
-        let features = package["features"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(feature, enables)| {
-                let enables = enables
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|e| e.as_str().map(str::to_owned))
-                    .collect();
-                (feature.clone(), enables)
-            })
-            .collect();
         Ok(Package {
             name: name.to_owned(),
             has_lib,
             dependencies,
-            features,
         })
-    }
-
-    /// Whether `dep` is optional and only the `testing` feature (test support for other crates'
-    /// tests) enables it.
-    pub(crate) fn only_for_testing(&self, dep: &Dependency) -> bool {
-        let enables = |entry: &str| {
-            let entry = entry.strip_prefix("dep:").unwrap_or(entry);
-            entry == dep.name
-                || entry
-                    .split_once('/')
-                    .is_some_and(|(d, _)| d.trim_end_matches('?') == dep.name)
-        };
-        dep.optional
-            && self
-                .features
-                .iter()
-                .filter(|(_, entries)| entries.iter().any(|e| enables(e)))
-                .all(|(feature, _)| feature == "testing")
     }
 
     /// Dependencies that end up in the built crate: normal and build, not dev.
@@ -166,7 +130,6 @@ impl Dependency {
             kind,
             uses_default_features: dep["uses_default_features"].as_bool().unwrap_or(true),
             features,
-            optional: dep["optional"].as_bool().unwrap_or(false),
         })
     }
 }

@@ -21,9 +21,9 @@
 //!   edited by hand.
 //!
 //! ```
-//! # #[cfg(feature = "testing")] {
-//! use claij_backends::{Backend, ChatRequest, Message, testing::Scripted};
+//! use claij_backends::{Backend, ChatRequest, Message};
 //! use claij_backends::cassette::{Recorder, Replayer};
+//! use claij_test_support::Scripted;
 //!
 //! let path = std::env::temp_dir().join(format!("claij-doc-{}.jsonl", std::process::id()));
 //! # let _ = std::fs::remove_file(&path);
@@ -38,7 +38,6 @@
 //! let other = request.clone().message(Message::user("and 3+3?"));
 //! assert!(futures_executor::block_on(replayer.complete(&other)).is_err());
 //! # std::fs::remove_file(&path)?;
-//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -7,15 +7,15 @@
 //! which provider it talks to.
 //!
 //! ```
-//! # #[cfg(feature = "testing")] {
-//! use claij_backends::{Backend, ChatRequest, Message, testing::Scripted};
+//! use claij_backends::{Backend, ChatRequest, Message};
+//! // A backend that answers from a script (the workspace's test support, not part of this crate).
+//! use claij_test_support::Scripted;
 //!
 //! let backend = Scripted::replies([r#"{"answer": "4", "state": "done"}"#]);
 //! let request = ChatRequest::new("any-model").message(Message::user("What is 2+2?"));
 //! let response = futures_executor::block_on(backend.complete(&request))?;
 //! assert_eq!(response.content, r#"{"answer": "4", "state": "done"}"#);
 //! assert_eq!(backend.requests()[0].messages[0].content, "What is 2+2?");
-//! # }
 //! # Ok::<(), claij_backends::Error>(())
 //! ```
 //!
@@ -66,9 +66,9 @@
 //! Features (additive):
 //! - `openai`, `openrouter`, `anthropic`, `gemini` (default on): the HTTP adapters; each pulls in `http`
 //!   (reqwest with rustls, tokio timers). With no default features the crate has no IO dependency.
-//! - `testing`: [`testing::Scripted`], a backend that answers from a script and records every request,
-//!   so interceptors and pipelines can be tested offline; [`testing::is_ci`], what every crate's
-//!   tests of servers and models share.
+//! - `testing`: [`redact::samples`], every form of a secret the redaction rules remove, for other
+//!   crates' property tests. Scripted backends, span capture and free ports are in the
+//!   `publish = false` crate claij-test-support.
 //! - `cassette` (off by default): [`Recorder`] and [`Replayer`], the one part of the crate that reads
 //!   and writes files. Without it (and without the HTTP adapters) the crate does no IO.
 //!
@@ -94,8 +94,6 @@ pub mod openai;
 pub mod redact;
 mod request;
 mod response;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use adapter::{Adapter, StreamEvent, WireRequest, excerpt};
 #[cfg(feature = "anthropic")]

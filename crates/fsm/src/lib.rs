@@ -62,7 +62,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_fsm::{Fsm, Interrupt, Outcome, Runner};
 //! use claij_interceptors::Config;
 //! use serde_json::json;

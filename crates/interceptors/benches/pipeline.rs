@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use claij_backends::http::{HttpConfig, RetryPolicy};
 use claij_backends::openai::OpenAi;
-use claij_backends::testing::Scripted;
 use claij_backends::{ApiKey, ChatResponse};
 use claij_interceptors::{Chain, Config, Context, Pipeline, StructuredMode, from_fn};
+use claij_test_support::Scripted;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_interceptors::{Chain, Config, Context, Pipeline, from_fn};
 //! use serde_json::json;
 //!

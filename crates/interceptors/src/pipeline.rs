@@ -131,7 +131,7 @@ const PARTIAL_EVERY_EVENT: usize = 4096;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use claij_backends::testing::Scripted;
+/// use claij_test_support::Scripted;
 /// use claij_interceptors::{Chain, Config, Context, Pipeline};
 ///
 /// let backend = Arc::new(Scripted::replies([

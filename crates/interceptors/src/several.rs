@@ -98,7 +98,8 @@ impl Tally {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use claij_backends::{Error as BackendError, testing::Scripted};
+/// use claij_backends::Error as BackendError;
+/// use claij_test_support::Scripted;
 /// use claij_interceptors::{Chain, Config, Context, Pipeline, several::{ask_all, majority}};
 ///
 /// let ok = |a: &str| Pipeline::new(

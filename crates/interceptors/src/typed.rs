@@ -115,7 +115,7 @@ impl Pipeline {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use claij_backends::testing::Scripted;
+    /// use claij_test_support::Scripted;
     /// use claij_interceptors::{Chain, Config, Context, Pipeline};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -152,7 +152,7 @@ impl Pipeline {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use claij_backends::testing::Scripted;
+    /// use claij_test_support::Scripted;
     /// use claij_interceptors::{Chain, Config, Context, Partial, Pipeline};
     ///
     /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]

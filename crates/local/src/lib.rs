@@ -66,10 +66,6 @@
 //! The [`Backend`] trait and the request and response types are claij-backends'; this crate is
 //! the one that pulls in candle, llguidance and tokenizers, so claij-backends builds without them.
 //!
-//! Features:
-//! - `testing`: [`testing::local_model_or_skip`], how every crate's model tests find the embedded
-//!   model (and fail under CI when it is missing).
-//!
 //! [candle]: https://docs.rs/candle-core
 //! [llguidance]: https://docs.rs/llguidance
 
@@ -78,8 +74,6 @@ mod generate;
 mod load;
 mod model;
 mod sample;
-#[cfg(feature = "testing")]
-pub mod testing;
 #[cfg(test)]
 mod tests;
 mod vocab;

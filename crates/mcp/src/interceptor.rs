@@ -30,7 +30,7 @@ pub const STATE_VERSION: u32 = 1;
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use claij_backends::testing::Scripted;
+/// use claij_test_support::Scripted;
 /// use claij_interceptors::{Chain, Config, Context, Pipeline};
 /// use claij_mcp::{ClientOptions, McpConfig, McpInterceptor, Services};
 ///

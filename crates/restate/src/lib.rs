@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_fsm::{Fsm, Runner};
 //! use claij_interceptors::Config;
 //! use claij_restate::{Machine, RunRequest, Worker, wiring_fn};

@@ -250,32 +250,32 @@ fn a_dependency_built_with_other_features_for_the_cli_alone_is_a_violation() {
 }
 
 #[test]
-fn test_support_behind_the_testing_feature_may_use_an_application_crate() {
-    let manifest = |features: &str| {
+fn only_the_test_support_crate_may_use_an_application_crate() {
+    let manifest = |name: &str, optional: bool| {
         format!(
-            r#"{{"target_directory": "/t", "packages": [{{"name": "claij-backends",
-            "targets": [{{"kind": ["lib"]}}], "features": {features},
-            "dependencies": [{{"name": "tracing-subscriber", "kind": null, "optional": true,
+            r#"{{"target_directory": "/t", "packages": [{{"name": "{name}",
+            "targets": [{{"kind": ["lib"]}}], "features": {{"testing": ["dep:tracing-subscriber"]}},
+            "dependencies": [{{"name": "tracing-subscriber", "kind": null, "optional": {optional},
                 "uses_default_features": true, "features": []}}]}}]}}"#
         )
     };
-    let violations = |features: &str| {
-        manifest_violations(&Workspace::parse(&manifest(features)).unwrap().packages)
+    let violations = |name: &str, optional: bool| {
+        manifest_violations(
+            &Workspace::parse(&manifest(name, optional))
+                .unwrap()
+                .packages,
+        )
     };
-    // Only `testing` enables it: allowed.
-    assert_eq!(
-        violations(r#"{"testing": ["dep:tracing-subscriber"]}"#),
-        Vec::<String>::new()
-    );
-    // Another feature enables it too: the library would ship it.
-    assert_eq!(
-        violations(
-            r#"{"testing": ["dep:tracing-subscriber"], "logs": ["tracing-subscriber/fmt"]}"#
-        ),
-        [
-            "claij-backends -> tracing-subscriber: only claij-cli and xtask may depend on tracing-subscriber"
-        ]
-    );
+    assert_eq!(violations(TEST_SUPPORT, false), Vec::<String>::new());
+    // A library may not, not even behind a `testing` feature: test support is its own crate.
+    for optional in [false, true] {
+        assert_eq!(
+            violations("claij-backends", optional),
+            [
+                "claij-backends -> tracing-subscriber: only claij-cli and xtask may depend on tracing-subscriber"
+            ]
+        );
+    }
 }
 
 /// The parent folder's `shared`, spelt in pieces so that this file does not match the check itself.

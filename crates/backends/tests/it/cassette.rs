@@ -1,16 +1,14 @@
 //! Tests: recording a backend to a cassette and replaying it offline.
 
-#![cfg(feature = "testing")]
-
 use std::path::PathBuf;
 use std::time::Duration;
 
 use claij_backends::cassette::{Recorder, Replayer, request_hash};
-use claij_backends::testing::Scripted;
 use claij_backends::{
     Backend, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext, FinishReason, Message,
     SchemaDialect, StreamEvent, Usage,
 };
+use claij_test_support::Scripted;
 use futures_executor::block_on;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};

@@ -1,14 +1,14 @@
 //! The `http.request` spans as an OpenTelemetry exporter reads them: a client span per HTTP request,
 //! the resend count from the second on, a failure's status, error type and error status, no key.
 
-#![cfg(all(feature = "openai", feature = "testing"))]
+#![cfg(feature = "openai")]
 
 use std::time::Duration;
 
 use claij_backends::http::RetryPolicy;
 use claij_backends::openai::OpenAi;
-use claij_backends::testing::spans::SpanCapture;
 use claij_backends::{ApiKey, Backend};
+use claij_test_support::spans::SpanCapture;
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

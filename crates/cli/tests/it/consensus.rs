@@ -394,10 +394,9 @@ mod local_model {
 
     #[test]
     fn two_local_models_agree() {
-        let Some(model) = claij_local::testing::local_model_or_skip(
-            "consensus::local_model::two_local_models_agree",
-            |name| std::env::var_os(name),
-        ) else {
+        let Some(model) =
+            crate::local_model::model("consensus::local_model::two_local_models_agree")
+        else {
             return;
         };
         let model = model.to_string_lossy().into_owned();

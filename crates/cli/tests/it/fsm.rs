@@ -1480,9 +1480,7 @@ mod local_model {
     #[test]
     fn the_readme_tool_loop_reads_the_file_repeats_once_and_answers() {
         let test = "the_readme_tool_loop_reads_the_file_repeats_once_and_answers";
-        let Some(model) =
-            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
-        else {
+        let Some(model) = crate::local_model::model(test) else {
             return;
         };
         let Some(servers) = super::super::mcp::servers(test) else {

@@ -729,9 +729,7 @@ mod local_model {
     #[test]
     fn the_local_model_is_loaded_once_whatever_names_it() {
         let test = "the_local_model_is_loaded_once_whatever_names_it";
-        let Some(model) =
-            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
-        else {
+        let Some(model) = crate::local_model::model(test) else {
             return;
         };
         if !super::super::script_or_skip(test) {
@@ -785,9 +783,7 @@ mod local_model {
     #[test]
     fn the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content() {
         let test = "the_local_model_calls_the_filesystem_server_and_ends_with_the_file_s_content";
-        let Some(model) =
-            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
-        else {
+        let Some(model) = crate::local_model::model(test) else {
             return;
         };
         let Some(servers) = super::super::mcp::servers(test) else {

@@ -42,7 +42,7 @@ fn install(test: &str) -> Option<PathBuf> {
         return ready;
     }
     assert!(
-        !claij_backends::testing::is_ci(|name| std::env::var_os(name)),
+        !claij_test_support::is_ci(|name| std::env::var_os(name)),
         "{test}: CI=true and llama.cpp's Python server or the model is missing: run \
          `cargo xtask llama-server` and `cargo xtask model`"
     );

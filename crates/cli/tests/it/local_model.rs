@@ -10,9 +10,11 @@ use serde_json::Value;
 use super::{Files, claij_env};
 
 /// The model file in the cache `cargo xtask model` fills; `None` (skip) when it is missing, except
-/// under CI.
-fn model(test: &str) -> Option<PathBuf> {
-    claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
+/// under CI. Every model test of this binary finds the model here.
+pub(crate) fn model(test: &str) -> Option<PathBuf> {
+    let env = |name: &str| std::env::var_os(name);
+    let path = claij_local::model_dir(env).join(claij_local::DEFAULT_MODEL_FILE);
+    claij_test_support::local_model_or_skip(test, path, env)
 }
 
 #[test]

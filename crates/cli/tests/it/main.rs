@@ -115,7 +115,7 @@ fn script_or_skip(test: &str) -> bool {
         return true;
     }
     assert!(
-        !claij_backends::testing::is_ci(|name| std::env::var_os(name)),
+        !claij_test_support::is_ci(|name| std::env::var_os(name)),
         "{test}: CI is set and util-linux `script` (the test's pseudo-terminal) is not on PATH: \
          install util-linux"
     );

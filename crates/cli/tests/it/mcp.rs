@@ -11,7 +11,7 @@ pub(super) fn servers(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("CLAIJ_MCP_SERVERS").map(PathBuf::from);
     match dir.filter(|d| d.join("servers.json").is_file()) {
         Some(dir) => Some(dir),
-        None if claij_backends::testing::is_ci(|name| std::env::var_os(name)) => {
+        None if claij_test_support::is_ci(|name| std::env::var_os(name)) => {
             panic!("{test}: the MCP test servers are missing; run `cargo xtask mcp-servers`")
         }
         None => {

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use claij_backends::testing::net::{free_ports, listening_sockets};
+use claij_test_support::net::{free_ports, listening_sockets};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -97,9 +97,7 @@ mod local_model {
         let Some(install) = install(test) else {
             return;
         };
-        let Some(model) =
-            claij_local::testing::local_model_or_skip(test, |name| std::env::var_os(name))
-        else {
+        let Some(model) = crate::local_model::model(test) else {
             return;
         };
         let files = Files::new(&[("fsm.json", DEFINITION)]);
@@ -449,7 +447,7 @@ fn install(test: &str) -> Option<PathBuf> {
         return ready;
     }
     assert!(
-        !claij_backends::testing::is_ci(|name| std::env::var_os(name)),
+        !claij_test_support::is_ci(|name| std::env::var_os(name)),
         "{test}: CI=true and the OpenTelemetry collector is missing: run `cargo xtask collector`"
     );
     #[allow(clippy::print_stderr, reason = "a skipped test says so")]

@@ -519,7 +519,7 @@ async fn mcp_reads_the_token_through_the_real_filesystem_server() {
         .filter(|dir| Path::new(dir).join("servers.json").is_file())
     else {
         assert!(
-            !claij_backends::testing::is_ci(|name| std::env::var_os(name)),
+            !claij_test_support::is_ci(|name| std::env::var_os(name)),
             "CI=true and no MCP servers: run `cargo xtask mcp-servers`"
         );
         #[allow(clippy::print_stderr)]

@@ -35,7 +35,7 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_fsm::builtin::meta_debug::{self, Remedy};
 //! use claij_fsm::{Interrupt, Outcome};
 //! use claij_interceptors::Config;

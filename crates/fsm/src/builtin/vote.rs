@@ -19,7 +19,7 @@
 //! ```
 //! use std::sync::{Arc, Mutex};
 //!
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_fsm::builtin::vote;
 //! use claij_fsm::{Interrupt, Outcome};
 //! use claij_interceptors::Config;

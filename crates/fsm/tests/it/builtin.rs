@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use claij_backends::ChatResponse;
-use claij_backends::testing::Scripted;
 use claij_fsm::builtin::meta_debug::{self, Remedy, Symptom};
 use claij_fsm::builtin::vote::{self, Votes};
 use claij_fsm::{Definition, Fsm, Interrupt, Outcome, Run, Runner, Trail};
 use claij_interceptors::{Chain, Config, Context, Pipeline};
 use claij_schema::{AuditAction, Registry};
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 fn block<T>(f: impl std::future::Future<Output = T>) -> T {

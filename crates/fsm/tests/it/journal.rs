@@ -332,8 +332,7 @@ fn ask_and_check(replies: &[&str]) -> Runner {
         .unwrap(),
     )
     .unwrap();
-    let backend =
-        claij_backends::testing::Scripted::replies(replies.iter().map(|s| (*s).to_owned()));
+    let backend = claij_test_support::Scripted::replies(replies.iter().map(|s| (*s).to_owned()));
     Runner::new(fsm)
         .with_llm(
             std::sync::Arc::new(backend),

@@ -12,9 +12,11 @@ use serde_json::json;
 
 #[test]
 fn the_local_model_routes_only_along_defined_transitions() {
-    let Some(path) = claij_local::testing::local_model_or_skip(
+    let env = |name: &str| std::env::var_os(name);
+    let Some(path) = claij_test_support::local_model_or_skip(
         "the_local_model_routes_only_along_defined_transitions",
-        |name| std::env::var_os(name),
+        claij_local::model_dir(env).join(claij_local::DEFAULT_MODEL_FILE),
+        env,
     ) else {
         return;
     };

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use claij_backends::testing::Scripted;
 use claij_fsm::{
     DEFAULT_MAX_REPEATED_CALLS, Error, ExistingJournal, Fsm, Interrupt, NextAction, Outcome, Run,
     Runner, StepRecord, service_fn,
 };
 use claij_interceptors::Config;
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 use super::definitions::example;

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_fsm::{Definition, Entry, Fsm, Interrupt, Outcome, Runner, Trail};
 use claij_interceptors::Config;
+use claij_test_support::Scripted;
 use serde_json::json;
 
 /// start -> draft (llm) -> review (llm, `config.model: "reviewer-model"`) -> end.

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use claij_backends::BoxFuture;
-use claij_backends::testing::Scripted;
 use claij_fsm::builtin::meta_debug::{self, Effect, Remedy, RemedyKind};
 use claij_fsm::{Fsm, Interrupt, Journal, Outcome, RemedyApprover, Run, Runner};
 use claij_interceptors::{BoxError, Chain, Config};
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 fn block<T>(f: impl std::future::Future<Output = T>) -> T {

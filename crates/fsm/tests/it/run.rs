@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use claij_backends::Message;
-use claij_backends::testing::Scripted;
 use claij_fsm::{
     Definition, Error, ExistingJournal, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall,
     Status, service_fn,
 };
 use claij_interceptors::Config;
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 /// Long enough that only a hang reaches it: a guard, not a speed claim.

@@ -5,13 +5,13 @@
 use std::sync::{Arc, Mutex};
 
 use claij_backends::BoxFuture;
-use claij_backends::testing::Scripted;
-use claij_backends::testing::spans::{CapturedSpan, SpanCapture};
 use claij_fsm::{
     ExistingJournal, Fsm, Interrupt, Outcome, Runner, Service, ServiceCall, service_fn,
 };
 use claij_interceptors::BoxError;
 use claij_interceptors::Config;
+use claij_test_support::Scripted;
+use claij_test_support::spans::{CapturedSpan, SpanCapture};
 use serde_json::{Value, json};
 
 /// The shared capturing layer, run on a current-thread runtime.

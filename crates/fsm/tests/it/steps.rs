@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_fsm::{
     Definition, Error, Fsm, Interrupt, NextAction, Outcome, Run, Runner, StepRecord, service_fn,
 };
 use claij_interceptors::Config;
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 fn object(required: &[&str]) -> Value {

@@ -97,7 +97,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_interceptors::builtin::citations::{Citations, Document};
 //! use claij_interceptors::{Chain, Config, Context, Pipeline};
 //!

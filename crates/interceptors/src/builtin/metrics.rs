@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_interceptors::builtin::metrics::Metrics;
 //! use claij_interceptors::{Chain, Config, Context, Pipeline};
 //!
@@ -64,7 +64,7 @@
 //!
 //! ```
 //! # use std::sync::Arc;
-//! # use claij_backends::testing::Scripted;
+//! # use claij_test_support::Scripted;
 //! # use claij_interceptors::builtin::metrics::Metrics;
 //! # use claij_interceptors::{Chain, Config, Context, Pipeline};
 //! let metrics = Metrics::new();

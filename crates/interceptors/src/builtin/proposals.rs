@@ -86,7 +86,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_interceptors::builtin::proposals::{Decision, Proposal, Proposals};
 //! use claij_interceptors::{Chain, Config, Context, OnError, Pipeline};
 //!

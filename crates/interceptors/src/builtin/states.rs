@@ -33,7 +33,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use claij_backends::testing::Scripted;
+//! use claij_test_support::Scripted;
 //! use claij_interceptors::builtin::states::States;
 //! use claij_interceptors::{Chain, Config, Context, Pipeline};
 //!

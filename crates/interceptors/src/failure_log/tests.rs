@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use claij_backends::redact::samples::secret_forms;
-use claij_backends::testing::Scripted;
+use claij_test_support::Scripted;
 use proptest::prelude::*;
 
 use crate::{Chain, Config, Context, FailureLog, Pipeline};

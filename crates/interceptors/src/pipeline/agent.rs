@@ -59,7 +59,7 @@ impl Pipeline {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use claij_backends::testing::Scripted;
+    /// use claij_test_support::Scripted;
     /// use claij_interceptors::builtin::tools::Tools;
     /// use claij_interceptors::{Budget, Chain, Config, Context, Pipeline};
     /// use serde_json::json;

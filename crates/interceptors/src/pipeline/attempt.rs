@@ -56,7 +56,7 @@ impl Attempt {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use claij_backends::testing::Scripted;
+    /// # use claij_test_support::Scripted;
     /// # use claij_interceptors::{Attempt, Chain, Config, Context, Pipeline};
     /// let backend = Arc::new(Scripted::replies([r#"{"answer": 4}"#, r#"{"answer": "4", "state": "done"}"#]));
     /// let pipeline = Pipeline::new(backend, Config::new("m"), Chain::new());

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use claij_backends::Error as BackendError;
-use claij_backends::testing::Scripted;
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 use super::{Missing, Reply, Tally, ask_all, canonical, first_valid, majority, tally};

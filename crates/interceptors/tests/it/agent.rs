@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{Capabilities, ChatResponse, Role, ToolCall, Usage};
 use claij_interceptors::builtin::tools::{Tools, ToolsConfig};
 use claij_interceptors::{
     Budget, BudgetKind, Chain, Config, Context, Error, HistoryPolicy, Pipeline, ToolOrigin,
 };
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 const ANSWER: &str = r#"{"answer": "It is sunny in Oslo.", "state": "done"}"#;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claij_backends::models::{Tier, estimate_tokens};
-use claij_backends::testing::Scripted;
 use claij_backends::{ChatResponse, Price, Usage};
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{Budget, BudgetKind, Chain, Config, Context, Error, Pipeline};
+use claij_test_support::Scripted;
 use serde_json::json;
 
 const CALL: &str =

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use claij_backends::ChatRequest;
-use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::citations::{
     Citations, Document, Documents, Metadata, render_for_people,
 };
 use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, Prompts, Schema};
+use claij_test_support::Scripted;
 use futures_executor::block_on;
 use serde_json::{Value, json};
 

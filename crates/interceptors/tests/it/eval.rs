@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::builtin::eval::{Eval, EvalError, EvalResult, Limits, result_section};
 use claij_interceptors::{Chain, Config, Context, Pipeline};
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 fn system(request: &ChatRequest) -> &str {

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{Capabilities, ChatRequest, SchemaDialect};
 use claij_interceptors::builtin::memory::{Memory, insights_delta, summary_delta};
 use claij_interceptors::builtin::states::States;
@@ -13,6 +12,7 @@ use claij_interceptors::{
     Chain, Config, Context, EXAMPLE_INTRO, Pipeline, SchemaFormat, ShowExample, StructuredMode,
 };
 use claij_schema::{SchemaDelta, base, compose, example};
+use claij_test_support::Scripted;
 use futures_executor::block_on;
 use serde_json::{Value, json};
 

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::fsm_routing::{FsmRouting, Route, Routes, RoutingState};
 use claij_interceptors::{
     Chain, Config, Context, Error, ErrorChain, Pipeline, Stage, StructuredMode,
 };
+use claij_test_support::Scripted;
 use serde_json::json;
 
 fn block<F: std::future::Future>(f: F) -> F::Output {

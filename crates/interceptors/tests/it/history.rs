@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{Message, Role};
 use claij_interceptors::{Chain, Config, Context, History, HistoryPolicy, Pipeline, from_fn};
+use claij_test_support::Scripted;
 
 fn block<F: std::future::Future>(f: F) -> F::Output {
     futures_executor::block_on(f)

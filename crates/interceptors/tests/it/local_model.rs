@@ -12,8 +12,9 @@ use claij_interceptors::{Chain, Config, Context, Error, Pipeline, Verdict};
 use claij_local::{Decoding, LocalBackend, LocalConfig};
 
 fn pipeline(decoding: Decoding, config: Config, chain: Chain) -> Option<Pipeline> {
-    let path =
-        claij_local::testing::local_model_or_skip("local_model", |name| std::env::var_os(name))?;
+    let env = |name: &str| std::env::var_os(name);
+    let model = claij_local::model_dir(env).join(claij_local::DEFAULT_MODEL_FILE);
+    let path = claij_test_support::local_model_or_skip("local_model", model, env)?;
     let backend = LocalBackend::load_with(path, LocalConfig::default().with_decoding(decoding))
         .expect("the cached model loads");
     Some(Pipeline::new(Arc::new(backend), config, chain))

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::builtin::memory::{Bounded, Hierarchical, Memory, MemoryStrategy, Window};
 use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, Prompts, Schema};
 use claij_schema::AuditAction;
+use claij_test_support::Scripted;
 use futures_executor::block_on;
 use serde_json::{Value, json};
 

@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, LazyLock, Mutex};
 
-use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector, MetricsSnapshot};
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{Budget, Chain, Config, Context, Error, Pipeline};
+use claij_test_support::Scripted;
 use claij_validation::{FixKind, Violation};
 use regex::Regex;
 use serde_json::{Value, json};

@@ -2,7 +2,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use claij_backends::testing::Scripted;
 use claij_backends::{
     Capabilities, ChatResponse, Error as BackendError, FinishReason, Role, SharedJson,
 };
@@ -11,6 +10,7 @@ use claij_interceptors::{
     CallReport, Chain, Config, Context, Error, ErrorChain, FailureLog, OnError, Pipeline,
     RetryForm, StructuredMode, Verdict, from_fn,
 };
+use claij_test_support::Scripted;
 use claij_validation::Violation;
 use serde_json::{Value, json};
 

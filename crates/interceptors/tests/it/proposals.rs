@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{BoxFuture, ChatRequest};
 use claij_interceptors::builtin::proposals::{
     Approver, Decision, Proposal, ProposalLog, Proposals, Ruling,
 };
 use claij_interceptors::{Chain, Config, Context, Interceptor, OnError, Pipeline, Schema};
 use claij_schema::AuditAction;
+use claij_test_support::Scripted;
 use futures_executor::block_on;
 use serde_json::{Value, json};
 

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use claij_backends::testing::Scripted;
-use claij_backends::testing::spans::{CapturedSpan, SpanCapture};
 use claij_backends::{ChatResponse, Error as BackendError, Usage};
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{Budget, Chain, Config, Context, Pipeline};
+use claij_test_support::Scripted;
+use claij_test_support::spans::{CapturedSpan, SpanCapture};
 use serde_json::json;
 
 const VALID: &str = r#"{"answer": "4", "state": "done"}"#;

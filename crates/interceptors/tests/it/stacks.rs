@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_interceptors::builtin::citations::{Citations, Document};
 use claij_interceptors::builtin::fsm_routing::{FsmRouting, RoutingState};
 use claij_interceptors::builtin::memory::{Hierarchical, Memory};
@@ -16,6 +15,7 @@ use claij_interceptors::{
     Chain, Config, Context, Error, Interceptor, OnError, Pipeline, StructuredMode, ToolOrigin,
     ToolResult,
 };
+use claij_test_support::Scripted;
 use claij_validation::Validator;
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::builtin::tools::{self, Tools};
 use claij_interceptors::{Chain, Config, Context, Pipeline, ToolOrigin, ToolResult};
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 fn system(request: &ChatRequest) -> &str {

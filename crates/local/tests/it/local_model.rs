@@ -10,9 +10,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use claij_backends::{Backend, ChatRequest, Error, FinishReason, Message, StreamEvent};
-use claij_local::testing::local_model_or_skip;
 use claij_local::{Decoding, LoadError, LocalBackend, LocalConfig, Requantize};
 use claij_schema::dialect::Dialect;
+use claij_test_support::local_model_or_skip;
 use claij_validation::Validator;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ fn model() -> Option<(&'static LocalBackend, MutexGuard<'static, ()>)> {
     static MODEL: OnceLock<Option<LocalBackend>> = OnceLock::new();
     static TURN: Mutex<()> = Mutex::new(());
     let model = MODEL.get_or_init(|| {
-        let path = local_model_or_skip("local_model", |name| std::env::var_os(name))?;
+        let path = local_model_or_skip("local_model", model_path(), |name| std::env::var_os(name))?;
         Some(LocalBackend::load(&path).expect("the cached model loads"))
     });
     let turn = TURN
@@ -542,7 +542,9 @@ fn a_token_limit_closes_the_document_instead_of_cutting_it() {
 /// state) and the next chat turn.
 #[test]
 fn the_prefix_cache_reads_less_and_answers_the_same() {
-    let Some(path) = local_model_or_skip("local_model", |name| std::env::var_os(name)) else {
+    let Some(path) =
+        local_model_or_skip("local_model", model_path(), |name| std::env::var_os(name))
+    else {
         return;
     };
     let warm = LocalBackend::load(&path).unwrap();

@@ -6,11 +6,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse, Role};
 use claij_fsm::{Fsm, Interrupt, Outcome, Run, Status, render};
 use claij_interceptors::Config;
 use claij_mcp::{ClientOptions, McpClient, Project, Services, mcp_fsm};
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 use crate::servers;

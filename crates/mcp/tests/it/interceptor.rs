@@ -9,12 +9,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use claij_backends::testing::Scripted;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, ToolOrigin, ToolResult};
 use claij_mcp::{
     ClientOptions, EXTENSION, Hooks, InterceptorConfig, McpInterceptor, Project, Services,
 };
+use claij_test_support::Scripted;
 use claij_validation::Validator;
 use serde_json::{Value, json};
 

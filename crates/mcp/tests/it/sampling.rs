@@ -6,13 +6,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use claij_backends::testing::Scripted;
 use claij_backends::{BoxFuture, Role};
 use claij_interceptors::BoxError;
 use claij_mcp::{
     BackendSampler, CallFailure, ClientOptions, ElicitationQueue, ElicitationReply, Hooks,
     McpClient, Root, Sampler, SamplingReply, SamplingRequest,
 };
+use claij_test_support::Scripted;
 use serde_json::{Value, json};
 
 use crate::servers;

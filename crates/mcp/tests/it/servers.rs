@@ -38,7 +38,7 @@ pub(crate) fn dir() -> Option<PathBuf> {
 
 /// Whether missing servers fail the test (under CI) rather than skip it.
 fn required() -> bool {
-    claij_backends::testing::is_ci(|name| std::env::var_os(name))
+    claij_test_support::is_ci(|name| std::env::var_os(name))
 }
 
 /// The install directory, or `None` after printing why the test is skipped.

@@ -8,8 +8,6 @@
 use std::sync::{Arc, Mutex};
 
 use claij_backends::BoxFuture;
-use claij_backends::testing::Scripted;
-use claij_backends::testing::spans::{CapturedSpan, SpanCapture};
 use claij_fsm::{Interrupt, Outcome};
 use claij_interceptors::BoxError;
 use claij_interceptors::Config;
@@ -17,6 +15,8 @@ use claij_mcp::{
     ClientOptions, Hooks, PendingElicitation, Sampler, SamplingReply, SamplingRequest, Services,
     mcp_fsm,
 };
+use claij_test_support::Scripted;
+use claij_test_support::spans::{CapturedSpan, SpanCapture};
 use serde_json::json;
 use tracing::Instrument as _;
 

@@ -288,7 +288,7 @@ fn binary() -> Option<PathBuf> {
     }
     let test = test_name();
     assert!(
-        !claij_backends::testing::is_ci(|name| std::env::var_os(name)),
+        !claij_test_support::is_ci(|name| std::env::var_os(name)),
         "{test}: CI=true and the Restate server is missing ({BINARY_VAR}): run `cargo xtask restate`"
     );
     eprintln!("{test}: skipped: no Restate server ({BINARY_VAR}; run `cargo xtask restate`)");

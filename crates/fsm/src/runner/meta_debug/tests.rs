@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use claij_backends::Role;
-use claij_backends::testing::Scripted;
 use claij_interceptors::Config;
+use claij_test_support::Scripted;
 use serde_json::json;
 
 use crate::{Fsm, Interrupt, Outcome, Runner};

@@ -45,7 +45,7 @@ pub struct CapturedEvent {
 /// Clones share what they record.
 ///
 /// ```
-/// use claij_backends::testing::spans::SpanCapture;
+/// use claij_test_support::spans::SpanCapture;
 ///
 /// let capture = SpanCapture::default();
 /// {

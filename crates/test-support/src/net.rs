@@ -3,7 +3,7 @@
 //! from this machine only.
 //!
 //! ```
-//! use claij_backends::testing::net::{free_ports, parse_proc_address};
+//! use claij_test_support::net::{free_ports, parse_proc_address};
 //!
 //! let [a, b] = free_ports()?;
 //! assert_ne!(a, b);

@@ -1,15 +1,38 @@
-//! Test support: [`Scripted`], a backend that answers from a script and records every request, for
-//! offline tests; [`is_ci`], the one definition of "this is a CI run" the workspace's tests share
-//! (claij-local's `local_model_or_skip` builds on it); [`spans::SpanCapture`], a `tracing` layer that records spans and events; and [`net`], free
-//! loopback ports and the sockets a process listens on, for tests that start real servers.
+//! Test support for claij's crates (`publish = false`, a dev-dependency only): [`Scripted`], a
+//! backend that answers from a script and records every request, for offline tests; [`is_ci`], the
+//! one definition of "this is a CI run" the workspace's tests share; [`local_model_or_skip`], how a
+//! model test finds the embedded model (a failure under CI when it is missing); [`lookup`], an
+//! environment of a test's own; [`spans::SpanCapture`], a `tracing` layer that records spans and
+//! events; [`net`], free loopback ports and the sockets a process listens on, for tests that start
+//! real servers.
+//!
+//! ```
+//! use claij_backends::{Backend, ChatRequest, Message};
+//! use claij_test_support::{Scripted, is_ci, lookup};
+//!
+//! let backend = Scripted::replies([r#"{"answer": "4", "state": "done"}"#]);
+//! let request = ChatRequest::new("any-model").message(Message::user("What is 2+2?"));
+//! let response = futures_executor::block_on(backend.complete(&request))?;
+//! assert_eq!(response.content, r#"{"answer": "4", "state": "done"}"#);
+//! assert_eq!(backend.requests()[0].messages[0].content, "What is 2+2?");
+//! assert!(is_ci(lookup(&[("CI", "true")])));
+//! # Ok::<(), claij_backends::Error>(())
+//! ```
+//!
+//! It depends on claij-backends (without its adapters) and never on claij-local, so claij-backends'
+//! tree, dev-dependencies included, holds no candle: the model's path comes from the caller.
 
+mod model;
 pub mod net;
 pub mod spans;
 
+pub use model::local_model_or_skip;
+
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::{
+use claij_backends::{
     Backend, BoxFuture, Capabilities, ChatRequest, ChatResponse, Error, ErrorContext, Usage,
 };
 
@@ -21,7 +44,8 @@ type Responder = dyn Fn(&ChatRequest, usize) -> Result<ChatResponse, Error> + Se
 /// A list that runs out answers with [`Error::Other`], so a test that calls too often fails clearly.
 ///
 /// ```
-/// use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason, testing::Scripted};
+/// use claij_backends::{Backend, ChatRequest, ChatResponse, FinishReason};
+/// use claij_test_support::Scripted;
 ///
 /// let backend = Scripted::new([
 ///     Ok(ChatResponse::text("{\"answer\": ").finish_reason(FinishReason::Length)),
@@ -194,13 +218,35 @@ impl std::fmt::Debug for Scripted {
 /// MCP servers) fails instead of skipping.
 ///
 /// ```
-/// use claij_backends::testing::is_ci;
+/// use claij_test_support::is_ci;
 /// assert!(is_ci(|_| Some("true".into())));
 /// assert!(!is_ci(|_| Some("false".into())));
 /// assert!(!is_ci(|_| None));
 /// ```
-pub fn is_ci(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> bool {
+pub fn is_ci(var: impl Fn(&str) -> Option<OsString>) -> bool {
     var("CI").is_some_and(|value| value.eq_ignore_ascii_case("true") || value == "1")
+}
+
+/// A variable lookup that knows only `vars` (the first of a repeated name wins), for code that
+/// takes its environment as a lookup (`var`) rather than reading the process's.
+///
+/// ```
+/// use claij_test_support::lookup;
+///
+/// let var = lookup(&[("CI", "1"), ("HOME", "/home/ada")]);
+/// assert_eq!(var("HOME"), Some("/home/ada".into()));
+/// assert_eq!(var("PATH"), None);
+/// ```
+pub fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + Clone + use<> {
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| {
+        vars.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| OsString::from(v))
+    }
 }
 
 #[cfg(test)]
