@@ -6,6 +6,7 @@
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
 //! model), `fsm`, `mcp`, `restate`, `otel`.
 
+pub mod approve;
 pub mod fallback;
 pub mod fs;
 pub mod matrix;
@@ -14,6 +15,7 @@ pub mod options;
 pub mod prices;
 pub mod session;
 pub mod settings;
+pub mod tools;
 
 /// `s` on one line: its lines trimmed, empty ones dropped, joined by a space.
 pub(crate) fn one_line(s: &str) -> String {

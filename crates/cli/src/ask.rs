@@ -16,7 +16,6 @@ mod report;
 mod stream;
 #[cfg(test)]
 mod tests;
-pub(crate) mod tools;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -726,7 +725,7 @@ fn chain_with(
             Interceptor::Memory => chain.push(Memory::default()),
             Interceptor::Citations => chain.push(Citations::new(notes.clone())),
             Interceptor::Eval => chain.push(Eval::new()),
-            Interceptor::Tools => chain.push(tools::with_budget(result_budget)?),
+            Interceptor::Tools => chain.push(claij::tools::with_budget(result_budget)?),
             Interceptor::Mcp => {
                 if let Some(services) = services {
                     let mut config = claij_mcp::InterceptorConfig::default();

@@ -1,26 +1,24 @@
-//! `--interceptors proposals` and `--approve`: who decides on a schema extension a model proposes,
-//! and the one [`Registry`] approved extensions live in.
+//! `--interceptors proposals` and `--approve`: the flags that pick who decides on a schema extension
+//! a model proposes, the person at the terminal, and the vote's ballots on stderr; the registry, the
+//! model vote and a run's extensions are the library's ([`claij::approve`]).
 //!
-//! The registry is shared by every pipeline of the process (the proposals interceptor is a cheap
-//! handle over it) and saved with the conversation (`--memory FILE`, key `extensions`), so every
-//! model sees the extended schema on its next request, in this run and the next. `--approve` picks the
-//! approver: `ask` the person at the terminal, a `vote` of `--voters` (the `vote` sub-FSM of
-//! `claij_fsm::builtin`, its ballots printed and kept in the registry's audit log), `auto` (what
-//! the registry composes and checks), `never`.
+//! `--approve` picks the approver: `ask` the person at the terminal, a `vote` of `--voters` (the
+//! `vote` sub-FSM of `claij_fsm::builtin`, its ballots printed and kept in the registry's audit
+//! log), `auto` (what the registry composes and checks), `never`.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, bail};
-use claij_backends::{Backend, BoxFuture};
-use claij_fsm::builtin::meta_debug::{self, Remedy, RemedyKind};
-use claij_fsm::builtin::vote;
-use claij_fsm::{Interrupt, Journal, Outcome, RemedyApprover, Run};
+use claij::approve::{RemedyDecided, Vote, VoteReport, Voter};
+use claij_backends::BoxFuture;
+use claij_interceptors::Context;
 use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
-use claij_interceptors::{Config, Context};
-use claij_schema::{Ballot, Registry, SavedRegistry};
+use claij_schema::{Registry, SavedRegistry};
 use serde_json::{Value, json};
+
+pub(crate) use claij::approve::{RunProposals, lock};
 
 use super::{ModelOptions, llm};
 use claij::settings::Settings;
@@ -95,7 +93,12 @@ pub(crate) fn proposals(
             } else {
                 &options.voters
             };
-            let vote = Vote::open(voters, &setup, Arc::clone(&registry))?;
+            let vote = Vote::new(open_voters(voters, &setup)?, Arc::clone(&registry));
+            let vote = if setup.quiet {
+                vote
+            } else {
+                vote.on_report(report)
+            };
             Proposals::with_registry(vote, registry)
         }
     };
@@ -103,8 +106,33 @@ pub(crate) fn proposals(
     Ok(proposals)
 }
 
-/// The one registry of the process over `base`, with the extensions and audit log `saved` in
-/// `file` (composed and checked again).
+/// The voters `names` name, opened.
+fn open_voters(names: &[String], setup: &Setup<'_>) -> Result<Vec<Voter>> {
+    if names.is_empty() {
+        bail!(
+            "--approve vote needs voters: --voters a,b,c (each as --llm takes it), or \
+             `voters = [...]` under [proposals] in the configuration"
+        );
+    }
+    names
+        .iter()
+        .map(|name| {
+            let opened = llm::open(Some(name.as_str()), None, setup.settings)
+                .with_context(|| format!("voter `{name}`"))?;
+            let config = setup
+                .model
+                .config(opened.model, &setup.settings.defaults, None);
+            Ok(Voter {
+                name: name.clone(),
+                backend: opened.backend,
+                config,
+            })
+        })
+        .collect()
+}
+
+/// The registry over `base` with the extensions and audit log `saved` in `file`
+/// ([`claij::approve::registry`]).
 ///
 /// # Errors
 ///
@@ -114,30 +142,16 @@ pub(crate) fn registry(
     saved: Option<&SavedRegistry>,
     file: Option<&Path>,
 ) -> Result<Arc<Mutex<Registry>>> {
-    let registry = match saved {
-        None => Registry::new(base)?,
-        Some(saved) => Registry::from_saved(SavedRegistry {
-            base,
-            extensions: saved.extensions.clone(),
-            audit: saved.audit.clone(),
-        })
-        .with_context(|| {
-            format!(
-                "{}: the saved schema extensions do not compose with this schema \
-                 (`claij schema rollback FILE EXTENSION_ID` removes one)",
-                file.map_or_else(
-                    || "the conversation".to_owned(),
-                    |f| f.display().to_string()
-                )
+    claij::approve::registry(base, saved).with_context(|| {
+        format!(
+            "{}: the saved schema extensions do not compose with this schema \
+             (`claij schema rollback FILE EXTENSION_ID` removes one)",
+            file.map_or_else(
+                || "the conversation".to_owned(),
+                |f| f.display().to_string()
             )
-        })?,
-    };
-    Ok(Arc::new(Mutex::new(registry)))
-}
-
-/// The registry, locked (a poisoned lock still holds a consistent registry).
-pub(crate) fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
-    registry.lock().unwrap_or_else(PoisonError::into_inner)
+        )
+    })
 }
 
 /// `--approve ask`: the person at the terminal.
@@ -175,135 +189,21 @@ fn ask(proposal: &Proposal) -> Result<Decision> {
     })
 }
 
-/// `--approve vote`: the vote sub-FSM with one `llm` state per voter.
-struct Vote {
-    voters: Vec<Voter>,
-    /// The shared registry; the vote runs on a copy, so only the proposals interceptor activates.
-    registry: Arc<Mutex<Registry>>,
-    quiet: bool,
-}
-
-/// One voter: its `--voters` name, its backend and knobs.
-struct Voter {
-    name: String,
-    backend: Arc<dyn Backend>,
-    config: Config,
-}
-
-impl Vote {
-    fn open(names: &[String], setup: &Setup<'_>, registry: Arc<Mutex<Registry>>) -> Result<Self> {
-        if names.is_empty() {
-            bail!(
-                "--approve vote needs voters: --voters a,b,c (each as --llm takes it), or \
-                 `voters = [...]` under [proposals] in the configuration"
-            );
-        }
-        let voters = names
-            .iter()
-            .map(|name| {
-                let opened = llm::open(Some(name.as_str()), None, setup.settings)
-                    .with_context(|| format!("voter `{name}`"))?;
-                let config = setup
-                    .model
-                    .config(opened.model, &setup.settings.defaults, None);
-                Ok(Voter {
-                    name: name.clone(),
-                    backend: opened.backend,
-                    config,
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok(Self {
-            voters,
-            registry,
-            quiet: setup.quiet,
-        })
-    }
-
-    /// Runs the vote; its ballots, and the decision they make.
-    async fn run(&self, proposal: &Proposal) -> Result<Ruling> {
-        let scratch = Arc::new(Mutex::new(lock(&self.registry).clone()));
-        let names: Vec<&str> = self.voters.iter().map(|v| v.name.as_str()).collect();
-        let (first, _) = self.voters.split_first().context("a vote needs voters")?;
-        let mut runner = vote::runner(
-            Arc::clone(&first.backend),
-            first.config.clone(),
-            &names,
-            scratch,
-        )?;
-        for (i, voter) in self.voters.iter().enumerate() {
-            runner = runner.with_llm_for(
-                format!("{}{}", vote::VOTER_PREFIX, i + 1),
-                Arc::clone(&voter.backend),
-                voter.config.clone(),
-            );
-        }
-        let mut run = runner.start(json!({
-            "extension_id": proposal.extension_id,
-            "delta": proposal.delta,
-            "reason": proposal.reason,
-        }))?;
-        let outcome = runner.run(&mut run, &Interrupt::new(), None).await?;
-        let names: Vec<String> = self.voters.iter().map(|v| v.name.clone()).collect();
-        let ballots = vote::ballots(&names, &run.trail);
-        let (state, event) = match outcome {
-            Outcome::Finished { state, event } => (state, event),
-            other => bail!("the vote stopped before its end: {other:?}"),
-        };
-        let votes = vote::Votes::count(&run.trail);
-        let decision = if state == "activated" {
-            Decision::Approve
-        } else if let Some(error) = event.get("error").and_then(Value::as_str) {
-            Decision::reject(format!(
-                "the voters approved it but the schema registry refused it: {error}"
-            ))
+/// A vote's ballots and tally, on stderr (a closed stderr is no reason to stop).
+fn report(vote: &VoteReport) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "vote on the schema extension `{}`: {} for, {} against: {}",
+        vote.extension_id, vote.approve, vote.reject, vote.state
+    );
+    for ballot in &vote.ballots {
+        let verb = if ballot.approve {
+            "approves"
         } else {
-            Decision::reject(format!(
-                "voted down: {} for, {} against",
-                votes.approve, votes.reject
-            ))
+            "rejects"
         };
-        if !self.quiet {
-            self.report(proposal, &ballots, votes, &state)?;
-        }
-        Ok(Ruling::voted(decision, ballots))
-    }
-
-    /// The ballots and the tally, on stderr.
-    fn report(
-        &self,
-        proposal: &Proposal,
-        ballots: &[Ballot],
-        votes: vote::Votes,
-        state: &str,
-    ) -> Result<()> {
-        let mut err = std::io::stderr().lock();
-        writeln!(
-            err,
-            "vote on the schema extension `{}`: {} for, {} against: {state}",
-            proposal.extension_id, votes.approve, votes.reject
-        )?;
-        for ballot in ballots {
-            let verb = if ballot.approve {
-                "approves"
-            } else {
-                "rejects"
-            };
-            writeln!(err, "  {} {verb}: {}", ballot.voter, ballot.reason)?;
-        }
-        Ok(())
-    }
-}
-
-impl Approver for Vote {
-    fn decide<'a>(&'a self, proposal: &'a Proposal, _: &'a Context) -> BoxFuture<'a, Ruling> {
-        Box::pin(async move {
-            // A failed vote declines: the reason is recorded and shown to the proposer.
-            match self.run(proposal).await {
-                Ok(ruling) => ruling,
-                Err(e) => Decision::reject(format!("the vote failed: {e:#}")).into(),
-            }
-        })
+        let _ = writeln!(err, "  {} {verb}: {}", ballot.voter, ballot.reason);
     }
 }
 
@@ -347,20 +247,6 @@ enum FsmInterceptor {
     Proposals,
 }
 
-/// The schema extensions of a run, shared by every `llm` state of the machine and its sub-FSMs:
-/// with `--interceptors proposals`, the proposals interceptor over the run's one registry; without
-/// it (a run with a built-in vote, or resumed with extensions), the registry's extensions alone.
-pub(crate) struct RunProposals {
-    /// The interceptor, for every state's chain, when models may propose.
-    proposals: Option<Proposals>,
-    registry: Arc<Mutex<Registry>>,
-    /// The registry as the journal last has it (as the run started, at first): a line is written
-    /// only when it changed.
-    recorded: Arc<Mutex<SavedRegistry>>,
-    /// No report on stderr (`--json`).
-    quiet: bool,
-}
-
 impl FsmFlags {
     /// The run's extensions over `saved` (a resumed journal's) when `--interceptors proposals` is
     /// given, the run has a built-in `vote` state (`votes`: what it activates joins every state's
@@ -390,7 +276,6 @@ impl FsmFlags {
             .as_ref()
             .map_or_else(|| json!({"type": "object"}), |s| s.base.clone());
         let registry = registry(base, saved.as_ref(), None)?;
-        let recorded = Arc::new(Mutex::new(lock(&registry).to_saved()));
         let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
         let setup = Setup {
             settings,
@@ -403,145 +288,26 @@ impl FsmFlags {
         } else {
             None
         };
-        Ok(Some(RunProposals {
-            proposals,
-            registry,
-            recorded,
-            quiet,
+        let run = RunProposals::new(proposals, registry);
+        Ok(Some(if quiet {
+            run
+        } else {
+            run.on_remedy(remedy_line)
         }))
     }
 }
 
-impl RunProposals {
-    /// The run's one registry: what every state's proposals interceptor emits, where the built-in
-    /// `vote` sub-FSM activates what its voters approve, and what the journal records.
-    pub(crate) fn registry(&self) -> &Arc<Mutex<Registry>> {
-        &self.registry
-    }
-
-    /// The chain of every `llm` state: the shared proposals interceptor, or without one an
-    /// `extensions` interceptor adding the registry's extensions to the state's schema (either
-    /// skipped, with the previous schema, when a state's pipeline refuses a delta).
-    pub(crate) fn chain(&self) -> impl Fn() -> claij_interceptors::Chain + Send + Sync + 'static {
-        let proposals = self.proposals.clone();
-        let registry = Arc::clone(&self.registry);
-        move || {
-            let chain = claij_interceptors::Chain::new();
-            let skip = claij_interceptors::OnError::Skip;
-            match &proposals {
-                Some(proposals) => chain.with_policy(proposals.clone(), skip),
-                None => chain.with_policy(extensions(Arc::clone(&registry)), skip),
-            }
-        }
-    }
-
-    /// The runner's journal hook: after each line the runner journals (a transition, a remedy, a
-    /// suspended sub-FSM run), the run's extensions are appended when they changed since the journal
-    /// last recorded them, so a run killed at any point after an approval keeps it.
-    pub(crate) fn journal_hook(
-        &self,
-    ) -> impl Fn(&Run, &mut Journal) -> Result<(), claij_fsm::Error> + Send + Sync + 'static {
-        let registry = Arc::clone(&self.registry);
-        let recorded = Arc::clone(&self.recorded);
-        move |_: &Run, journal: &mut Journal| {
-            let saved = lock(&registry).to_saved();
-            let mut recorded = recorded.lock().unwrap_or_else(PoisonError::into_inner);
-            if saved != *recorded {
-                journal.record_extensions(&saved)?;
-                *recorded = saved;
-            }
-            Ok(())
-        }
-    }
-
-    /// The runner's remedy approver, when models may propose (`--interceptors proposals`):
-    /// meta-debugging's schema remedies go to `--approve` as proposals by `meta-debug`.
-    pub(crate) fn remedy_approver(&self) -> Option<RemedyProposals> {
-        Some(RemedyProposals {
-            proposals: self.proposals.clone()?,
-            registry: Arc::clone(&self.registry),
-            quiet: self.quiet,
-        })
-    }
-}
-
-/// A meta-debugging schema remedy's delta put to the run's approver, as a proposal by `meta-debug`
-/// (one decided before is not asked again: approved when the registry holds it).
-pub(crate) struct RemedyProposals {
-    proposals: Proposals,
-    registry: Arc<Mutex<Registry>>,
-    /// No report on stderr (`--json`).
-    quiet: bool,
-}
-
-impl RemedyApprover for RemedyProposals {
-    fn approve<'a>(
-        &'a self,
-        state: &'a str,
-        remedy: &'a Remedy,
-    ) -> BoxFuture<'a, Result<bool, claij_interceptors::BoxError>> {
-        Box::pin(async move {
-            let proposal = remedy_proposal(state, remedy).ok_or("the remedy proposes no delta")?;
-            let id = proposal.extension_id.clone();
-            let record = self
-                .proposals
-                .propose(proposal, meta_debug::ID, &mut Context::default())
-                .await;
-            let Some(record) = record else {
-                return Ok(lock(&self.registry)
-                    .extensions()
-                    .iter()
-                    .any(|e| e.extension_id == id));
-            };
-            let decided = match &record.decision {
-                Decision::Approve => "activated".to_owned(),
-                Decision::Reject { reason } => format!("declined: {reason}"),
-                Decision::Defer => "deferred".to_owned(),
-            };
-            if !self.quiet {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "meta-debugging of `{state}` proposes the schema extension `{id}`: {decided}"
-                );
-            }
-            Ok(record.decision == Decision::Approve)
-        })
-    }
-}
-
-/// The interceptor that adds `registry`'s extensions to a state's schema, for runs whose models do
-/// not propose.
-fn extensions(registry: Arc<Mutex<Registry>>) -> impl claij_interceptors::Interceptor {
-    claij_interceptors::from_fn("extensions").pre_schema(move |schema, _| {
-        for extension in lock(&registry).extensions() {
-            schema.extend(extension.extension_id.clone(), extension.delta.clone());
-        }
-        Ok(())
-    })
-}
-
-/// The proposal a schema remedy of `state` makes, when it carries a delta: the extension
-/// `meta-debug-STATE-v1` (the state's id in lowercase letters, digits and dashes), for the reason
-/// the diagnostic model suggested.
-fn remedy_proposal(state: &str, remedy: &Remedy) -> Option<Proposal> {
-    let delta = remedy
-        .delta
-        .as_ref()
-        .filter(|_| remedy.kind == RemedyKind::Schema)?;
-    let slug: String = state
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .take(40)
-        .collect();
-    Some(Proposal {
-        extension_id: format!("{}-{}-v1", meta_debug::ID, slug.trim_matches('-')),
-        reason: remedy.suggestion.clone(),
-        delta: delta.clone(),
-    })
+/// What the approver decided on a meta-debugging remedy, on stderr.
+fn remedy_line(remedy: &RemedyDecided) {
+    let decided = match &remedy.decision {
+        Decision::Approve => "activated".to_owned(),
+        Decision::Reject { reason } => format!("declined: {reason}"),
+        Decision::Defer => "deferred".to_owned(),
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "meta-debugging of `{}` proposes the schema extension `{}`: {decided}",
+        remedy.state,
+        remedy.extension_id
+    );
 }

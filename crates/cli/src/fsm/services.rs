@@ -292,7 +292,7 @@ pub(super) async fn connect(
         .collect();
     let mut registered: Vec<(String, Arc<dyn Service>)> = Vec::new();
     if used.contains("tools") {
-        let tools = crate::ask::tools::builtin().context("the built-in tools")?;
+        let tools = claij::tools::builtin().context("the built-in tools")?;
         registered.push(("tools".to_owned(), Arc::new(ToolsService(tools))));
     }
     if used.contains("eval") {

@@ -1,10 +1,13 @@
-//! The tools `--interceptors tools` offers the model: small, side-effect-free functions a command
-//! line can vouch for (the clock and a random number), so a model can be asked what it cannot know.
+//! The built-in tools (the `tools` interceptor by name): small, side-effect-free functions claij
+//! can vouch for (the clock and a random number), so a model can be asked what it cannot know.
 
 use std::hash::{BuildHasher as _, RandomState};
 use std::time::SystemTime;
 
 use claij_interceptors::builtin::tools::{RegisterError, Tools, ToolsConfig};
+
+/// Characters of tool results shown to the model by default.
+pub const DEFAULT_RESULT_BUDGET: usize = 4000;
 
 /// The arguments of `now`: none.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -20,12 +23,20 @@ struct Range {
 }
 
 /// `now` (the current UTC time, RFC 3339) and `random_int` (a uniformly drawn integer in a range).
-pub(crate) fn builtin() -> Result<Tools, RegisterError> {
-    with_budget(crate::args::DEFAULT_RESULT_BUDGET)
+///
+/// # Errors
+///
+/// Never in practice: a tool's argument schema that does not register.
+pub fn builtin() -> Result<Tools, RegisterError> {
+    with_budget(DEFAULT_RESULT_BUDGET)
 }
 
 /// [`builtin`], their results shown to the model in at most `result_budget` characters.
-pub(crate) fn with_budget(result_budget: usize) -> Result<Tools, RegisterError> {
+///
+/// # Errors
+///
+/// As [`builtin`].
+pub fn with_budget(result_budget: usize) -> Result<Tools, RegisterError> {
     let mut config = ToolsConfig::default();
     config.result_budget = result_budget;
     Tools::with_config(config)

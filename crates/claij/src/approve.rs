@@ -1,0 +1,384 @@
+//! Schema extensions a model proposes, and who decides on them: the one [`Registry`] approved
+//! extensions live in, the model [`Vote`] (the `vote` sub-FSM of `claij_fsm::builtin`), and the
+//! extensions of a state-machine run ([`RunProposals`]).
+//!
+//! The registry is shared by every pipeline that holds it (the proposals interceptor is a cheap
+//! handle over it) and saved with the conversation (the session file's `extensions`), so every
+//! model sees the extended schema on its next request. An approver is any
+//! [`Approver`](claij_interceptors::builtin::proposals::Approver): a closure, a [`Vote`] of models,
+//! or one of a program's own (a person asked at a terminal).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use claij_schema::{Registry, SavedRegistry};
+use serde_json::Value;
+
+#[cfg(feature = "fsm")]
+pub use self::vote::{RemedyDecided, RemedyProposals, RunProposals, Vote, VoteReport, Voter};
+
+/// The registry over `base`, with the extensions and audit log `saved` (composed and checked
+/// again), shared.
+///
+/// # Errors
+///
+/// When the saved extensions no longer compose onto `base` (the registry's error names the
+/// extension), or `base` is not a schema the registry takes.
+pub fn registry(
+    base: Value,
+    saved: Option<&SavedRegistry>,
+) -> Result<Arc<Mutex<Registry>>, claij_schema::Error> {
+    let registry = match saved {
+        None => Registry::new(base)?,
+        Some(saved) => Registry::from_saved(SavedRegistry {
+            base,
+            extensions: saved.extensions.clone(),
+            audit: saved.audit.clone(),
+        })?,
+    };
+    Ok(Arc::new(Mutex::new(registry)))
+}
+
+/// The registry, locked (a poisoned lock still holds a consistent registry).
+pub fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(feature = "fsm")]
+mod vote {
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    use claij_backends::{Backend, BoxFuture};
+    use claij_fsm::builtin::meta_debug::{self, Remedy, RemedyKind};
+    use claij_fsm::builtin::vote;
+    use claij_fsm::{Interrupt, Journal, Outcome, RemedyApprover, Run};
+    use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
+    use claij_interceptors::{Config, Context};
+    use claij_schema::{Ballot, Registry, SavedRegistry};
+    use serde_json::{Value, json};
+
+    use super::lock;
+
+    /// Told the outcome of each vote.
+    type OnReport = Arc<dyn Fn(&VoteReport) + Send + Sync>;
+
+    /// A vote of models on a proposed schema extension: the `vote` sub-FSM with one `llm` state per
+    /// voter; a majority activates it.
+    pub struct Vote {
+        voters: Vec<Voter>,
+        /// The shared registry; the vote runs on a copy, so only the proposals interceptor
+        /// activates.
+        registry: Arc<Mutex<Registry>>,
+        on_report: Option<OnReport>,
+    }
+
+    /// One voter: its name (as the ballots and the audit log show it), its backend and knobs.
+    pub struct Voter {
+        /// The voter's name.
+        pub name: String,
+        /// The model it asks.
+        pub backend: Arc<dyn Backend>,
+        /// How it asks.
+        pub config: Config,
+    }
+
+    /// What a vote decided: the tally and each voter's ballot.
+    #[derive(Debug, Clone)]
+    pub struct VoteReport {
+        /// The extension voted on.
+        pub extension_id: String,
+        /// Votes for.
+        pub approve: usize,
+        /// Votes against.
+        pub reject: usize,
+        /// The vote's final state (`activated`, `rejected`...).
+        pub state: String,
+        /// Each voter's ballot, in the order of the voters.
+        pub ballots: Vec<Ballot>,
+    }
+
+    impl Vote {
+        /// A vote of `voters` over `registry` (the one the proposals interceptor activates in).
+        /// Without voters, every vote fails and so declines.
+        pub fn new(voters: Vec<Voter>, registry: Arc<Mutex<Registry>>) -> Self {
+            Self {
+                voters,
+                registry,
+                on_report: None,
+            }
+        }
+
+        /// The same, telling `report` the outcome of each vote.
+        #[must_use]
+        pub fn on_report(mut self, report: impl Fn(&VoteReport) + Send + Sync + 'static) -> Self {
+            self.on_report = Some(Arc::new(report));
+            self
+        }
+
+        /// Runs the vote: the decision its ballots make.
+        async fn run(&self, proposal: &Proposal) -> Result<Ruling, String> {
+            let scratch = Arc::new(Mutex::new(lock(&self.registry).clone()));
+            let names: Vec<&str> = self.voters.iter().map(|v| v.name.as_str()).collect();
+            let (first, _) = self
+                .voters
+                .split_first()
+                .ok_or_else(|| "a vote needs voters".to_owned())?;
+            let mut runner = vote::runner(
+                Arc::clone(&first.backend),
+                first.config.clone(),
+                &names,
+                scratch,
+            )
+            .map_err(|e| chain(&e))?;
+            for (i, voter) in self.voters.iter().enumerate() {
+                runner = runner.with_llm_for(
+                    format!("{}{}", vote::VOTER_PREFIX, i + 1),
+                    Arc::clone(&voter.backend),
+                    voter.config.clone(),
+                );
+            }
+            let mut run = runner
+                .start(json!({
+                    "extension_id": proposal.extension_id,
+                    "delta": proposal.delta,
+                    "reason": proposal.reason,
+                }))
+                .map_err(|e| chain(&e))?;
+            let outcome = runner
+                .run(&mut run, &Interrupt::new(), None)
+                .await
+                .map_err(|e| chain(&e))?;
+            let names: Vec<String> = self.voters.iter().map(|v| v.name.clone()).collect();
+            let ballots = vote::ballots(&names, &run.trail);
+            let (state, event) = match outcome {
+                Outcome::Finished { state, event } => (state, event),
+                other => return Err(format!("the vote stopped before its end: {other:?}")),
+            };
+            let votes = vote::Votes::count(&run.trail);
+            let decision = if state == "activated" {
+                Decision::Approve
+            } else if let Some(error) = event.get("error").and_then(Value::as_str) {
+                Decision::reject(format!(
+                    "the voters approved it but the schema registry refused it: {error}"
+                ))
+            } else {
+                Decision::reject(format!(
+                    "voted down: {} for, {} against",
+                    votes.approve, votes.reject
+                ))
+            };
+            if let Some(report) = &self.on_report {
+                report(&VoteReport {
+                    extension_id: proposal.extension_id.clone(),
+                    approve: votes.approve,
+                    reject: votes.reject,
+                    state,
+                    ballots: ballots.clone(),
+                });
+            }
+            Ok(Ruling::voted(decision, ballots))
+        }
+    }
+
+    impl Approver for Vote {
+        fn decide<'a>(&'a self, proposal: &'a Proposal, _: &'a Context) -> BoxFuture<'a, Ruling> {
+            Box::pin(async move {
+                // A failed vote declines: the reason is recorded and shown to the proposer.
+                match self.run(proposal).await {
+                    Ok(ruling) => ruling,
+                    Err(e) => Decision::reject(format!("the vote failed: {e}")).into(),
+                }
+            })
+        }
+    }
+
+    /// Told each remedy meta-debugging put to the approver, and what was decided.
+    type OnRemedy = Arc<dyn Fn(&RemedyDecided) + Send + Sync>;
+
+    /// A meta-debugging schema remedy the approver decided on.
+    #[derive(Debug, Clone)]
+    pub struct RemedyDecided {
+        /// The state meta-debugging diagnosed.
+        pub state: String,
+        /// The extension the remedy proposed.
+        pub extension_id: String,
+        /// The decision.
+        pub decision: Decision,
+    }
+
+    /// The schema extensions of a state-machine run, shared by every `llm` state of the machine and
+    /// its sub-FSMs: with proposals, the proposals interceptor over the run's one registry; without
+    /// (a run with a built-in vote, or resumed with extensions), the registry's extensions alone.
+    pub struct RunProposals {
+        /// The interceptor, for every state's chain, when models may propose.
+        proposals: Option<Proposals>,
+        registry: Arc<Mutex<Registry>>,
+        /// The registry as the journal last has it (as the run started, at first): a line is
+        /// written only when it changed.
+        recorded: Arc<Mutex<SavedRegistry>>,
+        on_remedy: Option<OnRemedy>,
+    }
+
+    impl RunProposals {
+        /// The run's extensions in `registry`; `proposals` when models may propose.
+        pub fn new(proposals: Option<Proposals>, registry: Arc<Mutex<Registry>>) -> Self {
+            let recorded = Arc::new(Mutex::new(lock(&registry).to_saved()));
+            Self {
+                proposals,
+                registry,
+                recorded,
+                on_remedy: None,
+            }
+        }
+
+        /// The same, telling `decided` each meta-debugging remedy put to the approver.
+        #[must_use]
+        pub fn on_remedy(
+            mut self,
+            decided: impl Fn(&RemedyDecided) + Send + Sync + 'static,
+        ) -> Self {
+            self.on_remedy = Some(Arc::new(decided));
+            self
+        }
+
+        /// The run's one registry: what every state's proposals interceptor emits, where the
+        /// built-in `vote` sub-FSM activates what its voters approve, and what the journal records.
+        pub fn registry(&self) -> &Arc<Mutex<Registry>> {
+            &self.registry
+        }
+
+        /// The chain of every `llm` state: the shared proposals interceptor, or without one an
+        /// `extensions` interceptor adding the registry's extensions to the state's schema (either
+        /// skipped, with the previous schema, when a state's pipeline refuses a delta).
+        pub fn chain(&self) -> impl Fn() -> claij_interceptors::Chain + Send + Sync + 'static {
+            let proposals = self.proposals.clone();
+            let registry = Arc::clone(&self.registry);
+            move || {
+                let chain = claij_interceptors::Chain::new();
+                let skip = claij_interceptors::OnError::Skip;
+                match &proposals {
+                    Some(proposals) => chain.with_policy(proposals.clone(), skip),
+                    None => chain.with_policy(extensions(Arc::clone(&registry)), skip),
+                }
+            }
+        }
+
+        /// The runner's journal hook: after each line the runner journals (a transition, a remedy,
+        /// a suspended sub-FSM run), the run's extensions are appended when they changed since the
+        /// journal last recorded them, so a run killed at any point after an approval keeps it.
+        pub fn journal_hook(
+            &self,
+        ) -> impl Fn(&Run, &mut Journal) -> Result<(), claij_fsm::Error> + Send + Sync + 'static
+        {
+            let registry = Arc::clone(&self.registry);
+            let recorded = Arc::clone(&self.recorded);
+            move |_: &Run, journal: &mut Journal| {
+                let saved = lock(&registry).to_saved();
+                let mut recorded = recorded.lock().unwrap_or_else(PoisonError::into_inner);
+                if saved != *recorded {
+                    journal.record_extensions(&saved)?;
+                    *recorded = saved;
+                }
+                Ok(())
+            }
+        }
+
+        /// The runner's remedy approver, when models may propose: meta-debugging's schema
+        /// remedies go to the approver as proposals by `meta-debug`.
+        pub fn remedy_approver(&self) -> Option<RemedyProposals> {
+            Some(RemedyProposals {
+                proposals: self.proposals.clone()?,
+                registry: Arc::clone(&self.registry),
+                on_remedy: self.on_remedy.clone(),
+            })
+        }
+    }
+
+    /// A meta-debugging schema remedy's delta put to the run's approver, as a proposal by
+    /// `meta-debug` (one decided before is not asked again: approved when the registry holds it).
+    pub struct RemedyProposals {
+        proposals: Proposals,
+        registry: Arc<Mutex<Registry>>,
+        on_remedy: Option<OnRemedy>,
+    }
+
+    impl RemedyApprover for RemedyProposals {
+        fn approve<'a>(
+            &'a self,
+            state: &'a str,
+            remedy: &'a Remedy,
+        ) -> BoxFuture<'a, Result<bool, claij_interceptors::BoxError>> {
+            Box::pin(async move {
+                let proposal =
+                    remedy_proposal(state, remedy).ok_or("the remedy proposes no delta")?;
+                let id = proposal.extension_id.clone();
+                let record = self
+                    .proposals
+                    .propose(proposal, meta_debug::ID, &mut Context::default())
+                    .await;
+                let Some(record) = record else {
+                    return Ok(lock(&self.registry)
+                        .extensions()
+                        .iter()
+                        .any(|e| e.extension_id == id));
+                };
+                if let Some(decided) = &self.on_remedy {
+                    decided(&RemedyDecided {
+                        state: state.to_owned(),
+                        extension_id: id,
+                        decision: record.decision.clone(),
+                    });
+                }
+                Ok(record.decision == Decision::Approve)
+            })
+        }
+    }
+
+    /// The interceptor that adds `registry`'s extensions to a state's schema, for runs whose
+    /// models do not propose.
+    fn extensions(registry: Arc<Mutex<Registry>>) -> impl claij_interceptors::Interceptor {
+        claij_interceptors::from_fn("extensions").pre_schema(move |schema, _| {
+            for extension in lock(&registry).extensions() {
+                schema.extend(extension.extension_id.clone(), extension.delta.clone());
+            }
+            Ok(())
+        })
+    }
+
+    /// An error and its sources, `outer: inner: ...`.
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(e) = source {
+            text.push_str(": ");
+            text.push_str(&e.to_string());
+            source = e.source();
+        }
+        text
+    }
+
+    /// The proposal a schema remedy of `state` makes, when it carries a delta: the extension
+    /// `meta-debug-STATE-v1` (the state's id in lowercase letters, digits and dashes), for the
+    /// reason the diagnostic model suggested.
+    fn remedy_proposal(state: &str, remedy: &Remedy) -> Option<Proposal> {
+        let delta = remedy
+            .delta
+            .as_ref()
+            .filter(|_| remedy.kind == RemedyKind::Schema)?;
+        let slug: String = state
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .take(40)
+            .collect();
+        Some(Proposal {
+            extension_id: format!("{}-{}-v1", meta_debug::ID, slug.trim_matches('-')),
+            reason: remedy.suggestion.clone(),
+            delta: delta.clone(),
+        })
+    }
+}
