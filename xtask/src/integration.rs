@@ -1,10 +1,11 @@
 //! `cargo xtask integration`: the live suites against real models, with a plan, a cost estimate and
 //! a confirmation before anything is sent, then the compatibility matrix.
 //!
-//! The suites live in the claij binary (`claij suite run`, hidden), because xtask depends on no claij
-//! crate: xtask builds it, runs it once per model and suite, reads one JSON record per test from its
-//! stdout, and merges the run into the user's matrix (`store`): `compat-matrix.json` (what `claij
-//! models`, `ask` and `chat` read), `compat-matrix.md` and a line of `compat-history.jsonl`.
+//! The suites live in the `claij-suite` binary (crates/suite, not shipped: `claij-suite run`),
+//! because xtask depends on no claij crate: xtask builds it, runs it once per model and suite, reads
+//! one JSON record per test from its stdout, and merges the run into the user's matrix (`store`):
+//! `compat-matrix.json` (what `claij models`, `ask` and `chat` read), `compat-matrix.md` and a line
+//! of `compat-history.jsonl`.
 
 mod matrix;
 mod plan;
@@ -24,8 +25,8 @@ use self::plan::{Plan, Suite, money};
 use crate::cmd::{Cmd, display_path, root};
 use crate::metadata::Workspace;
 
-/// Use this claij binary instead of building one (tests point it at a stand-in).
-const CLAIJ_BIN: &str = "CLAIJ_BIN";
+/// Use this claij-suite binary instead of building one (tests point it at a stand-in).
+const SUITE_BIN: &str = "CLAIJ_SUITE_BIN";
 
 /// The parsed arguments.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,9 +39,9 @@ struct Options {
     out: Option<PathBuf>,
     /// Also write the Markdown of the models this run measured here (`docs/compat-matrix.md`).
     markdown: Option<PathBuf>,
-    /// `claij suite run --max-retries` (its default: 1).
+    /// `claij-suite run --max-retries` (its default: 1).
     max_retries: Option<u64>,
-    /// `claij suite run --timeout`, seconds per test (its default: 30).
+    /// `claij-suite run --timeout`, seconds per test (its default: 30).
     timeout: Option<u64>,
 }
 
@@ -100,8 +101,8 @@ fn execute(args: &[String]) -> Result<u8> {
     else {
         bail!("no directory for the matrix: set XDG_DATA_HOME or HOME, or give --out DIR");
     };
-    let claij = claij_binary()?;
-    let records = run_plan(&claij, &plan, &suite_flags(&options))?;
+    let suite = suite_binary()?;
+    let records = run_plan(&suite, &plan, &suite_flags(&options))?;
     let matrix = Matrix::from_records(&records);
     write_matrix(&records, &plan, &options, &out, &command(args))?;
     let failed = matrix.failed();
@@ -176,7 +177,7 @@ fn number(flag: &str, text: &str, min: u64) -> Result<u64, String> {
         .ok_or_else(|| format!("`{flag}` needs a whole number of at least {min}, not `{text}`"))
 }
 
-/// The flags passed on to every `claij suite run`.
+/// The flags passed on to every `claij-suite run`.
 fn suite_flags(options: &Options) -> Vec<String> {
     let mut flags = Vec::new();
     if let Some(retries) = options.max_retries {
@@ -218,27 +219,27 @@ fn confirm() -> Result<bool> {
     Ok(read > 0)
 }
 
-/// `$CLAIJ_BIN`, or the release build of the claij CLI.
-fn claij_binary() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os(CLAIJ_BIN) {
+/// `$CLAIJ_SUITE_BIN`, or the release build of claij-suite.
+fn suite_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(SUITE_BIN) {
         return Ok(PathBuf::from(path));
     }
     Cmd::cargo()
-        .args(["build", "--release", "-p", "claij-cli"])
+        .args(["build", "--release", "-p", "claij-suite"])
         .run()
-        .context("cannot build the claij CLI")?;
-    let claij = Workspace::load()?
+        .context("cannot build claij-suite")?;
+    let suite = Workspace::load()?
         .target_directory
         .join("release")
-        .join(format!("claij{}", std::env::consts::EXE_SUFFIX));
-    if !claij.is_file() {
-        bail!("the build produced no {}", claij.display());
+        .join(format!("claij-suite{}", std::env::consts::EXE_SUFFIX));
+    if !suite.is_file() {
+        bail!("the build produced no {}", suite.display());
     }
-    Ok(claij)
+    Ok(suite)
 }
 
 /// Runs every (model, suite), printing a line per test as it finishes, with a running total.
-fn run_plan(claij: &Path, plan: &Plan, flags: &[String]) -> Result<Vec<Record>> {
+fn run_plan(suite_bin: &Path, plan: &Plan, flags: &[String]) -> Result<Vec<Record>> {
     let mut records = Vec::new();
     let total = plan.tests();
     let started = Instant::now();
@@ -246,7 +247,7 @@ fn run_plan(claij: &Path, plan: &Plan, flags: &[String]) -> Result<Vec<Record>> 
     let (mut tokens, mut cost) = (0, Some(0.0));
     for model in &plan.models {
         for suite in &plan.suites {
-            run_suite(claij, &model.name, suite, flags, |record| {
+            run_suite(suite_bin, &model.name, suite, flags, |record| {
                 tokens += record.tokens_in + record.tokens_out;
                 cost = cost.zip(record.cost).map(|(a, b)| a + b);
                 let done = records.len() + 1;
@@ -290,10 +291,10 @@ fn progress_bar(done: usize, total: u64) -> String {
     )
 }
 
-/// `claij suite run --llm MODEL --suite SUITE`: calls `each` per record as it arrives; a test
-/// that printed no record (claij failed first) becomes a failed record naming the exit status.
+/// `claij-suite run --llm MODEL --suite SUITE`: calls `each` per record as it arrives; a test
+/// that printed no record (claij-suite failed first) becomes a failed record naming the exit status.
 fn run_suite(
-    claij: &Path,
+    suite_bin: &Path,
     model: &str,
     suite: &Suite,
     flags: &[String],
@@ -304,8 +305,8 @@ fn run_suite(
         suite.name,
         suite.tests.join(", ")
     );
-    let mut child = Command::new(claij)
-        .args(["suite", "run", "--llm", model, "--suite", suite.name])
+    let mut child = Command::new(suite_bin)
+        .args(["run", "--llm", model, "--suite", suite.name])
         .args(flags)
         .env("CLAIJ_MODEL_DIR", crate::model::model_dir())
         .env("CLAIJ_MCP_SERVERS", crate::mcp_servers::servers_dir())
@@ -313,11 +314,11 @@ fn run_suite(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {}", claij.display()))?;
+        .with_context(|| format!("cannot run {}", suite_bin.display()))?;
     let mut seen = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines() {
-            let line = line.context("cannot read claij's output")?;
+            let line = line.context("cannot read claij-suite's output")?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -326,18 +327,18 @@ fn run_suite(
                     seen.push(record.test.clone());
                     each(&record);
                 }
-                Err(why) => println!("        (ignored a line of claij's output: {why})"),
+                Err(why) => println!("        (ignored a line of claij-suite's output: {why})"),
             }
         }
     }
-    let status = child.wait().context("cannot wait for claij")?;
+    let status = child.wait().context("cannot wait for claij-suite")?;
     for test in suite.tests {
         if !seen.iter().any(|t| t == test) {
             each(&Record::missing(
                 model,
                 suite.name,
                 test,
-                &format!("claij suite run ended ({status}) without a result for this test"),
+                &format!("claij-suite run ended ({status}) without a result for this test"),
             ));
         }
     }

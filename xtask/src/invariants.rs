@@ -58,6 +58,8 @@ const ALLOWED: &[(&str, Allowed)] = &[
     ),
     (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
     ("claij-cli", Allowed::Any),
+    // The test harnesses (`publish = false`): the live suites and the MCP conformance client.
+    ("claij-suite", Allowed::Any),
     ("xtask", Allowed::Only(&[])),
 ];
 

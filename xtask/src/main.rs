@@ -157,7 +157,7 @@ commands:
                               combined, eval; default all) against real models: prints the plan,
                               the estimated calls, tokens and cost, and, unless every model is
                               `local`, waits for ENTER (Ctrl-C aborts, nothing sent); then builds
-                              claij (release; $CLAIJ_BIN overrides), runs `claij suite run` per
+                              claij-suite (release; $CLAIJ_SUITE_BIN overrides), runs it per
                               model and suite, and merges the run into the matrix in DIR (default
                               $XDG_DATA_HOME/claij, else ~/.local/share/claij, where claij reads
                               it): the run's results replace those of the same model, suite and
@@ -172,7 +172,7 @@ commands:
                                 --dry-run    print the plan and exit 0
                                 --markdown FILE  also write the Markdown of this run's models
                                              (docs/compat-matrix.md)
-                                --max-retries N, --timeout SECS  per test, passed to `claij suite
+                                --max-retries N, --timeout SECS  per test, passed to `claij-suite
                                              run` (default 1 retry, 30 s)
   invariants                  only the dependency invariants step of `test`
   help                        this text

@@ -157,7 +157,7 @@ fn intercepts(matches: &ArgMatches, names: &[&str]) -> bool {
         .any(|n| names.contains(&n.as_str()))
 }
 
-/// The model flags of `ask`, `chat`, `fsm run|resume`, `mcp chat`, `serve restate`, `suite run`.
+/// The model flags of `ask`, `chat`, `fsm run|resume`, `mcp chat`, `serve restate`.
 const MODEL: &[&str] = &[
     "llm",
     "model-path",
@@ -540,40 +540,6 @@ pub(crate) static SCOPES: &[Scope] = &[
     Scope {
         command: "config show",
         modes: &[only(&[&["json"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "suite run",
-        modes: &[Mode {
-            name: "",
-            said: "",
-            example: &[],
-            honours: &[
-                &[
-                    "llm",
-                    "model-path",
-                    "mode",
-                    "max-retries",
-                    "max-tokens",
-                    "max-reply-bytes",
-                    "temperature",
-                    "seed",
-                    "threads",
-                ],
-                &["suite", "timeout", "json-lines"],
-            ],
-            refusals: &[(
-                "matrix",
-                "--matrix: the suites measure what the compatibility matrix records, and never consult one: drop it",
-            )],
-        }],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "suite list",
-        modes: &[only(&[])],
         mode_of: |_| "",
         needs: &[],
     },

@@ -29,7 +29,6 @@ mod models;
 mod repair;
 mod schema;
 mod serve;
-mod suite;
 #[cfg(feature = "otel")]
 mod telemetry;
 mod validate;
@@ -78,9 +77,6 @@ enum Command {
     /// Serve runs for a durable engine: `claij serve restate` is a Restate worker.
     #[command(subcommand)]
     Serve(serve::Command),
-    /// The live integration suites (only `cargo xtask integration` runs them: they call real models).
-    #[command(subcommand, hide = true)]
-    Suite(suite::Command),
 }
 
 /// How a command ended, when it did not fail outright.
@@ -127,7 +123,6 @@ fn main() -> ExitCode {
         Command::Chat(args) => args.threads(),
         Command::Fsm(cmd) => cmd.threads(),
         Command::Mcp(cmd) => cmd.threads(),
-        Command::Suite(cmd) => cmd.threads(),
         Command::Serve(cmd) => cmd.threads(),
         _ => None,
     };
@@ -170,7 +165,6 @@ fn run(cli: &Cli) -> ExitCode {
         Command::Fsm(cmd) => fsm::run(cmd),
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Config(cmd) => config::run(cmd),
-        Command::Suite(cmd) => suite::run(cmd),
         Command::Serve(cmd) => serve::run(cmd),
     };
     match result {
@@ -202,8 +196,7 @@ impl Command {
             | Command::Chat(_)
             | Command::Models(_)
             | Command::Config(_)
-            | Command::Serve(_)
-            | Command::Suite(_) => None,
+            | Command::Serve(_) => None,
         }
     }
 

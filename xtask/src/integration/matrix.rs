@@ -1,4 +1,4 @@
-//! The compatibility matrix: the records `claij suite run` prints, merged with those of earlier runs
+//! The compatibility matrix: the records `claij-suite run` prints, merged with those of earlier runs
 //! ([`merge`]), gathered into models x suites cells, written as Markdown and JSON, plus the history
 //! line. Pure functions.
 
@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::plan::money;
 
-/// One test's result, one JSON line of `claij suite run`: a mirror of claij-cli's
-/// `suite::record::Record` (xtask depends on no claij crate). Both sides are tested against
+/// One test's result, one JSON line of `claij-suite run`: a mirror of claij's
+/// `matrix::Record` (xtask depends on no claij crate). Both sides are tested against
 /// `crates/claij/src/matrix/record/sample.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Record {
@@ -28,7 +28,7 @@ pub(super) struct Record {
     pub detail: String,
     /// How the schema reached the model: `auto`, `native`, `tool` or `prompted`.
     pub mode: String,
-    /// When the run that measured it was merged (`None` in `claij suite run`'s lines).
+    /// When the run that measured it was merged (`None` in `claij-suite run`'s lines).
     pub at: Option<String>,
 }
 

@@ -3,11 +3,11 @@
 
 use std::fmt::Write as _;
 
-/// A suite of `claij suite run`, with what one of its tests is expected to use.
+/// A suite of `claij-suite run`, with what one of its tests is expected to use.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Suite {
     pub name: &'static str,
-    /// The tests, as `claij suite list` names them.
+    /// The tests, as `claij-suite list` names them.
     pub tests: &'static [&'static str],
     /// Model calls per test when every reply is valid at once.
     pub calls: u64,
@@ -179,7 +179,7 @@ fn read_prices(text: &str) -> Result<(Vec<PriceEntry>, String), String> {
 /// Providers `provider:model` may name.
 const PROVIDERS: [&str; 4] = ["openrouter", "openai", "anthropic", "gemini"];
 
-/// Retries per call `claij suite run` allows by default (the design's test setting): the worst case
+/// Retries per call `claij-suite run` allows by default (the design's test setting): the worst case
 /// unless `--max-retries` says otherwise.
 pub(super) const MAX_RETRIES: u64 = 1;
 

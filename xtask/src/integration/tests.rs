@@ -293,7 +293,7 @@ fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cos
     }
 }
 
-/// A line as `claij suite run` writes it: claij-cli's `suite::record` tests check that its `Record`
+/// A line as `claij-suite run` writes it: claij's `matrix::record` tests check that its `Record`
 /// serialises to exactly this (xtask depends on no claij crate, so the two meet in this file).
 const CLI_RECORD: &str = include_str!("../../../crates/claij/src/matrix/record/sample.json");
 
@@ -583,7 +583,7 @@ impl Stage {
             std::env::temp_dir().join(format!("xtask-integration-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        let fake = dir.join("claij");
+        let fake = dir.join("claij-suite");
         fs::write(&fake, FAKE_CLAIJ).unwrap();
         #[cfg(unix)]
         {
@@ -633,7 +633,7 @@ impl Stage {
         .env(CHILD, args.join("\n"))
         .env("XDG_DATA_HOME", self.dir.join("data"))
         .env_remove("FAKE_DETAIL")
-        .env("CLAIJ_BIN", self.dir.join("claij"))
+        .env("CLAIJ_SUITE_BIN", self.dir.join("claij-suite"))
         .env("CLAIJ_CONFIG", self.dir.join("config.toml"))
         .env("FAKE_MARKER", self.dir.join("invoked"))
         .env(
@@ -806,7 +806,7 @@ fn enter_on_a_terminal_proceeds() {
     );
     assert_eq!(
         stage.invocations(),
-        ["suite run --llm gemini-flash --suite retry"]
+        ["run --llm gemini-flash --suite retry"]
     );
     assert_eq!(stage.connections(), 1);
     assert!(stage.out("compat-matrix.md").is_file());
@@ -836,9 +836,9 @@ fn a_local_run_needs_no_confirmation_and_writes_a_well_formed_matrix() {
     assert_eq!(
         stage.invocations(),
         [
-            "suite run --llm local --suite retry",
-            "suite run --llm local --suite memory",
-            "suite run --llm local --suite tools"
+            "run --llm local --suite retry",
+            "run --llm local --suite memory",
+            "run --llm local --suite tools"
         ]
     );
     assert!(
@@ -855,7 +855,7 @@ fn a_local_run_needs_no_confirmation_and_writes_a_well_formed_matrix() {
     );
     let md = fs::read_to_string(stage.out("compat-matrix.md")).unwrap();
     assert!(md.contains("| model | retry | memory | tools |\n|---|---|---|---|\n| local | 3/3 pass · 0% first try · 6 retries · 2436+291 tok · $0 | 0/2 FAIL"), "{md}");
-    assert!(md.contains("- local tools/report-nonce: claij suite run ended (exit status: 0) without a result for this test"), "{md}");
+    assert!(md.contains("- local tools/report-nonce: claij-suite run ended (exit status: 0) without a result for this test"), "{md}");
     let json: Value =
         serde_json::from_str(&fs::read_to_string(stage.out("compat-matrix.json")).unwrap())
             .unwrap();
@@ -1033,7 +1033,7 @@ fn markdown_gets_this_runs_models_and_the_flags_reach_claij() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         stage.invocations()[1],
-        "suite run --llm local --suite retry --max-retries 2 --timeout 90"
+        "run --llm local --suite retry --max-retries 2 --timeout 90"
     );
     let md = fs::read_to_string(&doc).unwrap();
     assert!(

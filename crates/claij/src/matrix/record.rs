@@ -1,4 +1,4 @@
-//! One test's result, the record `claij suite run` prints as a JSON line and the compatibility
+//! One test's result, the record `claij-suite run` prints as a JSON line and the compatibility
 //! matrix (`compat-matrix.json`, written by `cargo xtask integration`) keeps under `records`: one
 //! serde type for the writer and every reader. xtask depends on no claij crate, so it keeps a
 //! mirror (`xtask/src/integration/matrix.rs`); `record/sample.json` is the line both sides are
@@ -38,7 +38,7 @@ pub struct Record {
     /// first-try validity across modes to choose one per model. Older records have none: auto.
     #[serde(default = "auto")]
     pub mode: String,
-    /// When `cargo xtask integration` merged it into the matrix (`claij suite run` writes none).
+    /// When `cargo xtask integration` merged it into the matrix (`claij-suite run` writes none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
 }

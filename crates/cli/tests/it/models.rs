@@ -219,8 +219,9 @@ async fn fsm_run_takes_mode_and_retries_from_the_matrix_as_ask_does() {
     );
 }
 
-/// `cargo xtask integration ARGS` through cargo, the real xtask with this claij as its `claij suite
-/// run`, the provider configured by `config`, the user's data directory `data`.
+/// `cargo xtask integration ARGS` through cargo, the real xtask running the `claij-suite` built
+/// beside this claij (a workspace build makes both), the provider configured by `config`, the
+/// user's data directory `data`.
 fn xtask_integration(args: &[&str], config: &str, data: &str) -> Output {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -228,13 +229,26 @@ fn xtask_integration(args: &[&str], config: &str, data: &str) -> Output {
         .current_dir(root)
         .args(["run", "--quiet", "--package", "xtask", "--", "integration"])
         .args(args)
-        .env("CLAIJ_BIN", env!("CARGO_BIN_EXE_claij"))
+        .env("CLAIJ_SUITE_BIN", suite_binary())
         .env("CLAIJ_CONFIG", config)
         .env("OPENROUTER_API_KEY", "sk-test-merge")
         .env("XDG_DATA_HOME", data)
         .stdin(Stdio::null())
         .output()
         .unwrap()
+}
+
+/// The `claij-suite` binary of this build, beside `claij` (crates/suite; `cargo build --workspace`,
+/// `cargo nextest run --workspace` and `cargo xtask test` build it).
+fn suite_binary() -> std::path::PathBuf {
+    let suite = Path::new(env!("CARGO_BIN_EXE_claij"))
+        .with_file_name(format!("claij-suite{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        suite.is_file(),
+        "no {}: build it with `cargo build -p claij-suite`",
+        suite.display()
+    );
+    suite
 }
 
 /// A provider answering every request with `content`, and a configuration naming it.

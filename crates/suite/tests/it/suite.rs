@@ -1,5 +1,5 @@
-//! `claij suite` (hidden), which `cargo xtask integration` drives: the suites against a mock
-//! OpenRouter (through `CLAIJ_CONFIG`), one JSON record per test on stdout.
+//! `claij-suite`, which `cargo xtask integration` drives: the suites against a mock OpenRouter
+//! (through `CLAIJ_CONFIG`), one JSON record per test on stdout.
 
 use std::path::Path;
 
@@ -8,7 +8,7 @@ use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::openrouter::{CHAT, reply};
-use super::{Files, Run, assert_one_line_error, claij, claij_env};
+use super::{Files, Run, assert_one_line_error, claij_suite, claij_suite_env};
 
 const KEY: &str = "sk-or-v1-suite-secret-0123456789";
 /// Serves `replies` in order, each once.
@@ -26,7 +26,7 @@ async fn mock(replies: &[&str]) -> MockServer {
     server
 }
 
-/// `claij suite run --llm gemini-flash --suite SUITE` against `server`.
+/// `claij-suite run --llm gemini-flash --suite SUITE` against `server`.
 fn run_suite(server: &MockServer, suite: &str) -> (Run, Vec<Value>) {
     run_suite_with(server, suite, "")
 }
@@ -47,7 +47,6 @@ fn run_suite_args(
     let files = Files::new(&[("config.toml", &config)]);
     let config = files.path("config.toml");
     let mut args = vec![
-        "suite",
         "run",
         "--llm",
         "gemini-flash",
@@ -56,7 +55,7 @@ fn run_suite_args(
         "--json-lines",
     ];
     args.extend_from_slice(more);
-    let run = claij_env(
+    let run = claij_suite_env(
         &args,
         "",
         &[
@@ -139,7 +138,7 @@ async fn the_retry_budget_is_the_designs_one_retry_unless_a_flag_says_otherwise(
 
 #[test]
 fn a_test_has_30_seconds_unless_a_flag_says_otherwise() {
-    let help = claij(&["suite", "run", "--help"], "");
+    let help = claij_suite(&["run", "--help"], "");
     assert_eq!(help.code, 0, "{}", help.stderr);
     let timeout = help
         .stdout
@@ -197,7 +196,7 @@ async fn retry_counts_the_retries_of_a_strict_schema() {
     );
 }
 
-/// The facts the memory and history suites tell and later ask for (crates/cli/src/suite/memory.rs).
+/// The facts the memory and history suites tell and later ask for (crates/suite/src/memory.rs).
 const FACTS: [&str; 1] = ["47"];
 
 /// A model that knows only what it is sent: its answer names every fact the request holds outside
@@ -406,30 +405,35 @@ async fn citations_must_cite_the_note() {
 }
 
 #[test]
-fn list_names_every_suite_and_the_command_is_hidden() {
-    let list = claij(&["suite", "list"], "");
+fn list_names_every_suite() {
+    let list = claij_suite(&["list"], "");
     assert_eq!(list.code, 0, "{}", list.stderr);
     // xtask/src/integration/plan.rs keeps the same table for its estimates.
     assert_eq!(
         list.stdout,
         "memory recall-next-turn\nmemory recall-after-distractions\nhistory recall-next-turn\ntools report-nonce\nmcp read-token-file\nmcp mcp-calls-token-file\nretry strict-word/native\nretry strict-word/tool\nretry strict-word/prompted\nfsm code-review\ncitations cite-note\ncombined memory-tools-citations\neval compute-sum\n"
     );
-    let help = claij(&["--help"], "");
-    assert!(!help.stdout.contains("suite"), "{}", help.stdout);
 }
 
 #[test]
 fn bad_arguments_are_one_line() {
-    let unknown = claij(&["suite", "run", "--llm", "nope", "--suite", "retry"], "");
+    let unknown = claij_suite(&["run", "--llm", "nope", "--suite", "retry"], "");
     assert_one_line_error(&unknown, 2, "unknown model `nope`");
-    let suite = claij(&["suite", "run", "--llm", "local", "--suite", "speed"], "");
+    let suite = claij_suite(&["run", "--llm", "local", "--suite", "speed"], "");
     assert_one_line_error(&suite, 2, "invalid value 'speed' for '--suite <SUITE>'");
-    let no_key = claij_env(
-        &["suite", "run", "--llm", "gemini-flash", "--suite", "retry"],
+    let no_key = claij_suite_env(
+        &["run", "--llm", "gemini-flash", "--suite", "retry"],
         "",
         &[("OPENROUTER_API_KEY", None), ("CLAIJ_CONFIG", None)],
     );
     assert_one_line_error(&no_key, 2, "OPENROUTER_API_KEY");
+    // A number out of its range names the flag and the range (as claij's own flags do).
+    let timeout = claij_suite(&["run", "--llm", "x", "--timeout=1e308"], "");
+    assert_one_line_error(
+        &timeout,
+        2,
+        "invalid value '1e308' for '--timeout <SECS>': expected seconds, above 0 and at most 86400 (a day)",
+    );
 }
 
 /// Answers turn 2 of the tools suite with whatever the tool returned, read from the request: the

@@ -1,16 +1,22 @@
-//! `claij suite run` (hidden): the live integration suites `cargo xtask integration` drives, one JSON
-//! line per test on stdout.
+//! `claij-suite`: claij's test harnesses, kept out of the shipped `claij` binary (a `publish =
+//! false` crate). `claij-suite run` runs the live integration suites `cargo xtask integration`
+//! drives, one JSON line per test on stdout; `claij-suite list` names them.
 //!
 //! Each line is `{model, suite, test, passed, valid_first_try, attempts, retries, tokens_in,
 //! tokens_out, cost, elapsed_ms, detail, mode}` (`mode`: how the schema reached the model; the retry
-//! suite runs once per mode so `claij models` can choose one). A test that fails (wrong content, no valid reply, a backend
+//! suite runs once per mode so `claij models` can choose one), [`claij::matrix::Record`], the one
+//! definition `claij models` reads. A test that fails (wrong content, no valid reply, a backend
 //! error) is a line with `passed: false` and the reason in `detail`, never an early exit: the matrix
 //! needs every cell. These suites call real models, so nothing but xtask runs them.
 //!
 //! The design's test settings are the defaults: one retry ([`MAX_RETRIES`]) and 30 seconds per
 //! test, whatever the configuration's `[defaults]` say, so every measurement is comparable;
 //! `--max-retries` and `--timeout` override them.
+//!
+//! Exit codes: 0 every test passed, 1 one failed, 2 usage, configuration or backend error (one line
+//! on stderr).
 
+mod args;
 mod chat;
 mod machines;
 mod memory;
@@ -19,6 +25,7 @@ mod seen;
 mod tests;
 
 use std::io::Write as _;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,35 +34,52 @@ use claij_backends::{Backend, Usage};
 use claij_interceptors::{
     Answer, Attempt, Config, Context, Error, Pipeline, StructuredMode, Verdict,
 };
+use clap::{Parser, Subcommand};
 
-use crate::Status;
-use crate::ask::ModelOptions;
-
+use self::args::ModelFlags;
 use self::memory::Carrier;
 pub(crate) use claij::matrix::Record;
 
-/// `claij suite ...`.
-#[derive(Debug, clap::Subcommand)]
-pub(crate) enum Command {
+/// claij's test harnesses: the live integration suites (`cargo xtask integration` runs them: they
+/// call real models).
+#[derive(Debug, Parser)]
+#[command(name = "claij-suite", version, about, long_about = None)]
+struct Cli {
+    /// The configuration file instead of $CLAIJ_CONFIG, ./.mcp.json and
+    /// ~/.config/claij/config.toml.
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<std::path::PathBuf>,
+    /// More log lines on stderr: -v debug, -vv trace, for claij's crates (default: warnings and
+    /// errors). RUST_LOG, when set, is the filter instead.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Errors only on stderr: no warnings.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// `claij-suite ...`.
+#[derive(Debug, Subcommand)]
+enum Command {
     /// Run suites against one model, printing a JSON line per test.
     Run(Args),
     /// List the suites and their tests, one `suite test` per line.
     List,
 }
 
-impl Command {
-    /// `--threads` of `run`, which `main` applies before any thread starts.
-    pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
-        match self {
-            Command::Run(args) => args.model.threads,
-            Command::List => None,
-        }
-    }
+/// How a command ended, when it did not fail outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    /// A test failed (exit 1).
+    Invalid,
 }
 
-/// Arguments of `claij suite run`.
+/// Arguments of `claij-suite run`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {
+struct Args {
     /// The suites to run, in order (repeat or comma-separate); default all.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE")]
     suite: Vec<Suite>,
@@ -64,9 +88,9 @@ pub(crate) struct Args {
     /// are 1 unless `--max-retries` says otherwise. `--llm` names the model in the records
     /// (default: the model the configuration chooses).
     #[command(flatten)]
-    model: ModelOptions,
+    model: ModelFlags,
     /// Seconds a test may take before it is stopped and failed.
-    #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::args::seconds)]
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = args::seconds)]
     timeout: Duration,
     /// Accepted for clarity: the output is always JSON lines.
     #[arg(long)]
@@ -75,7 +99,7 @@ pub(crate) struct Args {
 
 /// The suites, in the order `all` runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Suite {
+enum Suite {
     /// The memory interceptor alone carries facts to later turns: no earlier turn is sent.
     Memory,
     /// The message history alone carries a fact to the next turn: no memory interceptor.
@@ -263,26 +287,103 @@ impl Env {
     }
 }
 
-/// `claij suite ...`.
-pub(crate) fn run(command: &Command) -> Result<Status> {
-    match command {
-        Command::List => {
-            let mut out = std::io::stdout().lock();
-            for suite in Suite::ALL {
-                for test in suite.tests() {
-                    writeln!(out, "{} {test}", suite.name())?;
-                }
-            }
-            Ok(Status::Ok)
+fn main() -> ExitCode {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(std::io::stderr(), "error: internal error: {info}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print to stdout and exit 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let rendered = e.to_string();
+            let first = rendered.split("\n\n").next().unwrap_or(&rendered);
+            let _ = writeln!(std::io::stderr(), "{}", one_line(first));
+            return ExitCode::from(2);
         }
-        Command::Run(args) => run_suites(args),
+    };
+    // Before any thread starts (see `set_compute_threads`).
+    if let Command::Run(args) = &cli.command
+        && let Some(threads) = args.model.threads
+    {
+        set_compute_threads(threads);
+    }
+    if let Err(e) = install_logging(&cli) {
+        let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
+        return ExitCode::from(2);
+    }
+    let result = match &cli.command {
+        Command::List => list(),
+        Command::Run(args) => run_suites(args, cli.config.as_deref()),
+    };
+    match result {
+        Ok(Status::Ok) => ExitCode::SUCCESS,
+        Ok(Status::Invalid) => ExitCode::from(1),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
+            ExitCode::from(2)
+        }
     }
 }
 
+/// Log lines on stderr: `RUST_LOG` if set, else warnings (`-q`: errors; `-v` debug and `-vv` trace
+/// for claij's crates); prompts, replies and metrics never.
+fn install_logging(cli: &Cli) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let directives = match std::env::var("RUST_LOG") {
+        Ok(rust_log) if !rust_log.trim().is_empty() => rust_log,
+        _ => {
+            let claij = match (cli.quiet, cli.verbose) {
+                (true, _) => "error",
+                (false, 0) => "warn",
+                (false, 1) => "debug",
+                (false, _) => "trace",
+            };
+            let all = if cli.quiet { "error" } else { "warn" };
+            format!("{all},claij={claij},claij::content=off,claij::metrics=off")
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_new(&directives).context("RUST_LOG")?)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot install the log subscriber: {e}"))
+}
+
+/// Sets the thread count of the local model's compute pools, which candle and rayon read from the
+/// environment once, at their first use.
+#[allow(unsafe_code)]
+fn set_compute_threads(threads: std::num::NonZeroUsize) {
+    let threads = threads.to_string();
+    // SAFETY: `set_var` is unsound only while another thread may read or write the environment. This
+    // runs at the start of `main`, right after argument parsing: the process has a single thread
+    // (the runtime and the model's threads start later).
+    unsafe {
+        std::env::set_var("CANDLE_NUM_THREADS", &threads);
+        std::env::set_var("RAYON_NUM_THREADS", &threads);
+    }
+}
+
+/// `claij-suite list`.
+fn list() -> Result<Status> {
+    let mut out = std::io::stdout().lock();
+    for suite in Suite::ALL {
+        for test in suite.tests() {
+            writeln!(out, "{} {test}", suite.name())?;
+        }
+    }
+    Ok(Status::Ok)
+}
+
 /// Runs the suites; exit 0 when every test passed, 1 when any failed.
-fn run_suites(args: &Args) -> Result<Status> {
+fn run_suites(args: &Args, config: Option<&std::path::Path>) -> Result<Status> {
+    if let Some(config) = config {
+        claij::settings::choose(config.to_owned());
+    }
     let settings = claij::settings::Settings::load()?;
-    let opened = crate::ask::llm::open(
+    let opened = claij::model::open(
         args.model.llm.as_deref(),
         args.model.model_path.as_deref(),
         &settings,
@@ -292,7 +393,7 @@ fn run_suites(args: &Args) -> Result<Status> {
         .llm
         .clone()
         .unwrap_or_else(|| opened.model.clone());
-    let mut config = args.model.config(opened.model, &settings.defaults, None);
+    let mut config = args.model.config(opened.model, &settings.defaults);
     config.max_retries = args.model.max_retries.unwrap_or(MAX_RETRIES);
     if let Some(fallback) = &opened.fallback {
         fallback.set_mode_fallback(config.structured == StructuredMode::Auto);
@@ -376,7 +477,7 @@ async fn run_test(
     };
     let (passed, detail) = match result {
         Ok(verdict) => (verdict.passed, verdict.detail),
-        Err(err) => (false, crate::one_line(&format!("error: {err:#}"))),
+        Err(err) => (false, one_line(&format!("error: {err:#}"))),
     };
     Record {
         model: label.to_owned(),
@@ -422,4 +523,13 @@ pub(crate) fn nonce() -> String {
 /// Whether `text` mentions `needle`, ignoring case.
 pub(crate) fn mentions(text: &str, needle: &str) -> bool {
     text.to_lowercase().contains(&needle.to_lowercase())
+}
+
+/// Errors are one line: newlines inside (from a library's message) are folded.
+pub(crate) fn one_line(s: &str) -> String {
+    s.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

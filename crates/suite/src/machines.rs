@@ -13,7 +13,7 @@ use super::chat::clip;
 use super::{Env, Judged, Tally, nonce};
 
 /// The machine, compiled into the binary so the suite runs from any directory.
-const CODE_REVIEW: &str = include_str!("../../../../examples/fsm/code-review.json");
+const CODE_REVIEW: &str = include_str!("../../../examples/fsm/code-review.json");
 
 /// The states the chairman must consult before the verdict.
 const REVIEWERS: [&str; 2] = ["correctness-reviewer", "design-reviewer"];

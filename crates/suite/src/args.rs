@@ -1,0 +1,159 @@
+//! The model flags of `claij-suite run` (those of `claij ask`, without `--matrix`: the suites
+//! measure what the matrix records and never consult one) and the value parsers of its numeric
+//! flags, each checked against its range when the command line is parsed (a usage error naming the
+//! range, exit 2).
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use claij::settings::Defaults;
+use claij_interceptors::{Config, StructuredMode};
+
+/// The largest token limit per model call (as `claij ask --max-tokens`).
+const MAX_TOKENS: u32 = 10_000_000;
+/// The most threads the local model may be given (as `claij ask --threads`).
+const MAX_THREADS: usize = 1024;
+/// The highest sampling temperature (the providers' widest range is 0 to 2).
+const MAX_TEMPERATURE: f32 = 2.0;
+
+/// Which model and how it is called.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ModelFlags {
+    /// The model: an alias (`claij config show` lists them; `local` is the embedded model) or
+    /// PROVIDER:MODEL, PROVIDER one of openrouter, openai, anthropic, gemini, or a provider of the
+    /// configuration's own (`kind = "openai-compatible"`). Default: the
+    /// configuration's `defaults.llm`, else gemini-flash when OPENROUTER_API_KEY is set, else local.
+    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
+    pub llm: Option<String>,
+    /// The local model's GGUF file; default SmolLM2-135M-Instruct.Q4_1.gguf in the model cache
+    /// ($CLAIJ_MODEL_DIR, else $XDG_CACHE_HOME/claij/models, else ~/.cache/claij/models).
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
+    /// How the schema reaches the model (a test that pins a mode keeps it).
+    /// Default: the configuration's `defaults.mode`, else auto.
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Retries after the first attempt when a reply is invalid. Default: 1, the design's test
+    /// setting.
+    #[arg(long, value_name = "N", value_parser = retries)]
+    pub max_retries: Option<usize>,
+    /// Token limit per attempt: a reply that reaches it is cut there (and says so). Default: 512
+    /// for the local model, else the provider's own limit.
+    #[arg(long, value_name = "N", value_parser = tokens)]
+    pub max_tokens: Option<u32>,
+    /// The longest reply searched for JSON, in bytes: a longer one is an invalid attempt whose
+    /// retry asks for less. Default: the configuration's `defaults.max_reply_bytes`, else 1 MiB.
+    #[arg(long, value_name = "BYTES", value_parser = reply_bytes)]
+    pub max_reply_bytes: Option<usize>,
+    /// Sampling temperature (the local model decodes greedily without one).
+    #[arg(long, value_name = "T", value_parser = temperature)]
+    pub temperature: Option<f32>,
+    /// Seed, for backends that sample reproducibly.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Threads the local model computes with (default: the physical cores).
+    #[arg(long, value_name = "N", value_parser = threads)]
+    pub threads: Option<NonZeroUsize>,
+}
+
+/// `--mode`: how the schema reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Mode {
+    /// Native structured output if the backend has it, else a forced tool, else the prompt.
+    Auto,
+    /// The provider's structured output (for the local model: constrained decoding).
+    Native,
+    /// The schema as a tool the model must call.
+    Tool,
+    /// The schema in the system prompt only.
+    Prompted,
+}
+
+impl From<Mode> for StructuredMode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Auto => StructuredMode::Auto,
+            Mode::Native => StructuredMode::Native,
+            Mode::Tool => StructuredMode::Tool,
+            Mode::Prompted => StructuredMode::Prompted,
+        }
+    }
+}
+
+impl ModelFlags {
+    /// The pipeline's knobs for `model` ([`claij::options::ModelOptions::config`]), never from a
+    /// compatibility matrix.
+    pub(crate) fn config(&self, model: String, defaults: &Defaults) -> Config {
+        claij::options::ModelOptions {
+            llm: self.llm.clone(),
+            model_path: self.model_path.clone(),
+            mode: self.mode.map(StructuredMode::from),
+            max_retries: self.max_retries,
+            max_tokens: self.max_tokens,
+            max_reply_bytes: self.max_reply_bytes,
+            temperature: self.temperature,
+            seed: self.seed,
+            threads: self.threads,
+            matrix: None,
+        }
+        .config(model, defaults, None)
+    }
+}
+
+/// `--timeout`: seconds, a finite number above 0 and at most a day.
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(claij_mcp::timeout_from_secs)
+        .ok_or_else(|| {
+            format!(
+                "expected seconds, above 0 and at most {} (a day)",
+                claij_mcp::MAX_TIMEOUT.as_secs()
+            )
+        })
+}
+
+/// `--max-retries`: 0 to [`claij::options::MAX_RETRIES`].
+fn retries(text: &str) -> Result<usize, String> {
+    whole(text, 0, claij::options::MAX_RETRIES)
+}
+
+/// `--max-tokens`: 1 to [`MAX_TOKENS`].
+fn tokens(text: &str) -> Result<u32, String> {
+    whole(text, 1, MAX_TOKENS)
+}
+
+/// `--threads`: 1 to [`MAX_THREADS`].
+fn threads(text: &str) -> Result<NonZeroUsize, String> {
+    whole(text, 1, MAX_THREADS)
+        .and_then(|n| NonZeroUsize::new(n).ok_or_else(|| "expected 1 or more".to_owned()))
+}
+
+/// `--temperature`: a finite number from 0 to [`MAX_TEMPERATURE`].
+fn temperature(text: &str) -> Result<f32, String> {
+    text.trim()
+        .parse::<f32>()
+        .ok()
+        .filter(|t| (0.0..=MAX_TEMPERATURE).contains(t))
+        .ok_or_else(|| format!("expected a number from 0 to {MAX_TEMPERATURE}"))
+}
+
+/// `--max-reply-bytes`: [`claij::options::REPLY_BYTES`].
+fn reply_bytes(text: &str) -> Result<usize, String> {
+    let range = claij::options::REPLY_BYTES;
+    whole(text, *range.start(), *range.end())
+}
+
+/// A whole number from `min` to `max`.
+fn whole<T>(text: &str, min: T, max: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    text.trim()
+        .parse::<T>()
+        .ok()
+        .filter(|n| *n >= min && *n <= max)
+        .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
+}
