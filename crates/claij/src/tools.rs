@@ -4,7 +4,8 @@
 use std::hash::{BuildHasher as _, RandomState};
 use std::time::SystemTime;
 
-use claij_interceptors::builtin::tools::{RegisterError, Tools, ToolsConfig};
+use claij_interceptors::Limits;
+use claij_interceptors::builtin::tools::{RegisterError, Tools};
 
 /// Characters of tool results shown to the model by default.
 pub const DEFAULT_RESULT_BUDGET: usize = 4000;
@@ -31,27 +32,26 @@ pub fn builtin() -> Result<Tools, RegisterError> {
     with_budget(DEFAULT_RESULT_BUDGET)
 }
 
-/// [`builtin`], their results shown to the model in at most `result_budget` characters.
+/// [`builtin`], one reply's results shown to the model in at most `result_budget` characters.
 ///
 /// # Errors
 ///
 /// As [`builtin`].
 pub fn with_budget(result_budget: usize) -> Result<Tools, RegisterError> {
-    let mut config = ToolsConfig::default();
-    config.result_budget = result_budget;
-    Tools::with_config(config)
-        .register_typed(
-            "now",
-            "The current date and time, UTC, as RFC 3339.",
-            |_: Nothing| async {
-                Ok(humantime::format_rfc3339_seconds(SystemTime::now()).to_string())
-            },
-        )?
-        .register_typed(
-            "random_int",
-            "A random integer between min and max, both included.",
-            |range: Range| async move { random_int(range.min, range.max) },
-        )
+    Tools::with_limits(Limits {
+        result_chars: result_budget,
+        ..Limits::default()
+    })
+    .register_typed(
+        "now",
+        "The current date and time, UTC, as RFC 3339.",
+        |_: Nothing| async { Ok(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()) },
+    )?
+    .register_typed(
+        "random_int",
+        "A random integer between min and max, both included.",
+        |range: Range| async move { random_int(range.min, range.max) },
+    )
 }
 
 fn random_int(min: i64, max: i64) -> Result<i64, claij_interceptors::BoxError> {

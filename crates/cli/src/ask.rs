@@ -92,9 +92,9 @@ pub(crate) struct Options {
     /// (`claij models` lists them): without one, nothing is sent.
     #[arg(long, value_name = "USD", value_parser = crate::args::dollars)]
     budget_usd: Option<f64>,
-    /// Characters of tool and MCP results shown to the model: on the next turn, shared by the
-    /// results of each interceptor; in an agent run (--max-steps, --budget-usd), of each result
-    /// (native tool calls) or shared by a step's results. A longer one is cut, saying so.
+    /// Characters of one reply's tool (and, apart, MCP) results shown to the model, shared by
+    /// them: on the next turn, or in an agent run's next step (--max-steps, --budget-usd). A
+    /// longer one is cut, saying so.
     #[arg(long, value_name = "CHARS", default_value_t = crate::args::DEFAULT_RESULT_BUDGET, value_parser = crate::args::result_budget)]
     tool_results_budget: usize,
     /// Ask for the standard response (the `citations` interceptor: the answer plus `metadata` on its
@@ -192,7 +192,6 @@ impl Options {
             budget.max_steps = steps;
         }
         budget.max_cost_usd = self.budget_usd;
-        budget.result_chars = self.tool_results_budget;
         Some(budget)
     }
 }
@@ -373,7 +372,7 @@ impl<'a> Conversation<'a> {
         } else {
             None
         };
-        let mut chain = chain_with(
+        let (mut chain, tools) = chain_with(
             &names,
             services.as_ref(),
             notes,
@@ -415,6 +414,10 @@ impl<'a> Conversation<'a> {
             chain.push(metrics.clone());
         }
         let mut pipeline = Pipeline::new(backend, knobs, chain);
+        // An agent run (--max-steps) calls the tools and MCP tools within the turn.
+        for executor in tools {
+            pipeline = pipeline.with_tools(executor);
+        }
         if let Some(base) = base {
             pipeline = pipeline.with_base_schema(base);
         }
@@ -709,35 +712,45 @@ fn chain(
     services: Option<&Services>,
     notes: Vec<Document>,
 ) -> Result<Chain> {
-    chain_with(names, services, notes, crate::args::DEFAULT_RESULT_BUDGET)
+    chain_with(names, services, notes, crate::args::DEFAULT_RESULT_BUDGET).map(|(chain, _)| chain)
 }
 
-/// [`chain`], tool and MCP results shown to the model in `result_budget` characters each.
+/// [`chain`], tool and MCP results shown to the model in `result_budget` characters per reply;
+/// with the executors of its tools, for an agent run.
 fn chain_with(
     names: &[Interceptor],
     services: Option<&Services>,
     notes: Vec<Document>,
     result_budget: usize,
-) -> Result<Chain> {
+) -> Result<(Chain, Vec<claij_interceptors::Executor>)> {
     let mut chain = Chain::new();
+    let mut executors = Vec::new();
     for name in names {
         match name {
             Interceptor::Memory => chain.push(Memory::default()),
             Interceptor::Citations => chain.push(Citations::new(notes.clone())),
             Interceptor::Eval => chain.push(Eval::new()),
-            Interceptor::Tools => chain.push(claij::tools::with_budget(result_budget)?),
+            Interceptor::Tools => {
+                let tools = claij::tools::with_budget(result_budget)?;
+                executors.push(tools.executor());
+                chain.push(tools);
+            }
             Interceptor::Mcp => {
                 if let Some(services) = services {
-                    let mut config = claij_mcp::InterceptorConfig::default();
-                    config.result_budget = result_budget;
-                    chain.push(McpInterceptor::new(services.clone()).with_config(config));
+                    let limits = claij_interceptors::Limits {
+                        result_chars: result_budget,
+                        ..claij_mcp::default_limits()
+                    };
+                    let mcp = McpInterceptor::new(services.clone()).with_limits(limits);
+                    executors.push(mcp.executor());
+                    chain.push(mcp);
                 }
             }
             // Shared with its registry, and last in the chain: `Conversation::open_with` adds them.
             Interceptor::Proposals | Interceptor::Metrics => {}
         }
     }
-    Ok(chain)
+    Ok((chain, executors))
 }
 
 /// What `state` may be in a conversation on the base schema: how the turn ended, plus

@@ -11,9 +11,9 @@
 
 use claij_validation::Violation;
 
+use crate::budget::BudgetKind;
 use crate::interceptor::{BoxError, Stage};
 use crate::pipeline::{Attempt, Verdict};
-use crate::toolbox::BudgetKind;
 
 /// Why a request failed.
 ///

@@ -13,7 +13,6 @@ use crate::context::{Carried, Context};
 use crate::pipeline::Check;
 use crate::prompts::Prompts;
 use crate::schema::Schema;
-use crate::toolbox::Toolbox;
 
 /// The error an interceptor's hook returns; the pipeline wraps it with the interceptor and the stage.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -95,12 +94,6 @@ pub trait Interceptor: Send + Sync {
     fn restore(&self, carried: &Carried, ctx: &mut Context) -> Result<(), BoxError> {
         let _ = (carried, ctx);
         Ok(())
-    }
-
-    /// The tools this interceptor offers to an agent run
-    /// ([`Pipeline::run_agent`](crate::Pipeline::run_agent)), which calls them within the turn.
-    fn toolbox(&self) -> Option<&dyn Toolbox> {
-        None
     }
 }
 

@@ -41,9 +41,11 @@
 //! latest messages, as [`Config::history`] ([`HistoryPolicy`]) allows, between the system prompt and
 //! the user's input, and each turn adds the input and the valid answer. A retry keeps the request as
 //! it was and adds the invalid reply and the correction as two more turns ([`RetryForm`]).
-//! [`Pipeline::run_agent`] lets the model call the chain's tools ([`Toolbox`]) within one turn,
-//! natively where the backend can, until it answers or a [`Budget`] runs out
-//! ([`Pipeline::run_agent_streaming`] shows each step's partial values).
+//! [`Pipeline::run_agent`] lets the model call the tools given to the pipeline
+//! ([`Pipeline::with_tools`]) within one turn, natively where the backend can, until it answers or a
+//! [`Budget`] runs out ([`Pipeline::run_agent_streaming`] shows each step's partial values). Every
+//! tool call, by any route, runs through one engine ([`tool`]): a [`Tool`] and the [`Executor`] that
+//! owns the argument check and the [`Limits`].
 //!
 //! Errors: [`Error`]. Hook failures name the interceptor and the stage; retries exhausted carry every
 //! attempt, the last violations and the last reply; an agent run out of budget names the bound.
@@ -58,6 +60,7 @@
 //! "retryable" is [`claij_backends::Error::is_retryable`], which the HTTP retry loop and this
 //! pipeline's resend both use.
 
+mod budget;
 pub mod builtin;
 mod chain;
 mod context;
@@ -69,9 +72,10 @@ mod pipeline;
 mod prompts;
 mod schema;
 pub mod several;
-mod toolbox;
+pub mod tool;
 mod typed;
 
+pub use budget::{Budget, BudgetKind, DEFAULT_MAX_STEPS};
 pub use chain::{Chain, Link};
 pub use context::{Carried, CarryError, Context, MemoryState, ToolOrigin, ToolResult};
 pub use error::{Error, ErrorChain, ErrorKind, Exhausted};
@@ -87,8 +91,8 @@ pub use pipeline::{
 };
 pub use prompts::Prompts;
 pub use schema::Schema;
-pub use toolbox::{
-    Budget, BudgetKind, DEFAULT_CONCURRENCY, DEFAULT_MAX_CALLS, DEFAULT_MAX_STEPS,
-    DEFAULT_RESULT_CHARS, NativeTools, Toolbox, run_bounded,
+pub use tool::{
+    DEFAULT_CONCURRENCY, DEFAULT_MAX_CALLS, DEFAULT_RESULT_CHARS, DEFAULT_TIMEOUT, Executor,
+    FnTool, Limits, Ran, Tool, ToolError, ToolSet, run_bounded, shares, tool_fn,
 };
 pub use typed::{Partial, schema_of};

@@ -23,6 +23,7 @@ use crate::failure_log::FailureLog;
 use crate::interceptor::{BoxError, Interceptor, OnError, Stage};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
+use crate::tool::Executor;
 
 mod agent;
 mod attempt;
@@ -30,7 +31,7 @@ mod config;
 mod cut;
 mod prepare;
 mod request;
-mod spans;
+pub(crate) mod spans;
 mod turn;
 
 pub use agent::AgentRun;
@@ -158,6 +159,8 @@ pub struct Pipeline {
     checks: Vec<Arc<dyn Interceptor>>,
     schemas: Mutex<Schemas>,
     failure_log: Option<FailureLog>,
+    /// The tools an agent run calls ([`Pipeline::with_tools`]).
+    tools: Vec<Executor>,
 }
 
 impl Pipeline {
@@ -171,7 +174,24 @@ impl Pipeline {
             checks: Vec::new(),
             schemas: Mutex::new(Schemas::default()),
             failure_log: None,
+            tools: Vec::new(),
         }
+    }
+
+    /// The same pipeline with tools an agent run ([`Pipeline::run_agent`]) lets the model call,
+    /// run by `executor` (see [`crate::tool`]): natively where the backend takes tools, else through
+    /// the reply's field of the interceptor in the chain that offers them (the `tools` or `mcp`
+    /// interceptor: give it the same executor, [`Tools::executor`](crate::builtin::tools::Tools::executor)).
+    /// Called again, it adds another executor; the first one offering a name runs its calls.
+    #[must_use]
+    pub fn with_tools(mut self, executor: Executor) -> Self {
+        self.tools.push(executor);
+        self
+    }
+
+    /// The tools given with [`Pipeline::with_tools`].
+    pub fn tools(&self) -> &[Executor] {
+        &self.tools
     }
 
     /// The same pipeline with another base schema.

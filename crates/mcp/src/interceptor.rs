@@ -1,17 +1,15 @@
 //! [`McpInterceptor`]: the model calls the tools of MCP services by listing them in its reply.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use claij_backends::{BoxFuture, ToolCall, ToolSpec};
+use claij_backends::{BoxFuture, ToolCall};
 use claij_interceptors::{
-    BoxError, Carried, Context, Interceptor, NativeTools, Prompts, Schema, ToolOrigin, ToolResult,
-    Toolbox,
+    BoxError, Carried, Context, Executor, Interceptor, Limits, Prompts, Schema, ToolError,
+    ToolOrigin, ToolResult,
 };
 use serde_json::{Value, json};
-use tracing::debug;
 
-use crate::error::Error;
+use crate::engine::native_name;
 use crate::services::Services;
 use crate::tool::ToolInfo;
 
@@ -56,7 +54,7 @@ pub const STATE_VERSION: u32 = 1;
 /// # Schema delta
 ///
 /// Extension `mcp-v1` ([`EXTENSION`], [`McpInterceptor::schema_delta`]), nothing while no tool is
-/// allowed: an optional `mcp_calls` array of at most [`InterceptorConfig::max_calls`] calls, whose
+/// allowed: an optional `mcp_calls` array of at most [`Limits::max_calls`] calls, whose
 /// items are a `oneOf` with one branch per tool the view allows ([`Services::tools`], so a project's
 /// filter decides what the model can even name):
 ///
@@ -77,14 +75,20 @@ pub const STATE_VERSION: u32 = 1;
 /// tools, a tool's description cut to its first sentence (at most about 200 characters) and its
 /// arguments in the compact notation of [`claij_schema::to_compact`]
 /// ([`McpInterceptor::prompt_section`]); and the results of the previous turn's calls, cut to share
-/// [`InterceptorConfig::result_budget`] characters ([`McpInterceptor::results_section`]).
+/// [`Limits::result_chars`] characters ([`McpInterceptor::results_section`]).
 ///
 /// # Running calls
 ///
-/// After a valid reply, its calls run at most [`InterceptorConfig::concurrency`] at a time, each
-/// under [`InterceptorConfig::timeout`] when set, every one through [`Services::call`] (which refuses,
-/// and records, a tool the project does not allow, even if the reply names it). Calls past
-/// [`InterceptorConfig::max_calls`] are not run but reported. Results keep the order of the calls and
+/// After a valid reply, its calls run through the interceptor's [`Executor`]
+/// ([`McpInterceptor::executor`], the one engine of every route: [`claij_interceptors::tool`]),
+/// whose [`Limits`] default to [`crate::default_limits`]: the arguments checked against the tool's
+/// schema, at most [`Limits::concurrency`] at a time, each under [`Limits::timeout`] when set,
+/// every one through [`Services::call`]; a call naming a tool the view does not offer goes to
+/// [`Services::call`] for its refusal (a tool the project does not allow is refused and recorded,
+/// even if the reply names it). Calls past [`Limits::max_calls`] are not run but reported. Give
+/// the same executor to the pipeline ([`claij_interceptors::Pipeline::with_tools`]) for an agent
+/// run to call the tools within the turn: natively (`<service>__<tool>`, this interceptor then
+/// leaves its field and its list out) or through `mcp_calls`. Results keep the order of the calls and
 /// go into [`Context::tool_results`] as `server.tool` of origin [`ToolOrigin::Mcp`], the output the MCP `CallToolResult`
 /// ([`crate::CallOutcome::to_mcp`]) or, when the call could not complete (a timeout, a dead server),
 /// the error's text: nothing a server does fails the pipeline. Each turn replaces the previous turn's
@@ -92,36 +96,9 @@ pub const STATE_VERSION: u32 = 1;
 /// their names); tool lists that servers announced as changed are fetched again for the next turn.
 pub struct McpInterceptor {
     services: Services,
-    config: InterceptorConfig,
+    executor: Executor,
     /// The delta and the prompt section of the last tool list seen.
     derived: Mutex<Option<Arc<Derived>>>,
-}
-
-/// How MCP calls run and how their results are shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct InterceptorConfig {
-    /// Calls running at once, of a reply or of an agent run's step (default 4; 0 counts as 1).
-    pub concurrency: usize,
-    /// Most calls in one reply or agent step (default 8): the schema's `maxItems`; calls past it
-    /// are not run.
-    pub max_calls: usize,
-    /// Longest one call may take before it is dropped and reported as timed out (default `None`: the
-    /// client's own timeout applies).
-    pub timeout: Option<Duration>,
-    /// Characters of arguments and outputs shown in the next prompt, shared by the results (default 4000).
-    pub result_budget: usize,
-}
-
-impl Default for InterceptorConfig {
-    fn default() -> Self {
-        Self {
-            concurrency: 4,
-            max_calls: 8,
-            timeout: None,
-            result_budget: 4000,
-        }
-    }
 }
 
 /// What the interceptor derives from one tool list.
@@ -131,30 +108,21 @@ struct Derived {
     section: Option<String>,
 }
 
-/// One call of a reply, ready to run or refused.
-struct Planned {
-    name: String,
-    /// The server the call names (`?` when it names none), for the result's origin.
-    server: String,
-    args: Value,
-    target: Result<(String, String), String>,
-}
-
 impl McpInterceptor {
-    /// The interceptor over `services` (and its project, if the view has one), default
-    /// [`InterceptorConfig`].
+    /// The interceptor over `services` (and its project, if the view has one), limits
+    /// [`crate::default_limits`].
     pub fn new(services: Services) -> Self {
         Self {
+            executor: executor(&services, crate::default_limits()),
             services,
-            config: InterceptorConfig::default(),
             derived: Mutex::new(None),
         }
     }
 
-    /// Sets the configuration.
+    /// Sets the limits its calls run within.
     #[must_use]
-    pub fn with_config(mut self, config: InterceptorConfig) -> Self {
-        self.config = config;
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.executor = executor(&self.services, limits);
         self.derived = Mutex::new(None);
         self
     }
@@ -164,9 +132,15 @@ impl McpInterceptor {
         &self.services
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &InterceptorConfig {
-        &self.config
+    /// The limits its calls run within.
+    pub fn limits(&self) -> &Limits {
+        self.executor.limits()
+    }
+
+    /// The executor running the calls: give it to the pipeline
+    /// ([`claij_interceptors::Pipeline::with_tools`]) for an agent run to call the tools.
+    pub fn executor(&self) -> Executor {
+        self.executor.clone()
     }
 
     /// The schema delta for the tools as last listed (see [`McpInterceptor`]); `None` without tools.
@@ -182,108 +156,63 @@ impl McpInterceptor {
     /// The system-prompt section showing `results` (those of origin [`ToolOrigin::Mcp`]), cut to the
     /// result budget; `None` when there are none.
     pub fn results_section(&self, results: &[ToolResult]) -> Option<String> {
-        render::results_section(results, self.config.result_budget)
+        render::results_section(results, self.limits().result_chars)
     }
 
-    /// Runs the calls of a reply's `mcp_calls` value and returns one result per call, in call order.
+    /// Runs the calls of a reply's `mcp_calls` value through the [`Executor`] and returns one
+    /// result per call, in call order, named `service.tool`.
     ///
     /// `Null` (no `mcp_calls`) gives no results; anything but an array gives one error result.
     pub async fn run(&self, calls: &Value) -> Vec<ToolResult> {
-        let planned = self.plan(calls);
-        // A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.
-        let calls: Vec<_> = planned
-            .iter()
-            .map(|call| async move {
-                match &call.target {
-                    Ok((server, tool)) => self.call(server, tool, call.args.clone()).await,
-                    Err(why) => Err(why.clone()),
-                }
-            })
-            .collect();
-        let outputs = claij_interceptors::run_bounded(calls, self.config.concurrency).await;
-        planned
-            .into_iter()
-            .zip(outputs)
-            .map(|(call, output)| ToolResult {
-                name: call.name,
-                args: call.args,
-                output,
-                origin: ToolOrigin::Mcp {
-                    server: call.server,
-                },
-            })
-            .collect()
-    }
-
-    /// Each call with its server and tool, or why it will not run.
-    fn plan(&self, calls: &Value) -> Vec<Planned> {
         let items = match calls {
             Value::Null => return Vec::new(),
             Value::Array(items) => items,
             other => {
-                return vec![Planned {
+                return vec![ToolResult {
                     name: "?.?".to_owned(),
-                    server: "?".to_owned(),
                     args: other.clone(),
-                    target: Err("`mcp_calls` must be a list of calls \
+                    output: Err("`mcp_calls` must be a list of calls \
                         `{\"service\": …, \"tool\": …, \"args\": {…}}`"
                         .to_owned()),
+                    origin: ToolOrigin::Mcp {
+                        server: "?".to_owned(),
+                    },
                 }];
             }
         };
-        items
+        let named: Vec<(Option<&str>, Option<&str>)> = items
             .iter()
-            .enumerate()
-            .map(|(index, item)| {
+            .map(|item| {
                 let field = |key: &str| item.get(key).and_then(Value::as_str);
-                let (service, tool) = (field("service"), field("tool"));
-                let name = format!("{}.{}", service.unwrap_or("?"), tool.unwrap_or("?"));
-                let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
-                let target = match (service, tool) {
-                    _ if index >= self.config.max_calls => Err(format!(
-                        "not run: at most {} calls per reply",
-                        self.config.max_calls
-                    )),
-                    (Some(service), Some(tool)) => Ok((service.to_owned(), tool.to_owned())),
-                    _ => Err("a call names its `service` and its `tool` as strings".to_owned()),
-                };
-                Planned {
-                    name,
-                    server: service.unwrap_or("?").to_owned(),
-                    args,
-                    target,
-                }
+                (field("service"), field("tool"))
             })
-            .collect()
-    }
-
-    /// One call through [`Services::call`], under the timeout; an [`Error`] becomes its text.
-    async fn call(&self, server: &str, tool: &str, args: Value) -> Result<Value, String> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err("not run: MCP calls need a tokio runtime".to_owned());
+            .collect();
+        let ran = self.executor.run_calls(&calls_of(items)).await;
+        let mut results = Vec::with_capacity(ran.len());
+        for ((service, tool), ran) in named.into_iter().zip(ran) {
+            let server = service.unwrap_or("?").to_owned();
+            let output = match (service, tool, ran.output) {
+                (_, _, Err(e @ ToolError::MaxCalls { .. })) => Err(e.to_string()),
+                (Some(service), Some(tool), Err(ToolError::Unknown { .. })) => {
+                    // Not a tool this view offers: the services refuse it (and record a
+                    // project's refusal), saying why.
+                    self.services
+                        .call(service, tool, ran.call.arguments.clone())
+                        .await
+                        .map(|outcome| outcome.to_mcp())
+                        .map_err(|e| e.to_string())
+                }
+                (Some(_), Some(_), output) => output.map_err(|e| e.to_string()),
+                _ => Err("a call names its `service` and its `tool` as strings".to_owned()),
+            };
+            results.push(ToolResult {
+                name: format!("{server}.{}", tool.unwrap_or("?")),
+                args: ran.call.arguments,
+                output,
+                origin: ToolOrigin::Mcp { server },
+            });
         }
-        let started = std::time::Instant::now();
-        let call = self.services.call(server, tool, args);
-        let result = match self.config.timeout {
-            Some(after) => tokio::time::timeout(after, call).await.unwrap_or_else(|_| {
-                Err(Error::Timeout {
-                    server: server.to_owned(),
-                    method: format!("tools/call {tool}"),
-                    after,
-                })
-            }),
-            None => call.await,
-        };
-        debug!(
-            server,
-            tool,
-            ok = result.as_ref().is_ok_and(|outcome| !outcome.is_error),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "mcp interceptor call"
-        );
-        result
-            .map(|outcome| outcome.to_mcp())
-            .map_err(|err| err.to_string())
+        results
     }
 
     /// The delta and section for the current tool list, derived again only when it changed.
@@ -301,8 +230,8 @@ impl McpInterceptor {
             return Arc::clone(derived);
         }
         let derived = Arc::new(Derived {
-            delta: delta::schema_delta(&tools, self.config.max_calls),
-            section: render::services_section(&tools, self.config.max_calls),
+            delta: delta::schema_delta(&tools, self.limits().max_calls),
+            section: render::services_section(&tools, self.limits().max_calls),
             tools,
         });
         *cached = Some(Arc::clone(&derived));
@@ -317,7 +246,7 @@ impl Interceptor for McpInterceptor {
 
     fn pre_schema(&self, schema: &mut Schema, ctx: &Context) -> Result<(), BoxError> {
         // An agent run sending the tools natively needs no field for them.
-        if ctx.get::<NativeTools>().is_some() {
+        if self.executor.is_native(ctx) {
             return Ok(());
         }
         if let Some(delta) = self.schema_delta() {
@@ -330,7 +259,7 @@ impl Interceptor for McpInterceptor {
         if let Some(project) = self.services.project() {
             prompts.system_push(&project.hat());
         }
-        if ctx.get::<NativeTools>().is_none()
+        if !self.executor.is_native(ctx)
             && let Some(section) = self.prompt_section()
         {
             prompts.system_push(&section);
@@ -375,106 +304,35 @@ impl Interceptor for McpInterceptor {
             .extend(results.into_iter().filter(render::is_mcp));
         Ok(())
     }
-
-    fn toolbox(&self) -> Option<&dyn Toolbox> {
-        Some(self)
-    }
 }
 
-/// The MCP tools for an agent run ([`claij_interceptors::Pipeline::run_agent`]): natively, each
-/// named `<service>__<tool>` (providers refuse the `.` of `service.tool`; any other character they
-/// refuse becomes `_`), or
-/// through the reply's `mcp_calls`. Calls go through [`Services::call`] as in a turn.
-impl Toolbox for McpInterceptor {
-    fn origin(&self, tool: &str) -> ToolOrigin {
-        let server = self
-            .native_tool(tool)
-            .map_or_else(|| "?".to_owned(), |t| t.server.clone());
-        ToolOrigin::Mcp { server }
-    }
-
-    fn specs(&self) -> Vec<ToolSpec> {
-        self.derived()
-            .tools
-            .iter()
-            .map(|tool| {
-                let description = tool
-                    .description
-                    .clone()
-                    .or_else(|| tool.title.clone())
-                    .unwrap_or_default();
-                ToolSpec::new(
-                    native_name(&tool.server, &tool.name),
-                    description,
-                    tool.normalised_input(),
-                )
-            })
-            .collect()
-    }
-
-    fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
-        let Some(Value::Array(items)) = value.get("mcp_calls") else {
-            return Vec::new();
-        };
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("?");
-                let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
-                ToolCall::new(
-                    format!("mcp_calls-{index}"),
-                    native_name(field("service"), field("tool")),
-                    args,
-                )
-            })
-            .collect()
-    }
-
-    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>> {
-        Box::pin(async move {
-            let tool = self
-                .native_tool(name)
-                .ok_or_else(|| format!("unknown tool `{name}`"))?;
-            self.call(&tool.server, &tool.name, arguments).await
+/// The executor of `services`' tools within `limits`, reading calls from a reply's `mcp_calls`.
+fn executor(services: &Services, limits: Limits) -> Executor {
+    services
+        .executor()
+        .with_limits(limits)
+        .with_reply_calls(|value| match value.get("mcp_calls") {
+            Some(Value::Array(items)) => calls_of(items),
+            _ => Vec::new(),
         })
-    }
-
-    fn concurrency(&self) -> usize {
-        self.config.concurrency
-    }
-
-    fn max_calls(&self) -> usize {
-        self.config.max_calls
-    }
 }
 
-impl McpInterceptor {
-    /// The tool an agent run knows as `name` (`<service>__<tool>`).
-    fn native_tool(&self, name: &str) -> Option<Arc<ToolInfo>> {
-        self.derived()
-            .tools
-            .iter()
-            .find(|t| native_name(&t.server, &t.name) == name)
-            .cloned()
-    }
-}
-
-/// The name of an MCP tool as a native function: `<service>__<tool>`, any character providers
-/// refuse in a function name (anything but ASCII letters, digits, `_` and `-`) written `_`.
-fn native_name(service: &str, tool: &str) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    format!("{}__{}", clean(service), clean(tool))
+/// The calls of an `mcp_calls` array, named `<service>__<tool>` as the executor knows them (`?`
+/// for a part not given as a string), ids made up (`mcp_calls-<index>`: the route has none).
+fn calls_of(items: &[Value]) -> Vec<ToolCall> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("?");
+            let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
+            ToolCall::new(
+                format!("mcp_calls-{index}"),
+                native_name(field("service"), field("tool")),
+                args,
+            )
+        })
+        .collect()
 }
 
 impl std::fmt::Debug for McpInterceptor {
@@ -482,7 +340,7 @@ impl std::fmt::Debug for McpInterceptor {
         f.debug_struct("McpInterceptor")
             .field("services", &self.services.names())
             .field("project", &self.services.project().map(|p| &p.name))
-            .field("config", &self.config)
+            .field("limits", self.limits())
             .finish_non_exhaustive()
     }
 }

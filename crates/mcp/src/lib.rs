@@ -36,6 +36,10 @@
 //! - [`Services`]: every configured server, tools named `server.tool`, lists cached and refreshed
 //!   when a server says they changed.
 //! - [`Project`]: which services and tools a project may use, and its "hat" prompt.
+//! - [`McpTool`]: a server's tool as a claij [`Tool`](claij_interceptors::Tool), and
+//!   [`Services::executor`]: a view's tools run by claij's one tool engine
+//!   ([`claij_interceptors::Executor`]), the same argument check and [`Limits`](claij_interceptors::Limits)
+//!   on every route (natively in an agent run, `mcp_calls`, the MCP FSM's `tools/call`).
 //! - [`McpInterceptor`]: adds `mcp_calls` to the response schema (a `oneOf` per allowed tool),
 //!   documents the services in the prompt, runs the calls after a valid reply (concurrently, bounded)
 //!   and shows their results, truncated to a budget, on the next turn.
@@ -51,6 +55,7 @@
 mod auth;
 mod client;
 mod config;
+mod engine;
 mod error;
 mod hooks;
 mod interceptor;
@@ -71,12 +76,13 @@ pub use config::{
     HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, OAuthSettings, ServerConfig, StdioServer,
     timeout_from_secs,
 };
+pub use engine::{McpTool, default_limits, native_name};
 pub use error::{Error, ErrorKind, Result};
 pub use hooks::{
     BackendSampler, ElicitationQueue, ElicitationReply, ElicitationRequest, Elicitor, Hooks, LogFn,
     PendingElicitation, Progress, ProgressFn, Root, Sampler, SamplingReply, SamplingRequest,
 };
-pub use interceptor::{EXTENSION, InterceptorConfig, McpInterceptor, STATE_VERSION};
+pub use interceptor::{EXTENSION, McpInterceptor, STATE_VERSION};
 pub use logging::{LogLevel, LogMessage, SERVER_LOG_TARGET};
 pub use outcome::{CallFailure, CallOutcome, Content};
 pub use project::Project;

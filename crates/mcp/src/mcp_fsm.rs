@@ -76,9 +76,9 @@
 
 use std::sync::Arc;
 
-use claij_backends::{Backend, BoxFuture};
+use claij_backends::{Backend, BoxFuture, ToolCall};
 use claij_fsm::{Action, Definition, Fsm, Runner, Service, ServiceCall};
-use claij_interceptors::{BoxError, Config};
+use claij_interceptors::{BoxError, Config, Executor, Limits, ToolError};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -86,7 +86,7 @@ use tracing::{Instrument as _, debug, warn};
 
 use crate::error::Error;
 use crate::hooks::{ElicitationReply, PendingElicitation};
-use crate::outcome::{CallFailure, CallOutcome};
+use crate::outcome::{CallFailure, CallOutcome, Content};
 use crate::project::Project;
 use crate::services::Services;
 use crate::tool::ToolInfo;
@@ -309,6 +309,8 @@ pub fn runner_with(
 #[derive(Clone)]
 pub struct McpService {
     services: Services,
+    /// Runs the calls: the services' tools within their limits.
+    executor: Executor,
     questions: Option<Arc<Mutex<mpsc::Receiver<PendingElicitation>>>>,
     in_flight: Arc<Mutex<Option<InFlight>>>,
 }
@@ -340,7 +342,8 @@ pub struct ToolsCall {
     pub id: Value,
     /// `params.name`: the tool.
     pub name: String,
-    /// `params.arguments` (an empty object when left out).
+    /// `params.arguments` (an empty object when left out; text, which the executor repairs into
+    /// an object or refuses).
     pub arguments: Value,
 }
 
@@ -392,9 +395,11 @@ struct Rejected {
 }
 
 impl McpService {
-    /// A service calling through `services` (and only what its project allows).
+    /// A service calling through `services` (and only what its project allows), within
+    /// [`crate::default_limits`].
     pub fn new(services: Services) -> Self {
         Self {
+            executor: services.executor(),
             services,
             questions: None,
             in_flight: Arc::new(Mutex::new(None)),
@@ -410,13 +415,30 @@ impl McpService {
         self
     }
 
+    /// The same service with other limits for its calls: the same [`Limits`] as on every route
+    /// ([`claij_interceptors::tool`]). A `tools/call` event is one call, so [`Limits::max_calls`]
+    /// bounds a JSON-RPC batch (an array of requests in `message`); [`Limits::result_chars`] is
+    /// what the model sees of the result's text.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.executor = self.executor.with_limits(limits);
+        self
+    }
+
     /// The services it calls.
     pub fn services(&self) -> &Services {
         &self.services
     }
 
     /// Runs the request in `event` and returns the response event (`["servicing", "llm"]`).
+    ///
+    /// A JSON-RPC batch (an array of requests in `message`) runs as one reply's calls, within the
+    /// same [`Limits`] (at most [`Limits::max_calls`] of them run), and is answered by the array of
+    /// responses, in order.
     pub async fn respond(&self, event: &Value) -> Value {
+        if let Some(Value::Array(requests)) = event.get("message") {
+            return self.respond_batch(requests).await;
+        }
         let (id, outcome) = match read_call(event) {
             Ok(call) => {
                 let outcome = self.execute(&call).await;
@@ -435,25 +457,135 @@ impl McpService {
         response(id, &outcome)
     }
 
+    /// The answer to a batch of requests: every `tools/call` among them run together.
+    async fn respond_batch(&self, requests: &[Value]) -> Value {
+        let read: Vec<Result<ToolsCall, Rejected>> = requests
+            .iter()
+            .map(|request| read_call(&json!({ "message": request })))
+            .collect();
+        let calls: Vec<ToolsCall> = read
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .cloned()
+            .collect();
+        let mut outcomes = self.execute_all(&calls).await.into_iter();
+        let responses: Vec<Value> = read
+            .into_iter()
+            .map(|read| {
+                let (id, outcome) = match read {
+                    Ok(call) => (
+                        call.id,
+                        outcomes.next().unwrap_or_else(|| {
+                            CallOutcome::failure(CallFailure::Transport, "the call did not run")
+                        }),
+                    ),
+                    Err(rejected) => (
+                        rejected.id,
+                        CallOutcome::failure(
+                            CallFailure::Rejected {
+                                code: rejected.code,
+                            },
+                            rejected.message,
+                        ),
+                    ),
+                };
+                json!({"jsonrpc": "2.0", "id": id, "result": outcome.to_mcp()})
+            })
+            .collect();
+        json!({"id": [SERVICING, LLM], "message": responses})
+    }
+
     async fn execute(&self, call: &ToolsCall) -> CallOutcome {
-        let result = self
+        self.execute_all(std::slice::from_ref(call))
+            .await
+            .pop()
+            .unwrap_or_else(|| CallOutcome::failure(CallFailure::Transport, "the call did not run"))
+    }
+
+    /// Runs `calls` (one event's) through the executor; one outcome per call, in order.
+    async fn execute_all(&self, calls: &[ToolsCall]) -> Vec<CallOutcome> {
+        let native: Vec<ToolCall> = calls
+            .iter()
+            .map(|call| {
+                // `server.tool` as the executor names it (an unqualified name names nothing).
+                let name = call
+                    .name
+                    .split_once('.')
+                    .map_or_else(String::new, |(server, tool)| {
+                        crate::native_name(server, tool)
+                    });
+                ToolCall::new(call.id.to_string(), name, call.arguments.clone())
+            })
+            .collect();
+        let ran = self.executor.run_calls(&native).await;
+        let mut outcomes = Vec::with_capacity(ran.len());
+        for (call, ran) in calls.iter().zip(ran) {
+            let outcome = match ran.output {
+                Ok(result) => {
+                    debug!(tool = call.name, "mcp fsm call done");
+                    outcome_of(&result)
+                }
+                Err(ToolError::Unknown { .. }) => self.refused(call).await,
+                Err(err) => {
+                    warn!(tool = call.name, error = %err, "mcp fsm call not run or failed");
+                    let failure = match &err {
+                        ToolError::InvalidArguments { .. } => CallFailure::Rejected {
+                            code: INVALID_PARAMS,
+                        },
+                        ToolError::MaxCalls { .. } => CallFailure::Rejected {
+                            code: INVALID_REQUEST,
+                        },
+                        _ => CallFailure::Transport,
+                    };
+                    CallOutcome::failure(failure, err.to_string())
+                }
+            };
+            outcomes.push(outcome);
+        }
+        self.budget(outcomes)
+    }
+
+    /// A call naming no tool the view offers: the services' own answer (a project's refusal,
+    /// recorded; an unknown server or tool, listing the tools there are).
+    async fn refused(&self, call: &ToolsCall) -> CallOutcome {
+        match self
             .services
             .call_qualified(&call.name, call.arguments.clone())
-            .await;
-        match result {
-            Ok(outcome) => {
-                debug!(
-                    tool = call.name,
-                    is_error = outcome.is_error,
-                    "mcp fsm call done"
-                );
-                outcome
-            }
+            .await
+        {
+            Ok(outcome) => outcome,
             Err(err) => {
                 warn!(tool = call.name, error = %err, "mcp fsm call failed");
                 self.failed(&err)
             }
         }
+    }
+
+    /// The outcomes' text blocks cut to share [`Limits::result_chars`], each cut one saying so.
+    fn budget(&self, mut outcomes: Vec<CallOutcome>) -> Vec<CallOutcome> {
+        let texts: Vec<String> = outcomes
+            .iter()
+            .flat_map(|o| &o.content)
+            .filter(|block| block.kind() == "text")
+            .map(|block| block.as_text().unwrap_or_default().to_owned())
+            .collect();
+        let mut shown = self
+            .executor
+            .budget(&texts, |keep, total| {
+                format!("… [cut: the tool-results budget shows {keep} of its {total} characters]")
+            })
+            .into_iter();
+        for outcome in &mut outcomes {
+            for block in &mut outcome.content {
+                if block.kind() == "text"
+                    && let Some(cut) = shown.next()
+                    && Some(cut.as_str()) != block.as_text()
+                {
+                    *block = Content::text(cut);
+                }
+            }
+        }
+        outcomes
     }
 
     /// An error the model can read: for a name that is not a known tool, the tools there are.
@@ -487,6 +619,9 @@ impl McpService {
         let Some(questions) = &self.questions else {
             return self.respond(event).await;
         };
+        if event.get("message").is_some_and(Value::is_array) {
+            return self.respond(event).await;
+        }
         let mut slot = self.in_flight.lock().await;
         if let Some(answer) = event.get("answer") {
             let Some(flight) = slot.as_mut() else {
@@ -770,7 +905,9 @@ fn read_call(event: &Value) -> Result<ToolsCall, Rejected> {
     };
     let arguments = match params.and_then(|p| p.get("arguments")) {
         None | Some(Value::Null) => json!({}),
-        Some(arguments @ Value::Object(_)) => arguments.clone(),
+        // Text is a model's arguments it wrote as a string: the executor repairs it into an
+        // object (as it does a native call's), or refuses it saying why.
+        Some(arguments @ (Value::Object(_) | Value::String(_))) => arguments.clone(),
         Some(_) => {
             return Err(reject(
                 &id,
@@ -818,4 +955,24 @@ fn indent_all(text: &str, by: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A `CallToolResult` (the executor's output for an MCP tool) as an outcome.
+fn outcome_of(result: &Value) -> CallOutcome {
+    let content = result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|block| Content::from_value(block.clone()))
+        .collect();
+    let structured = result.get("structuredContent").cloned();
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let mut outcome = CallOutcome::failure(CallFailure::Tool, "");
+        outcome.content = content;
+        outcome.structured = structured;
+        outcome
+    } else {
+        CallOutcome::success(content, structured)
+    }
 }

@@ -269,6 +269,76 @@ impl Eval {
     pub fn run_blocking(&self, code: &str) -> EvalResult {
         sandbox::evaluate(code, &self.limits)
     }
+
+    /// The sandbox as a [`Tool`](crate::Tool) named `eval`, taking `{"code": "<Rhai script>"}`, for
+    /// a route where the model calls tools by name (the FSM's `tools/call` service, an agent run):
+    /// its output is the script's value, or `{"value": …, "printed": "…"}` when the script printed
+    /// something; a script that fails is the call's error.
+    ///
+    /// The `eval` interceptor itself is not a tool call: its reply field holds one script per reply,
+    /// run after it under the sandbox's own [`Limits`], with no name to choose and no calls to count.
+    ///
+    /// ```
+    /// use claij_interceptors::builtin::eval::Eval;
+    /// use claij_interceptors::{Executor, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let tool = Eval::new().tool();
+    /// assert_eq!(tool.name(), "eval");
+    /// let results = Executor::new([std::sync::Arc::new(tool) as std::sync::Arc<dyn Tool>])
+    ///     .run(&[claij_backends::ToolCall::new("1", "eval", json!({"code": "print(\"hi\"); 6 * 7"}))])
+    ///     .await;
+    /// assert_eq!(results[0].output, Ok(json!({"value": 42, "printed": "hi"})));
+    /// # }
+    /// ```
+    pub fn tool(&self) -> EvalTool {
+        EvalTool {
+            parameters: json!({
+                "type": "object",
+                "properties": {"code": {"type": "string", "maxLength": self.limits.max_code_len}},
+                "required": ["code"],
+            }),
+            eval: self.clone(),
+        }
+    }
+}
+
+/// The `eval` sandbox as a [`Tool`](crate::Tool) ([`Eval::tool`]).
+#[derive(Debug, Clone)]
+pub struct EvalTool {
+    eval: Eval,
+    parameters: Value,
+}
+
+impl crate::tool::Tool for EvalTool {
+    fn name(&self) -> &str {
+        "eval"
+    }
+
+    fn description(&self) -> &str {
+        "Runs Rhai code in a sandbox: its value, and what it printed."
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    fn call(&self, arguments: Value) -> BoxFuture<'_, Result<Value, crate::tool::ToolError>> {
+        Box::pin(async move {
+            let code = arguments.get("code").and_then(Value::as_str).unwrap_or("");
+            let result = self.eval.run(code).await;
+            let value = result
+                .outcome
+                .map_err(|e| crate::tool::ToolError::Failed(e.to_string()))?;
+            Ok(if result.output.is_empty() {
+                value
+            } else {
+                json!({"value": value, "printed": result.output})
+            })
+        })
+    }
 }
 
 impl EvalResult {

@@ -22,7 +22,7 @@
 //! # Schema delta
 //!
 //! Extension `tools-v1` ([`EXTENSION`], [`Tools::schema_delta`]), nothing while no tool is registered:
-//! an optional `tools` array of at most [`ToolsConfig::max_calls`] calls, whose items are a `oneOf` with one
+//! an optional `tools` array of at most [`Limits::max_calls`] calls, whose items are a `oneOf` with one
 //! branch per tool, discriminated by a `name` constant (so a violation names the tool the model chose):
 //!
 //! ```
@@ -81,22 +81,27 @@
 //! ```
 //!
 //! and, when the previous turn made calls, their results ([`results_section`]): arguments and outputs
-//! as JSON, errors as text, cut to share [`ToolsConfig::result_budget`] characters:
+//! as JSON, errors as text, cut to share [`Limits::result_chars`] characters:
 //!
 //! ```text
 //! Results of the tool calls of your previous reply, in call order:
 //! 1. weather {"city":"Paris"}
 //!    ok: "sunny"
 //! 2. weather {"city":"Oslo"}
-//!    error: timed out after 30s
+//!    error: timed out after 30s (timeout)
 //! ```
 //!
 //! # Running calls
 //!
-//! Each call's arguments are validated against its tool's schema (a bad call, an unknown tool or a call
-//! past [`ToolsConfig::max_calls`] becomes an error result, not an error of the pipeline); the rest run at most
-//! [`ToolsConfig::concurrency`] at a time, each under [`ToolsConfig::timeout`]. A tool's error, a timeout and a
-//! panic all become error results. Results keep the order of the calls and replace the previous turn's in
+//! Each registered function is a [`Tool`](crate::Tool), and the calls run through the interceptor's
+//! [`Executor`] ([`Tools::executor`], the one engine of every route, see [`crate::tool`]): each
+//! call's arguments are validated against its tool's schema (a bad call, an unknown tool or a call
+//! past [`Limits::max_calls`] becomes an error result, not an error of the pipeline); the rest run at
+//! most [`Limits::concurrency`] at a time, each under [`Limits::timeout`]. A tool's error, a timeout
+//! and a panic all become error results. Give the same executor to the pipeline
+//! ([`Pipeline::with_tools`](crate::Pipeline::with_tools)) for an agent run to call the tools within
+//! the turn: natively where the backend can (this interceptor then leaves its field and tool list
+//! out), else through this field. Results keep the order of the calls and replace the previous turn's in
 //! [`Context::tool_results`]. This interceptor owns the entries of origin [`ToolOrigin::Rust`]: results
 //! of any other origin (the MCP interceptor's, whatever their names) are left alone and not shown, so
 //! both can share a chain in any order. Timeouts need a tokio runtime with its timer enabled; without a runtime,
@@ -104,25 +109,20 @@
 
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
-use std::time::Duration;
 
-use claij_backends::{BoxFuture, ToolCall, ToolSpec};
+use claij_backends::{BoxFuture, ToolCall};
 use claij_validation::Validator;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use tracing::debug;
 
 use crate::context::{Carried, Context, ToolOrigin, ToolResult};
 use crate::interceptor::{BoxError, Interceptor};
 use crate::prompts::Prompts;
 use crate::schema::Schema;
-use crate::toolbox::{NativeTools, Toolbox, run_bounded};
+use crate::tool::{Executor, FnTool, Limits, Tool as _, ToolError, tool_fn};
 
 mod render;
 #[cfg(test)]
@@ -136,36 +136,16 @@ pub const EXTENSION: &str = "tools-v1";
 /// reply's results (origin [`ToolOrigin::Rust`]) as a JSON array of [`ToolResult`]s.
 pub const STATE_VERSION: u32 = 1;
 
-/// The `tools` interceptor: the registered tools and how their calls run.
-#[derive(Clone, Default)]
+/// The `tools` interceptor: the registered tools, and the [`Executor`] that runs their calls.
+#[derive(Clone)]
 pub struct Tools {
-    tools: Vec<Tool>,
-    config: ToolsConfig,
+    tools: Vec<FnTool>,
+    executor: Executor,
 }
 
-/// How tool calls run and how their results are shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ToolsConfig {
-    /// Longest a call may run before it is dropped and reported as timed out (default 30 s).
-    pub timeout: Duration,
-    /// Calls running at once, of a reply or of an agent run's step (default 4; 0 counts as 1).
-    pub concurrency: usize,
-    /// Most calls in one reply or agent step (default 8): the schema's `maxItems`; calls past it
-    /// are not run.
-    pub max_calls: usize,
-    /// Characters of arguments and outputs shown in the next prompt, shared by the results (default 4000).
-    pub result_budget: usize,
-}
-
-impl Default for ToolsConfig {
+impl Default for Tools {
     fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(30),
-            concurrency: 4,
-            max_calls: 8,
-            result_budget: 4000,
-        }
+        Self::with_limits(Limits::default())
     }
 }
 
@@ -195,29 +175,17 @@ pub enum RegisterError {
     },
 }
 
-/// A registered tool.
-#[derive(Clone)]
-struct Tool {
-    name: String,
-    description: String,
-    args: Arc<Value>,
-    validator: Arc<Validator>,
-    call: Arc<Handler>,
-}
-
-type Handler = dyn Fn(Value) -> BoxFuture<'static, Result<Value, BoxError>> + Send + Sync;
-
 impl Tools {
-    /// No tools yet, default [`ToolsConfig`].
+    /// No tools yet, default [`Limits`].
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// No tools yet, the given configuration.
-    pub fn with_config(config: ToolsConfig) -> Self {
+    /// No tools yet, the given limits.
+    pub fn with_limits(limits: Limits) -> Self {
         Self {
             tools: Vec::new(),
-            config,
+            executor: executor(&[], limits),
         }
     }
 
@@ -242,14 +210,14 @@ impl Tools {
     {
         let name = name.into();
         self.check_name(&name)?;
-        let validator = compile_args(&name, &args_schema)?;
-        self.tools.push(Tool {
-            name,
-            description: description.into(),
-            args: Arc::new(args_schema),
-            validator: Arc::new(validator),
-            call: Arc::new(move |args| Box::pin(f(args))),
-        });
+        compile_args(&name, &args_schema)?;
+        let f = Arc::new(f);
+        self.tools
+            .push(tool_fn(name, description, args_schema, move |args| {
+                let running = f(args);
+                async move { running.await.map_err(ToolError::from) }
+            }));
+        self.executor = executor(&self.tools, self.executor.limits().clone());
         Ok(self)
     }
 
@@ -282,19 +250,25 @@ impl Tools {
         })
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &ToolsConfig {
-        &self.config
+    /// The limits its calls run within.
+    pub fn limits(&self) -> &Limits {
+        self.executor.limits()
+    }
+
+    /// The executor running the tools' calls: give it to the pipeline
+    /// ([`Pipeline::with_tools`](crate::Pipeline::with_tools)) for an agent run to call them.
+    pub fn executor(&self) -> Executor {
+        self.executor.clone()
     }
 
     /// The tools' names, in registration order.
     pub fn names(&self) -> Vec<&str> {
-        self.tools.iter().map(|t| t.name.as_str()).collect()
+        self.tools.iter().map(|t| t.name()).collect()
     }
 
     /// The arguments schema of a tool, as registered.
     pub fn args_schema(&self, name: &str) -> Option<&Value> {
-        self.find(name).map(|t| &*t.args)
+        self.find(name).map(|t| t.parameters())
     }
 
     /// The schema delta (see the [module docs](self)); `None` without tools.
@@ -307,11 +281,11 @@ impl Tools {
             .tools
             .iter()
             .map(|tool| {
-                let (args, hoisted) = claij_schema::embed(&tool.name, &tool.args);
+                let (args, hoisted) = claij_schema::embed(tool.name(), tool.parameters());
                 defs.extend(hoisted);
                 json!({
                     "type": "object",
-                    "properties": {"name": {"const": tool.name}, "args": args},
+                    "properties": {"name": {"const": tool.name()}, "args": args},
                     "required": ["name", "args"],
                     "additionalProperties": false,
                 })
@@ -324,7 +298,7 @@ impl Tools {
                 "type": "array",
                 "description": "Tool calls to run after this reply; their results come back to you on the \
                     next turn. Omit when you need no tool",
-                "maxItems": self.config.max_calls,
+                "maxItems": self.limits().max_calls,
                 "items": {"oneOf": branches},
             }}),
         );
@@ -343,95 +317,32 @@ impl Tools {
         let docs: Vec<(&str, &str, &Value)> = self
             .tools
             .iter()
-            .map(|t| (t.name.as_str(), t.description.as_str(), &*t.args))
+            .map(|t| (t.name(), t.description(), t.parameters()))
             .collect();
-        Some(render::tools_section(&docs, self.config.max_calls))
+        Some(render::tools_section(&docs, self.limits().max_calls))
     }
 
-    /// Runs the calls of a reply's `tools` value and returns one result per call, in call order.
+    /// Runs the calls of a reply's `tools` value through the [`Executor`] and returns one result
+    /// per call, in call order.
     ///
     /// `Null` (no `tools`) gives no results; anything but an array gives one error result.
     pub async fn run(&self, calls: &Value) -> Vec<ToolResult> {
-        let planned = self.plan(calls);
-        let timeout = self.config.timeout;
-        // A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.
-        let calls: Vec<_> = planned
-            .iter()
-            .map(|call| async move {
-                match &call.tool {
-                    Ok(tool) => run_one(tool, call.args.clone(), timeout).await,
-                    Err(why) => Err(why.clone()),
-                }
-            })
-            .collect();
-        let outputs = run_bounded(calls, self.config.concurrency).await;
-        planned
-            .into_iter()
-            .zip(outputs)
-            .map(|(call, output)| ToolResult {
-                name: call.name,
-                args: call.args,
-                output,
+        match calls {
+            Value::Null => Vec::new(),
+            Value::Array(_) => self.executor.run(&calls_of(calls)).await,
+            other => vec![ToolResult {
+                name: "tools".to_owned(),
+                args: other.clone(),
+                output: Err(
+                    "`tools` must be a list of calls `{\"name\": …, \"args\": {…}}`".to_owned(),
+                ),
                 origin: ToolOrigin::Rust,
-            })
-            .collect()
+            }],
+        }
     }
 
-    /// Each call with its tool, or why it will not run.
-    fn plan(&self, calls: &Value) -> Vec<Planned<'_>> {
-        let items = match calls {
-            Value::Null => return Vec::new(),
-            Value::Array(items) => items,
-            other => {
-                return vec![Planned {
-                    name: "tools".to_owned(),
-                    args: other.clone(),
-                    tool: Err(
-                        "`tools` must be a list of calls `{\"name\": …, \"args\": {…}}`".to_owned(),
-                    ),
-                }];
-            }
-        };
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let name = item
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
-                let tool = if index >= self.config.max_calls {
-                    Err(format!(
-                        "not run: at most {} calls per reply",
-                        self.config.max_calls
-                    ))
-                } else {
-                    self.check_call(&name, &args)
-                };
-                Planned { name, args, tool }
-            })
-            .collect()
-    }
-
-    /// The tool for a call, or why the call is refused (unknown tool, invalid arguments).
-    fn check_call(&self, name: &str, args: &Value) -> Result<&Tool, String> {
-        let tool = self.find(name).ok_or_else(|| {
-            format!(
-                "unknown tool `{name}`; the tools are: {}",
-                self.names().join(", ")
-            )
-        })?;
-        tool.validator.validate(args).map_err(|violations| {
-            let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
-            format!("invalid args: {}", found.join("; "))
-        })?;
-        Ok(tool)
-    }
-
-    fn find(&self, name: &str) -> Option<&Tool> {
-        self.tools.iter().find(|t| t.name == name)
+    fn find(&self, name: &str) -> Option<&FnTool> {
+        self.tools.iter().find(|t| t.name() == name)
     }
 
     fn check_name(&self, name: &str) -> Result<(), RegisterError> {
@@ -456,7 +367,7 @@ impl Interceptor for Tools {
 
     fn pre_schema(&self, schema: &mut Schema, ctx: &Context) -> Result<(), BoxError> {
         // An agent run sending the tools natively needs no field for them.
-        if ctx.get::<NativeTools>().is_some() {
+        if self.executor.is_native(ctx) {
             return Ok(());
         }
         if let Some(delta) = self.schema_delta() {
@@ -466,7 +377,7 @@ impl Interceptor for Tools {
     }
 
     fn pre_prompt(&self, prompts: &mut Prompts, ctx: &Context) -> Result<(), BoxError> {
-        if ctx.get::<NativeTools>().is_none()
+        if !self.executor.is_native(ctx)
             && let Some(section) = self.prompt_section()
         {
             prompts.system_push(&section);
@@ -477,7 +388,7 @@ impl Interceptor for Tools {
             .filter(|r| is_own_result(r))
             .cloned()
             .collect();
-        if let Some(section) = results_section(&own, self.config.result_budget) {
+        if let Some(section) = results_section(&own, self.limits().result_chars) {
             prompts.system_push(&section);
         }
         Ok(())
@@ -516,120 +427,45 @@ impl Interceptor for Tools {
             .extend(results.into_iter().filter(is_own_result));
         Ok(())
     }
-
-    fn toolbox(&self) -> Option<&dyn Toolbox> {
-        Some(self)
-    }
-}
-
-/// The tools for an agent run ([`Pipeline::run_agent`](crate::Pipeline::run_agent)): natively, or
-/// through the reply's `tools` field.
-impl Toolbox for Tools {
-    fn origin(&self, _tool: &str) -> ToolOrigin {
-        ToolOrigin::Rust
-    }
-
-    fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), (*t.args).clone()))
-            .collect()
-    }
-
-    fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
-        let Some(Value::Array(items)) = value.get("tools") else {
-            return Vec::new();
-        };
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-                let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
-                ToolCall::new(format!("tools-{index}"), name, args)
-            })
-            .collect()
-    }
-
-    fn call<'a>(&'a self, name: &'a str, arguments: Value) -> BoxFuture<'a, Result<Value, String>> {
-        Box::pin(async move {
-            let tool = self.check_call(name, &arguments)?;
-            run_one(tool, arguments, self.config.timeout).await
-        })
-    }
-
-    fn concurrency(&self) -> usize {
-        self.config.concurrency
-    }
-
-    fn max_calls(&self) -> usize {
-        self.config.max_calls
-    }
 }
 
 impl fmt::Debug for Tools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tools")
             .field("tools", &self.names())
-            .field("config", &self.config)
+            .field("limits", self.limits())
             .finish()
     }
 }
 
-/// One call of a reply, ready to run or refused.
-struct Planned<'a> {
-    name: String,
-    args: Value,
-    tool: Result<&'a Tool, String>,
+/// The executor of `tools`: origin [`ToolOrigin::Rust`], calls read from a reply's `tools`.
+fn executor(tools: &[FnTool], limits: Limits) -> Executor {
+    Executor::new(
+        tools
+            .iter()
+            .map(|t| Arc::new(t.clone()) as Arc<dyn crate::tool::Tool>),
+    )
+    .with_limits(limits)
+    .with_origin(ToolOrigin::Rust)
+    .with_reply_calls(|value| match value.get("tools") {
+        Some(calls @ Value::Array(_)) => calls_of(calls),
+        _ => Vec::new(),
+    })
 }
 
-/// Runs one validated call under the timeout; errors, timeouts and panics become `Err` text.
-async fn run_one(tool: &Tool, args: Value, timeout: Duration) -> Result<Value, String> {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err("not run: tool calls need a tokio runtime (for their timeouts)".to_owned());
-    }
-    let started = tokio::time::Instant::now();
-    let output = match tokio::time::timeout(timeout, CatchPanic((tool.call)(args))).await {
-        Ok(Ok(Ok(value))) => Ok(value),
-        Ok(Ok(Err(e))) => Err(e.to_string()),
-        Ok(Err(panic)) => Err(format!("the tool panicked: {panic}")),
-        Err(_) => Err(format!(
-            "timed out after {}",
-            humantime::format_duration(timeout)
-        )),
-    };
-    debug!(
-        tool = %tool.name,
-        ok = output.is_ok(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "tool call"
-    );
-    output
-}
-
-/// A future that turns a panic while polling its inner future into `Err(message)`, so a tool that
-/// panics on the model's arguments does not take the process down.
-struct CatchPanic<F>(F);
-
-impl<F: Future + Unpin> Future for CatchPanic<F> {
-    type Output = Result<F::Output, String>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
-        }
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_owned())
+/// The calls of a `tools` array, ids made up (`tools-<index>`: the route has none).
+fn calls_of(calls: &Value) -> Vec<ToolCall> {
+    calls
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(index, item)| {
+            let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+            let args = item.get("args").cloned().unwrap_or_else(|| json!({}));
+            ToolCall::new(format!("tools-{index}"), name, args)
+        })
+        .collect()
 }
 
 /// Whether a result is one of this interceptor's, by its origin (not its name: another interceptor's
@@ -646,7 +482,7 @@ fn is_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn compile_args(tool: &str, schema: &Value) -> Result<Validator, RegisterError> {
+fn compile_args(tool: &str, schema: &Value) -> Result<(), RegisterError> {
     let invalid = |message: String| RegisterError::InvalidSchema {
         tool: tool.to_owned(),
         message,
@@ -656,7 +492,9 @@ fn compile_args(tool: &str, schema: &Value) -> Result<Validator, RegisterError> 
             "`$id` is not supported (the schema is embedded in the reply's)".to_owned(),
         ));
     }
-    Validator::new(schema).map_err(|e| invalid(e.to_string()))
+    Validator::new(schema)
+        .map(drop)
+        .map_err(|e| invalid(e.to_string()))
 }
 
 /// The arguments schema of `A`: subschemas inlined (recursive types keep their `$defs`), no `$schema`.

@@ -1,20 +1,21 @@
-//! The agent run ([`Pipeline::run_agent`]): within one turn, the model calls the chain's tools and
-//! sees their results until it answers, within a [`Budget`].
+//! The agent run ([`Pipeline::run_agent`]): within one turn, the model calls the pipeline's tools
+//! and sees their results until it answers, within a [`Budget`]. The native route of the tool
+//! engine: the calls run through the tools' [`Executor`]s.
 
 use std::collections::HashMap;
 
 use claij_backends::{ChatRequest, Message, Role, SchemaTarget, ToolCall, ToolSpec};
-use claij_validation::{FixKind, Validator};
 use serde::Serialize;
 use serde_json::Value;
 use tracing::{Instrument as _, warn};
 
 use super::prepare::compile_for;
 use super::{Answer, Attempt, Pipeline, spans};
+use crate::budget::{Budget, BudgetKind};
 use crate::builtin::tools::results_section;
 use crate::context::{Context, ToolOrigin, ToolResult};
 use crate::error::Error;
-use crate::toolbox::{Budget, BudgetKind, Toolbox, run_bounded};
+use crate::tool::{Executor, NativeTools, recover_arguments};
 
 /// What an agent run did: the answer, and every tool call made on the way to it.
 #[derive(Debug, Clone, Serialize)]
@@ -30,32 +31,33 @@ pub struct AgentRun {
 
 /// The tools of one agent run and its budget.
 pub(super) struct Agent<'a> {
-    toolboxes: Vec<&'a dyn Toolbox>,
+    executors: &'a [Executor],
     budget: &'a Budget,
     /// The backend's tool dialect, when the tools go natively.
     native: Option<SchemaTarget>,
-    /// Each tool by name (the first toolbox offering a name wins): its toolbox, its spec and the
-    /// validator of its arguments (`None` when the schema does not compile: the toolbox checks).
-    tools: HashMap<String, (usize, ToolSpec, Option<Validator>)>,
+    /// Each tool by name (the first executor offering a name wins): its executor and its spec.
+    tools: HashMap<String, (usize, ToolSpec)>,
     order: Vec<String>,
 }
 
 impl Pipeline {
-    /// Asks `input` as [`Pipeline::ask`] does, letting the model call the tools of the chain's
-    /// interceptors ([`Interceptor::toolbox`](crate::Interceptor::toolbox): the `tools`
-    /// interceptor's Rust functions, the `mcp` interceptor's MCP tools) and see their results within
-    /// this one turn, until it answers without calling any.
+    /// Asks `input` as [`Pipeline::ask`] does, letting the model call the tools given to the
+    /// pipeline ([`Pipeline::with_tools`]: the `tools` interceptor's Rust functions, the `mcp`
+    /// interceptor's MCP tools, any [`Tool`](crate::Tool)) and see their results within this one
+    /// turn, until it answers without calling any.
     ///
     /// Tools go natively ([`ChatRequest::tools`](claij_backends::ChatRequest::tools)) where the
     /// backend's capabilities have tools for the model, the calls coming back as the response's
-    /// tool calls and the results as tool messages; elsewhere through each interceptor's field of
-    /// the reply (the `oneOf` route), the results as a user turn (kept in the history as a tool
-    /// message with no `tool_call_id`, so a window never opens on it). Each call's arguments are
-    /// checked against its tool's schema first: a violation is the call's result, for the model to
-    /// correct. Native arguments the provider could not parse (their raw text) are extracted and
-    /// repaired as a reply is first; text with no JSON object in it, or cut off, is a violation too. Each toolbox runs a step's calls at most [`Toolbox::concurrency`] at once, under its
-    /// own timeout; the model sees at most [`Budget::result_chars`] of them. The steps (calls and
-    /// results) go into the context's history with the turn.
+    /// tool calls and the results as tool messages; elsewhere through the field of the reply of
+    /// the interceptor that offers them (the `oneOf` route, [`Executor::with_reply_calls`]), the
+    /// results as a user turn (kept in the history as a tool message with no `tool_call_id`, so a
+    /// window never opens on it). Each executor runs its calls of a step as on every route (see
+    /// [`crate::tool`]): the arguments repaired when they are text and checked against the tool's
+    /// schema (a violation is the call's result, for the model to correct), at most
+    /// [`Limits::max_calls`](crate::Limits::max_calls) of them, [`Limits::concurrency`](crate::Limits::concurrency)
+    /// at once, each under [`Limits::timeout`](crate::Limits::timeout); the model sees
+    /// [`Limits::result_chars`](crate::Limits::result_chars) of them. The steps (calls and results)
+    /// go into the context's history with the turn.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -75,7 +77,8 @@ impl Pipeline {
     ///     r#"{"answer": "", "state": "asking", "tools": [{"name": "weather", "args": {"city": "Oslo"}}]}"#,
     ///     r#"{"answer": "It is sunny in Oslo.", "state": "done"}"#,
     /// ]));
-    /// let pipeline = Pipeline::new(backend.clone(), Config::new("test-model"), Chain::new().with(tools));
+    /// let pipeline = Pipeline::new(backend.clone(), Config::new("test-model"), Chain::new().with(tools.clone()))
+    ///     .with_tools(tools.executor());
     /// let mut ctx = Context::default();
     /// let run = pipeline.run_agent(&mut ctx, "Weather in Oslo?", &Budget::default()).await?;
     /// assert_eq!(run.answer.value["answer"], "It is sunny in Oslo.");
@@ -133,17 +136,11 @@ impl Pipeline {
             });
         }
         let span = spans::ask(self.backend.provider(), &self.config.model, ctx.turn, true);
-        let toolboxes = self
-            .chain
-            .links()
-            .iter()
-            .filter_map(|link| link.interceptor.toolbox())
-            .collect();
         let capabilities = self.backend.capabilities(&self.config.model);
         let native = capabilities
             .tools
             .then(|| capabilities.schema_target(claij_backends::OutputMode::Tool));
-        let agent = Agent::new(toolboxes, budget, native);
+        let agent = Agent::new(&self.tools, budget, native);
         let ran = self
             .run(ctx, input, self.base.clone(), on_partial, Some(&agent))
             .instrument(span.clone())
@@ -158,35 +155,35 @@ impl Pipeline {
 }
 
 impl<'a> Agent<'a> {
-    /// The agent over `toolboxes`; `native`: the dialect the backend takes tool schemas in, when it
+    /// The agent over `executors`; `native`: the dialect the backend takes tool schemas in, when it
     /// takes tools natively.
-    fn new(
-        toolboxes: Vec<&'a dyn Toolbox>,
-        budget: &'a Budget,
-        native: Option<SchemaTarget>,
-    ) -> Self {
+    fn new(executors: &'a [Executor], budget: &'a Budget, native: Option<SchemaTarget>) -> Self {
         let mut tools = HashMap::new();
         let mut order = Vec::new();
-        for (index, toolbox) in toolboxes.iter().enumerate() {
-            for spec in toolbox.specs() {
+        for (index, executor) in executors.iter().enumerate() {
+            for spec in executor.specs() {
                 if tools.contains_key(&spec.name) {
-                    warn!(tool = %spec.name, "two toolboxes offer this tool; the first one's is used");
+                    warn!(tool = %spec.name, "two executors offer this tool; the first one's is used");
                     continue;
                 }
-                let validator = Validator::new(&spec.parameters)
-                    .inspect_err(|e| warn!(tool = %spec.name, error = %e, "tool schema does not compile; arguments unchecked"))
-                    .ok();
                 order.push(spec.name.clone());
-                tools.insert(spec.name.clone(), (index, spec, validator));
+                tools.insert(spec.name.clone(), (index, spec));
             }
         }
         Self {
             native: native.filter(|_| !tools.is_empty()),
-            toolboxes,
+            executors,
             budget,
             tools,
             order,
         }
+    }
+
+    /// What an interceptor offering these tools through a field of the reply sees while the turn
+    /// is prepared, when they go natively.
+    pub(super) fn native_marker(&self) -> Option<NativeTools> {
+        self.is_native()
+            .then(|| NativeTools::of(self.executors.iter()))
     }
 
     /// Whether the tools go natively.
@@ -204,7 +201,7 @@ impl<'a> Agent<'a> {
         self.order
             .iter()
             .filter_map(|name| self.tools.get(name))
-            .map(|(_, spec, _)| match compile_for(target.dialect, &spec.parameters) {
+            .map(|(_, spec)| match compile_for(target.dialect, &spec.parameters) {
                 Ok(compiled) => ToolSpec {
                     parameters: compiled.schema,
                     strict: target.strict,
@@ -237,11 +234,11 @@ impl<'a> Agent<'a> {
             .collect()
     }
 
-    /// The calls a valid value makes through the toolboxes' fields.
+    /// The calls a valid value makes through the executors' fields.
     pub(super) fn calls_in(&self, value: &Value) -> Vec<ToolCall> {
-        self.toolboxes
+        self.executors
             .iter()
-            .flat_map(|toolbox| toolbox.calls_in(value))
+            .flat_map(|executor| executor.calls_in(value))
             .collect()
     }
 
@@ -334,176 +331,109 @@ impl<'a> Agent<'a> {
         spent + 0.0
     }
 
-    /// Runs the calls, each checked against its tool's schema first; one result per call, in order.
-    /// Each toolbox runs its calls as its interceptor runs a reply's after the turn: the first
-    /// [`Toolbox::max_calls`] of them, at most [`Toolbox::concurrency`] at once, each under the
-    /// toolbox's timeout; toolboxes side by side.
-    pub(super) async fn run_calls(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
-        let mut outputs: Vec<Result<Value, String>> = Vec::with_capacity(calls.len());
-        let mut origins: Vec<ToolOrigin> = Vec::with_capacity(calls.len());
-        // The calls each toolbox runs, by their position.
-        let mut runs: Vec<Vec<usize>> = vec![Vec::new(); self.toolboxes.len()];
-        // The calls each toolbox was asked, run or not.
-        let mut asked = vec![0usize; self.toolboxes.len()];
+    /// Runs the calls, one result per call, in order: each executor runs its calls as on every
+    /// route (checked, at most its `max_calls`, its `concurrency` at once, each under its
+    /// `timeout`), executors side by side; a call naming no tool is refused, listing them. With
+    /// each result, the executor that ran it (`None`: none did).
+    pub(super) async fn run_calls(&self, calls: &[ToolCall]) -> Vec<(ToolResult, Option<usize>)> {
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut owner: Vec<Option<usize>> = vec![None; calls.len()];
+        // The calls each executor runs, by their position.
+        let mut runs: Vec<Vec<usize>> = vec![Vec::new(); self.executors.len()];
         for (position, call) in calls.iter().enumerate() {
-            let (origin, admitted) = self.admit(call, &mut asked);
-            origins.push(origin);
-            match admitted {
-                Ok(index) => {
-                    runs[index].push(position);
-                    // Its output takes this place once it ran.
-                    outputs.push(Err(String::new()));
+            match self.tools.get(&call.name) {
+                Some((index, _)) => {
+                    runs[*index].push(position);
+                    owner[position] = Some(*index);
                 }
-                Err(why) => outputs.push(Err(why)),
+                None => {
+                    let why = format!(
+                        "unknown tool `{}`; the tools are: {}",
+                        call.name,
+                        self.order.join(", ")
+                    );
+                    results[position] = Some(ToolResult {
+                        name: call.name.clone(),
+                        args: call.arguments.clone(),
+                        output: Err(why),
+                        origin: ToolOrigin::Other {
+                            interceptor: "agent".to_owned(),
+                        },
+                    });
+                }
             }
         }
-        let toolbox_runs = runs.iter().enumerate().map(|(index, positions)| {
-            let toolbox = self.toolboxes[index];
-            // A vector rather than `map` keeps the future `Send`: rust-lang/rust#102211.
-            let called: Vec<_> = positions
-                .iter()
-                .map(|&position| {
-                    let call = &calls[position];
-                    let span = spans::execute_tool(call);
-                    async move {
-                        let output = toolbox
-                            .call(&call.name, call.arguments.clone())
-                            .instrument(span.clone())
-                            .await;
-                        spans::record_tool_output(&span, &output);
-                        output
-                    }
+        let executor_runs = runs.iter().enumerate().map(|(index, positions)| {
+            let mine: Vec<ToolCall> = positions.iter().map(|&p| calls[p].clone()).collect();
+            let executor = &self.executors[index];
+            async move { executor.run(&mine).await }
+        });
+        let ran = futures_util::future::join_all(executor_runs).await;
+        for (positions, outputs) in runs.iter().zip(ran) {
+            for (&position, result) in positions.iter().zip(outputs) {
+                results[position] = Some(result);
+            }
+        }
+        results.into_iter().flatten().zip(owner).collect()
+    }
+
+    /// The messages that give a step's results back to the model, each executor's cut to its
+    /// [`Limits::result_chars`](crate::Limits::result_chars).
+    pub(super) fn result_messages(
+        &self,
+        calls: &[ToolCall],
+        results: &[(ToolResult, Option<usize>)],
+    ) -> Vec<Message> {
+        if !self.is_native() {
+            // One section per executor, in the order the executors were given.
+            let sections: Vec<String> = (0..self.executors.len())
+                .filter_map(|index| {
+                    let own: Vec<ToolResult> = results
+                        .iter()
+                        .filter(|(_, owner)| *owner == Some(index))
+                        .map(|(r, _)| r.clone())
+                        .collect();
+                    results_section(&own, self.executors[index].limits().result_chars)
+                })
+                .chain({
+                    let unknown: Vec<ToolResult> = results
+                        .iter()
+                        .filter(|(_, owner)| owner.is_none())
+                        .map(|(r, _)| r.clone())
+                        .collect();
+                    results_section(&unknown, crate::tool::DEFAULT_RESULT_CHARS)
                 })
                 .collect();
-            run_bounded(called, toolbox.concurrency())
-        });
-        let ran = futures_util::future::join_all(toolbox_runs).await;
-        for (positions, outputs_of) in runs.iter().zip(ran) {
-            for (&position, output) in positions.iter().zip(outputs_of) {
-                outputs[position] = output;
+            if sections.is_empty() {
+                return Vec::new();
+            }
+            return vec![Message::new(Role::Tool, sections.join("\n\n"))];
+        }
+        let texts: Vec<String> = results
+            .iter()
+            .map(|(result, _)| match &result.output {
+                Ok(value) => value.to_string(),
+                Err(why) => format!("error: {why}"),
+            })
+            .collect();
+        // Each executor's results share its budget.
+        let mut shown = texts.clone();
+        for (index, executor) in self.executors.iter().enumerate() {
+            let positions: Vec<usize> = (0..results.len())
+                .filter(|&p| results[p].1 == Some(index))
+                .collect();
+            let own: Vec<String> = positions.iter().map(|&p| texts[p].clone()).collect();
+            let cut = executor.budget(&own, |keep, total| {
+                format!("… [cut: the tool-results budget shows {keep} of its {total} characters]")
+            });
+            for (&p, text) in positions.iter().zip(cut) {
+                shown[p] = text;
             }
         }
         calls
             .iter()
-            .zip(origins)
-            .zip(outputs)
-            .map(|((call, origin), output)| ToolResult {
-                name: call.name.clone(),
-                args: call.arguments.clone(),
-                output,
-                origin,
-            })
+            .zip(shown)
+            .map(|(call, text)| Message::tool_result(call.id.clone(), text))
             .collect()
-    }
-
-    /// Who answers `call`, and the toolbox (its index) that runs it, or why it is not run: an
-    /// unknown tool, past the toolbox's [`Toolbox::max_calls`] (`asked`: its calls so far in the
-    /// step), arguments that violate the tool's schema.
-    fn admit(&self, call: &ToolCall, asked: &mut [usize]) -> (ToolOrigin, Result<usize, String>) {
-        let Some((index, _, validator)) = self.tools.get(&call.name) else {
-            let origin = ToolOrigin::Other {
-                interceptor: "agent".to_owned(),
-            };
-            let why = format!(
-                "unknown tool `{}`; the tools are: {}",
-                call.name,
-                self.order.join(", ")
-            );
-            return (origin, Err(why));
-        };
-        let toolbox = self.toolboxes[*index];
-        asked[*index] += 1;
-        let admitted = if asked[*index] > toolbox.max_calls() {
-            Err(format!(
-                "not run: at most {} calls per step",
-                toolbox.max_calls()
-            ))
-        } else if let Value::String(raw) = &call.arguments {
-            // Raw text the provider could not parse, and nothing recovered from it.
-            let why = recover_arguments(raw)
-                .err()
-                .unwrap_or_else(|| "the arguments are text, not a JSON object".to_owned());
-            Err(format!("invalid arguments, not run: {why}"))
-        } else {
-            match validator.as_ref().map(|v| v.validate(&call.arguments)) {
-                Some(Err(violations)) => {
-                    let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
-                    Err(format!("invalid arguments, not run: {}", found.join("; ")))
-                }
-                _ => Ok(*index),
-            }
-        };
-        (toolbox.origin(&call.name), admitted)
-    }
-
-    /// The messages that give a step's results back to the model, cut to the budget's
-    /// [`Budget::result_chars`].
-    pub(super) fn result_messages(
-        &self,
-        calls: &[ToolCall],
-        results: &[ToolResult],
-    ) -> Vec<Message> {
-        result_messages(calls, results, self.is_native(), self.budget.result_chars)
-    }
-}
-
-/// A native call's raw arguments (text the provider could not parse) as a JSON object, extracted and
-/// repaired as a reply is, with the number of fixes made; or why not, for the model: no JSON in the
-/// text, a value that is not an object, or one that was cut off (a repaired truncation could run a
-/// tool with half its arguments).
-fn recover_arguments(raw: &str) -> Result<(Value, usize), String> {
-    let repaired = claij_validation::extract::recover(raw)
-        .map_err(|e| format!("the arguments are not JSON ({e})"))?;
-    if repaired
-        .fixes
-        .iter()
-        .any(|fix| fix.kind == FixKind::Truncation)
-    {
-        return Err("the arguments were cut off before their end".to_owned());
-    }
-    if !repaired.value.is_object() {
-        return Err("the arguments are not a JSON object".to_owned());
-    }
-    Ok((repaired.value, repaired.fixes.len()))
-}
-
-/// The messages that give a step's results back to the model: one tool message per call, its
-/// output cut to `chars` (native); or one tool message answering no single call (no
-/// `tool_call_id`) listing them all in `chars` ([`results_section`]), which the request sends as a
-/// user turn (the `oneOf` route): a history window never opens on it.
-fn result_messages(
-    calls: &[ToolCall],
-    results: &[ToolResult],
-    native: bool,
-    chars: usize,
-) -> Vec<Message> {
-    if !native {
-        return results_section(results, chars)
-            .map(|section| Message::new(Role::Tool, section))
-            .into_iter()
-            .collect();
-    }
-    calls
-        .iter()
-        .zip(results)
-        .map(|(call, result)| {
-            let text = match &result.output {
-                Ok(value) => value.to_string(),
-                Err(why) => format!("error: {why}"),
-            };
-            Message::tool_result(call.id.clone(), cut(text, chars))
-        })
-        .collect()
-}
-
-/// `text`, past `max` characters cut with a note saying so and why (the budget's `result_chars`).
-fn cut(text: String, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!(
-            "{}… [cut: the tool-results budget shows {max} of its {} characters]",
-            &text[..end],
-            text.chars().count()
-        ),
-        None => text,
     }
 }

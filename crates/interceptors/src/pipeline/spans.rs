@@ -235,7 +235,7 @@ pub(super) fn interceptor(name: &str, stage: &'static str) -> Span {
 }
 
 /// A tool call's span in an agent run.
-pub(super) fn execute_tool(call: &ToolCall) -> Span {
+pub(crate) fn execute_tool(call: &ToolCall) -> Span {
     let span = info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),
@@ -256,7 +256,7 @@ pub(super) fn execute_tool(call: &ToolCall) -> Span {
 }
 
 /// A tool call's output on its span: the result on opt-in, an error as the span's status.
-pub(super) fn record_tool_output(span: &Span, output: &Result<Value, String>) {
+pub(crate) fn record_tool_output(span: &Span, output: &Result<Value, String>) {
     if span.is_disabled() {
         return;
     }

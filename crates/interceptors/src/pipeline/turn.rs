@@ -15,7 +15,7 @@ use super::{
 use crate::context::{Context, ToolResult};
 use crate::error::Error;
 use crate::prompts::Prompts;
-use crate::toolbox::NativeTools;
+use crate::tool::NativeTools;
 
 /// How the attempts of a step ended.
 pub(super) enum Done {
@@ -68,8 +68,8 @@ impl Pipeline {
         let started = Instant::now();
         let mut skipped = Vec::new();
         let native = agent.is_some_and(Agent::is_native);
-        if native {
-            ctx.insert(NativeTools);
+        if let Some(marker) = agent.and_then(Agent::native_marker) {
+            ctx.insert(marker);
         }
         let prepared = self.prepare_turn(&base, input, ctx, &mut skipped);
         ctx.remove::<NativeTools>();
@@ -189,7 +189,7 @@ impl Pipeline {
             let results = agent.run_calls(&asked).await;
             steps.push(said);
             steps.extend(agent.result_messages(&asked, &results));
-            calls.extend(results);
+            calls.extend(results.into_iter().map(|(result, _)| result));
             prepare_time = Duration::ZERO;
         };
         Ok(Stepped {

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use claij_backends::{Capabilities, ChatResponse, Role, ToolCall, Usage};
-use claij_interceptors::builtin::tools::{Tools, ToolsConfig};
+use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{
-    Budget, BudgetKind, Chain, Config, Context, Error, HistoryPolicy, Pipeline, ToolOrigin,
+    Budget, BudgetKind, Chain, Config, Context, Error, HistoryPolicy, Limits, Pipeline, ToolOrigin,
 };
 use claij_test_support::Scripted;
 use serde_json::{Value, json};
@@ -32,11 +32,13 @@ fn weather(runs: &Arc<AtomicUsize>) -> Tools {
 }
 
 fn pipeline(backend: &Scripted, tools: Tools) -> Pipeline {
+    let executor = tools.executor();
     Pipeline::new(
         Arc::new(backend.clone()),
         Config::new("test-model"),
         Chain::new().with(tools),
     )
+    .with_tools(executor)
 }
 
 fn native(replies: Vec<ChatResponse>) -> Scripted {
@@ -502,26 +504,27 @@ async fn a_streamed_native_call_is_no_partial_value() {
 fn slow(concurrency: usize, most: &Arc<AtomicUsize>) -> Tools {
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::clone(most);
-    let mut config = ToolsConfig::default();
-    config.concurrency = concurrency;
-    config.timeout = Duration::from_secs(5);
-    Tools::with_config(config)
-        .register(
-            "slow",
-            "Takes a while.",
-            json!({"type": "object"}),
-            move |_| {
-                let (running, most) = (Arc::clone(&running), Arc::clone(&most));
-                async move {
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    running.fetch_sub(1, Ordering::SeqCst);
-                    Ok(json!("done"))
-                }
-            },
-        )
-        .unwrap()
+    Tools::with_limits(Limits {
+        concurrency,
+        timeout: Some(Duration::from_secs(5)),
+        ..Limits::default()
+    })
+    .register(
+        "slow",
+        "Takes a while.",
+        json!({"type": "object"}),
+        move |_| {
+            let (running, most) = (Arc::clone(&running), Arc::clone(&most));
+            async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                Ok(json!("done"))
+            }
+        },
+    )
+    .unwrap()
 }
 
 /// A step's calls run as the `tools` interceptor runs a reply's: at most its concurrency at once.
@@ -555,13 +558,14 @@ async fn a_steps_calls_keep_to_the_toolboxs_concurrency() {
 /// And under its timeout: a call past it is a timed-out result for the model.
 #[tokio::test(start_paused = true)]
 async fn a_steps_call_keeps_to_the_toolboxs_timeout() {
-    let mut config = ToolsConfig::default();
-    config.timeout = Duration::from_millis(100);
-    let tools = Tools::with_config(config)
-        .register("stuck", "Never ends.", json!({"type": "object"}), |_| {
-            std::future::pending::<Result<Value, claij_interceptors::BoxError>>()
-        })
-        .unwrap();
+    let tools = Tools::with_limits(Limits {
+        timeout: Some(Duration::from_millis(100)),
+        ..Limits::default()
+    })
+    .register("stuck", "Never ends.", json!({"type": "object"}), |_| {
+        std::future::pending::<Result<Value, claij_interceptors::BoxError>>()
+    })
+    .unwrap();
     let backend = native(vec![
         calls(&[("stuck", json!({}))]),
         ChatResponse::text(ANSWER),
@@ -570,28 +574,31 @@ async fn a_steps_call_keeps_to_the_toolboxs_timeout() {
         .run_agent(&mut Context::default(), "Go", &Budget::default())
         .await
         .unwrap();
-    assert_eq!(run.calls[0].output, Err("timed out after 100ms".to_owned()));
+    assert_eq!(
+        run.calls[0].output,
+        Err("timed out after 100ms (timeout)".to_owned())
+    );
 }
 
-/// A tool that returns 100 `x`s.
+/// A tool that returns 100 `x`s, its results shown in 10 characters.
 fn long() -> Tools {
-    Tools::new()
-        .register(
-            "long",
-            "A long output.",
-            json!({"type": "object"}),
-            |_| async { Ok(json!("x".repeat(100))) },
-        )
-        .unwrap()
+    Tools::with_limits(Limits {
+        result_chars: 10,
+        ..Limits::default()
+    })
+    .register(
+        "long",
+        "A long output.",
+        json!({"type": "object"}),
+        |_| async { Ok(json!("x".repeat(100))) },
+    )
+    .unwrap()
 }
 
-/// Results are cut to the budget's `result_chars`, and the model is told so.
+/// Results are cut to the tools' `result_chars`, and the model is told so.
 #[tokio::test]
 async fn results_are_cut_to_the_budget_and_say_so() {
-    let budget = Budget {
-        result_chars: 10,
-        ..Budget::default()
-    };
+    let budget = Budget::default();
     // Native: each result.
     let backend = native(vec![
         calls(&[("long", json!({}))]),
@@ -643,11 +650,13 @@ async fn a_history_window_never_opens_on_one_of_results() {
         max_messages: 2,
         ..HistoryPolicy::default()
     };
+    let tools = weather(&runs);
     let p = Pipeline::new(
         Arc::new(backend.clone()),
         config,
-        Chain::new().with(weather(&runs)),
-    );
+        Chain::new().with(tools.clone()),
+    )
+    .with_tools(tools.executor());
     let mut ctx = Context::default();
     p.run_agent(&mut ctx, "Weather in Oslo?", &Budget::default())
         .await
@@ -694,15 +703,16 @@ async fn a_later_ask_sends_one_of_results_as_a_user_turn() {
 #[tokio::test]
 async fn a_step_runs_at_most_the_toolboxs_max_calls() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let mut config = ToolsConfig::default();
-    config.max_calls = 2;
     let runs_in = Arc::clone(&runs);
-    let tools = Tools::with_config(config)
-        .register("count", "Counts.", json!({"type": "object"}), move |_| {
-            runs_in.fetch_add(1, Ordering::SeqCst);
-            async { Ok(json!("ok")) }
-        })
-        .unwrap();
+    let tools = Tools::with_limits(Limits {
+        max_calls: 2,
+        ..Limits::default()
+    })
+    .register("count", "Counts.", json!({"type": "object"}), move |_| {
+        runs_in.fetch_add(1, Ordering::SeqCst);
+        async { Ok(json!("ok")) }
+    })
+    .unwrap();
     let backend = native(vec![
         calls(&[
             ("count", json!({})),
@@ -722,7 +732,7 @@ async fn a_step_runs_at_most_the_toolboxs_max_calls() {
         [
             Ok(json!("ok")),
             Ok(json!("ok")),
-            Err("not run: at most 2 calls per step".to_owned())
+            Err("not run: at most 2 calls per reply (max_calls)".to_owned())
         ]
     );
 }

@@ -42,11 +42,13 @@ fn used(text: &str, input: u64, output: u64) -> Result<ChatResponse, claij_backe
 }
 
 fn pipeline(backend: &Scripted, config: Config, runs: &Arc<AtomicUsize>) -> Pipeline {
+    let tools = weather(runs);
     Pipeline::new(
         Arc::new(backend.clone()),
         config,
-        Chain::new().with(weather(runs)),
+        Chain::new().with(tools.clone()),
     )
+    .with_tools(tools.executor())
 }
 
 /// $1 per million tokens in, $4 out: a call of 1,000 in and 100 out costs $0.0014.
@@ -309,7 +311,9 @@ mod on_the_wire {
         let price = ModelTable::builtin().price_for(provider, model).cloned();
         assert!(price.is_some(), "{provider}:{model} has a built-in price");
         let budget = Budget::default().with_max_cost_usd(limit).with_price(price);
-        let pipeline = Pipeline::new(backend, Config::new(model), Chain::new().with(now()));
+        let now = now();
+        let pipeline = Pipeline::new(backend, Config::new(model), Chain::new().with(now.clone()))
+            .with_tools(now.executor());
         let err = pipeline
             .run_agent(&mut Context::default(), "What time is it?", &budget)
             .await

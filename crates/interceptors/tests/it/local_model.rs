@@ -209,9 +209,11 @@ fn an_agent_run_on_the_local_model_feeds_results_to_the_next_step() {
         b: i64,
     }
     // One call a reply: a small model otherwise lists calls until the token limit.
-    let mut tools_config = claij_interceptors::builtin::tools::ToolsConfig::default();
-    tools_config.max_calls = 1;
-    let tools = Tools::with_config(tools_config)
+    let limits = claij_interceptors::Limits {
+        max_calls: 1,
+        ..Default::default()
+    };
+    let tools = Tools::with_limits(limits)
         .register_typed("add", "Adds two integers.", |args: Add| async move {
             Ok(args.a + args.b)
         })
@@ -220,7 +222,10 @@ fn an_agent_run_on_the_local_model_feeds_results_to_the_next_step() {
     config.max_tokens = Some(160);
     config.max_retries = 1;
     config.seed = Some(1);
-    let Some(pipeline) = pipeline(Decoding::Constrained, config, Chain::new().with(tools)) else {
+    let executor = tools.executor();
+    let Some(pipeline) = pipeline(Decoding::Constrained, config, Chain::new().with(tools))
+        .map(|p| p.with_tools(executor))
+    else {
         return;
     };
     let budget = Budget {

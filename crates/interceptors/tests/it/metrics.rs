@@ -204,8 +204,9 @@ fn each_step_of_an_agent_run_counts_as_a_model_call() {
     let p = Pipeline::new(
         Arc::new(backend),
         Config::new("test-model"),
-        Chain::new().with(tools).with(metrics),
-    );
+        Chain::new().with(tools.clone()).with(metrics),
+    )
+    .with_tools(tools.executor());
     let run = block(p.run_agent(&mut Context::default(), "Time?", &Budget::default())).unwrap();
     assert_eq!((run.steps, run.answer.retries()), (2, 0));
     let s = collector.snapshot();
@@ -244,7 +245,8 @@ fn a_failed_agent_run_counts_its_earlier_steps() {
         Arc::new(Scripted::replies([calls_now, calls_now])),
         Config::new("test-model"),
         Chain::new().with(tools()).with(metrics.clone()),
-    );
+    )
+    .with_tools(tools().executor());
     let budget = Budget {
         max_steps: 2,
         ..Budget::default()
@@ -263,7 +265,8 @@ fn a_failed_agent_run_counts_its_earlier_steps() {
         Arc::new(Scripted::replies([calls_now, "no json", "still none"])),
         config,
         Chain::new().with(tools()).with(metrics),
-    );
+    )
+    .with_tools(tools().executor());
     let error =
         block(p.run_agent(&mut Context::default(), "Time?", &Budget::default())).unwrap_err();
     let Error::RetriesExhausted(exhausted) = &error else {

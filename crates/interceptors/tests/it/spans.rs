@@ -291,7 +291,9 @@ fn agent_run(capture: &Capture) {
         r#"{"answer": "", "state": "asking", "tools": [{"name": "weather", "args": {"city": "Oslo"}}]}"#,
         r#"{"answer": "It is sunny in Oslo.", "state": "done"}"#,
     ]);
-    let pipeline = pipeline(&backend, Chain::new().with(weather(&runs)));
+    let tools = weather(&runs);
+    let pipeline =
+        pipeline(&backend, Chain::new().with(tools.clone())).with_tools(tools.executor());
     capture
         .run(async {
             let mut ctx = Context::default();

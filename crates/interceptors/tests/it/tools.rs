@@ -138,9 +138,11 @@ async fn tool_results_reach_the_next_turn() {
 
 #[tokio::test(start_paused = true)]
 async fn slow_calls_time_out_and_others_complete() {
-    let mut config = tools::ToolsConfig::default();
-    config.timeout = Duration::from_secs(2);
-    let tools = Tools::with_config(config)
+    let limits = claij_interceptors::Limits {
+        timeout: Some(Duration::from_secs(2)),
+        ..Default::default()
+    };
+    let tools = Tools::with_limits(limits)
         .register(
             "sleep",
             "Sleeps.",
@@ -162,20 +164,22 @@ async fn slow_calls_time_out_and_others_complete() {
     let outputs: Vec<_> = results.iter().map(|r| r.output.clone()).collect();
     assert_eq!(
         outputs,
-        [Err("timed out after 2s".to_owned()), Ok(json!(1))]
+        [Err("timed out after 2s (timeout)".to_owned()), Ok(json!(1))]
     );
     assert_eq!(started.elapsed(), Duration::from_secs(2));
 }
 
 #[tokio::test(start_paused = true)]
 async fn at_most_concurrency_calls_run_at_once_results_in_call_order() {
-    let mut config = tools::ToolsConfig::default();
-    config.concurrency = 3;
-    config.max_calls = 10;
+    let limits = claij_interceptors::Limits {
+        concurrency: 3,
+        max_calls: 10,
+        ..Default::default()
+    };
     let in_flight = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let (now, peak) = (Arc::clone(&in_flight), Arc::clone(&most));
-    let tools = Tools::with_config(config)
+    let tools = Tools::with_limits(limits)
         .register("work", "Works.", json!({"type": "integer"}), move |n| {
             let (now, peak) = (Arc::clone(&now), Arc::clone(&peak));
             async move {
@@ -251,7 +255,7 @@ async fn bad_calls_are_error_results_when_run_directly() {
         outputs,
         [
             Err("unknown tool `ad`; the tools are: add, search, now".to_owned()),
-            Err("invalid args: (root): missing required property `b`".to_owned()),
+            Err("invalid arguments, not run: (root): missing required property `b`".to_owned(),),
             Err("overflow".to_owned()),
             Ok(json!(3)),
         ]
@@ -310,4 +314,105 @@ async fn system_prompt_after_calls() {
     pipeline.ask(&mut ctx, "1 + 2?").await.unwrap();
     pipeline.ask(&mut ctx, "So?").await.unwrap();
     insta::assert_snapshot!("system_prompt_after_calls", system(&backend.requests()[1]));
+}
+
+/// One engine, one meaning: the same tools' limits hold on the `oneOf` route (a reply's `tools`,
+/// run after it) and on the native route (an agent run's step), with the same results: at most
+/// `max_calls` calls of one reply run (the third says which limit), a call past `timeout` is
+/// dropped (saying so), raw text arguments are repaired then checked, and the model is shown
+/// `result_chars` of the reply's results, shared by them.
+#[tokio::test(start_paused = true)]
+async fn a_limit_means_the_same_on_the_one_of_and_native_routes() {
+    use claij_backends::{Capabilities, ToolCall};
+    use claij_interceptors::{Budget, Interceptor as _, Limits, Prompts};
+
+    let tools = Tools::with_limits(Limits {
+        max_calls: 2,
+        timeout: Some(Duration::from_secs(1)),
+        result_chars: 30,
+        ..Limits::default()
+    })
+    .register(
+        "echo",
+        "Echoes.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        |args| async move { Ok(args["text"].clone()) },
+    )
+    .unwrap()
+    .register("slow", "Sleeps.", json!({"type": "object"}), |_| async {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok(json!("late"))
+    })
+    .unwrap();
+    let long = "x".repeat(100);
+    // The first call's arguments are text, as a model that wrote them as a string gives them.
+    let raw = format!("{{text: '{long}',}}");
+    let expected = [
+        Ok(json!(long)),
+        Err("timed out after 1s (timeout)".to_owned()),
+        Err("not run: at most 2 calls per reply (max_calls)".to_owned()),
+    ];
+
+    // The `oneOf` route.
+    let mut ctx = Context::default();
+    let reply = json!({"answer": "", "state": "s", "tools": [
+        {"name": "echo", "args": raw},
+        {"name": "slow", "args": {}},
+        {"name": "echo", "args": {"text": "third"}},
+    ]});
+    tools.post_response(&reply, &mut ctx).await.unwrap();
+    let one_of: Vec<_> = ctx.tool_results.iter().map(|r| r.output.clone()).collect();
+    assert_eq!(one_of, expected);
+    let mut prompts = Prompts::new("", "next");
+    tools.pre_prompt(&mut prompts, &ctx).unwrap();
+    assert!(
+        prompts
+            .system
+            .ends_with("(Cut where marked: the results share a budget of 30 characters.)"),
+        "{}",
+        prompts.system
+    );
+
+    // The native route.
+    let backend = Scripted::new([
+        Ok(ChatResponse::text("").tool_calls(vec![
+            ToolCall::new("c0", "echo", json!(raw)),
+            ToolCall::new("c1", "slow", json!({})),
+            ToolCall::new("c2", "echo", json!({"text": "third"})),
+        ])),
+        Ok(ChatResponse::text(r#"{"answer": "done", "state": "done"}"#)),
+    ])
+    .with_capabilities(Capabilities::prompted().with_tools(true));
+    let pipeline = Pipeline::new(
+        Arc::new(backend.clone()),
+        Config::new("test-model"),
+        Chain::new().with(tools.clone()),
+    )
+    .with_tools(tools.executor());
+    let run = pipeline
+        .run_agent(&mut Context::default(), "Go", &Budget::default())
+        .await
+        .unwrap();
+    let native: Vec<_> = run.calls.iter().map(|r| r.output.clone()).collect();
+    assert_eq!(native, expected);
+    // The three results share the 30 characters: 10 each.
+    let shown: Vec<String> = backend.requests()[1]
+        .messages
+        .iter()
+        .filter(|m| m.tool_call_id.is_some())
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(
+        shown[0],
+        format!(
+            "\"{}… [cut: the tool-results budget shows 10 of its 102 characters]",
+            "x".repeat(9)
+        )
+    );
+    assert_eq!(shown.len(), 3);
+    assert!(
+        shown[2].starts_with("error: not… [cut: the tool-results budget shows 10 of "),
+        "{}",
+        shown[2]
+    );
 }

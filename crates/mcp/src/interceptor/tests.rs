@@ -174,11 +174,11 @@ fn no_tools_no_delta() {
 /// call order.
 #[tokio::test]
 async fn calls_that_cannot_run_are_error_results() {
-    let config = super::InterceptorConfig {
+    let limits = claij_interceptors::Limits {
         max_calls: 3,
-        ..Default::default()
+        ..crate::default_limits()
     };
-    let mcp = McpInterceptor::new(Services::from_clients([])).with_config(config);
+    let mcp = McpInterceptor::new(Services::from_clients([])).with_limits(limits);
     assert_eq!(mcp.schema_delta(), None);
     assert_eq!(mcp.prompt_section(), None);
     assert!(mcp.run(&Value::Null).await.is_empty());
@@ -215,7 +215,7 @@ async fn calls_that_cannot_run_are_error_results() {
             (
                 "ghost.late",
                 &json!({}),
-                &Err("not run: at most 3 calls per reply".to_owned())
+                &Err("not run: at most 3 calls per reply (max_calls)".to_owned())
             ),
         ]
     );

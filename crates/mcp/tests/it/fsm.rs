@@ -487,3 +487,94 @@ async fn a_servers_question_waits_in_the_asking_state_for_a_person() {
 
     services.close().await;
 }
+
+/// The `tools/call` route keeps to the executor's limits as the native and `oneOf` routes do
+/// (claij_interceptors::tool): at most `max_calls` of one event's calls run (a JSON-RPC batch of
+/// three, the third not run, naming the limit), each under `timeout`, the model shown
+/// `result_chars` of the result; raw text arguments are repaired, then checked against the
+/// tool's schema.
+#[tokio::test]
+async fn a_tools_call_keeps_to_the_executors_limits() {
+    let Some(dir) = servers::require("a_tools_call_keeps_to_the_executors_limits") else {
+        return;
+    };
+    let everything = servers::connect("everything", servers::everything(&dir)).await;
+    let services = Services::from_clients([everything]);
+    let limits = claij_interceptors::Limits {
+        max_calls: 2,
+        timeout: Some(std::time::Duration::from_secs(2)),
+        ..claij_mcp::default_limits()
+    };
+    let service = mcp_fsm::McpService::new(services.clone()).with_limits(limits.clone());
+    let narrow =
+        mcp_fsm::McpService::new(services.clone()).with_limits(claij_interceptors::Limits {
+            result_chars: 40,
+            ..limits
+        });
+    let request = |id: u64, tool: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}})
+    };
+    let echo = |id: u64, arguments: Value| request(id, "everything.echo", arguments);
+    let text = |answer: &Value| -> String {
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    // max_calls: a batch of three calls, the third not run.
+    let answer = service
+        .respond(&json!({"message": [
+            echo(1, json!({"message": "a"})),
+            echo(2, json!({"message": "b"})),
+            echo(3, json!({"message": "c"})),
+        ]}))
+        .await;
+    let responses = answer["message"].as_array().expect("a batch response");
+    assert_eq!(responses.len(), 3, "{answer}");
+    assert_eq!(text(&responses[1]), "Echo: b");
+    assert_eq!(responses[2]["id"], 3);
+    assert_eq!(responses[2]["result"]["isError"], true);
+    assert_eq!(
+        text(&responses[2]),
+        "not run: at most 2 calls per reply (max_calls)"
+    );
+
+    // result_chars: a 106-character result shown in 40, saying so.
+    let answer = narrow
+        .respond(&json!({"message": echo(4, json!({"message": "x".repeat(100)}))}))
+        .await;
+    assert_eq!(
+        text(&answer["message"]),
+        format!(
+            "Echo: {}… [cut: the tool-results budget shows 40 of its 106 characters]",
+            "x".repeat(34)
+        )
+    );
+
+    // The argument check: text repaired into an object, then checked against the schema.
+    let answer = service
+        .respond(&json!({"message": echo(5, json!("{message: 'fixed',}"))}))
+        .await;
+    assert_eq!(text(&answer["message"]), "Echo: fixed", "{answer}");
+    let answer = service
+        .respond(&json!({"message": echo(6, json!({"message": 5}))}))
+        .await;
+    assert_eq!(answer["message"]["result"]["isError"], true);
+    assert_eq!(
+        text(&answer["message"]),
+        "invalid arguments, not run: /message: expected string, got number"
+    );
+
+    // timeout: an operation of 600 s dropped at 2 s, saying so.
+    let answer = service
+        .respond(&json!({"message": request(
+            7,
+            "everything.trigger-long-running-operation",
+            json!({"duration": 600, "steps": 1})
+        )}))
+        .await;
+    assert_eq!(text(&answer["message"]), "timed out after 2s (timeout)");
+    services.close().await;
+}

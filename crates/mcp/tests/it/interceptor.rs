@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_interceptors::{Chain, Config, Context, Interceptor, Pipeline, ToolOrigin, ToolResult};
-use claij_mcp::{
-    ClientOptions, EXTENSION, Hooks, InterceptorConfig, McpInterceptor, Project, Services,
-};
+use claij_mcp::{ClientOptions, EXTENSION, Hooks, McpInterceptor, Project, Services};
 use claij_test_support::Scripted;
 use claij_validation::Validator;
 use serde_json::{Value, json};
@@ -292,11 +290,13 @@ async fn timeouts_and_dead_servers_are_error_results() {
         return;
     };
     let services = services(&dir).await;
-    let mut config = InterceptorConfig::default();
-    // Long enough for the short calls on a loaded machine (a 0.2 s operation, an echo), far shorter
-    // than the long one (600 s), which only the timeout ends.
-    config.timeout = Some(Duration::from_secs(10));
-    let mcp = McpInterceptor::new(services.clone()).with_config(config);
+    let limits = claij_interceptors::Limits {
+        // Long enough for the short calls on a loaded machine (a 0.2 s operation, an echo), far
+        // shorter than the long one (600 s), which only the timeout ends.
+        timeout: Some(Duration::from_secs(10)),
+        ..claij_mcp::default_limits()
+    };
+    let mcp = McpInterceptor::new(services.clone()).with_limits(limits);
     services.client("time").expect("time").close().await;
     let long = |duration: f64| {
         json!({"service": "everything", "tool": "trigger-long-running-operation",
@@ -335,9 +335,7 @@ async fn timeouts_and_dead_servers_are_error_results() {
             ("local_tool", Ok(false)),
             (
                 "everything.trigger-long-running-operation",
-                Err(
-                    "mcp server `everything`: `tools/call trigger-long-running-operation` timed out after 10s"
-                )
+                Err("timed out after 10s (timeout)")
             ),
             ("everything.trigger-long-running-operation", Ok(true)),
             (
@@ -377,9 +375,11 @@ async fn at_most_concurrency_calls_run_at_once() {
     }));
     let everything = servers::connect_with("everything", servers::everything(&dir), options).await;
     let services = Services::from_clients([everything]);
-    let mut config = InterceptorConfig::default();
-    config.concurrency = 2;
-    let mcp = McpInterceptor::new(services.clone()).with_config(config);
+    let limits = claij_interceptors::Limits {
+        concurrency: 2,
+        ..claij_mcp::default_limits()
+    };
+    let mcp = McpInterceptor::new(services.clone()).with_limits(limits);
     let calls = (10..14)
         .map(|steps| {
             json!({"service": "everything", "tool": "trigger-long-running-operation",
@@ -419,11 +419,14 @@ async fn an_agent_run_calls_mcp_tools_within_the_turn() {
     };
     let backend = Scripted::from_fn(move |_, call| Ok(echo(call)))
         .with_capabilities(claij_backends::Capabilities::prompted().with_tools(true));
+    let mcp = McpInterceptor::new(services.clone());
+    let executor = mcp.executor();
     let pipeline = Pipeline::new(
         Arc::new(backend.clone()),
         Config::new("test-model"),
-        Chain::new().with(McpInterceptor::new(services.clone())),
-    );
+        Chain::new().with(mcp),
+    )
+    .with_tools(executor);
     let budget = claij_interceptors::Budget::default();
     let run = pipeline
         .run_agent(&mut Context::default(), "Echo a token.", &budget)
@@ -456,11 +459,14 @@ async fn an_agent_run_calls_mcp_tools_within_the_turn() {
             _ => reply(json!({"answer": "Echoed.", "state": "done"})),
         })
     });
+    let mcp = McpInterceptor::new(services.clone());
+    let executor = mcp.executor();
     let pipeline = Pipeline::new(
         Arc::new(backend.clone()),
         Config::new("test-model"),
-        Chain::new().with(McpInterceptor::new(services.clone())),
-    );
+        Chain::new().with(mcp),
+    )
+    .with_tools(executor);
     let run = pipeline
         .run_agent(&mut Context::default(), "Echo a token.", &budget)
         .await

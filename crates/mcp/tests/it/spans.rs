@@ -189,7 +189,10 @@ fn the_mcp_fsm_calls_a_tool_under_its_servicing_state() {
     let spans = capture.spans();
     let calls = named(&spans, "mcp.call");
     assert_eq!(calls.len(), 1, "{spans:#?}");
-    let state = &spans[calls[0].parent.expect("the call has a parent")];
+    // The call runs through the tool engine: its `execute_tool` span, in the state's.
+    let tool = &spans[calls[0].parent.expect("the call has a parent")];
+    assert_eq!(tool.name, "execute_tool");
+    let state = &spans[tool.parent.expect("the tool call has a parent")];
     assert_eq!(state.name, "fsm.state");
     assert_eq!(state.fields["claij.fsm.state"], mcp_fsm::SERVICING);
     assert_eq!(state.fields["claij.fsm.transition"], "servicing -> llm");

@@ -98,20 +98,8 @@ pub fn results_section(results: &[ToolResult], budget: usize) -> Option<String> 
     Some(out)
 }
 
-/// How many characters each text may keep so that together they fit `budget`: texts shorter than an
-/// even share keep everything, the others split what remains evenly ("water filling").
-pub(super) fn shares(lengths: &[usize], budget: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..lengths.len()).collect();
-    order.sort_by_key(|&i| lengths[i]);
-    let mut shares = vec![0; lengths.len()];
-    let mut remaining = budget;
-    for (k, &i) in order.iter().enumerate() {
-        let fair = remaining / (lengths.len() - k);
-        shares[i] = lengths[i].min(fair);
-        remaining -= shares[i];
-    }
-    shares
-}
+/// One definition of how a budget is shared, the executor's.
+pub(super) use crate::tool::shares;
 
 /// The first `keep` characters of `text`, with a note of how many were cut; all of it when it fits.
 pub(super) fn cut(text: &str, keep: usize) -> String {

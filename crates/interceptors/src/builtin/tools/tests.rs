@@ -85,16 +85,21 @@ fn two_tools() -> Tools {
         .unwrap()
 }
 
+/// The calls of `calls` run through the executor: the tool each ran, or why it did not.
 #[track_caller]
 fn check_plan(calls: Value, expected: &[Result<&str, &str>]) {
     let tools = two_tools();
-    let planned = tools.plan(&calls);
-    let found: Vec<Result<&str, &str>> = planned
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let results = runtime.block_on(tools.run(&calls));
+    let found: Vec<Result<&str, &str>> = results
         .iter()
-        .map(|p| {
-            p.tool
+        .map(|r| {
+            r.output
                 .as_ref()
-                .map(|t| t.name.as_str())
+                .map(|_| r.name.as_str())
                 .map_err(String::as_str)
         })
         .collect();
@@ -116,7 +121,7 @@ fn planning_calls() {
     check_plan(
         json!([{"name": "echo", "args": {"x": "one"}}, {"args": {}}]),
         &[
-            Err("invalid args: /x: expected integer, got string"),
+            Err("invalid arguments, not run: /x: expected integer, got string"),
             Err("unknown tool ``; the tools are: echo, nothing"),
         ],
     );
@@ -128,7 +133,7 @@ fn planning_calls() {
     );
     let nine = Value::Array(vec![json!({"name": "nothing", "args": {}}); 9]);
     let mut expected = vec![Ok("nothing"); 8];
-    expected.push(Err("not run: at most 8 calls per reply"));
+    expected.push(Err("not run: at most 8 calls per reply (max_calls)"));
     check_plan(nine, &expected);
 }
 
