@@ -66,9 +66,6 @@
 //! Features (additive):
 //! - `openai`, `openrouter`, `anthropic`, `gemini` (default on): the HTTP adapters; each pulls in `http`
 //!   (reqwest with rustls, tokio timers). With no default features the crate has no IO dependency.
-//! - `testing`: [`redact::samples`], every form of a secret the redaction rules remove, for other
-//!   crates' property tests. Scripted backends, span capture and free ports are in the
-//!   `publish = false` crate claij-test-support.
 //! - `cassette` (off by default): [`Recorder`] and [`Replayer`], the one part of the crate that reads
 //!   and writes files. Without it (and without the HTTP adapters) the crate does no IO.
 //!

@@ -5,9 +5,9 @@
 //! finds; [`redact_url`] keeps only what identifies a server; [`redact_urls_in`] does that to every
 //! URL of a message; [`redact_value`] walks JSON; [`redact_secret`] removes one known secret with its
 //! base64 and URL-encoded copies. All of them take time linear in the text (left-to-right scans,
-//! no backtracking regex) and never panic, whatever the input. With the `testing` feature,
-//! `redact::samples` lists every form the rules remove, for property tests of the places that
-//! redact.
+//! no backtracking regex) and never panic, whatever the input. The workspace's test support
+//! (`claij_test_support::secrets`) lists every form the rules remove, for property tests of the
+//! places that redact.
 //!
 //! ```
 //! use claij_backends::redact::{redact_text, redact_url, MARKER};
@@ -485,7 +485,5 @@ fn percent_encode(text: &str) -> String {
     out
 }
 
-#[cfg(any(test, feature = "testing"))]
-pub mod samples;
 #[cfg(test)]
 mod tests;

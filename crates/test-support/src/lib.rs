@@ -4,7 +4,7 @@
 //! model test finds the embedded model (a failure under CI when it is missing); [`lookup`], an
 //! environment of a test's own; [`spans::SpanCapture`], a `tracing` layer that records spans and
 //! events; [`net`], free loopback ports and the sockets a process listens on, for tests that start
-//! real servers.
+//! real servers; and [`secrets`], every form of a secret the redaction rules remove.
 //!
 //! ```
 //! use claij_backends::{Backend, ChatRequest, Message};
@@ -24,6 +24,7 @@
 
 mod model;
 pub mod net;
+pub mod secrets;
 pub mod spans;
 
 pub use model::local_model_or_skip;

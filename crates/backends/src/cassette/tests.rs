@@ -195,7 +195,7 @@ proptest::proptest! {
         let path = dir.join("cassette.jsonl");
         let _ = std::fs::remove_file(&path);
         let recorder = Recorder::new(Echo, &path).unwrap();
-        for form in crate::redact::samples::secret_forms(&secret) {
+        for form in claij_test_support::secrets::secret_forms(&secret) {
             for message in [format!("{other} {form} {other}"), format!("fail {form}")] {
                 let request = ChatRequest::new("m")
                     .system(form.clone())
@@ -205,7 +205,7 @@ proptest::proptest! {
         }
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
-        proptest::prop_assert_eq!(text.lines().count(), 2 * crate::redact::samples::secret_forms(&secret).len());
+        proptest::prop_assert_eq!(text.lines().count(), 2 * claij_test_support::secrets::secret_forms(&secret).len());
         proptest::prop_assert!(!text.contains(&secret) || other.contains(&secret), "{text}");
     }
 }

@@ -236,7 +236,7 @@ fn around() -> impl Strategy<Value = String> {
 proptest! {
     #[test]
     fn every_form_in_text_is_redacted(secret in secret(), before in around(), after in around()) {
-        for form in samples::secret_forms(&secret) {
+        for form in claij_test_support::secrets::secret_forms(&secret) {
             let text = format!("{before} {form} {after}");
             let redacted = redact_text(&text);
             prop_assert!(
@@ -250,7 +250,7 @@ proptest! {
 
     #[test]
     fn every_form_in_json_is_redacted(secret in secret(), name in "[a-z_]{1,12}", other in around()) {
-        for form in samples::secret_forms(&secret) {
+        for form in claij_test_support::secrets::secret_forms(&secret) {
             let mut value = json!({name.clone(): [form.clone(), {"note": other.clone()}]});
             redact_value(&mut value);
             prop_assert!(!value.to_string().contains(&secret), "{form:?} survived in {value}");
@@ -264,7 +264,7 @@ proptest! {
 
     #[test]
     fn every_url_form_is_redacted(secret in secret(), other in around()) {
-        for url in samples::secret_urls(&secret) {
+        for url in claij_test_support::secrets::secret_urls(&secret) {
             let redacted = redact_url(&url);
             prop_assert!(!redacted.contains(&secret), "{url:?} became {redacted:?}");
             let message = format!("{other} ({url}) {other}");

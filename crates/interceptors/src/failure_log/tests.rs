@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use claij_backends::redact::samples::secret_forms;
 use claij_test_support::Scripted;
+use claij_test_support::secrets::secret_forms;
 use proptest::prelude::*;
 
 use crate::{Chain, Config, Context, FailureLog, Pipeline};

@@ -350,7 +350,7 @@ proptest::proptest! {
         secret in "[A-Za-z0-9]{16,40}",
         url in proptest::prelude::any::<String>(),
     ) {
-        for secret_url in claij_backends::redact::samples::secret_urls(&secret) {
+        for secret_url in claij_test_support::secrets::secret_urls(&secret) {
             let config = serde_json::json!({"mcpServers": {
                 "web": {"url": secret_url, "headers": {"Authorization": format!("Bearer {secret}")}},
                 "fs": {"command": "node", "env": {"TOKEN": secret}},

@@ -106,7 +106,7 @@ proptest::proptest! {
         any_url in proptest::prelude::any::<String>(),
     ) {
         let is_set = |_: &str| true;
-        for url in claij_backends::redact::samples::secret_urls(&secret) {
+        for url in claij_test_support::secrets::secret_urls(&secret) {
             let url = toml_string(&url);
             let bearer = toml_string(&format!("Bearer {secret}"));
             let config = parse(&format!(

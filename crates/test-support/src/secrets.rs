@@ -1,13 +1,15 @@
-//! Every form of secret the [`redact`](super) rules remove, built around a given secret, so the
+//! Every form of secret claij-backends' `redact` rules remove, built around a given secret, so the
 //! property tests of each place that redacts (cassettes, the failure log, MCP and CLI configuration)
 //! check one and the same list.
 
-/// Texts that each carry `secret` in a form [`redact_text`](super::redact_text) removes: provider
-/// keys by prefix, bearer tokens, auth headers as text and JSON, query parameters and URL user info.
+/// Texts that each carry `secret` in a form
+/// [`redact_text`](claij_backends::redact::redact_text) removes: provider keys by prefix, bearer
+/// tokens, auth headers as text and JSON, query parameters and URL user info.
 /// `secret` should be 16 or more ASCII letters and digits (a shorter one is not a key by its form).
 ///
 /// ```
-/// use claij_backends::redact::{redact_text, samples::secret_forms};
+/// use claij_backends::redact::redact_text;
+/// use claij_test_support::secrets::secret_forms;
 ///
 /// for form in secret_forms("0123456789abcdefXYZ") {
 ///     assert!(!redact_text(&form).contains("0123456789abcdefXYZ"), "{form}");
@@ -53,8 +55,8 @@ pub fn secret_forms(secret: &str) -> Vec<String> {
     forms
 }
 
-/// URLs that each carry `secret` where [`redact_url`](super::redact_url) removes it: user info,
-/// any query parameter, the fragment, a key in the path.
+/// URLs that each carry `secret` where [`redact_url`](claij_backends::redact::redact_url) removes
+/// it: user info, any query parameter, the fragment, a key in the path.
 pub fn secret_urls(secret: &str) -> Vec<String> {
     let s = secret;
     vec![
