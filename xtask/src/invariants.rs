@@ -58,7 +58,7 @@ const ALLOWED: &[(&str, Allowed)] = &[
     ),
     (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
     ("claij-cli", Allowed::Any),
-    // The test harnesses (`publish = false`): the live suites and the MCP conformance client.
+    // The live suites' harness (`publish = false`, a binary).
     ("claij-suite", Allowed::Any),
     ("xtask", Allowed::Only(&[])),
 ];

@@ -2,7 +2,7 @@
 //! and the retry budget claij chooses, and whether it is supported for structured output at all.
 //!
 //! `cargo xtask integration` merges each run into `$XDG_DATA_HOME/claij/compat-matrix.json` (default
-//! `~/.local/share/claij/`): the [`Record`] of each test `claij suite run` printed (the model, whether
+//! `~/.local/share/claij/`): the [`Record`] of each test `claij-suite run` printed (the model, whether
 //! it passed, was valid on the first try, its retries and the mode it ran in), the newest per model,
 //! suite and mode. claij reads the file the caller names, else that one, from any directory (a
 //! `target/` under the current directory is not consulted).

@@ -1,4 +1,4 @@
-//! The model flags `ask`, `chat`, `fsm run|resume` and `suite run` share (one `#[command(flatten)]`
+//! The model flags `ask`, `chat` and `fsm run|resume` share (one `#[command(flatten)]`
 //! set), turned into the library's [`claij::options::ModelOptions`], whose rule makes the
 //! pipeline's [`Config`] from them, the configuration's `[defaults]` and the compatibility matrix;
 //! the matrix's warnings are printed on stderr here.
@@ -51,7 +51,7 @@ pub(crate) struct ModelOptions {
     pub threads: Option<NonZeroUsize>,
     /// The compatibility matrix to consult (default: `$XDG_DATA_HOME/claij/compat-matrix.json`,
     /// else `~/.local/share/claij/compat-matrix.json`, which `cargo xtask integration` writes; a
-    /// `target/` under the current directory is not consulted). `suite run` never consults one.
+    /// `target/` under the current directory is not consulted).
     #[arg(long, value_name = "FILE", value_parser = matrix_file)]
     pub matrix: Option<PathBuf>,
 }
