@@ -10,11 +10,15 @@ pub mod approve;
 pub mod fallback;
 pub mod fs;
 pub mod matrix;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod model;
 pub mod options;
 pub mod prices;
 pub mod session;
 pub mod settings;
+#[cfg(feature = "otel")]
+pub mod telemetry;
 pub mod tools;
 
 /// `s` on one line: its lines trimmed, empty ones dropped, joined by a space.

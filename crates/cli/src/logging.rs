@@ -1,7 +1,7 @@
 //! The log subscriber every command installs first: `-v`/`-vv`/`-q` or `RUST_LOG` choose what is
 //! logged, `--log-format` how (one line of text per event, coloured on a terminal, or a JSON object
 //! per line), always on stderr (stdout is the command's result). With the `otel` feature the
-//! OpenTelemetry layers of [`crate::telemetry`] join the same subscriber, with their own filter.
+//! OpenTelemetry layers of [`claij::telemetry`] join the same subscriber, with their own filter.
 //!
 //! Two targets are never log lines unless `RUST_LOG` names them: `claij::metrics` (metric events for
 //! the exporter) and `claij::content` (prompts and replies, recorded only on opt-in).
@@ -30,7 +30,7 @@ const CONTENT_TARGET: &str = "claij::content";
 /// What `install` set up; [`Logging::shutdown`] flushes it, on every exit path.
 pub(crate) struct Logging {
     #[cfg(feature = "otel")]
-    telemetry: Option<crate::telemetry::Telemetry>,
+    telemetry: Option<claij::telemetry::Telemetry>,
 }
 
 /// What decides the log filter besides the flags.
@@ -78,15 +78,52 @@ pub(crate) fn install(global: &Global, filters: &Filters) -> Result<Logging> {
     }
     #[cfg(feature = "otel")]
     {
-        let settings = crate::telemetry::Settings::from_env(
-            global.otlp_endpoint.as_deref(),
-            global.otel_capture_content,
-        )?;
-        let telemetry = crate::telemetry::Telemetry::install(&settings)?;
+        let config = telemetry_config(global, |name| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        })
+        .map_err(flag_error)?;
+        let telemetry = claij::telemetry::Telemetry::install(&config).map_err(flag_error)?;
         // Never an `Option` of a layer: `None` enables every callsite, `claij::content` included.
-        let otel = crate::telemetry::layer(telemetry.as_ref());
+        let otel = claij::telemetry::layer(telemetry.as_ref());
         Registry::default().with(log).with(otel).try_init()?;
         Ok(Logging { telemetry })
+    }
+}
+
+/// The exporter's configuration: the standard variables (through `var`), `--otlp-endpoint` over
+/// their endpoints (the variables that name one are not read then), `--otel-capture-content`.
+#[cfg(feature = "otel")]
+fn telemetry_config(
+    global: &Global,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<claij::telemetry::Config, claij::telemetry::Error> {
+    use claij::telemetry::Config;
+    let config = match &global.otlp_endpoint {
+        Some(endpoint) => {
+            Config::from_vars(|name| var(name).filter(|_| !name.ends_with("_ENDPOINT")))?
+                .with_endpoint(endpoint)?
+        }
+        None => Config::from_vars(var)?,
+    };
+    Ok(config.with_capture_content(global.otel_capture_content))
+}
+
+/// The exporter's error in the words of the flags that caused it.
+#[cfg(feature = "otel")]
+fn flag_error(error: claij::telemetry::Error) -> anyhow::Error {
+    use claij::telemetry::{ENDPOINT_SETTING, Error};
+    match error {
+        Error::Endpoint {
+            setting: ENDPOINT_SETTING,
+            url,
+            problem,
+        } => anyhow::anyhow!("--otlp-endpoint: `{url}` {problem}"),
+        Error::ContentWithoutTraces => anyhow::anyhow!(
+            "--otel-capture-content records prompts and replies in exported spans, and no spans are exported: add --otlp-endpoint URL (or set OTEL_EXPORTER_OTLP_ENDPOINT)"
+        ),
+        other => other.into(),
     }
 }
 

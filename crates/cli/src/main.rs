@@ -29,8 +29,6 @@ mod models;
 mod repair;
 mod schema;
 mod serve;
-#[cfg(feature = "otel")]
-mod telemetry;
 mod validate;
 
 /// Every LLM reply a validated JSON document.

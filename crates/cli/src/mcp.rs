@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij_mcp::{
     BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, LogLevel, McpConfig,
-    OAuth, ServerConfig, Services,
+    Services,
 };
 use serde_json::{Value, json};
 
@@ -138,9 +138,6 @@ pub(crate) struct Common {
     /// `level`, `logger`, `message`).
     #[arg(long, value_name = "LEVEL", value_parser = log_level)]
     mcp_log_level: Option<LogLevel>,
-    /// The scopes `login --scope` asks for instead of the entry's `oauth.scopes` (not a flag here).
-    #[arg(skip)]
-    scopes: Vec<String>,
 }
 
 /// `--mcp-log-level`: one of MCP's level names, in any case.
@@ -438,51 +435,51 @@ fn shown(outcome: &CallOutcome, invalid_output: bool) -> String {
 }
 
 /// Starts the servers of `config` (the MCP part of `settings`, or a selection of it) for the other
-/// commands (`ask --interceptors mcp`, `fsm run`'s services): the configuration's hooks over
-/// `hooks`, and OAuth with the tokens `claij mcp login` stored; the entries' `${VAR}` client
-/// secrets are expanded first (an unset one is an error naming the file).
+/// commands (`fsm run`'s services) by the front door ([`claij::mcp::start_services`]): the
+/// configuration's hooks over `hooks`, OAuth with the tokens `claij mcp login` stored; the entries'
+/// `${VAR}` client secrets are expanded first (an unset one is an error naming the file).
 pub(crate) async fn start_services(
     config: &mut McpConfig,
     hooks: Hooks,
     settings: &Settings,
 ) -> Result<Services> {
-    login::expand_secrets(config, |name| std::env::var(name))
-        .with_context(|| mcp_file(settings))?;
-    let options = ClientOptions::default()
-        .with_hooks(config.hooks(hooks))
-        .with_oauth(login::stored());
-    Services::connect(config, options).await.map_err(login_hint)
+    claij::mcp::start_services(config, hooks, settings, |name| std::env::var(name))
+        .await
+        .map_err(|error| start_error(error, ""))
 }
 
 /// The configuration's MCP servers (only those `project` allows, when one is named), started and
-/// seen through the project: `ask --interceptors mcp` (`what` names it in errors) and `chat`.
+/// seen through the project by the front door ([`claij::mcp::start_configured`]): `ask
+/// --interceptors mcp` (`what` names it in errors) and `chat`.
 ///
 /// # Errors
 ///
-/// No MCP servers, or no such project, each naming the file read; a server that does not start.
+/// No MCP servers, or no such project, each naming the file read; a server that does not start
+/// (one that needs authorization says how to give it).
 pub(crate) async fn start_configured(
     settings: &Settings,
     project: Option<&str>,
     what: &str,
 ) -> Result<Services> {
-    let mcp = settings
-        .mcp_servers()
-        .with_context(|| format!("{what} needs MCP servers"))?;
-    let project = match project {
-        None => None,
-        Some(name) => Some(settings.mcp_project(name)?.clone()),
-    };
-    let mut selected = mcp.clone();
-    if let Some(project) = &project {
-        selected
-            .servers
-            .retain(|name, _| project.services.contains(name));
+    claij::mcp::start_configured(settings, project, |name| std::env::var(name))
+        .await
+        .map_err(|error| start_error(error, what))
+}
+
+/// A start's error in the command's words: what needs the servers (`what`), how to log in, the
+/// file of an unset secret.
+fn start_error(error: claij::mcp::Error, what: &str) -> anyhow::Error {
+    use claij::mcp::Error;
+    match error {
+        Error::NoServers(source) => {
+            anyhow::Error::from_boxed(source).context(format!("{what} needs MCP servers"))
+        }
+        Error::Mcp(error) => login_hint(error),
+        error @ Error::UnsetSecret { file: None, .. } => {
+            anyhow::Error::new(error).context("the configuration")
+        }
+        other => other.into(),
     }
-    let services = start_services(&mut selected, Hooks::default(), settings).await?;
-    Ok(match project {
-        Some(project) => services.with_project(project),
-        None => services,
-    })
 }
 
 /// The file the MCP servers come from, for errors.
@@ -491,6 +488,12 @@ fn mcp_file(settings: &Settings) -> String {
         || "the configuration".to_owned(),
         |p| p.display().to_string(),
     )
+}
+
+/// The configuration's MCP servers, and the file they come from (for errors).
+fn configured() -> Result<(McpConfig, String)> {
+    let settings = Settings::load()?;
+    Ok((settings.mcp_servers()?.clone(), mcp_file(&settings)))
 }
 
 /// A start's error; a server that needs authorization says how to give it.
@@ -504,28 +507,19 @@ fn login_hint(err: claij_mcp::Error) -> anyhow::Error {
 }
 
 /// Reads the configuration and starts its servers (only `only`, when given), seen through the
-/// project when one is named; `elicitor` takes the servers' questions (without it they are declined).
+/// project when one is named; `elicitor` takes the servers' questions (without it they are
+/// declined). Servers that ask for OAuth 2.1 get the tokens `claij mcp login` stored.
 async fn connect(
     common: &Common,
     only: Option<&str>,
     max_message_bytes: Option<usize>,
     elicitor: Option<Arc<dyn Elicitor>>,
 ) -> Result<Services> {
-    connect_with(common, only, max_message_bytes, elicitor, login::stored()).await
-}
-
-/// [`connect`], authorizing servers that ask for OAuth 2.1 with `oauth`.
-async fn connect_with(
-    common: &Common,
-    only: Option<&str>,
-    max_message_bytes: Option<usize>,
-    elicitor: Option<Arc<dyn Elicitor>>,
-    oauth: OAuth,
-) -> Result<Services> {
     let settings = Settings::load()?;
     let mut config = settings.mcp_servers()?.clone();
     let file = mcp_file(&settings);
-    login::expand_secrets(&mut config, |name| std::env::var(name)).context(file.clone())?;
+    claij::mcp::login::expand_secrets(&mut config, |name| std::env::var(name))
+        .context(file.clone())?;
     let project = match &common.project {
         None => None,
         Some(name) => Some(settings.mcp_project(name)?.clone()),
@@ -540,17 +534,9 @@ async fn connect_with(
             );
         }
         selected.servers.retain(|name, _| name == server);
-        for config in selected.servers.values_mut() {
-            if let Some(bytes) = max_message_bytes {
+        if let Some(bytes) = max_message_bytes {
+            for config in selected.servers.values_mut() {
                 config.set_max_message_bytes(bytes);
-            }
-            if let (ServerConfig::Http(http), false) = (config, common.scopes.is_empty()) {
-                let asked = &mut http.oauth.get_or_insert_with(Default::default).scopes;
-                for scope in &common.scopes {
-                    if !asked.contains(scope) {
-                        asked.push(scope.clone());
-                    }
-                }
             }
         }
     } else if let Some(project) = &project {
@@ -567,7 +553,7 @@ async fn connect_with(
     // The servers' log messages are log events of `claij_mcp` (`main` lets them through).
     let mut options = ClientOptions::default()
         .with_hooks(config.hooks(hooks))
-        .with_oauth(oauth);
+        .with_oauth(claij::mcp::login::stored(login::token_dir().as_deref()));
     if let Some(level) = common.mcp_log_level {
         options = options.with_log_level(level);
     }

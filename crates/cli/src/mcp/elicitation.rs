@@ -1,6 +1,6 @@
 //! `--elicitation ask|defaults|decline`: what claij answers when a server asks the user something
-//! (MCP elicitation). `defaults` accepts with the requested schema's defaults filled in (SEP-1034),
-//! `decline` declines every question, `ask` puts it to the person at the terminal.
+//! (MCP elicitation). `defaults` and `decline` are the library's ([`claij::mcp::elicitation`]);
+//! `ask` puts the question to the person at the terminal.
 
 use std::io::{BufRead, Write};
 
@@ -8,6 +8,8 @@ use claij_backends::BoxFuture;
 use claij_mcp::{ElicitationReply, ElicitationRequest, Elicitor};
 use claij_validation::Validator;
 use serde_json::{Map, Value, json};
+
+pub(crate) use claij::mcp::elicitation::Defaults;
 
 /// How many times a form is filled in before an answer that breaks the schema is declined.
 const FORM_ATTEMPTS: usize = 3;
@@ -21,47 +23,6 @@ pub(crate) enum Policy {
     Defaults,
     /// Decline every question.
     Decline,
-}
-
-/// An [`Elicitor`] that accepts every question with its schema's defaults ([`defaults`]), and
-/// declines one whose required fields are not all defaulted.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Defaults;
-
-impl Elicitor for Defaults {
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationReply> {
-        Box::pin(async move {
-            match defaults(&request.schema) {
-                Some(answer) => ElicitationReply::Accept(answer),
-                None => ElicitationReply::Decline,
-            }
-        })
-    }
-}
-
-/// The answer the requested schema's defaults make: an object with each property that has a
-/// `default`; `None` when the schema is not an object schema or a required property has no default
-/// (there is nothing claij could truthfully answer for it).
-pub(crate) fn defaults(schema: &Value) -> Option<Value> {
-    let properties = match schema.get("properties") {
-        None => Map::new(),
-        Some(properties) => properties.as_object()?.clone(),
-    };
-    let mut answer = Map::new();
-    for (name, property) in &properties {
-        if let Some(default) = property.get("default") {
-            answer.insert(name.clone(), default.clone());
-        }
-    }
-    let required = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let all_there = required
-        .iter()
-        .all(|name| name.as_str().is_some_and(|name| answer.contains_key(name)));
-    all_there.then_some(Value::Object(answer))
 }
 
 /// An [`Elicitor`] that puts each question to the person at the terminal ([`ask`]: stdin, prompts
@@ -253,47 +214,6 @@ mod tests {
 
     use super::*;
 
-    #[track_caller]
-    fn check(schema: Value, expected: Option<Value>) {
-        assert_eq!(defaults(&schema), expected);
-    }
-
-    #[test]
-    fn each_default_is_filled_in_whatever_its_type() {
-        check(
-            json!({"type": "object", "properties": {
-                "name": {"type": "string", "default": "John Doe"},
-                "age": {"type": "integer", "default": 30},
-                "score": {"type": "number", "default": 95.5},
-                "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
-                "verified": {"type": "boolean", "default": true},
-                "note": {"type": "string"}
-            }, "required": []}),
-            Some(
-                json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true}),
-            ),
-        );
-    }
-
-    #[test]
-    fn a_required_field_without_a_default_declines() {
-        check(
-            json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 3}}, "required": ["name"]}),
-            None,
-        );
-        check(
-            json!({"type": "object", "properties": {"name": {"type": "string", "default": "x"}}, "required": ["name"]}),
-            Some(json!({"name": "x"})),
-        );
-    }
-
-    #[test]
-    fn a_schema_without_properties_is_an_empty_answer_and_a_malformed_one_declines() {
-        check(json!({"type": "object"}), Some(json!({})));
-        check(json!({"type": "object", "properties": []}), None);
-        check(json!({"type": "object", "required": ["a"]}), None);
-    }
-
     /// What a person typing `typed` answers to a question with `schema`, and what they saw.
     #[track_caller]
     fn asked(schema: Value, typed: &str) -> (ElicitationReply, String) {
@@ -377,27 +297,5 @@ mod tests {
         let (reply, shown) = asked(json!({"type": 5}), "y\n");
         assert_eq!(reply, ElicitationReply::Decline);
         assert!(shown.contains("declined: cannot check answers"), "{shown}");
-    }
-
-    #[test]
-    fn the_elicitor_accepts_with_defaults_or_declines() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let accepted = ElicitationRequest::new(
-            "s",
-            "q",
-            json!({"type": "object", "properties": {"a": {"type": "integer", "default": 1}}}),
-        );
-        let declined =
-            ElicitationRequest::new("s", "q", json!({"type": "object", "required": ["a"]}));
-        assert_eq!(
-            runtime.block_on(Defaults.elicit(&accepted)),
-            ElicitationReply::Accept(json!({"a": 1}))
-        );
-        assert_eq!(
-            runtime.block_on(Defaults.elicit(&declined)),
-            ElicitationReply::Decline
-        );
     }
 }

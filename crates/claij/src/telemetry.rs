@@ -1,21 +1,51 @@
-//! OpenTelemetry export (feature `otel`): the spans and metric events the libraries emit through
+//! OpenTelemetry export (feature `otel`): the spans and metric events claij's crates emit through
 //! `tracing`, sent to a collector over OTLP/HTTP (protobuf).
 //!
-//! [`Settings`] says where and how ([`Settings::from_env`]: `--otlp-endpoint`, else the standard
-//! `OTEL_EXPORTER_OTLP_*` variables; no endpoint, no exporter). [`Telemetry::install`] builds a tracer
-//! provider with a batch span processor (a bounded queue, exports on its own thread) and a meter
-//! provider with a periodic reader; [`layer`] (of an installed telemetry, else a layer that takes
-//! nothing: never an `Option` of a layer, which would enable every callsite) joins the log subscriber:
+//! A [`Config`] says where and how: read from the standard `OTEL_EXPORTER_OTLP_*` variables by
+//! [`Config::from_env`] (the one place this module reads the environment), or built in code
+//! ([`Config::default`] exports nothing; [`Config::with_endpoint`] and the other `with_*` methods
+//! set the rest). [`Telemetry::install`] builds a tracer provider with a batch span processor (a
+//! bounded queue, exports on its own thread) and a meter provider with a periodic reader;
+//! [`layer`] (of an installed telemetry, else a layer that takes nothing: never an `Option` of a
+//! layer, which would enable every callsite) joins the application's subscriber:
 //! tracing-opentelemetry's trace layer (spans become OpenTelemetry spans: `otel.name`, `otel.kind`,
 //! `otel.status_code` and every other field an attribute) and its `MetricsLayer` (events at target
 //! `claij::metrics` with `histogram.*` / `monotonic_counter.*` fields become instruments, given
 //! the semantic conventions' units and bucket bounds by a view).
 //! [`Telemetry::shutdown`] flushes at exit, waiting at most the export timeout.
 //!
-//! A collector that is down or refuses never fails or slows a command: exports happen off the
-//! caller's thread, a full queue drops spans, and the first failed export is one warning (target
-//! `claij::telemetry`), with the endpoint and error redacted; later failures are silent. Header values
-//! (`OTEL_EXPORTER_OTLP_HEADERS`: often a token) appear in no log line, error or `Debug`.
+//! No process-wide state: the providers belong to the [`Telemetry`] value and its layers, and this
+//! module never sets OpenTelemetry's global tracer or meter provider (nor installs a subscriber:
+//! that is the application's). A collector that is down or refuses never fails or slows the
+//! caller: exports happen off the caller's thread, a full queue drops spans, and the first failed
+//! export is one warning (target `claij::telemetry`), with the endpoint and error redacted; later
+//! failures are silent. Header values (`OTEL_EXPORTER_OTLP_HEADERS`: often a token) appear in no
+//! log line, error or `Debug`.
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//!
+//! # fn main() -> Result<(), claij::telemetry::Error> {
+//! // In code: both signals to a collector (here one nobody runs), no prompts or replies in spans.
+//! let config = claij::telemetry::Config::default()
+//!     .with_endpoint("http://127.0.0.1:9")?
+//!     .with_service_name("my-agent");
+//! assert_eq!(config.traces_endpoint(), Some("http://127.0.0.1:9/v1/traces"));
+//! // Or from the standard variables: `Config::from_env()?` (`OTEL_EXPORTER_OTLP_ENDPOINT`...).
+//! let telemetry = claij::telemetry::Telemetry::install(&config)?;
+//! // Join the layer to your own subscriber (`set_global_default` in an application).
+//! let subscriber = tracing_subscriber::registry()
+//!     .with(claij::telemetry::layer(telemetry.as_ref()));
+//! tracing::subscriber::with_default(subscriber, || {
+//!     tracing::info_span!(target: "claij::example", "work").in_scope(|| {});
+//! });
+//! // Flushes at exit (here the export fails: one warning, within the export timeout).
+//! if let Some(telemetry) = telemetry {
+//!     telemetry.shutdown();
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,7 +54,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
@@ -48,21 +77,23 @@ use claij_backends::redact;
 /// Spans' and events' targets that are claij's own (crates `claij_*`, targets `claij::*`).
 const CLAIJ_TARGET_PREFIX: &str = "claij";
 /// Metric events, for the `MetricsLayer` only (never span events).
-pub(crate) const METRICS_TARGET: &str = "claij::metrics";
+pub const METRICS_TARGET: &str = "claij::metrics";
 /// Prompt and reply content: spans record it only when this target is enabled at TRACE, which the
-/// trace layer does only with `--otel-capture-content`.
-pub(crate) const CONTENT_TARGET: &str = "claij::content";
+/// trace layer does only with [`Config::with_capture_content`].
+pub const CONTENT_TARGET: &str = "claij::content";
 /// The exporter's own warning.
 const TELEMETRY_TARGET: &str = "claij::telemetry";
 
 /// Spans the batch processor keeps waiting for export; past it, new spans are dropped.
-pub(crate) const DEFAULT_QUEUE_SIZE: usize = 2048;
+pub const DEFAULT_QUEUE_SIZE: usize = 2048;
 /// The variable that sets the queue size (a positive integer); `OTEL_BSP_MAX_QUEUE_SIZE` when unset.
-pub(crate) const QUEUE_VAR: &str = "CLAIJ_OTEL_QUEUE";
+pub const QUEUE_VAR: &str = "CLAIJ_OTEL_QUEUE";
 /// One export request's timeout, and the longest `shutdown` waits for the last flush.
-pub(crate) const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(3);
+pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(3);
 /// The service name when `OTEL_SERVICE_NAME` is unset.
-pub(crate) const DEFAULT_SERVICE_NAME: &str = "claij";
+pub const DEFAULT_SERVICE_NAME: &str = "claij";
+/// The name an endpoint given in code ([`Config::with_endpoint`]) has in errors.
+pub const ENDPOINT_SETTING: &str = "endpoint";
 /// The bucket bounds the GenAI semantic conventions advise for `gen_ai.client.token.usage`.
 const TOKEN_BUCKETS: [f64; 14] = [
     1.0,
@@ -88,26 +119,112 @@ const DURATION_BUCKETS: [f64; 14] = [
 /// A collector's reply is a small protobuf; a larger body is cut here.
 const MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
 
-/// Where and how to export. Build it with [`Settings::from_env`]; `Debug` shows header names only.
+/// A telemetry setting that cannot be used; each names the variable (or, for an endpoint given in
+/// code, [`ENDPOINT_SETTING`]) it came from, never a header's value.
+///
+/// ```
+/// use claij::telemetry::{Config, ErrorKind};
+///
+/// let error = Config::default().with_endpoint("localhost:4318").unwrap_err();
+/// assert_eq!(error.kind(), ErrorKind::Endpoint);
+/// assert!(error.is_config());
+/// assert_eq!(error.to_string(), "endpoint: `localhost:4318` is not an http:// or https:// URL");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An endpoint that is not an `http`/`https` URL.
+    #[error("{setting}: `{url}` {problem}")]
+    Endpoint {
+        /// The variable it came from, or [`ENDPOINT_SETTING`].
+        setting: &'static str,
+        /// The URL, credentials removed.
+        url: String,
+        /// What is wrong with it (`is not an http:// or https:// URL`, `is not a URL: ...`).
+        problem: String,
+    },
+    /// A variable whose value cannot be used (a queue size, a timeout, a protocol, a header entry).
+    #[error("{variable}: {problem}")]
+    Variable {
+        /// The variable (or the setting given in code).
+        variable: &'static str,
+        /// What is wrong (a header entry by position, never its value).
+        problem: String,
+    },
+    /// Content capture asked for, and no span is exported: the content would go nowhere.
+    #[error(
+        "content capture records prompts and replies in exported spans, and no spans are exported: set an endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)"
+    )]
+    ContentWithoutTraces,
+    /// The HTTP client or an exporter cannot be built.
+    #[error("OpenTelemetry {what}: {message}")]
+    Exporter {
+        /// `traces exporter`, `metrics exporter` or `exporter: building the HTTP client`.
+        what: String,
+        /// Why, redacted.
+        message: String,
+    },
+}
+
+/// What kind of failure an [`Error`] is, to match on without its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Endpoint`].
+    Endpoint,
+    /// [`Error::Variable`].
+    Variable,
+    /// [`Error::ContentWithoutTraces`].
+    ContentWithoutTraces,
+    /// [`Error::Exporter`].
+    Exporter,
+}
+
+impl Error {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Endpoint { .. } => ErrorKind::Endpoint,
+            Error::Variable { .. } => ErrorKind::Variable,
+            Error::ContentWithoutTraces => ErrorKind::ContentWithoutTraces,
+            Error::Exporter { .. } => ErrorKind::Exporter,
+        }
+    }
+
+    /// Whether the settings are wrong (fix the variable or the code), as opposed to an exporter
+    /// that cannot be built.
+    pub fn is_config(&self) -> bool {
+        match self.kind() {
+            ErrorKind::Endpoint | ErrorKind::Variable | ErrorKind::ContentWithoutTraces => true,
+            ErrorKind::Exporter => false,
+        }
+    }
+}
+
+/// Where and how to export: [`Config::from_env`] or built in code from [`Config::default`] (which
+/// exports nothing). `Debug` shows header names only.
 #[derive(Clone)]
-pub(crate) struct Settings {
+pub struct Config {
     /// Where spans go (the full URL, e.g. `http://127.0.0.1:4318/v1/traces`); `None`: no spans exported.
-    pub traces_endpoint: Option<String>,
+    traces_endpoint: Option<String>,
     /// Where metrics go (`…/v1/metrics`); `None`: no metrics exported.
-    pub metrics_endpoint: Option<String>,
+    metrics_endpoint: Option<String>,
+    /// `OTEL_TRACES_EXPORTER=none` / [`Config::without_traces`]: no endpoint turns spans on.
+    traces_off: bool,
+    /// `OTEL_METRICS_EXPORTER=none` / [`Config::without_metrics`].
+    metrics_off: bool,
     /// Headers sent with every export (`OTEL_EXPORTER_OTLP_HEADERS`): values are secrets.
-    pub headers: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
     /// The resource's `service.name` (`OTEL_SERVICE_NAME`, default `claij`).
-    pub service_name: String,
-    /// `--otel-capture-content`: prompts and replies as span attributes (`gen_ai.input.messages`,
-    /// `gen_ai.output.messages`).
-    pub capture_content: bool,
+    service_name: String,
+    /// Prompts and replies as span attributes (`gen_ai.input.messages`, `gen_ai.output.messages`).
+    capture_content: bool,
     /// The batch span processor's queue (`CLAIJ_OTEL_QUEUE`, else `OTEL_BSP_MAX_QUEUE_SIZE`, default
     /// 2048 spans); a batch is at most 512 of them (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
-    pub queue_size: usize,
+    queue_size: usize,
     /// One export's timeout and the bound on the flush at exit (`OTEL_EXPORTER_OTLP_TIMEOUT` in
     /// milliseconds, default 3000).
-    pub export_timeout: Duration,
+    export_timeout: Duration,
 }
 
 /// How much longer than the export timeout [`Telemetry::shutdown`] waits for the providers' own
@@ -123,13 +240,24 @@ fn unfinished(timeout: Duration) -> String {
 }
 
 /// The exporter: built by [`Telemetry::install`], joined to the subscriber by [`Telemetry::layer`],
-/// flushed by [`Telemetry::shutdown`].
-pub(crate) struct Telemetry {
+/// flushed by [`Telemetry::shutdown`]. It owns its providers (none is made global).
+pub struct Telemetry {
     tracer_provider: Option<SdkTracerProvider>,
     meter_provider: Option<SdkMeterProvider>,
     capture_content: bool,
     shutdown_timeout: Duration,
     health: Arc<ExportHealth>,
+}
+
+impl fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("traces", &self.tracer_provider.is_some())
+            .field("metrics", &self.meter_provider.is_some())
+            .field("capture_content", &self.capture_content)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Says once that exports fail; tests replace the warning with a counter.
@@ -165,66 +293,83 @@ struct Watched<E> {
 #[derive(Debug, Clone)]
 struct BlockingHttp(reqwest::blocking::Client);
 
-impl Settings {
-    /// Reads the standard variables: `--otlp-endpoint` (`endpoint`, a base URL: traces go to
-    /// `URL/v1/traces`, metrics to `URL/v1/metrics`) else `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
+impl Default for Config {
+    /// Nothing exported; the defaults for the rest (service `claij`, a 2048-span queue, 3 s
+    /// export timeout, no content).
+    fn default() -> Self {
+        Self {
+            traces_endpoint: None,
+            metrics_endpoint: None,
+            traces_off: false,
+            metrics_off: false,
+            headers: Vec::new(),
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            capture_content: false,
+            queue_size: DEFAULT_QUEUE_SIZE,
+            export_timeout: DEFAULT_EXPORT_TIMEOUT,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the standard variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
     /// `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (used as they are) else `OTEL_EXPORTER_OTLP_ENDPOINT` (a
-    /// base URL); `OTEL_TRACES_EXPORTER=none` / `OTEL_METRICS_EXPORTER=none` turn a signal off;
-    /// `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k2=v2`, values percent-decoded), `OTEL_SERVICE_NAME`,
-    /// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms), `CLAIJ_OTEL_QUEUE`; `OTEL_EXPORTER_OTLP_PROTOCOL` (and its
-    /// per-signal forms) may only say `http/protobuf`.
+    /// base URL: traces go to `URL/v1/traces`, metrics to `URL/v1/metrics`);
+    /// `OTEL_TRACES_EXPORTER=none` / `OTEL_METRICS_EXPORTER=none` turn a signal off (also for an
+    /// endpoint set later with [`Config::with_endpoint`]); `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k2=v2`,
+    /// values percent-decoded), `OTEL_SERVICE_NAME`, `OTEL_EXPORTER_OTLP_TIMEOUT` (ms),
+    /// `CLAIJ_OTEL_QUEUE`; `OTEL_EXPORTER_OTLP_PROTOCOL` (and its per-signal forms) may only say
+    /// `http/protobuf`. Empty variables count as unset.
     ///
     /// # Errors
     ///
     /// An endpoint that is not an `http`/`https` URL, a malformed header entry (by position, never its
     /// value), a timeout or queue size that is not a positive integer, a protocol other than
-    /// `http/protobuf`: each names its flag or variable.
-    pub(crate) fn from_env(endpoint: Option<&str>, capture_content: bool) -> Result<Self> {
-        Self::resolve(endpoint, capture_content, |name| {
+    /// `http/protobuf`: each names its variable.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_vars(|name| {
             std::env::var(name)
                 .ok()
                 .filter(|value| !value.trim().is_empty())
         })
     }
 
-    /// [`Settings::from_env`] over any source of variables.
-    pub(crate) fn resolve(
-        endpoint: Option<&str>,
-        capture_content: bool,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self> {
-        let signal = |path: &str, own_var: &str, exporter_var: &str| -> Result<Option<String>> {
-            if env(exporter_var).is_some_and(|value| value.trim().eq_ignore_ascii_case("none")) {
-                return Ok(None);
-            }
-            if let Some(base) = endpoint {
-                return check_url("--otlp-endpoint", base).map(|base| Some(join(&base, path)));
-            }
-            if let Some(url) = env(own_var) {
-                return check_url(own_var, &url).map(Some);
-            }
-            match env("OTEL_EXPORTER_OTLP_ENDPOINT") {
-                Some(base) => check_url("OTEL_EXPORTER_OTLP_ENDPOINT", &base)
-                    .map(|base| Some(join(&base, path))),
-                None => Ok(None),
-            }
+    /// [`Config::from_env`] over any source of variables (`vars` answers a name with its value).
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::from_env`].
+    pub fn from_vars(vars: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let env = |name: &str| vars(name).filter(|value| !value.trim().is_empty());
+        let off = |exporter_var: &str| {
+            env(exporter_var).is_some_and(|value| value.trim().eq_ignore_ascii_case("none"))
         };
+        let signal =
+            |path: &str, own_var: &'static str, off: bool| -> Result<Option<String>, Error> {
+                if off {
+                    return Ok(None);
+                }
+                if let Some(url) = env(own_var) {
+                    return check_url(own_var, &url).map(Some);
+                }
+                match env("OTEL_EXPORTER_OTLP_ENDPOINT") {
+                    Some(base) => check_url("OTEL_EXPORTER_OTLP_ENDPOINT", &base)
+                        .map(|base| Some(join(&base, path))),
+                    None => Ok(None),
+                }
+            };
+        let traces_off = off("OTEL_TRACES_EXPORTER");
+        let metrics_off = off("OTEL_METRICS_EXPORTER");
         let traces_endpoint = signal(
             "v1/traces",
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-            "OTEL_TRACES_EXPORTER",
+            traces_off,
         )?;
         let metrics_endpoint = signal(
             "v1/metrics",
             "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-            "OTEL_METRICS_EXPORTER",
+            metrics_off,
         )?;
-        // Not ignored: content goes nowhere without spans exported.
-        if capture_content && traces_endpoint.is_none() {
-            bail!(
-                "--otel-capture-content records prompts and replies in exported spans, and no spans are exported: add --otlp-endpoint URL (or set OTEL_EXPORTER_OTLP_ENDPOINT)"
-            );
-        }
         for var in [
             "OTEL_EXPORTER_OTLP_PROTOCOL",
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
@@ -233,10 +378,13 @@ impl Settings {
             if let Some(protocol) = env(var)
                 && protocol.trim() != "http/protobuf"
             {
-                bail!(
-                    "{var}: `{}` is not supported: claij exports OTLP over http/protobuf only",
-                    protocol.trim()
-                );
+                return Err(Error::Variable {
+                    variable: var,
+                    problem: format!(
+                        "`{}` is not supported: claij exports OTLP over http/protobuf only",
+                        protocol.trim()
+                    ),
+                });
             }
         }
         let headers = match env("OTEL_EXPORTER_OTLP_HEADERS") {
@@ -262,24 +410,107 @@ impl Settings {
         Ok(Self {
             traces_endpoint,
             metrics_endpoint,
+            traces_off,
+            metrics_off,
             headers,
             service_name,
-            capture_content,
+            capture_content: false,
             queue_size,
             export_timeout,
         })
     }
 
+    /// Both signals to the collector at `base` (`URL/v1/traces`, `URL/v1/metrics`), replacing
+    /// any endpoint set before; a signal turned off ([`Config::without_traces`],
+    /// `OTEL_*_EXPORTER=none`) stays off.
+    ///
+    /// # Errors
+    ///
+    /// `base` is not an `http`/`https` URL ([`Error::Endpoint`], named [`ENDPOINT_SETTING`]).
+    pub fn with_endpoint(mut self, base: &str) -> Result<Self, Error> {
+        let base = check_url(ENDPOINT_SETTING, base)?;
+        self.traces_endpoint = (!self.traces_off).then(|| join(&base, "v1/traces"));
+        self.metrics_endpoint = (!self.metrics_off).then(|| join(&base, "v1/metrics"));
+        Ok(self)
+    }
+
+    /// No spans exported, whatever endpoint is set.
+    pub fn without_traces(mut self) -> Self {
+        self.traces_off = true;
+        self.traces_endpoint = None;
+        self
+    }
+
+    /// No metrics exported, whatever endpoint is set.
+    pub fn without_metrics(mut self) -> Self {
+        self.metrics_off = true;
+        self.metrics_endpoint = None;
+        self
+    }
+
+    /// Sends the header `name: value` with every export (a secret value is fine: it is never
+    /// shown).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers
+            .push((name.into().to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// The resource's `service.name`.
+    pub fn with_service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = name.into();
+        self
+    }
+
+    /// Records prompts and replies in the spans (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`): [`Telemetry::install`] refuses it when no span is exported.
+    pub fn with_capture_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
+        self
+    }
+
+    /// The batch span processor's queue, in spans (at least 1; default [`DEFAULT_QUEUE_SIZE`]).
+    pub fn with_queue_size(mut self, spans: usize) -> Self {
+        self.queue_size = spans.max(1);
+        self
+    }
+
+    /// One export's timeout, also the bound on the flush at [`Telemetry::shutdown`] (default
+    /// [`DEFAULT_EXPORT_TIMEOUT`]).
+    pub fn with_export_timeout(mut self, timeout: Duration) -> Self {
+        self.export_timeout = timeout;
+        self
+    }
+
+    /// Where spans go, when they are exported.
+    pub fn traces_endpoint(&self) -> Option<&str> {
+        self.traces_endpoint.as_deref()
+    }
+
+    /// Where metrics go, when they are exported.
+    pub fn metrics_endpoint(&self) -> Option<&str> {
+        self.metrics_endpoint.as_deref()
+    }
+
     /// Whether anything is exported.
-    pub(crate) fn is_enabled(&self) -> bool {
+    pub fn is_enabled(&self) -> bool {
         self.traces_endpoint.is_some() || self.metrics_endpoint.is_some()
+    }
+
+    /// The settings that hold only together: content capture needs exported spans.
+    fn check(&self) -> Result<(), Error> {
+        // Not ignored: content goes nowhere without spans exported.
+        if self.capture_content && self.traces_endpoint.is_none() {
+            return Err(Error::ContentWithoutTraces);
+        }
+        Ok(())
     }
 }
 
-impl fmt::Debug for Settings {
+impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
-        f.debug_struct("Settings")
+        f.debug_struct("Config")
             .field(
                 "traces_endpoint",
                 &self.traces_endpoint.as_deref().map(redact::redact_url),
@@ -298,47 +529,49 @@ impl fmt::Debug for Settings {
 }
 
 impl Telemetry {
-    /// Builds the OTLP/HTTP exporters `settings` asks for; `Ok(None)` when it names no endpoint.
+    /// Builds the OTLP/HTTP exporters `config` asks for; `Ok(None)` when it names no endpoint.
     /// Nothing is sent yet: spans queue until the batch processor's next export (every 5 s, or
-    /// when 512 are waiting) or [`Telemetry::shutdown`].
+    /// when 512 are waiting) or [`Telemetry::shutdown`]. No global provider is set.
     ///
     /// # Errors
     ///
-    /// The HTTP client or an exporter cannot be built (the message names the signal, redacted).
-    pub(crate) fn install(settings: &Settings) -> Result<Option<Self>> {
-        if !settings.is_enabled() {
+    /// Content capture without exported spans ([`Error::ContentWithoutTraces`]); the HTTP client or
+    /// an exporter cannot be built (the message names the signal, redacted).
+    pub fn install(config: &Config) -> Result<Option<Self>, Error> {
+        config.check()?;
+        if !config.is_enabled() {
             return Ok(None);
         }
-        let health = Arc::new(ExportHealth::new(settings, Box::new(warn_export_failure)));
-        Self::build(settings, health).map(Some)
+        let health = Arc::new(ExportHealth::new(config, Box::new(warn_export_failure)));
+        Self::build(config, health).map(Some)
     }
 
-    /// The OTLP/HTTP exporters of `settings`, reporting to `health`.
-    fn build(settings: &Settings, health: Arc<ExportHealth>) -> Result<Self> {
-        let client = BlockingHttp::new(settings.export_timeout)?;
-        let headers: HashMap<String, String> = settings.headers.iter().cloned().collect();
-        let span_exporter = match &settings.traces_endpoint {
+    /// The OTLP/HTTP exporters of `config`, reporting to `health`.
+    fn build(config: &Config, health: Arc<ExportHealth>) -> Result<Self, Error> {
+        let client = BlockingHttp::new(config.export_timeout)?;
+        let headers: HashMap<String, String> = config.headers.iter().cloned().collect();
+        let span_exporter = match &config.traces_endpoint {
             Some(url) => Some(
                 opentelemetry_otlp::SpanExporter::builder()
                     .with_http()
                     .with_protocol(Protocol::HttpBinary)
                     .with_http_client(client.clone())
                     .with_endpoint(url.clone())
-                    .with_timeout(settings.export_timeout)
+                    .with_timeout(config.export_timeout)
                     .with_headers(headers.clone())
                     .build()
                     .map_err(|e| health.error("traces", &e.to_string()))?,
             ),
             None => None,
         };
-        let metric_exporter = match &settings.metrics_endpoint {
+        let metric_exporter = match &config.metrics_endpoint {
             Some(url) => Some(
                 opentelemetry_otlp::MetricExporter::builder()
                     .with_http()
                     .with_protocol(Protocol::HttpBinary)
                     .with_http_client(client)
                     .with_endpoint(url.clone())
-                    .with_timeout(settings.export_timeout)
+                    .with_timeout(config.export_timeout)
                     .with_headers(headers)
                     .with_temporality(Temporality::Cumulative)
                     .build()
@@ -347,7 +580,7 @@ impl Telemetry {
             None => None,
         };
         Ok(Self::with_exporters(
-            settings,
+            config,
             span_exporter,
             metric_exporter,
             health,
@@ -360,7 +593,7 @@ impl Telemetry {
     /// The trace layer takes claij's spans at DEBUG and above and its events at INFO and above (they
     /// become span events), never `claij::metrics`, and `claij::content` only with
     /// `capture_content`; the metrics layer takes `claij::metrics` only.
-    pub(crate) fn layer<S>(&self) -> Box<dyn Layer<S> + Send + Sync + 'static>
+    pub fn layer<S>(&self) -> Box<dyn Layer<S> + Send + Sync + 'static>
     where
         S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
     {
@@ -391,7 +624,7 @@ impl Telemetry {
     /// say whether it finished (a batch still being exported when they give up is lost when the
     /// command exits, so their timeout is a failure, never silence), and a wait a little longer
     /// than theirs guards against an SDK that does not return.
-    pub(crate) fn shutdown(self) {
+    pub fn shutdown(self) {
         let Self {
             tracer_provider,
             meter_provider,
@@ -440,7 +673,7 @@ impl Telemetry {
 
     /// The providers over any exporters (tests: the SDK's in-memory ones).
     fn with_exporters<T, M>(
-        settings: &Settings,
+        config: &Config,
         span_exporter: Option<T>,
         metric_exporter: Option<M>,
         health: Arc<ExportHealth>,
@@ -450,13 +683,13 @@ impl Telemetry {
         M: PushMetricExporter,
     {
         let resource = Resource::builder()
-            .with_service_name(settings.service_name.clone())
+            .with_service_name(config.service_name.clone())
             .build();
         let tracer_provider = span_exporter.map(|exporter| {
             let exporter = Watched {
                 inner: exporter,
                 signal: "traces",
-                endpoint: settings
+                endpoint: config
                     .traces_endpoint
                     .as_deref()
                     .map(redact::redact_url)
@@ -464,7 +697,7 @@ impl Telemetry {
                 health: health.clone(),
             };
             let config = BatchConfigBuilder::default()
-                .with_max_queue_size(settings.queue_size)
+                .with_max_queue_size(config.queue_size)
                 .build();
             SdkTracerProvider::builder()
                 .with_resource(resource.clone())
@@ -475,7 +708,7 @@ impl Telemetry {
             let exporter = Watched {
                 inner: exporter,
                 signal: "metrics",
-                endpoint: settings
+                endpoint: config
                     .metrics_endpoint
                     .as_deref()
                     .map(redact::redact_url)
@@ -491,8 +724,8 @@ impl Telemetry {
         Self {
             tracer_provider,
             meter_provider,
-            capture_content: settings.capture_content,
-            shutdown_timeout: settings.export_timeout,
+            capture_content: config.capture_content,
+            shutdown_timeout: config.export_timeout,
             health,
         }
     }
@@ -507,10 +740,10 @@ impl fmt::Debug for ExportHealth {
 }
 
 impl ExportHealth {
-    fn new(settings: &Settings, report: Box<dyn Fn(&ExportFailure) + Send + Sync>) -> Self {
+    fn new(config: &Config, report: Box<dyn Fn(&ExportFailure) + Send + Sync>) -> Self {
         Self {
             warned: AtomicBool::new(false),
-            secrets: settings
+            secrets: config
                 .headers
                 .iter()
                 .map(|(_, value)| value.clone())
@@ -536,8 +769,11 @@ impl ExportHealth {
     }
 
     /// A build error for `signal`, redacted.
-    fn error(&self, signal: &str, message: &str) -> anyhow::Error {
-        anyhow::anyhow!("OpenTelemetry {signal} exporter: {}", self.redact(message))
+    fn error(&self, signal: &str, message: &str) -> Error {
+        Error::Exporter {
+            what: format!("{signal} exporter"),
+            message: self.redact(message),
+        }
     }
 }
 
@@ -596,15 +832,15 @@ impl<E> Watched<E> {
 impl BlockingHttp {
     /// Built on a thread of its own: reqwest's blocking client starts (and later stops) a runtime,
     /// which must not happen inside another one.
-    fn new(timeout: Duration) -> Result<Self> {
+    fn new(timeout: Duration) -> Result<Self, Error> {
         let built = std::thread::spawn(move || {
             reqwest::blocking::Client::builder()
                 .timeout(timeout)
                 .build()
         })
         .join()
-        .map_err(|_| anyhow::anyhow!("OpenTelemetry exporter: building the HTTP client panicked"))?
-        .context("OpenTelemetry exporter: building the HTTP client")?;
+        .map_err(|_| client_error("panicked".to_owned()))?
+        .map_err(|e| client_error(e.to_string()))?;
         Ok(Self(built))
     }
 }
@@ -632,7 +868,7 @@ impl HttpClient for BlockingHttp {
 /// [`Telemetry::layer`] of an installed telemetry, else a layer that takes nothing. Join this to the
 /// registry rather than an `Option` of a layer: `None` as a layer enables every callsite, so
 /// `enabled!(target: "claij::content", TRACE)` would be true and spans would build their content.
-pub(crate) fn layer<S>(telemetry: Option<&Telemetry>) -> Box<dyn Layer<S> + Send + Sync + 'static>
+pub fn layer<S>(telemetry: Option<&Telemetry>) -> Box<dyn Layer<S> + Send + Sync + 'static>
 where
     S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
 {
@@ -711,20 +947,27 @@ fn warn_export_failure(failure: &ExportFailure) {
 }
 
 /// `value` as an `http`/`https` URL, or an error naming `what` (the URL redacted).
-fn check_url(what: &str, value: &str) -> Result<String> {
+fn check_url(what: &'static str, value: &str) -> Result<String, Error> {
     let trimmed = value.trim();
-    match reqwest::Url::parse(trimmed) {
+    let problem = match reqwest::Url::parse(trimmed) {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
-            Ok(trimmed.to_owned())
+            return Ok(trimmed.to_owned());
         }
-        Ok(_) => bail!(
-            "{what}: `{}` is not an http:// or https:// URL",
-            redact::redact_url(trimmed)
-        ),
-        Err(e) => bail!(
-            "{what}: `{}` is not a URL: {e}",
-            redact::redact_url(trimmed)
-        ),
+        Ok(_) => "is not an http:// or https:// URL".to_owned(),
+        Err(e) => format!("is not a URL: {e}"),
+    };
+    Err(Error::Endpoint {
+        setting: what,
+        url: redact::redact_url(trimmed),
+        problem,
+    })
+}
+
+/// The HTTP client cannot be built.
+fn client_error(message: String) -> Error {
+    Error::Exporter {
+        what: "exporter: building the HTTP client".to_owned(),
+        message,
     }
 }
 
@@ -734,7 +977,7 @@ fn join(base: &str, path: &str) -> String {
 }
 
 /// `OTEL_EXPORTER_OTLP_HEADERS`: `name=value` entries separated by commas, values percent-decoded.
-fn parse_headers(text: &str) -> Result<Vec<(String, String)>> {
+fn parse_headers(text: &str) -> Result<Vec<(String, String)>, Error> {
     let mut headers = Vec::new();
     for (index, entry) in text.split(',').enumerate() {
         let entry = entry.trim();
@@ -742,10 +985,10 @@ fn parse_headers(text: &str) -> Result<Vec<(String, String)>> {
             continue;
         }
         let Some((name, value)) = entry.split_once('=') else {
-            bail!(
-                "OTEL_EXPORTER_OTLP_HEADERS: entry {} is not name=value",
+            return Err(header_error(format!(
+                "entry {} is not name=value",
                 index + 1
-            );
+            )));
         };
         let name = name.trim();
         if name.is_empty()
@@ -753,10 +996,10 @@ fn parse_headers(text: &str) -> Result<Vec<(String, String)>> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         {
-            bail!(
-                "OTEL_EXPORTER_OTLP_HEADERS: entry {} has no valid header name",
+            return Err(header_error(format!(
+                "entry {} has no valid header name",
                 index + 1
-            );
+            )));
         }
         let value = value.trim();
         // `%XX` escapes decoded; a value with a malformed one is taken as written.
@@ -768,10 +1011,21 @@ fn parse_headers(text: &str) -> Result<Vec<(String, String)>> {
 }
 
 /// A positive integer from `var`, or an error naming it.
-fn positive(var: &str, text: &str) -> Result<usize> {
+fn positive(var: &'static str, text: &str) -> Result<usize, Error> {
     match text.trim().parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => bail!("{var}: `{}` is not a positive integer", text.trim()),
+        _ => Err(Error::Variable {
+            variable: var,
+            problem: format!("`{}` is not a positive integer", text.trim()),
+        }),
+    }
+}
+
+/// A malformed `OTEL_EXPORTER_OTLP_HEADERS` entry, by position.
+fn header_error(problem: String) -> Error {
+    Error::Variable {
+        variable: "OTEL_EXPORTER_OTLP_HEADERS",
+        problem,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Unit tests of `claij mcp servers`: where the cache is, the configuration written for it, and the
+//! Unit tests of the installed servers' configuration: where the cache is, the configuration written for it, and the
 //! errors when it is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -166,8 +166,7 @@ fn a_missing_install_says_which_command_installs_it() {
     assert_eq!(
         err,
         format!(
-            "no MCP servers installed in {}: run `cargo xtask mcp-servers` in the claij repository \
-             (or name another cache with --dir)",
+            "no MCP servers installed in {}: run `cargo xtask mcp-servers` in the claij repository",
             unstamped.0.display()
         )
     );

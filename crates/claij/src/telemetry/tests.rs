@@ -22,6 +22,26 @@ fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     move |name| vars.get(name).cloned()
 }
 
+/// A configuration as an application with an endpoint option builds it: the variables (the endpoint
+/// ones hidden when `endpoint` is given, which wins over them), then the endpoint, then content
+/// capture, checked as [`Telemetry::install`] checks it.
+fn resolve(
+    endpoint: Option<&str>,
+    capture_content: bool,
+    vars: impl Fn(&str) -> Option<String>,
+) -> Result<Config, Error> {
+    let config = match endpoint {
+        Some(endpoint) => {
+            Config::from_vars(|name| vars(name).filter(|_| !name.ends_with("_ENDPOINT")))?
+                .with_endpoint(endpoint)?
+        }
+        None => Config::from_vars(vars)?,
+    };
+    let config = config.with_capture_content(capture_content);
+    config.check()?;
+    Ok(config)
+}
+
 #[track_caller]
 fn check_endpoints(
     flag: Option<&str>,
@@ -29,7 +49,7 @@ fn check_endpoints(
     traces: Option<&str>,
     metrics: Option<&str>,
 ) {
-    let settings = Settings::resolve(flag, false, env(vars)).unwrap();
+    let settings = resolve(flag, false, env(vars)).unwrap();
     assert_eq!(settings.traces_endpoint.as_deref(), traces);
     assert_eq!(settings.metrics_endpoint.as_deref(), metrics);
     assert_eq!(settings.is_enabled(), traces.is_some() || metrics.is_some());
@@ -106,14 +126,14 @@ fn endpoints_come_from_the_flag_else_the_standard_variables() {
 
 #[test]
 fn defaults_and_the_queue_and_timeout_variables() {
-    let settings = Settings::resolve(Some("http://127.0.0.1:4318"), true, env(&[])).unwrap();
+    let settings = resolve(Some("http://127.0.0.1:4318"), true, env(&[])).unwrap();
     assert_eq!(settings.queue_size, DEFAULT_QUEUE_SIZE);
     assert_eq!(settings.export_timeout, DEFAULT_EXPORT_TIMEOUT);
     assert_eq!(settings.service_name, "claij");
     assert!(settings.capture_content);
     assert!(settings.headers.is_empty());
 
-    let settings = Settings::resolve(
+    let settings = resolve(
         Some("http://127.0.0.1:4318"),
         false,
         env(&[
@@ -128,7 +148,7 @@ fn defaults_and_the_queue_and_timeout_variables() {
     assert_eq!(settings.service_name, "my-agent");
     // The SDK's standard variable when claij's is unset; claij's first.
     let queue = |vars: &[(&str, &str)]| {
-        Settings::resolve(Some("http://127.0.0.1:4318"), false, env(vars))
+        resolve(Some("http://127.0.0.1:4318"), false, env(vars))
             .unwrap()
             .queue_size
     };
@@ -141,7 +161,7 @@ fn defaults_and_the_queue_and_timeout_variables() {
         64
     );
     // The one protocol there is may be named.
-    let settings = Settings::resolve(
+    let settings = resolve(
         Some("http://127.0.0.1:4318"),
         false,
         env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")]),
@@ -151,9 +171,7 @@ fn defaults_and_the_queue_and_timeout_variables() {
 
 #[track_caller]
 fn check_error(flag: Option<&str>, vars: &[(&str, &str)], expected: &str) {
-    let error = Settings::resolve(flag, false, env(vars))
-        .unwrap_err()
-        .to_string();
+    let error = resolve(flag, false, env(vars)).unwrap_err().to_string();
     assert_eq!(error, expected);
 }
 
@@ -162,7 +180,7 @@ fn bad_settings_are_errors_that_name_their_source() {
     check_error(
         Some("localhost:4318"),
         &[],
-        "--otlp-endpoint: `localhost:4318` is not an http:// or https:// URL",
+        "endpoint: `localhost:4318` is not an http:// or https:// URL",
     );
     check_error(
         None,
@@ -173,7 +191,7 @@ fn bad_settings_are_errors_that_name_their_source() {
     check_error(
         Some("ftp://user:hunter2secret@collector.example/"),
         &[],
-        "--otlp-endpoint: `ftp://***@collector.example/` is not an http:// or https:// URL",
+        "endpoint: `ftp://***@collector.example/` is not an http:// or https:// URL",
     );
     check_error(
         Some("http://127.0.0.1:4318"),
@@ -208,7 +226,7 @@ fn bad_settings_are_errors_that_name_their_source() {
 
 #[test]
 fn headers_are_parsed_decoded_and_never_shown() {
-    let settings = Settings::resolve(
+    let settings = resolve(
         Some("http://127.0.0.1:4318"),
         false,
         env(&[(
@@ -235,14 +253,14 @@ fn headers_are_parsed_decoded_and_never_shown() {
 
 #[test]
 fn no_endpoint_installs_nothing() {
-    let settings = Settings::resolve(None, false, env(&[])).unwrap();
+    let settings = resolve(None, false, env(&[])).unwrap();
     assert!(Telemetry::install(&settings).unwrap().is_none());
 }
 
 /// The failures reported, in order.
 type Reports = Arc<Mutex<Vec<ExportFailure>>>;
 
-fn counting_health(settings: &Settings) -> (Arc<ExportHealth>, Reports) {
+fn counting_health(settings: &Config) -> (Arc<ExportHealth>, Reports) {
     let reports: Reports = Arc::default();
     let sink = reports.clone();
     let health = ExportHealth::new(
@@ -254,8 +272,7 @@ fn counting_health(settings: &Settings) -> (Arc<ExportHealth>, Reports) {
 
 /// A telemetry over the SDK's in-memory exporters.
 fn in_memory(capture_content: bool) -> (Telemetry, InMemorySpanExporter, InMemoryMetricExporter) {
-    let settings =
-        Settings::resolve(Some("http://127.0.0.1:4318"), capture_content, env(&[])).unwrap();
+    let settings = resolve(Some("http://127.0.0.1:4318"), capture_content, env(&[])).unwrap();
     let spans = InMemorySpanExporter::default();
     let metrics = InMemoryMetricExporter::default();
     let (health, _) = counting_health(&settings);
@@ -409,7 +426,7 @@ fn spans_carry_the_otel_name_kind_status_and_gen_ai_attributes() {
 fn content_stays_out_with_one_signal_off() {
     // Traces without metrics (a traces-only collector): no layer of the telemetry's may enable
     // `claij::content` (an absent one used to enable everything).
-    let settings = Settings::resolve(Some("http://127.0.0.1:4318"), false, env(&[])).unwrap();
+    let settings = resolve(Some("http://127.0.0.1:4318"), false, env(&[])).unwrap();
     let spans = InMemorySpanExporter::default();
     let (health, _) = counting_health(&settings);
     let telemetry = Telemetry::with_exporters(
@@ -555,7 +572,7 @@ fn a_collector_that_is_down_is_one_warning_and_shutdown_returns() {
         .local_addr()
         .unwrap()
         .port();
-    let mut settings = Settings::resolve(
+    let mut settings = resolve(
         Some(&format!("http://127.0.0.1:{port}")),
         false,
         env(&[(
@@ -605,7 +622,7 @@ impl SpanExporter for Held {
 /// exits: the providers' bounded shutdown says so, and that is the one warning, never silence.
 #[test]
 fn a_flush_that_does_not_finish_in_time_is_the_one_warning() {
-    let mut settings = Settings::resolve(Some("http://127.0.0.1:4318"), false, env(&[])).unwrap();
+    let mut settings = resolve(Some("http://127.0.0.1:4318"), false, env(&[])).unwrap();
     settings.export_timeout = Duration::from_millis(100);
     let (health, reports) = counting_health(&settings);
     let (release, held) = std::sync::mpsc::channel::<()>();
@@ -630,7 +647,7 @@ fn a_flush_that_does_not_finish_in_time_is_the_one_warning() {
     );
 }
 
-/// `--otel-capture-content` with no span exported is refused, naming the flag, not ignored.
+/// Content capture with no span exported is refused, not ignored.
 #[test]
 fn content_capture_without_an_exported_span_is_refused() {
     for vars in [
@@ -640,22 +657,87 @@ fn content_capture_without_an_exported_span_is_refused() {
             ("OTEL_TRACES_EXPORTER", "none"),
         ][..],
     ] {
-        let error = Settings::resolve(None, true, env(vars))
-            .unwrap_err()
-            .to_string();
+        let error = resolve(None, true, env(vars)).unwrap_err().to_string();
         assert!(
-            error.starts_with(
-                "--otel-capture-content records prompts and replies in exported spans"
-            ),
+            error.starts_with("content capture records prompts and replies in exported spans"),
             "{error}"
         );
     }
-    assert!(Settings::resolve(None, false, env(&[])).is_ok());
-    let settings = Settings::resolve(
+    assert!(resolve(None, false, env(&[])).is_ok());
+    let settings = resolve(
         None,
         true,
         env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://base:4318")]),
     )
     .unwrap();
     assert!(settings.capture_content);
+}
+
+/// Built in code, a configuration is the one the variables make; a signal turned off stays off
+/// when an endpoint is set later.
+#[test]
+fn a_config_built_in_code_is_the_one_the_variables_make() {
+    let from_vars = Config::from_vars(env(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "Authorization=Bearer%20tok-abc123secret",
+        ),
+        ("OTEL_SERVICE_NAME", "svc"),
+        ("CLAIJ_OTEL_QUEUE", "8"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "250"),
+    ]))
+    .unwrap();
+    let in_code = Config::default()
+        .with_endpoint("http://127.0.0.1:4318")
+        .unwrap()
+        .with_header("Authorization", "Bearer tok-abc123secret")
+        .with_service_name("svc")
+        .with_queue_size(8)
+        .with_export_timeout(Duration::from_millis(250));
+    assert_eq!(format!("{from_vars:?}"), format!("{in_code:?}"));
+    assert_eq!(from_vars.headers, in_code.headers);
+    assert!(!format!("{in_code:?}").contains("tok-abc123secret"));
+
+    let traces_only = Config::from_vars(env(&[("OTEL_METRICS_EXPORTER", "none")]))
+        .unwrap()
+        .with_endpoint("http://h:4318")
+        .unwrap();
+    assert_eq!(
+        traces_only.traces_endpoint(),
+        Some("http://h:4318/v1/traces")
+    );
+    assert_eq!(traces_only.metrics_endpoint(), None);
+    let metrics_only = Config::default()
+        .without_traces()
+        .with_endpoint("http://h:4318")
+        .unwrap();
+    assert_eq!(metrics_only.traces_endpoint(), None);
+    assert_eq!(
+        metrics_only.metrics_endpoint(),
+        Some("http://h:4318/v1/metrics")
+    );
+    assert!(!Config::default().is_enabled());
+    assert!(Telemetry::install(&Config::default()).unwrap().is_none());
+}
+
+/// Each error's kind, and which are the settings' fault.
+#[test]
+fn errors_have_a_kind_and_say_whether_the_settings_are_wrong() {
+    let endpoint = Config::default().with_endpoint("nope").unwrap_err();
+    assert_eq!(endpoint.kind(), ErrorKind::Endpoint);
+    let variable = Config::from_vars(env(&[("CLAIJ_OTEL_QUEUE", "x")])).unwrap_err();
+    assert_eq!(variable.kind(), ErrorKind::Variable);
+    let content = Telemetry::install(&Config::default().with_capture_content(true)).unwrap_err();
+    assert_eq!(content.kind(), ErrorKind::ContentWithoutTraces);
+    for error in [&endpoint, &variable, &content] {
+        assert!(error.is_config(), "{error}");
+    }
+    let exporter = client_error("no TLS".to_owned());
+    assert_eq!(exporter.kind(), ErrorKind::Exporter);
+    assert!(!exporter.is_config());
+    assert_eq!(
+        exporter.to_string(),
+        "OpenTelemetry exporter: building the HTTP client: no TLS"
+    );
 }
