@@ -6,7 +6,7 @@
 //! package itself installs), a plain binary in `node_modules/node-<os>-<arch>/bin/node`. Nothing is
 //! patched and nothing is downloaded from anywhere but the registry.
 //!
-//! The layout is a contract with the cli's conformance test:
+//! The layout is a contract with claij-suite's conformance tests and claij-cli's login ones:
 //! - `<dir>/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js`, the suite;
 //! - `<dir>/conformance/installed.json`, written last: `{"conformance": VERSION, "node": NODE}`, where
 //!   NODE is `node` (the machine's, new enough) or a path relative to `<dir>/conformance`.

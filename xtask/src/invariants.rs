@@ -58,7 +58,7 @@ const ALLOWED: &[(&str, Allowed)] = &[
     ),
     (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
     ("claij-cli", Allowed::Any),
-    // The live suites' harness (`publish = false`, a binary).
+    // The test harnesses (`publish = false`, a binary): the live suites, the MCP conformance client.
     ("claij-suite", Allowed::Any),
     ("xtask", Allowed::Only(&[])),
 ];

@@ -466,12 +466,6 @@ pub(crate) static SCOPES: &[Scope] = &[
         needs: &[MATRIX],
     },
     Scope {
-        command: "mcp conformance",
-        modes: &[only(&[&["elicitation", "timeout"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
         command: "mcp login",
         modes: &[only(&[&["timeout", "scope"]])],
         mode_of: |_| "",

@@ -21,7 +21,6 @@ use crate::Status;
 use claij::settings::Settings;
 
 mod chat;
-mod conformance;
 mod elicitation;
 mod login;
 mod servers;
@@ -79,10 +78,6 @@ pub(crate) enum Command {
     /// --servers also `memory`, `fetch`, `git` and the protocol's test server `everything`. With
     /// `fs` comes the project `docs` (`--project docs`: only fs.read_text_file).
     Servers(servers::Args),
-    /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
-    /// its tools, call each one.
-    #[command(hide = true)]
-    Conformance(conformance::Args),
 }
 
 impl Command {
@@ -91,7 +86,6 @@ impl Command {
         match self {
             Command::Logout(_) => Some("mcp logout"),
             Command::Servers(_) => Some("mcp servers"),
-            Command::Conformance(_) => Some("mcp conformance"),
             Command::List { .. } | Command::Call { .. } | Command::Chat(_) | Command::Login(_) => {
                 None
             }
@@ -194,7 +188,6 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                 call.run(common, &mut signals).await
             }
             Command::Chat(args) => chat::run(args, &mut signals).await,
-            Command::Conformance(args) => conformance::run(args, &mut signals).await,
             Command::Login(args) => login::login(args, &mut signals).await,
             Command::Logout(args) => login::logout(args),
             Command::Servers(args) => servers::run(args),

@@ -1,6 +1,7 @@
 //! `claij-suite`: claij's test harnesses, kept out of the shipped `claij` binary (a `publish =
 //! false` crate). `claij-suite run` runs the live integration suites `cargo xtask integration`
-//! drives, one JSON line per test on stdout; `claij-suite list` names them.
+//! drives, one JSON line per test on stdout; `claij-suite list` names them; `claij-suite
+//! mcp-conformance URL` is the client the official MCP conformance suite drives ([`conformance`]).
 //!
 //! Each line is `{model, suite, test, passed, valid_first_try, attempts, retries, tokens_in,
 //! tokens_out, cost, elapsed_ms, detail, mode}` (`mode`: how the schema reached the model; the retry
@@ -18,6 +19,7 @@
 
 mod args;
 mod chat;
+mod conformance;
 mod machines;
 mod memory;
 mod seen;
@@ -67,14 +69,22 @@ enum Command {
     Run(Args),
     /// List the suites and their tests, one `suite test` per line.
     List,
+    /// The client the official MCP conformance suite drives: connect to URL (loopback only), list
+    /// its tools, call each one.
+    McpConformance(conformance::Args),
 }
 
 /// How a command ended, when it did not fail outright.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     Ok,
-    /// A test failed (exit 1).
+    /// A test failed, or a conformance call reported an error (exit 1).
     Invalid,
+    /// Stopped by a signal, after cleaning up (exit `code`: 128 + the signal's number).
+    Signalled {
+        name: &'static str,
+        code: u8,
+    },
 }
 
 /// Arguments of `claij-suite run`.
@@ -316,10 +326,15 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::List => list(),
         Command::Run(args) => run_suites(args, cli.config.as_deref()),
+        Command::McpConformance(args) => conformance::run(args),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::Invalid) => ExitCode::from(1),
+        Ok(Status::Signalled { name, code }) => {
+            let _ = writeln!(std::io::stderr(), "error: stopped by {name}");
+            ExitCode::from(code)
+        }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)

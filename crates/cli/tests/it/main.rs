@@ -14,7 +14,6 @@ mod ask_stream;
 mod ask_wiremock;
 mod chat;
 mod config;
-mod conformance;
 mod conformance_login;
 mod consensus;
 mod elicitation;
@@ -167,14 +166,16 @@ fn assert_one_line_error(run: &Run, code: i32, part: &str) {
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
 
-/// The live suites left the shipped binary for the `claij-suite` harness (crates/suite): no
-/// `suite` command, hidden or not.
+/// The live suites and the MCP conformance client left the shipped binary for the `claij-suite`
+/// harness (crates/suite): no `suite` or `mcp conformance` command, hidden or not.
 #[test]
 fn the_binary_has_no_suite_command() {
     let run = claij(&["suite", "list"], "");
     assert_one_line_error(&run, 2, "unrecognized subcommand 'suite'");
     let help = claij(&["--help"], "");
     assert!(!help.stdout.contains("suite"), "{}", help.stdout);
+    let conformance = claij(&["mcp", "conformance", "http://127.0.0.1:1"], "");
+    assert_one_line_error(&conformance, 2, "unrecognized subcommand 'conformance'");
 }
 
 #[test]

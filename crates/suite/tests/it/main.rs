@@ -7,6 +7,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+mod conformance;
 mod local_model;
 mod openrouter;
 mod suite;

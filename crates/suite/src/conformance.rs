@@ -1,9 +1,9 @@
-//! `claij mcp conformance URL` (hidden): the client the official MCP conformance suite drives
-//! (`conformance client --command "claij mcp conformance" --scenario NAME`). It connects to the
-//! suite's test server over streamable HTTP, lists its tools and calls each one with arguments made
-//! from its input schema, answering the server's questions by `--elicitation`. The suite checks what
-//! the server saw; claij exits 0 when every call returned a result, 1 when one reported an error, 2
-//! when it could not connect.
+//! `claij-suite mcp-conformance URL`: the client the official MCP conformance suite drives
+//! (`conformance client --command "claij-suite mcp-conformance" --scenario NAME`). It connects to
+//! the suite's test server over streamable HTTP, lists its tools and calls each one with arguments
+//! made from its input schema, answering the server's questions by `--elicitation`. The suite checks
+//! what the server saw; this exits 0 when every call returned a result, 1 when one reported an
+//! error, 2 when it could not connect, 130 or 143 on SIGINT or SIGTERM.
 //!
 //! The URL must be on loopback: this mode exists for the suite's local test servers only.
 
@@ -14,9 +14,9 @@ use anyhow::{Context as _, Result, bail};
 use claij_mcp::{ClientOptions, Headless, Hooks, McpConfig, OAuth, Services};
 use serde_json::{Map, Value, json};
 
-use super::Signals;
-use super::elicitation::{Defaults, Policy};
-use crate::Status;
+use claij::mcp::elicitation::Defaults;
+
+use crate::{Status, one_line};
 
 /// The name the suite's server gets in claij's configuration.
 const SERVER: &str = "conformance";
@@ -27,7 +27,18 @@ const REDIRECT_URI: &str = "http://localhost:3000/callback";
 /// The client ID metadata document claij offers the suite (which does not fetch it).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// Arguments of `claij mcp conformance`.
+/// How the server's questions are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Policy {
+    /// Refused here: the suite has no person to ask.
+    Ask,
+    /// Accept with the requested schema's defaults; decline when a required field has none.
+    Defaults,
+    /// Decline every question.
+    Decline,
+}
+
+/// Arguments of `claij-suite mcp-conformance`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The test server's URL (loopback only: `localhost`, `127.0.0.1`, `[::1]`).
@@ -40,8 +51,21 @@ pub(crate) struct Args {
     timeout: Option<Duration>,
 }
 
-/// Connects, lists the tools and calls each one, in name order.
-pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
+/// Connects, lists the tools and calls each one, in name order, on a current-thread runtime.
+pub(crate) fn run(args: &Args) -> Result<Status> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // Dropping the runtime on the way out drops every task, and with them a server still
+    // starting.
+    runtime.block_on(async {
+        let mut signals = Signals::new()?;
+        connect_and_call(args, &mut signals).await
+    })
+}
+
+async fn connect_and_call(args: &Args, signals: &mut Signals) -> Result<Status> {
     if !is_loopback(&args.url) {
         bail!(
             "`{}` is not a loopback URL: the conformance client only talks to local test servers",
@@ -65,12 +89,68 @@ pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
         status = signals.recv() => return Ok(status),
     };
     let calls = call_each(&services, args.timeout);
-    let result = super::or_signal(&services, signals, calls).await;
+    let result = or_signal(&services, signals, calls).await;
     services.close().await;
     match result {
         Ok(status) => status,
         Err(status) => Ok(status),
     }
+}
+
+/// SIGINT and SIGTERM, listened for from the start, so none is missed while the server connects.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> Result<Self> {
+        Ok(Self {})
+    }
+
+    /// The next signal: the status to exit with.
+    #[cfg(unix)]
+    async fn recv(&mut self) -> Status {
+        tokio::select! {
+            _ = self.interrupt.recv() => Status::Signalled { name: "SIGINT", code: 130 },
+            _ = self.terminate.recv() => Status::Signalled { name: "SIGTERM", code: 143 },
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn recv(&mut self) -> Status {
+        let _ = tokio::signal::ctrl_c().await;
+        Status::Signalled {
+            name: "SIGINT",
+            code: 130,
+        }
+    }
+}
+
+/// Runs `work` with the server; a signal first stops it (closed, killed after a second).
+async fn or_signal<T>(
+    services: &Services,
+    signals: &mut Signals,
+    work: impl Future<Output = T>,
+) -> Result<T, Status> {
+    let signalled = tokio::select! {
+        done = work => return Ok(done),
+        status = signals.recv() => status,
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), services.close()).await;
+    Err(signalled)
 }
 
 /// The suite's authorization server approves at once: [`Headless`] follows its redirect. A
@@ -114,7 +194,7 @@ async fn call_each(services: &Services, timeout: Option<Duration>) -> Result<Sta
             std::io::stdout(),
             "{}: {verdict}: {}",
             tool.name,
-            crate::one_line(&text.join(" "))
+            one_line(&text.join(" "))
         )?;
     }
     Ok(status)

@@ -1,6 +1,6 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, installed by `cargo xtask
-//! mcp-servers` into `$CLAIJ_MCP_SERVERS/conformance`) drives `claij mcp conformance` through every
-//! client scenario, one test each: a scenario passes when the suite says so (exit 0).
+//! mcp-servers` into `$CLAIJ_MCP_SERVERS/conformance`) drives `claij-suite mcp-conformance` through
+//! every client scenario, one test each: a scenario passes when the suite says so (exit 0).
 //!
 //! The suite's test servers listen on an ephemeral port and claij's conformance mode talks to
 //! loopback URLs only. Scenarios the suite itself marks `draft` or `extension` are skipped with that
@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
-
-use super::mcp::servers;
 
 /// Every client scenario of the pinned suite, with the spec versions `conformance list` gives it.
 /// `every_client_scenario_has_a_test` checks this against the suite.
@@ -49,15 +47,35 @@ const SCENARIOS: &[(&str, &str)] = &[
 /// asserts its scenario still fails, so fixing one means deleting its line.
 const KNOWN_FAILING: &[(&str, &str)] = &[];
 
-/// The installed suite: the Node that runs it and its script.
-pub(super) struct Suite {
-    pub(super) node: PathBuf,
-    pub(super) script: PathBuf,
+/// The MCP servers' install directory; `None` skips the test (under `CI=true` a missing install
+/// fails it).
+fn servers(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("CLAIJ_MCP_SERVERS").map(PathBuf::from);
+    match dir.filter(|d| d.join("servers.json").is_file()) {
+        Some(dir) => Some(dir),
+        None if claij_test_support::is_ci(|name| std::env::var_os(name)) => {
+            panic!("{test}: the MCP test servers are missing; run `cargo xtask mcp-servers`")
+        }
+        None => {
+            #[allow(clippy::print_stderr, reason = "a skipped test says so")]
+            {
+                eprintln!("{test}: skipped: no MCP test servers (CLAIJ_MCP_SERVERS)");
+            }
+            None
+        }
+    }
+}
+
+/// The installed suite: the Node that runs it and its script (claij-cli's `conformance_login`
+/// tests find it the same way).
+struct Suite {
+    node: PathBuf,
+    script: PathBuf,
 }
 
 impl Suite {
     /// The suite under the MCP server cache; `None` skips the test (under `CI=true`, fails it).
-    pub(super) fn find(test: &str) -> Option<Suite> {
+    fn find(test: &str) -> Option<Suite> {
         let dir = servers(test)?.join("conformance");
         let stamp = std::fs::read_to_string(dir.join("installed.json"))
             .ok()
@@ -95,7 +113,7 @@ impl Suite {
     }
 }
 
-/// Runs `scenario` against `claij mcp conformance`, and checks it passes, or, when it is in
+/// Runs `scenario` against `claij-suite mcp-conformance`, and checks it passes, or, when it is in
 /// [`KNOWN_FAILING`], that it still fails.
 #[track_caller]
 fn check(scenario: &str) {
@@ -112,12 +130,12 @@ fn check(scenario: &str) {
         }
         return;
     }
-    let claij = env!("CARGO_BIN_EXE_claij");
+    let claij = env!("CARGO_BIN_EXE_claij-suite");
     assert!(
         !claij.contains(' '),
         "the suite splits --command on spaces: {claij}"
     );
-    let command = format!("{claij} mcp conformance --elicitation defaults --timeout 20");
+    let command = format!("{claij} mcp-conformance --elicitation defaults --timeout 20");
     // Without --output-dir the suite writes nothing.
     let (code, text) = suite.run(
         &["client", "--command", &command, "--scenario", scenario],
