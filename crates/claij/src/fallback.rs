@@ -13,10 +13,8 @@
 //! (over [`MAX_BYTES`]) or malformed file counts as empty and is rewritten on the next lesson; delete
 //! it to forget, or set `structured_output` in the provider's entry, which takes precedence.
 
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use claij_backends::openai::{FallbackMemory, Remembered, StructuredDialect};
 use serde_json::{Value, json};
@@ -30,24 +28,6 @@ pub const MAX_BYTES: u64 = 256 * 1024;
 /// The most servers the file keeps; the oldest entries (first in the file) go first.
 pub const MAX_ENTRIES: usize = 1000;
 
-static MEMORY: OnceLock<Arc<FallbackMemory>> = OnceLock::new();
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-/// The process's memory, read from the cache file the first time, writing back each lesson.
-pub fn memory() -> Arc<FallbackMemory> {
-    MEMORY
-        .get_or_init(|| {
-            let path = path(|name| std::env::var_os(name));
-            Arc::new(open(path))
-        })
-        .clone()
-}
-
-/// Whether lessons are told on stderr (not with `--json`, whose stderr is for errors).
-pub fn set_quiet(quiet: bool) {
-    QUIET.store(quiet, Ordering::Relaxed);
-}
-
 /// `$XDG_CACHE_HOME/claij/structured-output.json` (an absolute `XDG_CACHE_HOME`), else
 /// `$HOME/.cache/claij/structured-output.json`; `None` without either. Empty variables count as unset.
 pub fn path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
@@ -58,8 +38,12 @@ pub fn path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf>
     Some(base.join("claij").join(FILE_NAME))
 }
 
-/// A memory seeded from `path`'s file, saving each lesson to it and telling it on stderr.
-fn open(path: Option<PathBuf>) -> FallbackMemory {
+/// A memory seeded from `path`'s file (none: this run only), saving each lesson to it and telling
+/// it to `tell` as a line for people ([`notice`]). [`crate::Claij`] keeps one per value.
+pub fn open(
+    path: Option<PathBuf>,
+    tell: impl Fn(String) + Send + Sync + 'static,
+) -> FallbackMemory {
     let entries = path.as_deref().map(read).unwrap_or_default();
     FallbackMemory::new()
         .with_entries(entries)
@@ -71,10 +55,7 @@ fn open(path: Option<PathBuf>) -> FallbackMemory {
                 },
                 None => "for this run only: no cache directory".to_owned(),
             };
-            if !QUIET.load(Ordering::Relaxed) {
-                // Best effort: a closed stderr must not fail the call that learned something.
-                let _ = writeln!(std::io::stderr(), "{}", notice(provider, entry, &saved));
-            }
+            tell(notice(provider, entry, &saved));
         })
 }
 
@@ -151,15 +132,7 @@ fn save(path: &Path, entry: &Remembered) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(format!(".{}", std::process::id()));
-    let temp = PathBuf::from(temp);
-    let written =
-        std::fs::write(&temp, render(&entries)).and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    crate::fs::write_atomic(path, render(&entries).as_bytes(), None)
 }
 
 #[cfg(test)]

@@ -39,3 +39,56 @@ pub fn read_capped(reader: impl Read, limit: u64, what: &str) -> io::Result<Vec<
     }
     Ok(bytes)
 }
+
+/// Writes `bytes` to `path` whole or not at all: into a temporary file beside it (same directory,
+/// so the rename cannot cross file systems), flushed to disk, then renamed over `path`. A reader
+/// sees the old file or the new one, never half of one; a failed write leaves the old file as it
+/// was and removes the temporary one. `mode` (unix permissions, e.g. `0o600` for tokens) is set on
+/// the temporary file before any byte is written; elsewhere it is ignored.
+///
+/// # Errors
+///
+/// The temporary file cannot be created, written, flushed or renamed (the error is the
+/// operating system's; the caller names the file).
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    use std::io::Write as _;
+    let temp = temp_path(path);
+    let written = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut file = options.open(&temp)?;
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            // An existing temporary file keeps its mode through `open`: set it.
+            use std::os::unix::fs::PermissionsExt as _;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// `path`'s sibling `.<name>.<pid>.tmp`, where [`write_atomic`] writes before its rename.
+#[must_use]
+pub fn temp_path(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -5,8 +5,52 @@
 //!
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
 //! model), `fsm`, `mcp`, `restate`, `otel`.
+//!
+//! # Settings and models by name
+//!
+//! A [`Claij`] is built once: from the environment ([`Claij::from_env`]: `$CLAIJ_CONFIG` or
+//! `~/.config/claij/config.toml`, keys from `OPENAI_API_KEY`, ...), from a file
+//! ([`settings::Settings::from_file`]), or in code ([`settings::Settings::builder`]). It resolves
+//! a model named `provider:model`, `local` or an alias, and opens it with its key:
+//!
+//! ```
+//! use claij::{Claij, ErrorKind, settings::Settings};
+//!
+//! let settings = Settings::builder()
+//!     .base_url("openai", "http://127.0.0.1:8080/v1") // a proxy, or a test double
+//!     .alias("fast", "openai:gpt-4o-mini")
+//!     .default_llm("fast")
+//!     .build()?;
+//! let claij = Claij::new(settings).with_var("OPENAI_API_KEY", "sk-test");
+//!
+//! // Aliases, built-in ones included, resolve to a provider and a model.
+//! assert_eq!(claij.resolve("fast")?.llm.to_string(), "openai:gpt-4o-mini");
+//! assert_eq!(
+//!     claij.resolve("gemini-flash")?.llm.to_string(),
+//!     "openrouter:google/gemini-2.5-flash"
+//! );
+//!
+//! // Opening reads the key; nothing is sent until the model is asked.
+//! let opened = claij.open("fast")?;
+//! assert_eq!(opened.model, "gpt-4o-mini");
+//! assert_eq!(opened.backend.provider(), "openai");
+//!
+//! // A missing key, an unknown name: typed errors that say what to do.
+//! let err = claij.open("anthropic:claude-sonnet-4-5").unwrap_err();
+//! assert_eq!(err.kind(), ErrorKind::Key);
+//! assert!(err.is_auth());
+//! assert_eq!(claij.open("gpt-6").unwrap_err().kind(), ErrorKind::Model);
+//! # Ok::<(), claij::Error>(())
+//! ```
+//!
+//! Errors are [`Error`]: a [`kind`](Error::kind) and the predicates of the backends' and the
+//! pipeline's errors underneath ([`Error::is_timeout`], [`Error::is_retryable`], ...). Nothing is
+//! process-wide: two [`Claij`] values share no loaded model and no structured-output fallback
+//! memory.
 
 pub mod approve;
+mod client;
+mod error;
 pub mod fallback;
 pub mod fs;
 pub mod matrix;
@@ -21,6 +65,9 @@ pub mod settings;
 pub mod telemetry;
 pub mod tools;
 
+pub use self::client::{Claij, Notice};
+pub use self::error::{Error, ErrorKind, Result};
+
 /// `s` on one line: its lines trimmed, empty ones dropped, joined by a space.
 pub(crate) fn one_line(s: &str) -> String {
     s.split('\n')
@@ -28,4 +75,16 @@ pub(crate) fn one_line(s: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// An error and its sources, `outer: inner: ...` (as `{:#}` of an `anyhow::Error` shows them).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use crate::error::{Error, Result};
 use claij_interceptors::StructuredMode;
 use serde_json::Value;
 
@@ -34,23 +34,28 @@ pub struct Choice {
     pub measured: (u64, u64, u64),
 }
 
-/// The matrix claij consults when nothing names one, if there is one: the user's, where `cargo
-/// xtask integration` merges its runs (`$XDG_DATA_HOME/claij/compat-matrix.json`, else
-/// `~/.local/share/claij/compat-matrix.json`), the same from any directory.
-pub fn default_path() -> Option<PathBuf> {
-    let shared = crate::settings::data_dir()?.join("compat-matrix.json");
+/// The matrix claij consults when nothing names one, if there is one: the user's, in claij's
+/// data directory `data_dir` ([`crate::settings::Settings::data_dir`]), where `cargo xtask
+/// integration` merges its runs (`compat-matrix.json`), the same from any directory.
+pub fn default_path(data_dir: Option<&Path>) -> Option<PathBuf> {
+    let shared = data_dir?.join("compat-matrix.json");
     shared.is_file().then_some(shared)
 }
 
 /// Reads a matrix file: its `records`, each a [`Record`] (the error names the file, line and
 /// column, and the field).
+///
+/// # Errors
+///
+/// The file cannot be read, is not JSON or not a matrix.
 pub fn read(path: &Path) -> Result<Matrix> {
     let text = crate::fs::read_file_capped(path, crate::fs::MAX_INPUT_BYTES, "a matrix file")
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let value: Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    serde_json::from_value(value)
-        .with_context(|| format!("{}: not a compatibility matrix", path.display()))
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::file_because(format!("{}: not JSON", path.display()), e))?;
+    serde_json::from_value(value).map_err(|e| {
+        Error::file_because(format!("{}: not a compatibility matrix", path.display()), e)
+    })
 }
 
 /// The choice for `model` (its alias or its model id), if the matrix measured it.

@@ -236,7 +236,7 @@ pub async fn start_services(
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-/// let settings = claij::settings::Settings::load()?;
+/// let settings = claij::settings::Settings::from_env()?;
 /// let services =
 ///     claij::mcp::start_configured(&settings, Some("docs"), |name| std::env::var(name)).await?;
 /// for tool in services.tools() {

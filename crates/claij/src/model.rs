@@ -2,8 +2,6 @@
 //! configuration's aliases and providers and opened as a backend, its key read from the
 //! provider's environment variable; the embedded model loaded once per file.
 
-#[cfg(feature = "local")]
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::Path;
@@ -11,10 +9,9 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 #[cfg(feature = "local")]
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
 #[cfg(feature = "anthropic")]
 use claij_backends::Anthropic;
 #[cfg(feature = "gemini")]
@@ -26,9 +23,9 @@ use claij_backends::{Adapter, ApiKey, Backend, HttpBackend, HttpConfig, ModelTab
 #[cfg(feature = "local")]
 use claij_local::{DEFAULT_MODEL_FILE, LocalBackend};
 
-use crate::settings::{
-    CompatibleSettings, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved, Settings,
-};
+use crate::Claij;
+use crate::error::{Error, Result};
+use crate::settings::{CompatibleSettings, DEFAULT_REMOTE_ALIAS, ProviderSettings, Resolved};
 
 /// A `--llm` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +85,16 @@ pub struct Opened {
     pub fallback: Option<Arc<StructuredFallback>>,
 }
 
+impl fmt::Debug for Opened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Opened")
+            .field("model", &self.model)
+            .field("notice", &self.notice)
+            .field("fallback", &self.fallback.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Provider {
     /// Every provider, in the order messages list them.
     pub const ALL: [Provider; 4] = [
@@ -124,23 +131,28 @@ impl Provider {
         key: ApiKey,
         settings: &ProviderSettings,
         prices: &ModelTable,
+        claij: &Claij,
     ) -> Result<Arc<dyn Backend>> {
         match self {
             #[cfg(feature = "openrouter")]
-            Provider::OpenRouter => configured(OpenRouter::new(key).with_prices(prices), settings),
-            Provider::OpenAi => configured(OpenAi::new(key).with_prices(prices), settings),
+            Provider::OpenRouter => {
+                configured(OpenRouter::new(key).with_prices(prices), settings, claij)
+            }
+            Provider::OpenAi => configured(OpenAi::new(key).with_prices(prices), settings, claij),
             #[cfg(feature = "anthropic")]
-            Provider::Anthropic => configured(Anthropic::new(key).with_prices(prices), settings),
+            Provider::Anthropic => {
+                configured(Anthropic::new(key).with_prices(prices), settings, claij)
+            }
             #[cfg(feature = "gemini")]
-            Provider::Gemini => configured(Gemini::new(key).with_prices(prices), settings),
+            Provider::Gemini => configured(Gemini::new(key).with_prices(prices), settings, claij),
             #[allow(unreachable_patterns)]
             other => {
-                let _ = (key, prices);
-                bail!(
+                let _ = (key, prices, claij);
+                Err(Error::unavailable(format!(
                     "{} is not in this build of claij (its feature `{}` is off)",
                     other.name(),
                     other.name()
-                )
+                )))
             }
         }
     }
@@ -184,52 +196,54 @@ pub fn parse_naming(text: &str, own: &[&str]) -> Result<Llm, String> {
     })
 }
 
-/// Opens the backend `--llm` names (an alias, `local` or `provider:model`, resolved with `config`).
-/// Without `--llm`: the local model if `--model-path` is given, else the configuration's default
-/// model, else OpenRouter's default model when its key is set, else the local model (claij needs no
-/// key to answer).
+/// Opens the backend `llm` names (an alias, `local` or `provider:model`, resolved with the
+/// settings of `claij`). Without one: the local model if `model_path` is given, else the
+/// configuration's default model, else OpenRouter's default model when its key is set, else the
+/// local model (claij needs no key to answer). [`Claij::open`] and [`Claij::open_with`] call it.
+///
+/// # Errors
+///
+/// The name does not resolve, its key is not set, the model cannot be opened.
 pub fn open<S: AsRef<str> + ?Sized>(
     llm: Option<&S>,
     model_path: Option<&Path>,
-    config: &Settings,
+    claij: &Claij,
 ) -> Result<Opened> {
     let resolved = match llm {
-        Some(text) => Some(resolve(config, text.as_ref())?),
+        Some(text) => Some(claij.resolve(text.as_ref())?),
         None => None,
     };
-    open_resolved(resolved, model_path, config)
-}
-
-fn resolve(config: &Settings, text: &str) -> Result<Resolved> {
-    config.resolve(text).map_err(anyhow::Error::msg)
+    open_resolved(resolved, model_path, claij)
 }
 
 fn open_resolved(
     resolved: Option<Resolved>,
     model_path: Option<&Path>,
-    config: &Settings,
+    claij: &Claij,
 ) -> Result<Opened> {
+    let config = claij.settings();
     let (resolved, why) = match (resolved, model_path) {
         (Some(resolved), _) => (resolved, None),
-        (None, Some(_)) => return open_local(model_path, Some("--model-path")),
+        (None, Some(_)) => return open_local(claij, model_path, Some("--model-path")),
         (None, None) => match &config.defaults.llm {
             Some(text) => {
                 let why = "defaults.llm in the configuration".to_owned();
-                (resolve(config, text)?, Some(why))
+                (claij.resolve(text)?, Some(why))
             }
             None => {
                 let openrouter = config.provider(Provider::OpenRouter);
-                if key(&openrouter.api_key_env)?.is_none() {
-                    return open_local(None, Some("no provider key set"))
-                        .context("no provider key is set, so claij uses the local model");
+                if key(claij, &openrouter.api_key_env)?.is_none() {
+                    return open_local(claij, None, Some("no provider key set")).map_err(|e| {
+                        e.context("no provider key is set, so claij uses the local model")
+                    });
                 }
                 let why = format!("{} is set", openrouter.api_key_env);
-                (resolve(config, DEFAULT_REMOTE_ALIAS)?, Some(why))
+                (claij.resolve(DEFAULT_REMOTE_ALIAS)?, Some(why))
             }
         },
     };
     match (resolved.llm, model_path) {
-        (Llm::Local, _) => open_local(model_path, why.as_deref()),
+        (Llm::Local, _) => open_local(claij, model_path, why.as_deref()),
         (Llm::Remote { provider, model }, None) => {
             let prices = config.prices()?;
             let remote = Remote {
@@ -238,21 +252,28 @@ fn open_resolved(
                 name: &resolved.name,
                 prices: &prices,
             };
-            open_remote(&remote, why.as_deref())
+            open_remote(claij, &remote, why.as_deref())
         }
-        (Llm::Remote { provider, .. }, Some(_)) => bail!(
+        (Llm::Remote { provider, .. }, Some(_)) => Err(Error::model(format!(
             "--model-path is for the local model, not {}: drop it or use --llm local",
             provider.name()
-        ),
+        ))),
         (Llm::Compatible { provider, model }, None) => {
             let Some(settings) = config.compatible(&provider) else {
-                bail!("no provider `{provider}` in the configuration");
+                return Err(Error::model(format!(
+                    "no provider `{provider}` in the configuration"
+                )));
             };
-            open_compatible(settings, &model, why.as_deref(), &*config.prices()?)
+            let compatible = Compatible {
+                settings,
+                model: &model,
+                prices: &*config.prices()?,
+            };
+            open_compatible(claij, &compatible, why.as_deref())
         }
-        (Llm::Compatible { provider, .. }, Some(_)) => {
-            bail!("--model-path is for the local model, not {provider}: drop it or use --llm local")
-        }
+        (Llm::Compatible { provider, .. }, Some(_)) => Err(Error::model(format!(
+            "--model-path is for the local model, not {provider}: drop it or use --llm local"
+        ))),
     }
 }
 
@@ -274,18 +295,20 @@ pub fn model_name(path: &Path) -> String {
 
 /// Without the `local` feature there is no embedded model to open.
 #[cfg(not(feature = "local"))]
-fn open_local(_model_path: Option<&Path>, _why: Option<&str>) -> Result<Opened> {
-    bail!("the local model is not in this build of claij (its feature `local` is off)")
+fn open_local(_claij: &Claij, _model_path: Option<&Path>, _why: Option<&str>) -> Result<Opened> {
+    Err(Error::unavailable(
+        "the local model is not in this build of claij (its feature `local` is off)",
+    ))
 }
 
 #[cfg(feature = "local")]
-fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
+fn open_local(claij: &Claij, model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
     let path = match model_path {
         Some(path) => path.to_path_buf(),
-        None => model_dir(|name| std::env::var_os(name)).join(DEFAULT_MODEL_FILE),
+        None => model_dir(|name| claij.var(name)).join(DEFAULT_MODEL_FILE),
     };
     let model = model_name(&path);
-    let backend = load_local(&path)?;
+    let backend = load_local(claij, &path)?;
     Ok(Opened {
         backend,
         notice: why.map(|why| format!("using local model {model} ({why})")),
@@ -294,30 +317,36 @@ fn open_local(model_path: Option<&Path>, why: Option<&str>) -> Result<Opened> {
     })
 }
 
-/// The local models this process has loaded, by canonical path: every opener (`--llm`, a state's
-/// `config.model`, voters, diagnostic models, consensus) shares one backend per file, so the
-/// ~270 MB model is read once whatever names it (`local`, an alias, the default choice).
+/// The local model at `path`, loaded on first use by this `claij` (its models, by canonical
+/// path: every opener of the file shares one backend, so the ~270 MB model is read once whatever
+/// names it); a [`crate::Notice::LoadingLocal`] says so (loading takes a second or more).
 #[cfg(feature = "local")]
-static LOADED: Mutex<BTreeMap<PathBuf, Arc<LocalBackend>>> = Mutex::new(BTreeMap::new());
-
-/// The local model at `path`, loaded on first use; on a terminal, a line on stderr says so (loading
-/// takes a second or more).
-#[cfg(feature = "local")]
-fn load_local(path: &Path) -> Result<Arc<dyn Backend>> {
+fn load_local(claij: &Claij, path: &Path) -> Result<Arc<dyn Backend>> {
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     // Held while loading, so two openers at once still load the file once.
-    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut loaded = claij.local.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(backend) = loaded.get(&key) {
         return Ok(Arc::clone(backend) as Arc<dyn Backend>);
     }
     // CLAIJ_KV_CACHE_MIB bounds the prefix cache (0 turns it off).
     let config = claij_local::LocalConfig::default()
-        .with_env(|name| std::env::var_os(name))
-        .map_err(anyhow::Error::msg)?;
-    tracing::info!(path = %key.display(), "loading the local model");
-    let backend = Arc::new(LocalBackend::load_with(&key, config)?);
+        .with_env(|name| claij.var(name))
+        .map_err(Error::config)?;
+    claij
+        .notices
+        .tell(&crate::Notice::LoadingLocal { path: key.clone() });
+    let backend = Arc::new(LocalBackend::load_with(&key, config).map_err(Error::local)?);
     loaded.insert(key, Arc::clone(&backend));
     Ok(backend)
+}
+
+/// A server of the configuration's own to open: its entry, the model id, and the prices its
+/// responses are priced at.
+#[derive(Clone, Copy)]
+struct Compatible<'a> {
+    settings: &'a CompatibleSettings,
+    model: &'a str,
+    prices: &'a ModelTable,
 }
 
 /// A hosted model to open: the provider's settings, the model id, what the user called it, and
@@ -329,25 +358,24 @@ struct Remote<'a> {
     prices: &'a ModelTable,
 }
 
-fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
+fn open_remote(claij: &Claij, remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
     let settings = remote.settings;
     let provider = settings.provider;
     let model = remote.model;
-    let Some(key) = key(&settings.api_key_env)? else {
+    let Some(key) = key(claij, &settings.api_key_env)? else {
         let target = format!("{}:{model}", provider.name());
         let also = if remote.name == target {
             String::new()
         } else {
             format!(" ({target})")
         };
-        bail!(
+        return Err(Error::key(format!(
             "{} is not set: export it to use --llm {}{also}",
-            settings.api_key_env,
-            remote.name
-        );
+            settings.api_key_env, remote.name
+        )));
     };
     Ok(Opened {
-        backend: provider.backend(key, settings, remote.prices)?,
+        backend: provider.backend(key, settings, remote.prices, claij)?,
         model: model.to_owned(),
         notice: why.map(|why| format!("using {}:{model} ({why})", provider.name())),
         fallback: None,
@@ -358,16 +386,20 @@ fn open_remote(remote: &Remote<'_>, why: Option<&str>) -> Result<Opened> {
 /// variable is set. Without `structured_output` in the entry, a rejected native request falls back
 /// and what worked is remembered ([`crate::fallback`]).
 fn open_compatible(
-    settings: &CompatibleSettings,
-    model: &str,
+    claij: &Claij,
+    compatible: &Compatible<'_>,
     why: Option<&str>,
-    prices: &ModelTable,
 ) -> Result<Opened> {
+    let Compatible {
+        settings,
+        model,
+        prices,
+    } = *compatible;
     let mut backend = OpenAiCompatible::new(settings.base_url.clone())
         .with_provider(&settings.name)
         .with_prices(prices);
     if let Some(var) = &settings.api_key_env
-        && let Some(key) = key(var)?
+        && let Some(key) = key(claij, var)?
     {
         backend = backend.with_key(key);
     }
@@ -376,13 +408,15 @@ fn open_compatible(
         settings.max_body_bytes,
         settings.retry_budget,
     );
-    let config = settings.gateway.apply(&settings.name, config, &env_var)?;
+    let config = settings
+        .gateway
+        .apply(&settings.name, config, &|name| claij.var(name))?;
     let backend = backend.with_config(config);
     let notice = why.map(|why| format!("using {}:{model} ({why})", settings.name));
     let (backend, fallback): (Arc<dyn Backend>, _) = match settings.structured_output {
         Some(dialect) => (Arc::new(backend.with_structured_output(dialect)), None),
         None => {
-            let memory = crate::fallback::memory();
+            let memory = claij.fallback_memory();
             let fallback = Arc::new(StructuredFallback::new(backend, memory));
             (fallback.clone(), Some(fallback))
         }
@@ -400,6 +434,7 @@ fn open_compatible(
 fn configured<A: Adapter + 'static>(
     backend: HttpBackend<A>,
     settings: &ProviderSettings,
+    claij: &Claij,
 ) -> Result<Arc<dyn Backend>> {
     let mut config = backend.config().clone();
     if let Some(url) = &settings.base_url {
@@ -408,13 +443,8 @@ fn configured<A: Adapter + 'static>(
     let config = with_limits(config, settings.max_body_bytes, settings.retry_budget);
     let config = settings
         .gateway
-        .apply(settings.provider.name(), config, &env_var)?;
+        .apply(settings.provider.name(), config, &|name| claij.var(name))?;
     Ok(Arc::new(backend.with_config(config)))
-}
-
-/// A variable of the process's environment, for the configuration's `${NAME}` values.
-fn env_var(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
 }
 
 /// `config` with the `max_body_bytes` and `retry_budget_secs` the configuration sets.
@@ -433,12 +463,13 @@ fn with_limits(
     config
 }
 
-/// A key from the environment variable `var`; empty counts as unset. The key is never shown.
-fn key(var: &str) -> Result<Option<ApiKey>> {
-    match std::env::var(var) {
-        Ok(key) if key.trim().is_empty() => Ok(None),
-        Ok(key) => Ok(Some(ApiKey::new(key.trim()))),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => bail!("{var} is not valid UTF-8"),
+/// A key from the variable `var` (as `claij` reads variables); empty counts as unset. The key is
+/// never shown.
+fn key(claij: &Claij, var: &str) -> Result<Option<ApiKey>> {
+    match claij.var(var).map(OsString::into_string) {
+        Some(Ok(key)) if key.trim().is_empty() => Ok(None),
+        Some(Ok(key)) => Ok(Some(ApiKey::new(key.trim()))),
+        None => Ok(None),
+        Some(Err(_)) => Err(Error::key(format!("{var} is not valid UTF-8"))),
     }
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use claij_interceptors::{Config, StructuredMode};
 
 use crate::matrix::Choice;
-use crate::settings::Defaults;
+use crate::settings::{Defaults, Settings};
 
 /// The most retries an option or the configuration may ask for per call.
 pub const MAX_RETRIES: usize = 100;
@@ -105,13 +105,16 @@ impl ModelOptions {
             && (self.max_retries.is_some() || defaults.max_retries.is_some())
     }
 
-    /// What the compatibility matrix (`matrix`, else the user's, when there is one) chooses for
+    /// What the compatibility matrix (`matrix`, else the user's in the settings' data directory,
+    /// when there is one) chooses for
     /// `model` (or the `llm` text naming it), when the options and `[defaults]` leave it
     /// something to decide. Whatever they decide, a model the matrix marks unsupported for
     /// structured output comes with a warning, as does a named matrix file that cannot be read.
-    pub fn matrix_choice(&self, model: &str, defaults: &Defaults) -> MatrixAdvice {
+    pub fn matrix_choice(&self, model: &str, settings: &Settings) -> MatrixAdvice {
+        let defaults = &settings.defaults;
         let mut advice = MatrixAdvice::default();
-        let Some(path) = self.matrix.clone().or_else(crate::matrix::default_path) else {
+        let user = || crate::matrix::default_path(settings.data_dir.as_deref());
+        let Some(path) = self.matrix.clone().or_else(user) else {
             return advice;
         };
         let matrix = match crate::matrix::read(&path) {
@@ -119,7 +122,7 @@ impl ModelOptions {
             Err(err) => {
                 // The user's own file is best effort; a file named by the caller is not.
                 if self.matrix.is_some() {
-                    let text = crate::one_line(&format!("{err:#}"));
+                    let text = crate::one_line(&crate::error_chain(&err));
                     advice.warnings.push(format!("warning: {text}"));
                 }
                 return advice;

@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, anyhow, bail};
 use claij_backends::ModelTable;
 use claij_backends::models::{Price, PriceFileError, PriceFormat, PriceList};
 use claij_interceptors::Budget;
 use serde_json::Value;
 
+use crate::error::{Error, Result};
 use crate::settings::{Settings, price_key};
 
 /// The file in the data directory an import writes.
@@ -46,15 +46,21 @@ fn imported(settings: &Settings) -> Result<Option<(PathBuf, PriceList)>> {
     let text = match crate::fs::read_file_capped(&path, MAX_PRICE_FILE_BYTES, "a price file") {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("cannot read the imported prices {}: {e}", path.display()),
+        Err(e) => {
+            return Err(Error::io(
+                format!("cannot read the imported prices {}", path.display()),
+                e,
+            ));
+        }
     };
-    let json = parse_json(&text, &path)
-        .context("the imported prices (`claij models prices --import FILE` writes them again)")?;
+    let json = parse_json(&text, &path).map_err(|e| {
+        e.context("the imported prices (`claij models prices --import FILE` writes them again)")
+    })?;
     let list = PriceList::from_json(&json).map_err(|e| {
-        anyhow!(
+        Error::file(format!(
             "{}: {e} (the imported prices; `claij models prices --import FILE` writes them again)",
             path.display()
-        )
+        ))
     })?;
     Ok(Some((path, list)))
 }
@@ -82,12 +88,12 @@ pub fn priced_budget(
             || "the configuration".to_owned(),
             |p| p.display().to_string(),
         );
-        bail!(
+        return Err(Error::unpriced(format!(
             "--budget-usd: no price is known for {provider}:{model}, so no call's cost can be \
              estimated: set {} = {{ input = USD, output = USD }} (per million tokens) in {file}, \
              or import a price list with `claij models prices --import FILE`",
             price_key(provider, model)
-        );
+        )));
     };
     Ok(Some(budget.with_price(Some(price.clone()))))
 }
@@ -116,18 +122,20 @@ pub struct Imported {
 /// and where), the data directory cannot be written.
 pub fn import(file: &Path, format: Option<PriceFormat>, settings: &Settings) -> Result<Imported> {
     let Some(dir) = &settings.data_dir else {
-        bail!("no data directory to keep the prices in: set XDG_DATA_HOME or HOME");
+        return Err(Error::config(
+            "no data directory to keep the prices in: set XDG_DATA_HOME or HOME",
+        ));
     };
     let text = crate::fs::read_file_capped(file, MAX_PRICE_FILE_BYTES, "a price file")
-        .with_context(|| format!("cannot read {}", file.display()))?;
+        .map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
     let json = parse_json(&text, file)?;
     let Some(format) = format.or_else(|| PriceFormat::detect(&json)) else {
-        bail!(
+        return Err(Error::file(format!(
             "{}: not a price list: expected genai-prices' data.json (a list of providers), \
              LiteLLM's model_prices_and_context_window.json (an object of models by name) or \
              claij's ({{\"date\", \"models\"}}); --format says which",
             file.display()
-        );
+        )));
     };
     let date = today();
     let origin = format!(
@@ -137,16 +145,13 @@ pub fn import(file: &Path, format: Option<PriceFormat>, settings: &Settings) -> 
     );
     let imported =
         PriceList::import(&json, format, &date, &origin).map_err(|e| located(file, format, &e))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let into = dir.join(IMPORTED_FILE);
-    let temporary = dir.join(format!(".{IMPORTED_FILE}.{}", std::process::id()));
-    let body = serde_json::to_vec_pretty(&imported.list)?;
-    std::fs::write(&temporary, body)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, &into).with_context(|| {
-        let _ = std::fs::remove_file(&temporary);
-        format!("cannot replace {}", into.display())
-    })?;
+    let body = serde_json::to_vec_pretty(&imported.list)
+        .map_err(|e| Error::file_because("cannot write the imported prices", e))?;
+    crate::fs::write_atomic(&into, &body, None)
+        .map_err(|e| Error::io(format!("cannot replace {}", into.display()), e))?;
     Ok(Imported {
         models: imported.list.models.len(),
         skipped: imported.skipped,
@@ -159,22 +164,22 @@ pub fn import(file: &Path, format: Option<PriceFormat>, settings: &Settings) -> 
 /// A price list's JSON, or where its text is not JSON.
 fn parse_json(text: &str, path: &Path) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| {
-        anyhow!(
+        Error::file(format!(
             "{}:{}:{}: not JSON: {e}",
             path.display(),
             e.line(),
             e.column()
-        )
+        ))
     })
 }
 
 /// A format error, with the file and the format it was read as.
-fn located(file: &Path, format: PriceFormat, error: &PriceFileError) -> anyhow::Error {
-    anyhow!(
+fn located(file: &Path, format: PriceFormat, error: &PriceFileError) -> Error {
+    Error::file(format!(
         "{}: {error} (read as {}; --format says another)",
         file.display(),
         format.name()
-    )
+    ))
 }
 
 fn absolute(path: &Path) -> PathBuf {

@@ -48,7 +48,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use crate::error::{Error, Result};
 use claij_interceptors::{Carried, Chain, Context, History, MemoryState, Stage};
 use claij_schema::{AppliedLog, SavedRegistry, SchemaDelta};
 use serde::Deserialize;
@@ -142,7 +142,7 @@ impl Session {
             match crate::fs::read_file_capped(path, crate::fs::MAX_INPUT_BYTES, "a session file") {
                 Ok(text) => text,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
-                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+                Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
             };
         if text.trim().is_empty() {
             return Ok(Self::default());
@@ -153,10 +153,11 @@ impl Session {
                 path.display()
             )
         };
-        let mut file: Map<String, Value> = serde_json::from_str(&text).with_context(not_session)?;
+        let mut file: Map<String, Value> =
+            serde_json::from_str(&text).map_err(|e| Error::file_because(not_session(), e))?;
         migrate(&mut file, path)?;
-        let known: Known =
-            serde_json::from_value(Value::Object(file.clone())).with_context(not_session)?;
+        let known: Known = serde_json::from_value(Value::Object(file.clone()))
+            .map_err(|e| Error::file_because(not_session(), e))?;
         Ok(Self {
             turn: known.turn,
             history: known.history,
@@ -178,10 +179,10 @@ impl Session {
             return Ok(());
         }
         let name = path.map_or_else(String::new, |p| format!("{}: ", p.display()));
-        bail!(
+        Err(Error::session(format!(
             "{name}the turn counter is at its maximum ({}): start a new conversation",
             u64::MAX
-        )
+        )))
     }
 
     /// This session carried on by `ctx` after a turn through `chain`: its turn and history, what
@@ -254,11 +255,13 @@ impl Session {
                     interceptor,
                     stage: Stage::Restore,
                     source,
-                } => anyhow!(
+                } => Error::session(format!(
                     "{file}`interceptors.{interceptor}`: {}: use a newer claij, or start a new session",
                     claij_interceptors::ErrorChain(source.as_ref())
-                ),
-                other => anyhow!("{file}{}", claij_interceptors::ErrorChain(&other)),
+                )),
+                other => {
+                    Error::session(format!("{file}{}", claij_interceptors::ErrorChain(&other)))
+                }
             });
         }
         Ok(ctx)
@@ -272,12 +275,18 @@ impl Session {
         if self.history.is_empty() {
             file.remove("history");
         } else {
-            file.insert("history".into(), serde_json::to_value(&self.history)?);
+            file.insert(
+                "history".into(),
+                serde_json::to_value(&self.history).map_err(json)?,
+            );
         }
         if self.carried.is_empty() {
             file.remove("interceptors");
         } else {
-            file.insert("interceptors".into(), serde_json::to_value(&self.carried)?);
+            file.insert(
+                "interceptors".into(),
+                serde_json::to_value(&self.carried).map_err(json)?,
+            );
         }
         match &self.project {
             Some(project) => file.insert("project".into(), project.as_str().into()),
@@ -290,12 +299,18 @@ impl Session {
                 active: saved.extensions.clone(),
                 audit: saved.audit.clone(),
             };
-            file.insert("extensions".into(), serde_json::to_value(extensions)?);
+            file.insert(
+                "extensions".into(),
+                serde_json::to_value(extensions).map_err(json)?,
+            );
         }
         if self.applied.is_empty() {
             file.remove("applied");
         } else {
-            file.insert("applied".into(), serde_json::to_value(&self.applied)?);
+            file.insert(
+                "applied".into(),
+                serde_json::to_value(&self.applied).map_err(json)?,
+            );
         }
         Ok(Value::Object(file))
     }
@@ -303,15 +318,10 @@ impl Session {
     /// Writes the session to `path` atomically: a temp file in the same directory, then a rename, so
     /// an interrupted write never leaves half a file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(&self.to_value()?)?;
+        let mut text = serde_json::to_string_pretty(&self.to_value()?).map_err(json)?;
         text.push('\n');
-        let temp = temp_path(path);
-        let written = fs::write(&temp, text).and_then(|()| fs::rename(&temp, path));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&temp);
-            return Err(e).with_context(|| format!("cannot write {}", path.display()));
-        }
-        Ok(())
+        crate::fs::write_atomic(path, text.as_bytes(), None)
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
     }
 }
 
@@ -329,14 +339,24 @@ impl SessionLock {
 
     /// [`SessionLock::acquire`], calling `waiting` with the lock file's path each time before it
     /// waits for another process's lock.
-    pub fn acquire_with(path: &Path, waiting: &mut dyn FnMut(&Path) -> Result<()>) -> Result<Self> {
+    pub fn acquire_with(
+        path: &Path,
+        waiting: &mut dyn FnMut(&Path) -> io::Result<()>,
+    ) -> Result<Self> {
         let unwritable = || format!("the session file {} cannot be written", path.display());
-        let name = path
-            .file_name()
-            .ok_or_else(|| anyhow!("{}: not a file name", path.display()))
-            .with_context(unwritable)?;
+        let Some(name) = path.file_name() else {
+            return Err(Error::session(format!(
+                "{}: {}: not a file name",
+                unwritable(),
+                path.display()
+            )));
+        };
         if path.is_dir() {
-            return Err(anyhow!("{} is a directory", path.display())).with_context(unwritable);
+            return Err(Error::session(format!(
+                "{}: {} is a directory",
+                unwritable(),
+                path.display()
+            )));
         }
         let mut lock_name = name.to_owned();
         lock_name.push(".lock");
@@ -348,23 +368,22 @@ impl SessionLock {
                 .create(true)
                 .truncate(false)
                 .open(&lock_path)
-                .with_context(|| lock_path.display().to_string())
-                .with_context(unwritable)?;
+                .map_err(|e| Error::io(format!("{}: {}", unwritable(), lock_path.display()), e))?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
-                    waiting(&lock_path)?;
-                    file.lock()
-                        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+                    let cannot = |e| Error::io(format!("cannot lock {}", lock_path.display()), e);
+                    waiting(&lock_path).map_err(cannot)?;
+                    file.lock().map_err(cannot)?;
                 }
                 Err(TryLockError::Error(e)) => {
-                    return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+                    return Err(Error::io(format!("cannot lock {}", lock_path.display()), e));
                 }
             }
             // The holder before removed the file as it let go: this lock is on a file no longer at
             // the path, and another process may hold the one there now.
             if is_at(&file, &lock_path)
-                .with_context(|| format!("cannot lock {}", lock_path.display()))?
+                .map_err(|e| Error::io(format!("cannot lock {}", lock_path.display()), e))?
             {
                 break file;
             }
@@ -373,7 +392,8 @@ impl SessionLock {
             _file: file,
             path: lock_path,
         };
-        check_writable(path).with_context(unwritable)?;
+        check_writable(path)
+            .map_err(|(at, e)| Error::io(format!("{}: {}", unwritable(), at.display()), e))?;
         Ok(lock)
     }
 }
@@ -493,22 +513,20 @@ fn to_version_3(file: &mut Map<String, Value>) {
 
 /// The session file can be replaced: an existing one opens for writing, and a temp file can be made
 /// (and is removed) beside it.
-fn check_writable(path: &Path) -> Result<()> {
+/// The error is the file that failed, and why.
+fn check_writable(path: &Path) -> Result<(), (PathBuf, io::Error)> {
     match OpenOptions::new().write(true).open(path) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| path.display().to_string()),
+        Err(e) => return Err((path.to_owned(), e)),
     }
-    let temp = temp_path(path);
-    File::create(&temp).with_context(|| temp.display().to_string())?;
-    fs::remove_file(&temp).with_context(|| temp.display().to_string())?;
+    let temp = crate::fs::temp_path(path);
+    File::create(&temp).map_err(|e| (temp.clone(), e))?;
+    fs::remove_file(&temp).map_err(|e| (temp.clone(), e))?;
     Ok(())
 }
 
-/// `path`'s sibling `.<name>.<pid>.tmp`.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "memory".into(), |n| n.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+/// A session that cannot be written as JSON (it always can: its parts are JSON values).
+fn json(e: serde_json::Error) -> Error {
+    Error::file_because("cannot write the session as JSON", e)
 }

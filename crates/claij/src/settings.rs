@@ -52,7 +52,7 @@
 //! names that look secret (`auth`, `key`, `token`, ...), are secret: `config show` prints `***`. A
 //! header claij sets itself (`Content-Type`, `User-Agent`, ...) is refused. See [`gateway`].
 //!
-//! Where ([`locate`], [`Settings::load`]): the file `--config FILE` names (every command that reads
+//! Where ([`locate`], [`Settings::from_env`]): the file `--config FILE` names (every command that reads
 //! the configuration takes it), else the one `$CLAIJ_CONFIG` names (a named file must exist), else
 //! `$XDG_CONFIG_HOME/claij/config.toml`, else `$HOME/.config/claij/config.toml`, when it exists (no
 //! file means the defaults). A file whose first character is `{` is JSON in the common `.mcp.json`
@@ -82,7 +82,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use anyhow::{Result, anyhow};
+use crate::error::{Error, Result};
 use claij_backends::openai::StructuredDialect;
 use claij_interceptors::StructuredMode;
 #[cfg(feature = "mcp")]
@@ -138,7 +138,7 @@ pub struct Settings {
     /// Where `claij models prices --import` keeps its prices (claij's data directory), when known.
     pub data_dir: Option<PathBuf>,
     /// The price table, built on first use ([`Settings::prices`]).
-    prices: OnceLock<Result<Arc<claij_backends::ModelTable>, String>>,
+    prices: OnceLock<Result<Arc<claij_backends::ModelTable>, (crate::ErrorKind, String)>>,
 }
 
 /// The `kind` of a provider entry of the user's own.
@@ -303,32 +303,48 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// The name of the MCP configuration file looked for in the working directory.
 pub const PROJECT_MCP_FILE: &str = ".mcp.json";
 
-/// `--config FILE`, chosen once by `main` before any command reads the configuration.
-static CHOSEN: OnceLock<PathBuf> = OnceLock::new();
-
-/// Makes `path` the configuration file of this process (`--config`), before any thread starts.
-pub fn choose(path: PathBuf) {
-    let _ = CHOSEN.set(path);
-}
-
 impl Settings {
-    /// The configuration of this process: the files [`locate`] finds (`--config`, else the
-    /// environment and the working directory), or the defaults.
+    /// The settings the environment names: the file `$CLAIJ_CONFIG` names, else the usual
+    /// `config.toml` when it exists, else the defaults (and the MCP part, see the module docs);
+    /// claij's data directory from `$XDG_DATA_HOME` or `$HOME`.
     ///
     /// # Errors
     ///
-    /// A file that cannot be read or is invalid; a named file (`--config`, `CLAIJ_CONFIG`) that does
-    /// not exist.
-    pub fn load() -> Result<Self> {
+    /// A file that cannot be read or is invalid; a named file that does not exist.
+    pub fn from_env() -> Result<Self> {
+        Self::from_env_with(None)
+    }
+
+    /// [`Settings::from_env`], `file` (the command line's `--config`) first when given.
+    ///
+    /// # Errors
+    ///
+    /// As [`Settings::from_env`].
+    pub fn from_env_with(file: Option<&Path>) -> Result<Self> {
         let cwd = std::env::current_dir().ok();
-        let places = locate(
-            CHOSEN.get().map(PathBuf::as_path),
-            |name| std::env::var_os(name),
-            cwd.as_deref(),
-        );
+        let places = locate(file, |name| std::env::var_os(name), cwd.as_deref());
         let mut settings = Self::load_from(&places)?;
         settings.data_dir = data_dir();
         Ok(settings)
+    }
+
+    /// The settings of the file at `path` (TOML, or JSON in the `.mcp.json` shape for the MCP
+    /// part only), without looking anywhere else; no data directory.
+    ///
+    /// # Errors
+    ///
+    /// The file does not exist, cannot be read or is invalid (file, line and key path).
+    pub fn from_file(path: &Path) -> Result<Self> {
+        Self::load_from(&Places {
+            flag: Some(path.to_owned()),
+            ..Places::default()
+        })
+    }
+
+    /// Settings built in code ([`SettingsBuilder`]), checked as a file is.
+    #[must_use]
+    pub fn builder() -> SettingsBuilder {
+        SettingsBuilder::default()
     }
 
     /// The price of every known model: the configuration's `[models]` over the prices `claij
@@ -342,17 +358,17 @@ impl Settings {
             .get_or_init(|| {
                 crate::prices::table(self)
                     .map(Arc::new)
-                    .map_err(|e| format!("{e:#}"))
+                    .map_err(|e| (e.kind(), crate::error_chain(&e)))
             })
             .clone()
-            .map_err(anyhow::Error::msg)
+            .map_err(|(kind, message)| Error::with_kind(kind, message))
     }
 
     /// The configuration read from `places` (see the module docs for the order).
     ///
     /// # Errors
     ///
-    /// As [`Settings::load`].
+    /// As [`Settings::from_env`].
     pub fn load_from(places: &Places) -> Result<Self> {
         let named: Vec<(&PathBuf, Namer)> = places
             .flag
@@ -402,7 +418,8 @@ impl Settings {
     /// say so when the TOML file's servers are hidden.
     #[cfg(feature = "mcp")]
     fn set_mcp(&mut self, text: &str, path: &Path, warn: bool) -> Result<()> {
-        let mcp = McpConfig::from_json(text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let mcp = McpConfig::from_json(text)
+            .map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
         if let (true, Some(shadowed), Some(toml)) = (warn, &self.mcp, &self.path)
             && !shadowed.servers.is_empty()
         {
@@ -416,11 +433,11 @@ impl Settings {
     /// configuration is refused.
     #[cfg(not(feature = "mcp"))]
     fn set_mcp(&mut self, _text: &str, path: &Path, _warn: bool) -> Result<()> {
-        Err(anyhow!(
+        Err(Error::unavailable(format!(
             "{}: an MCP configuration (the .mcp.json shape), which this build of claij does not \
              read (feature `mcp`)",
             path.display()
-        ))
+        )))
     }
 
     /// The usual `config.toml` when it exists, else the defaults.
@@ -494,7 +511,7 @@ impl Settings {
         self.mcp
             .as_ref()
             .filter(|m| !m.servers.is_empty())
-            .ok_or_else(|| anyhow!("{}", self.no_servers()))
+            .ok_or_else(|| Error::config(self.no_servers()))
     }
 
     /// The project `name` of the MCP part.
@@ -516,7 +533,7 @@ impl Settings {
             } else {
                 format!("its projects: {}", names.join(", "))
             };
-            anyhow!("no project `{name}`{file} ({known})")
+            Error::config(format!("no project `{name}`{file} ({known})"))
         })
     }
 
@@ -529,7 +546,7 @@ impl Settings {
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
         let table: Table = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|span| line_at(text, span.start));
-            anyhow!("{}: {}", at(path, line), e.message().trim())
+            Error::config(format!("{}: {}", at(path, line), e.message().trim()))
         })?;
         let mut config = Self {
             path: Some(path.to_owned()),
@@ -539,7 +556,7 @@ impl Settings {
         };
         let fail = |keys: &[&str], message: &str| {
             let line = line_of(text, keys);
-            anyhow!("{}: {}: {message}", at(path, line), keys.join("."))
+            Error::config(format!("{}: {}: {message}", at(path, line), keys.join(".")))
         };
         // Aliases may name the file's own providers, so those come first.
         if let Some(providers) = table.get("providers") {
@@ -566,7 +583,7 @@ impl Settings {
         }
         if let Some(llm) = &config.defaults.llm {
             config
-                .resolve(llm)
+                .resolve_text(llm)
                 .map_err(|e| fail(&["defaults", "llm"], &e))?;
         }
         #[cfg(feature = "mcp")]
@@ -611,7 +628,12 @@ impl Settings {
     ///
     /// A message for the user: the value is neither an alias nor `provider:model`, or names an unknown
     /// provider.
-    pub fn resolve(&self, text: &str) -> Result<Resolved, String> {
+    pub fn resolve(&self, text: &str) -> Result<Resolved> {
+        self.resolve_text(text).map_err(Error::model)
+    }
+
+    /// [`Settings::resolve`], the message alone.
+    pub(crate) fn resolve_text(&self, text: &str) -> Result<Resolved, String> {
         let name = text.to_owned();
         if let Some(alias) = self.aliases.get(text) {
             return Ok(Resolved {
@@ -793,7 +815,7 @@ impl Settings {
             };
             for voter in voters {
                 let voter = as_str(voter, &keys, fail)?;
-                self.resolve(voter).map_err(|e| fail(&keys, &e))?;
+                self.resolve_text(voter).map_err(|e| fail(&keys, &e))?;
                 self.voters.push(voter.to_owned());
             }
         }
@@ -873,11 +895,11 @@ pub fn locate(
 /// The text of a file `--config` or `CLAIJ_CONFIG` names, which must exist.
 fn read_named(path: &Path, namer: Namer) -> Result<String> {
     read_config(path)?.ok_or_else(|| {
-        anyhow!(
+        Error::config(format!(
             "{} names {}, which does not exist",
             namer.as_str(),
             path.display()
-        )
+        ))
     })
 }
 
@@ -886,7 +908,7 @@ fn read_config(path: &Path) -> Result<Option<String>> {
     match crate::fs::read_file_capped(path, MAX_CONFIG_BYTES, "a configuration file") {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(anyhow!("cannot read {}: {e}", path.display())),
+        Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
     }
 }
 
@@ -898,19 +920,16 @@ fn is_json(text: &str) -> bool {
         .starts_with('{')
 }
 
-/// Says once per process that `.mcp.json` in the working directory hides the servers of `toml`.
+/// Says (once per load) that `.mcp.json` in the working directory hides the servers of `toml`.
 #[cfg(feature = "mcp")]
 fn warn_shadowed(project: &Path, toml: &Path) {
-    static WARNED: std::sync::Once = std::sync::Once::new();
-    WARNED.call_once(|| {
-        tracing::warn!(
-            used = %project.display(),
-            unused = %toml.display(),
-            "MCP servers come from {}; the mcpServers of {} are not used (name the file with --config)",
-            project.display(),
-            toml.display()
-        );
-    });
+    tracing::warn!(
+        used = %project.display(),
+        unused = %toml.display(),
+        "MCP servers come from {}; the mcpServers of {} are not used (name the file with --config)",
+        project.display(),
+        toml.display()
+    );
 }
 
 /// claij's data directory, where `cargo xtask integration` merges the compatibility matrix and
@@ -929,7 +948,7 @@ pub fn data_dir() -> Option<PathBuf> {
 }
 
 /// Builds an error at a key path.
-type Fail<'a> = dyn Fn(&[&str], &str) -> anyhow::Error + 'a;
+type Fail<'a> = dyn Fn(&[&str], &str) -> Error + 'a;
 
 /// A `base_url` value: an http:// or https:// URL, without a trailing `/`.
 fn read_base_url(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<String> {
@@ -1076,4 +1095,121 @@ fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
         }
     }
     span.map(|span| line_at(text, span.start))
+}
+
+/// Settings built in code: providers, aliases and defaults, checked as a file's are (an alias
+/// must resolve, a provider of one's own needs a `base_url`, ...); errors name the key path
+/// (`settings built in code: aliases.fast: ...`).
+///
+/// ```
+/// use claij::settings::Settings;
+///
+/// let settings = Settings::builder()
+///     .compatible("mine", "http://127.0.0.1:8080/v1")
+///     .alias("smol", "mine:SmolLM2-135M")
+///     .default_llm("smol")
+///     .build()?;
+/// assert_eq!(settings.resolve("smol")?.llm.to_string(), "mine:SmolLM2-135M");
+/// # Ok::<(), claij::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct SettingsBuilder {
+    providers: BTreeMap<String, Table>,
+    aliases: Table,
+    defaults: Table,
+    data_dir: Option<PathBuf>,
+}
+
+impl SettingsBuilder {
+    fn provider_entry(&mut self, provider: &str) -> &mut Table {
+        self.providers.entry(provider.to_owned()).or_default()
+    }
+
+    /// `provider`'s base URL (a proxy, a gateway, a test double): `providers.NAME.base_url`.
+    #[must_use]
+    pub fn base_url(mut self, provider: &str, url: &str) -> Self {
+        self.provider_entry(provider)
+            .insert("base_url".into(), Value::String(url.to_owned()));
+        self
+    }
+
+    /// The variable holding `provider`'s key: `providers.NAME.api_key_env`.
+    #[must_use]
+    pub fn key_env(mut self, provider: &str, var: &str) -> Self {
+        self.provider_entry(provider)
+            .insert("api_key_env".into(), Value::String(var.to_owned()));
+        self
+    }
+
+    /// An OpenAI-compatible server of one's own called `name` (`name:MODEL` then names its
+    /// models): `kind = "openai-compatible"` and its `base_url`.
+    #[must_use]
+    pub fn compatible(mut self, name: &str, base_url: &str) -> Self {
+        let entry = self.provider_entry(name);
+        entry.insert("kind".into(), Value::String(COMPATIBLE_KIND.to_owned()));
+        entry.insert("base_url".into(), Value::String(base_url.to_owned()));
+        self
+    }
+
+    /// An alias: `name` stands for `target` (`local`, `provider:model`): `aliases.NAME`.
+    #[must_use]
+    pub fn alias(mut self, name: &str, target: &str) -> Self {
+        self.aliases
+            .insert(name.to_owned(), Value::String(target.to_owned()));
+        self
+    }
+
+    /// The model used when none is named: `defaults.llm`.
+    #[must_use]
+    pub fn default_llm(mut self, name: &str) -> Self {
+        self.defaults
+            .insert("llm".into(), Value::String(name.to_owned()));
+        self
+    }
+
+    /// Retries after an invalid reply: `defaults.max_retries`.
+    #[must_use]
+    pub fn max_retries(mut self, retries: usize) -> Self {
+        let retries = i64::try_from(retries).unwrap_or(i64::MAX);
+        self.defaults
+            .insert("max_retries".into(), Value::Integer(retries));
+        self
+    }
+
+    /// claij's data directory (imported prices, the compatibility matrix).
+    #[must_use]
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The settings, checked.
+    ///
+    /// # Errors
+    ///
+    /// What a file with the same keys would get (a [`crate::ErrorKind::Config`] naming the key).
+    pub fn build(self) -> Result<Settings> {
+        let fail = |keys: &[&str], message: &str| {
+            Error::config(format!(
+                "settings built in code: {}: {message}",
+                keys.join(".")
+            ))
+        };
+        let mut settings = Settings::default();
+        let providers: Table = self
+            .providers
+            .into_iter()
+            .map(|(name, entry)| (name, Value::Table(entry)))
+            .collect();
+        settings.read_providers(&Value::Table(providers), &fail)?;
+        settings.read_aliases(&Value::Table(self.aliases), &fail)?;
+        settings.read_defaults(&Value::Table(self.defaults), &fail)?;
+        if let Some(llm) = &settings.defaults.llm {
+            settings
+                .resolve_text(llm)
+                .map_err(|e| fail(&["defaults", "llm"], &e))?;
+        }
+        settings.data_dir = self.data_dir;
+        Ok(settings)
+    }
 }

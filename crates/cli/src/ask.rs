@@ -36,6 +36,7 @@ use claij_interceptors::{
 use claij_mcp::{McpInterceptor, Services};
 
 use crate::Status;
+use crate::front::Front;
 use crate::input;
 
 pub(crate) use self::options::ModelOptions;
@@ -198,7 +199,7 @@ impl Options {
 
 /// Asks once (or, with `--consensus`, several models at once); exit 0 with a valid answer, 1 when
 /// every attempt was invalid (or the models did not agree).
-pub(crate) fn run(args: &Args) -> Result<Status> {
+pub(crate) fn run(args: &Args, front: &Front) -> Result<Status> {
     if let Some(models) = consensus::models(&args.options)? {
         if args.options.metrics || args.options.interceptors.contains(&Interceptor::Metrics) {
             anyhow::bail!("--metrics counts one model's calls, --consensus asks several: drop one");
@@ -208,9 +209,9 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one"
             );
         }
-        return consensus::run(args, &models);
+        return consensus::run(args, &models, front);
     }
-    let mut conversation = Conversation::open(&args.options)?;
+    let mut conversation = Conversation::open(&args.options, front)?;
     let (result, elapsed) = conversation.turn(&args.prompt);
     let status = match result {
         Ok(answer) => {
@@ -289,21 +290,22 @@ pub(crate) struct Conversation<'a> {
 impl<'a> Conversation<'a> {
     /// Reads the schema, the conversation file and the configuration, opens the backend and starts
     /// the MCP servers `--interceptors mcp` needs.
-    pub(crate) fn open(options: &'a Options) -> Result<Self> {
-        Self::open_with(options, &[], false)
+    pub(crate) fn open(options: &'a Options, front: &Front) -> Result<Self> {
+        Self::open_with(options, &[], false, front)
     }
 
     /// [`Conversation::open`] for `claij chat`: the memory interceptor unless `--interceptors` says
     /// otherwise.
-    pub(crate) fn open_chat(options: &'a Options) -> Result<Self> {
+    pub(crate) fn open_chat(options: &'a Options, front: &Front) -> Result<Self> {
         consensus::refuse_in_chat(options)?;
-        Self::open_with(options, &[Interceptor::Memory], true)
+        Self::open_with(options, &[Interceptor::Memory], true, front)
     }
 
     fn open_with(
         options: &'a Options,
         default_interceptors: &[Interceptor],
         chat: bool,
+        front: &Front,
     ) -> Result<Self> {
         let base = base_schema(options)?;
         // Locked and checked before anything is asked, so no paid turn is lost to another process
@@ -317,11 +319,12 @@ impl<'a> Conversation<'a> {
             }
             None => (Session::default(), None),
         };
-        let settings = claij::settings::Settings::load()?;
+        let claij = front.claij()?;
+        let settings = claij.settings();
         let opened = llm::open(
             options.model.llm.as_deref(),
             options.model.model_path.as_deref(),
-            &settings,
+            claij,
         )?;
         if let Some(notice) = &opened.notice
             && !options.json
@@ -336,14 +339,12 @@ impl<'a> Conversation<'a> {
         // A conversation keeps its project: a later turn without --project goes on in it.
         let session = session.with_project(options.project.as_deref());
         let services = if names.contains(&Interceptor::Mcp) {
-            Some(runtime.block_on(project_services(session.project.as_deref(), &settings))?)
+            Some(runtime.block_on(project_services(session.project.as_deref(), settings))?)
         } else {
             None
         };
         let notes = notes(&options.note)?;
-        let measured = options
-            .model
-            .matrix_choice(&opened.model, &settings.defaults);
+        let measured = options.model.matrix_choice(&opened.model, settings);
         if let Some(choice) = &measured
             && !options.json
         {
@@ -357,17 +358,17 @@ impl<'a> Conversation<'a> {
             measured.as_ref(),
         );
         let budget =
-            claij::prices::priced_budget(options.budget(), &settings, &provider, &knobs.model)?;
+            claij::prices::priced_budget(options.budget(), settings, &provider, &knobs.model)?;
         if let Some(fallback) = &opened.fallback {
             // An explicit --mode native keeps to native output (other native dialects only).
             fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
-            claij::fallback::set_quiet(options.json);
+            front.set_quiet(options.json);
         }
         let proposals = if names.contains(&Interceptor::Proposals) {
             let saved = session.extensions.as_ref();
             let proposer = format!("{}:{}", opened.backend.provider(), knobs.model);
             let opened =
-                approve::for_conversation(options, base.as_ref(), saved, &settings, &proposer)?;
+                approve::for_conversation(options, base.as_ref(), saved, claij, &proposer)?;
             Some(opened)
         } else {
             None
@@ -541,7 +542,10 @@ impl<'a> Conversation<'a> {
 
     /// Whether one more turn can be counted (a counter at its maximum is an error, not a wrap).
     pub(crate) fn check_turn(&self) -> Result<()> {
-        Session::check_turn(self.ctx.turn, self.options.memory.as_deref())
+        Ok(Session::check_turn(
+            self.ctx.turn,
+            self.options.memory.as_deref(),
+        )?)
     }
 
     /// Prints a valid answer: the standard response rendered for people on a terminal, else the
@@ -814,14 +818,16 @@ async fn project_services(
 /// `quiet`) that it waits for another process that holds it.
 pub(crate) fn lock_session(path: &std::path::Path, quiet: bool) -> Result<SessionLock> {
     let mut told = quiet;
-    SessionLock::acquire_with(path, &mut |lock_path| {
+    let lock = SessionLock::acquire_with(path, &mut |lock_path| {
         if !told {
             report::notice(&format!(
                 "waiting for {}: another claij is on this conversation",
                 lock_path.display()
-            ))?;
+            ))
+            .map_err(std::io::Error::other)?;
             told = true;
         }
         Ok(())
-    })
+    })?;
+    Ok(lock)
 }

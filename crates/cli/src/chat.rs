@@ -92,8 +92,8 @@ impl Lines {
 
 /// Runs the conversation until `/quit` or the end of input. Exit 0, or 1 when the last turn got no
 /// valid reply.
-pub(crate) fn run(args: &Args) -> Result<Status> {
-    let mut conversation = Conversation::open_chat(&args.options)?;
+pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
+    let mut conversation = Conversation::open_chat(&args.options, front)?;
     let mut lines = Lines::open(!args.no_history)?;
     let mut status = Status::Ok;
     let mut err = std::io::stderr();

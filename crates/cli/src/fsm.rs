@@ -154,9 +154,9 @@ impl Command {
 }
 
 /// Runs a `claij fsm` subcommand.
-pub(crate) fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) -> Result<Status> {
     match cmd {
-        Command::Validate { file, services } => validate(file, services),
+        Command::Validate { file, services } => validate(file, services, front),
         Command::Render { file, format } => draw(file, *format),
         Command::Run {
             file,
@@ -187,20 +187,20 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                     id.as_deref(),
                     ingress.as_deref(),
                     follow_timeout.unwrap_or(std::time::Duration::from_secs(3600)),
-                    options,
+                    &options.with_front(front),
                 ),
                 Ok(subs) => {
                     let journal = journal.as_deref().map(|path| run::NewJournal {
                         path,
                         force: *force,
                     });
-                    run::run(fsm, &subs, input, journal, options)
+                    run::run(fsm, &subs, input, journal, &options.with_front(front))
                 }
                 Err(problems) => report(file, &Invalid::Problems(problems)),
             },
             Err(invalid) => report(file, &invalid),
         },
-        Command::Resume { journal, options } => run::resume(journal, options),
+        Command::Resume { journal, options } => run::resume(journal, &options.with_front(front)),
         Command::Provide {
             run_id,
             event,
@@ -263,7 +263,7 @@ enum Invalid {
     Problems(DefinitionError),
 }
 
-fn validate(file: &str, flags: &services::Flags) -> Result<Status> {
+fn validate(file: &str, flags: &services::Flags, front: &crate::front::Front) -> Result<Status> {
     let fsm = match load(file)? {
         Ok(fsm) => fsm,
         Err(invalid) => return report(file, &invalid),
@@ -274,8 +274,8 @@ fn validate(file: &str, flags: &services::Flags) -> Result<Status> {
         Err(problems) => return report(file, &Invalid::Problems(problems)),
     };
     // The configuration `fsm run` would read, checked as it checks it.
-    let settings = claij::settings::Settings::load()?;
-    let problems = services::check(definition, &subs, &settings, flags)?;
+    let settings = front.settings()?;
+    let problems = services::check(definition, &subs, settings, flags)?;
     if !problems.is_empty() {
         let invalid = Invalid::Problems(DefinitionError {
             fsm: definition.id.clone(),

@@ -21,6 +21,7 @@ mod config {
     pub(crate) use self::show::{Command, run};
 }
 mod flags;
+mod front;
 mod fsm;
 mod input;
 mod logging;
@@ -127,16 +128,16 @@ fn main() -> ExitCode {
     if let Some(threads) = threads {
         set_compute_threads(threads);
     }
-    if let Some(config) = &cli.global.config {
-        if let Some(name) = cli.command.reads_no_configuration() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: --config: `claij {name}` reads no configuration"
-            );
-            return ExitCode::from(2);
-        }
-        claij::settings::choose(config.clone());
+    if cli.global.config.is_some()
+        && let Some(name) = cli.command.reads_no_configuration()
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: --config: `claij {name}` reads no configuration"
+        );
+        return ExitCode::from(2);
     }
+    let front = std::sync::Arc::new(front::Front::new(cli.global.config.clone()));
     let filters = logging::Filters::from_env(cli.command.log_directives());
     let logging = match logging::install(&cli.global, &filters) {
         Ok(logging) => logging,
@@ -145,25 +146,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let code = run(&cli);
+    let code = run(&cli, &front);
     // Every exit after this point passes here: the exporter is flushed (within its bound).
     logging.shutdown();
     code
 }
 
-/// Runs the command; its exit code.
-fn run(cli: &Cli) -> ExitCode {
+/// Runs the command with the process's front door; its exit code.
+fn run(cli: &Cli, front: &std::sync::Arc<front::Front>) -> ExitCode {
     let result = match &cli.command {
-        Command::Ask(args) => ask::run(args),
-        Command::Chat(args) => chat::run(args),
-        Command::Models(args) => models::run(args),
+        Command::Ask(args) => ask::run(args, front),
+        Command::Chat(args) => chat::run(args, front),
+        Command::Models(args) => models::run(args, front),
         Command::Validate(args) => validate::run(args),
         Command::Repair(args) => repair::run(args),
         Command::Schema(cmd) => schema::run(cmd),
-        Command::Fsm(cmd) => fsm::run(cmd),
-        Command::Mcp(cmd) => mcp::run(cmd),
-        Command::Config(cmd) => config::run(cmd),
-        Command::Serve(cmd) => serve::run(cmd),
+        Command::Fsm(cmd) => fsm::run(cmd, front),
+        Command::Mcp(cmd) => mcp::run(cmd, front),
+        Command::Config(cmd) => config::run(cmd, front),
+        Command::Serve(cmd) => serve::run(cmd, front),
     };
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,

@@ -159,7 +159,7 @@ impl Common {
 }
 
 /// Runs a `claij mcp` subcommand.
-pub(crate) fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -169,7 +169,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
     runtime.block_on(async {
         let mut signals = Signals::new()?;
         match cmd {
-            Command::List { common, json } => list(common, *json, &mut signals).await,
+            Command::List { common, json } => list(common, *json, front, &mut signals).await,
             Command::Call {
                 tool,
                 args,
@@ -185,10 +185,10 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                     max_message_bytes: *max_message_bytes,
                     json: *json,
                 };
-                call.run(common, &mut signals).await
+                call.run(common, front, &mut signals).await
             }
-            Command::Chat(args) => chat::run(args, &mut signals).await,
-            Command::Login(args) => login::login(args, &mut signals).await,
+            Command::Chat(args) => chat::run(args, front, &mut signals).await,
+            Command::Login(args) => login::login(args, front, &mut signals).await,
             Command::Logout(args) => login::logout(args),
             Command::Servers(args) => servers::run(args),
         }
@@ -251,9 +251,14 @@ async fn or_signal<T>(
     Err(signalled)
 }
 
-async fn list(common: &Common, json: bool, signals: &mut Signals) -> Result<Status> {
+async fn list(
+    common: &Common,
+    json: bool,
+    front: &crate::front::Front,
+    signals: &mut Signals,
+) -> Result<Status> {
     let connected = tokio::select! {
-        connected = connect(common, None, None, common.elicitor()?) => connected?,
+        connected = connect(common, None, None, common.elicitor()?, front) => connected?,
         status = signals.recv() => return Ok(status),
     };
     let services = connected;
@@ -321,7 +326,12 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    async fn run(&self, common: &Common, signals: &mut Signals) -> Result<Status> {
+    async fn run(
+        &self,
+        common: &Common,
+        front: &crate::front::Front,
+        signals: &mut Signals,
+    ) -> Result<Status> {
         let args: Value =
             serde_json::from_str(self.args).map_err(|e| anyhow!("--args is not JSON: {e}"))?;
         if !args.is_object() {
@@ -333,7 +343,7 @@ impl Call<'_> {
             .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
         // Only the named server is started.
         let connected = tokio::select! {
-            connected = connect(common, Some(server), self.max_message_bytes, common.elicitor()?) => connected?,
+            connected = connect(common, Some(server), self.max_message_bytes, common.elicitor()?, front) => connected?,
             status = signals.recv() => return Ok(status),
         };
         let services = connected;
@@ -484,9 +494,9 @@ fn mcp_file(settings: &Settings) -> String {
 }
 
 /// The configuration's MCP servers, and the file they come from (for errors).
-fn configured() -> Result<(McpConfig, String)> {
-    let settings = Settings::load()?;
-    Ok((settings.mcp_servers()?.clone(), mcp_file(&settings)))
+fn configured(front: &crate::front::Front) -> Result<(McpConfig, String)> {
+    let settings = front.settings()?;
+    Ok((settings.mcp_servers()?.clone(), mcp_file(settings)))
 }
 
 /// A start's error; a server that needs authorization says how to give it.
@@ -507,10 +517,12 @@ async fn connect(
     only: Option<&str>,
     max_message_bytes: Option<usize>,
     elicitor: Option<Arc<dyn Elicitor>>,
+    front: &crate::front::Front,
 ) -> Result<Services> {
-    let settings = Settings::load()?;
+    let claij = front.claij()?;
+    let settings = claij.settings();
     let mut config = settings.mcp_servers()?.clone();
-    let file = mcp_file(&settings);
+    let file = mcp_file(settings);
     claij::mcp::login::expand_secrets(&mut config, |name| std::env::var(name))
         .context(file.clone())?;
     let project = match &common.project {
@@ -539,7 +551,7 @@ async fn connect(
     }
     let mut hooks = Hooks::default();
     if let Some(llm) = &common.sampling_llm {
-        let opened = crate::ask::llm::open(Some(llm.as_str()), None, &settings)?;
+        let opened = crate::ask::llm::open(Some(llm.as_str()), None, claij)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     hooks.elicitor = elicitor;

@@ -39,12 +39,13 @@ enum Command {
 
 /// Prints every model's prices, then each measured model's choice (without a matrix, a line on
 /// stderr says how to make one).
-pub(crate) fn run(args: &Args) -> Result<Status> {
-    let settings = Settings::load()?;
+pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
+    let settings = front.settings()?;
     if let Some(Command::Prices(prices)) = &args.command {
-        return run_prices(prices, &settings);
+        return run_prices(prices, settings);
     }
-    let path = args.matrix.clone().or_else(default_path);
+    let user = || default_path(settings.data_dir.as_deref());
+    let path = args.matrix.clone().or_else(user);
     let matrix = match &path {
         Some(path) => read(path)?,
         None => Matrix::default(),
@@ -56,18 +57,18 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
             .iter()
             .map(|c| to_json(c, unsupported(&matrix, &[&c.model]).as_deref()))
             .collect();
-        let report = json!({"matrix": path, "models": list, "prices": prices_json(&settings)?});
+        let report = json!({"matrix": path, "models": list, "prices": prices_json(settings)?});
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(Status::Ok);
     }
-    let prices = render_prices(&settings)?;
+    let prices = render_prices(settings)?;
     let Some(path) = path else {
         out.write_all(prices.as_bytes())?;
         out.flush()?;
         writeln!(
             std::io::stderr(),
             "{}",
-            no_matrix(claij::settings::data_dir().as_deref())
+            no_matrix(settings.data_dir.as_deref())
         )?;
         return Ok(Status::Ok);
     };

@@ -38,14 +38,14 @@ impl Command {
 }
 
 /// Runs a `claij serve` subcommand.
-pub(crate) fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) -> Result<Status> {
     match cmd {
         Command::Restate {
             bind,
             register,
             options,
             ..
-        } => restate(*bind, register.as_deref(), options),
+        } => restate(*bind, register.as_deref(), &options.with_front(front)),
     }
 }
 

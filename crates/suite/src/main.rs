@@ -394,14 +394,24 @@ fn list() -> Result<Status> {
 
 /// Runs the suites; exit 0 when every test passed, 1 when any failed.
 fn run_suites(args: &Args, config: Option<&std::path::Path>) -> Result<Status> {
-    if let Some(config) = config {
-        claij::settings::choose(config.to_owned());
-    }
-    let settings = claij::settings::Settings::load()?;
+    let settings = claij::settings::Settings::from_env_with(config)?;
+    // The notices `claij ask` prints: a lesson of the fallback, the local model's load on a
+    // terminal.
+    let claij = claij::Claij::new(settings).with_env().on_notice(|notice| {
+        let mut err = std::io::stderr();
+        let show = match notice {
+            claij::Notice::LoadingLocal { .. } => std::io::IsTerminal::is_terminal(&err),
+            _ => true,
+        };
+        if show {
+            let _ = writeln!(err, "{notice}");
+        }
+    });
+    let settings = claij.settings();
     let opened = claij::model::open(
         args.model.llm.as_deref(),
         args.model.model_path.as_deref(),
-        &settings,
+        &claij,
     )?;
     let label = args
         .model

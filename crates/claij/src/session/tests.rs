@@ -209,7 +209,7 @@ fn newer_versions_are_refused() {
     };
     let newer = load(r#"{"version": 4}"#).unwrap_err();
     assert_eq!(
-        newer.downcast_ref::<SessionError>(),
+        newer.session_error(),
         Some(&SessionError::Newer {
             path: path.clone(),
             version: 4
@@ -218,10 +218,7 @@ fn newer_versions_are_refused() {
     for bad in ["0", "-1", "2.5", "\"2\"", "null"] {
         let err = load(&format!("{{\"version\": {bad}}}")).unwrap_err();
         assert!(
-            matches!(
-                err.downcast_ref::<SessionError>(),
-                Some(SessionError::BadVersion { .. })
-            ),
+            matches!(err.session_error(), Some(SessionError::BadVersion { .. })),
             "{bad}: {err:#}"
         );
     }

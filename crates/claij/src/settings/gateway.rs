@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 use std::fmt;
 
-use anyhow::{Result, anyhow};
+use crate::error::{Error, Result};
 use claij_backends::HttpConfig;
 use claij_backends::http::{Extra, check_header_name, check_header_value, is_secret_name};
 use claij_backends::redact::MARKER;
@@ -154,15 +154,17 @@ impl Setting {
                 Part::Var(name) => {
                     let read = var(name).filter(|v| !v.is_empty());
                     let read = read.ok_or_else(|| {
-                        anyhow!("{at}: {name} is not set: export it or change the configuration")
+                        Error::key(format!(
+                            "{at}: {name} is not set: export it or change the configuration"
+                        ))
                     })?;
                     let read = read
                         .into_string()
-                        .map_err(|_| anyhow!("{at}: {name} is not valid UTF-8"))?;
+                        .map_err(|_| Error::key(format!("{at}: {name} is not valid UTF-8")))?;
                     if matches!(table, Table::Headers) && check_header_value(&read).is_err() {
-                        return Err(anyhow!(
+                        return Err(Error::config(format!(
                             "{at}: {name} has characters HTTP forbids in a header (a line break?)"
-                        ));
+                        )));
                     }
                     value.push_str(&read);
                 }

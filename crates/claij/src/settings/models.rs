@@ -24,7 +24,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use crate::error::Result;
 use claij_backends::Price;
 use toml::Value;
 
@@ -96,7 +96,7 @@ impl Settings {
                 let llm = self.parse_llm(&format!("{provider}:x"))?;
                 return Ok((provider_of(&llm), "*".to_owned()));
             }
-            _ => self.resolve(key).map(|r| r.llm)?,
+            _ => self.resolve_text(key).map(|r| r.llm)?,
         };
         match &llm {
             Llm::Local => Ok(("local".to_owned(), "*".to_owned())),

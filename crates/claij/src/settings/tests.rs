@@ -6,9 +6,12 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "mcp")]
 use claij_interceptors::StructuredMode;
 
-use super::{Origin, Places, Settings, locate};
+#[cfg(feature = "mcp")]
+use super::Origin;
+use super::{Places, Settings, locate};
 use crate::model::{Llm, Provider};
 
 const PATH: &str = "/etc/claij.toml";
@@ -107,15 +110,16 @@ fn resolve_values() {
     let resolved = config.resolve("openai:gpt-5").unwrap();
     assert_eq!(resolved.llm, remote(Provider::OpenAi, "gpt-5"));
     assert_eq!(resolved.name, "openai:gpt-5");
-    let unknown = config.resolve("gpt-6").unwrap_err();
+    let unknown = config.resolve("gpt-6").unwrap_err().to_string();
     assert!(unknown.starts_with("unknown model `gpt-6`: expected an alias (claude-opus, claude-sonnet, gemini-flash, gpt-5, grok, kimi, llama-maverick, local, qwen-7b) or PROVIDER:MODEL"), "{unknown}");
-    let provider = config.resolve("mistral:large").unwrap_err();
+    let provider = config.resolve("mistral:large").unwrap_err().to_string();
     assert!(
         provider.contains("unknown provider `mistral`"),
         "{provider}"
     );
 }
 
+#[cfg(feature = "mcp")]
 #[test]
 fn a_full_file() {
     let config = parse(
@@ -181,6 +185,7 @@ tools = ["time.get_current_time"]
     assert_eq!(mcp.projects["clock"].services, ["time"]);
 }
 
+#[cfg(feature = "mcp")]
 #[test]
 fn an_empty_file_is_the_defaults() {
     let config = parse("");
@@ -247,10 +252,12 @@ fn errors_name_file_line_and_key() {
         "model = \"x\"\n",
         "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, proposals, models, mcpServers, projects or roots)",
     );
+    #[cfg(feature = "mcp")]
     check_error(
         "[mcpServers.fs]\nargs = [\"x\"]\n",
         "/etc/claij.toml:1: mcpServers.fs: neither `command` nor `url`",
     );
+    #[cfg(feature = "mcp")]
     check_error(
         "[projects.docs]\nservices = [\"fs\"]\n",
         "/etc/claij.toml:2: projects.docs.services.0: no enabled server `fs`",
@@ -296,10 +303,10 @@ structured_output = "ollama_format"
     assert_eq!(resolved.llm, compatible("ollama", "qwen2.5:7b"));
     assert_eq!(resolved.llm.to_string(), "ollama:qwen2.5:7b");
     assert_eq!(
-        config.resolve("mylocal:").unwrap_err(),
+        config.resolve("mylocal:").unwrap_err().to_string(),
         "no model after `mylocal:`"
     );
-    let unknown = config.resolve("mistral:large").unwrap_err();
+    let unknown = config.resolve("mistral:large").unwrap_err().to_string();
     assert!(
         unknown.ends_with("or one of the configuration's: mylocal, ollama"),
         "{unknown}"
@@ -394,9 +401,11 @@ fn proposals_voters_are_checked_when_read() {
     );
 }
 
+#[cfg(feature = "mcp")]
 /// A temporary directory with files, removed when dropped.
 struct Dir(PathBuf);
 
+#[cfg(feature = "mcp")]
 impl Dir {
     fn new(files: &[(&str, &str)]) -> Self {
         let dir = std::env::temp_dir().join(format!(
@@ -429,16 +438,20 @@ impl Dir {
     }
 }
 
+#[cfg(feature = "mcp")]
 impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
+#[cfg(feature = "mcp")]
 const TOML_SERVERS: &str =
     "[aliases]\nfast = \"openai:gpt-5-mini\"\n[mcpServers.toml-fs]\ncommand = \"a\"\n";
+#[cfg(feature = "mcp")]
 const JSON_SERVERS: &str = r#"{"mcpServers": {"json-fs": {"command": "b"}}, "projects": {"p": {"services": ["json-fs"]}}}"#;
 
+#[cfg(feature = "mcp")]
 fn servers(settings: &Settings) -> Vec<String> {
     settings
         .mcp
@@ -447,6 +460,7 @@ fn servers(settings: &Settings) -> Vec<String> {
         .unwrap_or_default()
 }
 
+#[cfg(feature = "mcp")]
 #[test]
 fn the_mcp_part_comes_whole_from_one_file_in_a_fixed_order() {
     let dir = Dir::new(&[
@@ -509,6 +523,7 @@ fn the_mcp_part_comes_whole_from_one_file_in_a_fixed_order() {
     assert_eq!(servers(&sniffed), ["json-fs"]);
 }
 
+#[cfg(feature = "mcp")]
 #[test]
 fn every_message_names_the_file_read_or_the_files_looked_for() {
     let dir = Dir::new(&[

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 pub(crate) use claij::approve::{RunProposals, lock};
 
 use super::{ModelOptions, llm};
-use claij::settings::Settings;
+use claij::Claij;
 
 /// The flags that choose the approver.
 #[derive(Debug, Clone, clap::Args)]
@@ -53,7 +53,7 @@ pub(crate) enum Approve {
 /// What building the approver needs besides its flags.
 pub(crate) struct Setup<'a> {
     /// The configuration voters are resolved with.
-    pub settings: &'a Settings,
+    pub claij: &'a Claij,
     /// The model knobs voters are asked with.
     pub model: &'a ModelOptions,
     /// Who the audit log says proposed: the conversation's model.
@@ -89,7 +89,7 @@ pub(crate) fn proposals(
         ),
         Approve::Vote => {
             let voters = if options.voters.is_empty() {
-                &setup.settings.voters
+                &setup.claij.settings().voters
             } else {
                 &options.voters
             };
@@ -117,11 +117,11 @@ fn open_voters(names: &[String], setup: &Setup<'_>) -> Result<Vec<Voter>> {
     names
         .iter()
         .map(|name| {
-            let opened = llm::open(Some(name.as_str()), None, setup.settings)
+            let opened = llm::open(Some(name.as_str()), None, setup.claij)
                 .with_context(|| format!("voter `{name}`"))?;
             let config = setup
                 .model
-                .config(opened.model, &setup.settings.defaults, None);
+                .config(opened.model, &setup.claij.settings().defaults, None);
             Ok(Voter {
                 name: name.clone(),
                 backend: opened.backend,
@@ -213,13 +213,13 @@ pub(super) fn for_conversation(
     options: &super::Options,
     base: Option<&Value>,
     saved: Option<&SavedRegistry>,
-    settings: &Settings,
+    claij: &Claij,
     proposer: &str,
 ) -> Result<(Proposals, Arc<Mutex<Registry>>)> {
     let base = base.cloned().unwrap_or_else(claij_schema::base);
     let registry = registry(base, saved, options.memory.as_deref())?;
     let setup = Setup {
-        settings,
+        claij,
         model: &options.model,
         proposer: proposer.to_owned(),
         quiet: options.json,
@@ -259,7 +259,7 @@ impl FsmFlags {
         &self,
         saved: Option<SavedRegistry>,
         votes: bool,
-        settings: &Settings,
+        claij: &Claij,
         model: &ModelOptions,
         quiet: bool,
     ) -> Result<Option<RunProposals>> {
@@ -278,7 +278,7 @@ impl FsmFlags {
         let registry = registry(base, saved.as_ref(), None)?;
         let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
         let setup = Setup {
-            settings,
+            claij,
             model,
             proposer,
             quiet,

@@ -119,21 +119,22 @@ pub(crate) fn refuse_in_chat(options: &Options) -> Result<()> {
 
 /// Asks every model, prints each one's attempts, the tally and the chosen answer; exit 0 with an
 /// answer, 1 without.
-pub(crate) fn run(args: &Args, models: &[String]) -> Result<Status> {
+pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -> Result<Status> {
     let options = &args.options;
     let rule = options.consensus.consensus.unwrap_or(Rule::Majority);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let settings = claij::settings::Settings::load()?;
+    let claij = front.claij()?;
+    let settings = claij.settings();
     let names = super::interceptors(options, &[]);
     let services = if names.contains(&Interceptor::Mcp) {
-        Some(runtime.block_on(super::mcp_services(options, &settings))?)
+        Some(runtime.block_on(super::mcp_services(options, settings))?)
     } else {
         None
     };
-    let opened = open_all(options, models, &settings, &names, services.as_ref());
+    let opened = open_all(options, models, front, &names, services.as_ref());
     let status = opened.and_then(|pipelines| {
         let named: Vec<(&str, &Pipeline)> = models
             .iter()
@@ -156,24 +157,22 @@ pub(crate) fn run(args: &Args, models: &[String]) -> Result<Status> {
 fn open_all(
     options: &Options,
     models: &[String],
-    settings: &claij::settings::Settings,
+    front: &crate::front::Front,
     names: &[Interceptor],
     services: Option<&Services>,
 ) -> Result<Vec<Pipeline>> {
     let base = super::base_schema(options)?;
     let notes = super::notes(&options.note)?;
+    let claij = front.claij()?;
+    let settings = claij.settings();
     models
         .iter()
         .map(|name| {
             let mut one = options.clone();
             one.model.llm = Some(name.clone());
-            let opened = llm::open(
-                Some(name.as_str()),
-                one.model.model_path.as_deref(),
-                settings,
-            )
-            .with_context(|| format!("--llm {name}"))?;
-            let measured = one.model.matrix_choice(&opened.model, &settings.defaults);
+            let opened = llm::open(Some(name.as_str()), one.model.model_path.as_deref(), claij)
+                .with_context(|| format!("--llm {name}"))?;
+            let measured = one.model.matrix_choice(&opened.model, settings);
             if let Some(choice) = &measured
                 && !options.json
             {
@@ -188,7 +187,7 @@ fn open_all(
             );
             if let Some(fallback) = &opened.fallback {
                 fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
-                claij::fallback::set_quiet(options.json);
+                front.set_quiet(options.json);
             }
             let mut chain = super::chain(names, services, notes.clone())?;
             if base.is_none() {

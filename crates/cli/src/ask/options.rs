@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use claij::matrix::Choice;
-use claij::settings::Defaults;
+use claij::settings::{Defaults, Settings};
 use claij_interceptors::{Config, StructuredMode};
 
 /// Which model and how it is called.
@@ -109,8 +109,8 @@ impl ModelOptions {
 
     /// What the compatibility matrix chooses for `model`
     /// ([`claij::options::ModelOptions::matrix_choice`]), its warnings printed on stderr first.
-    pub(crate) fn matrix_choice(&self, model: &str, defaults: &Defaults) -> Option<Choice> {
-        let advice = self.to_options().matrix_choice(model, defaults);
+    pub(crate) fn matrix_choice(&self, model: &str, settings: &Settings) -> Option<Choice> {
+        let advice = self.to_options().matrix_choice(model, settings);
         for warning in &advice.warnings {
             // A closed stderr is no reason to stop.
             let _ = writeln!(std::io::stderr().lock(), "{warning}");
@@ -122,7 +122,8 @@ impl ModelOptions {
 /// `--matrix FILE`: a file that reads as a compatibility matrix, or a usage error saying why.
 fn matrix_file(text: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(text);
-    claij::matrix::read(&path).map_err(|err| crate::one_line(&format!("{err:#}")))?;
+    claij::matrix::read(&path)
+        .map_err(|err| crate::one_line(&format!("{:#}", anyhow::Error::from(err))))?;
     Ok(path)
 }
 

@@ -30,15 +30,15 @@ pub(crate) enum Command {
 }
 
 /// Runs a `config` command.
-pub(crate) fn run(command: &Command) -> Result<Status> {
+pub(crate) fn run(command: &Command, front: &crate::front::Front) -> Result<Status> {
     let Command::Show { json } = command;
-    let config = Settings::load()?;
+    let config = front.settings()?;
     let is_set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
     let mut out = std::io::stdout().lock();
     if *json {
-        writeln!(out, "{:#}", to_json(&config, &is_set))?;
+        writeln!(out, "{:#}", to_json(config, &is_set))?;
     } else {
-        for line in to_lines(&config, &is_set) {
+        for line in to_lines(config, &is_set) {
             writeln!(out, "{line}")?;
         }
     }

@@ -12,7 +12,7 @@ use claij_fsm::Definition;
 use claij_fsm::builtin::meta_debug::Diagnostics;
 
 use crate::ask::{ModelOptions, llm};
-use claij::settings::Settings;
+use claij::Claij;
 
 /// `--meta-debug`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -68,11 +68,11 @@ impl Backend for Routed {
 
 /// Opens each of `specs` as `--llm` opens one: one backend serving them all, and the name each
 /// one's requests use (its resolved model name, so the run's own model is recognised as itself).
-pub(crate) fn open_models(specs: &[String], settings: &Settings) -> Result<(Routed, Vec<String>)> {
+pub(crate) fn open_models(specs: &[String], claij: &Claij) -> Result<(Routed, Vec<String>)> {
     let mut models = BTreeMap::new();
     let mut names = Vec::new();
     for spec in specs {
-        let opened = llm::open(Some(spec.as_str()), None, settings)
+        let opened = llm::open(Some(spec.as_str()), None, claij)
             .map_err(|e| anyhow!("model `{spec}`: {e:#}"))?;
         names.push(opened.model.clone());
         models.insert(opened.model.clone(), (opened.backend, opened.model));
@@ -91,7 +91,7 @@ pub(super) fn diagnostics(
     flags: &MetaDebugFlags,
     definitions: &[&Definition],
     options: &ModelOptions,
-    settings: &Settings,
+    claij: &Claij,
 ) -> Result<Option<Diagnostics>> {
     let by_state = definitions.iter().any(|d| {
         d.states
@@ -103,7 +103,7 @@ pub(super) fn diagnostics(
     }
     let listed = flags.meta_debug.clone().unwrap_or_default();
     let specs = if listed.is_empty() {
-        known_to_work()
+        known_to_work(claij.settings().data_dir.as_deref())
     } else {
         listed
     };
@@ -113,10 +113,10 @@ pub(super) fn diagnostics(
              some with `cargo xtask integration`, whose compatibility matrix lists those that work)"
         ));
     }
-    let (routed, mut names) = open_models(&specs, settings)?;
+    let (routed, mut names) = open_models(&specs, claij)?;
     let mut seen = std::collections::HashSet::new();
     names.retain(|name| seen.insert(name.clone()));
-    let config = options.config(String::new(), &settings.defaults, None);
+    let config = options.config(String::new(), &claij.settings().defaults, None);
     let diagnostics = Diagnostics::new(Arc::new(routed), config, names);
     Ok(Some(if flags.meta_debug.is_some() {
         diagnostics.for_every_state()
@@ -127,8 +127,9 @@ pub(super) fn diagnostics(
 
 /// The models the compatibility matrix measured passing every test they ran, best first-try
 /// validity first.
-fn known_to_work() -> Vec<String> {
-    let Some(matrix) = claij::matrix::default_path().and_then(|p| claij::matrix::read(&p).ok())
+fn known_to_work(data_dir: Option<&std::path::Path>) -> Vec<String> {
+    let Some(matrix) =
+        claij::matrix::default_path(data_dir).and_then(|p| claij::matrix::read(&p).ok())
     else {
         return Vec::new();
     };

@@ -12,7 +12,7 @@ use claij_fsm::{Action, Definition, Runner};
 use claij_interceptors::{Config, StructuredMode};
 
 use crate::ask::{ModelOptions, llm, model};
-use claij::settings::Settings;
+use claij::Claij;
 
 /// An opened model and the pipeline configuration to call it with.
 pub(crate) struct Opened {
@@ -23,11 +23,8 @@ pub(crate) struct Opened {
 /// Opens `llm` (an alias, `local` or `provider:model`; `None` for the default choice) with the
 /// model options and the configuration's defaults, saying on stderr what was chosen when `--llm`
 /// did not say.
-pub(crate) fn open(
-    llm: Option<&str>,
-    options: &ModelOptions,
-    settings: &Settings,
-) -> Result<Opened> {
+pub(crate) fn open(llm: Option<&str>, options: &ModelOptions, claij: &Claij) -> Result<Opened> {
+    let settings = claij.settings();
     // `--model-path` is the local model's: a state naming a hosted model does not take it.
     let local = llm.is_none_or(|text| {
         settings
@@ -35,7 +32,7 @@ pub(crate) fn open(
             .is_ok_and(|resolved| resolved.llm == llm::Llm::Local)
     });
     let model_path = options.model_path.as_deref().filter(|_| local);
-    let opened = llm::open(llm, model_path, settings)?;
+    let opened = llm::open(llm, model_path, claij)?;
     let mut err = std::io::stderr();
     if let Some(notice) = &opened.notice {
         writeln!(err, "{notice}")?;
@@ -45,7 +42,7 @@ pub(crate) fn open(
     if llm.is_some() {
         named.llm = llm.map(str::to_owned);
     }
-    let measured = named.matrix_choice(&opened.model, &settings.defaults);
+    let measured = named.matrix_choice(&opened.model, settings);
     if let Some(choice) = &measured {
         writeln!(err, "{}", model::matrix_notice(choice))?;
     }
@@ -63,21 +60,21 @@ pub(crate) fn open(
 /// The models of a run, each opened once whichever of its machines (its own or a sub-FSM's) asks
 /// for it: the run's own model (`--llm`) and those `llm` states name in `config.model`, so a choice
 /// made for `--llm` is said once on stderr. Names that resolve to the same local model file (the
-/// default choice, `local`, an alias, a voter) share one backend, loaded once per process
+/// default choice, `local`, an alias, a voter) share one backend, loaded once per [`Claij`]
 /// (`llm::open`); each name keeps its own pipeline configuration.
 pub(super) struct Models<'a> {
     options: &'a ModelOptions,
-    settings: &'a Settings,
+    claij: &'a Claij,
     /// By the name given (`None`: the run's own).
     opened: HashMap<Option<String>, (Arc<dyn Backend>, Config)>,
 }
 
 impl<'a> Models<'a> {
     /// No model opened yet: each is opened when a machine first needs it.
-    pub(super) fn new(options: &'a ModelOptions, settings: &'a Settings) -> Self {
+    pub(super) fn new(options: &'a ModelOptions, claij: &'a Claij) -> Self {
         Models {
             options,
-            settings,
+            claij,
             opened: HashMap::new(),
         }
     }
@@ -117,7 +114,7 @@ impl<'a> Models<'a> {
             return Ok((Arc::clone(backend), config.clone()));
         }
         let name = llm.or(self.options.llm.as_deref());
-        let model = open(name, self.options, self.settings)?;
+        let model = open(name, self.options, self.claij)?;
         let opened = (model.backend, model.config);
         self.opened.insert(key, opened.clone());
         Ok(opened)

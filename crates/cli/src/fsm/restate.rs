@@ -279,11 +279,11 @@ impl claij_restate::Wiring for CliWiring {
     fn conversation(&self) -> Option<Arc<Pipeline>> {
         self.conversation
             .get_or_init(|| {
-                let opened = claij::settings::Settings::load().and_then(|settings| {
+                let opened = self.options.claij().and_then(|claij| {
                     super::models::open(
                         self.options.model().llm.as_deref(),
                         self.options.model(),
-                        &settings,
+                        claij,
                     )
                 });
                 match opened {

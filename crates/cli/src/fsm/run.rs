@@ -41,9 +41,31 @@ pub(crate) struct Options {
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
     json: bool,
+    /// The process's front door, handed down by `main` ([`Options::with_front`]); not a flag.
+    #[arg(skip)]
+    front: Option<std::sync::Arc<crate::front::Front>>,
 }
 
 impl Options {
+    /// These options with the process's front door, where the run opens its models.
+    pub(crate) fn with_front(&self, front: &std::sync::Arc<crate::front::Front>) -> Self {
+        let mut options = self.clone();
+        options.front = Some(std::sync::Arc::clone(front));
+        options
+    }
+
+    /// The process's [`claij::Claij`] (settings read once, models opened once).
+    ///
+    /// # Errors
+    ///
+    /// The configuration cannot be read or is invalid.
+    pub(crate) fn claij(&self) -> Result<&claij::Claij> {
+        match &self.front {
+            Some(front) => front.claij(),
+            None => Err(anyhow!("no configuration was handed to the run")),
+        }
+    }
+
     /// `--threads`: set in the environment before any thread starts.
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         self.model.threads
@@ -136,10 +158,10 @@ fn proposals(
     votes: bool,
     options: &Options,
 ) -> Result<Option<crate::ask::approve::RunProposals>> {
-    let settings = claij::settings::Settings::load()?;
+    let claij = options.claij()?;
     options
         .proposals
-        .open(saved, votes, &settings, &options.model, options.json)
+        .open(saved, votes, claij, &options.model, options.json)
 }
 
 /// A runner of `fsm` with its sub-FSMs for a Restate worker, on the worker's runtime, as `claij
@@ -207,8 +229,9 @@ pub(super) async fn wired(
     options: &Options,
     shared: Option<&crate::ask::approve::RunProposals>,
 ) -> Result<(Runner, Connected)> {
-    let settings = claij::settings::Settings::load()?;
-    let problems = services::check(fsm.definition(), subs, &settings, &options.services)?;
+    let claij = options.claij()?;
+    let settings = claij.settings();
+    let problems = services::check(fsm.definition(), subs, settings, &options.services)?;
     if !problems.is_empty() {
         let each: Vec<String> = problems
             .iter()
@@ -226,8 +249,8 @@ pub(super) async fn wired(
         definitions.push(&sub.definition);
         pending.extend(&sub.sub_fsms);
     }
-    let connected = services::connect(&definitions, &settings, &options.services).await?;
-    let mut models = models::Models::new(&options.model, &settings);
+    let connected = services::connect(&definitions, settings, &options.services).await?;
+    let mut models = models::Models::new(&options.model, claij);
     let registry = shared.map(|s| std::sync::Arc::clone(s.registry()));
     let built = subfsm::build(
         fsm,
@@ -235,6 +258,7 @@ pub(super) async fn wired(
         &options.meta_debug,
         &options.model,
         registry,
+        claij,
         &mut |fsm| {
             let mut runner = runner(fsm, options, &connected, &mut models)?;
             if let Some(shared) = shared {

@@ -177,7 +177,7 @@ fn model_problems(state: &claij_fsm::State, i: usize, settings: &Settings) -> Ve
             if let Some(model) = state.config_str("model")
                 && let Err(e) = settings.resolve(model)
             {
-                problems.push(problem(format!("/states/{i}/config/model"), e));
+                problems.push(problem(format!("/states/{i}/config/model"), e.to_string()));
             }
         }
         Action::Fsm => {
@@ -191,7 +191,10 @@ fn model_problems(state: &claij_fsm::State, i: usize, settings: &Settings) -> Ve
                 if let Some(model) = model.as_str()
                     && let Err(e) = settings.resolve(model)
                 {
-                    problems.push(problem(format!("/states/{i}/config/{key}/{j}"), e));
+                    problems.push(problem(
+                        format!("/states/{i}/config/{key}/{j}"),
+                        e.to_string(),
+                    ));
                 }
             }
         }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::meta_debug::open_models;
 use crate::ask::ModelOptions;
 use crate::input;
-use claij::settings::Settings;
+use claij::Claij;
 
 /// The machines every `fsm run|resume` offers by name.
 pub(super) const BUILTIN: [&str; 2] = [vote::ID, meta_debug::ID];
@@ -152,8 +152,8 @@ fn file_named(state: &State) -> Option<&str> {
 
 /// What the built-in machines are wired with.
 pub(super) struct Builtins<'a> {
-    /// Where models are resolved.
-    pub settings: &'a Settings,
+    /// Where models are resolved and opened.
+    pub claij: &'a Claij,
     /// How models are called.
     pub options: &'a ModelOptions,
     /// Where the vote activates approved schema deltas.
@@ -177,10 +177,10 @@ impl Builtins<'_> {
         };
         let config = self
             .options
-            .config(String::new(), &self.settings.defaults, None);
+            .config(String::new(), &self.claij.settings().defaults, None);
         if name == vote::ID {
             let names = models(models_key(name));
-            let (routed, voters) = open_models(&names, self.settings)?;
+            let (routed, voters) = open_models(&names, self.claij)?;
             let voters: Vec<&str> = voters.iter().map(String::as_str).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             // The audit log names each voter as the state's `voters` does.
@@ -192,7 +192,7 @@ impl Builtins<'_> {
                 Arc::clone(&self.registry),
             )?);
         }
-        let (routed, diagnostic) = open_models(&models(models_key(name)), self.settings)?;
+        let (routed, diagnostic) = open_models(&models(models_key(name)), self.claij)?;
         let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
         // A remedy is tried by asking the failing state again, which only a run watching that
         // state can do (`--meta-debug`, `config.meta_debug`); here its remedy is recorded.
@@ -267,9 +267,9 @@ pub(super) fn build(
     flags: &super::meta_debug::MetaDebugFlags,
     options: &ModelOptions,
     registry: Option<Arc<Mutex<Registry>>>,
+    claij: &Claij,
     make: &mut dyn FnMut(Fsm) -> Result<Runner>,
 ) -> Result<Runner> {
-    let settings = Settings::load()?;
     let mut definitions = vec![fsm.definition().clone()];
     let mut pending: Vec<&SubDefinition> = subs.iter().collect();
     while let Some(sub) = pending.pop() {
@@ -277,7 +277,7 @@ pub(super) fn build(
         pending.extend(&sub.sub_fsms);
     }
     let definitions: Vec<&Definition> = definitions.iter().collect();
-    let diagnostics = super::meta_debug::diagnostics(flags, &definitions, options, &settings)?;
+    let diagnostics = super::meta_debug::diagnostics(flags, &definitions, options, claij)?;
     let mut make = |fsm: Fsm| -> Result<Runner> {
         let runner = make(fsm)?;
         Ok(match &diagnostics {
@@ -286,7 +286,7 @@ pub(super) fn build(
         })
     };
     let builtins = Builtins {
-        settings: &settings,
+        claij,
         options,
         registry: match registry {
             Some(registry) => registry,

@@ -74,7 +74,11 @@ fn history(text: &str) -> Result<usize, String> {
 }
 
 /// Runs the chat until the end of input or a signal.
-pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
+pub(super) async fn run(
+    args: &Args,
+    front: &crate::front::Front,
+    signals: &mut Signals,
+) -> Result<Status> {
     let terminal = std::io::stdin().is_terminal();
     let (queue, questions) = ElicitationQueue::new(QUESTIONS);
     let elicitor: Option<Arc<dyn claij_mcp::Elicitor>> = match args.common.elicitation {
@@ -89,26 +93,26 @@ pub(super) async fn run(args: &Args, signals: &mut Signals) -> Result<Status> {
         Some(super::elicitation::Policy::Decline) => None,
     };
     let connected = tokio::select! {
-        connected = super::connect(&args.common, None, None, elicitor) => connected?,
+        connected = super::connect(&args.common, None, None, elicitor, front) => connected?,
         status = signals.recv() => return Ok(status),
     };
     let services = connected;
     let mut lines = Lines::spawn();
-    let chatted = chat(args, &services, questions, &mut lines, signals).await;
+    let chatted = chat(args, front, &services, questions, &mut lines, signals).await;
     services.close().await;
     chatted
 }
 
 async fn chat(
     args: &Args,
+    front: &crate::front::Front,
     services: &Services,
     questions: tokio::sync::mpsc::Receiver<claij_mcp::PendingElicitation>,
     lines: &mut Lines,
     signals: &mut Signals,
 ) -> Result<Status> {
     let terminal = lines.terminal;
-    let settings = claij::settings::Settings::load()?;
-    let opened = crate::fsm::models::open(args.model.llm.as_deref(), &args.model, &settings)?;
+    let opened = crate::fsm::models::open(args.model.llm.as_deref(), &args.model, front.claij()?)?;
     let service = McpService::new(services.clone()).with_questions(questions);
     let runner = runner(service, opened.backend, opened.config)?
         .with_max_transitions(args.max_transitions)

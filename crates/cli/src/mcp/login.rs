@@ -47,9 +47,13 @@ fn required_token_dir() -> Result<PathBuf> {
 }
 
 /// Runs `claij mcp login`.
-pub(crate) async fn login(args: &LoginArgs, signals: &mut Signals) -> Result<Status> {
+pub(crate) async fn login(
+    args: &LoginArgs,
+    front: &crate::front::Front,
+    signals: &mut Signals,
+) -> Result<Status> {
     let dir = required_token_dir()?;
-    let (mut config, file) = super::configured()?;
+    let (mut config, file) = super::configured(front)?;
     claij::mcp::login::expand_secrets(&mut config, |name| std::env::var(name))
         .context(file.clone())?;
     let server = args.server.clone();
