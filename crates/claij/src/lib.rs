@@ -53,6 +53,8 @@ mod client;
 mod error;
 pub mod fallback;
 pub mod fs;
+#[cfg(feature = "fsm")]
+pub mod fsm;
 pub mod matrix;
 #[cfg(feature = "mcp")]
 pub mod mcp;

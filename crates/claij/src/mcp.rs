@@ -31,6 +31,7 @@ use claij_mcp::{ClientOptions, Hooks, McpConfig, Services};
 
 use crate::settings::Settings;
 
+pub mod chat;
 pub mod elicitation;
 pub mod login;
 pub mod servers;

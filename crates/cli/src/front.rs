@@ -16,7 +16,7 @@ pub(crate) struct Front {
     /// `--config FILE`.
     config: Option<PathBuf>,
     /// The value, or the error building it said (`{:#}`), built once.
-    claij: OnceLock<Result<Claij, String>>,
+    claij: OnceLock<Result<Arc<Claij>, String>>,
     /// Whether the fallback's lessons stay off stderr (`--json`, whose stderr is for errors).
     quiet: Arc<AtomicBool>,
 }
@@ -38,14 +38,30 @@ impl Front {
     ///
     /// The configuration cannot be read or is invalid (the same error each time).
     pub(crate) fn claij(&self) -> Result<&Claij> {
+        self.shared_ref().map(|claij| &**claij)
+    }
+
+    /// The process's [`Claij`], shared ([`Front::claij`]): for what outlives a borrow (a state
+    /// machine's wiring, a Restate worker).
+    ///
+    /// # Errors
+    ///
+    /// As [`Front::claij`].
+    pub(crate) fn shared(&self) -> Result<Arc<Claij>> {
+        self.shared_ref().map(Arc::clone)
+    }
+
+    fn shared_ref(&self) -> Result<&Arc<Claij>> {
         self.claij
             .get_or_init(|| {
                 let settings = claij::settings::Settings::from_env_with(self.config.as_deref())
                     .map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
                 let quiet = Arc::clone(&self.quiet);
-                Ok(Claij::new(settings)
-                    .with_env()
-                    .on_notice(move |notice| tell(notice, &quiet)))
+                Ok(Arc::new(
+                    Claij::new(settings)
+                        .with_env()
+                        .on_notice(move |notice| tell(notice, &quiet)),
+                ))
             })
             .as_ref()
             .map_err(|e| anyhow!("{e}"))

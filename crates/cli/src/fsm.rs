@@ -2,24 +2,33 @@
 
 use std::io::Write as _;
 
+use std::path::Path;
+use std::sync::Arc;
+
 use anyhow::{Result, anyhow};
+use claij::fsm::{Machine, Wiring};
 use claij_fsm::render::{self, RenderError};
-use claij_fsm::{Definition, DefinitionError, Fsm};
+use claij_fsm::{DefinitionError, Fsm};
 
 use crate::Status;
 use crate::input;
 
-mod meta_debug;
-pub(crate) mod models;
 #[cfg(feature = "restate")]
 pub(crate) mod restate;
 mod run;
-mod services;
 
 pub(crate) use run::Options;
 
 pub(crate) use run::{limit_reached, print_transition};
-mod subfsm;
+
+/// `--project` of `claij fsm validate`, `run` and `resume`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Flags {
+    /// MCP services: only the servers and tools this project of the configuration allows (its hat
+    /// is shown to the states that call them).
+    #[arg(long, value_name = "NAME")]
+    pub project: Option<String>,
+}
 
 /// `claij fsm` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -35,7 +44,7 @@ pub(crate) enum Command {
         /// The definition file (`-` for stdin).
         file: String,
         #[command(flatten)]
-        services: services::Flags,
+        services: Flags,
     },
     /// Draw a definition: Graphviz DOT, Mermaid, or SVG (needs Graphviz's `dot`), on stdout.
     Render {
@@ -154,7 +163,7 @@ impl Command {
 }
 
 /// Runs a `claij fsm` subcommand.
-pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) -> Result<Status> {
+pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Status> {
     match cmd {
         Command::Validate { file, services } => validate(file, services, front),
         Command::Render { file, format } => draw(file, *format),
@@ -179,24 +188,23 @@ pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) ->
                     "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate"
                 ))
             }
-            Ok(fsm) => match subfsm::load(file, fsm.definition())? {
-                Ok(subs) if *on == On::Restate => on_restate(
-                    &fsm,
-                    &subs,
+            Ok(fsm) => match subs(file, fsm)? {
+                Ok(machine) if *on == On::Restate => on_restate(
+                    &machine,
                     input,
                     id.as_deref(),
                     ingress.as_deref(),
                     follow_timeout.unwrap_or(std::time::Duration::from_secs(3600)),
                     &options.with_front(front),
                 ),
-                Ok(subs) => {
+                Ok(machine) => {
                     let journal = journal.as_deref().map(|path| run::NewJournal {
                         path,
                         force: *force,
                     });
-                    run::run(fsm, &subs, input, journal, &options.with_front(front))
+                    run::run(&machine, input, journal, &options.with_front(front))
                 }
-                Err(problems) => report(file, &Invalid::Problems(problems)),
+                Err(invalid) => report(file, &invalid),
             },
             Err(invalid) => report(file, &invalid),
         },
@@ -212,21 +220,19 @@ pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) ->
 
 #[cfg(feature = "restate")]
 fn on_restate(
-    fsm: &Fsm,
-    subs: &[claij_fsm::journal::SubDefinition],
+    machine: &Machine,
     input: &str,
     id: Option<&str>,
     ingress: Option<&str>,
     follow_timeout: std::time::Duration,
     options: &run::Options,
 ) -> Result<Status> {
-    restate::run(fsm, subs, input, id, ingress, follow_timeout, options)
+    restate::run(machine, input, id, ingress, follow_timeout, options)
 }
 
 #[cfg(not(feature = "restate"))]
 fn on_restate(
-    _: &Fsm,
-    _: &[claij_fsm::journal::SubDefinition],
+    _: &Machine,
     _: &str,
     _: Option<&str>,
     _: Option<&str>,
@@ -263,19 +269,23 @@ enum Invalid {
     Problems(DefinitionError),
 }
 
-fn validate(file: &str, flags: &services::Flags, front: &crate::front::Front) -> Result<Status> {
+fn validate(file: &str, flags: &Flags, front: &crate::front::Front) -> Result<Status> {
     let fsm = match load(file)? {
         Ok(fsm) => fsm,
         Err(invalid) => return report(file, &invalid),
     };
-    let definition = fsm.definition();
-    let subs = match subfsm::load(file, definition)? {
-        Ok(subs) => subs,
-        Err(problems) => return report(file, &Invalid::Problems(problems)),
+    let machine = match subs(file, fsm)? {
+        Ok(machine) => machine,
+        Err(invalid) => return report(file, &invalid),
     };
+    let definition = machine.definition();
     // The configuration `fsm run` would read, checked as it checks it.
-    let settings = front.settings()?;
-    let problems = services::check(definition, &subs, settings, flags)?;
+    let options = claij::fsm::Options {
+        project: flags.project.clone(),
+        ..claij::fsm::Options::default()
+    };
+    let wiring = run::with_tools(Wiring::new(front.shared()?, options))?;
+    let problems = wiring.check(&machine)?;
     if !problems.is_empty() {
         let invalid = Invalid::Problems(DefinitionError {
             fsm: definition.id.clone(),
@@ -318,14 +328,23 @@ fn draw(file: &str, format: Format) -> Result<Status> {
 /// definition that is wrongly shaped or has problems is [`Invalid`] (exit 1).
 fn load(file: &str) -> Result<Result<Fsm, Invalid>> {
     let value = input::read_json(file)?;
-    let definition: Definition = match serde_json::from_value(value) {
-        Ok(definition) => definition,
-        Err(e) => return Ok(Err(Invalid::Shape(e))),
-    };
-    match Fsm::new(definition) {
+    match claij::fsm::parse(value, input::name(file)) {
         Ok(fsm) => Ok(Ok(fsm)),
-        Err(claij_fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
+        Err(claij::fsm::Error::NotADefinition { error, .. }) => Ok(Err(Invalid::Shape(error))),
+        Err(claij::fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
         Err(e) => Err(anyhow::Error::new(e).context(input::name(file).to_string())),
+    }
+}
+
+/// `fsm` with the sub-FSM files it names, relative to `file` (`-`: the current directory). A
+/// file that cannot be read is an error (exit 2); a cycle, or a file that is no valid
+/// definition, [`Invalid`] (exit 1).
+fn subs(file: &str, fsm: Fsm) -> Result<Result<Machine, Invalid>> {
+    let path = (file != "-").then(|| Path::new(file));
+    match Machine::from_fsm(fsm, path) {
+        Ok(machine) => Ok(Ok(machine)),
+        Err(claij::fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
+        Err(e) => Err(e.into()),
     }
 }
 

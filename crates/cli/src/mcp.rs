@@ -437,20 +437,6 @@ fn shown(outcome: &CallOutcome, invalid_output: bool) -> String {
     text
 }
 
-/// Starts the servers of `config` (the MCP part of `settings`, or a selection of it) for the other
-/// commands (`fsm run`'s services) by the front door ([`claij::mcp::start_services`]): the
-/// configuration's hooks over `hooks`, OAuth with the tokens `claij mcp login` stored; the entries'
-/// `${VAR}` client secrets are expanded first (an unset one is an error naming the file).
-pub(crate) async fn start_services(
-    config: &mut McpConfig,
-    hooks: Hooks,
-    settings: &Settings,
-) -> Result<Services> {
-    claij::mcp::start_services(config, hooks, settings, |name| std::env::var(name))
-        .await
-        .map_err(|error| start_error(error, ""))
-}
-
 /// The configuration's MCP servers (only those `project` allows, when one is named), started and
 /// seen through the project by the front door ([`claij::mcp::start_configured`]): `ask
 /// --interceptors mcp` (`what` names it in errors) and `chat`.
@@ -471,7 +457,7 @@ pub(crate) async fn start_configured(
 
 /// A start's error in the command's words: what needs the servers (`what`), how to log in, the
 /// file of an unset secret.
-fn start_error(error: claij::mcp::Error, what: &str) -> anyhow::Error {
+pub(crate) fn start_error(error: claij::mcp::Error, what: &str) -> anyhow::Error {
     use claij::mcp::Error;
     match error {
         Error::NoServers(source) => {

@@ -59,7 +59,7 @@ fn restate(
 
     use anyhow::Context as _;
 
-    use crate::fsm::restate::CliWiring;
+    use claij::fsm::restate::Worker;
 
     // Multi-threaded: a machine's services start inside a handler (`block_in_place`).
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -67,7 +67,16 @@ fn restate(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let wiring = CliWiring::new(options.clone());
+    let claij = options.claij()?;
+    let worker = {
+        let options = options.clone();
+        let proposing = std::sync::Arc::clone(&claij);
+        Worker::new(options.wiring(claij)?).with_proposals(move |machine| {
+            options
+                .proposals(&proposing, None, machine.votes())
+                .map_err(|e| format!("{e:#}").into())
+        })
+    };
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
@@ -77,12 +86,12 @@ fn restate(
             std::io::stderr(),
             "restate worker listening on http://{address}"
         )?;
-        let worker = claij_restate::Worker::new(wiring.clone());
-        let served = tokio::spawn(worker.serve(listener, async {
+        let served_by = claij_restate::Worker::new(worker.clone());
+        let served = tokio::spawn(served_by.serve(listener, async {
             let _ = tokio::signal::ctrl_c().await;
         }));
         if let Some(admin) = register {
-            let client = claij_restate::Client::new(crate::fsm::restate::DEFAULT_INGRESS)?
+            let client = claij_restate::Client::new(claij::fsm::restate::DEFAULT_INGRESS)?
                 .with_admin(admin)?;
             client
                 .register(&format!("http://{address}"))
@@ -94,7 +103,7 @@ fn restate(
             )?;
         }
         served.await.context("the worker stopped")?;
-        wiring.close().await;
+        worker.close().await;
         anyhow::Ok(())
     })?;
     Ok(Status::Ok)

@@ -1,31 +1,22 @@
 //! `claij fsm run --on restate` and `claij fsm provide --on restate`: a run as a durable Restate
-//! workflow, started through the ingress and followed there; and [`CliWiring`], how `claij serve
-//! restate` wires a machine's states (the models and services `claij fsm run` gives them).
+//! workflow, started through the ingress and followed there (the worker, `claij serve restate`,
+//! wires machines with [`claij::fsm::restate::Worker`]).
 
 use std::io::Write as _;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use anyhow::{Context as _, Result, anyhow};
-use claij_backends::BoxFuture;
-use claij_fsm::journal::SubDefinition;
-use claij_fsm::{Fsm, Runner};
-use claij_interceptors::{BoxError, Chain, Pipeline};
+use claij::fsm::restate::{DEFAULT_INGRESS, new_run_id};
 use claij_restate::{Client, Ended, FailureKind, Followed, Machine, RunRequest};
 use serde_json::{Value, json};
 
 use super::run::{self, Options};
-use super::services::Connected;
 use crate::Status;
-
-/// The ingress when `--ingress` is not given: a Restate server's default.
-pub(crate) const DEFAULT_INGRESS: &str = "http://127.0.0.1:8080";
 
 /// `claij fsm run --on restate`: starts run `id` of `fsm` (with `subs`) from `input`, prints each
 /// transition as it is recorded, answers `human` states from stdin as the embedded run does, and
 /// ends as it does (the trail on stdout; exit 0 finished or waiting, 1 invalid or interrupted).
 pub(super) fn run(
-    fsm: &Fsm,
-    subs: &[SubDefinition],
+    machine: &claij::fsm::Machine,
     input: &str,
     id: Option<&str>,
     ingress: Option<&str>,
@@ -38,11 +29,12 @@ pub(super) fn run(
     let client = client.with_limits(limits);
     let id = id.map_or_else(new_run_id, str::to_owned);
     let mut request = RunRequest::new(
-        Machine::inline(fsm.definition().clone(), subs.to_vec()),
+        Machine::inline(machine.definition().clone(), machine.subs().to_vec()),
         input,
     );
-    request.options.max_transitions = Some(options.max_transitions());
-    request.options.max_repeated_calls = Some(options.max_repeated_calls());
+    let limits = options.to_library();
+    request.options.max_transitions = Some(limits.max_transitions);
+    request.options.max_repeated_calls = Some(limits.max_repeated_calls);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -203,101 +195,5 @@ pub(super) fn provide(run_id: &str, event: &str, ingress: Option<&str>) -> Resul
             Ok(Status::Invalid)
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// A run id: time, process and a counter.
-fn new_run_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("run-{nanos:x}-{}", std::process::id())
-}
-
-/// How `claij serve restate` wires a machine: as `claij fsm run` does with the worker's flags and
-/// configuration; services started for a machine live until the worker stops.
-#[derive(Clone)]
-pub(crate) struct CliWiring {
-    options: Arc<Options>,
-    connected: Arc<Mutex<Vec<Connected>>>,
-    /// The conversations' pipeline, opened at the first turn (`None`: the model cannot be opened).
-    conversation: Arc<OnceLock<Option<Arc<Pipeline>>>>,
-}
-
-impl CliWiring {
-    pub(crate) fn new(options: Options) -> Self {
-        Self {
-            options: Arc::new(options),
-            connected: Arc::new(Mutex::new(Vec::new())),
-            conversation: Arc::new(OnceLock::new()),
-        }
-    }
-
-    /// Closes the services every machine started.
-    pub(crate) async fn close(&self) {
-        let connected: Vec<Connected> = std::mem::take(
-            &mut *self
-                .connected
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for c in &connected {
-            c.close().await;
-        }
-    }
-}
-
-impl claij_restate::Wiring for CliWiring {
-    fn runner<'a>(&'a self, machine: &'a Machine) -> BoxFuture<'a, Result<Runner, BoxError>> {
-        Box::pin(async move {
-            let (definition, subs) = match machine {
-                Machine::Inline {
-                    definition,
-                    sub_fsms,
-                } => (definition.clone(), sub_fsms.clone()),
-                other => {
-                    return Err(format!("this worker knows no machine by name: {other:?}").into());
-                }
-            };
-            let fsm = Fsm::new(definition)?;
-            // Building starts the machine's services on this (the worker's) runtime.
-            let handle = tokio::runtime::Handle::current();
-            let built = tokio::task::block_in_place(|| {
-                handle.block_on(run::worker_runner(fsm, &subs, &self.options))
-            });
-            let (runner, connected) = built.map_err(|e| -> BoxError { format!("{e:#}").into() })?;
-            self.connected
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(connected);
-            Ok(runner)
-        })
-    }
-
-    /// A conversation's turns ask the worker's model (`--llm`, as `claij ask` picks it) through a
-    /// plain pipeline: no interceptors.
-    fn conversation(&self) -> Option<Arc<Pipeline>> {
-        self.conversation
-            .get_or_init(|| {
-                let opened = self.options.claij().and_then(|claij| {
-                    super::models::open(
-                        self.options.model().llm.as_deref(),
-                        self.options.model(),
-                        claij,
-                    )
-                });
-                match opened {
-                    Ok(opened) => Some(Arc::new(Pipeline::new(
-                        opened.backend,
-                        opened.config,
-                        Chain::new(),
-                    ))),
-                    Err(e) => {
-                        tracing::warn!(error = %format!("{e:#}"), "conversations cannot be served: no model");
-                        None
-                    }
-                }
-            })
-            .clone()
     }
 }

@@ -3,16 +3,14 @@
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
-use claij_fsm::journal::SubDefinition;
-use claij_fsm::{Entry, ExistingJournal, Fsm, Interrupt, Journal, Outcome, Run, Runner};
+use claij::fsm::{Machine, Wired, Wiring};
+use claij_fsm::{Entry, ExistingJournal, Interrupt, Journal, Outcome, Run, Runner};
 use claij_interceptors::ErrorChain;
 use serde_json::{Value, json};
 
-use super::models;
-use super::services::{self, Connected};
-use super::subfsm;
 use crate::Status;
 use crate::ask::ModelOptions;
 
@@ -24,9 +22,9 @@ pub(crate) struct Options {
     #[command(flatten)]
     model: ModelOptions,
     #[command(flatten)]
-    services: super::services::Flags,
+    services: super::Flags,
     #[command(flatten)]
-    meta_debug: super::meta_debug::MetaDebugFlags,
+    meta_debug: MetaDebugFlags,
     #[command(flatten)]
     proposals: crate::ask::approve::FsmFlags,
     /// Stop after N transitions of this command without reaching an end (models can loop); a
@@ -43,14 +41,27 @@ pub(crate) struct Options {
     json: bool,
     /// The process's front door, handed down by `main` ([`Options::with_front`]); not a flag.
     #[arg(skip)]
-    front: Option<std::sync::Arc<crate::front::Front>>,
+    front: Option<Arc<crate::front::Front>>,
+}
+
+/// `--meta-debug`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct MetaDebugFlags {
+    /// Diagnose every `llm` state that runs out of retries, or whose validation failure repeats
+    /// across turns, with another model (a prompt remedy is tried at once and kept for the rest of
+    /// the run, and the journal; a schema remedy goes to `--approve` with `--interceptors
+    /// proposals` and, approved, is tried at once too): the models listed (aliases or
+    /// `provider:model`, as `--llm`), else those the compatibility matrix measured passing every
+    /// test. A state's `config.meta_debug: true` enables it for that state alone.
+    #[arg(long = "meta-debug", value_name = "LLM,...", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
+    meta_debug: Option<Vec<String>>,
 }
 
 impl Options {
     /// These options with the process's front door, where the run opens its models.
-    pub(crate) fn with_front(&self, front: &std::sync::Arc<crate::front::Front>) -> Self {
+    pub(crate) fn with_front(&self, front: &Arc<crate::front::Front>) -> Self {
         let mut options = self.clone();
-        options.front = Some(std::sync::Arc::clone(front));
+        options.front = Some(Arc::clone(front));
         options
     }
 
@@ -59,9 +70,9 @@ impl Options {
     /// # Errors
     ///
     /// The configuration cannot be read or is invalid.
-    pub(crate) fn claij(&self) -> Result<&claij::Claij> {
+    pub(crate) fn claij(&self) -> Result<Arc<claij::Claij>> {
         match &self.front {
-            Some(front) => front.claij(),
+            Some(front) => front.shared(),
             None => Err(anyhow!("no configuration was handed to the run")),
         }
     }
@@ -69,6 +80,72 @@ impl Options {
     /// `--threads`: set in the environment before any thread starts.
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         self.model.threads
+    }
+
+    /// `--json`.
+    #[cfg(feature = "restate")]
+    pub(super) fn json(&self) -> bool {
+        self.json
+    }
+
+    /// The library's options these flags give.
+    pub(crate) fn to_library(&self) -> claij::fsm::Options {
+        claij::fsm::Options {
+            model: self.model.to_options(),
+            project: self.services.project.clone(),
+            meta_debug: self.meta_debug.meta_debug.clone(),
+            measured: None,
+            max_transitions: self.max_transitions,
+            max_repeated_calls: self.max_repeated_calls,
+        }
+    }
+
+    /// How `claij fsm run` wires a machine with `claij`: these options, the built-in tools, MCP
+    /// servers started with the tokens `claij mcp login` stored, each transition and notice on
+    /// stderr.
+    pub(crate) fn wiring(&self, claij: Arc<claij::Claij>) -> Result<Wiring> {
+        let wiring = Wiring::new(Arc::clone(&claij), self.to_library())
+            .with_observer(|entry| {
+                let _ = print_transition(entry);
+            })
+            .on_notice(|text| {
+                let _ = writeln!(std::io::stderr().lock(), "{text}");
+            });
+        with_tools(wiring)
+    }
+
+    /// The run's proposals over `saved` (a resumed journal's), when it proposes, votes (`votes`)
+    /// or resumes with extensions.
+    pub(crate) fn proposals(
+        &self,
+        claij: &claij::Claij,
+        saved: Option<claij_schema::SavedRegistry>,
+        votes: bool,
+    ) -> Result<Option<claij::fsm::Proposals>> {
+        let shared = self
+            .proposals
+            .open(saved, votes, claij, &self.model, self.json)?;
+        Ok(shared.map(claij::fsm::Proposals::from))
+    }
+}
+
+/// `wiring` with the built-in tools (`now`, `random_int`) as its `tools` service.
+pub(super) fn with_tools(wiring: Wiring) -> Result<Wiring> {
+    let tools = claij::tools::builtin().context("the built-in tools")?;
+    Ok(wiring.with_tools(tools))
+}
+
+/// A wiring error as `claij fsm run` says it: a server that needs authorization says how to give
+/// it; an unset secret of a configuration without a file says so.
+pub(crate) fn wire_error(error: claij::fsm::Error) -> anyhow::Error {
+    use claij::fsm::Error::Mcp;
+    match error {
+        Mcp(error) => crate::mcp::start_error(error, ""),
+        claij::fsm::Error::NoDiagnosticModels => anyhow!(
+            "meta-debugging needs diagnostic models: name them with --meta-debug=LLM,... (or measure \
+             some with `cargo xtask integration`, whose compatibility matrix lists those that work)"
+        ),
+        other => other.into(),
     }
 }
 
@@ -82,16 +159,20 @@ pub(super) struct NewJournal<'a> {
 
 /// `claij fsm run FILE --input JSON`.
 pub(super) fn run(
-    fsm: Fsm,
-    subs: &[SubDefinition],
+    machine: &Machine,
     input: &str,
     journal: Option<NewJournal<'_>>,
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let runtime = runtime()?;
-    let shared = proposals(None, subfsm::runs_vote(fsm.definition(), subs), options)?;
-    let (runner, connected) = runner_with_subs(fsm, subs, options, &runtime, shared.as_ref())?;
+    let claij = options.claij()?;
+    let proposals = options.proposals(&claij, None, machine.votes())?;
+    let wiring = options.wiring(claij)?;
+    let wired = runtime
+        .block_on(wiring.wire_proposing(machine, proposals.as_ref()))
+        .map_err(wire_error)?;
+    let runner = &wired.runner;
     let (mut run, journal) = match journal {
         Some(NewJournal { path, force }) => {
             let existing = if force {
@@ -102,43 +183,51 @@ pub(super) fn run(
             let (run, journal) = match runner.start_journaled(input, path, existing) {
                 Ok(started) => started,
                 Err(claij_fsm::Error::JournalExists { path }) => {
+                    runtime.block_on(wired.close());
                     let path = path.display();
                     return Err(anyhow!(
                         "journal {path} already holds a run: use `claij fsm resume {path}` to go \
                          on with it, or --force to start a new run over it"
                     ));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    runtime.block_on(wired.close());
+                    return Err(e.into());
+                }
             };
             (run, Some(journal))
         }
-        None => (runner.start(input)?, None),
+        None => match runner.start(input) {
+            Ok(run) => (run, None),
+            Err(e) => {
+                runtime.block_on(wired.close());
+                return Err(e.into());
+            }
+        },
     };
-    let status = drive(&runner, &mut run, journal, options, &runtime);
-    runtime.block_on(connected.close());
+    let status = drive(runner, &mut run, journal, options, &runtime);
+    runtime.block_on(wired.close());
     status
 }
 
 /// `claij fsm resume JOURNAL`: the machine comes from the journal's header.
 pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
-    let (header, _) = claij_fsm::journal::read(path)?;
-    let definition = header.definition.ok_or_else(|| {
-        anyhow!(
-            "{}: the journal does not carry its FSM definition",
-            path.display()
-        )
-    })?;
+    let (machine, saved) = Machine::from_journal(path)?;
     let runtime = runtime()?;
-    let votes = subfsm::runs_vote(&definition, &header.sub_fsms);
-    let shared = proposals(claij_fsm::journal::read_extensions(path)?, votes, options)?;
-    let (runner, connected) = runner_with_subs(
-        Fsm::new(definition)?,
-        &header.sub_fsms,
-        options,
-        &runtime,
-        shared.as_ref(),
-    )?;
-    let (mut run, journal) = runner.resume(path)?;
+    let claij = options.claij()?;
+    let proposals = options.proposals(&claij, saved, machine.votes())?;
+    let wiring = options.wiring(claij)?;
+    let Wired { runner, services } = runtime
+        .block_on(wiring.wire_proposing(&machine, proposals.as_ref()))
+        .map_err(wire_error)?;
+    let resumed = runner.resume(path);
+    let (mut run, journal) = match resumed {
+        Ok(resumed) => resumed,
+        Err(e) => {
+            runtime.block_on(services.close());
+            return Err(e.into());
+        }
+    };
     writeln!(
         std::io::stderr(),
         "resuming run {} in state `{}` after {}",
@@ -147,57 +236,8 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         super::count(run.trail.entries.len(), "recorded transition")
     )?;
     let status = drive(&runner, &mut run, Some(journal), options, &runtime);
-    runtime.block_on(connected.close());
+    runtime.block_on(services.close());
     status
-}
-
-/// The run's one registry of schema extensions (with `--interceptors proposals`, the proposals
-/// interceptor over it), when the run proposes, votes (`votes`) or resumes with extensions.
-fn proposals(
-    saved: Option<claij_schema::SavedRegistry>,
-    votes: bool,
-    options: &Options,
-) -> Result<Option<crate::ask::approve::RunProposals>> {
-    let claij = options.claij()?;
-    options
-        .proposals
-        .open(saved, votes, claij, &options.model, options.json)
-}
-
-/// A runner of `fsm` with its sub-FSMs for a Restate worker, on the worker's runtime, as `claij
-/// fsm run` wires it (the proposals of a machine that votes are its own, shared by its runs on
-/// this worker). The services it started: close them when the worker stops.
-#[cfg(feature = "restate")]
-pub(super) async fn worker_runner(
-    fsm: Fsm,
-    subs: &[SubDefinition],
-    options: &Options,
-) -> Result<(Runner, Connected)> {
-    let shared = proposals(None, subfsm::runs_vote(fsm.definition(), subs), options)?;
-    wired(fsm, subs, options, shared.as_ref()).await
-}
-
-#[cfg(feature = "restate")]
-impl Options {
-    /// `--max-transitions`.
-    pub(super) fn max_transitions(&self) -> usize {
-        self.max_transitions
-    }
-
-    /// `--max-repeated-calls`.
-    pub(super) fn max_repeated_calls(&self) -> usize {
-        self.max_repeated_calls
-    }
-
-    /// `--json`.
-    pub(super) fn json(&self) -> bool {
-        self.json
-    }
-
-    /// The model options.
-    pub(super) fn model(&self) -> &ModelOptions {
-        &self.model
-    }
 }
 
 /// The one runtime of a run: the MCP servers it starts live on it.
@@ -206,105 +246,6 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")
-}
-
-/// [`runner`] for `fsm` and for each of its sub-FSMs ([`subfsm::build`]), all with the run's one
-/// set of services (started here, once: close them when the run ends) and models (each opened
-/// once). The services every machine of the tree names are checked first, so nothing starts when
-/// one of them cannot run here.
-fn runner_with_subs(
-    fsm: Fsm,
-    subs: &[SubDefinition],
-    options: &Options,
-    runtime: &tokio::runtime::Runtime,
-    shared: Option<&crate::ask::approve::RunProposals>,
-) -> Result<(Runner, Connected)> {
-    runtime.block_on(wired(fsm, subs, options, shared))
-}
-
-/// [`runner_with_subs`] on the caller's runtime: the services start on it (and live on it).
-pub(super) async fn wired(
-    fsm: Fsm,
-    subs: &[SubDefinition],
-    options: &Options,
-    shared: Option<&crate::ask::approve::RunProposals>,
-) -> Result<(Runner, Connected)> {
-    let claij = options.claij()?;
-    let settings = claij.settings();
-    let problems = services::check(fsm.definition(), subs, settings, &options.services)?;
-    if !problems.is_empty() {
-        let each: Vec<String> = problems
-            .iter()
-            .map(|p| format!("{}: {}", p.pointer, p.message))
-            .collect();
-        return Err(anyhow!(
-            "FSM `{}` cannot run here: {}",
-            fsm.definition().id,
-            each.join("; ")
-        ));
-    }
-    let mut definitions = vec![fsm.definition()];
-    let mut pending: Vec<&SubDefinition> = subs.iter().collect();
-    while let Some(sub) = pending.pop() {
-        definitions.push(&sub.definition);
-        pending.extend(&sub.sub_fsms);
-    }
-    let connected = services::connect(&definitions, settings, &options.services).await?;
-    let mut models = models::Models::new(&options.model, claij);
-    let registry = shared.map(|s| std::sync::Arc::clone(s.registry()));
-    let built = subfsm::build(
-        fsm,
-        subs,
-        &options.meta_debug,
-        &options.model,
-        registry,
-        claij,
-        &mut |fsm| {
-            let mut runner = runner(fsm, options, &connected, &mut models)?;
-            if let Some(shared) = shared {
-                runner = runner
-                    .with_interceptors(shared.chain())
-                    .with_journal_hook(shared.journal_hook());
-                if let Some(approver) = shared.remedy_approver() {
-                    runner = runner.with_remedy_approver(approver);
-                }
-            }
-            Ok(runner)
-        },
-    );
-    match built {
-        Ok(runner) => Ok((runner, connected)),
-        Err(e) => {
-            connected.close().await;
-            Err(e)
-        }
-    }
-}
-
-/// The runner of `fsm`: the run's services (`connected`; its MCP calls narrowed to their tools),
-/// the run's model and each state's own (`models`).
-fn runner(
-    fsm: Fsm,
-    options: &Options,
-    connected: &Connected,
-    models: &mut models::Models<'_>,
-) -> Result<Runner> {
-    let mut definition = fsm.definition().clone();
-    connected.narrow(&mut definition);
-    // Narrowed MCP calls change the definition (and what the journal records).
-    let fsm = if &definition == fsm.definition() {
-        fsm
-    } else {
-        Fsm::new(definition)?
-    };
-    let definition = fsm.definition().clone();
-    let runner = Runner::new(fsm)
-        .with_max_transitions(options.max_transitions)
-        .with_max_repeated_calls(options.max_repeated_calls)
-        .with_observer(|entry| {
-            let _ = print_transition(entry);
-        });
-    models.wire(connected.register(runner), &definition)
 }
 
 /// Runs to the end; at a `human` state reads one JSON event per line from stdin (a terminal gets a

@@ -10,14 +10,12 @@
 //! terminal the clients offer no elicitation, so servers decline on their own (and hide the tools
 //! that need it).
 
-use std::collections::VecDeque;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
-use claij_backends::Backend;
-use claij_fsm::{Fsm, Interrupt, Outcome, Run, Runner};
-use claij_interceptors::Config;
+use claij::mcp::chat::{DEFAULT_HISTORY, History, MAX_HISTORY, answer_text};
+use claij_fsm::{Interrupt, Outcome, Run, Runner};
 use claij_interceptors::ErrorChain;
 use claij_mcp::mcp_fsm::{self, McpService};
 use claij_mcp::{ElicitationQueue, Services};
@@ -29,10 +27,6 @@ use crate::ask::ModelOptions;
 
 /// Questions a server may have pending at once.
 const QUESTIONS: usize = 4;
-
-/// The exchanges a request carries by default, and at most.
-const DEFAULT_HISTORY: usize = 10;
-const MAX_HISTORY: usize = 100;
 
 /// Arguments of `claij mcp chat`.
 #[derive(Debug, clap::Args)]
@@ -112,9 +106,14 @@ async fn chat(
     signals: &mut Signals,
 ) -> Result<Status> {
     let terminal = lines.terminal;
-    let opened = crate::fsm::models::open(args.model.llm.as_deref(), &args.model, front.claij()?)?;
+    let claij = front.claij()?;
+    let notice = |text: &str| {
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    };
+    let options = args.model.to_options();
+    let opened = claij::fsm::models::open(options.llm.as_deref(), &options, claij, &notice)?;
     let service = McpService::new(services.clone()).with_questions(questions);
-    let runner = runner(service, opened.backend, opened.config)?
+    let runner = claij::mcp::chat::runner(service, opened.backend, opened.config)?
         .with_max_transitions(args.max_transitions)
         .with_max_repeated_calls(args.max_repeated_calls)
         .with_observer(|entry| {
@@ -156,70 +155,6 @@ async fn chat(
     Ok(status)
 }
 
-/// The MCP FSM for `service`'s tools ([`mcp_fsm::runner_with`]), its input also taking the chat's
-/// `history`.
-fn runner(service: McpService, backend: Arc<dyn Backend>, config: Config) -> Result<Runner> {
-    let mut definition = mcp_fsm::definition_for(service.services());
-    let start = definition
-        .transitions
-        .iter_mut()
-        .find(|t| t.id.from == claij_fsm::definition::START && t.id.to == mcp_fsm::LLM)
-        .and_then(|t| t.schema.get_mut("properties"))
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| anyhow!("the MCP FSM has no [\"start\", \"llm\"] object schema"))?;
-    start.insert(
-        "history".to_owned(),
-        json!({
-            "type": "array",
-            "description": "earlier requests of this chat and the answers given, oldest first",
-            "items": {
-                "type": "object",
-                "properties": {"request": {"type": "string"}, "answer": {"type": "string"}},
-                "required": ["request", "answer"]
-            }
-        }),
-    );
-    Ok(Runner::new(Fsm::new(definition)?)
-        .with_llm(backend, config)
-        .with_service(mcp_fsm::SERVICE, service))
-}
-
-/// The last exchanges of the chat, at most `limit`.
-struct History {
-    limit: usize,
-    exchanges: VecDeque<Value>,
-}
-
-impl History {
-    fn new(limit: usize) -> Self {
-        History {
-            limit,
-            exchanges: VecDeque::new(),
-        }
-    }
-
-    /// The run's input for `request`: `{"request"}`, with `history` when there is any.
-    fn input(&self, request: &str) -> Value {
-        let mut input = json!({ "request": request });
-        if !self.exchanges.is_empty() {
-            input["history"] = Value::Array(self.exchanges.iter().cloned().collect());
-        }
-        input
-    }
-
-    /// Keeps `request` and its `answer`, forgetting the oldest exchange past the limit.
-    fn push(&mut self, request: &str, answer: String) {
-        if self.limit == 0 {
-            return;
-        }
-        if self.exchanges.len() == self.limit {
-            self.exchanges.pop_front();
-        }
-        self.exchanges
-            .push_back(json!({ "request": request, "answer": answer }));
-    }
-}
-
 /// How a request ended.
 enum Answered {
     /// The answer's text, printed on stdout.
@@ -246,15 +181,13 @@ async fn answer(runner: &Runner, input: Value, lines: &mut Lines) -> Result<Answ
         };
         match outcome {
             Outcome::Finished { event, .. } => {
-                let text = text_of(&event);
+                let text = answer_text(&event);
                 writeln!(std::io::stdout(), "{text}")?;
-                return Ok(
-                    if event.pointer("/result/isError") == Some(&Value::Bool(true)) {
-                        Answered::Failed(Some(text))
-                    } else {
-                        Answered::Valid(text)
-                    },
-                );
+                return Ok(if claij::mcp::chat::is_error(&event) {
+                    Answered::Failed(Some(text))
+                } else {
+                    Answered::Valid(text)
+                });
             }
             Outcome::Waiting { state } if state == mcp_fsm::ASKING && lines.terminal => {
                 let reply = ask_person(&run, lines).await?;
@@ -271,20 +204,6 @@ async fn answer(runner: &Runner, input: Value, lines: &mut Lines) -> Result<Answ
             _ => return Ok(Answered::Failed(None)),
         }
     }
-}
-
-/// The answer's text blocks, one per line.
-fn text_of(event: &Value) -> String {
-    let blocks = event
-        .pointer("/result/content")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    blocks
-        .iter()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The person's answer to the question the run waits on: `{"action": "accept", "content": {...}}`

@@ -1,50 +1,69 @@
-//! The models of `llm` states: the run's own (`--llm`, as `claij ask` picks it) and, for a state whose
-//! `config.model` names one, a backend of that state's own, resolved through the configuration's
-//! aliases and providers exactly as `--llm` is.
+//! The models of `llm` states: the run's own ([`ModelOptions::llm`], chosen as for any request)
+//! and, for a state whose `config.model` names one, a backend of that state's own, resolved
+//! through the configuration's aliases and providers exactly as the run's own is.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow};
 use claij_backends::Backend;
 use claij_fsm::{Action, Definition, Runner};
 use claij_interceptors::{Config, StructuredMode};
 
-use crate::ask::{ModelOptions, llm, model};
-use claij::Claij;
+use super::Error;
+use crate::Claij;
+use crate::model::Llm;
+use crate::options::ModelOptions;
+
+type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// An opened model and the pipeline configuration to call it with.
-pub(crate) struct Opened {
+pub struct Opened {
+    /// The model's backend.
     pub backend: Arc<dyn Backend>,
+    /// How it is called: the options over the configuration's `[defaults]` and the compatibility
+    /// matrix's choice.
     pub config: Config,
 }
 
-/// Opens `llm` (an alias, `local` or `provider:model`; `None` for the default choice) with the
-/// model options and the configuration's defaults, saying on stderr what was chosen when `--llm`
-/// did not say.
-pub(crate) fn open(llm: Option<&str>, options: &ModelOptions, claij: &Claij) -> Result<Opened> {
+/// Opens `llm` (an alias, `local` or `provider:model`; `None` for the default choice) with
+/// `options` and the configuration's defaults. What the caller may want to show is given to
+/// `notice`, a line each: what was chosen when `llm` did not say, the matrix's warnings and
+/// choice.
+///
+/// # Errors
+///
+/// [`Error::Model`]: the name does not resolve, the model cannot be opened (a key not set...).
+pub fn open(
+    llm: Option<&str>,
+    options: &ModelOptions,
+    claij: &Claij,
+    notice: &dyn Fn(&str),
+) -> Result<Opened> {
     let settings = claij.settings();
-    // `--model-path` is the local model's: a state naming a hosted model does not take it.
+    // `model_path` is the local model's: a state naming a hosted model does not take it.
     let local = llm.is_none_or(|text| {
         settings
             .resolve(text)
-            .is_ok_and(|resolved| resolved.llm == llm::Llm::Local)
+            .is_ok_and(|resolved| resolved.llm == Llm::Local)
     });
     let model_path = options.model_path.as_deref().filter(|_| local);
-    let opened = llm::open(llm, model_path, claij)?;
-    let mut err = std::io::stderr();
-    if let Some(notice) = &opened.notice {
-        writeln!(err, "{notice}")?;
+    let opened =
+        crate::model::open(llm, model_path, claij).map_err(|e| Error::Model(format!("{e:#}")))?;
+    if let Some(text) = &opened.notice {
+        notice(text);
     }
     // The matrix is looked up under the name this model was given.
     let mut named = options.clone();
     if llm.is_some() {
         named.llm = llm.map(str::to_owned);
     }
-    let measured = named.matrix_choice(&opened.model, settings);
+    let advice = named.matrix_choice(&opened.model, settings);
+    for warning in &advice.warnings {
+        notice(warning);
+    }
+    let measured = advice.choice;
     if let Some(choice) = &measured {
-        writeln!(err, "{}", model::matrix_notice(choice))?;
+        notice(&crate::options::matrix_notice(choice));
     }
     let config = named.config(opened.model, &settings.defaults, measured.as_ref());
     if let Some(fallback) = &opened.fallback {
@@ -58,29 +77,35 @@ pub(crate) fn open(llm: Option<&str>, options: &ModelOptions, claij: &Claij) -> 
 }
 
 /// The models of a run, each opened once whichever of its machines (its own or a sub-FSM's) asks
-/// for it: the run's own model (`--llm`) and those `llm` states name in `config.model`, so a choice
-/// made for `--llm` is said once on stderr. Names that resolve to the same local model file (the
-/// default choice, `local`, an alias, a voter) share one backend, loaded once per [`Claij`]
-/// (`llm::open`); each name keeps its own pipeline configuration.
+/// for it: the run's own model and those `llm` states name in `config.model`, so a choice made for
+/// the run's own is said once. Names that resolve to the same local model file (the default
+/// choice, `local`, an alias, a voter) share one backend ([`crate::model::open`]); each name
+/// keeps its own pipeline configuration.
 pub(super) struct Models<'a> {
     options: &'a ModelOptions,
     claij: &'a Claij,
+    notice: &'a dyn Fn(&str),
     /// By the name given (`None`: the run's own).
     opened: HashMap<Option<String>, (Arc<dyn Backend>, Config)>,
 }
 
 impl<'a> Models<'a> {
     /// No model opened yet: each is opened when a machine first needs it.
-    pub(super) fn new(options: &'a ModelOptions, claij: &'a Claij) -> Self {
+    pub(super) fn new(
+        options: &'a ModelOptions,
+        claij: &'a Claij,
+        notice: &'a dyn Fn(&str),
+    ) -> Self {
         Models {
             options,
             claij,
+            notice,
             opened: HashMap::new(),
         }
     }
 
     /// `runner` (of `definition`) with the run's own model when a state asks for it, and a backend
-    /// for every `llm` state whose `config.model` names a model (`--model-path` is only for
+    /// for every `llm` state whose `config.model` names a model (`model_path` is only for
     /// `local`).
     ///
     /// # Errors
@@ -101,7 +126,7 @@ impl<'a> Models<'a> {
             };
             let (backend, config) = self
                 .get(Some(name))
-                .map_err(|e| anyhow!("/states/{i}/config/model: {e:#}"))?;
+                .map_err(|e| Error::Model(format!("/states/{i}/config/model: {e}")))?;
             runner = runner.with_llm_for(state.id.clone(), backend, config);
         }
         Ok(runner)
@@ -114,7 +139,7 @@ impl<'a> Models<'a> {
             return Ok((Arc::clone(backend), config.clone()));
         }
         let name = llm.or(self.options.llm.as_deref());
-        let model = open(name, self.options, self.claij)?;
+        let model = open(name, self.options, self.claij, self.notice)?;
         let opened = (model.backend, model.config);
         self.opened.insert(key, opened.clone());
         Ok(opened)

@@ -1,7 +1,8 @@
-//! The services `service` states run, from the configuration: every `mcpServers` entry (through
-//! `--project`) as `mcp` (all servers, tools named `server.tool`) and under the server's own name,
-//! and the built-in `tools` (the `now`/`random_int` functions of `claij ask --interceptors tools`)
-//! and `eval` (the sandboxed Rhai evaluator of the `eval` interceptor).
+//! The services `service` states run (feature `mcp`), from the configuration: every
+//! `mcpServers` entry (through the run's project) as `mcp` (all servers, tools named
+//! `server.tool`) and under the server's own name, and the built-in `tools` (the Rust tools the
+//! wiring is given, [`super::Wiring::with_tools`]) and `eval` (the sandboxed Rhai evaluator of the
+//! `eval` interceptor).
 //!
 //! Every one of them speaks the tool loop's shape: the event entering the state carries a JSON-RPC
 //! `tools/call` request in `message`, and the event leaving it the JSON-RPC response whose `result`
@@ -12,7 +13,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, anyhow};
 use claij_backends::BoxFuture;
 use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Action, Definition, Problem, Runner, Service, ServiceCall};
@@ -23,23 +23,22 @@ use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
 use claij_mcp::{CallFailure, CallOutcome, Content, Hooks, Services};
 use serde_json::{Value, json};
 
-use claij::settings::Settings;
+use super::Error;
+use crate::Claij;
+use crate::settings::Settings;
+
+type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The built-in services, always there.
 const BUILTIN: [&str; 2] = ["eval", "tools"];
 
-/// `--project` of `claij fsm run` and `resume`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct Flags {
-    /// MCP services: only the servers and tools this project of the configuration allows (its hat
-    /// is shown to the states that call them).
-    #[arg(long, value_name = "NAME")]
-    pub project: Option<String>,
-}
-
-/// The services a configuration offers, by name, in order.
-pub(super) fn known(settings: &Settings) -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = BUILTIN.iter().map(|s| (*s).to_owned()).collect();
+/// The services a configuration offers, by name, in order (`tools` when the run has `tools`).
+fn known(settings: &Settings, tools: bool) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = BUILTIN
+        .iter()
+        .filter(|s| tools || **s != "tools")
+        .map(|s| (*s).to_owned())
+        .collect();
     if let Some(mcp) = settings.mcp.as_ref().filter(|m| !m.servers.is_empty()) {
         names.insert(mcp_fsm::SERVICE.to_owned());
         names.extend(mcp.servers.keys().cloned());
@@ -52,38 +51,49 @@ fn service_of(state: &claij_fsm::State) -> &str {
     state.config_str("service").unwrap_or(&state.id)
 }
 
-/// Everything `claij fsm run` refuses before anything runs, the one check of `fsm run`, `fsm
-/// resume`, a Restate worker's run and `fsm validate`: the problems of `definition` and of every
-/// sub-FSM it runs (`subs`), each at its pointer ([`problems_with_subs`]), given the configuration
-/// and `--project`.
+/// Everything a run refuses before anything runs, the one check of a run, a resumed run, a
+/// Restate worker's run and a validation: the problems of `definition` and of every sub-FSM it
+/// runs (`subs`), each at its pointer ([`problems_with_subs`]), given the configuration and the
+/// project.
 ///
 /// # Errors
 ///
-/// `--project` names a project the configuration does not have (or there are no MCP servers).
+/// `project` names a project the configuration does not have (or there are no MCP servers).
 pub(super) fn check(
     definition: &Definition,
     subs: &[SubDefinition],
     settings: &Settings,
-    flags: &Flags,
+    project: Option<&str>,
+    tools: bool,
 ) -> Result<Vec<Problem>> {
-    let project = match &flags.project {
-        Some(name) => Some(settings.mcp_project(name)?),
+    let project = match project {
+        Some(name) => Some(
+            settings
+                .mcp_project(name)
+                .map_err(|e| Error::Config(format!("{e:#}")))?,
+        ),
         None => None,
     };
-    let seen = Seen { settings, project };
+    let seen = Seen {
+        settings,
+        project,
+        tools,
+    };
     Ok(problems_with_subs(definition, subs, &seen))
 }
 
 /// What a definition is checked against.
 struct Seen<'a> {
     settings: &'a Settings,
-    /// `--project`, when given.
+    /// The run's project, when given.
     project: Option<&'a claij_mcp::Project>,
+    /// Whether the run has Rust tools (the `tools` service).
+    tools: bool,
 }
 
-/// What the command line cannot run, each at its pointer: a `custom` state (a program registers its
+/// What a run cannot run, each at its pointer: a `custom` state (a program registers its
 /// action); a `service` state naming a service the configuration does not offer, or a server
-/// `--project` does not allow; a model a state names (`config.model`, a built-in's `voters` or
+/// the project does not allow; a model a state names (`config.model`, a built-in's `voters` or
 /// `models`) that does not resolve.
 fn problems(definition: &Definition, seen: &Seen<'_>) -> Vec<Problem> {
     let mut problems = Vec::new();
@@ -135,7 +145,7 @@ fn service_problem(state: &claij_fsm::State, i: usize, seen: &Seen<'_>) -> Optio
             ),
         ));
     }
-    let known = known(settings);
+    let known = known(settings, seen.tools);
     if !known.contains(name) {
         let list: Vec<&str> = known.iter().map(String::as_str).collect();
         let has_servers = settings.mcp.as_ref().is_some_and(|m| !m.servers.is_empty());
@@ -167,7 +177,7 @@ fn service_problem(state: &claij_fsm::State, i: usize, seen: &Seen<'_>) -> Optio
     None
 }
 
-/// The models `state` (at `/states/{i}`) names that do not resolve as `--llm` would: an `llm`
+/// The models `state` (at `/states/{i}`) names that do not resolve: an `llm`
 /// state's `config.model`, a built-in vote's `config.voters`, meta-debugging's `config.models`.
 fn model_problems(state: &claij_fsm::State, i: usize, settings: &Settings) -> Vec<Problem> {
     use claij_fsm::builtin::{meta_debug, vote};
@@ -281,12 +291,15 @@ impl Connected {
 ///
 /// # Errors
 ///
-/// An unknown project, a server the project does not allow, a server that does not start.
+/// An unknown project, a server the project does not allow ([`Error::Config`]), a server that
+/// does not start ([`Error::Mcp`]).
 pub(super) async fn connect(
     definitions: &[&Definition],
-    settings: &Settings,
-    flags: &Flags,
+    claij: &Claij,
+    project: Option<&str>,
+    tools: Option<&Tools>,
 ) -> Result<Connected> {
+    let settings = claij.settings();
     let used: BTreeSet<String> = definitions
         .iter()
         .flat_map(|d| &d.states)
@@ -294,9 +307,10 @@ pub(super) async fn connect(
         .map(|s| service_of(s).to_owned())
         .collect();
     let mut registered: Vec<(String, Arc<dyn Service>)> = Vec::new();
-    if used.contains("tools") {
-        let tools = claij::tools::builtin().context("the built-in tools")?;
-        registered.push(("tools".to_owned(), Arc::new(ToolsService(tools))));
+    if used.contains("tools")
+        && let Some(tools) = tools
+    {
+        registered.push(("tools".to_owned(), Arc::new(ToolsService(tools.clone()))));
     }
     if used.contains("eval") {
         registered.push(("eval".to_owned(), Arc::new(EvalService(Eval::new()))));
@@ -318,24 +332,35 @@ pub(super) async fn connect(
         });
     };
     // `check` refused an unknown project and servers outside it before.
-    let project = match &flags.project {
+    let project = match project {
         None => None,
-        Some(name) => Some(settings.mcp_project(name)?.clone()),
+        Some(name) => Some(
+            settings
+                .mcp_project(name)
+                .map_err(|e| Error::Config(format!("{e:#}")))?
+                .clone(),
+        ),
     };
     if let Some(project) = &project
         && let Some(outside) = servers.iter().find(|s| !project.services.contains(*s))
     {
-        return Err(anyhow!(
+        return Err(Error::Config(format!(
             "a service state names the server `{outside}`, which project `{}` does not allow",
             project.name
-        ));
+        )));
     }
     let mut selected = mcp.clone();
     selected.servers.retain(|name, _| {
         (all || servers.contains(&name))
             && project.as_ref().is_none_or(|p| p.services.contains(name))
     });
-    let services = crate::mcp::start_services(&mut selected, Hooks::default(), settings).await?;
+    // As every command starts them: `${VAR}` secrets from `claij`'s variables, stored tokens.
+    let var = |name: &str| {
+        let value = claij.var(name).ok_or(std::env::VarError::NotPresent)?;
+        value.into_string().map_err(std::env::VarError::NotUnicode)
+    };
+    let services =
+        crate::mcp::start_services(&mut selected, Hooks::default(), settings, var).await?;
     let view = |services: Services| match &project {
         Some(project) => services.with_project(project.clone()),
         None => services,

@@ -1,47 +1,49 @@
-//! Sub-FSMs of `claij fsm validate|run|resume`: an `fsm` state's `config.fsm` names a built-in
-//! machine (`vote`, `meta-debug`), wired here with models resolved as `--llm` resolves one, or a
-//! definition file by its path relative to the file that names it, loaded with its own sub-FSMs (a
-//! file that refers back to one on its way is a load error naming the chain). A journal's header
-//! keeps the loaded definitions, so `resume` needs no file.
+//! Sub-FSMs: an `fsm` state's `config.fsm` names a built-in machine (`vote`, `meta-debug`), wired
+//! here with models resolved as any model name is, or a definition file by its path relative to
+//! the file that names it, loaded with its own sub-FSMs (a file that refers back to one on its way
+//! is a load error naming the chain). A journal's header keeps the loaded definitions, so a
+//! resumed run needs no file.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Result, anyhow};
 use claij_fsm::builtin::{meta_debug, vote};
 use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Action, Definition, DefinitionError, Fsm, Problem, Runner, State};
 use claij_schema::Registry;
 use serde_json::Value;
 
+use super::Error;
 use super::meta_debug::open_models;
-use crate::ask::ModelOptions;
-use crate::input;
-use claij::Claij;
+use crate::Claij;
+use crate::options::ModelOptions;
 
-/// The machines every `fsm run|resume` offers by name.
+type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The built-in machines every run offers by name.
 pub(super) const BUILTIN: [&str; 2] = [vote::ID, meta_debug::ID];
 
-/// The sub-FSM files `definition` (read from `file`, `-` for stdin: paths relative to the current
-/// directory) names, each with its own. `Ok(Err(..))` is a definition problem (a cycle, a file that
-/// is no valid definition) at the pointer of the state naming it; `Err` a file that cannot be read.
+/// The sub-FSM files `definition` (read from `file`; `None`, read from stdin: paths relative to
+/// the current directory) names, each with its own. `Ok(Err(..))` is a definition problem (a
+/// cycle, a file that is no valid definition) at the pointer of the state naming it; `Err` a file
+/// that cannot be read.
 pub(super) fn load(
-    file: &str,
+    file: Option<&Path>,
     definition: &Definition,
 ) -> Result<Result<Vec<SubDefinition>, DefinitionError>> {
-    let (dir, canonical) = if file == "-" {
-        (PathBuf::from("."), None)
-    } else {
-        let path = Path::new(file);
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_owned);
-        (dir, path.canonicalize().ok())
+    let (dir, canonical) = match file {
+        None => (PathBuf::from("."), None),
+        Some(path) => {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_owned);
+            (dir, path.canonicalize().ok())
+        }
     };
-    let label = Path::new(file).file_name().map_or_else(
-        || input::name(file).to_owned(),
+    let label = file.and_then(Path::file_name).map_or_else(
+        || file.map_or_else(|| "stdin".to_owned(), |p| p.display().to_string()),
         |n| n.to_string_lossy().into_owned(),
     );
     let mut chain = vec![(label, canonical)];
@@ -82,10 +84,10 @@ fn load_in(
         let path = dir.join(name);
         let referrer = chain.last().map_or("", |(label, _)| label.as_str());
         let canonical = path.canonicalize().map_err(|e| {
-            anyhow!(
+            Error::Config(format!(
                 "{referrer}: {pointer}: cannot read the sub-FSM `{name}` ({}): {e}",
                 path.display()
-            )
+            ))
         })?;
         if let Some(from) = chain
             .iter()
@@ -98,7 +100,7 @@ fn load_in(
                 names.join(" -> ")
             ));
         }
-        let value = input::read_json(&path.to_string_lossy())?;
+        let value = super::read_json(&path)?;
         let child: Definition = match serde_json::from_value(value) {
             Ok(child) => child,
             Err(e) => return invalid(format!("`{name}` is not an FSM definition: {e}")),
@@ -151,20 +153,23 @@ fn file_named(state: &State) -> Option<&str> {
 }
 
 /// What the built-in machines are wired with.
-pub(super) struct Builtins<'a> {
-    /// Where models are resolved and opened.
-    pub claij: &'a Claij,
+struct Builtins<'a> {
+    /// Where models are resolved.
+    claij: &'a Claij,
     /// How models are called.
-    pub options: &'a ModelOptions,
+    options: &'a ModelOptions,
     /// Where the vote activates approved schema deltas.
-    pub registry: Arc<Mutex<Registry>>,
+    registry: Arc<Mutex<Registry>>,
 }
 
 impl Builtins<'_> {
     /// The built-in `name` as `state` (at `/states/{index}`) configures it.
     fn runner(&self, name: &str, state: &State, index: usize) -> Result<Runner> {
         if let Some(problem) = builtin_problem(state, index) {
-            return Err(anyhow!("{}: {}", problem.pointer, problem.message));
+            return Err(Error::Config(format!(
+                "{}: {}",
+                problem.pointer, problem.message
+            )));
         }
         let models = |key: &str| -> Vec<String> {
             let list = state.config.get(key).and_then(Value::as_array);
@@ -178,19 +183,21 @@ impl Builtins<'_> {
         let config = self
             .options
             .config(String::new(), &self.claij.settings().defaults, None);
+        let fsm = |e: claij_fsm::Error| Error::Fsm(e);
         if name == vote::ID {
             let names = models(models_key(name));
             let (routed, voters) = open_models(&names, self.claij)?;
             let voters: Vec<&str> = voters.iter().map(String::as_str).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             // The audit log names each voter as the state's `voters` does.
-            return Ok(vote::runner_naming(
+            return vote::runner_naming(
                 Arc::new(routed),
                 config,
                 &voters,
                 &names,
                 Arc::clone(&self.registry),
-            )?);
+            )
+            .map_err(fsm);
         }
         let (routed, diagnostic) = open_models(&models(models_key(name)), self.claij)?;
         let diagnostic: Vec<&str> = diagnostic.iter().map(String::as_str).collect();
@@ -203,12 +210,7 @@ impl Builtins<'_> {
                     .into(),
             )
         };
-        Ok(meta_debug::runner(
-            Arc::new(routed),
-            config,
-            &diagnostic,
-            verify,
-        )?)
+        meta_debug::runner(Arc::new(routed), config, &diagnostic, verify).map_err(fsm)
     }
 }
 
@@ -225,7 +227,7 @@ pub(super) fn runs_vote(definition: &Definition, subs: &[SubDefinition]) -> bool
 /// `runner` with the sub-FSMs its machine's `fsm` states name: built-ins wired by `builtins`, the
 /// others from `subs` (loaded files, or a journal's header), each made by `make` and given its own.
 /// A name found nowhere is left for the runner to report when the state runs.
-pub(super) fn attach(
+fn attach(
     mut runner: Runner,
     subs: &[SubDefinition],
     make: &mut dyn FnMut(Fsm) -> Result<Runner>,
@@ -257,17 +259,17 @@ pub(super) fn attach(
 }
 
 /// The runner of `fsm` with its sub-FSMs (`subs`: loaded files or a journal's header, and the
-/// built-ins) and meta-debugging (`flags`, or a state's `config.meta_debug`) on every machine of
-/// the tree. `make` builds a machine's runner with its services and models. The built-in vote
-/// activates into `registry`, the run's one registry when it has one (`--interceptors
-/// proposals`), else a registry of its own.
+/// built-ins) and meta-debugging (`meta_debug`, or a state's `config.meta_debug`) on every machine
+/// of the tree. `make` builds a machine's runner with its services and models. The built-in vote
+/// activates into `registry`, the run's one registry when it has one (proposals), else a
+/// registry of its own.
 pub(super) fn build(
     fsm: Fsm,
     subs: &[SubDefinition],
-    flags: &super::meta_debug::MetaDebugFlags,
+    meta_debug: &super::meta_debug::MetaDebug<'_>,
     options: &ModelOptions,
-    registry: Option<Arc<Mutex<Registry>>>,
     claij: &Claij,
+    registry: Option<Arc<Mutex<Registry>>>,
     make: &mut dyn FnMut(Fsm) -> Result<Runner>,
 ) -> Result<Runner> {
     let mut definitions = vec![fsm.definition().clone()];
@@ -277,7 +279,7 @@ pub(super) fn build(
         pending.extend(&sub.sub_fsms);
     }
     let definitions: Vec<&Definition> = definitions.iter().collect();
-    let diagnostics = super::meta_debug::diagnostics(flags, &definitions, options, claij)?;
+    let diagnostics = super::meta_debug::diagnostics(meta_debug, &definitions, options, claij)?;
     let mut make = |fsm: Fsm| -> Result<Runner> {
         let runner = make(fsm)?;
         Ok(match &diagnostics {
@@ -290,7 +292,9 @@ pub(super) fn build(
         options,
         registry: match registry {
             Some(registry) => registry,
-            None => Arc::new(Mutex::new(Registry::new(claij_schema::base())?)),
+            None => Arc::new(Mutex::new(
+                Registry::new(claij_schema::base()).map_err(|e| Error::Config(e.to_string()))?,
+            )),
         },
     };
     let runner = make(fsm)?;

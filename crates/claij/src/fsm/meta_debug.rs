@@ -1,35 +1,32 @@
-//! Meta-debugging for `claij fsm run|resume`: `--meta-debug[=LLM,...]` (or a state's
-//! `config.meta_debug`) diagnoses an `llm` state that runs out of retries, or whose validation
-//! failure repeats across turns, with other models, resolved as `--llm` resolves one; without a list, the models the compatibility matrix measured passing
-//! every test. The models are served by one [`Routed`] backend, by model name.
+//! Meta-debugging of a run ([`super::Options::meta_debug`], or a state's `config.meta_debug`):
+//! an `llm` state that runs out of retries, or whose validation failure repeats across turns, is
+//! diagnosed by other models, resolved as any model name is; without a list, the models the
+//! compatibility matrix measured passing every test. The models are served by one [`Routed`]
+//! backend, by model name.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow};
 use claij_backends::{Backend, BoxFuture, Capabilities, ChatRequest, ChatResponse};
 use claij_fsm::Definition;
 use claij_fsm::builtin::meta_debug::Diagnostics;
 
-use crate::ask::{ModelOptions, llm};
-use claij::Claij;
+use super::Error;
+use crate::Claij;
+use crate::options::ModelOptions;
 
-/// `--meta-debug`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct MetaDebugFlags {
-    /// Diagnose every `llm` state that runs out of retries, or whose validation failure repeats
-    /// across turns, with another model (a prompt remedy is tried at once and kept for the rest of
-    /// the run, and the journal; a schema remedy goes to `--approve` with `--interceptors
-    /// proposals` and, approved, is tried at once too): the models listed (aliases or
-    /// `provider:model`, as `--llm`), else those the compatibility matrix measured passing every
-    /// test. A state's `config.meta_debug: true` enables it for that state alone.
-    #[arg(long = "meta-debug", value_name = "LLM,...", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
-    meta_debug: Option<Vec<String>>,
+/// What meta-debugging a run asks for: `listed` (`Some`: every state, by these models, or the
+/// matrix's when empty; `None`: only states whose `config.meta_debug` is `true`), the matrix
+/// the models come from when none are listed.
+pub(super) struct MetaDebug<'a> {
+    pub listed: Option<&'a [String]>,
+    pub matrix: Option<&'a Path>,
 }
 
 /// Several opened models behind one backend: a request goes to the backend of its `model`, under the
 /// name that backend knows it by.
-pub(crate) struct Routed {
+pub(super) struct Routed {
     models: BTreeMap<String, (Arc<dyn Backend>, String)>,
     /// The provider of every model, when they share one (`local` for the embedded model, as the
     /// same model is called anywhere else); else `routed`.
@@ -66,14 +63,15 @@ impl Backend for Routed {
     }
 }
 
-/// Opens each of `specs` as `--llm` opens one: one backend serving them all, and the name each
-/// one's requests use (its resolved model name, so the run's own model is recognised as itself).
-pub(crate) fn open_models(specs: &[String], claij: &Claij) -> Result<(Routed, Vec<String>)> {
+/// Opens each of `specs` as any model name is opened: one backend serving them all, and the name
+/// each one's requests use (its resolved model name, so the run's own model is recognised as
+/// itself).
+pub(super) fn open_models(specs: &[String], claij: &Claij) -> Result<(Routed, Vec<String>), Error> {
     let mut models = BTreeMap::new();
     let mut names = Vec::new();
     for spec in specs {
-        let opened = llm::open(Some(spec.as_str()), None, claij)
-            .map_err(|e| anyhow!("model `{spec}`: {e:#}"))?;
+        let opened = crate::model::open(Some(spec.as_str()), None, claij)
+            .map_err(|e| Error::Model(format!("model `{spec}`: {e:#}")))?;
         names.push(opened.model.clone());
         models.insert(opened.model.clone(), (opened.backend, opened.model));
     }
@@ -85,55 +83,50 @@ pub(crate) fn open_models(specs: &[String], claij: &Claij) -> Result<(Routed, Ve
     Ok((Routed { models, provider }, names))
 }
 
-/// The meta-debugging `flags` and `definitions` ask for, if any: every state with `--meta-debug`,
-/// else the states whose `config.meta_debug` is `true`.
+/// The meta-debugging `asked` and `definitions` ask for, if any: every state with a list (even
+/// an empty one), else the states whose `config.meta_debug` is `true`.
 pub(super) fn diagnostics(
-    flags: &MetaDebugFlags,
+    asked: &MetaDebug<'_>,
     definitions: &[&Definition],
     options: &ModelOptions,
     claij: &Claij,
-) -> Result<Option<Diagnostics>> {
+) -> Result<Option<Diagnostics>, Error> {
     let by_state = definitions.iter().any(|d| {
         d.states
             .iter()
             .any(|s| s.config.get("meta_debug") == Some(&serde_json::Value::Bool(true)))
     });
-    if flags.meta_debug.is_none() && !by_state {
+    if asked.listed.is_none() && !by_state {
         return Ok(None);
     }
-    let listed = flags.meta_debug.clone().unwrap_or_default();
+    let listed = asked.listed.map(<[String]>::to_vec).unwrap_or_default();
     let specs = if listed.is_empty() {
-        known_to_work(claij.settings().data_dir.as_deref())
+        known_to_work(asked.matrix)
     } else {
         listed
     };
     if specs.is_empty() {
-        return Err(anyhow!(
-            "meta-debugging needs diagnostic models: name them with --meta-debug=LLM,... (or measure \
-             some with `cargo xtask integration`, whose compatibility matrix lists those that work)"
-        ));
+        return Err(Error::NoDiagnosticModels);
     }
     let (routed, mut names) = open_models(&specs, claij)?;
     let mut seen = std::collections::HashSet::new();
     names.retain(|name| seen.insert(name.clone()));
     let config = options.config(String::new(), &claij.settings().defaults, None);
     let diagnostics = Diagnostics::new(Arc::new(routed), config, names);
-    Ok(Some(if flags.meta_debug.is_some() {
+    Ok(Some(if asked.listed.is_some() {
         diagnostics.for_every_state()
     } else {
         diagnostics
     }))
 }
 
-/// The models the compatibility matrix measured passing every test they ran, best first-try
-/// validity first.
-fn known_to_work(data_dir: Option<&std::path::Path>) -> Vec<String> {
-    let Some(matrix) =
-        claij::matrix::default_path(data_dir).and_then(|p| claij::matrix::read(&p).ok())
-    else {
+/// The models the compatibility matrix at `path` measured passing every test they ran, best
+/// first-try validity first.
+fn known_to_work(path: Option<&Path>) -> Vec<String> {
+    let Some(matrix) = path.and_then(|p| crate::matrix::read(p).ok()) else {
         return Vec::new();
     };
-    let mut good: Vec<_> = claij::matrix::choices(&matrix)
+    let mut good: Vec<_> = crate::matrix::choices(&matrix)
         .into_iter()
         .filter(|c| c.measured.0 > 0 && c.measured.1 == c.measured.0)
         .collect();

@@ -1,0 +1,122 @@
+//! Runs on a Restate server (feature `restate`): [`Worker`], the [`claij_restate::Wiring`] a
+//! worker wires each machine with (as [`Wiring`] wires a run in this process), and what starting
+//! a run takes ([`DEFAULT_INGRESS`], [`new_run_id`]). The client and the worker themselves are
+//! [`claij_restate`].
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use claij_backends::BoxFuture;
+use claij_fsm::{Fsm, Runner};
+use claij_interceptors::{BoxError, Chain, ErrorChain, Pipeline};
+use claij_restate::Machine as Requested;
+
+use super::{Machine, Proposals, Services, Wired, Wiring};
+
+/// A Restate server's ingress when none is named.
+pub const DEFAULT_INGRESS: &str = "http://127.0.0.1:8080";
+
+/// A new run id (the workflow's key): the time and the process.
+#[must_use]
+pub fn new_run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("run-{nanos:x}-{}", std::process::id())
+}
+
+/// What a machine's runs get as proposals on this worker (`None`: none), made once per machine.
+pub type ProposalsFor = Arc<dyn Fn(&Machine) -> Result<Option<Proposals>, BoxError> + Send + Sync>;
+
+/// How a Restate worker wires a machine: with a [`Wiring`] (its settings, options, tools and
+/// observer), the services started for a machine living until [`Worker::close`]; a
+/// conversation's turns ask the wiring's model through a plain pipeline.
+#[derive(Clone)]
+pub struct Worker {
+    wiring: Wiring,
+    proposals: Option<ProposalsFor>,
+    services: Arc<Mutex<Vec<Services>>>,
+    /// The conversations' pipeline, opened at the first turn (`None`: the model cannot be opened).
+    conversation: Arc<OnceLock<Option<Arc<Pipeline>>>>,
+}
+
+impl Worker {
+    /// Machines wired with `wiring`.
+    #[must_use]
+    pub fn new(wiring: Wiring) -> Self {
+        Worker {
+            wiring,
+            proposals: None,
+            services: Arc::new(Mutex::new(Vec::new())),
+            conversation: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Each machine's proposals, made when the machine is wired.
+    #[must_use]
+    pub fn with_proposals(
+        mut self,
+        proposals: impl Fn(&Machine) -> Result<Option<Proposals>, BoxError> + Send + Sync + 'static,
+    ) -> Self {
+        self.proposals = Some(Arc::new(proposals));
+        self
+    }
+
+    /// Closes the services every machine started.
+    pub async fn close(&self) {
+        let services: Vec<Services> =
+            std::mem::take(&mut *self.services.lock().unwrap_or_else(PoisonError::into_inner));
+        for s in &services {
+            s.close().await;
+        }
+    }
+}
+
+impl claij_restate::Wiring for Worker {
+    fn runner<'a>(&'a self, machine: &'a Requested) -> BoxFuture<'a, Result<Runner, BoxError>> {
+        Box::pin(async move {
+            let (definition, subs) = match machine {
+                Requested::Inline {
+                    definition,
+                    sub_fsms,
+                } => (definition.clone(), sub_fsms.clone()),
+                other => {
+                    return Err(format!("this worker knows no machine by name: {other:?}").into());
+                }
+            };
+            let machine = Machine::with_subs(Fsm::new(definition)?, subs);
+            let proposals = match &self.proposals {
+                Some(make) => make(&machine)?,
+                None => None,
+            };
+            // Building starts the machine's services on this (the worker's) runtime.
+            let handle = tokio::runtime::Handle::current();
+            let built = tokio::task::block_in_place(|| {
+                handle.block_on(self.wiring.wire_proposing(&machine, proposals.as_ref()))
+            });
+            let Wired { runner, services } =
+                built.map_err(|e| -> BoxError { ErrorChain(&e).to_string().into() })?;
+            self.services
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(services);
+            Ok(runner)
+        })
+    }
+
+    /// A conversation's turns ask the wiring's model through a plain pipeline: no interceptors.
+    fn conversation(&self) -> Option<Arc<Pipeline>> {
+        self.conversation
+            .get_or_init(|| match self.wiring.model(None) {
+                Ok(opened) => Some(Arc::new(Pipeline::new(
+                    opened.backend,
+                    opened.config,
+                    Chain::new(),
+                ))),
+                Err(e) => {
+                    tracing::warn!(error = %e, "conversations cannot be served: no model");
+                    None
+                }
+            })
+            .clone()
+    }
+}
