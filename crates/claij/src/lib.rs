@@ -3,6 +3,44 @@
 //! against a schema; the settings, sessions, interceptors, consensus and state-machine runs the
 //! `claij` command line is built on.
 //!
+//! A typed answer from a hosted model (here an OpenAI-compatible mock server stands for
+//! OpenAI: without `base_url`, the requests go to OpenAI itself):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
+//! # let server = MockServer::start().await;
+//! # let reply = r#"{"name": "Paris", "population": 2102650}"#;
+//! # Mock::given(method("POST"))
+//! #     .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+//! #         "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini",
+//! #         "choices": [{"index": 0, "finish_reason": "stop",
+//! #                      "message": {"role": "assistant", "content": reply}}],
+//! #         "usage": {"prompt_tokens": 52, "completion_tokens": 12, "total_tokens": 64}
+//! #     })))
+//! #     .mount(&server)
+//! #     .await;
+//! use claij::{Claij, settings::Settings};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct City {
+//!     name: String,
+//!     population: u64,
+//! }
+//!
+//! let settings = Settings::builder().base_url("openai", &server.uri()).build()?;
+//! let claij = Claij::new(settings).with_var("OPENAI_API_KEY", "sk-test");
+//! let city: City = claij.ask("openai:gpt-4o-mini", "The capital of France?").await?;
+//! assert_eq!(city.name, "Paris");
+//! assert!(city.population > 2_000_000);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A conversation over several turns, with a session file, memory and tools, is
+//! [`conversation`]'s; several models asked at once, [`consensus`]'s.
+//!
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
 //! model), `fsm`, `mcp`, `restate`, `otel`.
 //!
@@ -50,6 +88,8 @@
 
 pub mod approve;
 mod client;
+pub mod consensus;
+pub mod conversation;
 mod error;
 pub mod fallback;
 pub mod fs;

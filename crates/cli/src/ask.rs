@@ -1,15 +1,14 @@
 //! `claij ask`: one turn with a model, answered as a JSON document valid against a schema.
 //!
-//! The flow: choose and open the backend ([`llm`]), load the conversation ([`session`]), run the
-//! pipeline (schema deltas from the interceptors, the validation-retry loop) on a current-thread
-//! runtime, save the conversation, print the value and what each attempt cost ([`report`]).
+//! The flags become a [`claij::conversation::Builder`] (the library opens the model, loads the
+//! session, builds the pipeline and runs the turn); this module runs it on a current-thread runtime
+//! and prints the value and what each attempt cost ([`report`]), the progress line ([`progress`])
+//! and the partial values ([`stream`]).
 
 pub(crate) mod approve;
 mod consensus;
 /// Models by name, opened ([`claij::model`]).
 pub(crate) use claij::model as llm;
-/// The model options' rule ([`claij::options`]).
-pub(crate) use claij::options as model;
 mod options;
 mod progress;
 mod report;
@@ -17,23 +16,18 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
+use std::io::IsTerminal as _;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use std::io::IsTerminal as _;
-
-use claij_interceptors::builtin::citations::{Citations, Document};
-use claij_interceptors::builtin::eval::{Eval, EvalResult};
-use claij_interceptors::builtin::memory::Memory;
-use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector};
-use claij_interceptors::builtin::states::States;
-use claij_interceptors::{
-    Budget, Chain, Config, Error, Pipeline, ShowExample, StructuredMode, ToolResult,
-};
-use claij_mcp::{McpInterceptor, Services};
+use claij::conversation::{Builder, Named, Opening};
+use claij::session::SessionLock;
+use claij_interceptors::builtin::citations::Document;
+use claij_interceptors::builtin::eval::EvalResult;
+use claij_interceptors::{Error, ShowExample, ToolResult};
 
 use crate::Status;
 use crate::front::Front;
@@ -41,7 +35,6 @@ use crate::input;
 
 pub(crate) use self::options::ModelOptions;
 pub(crate) use self::report::{Over, cut_warning, over_line, truncation, truncation_of};
-use claij::session::{Session, SessionLock};
 
 /// Arguments of `claij ask`.
 #[derive(Debug, clap::Args)]
@@ -183,17 +176,33 @@ impl Options {
         self.model.threads
     }
 
-    /// The agent run's budget, when `--max-steps` or `--budget-usd` asks for one.
-    fn budget(&self) -> Option<Budget> {
-        if self.max_steps.is_none() && self.budget_usd.is_none() {
-            return None;
+    /// Whether `--max-steps` or `--budget-usd` makes turns agent runs.
+    fn agent(&self) -> bool {
+        self.max_steps.is_some() || self.budget_usd.is_some()
+    }
+}
+
+impl From<Interceptor> for Named {
+    fn from(name: Interceptor) -> Self {
+        match name {
+            Interceptor::Memory => Named::Memory,
+            Interceptor::Citations => Named::Citations,
+            Interceptor::Eval => Named::Eval,
+            Interceptor::Tools => Named::Tools,
+            Interceptor::Mcp => Named::Mcp,
+            Interceptor::Proposals => Named::Proposals,
+            Interceptor::Metrics => Named::Metrics,
         }
-        let mut budget = Budget::default();
-        if let Some(steps) = self.max_steps {
-            budget.max_steps = steps;
+    }
+}
+
+impl From<ExampleWhen> for ShowExample {
+    fn from(when: ExampleWhen) -> Self {
+        match when {
+            ExampleWhen::Auto => ShowExample::Auto,
+            ExampleWhen::Always => ShowExample::Always,
+            ExampleWhen::Never => ShowExample::Never,
         }
-        budget.max_cost_usd = self.budget_usd;
-        Some(budget)
     }
 }
 
@@ -204,7 +213,7 @@ pub(crate) fn run(args: &Args, front: &Front) -> Result<Status> {
         if args.options.metrics || args.options.interceptors.contains(&Interceptor::Metrics) {
             anyhow::bail!("--metrics counts one model's calls, --consensus asks several: drop one");
         }
-        if args.options.budget().is_some() {
+        if args.options.agent() {
             anyhow::bail!(
                 "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one"
             );
@@ -254,42 +263,25 @@ pub(crate) fn run(args: &Args, front: &Front) -> Result<Status> {
     status
 }
 
-/// An open conversation: the backend, the pipeline, its context, the MCP services it started.
+/// An open conversation on the terminal: the library's [`claij::conversation::Conversation`], the
+/// runtime it runs on, and what is shown while it runs.
 pub(crate) struct Conversation<'a> {
     options: &'a Options,
     runtime: tokio::runtime::Runtime,
-    pipeline: Pipeline,
-    /// What the model is told and remembers, carried from turn to turn.
-    pub ctx: claij_interceptors::Context,
-    /// The conversation file as read, and its lock (held until the conversation is dropped).
-    session: Session,
-    _lock: Option<SessionLock>,
-    services: Option<Services>,
+    inner: claij::conversation::Conversation,
     /// The progress line's attempt counter, when the backend draws one.
     turns: Option<progress::Turns>,
-    /// The schema extensions approved with `--interceptors proposals`, saved with the conversation.
-    registry: Option<Arc<std::sync::Mutex<claij_schema::Registry>>>,
     /// Whether replies are standard responses (rendered for people on a terminal).
     standard: bool,
-    /// The interceptors in the chain.
-    names: Vec<Interceptor>,
     /// Where partial values go, when the turn streams.
-    partials: Option<stream::Partials>,
-    /// The agent run's budget, when turns are agent runs (`--max-steps`, `--budget-usd`).
-    budget: Option<Budget>,
-    /// The tool and MCP calls the last turn ran, with their results.
-    calls: Vec<ToolResult>,
-    /// The result of the `eval` code of the last turn's reply, if it had any.
-    evaluated: Option<EvalResult>,
+    partials: Option<Arc<stream::Partials>>,
     /// The answer text the last turn's partial values wrote (`chat`).
     streamed: String,
-    /// The metrics interceptor's tally (`--metrics`, `--interceptors metrics`, always in `chat`).
-    metrics: Option<MetricsCollector>,
 }
 
 impl<'a> Conversation<'a> {
-    /// Reads the schema, the conversation file and the configuration, opens the backend and starts
-    /// the MCP servers `--interceptors mcp` needs.
+    /// Reads the schema, the notes, the conversation file and the configuration, opens the
+    /// backend and starts the MCP servers `--interceptors mcp` needs.
     pub(crate) fn open(options: &'a Options, front: &Front) -> Result<Self> {
         Self::open_with(options, &[], false, front)
     }
@@ -308,140 +300,77 @@ impl<'a> Conversation<'a> {
         front: &Front,
     ) -> Result<Self> {
         let base = base_schema(options)?;
-        // Locked and checked before anything is asked, so no paid turn is lost to another process
-        // or to a file that cannot be written.
-        let (session, lock) = match &options.memory {
-            Some(path) => {
-                let lock = lock_session(path, options.json)?;
-                let session = Session::load(path)?;
-                Session::check_turn(session.turn, Some(path))?;
-                (session, Some(lock))
-            }
-            None => (Session::default(), None),
-        };
+        let names = interceptors(options, default_interceptors);
         let claij = front.claij()?;
-        let settings = claij.settings();
-        let opened = llm::open(
-            options.model.llm.as_deref(),
-            options.model.model_path.as_deref(),
-            claij,
-        )?;
-        if let Some(notice) = &opened.notice
-            && !options.json
-        {
-            report::notice(notice)?;
-        }
+        front.set_quiet(options.json);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let names = interceptors(options, default_interceptors);
-        // A conversation keeps its project: a later turn without --project goes on in it.
-        let session = session.with_project(options.project.as_deref());
-        let services = if names.contains(&Interceptor::Mcp) {
-            Some(runtime.block_on(project_services(session.project.as_deref(), settings))?)
-        } else {
-            None
-        };
-        let notes = notes(&options.note)?;
-        let measured = options.model.matrix_choice(&opened.model, settings);
-        if let Some(choice) = &measured
-            && !options.json
-        {
-            report::notice(&model::matrix_notice(choice))?;
-        }
-        let provider = opened.backend.provider().to_owned();
-        let knobs = config(
-            options,
-            (opened.model, &provider),
-            &settings.defaults,
-            measured.as_ref(),
-        );
-        let budget =
-            claij::prices::priced_budget(options.budget(), settings, &provider, &knobs.model)?;
-        if let Some(fallback) = &opened.fallback {
-            // An explicit --mode native keeps to native output (other native dialects only).
-            fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
-            front.set_quiet(options.json);
-        }
-        let proposals = if names.contains(&Interceptor::Proposals) {
-            let saved = session.extensions.as_ref();
-            let proposer = format!("{}:{}", opened.backend.provider(), knobs.model);
-            let opened =
-                approve::for_conversation(options, base.as_ref(), saved, claij, &proposer)?;
-            Some(opened)
-        } else {
-            None
-        };
-        let (mut chain, tools) = chain_with(
-            &names,
-            services.as_ref(),
-            notes,
-            options.tool_results_budget,
-        )?;
-        if let Some((proposals, _)) = &proposals {
-            // Skip: a delta the pipeline's registry refuses leaves the previous schema in use.
-            chain.push_shared(
-                Arc::new(proposals.clone()),
-                claij_interceptors::OnError::Skip,
-            );
-        }
-        if base.is_none() {
-            // The base schema's free-text `state` means nothing without a state machine.
-            chain.push(states(&names));
-        }
-        // The local model takes seconds to minutes on a CPU: on a terminal, show it working.
-        let watched = opened.backend.provider() == "local"
-            && !options.json
-            && std::io::stderr().is_terminal();
         let standard = names.contains(&Interceptor::Citations);
-        // The progress line shows the reply as it grows: on the same screen, partial values
-        // would only fight it for the line.
-        let display = display(options, chat, standard)
-            .filter(|_| !(watched && std::io::stdout().is_terminal()));
-        let (backend, turns) = if watched {
-            let (watched, turns) = progress::Watched::stderr(opened.backend);
-            (
-                Arc::new(watched) as Arc<dyn claij_backends::Backend>,
-                Some(turns),
-            )
-        } else {
-            (opened.backend, None)
-        };
-        // Last in the chain, so its post hook runs first: no other hook can fail a call unrecorded.
-        let metrics =
-            (chat || options.metrics || names.contains(&Interceptor::Metrics)).then(Metrics::new);
-        if let Some(metrics) = &metrics {
-            chain.push(metrics.clone());
+        let display = display(options, chat, standard);
+        let partials = display
+            .map(|display| Arc::new(stream::Partials::new(display, Box::new(std::io::stdout()))));
+        let watched: Arc<Mutex<Option<progress::Turns>>> = Arc::default();
+        let mut builder = configure(claij.conversation(), options, &names, base, claij)?;
+        if chat || options.metrics {
+            builder = builder.metrics(true);
         }
-        let mut pipeline = Pipeline::new(backend, knobs, chain);
-        // An agent run (--max-steps) calls the tools and MCP tools within the turn.
-        for executor in tools {
-            pipeline = pipeline.with_tools(executor);
+        if let Some(partials) = &partials {
+            let partials = Arc::clone(partials);
+            let watched = Arc::clone(&watched);
+            let terminal = std::io::stdout().is_terminal();
+            builder = builder.on_partial(move |value| {
+                // The progress line shows the reply as it grows: on the same screen, partial
+                // values would only fight it for the line.
+                let drawn = watched
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some();
+                if !(drawn && terminal) {
+                    partials.show(value);
+                }
+            });
         }
-        if let Some(base) = base {
-            pipeline = pipeline.with_base_schema(base);
+        let json = options.json;
+        let mut told = false;
+        builder = builder.on_opening(move |opening| {
+            // Waiting for the session's lock is told once.
+            if matches!(opening, Opening::Waiting { .. }) {
+                if told {
+                    return;
+                }
+                told = true;
+            }
+            notice(opening, json);
+        });
+        // The local model takes seconds to minutes on a CPU: on a terminal, show it working.
+        let shown = Arc::clone(&watched);
+        builder = builder.map_backend(move |backend| {
+            if backend.provider() == "local" && !json && std::io::stderr().is_terminal() {
+                let (watched, turns) = progress::Watched::stderr(backend);
+                *shown.lock().unwrap_or_else(PoisonError::into_inner) = Some(turns);
+                Arc::new(watched)
+            } else {
+                backend
+            }
+        });
+        if names.contains(&Interceptor::Mcp) {
+            builder = builder.services(start_services(claij));
         }
-        let ctx = session.to_context(pipeline.chain(), options.memory.as_deref())?;
+        let inner = runtime.block_on(builder.open())?;
+        let turns = watched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Ok(Self {
             options,
             runtime,
-            pipeline,
-            ctx,
-            session,
-            _lock: lock,
-            services,
+            inner,
             turns,
-            registry: proposals.map(|(_, registry)| registry),
             standard,
-            names,
-            partials: display
-                .map(|display| stream::Partials::new(display, Box::new(std::io::stdout()))),
+            partials,
             streamed: String::new(),
-            budget,
-            calls: Vec::new(),
-            evaluated: None,
-            metrics: metrics.map(|metrics| metrics.collector().clone()),
         })
     }
 
@@ -457,51 +386,11 @@ impl<'a> Conversation<'a> {
             turns.start();
         }
         let started = Instant::now();
-        self.calls.clear();
-        self.evaluated = None;
         self.streamed.clear();
-        let show = |value: &serde_json::Value| {
-            if let Some(partials) = &self.partials {
-                partials.show(value);
-            }
-        };
-        let on_partial: Option<&(dyn Fn(&serde_json::Value) + Send + Sync)> =
-            self.partials.as_ref().map(|_| &show as _);
-        let pipeline = &self.pipeline;
-        let ctx = &mut self.ctx;
-        let result = match (&self.budget, on_partial) {
-            (Some(budget), Some(show)) => self
-                .runtime
-                .block_on(pipeline.run_agent_streaming(ctx, prompt, budget, show))
-                .map(|run| (run.answer, Some(run.calls))),
-            (Some(budget), None) => self
-                .runtime
-                .block_on(pipeline.run_agent(ctx, prompt, budget))
-                .map(|run| (run.answer, Some(run.calls))),
-            (None, Some(show)) => self
-                .runtime
-                .block_on(pipeline.ask_streaming(ctx, prompt, show))
-                .map(|answer| (answer, None)),
-            (None, None) => self
-                .runtime
-                .block_on(pipeline.ask(ctx, prompt))
-                .map(|answer| (answer, None)),
-        };
+        let result = self.runtime.block_on(self.inner.turn(prompt));
         if let Some(partials) = &self.partials {
             self.streamed = partials.finish();
         }
-        if let (Some(metrics), Err(e)) = (&self.metrics, &result) {
-            metrics.record_error(e);
-        }
-        let result = result.map(|(answer, calls)| {
-            // An agent run's calls are its own; an ask's ran after the reply, for the next turn.
-            self.calls = calls.unwrap_or_else(|| self.ran_now());
-            // The reply's code ran after it, for the next turn: its result is this turn's.
-            if self.names.contains(&Interceptor::Eval) {
-                self.evaluated = self.ctx.get::<EvalResult>().cloned();
-            }
-            answer
-        });
         (result, started.elapsed())
     }
 
@@ -510,42 +399,25 @@ impl<'a> Conversation<'a> {
         &self.streamed
     }
 
-    /// Writes the conversation file, if there is one: the turn, the history, what each
-    /// interceptor carries to the next turn, the approved extensions, and the deltas the turn's
-    /// requests were composed of (their audit log records a change once).
+    /// Writes the conversation file, if there is one ([`claij::conversation::Conversation::save`]).
     pub(crate) fn save(&mut self) -> Result<()> {
-        let Some(path) = &self.options.memory else {
-            return Ok(());
-        };
-        let applied = self.pipeline.applied();
-        let session = self.session.continued(
-            &self.ctx,
-            self.pipeline.chain(),
-            &applied,
-            std::time::SystemTime::now(),
-        )?;
-        let session = {
-            let registry = self.registry.as_deref().map(approve::lock);
-            session.with_extensions(registry.as_deref())
-        };
-        session.save(path)?;
-        self.session = session;
-        Ok(())
+        Ok(self.inner.save()?)
     }
 
     /// Starts the conversation over (`chat`'s `/reset`): no turn, history, memory, tool results
     /// or `eval` result; the next save writes it so.
     pub(crate) fn reset(&mut self) {
-        self.ctx = claij_interceptors::Context::default();
-        self.session = std::mem::take(&mut self.session).reset();
+        self.inner.reset();
     }
 
     /// Whether one more turn can be counted (a counter at its maximum is an error, not a wrap).
     pub(crate) fn check_turn(&self) -> Result<()> {
-        Ok(Session::check_turn(
-            self.ctx.turn,
-            self.options.memory.as_deref(),
-        )?)
+        Ok(self.inner.check_turn()?)
+    }
+
+    /// What the model is told and remembers, carried from turn to turn.
+    pub(crate) fn context(&self) -> &claij_interceptors::Context {
+        self.inner.context()
     }
 
     /// Prints a valid answer: the standard response rendered for people on a terminal, else the
@@ -556,11 +428,12 @@ impl<'a> Conversation<'a> {
         elapsed: std::time::Duration,
     ) -> Result<()> {
         let ran = report::Ran {
-            calls: self.calls.iter().collect(),
+            calls: self.ran().iter().collect(),
             eval: self
-                .names
-                .contains(&Interceptor::Eval)
-                .then_some(self.evaluated.as_ref()),
+                .inner
+                .named()
+                .contains(&Named::Eval)
+                .then_some(self.evaluated()),
         };
         if self.standard && !self.options.json && std::io::stdout().is_terminal() {
             return report::rendered(answer, &ran, elapsed);
@@ -581,43 +454,23 @@ impl<'a> Conversation<'a> {
 
     /// The tool and MCP calls the last turn ran, with their results.
     pub(crate) fn ran(&self) -> &[ToolResult] {
-        &self.calls
+        self.inner.ran()
     }
 
     /// The result of the last turn's `eval` code, if its reply had any.
     pub(crate) fn evaluated(&self) -> Option<&EvalResult> {
-        self.evaluated.as_ref()
-    }
-
-    /// The results a turn that was not an agent run left for the next: those of the interceptors
-    /// in the chain (each replaces its own after every reply; another origin's are from an earlier
-    /// run, kept for the model).
-    fn ran_now(&self) -> Vec<ToolResult> {
-        self.ctx
-            .tool_results
-            .iter()
-            .filter(|r| match &r.origin {
-                claij_interceptors::ToolOrigin::Rust => self.names.contains(&Interceptor::Tools),
-                claij_interceptors::ToolOrigin::Mcp { .. } => {
-                    self.names.contains(&Interceptor::Mcp)
-                }
-                _ => false,
-            })
-            .cloned()
-            .collect()
+        self.inner.evaluated()
     }
 
     /// The metrics table, when the metrics interceptor runs.
     pub(crate) fn metrics_table(&self) -> Option<String> {
-        self.metrics
-            .as_ref()
-            .map(|metrics| metrics.snapshot().render())
+        self.inner.metrics().map(|metrics| metrics.render())
     }
 
     /// Whether the metrics table is printed after the answer (`--metrics`, `--interceptors
     /// metrics`).
     pub(crate) fn shows_metrics(&self) -> bool {
-        self.options.metrics || self.names.contains(&Interceptor::Metrics)
+        self.options.metrics || self.inner.named().contains(&Named::Metrics)
     }
 
     /// Whether `--json` was given.
@@ -627,10 +480,81 @@ impl<'a> Conversation<'a> {
 
     /// Stops the MCP servers it started.
     pub(crate) fn close(self) {
-        if let Some(services) = &self.services {
-            self.runtime.block_on(services.close());
-        }
+        self.runtime.block_on(self.inner.close());
     }
+}
+
+/// The builder with what `options` say: the model and its knobs, the schema, the interceptors
+/// `names`, the session, the bounds, the notes, the project, the approver (for `claij ask` and
+/// each model of `--consensus`).
+fn configure<'c>(
+    builder: Builder<'c>,
+    options: &Options,
+    names: &[Interceptor],
+    base: Option<serde_json::Value>,
+    claij: &claij::Claij,
+) -> Result<Builder<'c>> {
+    let mut builder = builder
+        .options(options.model.to_options())
+        .interceptors(names.iter().map(|&n| Named::from(n)))
+        .history(claij_interceptors::HistoryPolicy {
+            max_messages: options.history_messages,
+            max_tokens: options.history_tokens,
+        })
+        .result_budget(options.tool_results_budget)
+        .example(options.example.map_or(ShowExample::Auto, ShowExample::from));
+    if let Some(base) = base {
+        builder = builder.schema(base);
+    }
+    if let Some(path) = &options.memory {
+        builder = builder.session(path);
+    }
+    if let Some(steps) = options.max_steps {
+        builder = builder.max_steps(steps);
+    }
+    if let Some(usd) = options.budget_usd {
+        builder = builder.budget_usd(usd);
+    }
+    if let Some(project) = &options.project {
+        builder = builder.project(project);
+    }
+    for note in notes(&options.note)? {
+        builder = builder.note(note);
+    }
+    if names.contains(&Interceptor::Proposals) {
+        builder = approve::for_conversation(builder, &options.approve, claij, options.json)?;
+    }
+    Ok(builder)
+}
+
+/// A notice of the conversation's opening, on stderr: the lock it waits for, the model chosen
+/// and the matrix's choice (not with `--json`), the matrix's warnings.
+fn notice(opening: &Opening, json: bool) {
+    let line = match opening {
+        Opening::Warning(warning) => warning.clone(),
+        _ if json => return,
+        Opening::Waiting { lock } => format!(
+            "waiting for {}: another claij is on this conversation",
+            lock.display()
+        ),
+        Opening::Model(text) | Opening::Matrix(text) => text.clone(),
+        _ => return,
+    };
+    // A closed stderr is no reason to stop.
+    let _ = report::notice(&line);
+}
+
+/// How the MCP servers of `--interceptors mcp` start: the configuration's, seen through the
+/// conversation's project.
+fn start_services(claij: &claij::Claij) -> claij::conversation::StartServices {
+    let settings = claij.settings().clone();
+    Box::new(move |project: Option<String>| {
+        Box::pin(async move {
+            project_services(project.as_deref(), &settings)
+                .await
+                .map_err(Into::into)
+        })
+    })
 }
 
 /// How partial values are shown, if the turn streams: never with `--json`; with `--stream`, or by
@@ -668,28 +592,6 @@ pub(crate) fn summary_line(
     report::total_line(&answer.attempts, answer.usage, elapsed)
 }
 
-/// The pipeline's knobs from the options, for `model` of `provider`.
-fn config(
-    options: &Options,
-    (model, provider): (String, &str),
-    defaults: &claij::settings::Defaults,
-    measured: Option<&claij::matrix::Choice>,
-) -> Config {
-    let mut config = options.model.config(model, defaults, measured);
-    // The request carries the embedded model's own limit, so a cut reply names it (and its flag).
-    config.max_tokens = config.max_tokens.or(model::default_max_tokens(provider));
-    config.history = claij_interceptors::HistoryPolicy {
-        max_messages: options.history_messages,
-        max_tokens: options.history_tokens,
-    };
-    config.example = match options.example {
-        None | Some(ExampleWhen::Auto) => ShowExample::Auto,
-        Some(ExampleWhen::Always) => ShowExample::Always,
-        Some(ExampleWhen::Never) => ShowExample::Never,
-    };
-    config
-}
-
 /// The interceptors to run, in order, each once: `--interceptors` (or `defaults` without it), then
 /// `citations` for `--standard`.
 fn interceptors(options: &Options, defaults: &[Interceptor]) -> Vec<Interceptor> {
@@ -708,70 +610,6 @@ fn interceptors(options: &Options, defaults: &[Interceptor]) -> Vec<Interceptor>
         names.push(Interceptor::Citations);
     }
     names
-}
-
-/// The chain for `names` (the citations interceptor checks its citations itself).
-fn chain(
-    names: &[Interceptor],
-    services: Option<&Services>,
-    notes: Vec<Document>,
-) -> Result<Chain> {
-    chain_with(names, services, notes, crate::args::DEFAULT_RESULT_BUDGET).map(|(chain, _)| chain)
-}
-
-/// [`chain`], tool and MCP results shown to the model in `result_budget` characters per reply;
-/// with the executors of its tools, for an agent run.
-fn chain_with(
-    names: &[Interceptor],
-    services: Option<&Services>,
-    notes: Vec<Document>,
-    result_budget: usize,
-) -> Result<(Chain, Vec<claij_interceptors::Executor>)> {
-    let mut chain = Chain::new();
-    let mut executors = Vec::new();
-    for name in names {
-        match name {
-            Interceptor::Memory => chain.push(Memory::default()),
-            Interceptor::Citations => chain.push(Citations::new(notes.clone())),
-            Interceptor::Eval => chain.push(Eval::new()),
-            Interceptor::Tools => {
-                let tools = claij::tools::with_budget(result_budget)?;
-                executors.push(tools.executor());
-                chain.push(tools);
-            }
-            Interceptor::Mcp => {
-                if let Some(services) = services {
-                    let limits = claij_interceptors::Limits {
-                        result_chars: result_budget,
-                        ..claij_mcp::default_limits()
-                    };
-                    let mcp = McpInterceptor::new(services.clone()).with_limits(limits);
-                    executors.push(mcp.executor());
-                    chain.push(mcp);
-                }
-            }
-            // Shared with its registry, and last in the chain: `Conversation::open_with` adds them.
-            Interceptor::Proposals | Interceptor::Metrics => {}
-        }
-    }
-    Ok((chain, executors))
-}
-
-/// What `state` may be in a conversation on the base schema: how the turn ended, plus
-/// `waiting_for_tools` when the model can call tools or run code whose results come next turn.
-fn states(names: &[Interceptor]) -> States {
-    let states = States::conversation();
-    if names
-        .iter()
-        .any(|n| matches!(n, Interceptor::Tools | Interceptor::Mcp | Interceptor::Eval))
-    {
-        states.with_state(
-            "waiting_for_tools",
-            "you called tools or ran code, and will answer from their results on the next turn",
-        )
-    } else {
-        states
-    }
 }
 
 /// `--schema`, read and checked (`None`: the default base schema).
@@ -801,16 +639,11 @@ fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
         .collect()
 }
 
-/// The configuration's MCP servers, started, seen through `--project`.
-async fn mcp_services(options: &Options, settings: &claij::settings::Settings) -> Result<Services> {
-    project_services(options.project.as_deref(), settings).await
-}
-
 /// The configuration's MCP servers, started, seen through `project`.
 async fn project_services(
     project: Option<&str>,
     settings: &claij::settings::Settings,
-) -> Result<Services> {
+) -> Result<claij_mcp::Services> {
     crate::mcp::start_configured(settings, project, "--interceptors mcp").await
 }
 
@@ -818,16 +651,14 @@ async fn project_services(
 /// `quiet`) that it waits for another process that holds it.
 pub(crate) fn lock_session(path: &std::path::Path, quiet: bool) -> Result<SessionLock> {
     let mut told = quiet;
-    let lock = SessionLock::acquire_with(path, &mut |lock_path| {
+    Ok(SessionLock::acquire_with(path, &mut |lock_path| {
         if !told {
-            report::notice(&format!(
+            let _ = report::notice(&format!(
                 "waiting for {}: another claij is on this conversation",
                 lock_path.display()
-            ))
-            .map_err(std::io::Error::other)?;
+            ));
             told = true;
         }
         Ok(())
-    })?;
-    Ok(lock)
+    })?)
 }

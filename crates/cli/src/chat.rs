@@ -145,7 +145,7 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
                     writeln!(
                         err,
                         "  [turn {} · {}]",
-                        conversation.ctx.turn,
+                        conversation.context().turn,
                         crate::ask::summary_line(&answer, elapsed)
                     )?;
                 }
@@ -243,7 +243,7 @@ fn print_turn(value: &Value, streamed: &str) -> Result<()> {
 }
 
 fn memory_text(conversation: &Conversation<'_>) -> String {
-    let memory = &conversation.ctx.memory;
+    let memory = &conversation.context().memory;
     if memory.is_empty() {
         return "(nothing remembered yet)".to_owned();
     }

@@ -12,13 +12,14 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, bail};
 use claij::approve::{RemedyDecided, Vote, VoteReport, Voter};
+use claij::conversation::Builder;
 use claij_backends::BoxFuture;
 use claij_interceptors::Context;
 use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
 use claij_schema::{Registry, SavedRegistry};
 use serde_json::{Value, json};
 
-pub(crate) use claij::approve::{RunProposals, lock};
+pub(crate) use claij::approve::RunProposals;
 
 use super::{ModelOptions, llm};
 use claij::Claij;
@@ -106,13 +107,14 @@ pub(crate) fn proposals(
     Ok(proposals)
 }
 
+/// A vote without voters.
+const NEEDS_VOTERS: &str = "--approve vote needs voters: --voters a,b,c (each as --llm takes it), \
+     or `voters = [...]` under [proposals] in the configuration";
+
 /// The voters `names` name, opened.
 fn open_voters(names: &[String], setup: &Setup<'_>) -> Result<Vec<Voter>> {
     if names.is_empty() {
-        bail!(
-            "--approve vote needs voters: --voters a,b,c (each as --llm takes it), or \
-             `voters = [...]` under [proposals] in the configuration"
-        );
+        bail!(NEEDS_VOTERS);
     }
     names
         .iter()
@@ -207,25 +209,41 @@ fn report(vote: &VoteReport) {
     }
 }
 
-/// The proposals interceptor of a conversation and its registry, when `--interceptors proposals`
-/// asks for it: the registry over the conversation's base schema with the extensions its file saved.
-pub(super) fn for_conversation(
-    options: &super::Options,
-    base: Option<&Value>,
-    saved: Option<&SavedRegistry>,
+/// The approver of a conversation's proposals (`--interceptors proposals`) as `options` say: the
+/// flags checked before anything is asked, the vote's ballots on stderr unless `quiet`.
+///
+/// # Errors
+///
+/// `--voters` without `--approve vote`, or `--approve vote` without voters.
+pub(super) fn for_conversation<'c>(
+    builder: Builder<'c>,
+    options: &ApproveOptions,
     claij: &Claij,
-    proposer: &str,
-) -> Result<(Proposals, Arc<Mutex<Registry>>)> {
-    let base = base.cloned().unwrap_or_else(claij_schema::base);
-    let registry = registry(base, saved, options.memory.as_deref())?;
-    let setup = Setup {
-        claij,
-        model: &options.model,
-        proposer: proposer.to_owned(),
-        quiet: options.json,
-    };
-    let proposals = proposals(&options.approve, &registry, setup)?;
-    Ok((proposals, registry))
+    quiet: bool,
+) -> Result<Builder<'c>> {
+    if options.approve != Approve::Vote && !options.voters.is_empty() {
+        bail!("--voters is for --approve vote");
+    }
+    Ok(match options.approve {
+        Approve::Ask => builder.approver(Terminal),
+        Approve::Auto => builder.approver(|_: &Proposal, _: &Context| Decision::Approve),
+        Approve::Never => builder.approver(|_: &Proposal, _: &Context| {
+            Decision::reject("schema extensions are declined here (--approve never)")
+        }),
+        Approve::Vote => {
+            let voters = if options.voters.is_empty() {
+                claij.settings().voters.clone()
+            } else {
+                options.voters.clone()
+            };
+            if voters.is_empty() {
+                bail!(NEEDS_VOTERS);
+            }
+            let report: Option<claij::conversation::OnVote> =
+                (!quiet).then(|| Box::new(report) as _);
+            builder.vote(voters, report)
+        }
+    })
 }
 
 /// `claij fsm run|resume --interceptors proposals` and the approver flags.

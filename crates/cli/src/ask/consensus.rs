@@ -4,17 +4,17 @@
 //! [`claij_interceptors::several`]'s.
 
 use std::io::Write as _;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
+use claij::consensus::{Consensus, Outcome, Rule as Chosen};
+use claij::conversation::Opening;
 use claij_backends::Usage;
-use claij_interceptors::several::{self, Reply, Tally};
-use claij_interceptors::{Error, Pipeline, StructuredMode};
-use claij_mcp::Services;
+use claij_interceptors::Error;
+use claij_interceptors::several::{Reply, Tally};
 use serde_json::{Value, json};
 
-use super::{Args, Interceptor, Options, llm, model, report};
+use super::{Args, Interceptor, Options, report};
 use crate::Status;
 
 #[cfg(test)]
@@ -48,11 +48,11 @@ pub(crate) enum Rule {
     FirstValid,
 }
 
-impl Rule {
-    fn name(self) -> &'static str {
-        match self {
-            Rule::Majority => "majority",
-            Rule::FirstValid => "first-valid",
+impl From<Rule> for Chosen {
+    fn from(rule: Rule) -> Self {
+        match rule {
+            Rule::Majority => Chosen::Majority,
+            Rule::FirstValid => Chosen::FirstValid,
         }
     }
 }
@@ -76,7 +76,7 @@ pub(crate) fn models(options: &Options) -> Result<Option<Vec<String>>> {
     if rule != Rule::Majority && !flags.on.is_empty() {
         bail!(
             "--on is for --consensus majority (--consensus {} takes the first valid answer whole)",
-            rule.name()
+            Chosen::from(rule).name()
         );
     }
     if options.memory.is_some() {
@@ -121,31 +121,29 @@ pub(crate) fn refuse_in_chat(options: &Options) -> Result<()> {
 /// answer, 1 without.
 pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -> Result<Status> {
     let options = &args.options;
-    let rule = options.consensus.consensus.unwrap_or(Rule::Majority);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let claij = front.claij()?;
-    let settings = claij.settings();
+    front.set_quiet(options.json);
     let names = super::interceptors(options, &[]);
     let services = if names.contains(&Interceptor::Mcp) {
-        Some(runtime.block_on(super::mcp_services(options, settings))?)
+        Some(runtime.block_on(super::project_services(
+            options.project.as_deref(),
+            claij.settings(),
+        ))?)
     } else {
         None
     };
-    let opened = open_all(options, models, front, &names, services.as_ref());
-    let status = opened.and_then(|pipelines| {
-        let named: Vec<(&str, &Pipeline)> = models
-            .iter()
-            .map(String::as_str)
-            .zip(pipelines.iter())
-            .collect();
+    let opened = runtime.block_on(open_all(claij, options, models, &names, services.as_ref()));
+    let status = opened.and_then(|consensus| {
         let started = Instant::now();
         // Each model starts where `claij ask` without --memory does.
-        let fresh = claij_interceptors::Context::default;
-        let replies = runtime.block_on(several::ask_all(&named, fresh, &args.prompt));
-        report_all(options, rule, &replies, started.elapsed())
+        let outcome = runtime.block_on(consensus.ask(&args.prompt));
+        let status = report_all(options, &outcome, started.elapsed());
+        runtime.block_on(consensus.close());
+        status
     });
     if let Some(services) = &services {
         runtime.block_on(services.close());
@@ -153,85 +151,65 @@ pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -
     status
 }
 
-/// One pipeline per model, each with its own backend and interceptors (as `claij ask` opens one).
-fn open_all(
+/// One conversation per model, each with its own backend and interceptors (as `claij ask` opens
+/// one), the MCP services shared.
+async fn open_all(
+    claij: &claij::Claij,
     options: &Options,
     models: &[String],
-    front: &crate::front::Front,
     names: &[Interceptor],
-    services: Option<&Services>,
-) -> Result<Vec<Pipeline>> {
+    services: Option<&claij_mcp::Services>,
+) -> Result<Consensus> {
     let base = super::base_schema(options)?;
-    let notes = super::notes(&options.note)?;
-    let claij = front.claij()?;
-    let settings = claij.settings();
-    models
-        .iter()
-        .map(|name| {
-            let mut one = options.clone();
-            one.model.llm = Some(name.clone());
-            let opened = llm::open(Some(name.as_str()), one.model.model_path.as_deref(), claij)
-                .with_context(|| format!("--llm {name}"))?;
-            let measured = one.model.matrix_choice(&opened.model, settings);
-            if let Some(choice) = &measured
-                && !options.json
-            {
-                report::notice(&format!("{name}: {}", model::matrix_notice(choice)))?;
+    let mut members = Vec::with_capacity(models.len());
+    for name in models {
+        let mut builder =
+            super::configure(claij.conversation(), options, names, base.clone(), claij)?
+                .model(name.clone());
+        let (json, prefix) = (options.json, name.clone());
+        builder = builder.on_opening(move |opening| match opening {
+            // The matrix's choice, per model.
+            Opening::Matrix(text) if !json => {
+                let _ = report::notice(&format!("{prefix}: {text}"));
             }
-            let provider = opened.backend.provider().to_owned();
-            let knobs = super::config(
-                &one,
-                (opened.model, &provider),
-                &settings.defaults,
-                measured.as_ref(),
-            );
-            if let Some(fallback) = &opened.fallback {
-                fallback.set_mode_fallback(knobs.structured == StructuredMode::Auto);
-                front.set_quiet(options.json);
+            Opening::Warning(text) => {
+                let _ = report::notice(text);
             }
-            let mut chain = super::chain(names, services, notes.clone())?;
-            if base.is_none() {
-                chain.push(super::states(names));
-            }
-            let mut pipeline = Pipeline::new(Arc::clone(&opened.backend), knobs, chain);
-            if let Some(base) = &base {
-                pipeline = pipeline.with_base_schema(base.clone());
-            }
-            Ok(pipeline)
-        })
-        .collect()
+            _ => {}
+        });
+        if let Some(services) = services {
+            builder = builder.shared_services(services.clone());
+        }
+        let conversation = builder
+            .open()
+            .await
+            .with_context(|| format!("--llm {name}"))?;
+        members.push((name.clone(), conversation));
+    }
+    let rule = options.consensus.consensus.unwrap_or(Rule::Majority).into();
+    Ok(Consensus::new(members, rule).on(options.consensus.on.clone()))
 }
 
 /// Prints what each model did, the tally and the chosen answer (or the `--json` report); the status.
-fn report_all(
-    options: &Options,
-    rule: Rule,
-    replies: &[Reply],
-    elapsed: Duration,
-) -> Result<Status> {
-    let on = match rule {
-        Rule::Majority => options.consensus.on.as_slice(),
-        Rule::FirstValid => &[],
-    };
-    let tally = several::tally(replies, on);
+fn report_all(options: &Options, outcome: &Outcome, elapsed: Duration) -> Result<Status> {
+    let (rule, replies, tally, winner) = (
+        outcome.rule,
+        &outcome.replies,
+        &outcome.tally,
+        outcome.winner,
+    );
     let absent = tally.absent_pointers();
-    let winner = match rule {
-        Rule::Majority => tally.majority().and_then(|v| v.replies.first().copied()),
-        Rule::FirstValid => replies.iter().position(|r| r.result.is_ok()),
-    };
-    let value = winner
-        .and_then(|i| replies[i].result.as_ref().ok())
-        .map(|answer| &answer.value);
+    let value = outcome.value();
     // A usage error (exit 2) leaves stdout empty, as every other one does.
     if options.json && absent.is_empty() {
-        let report = to_json(rule, replies, &tally, winner, elapsed);
+        let report = to_json(rule, replies, tally, winner, elapsed);
         writeln!(std::io::stdout().lock(), "{report}")?;
     } else if !options.json {
         let mut err = std::io::stderr().lock();
         for reply in replies {
             writeln!(err, "{}", model_line(reply))?;
         }
-        writeln!(err, "{}", tally_line(&tally))?;
+        writeln!(err, "{}", tally_line(tally))?;
     }
     if !absent.is_empty() {
         bail!(
@@ -245,7 +223,7 @@ fn report_all(
                 writeln!(
                     std::io::stderr().lock(),
                     "{}",
-                    verdict_line(rule, &tally, &replies[i].name)
+                    verdict_line(rule, tally, &replies[i].name)
                 )?;
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
@@ -254,7 +232,7 @@ fn report_all(
             Ok(Status::Ok)
         }
         _ => {
-            writeln!(std::io::stderr().lock(), "{}", why_none(rule, &tally))?;
+            writeln!(std::io::stderr().lock(), "{}", why_none(rule, tally))?;
             Ok(Status::Invalid)
         }
     }
@@ -329,9 +307,9 @@ fn tally_line(tally: &Tally) -> String {
 }
 
 /// `majority: 2 of 3 models agree (a, c); the answer is a's` or `first valid: b`.
-fn verdict_line(rule: Rule, tally: &Tally, winner: &str) -> String {
+fn verdict_line(rule: Chosen, tally: &Tally, winner: &str) -> String {
     match (rule, tally.majority()) {
-        (Rule::Majority, Some(votes)) => format!(
+        (Chosen::Majority, Some(votes)) => format!(
             "majority: {} of {} models agree ({}); the answer is {winner}'s",
             votes.count,
             tally.asked,
@@ -342,13 +320,13 @@ fn verdict_line(rule: Rule, tally: &Tally, winner: &str) -> String {
 }
 
 /// Why there is no answer: the counts.
-fn why_none(rule: Rule, tally: &Tally) -> String {
+fn why_none(rule: Chosen, tally: &Tally) -> String {
     let valid = tally.valid();
     match rule {
         // First-valid finds nothing only when there is no valid answer.
         _ if valid == 0 => format!("no valid answer from any of the {} models", tally.asked),
-        Rule::FirstValid => format!("no valid answer from any of the {} models", tally.asked),
-        Rule::Majority => {
+        Chosen::FirstValid => format!("no valid answer from any of the {} models", tally.asked),
+        Chosen::Majority => {
             let most = tally.votes.first().map_or(0, |v| v.count);
             format!(
                 "no majority: the most models agreeing on one value is {most} of {} (a majority is {}); {valid} valid {}, {} distinct {}",
@@ -377,7 +355,7 @@ fn shown(value: &Value) -> String {
 
 /// The `--json` report: the chosen value, the rule, the winner, the tally and every model's attempts.
 fn to_json(
-    rule: Rule,
+    rule: Chosen,
     replies: &[Reply],
     tally: &Tally,
     winner: Option<usize>,

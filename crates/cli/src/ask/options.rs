@@ -1,14 +1,12 @@
 //! The model flags `ask`, `chat` and `fsm run|resume` share (one `#[command(flatten)]`
 //! set), turned into the library's [`claij::options::ModelOptions`], whose rule makes the
-//! pipeline's [`Config`] from them, the configuration's `[defaults]` and the compatibility matrix;
-//! the matrix's warnings are printed on stderr here.
+//! pipeline's [`Config`] from them, the configuration's `[defaults]` and the compatibility matrix.
 
-use std::io::Write as _;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use claij::matrix::Choice;
-use claij::settings::{Defaults, Settings};
+use claij::settings::Defaults;
 use claij_interceptors::{Config, StructuredMode};
 
 /// Which model and how it is called.
@@ -105,17 +103,6 @@ impl ModelOptions {
         measured: Option<&Choice>,
     ) -> Config {
         self.to_options().config(model, defaults, measured)
-    }
-
-    /// What the compatibility matrix chooses for `model`
-    /// ([`claij::options::ModelOptions::matrix_choice`]), its warnings printed on stderr first.
-    pub(crate) fn matrix_choice(&self, model: &str, settings: &Settings) -> Option<Choice> {
-        let advice = self.to_options().matrix_choice(model, settings);
-        for warning in &advice.warnings {
-            // A closed stderr is no reason to stop.
-            let _ = writeln!(std::io::stderr().lock(), "{warning}");
-        }
-        advice.choice
     }
 }
 

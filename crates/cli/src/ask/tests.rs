@@ -158,58 +158,6 @@ fn attempt_lines_report_the_generation_rate() {
     check_stats(5, 12, 3, "in 0.01s, 12+3 tokens");
 }
 
-/// A backend that answers each request with the next of its replies.
-struct Replies(std::sync::Mutex<Vec<String>>);
-
-impl claij_backends::Backend for Replies {
-    fn provider(&self) -> &str {
-        "replies"
-    }
-
-    fn capabilities(&self, _model: &str) -> claij_backends::Capabilities {
-        claij_backends::Capabilities::prompted()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        _request: &'a claij_backends::ChatRequest,
-    ) -> claij_backends::BoxFuture<'a, Result<claij_backends::ChatResponse, claij_backends::Error>>
-    {
-        let reply = self.0.lock().unwrap().remove(0);
-        Box::pin(std::future::ready(Ok(claij_backends::ChatResponse::text(
-            reply,
-        ))))
-    }
-}
-
-#[test]
-fn the_citations_chain_checks_an_unknown_note_once_per_attempt() {
-    use claij_interceptors::builtin::citations::Document;
-    let notes = vec![Document::new("note-1", "Trip", "We land on 3 May.")];
-    let chain = super::chain(&[super::Interceptor::Citations], None, notes).unwrap();
-    let cite = |id: &str| {
-        serde_json::json!({"answer": "3 May", "state": "answered", "metadata": {
-            "hasSources": true, "citations": [{"noteId": id, "noteTitle": "Trip"}]}})
-        .to_string()
-    };
-    let backend = Replies(std::sync::Mutex::new(vec![cite("note-9"), cite("note-1")]));
-    let pipeline = claij_interceptors::Pipeline::new(
-        std::sync::Arc::new(backend),
-        claij_interceptors::Config::new("m"),
-        chain,
-    );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let answer = runtime
-        .block_on(pipeline.ask(&mut claij_interceptors::Context::default(), "When?"))
-        .unwrap();
-    assert_eq!(answer.retries(), 1);
-    let first = &answer.attempts[0].violations;
-    assert_eq!(first.len(), 1, "{first:?}");
-    assert_eq!(first[0].keyword, "citations");
-}
-
 #[test]
 fn tool_result_lines_are_one_line_and_cut() {
     use claij_interceptors::{ToolOrigin, ToolResult};
@@ -255,30 +203,4 @@ fn eval_lines_are_one_line_and_cut() {
     let long = report::eval_line(&eval.run_blocking(&format!("\"{}\"", "x".repeat(500))));
     assert_eq!(long.chars().count(), 200, "{long}");
     assert!(long.ends_with("xx…"), "{long}");
-}
-
-/// The embedded model's requests carry its token limit (so a reply it cuts names the limit and
-/// its flag); a hosted model's carry none unless `--max-tokens` says; the flag wins.
-#[test]
-fn the_local_model_s_requests_carry_its_token_limit() {
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: super::Args,
-    }
-    let parse = |extra: &[&str]| {
-        <Cli as clap::Parser>::try_parse_from(["claij", "Capital?"].iter().chain(extra))
-            .unwrap()
-            .args
-    };
-    let defaults = claij::settings::Defaults::default();
-    let limit = |args: &super::Args, provider: &str| {
-        super::config(&args.options, ("m".to_owned(), provider), &defaults, None).max_tokens
-    };
-    let plain = parse(&[]);
-    assert_eq!(limit(&plain, "local"), Some(512));
-    assert_eq!(limit(&plain, "openrouter"), None);
-    let told = parse(&["--max-tokens", "24"]);
-    assert_eq!(limit(&told, "local"), Some(24));
-    assert_eq!(limit(&told, "openrouter"), Some(24));
 }

@@ -1,0 +1,116 @@
+//! The conversation's parts: interceptor names, the chain they make, the knobs.
+#![allow(clippy::unwrap_used)]
+
+use super::{Named, UnknownInterceptor};
+
+#[test]
+fn interceptors_are_named_and_an_unknown_name_lists_the_known_ones() {
+    for named in Named::ALL {
+        assert_eq!(named.name().parse::<Named>(), Ok(named));
+        assert_eq!(named.to_string(), named.name());
+    }
+    assert_eq!(" tools ".parse::<Named>(), Ok(Named::Tools));
+    let unknown = "memroy".parse::<Named>().unwrap_err();
+    assert_eq!(
+        unknown,
+        UnknownInterceptor {
+            name: "memroy".into()
+        }
+    );
+    assert_eq!(
+        unknown.to_string(),
+        "no interceptor is named `memroy` (known: memory, citations, eval, tools, mcp, proposals, metrics)"
+    );
+}
+
+#[test]
+fn a_name_given_twice_keeps_its_first_place() {
+    let claij = crate::Claij::new(crate::settings::Settings::default());
+    let builder = claij
+        .conversation()
+        .interceptor(Named::Tools)
+        .interceptors([Named::Memory, Named::Tools, Named::Eval]);
+    assert_eq!(builder.named(), [Named::Tools, Named::Memory, Named::Eval]);
+}
+
+#[test]
+fn tools_code_and_mcp_let_the_turn_wait_for_their_results() {
+    let plain = super::states(&[Named::Memory]);
+    assert!(!plain.names().contains(&"waiting_for_tools"));
+    for name in [Named::Tools, Named::Mcp, Named::Eval] {
+        let states = super::states(&[Named::Memory, name]);
+        assert!(states.names().contains(&"waiting_for_tools"), "{name}");
+    }
+}
+
+/// A backend that answers each request with the next of its replies.
+struct Replies(std::sync::Mutex<Vec<String>>);
+
+impl claij_backends::Backend for Replies {
+    fn provider(&self) -> &str {
+        "replies"
+    }
+
+    fn capabilities(&self, _model: &str) -> claij_backends::Capabilities {
+        claij_backends::Capabilities::prompted()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a claij_backends::ChatRequest,
+    ) -> claij_backends::BoxFuture<'a, Result<claij_backends::ChatResponse, claij_backends::Error>>
+    {
+        let reply = self.0.lock().unwrap().remove(0);
+        Box::pin(std::future::ready(Ok(claij_backends::ChatResponse::text(
+            reply,
+        ))))
+    }
+}
+
+#[test]
+fn the_citations_chain_checks_an_unknown_note_once_per_attempt() {
+    use claij_interceptors::builtin::citations::Document;
+    let notes = vec![Document::new("note-1", "Trip", "We land on 3 May.")];
+    let (chain, _) = super::chain(&[Named::Citations], None, notes, 4000).unwrap();
+    let cite = |id: &str| {
+        serde_json::json!({"answer": "3 May", "state": "answered", "metadata": {
+            "hasSources": true, "citations": [{"noteId": id, "noteTitle": "Trip"}]}})
+        .to_string()
+    };
+    let backend = Replies(std::sync::Mutex::new(vec![cite("note-9"), cite("note-1")]));
+    let pipeline = claij_interceptors::Pipeline::new(
+        std::sync::Arc::new(backend),
+        claij_interceptors::Config::new("m"),
+        chain,
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let answer = runtime
+        .block_on(pipeline.ask(&mut claij_interceptors::Context::default(), "When?"))
+        .unwrap();
+    assert_eq!(answer.retries(), 1);
+    let first = &answer.attempts[0].violations;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].keyword, "citations");
+}
+
+/// The embedded model's requests carry its token limit (so a reply it cuts names the limit); a
+/// hosted model's carry none unless the options say; the options win.
+#[cfg(feature = "local")]
+#[test]
+fn the_local_model_s_requests_carry_its_token_limit() {
+    let defaults = crate::settings::Defaults::default();
+    let limit = |options: &crate::options::ModelOptions, provider: &str| {
+        super::knobs(options, ("m".to_owned(), provider), &defaults, None).max_tokens
+    };
+    let plain = crate::options::ModelOptions::default();
+    assert_eq!(limit(&plain, "local"), Some(512));
+    assert_eq!(limit(&plain, "openrouter"), None);
+    let told = crate::options::ModelOptions {
+        max_tokens: Some(24),
+        ..Default::default()
+    };
+    assert_eq!(limit(&told, "local"), Some(24));
+    assert_eq!(limit(&told, "openrouter"), Some(24));
+}
