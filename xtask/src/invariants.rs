@@ -6,6 +6,8 @@
 #[allow(clippy::unwrap_used)]
 mod tests;
 
+pub(crate) mod cycles;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -54,6 +56,33 @@ const ALLOWED: &[(&str, Allowed)] = &[
             "claij-mcp",
             "claij-schema",
             "claij-validation",
+        ]),
+    ),
+    (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
+    (
+        FRONT_DOOR,
+        Allowed::Only(&[
+            "claij-schema",
+            "claij-validation",
+            "claij-backends",
+            "claij-local",
+            "claij-interceptors",
+            "claij-fsm",
+            "claij-mcp",
+            "claij-restate",
+        ]),
+    ),
+    (
+        FRONT_DOOR,
+        Allowed::Only(&[
+            "claij-schema",
+            "claij-validation",
+            "claij-backends",
+            "claij-local",
+            "claij-interceptors",
+            "claij-fsm",
+            "claij-mcp",
+            "claij-restate",
         ]),
     ),
     (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
@@ -118,6 +147,36 @@ fn model_crates(package: &str, tree: &str) -> Vec<String> {
         .collect()
 }
 
+/// The front door: the crate a user adds first. It may depend on `tracing-subscriber` (its `otel`
+/// feature's layers join the application's subscriber; it installs none), not on `anyhow`.
+const FRONT_DOOR: &str = "claij";
+
+/// Crates that only the front door's opt-in features (`local`, `mcp`, `restate`, `otel`) may bring,
+/// by name or prefix: `claij` with `openai` alone holds none of them.
+fn is_opt_in_crate(name: &str) -> bool {
+    is_model_crate(name)
+        || name == "rmcp"
+        || name == "restate-sdk"
+        || name.starts_with("opentelemetry")
+        || name.starts_with("tracing-opentelemetry")
+}
+
+/// The opt-in features' crates in `cargo tree --prefix none` output of the front door with
+/// `openai` only, one violation each.
+fn opt_in_crates(tree: &str) -> Vec<String> {
+    tree_crates(tree)
+        .into_iter()
+        .filter(|name| is_opt_in_crate(name))
+        .map(|found| {
+            format!(
+                "{FRONT_DOOR} -> {found}: with `--no-default-features --features openai` the front \
+                 door must not build {found} (see `cargo tree -p {FRONT_DOOR} --no-default-features \
+                 --features openai -i {found}`): put it behind its feature"
+            )
+        })
+        .collect()
+}
+
 /// Only applications use these: libraries return typed errors and never install a subscriber (the
 /// test-support crate, [`TEST_SUPPORT`], may).
 const APPLICATION_ONLY: &[&str] = &["anyhow", "tracing-subscriber"];
@@ -139,7 +198,7 @@ pub(crate) fn check() -> Result<()> {
     let checked = workspace
         .packages
         .iter()
-        .filter(|p| p.name.starts_with("claij-") || p.name == "xtask")
+        .filter(|p| is_claij(&p.name) || p.name == "xtask")
         .count();
     println!("checked the direct dependencies of {checked} crates against STYLE.md section 2");
     for &(name, features) in IO_FREE {
@@ -181,6 +240,26 @@ pub(crate) fn check() -> Result<()> {
         );
         violations.extend(found);
     }
+    if workspace.package(FRONT_DOOR).is_some() {
+        let tree = Cmd::cargo()
+            .args(["tree", "-p", FRONT_DOOR, "-e", "normal", "--prefix", "none"])
+            .args([
+                "--no-default-features",
+                "--features",
+                "openai",
+                "--target",
+                "all",
+            ])
+            .read()?;
+        let found = opt_in_crates(&tree);
+        println!(
+            "claij (--no-default-features --features openai): {} crates in its normal dependency \
+             tree, {} of the opt-in features'",
+            tree_crates(&tree).len(),
+            found.len()
+        );
+        violations.extend(found);
+    }
     let features = |selection: &[&str]| -> Result<String> {
         Cmd::cargo()
             .args([
@@ -204,6 +283,20 @@ pub(crate) fn check() -> Result<()> {
         if drift.is_empty() { "yes" } else { "no" }
     );
     violations.extend(drift);
+    let graph = cycles::Graph::read(&cmd::root().join("crates/cli/src"))?;
+    let found = graph.cycles();
+    println!(
+        "module cycles in claij-cli (a module naming one that names it back): {}",
+        found.len()
+    );
+    violations.extend(found.iter().map(|cycle| {
+        format!(
+            "claij-cli: modules that name each other: {} ({}); move what both need into the \
+             front door (crates/claij) or into the one that is used",
+            cycle.join(", "),
+            graph.edges_within(cycle).join(", ")
+        )
+    }));
     let outside = outside_references(&cmd::root())?;
     println!(
         "source files under {}/ that point outside the repository: {}",
@@ -253,7 +346,7 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
     let mut violations = Vec::new();
     for package in packages {
         let name = package.name.as_str();
-        if !name.starts_with("claij-") && name != "xtask" {
+        if !is_claij(name) && name != "xtask" {
             continue;
         }
         let Some(&(_, allowed)) = ALLOWED.iter().find(|(crate_name, _)| *crate_name == name) else {
@@ -263,7 +356,7 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
             continue;
         };
         for dep in package.non_dev_dependencies() {
-            if dep.name.starts_with("claij-") && !allows(allowed, &dep.name) {
+            if is_claij(&dep.name) && !allows(allowed, &dep.name) {
                 violations.push(format!(
                     "{name} -> {}: not allowed ({name} may depend on {})",
                     dep.name,
@@ -273,6 +366,7 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
             if is_library(package)
                 && APPLICATION_ONLY.contains(&dep.name.as_str())
                 && name != TEST_SUPPORT
+                && !(name == FRONT_DOOR && dep.name == "tracing-subscriber")
             {
                 violations.push(format!(
                     "{name} -> {}: only claij-cli and xtask may depend on {}",
@@ -303,9 +397,14 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
     violations
 }
 
-/// A claij library crate: `claij-*` with a lib target, other than the CLI.
+/// A claij library crate: `claij` or `claij-*` with a lib target, other than the CLI.
 fn is_library(package: &Package) -> bool {
-    package.name.starts_with("claij-") && package.name != "claij-cli" && package.has_lib
+    is_claij(&package.name) && package.name != "claij-cli" && package.has_lib
+}
+
+/// One of the workspace's crates: the front door `claij`, or `claij-*`.
+fn is_claij(name: &str) -> bool {
+    name == FRONT_DOOR || name.starts_with("claij-")
 }
 
 fn allows(allowed: Allowed, dep: &str) -> bool {

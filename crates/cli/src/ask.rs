@@ -8,8 +8,6 @@
 pub(crate) mod approve;
 mod consensus;
 /// Models by name, opened ([`claij::model`]).
-pub(crate) use claij::model as llm;
-mod options;
 mod progress;
 mod report;
 mod stream;
@@ -29,12 +27,12 @@ use claij_interceptors::builtin::citations::Document;
 use claij_interceptors::builtin::eval::EvalResult;
 use claij_interceptors::{Error, ShowExample, ToolResult};
 
-use crate::Status;
+use crate::exit::Status;
 use crate::front::Front;
 use crate::input;
 
-pub(crate) use self::options::ModelOptions;
 pub(crate) use self::report::{Over, cut_warning, over_line, truncation, truncation_of};
+pub(crate) use crate::options::ModelOptions;
 
 /// Arguments of `claij ask`.
 #[derive(Debug, clap::Args)]

@@ -18,8 +18,8 @@ use anyhow::{Context as _, Result};
 use claij_interceptors::Error;
 use serde_json::Value;
 
-use crate::Status;
 use crate::ask::{Conversation, Options};
+use crate::exit::Status;
 
 /// Arguments of `claij chat`.
 #[derive(Debug, clap::Args)]

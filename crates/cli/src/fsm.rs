@@ -10,16 +10,15 @@ use claij::fsm::{Machine, Wiring};
 use claij_fsm::render::{self, RenderError};
 use claij_fsm::{DefinitionError, Fsm};
 
-use crate::Status;
+use crate::exit::Status;
 use crate::input;
+use crate::transitions::count;
 
 #[cfg(feature = "restate")]
 pub(crate) mod restate;
 mod run;
 
 pub(crate) use run::Options;
-
-pub(crate) use run::{limit_reached, print_transition};
 
 /// `--project` of `claij fsm validate`, `run` and `resume`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -358,7 +357,7 @@ fn report(file: &str, invalid: &Invalid) -> Result<Status> {
         Invalid::Problems(e) => {
             let mut out = std::io::stdout().lock();
             for p in &e.problems {
-                writeln!(out, "{}: {}", p.pointer, crate::one_line(&p.message))?;
+                writeln!(out, "{}: {}", p.pointer, crate::exit::one_line(&p.message))?;
             }
             writeln!(
                 std::io::stderr(),
@@ -369,9 +368,4 @@ fn report(file: &str, invalid: &Invalid) -> Result<Status> {
         }
     }
     Ok(Status::Invalid)
-}
-
-/// `1 state`, `3 states`.
-fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }

@@ -12,9 +12,12 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
+use crate::exit::{Status, one_line};
+
 mod args;
 mod ask;
 mod chat;
+mod exit;
 /// `claij config show` (the configuration itself is [`claij::settings`]).
 mod config {
     mod show;
@@ -27,9 +30,11 @@ mod input;
 mod logging;
 mod mcp;
 mod models;
+mod options;
 mod repair;
 mod schema;
 mod serve;
+mod transitions;
 mod validate;
 
 /// Every LLM reply a validated JSON document.
@@ -76,19 +81,6 @@ enum Command {
     /// Serve runs for a durable engine: `claij serve restate` is a Restate worker.
     #[command(subcommand)]
     Serve(serve::Command),
-}
-
-/// How a command ended, when it did not fail outright.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Ok,
-    /// The input was read but is invalid (exit 1).
-    Invalid,
-    /// Stopped by a signal, after cleaning up (exit `code`: 128 + the signal's number).
-    Signalled {
-        name: &'static str,
-        code: u8,
-    },
 }
 
 fn main() -> ExitCode {
@@ -229,13 +221,4 @@ fn set_compute_threads(threads: NonZeroUsize) {
 fn usage_error(rendered: &str) -> String {
     let first = rendered.split("\n\n").next().unwrap_or(rendered);
     one_line(first)
-}
-
-/// Errors are one line: newlines inside (from a library's message) are folded.
-pub(crate) fn one_line(s: &str) -> String {
-    s.split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }

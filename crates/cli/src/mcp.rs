@@ -17,7 +17,7 @@ use claij_mcp::{
 };
 use serde_json::{Value, json};
 
-use crate::Status;
+use crate::exit::Status;
 use claij::settings::Settings;
 
 mod chat;
@@ -400,7 +400,7 @@ impl Call<'_> {
                 self.tool,
                 each.join("; ")
             );
-            writeln!(std::io::stderr(), "{}", crate::one_line(&line))?;
+            writeln!(std::io::stderr(), "{}", crate::exit::one_line(&line))?;
         }
         Ok(())
     }
@@ -537,7 +537,7 @@ async fn connect(
     }
     let mut hooks = Hooks::default();
     if let Some(llm) = &common.sampling_llm {
-        let opened = crate::ask::llm::open(Some(llm.as_str()), None, claij)?;
+        let opened = claij::model::open(Some(llm.as_str()), None, claij)?;
         hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
     }
     hooks.elicitor = elicitor;

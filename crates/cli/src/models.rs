@@ -12,7 +12,7 @@ use claij::settings::Settings;
 use claij_backends::models::{Price, PriceFormat};
 use serde_json::{Value, json};
 
-use crate::Status;
+use crate::exit::Status;
 
 /// Arguments of `claij models`.
 #[derive(Debug, clap::Args)]

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use anyhow::{Context as _, Result};
 use claij_schema::{Registry, dialect::Dialect, render};
 
-use crate::Status;
+use crate::exit::Status;
 use crate::input;
 
 /// `claij schema` subcommands.

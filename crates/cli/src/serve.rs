@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use anyhow::Result;
 
-use crate::Status;
+use crate::exit::Status;
 
 /// `claij serve` subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -6,7 +6,7 @@ use anyhow::Result;
 use claij_validation::Validator;
 use serde_json::json;
 
-use crate::Status;
+use crate::exit::Status;
 use crate::input;
 
 /// Arguments of `claij validate`.

@@ -357,3 +357,37 @@ fn this_repository_stands_alone() {
     let found = outside_references(&crate::cmd::root()).unwrap();
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+#[test]
+fn the_front_door_is_a_library_with_its_own_row() {
+    check(
+        &[(
+            "claij",
+            &[
+                "claij-interceptors",
+                "claij-cli",
+                "anyhow",
+                "tracing-subscriber",
+            ],
+        )],
+        &[
+            "claij -> claij-cli: not allowed (claij may depend on claij-schema, claij-validation, \
+             claij-backends, claij-local, claij-interceptors, claij-fsm, claij-mcp, claij-restate)",
+            "claij -> anyhow: only claij-cli and xtask may depend on anyhow",
+        ],
+    );
+}
+
+#[test]
+fn the_front_door_with_openai_alone_holds_no_opt_in_crate() {
+    let tree = "claij v0.1.0 (/r/crates/claij)\nclaij-backends v0.1.0\nreqwest v0.12.0\n";
+    assert!(opt_in_crates(tree).is_empty());
+    let tree = "claij v0.1.0\nrmcp v3.11.0\ncandle-core v0.11.1\nrestate-sdk v0.8.0\n\
+                opentelemetry_sdk v0.33.0\ntracing-opentelemetry v0.34.0\nllguidance v1.9.1\n";
+    let found = opt_in_crates(tree);
+    assert_eq!(found.len(), 6, "{found:#?}");
+    assert!(
+        found[0]
+            .starts_with("claij -> candle-core: with `--no-default-features --features openai`")
+    );
+}

@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 
 pub(crate) use claij::approve::RunProposals;
 
-use super::{ModelOptions, llm};
+use crate::options::ModelOptions;
 use claij::Claij;
+use claij::model as llm;
 
 /// The flags that choose the approver.
 #[derive(Debug, Clone, clap::Args)]

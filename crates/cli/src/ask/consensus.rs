@@ -15,7 +15,7 @@ use claij_interceptors::several::{Reply, Tally};
 use serde_json::{Value, json};
 
 use super::{Args, Interceptor, Options, report};
-use crate::Status;
+use crate::exit::Status;
 
 #[cfg(test)]
 mod tests;
@@ -251,7 +251,7 @@ fn model_line(reply: &Reply) -> String {
         }
         Err(e) => format!(
             "{name}: no valid answer: {}",
-            crate::one_line(&e.to_string())
+            crate::exit::one_line(&e.to_string())
         ),
     }
 }
@@ -372,7 +372,7 @@ fn to_json(
                         Error::RetriesExhausted(exhausted) => exhausted.attempts.as_slice(),
                         _ => &[],
                     };
-                    (None, attempts, Some(crate::one_line(&e.to_string())))
+                    (None, attempts, Some(crate::exit::one_line(&e.to_string())))
                 }
             };
             let spent: Usage = attempts.iter().map(|a| a.usage).sum();

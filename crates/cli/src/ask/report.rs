@@ -152,7 +152,7 @@ pub(super) fn tool_result_line(result: &ToolResult) -> String {
         Ok(value) => format!("ok: {value}"),
         Err(message) => format!("error: {message}"),
     };
-    let line = crate::one_line(&format!(
+    let line = crate::exit::one_line(&format!(
         "{kind} {} {}: {outcome}",
         result.name, result.args
     ));
@@ -177,7 +177,7 @@ pub(super) fn eval_line(result: &EvalResult) -> String {
     } else {
         format!(", printed: {}", Value::String(result.output.clone()))
     };
-    let line = crate::one_line(&format!(
+    let line = crate::exit::one_line(&format!(
         "eval {}: {outcome}{printed}",
         Value::String(result.code.clone())
     ));
@@ -251,7 +251,7 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
             err,
             "no valid reply after {n} {}{cut}: the last held no JSON: {}",
             plural(n, "attempt"),
-            crate::one_line(reason)
+            crate::exit::one_line(reason)
         )?,
         None => {
             writeln!(
@@ -260,7 +260,7 @@ pub(super) fn exhausted(exhausted: &Exhausted, elapsed: Duration, json: bool) ->
                 plural(n, "attempt")
             )?;
             for v in exhausted.violations() {
-                writeln!(err, "  {}", crate::one_line(&v.to_string()))?;
+                writeln!(err, "  {}", crate::exit::one_line(&v.to_string()))?;
             }
         }
     }

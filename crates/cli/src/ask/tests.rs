@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::llm::{self, Llm, Provider};
 use super::report;
+use claij::model::{self as llm, Llm, Provider};
 
 #[track_caller]
 fn check_llm(text: &str, expected: Result<Llm, &str>) {

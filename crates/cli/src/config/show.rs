@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use claij::model::Provider;
 use claij::settings::{DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings};
 
-use crate::Status;
+use crate::exit::Status;
 
 /// `claij config ...`.
 #[derive(Debug, clap::Subcommand)]

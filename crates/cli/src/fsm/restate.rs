@@ -10,7 +10,7 @@ use claij_restate::{Client, Ended, FailureKind, Followed, Machine, RunRequest};
 use serde_json::{Value, json};
 
 use super::run::{self, Options};
-use crate::Status;
+use crate::exit::Status;
 
 /// `claij fsm run --on restate`: starts run `id` of `fsm` (with `subs`) from `input`, prints each
 /// transition as it is recorded, answers `human` states from stdin as the embedded run does, and
@@ -73,7 +73,11 @@ pub(super) fn run(
                 message,
                 ..
             }) => {
-                writeln!(std::io::stderr(), "error: {}", crate::one_line(&message))?;
+                writeln!(
+                    std::io::stderr(),
+                    "error: {}",
+                    crate::exit::one_line(&message)
+                )?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -89,7 +93,7 @@ async fn follow(client: &Client, id: &str, seen: &mut usize) -> Result<Followed>
         let follow = client.follow(id, |entry| {
             index += 1;
             if index > printed {
-                let _ = run::print_transition(entry);
+                let _ = crate::transitions::print_transition(entry);
             }
         });
         tokio::pin!(follow);
@@ -158,7 +162,7 @@ fn ended(result: &claij_restate::RunResult, options: &Options) -> Result<Status>
                     writeln!(
                         std::io::stderr(),
                         "error: {}{limit}",
-                        crate::one_line(&failure.error)
+                        crate::exit::one_line(&failure.error)
                     )?;
                     Ok(Status::Invalid)
                 }
@@ -191,7 +195,11 @@ pub(super) fn provide(run_id: &str, event: &str, ingress: Option<&str>) -> Resul
             message,
             ..
         }) => {
-            writeln!(std::io::stderr(), "error: {}", crate::one_line(&message))?;
+            writeln!(
+                std::io::stderr(),
+                "error: {}",
+                crate::exit::one_line(&message)
+            )?;
             Ok(Status::Invalid)
         }
         Err(e) => Err(e.into()),

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
 use claij::fsm::{Machine, Wired, Wiring};
-use claij_fsm::{Entry, ExistingJournal, Interrupt, Journal, Outcome, Run, Runner};
+use claij_fsm::{ExistingJournal, Interrupt, Journal, Outcome, Run, Runner};
 use claij_interceptors::ErrorChain;
 use serde_json::{Value, json};
 
-use crate::Status;
-use crate::ask::ModelOptions;
+use crate::exit::Status;
+use crate::options::ModelOptions;
+use crate::transitions::{count, limit_reached, print_transition};
 
 /// Options shared by `run` and `resume` (and `claij serve restate`).
 #[derive(Debug, Clone, clap::Args)]
@@ -233,7 +234,7 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
         "resuming run {} in state `{}` after {}",
         run.id,
         run.state,
-        super::count(run.trail.entries.len(), "recorded transition")
+        count(run.trail.entries.len(), "recorded transition")
     )?;
     let status = drive(&runner, &mut run, Some(journal), options, &runtime);
     runtime.block_on(services.close());
@@ -286,7 +287,7 @@ fn drive(
                 writeln!(
                     std::io::stderr(),
                     "error: {}",
-                    crate::one_line(&ErrorChain(&e).to_string())
+                    crate::exit::one_line(&ErrorChain(&e).to_string())
                 )?;
                 return Ok(Status::Invalid);
             }
@@ -308,7 +309,7 @@ fn drive(
                 writeln!(
                     std::io::stderr(),
                     "error: {}",
-                    crate::one_line(&ErrorChain(&e).to_string())
+                    crate::exit::one_line(&ErrorChain(&e).to_string())
                 )?;
                 // A person at a terminal tries again; piped input does not get better.
                 if !std::io::stdin().is_terminal() {
@@ -349,41 +350,11 @@ pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
     }
 }
 
-/// What stopped a run at a limit (`e`, [`claij_fsm::Error::limit`]): where, the counts and the flag
-/// that sets the limit; `None` for any other error. `fsm run|resume` and `mcp chat` say it.
-pub(crate) fn limit_reached(e: &claij_fsm::Error) -> Option<String> {
-    use super::count;
-    let what = match e {
-        claij_fsm::Error::TooManyTransitions {
-            state,
-            limit,
-            recorded,
-        } => format!(
-            "stopped in state `{state}` after {} without reaching an end (--max-transitions \
-             {limit}; the trail holds {recorded})",
-            count(*limit, "transition")
-        ),
-        claij_fsm::Error::RepeatedCall {
-            state,
-            call,
-            repeats,
-            limit,
-        } => format!(
-            "state `{state}` repeats itself: {call} got the same result {} since the last input \
-             (--max-repeated-calls {limit} allows {})",
-            count(repeats + 1, "time"),
-            count(*limit, "repeat")
-        ),
-        _ => return None,
-    };
-    Some(crate::one_line(&what))
-}
-
 /// The line for a run stopped at a limit (`e`): where, the counts, the flag that sets the limit,
 /// and how the run goes on (from `journal`, or how to keep one).
 fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
     let Some(what) = limit_reached(e) else {
-        return crate::one_line(&ErrorChain(e).to_string());
+        return crate::exit::one_line(&ErrorChain(e).to_string());
     };
     let go_on = match (journal, e) {
         (Some(path), claij_fsm::Error::RepeatedCall { .. }) => format!(
@@ -424,32 +395,6 @@ pub(super) fn read_input(state: &str) -> Result<Option<Value>> {
         .with_context(|| format!("input for state `{state}` is not JSON"))
 }
 
-/// `from -> to (n attempts): event` on stderr, the event cut at 160 characters; a service's
-/// transition that repeats earlier calls says so: `servicing -> llm (repeats an earlier call): ...`.
-pub(crate) fn print_transition(entry: &Entry) -> Result<()> {
-    let mut event = entry.event.to_string();
-    if event.chars().count() > 160 {
-        event = format!("{}...", event.chars().take(160).collect::<String>());
-    }
-    let attempts = match entry.attempts.len() {
-        0 => String::new(),
-        1 => " (1 attempt)".to_owned(),
-        n => format!(" ({n} attempts)"),
-    };
-    let repeats = match entry.repeats {
-        0 => String::new(),
-        1 => " (repeats an earlier call)".to_owned(),
-        n => format!(" (repeats {n} earlier calls)"),
-    };
-    writeln!(
-        std::io::stderr(),
-        "{} -> {}{attempts}{repeats}: {event}",
-        entry.from,
-        entry.to
-    )?;
-    Ok(())
-}
-
 /// The trail on stdout (with `--json`: the outcome and usage too).
 fn finish(run: &Run, outcome: Option<&Outcome>, options: &Options) -> Result<()> {
     let outcome = match outcome {
@@ -486,7 +431,7 @@ pub(super) fn print_end(
         let _ = writeln!(
             std::io::stderr(),
             "{}, {}, {}+{} tokens",
-            super::count(trail.entries.len(), "transition"),
+            count(trail.entries.len(), "transition"),
             model_calls(trail),
             usage.input_tokens,
             usage.output_tokens
@@ -501,7 +446,7 @@ fn model_calls(trail: &claij_fsm::Trail) -> String {
     let calls = trail.calls();
     let first = trail.first_try();
     let retries = trail.attempts().saturating_sub(calls);
-    let mut text = super::count(calls, "model call");
+    let mut text = count(calls, "model call");
     if first < calls || retries > 0 {
         let noun = if retries == 1 { "retry" } else { "retries" };
         text.push_str(&format!(

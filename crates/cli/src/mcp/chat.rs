@@ -22,8 +22,8 @@ use claij_mcp::{ElicitationQueue, Services};
 use serde_json::{Value, json};
 
 use super::{Common, Signals};
-use crate::Status;
-use crate::ask::ModelOptions;
+use crate::exit::Status;
+use crate::options::ModelOptions;
 
 /// Questions a server may have pending at once.
 const QUESTIONS: usize = 4;
@@ -117,7 +117,7 @@ async fn chat(
         .with_max_transitions(args.max_transitions)
         .with_max_repeated_calls(args.max_repeated_calls)
         .with_observer(|entry| {
-            let _ = crate::fsm::print_transition(entry);
+            let _ = crate::transitions::print_transition(entry);
         });
     let mut status = Status::Ok;
     let mut history = History::new(args.history);
@@ -173,8 +173,8 @@ async fn answer(runner: &Runner, input: Value, lines: &mut Lines) -> Result<Answ
             Ok(outcome) => outcome,
             Err(e) => {
                 // A limit is said with its flag (`--max-repeated-calls 1 allows 1 repeat`).
-                let line = crate::fsm::limit_reached(&e)
-                    .unwrap_or_else(|| crate::one_line(&ErrorChain(&e).to_string()));
+                let line = crate::transitions::limit_reached(&e)
+                    .unwrap_or_else(|| crate::exit::one_line(&ErrorChain(&e).to_string()));
                 writeln!(std::io::stderr(), "error: {line}")?;
                 return Ok(Answered::Failed(None));
             }
@@ -214,7 +214,7 @@ async fn ask_person(run: &Run, lines: &mut Lines) -> Result<Value> {
     let message = question["message"].as_str().unwrap_or_default();
     let schema = claij_schema::to_compact(&question["schema"]);
     let mut err = std::io::stderr();
-    writeln!(err, "{server} asks: {}", crate::one_line(message))?;
+    writeln!(err, "{server} asks: {}", crate::exit::one_line(message))?;
     writeln!(err, "answer with a JSON object like {}", schema.trim_end())?;
     loop {
         write!(

@@ -61,7 +61,7 @@ pub(crate) fn ask(
         output,
         "{} asks: {}",
         request.server,
-        crate::one_line(&request.message)
+        crate::exit::one_line(&request.message)
     )?;
     let empty = Map::new();
     let properties = match request.schema.get("properties") {
@@ -173,7 +173,7 @@ fn field_prompt(name: &str, property: &Value, required: &[String]) -> String {
         .get("title")
         .or_else(|| property.get("description"))
         .and_then(Value::as_str)
-        .map(|label| format!("{}; ", crate::one_line(label)))
+        .map(|label| format!("{}; ", crate::exit::one_line(label)))
         .unwrap_or_default();
     format!("{name} ({label}{})", notes.join(", "))
 }

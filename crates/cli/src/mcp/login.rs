@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, anyhow};
 use claij::mcp::login::{self, Login, NO_REDIRECT, Outcome};
 
 use super::Signals;
-use crate::Status;
+use crate::exit::Status;
 
 /// `claij mcp login`.
 #[derive(Debug, clap::Args)]

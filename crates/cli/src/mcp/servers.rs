@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow, bail};
 use claij::mcp::servers::{self, INSTALL};
 
-use crate::Status;
+use crate::exit::Status;
 
 /// `claij mcp servers`.
 #[derive(Debug, clap::Args)]

@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result, bail};
 use claij_schema::{AppliedLog, AuditAction, AuditEntry, Registry, SavedRegistry};
 use serde_json::json;
 
-use crate::Status;
+use crate::exit::Status;
 use crate::input;
 use claij::session::Session;
 

@@ -110,7 +110,7 @@ impl ModelOptions {
 fn matrix_file(text: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(text);
     claij::matrix::read(&path)
-        .map_err(|err| crate::one_line(&format!("{:#}", anyhow::Error::from(err))))?;
+        .map_err(|err| crate::exit::one_line(&format!("{:#}", anyhow::Error::from(err))))?;
     Ok(path)
 }
 
