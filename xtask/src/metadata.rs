@@ -65,12 +65,13 @@ impl Workspace {
         })
     }
 
-    /// The claij library crates (`claij-*` with a lib target), in name order.
+    /// The claij library crates (the front door `claij` and `claij-*` with a lib target), in name
+    /// order.
     pub(crate) fn library_crates(&self) -> Vec<&Package> {
         let mut libs: Vec<&Package> = self
             .packages
             .iter()
-            .filter(|p| p.name.starts_with("claij-") && p.has_lib)
+            .filter(|p| (p.name == "claij" || p.name.starts_with("claij-")) && p.has_lib)
             .collect();
         libs.sort_by(|a, b| a.name.cmp(&b.name));
         libs

@@ -2,11 +2,10 @@
 //! values come from, the embedded models it has loaded and the structured-output fallback memory;
 //! it opens models by name. Nothing is shared between two values, and nothing is process-wide.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use claij_backends::openai::FallbackMemory;
 
@@ -68,9 +67,8 @@ impl Notices {
 /// (`local`, an alias, the default choice, voters, a state's model) shares one backend, so the
 /// model is read once per value.
 #[cfg(feature = "local")]
-pub(crate) type LocalModels = Mutex<BTreeMap<PathBuf, Arc<claij_local::LocalBackend>>>;
-#[cfg(not(feature = "local"))]
-pub(crate) type LocalModels = Mutex<BTreeMap<PathBuf, ()>>;
+pub(crate) type LocalModels =
+    std::sync::Mutex<std::collections::BTreeMap<PathBuf, Arc<claij_local::LocalBackend>>>;
 
 /// claij, configured: settings, variables, loaded models and the fallback memory; it opens models
 /// by name ([`Claij::open`]).
@@ -89,6 +87,7 @@ pub(crate) type LocalModels = Mutex<BTreeMap<PathBuf, ()>>;
 pub struct Claij {
     settings: Settings,
     vars: Vars,
+    #[cfg(feature = "local")]
     pub(crate) local: LocalModels,
     fallback_file: Option<PathBuf>,
     fallback: OnceLock<Arc<FallbackMemory>>,
@@ -112,6 +111,7 @@ impl Claij {
         Self {
             settings,
             vars: Arc::new(|_| None),
+            #[cfg(feature = "local")]
             local: LocalModels::default(),
             fallback_file: None,
             fallback: OnceLock::new(),

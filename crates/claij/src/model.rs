@@ -1,4 +1,4 @@
-//! Models by name: `local`, `provider:model` or an alias of the [`Settings`], resolved with the
+//! Models by name: `local`, `provider:model` or an alias of the [`Settings`](crate::settings::Settings), resolved with the
 //! configuration's aliases and providers and opened as a backend, its key read from the
 //! provider's environment variable; the embedded model loaded once per file.
 
