@@ -18,6 +18,15 @@ pub const MAX_RETRIES: usize = 100;
 /// The range of `max_reply_bytes` (option and `[defaults]`): 1 KiB to 1 GiB.
 pub const REPLY_BYTES: std::ops::RangeInclusive<usize> = 1024..=1 << 30;
 
+/// The largest token limit per model call.
+pub const MAX_TOKENS: u32 = 10_000_000;
+
+/// The most threads the local model may be given.
+pub const MAX_THREADS: usize = 1024;
+
+/// The highest sampling temperature (the providers' widest range is 0 to 2).
+pub const MAX_TEMPERATURE: f32 = 2.0;
+
 /// Which model and how it is called; `None` leaves a knob to `[defaults]`, the matrix or the
 /// built-in default.
 #[derive(Debug, Clone, Default, PartialEq)]

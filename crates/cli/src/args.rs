@@ -45,18 +45,13 @@ pub(crate) enum LogFormat {
     Json,
 }
 
-/// The most retries a flag or the configuration may ask for per call.
-pub(crate) const MAX_RETRIES: usize = 100;
-/// The largest token limit per model call.
-pub(crate) const MAX_TOKENS: u32 = 10_000_000;
+// The model knobs' ranges are the library's (the configuration's `[defaults]` and the suites
+// check the same ones).
+pub(crate) use claij::options::{
+    MAX_RETRIES, MAX_TEMPERATURE, MAX_THREADS, MAX_TOKENS, REPLY_BYTES,
+};
 /// The most transitions an FSM run may be allowed.
 pub(crate) const MAX_TRANSITIONS: usize = 1_000_000;
-/// The most threads the local model may be given.
-pub(crate) const MAX_THREADS: usize = 1024;
-/// The highest sampling temperature (the providers' widest range is 0 to 2).
-pub(crate) const MAX_TEMPERATURE: f32 = 2.0;
-/// The range of `--max-reply-bytes` and `[defaults] max_reply_bytes`: 1 KiB to 1 GiB.
-pub(crate) const REPLY_BYTES: std::ops::RangeInclusive<usize> = 1024..=1 << 30;
 
 /// `--tool-results-budget`'s default: the tools and MCP interceptors' own.
 pub(crate) const DEFAULT_RESULT_BUDGET: usize = 4000;

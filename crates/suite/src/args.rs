@@ -10,12 +10,8 @@ use std::time::Duration;
 use claij::settings::Defaults;
 use claij_interceptors::{Config, StructuredMode};
 
-/// The largest token limit per model call (as `claij ask --max-tokens`).
-const MAX_TOKENS: u32 = 10_000_000;
-/// The most threads the local model may be given (as `claij ask --threads`).
-const MAX_THREADS: usize = 1024;
-/// The highest sampling temperature (the providers' widest range is 0 to 2).
-const MAX_TEMPERATURE: f32 = 2.0;
+// The ranges `claij ask` checks too: one definition, the library's.
+use claij::options::{MAX_TEMPERATURE, MAX_THREADS, MAX_TOKENS};
 
 /// Which model and how it is called.
 #[derive(Debug, Clone, Default, clap::Args)]
