@@ -127,6 +127,9 @@ mod services;
 mod subfsm;
 mod wiring;
 
+/// The state-machine engine under this module (definitions, runs, journals, trails, rendering):
+/// [`claij_fsm`].
+pub use claij_fsm as engine;
 pub use claij_fsm::{
     Entry, ExistingJournal, Interrupt, Journal, Outcome, Problem, Run, Runner, Status, Trail,
 };

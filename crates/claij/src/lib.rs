@@ -108,7 +108,21 @@ pub mod telemetry;
 pub mod tools;
 
 pub use self::client::{Claij, Notice};
+
+// The crates under the front door, for what it does not wrap: a program that adds `claij` reaches
+// every layer through it, with one version of each.
 pub use self::error::{Error, ErrorKind, Result};
+/// The model adapters (OpenAI, OpenRouter, Anthropic, Gemini wires), usage and prices: [`claij_backends`].
+pub use claij_backends as backends;
+/// The pipeline and its interceptors (memory, tools, eval, proposals...): [`claij_interceptors`].
+pub use claij_interceptors as interceptors;
+/// The embedded model (feature `local`): [`claij_local`].
+#[cfg(feature = "local")]
+pub use claij_local as local;
+/// Schemas, their extensions and the audit log: [`claij_schema`].
+pub use claij_schema as schema;
+/// Extraction, repair and validation of a reply: [`claij_validation`].
+pub use claij_validation as validation;
 
 /// `s` on one line: its lines trimmed, empty ones dropped, joined by a space.
 pub(crate) fn one_line(s: &str) -> String {

@@ -31,6 +31,10 @@ use claij_mcp::{ClientOptions, Hooks, McpConfig, Services};
 
 use crate::settings::Settings;
 
+/// The MCP client, its configuration, services, interceptor and FSM services under this module:
+/// [`claij_mcp`].
+pub use claij_mcp as protocol;
+
 pub mod chat;
 pub mod elicitation;
 pub mod login;

@@ -12,6 +12,9 @@ use claij_restate::Machine as Requested;
 
 use super::{Machine, Proposals, Services, Wired, Wiring};
 
+/// The Restate client and worker under this module: [`claij_restate`].
+pub use claij_restate as durable;
+
 /// A Restate server's ingress when none is named.
 pub const DEFAULT_INGRESS: &str = "http://127.0.0.1:8080";
 
