@@ -117,6 +117,7 @@ use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Definition, Fsm};
 use serde_json::Value;
 
+mod drive;
 mod error;
 mod meta_debug;
 pub mod models;
@@ -133,6 +134,7 @@ pub use claij_fsm as engine;
 pub use claij_fsm::{
     Entry, ExistingJournal, Interrupt, Journal, Outcome, Problem, Run, Runner, Status, Trail,
 };
+pub use drive::{Ended, Input, Line, Report, count, drive};
 pub use error::{Error, ErrorKind};
 pub use wiring::{Options, Proposals, Services, Wired, Wiring};
 

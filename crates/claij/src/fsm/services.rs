@@ -8,20 +8,25 @@
 //! `tools/call` request in `message`, and the event leaving it the JSON-RPC response whose `result`
 //! is MCP content (`{content: [{type: "text", text}], isError}`); a malformed call, an unknown tool or
 //! a failing one is an error result the model reads, never the end of the run. `eval` takes
-//! `{"name": "eval", "arguments": {"code": "..."}}`.
+//! `{"name": "eval", "arguments": {"code": "..."}}`. Every call runs through the one tool
+//! executor ([`claij_interceptors::tool`]): the same argument check, limits and result budget as
+//! an agent run's calls and a reply's.
+
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use claij_backends::BoxFuture;
+use claij_backends::{BoxFuture, ToolCall};
 use claij_fsm::journal::SubDefinition;
 use claij_fsm::{Action, Definition, Problem, Runner, Service, ServiceCall};
-use claij_interceptors::BoxError;
 use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::tools::Tools;
+use claij_interceptors::{BoxError, Executor, Limits, ToolError};
 use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
 use claij_mcp::{CallFailure, CallOutcome, Content, Hooks, Services};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Error;
 use crate::Claij;
@@ -310,10 +315,11 @@ pub(super) async fn connect(
     if used.contains("tools")
         && let Some(tools) = tools
     {
-        registered.push(("tools".to_owned(), Arc::new(ToolsService(tools.clone()))));
+        registered.push(("tools".to_owned(), Arc::new(Builtin::tools(tools))));
     }
     if used.contains("eval") {
-        registered.push(("eval".to_owned(), Arc::new(EvalService(Eval::new()))));
+        let limits = tools.map_or_else(Limits::default, |t| t.limits().clone());
+        registered.push(("eval".to_owned(), Arc::new(Builtin::eval(limits))));
     }
     let mcp = settings.mcp.as_ref();
     let servers: Vec<&String> = mcp
@@ -416,68 +422,104 @@ impl Service for Mcp {
     }
 }
 
-/// The `tools` service: `now` and `random_int` (also as `tools.now`, `tools.random_int`).
-struct ToolsService(Tools);
+/// A built-in service (`tools`, `eval`): its `tools/call` requests run through the one tool
+/// [`Executor`], as an agent run's and a reply's calls do, so a limit means the same here: the
+/// argument check (text repaired into an object first), the executor's limits (a call past
+/// `max_calls`, one over `timeout`) and the result budget (`result_chars` of the result's text the
+/// model sees, a cut one saying so, as an MCP service's).
+struct Builtin {
+    /// The service's name, which a tool's name may carry as a prefix (`tools.now`).
+    name: &'static str,
+    executor: Executor,
+    /// A tool's output as MCP content.
+    content: fn(&Value) -> CallOutcome,
+}
 
-impl Service for ToolsService {
-    fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
-        Box::pin(async move {
-            let request = match ToolsCall::from_event(call.event) {
-                Ok(request) => request,
-                Err(answer) => return Ok(answer),
-            };
-            let name = request.name.strip_prefix("tools.").unwrap_or(&request.name);
-            let calls = json!([{"name": name, "args": request.arguments}]);
-            let outcome = match self.0.run(&calls).await.into_iter().next() {
-                Some(result) => match result.output {
-                    Ok(value) => success(&value),
-                    Err(message) => CallOutcome::failure(CallFailure::Tool, message),
-                },
-                None => CallOutcome::failure(CallFailure::Transport, "the call did not run"),
-            };
-            Ok(tools_response(request.id, &outcome))
-        })
+impl Builtin {
+    /// The `tools` service: the Rust tools `tools` has (`now`, `random_int`), within its limits.
+    fn tools(tools: &Tools) -> Self {
+        Builtin {
+            name: "tools",
+            executor: tools.executor(),
+            content: success,
+        }
+    }
+
+    /// The `eval` service: `eval` with `{"code": "..."}` run in the sandbox ([`Eval::tool`]),
+    /// within `limits`; its value, then what the script printed.
+    fn eval(limits: Limits) -> Self {
+        let tool: Arc<dyn claij_interceptors::Tool> = Arc::new(Eval::new().tool());
+        Builtin {
+            name: "eval",
+            executor: Executor::new([tool]).with_limits(limits),
+            content: |value| match value.as_object().map(|o| (o.len(), o.get("printed"))) {
+                Some((2, Some(Value::String(printed)))) if value.get("value").is_some() => {
+                    let mut outcome = success(&value["value"]);
+                    outcome
+                        .content
+                        .push(Content::text(format!("printed:\n{printed}")));
+                    outcome
+                }
+                _ => success(value),
+            },
+        }
+    }
+
+    /// The response event to the `tools/call` request in `event`.
+    async fn respond(&self, event: &Value) -> Value {
+        let request = match ToolsCall::from_event(event) {
+            Ok(request) => request,
+            Err(answer) => return answer,
+        };
+        let prefix = format!("{}.", self.name);
+        let name = request.name.strip_prefix(&prefix).unwrap_or(&request.name);
+        let call = ToolCall::new(request.id.to_string(), name, request.arguments.clone());
+        let ran = self.executor.run_calls(&[call]).await.into_iter().next();
+        let mut outcome = match ran.map(|ran| ran.output) {
+            Some(Ok(value)) => (self.content)(&value),
+            Some(Err(e)) => {
+                let failure = match &e {
+                    ToolError::Failed(_) | ToolError::Panicked(_) => CallFailure::Tool,
+                    ToolError::Unknown { available, .. } => CallFailure::UnknownTool {
+                        available: available.clone(),
+                    },
+                    ToolError::InvalidArguments { .. } => CallFailure::Rejected { code: -32602 },
+                    ToolError::MaxCalls { .. } => CallFailure::Rejected { code: -32600 },
+                    _ => CallFailure::Transport,
+                };
+                CallOutcome::failure(failure, e.to_string())
+            }
+            None => CallOutcome::failure(CallFailure::Transport, "the call did not run"),
+        };
+        self.budget(&mut outcome);
+        tools_response(request.id, &outcome)
+    }
+
+    /// `outcome`'s text blocks cut to share the executor's `result_chars`, as an MCP service's.
+    fn budget(&self, outcome: &mut CallOutcome) {
+        let texts: Vec<String> = outcome
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(str::to_owned))
+            .collect();
+        let shown = self.executor.budget(&texts, |keep, total| {
+            format!("… [cut: the tool-results budget shows {keep} of its {total} characters]")
+        });
+        let mut shown = shown.into_iter();
+        for block in &mut outcome.content {
+            if block.as_text().is_some()
+                && let Some(cut) = shown.next()
+                && Some(cut.as_str()) != block.as_text()
+            {
+                *block = Content::text(cut);
+            }
+        }
     }
 }
 
-/// The `eval` service: `eval` with `{"code": "..."}`, run in the sandbox.
-struct EvalService(Eval);
-
-impl Service for EvalService {
+impl Service for Builtin {
     fn call<'a>(&'a self, call: ServiceCall<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
-        Box::pin(async move {
-            let request = match ToolsCall::from_event(call.event) {
-                Ok(request) => request,
-                Err(answer) => return Ok(answer),
-            };
-            let code = request.arguments.get("code").and_then(Value::as_str);
-            let outcome = match (request.name.as_str(), code) {
-                ("eval" | "eval.eval", Some(code)) => {
-                    let result = self.0.run(code).await;
-                    let printed = (!result.output.is_empty())
-                        .then(|| Content::text(format!("printed:\n{}", result.output)));
-                    match result.outcome {
-                        Ok(value) => {
-                            let mut outcome = success(&value);
-                            outcome.content.extend(printed);
-                            outcome
-                        }
-                        Err(e) => CallOutcome::failure(CallFailure::Tool, e.to_string()),
-                    }
-                }
-                ("eval" | "eval.eval", None) => CallOutcome::failure(
-                    CallFailure::Rejected { code: -32602 },
-                    "`eval` takes {\"code\": \"<Rhai script>\"}",
-                ),
-                (other, _) => CallOutcome::failure(
-                    CallFailure::UnknownTool {
-                        available: vec!["eval".to_owned()],
-                    },
-                    format!("unknown tool `{other}`; the tools are: eval"),
-                ),
-            };
-            Ok(tools_response(request.id, &outcome))
-        })
+        Box::pin(async move { Ok(self.respond(call.event).await) })
     }
 }
 
