@@ -42,7 +42,7 @@
 //! [`conversation`]'s; several models asked at once, [`consensus`]'s.
 //!
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
-//! model), `fsm`, `mcp`, `restate`, `otel`.
+//! model), `fsm`, `mcp`, `restate`, `otel`, `logging`.
 //!
 //! # Settings and models by name
 //!
@@ -93,6 +93,8 @@ pub mod conversation;
 mod error;
 pub mod fallback;
 pub mod fs;
+#[cfg(feature = "logging")]
+pub mod logging;
 #[cfg(feature = "fsm")]
 pub mod fsm;
 pub mod matrix;

@@ -72,6 +72,7 @@
 
 pub mod gateway;
 mod models;
+mod show;
 #[cfg(test)]
 mod tests;
 
@@ -93,6 +94,7 @@ use crate::model::{self as llm, Llm, Provider};
 
 pub use self::gateway::Gateway;
 pub use self::models::{ModelPrice, price_key};
+pub use self::show::Redacted;
 
 /// The built-in aliases (the design's model table): name, `provider:model` or `local`.
 pub const BUILTIN_ALIASES: [(&str, &str); 9] = [

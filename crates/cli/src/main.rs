@@ -17,12 +17,8 @@ use crate::exit::{Status, one_line};
 mod args;
 mod ask;
 mod chat;
+mod config;
 mod exit;
-/// `claij config show` (the configuration itself is [`claij::settings`]).
-mod config {
-    mod show;
-    pub(crate) use self::show::{Command, run};
-}
 mod flags;
 mod front;
 mod fsm;
@@ -130,8 +126,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let front = std::sync::Arc::new(front::Front::new(cli.global.config.clone()));
-    let filters = logging::Filters::from_env(cli.command.log_directives());
-    let logging = match logging::install(&cli.global, &filters) {
+    let log = logging::config(&cli.global, cli.command.log_directives());
+    let logging = match logging::install(&cli.global, &log) {
         Ok(logging) => logging,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&format!("{e:#}")));

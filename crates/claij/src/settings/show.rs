@@ -1,52 +1,69 @@
-//! `claij config show`: the effective configuration, with every secret left out: keys are named by
-//! their variable (set or not, never the value), URLs lose their query string, fragment and user
-//! info (`claij_backends::redact::redact_url`), MCP `env` and `headers` values are replaced by the
-//! one marker (`***`), and so are a provider's secret `headers` and `query` values (those naming a
+//! The settings as a program may show them ([`Settings::redacted`]), with every secret left out:
+//! keys are named by their variable (set or not, never the value), URLs lose their query string,
+//! fragment and user info ([`redact_url`]), MCP `env` and `headers` values are replaced by the one
+//! marker (`***`), and so are a provider's secret `headers` and `query` values (those naming a
 //! variable, whose names are listed with whether they are set, or named like a credential).
 
-use std::io::Write as _;
+use std::fmt;
 
-use anyhow::Result;
-use claij_backends::redact::{MARKER, redact_url};
+#[cfg(feature = "mcp")]
+use claij_backends::redact::MARKER;
+use claij_backends::redact::redact_url;
 use claij_interceptors::StructuredMode;
+#[cfg(feature = "mcp")]
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
-use claij::model::Provider;
-use claij::settings::{DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings};
+use super::{COMPATIBLE_KIND, DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings, gateway::Setting};
+use crate::model::Provider;
 
-use crate::exit::Status;
-
-/// `claij config ...`.
-#[derive(Debug, clap::Subcommand)]
-pub(crate) enum Command {
-    /// Print the effective configuration (the file, or the defaults) and the file the MCP servers
-    /// come from, secrets redacted.
-    Show {
-        /// Print it as one JSON document.
-        #[arg(long)]
-        json: bool,
-    },
+/// The settings without their secrets, as lines for people ([`fmt::Display`], [`Redacted::lines`])
+/// or one JSON document ([`Redacted::to_json`]): what `claij config show` prints.
+pub struct Redacted<'a> {
+    settings: &'a Settings,
+    is_set: &'a dyn Fn(&str) -> bool,
 }
 
-/// Runs a `config` command.
-pub(crate) fn run(command: &Command, front: &crate::front::Front) -> Result<Status> {
-    let Command::Show { json } = command;
-    let config = front.settings()?;
-    let is_set = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
-    let mut out = std::io::stdout().lock();
-    if *json {
-        writeln!(out, "{:#}", to_json(config, &is_set))?;
-    } else {
-        for line in to_lines(config, &is_set) {
-            writeln!(out, "{line}")?;
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redacted").finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// The settings without their secrets; `is_set` says whether a variable is set (a program
+    /// passes its environment's answer; the value itself is never asked for).
+    pub fn redacted<'a>(&'a self, is_set: &'a dyn Fn(&str) -> bool) -> Redacted<'a> {
+        Redacted {
+            settings: self,
+            is_set,
         }
     }
-    Ok(Status::Ok)
+}
+
+impl Redacted<'_> {
+    /// The settings as one JSON document.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        to_json(self.settings, self.is_set)
+    }
+
+    /// The settings for people, a line per setting.
+    #[must_use]
+    pub fn lines(&self) -> Vec<String> {
+        to_lines(self.settings, self.is_set)
+    }
+}
+
+/// The lines of [`Redacted::lines`], each ended by a newline but the last.
+impl fmt::Display for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.lines().join("\n"))
+    }
 }
 
 /// The configuration as JSON; `is_set` says whether a variable is set (its value is never read).
-pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
+fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
     let mut providers: Map<String, Value> = config
         .providers()
         .iter()
@@ -69,7 +86,7 @@ pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value
         .collect();
     for (name, p) in config.compatible_providers() {
         let mut value = json!({
-            "kind": claij::settings::COMPATIBLE_KIND,
+            "kind": COMPATIBLE_KIND,
             "api_key_env": p.api_key_env,
             "api_key_set": p.api_key_env.as_deref().is_some_and(is_set),
             "base_url": redact_url(&p.base_url),
@@ -87,7 +104,8 @@ pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value
         })
         .collect();
     let defaults = &config.defaults;
-    json!({
+    #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+    let mut value = json!({
         "path": config.path.as_ref().map(|p| p.display().to_string()),
         "providers": providers,
         "aliases": aliases,
@@ -98,13 +116,17 @@ pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value
             "mode": defaults.mode.map(mode),
         },
         "mcp_path": config.mcp_path.as_ref().map(|p| p.display().to_string()),
-        "mcpServers": config.mcp.as_ref().map(servers_json).unwrap_or_default(),
-        "projects": config.mcp.as_ref().map(projects_json).unwrap_or_default(),
-    })
+    });
+    #[cfg(feature = "mcp")]
+    {
+        value["mcpServers"] = config.mcp.as_ref().map(servers_json).unwrap_or_default();
+        value["projects"] = config.mcp.as_ref().map(projects_json).unwrap_or_default();
+    }
+    value
 }
 
 /// The configuration for people, a line per setting.
-pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut lines = vec![match &config.path {
         Some(path) => format!("file: {}", path.display()),
         None => "file: (defaults)".to_owned(),
@@ -138,7 +160,7 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
         let structured = p.structured_output.map_or("detected", |d| d.name());
         lines.push(format!(
             "  {name:<11} {}, base_url {}, {key}, structured_output {structured}{}",
-            claij::settings::COMPATIBLE_KIND,
+            COMPATIBLE_KIND,
             redact_url(&p.base_url),
             gateway_text(&p.gateway, is_set)
         ));
@@ -179,6 +201,7 @@ pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<
         "  mode             {}",
         defaults.mode.map_or("(none: auto)", mode)
     ));
+    #[cfg(feature = "mcp")]
     lines.extend(mcp_lines(config));
     lines
 }
@@ -189,7 +212,7 @@ fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) 
     if gateway.is_empty() {
         return;
     }
-    let shown = |settings: &[claij::settings::gateway::Setting]| -> Map<String, Value> {
+    let shown = |settings: &[Setting]| -> Map<String, Value> {
         settings
             .iter()
             .map(|s| (s.name.clone(), Value::String(s.shown())))
@@ -199,7 +222,7 @@ fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) 
         .headers
         .iter()
         .chain(&gateway.query)
-        .flat_map(claij::settings::gateway::Setting::vars)
+        .flat_map(Setting::vars)
         .map(|var| (var.to_owned(), Value::Bool(is_set(var))))
         .collect();
     value["headers"] = Value::Object(shown(&gateway.headers));
@@ -212,7 +235,7 @@ fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) 
 /// without any); secret values are `***`, followed by the variables they name and whether each is
 /// set.
 fn gateway_text(gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) -> String {
-    let list = |settings: &[claij::settings::gateway::Setting]| -> String {
+    let list = |settings: &[Setting]| -> String {
         let shown: Vec<String> = settings
             .iter()
             .map(|s| {
@@ -246,6 +269,7 @@ fn gateway_text(gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) -> String {
     text
 }
 
+#[cfg(feature = "mcp")]
 /// `mcpServers (from FILE):` and a line per server, then the projects; without servers, why.
 fn mcp_lines(config: &Settings) -> Vec<String> {
     let mut lines = vec![match &config.mcp_path {
@@ -297,12 +321,14 @@ fn mcp_lines(config: &Settings) -> Vec<String> {
     lines
 }
 
+#[cfg(feature = "mcp")]
 fn redacted_keys<'a>(keys: impl Iterator<Item = &'a String>) -> String {
     keys.map(|k| format!("{k}={MARKER}"))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
+#[cfg(feature = "mcp")]
 fn servers_json(mcp: &McpConfig) -> Value {
     let redacted = |map: &std::collections::BTreeMap<String, String>| -> Map<String, Value> {
         map.keys()
@@ -334,6 +360,7 @@ fn servers_json(mcp: &McpConfig) -> Value {
     Value::Object(servers)
 }
 
+#[cfg(feature = "mcp")]
 fn projects_json(mcp: &McpConfig) -> Value {
     let projects: Map<String, Value> = mcp
         .projects

@@ -1,10 +1,10 @@
-//! `claij config show`: every secret left out, in lines and in JSON.
+//! [`Settings::redacted`] (`claij config show`): every secret left out, in lines and in JSON.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 
-use claij::settings::Settings;
+use crate::settings::Settings;
 use serde_json::json;
 
 const PATH: &str = "/etc/claij.toml";
@@ -14,7 +14,15 @@ fn parse(text: &str) -> Settings {
 }
 
 mod show {
-    pub(super) use super::super::{to_json, to_lines};
+    use crate::settings::Settings;
+
+    pub(super) fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
+        config.redacted(is_set).lines()
+    }
+
+    pub(super) fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> serde_json::Value {
+        config.redacted(is_set).to_json()
+    }
 }
 
 #[test]
@@ -203,4 +211,17 @@ fn show_redacts_gateway_secrets() {
     assert_eq!(azure["query"], json!({"api-version": "2024-10-21"}));
     assert_eq!(azure["auth_header"], "api-key");
     assert_eq!(json["providers"]["openai"].get("headers"), None);
+}
+
+#[test]
+fn the_redacted_settings_display_as_their_lines() {
+    let config = parse(GATEWAYS);
+    let is_set = |_: &str| false;
+    let redacted = config.redacted(&is_set);
+    assert_eq!(redacted.to_string(), redacted.lines().join("\n"));
+    assert!(
+        redacted
+            .to_string()
+            .starts_with("file: /etc/claij.toml\nproviders:\n")
+    );
 }
