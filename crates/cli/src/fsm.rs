@@ -1,18 +1,18 @@
 //! `claij fsm validate|render|run|resume`: check a state machine definition, draw it, run it.
 
 use std::io::Write as _;
-
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use claij::fsm::{Machine, Wiring};
-use claij_fsm::render::{self, RenderError};
-use claij_fsm::{DefinitionError, Fsm};
+use claij::fsm::engine::DefinitionError;
+use claij::fsm::engine::render::{self, RenderError};
+use claij::fsm::{Error, Machine, Wiring, count};
+use serde_json::Value;
 
 use crate::exit::Status;
 use crate::input;
-use crate::transitions::count;
 
 #[cfg(feature = "restate")]
 pub(crate) mod restate;
@@ -176,106 +176,75 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
             id,
             follow_timeout,
             options,
-        } => match load(file)? {
-            _ if *on == On::Restate && journal.is_some() => Err(anyhow!(
-                "--journal is for an embedded run: on Restate the server journals the run"
-            )),
-            _ if *on == On::Embedded
-                && (ingress.is_some() || id.is_some() || follow_timeout.is_some()) =>
-            {
-                Err(anyhow!(
-                    "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate"
-                ))
+        } => {
+            let value = input::read_json(file)?;
+            if *on == On::Restate && journal.is_some() {
+                return Err(anyhow!(
+                    "--journal is for an embedded run: on Restate the server journals the run"
+                ));
             }
-            Ok(fsm) => match subs(file, fsm)? {
-                Ok(machine) if *on == On::Restate => on_restate(
-                    &machine,
-                    input,
-                    id.as_deref(),
-                    ingress.as_deref(),
-                    follow_timeout.unwrap_or(std::time::Duration::from_secs(3600)),
-                    &options.with_front(front),
-                ),
-                Ok(machine) => {
-                    let journal = journal.as_deref().map(|path| run::NewJournal {
-                        path,
-                        force: *force,
-                    });
-                    run::run(&machine, input, journal, &options.with_front(front))
-                }
-                Err(invalid) => report(file, &invalid),
-            },
-            Err(invalid) => report(file, &invalid),
-        },
+            if *on == On::Embedded
+                && (ingress.is_some() || id.is_some() || follow_timeout.is_some())
+            {
+                return Err(anyhow!(
+                    "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate"
+                ));
+            }
+            let machine = match load(file, value, true)? {
+                Ok(machine) => machine,
+                Err(invalid) => return Ok(invalid),
+            };
+            let options = options.with_front(front);
+            if *on == On::Restate {
+                let follow = follow_timeout.unwrap_or(Duration::from_secs(3600));
+                let (id, ingress) = (id.as_deref(), ingress.as_deref());
+                return restate::run(&machine, input, id, ingress, follow, &options);
+            }
+            let journal = journal.as_deref().map(|path| (path, *force));
+            run::run(&machine, input, journal, &options)
+        }
         Command::Resume { journal, options } => run::resume(journal, &options.with_front(front)),
         Command::Provide {
             run_id,
             event,
-            on,
+            on: On::Restate,
             ingress,
-        } => provide(run_id, event, *on, ingress.as_deref()),
-    }
-}
-
-#[cfg(feature = "restate")]
-fn on_restate(
-    machine: &Machine,
-    input: &str,
-    id: Option<&str>,
-    ingress: Option<&str>,
-    follow_timeout: std::time::Duration,
-    options: &run::Options,
-) -> Result<Status> {
-    restate::run(machine, input, id, ingress, follow_timeout, options)
-}
-
-#[cfg(not(feature = "restate"))]
-fn on_restate(
-    _: &Machine,
-    _: &str,
-    _: Option<&str>,
-    _: Option<&str>,
-    _: std::time::Duration,
-    _: &run::Options,
-) -> Result<Status> {
-    Err(anyhow!(
-        "--on restate: this claij was built without the `restate` feature"
-    ))
-}
-
-fn provide(run_id: &str, event: &str, on: On, ingress: Option<&str>) -> Result<Status> {
-    if on == On::Embedded {
-        return Err(anyhow!(
+        } => restate::provide(run_id, event, ingress.as_deref()),
+        Command::Provide { .. } => Err(anyhow!(
             "an embedded run takes its input on the stdin of `claij fsm run` or `claij fsm resume`"
-        ));
+        )),
     }
-    #[cfg(feature = "restate")]
-    return restate::provide(run_id, event, ingress);
-    #[cfg(not(feature = "restate"))]
-    {
-        let _ = (run_id, event, ingress);
+}
+
+/// `--on restate` in a claij built without the `restate` feature: refused.
+#[cfg(not(feature = "restate"))]
+mod restate {
+    use super::{Duration, Machine, Result, Status, anyhow, run::Options};
+
+    pub(super) fn run(
+        _: &Machine,
+        _: &str,
+        _: Option<&str>,
+        _: Option<&str>,
+        _: Duration,
+        _: &Options,
+    ) -> Result<Status> {
+        Err(anyhow!(
+            "--on restate: this claij was built without the `restate` feature"
+        ))
+    }
+
+    pub(super) fn provide(_: &str, _: &str, _: Option<&str>) -> Result<Status> {
         Err(anyhow!(
             "--on restate: this claij was built without the `restate` feature"
         ))
     }
 }
 
-/// A definition that was read but cannot be loaded.
-enum Invalid {
-    /// JSON, but not shaped like a definition.
-    Shape(serde_json::Error),
-    /// A definition with problems.
-    Problems(DefinitionError),
-}
-
 fn validate(file: &str, flags: &Flags, front: &crate::front::Front) -> Result<Status> {
-    let fsm = match load(file)? {
-        Ok(fsm) => fsm,
-        Err(invalid) => return report(file, &invalid),
-    };
-    let machine = match subs(file, fsm)? {
+    let machine = match load(file, input::read_json(file)?, true)? {
         Ok(machine) => machine,
-        Err(invalid) => return report(file, &invalid),
+        Err(invalid) => return Ok(invalid),
     };
     let definition = machine.definition();
     // The configuration `fsm run` would read, checked as it checks it.
@@ -286,11 +255,8 @@ fn validate(file: &str, flags: &Flags, front: &crate::front::Front) -> Result<St
     let wiring = run::with_tools(Wiring::new(front.shared()?, options))?;
     let problems = wiring.check(&machine)?;
     if !problems.is_empty() {
-        let invalid = Invalid::Problems(DefinitionError {
-            fsm: definition.id.clone(),
-            problems,
-        });
-        return report(file, &invalid);
+        let fsm = definition.id.clone();
+        return report(file, &DefinitionError { fsm, problems });
     }
     writeln!(
         std::io::stdout(),
@@ -303,11 +269,11 @@ fn validate(file: &str, flags: &Flags, front: &crate::front::Front) -> Result<St
 }
 
 fn draw(file: &str, format: Format) -> Result<Status> {
-    let fsm = match load(file)? {
-        Ok(fsm) => fsm,
-        Err(invalid) => return report(file, &invalid),
+    let machine = match load(file, input::read_json(file)?, false)? {
+        Ok(machine) => machine,
+        Err(invalid) => return Ok(invalid),
     };
-    let definition = fsm.definition();
+    let definition = machine.definition();
     let text = match format {
         Format::Dot => render::to_dot(definition),
         Format::Mermaid => render::to_mermaid(definition),
@@ -323,49 +289,41 @@ fn draw(file: &str, format: Format) -> Result<Status> {
     Ok(Status::Ok)
 }
 
-/// Reads and checks a definition. An unreadable file or invalid JSON is an error (exit 2); a
-/// definition that is wrongly shaped or has problems is [`Invalid`] (exit 1).
-fn load(file: &str) -> Result<Result<Fsm, Invalid>> {
-    let value = input::read_json(file)?;
-    match claij::fsm::parse(value, input::name(file)) {
-        Ok(fsm) => Ok(Ok(fsm)),
-        Err(claij::fsm::Error::NotADefinition { error, .. }) => Ok(Err(Invalid::Shape(error))),
-        Err(claij::fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
-        Err(e) => Err(anyhow::Error::new(e).context(input::name(file).to_string())),
-    }
-}
-
-/// `fsm` with the sub-FSM files it names, relative to `file` (`-`: the current directory). A
-/// file that cannot be read is an error (exit 2); a cycle, or a file that is no valid
-/// definition, [`Invalid`] (exit 1).
-fn subs(file: &str, fsm: Fsm) -> Result<Result<Machine, Invalid>> {
-    let path = (file != "-").then(|| Path::new(file));
-    match Machine::from_fsm(fsm, path) {
+/// The definition `value` read from `file`, checked, with (`subs`) the sub-FSM files it names,
+/// relative to `file` (`-`: the current directory). A definition that is wrongly shaped or has
+/// problems (a cycle of files, a file that is no valid definition) is reported: `Ok(Err(exit 1))`;
+/// a sub-FSM file that cannot be read is an error (exit 2).
+fn load(file: &str, value: Value, subs: bool) -> Result<Result<Machine, Status>> {
+    let name = input::name(file);
+    let loaded = match claij::fsm::parse(value, name) {
+        Ok(fsm) if subs => Machine::from_fsm(fsm, (file != "-").then(|| Path::new(file))),
+        Ok(fsm) => Ok(Machine::new(fsm)),
+        Err(Error::NotADefinition { error, .. }) => {
+            writeln!(std::io::stderr(), "{name}: not an FSM definition: {error}")?;
+            return Ok(Err(Status::Invalid));
+        }
+        Err(e @ Error::Definition(_)) => Err(e),
+        Err(e) => return Err(anyhow::Error::new(e).context(name.to_string())),
+    };
+    match loaded {
         Ok(machine) => Ok(Ok(machine)),
-        Err(claij::fsm::Error::Definition(e)) => Ok(Err(Invalid::Problems(e))),
+        Err(Error::Definition(e)) => report(file, &e).map(Err),
         Err(e) => Err(e.into()),
     }
 }
 
 /// Prints the problems on stdout, one per line, and a summary on stderr.
-fn report(file: &str, invalid: &Invalid) -> Result<Status> {
-    let name = input::name(file);
-    match invalid {
-        Invalid::Shape(e) => {
-            writeln!(std::io::stderr(), "{name}: not an FSM definition: {e}")?;
-        }
-        Invalid::Problems(e) => {
-            let mut out = std::io::stdout().lock();
-            for p in &e.problems {
-                writeln!(out, "{}: {}", p.pointer, crate::exit::one_line(&p.message))?;
-            }
-            writeln!(
-                std::io::stderr(),
-                "{name}: invalid: FSM `{}` has {}",
-                e.fsm,
-                count(e.problems.len(), "problem")
-            )?;
-        }
+fn report(file: &str, e: &DefinitionError) -> Result<Status> {
+    let mut out = std::io::stdout().lock();
+    for p in &e.problems {
+        writeln!(out, "{}: {}", p.pointer, crate::exit::one_line(&p.message))?;
     }
+    writeln!(
+        std::io::stderr(),
+        "{}: invalid: FSM `{}` has {}",
+        input::name(file),
+        e.fsm,
+        count(e.problems.len(), "problem")
+    )?;
     Ok(Status::Invalid)
 }

@@ -86,13 +86,14 @@ fn restate(
             std::io::stderr(),
             "restate worker listening on http://{address}"
         )?;
-        let served_by = claij_restate::Worker::new(worker.clone());
+        let served_by = claij::fsm::restate::durable::Worker::new(worker.clone());
         let served = tokio::spawn(served_by.serve(listener, async {
             let _ = tokio::signal::ctrl_c().await;
         }));
         if let Some(admin) = register {
-            let client = claij_restate::Client::new(claij::fsm::restate::DEFAULT_INGRESS)?
-                .with_admin(admin)?;
+            let client =
+                claij::fsm::restate::durable::Client::new(claij::fsm::restate::DEFAULT_INGRESS)?
+                    .with_admin(admin)?;
             client
                 .register(&format!("http://{address}"))
                 .await

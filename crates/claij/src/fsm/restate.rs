@@ -1,16 +1,21 @@
 //! Runs on a Restate server (feature `restate`): [`Worker`], the [`claij_restate::Wiring`] a
 //! worker wires each machine with (as [`Wiring`] wires a run in this process), and what starting
-//! a run takes ([`DEFAULT_INGRESS`], [`new_run_id`]). The client and the worker themselves are
+//! a run takes ([`DEFAULT_INGRESS`], [`new_run_id`], [`request`]), following it ([`follow`]) and
+//! its end said as an embedded run's ([`report`]). The client and the worker themselves are
 //! [`claij_restate`].
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::Poll;
 
 use claij_backends::BoxFuture;
-use claij_fsm::{Fsm, Runner};
+use claij_fsm::{Entry, Fsm, Runner, Status};
 use claij_interceptors::{BoxError, Chain, ErrorChain, Pipeline};
 use claij_restate::Machine as Requested;
+use claij_restate::{Client, Ended, Followed, RunRequest, RunResult, RunStatus};
+use serde_json::{Value, json};
 
-use super::{Machine, Proposals, Services, Wired, Wiring};
+use super::{Machine, Options, Proposals, Report, Services, Wired, Wiring};
 
 /// The Restate client and worker under this module: [`claij_restate`].
 pub use claij_restate as durable;
@@ -25,6 +30,93 @@ pub fn new_run_id() -> String {
         .duration_since(std::time::SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("run-{nanos:x}-{}", std::process::id())
+}
+
+/// The request that starts a run of `machine` (inline, with its sub-FSMs) from `input`, with the
+/// limits of `options` on transitions and repeated calls.
+#[must_use]
+pub fn request(machine: &Machine, input: Value, options: &Options) -> RunRequest {
+    let inline = Requested::inline(machine.definition().clone(), machine.subs().to_vec());
+    let mut request = RunRequest::new(inline, input);
+    request.options.max_transitions = Some(options.max_transitions);
+    request.options.max_repeated_calls = Some(options.max_repeated_calls);
+    request
+}
+
+/// Follows run `id` until it ends or waits, telling `on_entry` each transition after the first
+/// `seen` (which then counts them, so a run followed again tells each once). When `interrupted`
+/// completes first, the run is interrupted on the server (its trail records it) and followed on
+/// to its end.
+///
+/// # Errors
+///
+/// The client's: the server cannot be reached, no result within its `run_timeout`.
+pub async fn follow(
+    client: &Client,
+    id: &str,
+    seen: &mut usize,
+    mut on_entry: impl FnMut(&Entry),
+    interrupted: impl Future<Output = ()>,
+) -> Result<Followed, claij_restate::Error> {
+    let told = *seen;
+    let mut index = 0;
+    let followed = {
+        let mut follow = std::pin::pin!(client.follow(id, |entry| {
+            index += 1;
+            if index > told {
+                on_entry(entry);
+            }
+        }));
+        let mut interrupted = std::pin::pin!(interrupted);
+        let first = std::future::poll_fn(|cx| match follow.as_mut().poll(cx) {
+            Poll::Ready(followed) => Poll::Ready(Some(followed)),
+            Poll::Pending => interrupted.as_mut().poll(cx).map(|()| None),
+        })
+        .await;
+        match first {
+            Some(followed) => followed,
+            None => {
+                client.interrupt(id).await?;
+                follow.await
+            }
+        }
+    };
+    *seen = told.max(index);
+    followed
+}
+
+/// A run's end on the server as [`Report`] says an embedded run's (`None`: an end this version
+/// does not know).
+#[must_use]
+pub fn report(result: &RunResult) -> Option<Report> {
+    let (outcome, status) = match &result.ended {
+        Ended::Finished { state, event } => {
+            (json!({"finished": state, "event": event}), Status::Finished)
+        }
+        Ended::Interrupted { from } => (json!({"interrupted": from}), Status::Interrupted),
+        Ended::Failed(failure) => (json!({"failed": failure.state}), Status::Running),
+        _ => return None,
+    };
+    Some(Report {
+        run_id: result.run_id.clone(),
+        outcome,
+        status,
+        trail: result.trail.clone(),
+    })
+}
+
+/// A run waiting on the server for input (`status`), as [`Report`] says it, and the state that
+/// waits (a sub-FSM's `human` state, or the run's own).
+#[must_use]
+pub fn waiting(status: &RunStatus) -> (Report, String) {
+    let state = status.waiting_in.clone().unwrap_or(status.state.clone());
+    let report = Report {
+        run_id: status.run_id.clone(),
+        outcome: json!({"waiting": state}),
+        status: status.status,
+        trail: status.trail.clone(),
+    };
+    (report, state)
 }
 
 /// What a machine's runs get as proposals on this worker (`None`: none), made once per machine.

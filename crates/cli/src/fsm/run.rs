@@ -6,14 +6,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
-use claij::fsm::{Machine, Wired, Wiring};
-use claij_fsm::{ExistingJournal, Interrupt, Journal, Outcome, Run, Runner};
-use claij_interceptors::ErrorChain;
-use serde_json::{Value, json};
+use claij::fsm::engine::Error as RunError;
+use claij::fsm::{Ended, ExistingJournal, Interrupt, Journal, Machine, Outcome, Report, Run};
+use claij::fsm::{Runner, Wired, Wiring, count};
+use claij::interceptors::ErrorChain;
+use serde_json::Value;
+use tokio::runtime::Runtime;
 
-use crate::exit::Status;
+use crate::exit::{Status, one_line};
 use crate::options::ModelOptions;
-use crate::transitions::{count, limit_reached, print_transition};
+use crate::transitions::{limit_reached, print_transition};
 
 /// Options shared by `run` and `resume` (and `claij serve restate`).
 #[derive(Debug, Clone, clap::Args)]
@@ -30,16 +32,16 @@ pub(crate) struct Options {
     proposals: crate::ask::approve::FsmFlags,
     /// Stop after N transitions of this command without reaching an end (models can loop); a
     /// journaled run goes on with `claij fsm resume`.
-    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
+    #[arg(long, default_value_t = claij::fsm::engine::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
     /// Loops: a service call that repeats an earlier one (the same state, request and result since
     /// the last input) is told to the model; a repeat beyond the first N ends the run (0: the first
     /// repeat does; `off`: none, nor is the model told, for a state that polls).
-    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = crate::args::repeated_calls)]
+    #[arg(long, default_value_t = claij::fsm::engine::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = crate::args::repeated_calls)]
     max_repeated_calls: usize,
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
     /// The process's front door, handed down by `main` ([`Options::with_front`]); not a flag.
     #[arg(skip)]
     front: Option<Arc<crate::front::Front>>,
@@ -83,12 +85,6 @@ impl Options {
         self.model.threads
     }
 
-    /// `--json`.
-    #[cfg(feature = "restate")]
-    pub(super) fn json(&self) -> bool {
-        self.json
-    }
-
     /// The library's options these flags give.
     pub(crate) fn to_library(&self) -> claij::fsm::Options {
         claij::fsm::Options {
@@ -120,13 +116,30 @@ impl Options {
     pub(crate) fn proposals(
         &self,
         claij: &claij::Claij,
-        saved: Option<claij_schema::SavedRegistry>,
+        saved: Option<claij::schema::SavedRegistry>,
         votes: bool,
     ) -> Result<Option<claij::fsm::Proposals>> {
         let shared = self
             .proposals
             .open(saved, votes, claij, &self.model, self.json)?;
         Ok(shared.map(claij::fsm::Proposals::from))
+    }
+
+    /// `machine` wired, with its proposals over `saved`, on the one runtime of its run (the MCP
+    /// servers it starts live on it).
+    fn wire(
+        &self,
+        machine: &Machine,
+        saved: Option<claij::schema::SavedRegistry>,
+    ) -> Result<(Runtime, Wired)> {
+        let runtime = runtime()?;
+        let claij = self.claij()?;
+        let proposals = self.proposals(&claij, saved, machine.votes())?;
+        let wiring = self.wiring(claij)?;
+        let wired = runtime
+            .block_on(wiring.wire_proposing(machine, proposals.as_ref()))
+            .map_err(wire_error)?;
+        Ok((runtime, wired))
     }
 }
 
@@ -150,63 +163,41 @@ pub(crate) fn wire_error(error: claij::fsm::Error) -> anyhow::Error {
     }
 }
 
-/// `--journal FILE` of `claij fsm run`.
-pub(super) struct NewJournal<'a> {
-    /// The journal file.
-    pub path: &'a Path,
-    /// `--force`: start over a journal that holds a run.
-    pub force: bool,
-}
-
-/// `claij fsm run FILE --input JSON`.
+/// `claij fsm run FILE --input JSON`, with `--journal FILE` (and `--force`: start over a journal
+/// that holds a run) when `journal` is given.
 pub(super) fn run(
     machine: &Machine,
     input: &str,
-    journal: Option<NewJournal<'_>>,
+    journal: Option<(&Path, bool)>,
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
-    let runtime = runtime()?;
-    let claij = options.claij()?;
-    let proposals = options.proposals(&claij, None, machine.votes())?;
-    let wiring = options.wiring(claij)?;
-    let wired = runtime
-        .block_on(wiring.wire_proposing(machine, proposals.as_ref()))
-        .map_err(wire_error)?;
+    let (runtime, wired) = options.wire(machine, None)?;
     let runner = &wired.runner;
-    let (mut run, journal) = match journal {
-        Some(NewJournal { path, force }) => {
+    let started = match journal {
+        Some((path, force)) => {
             let existing = if force {
                 ExistingJournal::Overwrite
             } else {
                 ExistingJournal::Refuse
             };
-            let (run, journal) = match runner.start_journaled(input, path, existing) {
-                Ok(started) => started,
-                Err(claij_fsm::Error::JournalExists { path }) => {
-                    runtime.block_on(wired.close());
-                    let path = path.display();
-                    return Err(anyhow!(
-                        "journal {path} already holds a run: use `claij fsm resume {path}` to go \
-                         on with it, or --force to start a new run over it"
-                    ));
-                }
-                Err(e) => {
-                    runtime.block_on(wired.close());
-                    return Err(e.into());
-                }
-            };
-            (run, Some(journal))
-        }
-        None => match runner.start(input) {
-            Ok(run) => (run, None),
-            Err(e) => {
-                runtime.block_on(wired.close());
-                return Err(e.into());
+            match runner.start_journaled(input, path, existing) {
+                Ok((run, journal)) => Ok((run, Some(journal))),
+                Err(RunError::JournalExists { path }) => Err(anyhow!(
+                    "journal {0} already holds a run: use `claij fsm resume {0}` to go on with \
+                     it, or --force to start a new run over it",
+                    path.display()
+                )),
+                Err(e) => Err(e.into()),
             }
-        },
+        }
+        None => runner
+            .start(input)
+            .map(|run| (run, None))
+            .map_err(Into::into),
     };
-    let status = drive(runner, &mut run, journal, options, &runtime);
+    let status =
+        started.and_then(|(mut run, journal)| drive(runner, &mut run, journal, options, &runtime));
     runtime.block_on(wired.close());
     status
 }
@@ -214,115 +205,75 @@ pub(super) fn run(
 /// `claij fsm resume JOURNAL`: the machine comes from the journal's header.
 pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     let (machine, saved) = Machine::from_journal(path)?;
-    let runtime = runtime()?;
-    let claij = options.claij()?;
-    let proposals = options.proposals(&claij, saved, machine.votes())?;
-    let wiring = options.wiring(claij)?;
-    let Wired { runner, services } = runtime
-        .block_on(wiring.wire_proposing(&machine, proposals.as_ref()))
-        .map_err(wire_error)?;
-    let resumed = runner.resume(path);
-    let (mut run, journal) = match resumed {
-        Ok(resumed) => resumed,
-        Err(e) => {
-            runtime.block_on(services.close());
-            return Err(e.into());
-        }
-    };
-    writeln!(
-        std::io::stderr(),
-        "resuming run {} in state `{}` after {}",
-        run.id,
-        run.state,
-        count(run.trail.entries.len(), "recorded transition")
-    )?;
-    let status = drive(&runner, &mut run, Some(journal), options, &runtime);
-    runtime.block_on(services.close());
+    let (runtime, wired) = options.wire(&machine, saved)?;
+    let status = wired
+        .runner
+        .resume(path)
+        .map_err(Into::into)
+        .and_then(|(mut run, journal)| {
+            writeln!(
+                std::io::stderr(),
+                "resuming run {} in state `{}` after {}",
+                run.id,
+                run.state,
+                count(run.trail.entries.len(), "recorded transition")
+            )?;
+            drive(&wired.runner, &mut run, Some(journal), options, &runtime)
+        });
+    runtime.block_on(wired.close());
     status
 }
 
-/// The one runtime of a run: the MCP servers it starts live on it.
-fn runtime() -> Result<tokio::runtime::Runtime> {
+/// The one runtime of a command.
+pub(super) fn runtime() -> Result<Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")
 }
 
-/// Runs to the end; at a `human` state reads one JSON event per line from stdin (a terminal gets a
-/// prompt); Ctrl-C interrupts the run, which records it. (The run's extensions are journaled by the
-/// runner's journal hook, after the line whose step changed them.)
+/// Runs to the end ([`claij::fsm::drive`]); at a `human` state reads one JSON event per line from
+/// stdin ([`Stdin`]); Ctrl-C interrupts the run, which records it. (The run's extensions are
+/// journaled by the runner's journal hook, after the line whose step changed them.)
 fn drive(
     runner: &Runner,
     run: &mut Run,
     mut journal: Option<Journal>,
     options: &Options,
-    runtime: &tokio::runtime::Runtime,
+    runtime: &Runtime,
 ) -> Result<Status> {
     let interrupt = Interrupt::new();
-    let outcome = loop {
-        let outcome = runtime.block_on(async {
-            let stopper = interrupt.clone();
-            let watcher = tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    stopper.interrupt();
-                }
-            });
-            let outcome = runner.run(run, &interrupt, journal.as_mut()).await;
-            watcher.abort();
-            outcome
+    let ended = runtime.block_on(async {
+        let stopper = interrupt.clone();
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stopper.interrupt();
+            }
         });
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(e) if e.is_limit() => {
-                finish(run, None, options)?;
-                let journal = journal.as_ref().map(Journal::path);
-                writeln!(std::io::stderr(), "error: {}", stopped(&e, journal))?;
-                return Ok(Status::Invalid);
-            }
-            // As `claij ask`: replies that stay invalid are exit 1; a backend that fails is 2,
-            // after the trail.
-            Err(e) if e.is_invalid_reply() => {
-                finish(run, None, options)?;
-                writeln!(
-                    std::io::stderr(),
-                    "error: {}",
-                    crate::exit::one_line(&ErrorChain(&e).to_string())
-                )?;
-                return Ok(Status::Invalid);
-            }
-            Err(e @ claij_fsm::Error::Llm { .. }) => {
-                finish(run, None, options)?;
-                return Err(e.into());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let Outcome::Waiting { state } = &outcome else {
-            break outcome;
-        };
-        let Some(input) = read_input(state)? else {
-            break outcome;
-        };
-        match runner.provide(run, input, journal.as_mut()) {
-            Ok(()) => {}
-            Err(e @ claij_fsm::Error::InvalidEvent { .. }) => {
-                writeln!(
-                    std::io::stderr(),
-                    "error: {}",
-                    crate::exit::one_line(&ErrorChain(&e).to_string())
-                )?;
-                // A person at a terminal tries again; piped input does not get better.
-                if !std::io::stdin().is_terminal() {
-                    finish(run, Some(&outcome), options)?;
-                    return Ok(Status::Invalid);
-                }
-            }
-            Err(e) => return Err(e.into()),
+        let ended = claij::fsm::drive(runner, run, journal.as_mut(), &interrupt, &mut Stdin).await;
+        watcher.abort();
+        ended
+    })?;
+    let (outcome, status) = match ended {
+        Ended::Outcome(outcome) => (outcome, Status::Ok),
+        // As `claij ask`: replies that stay invalid are exit 1; a backend that fails is 2, after
+        // the trail.
+        Ended::Stopped(e) => {
+            print_end(&Report::new(run, None), options.json)?;
+            let journal = journal.as_ref().map(Journal::path);
+            writeln!(std::io::stderr(), "error: {}", stopped(&e, journal))?;
+            return Ok(Status::Invalid);
         }
+        Ended::Failed(e) => {
+            print_end(&Report::new(run, None), options.json)?;
+            return Err(e.into());
+        }
+        Ended::Refused(outcome) => (outcome, Status::Invalid),
+        other => return Err(anyhow!("run {}: unexpected end {other:?}", run.id)),
     };
-    finish(run, Some(&outcome), options)?;
+    print_end(&Report::new(run, Some(&outcome)), options.json)?;
     match outcome {
-        Outcome::Waiting { state } => {
+        Outcome::Waiting { state } if status == Status::Ok => {
             let hint = journal.as_ref().map_or_else(String::new, |j| {
                 format!("; resume with `claij fsm resume {}`", j.path().display())
             });
@@ -330,13 +281,32 @@ fn drive(
                 std::io::stderr(),
                 "waiting for input in state `{state}`{hint}"
             )?;
-            Ok(Status::Ok)
+            Ok(status)
         }
         Outcome::Interrupted { from } => {
             writeln!(std::io::stderr(), "interrupted in state `{from}`")?;
             Ok(Status::Invalid)
         }
-        _ => Ok(Status::Ok),
+        _ => Ok(status),
+    }
+}
+
+/// A waiting state's events: one JSON event per line of stdin; a refused one is said, and a
+/// person at a terminal tries again (piped input does not get better).
+struct Stdin;
+
+impl claij::fsm::Input<anyhow::Error> for Stdin {
+    fn event(&mut self, state: &str) -> Result<Option<Value>> {
+        read_input(state)
+    }
+
+    fn refused(&mut self, error: &RunError) -> bool {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}",
+            one_line(&ErrorChain(error).to_string())
+        );
+        std::io::stdin().is_terminal()
     }
 }
 
@@ -352,12 +322,12 @@ pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
 
 /// The line for a run stopped at a limit (`e`): where, the counts, the flag that sets the limit,
 /// and how the run goes on (from `journal`, or how to keep one).
-fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
+fn stopped(e: &RunError, journal: Option<&Path>) -> String {
     let Some(what) = limit_reached(e) else {
-        return crate::exit::one_line(&ErrorChain(e).to_string());
+        return one_line(&ErrorChain(e).to_string());
     };
     let go_on = match (journal, e) {
-        (Some(path), claij_fsm::Error::RepeatedCall { .. }) => format!(
+        (Some(path), RunError::RepeatedCall { .. }) => format!(
             "the run can go on, the model told of the repeats: `claij fsm resume {}` (with a \
              higher --max-repeated-calls to allow more)",
             path.display()
@@ -373,7 +343,8 @@ fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
     format!("{what}; {go_on}")
 }
 
-/// One JSON event from stdin for the waiting `state`, or `None` at end of input.
+/// One JSON event from stdin for the waiting `state` (a terminal gets a prompt), or `None` at end
+/// of input.
 pub(super) fn read_input(state: &str) -> Result<Option<Value>> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
@@ -395,63 +366,15 @@ pub(super) fn read_input(state: &str) -> Result<Option<Value>> {
         .with_context(|| format!("input for state `{state}` is not JSON"))
 }
 
-/// The trail on stdout (with `--json`: the outcome and usage too).
-fn finish(run: &Run, outcome: Option<&Outcome>, options: &Options) -> Result<()> {
-    let outcome = match outcome {
-        Some(Outcome::Finished { state, event }) => json!({"finished": state, "event": event}),
-        Some(Outcome::Waiting { state }) => json!({"waiting": state}),
-        Some(Outcome::Interrupted { from }) => json!({"interrupted": from}),
-        Some(_) | None => json!({"failed": run.state}),
-    };
-    print_end(&run.id, run.status, &run.trail, &outcome, options.json)
-}
-
-/// The trail on stdout, with `json` the run id, `outcome`, status and usage too: what `claij fsm
-/// run` prints at the end, embedded or on Restate.
-pub(super) fn print_end(
-    run_id: &str,
-    status: claij_fsm::Status,
-    trail: &claij_fsm::Trail,
-    outcome: &Value,
-    json: bool,
-) -> Result<()> {
-    let usage = trail.usage();
+/// What `claij fsm run` prints at its end, embedded or on Restate: the trail on stdout and a
+/// summary on stderr, or with `json` the whole report on stdout.
+pub(super) fn print_end(report: &Report, json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        let report = json!({
-            "run_id": run_id,
-            "outcome": outcome,
-            "status": status,
-            "trail": trail,
-            "usage": usage,
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&report.to_json())?)?;
     } else {
-        writeln!(out, "{}", serde_json::to_string_pretty(trail)?)?;
-        let _ = writeln!(
-            std::io::stderr(),
-            "{}, {}, {}+{} tokens",
-            count(trail.entries.len(), "transition"),
-            model_calls(trail),
-            usage.input_tokens,
-            usage.output_tokens
-        );
+        writeln!(out, "{}", serde_json::to_string_pretty(&report.trail)?)?;
+        let _ = writeln!(std::io::stderr(), "{}", report.summary());
     }
     Ok(())
-}
-
-/// `3 model calls`, each an `llm` state's (a retry is an attempt of its call, not a call), with
-/// `(2 valid on the first try, 1 retry)` after it when not every call was valid at once.
-fn model_calls(trail: &claij_fsm::Trail) -> String {
-    let calls = trail.calls();
-    let first = trail.first_try();
-    let retries = trail.attempts().saturating_sub(calls);
-    let mut text = count(calls, "model call");
-    if first < calls || retries > 0 {
-        let noun = if retries == 1 { "retry" } else { "retries" };
-        text.push_str(&format!(
-            " ({first} valid on the first try, {retries} {noun})"
-        ));
-    }
-    text
 }
