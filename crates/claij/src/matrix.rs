@@ -34,6 +34,44 @@ pub struct Choice {
     pub measured: (u64, u64, u64),
 }
 
+impl Choice {
+    /// The choice for people: `MODEL: mode M, N retries (P/T passed, F valid first try): WHY`,
+    /// after what makes the model `unsupported` for structured output, when the matrix says so
+    /// ([`unsupported`]).
+    #[must_use]
+    pub fn line(&self, unsupported: Option<&str>) -> String {
+        let (tests, passed, first) = self.measured;
+        let verdict = match unsupported {
+            Some(why) => format!("UNSUPPORTED for structured output: {why}; if used anyway: "),
+            None => String::new(),
+        };
+        format!(
+            "{}: {verdict}mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try): {}",
+            self.model,
+            mode_name(self.mode),
+            self.max_retries,
+            if self.max_retries == 1 { "y" } else { "ies" },
+            self.why
+        )
+    }
+
+    /// The choice as JSON (`model`, `supported`, `unsupported`, `mode`, `max_retries`, `why`,
+    /// `tests`, `passed`, `valid_first_try`).
+    #[must_use]
+    pub fn to_json(&self, unsupported: Option<&str>) -> Value {
+        let (tests, passed, first) = self.measured;
+        serde_json::json!({
+            "model": self.model,
+            "supported": unsupported.is_none(),
+            "unsupported": unsupported,
+            "mode": mode_name(self.mode),
+            "max_retries": self.max_retries,
+            "why": self.why,
+            "tests": tests, "passed": passed, "valid_first_try": first,
+        })
+    }
+}
+
 /// The matrix claij consults when nothing names one, if there is one: the user's, in claij's
 /// data directory `data_dir` ([`crate::settings::Settings::data_dir`]), where `cargo xtask
 /// integration` merges its runs (`compat-matrix.json`), the same from any directory.

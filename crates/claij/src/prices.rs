@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use claij_backends::ModelTable;
 use claij_backends::models::{Price, PriceFileError, PriceFormat, PriceList};
 use claij_interceptors::Budget;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::settings::{Settings, price_key};
@@ -111,6 +111,39 @@ pub struct Imported {
     pub into: PathBuf,
     /// The import's date, `YYYY-MM-DD` (UTC).
     pub date: String,
+}
+
+impl Imported {
+    /// What the import did, for people: how many prices from `from` (the file read), in which
+    /// format, into which file, and what takes precedence.
+    #[must_use]
+    pub fn summary(&self, from: &Path) -> String {
+        let skipped = match self.skipped {
+            0 => String::new(),
+            n => format!(
+                "; {n} model{} without input and output prices left out",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        format!(
+            "imported {} price{} ({} format{skipped}) from {} into {}: they take precedence over \
+             the built-in prices, the configuration's [models] over them",
+            self.models,
+            if self.models == 1 { "" } else { "s" },
+            self.format.name(),
+            from.display(),
+            self.into.display()
+        )
+    }
+
+    /// What the import did, as JSON (`imported`, `skipped`, `format`, `from`, `into`, `date`).
+    #[must_use]
+    pub fn to_json(&self, from: &Path) -> Value {
+        json!({
+            "imported": self.models, "skipped": self.skipped, "format": self.format.name(),
+            "from": from, "into": self.into, "date": self.date,
+        })
+    }
 }
 
 /// Reads `file` in `format` (else the format its shape says), converts it to claij's format and
@@ -246,3 +279,119 @@ pub fn layers(settings: &Settings) -> Result<(Vec<Layer>, PriceList)> {
     });
     Ok((layers, builtin))
 }
+
+/// The prices for people: each layer's entries with their figures, date and source; an entry a
+/// higher layer replaces says so; then the built-in list's sources.
+///
+/// # Errors
+///
+/// As [`layers`].
+pub fn render(settings: &Settings) -> Result<String> {
+    let (layers, builtin) = layers(settings)?;
+    let mut out = String::from(
+        "prices, US dollars per million tokens (the configuration's over the imported over the built-in):\n",
+    );
+    for (i, layer) in layers.iter().enumerate() {
+        let at = if layer.at.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", layer.at)
+        };
+        out.push_str(&format!("{}{at}:\n", layer.name));
+        for (provider, model, price) in &layer.entries {
+            let over = layers[..i]
+                .iter()
+                .find(|l| {
+                    l.entries
+                        .iter()
+                        .any(|(p, m, _)| p == provider && m == model)
+                })
+                .map(|l| format!(" [replaced by the {}'s]", l.name))
+                .unwrap_or_default();
+            let source = match layer.name {
+                // The built-in sources are listed once, below.
+                "built-in" => price.source.as_deref().map(|s| format!(" [{s}]")),
+                _ => price.source.as_deref().map(|s| format!("; {s}")),
+            }
+            .unwrap_or_default();
+            let checked = price
+                .checked
+                .as_deref()
+                .map_or_else(|| "; undated".to_owned(), |d| format!("; checked {d}"));
+            out.push_str(&format!(
+                "  {provider}:{model}: {}{checked}{source}{over}\n",
+                figures(price)
+            ));
+        }
+    }
+    out.push_str("built-in sources:\n");
+    for (key, text) in &builtin.sources {
+        out.push_str(&format!("  [{key}] {text}\n"));
+    }
+    Ok(out)
+}
+
+/// `input 3, cached input 0.3, cache write 3.75, output 15; above 200000 input tokens: input 6,
+/// output 22.5`.
+fn figures(price: &Price) -> String {
+    let list = |figures: [(&str, Option<f64>); 5]| -> String {
+        let parts: Vec<String> = figures
+            .iter()
+            .filter_map(|(name, value)| value.map(|v| format!("{name} {v}")))
+            .collect();
+        parts.join(", ")
+    };
+    let mut text = list([
+        ("input", price.input),
+        ("cached input", price.cached_input),
+        ("cache write", price.cache_write),
+        ("output", price.output),
+        ("reasoning", price.reasoning),
+    ]);
+    for tier in &price.tiers {
+        let figures = list([
+            ("input", tier.input),
+            ("cached input", tier.cached_input),
+            ("cache write", tier.cache_write),
+            ("output", tier.output),
+            ("reasoning", tier.reasoning),
+        ]);
+        text.push_str(&format!(
+            "; above {} input tokens: {figures}",
+            tier.above_input_tokens
+        ));
+    }
+    text
+}
+
+/// The prices as JSON: the built-in list's date and sources, and every layer's entries.
+///
+/// # Errors
+///
+/// As [`layers`].
+pub fn to_json(settings: &Settings) -> Result<Value> {
+    let (layers, builtin) = layers(settings)?;
+    let layers: Vec<Value> = layers
+        .iter()
+        .map(|layer| {
+            let entries: Vec<Value> = layer
+                .entries
+                .iter()
+                .map(|(provider, model, price)| {
+                    let mut entry = json!({"provider": provider, "model": model});
+                    if let (Value::Object(map), Ok(Value::Object(price))) =
+                        (&mut entry, serde_json::to_value(price))
+                    {
+                        map.extend(price);
+                    }
+                    entry
+                })
+                .collect();
+            json!({"layer": layer.name, "at": layer.at, "models": entries})
+        })
+        .collect();
+    Ok(json!({"builtin_date": builtin.date, "builtin_sources": builtin.sources, "layers": layers}))
+}
+
+#[cfg(test)]
+mod tests;

@@ -6,10 +6,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use claij::matrix::{Choice, Matrix, choices, default_path, mode_name, read, unsupported};
+use claij::backends::models::PriceFormat;
+use claij::matrix::{Matrix, choices, default_path, read, unsupported};
 use claij::prices;
 use claij::settings::Settings;
-use claij_backends::models::{Price, PriceFormat};
 use serde_json::{Value, json};
 
 use crate::exit::Status;
@@ -55,13 +55,13 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     if args.json {
         let list: Vec<Value> = choices
             .iter()
-            .map(|c| to_json(c, unsupported(&matrix, &[&c.model]).as_deref()))
+            .map(|c| c.to_json(unsupported(&matrix, &[&c.model]).as_deref()))
             .collect();
-        let report = json!({"matrix": path, "models": list, "prices": prices_json(settings)?});
+        let report = json!({"matrix": path, "models": list, "prices": prices::to_json(settings)?});
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(Status::Ok);
     }
-    let prices = render_prices(settings)?;
+    let prices = prices::render(settings)?;
     let Some(path) = path else {
         out.write_all(prices.as_bytes())?;
         out.flush()?;
@@ -74,20 +74,8 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     };
     writeln!(out, "matrix: {}", path.display())?;
     for choice in &choices {
-        let (tests, passed, first) = choice.measured;
-        let verdict = match unsupported(&matrix, &[&choice.model]) {
-            Some(why) => format!("UNSUPPORTED for structured output: {why}; if used anyway: "),
-            None => String::new(),
-        };
-        writeln!(
-            out,
-            "{}: {verdict}mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try): {}",
-            choice.model,
-            mode_name(choice.mode),
-            choice.max_retries,
-            if choice.max_retries == 1 { "y" } else { "ies" },
-            choice.why
-        )?;
+        let unsupported = unsupported(&matrix, &[&choice.model]);
+        writeln!(out, "{}", choice.line(unsupported.as_deref()))?;
     }
     if choices.is_empty() {
         writeln!(out, "(no model measured)")?;
@@ -116,19 +104,6 @@ pub(crate) fn no_matrix(data_dir: Option<&Path>) -> String {
 /// The command that measures the embedded model into the user's matrix.
 const MEASURE_LOCAL: &str = "cargo xtask integration --llm local --yes";
 
-fn to_json(choice: &Choice, unsupported: Option<&str>) -> Value {
-    let (tests, passed, first) = choice.measured;
-    json!({
-        "model": choice.model,
-        "supported": unsupported.is_none(),
-        "unsupported": unsupported,
-        "mode": mode_name(choice.mode),
-        "max_retries": choice.max_retries,
-        "why": choice.why,
-        "tests": tests, "passed": passed, "valid_first_try": first,
-    })
-}
-
 /// Arguments of `claij models prices`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct PricesArgs {
@@ -148,159 +123,22 @@ pub(crate) struct PricesArgs {
 
 /// `claij models prices`: import a list, or show the prices.
 fn run_prices(args: &PricesArgs, settings: &Settings) -> Result<Status> {
+    let mut out = std::io::stdout().lock();
     let Some(file) = &args.import else {
-        let mut out = std::io::stdout().lock();
         if args.json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&prices_json(settings)?)?
-            )?;
+            let prices = prices::to_json(settings)?;
+            writeln!(out, "{}", serde_json::to_string_pretty(&prices)?)?;
         } else {
-            out.write_all(render_prices(settings)?.as_bytes())?;
+            out.write_all(prices::render(settings)?.as_bytes())?;
         }
         return Ok(Status::Ok);
     };
     let format = args.format.as_deref().and_then(PriceFormat::from_name);
     let done = prices::import(file, format, settings)?;
     if args.json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            json!({
-                "imported": done.models, "skipped": done.skipped, "format": done.format.name(),
-                "from": file, "into": done.into, "date": done.date,
-            })
-        )?;
+        writeln!(out, "{}", done.to_json(file))?;
     } else {
-        writeln!(
-            std::io::stdout().lock(),
-            "imported {} price{} ({} format{}) from {} into {}: they take precedence over the built-in prices, the configuration's [models] over them",
-            done.models,
-            if done.models == 1 { "" } else { "s" },
-            done.format.name(),
-            match done.skipped {
-                0 => String::new(),
-                n => format!(
-                    "; {n} model{} without input and output prices left out",
-                    if n == 1 { "" } else { "s" }
-                ),
-            },
-            file.display(),
-            done.into.display()
-        )?;
+        writeln!(out, "{}", done.summary(file))?;
     }
     Ok(Status::Ok)
 }
-
-/// The prices for people: each layer's entries with their figures, date and source; an entry a
-/// higher layer replaces says so.
-pub(crate) fn render_prices(settings: &Settings) -> Result<String> {
-    let (layers, builtin) = prices::layers(settings)?;
-    let mut out = String::from(
-        "prices, US dollars per million tokens (the configuration's over the imported over the built-in):\n",
-    );
-    for (i, layer) in layers.iter().enumerate() {
-        let at = if layer.at.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", layer.at)
-        };
-        out.push_str(&format!("{}{at}:\n", layer.name));
-        for (provider, model, price) in &layer.entries {
-            let over = layers[..i]
-                .iter()
-                .find(|l| {
-                    l.entries
-                        .iter()
-                        .any(|(p, m, _)| p == provider && m == model)
-                })
-                .map(|l| format!(" [replaced by the {}'s]", l.name))
-                .unwrap_or_default();
-            let source = match layer.name {
-                // The built-in sources are listed once, below.
-                "built-in" => price.source.as_deref().map(|s| format!(" [{s}]")),
-                _ => price.source.as_deref().map(|s| format!("; {s}")),
-            }
-            .unwrap_or_default();
-            let checked = price
-                .checked
-                .as_deref()
-                .map_or_else(|| "; undated".to_owned(), |d| format!("; checked {d}"));
-            out.push_str(&format!(
-                "  {provider}:{model}: {}{checked}{source}{over}\n",
-                figures(price)
-            ));
-        }
-    }
-    out.push_str("built-in sources:\n");
-    for (key, text) in &builtin.sources {
-        out.push_str(&format!("  [{key}] {text}\n"));
-    }
-    Ok(out)
-}
-
-/// `input 3, cached input 0.3, cache write 3.75, output 15; above 200000 input tokens: input 6,
-/// output 22.5`.
-fn figures(price: &Price) -> String {
-    let mut parts = Vec::new();
-    let mut push = |name: &str, value: Option<f64>| {
-        if let Some(v) = value {
-            parts.push(format!("{name} {v}"));
-        }
-    };
-    push("input", price.input);
-    push("cached input", price.cached_input);
-    push("cache write", price.cache_write);
-    push("output", price.output);
-    push("reasoning", price.reasoning);
-    let mut text = parts.join(", ");
-    for tier in &price.tiers {
-        let mut parts = Vec::new();
-        for (name, value) in [
-            ("input", tier.input),
-            ("cached input", tier.cached_input),
-            ("cache write", tier.cache_write),
-            ("output", tier.output),
-            ("reasoning", tier.reasoning),
-        ] {
-            if let Some(v) = value {
-                parts.push(format!("{name} {v}"));
-            }
-        }
-        text.push_str(&format!(
-            "; above {} input tokens: {}",
-            tier.above_input_tokens,
-            parts.join(", ")
-        ));
-    }
-    text
-}
-
-/// The prices as JSON: the built-in list's date and sources, and every layer's entries.
-fn prices_json(settings: &Settings) -> Result<Value> {
-    let (layers, builtin) = prices::layers(settings)?;
-    let layers: Vec<Value> = layers
-        .iter()
-        .map(|layer| {
-            let entries: Vec<Value> = layer
-                .entries
-                .iter()
-                .map(|(provider, model, price)| {
-                    let mut entry = json!({"provider": provider, "model": model});
-                    if let (Value::Object(map), Ok(Value::Object(price))) =
-                        (&mut entry, serde_json::to_value(price))
-                    {
-                        map.extend(price);
-                    }
-                    entry
-                })
-                .collect();
-            json!({"layer": layer.name, "at": layer.at, "models": entries})
-        })
-        .collect();
-    Ok(json!({"builtin_date": builtin.date, "builtin_sources": builtin.sources, "layers": layers}))
-}
-
-#[cfg(test)]
-mod tests;

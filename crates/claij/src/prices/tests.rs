@@ -1,4 +1,4 @@
-//! `claij models prices`: the layers as shown.
+//! The price layers, as used and as shown ([`super::render`], `claij models prices`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,14 +14,14 @@ fn the_configuration_over_the_import_over_the_builtin_prices() {
         {"provider": "openai", "id": "o3-mini", "input": 1.1, "output": 4.4, "source": "import"},
         {"provider": "gemini", "id": "gemini-2.5-pro", "input": 7, "output": 7, "source": "import"}
     ]});
-    std::fs::write(dir.join(claij::prices::IMPORTED_FILE), imported.to_string()).unwrap();
-    let mut settings = claij::settings::Settings::parse(
+    std::fs::write(dir.join(crate::prices::IMPORTED_FILE), imported.to_string()).unwrap();
+    let mut settings = crate::settings::Settings::parse(
         "[models.\"openai:gpt-4o-mini\"]\nprice = { input = 1, output = 2 }\n",
         std::path::Path::new("/etc/claij.toml"),
     )
     .unwrap();
     settings.data_dir = Some(dir.clone());
-    let table = claij::prices::table(&settings).unwrap();
+    let table = crate::prices::table(&settings).unwrap();
     let input = |provider: &str, model: &str| table.price_for(provider, model).unwrap().input;
     assert_eq!(
         input("openai", "gpt-4o-mini"),
@@ -35,7 +35,7 @@ fn the_configuration_over_the_import_over_the_builtin_prices() {
         "only the import knows it"
     );
     assert_eq!(input("openai", "gpt-5"), Some(1.25), "the built-in one");
-    let shown = super::render_prices(&settings).unwrap();
+    let shown = super::render(&settings).unwrap();
     assert!(
         shown.contains(
             "openai:gpt-4o-mini: input 9, output 9; undated; a test list [replaced by the configuration's]"
