@@ -126,9 +126,11 @@ pub trait Input<E> {
     /// The caller's: the run stops and [`drive`] returns it.
     fn event(&mut self, state: &str) -> Result<Option<Value>, E>;
 
-    /// The state refused the last event (`error`, [`claij_fsm::Error::InvalidEvent`]): `true`
-    /// asks again, `false` ends the drive ([`Ended::Refused`]).
-    fn refused(&mut self, error: &claij_fsm::Error) -> bool;
+    /// The state refused the last event, saying `why` (an embedded run's
+    /// [`claij_fsm::Error::InvalidEvent`] with its causes, a Restate server's refusal): `true`
+    /// asks again, `false` ends the drive ([`Ended::Refused`]; a run on a server waits on and is
+    /// asked again).
+    fn refused(&mut self, why: &str) -> bool;
 }
 
 /// How a driven run ended.
@@ -176,7 +178,7 @@ pub async fn drive<E: From<claij_fsm::Error>>(
         match runner.provide(run, event, journal.as_deref_mut()) {
             Ok(()) => {}
             Err(e @ claij_fsm::Error::InvalidEvent { .. }) => {
-                if !input.refused(&e) {
+                if !input.refused(&claij_interceptors::ErrorChain(&e).to_string()) {
                     return Ok(Ended::Refused(outcome));
                 }
             }

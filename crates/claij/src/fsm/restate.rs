@@ -15,7 +15,7 @@ use claij_restate::Machine as Requested;
 use claij_restate::{Client, Ended, Followed, RunRequest, RunResult, RunStatus};
 use serde_json::{Value, json};
 
-use super::{Machine, Options, Proposals, Report, Services, Wired, Wiring};
+use super::{Input, Machine, Options, Proposals, Report, Services, Wired, Wiring};
 
 /// The Restate client and worker under this module: [`claij_restate`].
 pub use claij_restate as durable;
@@ -83,6 +83,48 @@ pub async fn follow(
     };
     *seen = told.max(index);
     followed
+}
+
+/// Follows run `id` as [`follow`] does (telling `on_entry` each transition once, `interrupted()`
+/// interrupting it), giving each `human` state it waits in the next event of `input` (an event
+/// the server refuses is told to [`Input::refused`] and the run waits on), until it ends or waits
+/// for an event `input` does not have.
+///
+/// # Errors
+///
+/// [`follow`]'s, a server that refuses an event otherwise than as invalid, and `input`'s.
+pub async fn drive<E, F>(
+    client: &Client,
+    id: &str,
+    input: &mut dyn Input<E>,
+    mut on_entry: impl FnMut(&Entry),
+    interrupted: impl Fn() -> F,
+) -> Result<Followed, E>
+where
+    E: From<claij_restate::Error>,
+    F: Future<Output = ()>,
+{
+    let mut seen = 0;
+    loop {
+        let followed = follow(client, id, &mut seen, &mut on_entry, interrupted()).await?;
+        let Followed::Waiting(status) = &followed else {
+            return Ok(followed);
+        };
+        let (_, state) = waiting(status);
+        let Some(event) = input.event(&state)? else {
+            return Ok(followed);
+        };
+        match client.provide(id, &event).await {
+            Err(claij_restate::Error::Status {
+                status: 400,
+                message,
+                ..
+            }) => {
+                input.refused(&message);
+            }
+            other => drop(other?),
+        }
+    }
 }
 
 /// A run's end on the server as [`Report`] says an embedded run's (`None`: an end this version

@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use anyhow::{Context as _, Result, anyhow};
 use claij::fsm::restate::durable::{Client, Ended, Error, FailureKind, Followed, RunResult};
-use claij::fsm::restate::{DEFAULT_INGRESS, follow, new_run_id, report, request, waiting};
+use claij::fsm::restate::{DEFAULT_INGRESS, drive, new_run_id, report, request, waiting};
 use serde_json::Value;
 
 use super::run::{self, Options};
@@ -37,41 +37,30 @@ pub(super) fn run(
         "started on Restate"
     };
     writeln!(std::io::stderr(), "run {id} {how}")?;
-    let mut seen = 0;
-    loop {
-        // Ctrl-C interrupts the run (the trail records it); it is followed on to its end.
-        let interrupted = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
-        let print = |entry: &_| {
-            let _ = crate::transitions::print_transition(entry);
-        };
-        let status = match runtime.block_on(follow(&client, &id, &mut seen, print, interrupted)) {
-            Ok(Followed::Ended(result)) => return ended(&result, options),
-            Ok(Followed::Waiting(status)) => status,
-            Ok(other) => return Err(anyhow!("run {id}: unexpected {other:?}")),
-            Err(error @ Error::Timeout { .. }) => {
-                return Err(anyhow!("{error}: `--follow-timeout` sets how long"));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let (report, state) = waiting(&status);
-        let Some(event) = run::read_input(&state)? else {
+    let print = |entry: &_| {
+        let _ = crate::transitions::print_transition(entry);
+    };
+    // Ctrl-C interrupts the run (the trail records it); it is followed on to its end.
+    let ctrl_c = || async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let followed = runtime.block_on(drive(&client, &id, &mut run::Stdin, print, ctrl_c));
+    match followed {
+        Ok(Followed::Ended(result)) => ended(&result, options),
+        Ok(Followed::Waiting(status)) => {
+            let (report, state) = waiting(&status);
             run::print_end(&report, options.json)?;
             writeln!(
                 std::io::stderr(),
                 "waiting for input in state `{state}`; give it with `claij fsm provide --on restate {id} EVENT`"
             )?;
-            return Ok(Status::Ok);
-        };
-        match runtime.block_on(client.provide(&id, &event)) {
-            Err(Error::Status {
-                status: 400,
-                message,
-                ..
-            }) => writeln!(std::io::stderr(), "error: {}", one_line(&message))?,
-            other => drop(other?),
+            Ok(Status::Ok)
         }
+        Ok(other) => Err(anyhow!("run {id}: unexpected {other:?}")),
+        Err(e) => match e.downcast_ref::<Error>() {
+            Some(Error::Timeout { .. }) => Err(anyhow!("{e}: `--follow-timeout` sets how long")),
+            _ => Err(e),
+        },
     }
 }
 

@@ -293,19 +293,15 @@ fn drive(
 
 /// A waiting state's events: one JSON event per line of stdin; a refused one is said, and a
 /// person at a terminal tries again (piped input does not get better).
-struct Stdin;
+pub(super) struct Stdin;
 
 impl claij::fsm::Input<anyhow::Error> for Stdin {
     fn event(&mut self, state: &str) -> Result<Option<Value>> {
         read_input(state)
     }
 
-    fn refused(&mut self, error: &RunError) -> bool {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: {}",
-            one_line(&ErrorChain(error).to_string())
-        );
+    fn refused(&mut self, why: &str) -> bool {
+        let _ = writeln!(std::io::stderr(), "error: {}", one_line(why));
         std::io::stdin().is_terminal()
     }
 }
@@ -345,7 +341,7 @@ fn stopped(e: &RunError, journal: Option<&Path>) -> String {
 
 /// One JSON event from stdin for the waiting `state` (a terminal gets a prompt), or `None` at end
 /// of input.
-pub(super) fn read_input(state: &str) -> Result<Option<Value>> {
+fn read_input(state: &str) -> Result<Option<Value>> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         write!(std::io::stderr(), "input for `{state}` (a JSON event): ")?;

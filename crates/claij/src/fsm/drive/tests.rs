@@ -32,7 +32,7 @@ impl Input<claij_fsm::Error> for Script {
         Ok((!self.events.is_empty()).then(|| self.events.remove(0)))
     }
 
-    fn refused(&mut self, _: &claij_fsm::Error) -> bool {
+    fn refused(&mut self, _: &str) -> bool {
         self.refused += 1;
         self.retry
     }
