@@ -91,6 +91,7 @@ mod client;
 pub mod consensus;
 pub mod conversation;
 mod error;
+pub mod extensions;
 pub mod fallback;
 pub mod fs;
 #[cfg(feature = "logging")]

@@ -1,12 +1,11 @@
-//! `claij schema compose`, `render`, and the schema extensions of a conversation: `audit` and
-//! `rollback` ([`extensions`]).
-
-mod extensions;
+//! `claij schema compose`, `render`, and the schema extensions of a conversation or a run's
+//! journal ([`claij::extensions`]): `audit` and `rollback`.
 
 use std::io::Write as _;
 
 use anyhow::{Context as _, Result};
-use claij_schema::{Registry, dialect::Dialect, render};
+use claij::extensions::{self, Audit, Kind};
+use claij::schema::{Registry, dialect::Dialect, render};
 
 use crate::exit::Status;
 use crate::input;
@@ -81,12 +80,44 @@ pub(crate) enum Format {
 pub(crate) fn run(cmd: &Command) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     match cmd {
-        Command::Audit { file, json } => return extensions::audit(file, *json),
+        Command::Audit { file, json } => {
+            let audit = Audit::read(file)?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&audit.to_json())?)?;
+            } else {
+                writeln!(out, "{audit}")?;
+            }
+        }
         Command::Rollback {
             file,
             extension_id,
             schema,
-        } => return extensions::rollback(file, extension_id, schema.as_deref()),
+        } => {
+            let registry = match Kind::of(file)? {
+                Kind::Journal => {
+                    let base = schema.as_deref().map(input::read_json).transpose()?;
+                    extensions::rollback_journal(file, extension_id, base)?
+                }
+                Kind::Conversation => {
+                    let base = match schema {
+                        Some(path) => {
+                            let schema = input::read_json(path)?;
+                            claij::schema::check(&schema)
+                                .with_context(|| input::name(path).to_owned())?;
+                            schema
+                        }
+                        None => claij::schema::base(),
+                    };
+                    let _lock = crate::ask::lock_session(file, false)?;
+                    extensions::rollback_conversation(file, extension_id, base)?
+                }
+            };
+            writeln!(
+                std::io::stderr(),
+                "rolled back `{extension_id}`; {} extension(s) still active, composed and checked",
+                registry.extensions().len()
+            )?;
+        }
         Command::Compose {
             base,
             deltas,
@@ -100,7 +131,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                 match registry.add(delta) {
                     Ok(_) => {}
                     // A schema no reply can satisfy: the deltas are wrong, not the command (exit 1).
-                    Err(e @ claij_schema::Error::Contradiction { .. }) => {
+                    Err(e @ claij::schema::Error::Contradiction { .. }) => {
                         writeln!(std::io::stderr(), "{}: {e}", input::name(path))?;
                         return Ok(Status::Invalid);
                     }
@@ -116,7 +147,7 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
         }
         Command::Render { format, file } => {
             let schema = input::read_json(file)?;
-            claij_schema::check(&schema).with_context(|| input::name(file).to_owned())?;
+            claij::schema::check(&schema).with_context(|| input::name(file).to_owned())?;
             let dialect = match format {
                 Format::Json => {
                     writeln!(out, "{}", render::to_json(&schema))?;

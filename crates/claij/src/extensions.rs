@@ -1,0 +1,349 @@
+//! The schema extensions a conversation file ([`crate::session::Session`]) or, with the `fsm`
+//! feature, a run's journal keeps: the deltas that shaped its requests (every interceptor's, and
+//! approved proposals), each change once, and the extensions proposed and how each was decided
+//! ([`Audit`]); and the removal of one of them ([`rollback_conversation`], [`rollback_journal`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use claij_schema::{AppliedLog, AuditAction, AuditEntry, AuditLog, Registry, SavedRegistry};
+use serde_json::{Value, json};
+
+use crate::session::Session;
+
+/// Who the audit log says removed an extension rolled back.
+pub const ROLLED_BACK_BY: &str = "claij schema rollback";
+
+/// Reading or rolling back a file's extensions failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file cannot be read.
+    #[error("cannot read {}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The conversation file cannot be read, locked or written.
+    #[error(transparent)]
+    Session(#[from] crate::Error),
+    /// The journal cannot be read or written (feature `fsm`).
+    #[cfg(feature = "fsm")]
+    #[error(transparent)]
+    Journal(#[from] claij_fsm::Error),
+    /// The file keeps no schema extensions to roll back.
+    #[error("{}: the {} has no schema extensions", file.display(), if *journal { "run" } else { "conversation" })]
+    NoExtensions {
+        /// The file.
+        file: PathBuf,
+        /// Whether it is a run's journal (else a conversation).
+        journal: bool,
+    },
+    /// The saved extensions do not compose with the schema given.
+    #[error("{}: the saved schema extensions do not compose with this schema", file.display())]
+    Compose {
+        /// The file.
+        file: PathBuf,
+        /// The registry's error.
+        source: Box<claij_schema::Error>,
+    },
+    /// The extension cannot be removed (it is not active, or the rest no longer compose).
+    #[error("{}: cannot roll back `{extension_id}` (active: {})", file.display(), names(active))]
+    Rollback {
+        /// The file.
+        file: PathBuf,
+        /// The extension asked for.
+        extension_id: String,
+        /// The extensions active.
+        active: Vec<String>,
+        /// The registry's error.
+        source: Box<claij_schema::Error>,
+    },
+}
+
+/// What a file keeping schema extensions is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A conversation file (`claij ask|chat --session FILE`).
+    Conversation,
+    /// A run's journal (`claij fsm run --journal FILE`): its first line a run header.
+    Journal,
+}
+
+impl Kind {
+    /// What `file` is: a journal when its first line is a run header, else a conversation.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Read`]: the file cannot be read (or is larger than [`crate::fs::MAX_INPUT_BYTES`]).
+    pub fn of(file: &Path) -> Result<Self, Error> {
+        let text = crate::fs::read_file_capped(
+            file,
+            crate::fs::MAX_INPUT_BYTES,
+            "a conversation or journal",
+        )
+        .map_err(|source| Error::Read {
+            file: file.to_owned(),
+            source,
+        })?;
+        let first = text.lines().next().unwrap_or_default();
+        let journal = serde_json::from_str::<Value>(first)
+            .is_ok_and(|line| line.get("kind").and_then(|k| k.as_str()) == Some("run"));
+        Ok(if journal {
+            Self::Journal
+        } else {
+            Self::Conversation
+        })
+    }
+}
+
+/// The audit logs of a conversation or a journal: printed ([`fmt::Display`]) oldest first, the
+/// deltas applied to its requests, then the proposed extensions (`active:` last).
+#[derive(Debug, Clone)]
+pub struct Audit {
+    /// The file read.
+    pub file: PathBuf,
+    /// The deltas applied to the requests: per `llm` state of a journal (`Some(state)`), else the
+    /// conversation's (`None`), when it has any.
+    pub applied: Vec<(Option<String>, AppliedLog)>,
+    /// The proposed extensions: those active, and how each was decided.
+    pub proposed: SavedRegistry,
+}
+
+impl Audit {
+    /// The audit logs of `file`, a conversation or (feature `fsm`) a journal.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read, or is no conversation or journal.
+    pub fn read(file: &Path) -> Result<Self, Error> {
+        let (saved, applied) = match Kind::of(file)? {
+            #[cfg(feature = "fsm")]
+            Kind::Journal => {
+                let applied = claij_fsm::journal::read_applied(file)?
+                    .into_iter()
+                    .map(|(state, log)| (Some(state), log))
+                    .collect();
+                (claij_fsm::journal::read_extensions(file)?, applied)
+            }
+            _ => {
+                let session = Session::load(file)?;
+                let applied = if session.applied.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(None, session.applied)]
+                };
+                (session.extensions, applied)
+            }
+        };
+        let proposed = saved.unwrap_or_else(|| SavedRegistry {
+            base: Value::Null,
+            extensions: Vec::new(),
+            audit: AuditLog::default(),
+        });
+        Ok(Self {
+            file: file.to_owned(),
+            applied,
+            proposed,
+        })
+    }
+
+    /// `{"applied": [{"state", "active", "audit"}], "extensions": {"active", "audit"}}` (`state`
+    /// null for a conversation).
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let applied: Vec<Value> = self
+            .applied
+            .iter()
+            .map(|(state, log)| json!({"state": state, "active": log.active(), "audit": log.audit()}))
+            .collect();
+        json!({
+            "applied": applied,
+            "extensions": {"active": self.proposed.extensions, "audit": self.proposed.audit},
+        })
+    }
+}
+
+impl fmt::Display for Audit {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (state, log) in &self.applied {
+            write_applied(out, state.as_deref(), log)?;
+        }
+        if self.proposed.audit.is_empty() {
+            return write!(
+                out,
+                "{}: no schema extension was proposed",
+                self.file.display()
+            );
+        }
+        if !self.applied.is_empty() {
+            writeln!(out, "schema extensions proposed:")?;
+        }
+        for entry in self.proposed.audit.entries() {
+            write_entry(out, entry)?;
+        }
+        let active = self
+            .proposed
+            .extensions
+            .iter()
+            .map(|e| e.extension_id.as_str());
+        write!(out, "active: {}", names(active))
+    }
+}
+
+/// `a, b`, or `none`.
+fn names<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> String {
+    let names: Vec<S> = names.into_iter().collect();
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    names.join(", ")
+}
+
+/// The deltas applied to the requests (of `state`, in a journal): a heading, each change (when,
+/// which extension, applied or no longer, by whom, the delta), and those of the last request.
+fn write_applied(
+    out: &mut fmt::Formatter<'_>,
+    state: Option<&str>,
+    log: &AppliedLog,
+) -> fmt::Result {
+    match state {
+        Some(state) => writeln!(
+            out,
+            "schema deltas applied to the requests of state `{state}`:"
+        )?,
+        None => writeln!(out, "schema deltas applied to the requests:")?,
+    }
+    for entry in log.audit().entries() {
+        let action = match entry.action {
+            AuditAction::Added => "applied",
+            AuditAction::Removed => "no longer applied",
+            AuditAction::Rejected => "refused by the registry",
+            AuditAction::Declined => "declined",
+        };
+        writeln!(
+            out,
+            "{}  {}  {action}  (added by {})",
+            humantime::format_rfc3339_seconds(entry.at),
+            entry.extension_id,
+            entry.by
+        )?;
+        writeln!(out, "    delta: {}", entry.delta)?;
+    }
+    let last = log.active().iter().map(|d| d.extension_id.as_str());
+    writeln!(out, "applied to the last request: {}", names(last))
+}
+
+/// One audit entry: when, what, which extension, by whom; then the reason, the ballots, the delta.
+fn write_entry(out: &mut fmt::Formatter<'_>, entry: &AuditEntry) -> fmt::Result {
+    let (action, by) = match entry.action {
+        AuditAction::Added => ("activated", "proposed by"),
+        AuditAction::Rejected => ("refused by the registry", "proposed by"),
+        AuditAction::Removed => ("rolled back", "removed by"),
+        AuditAction::Declined => ("declined", "proposed by"),
+    };
+    writeln!(
+        out,
+        "{}  {}  {action}  ({by} {})",
+        humantime::format_rfc3339_seconds(entry.at),
+        entry.extension_id,
+        entry.by
+    )?;
+    if let Some(reason) = &entry.reason {
+        writeln!(out, "    reason: {reason}")?;
+    }
+    for ballot in &entry.ballots {
+        let verb = if ballot.approve {
+            "approves"
+        } else {
+            "rejects"
+        };
+        writeln!(out, "    {} {verb}: {}", ballot.voter, ballot.reason)?;
+    }
+    writeln!(out, "    delta: {}", entry.delta)
+}
+
+/// Removes `extension_id` from the extensions of the conversation `file`, composing and checking
+/// the rest onto `base` (the response schema the conversation runs with), and writes the file back;
+/// the caller holds the session's lock ([`crate::session::SessionLock`]). The registry left.
+///
+/// # Errors
+///
+/// The file cannot be read or written; it has no extensions; they do not compose with `base`; the
+/// extension is not active or the rest no longer compose without it.
+pub fn rollback_conversation(
+    file: &Path,
+    extension_id: &str,
+    base: Value,
+) -> Result<Registry, Error> {
+    let session = Session::load(file)?;
+    let Some(saved) = &session.extensions else {
+        return Err(Error::NoExtensions {
+            file: file.to_owned(),
+            journal: false,
+        });
+    };
+    let saved = SavedRegistry {
+        base,
+        extensions: saved.extensions.clone(),
+        audit: saved.audit.clone(),
+    };
+    let registry = remove(file, saved, extension_id)?;
+    session.with_extensions(Some(&registry)).save(file)?;
+    Ok(registry)
+}
+
+/// Removes `extension_id` from the extensions of the journal `file` (under its lock), composing and
+/// checking the rest onto `base` (default the journal's own), and appends the new extensions line.
+/// The registry left.
+///
+/// # Errors
+///
+/// As [`rollback_conversation`], for a journal.
+#[cfg(feature = "fsm")]
+pub fn rollback_journal(
+    file: &Path,
+    extension_id: &str,
+    base: Option<Value>,
+) -> Result<Registry, Error> {
+    let mut journal = claij_fsm::Journal::append_to(file)?;
+    let Some(mut saved) = claij_fsm::journal::read_extensions(file)? else {
+        return Err(Error::NoExtensions {
+            file: file.to_owned(),
+            journal: true,
+        });
+    };
+    if let Some(base) = base {
+        saved.base = base;
+    }
+    let registry = remove(file, saved, extension_id)?;
+    journal.record_extensions(&registry.to_saved())?;
+    Ok(registry)
+}
+
+/// The registry `saved` without `extension_id`, the rest composed and checked again.
+fn remove(file: &Path, saved: SavedRegistry, extension_id: &str) -> Result<Registry, Error> {
+    let mut registry = Registry::from_saved(saved).map_err(|source| Error::Compose {
+        file: file.to_owned(),
+        source: Box::new(source),
+    })?;
+    if let Err(source) = registry.remove(extension_id, ROLLED_BACK_BY) {
+        return Err(Error::Rollback {
+            file: file.to_owned(),
+            extension_id: extension_id.to_owned(),
+            active: registry
+                .extensions()
+                .iter()
+                .map(|e| e.extension_id.clone())
+                .collect(),
+            source: Box::new(source),
+        });
+    }
+    Ok(registry)
+}
+
+#[cfg(test)]
+mod tests;
