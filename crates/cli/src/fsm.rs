@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use claij::fsm::engine::DefinitionError;
 use claij::fsm::engine::render::{self, RenderError};
-use claij::fsm::{Error, Machine, Wiring, count};
+use claij::fsm::{Error, ExistingJournal, Machine, Wiring, count};
 use serde_json::Value;
 
 use crate::exit::Status;
@@ -200,7 +200,11 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
                 let (id, ingress) = (id.as_deref(), ingress.as_deref());
                 return restate::run(&machine, input, id, ingress, follow, &options);
             }
-            let journal = journal.as_deref().map(|path| (path, *force));
+            let existing = match force {
+                true => ExistingJournal::Overwrite,
+                false => ExistingJournal::Refuse,
+            };
+            let journal = journal.as_deref().map(|path| (path, existing));
             run::run(&machine, input, journal, &options)
         }
         Command::Resume { journal, options } => run::resume(journal, &options.with_front(front)),

@@ -86,25 +86,17 @@ fn restate(
             std::io::stderr(),
             "restate worker listening on http://{address}"
         )?;
-        let served_by = claij::fsm::restate::durable::Worker::new(worker.clone());
-        let served = tokio::spawn(served_by.serve(listener, async {
+        let served = tokio::spawn(worker.serve(listener, async {
             let _ = tokio::signal::ctrl_c().await;
         }));
         if let Some(admin) = register {
-            let client =
-                claij::fsm::restate::durable::Client::new(claij::fsm::restate::DEFAULT_INGRESS)?
-                    .with_admin(admin)?;
-            client
-                .register(&format!("http://{address}"))
+            let uri = format!("http://{address}");
+            claij::fsm::restate::register(admin, &uri)
                 .await
-                .with_context(|| format!("cannot register http://{address} with {admin}"))?;
-            writeln!(
-                std::io::stderr(),
-                "registered http://{address} with {admin}"
-            )?;
+                .with_context(|| format!("cannot register {uri} with {admin}"))?;
+            writeln!(std::io::stderr(), "registered {uri} with {admin}")?;
         }
         served.await.context("the worker stopped")?;
-        worker.close().await;
         anyhow::Ok(())
     })?;
     Ok(Status::Ok)

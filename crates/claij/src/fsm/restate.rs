@@ -127,6 +127,17 @@ where
     }
 }
 
+/// Registers the worker at `uri` with the Restate server whose admin API is at `admin` (a
+/// registration of the same URI is replaced).
+///
+/// # Errors
+///
+/// The client's: an invalid URL, a server that cannot be reached or refuses.
+pub async fn register(admin: &str, uri: &str) -> Result<(), claij_restate::Error> {
+    let client = Client::new(DEFAULT_INGRESS)?.with_admin(admin)?;
+    client.register(uri).await.map(drop)
+}
+
 /// A run's end on the server as [`Report`] says an embedded run's (`None`: an end this version
 /// does not know).
 #[must_use]
@@ -196,6 +207,19 @@ impl Worker {
     ) -> Self {
         self.proposals = Some(Arc::new(proposals));
         self
+    }
+
+    /// Serves the runs a Restate server sends to `listener` until `shutdown` completes, then
+    /// closes the services its machines started.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) {
+        claij_restate::Worker::new(self.clone())
+            .serve(listener, shutdown)
+            .await;
+        self.close().await;
     }
 
     /// Closes the services every machine started.

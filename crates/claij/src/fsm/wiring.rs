@@ -2,12 +2,13 @@
 //! started once for the whole tree of machines, its models opened once each, its sub-FSMs and
 //! meta-debugging attached, the run's limits set.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use claij_fsm::journal::SubDefinition;
-use claij_fsm::{Definition, Entry, Fsm, Problem, Runner};
+use claij_fsm::{Definition, Entry, ExistingJournal, Fsm, Journal, Problem, Run, Runner};
 use claij_schema::Registry;
+use serde_json::Value;
 
 use super::meta_debug::MetaDebug;
 use super::{Error, Machine, models, subfsm};
@@ -112,6 +113,27 @@ pub struct Wired {
 }
 
 impl Wired {
+    /// Starts a run from `input`, recorded to a new journal at `journal` when given (its
+    /// [`ExistingJournal`] says what becomes of a file that already holds a run).
+    ///
+    /// # Errors
+    ///
+    /// The runner's: no transition from `start` takes `input`,
+    /// [`claij_fsm::Error::JournalExists`], a journal that cannot be written or locked.
+    pub fn start(
+        &self,
+        input: Value,
+        journal: Option<(&Path, ExistingJournal)>,
+    ) -> Result<(Run, Option<Journal>), claij_fsm::Error> {
+        match journal {
+            Some((path, existing)) => {
+                let (run, journal) = self.runner.start_journaled(input, path, existing)?;
+                Ok((run, Some(journal)))
+            }
+            None => Ok((self.runner.start(input)?, None)),
+        }
+    }
+
     /// Closes the services started for the run.
     pub async fn close(&self) {
         self.services.close().await;

@@ -163,41 +163,26 @@ pub(crate) fn wire_error(error: claij::fsm::Error) -> anyhow::Error {
     }
 }
 
-/// `claij fsm run FILE --input JSON`, with `--journal FILE` (and `--force`: start over a journal
-/// that holds a run) when `journal` is given.
+/// `claij fsm run FILE --input JSON`, with `--journal FILE` when `journal` is given (`--force`:
+/// overwrite a journal that holds a run).
 pub(super) fn run(
     machine: &Machine,
     input: &str,
-    journal: Option<(&Path, bool)>,
+    journal: Option<(&Path, ExistingJournal)>,
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
     let (runtime, wired) = options.wire(machine, None)?;
-    let runner = &wired.runner;
-    let started = match journal {
-        Some((path, force)) => {
-            let existing = if force {
-                ExistingJournal::Overwrite
-            } else {
-                ExistingJournal::Refuse
-            };
-            match runner.start_journaled(input, path, existing) {
-                Ok((run, journal)) => Ok((run, Some(journal))),
-                Err(RunError::JournalExists { path }) => Err(anyhow!(
-                    "journal {0} already holds a run: use `claij fsm resume {0}` to go on with \
-                     it, or --force to start a new run over it",
-                    path.display()
-                )),
-                Err(e) => Err(e.into()),
-            }
-        }
-        None => runner
-            .start(input)
-            .map(|run| (run, None))
-            .map_err(Into::into),
-    };
-    let status =
-        started.and_then(|(mut run, journal)| drive(runner, &mut run, journal, options, &runtime));
+    let started = wired.start(input, journal).map_err(|e| match e {
+        RunError::JournalExists { path } => anyhow!(
+            "journal {0} already holds a run: use `claij fsm resume {0}` to go on with it, or \
+             --force to start a new run over it",
+            path.display()
+        ),
+        e => e.into(),
+    });
+    let status = started
+        .and_then(|(mut run, journal)| drive(&wired.runner, &mut run, journal, options, &runtime));
     runtime.block_on(wired.close());
     status
 }
