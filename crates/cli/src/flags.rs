@@ -208,6 +208,21 @@ const CONSENSUS: &[&str] = &["consensus", "on"];
 
 const RESTATE_RUN: &[&str] = &["ingress", "id", "follow-timeout"];
 
+/// A command with one mode, whose flags do not depend on each other (but for `needs`).
+macro_rules! plain {
+    ($command:literal, $honours:expr) => {
+        plain!($command, $honours, &[])
+    };
+    ($command:literal, $honours:expr, $needs:expr) => {
+        Scope {
+            command: $command,
+            modes: &[only($honours)],
+            mode_of: |_| "",
+            needs: $needs,
+        }
+    };
+}
+
 /// Every command and what it honours in each mode.
 pub(crate) static SCOPES: &[Scope] = &[
     Scope {
@@ -218,20 +233,14 @@ pub(crate) static SCOPES: &[Scope] = &[
                 said: "with one model",
                 example: &[],
                 honours: &[MODEL, CONVERSE, AGENT],
-                refusals: &[(
-                    "on",
-                    "--on chooses what --consensus majority compares: add --consensus majority",
-                )],
+                refusals: &[("on", ON_NEEDS_CONSENSUS)],
             },
             Mode {
                 name: "agent",
                 said: "in an agent run",
                 example: &["--max-steps", "2", "--interceptors", "tools"],
                 honours: &[MODEL, CONVERSE, AGENT],
-                refusals: &[(
-                    "on",
-                    "--on chooses what --consensus majority compares: add --consensus majority",
-                )],
+                refusals: &[("on", ON_NEEDS_CONSENSUS)],
             },
             Mode {
                 name: "consensus",
@@ -256,14 +265,8 @@ pub(crate) static SCOPES: &[Scope] = &[
                         "metrics",
                         "--metrics counts one model's calls, --consensus asks several: drop one",
                     ),
-                    (
-                        "max-steps",
-                        "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one",
-                    ),
-                    (
-                        "budget-usd",
-                        "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one",
-                    ),
+                    ("max-steps", AGENT_ALONE),
+                    ("budget-usd", AGENT_ALONE),
                     (
                         "session",
                         "--memory carries one conversation, --consensus asks several models once each: drop one",
@@ -370,18 +373,9 @@ pub(crate) static SCOPES: &[Scope] = &[
                 example: &[],
                 honours: &[&["input", "journal", "force", "on"], MODEL, WORKER, RUN],
                 refusals: &[
-                    (
-                        "ingress",
-                        "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
-                    ),
-                    (
-                        "id",
-                        "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
-                    ),
-                    (
-                        "follow-timeout",
-                        "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate",
-                    ),
+                    ("ingress", RESTATE_ONLY),
+                    ("id", RESTATE_ONLY),
+                    ("follow-timeout", RESTATE_ONLY),
                 ],
             },
             Mode {
@@ -389,16 +383,7 @@ pub(crate) static SCOPES: &[Scope] = &[
                 said: ON_WORKER_SAID,
                 example: &["--on", "restate"],
                 honours: &[&["input", "on"], RESTATE_RUN, RUN],
-                refusals: &[
-                    (
-                        "journal",
-                        "--journal is for an embedded run: on Restate the server journals the run",
-                    ),
-                    (
-                        "force",
-                        "--journal is for an embedded run: on Restate the server journals the run",
-                    ),
-                ],
+                refusals: &[("journal", EMBEDDED_ONLY), ("force", EMBEDDED_ONLY)],
             },
         ],
         mode_of: |m| {
@@ -410,134 +395,54 @@ pub(crate) static SCOPES: &[Scope] = &[
         },
         needs: &[MATRIX],
     },
-    Scope {
-        command: "fsm resume",
-        modes: &[only(&[MODEL, WORKER, RUN])],
-        mode_of: |_| "",
-        needs: &[MATRIX],
-    },
-    Scope {
-        command: "serve restate",
-        modes: &[only(&[&["bind", "register"], MODEL, WORKER, RUN])],
-        mode_of: |_| "",
-        needs: &[MATRIX],
-    },
-    Scope {
-        command: "fsm validate",
-        modes: &[only(&[&["project"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "fsm render",
-        modes: &[only(&[&["format"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "fsm provide",
-        modes: &[only(&[&["on", "ingress"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "mcp list",
-        modes: &[only(&[SERVERS, &["json"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "mcp call",
-        modes: &[only(&[
-            SERVERS,
-            &["args", "timeout", "max-message-bytes", "json"],
-        ])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "mcp chat",
-        modes: &[only(&[
+    plain!("fsm resume", &[MODEL, WORKER, RUN], &[MATRIX]),
+    plain!(
+        "serve restate",
+        &[&["bind", "register"], MODEL, WORKER, RUN],
+        &[MATRIX]
+    ),
+    plain!("fsm validate", &[&["project"]]),
+    plain!("fsm render", &[&["format"]]),
+    plain!("fsm provide", &[&["on", "ingress"]]),
+    plain!("mcp list", &[SERVERS, &["json"]]),
+    plain!(
+        "mcp call",
+        &[SERVERS, &["args", "timeout", "max-message-bytes", "json"]]
+    ),
+    plain!(
+        "mcp chat",
+        &[
             SERVERS,
             MODEL,
-            &["max-transitions", "max-repeated-calls", "history"],
-        ])],
-        mode_of: |_| "",
-        needs: &[MATRIX],
-    },
-    Scope {
-        command: "mcp login",
-        modes: &[only(&[&["timeout", "scope"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "mcp logout",
-        modes: &[only(&[])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "mcp servers",
-        modes: &[only(&[&["root", "servers", "dir", "format"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "models",
-        modes: &[only(&[&["matrix", "json"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "models prices",
-        modes: &[only(&[&["import", "format", "json"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "validate",
-        modes: &[only(&[&["schema", "json", "max-input-bytes"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "repair",
-        modes: &[only(&[&["schema", "json", "max-input-bytes"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "schema compose",
-        modes: &[only(&[&["compact"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "schema render",
-        modes: &[only(&[&["as"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "schema audit",
-        modes: &[only(&[&["json"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "schema rollback",
-        modes: &[only(&[&["schema"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
-    Scope {
-        command: "config show",
-        modes: &[only(&[&["json"]])],
-        mode_of: |_| "",
-        needs: &[],
-    },
+            &["max-transitions", "max-repeated-calls", "history"]
+        ],
+        &[MATRIX]
+    ),
+    plain!("mcp login", &[&["timeout", "scope"]]),
+    plain!("mcp logout", &[]),
+    plain!("mcp servers", &[&["root", "servers", "dir", "format"]]),
+    plain!("models", &[&["matrix", "json"]]),
+    plain!("models prices", &[&["import", "format", "json"]]),
+    plain!("validate", &[&["schema", "json", "max-input-bytes"]]),
+    plain!("repair", &[&["schema", "json", "max-input-bytes"]]),
+    plain!("schema compose", &[&["compact"]]),
+    plain!("schema render", &[&["as"]]),
+    plain!("schema audit", &[&["json"]]),
+    plain!("schema rollback", &[&["schema"]]),
+    plain!("config show", &[&["json"]]),
 ];
+
+/// `--on` without `--consensus majority`.
+const ON_NEEDS_CONSENSUS: &str =
+    "--on chooses what --consensus majority compares: add --consensus majority";
+/// The agent run's bounds with `--consensus`.
+const AGENT_ALONE: &str = "--max-steps and --budget-usd bound one model's agent run, --consensus asks several models once each: drop one";
+/// A Restate run's flags in an embedded one.
+const RESTATE_ONLY: &str =
+    "--ingress, --id and --follow-timeout are for a run on Restate: add --on restate";
+/// An embedded run's flags on Restate.
+const EMBEDDED_ONLY: &str =
+    "--journal is for an embedded run: on Restate the server journals the run";
 
 /// `on Restate`, as a refusal says it.
 const ON_WORKER_SAID: &str = concat!(
