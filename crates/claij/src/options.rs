@@ -4,6 +4,8 @@
 //! matrix's measured choice, else the built-in default. Where the matrix is read, a model it
 //! marks unsupported for structured output comes back with a warning for the caller to show.
 
+pub mod parse;
+
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 

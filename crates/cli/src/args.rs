@@ -3,8 +3,6 @@
 //! wild value is a one-line usage error (exit 2) naming the flag and the range, never a panic or a
 //! runaway loop later.
 
-use std::time::Duration;
-
 /// Flags of every command: the configuration file, how much is logged on stderr and how, and
 /// where traces go.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -45,11 +43,12 @@ pub(crate) enum LogFormat {
     Json,
 }
 
-// The model knobs' ranges are the library's (the configuration's `[defaults]` and the suites
-// check the same ones).
-pub(crate) use claij::options::{
-    MAX_RETRIES, MAX_TEMPERATURE, MAX_THREADS, MAX_TOKENS, REPLY_BYTES,
+// The model knobs' parsers and ranges are the library's (the configuration's `[defaults]` and the
+// suites check the same ones).
+pub(crate) use claij::options::parse::{
+    ParseError, reply_bytes, retries, seconds, temperature, threads, tokens, whole,
 };
+
 /// The most transitions an FSM run may be allowed.
 pub(crate) const MAX_TRANSITIONS: usize = 1_000_000;
 
@@ -68,33 +67,8 @@ pub(crate) const MAX_STEPS: usize = 1000;
 /// The largest `--budget-usd`.
 pub(crate) const MAX_BUDGET_USD: f64 = 1_000_000.0;
 
-/// Every duration flag (`--timeout`): seconds, a finite number above 0 and at most a day (the same
-/// bound as a server's `timeout` in an MCP configuration).
-pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .and_then(claij_mcp::timeout_from_secs)
-        .ok_or_else(|| {
-            format!(
-                "expected seconds, above 0 and at most {} (a day)",
-                claij_mcp::MAX_TIMEOUT.as_secs()
-            )
-        })
-}
-
-/// `--max-retries`: 0 to [`MAX_RETRIES`].
-pub(crate) fn retries(text: &str) -> Result<usize, String> {
-    whole(text, 0, MAX_RETRIES)
-}
-
-/// `--max-tokens`: 1 to [`MAX_TOKENS`].
-pub(crate) fn tokens(text: &str) -> Result<u32, String> {
-    whole(text, 1, MAX_TOKENS)
-}
-
 /// `--max-transitions`: 1 to [`MAX_TRANSITIONS`].
-pub(crate) fn transitions(text: &str) -> Result<usize, String> {
+pub(crate) fn transitions(text: &str) -> Result<usize, ParseError> {
     whole(text, 1, MAX_TRANSITIONS)
 }
 
@@ -108,54 +82,33 @@ pub(crate) fn repeated_calls(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("expected a whole number from 0 to {MAX_TRANSITIONS}, or off"))
 }
 
-/// `--threads`: 1 to [`MAX_THREADS`].
-pub(crate) fn threads(text: &str) -> Result<std::num::NonZeroUsize, String> {
-    whole(text, 1, MAX_THREADS)
-        .and_then(|n| std::num::NonZeroUsize::new(n).ok_or_else(|| "expected 1 or more".to_owned()))
-}
-
-/// `--temperature`: a finite number from 0 to [`MAX_TEMPERATURE`].
-pub(crate) fn temperature(text: &str) -> Result<f32, String> {
-    text.trim()
-        .parse::<f32>()
-        .ok()
-        .filter(|t| (0.0..=MAX_TEMPERATURE).contains(t))
-        .ok_or_else(|| format!("expected a number from 0 to {MAX_TEMPERATURE}"))
-}
-
 /// `--max-message-bytes`: the size limit on one message from an MCP server, in bytes (the range of
 /// a server's `maxMessageBytes`).
-pub(crate) fn message_bytes(text: &str) -> Result<usize, String> {
+pub(crate) fn message_bytes(text: &str) -> Result<usize, ParseError> {
     whole(
         text,
-        *claij_mcp::MESSAGE_BYTES.start(),
-        *claij_mcp::MESSAGE_BYTES.end(),
+        *claij::mcp::protocol::MESSAGE_BYTES.start(),
+        *claij::mcp::protocol::MESSAGE_BYTES.end(),
     )
 }
 
-/// `--max-reply-bytes`: the longest reply the pipeline searches for JSON, in bytes
-/// ([`REPLY_BYTES`]).
-pub(crate) fn reply_bytes(text: &str) -> Result<usize, String> {
-    whole(text, *REPLY_BYTES.start(), *REPLY_BYTES.end())
-}
-
 /// `--tool-results-budget`: 0 to [`MAX_RESULT_BUDGET`] characters.
-pub(crate) fn result_budget(text: &str) -> Result<usize, String> {
+pub(crate) fn result_budget(text: &str) -> Result<usize, ParseError> {
     whole(text, 0, MAX_RESULT_BUDGET)
 }
 
 /// `--history-messages`: 0 (no history) to [`MAX_HISTORY_MESSAGES`].
-pub(crate) fn history_messages(text: &str) -> Result<usize, String> {
+pub(crate) fn history_messages(text: &str) -> Result<usize, ParseError> {
     whole(text, 0, MAX_HISTORY_MESSAGES)
 }
 
 /// `--history-tokens`: 0 (no history) to [`MAX_HISTORY_TOKENS`].
-pub(crate) fn history_tokens(text: &str) -> Result<usize, String> {
+pub(crate) fn history_tokens(text: &str) -> Result<usize, ParseError> {
     whole(text, 0, MAX_HISTORY_TOKENS)
 }
 
 /// `--max-steps`: 1 to [`MAX_STEPS`].
-pub(crate) fn steps(text: &str) -> Result<usize, String> {
+pub(crate) fn steps(text: &str) -> Result<usize, ParseError> {
     whole(text, 1, MAX_STEPS)
 }
 
@@ -175,18 +128,6 @@ pub(crate) fn question(text: &str) -> Result<String, String> {
         return Err("the question is empty: ask something".to_owned());
     }
     Ok(text.to_owned())
-}
-
-/// A whole number from `min` to `max`.
-fn whole<T>(text: &str, min: T, max: T) -> Result<T, String>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-{
-    text.trim()
-        .parse::<T>()
-        .ok()
-        .filter(|n| *n >= min && *n <= max)
-        .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
 }
 
 #[cfg(test)]

@@ -5,13 +5,14 @@
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use claij::settings::Defaults;
 use claij_interceptors::{Config, StructuredMode};
 
-// The ranges `claij ask` checks too: one definition, the library's.
-use claij::options::{MAX_TEMPERATURE, MAX_THREADS, MAX_TOKENS};
+// The parsers and ranges `claij ask` checks too: one definition, the library's.
+/// `--timeout`: seconds, a finite number above 0 and at most a day.
+pub(crate) use claij::options::parse::seconds;
+use claij::options::parse::{reply_bytes, retries, temperature, threads, tokens};
 
 /// Which model and how it is called.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -95,61 +96,4 @@ impl ModelFlags {
         }
         .config(model, defaults, None)
     }
-}
-
-/// `--timeout`: seconds, a finite number above 0 and at most a day.
-pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .and_then(claij_mcp::timeout_from_secs)
-        .ok_or_else(|| {
-            format!(
-                "expected seconds, above 0 and at most {} (a day)",
-                claij_mcp::MAX_TIMEOUT.as_secs()
-            )
-        })
-}
-
-/// `--max-retries`: 0 to [`claij::options::MAX_RETRIES`].
-fn retries(text: &str) -> Result<usize, String> {
-    whole(text, 0, claij::options::MAX_RETRIES)
-}
-
-/// `--max-tokens`: 1 to [`MAX_TOKENS`].
-fn tokens(text: &str) -> Result<u32, String> {
-    whole(text, 1, MAX_TOKENS)
-}
-
-/// `--threads`: 1 to [`MAX_THREADS`].
-fn threads(text: &str) -> Result<NonZeroUsize, String> {
-    whole(text, 1, MAX_THREADS)
-        .and_then(|n| NonZeroUsize::new(n).ok_or_else(|| "expected 1 or more".to_owned()))
-}
-
-/// `--temperature`: a finite number from 0 to [`MAX_TEMPERATURE`].
-fn temperature(text: &str) -> Result<f32, String> {
-    text.trim()
-        .parse::<f32>()
-        .ok()
-        .filter(|t| (0.0..=MAX_TEMPERATURE).contains(t))
-        .ok_or_else(|| format!("expected a number from 0 to {MAX_TEMPERATURE}"))
-}
-
-/// `--max-reply-bytes`: [`claij::options::REPLY_BYTES`].
-fn reply_bytes(text: &str) -> Result<usize, String> {
-    let range = claij::options::REPLY_BYTES;
-    whole(text, *range.start(), *range.end())
-}
-
-/// A whole number from `min` to `max`.
-fn whole<T>(text: &str, min: T, max: T) -> Result<T, String>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-{
-    text.trim()
-        .parse::<T>()
-        .ok()
-        .filter(|n| *n >= min && *n <= max)
-        .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
 }
