@@ -335,6 +335,8 @@ fn load_local(claij: &Claij, path: &Path) -> Result<Arc<dyn Backend>> {
     claij
         .notices
         .tell(&crate::Notice::LoadingLocal { path: key.clone() });
+    // The threads candle's pools are sized to: the process's, read from its environment.
+    tracing::debug!(threads = LocalBackend::threads(), "loading the local model");
     let backend = Arc::new(LocalBackend::load_with(&key, config).map_err(Error::local)?);
     loaded.insert(key, Arc::clone(&backend));
     Ok(backend)

@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
-use claij_schema::SchemaDelta;
+use claij::schema::SchemaDelta;
 use serde_json::Value;
 
 /// Default bound of an input: stdin, an instance, a schema or a delta file, 64 MiB (`repair` and

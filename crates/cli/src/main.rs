@@ -192,15 +192,17 @@ impl Command {
     fn log_directives(&self) -> Vec<String> {
         match self {
             Command::Mcp(cmd) if cmd.mcp_log_level().is_some() => {
-                vec![format!("{}=trace", claij_mcp::SERVER_LOG_TARGET)]
+                vec![format!("{}=trace", claij::mcp::protocol::SERVER_LOG_TARGET)]
             }
             _ => Vec::new(),
         }
     }
 }
 
-/// Sets the thread count of the local model's compute pools, which candle and rayon read from the
-/// environment once, at their first use.
+/// Sets the thread count of the local model's compute pools. The environment is the only way in:
+/// candle sizes its process-wide rayon pools (`candle_core::utils`) from `RAYON_NUM_THREADS` and
+/// `CANDLE_NUM_THREADS` once, at their first use, and takes no count per model; so the library
+/// cannot be given it, and the binary sets the variables before any thread starts.
 #[allow(unsafe_code)]
 fn set_compute_threads(threads: NonZeroUsize) {
     let threads = threads.to_string();

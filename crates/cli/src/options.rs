@@ -5,9 +5,7 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use claij::matrix::Choice;
-use claij::settings::Defaults;
-use claij_interceptors::{Config, StructuredMode};
+use claij::interceptors::StructuredMode;
 
 /// Which model and how it is called.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -93,16 +91,6 @@ impl ModelOptions {
             threads: self.threads,
             matrix: self.matrix.clone(),
         }
-    }
-
-    /// The pipeline's knobs for `model` ([`claij::options::ModelOptions::config`]).
-    pub(crate) fn config(
-        &self,
-        model: String,
-        defaults: &Defaults,
-        measured: Option<&Choice>,
-    ) -> Config {
-        self.to_options().config(model, defaults, measured)
     }
 }
 

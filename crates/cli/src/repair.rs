@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::Result;
-use claij_validation::{Outcome, Validator, extract, process};
+use claij::validation::{Outcome, Validator, extract, process};
 use serde_json::json;
 
 use crate::exit::Status;

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::Result;
-use claij_validation::Validator;
+use claij::validation::Validator;
 use serde_json::json;
 
 use crate::exit::Status;

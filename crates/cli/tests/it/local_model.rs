@@ -17,6 +17,45 @@ pub(crate) fn model(test: &str) -> Option<PathBuf> {
     claij_test_support::local_model_or_skip(test, path, env)
 }
 
+/// `--threads` reaches candle's pools: the binary sets their variables before anything starts (the
+/// test's environment says 1; the model, loading, says what it computes with).
+#[test]
+fn threads_size_the_local_model_s_pools() {
+    let Some(model) = model("threads_size_the_local_model_s_pools") else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    let run = claij_env(
+        &[
+            "ask",
+            "Say hi.",
+            "--llm",
+            "local",
+            "--model-path",
+            &model,
+            "--threads",
+            "2",
+            "--max-tokens",
+            "16",
+            "--max-retries",
+            "0",
+            "-v",
+        ],
+        "",
+        &[
+            ("CANDLE_NUM_THREADS", Some("1")),
+            ("RAYON_NUM_THREADS", Some("1")),
+        ],
+    );
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("loading the local model") && l.ends_with(" threads=2")),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn two_turns_through_a_memory_file() {
     let Some(model) = model("two_turns_through_a_memory_file") else {
