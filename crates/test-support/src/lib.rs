@@ -4,7 +4,9 @@
 //! model test finds the embedded model (a failure under CI when it is missing); [`lookup`], an
 //! environment of a test's own; [`spans::SpanCapture`], a `tracing` layer that records spans and
 //! events; [`net`], free loopback ports and the sockets a process listens on, for tests that start
-//! real servers; and [`secrets`], every form of a secret the redaction rules remove.
+//! real servers; [`secrets`], every form of a secret the redaction rules remove; [`harness`], a
+//! binary of the workspace run as its integration tests run it; and [`mcp`], where the tests find
+//! the MCP test servers and the conformance suite.
 //!
 //! ```
 //! use claij_backends::{Backend, ChatRequest, Message};
@@ -22,6 +24,8 @@
 //! It depends on claij-backends (without its adapters) and never on claij-local, so claij-backends'
 //! tree, dev-dependencies included, holds no candle: the model's path comes from the caller.
 
+pub mod harness;
+pub mod mcp;
 mod model;
 pub mod net;
 pub mod secrets;

@@ -282,4 +282,4 @@ fn is_var_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -15,37 +15,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use claij_test_support::mcp::ConformanceSuite as Suite;
+
 use super::Files;
-use super::mcp::servers;
-
-/// The installed suite: the Node that runs it and its script.
-struct Suite {
-    node: PathBuf,
-    script: PathBuf,
-}
-
-impl Suite {
-    /// The suite under the MCP server cache; `None` skips the test (under `CI=true`, fails it).
-    fn find(test: &str) -> Option<Suite> {
-        let dir = servers(test)?.join("conformance");
-        let stamp = std::fs::read_to_string(dir.join("installed.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
-        let Some(node) = stamp.as_ref().and_then(|stamp| stamp.get("node")?.as_str()) else {
-            panic!(
-                "{test}: {} has no readable installed.json: run `cargo xtask mcp-servers`",
-                dir.display()
-            );
-        };
-        let node = if node == "node" {
-            PathBuf::from("node")
-        } else {
-            dir.join(node)
-        };
-        let script = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-        Some(Suite { node, script })
-    }
-}
 
 /// The client ID metadata document the configuration offers (the suite does not fetch it).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";

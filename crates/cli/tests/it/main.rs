@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
+
+use claij_test_support::harness::{Files, Run, assert_one_line_error};
 
 mod ask;
 mod ask_agent;
@@ -38,65 +39,14 @@ mod restate;
 mod server;
 mod session;
 
-/// What a run printed and how it ended.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn claij(args: &[&str], stdin: &str) -> Run {
     claij_env(args, stdin, &[])
 }
 
-/// Runs `claij` with environment changes: `(name, Some(value))` sets, `(name, None)` removes.
+/// Runs `claij` with environment changes: `(name, Some(value))` sets, `(name, None)` removes
+/// ([`claij_test_support::harness::run`]: no developer's configuration or data unless named).
 fn claij_env(args: &[&str], stdin: &str, env: &[(&str, Option<&str>)]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_claij"));
-    // A developer's own configuration must not change what the tests see: unless a test says where
-    // the configuration is, there is none.
-    if !env
-        .iter()
-        .any(|(name, _)| matches!(*name, "CLAIJ_CONFIG" | "XDG_CONFIG_HOME" | "HOME"))
-    {
-        command.env_remove("CLAIJ_CONFIG").env(
-            "XDG_CONFIG_HOME",
-            std::env::temp_dir().join("claij-tests-no-config"),
-        );
-    }
-    // Nor the developer's compatibility matrix (which `ask` reads from the data directory).
-    if !env
-        .iter()
-        .any(|(name, _)| matches!(*name, "XDG_DATA_HOME" | "HOME"))
-    {
-        command.env(
-            "XDG_DATA_HOME",
-            std::env::temp_dir().join("claij-tests-no-data"),
-        );
-    }
-    for (name, value) in env {
-        match value {
-            Some(value) => command.env(name, value),
-            None => command.env_remove(name),
-        };
-    }
-    let mut child = command
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let written = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    // A run that fails before reading stdin (a missing schema file) may close it first.
-    if let Err(e) = written {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-    }
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    claij_test_support::harness::run(env!("CARGO_BIN_EXE_claij"), args, stdin, env)
 }
 
 /// Whether util-linux `script`, which gives a test a pseudo-terminal, runs here. Without it the test
@@ -124,47 +74,8 @@ fn script_or_skip(test: &str) -> bool {
     false
 }
 
-/// A temporary directory with the given files, removed on drop.
-struct Files(PathBuf);
-
-impl Files {
-    fn new(files: &[(&str, &str)]) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "claij-cli-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        for (name, text) in files {
-            std::fs::write(dir.join(name), text).unwrap();
-        }
-        Self(dir)
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Files {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 const BASE: &str = r#"{"type": "object", "required": ["answer", "state"],
   "properties": {"answer": {"type": "string"}, "state": {"type": "string"}, "n": {"type": "integer"}}}"#;
-
-#[track_caller]
-fn assert_one_line_error(run: &Run, code: i32, part: &str) {
-    assert_eq!(run.code, code, "{}", run.stderr);
-    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(run.stderr.contains(part), "{}", run.stderr);
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-}
 
 /// The live suites and the MCP conformance client left the shipped binary for the `claij-suite`
 /// harness (crates/suite): no `suite` or `mcp conformance` command, hidden or not.

@@ -1,28 +1,11 @@
 //! `claij mcp list|call` against the real MCP servers of `cargo xtask mcp-servers`.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 
 use super::{Files, assert_one_line_error, claij};
 
 /// The servers' install directory; `None` skips the test (under `CI=true` a missing install fails it).
-pub(super) fn servers(test: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("CLAIJ_MCP_SERVERS").map(PathBuf::from);
-    match dir.filter(|d| d.join("servers.json").is_file()) {
-        Some(dir) => Some(dir),
-        None if claij_test_support::is_ci(|name| std::env::var_os(name)) => {
-            panic!("{test}: the MCP test servers are missing; run `cargo xtask mcp-servers`")
-        }
-        None => {
-            #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-            {
-                eprintln!("{test}: skipped: no MCP test servers (CLAIJ_MCP_SERVERS)");
-            }
-            None
-        }
-    }
-}
+pub(super) use claij_test_support::mcp::servers;
 
 /// A configuration with server-everything and mcp-server-time, and a project allowing only echo.
 pub(super) fn config(dir: &std::path::Path) -> String {

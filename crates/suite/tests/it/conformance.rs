@@ -7,10 +7,7 @@
 //! reason; the ones claij does not pass yet are in [`KNOWN_FAILING`], each with why, and a scenario
 //! there that passes fails its test, so the list only shrinks.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-use serde_json::Value;
+use claij_test_support::mcp::ConformanceSuite as Suite;
 
 /// Every client scenario of the pinned suite, with the spec versions `conformance list` gives it.
 /// `every_client_scenario_has_a_test` checks this against the suite.
@@ -46,72 +43,6 @@ const SCENARIOS: &[(&str, &str)] = &[
 /// What claij does not pass yet, and why. THE one list of expected failures: each test here
 /// asserts its scenario still fails, so fixing one means deleting its line.
 const KNOWN_FAILING: &[(&str, &str)] = &[];
-
-/// The MCP servers' install directory; `None` skips the test (under `CI=true` a missing install
-/// fails it).
-fn servers(test: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("CLAIJ_MCP_SERVERS").map(PathBuf::from);
-    match dir.filter(|d| d.join("servers.json").is_file()) {
-        Some(dir) => Some(dir),
-        None if claij_test_support::is_ci(|name| std::env::var_os(name)) => {
-            panic!("{test}: the MCP test servers are missing; run `cargo xtask mcp-servers`")
-        }
-        None => {
-            #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-            {
-                eprintln!("{test}: skipped: no MCP test servers (CLAIJ_MCP_SERVERS)");
-            }
-            None
-        }
-    }
-}
-
-/// The installed suite: the Node that runs it and its script (claij-cli's `conformance_login`
-/// tests find it the same way).
-struct Suite {
-    node: PathBuf,
-    script: PathBuf,
-}
-
-impl Suite {
-    /// The suite under the MCP server cache; `None` skips the test (under `CI=true`, fails it).
-    fn find(test: &str) -> Option<Suite> {
-        let dir = servers(test)?.join("conformance");
-        let stamp = std::fs::read_to_string(dir.join("installed.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
-        let Some(node) = stamp.as_ref().and_then(|stamp| stamp.get("node")?.as_str()) else {
-            panic!(
-                "{test}: {} has no readable installed.json: run `cargo xtask mcp-servers`",
-                dir.display()
-            );
-        };
-        let node = if node == "node" {
-            PathBuf::from("node")
-        } else {
-            dir.join(node)
-        };
-        let script = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-        Some(Suite { node, script })
-    }
-
-    /// Runs the suite with `args`, from `cwd`: its exit code and what it printed.
-    fn run(&self, args: &[&str], cwd: &Path) -> (Option<i32>, String) {
-        let output = Command::new(&self.node)
-            .arg(&self.script)
-            .args(args)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.code(), text)
-    }
-}
 
 /// Runs `scenario` against `claij-suite mcp-conformance`, and checks it passes, or, when it is in
 /// [`KNOWN_FAILING`], that it still fails.

@@ -59,7 +59,9 @@ fn values_name_variables() {
     }
 }
 
-const GATEWAYS: &str = r#"
+/// Three gateways: headers with a variable and a literal secret, a key header and a query
+/// (`Settings::redacted`'s tests show them too).
+pub(in crate::settings) const GATEWAYS: &str = r#"
 [providers.openrouter]
 headers = { "Helicone-Auth" = "Bearer ${HELICONE_API_KEY}", "Helicone-Cache-Enabled" = "true" }
 

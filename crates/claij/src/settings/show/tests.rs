@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::settings::Settings;
+use crate::settings::gateway::tests::GATEWAYS;
 use serde_json::json;
 
 const PATH: &str = "/etc/claij.toml";
@@ -158,24 +159,6 @@ fn show_says_the_body_and_retry_limits_the_file_set() {
     assert_eq!(json["providers"]["openai"]["retry_budget_secs"], 0);
     assert!(json["providers"]["openai"].get("max_body_bytes").is_none());
 }
-
-const GATEWAYS: &str = r#"
-[providers.openrouter]
-headers = { "Helicone-Auth" = "Bearer ${HELICONE_API_KEY}", "Helicone-Cache-Enabled" = "true" }
-
-[providers.portkey]
-kind = "openai-compatible"
-base_url = "https://api.portkey.ai/v1"
-api_key_env = "PROVIDER_KEY"
-headers = { "x-portkey-api-key" = "pk-literal-0123456789", "x-portkey-provider" = "openai" }
-
-[providers.azure]
-kind = "openai-compatible"
-base_url = "https://res.openai.azure.com/openai/deployments/gpt-4o"
-api_key_env = "AZURE_OPENAI_API_KEY"
-auth_header = "api-key"
-query = { "api-version" = "2024-10-21" }
-"#;
 
 #[test]
 fn show_redacts_gateway_secrets() {
