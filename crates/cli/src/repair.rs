@@ -47,7 +47,7 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
                 )?;
                 return Ok(Status::Invalid);
             }
-            Ok(r) if is_cut_out_empty(&reply, &r.value) => {
+            Ok(r) if extract::is_cut_out_empty(&reply, &r.value) => {
                 writeln!(
                     err,
                     "no JSON found: only an empty {} cut out of text that is not JSON",
@@ -83,24 +83,4 @@ pub(crate) fn run(args: &Args) -> Result<Status> {
         writeln!(out, "{value}")?;
     }
     Ok(Status::Ok)
-}
-
-/// Whether `value` is an empty object or array found inside text that holds more than brackets,
-/// commas, whitespace and code fences: noise (`{}` in random bytes or in prose), not an answer. A
-/// reply of only `{}` (or `{}{}`, or `[]` in a json fence) is one.
-fn is_cut_out_empty(reply: &str, value: &serde_json::Value) -> bool {
-    let empty = match value {
-        serde_json::Value::Object(map) => map.is_empty(),
-        serde_json::Value::Array(items) => items.is_empty(),
-        _ => false,
-    };
-    if !empty {
-        return false;
-    }
-    let mut rest = reply.to_owned();
-    for wrapper in ["```json", "```", "~~~json", "~~~", "<json>", "</json>"] {
-        rest = rest.replace(wrapper, "");
-    }
-    rest.chars()
-        .any(|c| !(c.is_whitespace() || matches!(c, '{' | '}' | '[' | ']' | ',' | '\u{feff}')))
 }

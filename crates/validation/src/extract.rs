@@ -75,6 +75,35 @@ pub fn is_prose(text: &str) -> bool {
     !text.contains(['{', '[', '"']) && serde_json::from_str::<Value>(text).is_err()
 }
 
+/// Whether `value`, recovered from `reply`, is an empty object or array found inside text that holds
+/// more than brackets, commas, whitespace and code fences: noise (`{}` in random bytes or in prose),
+/// not an answer. A reply of only `{}` (or `{}{}`, or `[]` in a json fence) is one.
+///
+/// ```
+/// use claij_validation::extract::is_cut_out_empty;
+/// use serde_json::json;
+///
+/// assert!(is_cut_out_empty("noise {} more noise", &json!({})));
+/// assert!(!is_cut_out_empty("```json\n[]\n```", &json!([])));
+/// assert!(!is_cut_out_empty("the answer: {\"a\": 1}", &json!({"a": 1})));
+/// ```
+pub fn is_cut_out_empty(reply: &str, value: &Value) -> bool {
+    let empty = match value {
+        Value::Object(map) => map.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        _ => false,
+    };
+    if !empty {
+        return false;
+    }
+    let mut rest = reply.to_owned();
+    for wrapper in ["```json", "```", "~~~json", "~~~", "<json>", "</json>"] {
+        rest = rest.replace(wrapper, "");
+    }
+    rest.chars()
+        .any(|c| !(c.is_whitespace() || matches!(c, '{' | '}' | '[' | ']' | ',' | '\u{feff}')))
+}
+
 /// Recover the JSON value of an LLM reply: [`repair`] the [`candidates`] in order and return the
 /// first complete value (one that needed no [`FixKind::Truncation`]), else the first value; the whole
 /// reply, tried last, only counts when nothing else gave a value. The fixes are the extraction fixes
