@@ -33,6 +33,18 @@ impl fmt::Debug for Redacted<'_> {
 impl Settings {
     /// The settings without their secrets; `is_set` says whether a variable is set (a program
     /// passes its environment's answer; the value itself is never asked for).
+    ///
+    /// ```
+    /// use claij::settings::Settings;
+    ///
+    /// let text = "[providers.openai]\nbase_url = \"https://me:secret@proxy.example/v1?key=secret\"\n";
+    /// let settings = Settings::parse(text, std::path::Path::new("config.toml"))?;
+    /// let is_set = |var: &str| var == "OPENAI_API_KEY";
+    /// let shown = settings.redacted(&is_set).to_string();
+    /// assert!(shown.contains("openai      key OPENAI_API_KEY (set), base_url https://***@proxy.example/v1?***"));
+    /// assert!(!shown.contains("secret"));
+    /// # Ok::<(), claij::Error>(())
+    /// ```
     pub fn redacted<'a>(&'a self, is_set: &'a dyn Fn(&str) -> bool) -> Redacted<'a> {
         Redacted {
             settings: self,
