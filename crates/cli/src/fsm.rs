@@ -3,7 +3,6 @@
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use claij::fsm::engine::DefinitionError;
@@ -196,9 +195,14 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
             };
             let options = options.with_front(front);
             if *on == On::Restate {
-                let follow = follow_timeout.unwrap_or(Duration::from_secs(3600));
-                let (id, ingress) = (id.as_deref(), ingress.as_deref());
-                return restate::run(&machine, input, id, ingress, follow, &options);
+                #[cfg(not(feature = "restate"))]
+                return Err(anyhow!(NO_RESTATE));
+                #[cfg(feature = "restate")]
+                {
+                    let follow = follow_timeout.unwrap_or(std::time::Duration::from_secs(3600));
+                    let (id, ingress) = (id.as_deref(), ingress.as_deref());
+                    return restate::run(&machine, input, id, ingress, follow, &options);
+                }
             }
             let existing = match force {
                 true => ExistingJournal::Overwrite,
@@ -208,42 +212,26 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
             run::run(&machine, input, journal, &options)
         }
         Command::Resume { journal, options } => run::resume(journal, &options.with_front(front)),
+        #[cfg(feature = "restate")]
         Command::Provide {
             run_id,
             event,
             on: On::Restate,
             ingress,
         } => restate::provide(run_id, event, ingress.as_deref()),
+        #[cfg(not(feature = "restate"))]
+        Command::Provide {
+            on: On::Restate, ..
+        } => Err(anyhow!(NO_RESTATE)),
         Command::Provide { .. } => Err(anyhow!(
             "an embedded run takes its input on the stdin of `claij fsm run` or `claij fsm resume`"
         )),
     }
 }
 
-/// `--on restate` in a claij built without the `restate` feature: refused.
+/// `--on restate` in a claij built without the `restate` feature.
 #[cfg(not(feature = "restate"))]
-mod restate {
-    use super::{Duration, Machine, Result, Status, anyhow, run::Options};
-
-    pub(super) fn run(
-        _: &Machine,
-        _: &str,
-        _: Option<&str>,
-        _: Option<&str>,
-        _: Duration,
-        _: &Options,
-    ) -> Result<Status> {
-        Err(anyhow!(
-            "--on restate: this claij was built without the `restate` feature"
-        ))
-    }
-
-    pub(super) fn provide(_: &str, _: &str, _: Option<&str>) -> Result<Status> {
-        Err(anyhow!(
-            "--on restate: this claij was built without the `restate` feature"
-        ))
-    }
-}
+const NO_RESTATE: &str = "--on restate: this claij was built without the `restate` feature";
 
 fn validate(file: &str, flags: &Flags, front: &crate::front::Front) -> Result<Status> {
     let machine = match load(file, input::read_json(file)?, true)? {

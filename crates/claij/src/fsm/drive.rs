@@ -117,6 +117,17 @@ fn outcome_json(outcome: Option<&Outcome>, state: &str) -> Value {
     }
 }
 
+impl Ended {
+    /// The run's outcome when it has one (not when it stopped or failed).
+    #[must_use]
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match self {
+            Ended::Outcome(outcome) | Ended::Refused(outcome) => Some(outcome),
+            Ended::Stopped(_) | Ended::Failed(_) => None,
+        }
+    }
+}
+
 /// Where a run waiting in a `human` state gets its events.
 pub trait Input<E> {
     /// The next event for the waiting `state`; `None`: there are no more (the run stays waiting).

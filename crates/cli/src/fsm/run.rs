@@ -239,40 +239,32 @@ fn drive(
         watcher.abort();
         ended
     })?;
-    let (outcome, status) = match ended {
-        Ended::Outcome(outcome) => (outcome, Status::Ok),
-        // As `claij ask`: replies that stay invalid are exit 1; a backend that fails is 2, after
-        // the trail.
+    // As `claij ask`: replies that stay invalid are exit 1; a backend that fails is 2, after the
+    // trail.
+    print_end(&Report::new(run, ended.outcome()), options.json)?;
+    let path = journal.as_ref().map(Journal::path);
+    match ended {
         Ended::Stopped(e) => {
-            print_end(&Report::new(run, None), options.json)?;
-            let journal = journal.as_ref().map(Journal::path);
-            writeln!(std::io::stderr(), "error: {}", stopped(&e, journal))?;
-            return Ok(Status::Invalid);
+            writeln!(std::io::stderr(), "error: {}", stopped(&e, path))?;
+            Ok(Status::Invalid)
         }
-        Ended::Failed(e) => {
-            print_end(&Report::new(run, None), options.json)?;
-            return Err(e.into());
-        }
-        Ended::Refused(outcome) => (outcome, Status::Invalid),
-        other => return Err(anyhow!("run {}: unexpected end {other:?}", run.id)),
-    };
-    print_end(&Report::new(run, Some(&outcome)), options.json)?;
-    match outcome {
-        Outcome::Waiting { state } if status == Status::Ok => {
-            let hint = journal.as_ref().map_or_else(String::new, |j| {
-                format!("; resume with `claij fsm resume {}`", j.path().display())
+        Ended::Failed(e) => Err(e.into()),
+        Ended::Outcome(Outcome::Waiting { state }) => {
+            let hint = path.map_or_else(String::new, |path| {
+                format!("; resume with `claij fsm resume {}`", path.display())
             });
             writeln!(
                 std::io::stderr(),
                 "waiting for input in state `{state}`{hint}"
             )?;
-            Ok(status)
+            Ok(Status::Ok)
         }
-        Outcome::Interrupted { from } => {
+        Ended::Outcome(Outcome::Interrupted { from }) => {
             writeln!(std::io::stderr(), "interrupted in state `{from}`")?;
             Ok(Status::Invalid)
         }
-        _ => Ok(status),
+        Ended::Refused(_) => Ok(Status::Invalid),
+        _ => Ok(Status::Ok),
     }
 }
 

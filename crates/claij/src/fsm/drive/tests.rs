@@ -49,11 +49,7 @@ async fn driven(events: Vec<Value>, retry: bool) -> (Ended, Report, usize) {
     let ended = drive(&runner, &mut run, None, &Interrupt::new(), &mut input)
         .await
         .unwrap();
-    let outcome = match &ended {
-        Ended::Outcome(o) | Ended::Refused(o) => Some(o),
-        _ => None,
-    };
-    let report = Report::new(&run, outcome);
+    let report = Report::new(&run, ended.outcome());
     (ended, report, input.refused)
 }
 
