@@ -6,7 +6,8 @@
 //!
 //! Every one of them speaks the tool loop's shape: the event entering the state carries a JSON-RPC
 //! `tools/call` request in `message`, and the event leaving it the JSON-RPC response whose `result`
-//! is MCP content (`{content: [{type: "text", text}], isError}`); a malformed call, an unknown tool or
+//! is MCP content (`{content: [{type: "text", text}], isError}`); a JSON-RPC batch (an array of
+//! requests) is answered by the array of responses; a malformed call, an unknown tool or
 //! a failing one is an error result the model reads, never the end of the run. `eval` takes
 //! `{"name": "eval", "arguments": {"code": "..."}}`. Every call runs through the one tool
 //! executor ([`claij_interceptors::tool`]): the same argument check, limits and result budget as
@@ -26,7 +27,7 @@ use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{BoxError, Executor, Limits, ToolError};
 use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
 use claij_mcp::{CallFailure, CallOutcome, Content, Hooks, Services};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Error;
 use crate::Claij;
@@ -465,48 +466,81 @@ impl Builtin {
         }
     }
 
-    /// The response event to the `tools/call` request in `event`.
+    /// The response event to the `tools/call` request in `event`; a JSON-RPC batch (an array of
+    /// requests in `message`) runs as one reply's calls (at most `max_calls` of them run) and is
+    /// answered by the array of responses, in order.
     async fn respond(&self, event: &Value) -> Value {
-        let request = match ToolsCall::from_event(event) {
-            Ok(request) => request,
-            Err(answer) => return answer,
+        let batch = event.get("message").and_then(Value::as_array);
+        let read: Vec<Result<ToolsCall, Value>> = match batch {
+            Some(requests) => requests
+                .iter()
+                .map(|request| ToolsCall::from_event(&json!({ "message": request })))
+                .collect(),
+            None => vec![ToolsCall::from_event(event)],
         };
         let prefix = format!("{}.", self.name);
-        let name = request.name.strip_prefix(&prefix).unwrap_or(&request.name);
-        let call = ToolCall::new(request.id.to_string(), name, request.arguments.clone());
-        let ran = self.executor.run_calls(&[call]).await.into_iter().next();
-        let mut outcome = match ran.map(|ran| ran.output) {
-            Some(Ok(value)) => (self.content)(&value),
-            Some(Err(e)) => {
-                let failure = match &e {
-                    ToolError::Failed(_) | ToolError::Panicked(_) => CallFailure::Tool,
-                    ToolError::Unknown { available, .. } => CallFailure::UnknownTool {
-                        available: available.clone(),
-                    },
-                    ToolError::InvalidArguments { .. } => CallFailure::Rejected { code: -32602 },
-                    ToolError::MaxCalls { .. } => CallFailure::Rejected { code: -32600 },
-                    _ => CallFailure::Transport,
-                };
-                CallOutcome::failure(failure, e.to_string())
+        let calls: Vec<ToolCall> = read
+            .iter()
+            .flatten()
+            .map(|request| {
+                let name = request.name.strip_prefix(&prefix).unwrap_or(&request.name);
+                ToolCall::new(request.id.to_string(), name, request.arguments.clone())
+            })
+            .collect();
+        let mut outcomes: Vec<CallOutcome> = (self.executor.run_calls(&calls).await)
+            .into_iter()
+            .map(|ran| self.outcome(ran.output))
+            .collect();
+        self.budget(&mut outcomes);
+        let mut outcomes = outcomes.into_iter();
+        let mut answers = read.into_iter().map(|read| match read {
+            Ok(request) => {
+                let outcome = outcomes.next().unwrap_or_else(|| {
+                    CallOutcome::failure(CallFailure::Transport, "the call did not run")
+                });
+                tools_response(request.id, &outcome)
             }
-            None => CallOutcome::failure(CallFailure::Transport, "the call did not run"),
-        };
-        self.budget(&mut outcome);
-        tools_response(request.id, &outcome)
+            Err(answer) => answer,
+        });
+        match batch {
+            Some(_) => {
+                json!({"message": answers.map(|a| a["message"].clone()).collect::<Vec<_>>()})
+            }
+            None => answers.next().unwrap_or(Value::Null),
+        }
     }
 
-    /// `outcome`'s text blocks cut to share the executor's `result_chars`, as an MCP service's.
-    fn budget(&self, outcome: &mut CallOutcome) {
-        let texts: Vec<String> = outcome
-            .content
+    /// A call's output, or why there is none, as MCP content for the model.
+    fn outcome(&self, output: Result<Value, ToolError>) -> CallOutcome {
+        let e = match output {
+            Ok(value) => return (self.content)(&value),
+            Err(e) => e,
+        };
+        let failure = match &e {
+            ToolError::Failed(_) | ToolError::Panicked(_) => CallFailure::Tool,
+            ToolError::Unknown { available, .. } => CallFailure::UnknownTool {
+                available: available.clone(),
+            },
+            ToolError::InvalidArguments { .. } => CallFailure::Rejected { code: -32602 },
+            ToolError::MaxCalls { .. } => CallFailure::Rejected { code: -32600 },
+            _ => CallFailure::Transport,
+        };
+        CallOutcome::failure(failure, e.to_string())
+    }
+
+    /// The outcomes' text blocks (one reply's) cut to share the executor's `result_chars`, each
+    /// cut one saying so, as an MCP service's.
+    fn budget(&self, outcomes: &mut [CallOutcome]) {
+        let texts: Vec<String> = outcomes
             .iter()
+            .flat_map(|o| &o.content)
             .filter_map(|block| block.as_text().map(str::to_owned))
             .collect();
         let shown = self.executor.budget(&texts, |keep, total| {
             format!("… [cut: the tool-results budget shows {keep} of its {total} characters]")
         });
         let mut shown = shown.into_iter();
-        for block in &mut outcome.content {
+        for block in outcomes.iter_mut().flat_map(|o| &mut o.content) {
             if block.as_text().is_some()
                 && let Some(cut) = shown.next()
                 && Some(cut.as_str()) != block.as_text()

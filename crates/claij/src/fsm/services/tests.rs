@@ -115,3 +115,36 @@ async fn eval_says_its_value_then_what_it_printed() {
         json!([{"type": "text", "text": "42"}, {"type": "text", "text": "printed:\nhi"}])
     );
 }
+
+#[tokio::test]
+async fn a_batch_runs_at_most_max_calls_and_shares_the_budget() {
+    let limits = Limits {
+        max_calls: 2,
+        result_chars: 150,
+        ..Limits::default()
+    };
+    let service = Builtin::tools(&tools(limits));
+    let request = |id: u32, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}})
+    };
+    let batch =
+        json!({"message": [request(1, "long"), {"id": 2}, request(3, "long"), request(4, "long")]});
+    let answered = service.respond(&batch).await;
+    let answers = answered["message"].as_array().unwrap();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(2), &json!(3), &json!(4)]);
+    let text = |i: usize| answers[i]["result"]["content"][0]["text"].as_str().unwrap();
+    // The refusal past max_calls (46 characters) is shown whole, the two results share the
+    // rest: 52 characters each.
+    assert_eq!(
+        text(0),
+        format!(
+            "{}… [cut: the tool-results budget shows 52 of its 100 characters]",
+            "x".repeat(52)
+        )
+    );
+    assert_eq!(text(2), text(0));
+    assert_eq!(text(3), "not run: at most 2 calls per reply (max_calls)");
+    assert_eq!(answers[1]["result"]["isError"], true);
+}
