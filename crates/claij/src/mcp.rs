@@ -1,9 +1,10 @@
 //! MCP servers for an application (feature `mcp`): the configured servers started
-//! ([`start_configured`], [`start_services`]: the settings' MCP part, its `${VAR}` secrets, the
-//! tokens `claij mcp login` stored), OAuth logins and their token store ([`login`]), what is
-//! answered when a server asks the user something ([`elicitation`]), and a configuration for the
-//! servers `cargo xtask mcp-servers` installs ([`servers`]). The MCP client itself is
-//! [`claij_mcp`].
+//! ([`start_configured`], [`start_services`], [`Start`]: the settings' MCP part, its `${VAR}`
+//! secrets, the tokens `claij mcp login` stored), listed ([`list`]) and called ([`call`]), OAuth
+//! logins and their token store ([`login`]), what is answered when a server asks the user
+//! something ([`elicitation`]), a chat over the servers ([`chat`]), SIGINT and SIGTERM stopping
+//! them ([`signal`]), and a configuration for the servers `cargo xtask mcp-servers` installs
+//! ([`servers`]). The MCP client itself is [`claij_mcp`].
 //!
 //! ```
 //! use claij::mcp::{Error, ErrorKind};
@@ -26,8 +27,12 @@
 //! ```
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use claij_mcp::{ClientOptions, Hooks, McpConfig, Services};
+use claij_mcp::{
+    ClientOptions, Hooks, LogLevel, McpConfig, Project, ServerInfo, Services, ToolInfo,
+};
+use serde_json::{Value, json};
 
 use crate::settings::Settings;
 
@@ -35,10 +40,12 @@ use crate::settings::Settings;
 /// [`claij_mcp`].
 pub use claij_mcp as protocol;
 
+pub mod call;
 pub mod chat;
 pub mod elicitation;
 pub mod login;
 pub mod servers;
+pub mod signal;
 
 /// Why an MCP operation of this module failed. The MCP client's own errors are
 /// [`Error::Mcp`], whose predicates ([`Error::is_timeout`], [`Error::is_auth`]...) this error
@@ -67,8 +74,10 @@ pub enum Error {
         variable: String,
     },
     /// A server the configuration does not name.
-    #[error("no mcp server `{server}` in the configuration; configured: {}", .known.join(", "))]
+    #[error("no mcp server `{server}` in {}; configured: {}", .file.as_ref().map_or_else(|| "the configuration".to_owned(), |file| file.display().to_string()), .known.join(", "))]
     UnknownServer {
+        /// The file of the configuration, when it came from one.
+        file: Option<PathBuf>,
         /// The name asked for.
         server: String,
         /// The names the configuration has.
@@ -190,15 +199,23 @@ impl Error {
         }
     }
 
-    /// The same error, said to be in `file` (an unset secret's).
-    fn in_file(self, file: Option<&std::path::Path>) -> Self {
+    /// The same error, said to be in `file` (the configuration's, for an unset secret or an
+    /// unknown server; [`Settings::mcp_path`] is the settings' file).
+    #[must_use]
+    pub fn in_file(self, file: Option<&std::path::Path>) -> Self {
+        let file = file.map(std::path::Path::to_path_buf);
         match self {
             Error::UnsetSecret {
                 pointer, variable, ..
             } => Error::UnsetSecret {
-                file: file.map(std::path::Path::to_path_buf),
+                file,
                 pointer,
                 variable,
+            },
+            Error::UnknownServer { server, known, .. } => Error::UnknownServer {
+                file,
+                server,
+                known,
             },
             other => other,
         }
@@ -261,6 +278,25 @@ pub async fn start_configured(
     project: Option<&str>,
     var: impl Fn(&str) -> Result<String, std::env::VarError>,
 ) -> Result<Services, Error> {
+    let (mcp, project) = configured(settings, project)?;
+    let mut selected = mcp.clone();
+    if let Some(project) = &project {
+        selected
+            .servers
+            .retain(|name, _| project.services.contains(name));
+    }
+    let services = start_services(&mut selected, Hooks::default(), settings, var).await?;
+    Ok(match project {
+        Some(project) => services.with_project(project),
+        None => services,
+    })
+}
+
+/// The settings' MCP servers, and the project named `project` of them.
+fn configured<'a>(
+    settings: &'a Settings,
+    project: Option<&str>,
+) -> Result<(&'a McpConfig, Option<Project>), Error> {
     let mcp = settings
         .mcp_servers()
         .map_err(|e| Error::NoServers(e.into()))?;
@@ -273,17 +309,209 @@ pub async fn start_configured(
                 .clone(),
         ),
     };
-    let mut selected = mcp.clone();
-    if let Some(project) = &project {
-        selected
-            .servers
-            .retain(|name, _| project.services.contains(name));
+    Ok((mcp, project))
+}
+
+/// Which of the settings' MCP servers to start, and how: what `claij mcp list`, `call` and
+/// `chat` start. Unlike [`start_configured`], every configured entry's `${VAR}` secrets are
+/// expanded (an unset one is an error whatever is selected), and the clients get the hooks and
+/// log level given here.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let settings = claij::settings::Settings::from_env()?;
+/// // Only the server `fs`, whose messages may be up to 1 MiB.
+/// let services = claij::mcp::Start::new()
+///     .server("fs")
+///     .max_message_bytes(1 << 20)
+///     .run(&settings, |name| std::env::var(name))
+///     .await?;
+/// for listed in claij::mcp::list(&services) {
+///     print!("{listed}");
+/// }
+/// services.close().await;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct Start {
+    project: Option<String>,
+    server: Option<String>,
+    max_message_bytes: Option<usize>,
+    hooks: Hooks,
+    log_level: Option<LogLevel>,
+}
+
+impl Start {
+    /// Every configured server, no project, no hooks.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
-    let services = start_services(&mut selected, Hooks::default(), settings, var).await?;
-    Ok(match project {
-        Some(project) => services.with_project(project),
-        None => services,
-    })
+
+    /// Only the servers and tools the settings' project `name` allows.
+    #[must_use]
+    pub fn project(mut self, name: impl Into<String>) -> Self {
+        self.project = Some(name.into());
+        self
+    }
+
+    /// Only the server `name` (the project, if any, still decides which of its tools are
+    /// allowed).
+    #[must_use]
+    pub fn server(mut self, name: impl Into<String>) -> Self {
+        self.server = Some(name.into());
+        self
+    }
+
+    /// The largest message accepted from the server chosen with [`Start::server`] (ignored
+    /// without one: each entry's own `maxMessageBytes` holds).
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
+    /// The program's hooks (sampler, elicitor...), under the configuration's own.
+    #[must_use]
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Asks the servers for their log messages at `level` and above (log events of `claij_mcp`).
+    #[must_use]
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// Starts the servers, with the tokens `claij mcp login` stored in the settings' data
+    /// directory; `var` gives the secrets' variables (`std::env::var` reads the environment).
+    ///
+    /// # Errors
+    ///
+    /// No MCP servers ([`Error::NoServers`]), no such project ([`Error::Settings`]), no such
+    /// server ([`Error::UnknownServer`]) or an unset secret ([`Error::UnsetSecret`]), each naming
+    /// the settings' file; a server that does not start, or needs an authorization nobody gave
+    /// ([`Error::Mcp`]: `is_auth()`).
+    pub async fn run(
+        self,
+        settings: &Settings,
+        var: impl Fn(&str) -> Result<String, std::env::VarError>,
+    ) -> Result<Services, Error> {
+        let file = settings.mcp_path.as_deref();
+        let (mcp, project) = configured(settings, self.project.as_deref())?;
+        let mut config = mcp.clone();
+        login::expand_secrets(&mut config, var).map_err(|e| e.in_file(file))?;
+        if let Some(server) = &self.server {
+            if !config.servers.contains_key(server) {
+                let known = config.servers.keys().cloned().collect();
+                let server = server.clone();
+                return Err(Error::UnknownServer {
+                    file: None,
+                    server,
+                    known,
+                }
+                .in_file(file));
+            }
+            config.servers.retain(|name, _| name == server);
+            if let Some(bytes) = self.max_message_bytes {
+                config
+                    .servers
+                    .values_mut()
+                    .for_each(|entry| entry.set_max_message_bytes(bytes));
+            }
+        } else if let Some(project) = &project {
+            config
+                .servers
+                .retain(|name, _| project.services.contains(name));
+        }
+        let tokens = settings.data_dir.as_deref().map(login::token_dir);
+        let mut options = ClientOptions::default()
+            .with_hooks(config.hooks(self.hooks))
+            .with_oauth(login::stored(tokens.as_deref()));
+        if let Some(level) = self.log_level {
+            options = options.with_log_level(level);
+        }
+        let services = Services::connect(&config, options).await?;
+        Ok(match project {
+            Some(project) => services.with_project(project),
+            None => services,
+        })
+    }
+}
+
+/// One started server as `claij mcp list` shows it: who it says it is, and its tools.
+/// `Display` is the text listing (a line for the server, one per tool).
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The configured name.
+    pub server: String,
+    /// Who the server says it is.
+    pub info: ServerInfo,
+    /// Its tools (those the project allows, when there is one).
+    pub tools: Vec<Arc<ToolInfo>>,
+}
+
+/// Each server of `services`, in name order, with its tools.
+#[must_use]
+pub fn list(services: &Services) -> Vec<Listed> {
+    let tools = services.tools();
+    services
+        .names()
+        .into_iter()
+        .filter_map(|name| {
+            let info = services.client(name)?.server_info();
+            let tools = tools.iter().filter(|t| t.server == name).cloned().collect();
+            Some(Listed {
+                server: name.to_owned(),
+                info,
+                tools,
+            })
+        })
+        .collect()
+}
+
+impl Listed {
+    /// The JSON listing: the server, its protocol version, implementation and version, and its
+    /// tools with their schemas.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let info = &self.info;
+        let tools = self
+            .tools
+            .iter()
+            .map(|t| serde_json::to_value(&**t).unwrap_or(Value::Null));
+        json!({
+            "server": self.server,
+            "protocol_version": info.protocol_version,
+            "implementation": info.implementation,
+            "version": info.version,
+            "tools": tools.collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl std::fmt::Display for Listed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (info, count) = (&self.info, self.tools.len());
+        writeln!(
+            f,
+            "{}: {} {} (protocol {}), {count} tool{}",
+            self.server,
+            info.implementation.as_deref().unwrap_or("?"),
+            info.version.as_deref().unwrap_or("?"),
+            info.protocol_version,
+            if count == 1 { "" } else { "s" }
+        )?;
+        for tool in &self.tools {
+            let description = tool.description.as_deref().unwrap_or("");
+            let first = description.lines().next().unwrap_or("");
+            writeln!(f, "  {}  {}", tool.qualified(), first.trim())?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -326,6 +554,7 @@ mod tests {
             ),
             (
                 Error::UnknownServer {
+                    file: None,
                     server: "s".to_owned(),
                     known: vec!["a".to_owned()],
                 },
@@ -384,6 +613,45 @@ mod tests {
         assert_eq!(
             unset(None),
             "/mcpServers/a/oauth/clientSecret: the environment variable V is not set"
+        );
+    }
+
+    /// What `Start::run` refuses before starting anything: each error names the settings' file.
+    #[tokio::test]
+    async fn a_start_refuses_an_unknown_server_a_missing_project_and_an_unset_secret() {
+        let unset = |_: &str| Err(std::env::VarError::NotPresent);
+        let mut settings = Settings::builder().build().unwrap();
+        let none = Start::new().run(&settings, unset).await.unwrap_err();
+        assert_eq!(none.kind(), ErrorKind::NoServers, "{none}");
+        settings.mcp_path = Some("/etc/claij/.mcp.json".into());
+        settings.mcp = Some(
+            McpConfig::from_json(
+                r#"{"mcpServers": {"a": {"command": "/nonexistent/a"},
+                    "b": {"command": "/nonexistent/b"}}}"#,
+            )
+            .unwrap(),
+        );
+        let unknown = Start::new().server("c").run(&settings, unset).await;
+        assert_eq!(
+            unknown.unwrap_err().to_string(),
+            "no mcp server `c` in /etc/claij/.mcp.json; configured: a, b"
+        );
+        let project = Start::new().project("p").run(&settings, unset).await;
+        assert_eq!(project.unwrap_err().kind(), ErrorKind::Settings);
+        // A secret of a server that is not selected is still the configuration's error.
+        settings.mcp = Some(
+            McpConfig::from_json(
+                r#"{"mcpServers": {"a": {"command": "/nonexistent/a"},
+                    "s": {"url": "http://127.0.0.1:1/mcp",
+                          "oauth": {"clientId": "c", "clientSecret": "${SECRET}"}}}}"#,
+            )
+            .unwrap(),
+        );
+        let secret = Start::new().server("a").run(&settings, unset).await;
+        assert_eq!(
+            secret.unwrap_err().to_string(),
+            "/etc/claij/.mcp.json: /mcpServers/s/oauth/clientSecret: the environment variable \
+             SECRET is not set"
         );
     }
 }

@@ -11,11 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij_mcp::{
-    BackendSampler, CallFailure, CallOutcome, ClientOptions, Elicitor, Hooks, LogLevel, McpConfig,
-    Services,
-};
-use serde_json::{Value, json};
+use claij::mcp::protocol::{BackendSampler, Elicitor, Hooks, LogLevel, Services};
+use claij::mcp::signal::{Signal, Signals};
+use serde_json::Value;
 
 use crate::exit::Status;
 use claij::settings::Settings;
@@ -40,26 +38,7 @@ pub(crate) enum Command {
     /// or the arguments are invalid, 2 configuration, start-up or transport error, 130/143 SIGINT or
     /// SIGTERM). A structured result that breaks the tool's outputSchema is printed, and the
     /// violations said on stderr (exit 1).
-    Call {
-        /// The tool, as `server.tool`.
-        tool: String,
-        /// The arguments, a JSON object.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
-        args: String,
-        /// Longest wait for the result, in seconds, above 0 and at most 86400 (default: the server's
-        /// `timeout`, else 30).
-        #[arg(long, value_name = "SECS", value_parser = crate::args::seconds)]
-        timeout: Option<Duration>,
-        /// Largest message accepted from the server, in bytes, 1024 to 1073741824 (default: the
-        /// server's `maxMessageBytes`, else 67108864, 64 MiB).
-        #[arg(long, value_name = "BYTES", value_parser = crate::args::message_bytes)]
-        max_message_bytes: Option<usize>,
-        #[command(flatten)]
-        common: Common,
-        /// Print the whole outcome as JSON (MCP `CallToolResult` shape plus claij's `failure`).
-        #[arg(long)]
-        json: bool,
-    },
+    Call(CallArgs),
     /// The MCP FSM over the configured servers, a request a line: a model calls their tools until it
     /// answers (each transition on stderr, each answer on stdout; exit 0, 1 when a request found no
     /// valid answer, 2 configuration or start-up error, 130/143 SIGINT or SIGTERM). On a terminal a
@@ -86,9 +65,7 @@ impl Command {
         match self {
             Command::Logout(_) => Some("mcp logout"),
             Command::Servers(_) => Some("mcp servers"),
-            Command::List { .. } | Command::Call { .. } | Command::Chat(_) | Command::Login(_) => {
-                None
-            }
+            Command::List { .. } | Command::Call(_) | Command::Chat(_) | Command::Login(_) => None,
         }
     }
 
@@ -103,7 +80,9 @@ impl Command {
     /// `--mcp-log-level` of `list`, `call` and `chat`, which `main` lets through the log filter.
     pub(crate) fn mcp_log_level(&self) -> Option<LogLevel> {
         match self {
-            Command::List { common, .. } | Command::Call { common, .. } => common.mcp_log_level,
+            Command::List { common, .. } | Command::Call(CallArgs { common, .. }) => {
+                common.mcp_log_level
+            }
             Command::Chat(args) => args.common.mcp_log_level,
             _ => None,
         }
@@ -134,6 +113,29 @@ pub(crate) struct Common {
     mcp_log_level: Option<LogLevel>,
 }
 
+/// Arguments of `claij mcp call`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CallArgs {
+    /// The tool, as `server.tool`.
+    tool: String,
+    /// The arguments, a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    args: String,
+    /// Longest wait for the result, in seconds, above 0 and at most 86400 (default: the server's
+    /// `timeout`, else 30).
+    #[arg(long, value_name = "SECS", value_parser = crate::args::seconds)]
+    timeout: Option<Duration>,
+    /// Largest message accepted from the server, in bytes, 1024 to 1073741824 (default: the
+    /// server's `maxMessageBytes`, else 67108864, 64 MiB).
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::message_bytes)]
+    max_message_bytes: Option<usize>,
+    #[command(flatten)]
+    common: Common,
+    /// Print the whole outcome as JSON (MCP `CallToolResult` shape plus claij's `failure`).
+    #[arg(long)]
+    json: bool,
+}
+
 /// `--mcp-log-level`: one of MCP's level names, in any case.
 fn log_level(text: &str) -> Result<LogLevel, String> {
     text.trim().parse().map_err(|_| {
@@ -143,16 +145,19 @@ fn log_level(text: &str) -> Result<LogLevel, String> {
 }
 
 impl Common {
-    /// The elicitor `--elicitation` asks for, for `list` and `call`: `None` declines.
-    fn elicitor(&self) -> Result<Option<Arc<dyn Elicitor>>> {
+    /// The elicitor `--elicitation` asks for: `None` declines. `ask` (and, for `chat`, no
+    /// `--elicitation` on a terminal) is `asker`, else [`elicitation::Terminal`].
+    fn elicitor(&self, asker: Option<Arc<dyn Elicitor>>) -> Result<Option<Arc<dyn Elicitor>>> {
+        let terminal = std::io::stdin().is_terminal();
         Ok(match self.elicitation {
-            None | Some(elicitation::Policy::Decline) => None,
+            None => asker.filter(|_| terminal),
+            Some(elicitation::Policy::Decline) => None,
             Some(elicitation::Policy::Defaults) => Some(Arc::new(elicitation::Defaults)),
+            Some(elicitation::Policy::Ask) if !terminal => {
+                bail!("--elicitation ask needs a terminal on stdin: use defaults or decline")
+            }
             Some(elicitation::Policy::Ask) => {
-                if !std::io::stdin().is_terminal() {
-                    bail!("--elicitation ask needs a terminal on stdin: use defaults or decline");
-                }
-                Some(Arc::new(elicitation::Terminal))
+                Some(asker.unwrap_or_else(|| Arc::new(elicitation::Terminal)))
             }
         })
     }
@@ -170,23 +175,7 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
         let mut signals = Signals::new()?;
         match cmd {
             Command::List { common, json } => list(common, *json, front, &mut signals).await,
-            Command::Call {
-                tool,
-                args,
-                timeout,
-                max_message_bytes,
-                common,
-                json,
-            } => {
-                let call = Call {
-                    tool,
-                    args,
-                    timeout: *timeout,
-                    max_message_bytes: *max_message_bytes,
-                    json: *json,
-                };
-                call.run(common, front, &mut signals).await
-            }
+            Command::Call(args) => call(args, front, &mut signals).await,
             Command::Chat(args) => chat::run(args, front, &mut signals).await,
             Command::Login(args) => login::login(args, front, &mut signals).await,
             Command::Logout(args) => login::logout(args),
@@ -195,60 +184,12 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
     })
 }
 
-/// SIGINT and SIGTERM, listened for from the start, so none is missed while servers start.
-struct Signals {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    #[cfg(unix)]
-    fn new() -> Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
-            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
-        })
+/// The status of a command `signal` stopped.
+fn stopped(signal: Signal) -> Status {
+    Status::Signalled {
+        name: signal.name(),
+        code: signal.exit_code(),
     }
-
-    #[cfg(not(unix))]
-    fn new() -> Result<Self> {
-        Ok(Self {})
-    }
-
-    /// The next signal: the status to exit with.
-    #[cfg(unix)]
-    async fn recv(&mut self) -> Status {
-        tokio::select! {
-            _ = self.interrupt.recv() => Status::Signalled { name: "SIGINT", code: 130 },
-            _ = self.terminate.recv() => Status::Signalled { name: "SIGTERM", code: 143 },
-        }
-    }
-
-    #[cfg(not(unix))]
-    async fn recv(&mut self) -> Status {
-        let _ = tokio::signal::ctrl_c().await;
-        Status::Signalled {
-            name: "SIGINT",
-            code: 130,
-        }
-    }
-}
-
-/// Runs `work` with the servers; a signal first stops them (closed, killed after a second).
-async fn or_signal<T>(
-    services: &Services,
-    signals: &mut Signals,
-    work: impl Future<Output = T>,
-) -> Result<T, Status> {
-    let signalled = tokio::select! {
-        done = work => return Ok(done),
-        status = signals.recv() => status,
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), services.close()).await;
-    Err(signalled)
 }
 
 async fn list(
@@ -257,184 +198,68 @@ async fn list(
     front: &crate::front::Front,
     signals: &mut Signals,
 ) -> Result<Status> {
-    let connected = tokio::select! {
-        connected = connect(common, None, None, common.elicitor()?, front) => connected?,
-        status = signals.recv() => return Ok(status),
+    let services = tokio::select! {
+        connected = connect(common, None, common.elicitor(None)?, front) => connected?,
+        signal = signals.recv() => return Ok(stopped(signal)),
     };
-    let services = connected;
-    let mut out = Vec::new();
-    let mut report = Vec::new();
-    for name in services.names() {
-        let Some(client) = services.client(name) else {
-            continue;
-        };
-        let info = client.server_info();
-        let tools: Vec<_> = services
-            .tools()
-            .into_iter()
-            .filter(|t| t.server == name)
-            .collect();
-        if json {
-            report.push(json!({
-                "server": name,
-                "protocol_version": info.protocol_version,
-                "implementation": info.implementation,
-                "version": info.version,
-                "tools": tools.iter().map(|t| serde_json::to_value(&**t).unwrap_or(Value::Null)).collect::<Vec<_>>(),
-            }));
-        } else {
-            writeln!(
-                out,
-                "{name}: {} {} (protocol {}), {} tool{}",
-                info.implementation.as_deref().unwrap_or("?"),
-                info.version.as_deref().unwrap_or("?"),
-                info.protocol_version,
-                tools.len(),
-                if tools.len() == 1 { "" } else { "s" }
-            )?;
-            for tool in &tools {
-                let description = tool
-                    .description
-                    .as_deref()
-                    .unwrap_or("")
-                    .lines()
-                    .next()
-                    .unwrap_or("");
-                writeln!(out, "  {}  {}", tool.qualified(), description.trim())?;
-            }
-        }
-    }
+    let listed = claij::mcp::list(&services);
     services.close().await;
-    if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&Value::Array(report))?
-        )?;
-    }
-    std::io::stdout().write_all(&out)?;
+    let out = if json {
+        let report: Vec<Value> = listed.iter().map(claij::mcp::Listed::to_json).collect();
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        listed.iter().map(ToString::to_string).collect()
+    };
+    std::io::stdout().write_all(out.as_bytes())?;
     Ok(Status::Ok)
 }
 
-/// One `claij mcp call`.
-struct Call<'a> {
-    tool: &'a str,
-    args: &'a str,
-    timeout: Option<Duration>,
-    max_message_bytes: Option<usize>,
-    json: bool,
-}
-
-impl Call<'_> {
-    async fn run(
-        &self,
-        common: &Common,
-        front: &crate::front::Front,
-        signals: &mut Signals,
-    ) -> Result<Status> {
-        let args: Value =
-            serde_json::from_str(self.args).map_err(|e| anyhow!("--args is not JSON: {e}"))?;
-        if !args.is_object() {
-            bail!("--args must be a JSON object");
-        }
-        let tool = self.tool;
-        let (server, name) = tool
-            .split_once('.')
-            .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
-        // Only the named server is started.
-        let connected = tokio::select! {
-            connected = connect(common, Some(server), self.max_message_bytes, common.elicitor()?, front) => connected?,
-            status = signals.recv() => return Ok(status),
-        };
-        let services = connected;
-        let call = async {
-            match services.client(server) {
-                Some(client) if services.allows(server, name) => {
-                    client.call_with_timeout(name, args, self.timeout).await
-                }
-                _ => services.call(server, name, args).await,
-            }
-        };
-        let result = match or_signal(&services, signals, call).await {
-            Ok(result) => result,
-            Err(status) => return Ok(status),
-        };
-        services.close().await;
-        let outcome = result?;
-        self.print(&outcome)?;
-        Ok(if outcome.is_error {
-            Status::Invalid
-        } else {
-            Status::Ok
-        })
+/// Runs `claij mcp call`.
+async fn call(
+    call: &CallArgs,
+    front: &crate::front::Front,
+    signals: &mut Signals,
+) -> Result<Status> {
+    let (tool, common) = (&call.tool, &call.common);
+    let args: Value =
+        serde_json::from_str(&call.args).map_err(|e| anyhow!("--args is not JSON: {e}"))?;
+    if !args.is_object() {
+        bail!("--args must be a JSON object");
     }
-
-    /// The result on stdout; when the structured result breaks the tool's outputSchema, what the
-    /// tool returned still goes to stdout and the violations, on one line, to stderr.
-    fn print(&self, outcome: &CallOutcome) -> Result<()> {
-        let mut out = std::io::stdout().lock();
-        let invalid_output = match &outcome.failure {
-            Some(CallFailure::InvalidOutput { violations }) => Some(violations),
-            _ => None,
-        };
-        if self.json {
-            writeln!(out, "{}", serde_json::to_string_pretty(outcome)?)?;
-        } else {
-            out.write_all(shown(outcome, invalid_output.is_some()).as_bytes())?;
-        }
-        out.flush()?;
-        if let Some(violations) = invalid_output {
-            let each: Vec<String> = violations
-                .iter()
-                .map(|v| {
-                    let at = if v.instance_pointer.is_empty() {
-                        "(root)"
-                    } else {
-                        v.instance_pointer.as_str()
-                    };
-                    format!("{at}: {} [{}]", v.message, v.schema_pointer)
-                })
-                .collect();
-            let line = format!(
-                "invalid: the structured result of `{}` breaks its outputSchema: {}",
-                self.tool,
-                each.join("; ")
-            );
-            writeln!(std::io::stderr(), "{}", crate::exit::one_line(&line))?;
-        }
-        Ok(())
-    }
-}
-
-/// What `claij mcp call` prints for `outcome` without `--json`: each content block (text as it
-/// is, others described), a line each; the structured result (pretty JSON) only when there is no
-/// content, or when it breaks the tool's outputSchema (`invalid_output`: the violations on stderr
-/// point into it, and the last block is claij's explanation, not the tool's). A tool that returns
-/// structured content also returns it as text (MCP asks it to), so printing both would say it
-/// twice.
-fn shown(outcome: &CallOutcome, invalid_output: bool) -> String {
-    let blocks = match invalid_output {
-        true => &outcome.content[..outcome.content.len().saturating_sub(1)],
-        false => &outcome.content[..],
+    let (server, name) = tool
+        .split_once('.')
+        .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
+    // Only the named server is started.
+    let services = tokio::select! {
+        connected = connect(common, Some((server, call.max_message_bytes)), common.elicitor(None)?, front) => connected?,
+        signal = signals.recv() => return Ok(stopped(signal)),
     };
-    let mut text = String::new();
-    for block in blocks {
-        text.push_str(&block.describe());
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
+    let calling = claij::mcp::call::run(&services, server, name, args, call.timeout);
+    let result = match signals.or_stop(&services, calling).await {
+        Ok(result) => result,
+        Err(signal) => return Ok(stopped(signal)),
+    };
+    services.close().await;
+    let outcome = result?;
+    // The result on stdout; when the structured result breaks the tool's outputSchema, what the
+    // tool returned still goes to stdout and the violations, on one line, to stderr.
+    let mut out = std::io::stdout().lock();
+    match call.json {
+        true => writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?,
+        false => out.write_all(claij::mcp::call::text(&outcome).as_bytes())?,
     }
-    if let Some(structured) = &outcome.structured
-        && (blocks.is_empty() || invalid_output)
-    {
-        text.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
-        text.push('\n');
+    out.flush()?;
+    if let Some(line) = claij::mcp::call::invalid_output(tool, &outcome) {
+        writeln!(
+            std::io::stderr(),
+            "{}",
+            crate::exit::one_line(&format!("invalid: {line}"))
+        )?;
     }
-    if text.is_empty() {
-        // A result with nothing in it still ends with a line, as every result does.
-        text.push('\n');
-    }
-    text
+    Ok(match outcome.is_error {
+        true => Status::Invalid,
+        false => Status::Ok,
+    })
 }
 
 /// The configuration's MCP servers (only those `project` allows, when one is named), started and
@@ -455,15 +280,25 @@ pub(crate) async fn start_configured(
         .map_err(|error| start_error(error, what))
 }
 
-/// A start's error in the command's words: what needs the servers (`what`), how to log in, the
-/// file of an unset secret.
+/// A start's error in the command's words: what needs the servers (`what`), and
+/// [`mcp_error`]'s.
 pub(crate) fn start_error(error: claij::mcp::Error, what: &str) -> anyhow::Error {
-    use claij::mcp::Error;
     match error {
-        Error::NoServers(source) => {
+        claij::mcp::Error::NoServers(source) => {
             anyhow::Error::from_boxed(source).context(format!("{what} needs MCP servers"))
         }
-        Error::Mcp(error) => login_hint(error),
+        other => mcp_error(other),
+    }
+}
+
+/// The library's error in the command's words: how to log in, the file of an unset secret.
+fn mcp_error(error: claij::mcp::Error) -> anyhow::Error {
+    use claij::mcp::Error;
+    match error {
+        Error::NoServers(source) => anyhow::Error::from_boxed(source),
+        Error::Mcp(claij::mcp::protocol::Error::Unauthorized { server }) => {
+            anyhow!("{server} needs authorization: run `claij mcp login {server}`")
+        }
         error @ Error::UnsetSecret { file: None, .. } => {
             anyhow::Error::new(error).context("the configuration")
         }
@@ -471,69 +306,26 @@ pub(crate) fn start_error(error: claij::mcp::Error, what: &str) -> anyhow::Error
     }
 }
 
-/// The file the MCP servers come from, for errors.
-fn mcp_file(settings: &Settings) -> String {
-    settings.mcp_path.as_ref().map_or_else(
-        || "the configuration".to_owned(),
-        |p| p.display().to_string(),
-    )
-}
-
-/// The configuration's MCP servers, and the file they come from (for errors).
-fn configured(front: &crate::front::Front) -> Result<(McpConfig, String)> {
-    let settings = front.settings()?;
-    Ok((settings.mcp_servers()?.clone(), mcp_file(settings)))
-}
-
-/// A start's error; a server that needs authorization says how to give it.
-fn login_hint(err: claij_mcp::Error) -> anyhow::Error {
-    match err {
-        claij_mcp::Error::Unauthorized { server } => {
-            anyhow!("{server} needs authorization: run `claij mcp login {server}`")
-        }
-        other => other.into(),
-    }
-}
-
-/// Reads the configuration and starts its servers (only `only`, when given), seen through the
-/// project when one is named; `elicitor` takes the servers' questions (without it they are
-/// declined). Servers that ask for OAuth 2.1 get the tokens `claij mcp login` stored.
+/// Reads the configuration and starts its servers (only `only`, when given, with its
+/// `--max-message-bytes`), seen through the project when one is named; `elicitor` takes the
+/// servers' questions (without it they are declined). Servers that ask for OAuth 2.1 get the
+/// tokens `claij mcp login` stored.
 async fn connect(
     common: &Common,
-    only: Option<&str>,
-    max_message_bytes: Option<usize>,
+    only: Option<(&str, Option<usize>)>,
     elicitor: Option<Arc<dyn Elicitor>>,
     front: &crate::front::Front,
 ) -> Result<Services> {
     let claij = front.claij()?;
-    let settings = claij.settings();
-    let mut config = settings.mcp_servers()?.clone();
-    let file = mcp_file(settings);
-    claij::mcp::login::expand_secrets(&mut config, |name| std::env::var(name))
-        .context(file.clone())?;
-    let project = match &common.project {
-        None => None,
-        Some(name) => Some(settings.mcp_project(name)?.clone()),
-    };
-    let mut selected = config.clone();
-    if let Some(server) = only {
-        if !config.servers.contains_key(server) {
-            let known: Vec<&str> = config.servers.keys().map(String::as_str).collect();
-            bail!(
-                "no mcp server `{server}` in {file}; configured: {}",
-                known.join(", ")
-            );
+    let mut start = claij::mcp::Start::new();
+    if let Some(project) = &common.project {
+        start = start.project(project);
+    }
+    if let Some((server, bytes)) = only {
+        start = start.server(server);
+        if let Some(bytes) = bytes {
+            start = start.max_message_bytes(bytes);
         }
-        selected.servers.retain(|name, _| name == server);
-        if let Some(bytes) = max_message_bytes {
-            for config in selected.servers.values_mut() {
-                config.set_max_message_bytes(bytes);
-            }
-        }
-    } else if let Some(project) = &project {
-        selected
-            .servers
-            .retain(|name, _| project.services.contains(name));
     }
     let mut hooks = Hooks::default();
     if let Some(llm) = &common.sampling_llm {
@@ -542,17 +334,11 @@ async fn connect(
     }
     hooks.elicitor = elicitor;
     // The servers' log messages are log events of `claij_mcp` (`main` lets them through).
-    let mut options = ClientOptions::default()
-        .with_hooks(config.hooks(hooks))
-        .with_oauth(claij::mcp::login::stored(login::token_dir().as_deref()));
     if let Some(level) = common.mcp_log_level {
-        options = options.with_log_level(level);
+        start = start.log_level(level);
     }
-    let services = Services::connect(&selected, options)
-        .await
-        .map_err(login_hint)?;
-    Ok(match project {
-        Some(project) => services.with_project(project),
-        None => services,
-    })
+    let started = start
+        .hooks(hooks)
+        .run(claij.settings(), |name| std::env::var(name));
+    started.await.map_err(mcp_error)
 }

@@ -15,6 +15,7 @@ use claij_mcp::{ClientOptions, Headless, Hooks, McpConfig, OAuth, Services};
 use serde_json::{Map, Value, json};
 
 use claij::mcp::elicitation::Defaults;
+use claij::mcp::signal::{Signal, Signals};
 
 use crate::{Status, one_line};
 
@@ -86,71 +87,20 @@ async fn connect_and_call(args: &Args, signals: &mut Signals) -> Result<Status> 
     let connecting = Services::connect(&config, options);
     let services = tokio::select! {
         connected = connecting => connected?,
-        status = signals.recv() => return Ok(status),
+        signal = signals.recv() => return Ok(stopped(signal)),
     };
     let calls = call_each(&services, args.timeout);
-    let result = or_signal(&services, signals, calls).await;
+    let result = signals.or_stop(&services, calls).await;
     services.close().await;
-    match result {
-        Ok(status) => status,
-        Err(status) => Ok(status),
-    }
+    result.unwrap_or_else(|signal| Ok(stopped(signal)))
 }
 
-/// SIGINT and SIGTERM, listened for from the start, so none is missed while the server connects.
-struct Signals {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    #[cfg(unix)]
-    fn new() -> Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
-            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
-        })
+/// The status of a run `signal` stopped.
+fn stopped(signal: Signal) -> Status {
+    Status::Signalled {
+        name: signal.name(),
+        code: signal.exit_code(),
     }
-
-    #[cfg(not(unix))]
-    fn new() -> Result<Self> {
-        Ok(Self {})
-    }
-
-    /// The next signal: the status to exit with.
-    #[cfg(unix)]
-    async fn recv(&mut self) -> Status {
-        tokio::select! {
-            _ = self.interrupt.recv() => Status::Signalled { name: "SIGINT", code: 130 },
-            _ = self.terminate.recv() => Status::Signalled { name: "SIGTERM", code: 143 },
-        }
-    }
-
-    #[cfg(not(unix))]
-    async fn recv(&mut self) -> Status {
-        let _ = tokio::signal::ctrl_c().await;
-        Status::Signalled {
-            name: "SIGINT",
-            code: 130,
-        }
-    }
-}
-
-/// Runs `work` with the server; a signal first stops it (closed, killed after a second).
-async fn or_signal<T>(
-    services: &Services,
-    signals: &mut Signals,
-    work: impl Future<Output = T>,
-) -> Result<T, Status> {
-    let signalled = tokio::select! {
-        done = work => return Ok(done),
-        status = signals.recv() => status,
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), services.close()).await;
-    Err(signalled)
 }
 
 /// The suite's authorization server approves at once: [`Headless`] follows its redirect. A

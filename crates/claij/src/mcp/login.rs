@@ -180,6 +180,27 @@ impl Login {
         self
     }
 
+    /// [`Login::run`] with the settings' MCP servers, their `${VAR}` client secrets expanded
+    /// through `var` (`std::env::var` reads the environment); errors name the settings' file.
+    ///
+    /// # Errors
+    ///
+    /// No MCP servers ([`Error::NoServers`]), an unset secret ([`Error::UnsetSecret`]), and what
+    /// [`Login::run`] returns.
+    pub async fn run_configured(
+        &self,
+        settings: &crate::settings::Settings,
+        var: impl Fn(&str) -> Result<String, std::env::VarError>,
+    ) -> Result<Outcome, Error> {
+        let file = settings.mcp_path.as_deref();
+        let mut config = settings
+            .mcp_servers()
+            .map_err(|e| Error::NoServers(e.into()))?
+            .clone();
+        expand_secrets(&mut config, var).map_err(|e| e.in_file(file))?;
+        self.run(&config).await.map_err(|e| e.in_file(file))
+    }
+
     /// Connects to the server of `config` (its `${VAR}` secrets expanded: [`expand_secrets`]),
     /// authorizing claij when it asks, and keeps the tokens.
     ///
@@ -224,6 +245,7 @@ impl Login {
         let mut selected = config.clone();
         if !selected.servers.contains_key(&self.server) {
             return Err(Error::UnknownServer {
+                file: None,
                 server: self.server.clone(),
                 known: config.servers.keys().cloned().collect(),
             });
@@ -463,11 +485,40 @@ fn decode(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// Starts `browser` (a program, as `$BROWSER` names one) on `url`, its standard streams closed,
+/// without waiting for it: what a [`Login::on_authorize`] may do after showing the URL.
+///
+/// # Errors
+///
+/// The program cannot be started.
+pub fn browse(browser: &std::ffi::OsStr, url: &str) -> std::io::Result<std::process::Child> {
+    use std::process::Stdio;
+    std::process::Command::new(browser)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// The browser gets the URL as its one argument.
+    #[cfg(unix)]
+    #[test]
+    fn the_browser_is_started_on_the_url() {
+        let file = std::env::temp_dir().join(format!("claij-browse-{}", std::process::id()));
+        let url = file.display().to_string();
+        let mut child = browse("touch".as_ref(), &url).unwrap();
+        assert!(child.wait().unwrap().success());
+        assert!(file.is_file());
+        std::fs::remove_file(&file).unwrap();
+        assert!(browse("/nonexistent/browser".as_ref(), &url).is_err());
+    }
 
     #[test]
     fn client_secrets_are_read_from_the_environment() {

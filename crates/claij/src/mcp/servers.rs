@@ -140,6 +140,34 @@ fn is_executable(path: &Path) -> bool {
     path.is_file()
 }
 
+/// The directories `given` (the current directory when none is), resolved to absolute paths, as
+/// [`configuration`] takes them for `fs`.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the directory as given: it cannot be resolved, or is not a directory.
+pub fn roots(given: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    let current = [PathBuf::from(".")];
+    let given = if given.is_empty() {
+        &current[..]
+    } else {
+        given
+    };
+    given
+        .iter()
+        .map(|root| {
+            let what = || root.display().to_string();
+            let resolved = std::fs::canonicalize(root).map_err(|e| Error::io(what(), e))?;
+            if !resolved.is_dir() {
+                let not_a_directory =
+                    std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory");
+                return Err(Error::io(what(), not_a_directory));
+            }
+            Ok(resolved)
+        })
+        .collect()
+}
+
 /// The configuration of the servers `selected` (all the default ones when empty) installed in
 /// `dir`, `fs` on `roots`, with the project [`DOCS`] when `fs` is one of them; `node` finds the
 /// program the npm servers run with.

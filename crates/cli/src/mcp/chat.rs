@@ -14,14 +14,14 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
-use claij::mcp::chat::{DEFAULT_HISTORY, History, MAX_HISTORY, answer_text};
-use claij_fsm::{Interrupt, Outcome, Run, Runner};
-use claij_interceptors::ErrorChain;
-use claij_mcp::mcp_fsm::{self, McpService};
-use claij_mcp::{ElicitationQueue, Services};
-use serde_json::{Value, json};
+use claij::interceptors::ErrorChain;
+use claij::mcp::chat::{Answer, Chat, DEFAULT_HISTORY, MAX_HISTORY, Question};
+use claij::mcp::protocol::mcp_fsm::McpService;
+use claij::mcp::protocol::{ElicitationQueue, PendingElicitation, Services};
+use claij::mcp::signal::Signals;
+use serde_json::Value;
 
-use super::{Common, Signals};
+use super::{Common, stopped};
 use crate::exit::Status;
 use crate::options::ModelOptions;
 
@@ -37,17 +37,17 @@ pub(crate) struct Args {
     #[command(flatten)]
     model: ModelOptions,
     /// Stop a request after this many transitions (models can loop).
-    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
+    #[arg(long, default_value_t = claij::fsm::engine::DEFAULT_MAX_TRANSITIONS, value_name = "N", value_parser = crate::args::transitions)]
     max_transitions: usize,
     /// Loops, as `fsm run`'s: a tool call that repeats an earlier one of the same request (the
     /// same tool, arguments and result) is told to the model; a repeat beyond the first N ends the
     /// request (0: the first repeat does; `off`: none, nor is the model told, for a tool that
     /// polls). The chat goes on with the next line.
-    #[arg(long, default_value_t = claij_fsm::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = crate::args::repeated_calls)]
+    #[arg(long, default_value_t = claij::fsm::engine::DEFAULT_MAX_REPEATED_CALLS, value_name = "N", value_parser = crate::args::repeated_calls)]
     max_repeated_calls: usize,
     /// How many earlier requests of this chat, each with its answer, go with a request so the model
     /// knows what was said (0: none, every line on its own).
-    #[arg(long, default_value_t = DEFAULT_HISTORY, value_name = "N", value_parser = history)]
+    #[arg(long, default_value_t = DEFAULT_HISTORY, value_name = "N", value_parser = |text: &str| claij::options::parse::whole(text, 0, MAX_HISTORY))]
     history: usize,
 }
 
@@ -58,39 +58,18 @@ impl Args {
     }
 }
 
-/// `--history`: 0 to [`MAX_HISTORY`].
-fn history(text: &str) -> Result<usize, String> {
-    text.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| *n <= MAX_HISTORY)
-        .ok_or_else(|| format!("expected a whole number from 0 to {MAX_HISTORY}"))
-}
-
 /// Runs the chat until the end of input or a signal.
 pub(super) async fn run(
     args: &Args,
     front: &crate::front::Front,
     signals: &mut Signals,
 ) -> Result<Status> {
-    let terminal = std::io::stdin().is_terminal();
     let (queue, questions) = ElicitationQueue::new(QUESTIONS);
-    let elicitor: Option<Arc<dyn claij_mcp::Elicitor>> = match args.common.elicitation {
-        None => terminal.then(|| Arc::new(queue) as _),
-        Some(super::elicitation::Policy::Ask) if terminal => Some(Arc::new(queue)),
-        Some(super::elicitation::Policy::Ask) => {
-            return Err(anyhow!(
-                "--elicitation ask needs a terminal on stdin: use defaults or decline"
-            ));
-        }
-        Some(super::elicitation::Policy::Defaults) => Some(Arc::new(super::elicitation::Defaults)),
-        Some(super::elicitation::Policy::Decline) => None,
+    let elicitor = args.common.elicitor(Some(Arc::new(queue)))?;
+    let services = tokio::select! {
+        connected = super::connect(&args.common, None, elicitor, front) => connected?,
+        signal = signals.recv() => return Ok(stopped(signal)),
     };
-    let connected = tokio::select! {
-        connected = super::connect(&args.common, None, None, elicitor, front) => connected?,
-        status = signals.recv() => return Ok(status),
-    };
-    let services = connected;
     let mut lines = Lines::spawn();
     let chatted = chat(args, front, &services, questions, &mut lines, signals).await;
     services.close().await;
@@ -101,7 +80,7 @@ async fn chat(
     args: &Args,
     front: &crate::front::Front,
     services: &Services,
-    questions: tokio::sync::mpsc::Receiver<claij_mcp::PendingElicitation>,
+    questions: tokio::sync::mpsc::Receiver<PendingElicitation>,
     lines: &mut Lines,
     signals: &mut Signals,
 ) -> Result<Status> {
@@ -119,8 +98,8 @@ async fn chat(
         .with_observer(|entry| {
             let _ = crate::transitions::print_transition(entry);
         });
+    let mut chat = Chat::new(runner, args.history);
     let mut status = Status::Ok;
-    let mut history = History::new(args.history);
     loop {
         if terminal {
             write!(std::io::stderr(), "> ")?;
@@ -128,7 +107,7 @@ async fn chat(
         }
         let line = tokio::select! {
             line = lines.next() => line,
-            signalled = signals.recv() => return Ok(signalled),
+            signal = signals.recv() => return Ok(stopped(signal)),
         };
         let Some(line) = line else {
             break;
@@ -137,103 +116,52 @@ async fn chat(
         if request.is_empty() {
             continue;
         }
-        let input = history.input(request);
-        let answered = tokio::select! {
-            answered = answer(&runner, input, lines) => answered?,
-            signalled = signals.recv() => return Ok(signalled),
+        // A person answers the servers' questions on the way (only on a terminal).
+        let ask = async |question: &Question| match terminal {
+            true => ask_person(question, lines).await.map(Some),
+            false => Ok(None),
         };
+        let answered = tokio::select! {
+            answered = chat.answer(request, ask) => answered?,
+            signal = signals.recv() => return Ok(stopped(signal)),
+        };
+        if !matches!(answered, Answer::Valid(_)) {
+            status = Status::Invalid;
+        }
+        let mut err = std::io::stderr();
         match answered {
-            Answered::Valid(text) => history.push(request, text),
-            Answered::Failed(text) => {
-                status = Status::Invalid;
-                if let Some(text) = text {
-                    history.push(request, text);
-                }
+            Answer::Valid(text) | Answer::Error(text) => writeln!(std::io::stdout(), "{text}")?,
+            Answer::Failed(e) => {
+                // A limit is said with its flag (`--max-repeated-calls 1 allows 1 repeat`).
+                let line = crate::transitions::limit_reached(&e)
+                    .unwrap_or_else(|| crate::exit::one_line(&ErrorChain(&e).to_string()));
+                writeln!(err, "error: {line}")?;
             }
+            Answer::Unanswered { state } => {
+                // Only a terminal gets questions; nothing else waits.
+                return Err(anyhow!("the run waits in `{state}` with no one to answer"));
+            }
+            Answer::Interrupted { from } => writeln!(err, "interrupted in state `{from}`")?,
+            _ => {}
         }
     }
     Ok(status)
 }
 
-/// How a request ended.
-enum Answered {
-    /// The answer's text, printed on stdout.
-    Valid(String),
-    /// No valid answer (said on stderr); the answer's text when the model answered with an error.
-    Failed(Option<String>),
-}
-
-/// Runs one request (`input`, [`History::input`]) to its answer, printed on stdout; a person
-/// answers the servers' questions on the way.
-async fn answer(runner: &Runner, input: Value, lines: &mut Lines) -> Result<Answered> {
-    let mut run = runner.start(input)?;
-    let interrupt = Interrupt::new();
-    loop {
-        let outcome = match runner.run(&mut run, &interrupt, None).await {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                // A limit is said with its flag (`--max-repeated-calls 1 allows 1 repeat`).
-                let line = crate::transitions::limit_reached(&e)
-                    .unwrap_or_else(|| crate::exit::one_line(&ErrorChain(&e).to_string()));
-                writeln!(std::io::stderr(), "error: {line}")?;
-                return Ok(Answered::Failed(None));
-            }
-        };
-        match outcome {
-            Outcome::Finished { event, .. } => {
-                let text = answer_text(&event);
-                writeln!(std::io::stdout(), "{text}")?;
-                return Ok(if claij::mcp::chat::is_error(&event) {
-                    Answered::Failed(Some(text))
-                } else {
-                    Answered::Valid(text)
-                });
-            }
-            Outcome::Waiting { state } if state == mcp_fsm::ASKING && lines.terminal => {
-                let reply = ask_person(&run, lines).await?;
-                runner.provide(&mut run, json!({ "answer": reply }), None)?;
-            }
-            Outcome::Waiting { state } => {
-                // Only a terminal gets questions; nothing else waits.
-                return Err(anyhow!("the run waits in `{state}` with no one to answer"));
-            }
-            Outcome::Interrupted { from } => {
-                writeln!(std::io::stderr(), "interrupted in state `{from}`")?;
-                return Ok(Answered::Failed(None));
-            }
-            _ => return Ok(Answered::Failed(None)),
-        }
-    }
-}
-
-/// The person's answer to the question the run waits on: `{"action": "accept", "content": {...}}`
-/// for a JSON object, `decline` for an empty line (or the end of input), `cancel` for `cancel`.
-async fn ask_person(run: &Run, lines: &mut Lines) -> Result<Value> {
-    let question = &run.event["elicitation"];
-    let server = question["server"].as_str().unwrap_or("a server");
-    let message = question["message"].as_str().unwrap_or_default();
-    let schema = claij_schema::to_compact(&question["schema"]);
+/// The person's answer to a server's question ([`claij::mcp::chat::reply`]).
+async fn ask_person(question: &Question, lines: &mut Lines) -> Result<Value> {
     let mut err = std::io::stderr();
-    writeln!(err, "{server} asks: {}", crate::exit::one_line(message))?;
-    writeln!(err, "answer with a JSON object like {}", schema.trim_end())?;
+    write!(err, "{question}")?;
     loop {
         write!(
             err,
             "answer (JSON; empty line declines, `cancel` cancels): "
         )?;
         err.flush()?;
-        let Some(line) = lines.next().await else {
-            return Ok(json!({"action": "decline"}));
-        };
-        match line.trim() {
-            "" => return Ok(json!({"action": "decline"})),
-            "cancel" => return Ok(json!({"action": "cancel"})),
-            text => match serde_json::from_str::<Value>(text) {
-                Ok(content @ Value::Object(_)) => {
-                    return Ok(json!({"action": "accept", "content": content}));
-                }
-                _ => writeln!(err, "not a JSON object; try again")?,
-            },
+        let line = lines.next().await;
+        match claij::mcp::chat::reply(line.as_deref()) {
+            Some(reply) => return Ok(reply),
+            None => writeln!(err, "not a JSON object; try again")?,
         }
     }
 }

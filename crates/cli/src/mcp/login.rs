@@ -5,10 +5,11 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Result, anyhow};
 use claij::mcp::login::{self, Login, NO_REDIRECT, Outcome};
+use claij::mcp::signal::Signals;
 
-use super::Signals;
+use super::{mcp_error, stopped};
 use crate::exit::Status;
 
 /// `claij mcp login`.
@@ -34,16 +35,12 @@ pub(crate) struct LogoutArgs {
     server: String,
 }
 
-/// The directory of the servers' token files: `$XDG_DATA_HOME/claij/mcp-tokens`, else
-/// `~/.local/share/claij/mcp-tokens`.
-pub(crate) fn token_dir() -> Option<PathBuf> {
-    Some(login::token_dir(&claij::settings::data_dir()?))
-}
-
-/// The tokens' directory, or the error that says how to give one.
+/// The directory of the servers' token files (`$XDG_DATA_HOME/claij/mcp-tokens`, else
+/// `~/.local/share/claij/mcp-tokens`), or the error that says how to give one.
 fn required_token_dir() -> Result<PathBuf> {
-    token_dir()
-        .ok_or_else(|| anyhow!("no data directory for the tokens: set XDG_DATA_HOME or HOME"))
+    let data = claij::settings::data_dir()
+        .ok_or_else(|| anyhow!("no data directory for the tokens: set XDG_DATA_HOME or HOME"))?;
+    Ok(login::token_dir(&data))
 }
 
 /// Runs `claij mcp login`.
@@ -53,9 +50,7 @@ pub(crate) async fn login(
     signals: &mut Signals,
 ) -> Result<Status> {
     let dir = required_token_dir()?;
-    let (mut config, file) = super::configured(front)?;
-    claij::mcp::login::expand_secrets(&mut config, |name| std::env::var(name))
-        .context(file.clone())?;
+    let settings = front.settings()?;
     let server = args.server.clone();
     let login = Login::new(&args.server, dir)
         .with_timeout(args.timeout)
@@ -67,17 +62,12 @@ pub(crate) async fn login(
             );
             if let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
                 // Never required: the URL is printed above.
-                let _ = std::process::Command::new(browser)
-                    .arg(url)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn();
+                let _ = login::browse(&browser, url);
             }
         });
     let outcome = tokio::select! {
-        outcome = login.run(&config) => outcome.map_err(|e| login_error(e, &file))?,
-        status = signals.recv() => return Ok(status),
+        outcome = login.run_configured(settings, |name| std::env::var(name)) => outcome.map_err(login_error)?,
+        signal = signals.recv() => return Ok(stopped(signal)),
     };
     let mut err = std::io::stderr();
     let server = &args.server;
@@ -102,28 +92,16 @@ pub(crate) async fn login(
     Ok(Status::Ok)
 }
 
-/// A login's error in the command's words: the configuration's file, `--timeout`, how to log in.
-fn login_error(error: claij::mcp::Error, file: &str) -> anyhow::Error {
-    match error {
-        claij::mcp::Error::UnknownServer { server, known } => {
-            anyhow!(
-                "no mcp server `{server}` in {file}; configured: {}",
-                known.join(", ")
-            )
-        }
-        claij::mcp::Error::Mcp(error) => {
-            let error = super::login_hint(error);
-            let text = format!("{error:#}");
-            if text.contains(NO_REDIRECT) {
-                anyhow!(
-                    "{}",
-                    text.replace(NO_REDIRECT, &format!("{NO_REDIRECT} --timeout"))
-                )
-            } else {
-                error
-            }
-        }
-        other => other.into(),
+/// A login's error in the command's words: `--timeout`, how to log in.
+fn login_error(error: claij::mcp::Error) -> anyhow::Error {
+    let error = mcp_error(error);
+    let text = format!("{error:#}");
+    match text.contains(NO_REDIRECT) {
+        true => anyhow!(
+            "{}",
+            text.replace(NO_REDIRECT, &format!("{NO_REDIRECT} --timeout"))
+        ),
+        false => error,
     }
 }
 

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use claij::mcp::servers::{self, INSTALL};
 
 use crate::exit::Status;
@@ -64,7 +64,10 @@ pub(super) fn run(args: &Args) -> Result<Status> {
         })?,
     };
     let dir = std::path::absolute(&dir).unwrap_or(dir);
-    let roots = roots(&args.roots)?;
+    let roots = servers::roots(&args.roots).map_err(|error| match error {
+        claij::mcp::Error::Io { what, source } => anyhow!("--root {what}: {source}"),
+        other => other.into(),
+    })?;
     let node = || servers::which("node", |name| std::env::var_os(name));
     let config = servers::configuration(&dir, &args.servers, &roots, node).map_err(flag_error)?;
     let text = match args.format {
@@ -85,42 +88,5 @@ fn flag_error(error: claij::mcp::Error) -> anyhow::Error {
     }
 }
 
-/// The `--root` directories, absolute and resolved; the current directory when none is given.
-fn roots(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let given = if given.is_empty() {
-        vec![PathBuf::from(".")]
-    } else {
-        given.to_vec()
-    };
-    given
-        .iter()
-        .map(|root| {
-            let resolved = std::fs::canonicalize(root)
-                .map_err(|e| anyhow!("--root {}: {e}", root.display()))?;
-            if !resolved.is_dir() {
-                bail!("--root {}: not a directory", root.display());
-            }
-            Ok(resolved)
-        })
-        .collect()
-}
-
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    /// A cache without the installed set: the library's error, and the flag that names another.
-    #[test]
-    fn a_missing_install_names_the_dir_flag() {
-        let dir = std::env::temp_dir().join(format!("claij-no-servers-{}", std::process::id()));
-        let error = claij::mcp::servers::configuration(&dir, &[], &[], || None).unwrap_err();
-        assert_eq!(
-            super::flag_error(error).to_string(),
-            format!(
-                "no MCP servers installed in {}: run `cargo xtask mcp-servers` in the claij repository \
-                 (or name another cache with --dir)",
-                dir.display()
-            )
-        );
-    }
-}
+mod tests;

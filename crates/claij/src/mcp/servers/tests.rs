@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::{cache_dir, configuration};
+use super::{cache_dir, configuration, roots};
 
 #[track_caller]
 fn check_cache_dir(vars: &[(&str, &str)], expected: Option<&str>) {
@@ -208,4 +208,34 @@ fn the_toml_form_reads_back_as_the_json_one() {
     );
     let table: toml::Table = toml::from_str(&text).unwrap();
     assert_eq!(serde_json::to_value(&table).unwrap(), config);
+}
+
+#[test]
+fn roots_are_resolved_and_each_must_be_a_directory() {
+    let dir = std::env::temp_dir().join(format!("claij-roots-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("file"), "x").unwrap();
+    let resolved = roots(&[dir.join("sub/..").join("sub")]).unwrap();
+    assert_eq!(resolved, vec![dir.join("sub").canonicalize().unwrap()]);
+    assert_eq!(
+        roots(&[]).unwrap(),
+        vec![std::env::current_dir().unwrap().canonicalize().unwrap()]
+    );
+    let file = dir.join("file");
+    match roots(&[dir.join("sub"), file.clone()]).unwrap_err() {
+        crate::mcp::Error::Io { what, source } => {
+            assert_eq!(what, file.display().to_string());
+            assert_eq!(source.to_string(), "not a directory");
+        }
+        other => panic!("{other}"),
+    }
+    let missing = dir.join("missing");
+    match roots(std::slice::from_ref(&missing)).unwrap_err() {
+        crate::mcp::Error::Io { what, source } => {
+            assert_eq!(what, missing.display().to_string());
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("{other}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
