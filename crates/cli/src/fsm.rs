@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context as _, Result, anyhow};
 use claij::fsm::engine::DefinitionError;
 use claij::fsm::engine::render::{self, RenderError};
 use claij::fsm::{Error, ExistingJournal, Machine, Wiring, count};
@@ -244,7 +244,8 @@ fn validate(file: &str, flags: &Flags, front: &crate::front::Front) -> Result<St
         project: flags.project.clone(),
         ..claij::fsm::Options::default()
     };
-    let wiring = run::with_tools(Wiring::new(front.shared()?, options))?;
+    let wiring = Wiring::new(front.shared()?, options);
+    let wiring = wiring.with_builtin_tools().context("the built-in tools")?;
     let problems = wiring.check(&machine)?;
     if !problems.is_empty() {
         let fsm = definition.id.clone();

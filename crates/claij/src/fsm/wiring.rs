@@ -208,6 +208,19 @@ impl Wiring {
         self
     }
 
+    /// [`Wiring::with_tools`] with claij's built-in tools ([`crate::tools::builtin`]: `now`,
+    /// `random_int`), as `claij fsm run` offers them.
+    ///
+    /// # Errors
+    ///
+    /// A built-in tool that cannot be registered.
+    #[cfg(feature = "mcp")]
+    pub fn with_builtin_tools(
+        self,
+    ) -> Result<Self, claij_interceptors::builtin::tools::RegisterError> {
+        Ok(self.with_tools(crate::tools::builtin()?))
+    }
+
     /// The model `llm` names (`None`: the options', else the settings' default), opened as a
     /// run's `llm` states get it ([`models::open`]).
     ///

@@ -108,7 +108,7 @@ impl Options {
             .on_notice(|text| {
                 let _ = writeln!(std::io::stderr().lock(), "{text}");
             });
-        with_tools(wiring)
+        wiring.with_builtin_tools().context("the built-in tools")
     }
 
     /// The run's proposals over `saved` (a resumed journal's), when it proposes, votes (`votes`)
@@ -124,29 +124,6 @@ impl Options {
             .open(saved, votes, claij, &self.model, self.json)?;
         Ok(shared.map(claij::fsm::Proposals::from))
     }
-
-    /// `machine` wired, with its proposals over `saved`, on the one runtime of its run (the MCP
-    /// servers it starts live on it).
-    fn wire(
-        &self,
-        machine: &Machine,
-        saved: Option<claij::schema::SavedRegistry>,
-    ) -> Result<(Runtime, Wired)> {
-        let runtime = runtime()?;
-        let claij = self.claij()?;
-        let proposals = self.proposals(&claij, saved, machine.votes())?;
-        let wiring = self.wiring(claij)?;
-        let wired = runtime
-            .block_on(wiring.wire_proposing(machine, proposals.as_ref()))
-            .map_err(wire_error)?;
-        Ok((runtime, wired))
-    }
-}
-
-/// `wiring` with the built-in tools (`now`, `random_int`) as its `tools` service.
-pub(super) fn with_tools(wiring: Wiring) -> Result<Wiring> {
-    let tools = claij::tools::builtin().context("the built-in tools")?;
-    Ok(wiring.with_tools(tools))
 }
 
 /// A wiring error as `claij fsm run` says it: a server that needs authorization says how to give
@@ -172,39 +149,51 @@ pub(super) fn run(
     options: &Options,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
-    let (runtime, wired) = options.wire(machine, None)?;
-    let started = wired.start(input, journal).map_err(|e| match e {
-        RunError::JournalExists { path } => anyhow!(
-            "journal {0} already holds a run: use `claij fsm resume {0}` to go on with it, or \
-             --force to start a new run over it",
-            path.display()
-        ),
-        e => e.into(),
-    });
-    let status = started
-        .and_then(|(mut run, journal)| drive(&wired.runner, &mut run, journal, options, &runtime));
-    runtime.block_on(wired.close());
-    status
+    go(machine, None, options, |wired| {
+        wired.start(input, journal).map_err(|e| match e {
+            RunError::JournalExists { path } => anyhow!(
+                "journal {0} already holds a run: use `claij fsm resume {0}` to go on with it, \
+                 or --force to start a new run over it",
+                path.display()
+            ),
+            e => e.into(),
+        })
+    })
 }
 
 /// `claij fsm resume JOURNAL`: the machine comes from the journal's header.
 pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     let (machine, saved) = Machine::from_journal(path)?;
-    let (runtime, wired) = options.wire(&machine, saved)?;
-    let status = wired
-        .runner
-        .resume(path)
-        .map_err(Into::into)
-        .and_then(|(mut run, journal)| {
-            writeln!(
-                std::io::stderr(),
-                "resuming run {} in state `{}` after {}",
-                run.id,
-                run.state,
-                count(run.trail.entries.len(), "recorded transition")
-            )?;
-            drive(&wired.runner, &mut run, Some(journal), options, &runtime)
-        });
+    go(&machine, saved, options, |wired| {
+        let (run, journal) = wired.runner.resume(path)?;
+        writeln!(
+            std::io::stderr(),
+            "resuming run {} in state `{}` after {}",
+            run.id,
+            run.state,
+            count(run.trail.entries.len(), "recorded transition")
+        )?;
+        Ok((run, Some(journal)))
+    })
+}
+
+/// `machine` wired with its proposals over `saved` on the one runtime of its run (the MCP servers
+/// it starts live on it), its run started by `start` and driven to its end, its services closed.
+fn go(
+    machine: &Machine,
+    saved: Option<claij::schema::SavedRegistry>,
+    options: &Options,
+    start: impl FnOnce(&Wired) -> Result<(Run, Option<Journal>)>,
+) -> Result<Status> {
+    let runtime = runtime()?;
+    let claij = options.claij()?;
+    let proposals = options.proposals(&claij, saved, machine.votes())?;
+    let wiring = options.wiring(claij)?;
+    let wired = runtime
+        .block_on(wiring.wire_proposing(machine, proposals.as_ref()))
+        .map_err(wire_error)?;
+    let status = start(&wired)
+        .and_then(|(mut run, journal)| drive(&wired.runner, &mut run, journal, options, &runtime));
     runtime.block_on(wired.close());
     status
 }
