@@ -193,7 +193,6 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
                 Ok(machine) => machine,
                 Err(invalid) => return Ok(invalid),
             };
-            let options = options.with_front(front);
             if *on == On::Restate {
                 #[cfg(not(feature = "restate"))]
                 return Err(anyhow!(NO_RESTATE));
@@ -201,7 +200,7 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
                 {
                     let follow = follow_timeout.unwrap_or(std::time::Duration::from_secs(3600));
                     let (id, ingress) = (id.as_deref(), ingress.as_deref());
-                    return restate::run(&machine, input, id, ingress, follow, &options);
+                    return restate::run(&machine, input, id, ingress, follow, options);
                 }
             }
             let existing = match force {
@@ -209,9 +208,9 @@ pub(crate) fn run(cmd: &Command, front: &Arc<crate::front::Front>) -> Result<Sta
                 false => ExistingJournal::Refuse,
             };
             let journal = journal.as_deref().map(|path| (path, existing));
-            run::run(&machine, input, journal, &options)
+            run::run(&machine, input, journal, options, front)
         }
-        Command::Resume { journal, options } => run::resume(journal, &options.with_front(front)),
+        Command::Resume { journal, options } => run::resume(journal, options, front),
         #[cfg(feature = "restate")]
         Command::Provide {
             run_id,

@@ -45,7 +45,7 @@ pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) ->
             register,
             options,
             ..
-        } => restate(*bind, register.as_deref(), &options.with_front(front)),
+        } => restate(*bind, register.as_deref(), options, front),
     }
 }
 
@@ -54,6 +54,7 @@ fn restate(
     bind: SocketAddr,
     register: Option<&str>,
     options: &crate::fsm::Options,
+    front: &crate::front::Front,
 ) -> Result<Status> {
     use std::io::Write as _;
 
@@ -67,7 +68,7 @@ fn restate(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let claij = options.claij()?;
+    let claij = front.shared()?;
     let worker = {
         let options = options.clone();
         let proposing = std::sync::Arc::clone(&claij);
@@ -103,6 +104,11 @@ fn restate(
 }
 
 #[cfg(not(feature = "restate"))]
-fn restate(_: SocketAddr, _: Option<&str>, _: &crate::fsm::Options) -> Result<Status> {
+fn restate(
+    _: SocketAddr,
+    _: Option<&str>,
+    _: &crate::fsm::Options,
+    _: &crate::front::Front,
+) -> Result<Status> {
     anyhow::bail!("serve restate: this claij was built without the `restate` feature")
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::runtime::Runtime;
 
 use crate::exit::{Status, one_line};
+use crate::front::Front;
 use crate::options::ModelOptions;
 use crate::transitions::{limit_reached, print_transition};
 
@@ -42,9 +43,6 @@ pub(crate) struct Options {
     /// Print `{"outcome", "trail", "usage"}` on stdout instead of the trail alone.
     #[arg(long)]
     pub(super) json: bool,
-    /// The process's front door, handed down by `main` ([`Options::with_front`]); not a flag.
-    #[arg(skip)]
-    front: Option<Arc<crate::front::Front>>,
 }
 
 /// `--meta-debug`.
@@ -61,25 +59,6 @@ pub(crate) struct MetaDebugFlags {
 }
 
 impl Options {
-    /// These options with the process's front door, where the run opens its models.
-    pub(crate) fn with_front(&self, front: &Arc<crate::front::Front>) -> Self {
-        let mut options = self.clone();
-        options.front = Some(Arc::clone(front));
-        options
-    }
-
-    /// The process's [`claij::Claij`] (settings read once, models opened once).
-    ///
-    /// # Errors
-    ///
-    /// The configuration cannot be read or is invalid.
-    pub(crate) fn claij(&self) -> Result<Arc<claij::Claij>> {
-        match &self.front {
-            Some(front) => front.shared(),
-            None => Err(anyhow!("no configuration was handed to the run")),
-        }
-    }
-
     /// `--threads`: set in the environment before any thread starts.
     pub(crate) fn threads(&self) -> Option<std::num::NonZeroUsize> {
         self.model.threads
@@ -147,9 +126,10 @@ pub(super) fn run(
     input: &str,
     journal: Option<(&Path, ExistingJournal)>,
     options: &Options,
+    front: &Front,
 ) -> Result<Status> {
     let input: Value = serde_json::from_str(input).context("--input is not JSON")?;
-    go(machine, None, options, |wired| {
+    go(machine, None, options, front, |wired| {
         wired.start(input, journal).map_err(|e| match e {
             RunError::JournalExists { path } => anyhow!(
                 "journal {0} already holds a run: use `claij fsm resume {0}` to go on with it, \
@@ -162,9 +142,9 @@ pub(super) fn run(
 }
 
 /// `claij fsm resume JOURNAL`: the machine comes from the journal's header.
-pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
+pub(super) fn resume(path: &Path, options: &Options, front: &Front) -> Result<Status> {
     let (machine, saved) = Machine::from_journal(path)?;
-    go(&machine, saved, options, |wired| {
+    go(&machine, saved, options, front, |wired| {
         let (run, journal) = wired.runner.resume(path)?;
         writeln!(
             std::io::stderr(),
@@ -177,16 +157,18 @@ pub(super) fn resume(path: &Path, options: &Options) -> Result<Status> {
     })
 }
 
-/// `machine` wired with its proposals over `saved` on the one runtime of its run (the MCP servers
-/// it starts live on it), its run started by `start` and driven to its end, its services closed.
+/// `machine` wired (with the process's `front` door, its proposals over `saved`) on the one
+/// runtime of its run (the MCP servers it starts live on it), its run started by `start` and
+/// driven to its end, its services closed.
 fn go(
     machine: &Machine,
     saved: Option<claij::schema::SavedRegistry>,
     options: &Options,
+    front: &Front,
     start: impl FnOnce(&Wired) -> Result<(Run, Option<Journal>)>,
 ) -> Result<Status> {
     let runtime = runtime()?;
-    let claij = options.claij()?;
+    let claij = front.shared()?;
     let proposals = options.proposals(&claij, saved, machine.votes())?;
     let wiring = options.wiring(claij)?;
     let wired = runtime
