@@ -1,7 +1,7 @@
 //! Runs on a Restate server (feature `restate`): [`Worker`], the [`claij_restate::Wiring`] a
 //! worker wires each machine with (as [`Wiring`] wires a run in this process), and what starting
-//! a run takes ([`DEFAULT_INGRESS`], [`new_run_id`], [`request`]), following it ([`follow`]) and
-//! its end said as an embedded run's ([`report`]). The client and the worker themselves are
+//! a run takes ([`DEFAULT_INGRESS`], [`new_run_id`], [`request`]), following it ([`follow`],
+//! [`drive`]), its input ([`provide`]) and its end said as an embedded run's ([`report`]). The client and the worker themselves are
 //! [`claij_restate`].
 
 use std::future::Future;
@@ -114,15 +114,8 @@ where
         let Some(event) = input.event(&state)? else {
             return Ok(followed);
         };
-        match client.provide(id, &event).await {
-            Err(claij_restate::Error::Status {
-                status: 400,
-                message,
-                ..
-            }) => {
-                input.refused(&message);
-            }
-            other => drop(other?),
+        if let Provided::Refused(why) = provide(client, id, &event).await? {
+            input.refused(&why);
         }
     }
 }
@@ -136,6 +129,36 @@ where
 pub async fn register(admin: &str, uri: &str) -> Result<(), claij_restate::Error> {
     let client = Client::new(DEFAULT_INGRESS)?.with_admin(admin)?;
     client.register(uri).await.map(drop)
+}
+
+/// What became of an event given to a run waiting on the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Provided {
+    /// The waiting state took it (the state).
+    Taken(String),
+    /// The server refused it as wrong for the waiting state, saying why; the run waits on.
+    Refused(String),
+}
+
+/// Gives `event` to run `id`, waiting on the server in a `human` state.
+///
+/// # Errors
+///
+/// The client's: the server cannot be reached, the run does not wait.
+pub async fn provide(
+    client: &Client,
+    id: &str,
+    event: &Value,
+) -> Result<Provided, claij_restate::Error> {
+    match client.provide(id, event).await {
+        Ok(status) => Ok(Provided::Taken(status.waiting_in.unwrap_or(status.state))),
+        Err(claij_restate::Error::Status {
+            status: 400,
+            message,
+            ..
+        }) => Ok(Provided::Refused(message)),
+        Err(e) => Err(e),
+    }
 }
 
 /// A run's end on the server as [`Report`] says an embedded run's (`None`: an end this version

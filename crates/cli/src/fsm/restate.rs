@@ -6,7 +6,8 @@ use std::io::Write as _;
 
 use anyhow::{Context as _, Result, anyhow};
 use claij::fsm::restate::durable::{Client, Ended, Error, FailureKind, Followed, RunResult};
-use claij::fsm::restate::{DEFAULT_INGRESS, drive, new_run_id, report, request, waiting};
+use claij::fsm::restate::{DEFAULT_INGRESS, Provided, drive, new_run_id};
+use claij::fsm::restate::{report, request, waiting};
 use serde_json::Value;
 
 use super::run::{self, Options};
@@ -104,23 +105,17 @@ fn ended(result: &RunResult, options: &Options) -> Result<Status> {
 pub(super) fn provide(run_id: &str, event: &str, ingress: Option<&str>) -> Result<Status> {
     let event: Value = serde_json::from_str(event).context("EVENT is not JSON")?;
     let client = Client::new(ingress.unwrap_or(DEFAULT_INGRESS))?;
-    match run::runtime()?.block_on(client.provide(run_id, &event)) {
-        Ok(status) => {
-            let state = status.waiting_in.unwrap_or(status.state);
+    match run::runtime()?.block_on(claij::fsm::restate::provide(&client, run_id, &event))? {
+        Provided::Taken(state) => {
             writeln!(
                 std::io::stderr(),
                 "run {run_id}: input given to state `{state}`"
             )?;
             Ok(Status::Ok)
         }
-        Err(Error::Status {
-            status: 400,
-            message,
-            ..
-        }) => {
-            writeln!(std::io::stderr(), "error: {}", one_line(&message))?;
+        Provided::Refused(why) => {
+            writeln!(std::io::stderr(), "error: {}", one_line(&why))?;
             Ok(Status::Invalid)
         }
-        Err(e) => Err(e.into()),
     }
 }
