@@ -10,8 +10,14 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use claij_backends::BoxFuture;
+use claij_interceptors::Context;
+use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
 use claij_schema::{Registry, SavedRegistry};
 use serde_json::Value;
+
+use crate::options::ModelOptions;
+use crate::{Claij, Result};
 
 #[cfg(feature = "fsm")]
 pub use self::vote::{RemedyDecided, RemedyProposals, RunProposals, Vote, VoteReport, Voter};
@@ -41,6 +47,100 @@ pub fn registry(
 /// The registry, locked (a poisoned lock still holds a consistent registry).
 pub fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
     registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Told the outcome of each vote ([`Approval::Vote`]).
+#[cfg(feature = "fsm")]
+pub type OnVote = Box<dyn Fn(&VoteReport) + Send + Sync>;
+
+/// Who decides on a proposed schema extension: what [`Approval::proposals`] builds the proposals
+/// interceptor with.
+#[derive(Default)]
+#[non_exhaustive]
+pub enum Approval {
+    /// Every proposal is declined (no approver was given).
+    #[default]
+    Decline,
+    /// An approver of the caller's: a closure, a person asked at a terminal.
+    Given(Arc<dyn Approver>),
+    /// A vote of these models (each as [`Claij::open`] takes it), asked with the proposer's model
+    /// options ([`Vote`]); `on_report` is told each vote's outcome.
+    #[cfg(feature = "fsm")]
+    Vote {
+        /// The voters' model names.
+        voters: Vec<String>,
+        /// Told each vote's outcome.
+        on_report: Option<OnVote>,
+    },
+}
+
+impl Approval {
+    /// The approver `approver`.
+    pub fn given(approver: impl Approver + 'static) -> Self {
+        Approval::Given(Arc::new(approver))
+    }
+
+    /// The proposals interceptor over `registry`, this approver deciding, `proposer` named as who
+    /// proposed in the audit log; a vote's models opened from `claij`, asked with `options`.
+    ///
+    /// # Errors
+    ///
+    /// A vote without voters, or a voter that does not open (naming it: ``voter `NAME` ``).
+    pub fn proposals(
+        self,
+        claij: &Claij,
+        options: &ModelOptions,
+        registry: &Arc<Mutex<Registry>>,
+        proposer: String,
+    ) -> Result<Proposals> {
+        let registry = Arc::clone(registry);
+        let proposals = match self {
+            Approval::Decline => Proposals::with_registry(
+                |_: &Proposal, _: &Context| Decision::reject("no approver was given"),
+                registry,
+            ),
+            Approval::Given(approver) => Proposals::with_registry(Shared(approver), registry),
+            #[cfg(feature = "fsm")]
+            Approval::Vote { voters, on_report } => {
+                if voters.is_empty() {
+                    return Err(crate::Error::config("a vote needs voters"));
+                }
+                let voters = voters
+                    .iter()
+                    .map(|name| {
+                        let opened = claij
+                            .open(name)
+                            .map_err(|e| e.context(format!("voter `{name}`")))?;
+                        let config = options.config(opened.model, &claij.settings().defaults, None);
+                        Ok(Voter {
+                            name: name.clone(),
+                            backend: opened.backend,
+                            config,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let vote = Vote::new(voters, Arc::clone(&registry));
+                let vote = match on_report {
+                    Some(report) => vote.on_report(report),
+                    None => vote,
+                };
+                Proposals::with_registry(vote, registry)
+            }
+        };
+        #[cfg(not(feature = "fsm"))]
+        let _ = (claij, options);
+        proposals.set_proposer(proposer);
+        Ok(proposals)
+    }
+}
+
+/// An [`Approver`] shared.
+struct Shared(Arc<dyn Approver>);
+
+impl Approver for Shared {
+    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Ruling> {
+        self.0.decide(proposal, ctx)
+    }
 }
 
 #[cfg(feature = "fsm")]
@@ -94,6 +194,27 @@ mod vote {
         pub state: String,
         /// Each voter's ballot, in the order of the voters.
         pub ballots: Vec<Ballot>,
+    }
+
+    impl std::fmt::Display for VoteReport {
+        /// `vote on the schema extension `ID`: 2 for, 1 against: activated`, then a line per
+        /// ballot: `  VOTER approves: REASON` (or `rejects`).
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(
+                f,
+                "vote on the schema extension `{}`: {} for, {} against: {}",
+                self.extension_id, self.approve, self.reject, self.state
+            )?;
+            for ballot in &self.ballots {
+                let verb = if ballot.approve {
+                    "approves"
+                } else {
+                    "rejects"
+                };
+                write!(f, "\n  {} {verb}: {}", ballot.voter, ballot.reason)?;
+            }
+            Ok(())
+        }
     }
 
     impl Vote {
@@ -203,6 +324,23 @@ mod vote {
         pub extension_id: String,
         /// The decision.
         pub decision: Decision,
+    }
+
+    impl std::fmt::Display for RemedyDecided {
+        /// `meta-debugging of `STATE` proposes the schema extension `ID`: activated` (or
+        /// `declined: REASON`, `deferred`).
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let decided = match &self.decision {
+                Decision::Approve => "activated".to_owned(),
+                Decision::Reject { reason } => format!("declined: {reason}"),
+                Decision::Defer => "deferred".to_owned(),
+            };
+            write!(
+                f,
+                "meta-debugging of `{}` proposes the schema extension `{}`: {decided}",
+                self.state, self.extension_id
+            )
+        }
     }
 
     /// The schema extensions of a state-machine run, shared by every `llm` state of the machine and

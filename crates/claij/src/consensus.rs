@@ -48,11 +48,15 @@
 //! # }
 //! ```
 
+use std::time::Duration;
+
+use claij_backends::Usage;
 use claij_interceptors::several::{self, Reply, Tally};
 use claij_interceptors::{Answer, Context, Pipeline};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::conversation::{Builder, Conversation};
+use crate::report::{Report, millis, one_line, plural};
 use crate::{Claij, Result};
 
 /// How the answer is chosen among several models'.
@@ -118,6 +122,174 @@ impl Outcome {
         self.winner
             .and_then(|i| self.replies.get(i))
             .map(|reply| reply.name.as_str())
+    }
+
+    /// A line per model, `NAME: 1 attempt, 15+5 tokens, 0.01s, cost unknown` or `NAME: no valid
+    /// answer: why`, then the tally: `tally on /answer, 5 models asked: "Paris": 2 votes (a, c);
+    /// "Lyon": 1 vote (b); no valid answer: d; without /answer: e` (a compared value cut at 60
+    /// characters).
+    #[must_use]
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.replies.iter().map(model_line).collect();
+        lines.push(tally_line(&self.tally));
+        lines
+    }
+
+    /// The verdict: `majority: 2 of 3 models agree (a, c); the answer is a's` or `first valid: b`
+    /// with an answer; without, why (`no majority: the most models agreeing on one value is 1 of 3
+    /// (a majority is 2); ...`).
+    #[must_use]
+    pub fn verdict(&self) -> String {
+        let tally = &self.tally;
+        if let (Some(winner), Some(_)) = (self.winner_name(), self.value()) {
+            return match (self.rule, tally.majority()) {
+                (Rule::Majority, Some(votes)) => format!(
+                    "majority: {} of {} models agree ({}); the answer is {winner}'s",
+                    votes.count,
+                    tally.asked,
+                    votes.names.join(", ")
+                ),
+                _ => format!("first valid: {winner}"),
+            };
+        }
+        let valid = tally.valid();
+        // First-valid finds nothing only when there is no valid answer.
+        if valid == 0 || self.rule == Rule::FirstValid {
+            return format!("no valid answer from any of the {} models", tally.asked);
+        }
+        let most = tally.votes.first().map_or(0, |v| v.count);
+        format!(
+            "no majority: the most models agreeing on one value is {most} of {} (a majority is {}); {valid} valid {}, {} distinct {}",
+            tally.asked,
+            tally.asked / 2 + 1,
+            plural(valid, "answer"),
+            tally.votes.len(),
+            plural(tally.votes.len(), "value")
+        )
+    }
+
+    /// The JSON report: the chosen `value`, `consensus` (the rule, the winner, the majority's
+    /// size, the tally), every model's report ([`Report::to_json`] with its `name` and `error`),
+    /// the `usage` of them all and `elapsed_ms`.
+    #[must_use]
+    pub fn to_json(&self, elapsed: Duration) -> Value {
+        let mut spending = Vec::new();
+        let models: Vec<Value> = self
+            .replies
+            .iter()
+            .map(|reply| {
+                let (value, attempts, error) = match &reply.result {
+                    Ok(answer) => (Some(&answer.value), answer.attempts.as_slice(), None),
+                    Err(e) => {
+                        let attempts = match e {
+                            claij_interceptors::Error::RetriesExhausted(exhausted) => {
+                                exhausted.attempts.as_slice()
+                            }
+                            _ => &[],
+                        };
+                        (None, attempts, Some(one_line(&e.to_string())))
+                    }
+                };
+                let spent: Usage = attempts.iter().map(|a| a.usage).sum();
+                spending.push(spent);
+                let latency = attempts.iter().map(|a| a.latency).sum();
+                let mut one = Report::new(attempts, spent, latency).to_json(value);
+                if let Value::Object(map) = &mut one {
+                    map.insert("name".to_owned(), json!(reply.name));
+                    map.insert("error".to_owned(), json!(error));
+                }
+                one
+            })
+            .collect();
+        let usage: Usage = spending.into_iter().sum();
+        json!({
+            "value": self.value(),
+            "consensus": {
+                "rule": self.rule.name(),
+                "winner": self.winner_name(),
+                "majority": self.tally.majority().map(|v| v.count),
+                "tally": self.tally,
+            },
+            "models": models,
+            "usage": usage,
+            "elapsed_ms": millis(elapsed),
+        })
+    }
+}
+
+/// `NAME: 1 attempt, 15+5 tokens, 0.01s, cost unknown` or `NAME: no valid answer: why`.
+fn model_line(reply: &Reply) -> String {
+    let name = &reply.name;
+    match &reply.result {
+        Ok(answer) => {
+            let spent = answer.attempts.iter().map(|a| a.latency).sum();
+            let total = Report::new(&answer.attempts, answer.usage, spent).total();
+            format!("{name}: {total}")
+        }
+        Err(e) => format!("{name}: no valid answer: {}", one_line(&e.to_string())),
+    }
+}
+
+/// `tally on /answer, 5 models asked: "Paris": 2 votes (a, c); "Lyon": 1 vote (b); no valid answer:
+/// d; without /answer: e`.
+fn tally_line(tally: &Tally) -> String {
+    let on = if tally.on.is_empty() {
+        "the whole value".to_owned()
+    } else {
+        tally.on.join(" and ")
+    };
+    let mut parts: Vec<String> = tally
+        .votes
+        .iter()
+        .map(|v| {
+            let votes = plural(v.count, "vote");
+            format!(
+                "{}: {} {votes} ({})",
+                shown(&v.value),
+                v.count,
+                v.names.join(", ")
+            )
+        })
+        .collect();
+    if !tally.failed.is_empty() {
+        parts.push(format!("no valid answer: {}", tally.failed.join(", ")));
+    }
+    // Grouped by what they lack, in the order first seen.
+    let mut lacking: Vec<(&[String], Vec<&str>)> = Vec::new();
+    for missing in &tally.missing {
+        match lacking
+            .iter_mut()
+            .find(|(p, _)| *p == missing.pointers.as_slice())
+        {
+            Some((_, names)) => names.push(&missing.name),
+            None => lacking.push((&missing.pointers, vec![&missing.name])),
+        }
+    }
+    for (pointers, names) in lacking {
+        parts.push(format!(
+            "without {}: {}",
+            pointers.join(" and "),
+            names.join(", ")
+        ));
+    }
+    format!(
+        "tally on {on}, {} {} asked: {}",
+        tally.asked,
+        plural(tally.asked, "model"),
+        parts.join("; ")
+    )
+}
+
+/// The longest compared value a tally line shows, in characters (the whole value is in the JSON
+/// report).
+const SHOWN_CHARS: usize = 60;
+
+/// A compared value as one short line of JSON.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 
@@ -207,3 +379,6 @@ pub fn decide(rule: Rule, replies: Vec<Reply>, on: &[String]) -> Outcome {
         winner,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -83,13 +83,13 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use claij_backends::{Backend, BoxFuture};
+use claij_backends::Backend;
 use claij_interceptors::builtin::citations::Citations;
 #[cfg(feature = "eval")]
 use claij_interceptors::builtin::eval::{Eval, EvalResult};
 use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector, MetricsSnapshot};
-use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
+use claij_interceptors::builtin::proposals::{Approver, Proposals};
 use claij_interceptors::builtin::states::States;
 use claij_interceptors::{
     Budget, Chain, Interceptor, OnError, Pipeline, StructuredMode, ToolOrigin,
@@ -102,6 +102,7 @@ use serde_json::Value;
 pub use claij_interceptors::builtin::citations::Document;
 pub use claij_interceptors::{Answer, Context, HistoryPolicy, ShowExample, ToolResult};
 
+use crate::approve::Approval;
 use crate::error::ErrorKind;
 use crate::options::ModelOptions;
 use crate::session::{Session, SessionLock};
@@ -202,7 +203,8 @@ impl FromStr for Named {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Opening {
-    /// Another process holds the session file's lock: the conversation waits its turn.
+    /// Another process holds the session file's lock: the conversation waits its turn (told
+    /// once).
     Waiting {
         /// The lock file.
         lock: PathBuf,
@@ -213,6 +215,22 @@ pub enum Opening {
     Matrix(String),
     /// A compatibility matrix that could not be used, or advice that does not fit.
     Warning(String),
+}
+
+impl fmt::Display for Opening {
+    /// `waiting for LOCK: another claij is on this conversation`, or the text told.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Opening::Waiting { lock } => write!(
+                f,
+                "waiting for {}: another claij is on this conversation",
+                lock.display()
+            ),
+            Opening::Model(text) | Opening::Matrix(text) | Opening::Warning(text) => {
+                f.write_str(text)
+            }
+        }
+    }
 }
 
 /// Told what happens as the conversation opens.
@@ -226,7 +244,7 @@ type MapBackend = Box<dyn FnOnce(Arc<dyn Backend>) -> Arc<dyn Backend> + Send>;
 pub type StartServices = Box<
     dyn FnOnce(
             Option<String>,
-        ) -> BoxFuture<
+        ) -> claij_backends::BoxFuture<
             'static,
             std::result::Result<claij_mcp::Services, Box<dyn std::error::Error + Send + Sync>>,
         > + Send,
@@ -234,30 +252,7 @@ pub type StartServices = Box<
 
 /// Told the outcome of each vote ([`Builder::vote`]).
 #[cfg(feature = "fsm")]
-pub type OnVote = Box<dyn Fn(&crate::approve::VoteReport) + Send + Sync>;
-
-/// Who decides on a proposed schema extension.
-enum Approval {
-    /// No approver given: every proposal is declined.
-    Decline,
-    /// An approver of the caller's.
-    Given(Arc<dyn Approver>),
-    /// A vote of these models ([`crate::approve::Vote`]).
-    #[cfg(feature = "fsm")]
-    Vote {
-        voters: Vec<String>,
-        on_report: Option<OnVote>,
-    },
-}
-
-/// An [`Approver`] shared.
-struct Shared(Arc<dyn Approver>);
-
-impl Approver for Shared {
-    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Ruling> {
-        self.0.decide(proposal, ctx)
-    }
-}
+pub use crate::approve::OnVote;
 
 /// Builds a [`Conversation`] ([`Claij::conversation`]); every option has a default.
 #[must_use = "a builder does nothing until `open`"]
@@ -452,8 +447,14 @@ impl<'c> Builder<'c> {
 
     /// Who decides on the schema extensions a model proposes ([`Named::Proposals`]); without
     /// one, every proposal is declined.
-    pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
-        self.approval = Approval::Given(Arc::new(approver));
+    pub fn approver(self, approver: impl Approver + 'static) -> Self {
+        self.approval(Approval::given(approver))
+    }
+
+    /// Who decides on the schema extensions a model proposes, as [`Approval`] says (a vote's
+    /// models asked with this conversation's options).
+    pub fn approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
         self
     }
 
@@ -547,9 +548,10 @@ impl<'c> Builder<'c> {
         let (session, lock) = match self.session.clone() {
             Some(path) => {
                 let lock = {
-                    let on_opening = &mut self.on_opening;
+                    // Told once, however long the wait.
+                    let mut on_opening = self.on_opening.as_mut();
                     SessionLock::acquire_with(&path, &mut |lock| {
-                        if let Some(on_opening) = on_opening.as_mut() {
+                        if let Some(on_opening) = on_opening.take() {
                             on_opening(&Opening::Waiting {
                                 lock: lock.to_owned(),
                             });
@@ -705,48 +707,7 @@ impl<'c> Builder<'c> {
         registry: &Arc<Mutex<Registry>>,
         proposer: String,
     ) -> Result<Proposals> {
-        let registry = Arc::clone(registry);
-        let approval = std::mem::replace(&mut self.approval, Approval::Decline);
-        let proposals = match approval {
-            Approval::Decline => Proposals::with_registry(
-                |_: &Proposal, _: &Context| Decision::reject("no approver was given"),
-                registry,
-            ),
-            Approval::Given(approver) => Proposals::with_registry(Shared(approver), registry),
-            #[cfg(feature = "fsm")]
-            Approval::Vote { voters, on_report } => {
-                if voters.is_empty() {
-                    return Err(Error::config("a vote needs voters"));
-                }
-                let voters = voters
-                    .iter()
-                    .map(|name| {
-                        let opened = self
-                            .claij
-                            .open(name)
-                            .map_err(|e| e.context(format!("voter `{name}`")))?;
-                        let config = self.options.config(
-                            opened.model,
-                            &self.claij.settings().defaults,
-                            None,
-                        );
-                        Ok(crate::approve::Voter {
-                            name: name.clone(),
-                            backend: opened.backend,
-                            config,
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let vote = crate::approve::Vote::new(voters, Arc::clone(&registry));
-                let vote = match on_report {
-                    Some(report) => vote.on_report(report),
-                    None => vote,
-                };
-                Proposals::with_registry(vote, registry)
-            }
-        };
-        proposals.set_proposer(proposer);
-        Ok(proposals)
+        std::mem::take(&mut self.approval).proposals(self.claij, &self.options, registry, proposer)
     }
 }
 
@@ -878,8 +839,10 @@ impl Conversation {
     ///
     /// # Errors
     ///
-    /// [`claij_interceptors::Error`], as the pipeline reports it.
-    pub async fn turn(&mut self, prompt: &str) -> Result<Answer, claij_interceptors::Error> {
+    /// An [`Error`] of kind [`ErrorKind::Pipeline`](crate::ErrorKind::Pipeline), the pipeline's
+    /// underneath ([`Error::pipeline`]): [`Error::is_invalid_reply`], [`Error::is_budget`], or a
+    /// backend's ([`Error::is_timeout`], [`Error::is_retryable`], ...).
+    pub async fn turn(&mut self, prompt: &str) -> Result<Answer> {
         self.calls.clear();
         #[cfg(feature = "eval")]
         {
@@ -912,16 +875,15 @@ impl Conversation {
         if let (Some(metrics), Err(e)) = (&self.metrics, &result) {
             metrics.record_error(e);
         }
-        result.map(|(answer, calls)| {
-            // An agent run's calls are its own; an ask's ran after the reply, for the next turn.
-            self.calls = calls.unwrap_or_else(|| self.ran_now());
-            // The reply's code ran after it, for the next turn: its result is this turn's.
-            #[cfg(feature = "eval")]
-            if self.names.contains(&Named::Eval) {
-                self.evaluated = self.ctx.get::<EvalResult>().cloned();
-            }
-            answer
-        })
+        let (answer, calls) = result?;
+        // An agent run's calls are its own; an ask's ran after the reply, for the next turn.
+        self.calls = calls.unwrap_or_else(|| self.ran_now());
+        // The reply's code ran after it, for the next turn: its result is this turn's.
+        #[cfg(feature = "eval")]
+        if self.names.contains(&Named::Eval) {
+            self.evaluated = self.ctx.get::<EvalResult>().cloned();
+        }
+        Ok(answer)
     }
 
     /// One turn, its answer deserialized as a `T` (the schema of this turn derived from `T`).

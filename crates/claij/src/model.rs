@@ -475,3 +475,6 @@ fn key(claij: &Claij, var: &str) -> Result<Option<ApiKey>> {
         Some(Err(_)) => Err(Error::key(format!("{var} is not valid UTF-8"))),
     }
 }
+
+#[cfg(test)]
+mod tests;

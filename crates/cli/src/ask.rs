@@ -7,12 +7,9 @@
 
 pub(crate) mod approve;
 mod consensus;
-/// Models by name, opened ([`claij::model`]).
 mod progress;
 mod report;
 mod stream;
-#[cfg(test)]
-mod tests;
 
 use std::io::IsTerminal as _;
 use std::num::NonZeroUsize;
@@ -22,16 +19,15 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use claij::conversation::{Builder, Named, Opening};
+use claij::interceptors::builtin::citations::Document;
+use claij::interceptors::{Answer, Error, ShowExample};
+use claij::report::Over;
 use claij::session::SessionLock;
-use claij_interceptors::builtin::citations::Document;
-use claij_interceptors::builtin::eval::EvalResult;
-use claij_interceptors::{Error, ShowExample, ToolResult};
 
 use crate::exit::Status;
 use crate::front::Front;
 use crate::input;
 
-pub(crate) use self::report::{Over, cut_warning, over_line, truncation, truncation_of};
 pub(crate) use crate::options::ModelOptions;
 
 /// Arguments of `claij ask`.
@@ -68,10 +64,10 @@ pub(crate) struct Options {
     memory: Option<PathBuf>,
     /// The most messages of the conversation sent before each turn (and kept in the session file);
     /// 0: none.
-    #[arg(long, value_name = "N", default_value_t = claij_interceptors::DEFAULT_HISTORY_MESSAGES, value_parser = crate::args::history_messages)]
+    #[arg(long, value_name = "N", default_value_t = claij::interceptors::DEFAULT_HISTORY_MESSAGES, value_parser = crate::args::history_messages)]
     history_messages: usize,
     /// The most tokens (estimated, about four bytes each) those messages may take; 0: none.
-    #[arg(long, value_name = "N", default_value_t = claij_interceptors::DEFAULT_HISTORY_TOKENS, value_parser = crate::args::history_tokens)]
+    #[arg(long, value_name = "N", default_value_t = claij::interceptors::DEFAULT_HISTORY_TOKENS, value_parser = crate::args::history_tokens)]
     history_tokens: usize,
     /// Let the model call tools and see their results within the turn, until it answers: an agent
     /// run of at most N steps (model calls that end in tool calls or in the answer). Without it
@@ -226,34 +222,19 @@ pub(crate) fn run(args: &Args, front: &Front) -> Result<Status> {
             conversation.print_answer(&answer, elapsed)?;
             Ok(Status::Ok)
         }
-        Err(Error::RetriesExhausted(exhausted)) => {
-            report::exhausted(&exhausted, elapsed, args.options.json)?;
-            Ok(Status::Invalid)
-        }
-        Err(
-            e @ Error::BudgetExceeded {
-                budget,
-                limit,
-                used,
-                estimate,
-                ..
-            },
-        ) => {
-            let attempts = e.attempts();
-            let over = report::Over {
-                budget: budget.to_string(),
-                limit,
-                used,
-                estimate,
-            };
-            report::over_budget(&over, attempts, elapsed, args.options.json)?;
-            Ok(Status::Invalid)
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => match e.pipeline() {
+            Some(Error::RetriesExhausted(exhausted)) => {
+                report::exhausted(exhausted, elapsed, args.options.json)?;
+                Ok(Status::Invalid)
+            }
+            Some(stopped) if let Some(over) = Over::of(stopped) => {
+                report::over_budget(&over, stopped.attempts(), elapsed, args.options.json)?;
+                Ok(Status::Invalid)
+            }
+            _ => Err(e.into()),
+        },
     };
-    if conversation.shows_metrics()
-        && let Some(table) = conversation.metrics_table()
-    {
+    if let Some(table) = conversation.metrics_table() {
         // After the answer: a failed write to stderr leaves nothing else to tell.
         let _ = std::io::Write::write_all(&mut std::io::stderr(), table.as_bytes());
     }
@@ -268,7 +249,7 @@ pub(crate) struct Conversation<'a> {
     runtime: tokio::runtime::Runtime,
     inner: claij::conversation::Conversation,
     /// The progress line's attempt counter, when the backend draws one.
-    turns: Option<progress::Turns>,
+    turns: Option<claij::progress::Turns>,
     /// Whether replies are standard responses (rendered for people on a terminal).
     standard: bool,
     /// Where partial values go, when the turn streams.
@@ -293,24 +274,23 @@ impl<'a> Conversation<'a> {
 
     fn open_with(
         options: &'a Options,
-        default_interceptors: &[Interceptor],
+        defaults: &[Interceptor],
         chat: bool,
         front: &Front,
     ) -> Result<Self> {
         let base = base_schema(options)?;
-        let names = interceptors(options, default_interceptors);
         let claij = front.claij()?;
         front.set_quiet(options.json);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let standard = names.contains(&Interceptor::Citations);
+        let mut builder = configure(claij.conversation(), options, defaults, base, claij)?;
+        let standard = builder.named().contains(&Named::Citations);
         let display = display(options, chat, standard);
         let partials = display
             .map(|display| Arc::new(stream::Partials::new(display, Box::new(std::io::stdout()))));
-        let watched: Arc<Mutex<Option<progress::Turns>>> = Arc::default();
-        let mut builder = configure(claij.conversation(), options, &names, base, claij)?;
+        let watched: Arc<Mutex<Option<claij::progress::Turns>>> = Arc::default();
         if chat || options.metrics {
             builder = builder.metrics(true);
         }
@@ -331,29 +311,19 @@ impl<'a> Conversation<'a> {
             });
         }
         let json = options.json;
-        let mut told = false;
-        builder = builder.on_opening(move |opening| {
-            // Waiting for the session's lock is told once.
-            if matches!(opening, Opening::Waiting { .. }) {
-                if told {
-                    return;
-                }
-                told = true;
-            }
-            notice(opening, json);
-        });
+        builder = builder.on_opening(move |opening| notice(opening, json));
         // The local model takes seconds to minutes on a CPU: on a terminal, show it working.
         let shown = Arc::clone(&watched);
         builder = builder.map_backend(move |backend| {
             if backend.provider() == "local" && !json && std::io::stderr().is_terminal() {
-                let (watched, turns) = progress::Watched::stderr(backend);
+                let (watched, turns) = progress::stderr(backend);
                 *shown.lock().unwrap_or_else(PoisonError::into_inner) = Some(turns);
                 Arc::new(watched)
             } else {
                 backend
             }
         });
-        if names.contains(&Interceptor::Mcp) {
+        if builder.named().contains(&Named::Mcp) {
             builder = builder.services(start_services(claij));
         }
         let inner = runtime.block_on(builder.open())?;
@@ -373,13 +343,7 @@ impl<'a> Conversation<'a> {
     }
 
     /// One turn: the answer or why there is none, and how long it took.
-    pub(crate) fn turn(
-        &mut self,
-        prompt: &str,
-    ) -> (
-        Result<claij_interceptors::Answer, Error>,
-        std::time::Duration,
-    ) {
+    pub(crate) fn turn(&mut self, prompt: &str) -> (claij::Result<Answer>, std::time::Duration) {
         if let Some(turns) = &self.turns {
             turns.start();
         }
@@ -397,38 +361,12 @@ impl<'a> Conversation<'a> {
         &self.streamed
     }
 
-    /// Writes the conversation file, if there is one ([`claij::conversation::Conversation::save`]).
-    pub(crate) fn save(&mut self) -> Result<()> {
-        Ok(self.inner.save()?)
-    }
-
-    /// Starts the conversation over (`chat`'s `/reset`): no turn, history, memory, tool results
-    /// or `eval` result; the next save writes it so.
-    pub(crate) fn reset(&mut self) {
-        self.inner.reset();
-    }
-
-    /// Whether one more turn can be counted (a counter at its maximum is an error, not a wrap).
-    pub(crate) fn check_turn(&self) -> Result<()> {
-        Ok(self.inner.check_turn()?)
-    }
-
-    /// What the model is told and remembers, carried from turn to turn.
-    pub(crate) fn context(&self) -> &claij_interceptors::Context {
-        self.inner.context()
-    }
-
     /// Prints a valid answer: the standard response rendered for people on a terminal, else the
     /// value (or the `--json` report).
-    pub(crate) fn print_answer(
-        &self,
-        answer: &claij_interceptors::Answer,
-        elapsed: std::time::Duration,
-    ) -> Result<()> {
+    pub(crate) fn print_answer(&self, answer: &Answer, elapsed: std::time::Duration) -> Result<()> {
         let ran = report::Ran {
-            calls: self.ran().iter().collect(),
+            calls: self.ran(),
             eval: self
-                .inner
                 .named()
                 .contains(&Named::Eval)
                 .then_some(self.evaluated()),
@@ -450,25 +388,11 @@ impl<'a> Conversation<'a> {
         report::answer(answer, &ran, elapsed, form)
     }
 
-    /// The tool and MCP calls the last turn ran, with their results.
-    pub(crate) fn ran(&self) -> &[ToolResult] {
-        self.inner.ran()
-    }
-
-    /// The result of the last turn's `eval` code, if its reply had any.
-    pub(crate) fn evaluated(&self) -> Option<&EvalResult> {
-        self.inner.evaluated()
-    }
-
-    /// The metrics table, when the metrics interceptor runs.
-    pub(crate) fn metrics_table(&self) -> Option<String> {
-        self.inner.metrics().map(|metrics| metrics.render())
-    }
-
-    /// Whether the metrics table is printed after the answer (`--metrics`, `--interceptors
+    /// The metrics table, when it is printed after the answer (`--metrics`, `--interceptors
     /// metrics`).
-    pub(crate) fn shows_metrics(&self) -> bool {
-        self.options.metrics || self.inner.named().contains(&Named::Metrics)
+    pub(crate) fn metrics_table(&self) -> Option<String> {
+        let shown = self.options.metrics || self.named().contains(&Named::Metrics);
+        shown.then(|| self.metrics()).flatten().map(|m| m.render())
     }
 
     /// Whether `--json` was given.
@@ -482,20 +406,40 @@ impl<'a> Conversation<'a> {
     }
 }
 
+/// The library's conversation underneath: its session, context, results and metrics.
+impl std::ops::Deref for Conversation<'_> {
+    type Target = claij::conversation::Conversation;
+
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Conversation<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
 /// The builder with what `options` say: the model and its knobs, the schema, the interceptors
-/// `names`, the session, the bounds, the notes, the project, the approver (for `claij ask` and
-/// each model of `--consensus`).
+/// (`--interceptors`, else `defaults`; then `citations` for `--standard`), the session, the
+/// bounds, the notes, the project, the approver (for `claij ask` and each model of `--consensus`).
 fn configure<'c>(
     builder: Builder<'c>,
     options: &Options,
-    names: &[Interceptor],
+    defaults: &[Interceptor],
     base: Option<serde_json::Value>,
     claij: &claij::Claij,
 ) -> Result<Builder<'c>> {
+    let given = if options.interceptors.is_empty() {
+        defaults
+    } else {
+        &options.interceptors
+    };
     let mut builder = builder
         .options(options.model.to_options())
-        .interceptors(names.iter().map(|&n| Named::from(n)))
-        .history(claij_interceptors::HistoryPolicy {
+        .interceptors(given.iter().map(|&n| Named::from(n)))
+        .history(claij::interceptors::HistoryPolicy {
             max_messages: options.history_messages,
             max_tokens: options.history_tokens,
         })
@@ -519,7 +463,10 @@ fn configure<'c>(
     for note in notes(&options.note)? {
         builder = builder.note(note);
     }
-    if names.contains(&Interceptor::Proposals) {
+    if options.standard {
+        builder = builder.interceptor(Named::Citations);
+    }
+    if builder.named().contains(&Named::Proposals) {
         builder = approve::for_conversation(builder, &options.approve, claij, options.json)?;
     }
     Ok(builder)
@@ -528,18 +475,10 @@ fn configure<'c>(
 /// A notice of the conversation's opening, on stderr: the lock it waits for, the model chosen
 /// and the matrix's choice (not with `--json`), the matrix's warnings.
 fn notice(opening: &Opening, json: bool) {
-    let line = match opening {
-        Opening::Warning(warning) => warning.clone(),
-        _ if json => return,
-        Opening::Waiting { lock } => format!(
-            "waiting for {}: another claij is on this conversation",
-            lock.display()
-        ),
-        Opening::Model(text) | Opening::Matrix(text) => text.clone(),
-        _ => return,
-    };
-    // A closed stderr is no reason to stop.
-    let _ = report::notice(&line);
+    if !json || matches!(opening, Opening::Warning(_)) {
+        // A closed stderr is no reason to stop.
+        let _ = report::notice(&opening.to_string());
+    }
 }
 
 /// How the MCP servers of `--interceptors mcp` start: the configuration's, seen through the
@@ -572,51 +511,13 @@ fn display(options: &Options, chat: bool, standard: bool) -> Option<stream::Disp
     }
 }
 
-/// One line for a tool or MCP result a turn ran.
-pub(crate) fn tool_result_line(result: &claij_interceptors::ToolResult) -> String {
-    report::tool_result_line(result)
-}
-
-/// One line for the result of a reply's `eval` code.
-pub(crate) fn eval_line(result: &EvalResult) -> String {
-    report::eval_line(result)
-}
-
-/// One line for a turn: attempts, tokens, time and cost.
-pub(crate) fn summary_line(
-    answer: &claij_interceptors::Answer,
-    elapsed: std::time::Duration,
-) -> String {
-    report::total_line(&answer.attempts, answer.usage, elapsed)
-}
-
-/// The interceptors to run, in order, each once: `--interceptors` (or `defaults` without it), then
-/// `citations` for `--standard`.
-fn interceptors(options: &Options, defaults: &[Interceptor]) -> Vec<Interceptor> {
-    let given = if options.interceptors.is_empty() {
-        defaults
-    } else {
-        &options.interceptors
-    };
-    let mut names: Vec<Interceptor> = Vec::new();
-    for &name in given {
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    if options.standard && !names.contains(&Interceptor::Citations) {
-        names.push(Interceptor::Citations);
-    }
-    names
-}
-
 /// `--schema`, read and checked (`None`: the default base schema).
 fn base_schema(options: &Options) -> Result<Option<serde_json::Value>> {
     let Some(path) = &options.schema else {
         return Ok(None);
     };
     let schema = input::read_json(path)?;
-    claij_schema::check(&schema).with_context(|| input::name(path).to_owned())?;
+    claij::schema::check(&schema).with_context(|| input::name(path).to_owned())?;
     Ok(Some(schema))
 }
 
@@ -641,7 +542,7 @@ fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
 async fn project_services(
     project: Option<&str>,
     settings: &claij::settings::Settings,
-) -> Result<claij_mcp::Services> {
+) -> Result<claij::mcp::protocol::Services> {
     crate::mcp::start_configured(settings, project, "--interceptors mcp").await
 }
 
@@ -649,12 +550,9 @@ async fn project_services(
 /// `quiet`) that it waits for another process that holds it.
 pub(crate) fn lock_session(path: &std::path::Path, quiet: bool) -> Result<SessionLock> {
     let mut told = quiet;
-    Ok(SessionLock::acquire_with(path, &mut |lock_path| {
+    Ok(SessionLock::acquire_with(path, &mut |lock| {
         if !told {
-            let _ = report::notice(&format!(
-                "waiting for {}: another claij is on this conversation",
-                lock_path.display()
-            ));
+            let _ = report::notice(&Opening::Waiting { lock: lock.into() }.to_string());
             told = true;
         }
         Ok(())

@@ -15,7 +15,8 @@
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{Context as _, Result};
-use claij_interceptors::Error;
+use claij::interceptors::Error;
+use claij::report::{self, Over, Report};
 use serde_json::Value;
 
 use crate::ask::{Conversation, Options};
@@ -103,11 +104,15 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
             "" => continue,
             "/quit" | "/exit" => break,
             "/memory" => {
-                writeln!(err, "{}", memory_text(&conversation))?;
+                writeln!(
+                    err,
+                    "{}",
+                    report::remembered(&conversation.context().memory)
+                )?;
                 continue;
             }
             "/metrics" => {
-                if let Some(table) = conversation.metrics_table() {
+                if let Some(table) = conversation.metrics().map(|m| m.render()) {
                     write!(err, "{table}")?;
                 }
                 continue;
@@ -122,7 +127,7 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
         if let Err(e) = conversation.check_turn() {
             lines.save_history();
             conversation.close();
-            return Err(e);
+            return Err(e.into());
         }
         let (result, elapsed) = conversation.turn(prompt);
         match result {
@@ -134,27 +139,23 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
                 } else {
                     print_turn(&answer.value, conversation.streamed())?;
                     for result in conversation.ran() {
-                        writeln!(err, "  {}", crate::ask::tool_result_line(result))?;
+                        writeln!(err, "  {}", report::tool_line(result))?;
                     }
                     if let Some(result) = conversation.evaluated() {
-                        writeln!(err, "  {}", crate::ask::eval_line(result))?;
+                        writeln!(err, "  {}", report::eval_line(result))?;
                     }
-                    if let Some(cut) = answer.attempts.last().and_then(crate::ask::truncation) {
-                        writeln!(err, "  {}", crate::ask::cut_warning(&cut))?;
+                    if let Some(cut) = answer.attempts.last().and_then(report::truncation) {
+                        writeln!(err, "  {}", report::cut_warning(&cut))?;
                     }
-                    writeln!(
-                        err,
-                        "  [turn {} · {}]",
-                        conversation.context().turn,
-                        crate::ask::summary_line(&answer, elapsed)
-                    )?;
+                    let total = Report::new(&answer.attempts, answer.usage, elapsed).total();
+                    writeln!(err, "  [turn {} · {total}]", conversation.context().turn)?;
                 }
             }
-            Err(Error::RetriesExhausted(exhausted)) => {
+            Err(ref e) if let Some(Error::RetriesExhausted(exhausted)) = e.pipeline() => {
                 status = Status::Invalid;
                 end_streamed_line(conversation.streamed())?;
                 let n = exhausted.attempts.len();
-                let cut = crate::ask::truncation_of(&exhausted.attempts)
+                let cut = report::truncation_of(&exhausted.attempts)
                     .map(|t| format!(": {t}"))
                     .unwrap_or_default();
                 writeln!(
@@ -163,25 +164,9 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
                     if n == 1 { "" } else { "s" }
                 )?;
             }
-            Err(Error::BudgetExceeded {
-                budget,
-                limit,
-                used,
-                estimate,
-                ..
-            }) => {
+            Err(ref e) if let Some(over) = e.pipeline().and_then(Over::of) => {
                 status = Status::Invalid;
-                let over = crate::ask::Over {
-                    budget: budget.to_string(),
-                    limit,
-                    used,
-                    estimate,
-                };
-                writeln!(
-                    err,
-                    "  ({}; ask again, or allow more)",
-                    crate::ask::over_line(&over)
-                )?;
+                writeln!(err, "  ({over}; ask again, or allow more)")?;
             }
             Err(e) => {
                 end_streamed_line(conversation.streamed())?;
@@ -192,9 +177,7 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
         }
     }
     lines.save_history();
-    if conversation.shows_metrics()
-        && let Some(table) = conversation.metrics_table()
-    {
+    if let Some(table) = conversation.metrics_table() {
         write!(err, "{table}")?;
     }
     conversation.close();
@@ -223,7 +206,7 @@ fn print_turn(value: &Value, streamed: &str) -> Result<()> {
         writeln!(
             out,
             "{}",
-            claij_interceptors::builtin::citations::render_for_people(value).trim_end()
+            claij::interceptors::builtin::citations::render_for_people(value).trim_end()
         )?;
     } else if streamed.is_empty() || answer != Some(streamed) {
         match answer {
@@ -240,19 +223,4 @@ fn print_turn(value: &Value, streamed: &str) -> Result<()> {
         writeln!(err, "  remembered: {summary}")?;
     }
     Ok(())
-}
-
-fn memory_text(conversation: &Conversation<'_>) -> String {
-    let memory = &conversation.context().memory;
-    if memory.is_empty() {
-        return "(nothing remembered yet)".to_owned();
-    }
-    let mut text = String::from("remembered:");
-    for (i, summary) in memory.summaries.iter().enumerate() {
-        text.push_str(&format!("\n  {}. {summary}", i + 1));
-    }
-    if let Some(insights) = &memory.insights {
-        text.push_str(&format!("\n  insights: {insights}"));
-    }
-    text
 }

@@ -114,3 +114,46 @@ fn the_local_model_s_requests_carry_its_token_limit() {
     assert_eq!(limit(&told, "local"), Some(24));
     assert_eq!(limit(&told, "openrouter"), Some(24));
 }
+
+/// A turn's error is the front door's: of kind `Pipeline`, its predicates forwarded to the
+/// pipeline's error underneath, its message that error's, word for word.
+#[test]
+fn a_turn_without_a_valid_reply_is_the_front_door_s_error() {
+    let claij = crate::Claij::new(crate::settings::Settings::default())
+        .with_var("OPENAI_API_KEY", "sk-test");
+    let replies = vec!["no JSON here".to_owned(); 10];
+    let backend = std::sync::Arc::new(Replies(std::sync::Mutex::new(replies)));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let open = claij
+        .conversation()
+        .model("openai:m")
+        .map_backend(move |_| backend)
+        .open();
+    let mut conversation = runtime.block_on(open).unwrap();
+    let error = runtime.block_on(conversation.turn("?")).unwrap_err();
+    assert_eq!(error.kind(), crate::ErrorKind::Pipeline);
+    assert!(error.is_invalid_reply(), "{error:?}");
+    assert!(!error.is_budget() && !error.is_retryable() && !error.is_timeout());
+    let inner = error.pipeline().unwrap();
+    assert!(
+        matches!(inner, claij_interceptors::Error::RetriesExhausted(_)),
+        "{inner:?}"
+    );
+    assert_eq!(error.to_string(), inner.to_string());
+}
+
+#[test]
+fn an_opening_says_what_happens() {
+    let waiting = super::Opening::Waiting {
+        lock: "/tmp/s.json.lock".into(),
+    };
+    assert_eq!(
+        waiting.to_string(),
+        "waiting for /tmp/s.json.lock: another claij is on this conversation"
+    );
+    let chosen = super::Opening::Model("using openai:gpt-4o".into());
+    assert_eq!(chosen.to_string(), "using openai:gpt-4o");
+}

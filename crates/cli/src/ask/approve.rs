@@ -3,27 +3,25 @@
 //! model vote and a run's extensions are the library's ([`claij::approve`]).
 //!
 //! `--approve` picks the approver: `ask` the person at the terminal, a `vote` of `--voters` (the
-//! `vote` sub-FSM of `claij_fsm::builtin`, its ballots printed and kept in the registry's audit
+//! `vote` sub-FSM of `claij::fsm::engine::builtin`, its ballots printed and kept in the registry's audit
 //! log), `auto` (what the registry composes and checks), `never`.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, bail};
-use claij::approve::{RemedyDecided, Vote, VoteReport, Voter};
+use claij::Claij;
+use claij::approve::{Approval, RemedyDecided, VoteReport};
+use claij::backends::BoxFuture;
 use claij::conversation::Builder;
-use claij_backends::BoxFuture;
-use claij_interceptors::Context;
-use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Proposals, Ruling};
-use claij_schema::{Registry, SavedRegistry};
+use claij::interceptors::Context;
+use claij::interceptors::builtin::proposals::{Approver, Decision, Proposal, Ruling};
+use claij::schema::{Registry, SavedRegistry};
 use serde_json::{Value, json};
 
 pub(crate) use claij::approve::RunProposals;
 
 use crate::options::ModelOptions;
-use claij::Claij;
-use claij::model as llm;
 
 /// The flags that choose the approver.
 #[derive(Debug, Clone, clap::Args)]
@@ -52,109 +50,51 @@ pub(crate) enum Approve {
     Never,
 }
 
-/// What building the approver needs besides its flags.
-pub(crate) struct Setup<'a> {
-    /// The configuration voters are resolved with.
-    pub claij: &'a Claij,
-    /// The model knobs voters are asked with.
-    pub model: &'a ModelOptions,
-    /// Who the audit log says proposed: the conversation's model.
-    pub proposer: String,
-    /// No vote report on stderr (`--json`).
-    pub quiet: bool,
-}
-
-/// The proposals interceptor for `options`, keeping approved extensions in `registry`.
+/// The approver `options` choose (`configured`: the configuration's voters), the vote's ballots
+/// on stderr unless `quiet`; the flags checked before anything is asked.
 ///
 /// # Errors
 ///
-/// `--approve vote` without voters, `--voters` without it, or a voter that does not open.
-pub(crate) fn proposals(
-    options: &ApproveOptions,
-    registry: &Arc<Mutex<Registry>>,
-    setup: Setup<'_>,
-) -> Result<Proposals> {
+/// `--voters` without `--approve vote`, or `--approve vote` without voters.
+fn approval(options: &ApproveOptions, configured: &[String], quiet: bool) -> Result<Approval> {
     if options.approve != Approve::Vote && !options.voters.is_empty() {
         bail!("--voters is for --approve vote");
     }
-    let registry = Arc::clone(registry);
-    let proposals = match options.approve {
-        Approve::Ask => Proposals::with_registry(Terminal, registry),
-        Approve::Auto => {
-            Proposals::with_registry(|_: &Proposal, _: &Context| Decision::Approve, registry)
-        }
-        Approve::Never => Proposals::with_registry(
-            |_: &Proposal, _: &Context| {
-                Decision::reject("schema extensions are declined here (--approve never)")
-            },
-            registry,
-        ),
+    Ok(match options.approve {
+        Approve::Ask => Approval::given(Terminal),
+        Approve::Auto => Approval::given(|_: &Proposal, _: &Context| Decision::Approve),
+        Approve::Never => Approval::given(|_: &Proposal, _: &Context| {
+            Decision::reject("schema extensions are declined here (--approve never)")
+        }),
         Approve::Vote => {
             let voters = if options.voters.is_empty() {
-                &setup.claij.settings().voters
+                configured.to_vec()
             } else {
-                &options.voters
+                options.voters.clone()
             };
-            let vote = Vote::new(open_voters(voters, &setup)?, Arc::clone(&registry));
-            let vote = if setup.quiet {
-                vote
-            } else {
-                vote.on_report(report)
-            };
-            Proposals::with_registry(vote, registry)
+            if voters.is_empty() {
+                bail!(NEEDS_VOTERS);
+            }
+            let on_report = (!quiet).then(|| Box::new(report) as _);
+            Approval::Vote { voters, on_report }
         }
-    };
-    proposals.set_proposer(setup.proposer);
-    Ok(proposals)
+    })
 }
 
 /// A vote without voters.
 const NEEDS_VOTERS: &str = "--approve vote needs voters: --voters a,b,c (each as --llm takes it), \
      or `voters = [...]` under [proposals] in the configuration";
 
-/// The voters `names` name, opened.
-fn open_voters(names: &[String], setup: &Setup<'_>) -> Result<Vec<Voter>> {
-    if names.is_empty() {
-        bail!(NEEDS_VOTERS);
-    }
-    names
-        .iter()
-        .map(|name| {
-            let opened = llm::open(Some(name.as_str()), None, setup.claij)
-                .with_context(|| format!("voter `{name}`"))?;
-            let config = setup
-                .model
-                .config(opened.model, &setup.claij.settings().defaults, None);
-            Ok(Voter {
-                name: name.clone(),
-                backend: opened.backend,
-                config,
-            })
-        })
-        .collect()
-}
-
-/// The registry over `base` with the extensions and audit log `saved` in `file`
-/// ([`claij::approve::registry`]).
+/// The registry over `base` with the extensions and audit log `saved` ([`claij::approve::registry`]).
 ///
 /// # Errors
 ///
-/// When the saved extensions no longer compose onto `base`, naming the file and the extension.
-pub(crate) fn registry(
-    base: Value,
-    saved: Option<&SavedRegistry>,
-    file: Option<&Path>,
-) -> Result<Arc<Mutex<Registry>>> {
-    claij::approve::registry(base, saved).with_context(|| {
-        format!(
-            "{}: the saved schema extensions do not compose with this schema \
-             (`claij schema rollback FILE EXTENSION_ID` removes one)",
-            file.map_or_else(
-                || "the conversation".to_owned(),
-                |f| f.display().to_string()
-            )
-        )
-    })
+/// When the saved extensions no longer compose onto `base`, naming the extension.
+fn registry(base: Value, saved: Option<&SavedRegistry>) -> Result<Arc<Mutex<Registry>>> {
+    claij::approve::registry(base, saved).context(
+        "the conversation: the saved schema extensions do not compose with this schema \
+         (`claij schema rollback FILE EXTENSION_ID` removes one)",
+    )
 }
 
 /// `--approve ask`: the person at the terminal.
@@ -194,20 +134,7 @@ fn ask(proposal: &Proposal) -> Result<Decision> {
 
 /// A vote's ballots and tally, on stderr (a closed stderr is no reason to stop).
 fn report(vote: &VoteReport) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "vote on the schema extension `{}`: {} for, {} against: {}",
-        vote.extension_id, vote.approve, vote.reject, vote.state
-    );
-    for ballot in &vote.ballots {
-        let verb = if ballot.approve {
-            "approves"
-        } else {
-            "rejects"
-        };
-        let _ = writeln!(err, "  {} {verb}: {}", ballot.voter, ballot.reason);
-    }
+    let _ = writeln!(std::io::stderr().lock(), "{vote}");
 }
 
 /// The approver of a conversation's proposals (`--interceptors proposals`) as `options` say: the
@@ -222,29 +149,7 @@ pub(super) fn for_conversation<'c>(
     claij: &Claij,
     quiet: bool,
 ) -> Result<Builder<'c>> {
-    if options.approve != Approve::Vote && !options.voters.is_empty() {
-        bail!("--voters is for --approve vote");
-    }
-    Ok(match options.approve {
-        Approve::Ask => builder.approver(Terminal),
-        Approve::Auto => builder.approver(|_: &Proposal, _: &Context| Decision::Approve),
-        Approve::Never => builder.approver(|_: &Proposal, _: &Context| {
-            Decision::reject("schema extensions are declined here (--approve never)")
-        }),
-        Approve::Vote => {
-            let voters = if options.voters.is_empty() {
-                claij.settings().voters.clone()
-            } else {
-                options.voters.clone()
-            };
-            if voters.is_empty() {
-                bail!(NEEDS_VOTERS);
-            }
-            let report: Option<claij::conversation::OnVote> =
-                (!quiet).then(|| Box::new(report) as _);
-            builder.vote(voters, report)
-        }
-    })
+    Ok(builder.approval(approval(options, &claij.settings().voters, quiet)?))
 }
 
 /// `claij fsm run|resume --interceptors proposals` and the approver flags.
@@ -273,7 +178,7 @@ impl FsmFlags {
     ///
     /// # Errors
     ///
-    /// As [`proposals`], or saved extensions that no longer compose.
+    /// As [`approval`], a voter that does not open, or saved extensions that no longer compose.
     pub(crate) fn open(
         &self,
         saved: Option<SavedRegistry>,
@@ -294,16 +199,11 @@ impl FsmFlags {
         let base = saved
             .as_ref()
             .map_or_else(|| json!({"type": "object"}), |s| s.base.clone());
-        let registry = registry(base, saved.as_ref(), None)?;
+        let registry = registry(base, saved.as_ref())?;
         let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
-        let setup = Setup {
-            claij,
-            model,
-            proposer,
-            quiet,
-        };
         let proposals = if offered {
-            Some(proposals(&self.approve, &registry, setup)?)
+            let approval = approval(&self.approve, &claij.settings().voters, quiet)?;
+            Some(approval.proposals(claij, &model.to_options(), &registry, proposer)?)
         } else {
             None
         };
@@ -318,15 +218,5 @@ impl FsmFlags {
 
 /// What the approver decided on a meta-debugging remedy, on stderr.
 fn remedy_line(remedy: &RemedyDecided) {
-    let decided = match &remedy.decision {
-        Decision::Approve => "activated".to_owned(),
-        Decision::Reject { reason } => format!("declined: {reason}"),
-        Decision::Defer => "deferred".to_owned(),
-    };
-    let _ = writeln!(
-        std::io::stderr(),
-        "meta-debugging of `{}` proposes the schema extension `{}`: {decided}",
-        remedy.state,
-        remedy.extension_id
-    );
+    let _ = writeln!(std::io::stderr(), "{remedy}");
 }

@@ -1,7 +1,7 @@
 //! `claij ask --llm a,b,c --consensus majority|first-valid`: one question to several models at once,
 //! each on its own backend and pipeline, answered with the value more than half of them agree on (or
 //! the first valid answer); the tally on stderr and in `--json`. The counting is
-//! [`claij_interceptors::several`]'s.
+//! [`claij::interceptors::several`]'s.
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -9,19 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use claij::consensus::{Consensus, Outcome, Rule as Chosen};
 use claij::conversation::Opening;
-use claij_backends::Usage;
-use claij_interceptors::Error;
-use claij_interceptors::several::{Reply, Tally};
-use serde_json::{Value, json};
 
 use super::{Args, Interceptor, Options, report};
 use crate::exit::Status;
 
 #[cfg(test)]
 mod tests;
-
-/// The longest compared value a tally line shows, in characters (the whole value is in `--json`).
-const SHOWN_CHARS: usize = 60;
 
 /// `--consensus` and `--on` (in `claij ask`'s and `claij chat`'s options; chat refuses them).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -127,8 +120,7 @@ pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -
         .context("cannot start the async runtime")?;
     let claij = front.claij()?;
     front.set_quiet(options.json);
-    let names = super::interceptors(options, &[]);
-    let services = if names.contains(&Interceptor::Mcp) {
+    let services = if options.interceptors.contains(&Interceptor::Mcp) {
         Some(runtime.block_on(super::project_services(
             options.project.as_deref(),
             claij.settings(),
@@ -136,7 +128,7 @@ pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -
     } else {
         None
     };
-    let opened = runtime.block_on(open_all(claij, options, models, &names, services.as_ref()));
+    let opened = runtime.block_on(open_all(claij, options, models, services.as_ref()));
     let status = opened.and_then(|consensus| {
         let started = Instant::now();
         // Each model starts where `claij ask` without --memory does.
@@ -157,14 +149,13 @@ async fn open_all(
     claij: &claij::Claij,
     options: &Options,
     models: &[String],
-    names: &[Interceptor],
-    services: Option<&claij_mcp::Services>,
+    services: Option<&claij::mcp::protocol::Services>,
 ) -> Result<Consensus> {
     let base = super::base_schema(options)?;
     let mut members = Vec::with_capacity(models.len());
     for name in models {
         let mut builder =
-            super::configure(claij.conversation(), options, names, base.clone(), claij)?
+            super::configure(claij.conversation(), options, &[], base.clone(), claij)?
                 .model(name.clone());
         let (json, prefix) = (options.json, name.clone());
         builder = builder.on_opening(move |opening| match opening {
@@ -192,24 +183,15 @@ async fn open_all(
 
 /// Prints what each model did, the tally and the chosen answer (or the `--json` report); the status.
 fn report_all(options: &Options, outcome: &Outcome, elapsed: Duration) -> Result<Status> {
-    let (rule, replies, tally, winner) = (
-        outcome.rule,
-        &outcome.replies,
-        &outcome.tally,
-        outcome.winner,
-    );
-    let absent = tally.absent_pointers();
-    let value = outcome.value();
+    let absent = outcome.tally.absent_pointers();
     // A usage error (exit 2) leaves stdout empty, as every other one does.
     if options.json && absent.is_empty() {
-        let report = to_json(rule, replies, tally, winner, elapsed);
-        writeln!(std::io::stdout().lock(), "{report}")?;
+        writeln!(std::io::stdout().lock(), "{}", outcome.to_json(elapsed))?;
     } else if !options.json {
         let mut err = std::io::stderr().lock();
-        for reply in replies {
-            writeln!(err, "{}", model_line(reply))?;
+        for line in outcome.lines() {
+            writeln!(err, "{line}")?;
         }
-        writeln!(err, "{}", tally_line(tally))?;
     }
     if !absent.is_empty() {
         bail!(
@@ -217,189 +199,17 @@ fn report_all(options: &Options, outcome: &Outcome, elapsed: Duration) -> Result
             absent.join(", --on ")
         );
     }
-    match (winner, value) {
-        (Some(i), Some(value)) => {
-            if !options.json {
-                writeln!(
-                    std::io::stderr().lock(),
-                    "{}",
-                    verdict_line(rule, tally, &replies[i].name)
-                )?;
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
-                out.flush()?;
-            }
-            Ok(Status::Ok)
-        }
-        _ => {
-            writeln!(std::io::stderr().lock(), "{}", why_none(rule, tally))?;
-            Ok(Status::Invalid)
-        }
-    }
-}
-
-/// `NAME: 1 attempt, 15+5 tokens, 0.01s, cost unknown` or `NAME: no valid answer: why`.
-fn model_line(reply: &Reply) -> String {
-    let name = &reply.name;
-    match &reply.result {
-        Ok(answer) => {
-            let spent = answer.attempts.iter().map(|a| a.latency).sum();
-            format!(
-                "{name}: {}",
-                report::total_line(&answer.attempts, answer.usage, spent)
-            )
-        }
-        Err(e) => format!(
-            "{name}: no valid answer: {}",
-            crate::exit::one_line(&e.to_string())
-        ),
-    }
-}
-
-/// `tally on /answer, 5 models asked: "Paris": 2 votes (a, c); "Lyon": 1 vote (b); no valid answer:
-/// d; without /answer: e`.
-fn tally_line(tally: &Tally) -> String {
-    let on = if tally.on.is_empty() {
-        "the whole value".to_owned()
-    } else {
-        tally.on.join(" and ")
+    let Some(value) = outcome.value() else {
+        writeln!(std::io::stderr().lock(), "{}", outcome.verdict())?;
+        return Ok(Status::Invalid);
     };
-    let mut parts: Vec<String> = tally
-        .votes
-        .iter()
-        .map(|v| {
-            let votes = if v.count == 1 { "vote" } else { "votes" };
-            format!(
-                "{}: {} {votes} ({})",
-                shown(&v.value),
-                v.count,
-                v.names.join(", ")
-            )
-        })
-        .collect();
-    if !tally.failed.is_empty() {
-        parts.push(format!("no valid answer: {}", tally.failed.join(", ")));
+    if !options.json {
+        writeln!(std::io::stderr().lock(), "{}", outcome.verdict())?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+        out.flush()?;
     }
-    // Grouped by what they lack, in the order first seen.
-    let mut lacking: Vec<(&[String], Vec<&str>)> = Vec::new();
-    for missing in &tally.missing {
-        match lacking
-            .iter_mut()
-            .find(|(p, _)| *p == missing.pointers.as_slice())
-        {
-            Some((_, names)) => names.push(&missing.name),
-            None => lacking.push((&missing.pointers, vec![&missing.name])),
-        }
-    }
-    for (pointers, names) in lacking {
-        parts.push(format!(
-            "without {}: {}",
-            pointers.join(" and "),
-            names.join(", ")
-        ));
-    }
-    format!(
-        "tally on {on}, {} {} asked: {}",
-        tally.asked,
-        if tally.asked == 1 { "model" } else { "models" },
-        parts.join("; ")
-    )
-}
-
-/// `majority: 2 of 3 models agree (a, c); the answer is a's` or `first valid: b`.
-fn verdict_line(rule: Chosen, tally: &Tally, winner: &str) -> String {
-    match (rule, tally.majority()) {
-        (Chosen::Majority, Some(votes)) => format!(
-            "majority: {} of {} models agree ({}); the answer is {winner}'s",
-            votes.count,
-            tally.asked,
-            votes.names.join(", ")
-        ),
-        _ => format!("first valid: {winner}"),
-    }
-}
-
-/// Why there is no answer: the counts.
-fn why_none(rule: Chosen, tally: &Tally) -> String {
-    let valid = tally.valid();
-    match rule {
-        // First-valid finds nothing only when there is no valid answer.
-        _ if valid == 0 => format!("no valid answer from any of the {} models", tally.asked),
-        Chosen::FirstValid => format!("no valid answer from any of the {} models", tally.asked),
-        Chosen::Majority => {
-            let most = tally.votes.first().map_or(0, |v| v.count);
-            format!(
-                "no majority: the most models agreeing on one value is {most} of {} (a majority is {}); {valid} valid {}, {} distinct {}",
-                tally.asked,
-                tally.asked / 2 + 1,
-                if valid == 1 { "answer" } else { "answers" },
-                tally.votes.len(),
-                if tally.votes.len() == 1 {
-                    "value"
-                } else {
-                    "values"
-                }
-            )
-        }
-    }
-}
-
-/// A compared value as one short line of JSON.
-fn shown(value: &Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(SHOWN_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
-}
-
-/// The `--json` report: the chosen value, the rule, the winner, the tally and every model's attempts.
-fn to_json(
-    rule: Chosen,
-    replies: &[Reply],
-    tally: &Tally,
-    winner: Option<usize>,
-    elapsed: Duration,
-) -> Value {
-    let mut spending = Vec::new();
-    let models: Vec<Value> = replies
-        .iter()
-        .map(|reply| {
-            let (value, attempts, error) = match &reply.result {
-                Ok(answer) => (Some(&answer.value), answer.attempts.as_slice(), None),
-                Err(e) => {
-                    let attempts = match e {
-                        Error::RetriesExhausted(exhausted) => exhausted.attempts.as_slice(),
-                        _ => &[],
-                    };
-                    (None, attempts, Some(crate::exit::one_line(&e.to_string())))
-                }
-            };
-            let spent: Usage = attempts.iter().map(|a| a.usage).sum();
-            spending.push(spent);
-            let latency = attempts.iter().map(|a| a.latency).sum();
-            let mut one = report::to_json(value, attempts, spent, latency);
-            if let Value::Object(map) = &mut one {
-                map.insert("name".to_owned(), json!(reply.name));
-                map.insert("error".to_owned(), json!(error));
-            }
-            one
-        })
-        .collect();
-    let usage: Usage = spending.into_iter().sum();
-    let chosen = winner.and_then(|i| replies[i].result.as_ref().ok());
-    json!({
-        "value": chosen.map(|a| &a.value),
-        "consensus": {
-            "rule": rule.name(),
-            "winner": winner.map(|i| &replies[i].name),
-            "majority": tally.majority().map(|v| v.count),
-            "tally": tally,
-        },
-        "models": models,
-        "usage": usage,
-        "elapsed_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-    })
+    Ok(Status::Ok)
 }
 
 /// `--on`'s value: a JSON pointer (RFC 6901: empty, or starting with `/`).

@@ -1,22 +1,6 @@
-//! The consensus lines: values shown short, pointers checked.
+//! The consensus flags: pointers checked.
 
-use serde_json::json;
-
-use super::{pointer, shown};
-
-#[track_caller]
-fn check_shown(value: serde_json::Value, expected: &str) {
-    assert_eq!(shown(&value), expected);
-}
-
-#[test]
-fn long_values_are_cut_on_a_character() {
-    check_shown(json!("Paris"), r#""Paris""#);
-    check_shown(json!({"b": 1}), r#"{"b":1}"#);
-    // 62 characters of JSON text, the last ones two bytes long: cut after the 60th character.
-    let text = format!("{}ééé", "a".repeat(57));
-    check_shown(json!(text), &format!("\"{}éé…", "a".repeat(57)));
-}
+use super::pointer;
 
 #[test]
 fn pointers_start_with_a_slash() {
