@@ -233,6 +233,28 @@ impl fmt::Display for Opening {
     }
 }
 
+/// Notes read from `paths`, in order, for [`Builder::note`]: `note-1`, `note-2`... each titled by
+/// its file name, each at most [`crate::fs::MAX_INPUT_BYTES`].
+///
+/// # Errors
+///
+/// A file that cannot be read (`cannot read PATH`), is larger than the bound, or is not UTF-8.
+pub fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
+    paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let content = crate::fs::read_file_capped(path, crate::fs::MAX_INPUT_BYTES, "a note")
+                .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+            let title = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            Ok(Document::new(format!("note-{}", i + 1), title, content))
+        })
+        .collect()
+}
+
 /// Told what happens as the conversation opens.
 type OnOpening = Box<dyn FnMut(&Opening) + Send>;
 /// Given each partial value as a reply streams in.

@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use claij::conversation::{Builder, Named, Opening};
-use claij::interceptors::builtin::citations::Document;
 use claij::interceptors::{Answer, Error, ShowExample};
 use claij::report::Over;
 use claij::session::SessionLock;
@@ -460,7 +459,7 @@ fn configure<'c>(
     if let Some(project) = &options.project {
         builder = builder.project(project);
     }
-    for note in notes(&options.note)? {
+    for note in claij::conversation::notes(&options.note)? {
         builder = builder.note(note);
     }
     if options.standard {
@@ -519,23 +518,6 @@ fn base_schema(options: &Options) -> Result<Option<serde_json::Value>> {
     let schema = input::read_json(path)?;
     claij::schema::check(&schema).with_context(|| input::name(path).to_owned())?;
     Ok(Some(schema))
-}
-
-/// `--note` files as documents: `note-1`, `note-2`... titled by their file names.
-fn notes(paths: &[PathBuf]) -> Result<Vec<Document>> {
-    paths
-        .iter()
-        .enumerate()
-        .map(|(i, path)| {
-            let content = input::read_file_capped(path, input::MAX_INPUT_BYTES, "a note")
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let title = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
-            Ok(Document::new(format!("note-{}", i + 1), title, content))
-        })
-        .collect()
 }
 
 /// The configuration's MCP servers, started, seen through `project`.

@@ -12,8 +12,6 @@ use serde_json::Value;
 /// `validate` take `--max-input-bytes` for their input).
 pub(crate) use claij::fs::MAX_INPUT_BYTES;
 use claij::fs::read_capped;
-/// A file (not stdin) as text, with a bound ([`claij::fs::read_file_capped`]).
-pub(crate) use claij::fs::read_file_capped;
 
 /// What the limit of an input is called in errors.
 const INPUT_LIMIT: &str = "an input (--max-input-bytes)";

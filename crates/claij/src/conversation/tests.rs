@@ -157,3 +157,32 @@ fn an_opening_says_what_happens() {
     let chosen = super::Opening::Model("using openai:gpt-4o".into());
     assert_eq!(chosen.to_string(), "using openai:gpt-4o");
 }
+
+#[test]
+fn notes_are_numbered_in_order_and_titled_by_their_file_names() {
+    let dir = std::env::temp_dir().join(format!("claij-notes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (trip, menu) = (dir.join("trip.md"), dir.join("menu.txt"));
+    std::fs::write(&trip, "We land on 3 May.").unwrap();
+    std::fs::write(&menu, "Soup.").unwrap();
+    let notes = super::notes(&[trip.clone(), menu]).unwrap();
+    let seen: Vec<(&str, &str, &str)> = notes
+        .iter()
+        .map(|n| (n.id.as_str(), n.title.as_str(), n.content.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("note-1", "trip.md", "We land on 3 May."),
+            ("note-2", "menu.txt", "Soup.")
+        ]
+    );
+    let missing = dir.join("none.md");
+    let error = super::notes(&[trip, missing.clone()]).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("cannot read {}", missing.display())
+    );
+    assert_eq!(error.kind(), crate::ErrorKind::Io);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
