@@ -278,8 +278,8 @@ pub async fn start_configured(
     project: Option<&str>,
     var: impl Fn(&str) -> Result<String, std::env::VarError>,
 ) -> Result<Services, Error> {
-    let (mcp, project) = configured(settings, project)?;
-    let mut selected = mcp.clone();
+    let mut selected = servers(settings)?.clone();
+    let project = project_of(settings, project)?;
     if let Some(project) = &project {
         selected
             .servers
@@ -292,24 +292,22 @@ pub async fn start_configured(
     })
 }
 
-/// The settings' MCP servers, and the project named `project` of them.
-fn configured<'a>(
-    settings: &'a Settings,
-    project: Option<&str>,
-) -> Result<(&'a McpConfig, Option<Project>), Error> {
-    let mcp = settings
+/// The settings' MCP servers.
+fn servers(settings: &Settings) -> Result<&McpConfig, Error> {
+    settings
         .mcp_servers()
-        .map_err(|e| Error::NoServers(e.into()))?;
-    let project = match project {
-        None => None,
-        Some(name) => Some(
-            settings
-                .mcp_project(name)
-                .map_err(|e| Error::Settings(e.into()))?
-                .clone(),
-        ),
+        .map_err(|e| Error::NoServers(e.into()))
+}
+
+/// The settings' project `name`, when one is named.
+fn project_of(settings: &Settings, name: Option<&str>) -> Result<Option<Project>, Error> {
+    let Some(name) = name else {
+        return Ok(None);
     };
-    Ok((mcp, project))
+    match settings.mcp_project(name) {
+        Ok(project) => Ok(Some(project.clone())),
+        Err(e) => Err(Error::Settings(e.into())),
+    }
 }
 
 /// Which of the settings' MCP servers to start, and how: what `claij mcp list`, `call` and
@@ -401,9 +399,9 @@ impl Start {
         var: impl Fn(&str) -> Result<String, std::env::VarError>,
     ) -> Result<Services, Error> {
         let file = settings.mcp_path.as_deref();
-        let (mcp, project) = configured(settings, self.project.as_deref())?;
-        let mut config = mcp.clone();
+        let mut config = servers(settings)?.clone();
         login::expand_secrets(&mut config, var).map_err(|e| e.in_file(file))?;
+        let project = project_of(settings, self.project.as_deref())?;
         if let Some(server) = &self.server {
             if !config.servers.contains_key(server) {
                 let known = config.servers.keys().cloned().collect();
@@ -647,6 +645,9 @@ mod tests {
             )
             .unwrap(),
         );
+        // The secrets are the first thing checked after the servers, before the project.
+        let both = Start::new().project("p").run(&settings, unset).await;
+        assert_eq!(both.unwrap_err().kind(), ErrorKind::UnsetSecret);
         let secret = Start::new().server("a").run(&settings, unset).await;
         assert_eq!(
             secret.unwrap_err().to_string(),
