@@ -233,6 +233,26 @@ impl fmt::Display for Opening {
     }
 }
 
+impl SessionLock {
+    /// [`SessionLock::acquire`], telling `waiting` ([`Opening::Waiting`]) when another process
+    /// holds the lock, once however long the wait.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionLock::acquire`].
+    pub fn acquire_telling(path: &Path, mut waiting: impl FnMut(&Opening)) -> Result<Self> {
+        let mut told = false;
+        Self::acquire_with(path, &mut |lock| {
+            if !std::mem::replace(&mut told, true) {
+                waiting(&Opening::Waiting {
+                    lock: lock.to_owned(),
+                });
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Notes read from `paths`, in order, for [`Builder::note`]: `note-1`, `note-2`... each titled by
 /// its file name, each at most [`crate::fs::MAX_INPUT_BYTES`].
 ///
@@ -569,18 +589,12 @@ impl<'c> Builder<'c> {
         // or to a file that cannot be written.
         let (session, lock) = match self.session.clone() {
             Some(path) => {
-                let lock = {
-                    // Told once, however long the wait.
-                    let mut on_opening = self.on_opening.as_mut();
-                    SessionLock::acquire_with(&path, &mut |lock| {
-                        if let Some(on_opening) = on_opening.take() {
-                            on_opening(&Opening::Waiting {
-                                lock: lock.to_owned(),
-                            });
-                        }
-                        Ok(())
-                    })?
-                };
+                let on_opening = &mut self.on_opening;
+                let lock = SessionLock::acquire_telling(&path, |waiting| {
+                    if let Some(on_opening) = on_opening.as_mut() {
+                        on_opening(waiting);
+                    }
+                })?;
                 let session = Session::load(&path)?;
                 Session::check_turn(session.turn, Some(&path))?;
                 (session, Some(lock))

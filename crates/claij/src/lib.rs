@@ -103,6 +103,7 @@ pub mod matrix;
 pub mod mcp;
 pub mod model;
 pub mod options;
+pub mod partials;
 pub mod prices;
 pub mod progress;
 pub mod report;

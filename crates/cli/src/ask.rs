@@ -528,15 +528,12 @@ async fn project_services(
     crate::mcp::start_configured(settings, project, "--interceptors mcp").await
 }
 
-/// Locks the session file `path` ([`SessionLock::acquire_with`]), saying on stderr (unless
+/// Locks the session file `path` ([`SessionLock::acquire_telling`]), saying on stderr (unless
 /// `quiet`) that it waits for another process that holds it.
 pub(crate) fn lock_session(path: &std::path::Path, quiet: bool) -> Result<SessionLock> {
-    let mut told = quiet;
-    Ok(SessionLock::acquire_with(path, &mut |lock| {
-        if !told {
-            let _ = report::notice(&Opening::Waiting { lock: lock.into() }.to_string());
-            told = true;
+    Ok(SessionLock::acquire_telling(path, |waiting| {
+        if !quiet {
+            let _ = report::notice(&waiting.to_string());
         }
-        Ok(())
     })?)
 }

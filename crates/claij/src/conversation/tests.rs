@@ -186,3 +186,36 @@ fn notes_are_numbered_in_order_and_titled_by_their_file_names() {
     assert_eq!(error.kind(), crate::ErrorKind::Io);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A session file another holder has locked: the wait is told, once, and the lock is taken when
+/// the holder lets go.
+#[test]
+fn waiting_for_a_session_s_lock_is_told_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = std::env::temp_dir().join(format!("claij-telling-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.json");
+    let held = crate::session::SessionLock::acquire(&path).unwrap();
+    let told = std::sync::Arc::new(AtomicUsize::new(0));
+    let waiter = {
+        let (told, path) = (std::sync::Arc::clone(&told), path.clone());
+        std::thread::spawn(move || {
+            crate::session::SessionLock::acquire_telling(&path, |waiting| {
+                assert!(matches!(waiting, super::Opening::Waiting { .. }));
+                told.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+    };
+    // Let go once the wait is told (or after a while, for the assertion below to say so).
+    for _ in 0..500 {
+        if told.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    drop(held);
+    let lock = waiter.join().unwrap().unwrap();
+    assert_eq!(told.load(Ordering::SeqCst), 1);
+    drop(lock);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

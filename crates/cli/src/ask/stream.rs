@@ -1,6 +1,7 @@
 //! `--stream`: the value shown while the model writes it. The pipeline streams the reply and hands
 //! over the value recovered so far (repaired as if the reply stopped there) whenever it changes;
-//! only the final value is validated, and it is printed as without `--stream`.
+//! only the final value is validated, and it is printed as without `--stream`. What is shown is
+//! the library's ([`claij::partials`]); this module writes it on stdout.
 //!
 //! - `claij ask` on a terminal ([`Display::Line`]): one line on stdout, redrawn in place, showing
 //!   the end of the value so far as compact JSON; cleared before the final value is printed.
@@ -14,103 +15,59 @@
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
 
+pub(super) use claij::partials::Display;
+use claij::partials::Shown;
 use serde_json::Value;
-
-/// How partial values are shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Display {
-    /// One line redrawn in place, this many characters wide.
-    Line(usize),
-    /// A line per partial value, `{"partial": VALUE}`.
-    Lines,
-    /// The `answer` text as it grows.
-    Answer,
-}
 
 /// Shows the partial values of one turn after another on `out`.
 pub(super) struct Partials {
-    display: Display,
-    state: Mutex<State>,
-}
-
-struct State {
-    out: Box<dyn Write + Send>,
-    /// What is on the screen of this turn: the drawn line, or the answer text written.
-    shown: String,
+    state: Mutex<(claij::partials::Partials, Box<dyn Write + Send>)>,
 }
 
 impl Partials {
     /// Partials shown as `display` says on `out`.
     pub(super) fn new(display: Display, out: Box<dyn Write + Send>) -> Self {
+        let partials = claij::partials::Partials::new(display);
         Self {
-            display,
-            state: Mutex::new(State {
-                out,
-                shown: String::new(),
-            }),
+            state: Mutex::new((partials, out)),
         }
     }
 
     /// How the values are shown.
     pub(super) fn display(&self) -> Display {
-        self.display
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.0.display()
     }
 
     /// Shows `value`, the value so far. Best effort: a failed write never fails the turn.
     pub(super) fn show(&self, value: &Value) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let State { out, shown } = &mut *state;
-        let _ = match self.display {
-            Display::Line(width) => {
-                let line = tail(&value.to_string(), width.saturating_sub(1));
-                *shown = line;
-                write!(out, "\r\x1b[2K{shown}")
-            }
-            Display::Lines => writeln!(out, "{}", serde_json::json!({"partial": value})),
-            Display::Answer => {
-                let Some(answer) = value.get("answer").and_then(Value::as_str) else {
-                    return;
-                };
-                let written = match answer.strip_prefix(shown.as_str()) {
-                    Some(more) => write!(out, "{more}"),
-                    None => write!(out, "\n{answer}"),
-                };
-                answer.clone_into(shown);
-                written
-            }
-        };
-        let _ = out.flush();
+        let (partials, out) = &mut *state;
+        if let Some(shown) = partials.show(value) {
+            write(out, &shown);
+        }
     }
 
     /// Ends the turn's display: the line cleared ([`Display::Line`]); the answer text written, if
     /// any ([`Display::Answer`]), returned, so the caller need not write it again.
     pub(super) fn finish(&self) -> String {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let shown = std::mem::take(&mut state.shown);
-        if let Display::Line(_) = self.display
-            && !shown.is_empty()
-        {
-            let _ = write!(state.out, "\r\x1b[2K");
-            let _ = state.out.flush();
-            return String::new();
+        let (partials, out) = &mut *state;
+        let (shown, text) = partials.finish();
+        if let Some(shown) = shown {
+            write(out, &shown);
         }
-        shown
+        text
     }
 }
 
-/// The last `room` characters of `text`, control characters as spaces, with `…` in front when cut.
-fn tail(text: &str, room: usize) -> String {
-    let clean: Vec<char> = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if clean.len() <= room {
-        return clean.into_iter().collect();
-    }
-    let keep = room.saturating_sub(1);
-    std::iter::once('…')
-        .chain(clean[clean.len() - keep..].iter().copied())
-        .collect()
+/// Writes `shown` on `out`: a line redrawn as `\r`, the line cleared, then it.
+fn write(out: &mut Box<dyn Write + Send>, shown: &Shown) {
+    let _ = match shown {
+        Shown::Redraw(line) => write!(out, "\r\x1b[2K{line}"),
+        Shown::Append(text) => write!(out, "{text}"),
+    };
+    let _ = out.flush();
 }
 
 #[cfg(test)]
