@@ -143,6 +143,54 @@ fn a_turn_without_a_valid_reply_is_the_front_door_s_error() {
         "{inner:?}"
     );
     assert_eq!(error.to_string(), inner.to_string());
+    // Said for people: one line, the reason the last reply held no JSON.
+    let claij_interceptors::Error::RetriesExhausted(exhausted) = inner else {
+        unreachable!()
+    };
+    let lines = crate::report::exhausted_lines(exhausted);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("no valid reply after ")
+            && lines[0].contains(": the last held no JSON: "),
+        "{lines:?}"
+    );
+}
+
+/// Replies that are JSON but not valid: the last one's violations, one an indented line.
+#[test]
+fn the_last_reply_s_violations_are_said_one_a_line() {
+    let claij = crate::Claij::new(crate::settings::Settings::default())
+        .with_var("OPENAI_API_KEY", "sk-test");
+    let replies = vec![r#"{"answer": 1}"#.to_owned(); 10];
+    let backend = std::sync::Arc::new(Replies(std::sync::Mutex::new(replies)));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let open = claij
+        .conversation()
+        .model("openai:m")
+        .map_backend(move |_| backend)
+        .open();
+    let mut conversation = runtime.block_on(open).unwrap();
+    let error = runtime.block_on(conversation.turn("?")).unwrap_err();
+    let Some(claij_interceptors::Error::RetriesExhausted(exhausted)) = error.pipeline() else {
+        panic!("{error:?}")
+    };
+    let lines = crate::report::exhausted_lines(exhausted);
+    let n = exhausted.last_call().len();
+    assert_eq!(
+        lines[0],
+        format!("no valid reply after {n} attempts; the last one's violations:")
+    );
+    assert_eq!(lines.len(), 1 + exhausted.violations().len(), "{lines:?}");
+    assert!(lines.len() > 1, "{lines:?}");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.starts_with("  ") && !l.contains('\n')),
+        "{lines:?}"
+    );
 }
 
 #[test]
