@@ -5,7 +5,7 @@
 //! The registry is shared by every pipeline that holds it (the proposals interceptor is a cheap
 //! handle over it) and saved with the conversation (the session file's `extensions`), so every
 //! model sees the extended schema on its next request. An approver is any
-//! [`Approver`](claij_interceptors::builtin::proposals::Approver): a closure, a [`Vote`] of models,
+//! [`Approver`]: a closure, a [`Vote`] of models,
 //! or one of a program's own (a person asked at a terminal).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

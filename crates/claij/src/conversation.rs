@@ -875,7 +875,7 @@ impl Conversation {
     ///
     /// # Errors
     ///
-    /// An [`Error`] of kind [`ErrorKind::Pipeline`](crate::ErrorKind::Pipeline), the pipeline's
+    /// An [`Error`] of kind [`ErrorKind::Pipeline`], the pipeline's
     /// underneath ([`Error::pipeline`]): [`Error::is_invalid_reply`], [`Error::is_budget`], or a
     /// backend's ([`Error::is_timeout`], [`Error::is_retryable`], ...).
     pub async fn turn(&mut self, prompt: &str) -> Result<Answer> {

@@ -1,6 +1,6 @@
 //! A progress line for a model call that takes a while (the local model on a CPU): fed the call's
 //! stream events, it says what to show, with the attempt, the prompt being read, the tokens so far
-//! and their rate, and the end of the reply as it grows ([`Progress`]). [`Watched`] (feature
+//! and their rate, and the end of the reply as it grows ([`Progress`]). `Watched` (feature
 //! `local`) wraps a backend so each call hands the line to the caller's drawing function while it
 //! runs, and an empty line when it ends; where the line is drawn is the caller's.
 //!
