@@ -72,21 +72,8 @@ const ALLOWED: &[(&str, Allowed)] = &[
             "claij-restate",
         ]),
     ),
-    (
-        FRONT_DOOR,
-        Allowed::Only(&[
-            "claij-schema",
-            "claij-validation",
-            "claij-backends",
-            "claij-local",
-            "claij-interceptors",
-            "claij-fsm",
-            "claij-mcp",
-            "claij-restate",
-        ]),
-    ),
-    (TEST_SUPPORT, Allowed::Only(&["claij-backends"])),
-    ("claij-cli", Allowed::Any),
+    // The binary reaches every layer through the front door (its re-exports).
+    ("claij-cli", Allowed::Only(&[FRONT_DOOR])),
     // The test harnesses (`publish = false`, a binary): the live suites, the MCP conformance client.
     ("claij-suite", Allowed::Any),
     ("xtask", Allowed::Only(&[])),
@@ -180,6 +167,23 @@ fn opt_in_crates(tree: &str) -> Vec<String> {
 /// Only applications use these: libraries return typed errors and never install a subscriber (the
 /// test-support crate, [`TEST_SUPPORT`], may).
 const APPLICATION_ONLY: &[&str] = &["anyhow", "tracing-subscriber"];
+
+/// The crates other than claij's the CLI may depend on (normal dependencies): argument parsing, the
+/// terminal, the runtime its commands run on, logging, and the JSON, TOML and durations it reads
+/// and prints. Anything else is the front door's to depend on and the CLI's to reach through it.
+const CLI_OUTSIDE: &[&str] = &[
+    "anyhow",
+    "clap",
+    "futures-util",
+    "humantime",
+    "rustyline",
+    "serde",
+    "serde_json",
+    "tokio",
+    "toml",
+    "tracing",
+    "tracing-subscriber",
+];
 
 /// The workspace's test support (`publish = false`, other crates' dev-dependency only): its span
 /// capture installs a subscriber, which a library may not.
@@ -356,6 +360,17 @@ fn manifest_violations(packages: &[Package]) -> Vec<String> {
             continue;
         };
         for dep in package.non_dev_dependencies() {
+            if name == "claij-cli"
+                && !is_claij(&dep.name)
+                && !CLI_OUTSIDE.contains(&dep.name.as_str())
+            {
+                violations.push(format!(
+                    "claij-cli -> {}: the CLI depends on the front door and on {} only; reach it \
+                     through claij (a re-export or a front-door item)",
+                    dep.name,
+                    CLI_OUTSIDE.join(", ")
+                ));
+            }
             if is_claij(&dep.name) && !allows(allowed, &dep.name) {
                 violations.push(format!(
                     "{name} -> {}: not allowed ({name} may depend on {})",

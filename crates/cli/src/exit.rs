@@ -7,11 +7,8 @@ pub(crate) enum Status {
     Ok,
     /// The input was read but is invalid (exit 1).
     Invalid,
-    /// Stopped by a signal, after cleaning up (exit `code`: 128 + the signal's number).
-    Signalled {
-        name: &'static str,
-        code: u8,
-    },
+    /// Stopped by a signal, after cleaning up (exit 128 + the signal's number).
+    Signalled(claij::mcp::signal::Signal),
 }
 
 /// Errors are one line: newlines inside (from a library's message) are folded.

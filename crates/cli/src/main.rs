@@ -157,9 +157,9 @@ fn run(cli: &Cli, front: &std::sync::Arc<front::Front>) -> ExitCode {
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::Invalid) => ExitCode::from(1),
-        Ok(Status::Signalled { name, code }) => {
-            let _ = writeln!(std::io::stderr(), "error: stopped by {name}");
-            ExitCode::from(code)
+        Ok(Status::Signalled(signal)) => {
+            let _ = writeln!(std::io::stderr(), "error: stopped by {}", signal.name());
+            ExitCode::from(signal.exit_code())
         }
         Err(e) => {
             // `{:#}`: the error and each of its causes, `outer: inner: ...` (claij's errors leave

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use claij::mcp::protocol::{BackendSampler, Elicitor, Hooks, LogLevel, Services};
-use claij::mcp::signal::{Signal, Signals};
+use claij::mcp::signal::Signals;
 use serde_json::Value;
 
 use crate::exit::Status;
@@ -184,14 +184,6 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
     })
 }
 
-/// The status of a command `signal` stopped.
-fn stopped(signal: Signal) -> Status {
-    Status::Signalled {
-        name: signal.name(),
-        code: signal.exit_code(),
-    }
-}
-
 async fn list(
     common: &Common,
     json: bool,
@@ -200,7 +192,7 @@ async fn list(
 ) -> Result<Status> {
     let services = tokio::select! {
         connected = connect(common, None, common.elicitor(None)?, front) => connected?,
-        signal = signals.recv() => return Ok(stopped(signal)),
+        signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let listed = claij::mcp::list(&services);
     services.close().await;
@@ -232,12 +224,12 @@ async fn call(
     // Only the named server is started.
     let services = tokio::select! {
         connected = connect(common, Some((server, call.max_message_bytes)), common.elicitor(None)?, front) => connected?,
-        signal = signals.recv() => return Ok(stopped(signal)),
+        signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let calling = claij::mcp::call::run(&services, server, name, args, call.timeout);
     let result = match signals.or_stop(&services, calling).await {
         Ok(result) => result,
-        Err(signal) => return Ok(stopped(signal)),
+        Err(signal) => return Ok(Status::Signalled(signal)),
     };
     services.close().await;
     let outcome = result?;

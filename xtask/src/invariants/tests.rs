@@ -53,10 +53,7 @@ fn allowed_edges_pass() {
         &[
             ("claij-schema", &["serde_json"]),
             ("claij-validation", &["claij-schema", "boon"]),
-            (
-                "claij-cli",
-                &["claij-schema", "claij-validation", "claij-fsm", "anyhow"],
-            ),
+            ("claij-cli", &["claij", "clap", "anyhow", "tokio"]),
             (
                 "claij-mcp",
                 &["claij-fsm", "claij-validation", "claij-backends"],
@@ -374,6 +371,28 @@ fn the_front_door_is_a_library_with_its_own_row() {
             "claij -> claij-cli: not allowed (claij may depend on claij-schema, claij-validation, \
              claij-backends, claij-local, claij-interceptors, claij-fsm, claij-mcp, claij-restate)",
             "claij -> anyhow: only claij-cli and xtask may depend on anyhow",
+        ],
+    );
+}
+
+#[test]
+fn the_cli_reaches_every_layer_through_the_front_door() {
+    check(
+        &[(
+            "claij-cli",
+            &[
+                "claij",
+                "claij-fsm",
+                "clap",
+                "reqwest",
+                "tracing-subscriber",
+            ],
+        )],
+        &[
+            "claij-cli -> claij-fsm: not allowed (claij-cli may depend on claij)",
+            "claij-cli -> reqwest: the CLI depends on the front door and on anyhow, clap, \
+             futures-util, humantime, rustyline, serde, serde_json, tokio, toml, tracing, \
+             tracing-subscriber only; reach it through claij (a re-export or a front-door item)",
         ],
     );
 }

@@ -21,7 +21,7 @@ use claij::mcp::protocol::{ElicitationQueue, PendingElicitation, Services};
 use claij::mcp::signal::Signals;
 use serde_json::Value;
 
-use super::{Common, stopped};
+use super::Common;
 use crate::exit::Status;
 use crate::options::ModelOptions;
 
@@ -68,7 +68,7 @@ pub(super) async fn run(
     let elicitor = args.common.elicitor(Some(Arc::new(queue)))?;
     let services = tokio::select! {
         connected = super::connect(&args.common, None, elicitor, front) => connected?,
-        signal = signals.recv() => return Ok(stopped(signal)),
+        signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let mut lines = Lines::spawn();
     let chatted = chat(args, front, &services, questions, &mut lines, signals).await;
@@ -107,7 +107,7 @@ async fn chat(
         }
         let line = tokio::select! {
             line = lines.next() => line,
-            signal = signals.recv() => return Ok(stopped(signal)),
+            signal = signals.recv() => return Ok(Status::Signalled(signal)),
         };
         let Some(line) = line else {
             break;
@@ -123,7 +123,7 @@ async fn chat(
         };
         let answered = tokio::select! {
             answered = chat.answer(request, ask) => answered?,
-            signal = signals.recv() => return Ok(stopped(signal)),
+            signal = signals.recv() => return Ok(Status::Signalled(signal)),
         };
         if !matches!(answered, Answer::Valid(_)) {
             status = Status::Invalid;

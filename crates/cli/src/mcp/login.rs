@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow};
 use claij::mcp::login::{self, Login, NO_REDIRECT, Outcome};
 use claij::mcp::signal::Signals;
 
-use super::{mcp_error, stopped};
+use super::mcp_error;
 use crate::exit::Status;
 
 /// `claij mcp login`.
@@ -67,7 +67,7 @@ pub(crate) async fn login(
         });
     let outcome = tokio::select! {
         outcome = login.run_configured(settings, |name| std::env::var(name)) => outcome.map_err(login_error)?,
-        signal = signals.recv() => return Ok(stopped(signal)),
+        signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let mut err = std::io::stderr();
     let server = &args.server;

@@ -112,18 +112,22 @@ fn validate_exit_codes() {
 fn render_dot_and_mermaid() {
     let path = example("code-review");
     let definition =
-        claij_fsm::Definition::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        claij::fsm::engine::Definition::from_json(&std::fs::read_to_string(&path).unwrap())
+            .unwrap();
     for args in [vec![], vec!["--format", "dot"]] {
         let mut all = vec!["fsm", "render", path.as_str()];
         all.extend(args);
         let run = claij(&all, "");
         assert_eq!(run.code, 0, "{}", run.stderr);
-        assert_eq!(run.stdout, claij_fsm::render::to_dot(&definition));
+        assert_eq!(run.stdout, claij::fsm::engine::render::to_dot(&definition));
         assert!(run.stdout.starts_with("digraph \"code-review\" {\n"));
     }
     let mermaid = claij(&["fsm", "render", &path, "--format", "mermaid"], "");
     assert_eq!(mermaid.code, 0, "{}", mermaid.stderr);
-    assert_eq!(mermaid.stdout, claij_fsm::render::to_mermaid(&definition));
+    assert_eq!(
+        mermaid.stdout,
+        claij::fsm::engine::render::to_mermaid(&definition)
+    );
     let stdin = claij(
         &["fsm", "render", "-"],
         &std::fs::read_to_string(example("tool-loop")).unwrap(),

@@ -33,8 +33,8 @@ fn install(test: &str) -> Option<PathBuf> {
             .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".cache")))
             .map(|cache| cache.join("claij").join("llama-server"))
     });
-    let model =
-        claij_local::model_dir(|name| std::env::var_os(name)).join(claij_local::DEFAULT_MODEL_FILE);
+    let model = claij::local::model_dir(|name| std::env::var_os(name))
+        .join(claij::local::DEFAULT_MODEL_FILE);
     let ready = dir
         .filter(|d| d.join("installed.json").is_file() && python(d).is_file())
         .filter(|_| model.is_file());
@@ -72,8 +72,8 @@ struct Server {
 impl Server {
     /// Starts the server on a free port of 127.0.0.1 and waits until `/v1/models` answers.
     fn start(install: &Path, files: &Files) -> Server {
-        let model = claij_local::model_dir(|name| std::env::var_os(name))
-            .join(claij_local::DEFAULT_MODEL_FILE);
+        let model = claij::local::model_dir(|name| std::env::var_os(name))
+            .join(claij::local::DEFAULT_MODEL_FILE);
         let port = free_port();
         let log = PathBuf::from(files.path("server.log"));
         let out = std::fs::File::create(&log).unwrap();

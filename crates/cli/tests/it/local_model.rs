@@ -13,7 +13,7 @@ use super::{Files, claij_env};
 /// under CI. Every model test of this binary finds the model here.
 pub(crate) fn model(test: &str) -> Option<PathBuf> {
     let env = |name: &str| std::env::var_os(name);
-    let path = claij_local::model_dir(env).join(claij_local::DEFAULT_MODEL_FILE);
+    let path = claij::local::model_dir(env).join(claij::local::DEFAULT_MODEL_FILE);
     claij_test_support::local_model_or_skip(test, path, env)
 }
 
