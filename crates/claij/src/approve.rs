@@ -1,11 +1,11 @@
 //! Schema extensions a model proposes, and who decides on them: the one [`Registry`] approved
-//! extensions live in, the model [`Vote`] (the `vote` sub-FSM of `claij_fsm::builtin`), and the
-//! extensions of a state-machine run ([`RunProposals`]).
+//! extensions live in, the model `Vote` (the `vote` sub-FSM of `claij_fsm::builtin`; feature `fsm`), and
+//! the extensions of a state-machine run (`RunProposals`; feature `fsm`).
 //!
 //! The registry is shared by every pipeline that holds it (the proposals interceptor is a cheap
 //! handle over it) and saved with the conversation (the session file's `extensions`), so every
 //! model sees the extended schema on its next request. An approver is any
-//! [`Approver`]: a closure, a [`Vote`] of models,
+//! [`Approver`]: a closure, a `Vote` of models,
 //! or one of a program's own (a person asked at a terminal).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -1,7 +1,8 @@
 //! The schema extensions a conversation file ([`crate::session::Session`]) or, with the `fsm`
 //! feature, a run's journal keeps: the deltas that shaped its requests (every interceptor's, and
 //! approved proposals), each change once, and the extensions proposed and how each was decided
-//! ([`Audit`]); and the removal of one of them ([`rollback_conversation`], [`rollback_journal`]).
+//! ([`Audit`]); and the removal of one of them ([`rollback_conversation`], and with `fsm`
+//! `rollback_journal`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

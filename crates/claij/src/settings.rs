@@ -56,7 +56,7 @@
 //! the configuration takes it), else the one `$CLAIJ_CONFIG` names (a named file must exist), else
 //! `$XDG_CONFIG_HOME/claij/config.toml`, else `$HOME/.config/claij/config.toml`, when it exists (no
 //! file means the defaults). A file whose first character is `{` is JSON in the common `.mcp.json`
-//! shape (`{"mcpServers": {...}, "projects": {...}, "roots": [...]}`, [`claij_mcp::McpConfig`]),
+//! shape (`{"mcpServers": {...}, "projects": {...}, "roots": [...]}`, `claij_mcp::McpConfig`),
 //! which holds only the MCP part; any other is TOML. Every error names the file, the line and the
 //! key path (`providers.openrouter.base_url`).
 //!
