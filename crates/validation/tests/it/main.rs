@@ -8,6 +8,7 @@ mod fixtures;
 mod coercion;
 mod corpus;
 mod repair;
+mod schema_aligned;
 mod validator;
 
 use serde_json::Value;
