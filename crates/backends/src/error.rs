@@ -463,6 +463,13 @@ impl Error {
         self.kind() == ErrorKind::Cancelled
     }
 
+    /// Whether the model would not answer ([`Error::Refused`]): a refusal, a content filter, a
+    /// blocked prompt or a withheld candidate, with the provider's message. Never retryable: the same
+    /// request gets the same answer.
+    pub fn is_refusal(&self) -> bool {
+        self.kind() == ErrorKind::Refused
+    }
+
     /// The HTTP status, when there was a response (as reqwest's `Error::status`).
     pub fn status(&self) -> Option<u16> {
         self.context().status

@@ -30,8 +30,9 @@
 //! [`FinishReason::ToolCalls`] beside function calls (Gemini reports no separate reason for them),
 //! and `MAX_TOKENS` to [`FinishReason::Length`]. A
 //! withheld answer is an error, not a finish reason: `SAFETY`, `RECITATION`, `BLOCKLIST`,
-//! `PROHIBITED_CONTENT`, `SPII` and the image filters, like a prompt blocked by
-//! `promptFeedback.blockReason`, become [`Error::Refused`] (Gemini removes the candidate's content,
+//! `PROHIBITED_CONTENT`, `SPII`, `LANGUAGE`, `MODEL_ARMOR` and the image filters, like a prompt
+//! blocked by `promptFeedback.blockReason`, become [`Error::Refused`] with the candidate's
+//! `finishMessage` (or the `blockReasonMessage`), sent once (Gemini removes the candidate's content,
 //! so there is nothing to validate or repair). Other reasons (`MALFORMED_FUNCTION_CALL`, `OTHER`,
 //! ...) are [`FinishReason::Other`], so the pipeline's validation retries them.
 
@@ -64,12 +65,16 @@ pub const CONTEXT_WINDOW: u32 = 1_048_576;
 const EXCERPT_CHARS: usize = 200;
 
 /// The finish reasons that mean the answer was withheld by a filter.
-const BLOCKED: [&str; 9] = [
+/// `LANGUAGE` (a language the model does not support) and `MODEL_ARMOR` (Vertex's Model Armor)
+/// withhold it as surely: the same request gets the same answer.
+const BLOCKED: [&str; 11] = [
     "SAFETY",
     "RECITATION",
     "BLOCKLIST",
     "PROHIBITED_CONTENT",
     "SPII",
+    "LANGUAGE",
+    "MODEL_ARMOR",
     "IMAGE_SAFETY",
     "IMAGE_PROHIBITED_CONTENT",
     "IMAGE_RECITATION",

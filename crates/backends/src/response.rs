@@ -334,6 +334,11 @@ pub(crate) fn merge_usage(total: &mut Usage, seen: Usage) {
     }
 }
 
+/// What a refusal says when a content filter stopped the answer before any of it and the provider
+/// gave no message of its own.
+#[cfg(feature = "http")]
+pub(crate) const CONTENT_FILTERED: &str = "the provider's content filter stopped the answer";
+
 /// Why generation stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

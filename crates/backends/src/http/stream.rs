@@ -9,6 +9,9 @@
 //! nothing of the failed one. Once content was delivered the stream cannot be sent again without the
 //! caller seeing it twice: the error ends it, and the caller decides ([`Error::is_retryable`]; the
 //! pipeline sends the attempt again).
+//!
+//! A content filter's finish before any of the answer (OpenAI's `finish_reason: "content_filter"`
+//! on an empty stream) ends the stream with [`Error::Refused`], as the same complete reply does.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -18,7 +21,10 @@ use tracing::{Instrument as _, debug};
 use super::retry::Retrier;
 use super::sse::{SseEvent, SseParser};
 use super::{CancelToken, HttpBackend, Prepared, transport};
-use crate::{Adapter, BodyLimit, BoxStream, ChatRequest, Error, ErrorContext, StreamEvent};
+use crate::response::CONTENT_FILTERED;
+use crate::{
+    Adapter, BodyLimit, BoxStream, ChatRequest, Error, ErrorContext, FinishReason, StreamEvent,
+};
 
 /// Where a stream is.
 enum Phase {
@@ -51,6 +57,9 @@ struct State<'a, A> {
     held: Vec<StreamEvent>,
     /// Whether content reached the caller: from then on the stream cannot be sent again.
     delivered: bool,
+    /// Whether any of the answer came (text that is not blank, a tool call): a content filter's
+    /// finish before it is a refusal, not an empty reply.
+    answered: bool,
 }
 
 /// What one event of the body did to the stream.
@@ -85,6 +94,7 @@ pub(super) fn events<'a, A: Adapter>(
         span: tracing::Span::none(),
         held: Vec::new(),
         delivered: false,
+        answered: false,
     };
     Box::pin(futures_util::stream::unfold(
         state,
@@ -223,6 +233,20 @@ impl<A: Adapter> State<'_, A> {
         match adapter.stream_event(event.event.as_deref(), &event.data, &self.context) {
             Ok(events) => {
                 for event in events {
+                    match &event {
+                        StreamEvent::Text(text) if text.trim().is_empty() => {}
+                        StreamEvent::Finish(FinishReason::ContentFilter) if !self.answered => {
+                            return Flow::Failed(Error::Refused {
+                                context: self.context.clone(),
+                                message: CONTENT_FILTERED.to_owned(),
+                            });
+                        }
+                        StreamEvent::Text(_)
+                        | StreamEvent::ToolInput(_)
+                        | StreamEvent::ToolCall { .. }
+                        | StreamEvent::ToolCallInput { .. } => self.answered = true,
+                        _ => {}
+                    }
                     self.deliver(event);
                 }
                 Flow::More

@@ -217,7 +217,7 @@ pub(super) fn response(body: &[u8], context: &ErrorContext) -> Result<ChatRespon
     if finish_reason == FinishReason::ContentFilter && content.trim().is_empty() {
         return Err(Error::Refused {
             context: context.clone(),
-            message: "the provider's content filter stopped the answer".to_owned(),
+            message: crate::response::CONTENT_FILTERED.to_owned(),
         });
     }
     Ok(ChatResponse {

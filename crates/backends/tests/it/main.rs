@@ -15,6 +15,7 @@ mod models;
 mod openai;
 mod openai_fallback;
 mod prices;
+mod refusals;
 mod retryable;
 mod spans;
 mod tools;
