@@ -4,9 +4,9 @@
 //!
 //! | dialect | where it goes | what it needs |
 //! |---|---|---|
-//! | [`Dialect::OpenAiStrict`] | OpenAI `response_format.json_schema` with `strict: true` (and OpenAI-compatible servers) | root is an object; every object has `additionalProperties: false` and lists all its properties in `required` (optional ones become nullable); `$ref` has no sibling keywords; no `allOf`, `oneOf`, string lengths, `default` |
+//! | [`Dialect::OpenAiStrict`] | OpenAI `response_format.json_schema` with `strict: true` (and OpenAI-compatible servers) | root is an object (any other root is sent in an [envelope](ENVELOPE_PROPERTY)); every object has `additionalProperties: false` and lists all its properties in `required` (optional ones become nullable); `$ref` has no sibling keywords; no `allOf`, `oneOf`, string lengths, `default` |
 //! | [`Dialect::Gemini`] | Gemini `generationConfig.responseSchema` (OpenAPI 3.0 subset) | no `$ref`/`$defs` (inlined), no `const` (one-value `enum`), no `oneOf`, `nullable: true` instead of `"null"` types, string-only `enum`, `propertyOrdering` |
-//! | [`Dialect::Anthropic`] | Anthropic `output_config.format` json_schema (and strict tools) | every object has `additionalProperties: false`; no recursion, numeric bounds, string lengths, `maxItems`, `minItems` above 1, `oneOf`, complex regexes |
+//! | [`Dialect::Anthropic`] | Anthropic `output_config.format` json_schema (and strict tools) | root is an object, as a tool's `input_schema` must be (any other root is sent in an [envelope](ENVELOPE_PROPERTY)); every object has `additionalProperties: false`; no recursion, numeric bounds, string lengths, `maxItems`, `minItems` above 1, `oneOf`, complex regexes |
 //! | [`Dialect::Llguidance`] | llguidance 1.9.1, the grammar engine of the embedded local model (claij-backends `local` feature) | `$ref`s inlined, recursive ones as plain `#/$defs/<name>` pointers; `anyOf` for `oneOf`; no `not`, `if`/`then`/`else`, `uniqueItems`, `contains`, dependencies, `propertyNames`, `unevaluated*`, formats it has no grammar for, patterns with lookaround, backreferences or `\b`; `minProperties`/`maxProperties` only when every property is required; `x-guidance` options at the root |
 //!
 //! Hosted providers cap what they generate; llguidance runs in-process and follows a string without
@@ -131,6 +131,9 @@ pub enum LossKind {
     /// Made stricter: the provider schema rejects some instances the original accepts, e.g. an optional
     /// property that already allowed `null` made required (the provider always sends the key).
     Tightened,
+    /// The root (keyword: what it is, e.g. `anyOf`) sent inside an object envelope whose one property
+    /// (the value) holds it, for a dialect that takes only an object root: the reply is unwrapped.
+    Wrapped,
 }
 
 /// Why a schema cannot be compiled for a dialect.
@@ -227,8 +230,60 @@ impl Dialect {
         }
     }
 
+    /// Whether the provider takes only an object schema at the root: OpenAI strict (`response_format` and
+    /// strict function parameters) and Anthropic (a tool's `input_schema` is `"type": "object"`).
+    /// [`Dialect::compile`] wraps any other root in an [envelope](ENVELOPE_PROPERTY) for these.
+    pub fn needs_object_root(self) -> bool {
+        matches!(self, Dialect::OpenAiStrict | Dialect::Anthropic)
+    }
+
     /// Compiles `schema` for this dialect; see the [module docs](self).
+    ///
+    /// For a dialect that [needs an object root](Dialect::needs_object_root), a root that is not an
+    /// object (a `oneOf` of an FSM state's transitions, an array, a string) is compiled inside an
+    /// object envelope whose one required property is [`ENVELOPE_PROPERTY`], reported as a
+    /// [`LossKind::Wrapped`] loss at the root ([`Compiled::envelope`]); the reply's value is that
+    /// property's.
     pub fn compile(self, schema: &Value) -> Result<Compiled, DialectError> {
+        let plain = self.compile_plain(schema);
+        if !self.needs_object_root() || !matches!(schema, Value::Object(_) | Value::Bool(_)) {
+            return plain;
+        }
+        let found = match &plain {
+            Err(DialectError::RootNotObject { found, .. }) => found.clone(),
+            Ok(compiled) => match root_not_object(&compiled.schema) {
+                Some(found) => found,
+                None => return plain,
+            },
+            Err(_) => return plain,
+        };
+        // Name the root as the schema's author wrote it (`oneOf`, not the compiled `anyOf`).
+        let found = match schema {
+            Value::Object(map) => ["oneOf", "anyOf"]
+                .into_iter()
+                .find(|k| map.contains_key(*k))
+                .map_or(found, ToOwned::to_owned),
+            _ => found,
+        };
+        let mut compiled = self.compile_plain(&envelope(schema))?;
+        for loss in &mut compiled.losses {
+            if let Some(rest) = loss.pointer.strip_prefix(ENVELOPE_POINTER) {
+                loss.pointer = rest.to_owned();
+            }
+        }
+        compiled.losses.insert(
+            0,
+            Loss {
+                pointer: String::new(),
+                keyword: found,
+                value: Value::from(ENVELOPE_PROPERTY),
+                change: LossKind::Wrapped,
+            },
+        );
+        Ok(compiled)
+    }
+
+    fn compile_plain(self, schema: &Value) -> Result<Compiled, DialectError> {
         let mut cx = Cx::new(schema, self);
         let schema = match self {
             Dialect::OpenAiStrict => openai::compile(&mut cx)?,
@@ -259,6 +314,83 @@ impl Compiled {
     pub fn is_lossless(&self) -> bool {
         self.losses.is_empty()
     }
+
+    /// The envelope's property when the root was wrapped ([`LossKind::Wrapped`]): the provider's reply
+    /// is `{"<property>": <value>}`, and the value is what the original schema describes.
+    pub fn envelope(&self) -> Option<&'static str> {
+        self.losses
+            .iter()
+            .any(|l| l.change == LossKind::Wrapped && l.pointer.is_empty())
+            .then_some(ENVELOPE_PROPERTY)
+    }
+}
+
+/// The one property of the object envelope a root that is not an object is sent in, for a dialect that
+/// [needs an object root](Dialect::needs_object_root).
+pub const ENVELOPE_PROPERTY: &str = "value";
+
+/// Where the original root is inside the envelope.
+const ENVELOPE_POINTER: &str = "/properties/value";
+
+/// `schema` inside an object envelope: `{"type": "object", "properties": {"value": schema}, "required":
+/// ["value"], "additionalProperties": false}`. Definitions (`$defs`, `definitions`) and `$schema` move to
+/// the envelope's root, so `#/$defs/...` references still resolve; every other local reference (`#`,
+/// `#/properties/...`) is moved under [`ENVELOPE_PROPERTY`].
+pub fn envelope(schema: &Value) -> Value {
+    let mut inner = schema.clone();
+    let mut root = Map::new();
+    root.insert("type".to_owned(), "object".into());
+    if let Value::Object(map) = &mut inner {
+        for key in ["$schema", "$defs", "definitions"] {
+            if let Some(value) = map.shift_remove(key) {
+                root.insert(key.to_owned(), value);
+            }
+        }
+    }
+    root.insert(
+        "properties".to_owned(),
+        Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), inner)])),
+    );
+    root.insert("required".to_owned(), Value::from(vec![ENVELOPE_PROPERTY]));
+    root.insert("additionalProperties".to_owned(), Value::Bool(false));
+    let mut out = Value::Object(root);
+    // An explicit stack: no recursion on untrusted input.
+    let mut stack = vec![&mut out];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(reference)) = map.get_mut("$ref")
+                    && let Some(fragment) = reference.strip_prefix('#')
+                    && !fragment.starts_with("/$defs")
+                    && !fragment.starts_with("/definitions")
+                {
+                    *reference = format!("#{ENVELOPE_POINTER}{fragment}");
+                }
+                stack.extend(map.values_mut());
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What a compiled root is when it is not a plain object schema (`anyOf`, `type "array"`), for a
+/// dialect that needs one.
+fn root_not_object(compiled: &Value) -> Option<String> {
+    let Value::Object(map) = compiled else {
+        return Some(json_type(compiled).to_owned());
+    };
+    for key in ["anyOf", "oneOf", "enum", "const"] {
+        if map.contains_key(key) {
+            return Some(key.to_owned());
+        }
+    }
+    match map.get("type") {
+        Some(Value::String(t)) if t == "object" => None,
+        Some(t) => Some(format!("type {t}")),
+        None => Some("a schema without type".to_owned()),
+    }
 }
 
 impl fmt::Display for Loss {
@@ -280,6 +412,7 @@ impl fmt::Display for LossKind {
             LossKind::Rewritten => "rewritten",
             LossKind::Nullable => "made required and nullable",
             LossKind::Tightened => "tightened",
+            LossKind::Wrapped => "wrapped in an object envelope as property",
         })
     }
 }

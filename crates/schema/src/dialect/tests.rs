@@ -99,22 +99,95 @@ fn openai_all_of_is_merged() {
 }
 
 #[test]
-fn openai_root_must_be_object() {
-    check_err(
-        Dialect::OpenAiStrict,
-        json!({"anyOf": [{"type": "object"}, {"type": "string"}]}),
-        "root schema must be an object for openai-strict, found anyOf",
+fn openai_wraps_a_root_that_is_not_an_object() {
+    // An FSM state's output: a `oneOf` of its transitions at the root.
+    let state = json!({"oneOf": [
+        {"type": "object", "properties": {"id": {"const": "a"}}, "required": ["id"]},
+        {"$ref": "#/$defs/B"}],
+        "$defs": {"B": {"type": "object", "properties": {"id": {"const": "b"}, "next": {"$ref": "#"}}, "required": ["id"]}}});
+    let compiled = Dialect::OpenAiStrict.compile(&state).unwrap();
+    assert_eq!(compiled.envelope(), Some("value"));
+    let root = &compiled.schema;
+    assert_eq!(root["type"], json!("object"));
+    assert_eq!(root["required"], json!(["value"]));
+    assert_eq!(root["additionalProperties"], json!(false));
+    assert_eq!(root["properties"].as_object().map(|m| m.len()), Some(1));
+    assert!(root["properties"]["value"]["anyOf"].is_array(), "{root}");
+    // `$defs` stay at the root; a reference to the old root follows it into the envelope.
+    assert_eq!(
+        root["properties"]["value"]["anyOf"][1]["$ref"],
+        json!("#/$defs/B")
     );
-    check_err(
-        Dialect::OpenAiStrict,
-        json!({"type": "array"}),
-        "root schema must be an object for openai-strict, found type \"array\"",
+    assert_eq!(
+        root["$defs"]["B"]["properties"]["next"]["anyOf"][0]["$ref"],
+        json!("#/properties/value")
     );
+    let losses: Vec<String> = compiled.losses.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        losses[0],
+        "#: oneOf wrapped in an object envelope as property \"value\""
+    );
+    // Every other loss points into the original schema, not the envelope.
+    assert!(
+        compiled
+            .losses
+            .iter()
+            .any(|l| l.pointer.is_empty() && l.keyword == "oneOf" && l.change == LossKind::Relaxed),
+        "{losses:?}"
+    );
+    assert!(
+        compiled
+            .losses
+            .iter()
+            .all(|l| !l.pointer.starts_with("/properties/value")),
+        "{losses:?}"
+    );
+    for (input, found) in [
+        (
+            json!({"anyOf": [{"type": "object"}, {"type": "string"}]}),
+            "anyOf",
+        ),
+        (
+            json!({"type": "array", "items": {"type": "string"}}),
+            "type \"array\"",
+        ),
+        (json!({"type": "string"}), "type \"string\""),
+    ] {
+        let compiled = Dialect::OpenAiStrict.compile(&input).unwrap();
+        assert_eq!(compiled.losses[0].keyword, found);
+        assert_eq!(compiled.losses[0].change, LossKind::Wrapped);
+        assert_eq!(compiled.schema["type"], json!("object"));
+    }
+    // An object root is sent as it is.
+    let plain = Dialect::OpenAiStrict
+        .compile(
+            &json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+        )
+        .unwrap();
+    assert_eq!(plain.envelope(), None);
+    assert!(plain.schema["properties"]["a"].is_object());
     check_err(
         Dialect::OpenAiStrict,
         json!(3),
         "root schema must be an object for openai-strict, found a number",
     );
+}
+
+#[test]
+fn anthropic_wraps_and_gemini_keeps_a_union_root() {
+    let union = json!({"oneOf": [
+        {"type": "object", "properties": {"id": {"const": "a"}}, "required": ["id"]},
+        {"type": "object", "properties": {"id": {"const": "b"}}, "required": ["id"]}]});
+    let anthropic = Dialect::Anthropic.compile(&union).unwrap();
+    assert_eq!(anthropic.envelope(), Some("value"));
+    assert_eq!(anthropic.schema["type"], json!("object"));
+    assert_eq!(anthropic.schema["additionalProperties"], json!(false));
+    // Gemini's responseSchema takes any Schema at the root, `anyOf` included: no envelope.
+    let gemini = Dialect::Gemini.compile(&union).unwrap();
+    assert_eq!(gemini.envelope(), None);
+    assert!(gemini.schema["anyOf"].is_array(), "{}", gemini.schema);
+    let llguidance = Dialect::Llguidance.compile(&union).unwrap();
+    assert_eq!(llguidance.envelope(), None);
 }
 
 #[test]
