@@ -301,6 +301,14 @@ impl Error {
             .is_some_and(claij_backends::Error::is_quota_exhausted)
     }
 
+    /// Whether the model would not answer ([`claij_backends::Error::is_refusal`]): a refusal, a
+    /// content filter or a blocked prompt, with the provider's message. The call ends at once:
+    /// neither the HTTP layer nor the pipeline's validation retries send it again.
+    pub fn is_refusal(&self) -> bool {
+        self.backend()
+            .is_some_and(claij_backends::Error::is_refusal)
+    }
+
     /// Whether the backend's call was cancelled ([`claij_backends::Error::is_cancelled`]).
     pub fn is_cancelled(&self) -> bool {
         self.backend()

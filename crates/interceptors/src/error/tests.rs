@@ -92,6 +92,10 @@ fn backend_errors() -> Vec<claij_backends::Error> {
             message: m(),
         },
         B::Cancelled { context: c() },
+        B::Refused {
+            context: c().with_status(200),
+            message: "finish reason SAFETY".into(),
+        },
         B::Server {
             context: c(),
             message: m(),
@@ -108,9 +112,9 @@ fn backend_errors() -> Vec<claij_backends::Error> {
     ]
 }
 
-/// The predicates in a row: `[timeout, connect, rate limited, auth, quota, cancelled, retryable,
-/// invalid reply, budget]`.
-fn row(e: &Error) -> [bool; 9] {
+/// The predicates in a row: `[timeout, connect, rate limited, auth, quota, cancelled, refusal,
+/// retryable, invalid reply, budget]`.
+fn row(e: &Error) -> [bool; 10] {
     [
         e.is_timeout(),
         e.is_connect(),
@@ -118,6 +122,7 @@ fn row(e: &Error) -> [bool; 9] {
         e.is_auth(),
         e.is_quota_exhausted(),
         e.is_cancelled(),
+        e.is_refusal(),
         e.is_retryable(),
         e.is_invalid_reply(),
         e.is_budget(),
@@ -187,9 +192,9 @@ fn every_variant_is_classified_and_only_a_backend_error_answers_for_the_call() {
         let (kind, invalid_reply, budget) = expected(e);
         assert_eq!(e.kind(), kind, "{e}");
         // None of these is a backend failure (the scripted `other` answers no call predicate).
-        let mut want = [false; 9];
-        want[7] = invalid_reply;
-        want[8] = budget;
+        let mut want = [false; 10];
+        want[8] = invalid_reply;
+        want[9] = budget;
         assert_eq!(row(e), want, "{e}");
         assert_eq!((e.retry_after(), e.status()), (None, None), "{e}");
     }
@@ -205,6 +210,7 @@ fn a_backend_error_answers_for_the_call_as_the_backend_says() {
             b.is_auth(),
             b.is_quota_exhausted(),
             b.is_cancelled(),
+            b.is_refusal(),
             b.is_retryable(),
             false,
             false,
@@ -218,7 +224,7 @@ fn a_backend_error_answers_for_the_call_as_the_backend_says() {
         assert_eq!((e.retry_after(), e.status()), (retry_after, status));
     }
     // The table above is not vacuous: each call predicate is true for some backend error.
-    let rows: Vec<[bool; 9]> = backend_errors()
+    let rows: Vec<[bool; 10]> = backend_errors()
         .into_iter()
         .map(|b| {
             row(&Error::Backend {
@@ -227,7 +233,7 @@ fn a_backend_error_answers_for_the_call_as_the_backend_says() {
             })
         })
         .collect();
-    for i in 0..7 {
+    for i in 0..8 {
         assert!(rows.iter().any(|r| r[i]), "predicate {i} never true");
         assert!(rows.iter().any(|r| !r[i]), "predicate {i} never false");
     }

@@ -166,3 +166,39 @@ fn a_complete_call_that_failed_is_not_sent_again_by_the_pipeline() {
     assert_eq!(attempts.len(), 1);
     assert_eq!(backend.requests().len(), 1);
 }
+
+fn refused() -> BackendError {
+    BackendError::Refused {
+        context: ErrorContext::new("gemini").with_status(200),
+        message: "finish reason MODEL_ARMOR: Blocked by Model Armor.".into(),
+    }
+}
+
+/// A refusal is the model's answer, not an empty reply: neither a complete nor a streamed call is
+/// sent again (not as a correction, however many retries the pipeline allows), and the error says
+/// it is a refusal with the provider's message.
+#[test]
+fn a_refusal_is_sent_once_complete_or_streamed() {
+    let backend = Breaks::new(refused());
+    let complete =
+        futures_executor::block_on(pipeline(&backend, 3).ask(&mut Context::default(), "2+2?"))
+            .unwrap_err();
+    assert_eq!(backend.requests().len(), 1);
+    let backend = Breaks::new(refused());
+    let streamed = streamed(&pipeline(&backend, 3)).unwrap_err();
+    assert_eq!(backend.requests().len(), 1);
+    for error in [complete, streamed] {
+        assert!(error.is_refusal(), "{error}");
+        assert!(
+            !error.is_invalid_reply() && !error.is_retryable(),
+            "{error}"
+        );
+        assert_eq!(error.attempts().len(), 1, "{error}");
+        // The pipeline's line names the attempt, its source the provider's message.
+        let source = error.backend().map(ToString::to_string).unwrap_or_default();
+        assert!(
+            source.contains("Blocked by Model Armor."),
+            "{error}: {source}"
+        );
+    }
+}
