@@ -10,14 +10,19 @@
 //! - `"null"`, `"None"`, `"N/A"`, `"nil"` to null where null is allowed;
 //! - a single value to a one-element array; a string holding a JSON object or array to that value;
 //! - enum (and const) strings: ignoring case and surrounding space, else the one member named in prose
-//!   (ignoring case and punctuation, whole words) or by an alias (a union of `const` branches: each
-//!   branch's `title`, `aliases: ...` in its description); for an array of enums, every member named;
+//!   (ignoring case, accents and punctuation, whole words) or by an alias (a union of `const` branches:
+//!   each branch's `title`, `aliases: ...` in its description), else of several named the one the text
+//!   ranks first (`1. X`, `Most likely: X`); for an array of enums, every member named;
+//! - a required property left out, set to the `default` its schema gives;
+//! - a one-element array to its element where that element's type is asked; a non-empty object or
+//!   array inside the reply to its JSON text where only a string is allowed;
 //! - object keys matched to properties ignoring case and punctuation, or by a property's alias;
 //! - in a union, the branch that needs the fewest coercions (a discriminator first);
 //! - properties not allowed under `additionalProperties: false` dropped.
 //!
-//! It never adds a missing property, never changes a value that already has an allowed type, and never
-//! loses precision (`"5.5"` does not become an integer). Ambiguity is left alone: two enum members named,
+//! It never adds a missing property the schema gives no `default` for, never changes a value that
+//! already has an allowed type, and never loses precision (`"5.5"` does not become an integer).
+//! Ambiguity is left alone: two enum members named and none ranked first, a negated member (`not X`),
 //! two numbers in a sentence, two union branches or two keys fitting equally well. Validation afterwards
 //! decides what is still wrong.
 //!
@@ -306,6 +311,19 @@ impl<'s> Coercer<'s, '_> {
                 return;
             }
         }
+        // An object or array where only a string will do, inside the reply (the whole reply is read
+        // as text by `align`): its JSON text. Not a conversion a union branch is chosen by. An empty
+        // one holds nothing to write (`"answer": []` is no answer, not the text `[]`).
+        let holds_data = match &*value {
+            Value::Object(map) => !map.is_empty(),
+            Value::Array(items) => !items.is_empty(),
+            _ => false,
+        };
+        if allowed == ["string"] && !at.is_empty() && holds_data {
+            let new = Value::String(value.to_string());
+            self.record(at, FixKind::JsonAsString, value, &new);
+            *value = new;
+        }
     }
 
     fn coerce_enum(&mut self, value: &mut Value, node: &'s Map<String, Value>, at: &str) {
@@ -393,6 +411,7 @@ impl<'s> Coercer<'s, '_> {
             }
         }
         self.drop_optional_nulls(map, node, props, at);
+        self.fill_defaults(map, node, props, at);
         let additional = node.get("additionalProperties").filter(|a| a.is_object());
         for (key, v) in map.iter_mut() {
             let named = props.and_then(|p| p.get(key));
@@ -468,6 +487,35 @@ impl<'s> Coercer<'s, '_> {
                     after: prop.clone(),
                 });
             }
+        }
+    }
+
+    /// A required property left out whose schema gives a `default`: set to it. Nothing else is ever
+    /// added: a required property without a default stays missing.
+    fn fill_defaults(
+        &mut self,
+        map: &mut Map<String, Value>,
+        node: &'s Map<String, Value>,
+        props: Option<&'s Map<String, Value>>,
+        at: &str,
+    ) {
+        let (Some(props), Some(Value::Array(required))) = (props, node.get("required")) else {
+            return;
+        };
+        for key in required.iter().filter_map(Value::as_str) {
+            if map.contains_key(key) {
+                continue;
+            }
+            let Some(default) = props.get(key).and_then(|p| self.deref(p).get("default")) else {
+                continue;
+            };
+            map.insert(key.to_owned(), default.clone());
+            self.fixes.push(Fix {
+                pointer: push(at, key),
+                kind: FixKind::Default,
+                before: String::new(),
+                after: excerpt(default),
+            });
         }
     }
 
@@ -650,6 +698,10 @@ fn convert(value: &Value, t: &str) -> Option<(Value, FixKind)> {
             }
         }
         ("array", v) if !v.is_null() => Some((Value::Array(vec![v.clone()]), FixKind::WrapInArray)),
+        (t, Value::Array(items)) => match items.as_slice() {
+            [one] if admits(t, one) => Some((one.clone(), FixKind::Unwrapped)),
+            _ => None,
+        },
         _ => None,
     }
 }

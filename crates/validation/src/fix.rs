@@ -121,6 +121,18 @@ pub enum FixKind {
     /// Of several JSON values in the reply, the one that fits the schema with the fewest coercions was
     /// taken (not the first).
     BestCandidate,
+    /// Of several enum members named in prose, the one the reply ranks first was taken: the first item
+    /// of a numbered list (`1. Billing`), or the member right after `most likely`, `answer` and the
+    /// like (`Most likely: Billing. Less likely: Account.`).
+    EnumRanked,
+    /// A required property the reply left out was set to the `default` its schema gives.
+    Default,
+    /// A one-element array was replaced by its element where the schema asks for that element's type
+    /// (`[{"name": "Ada"}]` for an object).
+    Unwrapped,
+    /// An object or array inside the reply was written as its JSON text where a string is asked
+    /// (`{"a": 1}` to `"{\"a\":1}"`).
+    JsonAsString,
 }
 
 impl FixKind {
@@ -154,6 +166,10 @@ impl FixKind {
                 | FixKind::KeyCase
                 | FixKind::KeyAlias
                 | FixKind::BestCandidate
+                | FixKind::EnumRanked
+                | FixKind::Default
+                | FixKind::Unwrapped
+                | FixKind::JsonAsString
         )
     }
 }

@@ -22,6 +22,11 @@ pub(super) struct Member<'s> {
 /// punctuation (`"I'd say **positive**."`, `"cancel order"` for `CancelOrder`). A member whose every
 /// mention is part of a longer member's (`Positive` in `Very Positive`) does not count. Two members
 /// named: `None`.
+///
+/// Several members named: the one the text ranks first ([`FixKind::EnumRanked`]), the one named on a
+/// list's first item (`1. Billing`) or right after a word that picks one (`Most likely: Billing`,
+/// `Answer: Billing`), when that names one member only. A negated mention (`not`, `never`, `n't`,
+/// `rather than`, ...) anywhere: `None`, whatever else is named.
 pub(super) fn member_in(text: &str, members: &[Member<'_>]) -> Option<(usize, FixKind)> {
     let named = named_members(text, members);
     match named.as_slice() {
@@ -33,6 +38,60 @@ pub(super) fn member_in(text: &str, members: &[Member<'_>]) -> Option<(usize, Fi
                 FixKind::EnumFromProse
             },
         )),
+        [_, _, ..] => ranked_first(text, members).map(|index| (index, FixKind::EnumRanked)),
+        [] => None,
+    }
+}
+
+/// Words after which the member named next is the one picked (`Most likely: X`, `Answer: X`).
+const PICKS: &[&[&str]] = &[
+    &["most", "likely"],
+    &["most", "probably"],
+    &["best", "fit"],
+    &["best", "match"],
+    &["primary"],
+    &["answer"],
+    &["verdict"],
+];
+
+/// How many words may come between a picking word and the member it picks (`answer is X`).
+const PICK_REACH: usize = 3;
+
+/// Of the members a text names, the one it ranks first: the one member named on the first item of a
+/// numbered list, else the one member named right after a picking word. `None` when neither says.
+fn ranked_first(text: &str, members: &[Member<'_>]) -> Option<usize> {
+    for line in text.lines() {
+        let item = line.trim_start().trim_start_matches(['#', '*', '-', ' ']);
+        let Some(rest) = item.strip_prefix('1') else {
+            continue;
+        };
+        if !rest.starts_with(['.', ')', ':']) {
+            continue;
+        }
+        return match named_members(rest, members).as_slice() {
+            [(index, _)] => Some(*index),
+            _ => None,
+        };
+    }
+    let words = words(text);
+    let hits = mentions(&words, members);
+    let mut picked: Vec<usize> = Vec::new();
+    for pick in PICKS {
+        let pick: Vec<String> = pick.iter().map(|w| (*w).to_owned()).collect();
+        for span in occurrences(&words, &pick) {
+            let first = hits
+                .iter()
+                .filter(|(_, hit, _)| hit.start >= span.end && hit.start <= span.end + PICK_REACH)
+                .min_by_key(|(_, hit, _)| hit.start);
+            if let Some((index, _, _)) = first
+                && !picked.contains(index)
+            {
+                picked.push(*index);
+            }
+        }
+    }
+    match picked.as_slice() {
+        [only] => Some(*only),
         _ => None,
     }
 }
@@ -55,15 +114,54 @@ fn named_members(text: &str, members: &[Member<'_>]) -> Vec<(usize, bool)> {
     if words.len() > MAX_WORDS {
         return Vec::new();
     }
+    let kept = mentions(&words, members);
+    // "not X", "X rather than Y": what the text means is not a list of mentions.
+    if kept.iter().any(|(_, span, _)| negated(&words, span.start)) {
+        return Vec::new();
+    }
+    let mut ordered: Vec<&(usize, Range<usize>, bool)> = kept.iter().collect();
+    ordered.sort_by_key(|(_, span, by_alias)| (span.start, *by_alias));
+    let mut out: Vec<(usize, bool)> = Vec::new();
+    for (index, _, by_alias) in ordered {
+        match out.iter_mut().find(|(seen, _)| seen == index) {
+            // Named by its own name anywhere: not an alias match.
+            Some(entry) => entry.1 &= *by_alias,
+            None => out.push((*index, *by_alias)),
+        }
+    }
+    out
+}
+
+/// Whether the words just before `start` negate what follows (`not`, `never`, `isn't`, `rather than`).
+fn negated(words: &[String], start: usize) -> bool {
+    const ONE: &[&str] = &[
+        "not", "never", "no", "t", "nor", "neither", "without", "except",
+    ];
+    const TWO: &[[&str; 2]] = &[["rather", "than"], ["instead", "of"], ["other", "than"]];
+    let before = |n: usize| {
+        start
+            .checked_sub(n)
+            .and_then(|i| words.get(i))
+            .map(String::as_str)
+    };
+    before(1).is_some_and(|w| ONE.contains(&w))
+        || TWO
+            .iter()
+            .any(|[a, b]| before(2) == Some(*a) && before(1) == Some(*b))
+}
+
+/// `(member, span of words, by alias)` of each mention of a member in `words`, a mention inside a
+/// longer mention of another member left out (it is that member's).
+fn mentions(words: &[String], members: &[Member<'_>]) -> Vec<(usize, Range<usize>, bool)> {
     // (member, span of words, by alias)
     let mut hits: Vec<(usize, Range<usize>, bool)> = Vec::new();
     for (index, member) in members.iter().enumerate() {
         for name in name_forms(member.value) {
-            hits.extend(occurrences(&words, &name).map(|span| (index, span, false)));
+            hits.extend(occurrences(words, &name).map(|span| (index, span, false)));
         }
         for alias in &member.aliases {
             for name in name_forms(alias) {
-                hits.extend(occurrences(&words, &name).map(|span| (index, span, true)));
+                hits.extend(occurrences(words, &name).map(|span| (index, span, true)));
             }
         }
     }
@@ -79,25 +177,41 @@ fn named_members(text: &str, members: &[Member<'_>]) -> Vec<(usize, bool)> {
             })
         })
         .collect();
-    let mut ordered: Vec<&(usize, Range<usize>, bool)> = kept;
-    ordered.sort_by_key(|(_, span, by_alias)| (span.start, *by_alias));
-    let mut out: Vec<(usize, bool)> = Vec::new();
-    for (index, _, by_alias) in ordered {
-        match out.iter_mut().find(|(seen, _)| seen == index) {
-            // Named by its own name anywhere: not an alias match.
-            Some(entry) => entry.1 &= *by_alias,
-            None => out.push((*index, *by_alias)),
-        }
-    }
-    out
+    kept.into_iter().cloned().collect()
 }
 
 /// The lowercase alphanumeric words of a text (`"Don't stop!"` gives `don`, `t`, `stop`).
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+        .map(|w| {
+            w.chars()
+                .flat_map(char::to_lowercase)
+                .map(unaccented)
+                .collect()
+        })
         .collect()
+}
+
+/// A lowercase letter without its accent (`é` as `e`), so that `creme brulee` names `Crème Brûlée`.
+fn unaccented(c: char) -> char {
+    match c {
+        'à'..='å' | 'ā' | 'ă' | 'ą' => 'a',
+        'ç' | 'ć' | 'č' => 'c',
+        'ď' => 'd',
+        'è'..='ë' | 'ē' | 'ė' | 'ę' | 'ě' => 'e',
+        'ì'..='ï' | 'ī' | 'į' => 'i',
+        'ł' | 'ľ' => 'l',
+        'ñ' | 'ń' | 'ň' => 'n',
+        'ò'..='ö' | 'ø' | 'ō' | 'ő' => 'o',
+        'ř' => 'r',
+        'ś' | 'š' | 'ş' => 's',
+        'ť' | 'ţ' => 't',
+        'ù'..='ü' | 'ū' | 'ů' | 'ű' | 'ų' => 'u',
+        'ý' | 'ÿ' => 'y',
+        'ź' | 'ż' | 'ž' => 'z',
+        _ => c,
+    }
 }
 
 /// The word sequences a name may be written as: its words, and split at camel-case humps too
@@ -113,7 +227,7 @@ fn name_forms(name: &str) -> Vec<Vec<String>> {
                 humps.push(std::mem::take(&mut current));
             }
             previous_lower = c.is_lowercase() || c.is_numeric();
-            current.extend(c.to_lowercase());
+            current.extend(c.to_lowercase().map(unaccented));
         }
         if !current.is_empty() {
             humps.push(current);
@@ -302,6 +416,38 @@ mod tests {
         check_member("very positive", &graded, Some("Very Positive"));
         check_member("positive", &graded, Some("Positive"));
         check_member("positive, or very positive", &graded, None);
+        // Accents are not needed, either way.
+        let desserts = ["Crème Brûlée", "Café"];
+        check_member("creme brulee please", &desserts, Some("Crème Brûlée"));
+        check_member("CAFÉ", &["Cafe", "Tea"], Some("Cafe"));
+        // A negated mention: nothing, whatever else is named.
+        check_member("not positive", &sentiments, None);
+        check_member("It isn't negative.", &sentiments, None);
+        check_member("neutral rather than negative", &sentiments, None);
+        // Several named: the one ranked first, when the text ranks them.
+        check_member("1. Neutral\n2. Positive", &sentiments, Some("Neutral"));
+        check_member(
+            "Ranked:\n 1) negative\n 2) neutral",
+            &sentiments,
+            Some("Negative"),
+        );
+        check_member("1. Neutral or positive\n2. Negative", &sentiments, None);
+        check_member(
+            "Most likely: negative. Less likely: neutral.",
+            &sentiments,
+            Some("Negative"),
+        );
+        check_member(
+            "Answer: positive (neutral is possible)",
+            &sentiments,
+            Some("Positive"),
+        );
+        check_member(
+            "Answer: positive. Most likely: negative.",
+            &sentiments,
+            None,
+        );
+        check_member("positive and negative", &sentiments, None);
         // A hostile text: no match, and quickly.
         check_member(&"very positive ".repeat(100_000), &graded, None);
     }
@@ -328,6 +474,7 @@ mod tests {
         );
         assert_eq!(member_in("good and bad", &members), None);
         assert_eq!(members_in("bad, then good, then bad", &members), [1, 0]);
+        assert!(members_in("good, not bad", &members).is_empty());
     }
 
     #[test]

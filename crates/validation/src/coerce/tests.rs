@@ -433,3 +433,86 @@ fn unions_take_the_branch_needing_fewest_coercions() {
         &[StringToNumber],
     );
 }
+
+#[test]
+fn defaults_fill_required_properties_only() {
+    use FixKind::*;
+    let schema = json!({"type": "object", "required": ["name", "role"], "properties": {
+        "name": {"type": "string"}, "role": {"type": "string", "default": "user"},
+        "team": {"type": "string", "default": "core"}
+    }});
+    check(
+        schema.clone(),
+        json!({"name": "Ada"}),
+        json!({"name": "Ada", "role": "user"}),
+        &[Default],
+    );
+    // Present, or optional: left as it is.
+    check(
+        schema.clone(),
+        json!({"name": "Ada", "role": "admin"}),
+        json!({"name": "Ada", "role": "admin"}),
+        &[],
+    );
+    // No default: nothing invented.
+    check(schema, json!({"role": "x"}), json!({"role": "x"}), &[]);
+    let by_ref = json!({"$defs": {"L": {"enum": ["en", "fr"], "default": "en"}},
+        "type": "object", "required": ["lang"], "properties": {"lang": {"$ref": "#/$defs/L"}}});
+    check(by_ref, json!({}), json!({"lang": "en"}), &[Default]);
+}
+
+#[test]
+fn one_element_arrays_and_json_as_string() {
+    use FixKind::*;
+    let object =
+        json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}});
+    check(
+        object.clone(),
+        json!([{"a": 1}]),
+        json!({"a": 1}),
+        &[Unwrapped],
+    );
+    check(
+        object,
+        json!([{"a": 1}, {"a": 2}]),
+        json!([{"a": 1}, {"a": 2}]),
+        &[],
+    );
+    check(
+        json!({"type": "integer"}),
+        json!([3]),
+        json!(3),
+        &[Unwrapped],
+    );
+    let text = json!({"type": "object", "properties": {"v": {"type": "string"}}});
+    check(
+        text.clone(),
+        json!({"v": {"a": 1}}),
+        json!({"v": "{\"a\":1}"}),
+        &[JsonAsString],
+    );
+    check(
+        text.clone(),
+        json!({"v": [1, 2]}),
+        json!({"v": "[1,2]"}),
+        &[JsonAsString],
+    );
+    // Empty: nothing to write; at the root: the reply's own text is `align`'s to take.
+    check(text, json!({"v": []}), json!({"v": []}), &[]);
+    check(
+        json!({"type": "string"}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        &[],
+    );
+    // In a union, a branch is not chosen by writing JSON as text.
+    let union = json!({"type": "object", "properties": {"v": {"anyOf": [
+        {"type": "string"}, {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
+    ]}}});
+    check(
+        union,
+        json!({"v": {"n": "2"}}),
+        json!({"v": {"n": 2}}),
+        &[StringToNumber],
+    );
+}
