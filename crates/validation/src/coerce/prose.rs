@@ -50,6 +50,10 @@ const PICKS: &[&[&str]] = &[
     &["best", "fit"],
     &["best", "match"],
     &["primary"],
+    &["first", "choice"],
+    &["top", "choice"],
+    &["first", "pick"],
+    &["top", "pick"],
     &["answer"],
     &["verdict"],
 ];
@@ -254,8 +258,12 @@ fn occurrences<'a>(
         .map(move |i| i..i + n)
 }
 
+/// Descriptions of at most this many words are a name of their own (`"Production is down"`).
+const NAME_WORDS: usize = 12;
+
 /// The names a schema node also goes by: its `title`, and the list after `alias:` or `aliases:` in its
-/// description (up to the end of the line or sentence, split at commas, `|` and ` or `).
+/// description (up to the end of the line or sentence, split at commas, `|` and ` or `); a short
+/// description without such a list is a name itself (written out in full to count).
 pub(super) fn aliases(node: &Map<String, Value>) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(title) = node.get("title").and_then(Value::as_str) {
@@ -275,6 +283,11 @@ pub(super) fn aliases(node: &Map<String, Value>) -> Vec<String> {
                 }
             }
             break;
+        }
+        let listed = ["aliases:", "alias:"].iter().any(|key| lower.contains(key));
+        let short = (1..=NAME_WORDS).contains(&words(description).len());
+        if !listed && short {
+            out.push(description.trim().trim_end_matches('.').to_owned());
         }
     }
     out
@@ -486,6 +499,18 @@ mod tests {
             serde_json::json!({"description": "Aliases: good, 'great' | fine or ok. Not: bad"});
         let Value::Object(node) = node else { panic!() };
         assert_eq!(aliases(&node), ["good", "great", "fine", "ok"]);
+        // A short description is a name; a long one is not.
+        let node = serde_json::json!({"description": "Production is down."});
+        let Value::Object(node) = node else { panic!() };
+        assert_eq!(aliases(&node), ["Production is down"]);
+        let node = serde_json::json!({"description": "word ".repeat(NAME_WORDS + 1)});
+        let Value::Object(node) = node else { panic!() };
+        assert!(aliases(&node).is_empty());
+        check_member(
+            "First choice: neutral. Second: positive.",
+            &["Positive", "Neutral"],
+            Some("Neutral"),
+        );
     }
 
     #[test]
