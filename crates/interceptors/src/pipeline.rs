@@ -471,7 +471,10 @@ impl Pipeline {
                 .complete(&request)
                 .await
                 .map_err(|e| (e, false)),
-            Some(on_partial) => self.streamed(&request, on_partial).await,
+            Some(on_partial) => {
+                self.streamed(&request, on_partial, delivery.envelope())
+                    .await
+            }
         };
         let latency = sent.elapsed();
         let mut response = match result {
@@ -506,15 +509,6 @@ impl Pipeline {
                 };
             }
         };
-        spans::record_response(&tracing::Span::current(), &response);
-        debug!(
-            latency_ms = latency.as_millis() as u64,
-            input_tokens = response.usage.input_tokens,
-            output_tokens = response.usage.output_tokens,
-            "llm reply"
-        );
-        let processing = Instant::now();
-        let mut times = Timed::default();
         let native_calls: Vec<ToolCall> = if call.tools.is_empty() {
             Vec::new()
         } else {
@@ -524,6 +518,22 @@ impl Pipeline {
                 .cloned()
                 .collect()
         };
+        if let Some(property) = delivery.envelope()
+            && native_calls.is_empty()
+            && let Some(inner) = request::unwrap_envelope(&response.content, property)
+        {
+            // The root was sent wrapped: validation, the journal and the trail see the value inside.
+            response.content = inner;
+        }
+        spans::record_response(&tracing::Span::current(), &response);
+        debug!(
+            latency_ms = latency.as_millis() as u64,
+            input_tokens = response.usage.input_tokens,
+            output_tokens = response.usage.output_tokens,
+            "llm reply"
+        );
+        let processing = Instant::now();
+        let mut times = Timed::default();
         let Judgement {
             verdict,
             value,
@@ -628,6 +638,7 @@ impl Pipeline {
         &self,
         request: &ChatRequest,
         on_partial: &(dyn Fn(&Value) + Send + Sync),
+        envelope: Option<&str>,
     ) -> Result<ChatResponse, (claij_backends::Error, bool)> {
         use futures_util::StreamExt as _;
         let mut stream = self.backend.stream(request);
@@ -664,6 +675,11 @@ impl Pipeline {
             let partial = claij_validation::extract::recover(answer)
                 .ok()
                 .map(|r| r.value)
+                .and_then(|v| match envelope {
+                    // A partial envelope shows the partial value inside it.
+                    Some(property) => request::unwrap_value(v, property),
+                    None => Some(v),
+                })
                 .filter(|v| v.is_object() || v.is_array());
             if let Some(value) = partial
                 && last.as_ref() != Some(&value)

@@ -4,6 +4,7 @@
 
 mod builtin;
 mod definitions;
+mod envelope;
 mod errors;
 mod journal;
 mod local_model;

@@ -26,7 +26,38 @@ pub(super) enum Delivery {
         schema: claij_backends::SharedJson,
         /// What the dialect loses, shared by every attempt's report.
         losses: Arc<Vec<claij_schema::dialect::Loss>>,
+        /// The envelope's property when the schema's root was wrapped for the dialect
+        /// ([`claij_schema::dialect::Compiled::envelope`]): replies are unwrapped before anything else.
+        envelope: Option<&'static str>,
     },
+}
+
+impl Delivery {
+    /// The envelope's property the reply comes in, if the root was wrapped.
+    pub(super) fn envelope(&self) -> Option<&'static str> {
+        match self {
+            Delivery::Provider { envelope, .. } => *envelope,
+            Delivery::Prompted => None,
+        }
+    }
+}
+
+/// A reply sent in the envelope (`{"value": ...}`) as the value inside it, as JSON text; `None` when
+/// the reply is not an envelope (then it is judged as it is, and the violations say what is wrong).
+pub(super) fn unwrap_envelope(content: &str, property: &str) -> Option<String> {
+    let value = match serde_json::from_str::<Value>(content.trim()) {
+        Ok(value) => value,
+        Err(_) => claij_validation::extract::recover(content).ok()?.value,
+    };
+    unwrap_value(value, property).map(|v| v.to_string())
+}
+
+/// The value inside an envelope: the object's one key, `property`.
+pub(super) fn unwrap_value(value: Value, property: &str) -> Option<Value> {
+    match value {
+        Value::Object(mut map) if map.len() == 1 => map.remove(property),
+        _ => None,
+    }
 }
 
 /// What an attempt's request sends after the prompts' history (and an agent turn's steps after
@@ -65,6 +96,7 @@ impl Pipeline {
                     strict: target.strict,
                     schema: done.schema,
                     losses: done.losses,
+                    envelope: done.compiled.envelope(),
                 }
             }
             Err(e) => {
