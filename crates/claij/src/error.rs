@@ -240,6 +240,18 @@ impl Error {
         }
     }
 
+    /// Whether the model would not answer: a refusal, a content filter or a blocked prompt, with
+    /// the provider's message (`claij_backends::Error::is_refusal`). Sent once: trying again gets
+    /// the same answer.
+    #[must_use]
+    pub fn is_refusal(&self) -> bool {
+        match &self.0.inner {
+            Some(Inner::Backend(e)) => e.is_refusal(),
+            Some(Inner::Pipeline(e)) => e.is_refusal(),
+            _ => false,
+        }
+    }
+
     /// Whether trying again later may succeed (the backends' one definition).
     #[must_use]
     pub fn is_retryable(&self) -> bool {

@@ -1,6 +1,7 @@
 //! What a turn did, in words and in JSON: a line per attempt and a total ([`Report`]), what cut a
 //! reply short ([`truncation`]), a line per tool, MCP or `eval` result the turn ran, the bound that
-//! stopped an agent run ([`Over`]), why no reply was valid ([`exhausted_lines`]). The `claij`
+//! stopped an agent run ([`Over`]), why no reply was valid ([`exhausted_lines`]), that the model
+//! would not answer ([`refusal`]). The `claij`
 //! command line prints these; a program prints or logs them as it likes.
 //!
 //! ```
@@ -344,6 +345,28 @@ pub fn exhausted_lines(exhausted: &Exhausted) -> Vec<String> {
         )
         .collect(),
     }
+}
+
+/// The line that says the model would not answer (a refusal, a content filter, a blocked prompt):
+/// `error: PROVIDER (HTTP STATUS): refused: MESSAGE`, the provider's message as it sent it; `None`
+/// for any other error. Such a reply was sent once, never retried (see [`crate::Error::is_refusal`]).
+///
+/// ```
+/// use claij::{Error, backends::{self, ErrorContext}};
+///
+/// let refused = Error::from(backends::Error::Refused {
+///     context: ErrorContext::new("gemini").with_status(200),
+///     message: "finish reason SAFETY: Blocked\nfor safety.".into(),
+/// });
+/// assert_eq!(
+///     claij::report::refusal(&refused).as_deref(),
+///     Some("error: gemini (HTTP 200): refused: finish reason SAFETY: Blocked for safety.")
+/// );
+/// ```
+#[must_use]
+pub fn refusal(error: &crate::Error) -> Option<String> {
+    let refused = error.backend().filter(|e| e.is_refusal())?;
+    Some(format!("error: {}", one_line(&refused.to_string())))
 }
 
 /// What the memory interceptor keeps: `remembered:`, then `  1. SUMMARY` per summary and

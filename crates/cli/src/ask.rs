@@ -200,7 +200,7 @@ impl From<ExampleWhen> for ShowExample {
 }
 
 /// Asks once (or, with `--consensus`, several models at once); exit 0 with a valid answer, 1 when
-/// every attempt was invalid (or the models did not agree).
+/// every attempt was invalid, the model refused (one line, sent once) or the models did not agree.
 pub(crate) fn run(args: &Args, front: &Front) -> Result<Status> {
     if let Some(models) = consensus::models(&args.options)? {
         if args.options.metrics || args.options.interceptors.contains(&Interceptor::Metrics) {
@@ -228,6 +228,10 @@ pub(crate) fn run(args: &Args, front: &Front) -> Result<Status> {
             }
             Some(stopped) if let Some(over) = Over::of(stopped) => {
                 report::over_budget(&over, stopped.attempts(), elapsed, args.options.json)?;
+                Ok(Status::Invalid)
+            }
+            _ if let Some(line) = claij::report::refusal(&e) => {
+                std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes())?;
                 Ok(Status::Invalid)
             }
             _ => Err(e.into()),

@@ -46,7 +46,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Ask a model; the answer is a JSON document valid against the schema (exit 0 valid, 1 no valid
-    /// reply within the retries, 2 usage, configuration or backend error).
+    /// reply within the retries or the model refused, 2 usage, configuration or backend error).
     Ask(ask::Args),
     /// Talk with a model, a turn per line; every reply validated, the memory interceptor on (exit 0,
     /// or 1 when the last turn got no valid reply).

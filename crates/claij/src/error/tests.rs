@@ -39,3 +39,29 @@ fn a_missing_key_is_an_auth_error_and_a_bad_alias_a_config_one() {
     assert!(Error::model("unknown model `x`").is_config());
     assert!(!Error::model("unknown model `x`").is_auth());
 }
+
+#[test]
+fn a_refusal_comes_through_from_the_backend_and_the_pipeline() {
+    let refused = || claij_backends::Error::Refused {
+        context: claij_backends::ErrorContext::new("gemini"),
+        message: "finish reason SAFETY: Blocked.".into(),
+    };
+    let direct = Error::from(refused());
+    let piped = Error::from(claij_interceptors::Error::Backend {
+        attempts: Vec::new(),
+        source: Box::new(refused()),
+    });
+    for e in [direct, piped] {
+        assert!(e.is_refusal(), "{e}");
+        assert!(!e.is_retryable() && !e.is_invalid_reply(), "{e}");
+        assert!(
+            crate::error_chain(&e).contains("finish reason SAFETY: Blocked."),
+            "{e}"
+        );
+    }
+    let timeout = Error::from(claij_backends::Error::Timeout {
+        context: claij_backends::ErrorContext::new("openai"),
+        after: std::time::Duration::from_secs(1),
+    });
+    assert!(!timeout.is_refusal());
+}

@@ -185,3 +185,47 @@ async fn ask_on_a_terminal_redraws_one_line() {
     );
     assert!(!shown.contains(KEY));
 }
+
+/// A streamed refusal (`delta.refusal`) ends the reply at once: one request, one line with the
+/// provider's message, exit 1 as a reply that never validated.
+#[tokio::test]
+async fn a_streamed_refusal_is_sent_once_and_said_in_one_line() {
+    let server = MockServer::start().await;
+    let mut body = String::new();
+    for delta in [
+        json!({"role": "assistant", "content": null, "refusal": ""}),
+        json!({"refusal": "I'm sorry, I cannot help with that."}),
+    ] {
+        let chunk = json!({"id": "c1", "model": "google/gemini-2.5-flash", "choices": [
+            {"index": 0, "delta": delta, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let run = run(
+        &server,
+        &[
+            "ask",
+            "Where is the Louvre?",
+            "--stream",
+            "--max-retries",
+            "3",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("refused: I'm sorry, I cannot help with that."),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}

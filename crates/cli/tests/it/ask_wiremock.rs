@@ -618,3 +618,25 @@ async fn an_empty_question_is_refused() {
         assert!(run.stdout.is_empty(), "{}", run.stdout);
     }
 }
+
+/// A refusal (OpenAI's `message.refusal`, which OpenRouter passes on) is the model's answer: sent
+/// once whatever `--max-retries`, said in one line with the provider's message, exit 1 as a reply
+/// that never validated.
+#[tokio::test]
+async fn a_refusal_is_sent_once_and_said_in_one_line() {
+    let server = MockServer::start().await;
+    let mut body = super::openrouter::completion("");
+    body["choices"][0]["message"]["content"] = Value::Null;
+    body["choices"][0]["message"]["refusal"] = "I'm sorry, I cannot help with that.".into();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let f = files(&server);
+    let run = ask(&f, &["--llm", "gemini-flash", "--max-retries", "3"]);
+    assert_one_line_error(&run, 1, "refused: I'm sorry, I cannot help with that.");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert_no_key(&run);
+}
