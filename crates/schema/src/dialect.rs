@@ -245,8 +245,19 @@ impl Dialect {
     /// [`LossKind::Wrapped`] loss at the root ([`Compiled::envelope`]); the reply's value is that
     /// property's.
     pub fn compile(self, schema: &Value) -> Result<Compiled, DialectError> {
+        if self.needs_object_root() {
+            self.compile_object_root(schema)
+        } else {
+            self.compile_plain(schema)
+        }
+    }
+
+    /// [`Dialect::compile`], with a root that is not an object wrapped in the envelope whatever the
+    /// dialect: for a place that takes only objects in every dialect, such as a tool's parameters
+    /// (Gemini's `functionDeclarations[].parameters` name the function's parameters).
+    pub fn compile_object_root(self, schema: &Value) -> Result<Compiled, DialectError> {
         let plain = self.compile_plain(schema);
-        if !self.needs_object_root() || !matches!(schema, Value::Object(_) | Value::Bool(_)) {
+        if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
             return plain;
         }
         let found = match &plain {
@@ -266,20 +277,19 @@ impl Dialect {
             _ => found,
         };
         let mut compiled = self.compile_plain(&envelope(schema))?;
-        for loss in &mut compiled.losses {
+        // What the dialect does to the envelope's own keywords (Gemini drops its
+        // `additionalProperties`) is no loss of the original.
+        compiled.losses.retain(|l| {
+            !(l.pointer.is_empty()
+                && ["type", "properties", "required", "additionalProperties"]
+                    .contains(&l.keyword.as_str()))
+        });
+        compiled.losses.insert(0, wrapped_loss(found));
+        for loss in compiled.losses.iter_mut().skip(1) {
             if let Some(rest) = loss.pointer.strip_prefix(ENVELOPE_POINTER) {
                 loss.pointer = rest.to_owned();
             }
         }
-        compiled.losses.insert(
-            0,
-            Loss {
-                pointer: String::new(),
-                keyword: found,
-                value: Value::from(ENVELOPE_PROPERTY),
-                change: LossKind::Wrapped,
-            },
-        );
         Ok(compiled)
     }
 
@@ -373,6 +383,41 @@ pub fn envelope(schema: &Value) -> Value {
         }
     }
     out
+}
+
+/// The loss that says the root (`found`: `oneOf`, `type "array"`) went in the envelope.
+fn wrapped_loss(found: String) -> Loss {
+    Loss {
+        pointer: String::new(),
+        keyword: found,
+        value: Value::from(ENVELOPE_PROPERTY),
+        change: LossKind::Wrapped,
+    }
+}
+
+/// A schema sent as written (full JSON Schema, no dialect) where only an object root is taken (a
+/// tool's parameters): as it is when its root is an object, else in the [envelope] with a
+/// [`LossKind::Wrapped`] loss.
+pub fn object_root(schema: &Value) -> Compiled {
+    let found = match schema {
+        Value::Object(map) => ["oneOf", "anyOf"]
+            .into_iter()
+            .find(|k| map.contains_key(*k))
+            .map(ToOwned::to_owned)
+            .or_else(|| root_not_object(schema)),
+        Value::Bool(_) => Some("a boolean".to_owned()),
+        _ => None,
+    };
+    match found {
+        Some(found) => Compiled {
+            schema: envelope(schema),
+            losses: vec![wrapped_loss(found)],
+        },
+        None => Compiled {
+            schema: schema.clone(),
+            losses: Vec::new(),
+        },
+    }
 }
 
 /// What a compiled root is when it is not a plain object schema (`anyOf`, `type "array"`), for a

@@ -419,3 +419,77 @@ async fn the_trail_keeps_the_unwrapped_event() {
         json!(["value"])
     );
 }
+
+/// A reply in the provider's wire format calling the output tool with `arguments`.
+fn tool_reply(p: Provider, arguments: &Value) -> Value {
+    match p {
+        Provider::OpenAi => json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "refusal": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "response", "arguments": arguments.to_string()}}]},
+                "finish_reason": "tool_calls", "logprobs": null}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        }),
+        Provider::Anthropic => json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "response", "input": arguments}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 5}
+        }),
+        Provider::Gemini => json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "response", "args": arguments}}]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+        }),
+    }
+}
+
+/// The output tool's parameters in the request, by provider.
+fn tool_parameters(p: Provider, body: &Value) -> Value {
+    match p {
+        Provider::OpenAi => body["tools"][0]["function"]["parameters"].clone(),
+        Provider::Anthropic => body["tools"][0]["input_schema"].clone(),
+        Provider::Gemini => body["tools"][0]["functionDeclarations"][0]["parameters"].clone(),
+    }
+}
+
+#[tokio::test]
+async fn tool_mode_wraps_the_parameters_and_unwraps_the_call_on_every_provider() {
+    // A tool's parameters are an object in every provider's format (Anthropic's InputSchema is
+    // `"type": "object"`, Gemini's parameters name the function's parameters): the union goes in the
+    // envelope for all three, Gemini included.
+    let schema = tool_loop_state();
+    let value = valid(&schema);
+    for p in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(tool_reply(p, &json!({"value": value}))),
+            )
+            .mount(&server)
+            .await;
+        let (backend, model) = provider(p, &server);
+        let mut config = Config::new(model);
+        config.max_retries = 0;
+        config.structured = StructuredMode::Tool;
+        let pipeline =
+            Pipeline::new(backend, config, Chain::new()).with_base_schema(schema.clone());
+        let answer = pipeline
+            .ask(&mut Context::default(), "go")
+            .await
+            .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        assert_eq!(answer.value, value, "{p:?}");
+        let body = only_request(&server).await;
+        let parameters = tool_parameters(p, &body);
+        assert_eq!(parameters["type"], json!("object"), "{p:?}: {body:#}");
+        assert_eq!(parameters["required"], json!(["value"]), "{p:?}");
+        assert!(parameters.get("anyOf").is_none() && parameters.get("oneOf").is_none());
+        if let Provider::Gemini = p {
+            let allowed = gemini_schema_keywords();
+            for key in parameters.as_object().unwrap().keys() {
+                assert!(allowed.contains(key), "Gemini Schema has no `{key}`");
+            }
+        }
+    }
+}

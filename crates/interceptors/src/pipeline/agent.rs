@@ -201,7 +201,7 @@ impl<'a> Agent<'a> {
         self.order
             .iter()
             .filter_map(|name| self.tools.get(name))
-            .map(|(_, spec)| match compile_for(target.dialect, &spec.parameters) {
+            .map(|(_, spec)| match compile_for(target.dialect, &spec.parameters, false) {
                 Ok(compiled) => ToolSpec {
                     parameters: compiled.schema,
                     strict: target.strict,

@@ -23,7 +23,8 @@ pub struct Prepared {
     validator: Validator,
     section: String,
     /// Each dialect's compilation, with its schema shared and serialized once for requests.
-    dialects: Mutex<HashMap<SchemaDialect, Dialected>>,
+    /// Keyed by the dialect and whether the place takes only an object root (a tool's parameters).
+    dialects: Mutex<HashMap<(SchemaDialect, bool), Dialected>>,
     /// An example reply as minified JSON, built on first use (`None`: the schema has none).
     example: OnceLock<Option<String>>,
     /// The composed schema's content hash, for spans (`claij.schema.hash`).
@@ -70,24 +71,29 @@ impl Prepared {
     ///
     /// When the dialect cannot express the schema at all (a recursive schema for Gemini).
     pub fn dialect(&self, dialect: SchemaDialect) -> Result<Arc<Compiled>, DialectError> {
-        self.dialect_shared(dialect).map(|d| d.compiled)
+        self.dialect_shared(dialect, false).map(|d| d.compiled)
     }
 
     /// [`Prepared::dialect`], with the compiled schema as requests carry it: shared and
-    /// serialized once, so no attempt copies or serializes the schema again.
-    pub(super) fn dialect_shared(&self, dialect: SchemaDialect) -> Result<Dialected, DialectError> {
+    /// serialized once, so no attempt copies or serializes the schema again. With `object_root` (a
+    /// tool's parameters), a root that is not an object goes in the envelope in every dialect.
+    pub(super) fn dialect_shared(
+        &self,
+        dialect: SchemaDialect,
+        object_root: bool,
+    ) -> Result<Dialected, DialectError> {
         let mut cache = self.dialects.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(done) = cache.get(&dialect) {
+        if let Some(done) = cache.get(&(dialect, object_root)) {
             return Ok(done.clone());
         }
-        let compiled = compile_for(dialect, &self.schema)?;
+        let compiled = compile_for(dialect, &self.schema, object_root)?;
         let done = Dialected {
             schema: SharedJson::new(compiled.schema.clone()),
             loss_lines: Arc::new(super::request::LossLines::new(&compiled.losses)),
             losses: Arc::new(compiled.losses.clone()),
             compiled: Arc::new(compiled),
         };
-        cache.insert(dialect, done.clone());
+        cache.insert((dialect, object_root), done.clone());
         Ok(done)
     }
 
@@ -337,19 +343,29 @@ fn same_deltas(a: &[SchemaDelta], b: &[SchemaDelta]) -> bool {
 }
 
 /// `schema` compiled for a backend's dialect; as it is for full JSON Schema or a dialect this
-/// version does not know.
+/// version does not know. With `object_root`, a root that is not an object goes in the envelope
+/// ([`claij_schema::dialect::envelope`]) whatever the dialect.
 pub(super) fn compile_for(
     dialect: SchemaDialect,
     schema: &Value,
+    object_root: bool,
 ) -> Result<Compiled, DialectError> {
-    Ok(match dialect {
-        SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict.compile(schema)?,
-        SchemaDialect::Gemini => Dialect::Gemini.compile(schema)?,
-        SchemaDialect::Anthropic => Dialect::Anthropic.compile(schema)?,
-        SchemaDialect::Llguidance => Dialect::Llguidance.compile(schema)?,
-        _ => Compiled {
-            schema: schema.clone(),
-            losses: Vec::new(),
-        },
-    })
+    let known = match dialect {
+        SchemaDialect::OpenAiStrict => Dialect::OpenAiStrict,
+        SchemaDialect::Gemini => Dialect::Gemini,
+        SchemaDialect::Anthropic => Dialect::Anthropic,
+        SchemaDialect::Llguidance => Dialect::Llguidance,
+        _ if object_root => return Ok(claij_schema::dialect::object_root(schema)),
+        _ => {
+            return Ok(Compiled {
+                schema: schema.clone(),
+                losses: Vec::new(),
+            });
+        }
+    };
+    if object_root {
+        known.compile_object_root(schema)
+    } else {
+        known.compile(schema)
+    }
 }

@@ -88,7 +88,8 @@ impl Pipeline {
         // Tools are strict, in the strict dialect, only on models that have strict tools.
         let target = capabilities.schema_target(mode);
         let dialect = target.dialect;
-        match prepared.dialect_shared(dialect) {
+        // A tool's parameters are an object in every provider's wire format.
+        match prepared.dialect_shared(dialect, mode == OutputMode::Tool) {
             Ok(done) => {
                 self.log_losses(dialect, &done.loss_lines);
                 Delivery::Provider {

@@ -347,3 +347,43 @@ fn hostile_input_is_an_error_not_a_panic() {
         );
     }
 }
+
+#[test]
+fn an_object_root_for_tools_in_every_dialect() {
+    let union = json!({"oneOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}, {"type": "string"}]});
+    let gemini = Dialect::Gemini.compile_object_root(&union).unwrap();
+    assert_eq!(gemini.envelope(), Some("value"));
+    assert_eq!(gemini.schema["type"], json!("object"));
+    assert_eq!(gemini.schema["required"], json!(["value"]));
+    // The envelope's own keywords are no loss of the original; the union's are, at its pointers.
+    let losses: Vec<String> = gemini.losses.iter().map(ToString::to_string).collect();
+    assert!(
+        !losses.iter().any(|l| l.contains("additionalProperties")),
+        "{losses:?}"
+    );
+    assert_eq!(
+        losses[0],
+        "#: oneOf wrapped in an object envelope as property \"value\""
+    );
+    assert!(
+        gemini
+            .losses
+            .iter()
+            .all(|l| !l.pointer.starts_with("/properties/value"))
+    );
+    // An object root stays as it is.
+    let object = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    assert_eq!(
+        Dialect::Gemini
+            .compile_object_root(&object)
+            .unwrap()
+            .envelope(),
+        None
+    );
+    // Full JSON Schema (no dialect): the envelope around the schema as written.
+    let full = object_root(&union);
+    assert_eq!(full.envelope(), Some("value"));
+    assert_eq!(full.schema["properties"]["value"], union);
+    assert_eq!(object_root(&object).schema, object);
+    assert!(object_root(&object).losses.is_empty());
+}
