@@ -289,13 +289,17 @@ fn features() -> Result<()> {
             "openai",
         ])
         .run();
+    // Its unit tests as `cargo test -p claij` builds them, with the default features only.
+    let default_tests = Cmd::cargo()
+        .args(["check", "-p", "claij", "--lib", "--tests"])
+        .run();
     all(names
         .iter()
         .flat_map(|name| {
             ["--no-default-features", "--all-features"]
                 .map(|flag| Cmd::cargo().args(["check", "-p", name, flag]).run())
         })
-        .chain([openai_only]))
+        .chain([openai_only, default_tests]))
 }
 
 /// Runs to the end and fails if any of `results` failed, naming each failure.

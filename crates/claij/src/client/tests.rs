@@ -4,11 +4,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(feature = "local")]
+use std::sync::Mutex;
 
 use claij_backends::openai::StructuredDialect;
 
-use super::{Claij, Notice};
+use super::Claij;
+#[cfg(feature = "local")]
+use super::Notice;
 use crate::ErrorKind;
 use crate::settings::Settings;
 

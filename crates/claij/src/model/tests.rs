@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "local")]
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -54,6 +55,7 @@ fn llm_values() {
     check_llm("Local", Err("expected `local`"));
 }
 
+#[cfg(feature = "local")]
 #[track_caller]
 fn check_model_dir(vars: &[(&str, &str)], expected: &Path) {
     let var = |name: &str| {
@@ -64,6 +66,7 @@ fn check_model_dir(vars: &[(&str, &str)], expected: &Path) {
     assert_eq!(llm::model_dir(var), expected, "{vars:?}");
 }
 
+#[cfg(feature = "local")]
 #[test]
 fn model_dir_follows_xtask() {
     check_model_dir(

@@ -26,6 +26,8 @@ mod show {
     }
 }
 
+// The MCP servers' part is shown with the `mcp` feature only.
+#[cfg(feature = "mcp")]
 #[test]
 fn show_never_prints_a_secret() {
     let config = parse(
