@@ -296,35 +296,49 @@ async fn request_snapshots_of_an_fsm_state() {
     }
 }
 
-#[tokio::test]
-async fn a_reply_outside_the_envelope_is_judged_as_it_is() {
-    // The envelope is unwrapped only when the reply is one: a bare value with a wrong shape is still
-    // checked against the full schema, and fails.
-    let schema = tool_loop_state();
+/// The attempts of one OpenAI ask of `schema` answered with `text` (no retries).
+async fn attempts_for(schema: &Value, text: &str) -> Result<Value, Vec<Option<String>>> {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(reply(
-            Provider::OpenAi,
-            &json!({"value": {"id": ["nowhere", "else"]}}).to_string(),
-        )))
+        .respond_with(ResponseTemplate::new(200).set_body_json(reply(Provider::OpenAi, text)))
         .mount(&server)
         .await;
     let (backend, model) = provider(Provider::OpenAi, &server);
     let mut config = Config::new(model);
     config.max_retries = 0;
-    let pipeline = Pipeline::new(backend, config, Chain::new()).with_base_schema(schema);
-    let error = pipeline
-        .ask(&mut Context::default(), "go")
-        .await
-        .unwrap_err();
-    let claij_interceptors::Error::RetriesExhausted(exhausted) = error else {
-        panic!("{error}");
-    };
-    // What the attempt kept is the unwrapped value.
+    let pipeline = Pipeline::new(backend, config, Chain::new()).with_base_schema(schema.clone());
+    match pipeline.ask(&mut Context::default(), "go").await {
+        Ok(answer) => Ok(answer.value),
+        Err(claij_interceptors::Error::RetriesExhausted(exhausted)) => {
+            Err(exhausted.attempts.iter().map(|a| a.raw.clone()).collect())
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn an_invalid_value_in_the_envelope_is_judged_unwrapped() {
+    // The envelope is taken off before validation: what the attempt keeps (and the retry prompt
+    // quotes) is the value inside, checked against the full schema.
+    let schema = tool_loop_state();
+    let raws = attempts_for(
+        &schema,
+        &json!({"value": {"id": ["nowhere", "else"]}}).to_string(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
-        exhausted.attempts[0].raw.as_deref(),
-        Some(json!({"id": ["nowhere", "else"]}).to_string().as_str())
+        raws,
+        vec![Some(json!({"id": ["nowhere", "else"]}).to_string())]
     );
+}
+
+#[tokio::test]
+async fn a_reply_outside_the_envelope_is_judged_as_it_is() {
+    // A model that answers with the bare value (no envelope) is not refused for it.
+    let schema = tool_loop_state();
+    let value = valid(&schema);
+    assert_eq!(attempts_for(&schema, &value.to_string()).await, Ok(value));
 }
 
 /// An OpenAI stream whose content arrives in `pieces`.
