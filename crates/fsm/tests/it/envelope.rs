@@ -18,12 +18,12 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Every example FSM in `examples/fsm/`, by file name.
+/// Every example FSM in `examples/fsm/` and its sub-FSMs in `examples/fsm/flows/`, by file name.
 fn examples() -> Vec<(String, Fsm)> {
     let mut out = Vec::new();
-    let dir = repo().join("examples/fsm");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
+    let mut paths: Vec<PathBuf> = ["examples/fsm", "examples/fsm/flows"]
+        .into_iter()
+        .flat_map(|dir| std::fs::read_dir(repo().join(dir)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
@@ -36,7 +36,7 @@ fn examples() -> Vec<(String, Fsm)> {
             fsm,
         ));
     }
-    assert!(out.len() >= 5, "examples/fsm has {} FSMs", out.len());
+    assert!(out.len() >= 6, "examples/fsm has {} FSMs", out.len());
     out
 }
 
@@ -261,6 +261,7 @@ async fn every_example_state_goes_native_on_openai_anthropic_and_gemini() {
             }
         }
     }
+    // Five `llm` states today (code-review 3, release-note 1, tool-loop 1), on three providers.
     assert!(checked >= 15, "{checked} state/provider pairs");
 }
 
