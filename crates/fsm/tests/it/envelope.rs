@@ -508,3 +508,62 @@ async fn tool_mode_wraps_the_parameters_and_unwraps_the_call_on_every_provider()
         }
     }
 }
+
+#[tokio::test]
+async fn a_streamed_tool_call_in_the_envelope_shows_unwrapped_partials() {
+    let schema = tool_loop_state();
+    let value = valid(&schema);
+    let arguments = json!({"value": value}).to_string();
+    let step = arguments.len().div_ceil(5);
+    let mut body = String::new();
+    for (n, i) in (0..arguments.len()).step_by(step).enumerate() {
+        let piece = &arguments[i..(i + step).min(arguments.len())];
+        let call = if n == 0 {
+            json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "response", "arguments": piece}})
+        } else {
+            json!({"index": 0, "function": {"arguments": piece}})
+        };
+        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let last = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    body.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .mount(&server)
+        .await;
+    let (backend, model) = provider(Provider::OpenAi, &server);
+    let mut config = Config::new(model);
+    config.structured = StructuredMode::Tool;
+    let pipeline = Pipeline::new(backend, config, Chain::new()).with_base_schema(schema);
+    let partials = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = Arc::clone(&partials);
+    let answer = pipeline
+        .ask_streaming(&mut Context::default(), "go", &move |v: &Value| {
+            seen.lock().unwrap().push(v.clone());
+        })
+        .await
+        .unwrap();
+    assert_eq!(answer.value, value);
+    let request = only_request(&server).await;
+    assert_eq!(
+        tool_parameters(Provider::OpenAi, &request)["required"],
+        json!(["value"])
+    );
+    let partials = partials.lock().unwrap();
+    assert!(!partials.is_empty());
+    for partial in partials.iter() {
+        assert!(
+            partial.get("value").is_none(),
+            "an envelope shown: {partial}"
+        );
+    }
+    assert_eq!(partials.last(), Some(&value));
+}
