@@ -189,10 +189,14 @@ fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(|w| {
-            w.chars()
-                .flat_map(char::to_lowercase)
-                .map(unaccented)
-                .collect()
+            if w.is_ascii() {
+                w.to_ascii_lowercase()
+            } else {
+                w.chars()
+                    .flat_map(char::to_lowercase)
+                    .map(unaccented)
+                    .collect()
+            }
         })
         .collect()
 }
@@ -285,7 +289,12 @@ pub(super) fn aliases(node: &Map<String, Value>) -> Vec<String> {
             break;
         }
         let listed = ["aliases:", "alias:"].iter().any(|key| lower.contains(key));
-        let short = (1..=NAME_WORDS).contains(&words(description).len());
+        let count = description
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(NAME_WORDS + 1)
+            .count();
+        let short = (1..=NAME_WORDS).contains(&count);
         if !listed && short {
             out.push(description.trim().trim_end_matches('.').to_owned());
         }
