@@ -402,29 +402,17 @@ fn proposals_voters_are_checked_when_read() {
 }
 
 #[cfg(feature = "mcp")]
-/// A temporary directory with files, removed when dropped.
-struct Dir(PathBuf);
+/// A temporary directory with files, removed when dropped (the workspace's test harness).
+struct Dir(claij_test_support::harness::Files);
 
 #[cfg(feature = "mcp")]
 impl Dir {
     fn new(files: &[(&str, &str)]) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "claij-config-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        for (name, text) in files {
-            std::fs::write(dir.join(name), text).unwrap();
-        }
-        Dir(dir)
+        Dir(claij_test_support::harness::Files::new(files))
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
+        self.0.0.join(name)
     }
 
     /// The places with `flag` (named by `--config`), the usual file `usual` and `.mcp.json` `project`.
@@ -435,13 +423,6 @@ impl Dir {
             usual: Some(self.path(usual)),
             project: Some(self.path(project)),
         }
-    }
-}
-
-#[cfg(feature = "mcp")]
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
