@@ -342,43 +342,143 @@ async fn a_reply_outside_the_envelope_is_judged_as_it_is() {
     assert_eq!(attempts_for(&schema, &value.to_string()).await, Ok(value));
 }
 
-/// An OpenAI stream whose content arrives in `pieces`.
-fn sse(pieces: &[&str]) -> String {
+/// `text` cut in `n` pieces.
+fn pieces(text: &str, n: usize) -> Vec<&str> {
+    let step = text.len().div_ceil(n);
+    (0..text.len())
+        .step_by(step)
+        .map(|i| &text[i..(i + step).min(text.len())])
+        .collect()
+}
+
+/// Server-sent events carrying `events`, one `data:` line each (Anthropic's also name the event).
+fn sse_events(events: &[Value]) -> String {
     let mut body = String::new();
-    for piece in pieces {
-        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
-        body.push_str(&format!("data: {chunk}\n\n"));
+    for event in events {
+        if let Some(name) = event.get("type").and_then(Value::as_str) {
+            body.push_str(&format!("event: {name}\n"));
+        }
+        body.push_str(&format!("data: {event}\n\n"));
     }
-    let last = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
-    body.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
     body
 }
 
-#[tokio::test]
-async fn a_streamed_reply_in_the_envelope_shows_unwrapped_partials() {
-    let schema = tool_loop_state();
-    let value = valid(&schema);
-    let text = json!({"value": value}).to_string();
-    // The envelope's text cut in six pieces.
-    let step = text.len().div_ceil(6);
-    let pieces: Vec<&str> = (0..text.len())
-        .step_by(step)
-        .map(|i| &text[i..(i + step).min(text.len())])
-        .collect();
+/// Anthropic's stream of one content block: `start` opens it, `delta(piece)` carries each piece.
+fn anthropic_stream(
+    start: Value,
+    delta: impl Fn(&str) -> Value,
+    pieces: &[&str],
+    stop: &str,
+) -> String {
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+    ];
+    for piece in pieces {
+        events.push(json!({"type": "content_block_delta", "index": 0, "delta": delta(piece)}));
+    }
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+        "usage": {"output_tokens": 5}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    sse_events(&events)
+}
+
+/// The provider's stream of the envelope's text `text` as a native (structured-output) reply.
+fn native_stream(p: Provider, text: &str) -> String {
+    let pieces = pieces(text, 6);
+    match p {
+        Provider::OpenAi => {
+            let mut chunks: Vec<Value> = pieces
+                .iter()
+                .map(|piece| json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]}))
+                .collect();
+            chunks.push(json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+            sse_events(&chunks) + "data: [DONE]\n\n"
+        }
+        Provider::Anthropic => anthropic_stream(
+            json!({"type": "text", "text": ""}),
+            |piece| json!({"type": "text_delta", "text": piece}),
+            &pieces,
+            "end_turn",
+        ),
+        Provider::Gemini => {
+            let chunks: Vec<Value> = pieces
+                .iter()
+                .enumerate()
+                .map(|(n, piece)| {
+                    let mut candidate = json!({"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0});
+                    if n + 1 == pieces.len() {
+                        candidate["finishReason"] = json!("STOP");
+                    }
+                    json!({"candidates": [candidate]})
+                })
+                .collect();
+            sse_events(&chunks)
+        }
+    }
+}
+
+/// The provider's stream calling the output tool with `arguments` (Gemini sends a call whole).
+fn tool_stream(p: Provider, arguments: &Value) -> String {
+    let text = arguments.to_string();
+    let pieces = pieces(&text, 5);
+    match p {
+        Provider::OpenAi => {
+            let mut chunks: Vec<Value> = pieces
+                .iter()
+                .enumerate()
+                .map(|(n, piece)| {
+                    let call = if n == 0 {
+                        json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "response", "arguments": piece}})
+                    } else {
+                        json!({"index": 0, "function": {"arguments": piece}})
+                    };
+                    json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+                        "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+                })
+                .collect();
+            chunks.push(json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+            sse_events(&chunks) + "data: [DONE]\n\n"
+        }
+        Provider::Anthropic => anthropic_stream(
+            json!({"type": "tool_use", "id": "toolu_1", "name": "response", "input": {}}),
+            |piece| json!({"type": "input_json_delta", "partial_json": piece}),
+            &pieces,
+            "tool_use",
+        ),
+        Provider::Gemini => sse_events(&[json!({"candidates": [{"content": {"role": "model",
+            "parts": [{"functionCall": {"name": "response", "args": arguments}}]}, "finishReason": "STOP", "index": 0}]})]),
+    }
+}
+
+/// Streams `body` from `p` with `schema` in `mode`: the answer, the request and the partial values shown.
+async fn streamed(
+    p: Provider,
+    mode: StructuredMode,
+    schema: Value,
+    body: String,
+) -> (Value, Value, Vec<Value>) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(200)
                 .insert_header("content-type", "text/event-stream")
-                .set_body_string(sse(&pieces)),
+                .set_body_string(body),
         )
         .mount(&server)
         .await;
-    let (backend, model) = provider(Provider::OpenAi, &server);
-    let pipeline =
-        Pipeline::new(backend, Config::new(model), Chain::new()).with_base_schema(schema);
+    let (backend, model) = provider(p, &server);
+    let mut config = Config::new(model);
+    config.structured = mode;
+    let pipeline = Pipeline::new(backend, config, Chain::new()).with_base_schema(schema);
     let partials = Arc::new(Mutex::new(Vec::<Value>::new()));
     let seen = Arc::clone(&partials);
     let answer = pipeline
@@ -386,17 +486,44 @@ async fn a_streamed_reply_in_the_envelope_shows_unwrapped_partials() {
             seen.lock().unwrap().push(v.clone());
         })
         .await
-        .unwrap();
-    assert_eq!(answer.value, value);
-    let partials = partials.lock().unwrap();
-    assert!(!partials.is_empty());
-    for partial in partials.iter() {
+        .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let request = only_request(&server).await;
+    let partials = partials.lock().unwrap().clone();
+    (answer.value, request, partials)
+}
+
+/// Every partial value shown is unwrapped, and the last is the answer.
+fn check_partials(p: Provider, partials: &[Value], value: &Value) {
+    assert!(!partials.is_empty(), "{p:?}: no partial value shown");
+    for partial in partials {
         assert!(
             partial.get("value").is_none(),
-            "an envelope shown: {partial}"
+            "{p:?}: an envelope shown: {partial}"
         );
     }
-    assert_eq!(partials.last(), Some(&value));
+    assert_eq!(partials.last(), Some(value), "{p:?}");
+}
+
+#[tokio::test]
+async fn a_streamed_reply_in_the_envelope_shows_unwrapped_partials() {
+    // Gemini takes the union at the root natively: its stream carries the value itself.
+    for p in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let schema = tool_loop_state();
+        let value = valid(&schema);
+        let text = match p {
+            Provider::Gemini => value.to_string(),
+            _ => json!({"value": value}).to_string(),
+        };
+        let (answer, request, partials) =
+            streamed(p, StructuredMode::Native, schema, native_stream(p, &text)).await;
+        assert_eq!(answer, value, "{p:?}");
+        let sent = sent_schema(p, &request);
+        match p {
+            Provider::Gemini => assert!(sent.get("anyOf").is_some(), "{p:?}: {sent}"),
+            _ => assert_eq!(sent["required"], json!(["value"]), "{p:?}: {sent}"),
+        }
+        check_partials(p, &partials, &value);
+    }
 }
 
 #[tokio::test]
@@ -511,59 +638,17 @@ async fn tool_mode_wraps_the_parameters_and_unwraps_the_call_on_every_provider()
 
 #[tokio::test]
 async fn a_streamed_tool_call_in_the_envelope_shows_unwrapped_partials() {
-    let schema = tool_loop_state();
-    let value = valid(&schema);
-    let arguments = json!({"value": value}).to_string();
-    let step = arguments.len().div_ceil(5);
-    let mut body = String::new();
-    for (n, i) in (0..arguments.len()).step_by(step).enumerate() {
-        let piece = &arguments[i..(i + step).min(arguments.len())];
-        let call = if n == 0 {
-            json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "response", "arguments": piece}})
-        } else {
-            json!({"index": 0, "function": {"arguments": piece}})
-        };
-        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]});
-        body.push_str(&format!("data: {chunk}\n\n"));
-    }
-    let last = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
-    body.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(body),
-        )
-        .mount(&server)
-        .await;
-    let (backend, model) = provider(Provider::OpenAi, &server);
-    let mut config = Config::new(model);
-    config.structured = StructuredMode::Tool;
-    let pipeline = Pipeline::new(backend, config, Chain::new()).with_base_schema(schema);
-    let partials = Arc::new(Mutex::new(Vec::<Value>::new()));
-    let seen = Arc::clone(&partials);
-    let answer = pipeline
-        .ask_streaming(&mut Context::default(), "go", &move |v: &Value| {
-            seen.lock().unwrap().push(v.clone());
-        })
-        .await
-        .unwrap();
-    assert_eq!(answer.value, value);
-    let request = only_request(&server).await;
-    assert_eq!(
-        tool_parameters(Provider::OpenAi, &request)["required"],
-        json!(["value"])
-    );
-    let partials = partials.lock().unwrap();
-    assert!(!partials.is_empty());
-    for partial in partials.iter() {
-        assert!(
-            partial.get("value").is_none(),
-            "an envelope shown: {partial}"
+    for p in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let schema = tool_loop_state();
+        let value = valid(&schema);
+        let body = tool_stream(p, &json!({"value": value}));
+        let (answer, request, partials) = streamed(p, StructuredMode::Tool, schema, body).await;
+        assert_eq!(answer, value, "{p:?}");
+        assert_eq!(
+            tool_parameters(p, &request)["required"],
+            json!(["value"]),
+            "{p:?}"
         );
+        check_partials(p, &partials, &value);
     }
-    assert_eq!(partials.last(), Some(&value));
 }
