@@ -101,6 +101,11 @@ pub struct Capabilities {
     /// token for token (the embedded local model). The pipeline samples retries on such backends.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub greedy_default: bool,
+    /// The model rejects a `temperature` (OpenAI's o-series and GPT-5 reasoning models, an
+    /// OpenRouter model whose `supported_parameters` lack it): the adapter leaves a request's
+    /// temperature out, with a warning saying so, rather than have the request refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejects_temperature: bool,
 }
 
 /// How to send a schema in one [`OutputMode`]: the dialect to compile it to and whether to ask the
@@ -179,6 +184,13 @@ impl Capabilities {
     #[must_use]
     pub fn with_greedy_default(mut self, yes: bool) -> Self {
         self.greedy_default = yes;
+        self
+    }
+
+    /// The same capabilities with the model rejecting (or taking) a `temperature`.
+    #[must_use]
+    pub fn with_rejects_temperature(mut self, yes: bool) -> Self {
+        self.rejects_temperature = yes;
         self
     }
 

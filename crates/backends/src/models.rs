@@ -100,6 +100,10 @@ pub struct ModelInfo {
     /// The schema dialect of its strict tools (`strict: true`); `None` when tools are not strict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_tools: Option<SchemaDialect>,
+    /// Whether it rejects a `temperature` (OpenAI's reasoning models, [`takes_temperature`]): a
+    /// request's temperature is then left out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejects_temperature: bool,
 }
 
 /// Where a model on the OpenAI chat format takes its instructions (the system prompt).
@@ -166,6 +170,30 @@ pub fn takes_parallel_tool_calls(model: &str) -> bool {
     openai_id(model).is_none_or(|id| !["o1", "o3", "o4"].iter().any(|p| id.starts_with(p)))
 }
 
+/// Whether `model` takes a `temperature` on the OpenAI chat format: all but OpenAI's reasoning
+/// models, bare or as `openai/...`: the o-series (o1, o3, o4-mini...) and the GPT-5 family
+/// (`gpt-5`, `gpt-5-mini`, `gpt-5.1`...; OpenAI's reasoning guide: sampling parameters such as
+/// `temperature` are not supported and answer 400 `unsupported_parameter`), except the non-reasoning
+/// `gpt-5-chat` models, which take one.
+///
+/// ```
+/// use claij_backends::models::takes_temperature;
+///
+/// assert!(takes_temperature("gpt-4o"));
+/// assert!(takes_temperature("gpt-5-chat-latest"));
+/// assert!(!takes_temperature("o3-mini"));
+/// assert!(!takes_temperature("openai/gpt-5.1"));
+/// assert!(takes_temperature("acme/o3"));
+/// ```
+pub fn takes_temperature(model: &str) -> bool {
+    openai_id(model).is_none_or(|id| {
+        let reasoning = ["o1", "o3", "o4", "gpt-5"]
+            .iter()
+            .any(|p| id.starts_with(p));
+        !reasoning || id.starts_with("gpt-5-chat")
+    })
+}
+
 /// The OpenAI model id in `model` (bare, or `openai/...` as OpenRouter names it), lowercase; `None`
 /// for another vendor's model.
 fn openai_id(model: &str) -> Option<String> {
@@ -206,6 +234,7 @@ impl ModelInfo {
             schema_dialect: None,
             tools: false,
             strict_tools: None,
+            rejects_temperature: false,
         }
     }
 
@@ -267,9 +296,18 @@ impl ModelInfo {
         self
     }
 
+    /// The same model rejecting (or taking) a `temperature`.
+    #[must_use]
+    pub fn with_rejects_temperature(mut self, yes: bool) -> Self {
+        self.rejects_temperature = yes;
+        self
+    }
+
     /// What the table says about the model, as backend [`Capabilities`] (streaming is left to the backend).
     pub fn capabilities(&self) -> Capabilities {
-        let mut capabilities = Capabilities::prompted().with_tools(self.tools);
+        let mut capabilities = Capabilities::prompted()
+            .with_tools(self.tools)
+            .with_rejects_temperature(self.rejects_temperature);
         if let Some(dialect) = self.strict_tools {
             capabilities = capabilities.with_strict_tools(dialect);
         }

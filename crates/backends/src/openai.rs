@@ -213,6 +213,7 @@ impl Flavour for OpenAiAdapter {
             openrouter: false,
             max_stops: Some(4),
             headers: Vec::new(),
+            drop_temperature: false,
         }
     }
 }
@@ -321,6 +322,7 @@ impl Flavour for OpenRouterAdapter {
             openrouter: true,
             max_stops: None,
             headers,
+            drop_temperature: false,
         }
     }
 }
@@ -432,6 +434,7 @@ impl Flavour for CompatibleAdapter {
             openrouter: false,
             max_stops: None,
             headers: Vec::new(),
+            drop_temperature: false,
         }
     }
 
@@ -466,7 +469,7 @@ impl Flavour for CompatibleAdapter {
 /// since `gpt-4o-2024-08-06`, so on any model not known to predate them; strict tools (function
 /// calling with `strict: true`, in the same dialect) on every model with function calling, which is
 /// all but o1-mini, o1-preview, ChatGPT's own model, the completion models and the March 2023
-/// snapshots.
+/// snapshots; no `temperature` on the reasoning models ([`takes_temperature`](crate::models::takes_temperature)).
 fn openai_capabilities(model: &str) -> Capabilities {
     let name = model.rsplit('/').next().unwrap_or(model);
     let no_tools = ["o1-mini", "o1-preview", "chatgpt-", "davinci", "babbage"]
@@ -480,7 +483,9 @@ fn openai_capabilities(model: &str) -> Capabilities {
         || ["gpt-3.5", "gpt-4-"]
             .iter()
             .any(|prefix| name.starts_with(prefix));
-    let mut capabilities = Capabilities::default().with_streaming(true);
+    let mut capabilities = Capabilities::default()
+        .with_streaming(true)
+        .with_rejects_temperature(!crate::models::takes_temperature(name));
     if !no_tools {
         capabilities = capabilities.with_strict_tools(SchemaDialect::OpenAiStrict);
     }

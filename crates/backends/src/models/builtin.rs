@@ -60,11 +60,13 @@ fn openrouter() -> Vec<ModelInfo> {
             .with_max_output_tokens(64_000),
         // OR; the 272k input limit is OpenAI's (LL), which OpenRouter forwards to.
         or("openai/gpt-5")
+            .with_rejects_temperature(true)
             .with_context_window(400_000)
             .with_max_input_tokens(272_000)
             .with_max_output_tokens(128_000),
         // OR; input limit as for GPT-5 (LL).
         or("openai/gpt-5.1")
+            .with_rejects_temperature(true)
             .with_context_window(400_000)
             .with_max_input_tokens(272_000)
             .with_max_output_tokens(128_000),
@@ -94,8 +96,10 @@ fn openai() -> Vec<ModelInfo> {
             .with_schema_dialect(SchemaDialect::OpenAiStrict)
             .with_strict_tools(SchemaDialect::OpenAiStrict)
     };
+    // GPT-5 is a reasoning model: no `temperature` (OpenAI's reasoning guide).
     let gpt5 = |id: &str| {
         openai(id)
+            .with_rejects_temperature(true)
             .with_context_window(400_000)
             .with_max_input_tokens(272_000)
             .with_max_output_tokens(128_000)

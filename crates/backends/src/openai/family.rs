@@ -40,7 +40,14 @@ impl<F: Flavour> Adapter for F {
     }
 
     fn transform_request(&self, request: &ChatRequest, stream: bool) -> Result<WireRequest, Error> {
-        let mut wire = translate::request(self.shape(), request, stream)?;
+        let mut shape = self.shape();
+        let model = Some(request.model.as_str())
+            .filter(|m| !m.is_empty())
+            .or(shape.default_model)
+            .unwrap_or_default();
+        shape.drop_temperature =
+            request.temperature.is_some() && self.capabilities(model).rejects_temperature;
+        let mut wire = translate::request(shape, request, stream)?;
         self.finish(&mut wire);
         Ok(wire)
     }

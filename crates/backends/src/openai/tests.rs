@@ -21,6 +21,7 @@ fn shape() -> Shape<'static> {
         openrouter: false,
         max_stops: Some(4),
         headers: Vec::new(),
+        drop_temperature: false,
     }
 }
 

@@ -27,6 +27,8 @@ pub struct Shape<'a> {
     pub max_stops: Option<usize>,
     /// Extra headers (OpenRouter's attribution).
     pub headers: Vec<(&'static str, String)>,
+    /// Leave the temperature out: the model rejects it ([`Capabilities::rejects_temperature`](crate::Capabilities::rejects_temperature)).
+    pub drop_temperature: bool,
 }
 
 /// The path of the chat completions endpoint, under the base URL.
@@ -64,6 +66,15 @@ pub(super) fn request(
     }
     let temperature = match request.temperature {
         Some(t) if !t.is_finite() => return Err(bad("the temperature is not a finite number")),
+        Some(t) if shape.drop_temperature => {
+            tracing::warn!(
+                provider = shape.provider,
+                model,
+                temperature = f64::from(t),
+                "temperature not sent: the model does not take one"
+            );
+            None
+        }
         // Through its shortest text, so 0.2f32 goes out as 0.2 rather than 0.20000000298023224.
         Some(t) => Some(t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
         None => None,

@@ -781,3 +781,38 @@ fn o_series_tool_requests_leave_out_parallel_tool_calls() {
         );
     }
 }
+
+/// OpenAI's reasoning models answer 400 `unsupported_parameter` to a `temperature`: the request
+/// sent over HTTP leaves it out for the o-series and the GPT-5 family, bare and through OpenRouter,
+/// and keeps it for every other model.
+#[tokio::test]
+async fn reasoning_models_are_sent_no_temperature() {
+    let cases = [
+        ("openai", "o3-mini", false),
+        ("openai", "o1", false),
+        ("openai", "o4-mini-2025-04-16", false),
+        ("openai", "gpt-5-mini", false),
+        ("openai", "gpt-5-chat-latest", true),
+        ("openai", "gpt-4o", true),
+        ("openrouter", "openai/o3", false),
+        ("openrouter", "openai/gpt-5.1", false),
+        ("openrouter", "anthropic/claude-sonnet-4.5", true),
+    ];
+    for (provider, model, sent) in cases {
+        let server = MockServer::start().await;
+        let request = ChatRequest::new(model)
+            .message(Message::user("hi"))
+            .temperature(0.2);
+        let (body, _) = if provider == "openai" {
+            let backend = OpenAi::new(ApiKey::new(KEY)).with_config(config(&server));
+            sent_body(&server, &backend, &request, false).await
+        } else {
+            let backend = OpenRouter::new(ApiKey::new(KEY)).with_config(config(&server));
+            sent_body(&server, &backend, &request, false).await
+        };
+        assert_eq!(body.get("temperature").is_some(), sent, "{model}: {body}");
+        if sent {
+            assert_eq!(body["temperature"], 0.2, "{model}");
+        }
+    }
+}
