@@ -634,6 +634,8 @@ impl<'c> Builder<'c> {
                 "the mcp interceptor is not in this build of claij (its feature `mcp` is off)",
             ));
         }
+        self.options
+            .check_mode(&settings.defaults, opened.backend.as_ref(), &opened.model)?;
         let advice = self.options.matrix_choice(&opened.model, settings);
         for warning in advice.warnings {
             self.tell(Opening::Warning(warning));

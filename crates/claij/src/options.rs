@@ -109,6 +109,39 @@ impl ModelOptions {
         config
     }
 
+    /// Refuses a mode the flags (`--mode`) or `[defaults]` force on a model that lacks it, before
+    /// any request: `tool` where `backend` has no tools for `model`, `native` where it has no
+    /// native structured output. A mode the compatibility matrix chose, and `auto`, always pass.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::ErrorKind::Model`], one line naming the flag (or the configuration key) and the
+    /// model.
+    pub fn check_mode(
+        &self,
+        defaults: &Defaults,
+        backend: &dyn claij_backends::Backend,
+        model: &str,
+    ) -> crate::Result<()> {
+        let (mode, source) = match (self.mode, defaults.mode) {
+            (Some(mode), _) => (mode, "--mode"),
+            (None, Some(mode)) => (mode, "defaults.mode in the configuration,"),
+            (None, None) => return Ok(()),
+        };
+        let capabilities = backend.capabilities(model);
+        let (name, lacking) = match mode {
+            StructuredMode::Tool if !capabilities.tools => ("tool", "tools"),
+            StructuredMode::Native if !capabilities.native_json_schema => {
+                ("native", "native structured output")
+            }
+            _ => return Ok(()),
+        };
+        let provider = backend.provider();
+        Err(crate::Error::model(format!(
+            "{source} {name}: {provider}:{model} has no {lacking}; use --mode auto or --mode prompted"
+        )))
+    }
+
     /// Whether the flags and `[defaults]` together set both the mode and the retries, leaving the
     /// compatibility matrix nothing to decide.
     pub fn decided(&self, defaults: &Defaults) -> bool {

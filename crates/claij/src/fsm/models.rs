@@ -52,6 +52,9 @@ pub fn open(
     if let Some(text) = &opened.notice {
         notice(text);
     }
+    options
+        .check_mode(&settings.defaults, opened.backend.as_ref(), &opened.model)
+        .map_err(|e| Error::Model(e.to_string()))?;
     // The matrix is looked up under the name this model was given.
     let mut named = options.clone();
     if llm.is_some() {

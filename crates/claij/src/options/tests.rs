@@ -142,3 +142,40 @@ fn the_local_model_has_a_default_token_limit() {
     assert_eq!(limit, claij_local::LocalConfig::default().max_tokens);
     assert_eq!(super::default_max_tokens("openrouter"), None);
 }
+
+/// A forced mode the model lacks is refused, naming where it was forced: the flag, else
+/// `defaults.mode`; `auto` and a mode the model has pass.
+#[test]
+fn a_forced_mode_the_model_lacks_is_refused() {
+    let backend = claij_backends::OpenAi::new(claij_backends::ApiKey::new("sk-test"));
+    let tool = |mode| Defaults {
+        mode,
+        ..Defaults::default()
+    };
+    let none = Defaults::default();
+    let flag = flags(&["--mode", "tool"]);
+    let e = flag.check_mode(&none, &backend, "o1-mini").unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::Model);
+    assert_eq!(
+        e.to_string(),
+        "--mode tool: openai:o1-mini has no tools; use --mode auto or --mode prompted"
+    );
+    flag.check_mode(&none, &backend, "gpt-4o").unwrap();
+    let configured = ModelOptions::default();
+    let e = configured
+        .check_mode(
+            &tool(Some(StructuredMode::Native)),
+            &backend,
+            "gpt-3.5-turbo",
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("defaults.mode in the configuration, native: openai:gpt-3.5-turbo"),
+        "{e}"
+    );
+    configured.check_mode(&none, &backend, "o1-mini").unwrap();
+    configured
+        .check_mode(&tool(Some(StructuredMode::Auto)), &backend, "o1-mini")
+        .unwrap();
+}

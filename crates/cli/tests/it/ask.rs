@@ -154,3 +154,47 @@ fn a_bad_kv_cache_limit_names_the_variable() {
         "CLAIJ_KV_CACHE_MIB=\"lots\" is not a whole number of MiB",
     );
 }
+
+/// A mode the model lacks is refused in one line naming the flag and the model, exit 2, before any
+/// request: the providers' base URL is a closed port, so a request would fail otherwise.
+#[test]
+fn a_forced_mode_the_model_lacks_is_refused() {
+    let files = Files::new(&[(
+        "config.toml",
+        "[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         [providers.openrouter]\nbase_url = \"http://127.0.0.1:9/api/v1\"\n",
+    )]);
+    let config = files.path("config.toml");
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENAI_API_KEY", Some("sk-test")),
+        ("OPENROUTER_API_KEY", Some("sk-or-test")),
+    ];
+    let cases = [
+        (
+            "openai:o1-mini",
+            "tool",
+            "--mode tool: openai:o1-mini has no tools",
+        ),
+        (
+            "openai:gpt-3.5-turbo",
+            "native",
+            "--mode native: openai:gpt-3.5-turbo has no native structured output",
+        ),
+        (
+            "openrouter:openai/o1-preview",
+            "tool",
+            "--mode tool: openrouter:openai/o1-preview has no tools",
+        ),
+    ];
+    for (llm, mode, part) in cases {
+        check(&["ask", "hi", "--llm", llm, "--mode", mode], &env, part);
+    }
+    // A mode the model has goes on to the request (which fails on the closed port, not exit 2).
+    let run = claij_env(
+        &["ask", "hi", "--llm", "openai:gpt-4o", "--mode", "tool"],
+        "",
+        &env,
+    );
+    assert!(!run.stderr.contains("has no tools"), "{}", run.stderr);
+}
