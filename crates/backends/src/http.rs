@@ -423,6 +423,78 @@ impl<A: Adapter> HttpBackend<A> {
         Ok(response)
     }
 
+    /// `GET base_url + path` with the backend's headers and key, under its limits (connect and
+    /// request timeouts, `max_body_bytes`), once: the 2xx body, else the typed error (a non-2xx
+    /// classified as the adapter classifies a reply's). For a provider's model list.
+    ///
+    /// # Errors
+    ///
+    /// As a call's: [`Error::Network`], [`Error::Timeout`], [`Error::BodyTooLarge`],
+    /// [`Error::Authentication`], ...
+    pub async fn get(&self, path: &str) -> Result<Vec<u8>, Error> {
+        let provider = self.adapter.provider();
+        let bad = |message: String| Error::BadRequest {
+            context: ErrorContext::new(provider),
+            message,
+        };
+        let url = self.url(path).map_err(bad)?;
+        let fixed = self
+            .fixed
+            .headers
+            .get_or_init(|| self.fixed_headers())
+            .as_ref()
+            .map_err(|e| bad(e.clone()))?;
+        let mut headers = fixed.base.clone();
+        headers.remove(CONTENT_TYPE);
+        for (name, value) in &fixed.auth {
+            headers.insert(name.clone(), value.clone());
+        }
+        let client = self.client()?;
+        transport::get(self, client, url, headers).await
+    }
+
+    /// [`HttpBackend::get`] from synchronous code, inside an async runtime or not: on a thread of
+    /// its own with a runtime and an HTTP client of its own (a client's connections belong to the
+    /// runtime that made them), so the calling thread waits at most the request timeout.
+    ///
+    /// # Errors
+    ///
+    /// As [`HttpBackend::get`]'s; [`Error::Network`] when the thread or its runtime cannot start.
+    pub fn get_blocking(&self, path: &str) -> Result<Vec<u8>, Error>
+    where
+        A: Clone,
+    {
+        let provider = self.adapter.provider().to_owned();
+        let failed = |what: String| Error::Network {
+            context: ErrorContext::new(&provider),
+            message: what,
+        };
+        let fresh = Self {
+            adapter: self.adapter.clone(),
+            key: self.key.clone(),
+            config: self.config.clone(),
+            client: OnceLock::new(),
+            preflight: None,
+            prices: None,
+            fixed: Fixed::default(),
+        };
+        std::thread::scope(|scope| {
+            let thread = std::thread::Builder::new()
+                .name("claij-get".to_owned())
+                .spawn_scoped(scope, || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| failed(format!("cannot start a runtime for the GET: {e}")))?;
+                    runtime.block_on(fresh.get(path))
+                })
+                .map_err(|e| failed(format!("cannot start a thread for the GET: {e}")))?;
+            thread
+                .join()
+                .unwrap_or_else(|_| Err(failed("the GET's thread panicked".to_owned())))
+        })
+    }
+
     /// `usage` with its cost from the price table, unless the provider reported one.
     fn priced(&self, usage: Usage, model: &str) -> Usage {
         match &self.prices {

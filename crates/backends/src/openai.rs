@@ -78,6 +78,8 @@ use crate::{ApiKey, Capabilities, SchemaDialect};
 #[cfg(feature = "openai")]
 use crate::{Error, WireRequest};
 
+#[cfg(feature = "openrouter")]
+mod catalog;
 #[cfg(feature = "openai")]
 mod dialect;
 #[cfg(feature = "openai")]
@@ -86,6 +88,8 @@ mod family;
 mod translate;
 mod wire;
 
+#[cfg(feature = "openrouter")]
+pub use catalog::ModelCatalog;
 #[cfg(feature = "openai")]
 pub use dialect::{StructuredDialect, UnknownDialect};
 #[cfg(feature = "openai")]
@@ -155,6 +159,8 @@ pub struct OpenRouterAdapter {
     default_model: String,
     referer: Option<String>,
     title: Option<String>,
+    /// OpenRouter's model list, when it was read: what each listed model offers.
+    catalog: Option<std::sync::Arc<ModelCatalog>>,
 }
 
 /// The OpenAI wire format for a local or self-hosted server: full JSON Schema in `response_format`,
@@ -225,6 +231,7 @@ impl Default for OpenRouterAdapter {
             default_model: OPENROUTER_DEFAULT_MODEL.to_owned(),
             referer: None,
             title: None,
+            catalog: None,
         }
     }
 }
@@ -249,6 +256,14 @@ impl OpenRouterAdapter {
     #[must_use]
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
+        self
+    }
+
+    /// The same adapter taking each listed model's capabilities from OpenRouter's model list
+    /// ([`ModelCatalog`]); models it does not list keep the guess.
+    #[must_use]
+    pub fn with_catalog(mut self, catalog: std::sync::Arc<ModelCatalog>) -> Self {
+        self.catalog = Some(catalog);
         self
     }
 }
@@ -285,7 +300,29 @@ impl HttpBackend<OpenRouterAdapter> {
         self.adapter_mut().title = Some(title.into());
         self
     }
+
+    /// The same backend taking each listed model's capabilities from OpenRouter's model list
+    /// ([`ModelCatalog`], read with [`HttpBackend::fetch_catalog`] or from a saved body).
+    #[must_use]
+    pub fn with_catalog(mut self, catalog: std::sync::Arc<ModelCatalog>) -> Self {
+        self.adapter_mut().catalog = Some(catalog);
+        self
+    }
+
+    /// OpenRouter's model list (`GET /models` under the base URL), through this backend's client
+    /// and limits ([`HttpBackend::get`]), as its body: read it with [`ModelCatalog::from_json`].
+    ///
+    /// # Errors
+    ///
+    /// As [`HttpBackend::get`]'s.
+    pub async fn fetch_catalog(&self) -> Result<Vec<u8>, crate::Error> {
+        self.get(MODELS_PATH).await
+    }
 }
+
+/// OpenRouter's model list, under its base URL.
+#[cfg(feature = "openrouter")]
+pub const MODELS_PATH: &str = "/models";
 
 #[cfg(feature = "openrouter")]
 impl Flavour for OpenRouterAdapter {
@@ -293,11 +330,15 @@ impl Flavour for OpenRouterAdapter {
         "openrouter"
     }
 
-    /// Strict structured outputs for every model: with `require_parameters` OpenRouter routes only
-    /// to upstreams that honour the schema, and answers 404 when none does. OpenAI's own models
-    /// (`openai/...`) as OpenAI serves them, so one without structured outputs or tools (o1-mini,
-    /// gpt-4-turbo) is not sent to a 404.
+    /// What the model list says ([`OpenRouterAdapter::with_catalog`]) for a model it lists.
+    /// Otherwise guessed: strict structured outputs for every model (with `require_parameters`
+    /// OpenRouter routes only to upstreams that honour the schema, and answers 404 when none
+    /// does), and OpenAI's own models (`openai/...`) as OpenAI serves them, so one without
+    /// structured outputs or tools (o1-mini, gpt-4-turbo) is not sent to a 404.
     fn capabilities(&self, model: &str) -> Capabilities {
+        if let Some(listed) = self.catalog.as_ref().and_then(|c| c.capabilities(model)) {
+            return listed;
+        }
         if model.starts_with("openai/") {
             return openai_capabilities(model);
         }

@@ -66,6 +66,47 @@ pub(super) async fn complete<A: Adapter>(
     result.map_err(|e| backend.scrub(e))
 }
 
+/// One `GET` (a provider's model list): the 2xx body, read under the same limits as a reply
+/// (`request_timeout`, `max_body_bytes`); any other status through the adapter's classification.
+/// Not retried: the caller keeps what it had on failure.
+pub(super) async fn get<A: Adapter>(
+    backend: &HttpBackend<A>,
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+) -> Result<Vec<u8>, Error> {
+    let provider = backend.adapter.provider();
+    let config = &backend.config;
+    let context = ErrorContext::new(provider);
+    debug!(provider, "sending GET");
+    let exchange = async {
+        let response = client.get(url).headers(headers).send().await.map_err(|e| {
+            transport_error(
+                &e,
+                context.clone(),
+                config.connect_timeout,
+                config.request_timeout,
+            )
+        })?;
+        let (status, context, retry_after) = read_head(&response, context.clone());
+        let body = read_body(response, config, &context).await?;
+        if !(200..300).contains(&status) {
+            return Err(backend
+                .adapter
+                .classify_error(status, retry_after, &body, context));
+        }
+        Ok(body)
+    };
+    let result = match tokio::time::timeout(config.request_timeout, exchange).await {
+        Err(_) => Err(Error::Timeout {
+            context,
+            after: config.request_timeout,
+        }),
+        Ok(result) => result,
+    };
+    result.map_err(|e| backend.scrub(e))
+}
+
 /// Opens a stream: the response once its status is 2xx, or the typed error for any other status.
 pub(super) async fn open_stream<A: Adapter>(
     backend: &HttpBackend<A>,

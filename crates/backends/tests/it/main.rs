@@ -14,6 +14,7 @@ mod http;
 mod models;
 mod openai;
 mod openai_fallback;
+mod openrouter_catalog;
 mod prices;
 mod refusals;
 mod retryable;
