@@ -27,6 +27,9 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Fetch OpenRouter's model list now and cache it (see `claij::openrouter`).
+    #[arg(long)]
+    refresh: bool,
 }
 
 /// `claij models` subcommands.
@@ -43,6 +46,11 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     let settings = front.settings()?;
     if let Some(Command::Prices(prices)) = &args.command {
         return run_prices(prices, settings);
+    }
+    if args.refresh {
+        let done = claij::openrouter::refresh(front.claij()?)?;
+        writeln!(std::io::stdout(), "{}", done.render(args.json))?;
+        return Ok(Status::Ok);
     }
     let user = || default_path(settings.data_dir.as_deref());
     let path = args.matrix.clone().or_else(user);
