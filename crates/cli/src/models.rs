@@ -133,20 +133,11 @@ pub(crate) struct PricesArgs {
 fn run_prices(args: &PricesArgs, settings: &Settings) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     let Some(file) = &args.import else {
-        if args.json {
-            let prices = prices::to_json(settings)?;
-            writeln!(out, "{}", serde_json::to_string_pretty(&prices)?)?;
-        } else {
-            out.write_all(prices::render(settings)?.as_bytes())?;
-        }
+        out.write_all(prices::shown(settings, args.json)?.as_bytes())?;
         return Ok(Status::Ok);
     };
     let format = args.format.as_deref().and_then(PriceFormat::from_name);
     let done = prices::import(file, format, settings)?;
-    if args.json {
-        writeln!(out, "{}", done.to_json(file))?;
-    } else {
-        writeln!(out, "{}", done.summary(file))?;
-    }
+    writeln!(out, "{}", done.line(file, args.json))?;
     Ok(Status::Ok)
 }
