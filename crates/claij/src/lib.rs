@@ -102,8 +102,6 @@ pub mod matrix;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
-#[cfg(feature = "openrouter")]
-pub mod openrouter;
 pub mod options;
 pub mod partials;
 pub mod prices;

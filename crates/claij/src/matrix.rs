@@ -274,5 +274,26 @@ pub fn mode_name(mode: Option<StructuredMode>) -> &'static str {
     }
 }
 
+/// What `claij models` says when there is no matrix: the command that measures a model and writes
+/// one, a command that works as it is printed (the embedded model, offline and free), and where it
+/// writes it (`data_dir`, the user's data directory; `None` when neither variable says).
+#[must_use]
+pub fn missing(data_dir: Option<&Path>) -> String {
+    let written = data_dir.map_or_else(
+        || {
+            "$XDG_DATA_HOME/claij/compat-matrix.json, else ~/.local/share/claij/compat-matrix.json"
+                .to_owned()
+        },
+        |dir| dir.join("compat-matrix.json").display().to_string(),
+    );
+    format!(
+        "no compatibility matrix yet: in claij's repository, `{MEASURE_LOCAL}` measures the embedded \
+         model (offline, free; `--llm MODEL` for another) and writes {written}; or give --matrix FILE"
+    )
+}
+
+/// The command that measures the embedded model into the user's matrix.
+pub const MEASURE_LOCAL: &str = "cargo xtask integration --llm local --yes";
+
 #[cfg(test)]
 mod tests;

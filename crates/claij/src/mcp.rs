@@ -1,7 +1,8 @@
 //! MCP servers for an application (feature `mcp`): the configured servers started
 //! ([`start_configured`], [`start_services`], [`Start`]: the settings' MCP part, its `${VAR}`
 //! secrets, the tokens `claij mcp login` stored), listed ([`list`]) and called ([`call`]), OAuth
-//! logins and their token store ([`login`]), what is answered when a server asks the user
+//! logins and their token store ([`login`]), resources read ([`resources`]) and prompts filled in
+//! ([`prompts`]), what servers are offered when they ask for sampling or elicitation ([`offer`]), what is answered when a server asks the user
 //! something ([`elicitation`]), a chat over the servers ([`chat`]), SIGINT and SIGTERM stopping
 //! them ([`signal`]), and a configuration for the servers `cargo xtask mcp-servers` installs
 //! ([`servers`]). The MCP client itself is [`claij_mcp`].
@@ -44,6 +45,9 @@ pub mod call;
 pub mod chat;
 pub mod elicitation;
 pub mod login;
+pub mod offer;
+pub mod prompts;
+pub mod resources;
 pub mod servers;
 pub mod signal;
 
@@ -116,6 +120,46 @@ pub enum Error {
         /// The npm package that needs it.
         package: &'static str,
     },
+    /// A resource read is larger than the limit ([`resources::read`]'s `max_bytes`).
+    #[error(
+        "`{uri}` of mcp server `{server}` is {bytes} bytes, over the limit of {limit} bytes (max_resource_bytes)"
+    )]
+    ResourceTooLarge {
+        /// The server.
+        server: String,
+        /// The resource.
+        uri: String,
+        /// Its size (text, or binary decoded), or more.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A server's answer that does not hold what MCP says it holds.
+    #[error("mcp server `{server}`: {what}")]
+    Malformed {
+        /// The server.
+        server: String,
+        /// What is wrong, and where.
+        what: String,
+    },
+    /// A prompt the server does not list.
+    #[error("mcp server `{server}` has no prompt `{prompt}`; it has: {}", if .known.is_empty() { "none".to_owned() } else { .known.join(", ") })]
+    UnknownPrompt {
+        /// The server.
+        server: String,
+        /// The prompt asked for.
+        prompt: String,
+        /// The prompts it lists.
+        known: Vec<String>,
+    },
+    /// A prompt's argument missing, or one it does not take ([`prompts::check`]).
+    #[error("prompt `{prompt}` {message}")]
+    PromptArgument {
+        /// The prompt, as `server.name`.
+        prompt: String,
+        /// What is wrong, and what the prompt takes.
+        message: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, to match on without its fields.
@@ -140,6 +184,14 @@ pub enum ErrorKind {
     Incomplete,
     /// [`Error::NoNode`].
     NoNode,
+    /// [`Error::ResourceTooLarge`].
+    ResourceTooLarge,
+    /// [`Error::Malformed`].
+    Malformed,
+    /// [`Error::UnknownPrompt`].
+    UnknownPrompt,
+    /// [`Error::PromptArgument`].
+    PromptArgument,
 }
 
 impl Error {
@@ -155,6 +207,10 @@ impl Error {
             Error::NotInstalled { .. } => ErrorKind::NotInstalled,
             Error::Incomplete { .. } => ErrorKind::Incomplete,
             Error::NoNode { .. } => ErrorKind::NoNode,
+            Error::ResourceTooLarge { .. } => ErrorKind::ResourceTooLarge,
+            Error::Malformed { .. } => ErrorKind::Malformed,
+            Error::UnknownPrompt { .. } => ErrorKind::UnknownPrompt,
+            Error::PromptArgument { .. } => ErrorKind::PromptArgument,
         }
     }
 
@@ -195,7 +251,11 @@ impl Error {
             | Error::NotInstalled { .. }
             | Error::Incomplete { .. }
             | Error::NoNode { .. } => true,
-            Error::Io { .. } => false,
+            Error::Io { .. }
+            | Error::ResourceTooLarge { .. }
+            | Error::Malformed { .. }
+            | Error::UnknownPrompt { .. }
+            | Error::PromptArgument { .. } => false,
         }
     }
 
@@ -219,6 +279,32 @@ impl Error {
             },
             other => other,
         }
+    }
+
+    /// The error as a command says it, on one line, each cause after a `: `: what needs the
+    /// servers first when there are none (`what`: `--interceptors mcp needs MCP servers: ...`), how
+    /// to log in for a server that asks for authorization, `the configuration: ` before a secret
+    /// unset in a configuration without a file.
+    #[must_use]
+    pub fn said(&self, what: Option<&str>) -> String {
+        let mut text = match self {
+            Error::Mcp(claij_mcp::Error::Unauthorized { server }) => {
+                return format!("{server} needs authorization: run `claij mcp login {server}`");
+            }
+            Error::NoServers(_) if let Some(what) = what => format!("{what} needs MCP servers: "),
+            Error::UnsetSecret { file: None, .. } => "the configuration: ".to_owned(),
+            _ => String::new(),
+        };
+        text.push_str(&self.to_string());
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let said = cause.to_string();
+            if !text.ends_with(&said) {
+                text.push_str(&format!(": {said}"));
+            }
+            source = cause.source();
+        }
+        crate::one_line(&text)
     }
 
     /// An [`Error::Io`].
@@ -574,6 +660,41 @@ mod tests {
                 true,
             ),
             (Error::NoNode { package: "p" }, ErrorKind::NoNode, true),
+            (
+                Error::ResourceTooLarge {
+                    server: "s".to_owned(),
+                    uri: "u".to_owned(),
+                    bytes: 2,
+                    limit: 1,
+                },
+                ErrorKind::ResourceTooLarge,
+                false,
+            ),
+            (
+                Error::Malformed {
+                    server: "s".to_owned(),
+                    what: "w".to_owned(),
+                },
+                ErrorKind::Malformed,
+                false,
+            ),
+            (
+                Error::UnknownPrompt {
+                    server: "s".to_owned(),
+                    prompt: "p".to_owned(),
+                    known: Vec::new(),
+                },
+                ErrorKind::UnknownPrompt,
+                false,
+            ),
+            (
+                Error::PromptArgument {
+                    prompt: "s.p".to_owned(),
+                    message: "m".to_owned(),
+                },
+                ErrorKind::PromptArgument,
+                false,
+            ),
         ];
         for (error, kind, config) in &cases {
             assert_eq!(error.kind(), *kind, "{error}");
@@ -587,7 +708,11 @@ mod tests {
                 | Error::Io { .. }
                 | Error::NotInstalled { .. }
                 | Error::Incomplete { .. }
-                | Error::NoNode { .. } => {}
+                | Error::NoNode { .. }
+                | Error::ResourceTooLarge { .. }
+                | Error::Malformed { .. }
+                | Error::UnknownPrompt { .. }
+                | Error::PromptArgument { .. } => {}
             }
         }
         // The client's predicates are forwarded.

@@ -369,6 +369,30 @@ pub fn refusal(error: &crate::Error) -> Option<String> {
     Some(format!("error: {}", one_line(&refused.to_string())))
 }
 
+/// What `claij chat` says of a turn that ended without a valid reply, on one line, before it goes
+/// on with the next: the provider's refusal as [`refusal`] says it, `  (no valid reply after N
+/// attempts[: the cut]; ask again or rephrase)`, or `  (BUDGET; ask again, or allow more)`; `None`
+/// for any other error (it ends the chat).
+#[must_use]
+pub fn turn_failure(error: &crate::Error) -> Option<String> {
+    if let Some(line) = refusal(error) {
+        return Some(line);
+    }
+    match error.pipeline()? {
+        claij_interceptors::Error::RetriesExhausted(exhausted) => {
+            let n = exhausted.attempts.len();
+            let cut = truncation_of(&exhausted.attempts)
+                .map(|t| format!(": {t}"))
+                .unwrap_or_default();
+            let attempts = if n == 1 { "attempt" } else { "attempts" };
+            Some(format!(
+                "  (no valid reply after {n} {attempts}{cut}; ask again or rephrase)"
+            ))
+        }
+        stopped => Over::of(stopped).map(|over| format!("  ({over}; ask again, or allow more)")),
+    }
+}
+
 /// What the memory interceptor keeps: `remembered:`, then `  1. SUMMARY` per summary and
 /// `  insights: INSIGHTS`; `(nothing remembered yet)` when it keeps nothing.
 #[must_use]

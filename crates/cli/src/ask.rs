@@ -529,7 +529,9 @@ async fn project_services(
     project: Option<&str>,
     settings: &claij::settings::Settings,
 ) -> Result<claij::mcp::protocol::Services> {
-    crate::mcp::start_configured(settings, project, "--interceptors mcp").await
+    let started = claij::mcp::start_configured(settings, project, |name| std::env::var(name));
+    let said = |error: claij::mcp::Error| anyhow::anyhow!(error.said(Some("--interceptors mcp")));
+    started.await.map_err(said)
 }
 
 /// Locks the session file `path` ([`SessionLock::acquire_telling`]), saying on stderr (unless

@@ -15,8 +15,7 @@
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{Context as _, Result};
-use claij::interceptors::Error;
-use claij::report::{self, Over, Report};
+use claij::report::{self, Report};
 use serde_json::Value;
 
 use crate::ask::{Conversation, Options};
@@ -92,7 +91,7 @@ impl Lines {
 }
 
 /// Runs the conversation until `/quit` or the end of input. Exit 0, or 1 when the last turn got no
-/// valid reply.
+/// valid reply (the model refused, no valid reply within the retries, a budget ran out).
 pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     let mut conversation = Conversation::open_chat(&args.options, front)?;
     let mut lines = Lines::open(!args.no_history)?;
@@ -151,22 +150,11 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
                     writeln!(err, "  [turn {} · {total}]", conversation.context().turn)?;
                 }
             }
-            Err(ref e) if let Some(Error::RetriesExhausted(exhausted)) = e.pipeline() => {
+            // A refusal, no valid reply, a budget: the turn ends in one line, the chat goes on.
+            Err(ref e) if let Some(line) = report::turn_failure(e) => {
                 status = Status::Invalid;
                 end_streamed_line(conversation.streamed())?;
-                let n = exhausted.attempts.len();
-                let cut = report::truncation_of(&exhausted.attempts)
-                    .map(|t| format!(": {t}"))
-                    .unwrap_or_default();
-                writeln!(
-                    err,
-                    "  (no valid reply after {n} attempt{}{cut}; ask again or rephrase)",
-                    if n == 1 { "" } else { "s" }
-                )?;
-            }
-            Err(ref e) if let Some(over) = e.pipeline().and_then(Over::of) => {
-                status = Status::Invalid;
-                writeln!(err, "  ({over}; ask again, or allow more)")?;
+                writeln!(err, "{line}")?;
             }
             Err(e) => {
                 end_streamed_line(conversation.streamed())?;

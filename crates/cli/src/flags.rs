@@ -200,7 +200,7 @@ const WORKER: &[&str] = &["project", "meta-debug", "interceptors", "approve", "v
 /// The limits and output of an FSM run, wherever it runs.
 const RUN: &[&str] = &["max-transitions", "max-repeated-calls", "json"];
 
-/// The MCP servers' flags of `mcp list|call|chat`.
+/// The MCP servers' flags of `mcp list|call|chat|resources|read|prompts|prompt`.
 const SERVERS: &[&str] = &["project", "sampling-llm", "elicitation", "mcp-log-level"];
 
 /// `--consensus` with several models.
@@ -418,10 +418,17 @@ pub(crate) static SCOPES: &[Scope] = &[
         ],
         &[MATRIX]
     ),
+    plain!("mcp resources", &[SERVERS, &["json"]]),
+    plain!(
+        "mcp read",
+        &[SERVERS, &["out", "max-resource-bytes", "json"]]
+    ),
+    plain!("mcp prompts", &[SERVERS, &["json"]]),
+    plain!("mcp prompt", &[SERVERS, &["arg", "json"]]),
     plain!("mcp login", &[&["timeout", "scope"]]),
     plain!("mcp logout", &[]),
     plain!("mcp servers", &[&["root", "servers", "dir", "format"]]),
-    plain!("models", &[&["matrix", "json", "refresh"]]),
+    plain!("models", &[&["matrix", "json"]]),
     plain!("models prices", &[&["import", "format", "json"]]),
     plain!("validate", &[&["schema", "json", "max-input-bytes"]]),
     plain!("repair", &[&["schema", "json", "max-input-bytes"]]),

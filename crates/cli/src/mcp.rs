@@ -11,14 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use claij::mcp::protocol::{BackendSampler, Elicitor, Hooks, LogLevel, Services};
+use claij::mcp::offer::{Elicitation, Offer};
+use claij::mcp::protocol::{Elicitor, Hooks, LogLevel, Services};
 use claij::mcp::signal::Signals;
 use serde_json::Value;
 
 use crate::exit::Status;
-use claij::settings::Settings;
 
 mod chat;
+mod content;
 mod elicitation;
 mod login;
 mod servers;
@@ -39,6 +40,16 @@ pub(crate) enum Command {
     /// SIGTERM). A structured result that breaks the tool's outputSchema is printed, and the
     /// violations said on stderr (exit 1).
     Call(CallArgs),
+    /// List the servers' resources and resource templates (exit 2 on a server's error).
+    Resources(content::ListArgs),
+    /// Read one resource by URI: text as it is, binary as base64 (or its bytes to --out). Larger
+    /// than --max-resource-bytes is an error naming it (exit 2).
+    Read(content::ReadArgs),
+    /// List the servers' prompts and their arguments (`[optional]`).
+    Prompts(content::ListArgs),
+    /// Get one prompt, `server.prompt`, filled in with `--arg NAME=VALUE`; a required argument
+    /// missing, or one the prompt does not take, is refused before the request (exit 2).
+    Prompt(content::PromptArgs),
     /// The MCP FSM over the configured servers, a request a line: a model calls their tools until it
     /// answers (each transition on stderr, each answer on stdout; exit 0, 1 when a request found no
     /// valid answer, 2 configuration or start-up error, 130/143 SIGINT or SIGTERM). On a terminal a
@@ -65,7 +76,7 @@ impl Command {
         match self {
             Command::Logout(_) => Some("mcp logout"),
             Command::Servers(_) => Some("mcp servers"),
-            Command::List { .. } | Command::Call(_) | Command::Chat(_) | Command::Login(_) => None,
+            _ => None,
         }
     }
 
@@ -84,6 +95,9 @@ impl Command {
                 common.mcp_log_level
             }
             Command::Chat(args) => args.common.mcp_log_level,
+            Command::Resources(a) | Command::Prompts(a) => a.common.mcp_log_level,
+            Command::Read(args) => args.common.mcp_log_level,
+            Command::Prompt(args) => args.common.mcp_log_level,
             _ => None,
         }
     }
@@ -104,8 +118,8 @@ pub(crate) struct Common {
     /// form built from the requested schema, the answer checked against it; stdin must be a
     /// terminal), accept with the schema's `defaults` (declined when a required field has none), or
     /// `decline`. Default: `decline` (`chat`: its own prompt on a terminal, else `decline`).
-    #[arg(long, value_enum, value_name = "POLICY")]
-    elicitation: Option<elicitation::Policy>,
+    #[arg(long, value_name = "POLICY", value_parser = elicitation::policy())]
+    elicitation: Option<Elicitation>,
     /// Ask the servers for their log messages at LEVEL and above (debug, info, notice, warning,
     /// error, critical, alert, emergency) and show each on stderr as a log line (its level, `server`,
     /// `level`, `logger`, `message`).
@@ -145,21 +159,21 @@ fn log_level(text: &str) -> Result<LogLevel, String> {
 }
 
 impl Common {
-    /// The elicitor `--elicitation` asks for: `None` declines. `ask` (and, for `chat`, no
-    /// `--elicitation` on a terminal) is `asker`, else [`elicitation::Terminal`].
-    fn elicitor(&self, asker: Option<Arc<dyn Elicitor>>) -> Result<Option<Arc<dyn Elicitor>>> {
+    /// The hooks `--sampling-llm` and `--elicitation` ask for ([`claij::mcp::offer`]): `chat`'s
+    /// own prompt (`asker`) asks on a terminal when nothing is said; `ask` is the terminal's form.
+    fn hooks(&self, claij: &claij::Claij, asker: Option<Arc<dyn Elicitor>>) -> Result<Hooks> {
+        let offer = Offer {
+            sampling_llm: self.sampling_llm.clone(),
+            elicitation: self.elicitation,
+        };
+        let unset = if asker.is_some() {
+            Elicitation::Ask
+        } else {
+            Elicitation::Decline
+        };
+        let asker = asker.unwrap_or_else(|| Arc::new(elicitation::Terminal));
         let terminal = std::io::stdin().is_terminal();
-        Ok(match self.elicitation {
-            None => asker.filter(|_| terminal),
-            Some(elicitation::Policy::Decline) => None,
-            Some(elicitation::Policy::Defaults) => Some(Arc::new(elicitation::Defaults)),
-            Some(elicitation::Policy::Ask) if !terminal => {
-                bail!("--elicitation ask needs a terminal on stdin: use defaults or decline")
-            }
-            Some(elicitation::Policy::Ask) => {
-                Some(asker.unwrap_or_else(|| Arc::new(elicitation::Terminal)))
-            }
-        })
+        Ok(offer.hooks(claij, Some(asker), terminal, unset)?)
     }
 }
 
@@ -180,6 +194,7 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
             Command::Login(args) => login::login(args, front, &mut signals).await,
             Command::Logout(args) => login::logout(args),
             Command::Servers(args) => servers::run(args),
+            _ => content::run(cmd, front, &mut signals).await,
         }
     })
 }
@@ -191,7 +206,7 @@ async fn list(
     signals: &mut Signals,
 ) -> Result<Status> {
     let services = tokio::select! {
-        connected = connect(common, None, common.elicitor(None)?, front) => connected?,
+        connected = connect(common, None, None, front) => connected?,
         signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let listed = claij::mcp::list(&services);
@@ -218,12 +233,10 @@ async fn call(
     if !args.is_object() {
         bail!("--args must be a JSON object");
     }
-    let (server, name) = tool
-        .split_once('.')
-        .ok_or_else(|| anyhow!("`{tool}` is not `server.tool`"))?;
+    let (server, name) = split(tool, "tool")?;
     // Only the named server is started.
     let services = tokio::select! {
-        connected = connect(common, Some((server, call.max_message_bytes)), common.elicitor(None)?, front) => connected?,
+        connected = connect(common, Some((server, call.max_message_bytes)), None, front) => connected?,
         signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let calling = claij::mcp::call::run(&services, server, name, args, call.timeout);
@@ -254,61 +267,29 @@ async fn call(
     })
 }
 
-/// The configuration's MCP servers (only those `project` allows, when one is named), started and
-/// seen through the project by the front door ([`claij::mcp::start_configured`]): `ask
-/// --interceptors mcp` (`what` names it in errors) and `chat`.
-///
-/// # Errors
-///
-/// No MCP servers, or no such project, each naming the file read; a server that does not start
-/// (one that needs authorization says how to give it).
-pub(crate) async fn start_configured(
-    settings: &Settings,
-    project: Option<&str>,
-    what: &str,
-) -> Result<Services> {
-    claij::mcp::start_configured(settings, project, |name| std::env::var(name))
-        .await
-        .map_err(|error| start_error(error, what))
+/// `server.tool` (or `server.prompt`: `what`) split at its first dot.
+fn split<'a>(qualified: &'a str, what: &str) -> Result<(&'a str, &'a str)> {
+    let parts = qualified.split_once('.');
+    parts.ok_or_else(|| anyhow!("`{qualified}` is not `server.{what}`"))
 }
 
-/// A start's error in the command's words: what needs the servers (`what`), and
-/// [`mcp_error`]'s.
-pub(crate) fn start_error(error: claij::mcp::Error, what: &str) -> anyhow::Error {
-    match error {
-        claij::mcp::Error::NoServers(source) => {
-            anyhow::Error::from_boxed(source).context(format!("{what} needs MCP servers"))
-        }
-        other => mcp_error(other),
-    }
-}
-
-/// The library's error in the command's words: how to log in, the file of an unset secret.
+/// The library's error in the command's words ([`claij::mcp::Error::said`]).
 fn mcp_error(error: claij::mcp::Error) -> anyhow::Error {
-    use claij::mcp::Error;
-    match error {
-        Error::NoServers(source) => anyhow::Error::from_boxed(source),
-        Error::Mcp(claij::mcp::protocol::Error::Unauthorized { server }) => {
-            anyhow!("{server} needs authorization: run `claij mcp login {server}`")
-        }
-        error @ Error::UnsetSecret { file: None, .. } => {
-            anyhow::Error::new(error).context("the configuration")
-        }
-        other => other.into(),
-    }
+    anyhow!(error.said(None))
 }
 
 /// Reads the configuration and starts its servers (only `only`, when given, with its
-/// `--max-message-bytes`), seen through the project when one is named; `elicitor` takes the
-/// servers' questions (without it they are declined). Servers that ask for OAuth 2.1 get the
+/// `--max-message-bytes`), seen through the project when one is named, offered what
+/// [`Common::hooks`] says (`asker`: `chat`'s prompt). Servers that ask for OAuth 2.1 get the
 /// tokens `claij mcp login` stored.
 async fn connect(
     common: &Common,
     only: Option<(&str, Option<usize>)>,
-    elicitor: Option<Arc<dyn Elicitor>>,
+    asker: Option<Arc<dyn Elicitor>>,
     front: &crate::front::Front,
 ) -> Result<Services> {
     let claij = front.claij()?;
+    let hooks = common.hooks(claij, asker)?;
     let mut start = claij::mcp::Start::new();
     if let Some(project) = &common.project {
         start = start.project(project);
@@ -319,12 +300,6 @@ async fn connect(
             start = start.max_message_bytes(bytes);
         }
     }
-    let mut hooks = Hooks::default();
-    if let Some(llm) = &common.sampling_llm {
-        let opened = claij::model::open(Some(llm.as_str()), None, claij)?;
-        hooks = hooks.with_sampler(BackendSampler::new(opened.backend, opened.model));
-    }
-    hooks.elicitor = elicitor;
     // The servers' log messages are log events of `claij_mcp` (`main` lets them through).
     if let Some(level) = common.mcp_log_level {
         start = start.log_level(level);

@@ -3,7 +3,7 @@
 //! ([`claij::prices`]) or imports a list.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use claij::backends::models::PriceFormat;
@@ -27,9 +27,6 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-    /// Fetch OpenRouter's model list now and cache it (see `claij::openrouter`).
-    #[arg(long)]
-    refresh: bool,
 }
 
 /// `claij models` subcommands.
@@ -46,11 +43,6 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     let settings = front.settings()?;
     if let Some(Command::Prices(prices)) = &args.command {
         return run_prices(prices, settings);
-    }
-    if args.refresh {
-        let done = claij::openrouter::refresh(front.claij()?)?;
-        writeln!(std::io::stdout(), "{}", done.render(args.json))?;
-        return Ok(Status::Ok);
     }
     let user = || default_path(settings.data_dir.as_deref());
     let path = args.matrix.clone().or_else(user);
@@ -76,7 +68,7 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
         writeln!(
             std::io::stderr(),
             "{}",
-            no_matrix(settings.data_dir.as_deref())
+            claij::matrix::missing(settings.data_dir.as_deref())
         )?;
         return Ok(Status::Ok);
     };
@@ -91,26 +83,6 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     write!(out, "\n{prices}")?;
     Ok(Status::Ok)
 }
-
-/// What `claij models` says when there is no matrix: the command that measures a model and writes
-/// one, a command that works as it is printed (the embedded model, offline and free), and where it
-/// writes it (`data_dir`, the user's data directory; `None` when neither variable says).
-pub(crate) fn no_matrix(data_dir: Option<&Path>) -> String {
-    let written = data_dir.map_or_else(
-        || {
-            "$XDG_DATA_HOME/claij/compat-matrix.json, else ~/.local/share/claij/compat-matrix.json"
-                .to_owned()
-        },
-        |dir| dir.join("compat-matrix.json").display().to_string(),
-    );
-    format!(
-        "no compatibility matrix yet: in claij's repository, `{MEASURE_LOCAL}` measures the embedded \
-         model (offline, free; `--llm MODEL` for another) and writes {written}; or give --matrix FILE"
-    )
-}
-
-/// The command that measures the embedded model into the user's matrix.
-const MEASURE_LOCAL: &str = "cargo xtask integration --llm local --yes";
 
 /// Arguments of `claij models prices`.
 #[derive(Debug, clap::Args)]
@@ -133,11 +105,20 @@ pub(crate) struct PricesArgs {
 fn run_prices(args: &PricesArgs, settings: &Settings) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     let Some(file) = &args.import else {
-        out.write_all(prices::shown(settings, args.json)?.as_bytes())?;
+        if args.json {
+            let prices = prices::to_json(settings)?;
+            writeln!(out, "{}", serde_json::to_string_pretty(&prices)?)?;
+        } else {
+            out.write_all(prices::render(settings)?.as_bytes())?;
+        }
         return Ok(Status::Ok);
     };
     let format = args.format.as_deref().and_then(PriceFormat::from_name);
     let done = prices::import(file, format, settings)?;
-    writeln!(out, "{}", done.line(file, args.json))?;
+    if args.json {
+        writeln!(out, "{}", done.to_json(file))?;
+    } else {
+        writeln!(out, "{}", done.summary(file))?;
+    }
     Ok(Status::Ok)
 }

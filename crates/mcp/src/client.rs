@@ -567,6 +567,20 @@ impl McpClient {
             .await
     }
 
+    /// The server's resource templates (every page), as MCP JSON objects (`uriTemplate`, `name`,
+    /// `mimeType`, ...).
+    ///
+    /// # Errors
+    ///
+    /// The request's errors (a server without templates may answer "method not found",
+    /// [`Error::Protocol`] with code -32601).
+    pub async fn resource_templates(&self) -> Result<Vec<Value>, Error> {
+        self.connection()
+            .await?
+            .list_resource_templates(self.wait(None))
+            .await
+    }
+
     /// Reads one resource: `{"contents": [{"uri", "mimeType", "text" | "blob"}]}`.
     ///
     /// # Errors

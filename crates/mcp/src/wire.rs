@@ -334,6 +334,18 @@ impl Connection {
         to_values(&self.server, "resources/list", &resources)
     }
 
+    /// `resources/templates/list`, every page, as MCP JSON.
+    pub(crate) async fn list_resource_templates(&self, wait: Wait) -> Result<Vec<Value>, Error> {
+        let templates = self
+            .bounded(
+                "resources/templates/list",
+                wait,
+                self.peer.list_all_resource_templates(),
+            )
+            .await?;
+        to_values(&self.server, "resources/templates/list", &templates)
+    }
+
     /// `resources/read`, as MCP JSON (`{"contents": [...]}`).
     pub(crate) async fn read_resource(&self, uri: &str, wait: Wait) -> Result<Value, Error> {
         let result = self

@@ -13,6 +13,37 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
+/// What stopped a run at a limit (`e`, [`claij_fsm::Error::limit`]): where, the counts and the
+/// flag that sets the limit, in one line; `None` for any other error. `fsm run|resume` and `mcp
+/// chat` say it.
+#[must_use]
+pub fn limit_reached(e: &claij_fsm::Error) -> Option<String> {
+    let what = match e {
+        claij_fsm::Error::TooManyTransitions {
+            state,
+            limit,
+            recorded,
+        } => format!(
+            "stopped in state `{state}` after {} without reaching an end (--max-transitions \
+             {limit}; the trail holds {recorded})",
+            count(*limit, "transition")
+        ),
+        claij_fsm::Error::RepeatedCall {
+            state,
+            call,
+            repeats,
+            limit,
+        } => format!(
+            "state `{state}` repeats itself: {call} got the same result {} since the last input \
+             (--max-repeated-calls {limit} allows {})",
+            count(repeats + 1, "time"),
+            count(*limit, "repeat")
+        ),
+        _ => return None,
+    };
+    Some(crate::one_line(&what))
+}
+
 /// A transition in one line: `from -> to (n attempts): event`, the event cut at 160 characters; a
 /// service's transition that repeats earlier calls says so (`(repeats an earlier call)`).
 #[derive(Debug, Clone, Copy)]

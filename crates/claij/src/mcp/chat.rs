@@ -269,6 +269,26 @@ impl Chat {
     }
 }
 
+/// The lines of `input`, read on a thread of their own and sent one by one (without their line
+/// endings) until the end of input or a read error: a caller awaiting a line still hears signals,
+/// and the process can end without that read finishing.
+pub fn lines(
+    input: impl std::io::BufRead + Send + 'static,
+) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in input.lines() {
+            let Ok(line) = line else {
+                break;
+            };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,6 +122,7 @@ fn value_of(path: &str, cmd: &clap::Command, base: &[String], long: &str) -> Vec
             "http://127.0.0.1:1",
             "info",
             "time",
+            "name=value",
         ]
         .map(str::to_owned),
     );

@@ -16,7 +16,8 @@ use tokio::runtime::Runtime;
 use crate::exit::{Status, one_line};
 use crate::front::Front;
 use crate::options::ModelOptions;
-use crate::transitions::{limit_reached, print_transition};
+use crate::transitions::print_transition;
+use claij::fsm::limit_reached;
 
 /// Options shared by `run` and `resume` (and `claij serve restate`).
 #[derive(Debug, Clone, clap::Args)]
@@ -110,7 +111,7 @@ impl Options {
 pub(crate) fn wire_error(error: claij::fsm::Error) -> anyhow::Error {
     use claij::fsm::Error::Mcp;
     match error {
-        Mcp(error) => crate::mcp::start_error(error, ""),
+        Mcp(error) => anyhow!(error.said(None)),
         claij::fsm::Error::NoDiagnosticModels => anyhow!(
             "meta-debugging needs diagnostic models: name them with --meta-debug=LLM,... (or measure \
              some with `cargo xtask integration`, whose compatibility matrix lists those that work)"

@@ -10,7 +10,7 @@
 //! terminal the clients offer no elicitation, so servers decline on their own (and hide the tools
 //! that need it).
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
@@ -65,9 +65,8 @@ pub(super) async fn run(
     signals: &mut Signals,
 ) -> Result<Status> {
     let (queue, questions) = ElicitationQueue::new(QUESTIONS);
-    let elicitor = args.common.elicitor(Some(Arc::new(queue)))?;
     let services = tokio::select! {
-        connected = super::connect(&args.common, None, elicitor, front) => connected?,
+        connected = super::connect(&args.common, None, Some(Arc::new(queue)), front) => connected?,
         signal = signals.recv() => return Ok(Status::Signalled(signal)),
     };
     let mut lines = Lines::spawn();
@@ -133,7 +132,7 @@ async fn chat(
             Answer::Valid(text) | Answer::Error(text) => writeln!(std::io::stdout(), "{text}")?,
             Answer::Failed(e) => {
                 // A limit is said with its flag (`--max-repeated-calls 1 allows 1 repeat`).
-                let line = crate::transitions::limit_reached(&e)
+                let line = claij::fsm::limit_reached(&e)
                     .unwrap_or_else(|| crate::exit::one_line(&ErrorChain(&e).to_string()));
                 writeln!(err, "error: {line}")?;
             }
@@ -166,8 +165,7 @@ async fn ask_person(question: &Question, lines: &mut Lines) -> Result<Value> {
     }
 }
 
-/// The lines of stdin, read on a thread of their own: a signal is heard while a line is awaited,
-/// and the process can end without that read finishing.
+/// The lines of stdin ([`claij::mcp::chat::lines`]), and whether it is a terminal.
 struct Lines {
     receiver: tokio::sync::mpsc::UnboundedReceiver<String>,
     terminal: bool,
@@ -175,21 +173,9 @@ struct Lines {
 
 impl Lines {
     fn spawn() -> Self {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else {
-                    break;
-                };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            receiver,
-            terminal: std::io::stdin().is_terminal(),
-        }
+        let receiver = claij::mcp::chat::lines(std::io::BufReader::new(std::io::stdin()));
+        let terminal = std::io::stdin().is_terminal();
+        Self { receiver, terminal }
     }
 
     /// The next line, `None` at the end of input.

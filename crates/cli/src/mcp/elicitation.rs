@@ -1,21 +1,16 @@
 //! `--elicitation ask|defaults|decline`: what claij answers when a server asks the user something
-//! (MCP elicitation). `defaults` and `decline` are the library's ([`claij::mcp::elicitation`]);
-//! `ask` puts the question to the person at the terminal.
+//! (MCP elicitation), as the library decides ([`claij::mcp::offer`]); `ask` puts the question to
+//! the person at the terminal ([`Terminal`]).
 
 use claij::backends::BoxFuture;
+use claij::mcp::offer::Elicitation;
 use claij::mcp::protocol::{ElicitationReply, ElicitationRequest, Elicitor};
+use clap::builder::TypedValueParser;
 
-pub(crate) use claij::mcp::elicitation::Defaults;
-
-/// How a server's question is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Policy {
-    /// Ask the person at the terminal (a form built from the requested schema).
-    Ask,
-    /// Accept with the requested schema's defaults; decline when a required field has none.
-    Defaults,
-    /// Decline every question.
-    Decline,
+/// `--elicitation`: `ask`, `defaults` or `decline` (clap lists them).
+pub(crate) fn policy() -> impl TypedValueParser<Value = Elicitation> {
+    let names = clap::builder::PossibleValuesParser::new(["ask", "defaults", "decline"]);
+    names.map(|name| name.parse().unwrap_or_default())
 }
 
 /// An [`Elicitor`] that puts each question to the person at the terminal

@@ -122,6 +122,57 @@ async fn chat_goes_on_after_a_turn_without_a_valid_reply() {
     assert_eq!(run.stdout, "Fine.\n");
 }
 
+/// A provider's refusal ends the turn in the one line `claij ask` says (sent once, whatever the
+/// retries); the chat goes on with the next line, and exits 1 when the last turn was refused, as
+/// `ask` does.
+#[tokio::test]
+async fn a_refusal_ends_the_turn_in_one_line_and_the_chat_goes_on() {
+    let server = MockServer::start().await;
+    let mut refused = openrouter::completion("");
+    refused["choices"][0]["message"]["content"] = Value::Null;
+    refused["choices"][0]["message"]["refusal"] = "I'm sorry, I cannot help with that.".into();
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(&refused))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(reply(
+            &json!({"answer": "Fine.", "state": "answered", "summary": "Greeted."}),
+        ))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(CHAT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(&refused))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let args = ["chat", "--llm", "gemini-flash", "--max-retries", "3"];
+    let (run, _f) = run(&server, &args, "Help me\nHello\nHelp me again\n", &[]);
+    assert_eq!(run.code, 1, "the last turn was refused: {}", run.stderr);
+    assert_eq!(run.stdout, "Fine.\n");
+    let refusals: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.contains("refused"))
+        .collect();
+    assert_eq!(refusals.len(), 2, "{}", run.stderr);
+    for line in refusals {
+        assert!(
+            line.starts_with("error: ")
+                && line.ends_with("refused: I'm sorry, I cannot help with that."),
+            "{line}"
+        );
+    }
+    // Each refused turn was sent once (the mocks expect one request each).
+}
+
 #[tokio::test]
 async fn ask_standard_keeps_the_raw_value_off_a_terminal_and_checks_citations() {
     let server = MockServer::start().await;

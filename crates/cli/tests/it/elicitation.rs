@@ -65,6 +65,6 @@ fn ask_without_a_terminal_is_a_one_line_error() {
     assert_one_line_error(
         &run,
         2,
-        "--elicitation ask needs a terminal on stdin: use defaults or decline",
+        "elicitation `ask` needs a terminal on stdin: use defaults or decline",
     );
 }

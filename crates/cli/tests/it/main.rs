@@ -27,6 +27,7 @@ mod llama_server;
 mod local_model;
 mod logging;
 mod mcp;
+mod mcp_content;
 mod mcp_logging;
 mod mcp_login;
 mod memory;

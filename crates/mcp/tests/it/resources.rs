@@ -39,6 +39,20 @@ async fn resources_are_listed_and_read() {
     .unwrap();
     assert_eq!(contents[0]["text"], on_disk.as_str());
 
+    // The templates, listed on their own.
+    let templates = everything.resource_templates().await.unwrap();
+    let uri_templates: Vec<&str> = templates
+        .iter()
+        .filter_map(|t| t["uriTemplate"].as_str())
+        .collect();
+    assert_eq!(
+        uri_templates,
+        [
+            "demo://resource/dynamic/text/{resourceId}",
+            "demo://resource/dynamic/blob/{resourceId}"
+        ]
+    );
+
     // A resource from a template.
     let dynamic = everything
         .read_resource("demo://resource/dynamic/text/7")
