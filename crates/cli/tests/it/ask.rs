@@ -190,6 +190,26 @@ fn a_forced_mode_the_model_lacks_is_refused() {
     for (llm, mode, part) in cases {
         check(&["ask", "hi", "--llm", llm, "--mode", mode], &env, part);
     }
+    // An FSM run's models, the same.
+    let flow = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/fsm/code-review.json"
+    );
+    let input = r#"{"code": "fn main() {}"}"#;
+    let args = [
+        "fsm",
+        "run",
+        flow,
+        "--input",
+        input,
+        "--llm",
+        "openai:o1-mini",
+    ];
+    check(
+        &[&args[..], &["--mode", "tool"]].concat(),
+        &env,
+        "--mode tool: openai:o1-mini has no tools",
+    );
     // A mode the model has goes on to the request (which fails on the closed port, not exit 2).
     let run = claij_env(
         &["ask", "hi", "--llm", "openai:gpt-4o", "--mode", "tool"],
