@@ -1,15 +1,21 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned), installed with
-//! npm into `<mcp-servers cache>/conformance` by `cargo xtask mcp-servers`, and the Node it needs.
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`), two pinned releases
+//! ([`RELEASES`]), each installed with npm into its own folder of the MCP server cache by `cargo xtask
+//! mcp-servers`, with the Node it needs: 0.1.16 (the 2025-11-25 specification and older) and the
+//! newest 0.2.0 pre-release, which also tests the 2026-07-28 revision.
 //!
 //! The suite imports `fs.globSync`, which Node has from 22 on. When the machine's `node` is older, a
 //! Node 22 comes from the npm registry as well: the `node-<os>-<arch>` package (the one the `node`
 //! package itself installs), a plain binary in `node_modules/node-<os>-<arch>/bin/node`. Nothing is
 //! patched and nothing is downloaded from anywhere but the registry.
 //!
-//! The layout is a contract with claij-suite's conformance tests and claij-cli's login ones:
-//! - `<dir>/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js`, the suite;
-//! - `<dir>/conformance/installed.json`, written last: `{"conformance": VERSION, "node": NODE}`, where
-//!   NODE is `node` (the machine's, new enough) or a path relative to `<dir>/conformance`.
+//! The layout is a contract with claij-suite's conformance tests and claij-cli's login ones. For each
+//! release's FOLDER (`conformance` for 0.1.16, `conformance-0.2` for the 0.2.0 pre-release):
+//! - `<dir>/FOLDER/node_modules/@modelcontextprotocol/conformance/dist/index.js`, the suite;
+//! - `<dir>/FOLDER/installed.json`, written last: `{"conformance": VERSION, "node": NODE}`, where
+//!   NODE is `node` (the machine's, new enough) or a path relative to `<dir>/FOLDER`.
+//!
+//! Each folder is installed, checked and stamped on its own: a matching stamp whose files are there
+//! means nothing to do for that release.
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -26,14 +32,32 @@ use crate::mcp_servers::{
     npm_install, npm_run, remove_if_present, replace_dir, temp_path, write_atomically,
 };
 
-/// The suite's package and its pinned version.
-pub(crate) const PACKAGE: (&str, &str) = ("@modelcontextprotocol/conformance", "0.1.16");
+/// The suite's package.
+const NAME: &str = "@modelcontextprotocol/conformance";
+/// A pinned release of the suite and the folder of the MCP server cache it goes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Release {
+    /// The version npm installs (exact).
+    pub(crate) version: &'static str,
+    /// The folder inside the MCP server cache.
+    pub(crate) folder: &'static str,
+}
+/// The pinned releases: 0.1.16's client scenarios (2025-11-25 and older), and the newest 0.2.0
+/// pre-release's, which add the 2026-07-28 revision's.
+pub(crate) const RELEASES: [Release; 2] = [
+    Release {
+        version: "0.1.16",
+        folder: "conformance",
+    },
+    Release {
+        version: "0.2.0-alpha.12",
+        folder: "conformance-0.2",
+    },
+];
 /// The Node installed when the machine's is older than [`MIN_NODE_MAJOR`].
 const NODE_VERSION: &str = "22.23.3";
 /// The oldest Node major the suite runs on (`fs.globSync`).
 const MIN_NODE_MAJOR: u32 = 22;
-/// The folder inside the MCP server cache.
-const FOLDER: &str = "conformance";
 /// Vouches for the install, written last.
 const STAMP: &str = "installed.json";
 
@@ -46,21 +70,29 @@ struct Stamp {
     node: String,
 }
 
-/// Makes `<cache>/conformance` hold the pinned suite and a Node that runs it; a matching stamp whose
-/// files are there means nothing to do.
+/// Makes each release's folder of `cache` hold its pinned suite and a Node that runs it ([`RELEASES`]).
 pub(crate) fn ensure_in(cache: &Path, force: bool) -> Result<()> {
-    let dir = cache.join(FOLDER);
-    if !force && check(&dir).is_ok() {
+    RELEASES
+        .iter()
+        .try_for_each(|release| ensure_release_in(cache, *release, force))
+}
+
+/// Makes `<cache>/<release's folder>` hold the release and a Node that runs it; a matching stamp
+/// whose files are there means nothing to do.
+fn ensure_release_in(cache: &Path, release: Release, force: bool) -> Result<()> {
+    let dir = cache.join(release.folder);
+    if !force && check(&dir, release).is_ok() {
         return Ok(());
     }
-    let (name, version) = PACKAGE;
     let system = node_major("node");
     let node_package = match system {
         Some(major) if major >= MIN_NODE_MAJOR => None,
         _ => Some(node_package()?),
     };
     println!(
-        "mcp-servers: conformance: installing {name}@{version}{}",
+        "mcp-servers: {}: installing {NAME}@{}{}",
+        release.folder,
+        release.version,
         match (&node_package, system) {
             (Some(package), Some(major)) => format!(
                 " and {package}@{NODE_VERSION} (the machine's Node {major} is older than {MIN_NODE_MAJOR})"
@@ -69,29 +101,32 @@ pub(crate) fn ensure_in(cache: &Path, force: bool) -> Result<()> {
             (None, _) => String::new(),
         }
     );
-    let temp = temp_path(cache, FOLDER);
+    let temp = temp_path(cache, release.folder);
     fs::create_dir(&temp).with_context(|| format!("cannot create {}", temp.display()))?;
-    let result = install_into(cache, &temp, node_package.as_deref())
-        .and_then(|()| replace_dir(cache, &temp, FOLDER));
+    let result = install_into(cache, &temp, release, node_package.as_deref())
+        .and_then(|()| replace_dir(cache, &temp, release.folder));
     if temp.exists() {
         let _ = fs::remove_dir_all(&temp);
     }
     result
 }
 
-/// Whether `<cache>/conformance` holds the pinned suite and a Node that runs it: the fast path.
+/// Whether every release's folder of `cache` holds its pinned suite and a Node that runs it: the
+/// fast path.
 pub(crate) fn is_installed(cache: &Path) -> bool {
-    check(&cache.join(FOLDER)).is_ok()
+    RELEASES
+        .iter()
+        .all(|release| check(&cache.join(release.folder), *release).is_ok())
 }
 
-/// Whether the stamp in `dir` vouches for the pinned suite and its files are there; if not, why.
-fn check(dir: &Path) -> Result<(), String> {
+/// Whether the stamp in `dir` vouches for `release` and its files are there; if not, why.
+fn check(dir: &Path, release: Release) -> Result<(), String> {
     let text = fs::read_to_string(dir.join(STAMP)).map_err(|_| "not installed yet".to_owned())?;
     let stamp = Stamp::parse(&text).ok_or_else(|| format!("{STAMP} is malformed"))?;
-    if stamp.conformance != PACKAGE.1 {
+    if stamp.conformance != release.version {
         return Err(format!(
             "installed {} (pinned {})",
-            stamp.conformance, PACKAGE.1
+            stamp.conformance, release.version
         ));
     }
     if !entry_point(dir).is_file() {
@@ -112,14 +147,19 @@ fn check(dir: &Path) -> Result<(), String> {
 /// The suite's script under the folder `dir`.
 fn entry_point(dir: &Path) -> PathBuf {
     dir.join("node_modules")
-        .join(PACKAGE.0)
+        .join(NAME)
         .join("dist")
         .join("index.js")
 }
 
-/// Installs the suite (and `node_package`, when given) into `temp`, checks them and writes the stamp.
-fn install_into(cache: &Path, temp: &Path, node_package: Option<&str>) -> Result<()> {
-    let (name, version) = PACKAGE;
+/// Installs `release` (and `node_package`, when given) into `temp`, checks them and writes the stamp.
+fn install_into(
+    cache: &Path,
+    temp: &Path,
+    release: Release,
+    node_package: Option<&str>,
+) -> Result<()> {
+    let (name, version) = (NAME, release.version);
     // The suite declares Node >= 22; the install itself runs on the older npm's Node.
     let mut npm = npm_install(cache, temp);
     npm.arg("--engine-strict=false")

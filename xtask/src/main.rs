@@ -61,9 +61,10 @@ commands:
                               server-memory with npm (DIR/npm/node_modules/@modelcontextprotocol),
                               mcp-server-time, mcp-server-fetch and mcp-server-git with pip into a
                               venv (DIR/venv/bin), and the MCP conformance suite
-                              (@modelcontextprotocol/conformance 0.1.16, DIR/conformance; with a
-                              Node 22 from the npm package node-<os>-<arch> when the machine's
-                              Node is older); DIR/servers.json, written last, names the
+                              (@modelcontextprotocol/conformance 0.1.16 in DIR/conformance and
+                              0.2.0-alpha.12 in DIR/conformance-0.2; each with a Node 22 from the
+                              npm package node-<os>-<arch> when the machine's Node is older);
+                              DIR/servers.json, written last, names the
                               versions; an install that matches the pins is reused, and only a
                               missing or outdated part (npm or pip) is installed again
                                 --dir DIR  the cache; default $CLAIJ_MCP_SERVERS, else

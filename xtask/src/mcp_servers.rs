@@ -4,7 +4,8 @@
 //! The layout is a contract with those tests, which find the cache through `CLAIJ_MCP_SERVERS`:
 //! - `<dir>/npm/node_modules/<package>/dist/index.js` for each npm package (run with `node`);
 //! - `<dir>/venv/bin/<distribution>` for each pip distribution, and `<dir>/venv/bin/python`;
-//! - `<dir>/conformance`, the MCP conformance suite (see [`crate::conformance`]);
+//! - `<dir>/conformance` and `<dir>/conformance-0.2`, the MCP conformance suite's two pinned releases
+//!   (see [`crate::conformance`]);
 //! - `<dir>/servers.json`, `{"npm": {package: version}, "pip": {distribution: version}}`, written
 //!   last, once everything is verified, and removed before anything changes.
 //!

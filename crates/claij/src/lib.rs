@@ -102,6 +102,8 @@ pub mod matrix;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
+#[cfg(feature = "openrouter")]
+pub mod openrouter;
 pub mod options;
 pub mod partials;
 pub mod prices;

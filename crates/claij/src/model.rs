@@ -136,7 +136,15 @@ impl Provider {
         match self {
             #[cfg(feature = "openrouter")]
             Provider::OpenRouter => {
-                configured(OpenRouter::new(key).with_prices(prices), settings, claij)
+                let backend = configure(OpenRouter::new(key).with_prices(prices), settings, claij)?;
+                // OpenRouter's model list, cached, says what each listed model offers.
+                let cache = crate::openrouter::path(|name| claij.var(name));
+                let catalog =
+                    cache.and_then(|path| crate::openrouter::load(&backend, settings, &path));
+                Ok(match catalog {
+                    Some(catalog) => Arc::new(backend.with_catalog(catalog)),
+                    None => Arc::new(backend),
+                })
             }
             Provider::OpenAi => configured(OpenAi::new(key).with_prices(prices), settings, claij),
             #[cfg(feature = "anthropic")]
@@ -431,13 +439,40 @@ fn open_compatible(
     })
 }
 
-/// `backend` with what the configuration sets: `base_url`, `max_body_bytes`, `retry_budget_secs`,
-/// `headers`, `query` and `auth_header` (their variables read now).
+/// `backend` with what the configuration sets, shared.
 fn configured<A: Adapter + 'static>(
     backend: HttpBackend<A>,
     settings: &ProviderSettings,
     claij: &Claij,
 ) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(configure(backend, settings, claij)?))
+}
+
+/// OpenRouter as the configuration sets it up (key, base URL, limits, gateway), for what is not a
+/// model call: fetching its model list ([`crate::openrouter::refresh`]).
+///
+/// # Errors
+///
+/// Its key is not set, or its gateway settings do not apply.
+#[cfg(feature = "openrouter")]
+pub(crate) fn openrouter(claij: &Claij) -> Result<OpenRouter> {
+    let settings = claij.settings().provider(Provider::OpenRouter);
+    let Some(key) = key(claij, &settings.api_key_env)? else {
+        return Err(Error::key(format!(
+            "{} is not set: export it to fetch OpenRouter's model list",
+            settings.api_key_env
+        )));
+    };
+    configure(OpenRouter::new(key), settings, claij)
+}
+
+/// `backend` with what the configuration sets: `base_url`, `max_body_bytes`, `retry_budget_secs`,
+/// `headers`, `query` and `auth_header` (their variables read now).
+fn configure<A: Adapter + 'static>(
+    backend: HttpBackend<A>,
+    settings: &ProviderSettings,
+    claij: &Claij,
+) -> Result<HttpBackend<A>> {
     let mut config = backend.config().clone();
     if let Some(url) = &settings.base_url {
         config = config.with_base_url(url.clone());
@@ -446,7 +481,7 @@ fn configured<A: Adapter + 'static>(
     let config = settings
         .gateway
         .apply(settings.provider.name(), config, &|name| claij.var(name))?;
-    Ok(Arc::new(backend.with_config(config)))
+    Ok(backend.with_config(config))
 }
 
 /// `config` with the `max_body_bytes` and `retry_budget_secs` the configuration sets.

@@ -136,6 +136,16 @@ impl Imported {
         )
     }
 
+    /// What the import did in one line: [`Imported::to_json`]'s JSON, or [`Imported::summary`].
+    #[must_use]
+    pub fn line(&self, from: &Path, json: bool) -> String {
+        if json {
+            self.to_json(from).to_string()
+        } else {
+            self.summary(from)
+        }
+    }
+
     /// What the import did, as JSON (`imported`, `skipped`, `format`, `from`, `into`, `date`).
     #[must_use]
     pub fn to_json(&self, from: &Path) -> Value {
@@ -362,6 +372,20 @@ fn figures(price: &Price) -> String {
         ));
     }
     text
+}
+
+/// The prices as `claij models prices` prints them: [`to_json`] pretty-printed on its own line, or
+/// [`render`]'s text.
+///
+/// # Errors
+///
+/// As [`layers`].
+pub fn shown(settings: &Settings, json: bool) -> Result<String> {
+    if json {
+        Ok(format!("{:#}\n", to_json(settings)?))
+    } else {
+        render(settings)
+    }
 }
 
 /// The prices as JSON: the built-in list's date and sources, and every layer's entries.

@@ -428,7 +428,7 @@ pub(crate) static SCOPES: &[Scope] = &[
     plain!("mcp login", &[&["timeout", "scope"]]),
     plain!("mcp logout", &[]),
     plain!("mcp servers", &[&["root", "servers", "dir", "format"]]),
-    plain!("models", &[&["matrix", "json"]]),
+    plain!("models", &[&["matrix", "json", "refresh"]]),
     plain!("models prices", &[&["import", "format", "json"]]),
     plain!("validate", &[&["schema", "json", "max-input-bytes"]]),
     plain!("repair", &[&["schema", "json", "max-input-bytes"]]),

@@ -27,6 +27,9 @@ pub(crate) struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Fetch OpenRouter's model list now and cache it (see `claij::openrouter`).
+    #[arg(long)]
+    refresh: bool,
 }
 
 /// `claij models` subcommands.
@@ -43,6 +46,11 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
     let settings = front.settings()?;
     if let Some(Command::Prices(prices)) = &args.command {
         return run_prices(prices, settings);
+    }
+    if args.refresh {
+        let done = claij::openrouter::refresh(front.claij()?)?;
+        writeln!(std::io::stdout(), "{}", done.render(args.json))?;
+        return Ok(Status::Ok);
     }
     let user = || default_path(settings.data_dir.as_deref());
     let path = args.matrix.clone().or_else(user);
@@ -105,20 +113,11 @@ pub(crate) struct PricesArgs {
 fn run_prices(args: &PricesArgs, settings: &Settings) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     let Some(file) = &args.import else {
-        if args.json {
-            let prices = prices::to_json(settings)?;
-            writeln!(out, "{}", serde_json::to_string_pretty(&prices)?)?;
-        } else {
-            out.write_all(prices::render(settings)?.as_bytes())?;
-        }
+        out.write_all(prices::shown(settings, args.json)?.as_bytes())?;
         return Ok(Status::Ok);
     };
     let format = args.format.as_deref().and_then(PriceFormat::from_name);
     let done = prices::import(file, format, settings)?;
-    if args.json {
-        writeln!(out, "{}", done.to_json(file))?;
-    } else {
-        writeln!(out, "{}", done.summary(file))?;
-    }
+    writeln!(out, "{}", done.line(file, args.json))?;
     Ok(Status::Ok)
 }

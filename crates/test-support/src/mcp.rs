@@ -45,7 +45,19 @@ impl ConformanceSuite {
     ///
     /// Under CI when the servers are missing; when the suite's `installed.json` is unreadable.
     pub fn find(test: &str) -> Option<Self> {
-        let dir = servers(test)?.join("conformance");
+        Self::find_release(test, "conformance")
+    }
+
+    /// The release `cargo xtask mcp-servers` installs into the folder `folder` of the MCP server
+    /// cache (`conformance` for 0.1.16, `conformance-0.2` for the newest 0.2.0 pre-release); `None`
+    /// skips the test `test` ([`servers`]).
+    ///
+    /// # Panics
+    ///
+    /// Under CI when the servers are missing; when the release's `installed.json` is unreadable
+    /// (an older cache without that release included).
+    pub fn find_release(test: &str, folder: &str) -> Option<Self> {
+        let dir = servers(test)?.join(folder);
         let stamp = std::fs::read_to_string(dir.join("installed.json"))
             .ok()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());

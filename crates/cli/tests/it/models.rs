@@ -685,3 +685,97 @@ fn a_bad_price_file_is_refused_saying_where() {
     assert_one_line_error(&run, 2, "the imported prices");
     assert!(run.stderr.contains("prices.json:1:"), "{}", run.stderr);
 }
+
+/// `claij models --refresh` fetches OpenRouter's model list (the documented-shape fixture, served
+/// by a mock) into the cache; then the list decides: `--mode tool` on the model it lists without
+/// tools is refused before any request, and a model that takes no temperature is sent none.
+#[tokio::test]
+async fn refreshed_model_list_decides_what_is_sent() {
+    let server = MockServer::start().await;
+    let listed =
+        fixtures::json("fixtures/providers/examples/openrouter-models.json")["body"].take();
+    Mock::given(method("GET"))
+        .and(path("/api/v1/models"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(listed))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(super::openrouter::reply(
+            r#"{"answer": "Paris", "state": "done"}"#,
+        ))
+        .mount(&server)
+        .await;
+    let files = Files::new(&[
+        ("config.toml", &super::openrouter::config(&server)),
+        ("schema.json", super::BASE),
+    ]);
+    let config = files.path("config.toml");
+    let schema = files.path("schema.json");
+    let cache = files.path("cache");
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-test")),
+        ("XDG_CACHE_HOME", Some(cache.as_str())),
+    ];
+    let run = claij_env(&["models", "--refresh", "--json"], "", &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let done: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(done["models"], 4, "{done}");
+    let file = Path::new(&cache).join("claij/openrouter-models.json");
+    assert_eq!(done["file"], file.to_string_lossy().as_ref());
+    assert!(file.exists());
+
+    let run = claij_env(
+        &[
+            "ask",
+            "hi",
+            "--llm",
+            "openrouter:acme/no-tools-chat",
+            "--mode",
+            "tool",
+        ],
+        "",
+        &env,
+    );
+    assert_one_line_error(
+        &run,
+        2,
+        "--mode tool: openrouter:acme/no-tools-chat has no tools",
+    );
+
+    let run = claij_env(
+        &[
+            "ask",
+            "hi",
+            "--llm",
+            "openrouter:openai/o3-mini",
+            "--temperature",
+            "0.5",
+            "--mode",
+            "prompted",
+            "--schema",
+            &schema,
+        ],
+        "",
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("temperature not sent"),
+        "{}",
+        run.stderr
+    );
+    let chats: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(chats.len(), 1, "only the o3-mini call was sent");
+    assert_eq!(chats[0]["model"], "openai/o3-mini");
+    assert!(chats[0].get("temperature").is_none(), "{}", chats[0]);
+}

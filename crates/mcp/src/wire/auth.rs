@@ -53,7 +53,7 @@ pub(super) async fn connect(
         max_message_bytes,
         refusal,
     };
-    match start.run(handler.clone(), lifecycle, &client).await {
+    match start.run(handler.clone(), lifecycle.clone(), &client).await {
         Ok(running) => Ok(running),
         Err(Failed {
             challenge: Some(challenge),
@@ -62,8 +62,11 @@ pub(super) async fn connect(
             info!(server, "the server asks for authorization");
             let manager = authorize(server, http, oauth, &challenge).await?;
             let client = AuthClient::new(reqwest::Client::default(), manager);
+            // The same start as before, now with the token: a 2026-07-28 server takes only
+            // `server/discover` (an `initialize` without `MCP-Protocol-Version` is a 400), an
+            // older one still gets `initialize` when the probe fails.
             start
-                .run(handler, ClientLifecycleMode::Initialize, &client)
+                .run(handler, lifecycle, &client)
                 .await
                 .map_err(|failed| failed.error)
         }

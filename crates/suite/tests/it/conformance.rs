@@ -51,7 +51,19 @@ fn check(scenario: &str) {
     let Some(suite) = Suite::find(scenario) else {
         return;
     };
-    let Some((_, versions)) = SCENARIOS.iter().find(|(name, _)| *name == scenario) else {
+    check_with(&suite, SCENARIOS, KNOWN_FAILING, scenario);
+}
+
+/// Runs `scenario` of `suite` against `claij-suite mcp-conformance`: it must pass, or, when it is in
+/// `known_failing`, still fail. A scenario `scenarios` marks `draft` or `extension` is skipped.
+#[track_caller]
+pub(crate) fn check_with(
+    suite: &Suite,
+    scenarios: &[(&str, &str)],
+    known_failing: &[(&str, &str)],
+    scenario: &str,
+) {
+    let Some((_, versions)) = scenarios.iter().find(|(name, _)| *name == scenario) else {
         panic!("{scenario} is not in SCENARIOS");
     };
     if matches!(*versions, "draft" | "extension") {
@@ -73,7 +85,7 @@ fn check(scenario: &str) {
         &std::env::temp_dir(),
     );
     let passed = code == Some(0);
-    match KNOWN_FAILING.iter().find(|(name, _)| *name == scenario) {
+    match known_failing.iter().find(|(name, _)| *name == scenario) {
         Some((_, reason)) => assert!(
             !passed,
             "{scenario} passes now: remove it from KNOWN_FAILING (it said: {reason})\n{text}"
@@ -82,29 +94,31 @@ fn check(scenario: &str) {
     }
 }
 
-#[test]
-fn every_client_scenario_has_a_test() {
-    let Some(suite) = Suite::find("every_client_scenario_has_a_test") else {
-        return;
-    };
+/// The client scenarios `conformance list --client` prints, each with its bracketed versions
+/// (`2025-11-25,2026-07-28`, `draft`, `extension`).
+pub(crate) fn listed_client_scenarios(suite: &Suite) -> Vec<(String, String)> {
     let (code, text) = suite.run(&["list", "--client"], &std::env::temp_dir());
     assert_eq!(code, Some(0), "{text}");
-    let listed: Vec<(String, String)> = text
-        .lines()
+    text.lines()
         .filter_map(|line| line.trim().strip_prefix("- "))
         .filter_map(|entry| {
             let (name, rest) = entry.split_once(" [")?;
             Some((name.to_owned(), rest.strip_suffix(']')?.to_owned()))
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn every_client_scenario_has_a_test() {
+    let Some(suite) = Suite::find("every_client_scenario_has_a_test") else {
+        return;
+    };
+    let listed = listed_client_scenarios(&suite);
     let ours: Vec<(String, String)> = SCENARIOS
         .iter()
         .map(|(name, versions)| ((*name).to_owned(), (*versions).to_owned()))
         .collect();
-    assert_eq!(
-        listed, ours,
-        "the suite's client scenarios changed:\n{text}"
-    );
+    assert_eq!(listed, ours, "the suite's client scenarios changed");
     for (name, _) in KNOWN_FAILING {
         assert!(
             SCENARIOS.iter().any(|(scenario, _)| scenario == name),

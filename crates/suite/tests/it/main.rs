@@ -6,6 +6,7 @@
 use claij_test_support::harness::{Files, Run, assert_one_line_error};
 
 mod conformance;
+mod conformance_next;
 mod local_model;
 mod openrouter;
 mod suite;
