@@ -5,6 +5,12 @@
 //! what the server saw; this exits 0 when every call returned a result, 1 when one reported an
 //! error, 2 when it could not connect, 130 or 143 on SIGINT or SIGTERM.
 //!
+//! What the calls are follows the scenario, as the suite's reference clients do ([`Plan`]): the
+//! calls its context (`MCP_CONFORMANCE_CONTEXT`) lists under `toolCalls`, with their arguments;
+//! for `json-schema-2020-12-preservation`, the focal tool's input schema, as claij holds it, sent
+//! back to the echo tool; for `json-schema-ref-no-deref`, none (the scenario lists tools only);
+//! otherwise each tool.
+//!
 //! The URL must be on loopback: this mode exists for the suite's local test servers only.
 
 use std::io::Write as _;
@@ -89,7 +95,11 @@ async fn connect_and_call(args: &Args, signals: &mut Signals) -> Result<Status> 
         connected = connecting => connected?,
         signal = signals.recv() => return Ok(stopped(signal)),
     };
-    let calls = call_each(&services, args.timeout);
+    let plan = Plan::of(
+        std::env::var("MCP_CONFORMANCE_SCENARIO").ok().as_deref(),
+        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().as_deref(),
+    );
+    let calls = call_each(&services, &plan, args.timeout);
     let result = signals.or_stop(&services, calls).await;
     services.close().await;
     result.unwrap_or_else(|signal| Ok(stopped(signal)))
@@ -118,17 +128,81 @@ fn oauth(context: Option<&str>) -> OAuth {
     }
 }
 
-/// Calls every tool of the server, a line on stdout for each.
-async fn call_each(services: &Services, timeout: Option<Duration>) -> Result<Status> {
+/// The scenario whose focal tool's input schema goes back to the echo tool.
+const PRESERVATION: &str = "json-schema-2020-12-preservation";
+/// That scenario's focal tool and its echo tool (argument `schema`).
+const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
+const ECHO_TOOL: &str = "json_schema_echo";
+/// The scenario whose server answers `tools/list` only.
+const LIST_ONLY: &str = "json-schema-ref-no-deref";
+
+/// Which tools are called, with what.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Plan {
+    /// Each tool, with arguments made from its input schema ([`example_args`]).
+    EachTool,
+    /// These calls, in order: the scenario's `toolCalls`.
+    Calls(Vec<(String, Value)>),
+    /// `tool`'s input schema, as listed, sent as the argument `schema` of `echo`.
+    EchoSchema { tool: String, echo: String },
+    /// No call: listing the tools is the scenario.
+    ListOnly,
+}
+
+impl Plan {
+    /// The plan for the suite's `scenario` (`MCP_CONFORMANCE_SCENARIO`) and `context`
+    /// (`MCP_CONFORMANCE_CONTEXT`, JSON).
+    pub(crate) fn of(scenario: Option<&str>, context: Option<&str>) -> Plan {
+        let context: Value = context
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
+            return Plan::Calls(
+                calls
+                    .iter()
+                    .filter_map(|call| {
+                        let name = call.get("name")?.as_str()?.to_owned();
+                        let args = call.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                        Some((name, args))
+                    })
+                    .collect(),
+            );
+        }
+        match scenario {
+            Some(PRESERVATION) => Plan::EchoSchema {
+                tool: FOCAL_TOOL.to_owned(),
+                echo: ECHO_TOOL.to_owned(),
+            },
+            Some(LIST_ONLY) => Plan::ListOnly,
+            _ => Plan::EachTool,
+        }
+    }
+}
+
+/// Makes the calls of `plan`, a line on stdout for each.
+async fn call_each(services: &Services, plan: &Plan, timeout: Option<Duration>) -> Result<Status> {
     let Some(client) = services.client(SERVER) else {
         bail!("the conformance server did not start");
     };
     let mut tools = services.tools();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let calls: Vec<(String, Value)> = match plan {
+        Plan::EachTool => tools
+            .iter()
+            .map(|tool| (tool.name.clone(), example_args(&tool.input_schema)))
+            .collect(),
+        Plan::Calls(calls) => calls.clone(),
+        Plan::EchoSchema { tool, echo } => {
+            let Some(focal) = tools.iter().find(|listed| listed.name == *tool) else {
+                bail!("the server lists no tool `{tool}`");
+            };
+            vec![(echo.clone(), json!({"schema": focal.input_schema}))]
+        }
+        Plan::ListOnly => Vec::new(),
+    };
     let mut status = Status::Ok;
-    for tool in tools {
-        let args = example_args(&tool.input_schema);
-        let outcome = client.call_with_timeout(&tool.name, args, timeout).await?;
+    for (name, args) in calls {
+        let outcome = client.call_with_timeout(&name, args, timeout).await?;
         let text: Vec<String> = outcome
             .content
             .iter()
@@ -142,8 +216,7 @@ async fn call_each(services: &Services, timeout: Option<Duration>) -> Result<Sta
         };
         writeln!(
             std::io::stdout(),
-            "{}: {verdict}: {}",
-            tool.name,
+            "{name}: {verdict}: {}",
             one_line(&text.join(" "))
         )?;
     }
@@ -242,6 +315,34 @@ mod tests {
         ] {
             assert!(!is_loopback(url), "{url}");
         }
+    }
+
+    #[test]
+    fn the_plan_follows_the_scenario() {
+        let context = json!({"name": "http-custom-headers", "toolCalls": [
+            {"name": "a", "arguments": {"x": "Hello, 世界"}}, {"name": "b"}
+        ]})
+        .to_string();
+        assert_eq!(
+            Plan::of(Some("http-custom-headers"), Some(&context)),
+            Plan::Calls(vec![
+                ("a".to_owned(), json!({"x": "Hello, 世界"})),
+                ("b".to_owned(), json!({}))
+            ])
+        );
+        assert_eq!(
+            Plan::of(Some(PRESERVATION), None),
+            Plan::EchoSchema {
+                tool: FOCAL_TOOL.to_owned(),
+                echo: ECHO_TOOL.to_owned()
+            }
+        );
+        assert_eq!(Plan::of(Some(LIST_ONLY), Some("{}")), Plan::ListOnly);
+        assert_eq!(
+            Plan::of(Some("tools_call"), Some("not json")),
+            Plan::EachTool
+        );
+        assert_eq!(Plan::of(None, None), Plan::EachTool);
     }
 
     #[test]
