@@ -9,6 +9,8 @@
 //! retry_budget_secs = 120               # the default: retries and server-asked waits fit in it
 //! models_max_age_secs = 86400           # the default: OpenRouter's cached model list is refetched
 //!                                       # when older (`claij models --refresh` fetches it now)
+//! models_max_age_secs = 86400           # the default: OpenRouter's cached model list is refetched
+//!                                       # when older (`claij models --refresh` fetches it now)
 //!
 //! [providers.mylocal]                   # a server of your own: --llm mylocal:MODEL
 //! kind = "openai-compatible"            # llama.cpp, vLLM, Ollama's /v1, LM Studio
@@ -145,6 +147,9 @@ pub struct Settings {
     prices: OnceLock<Result<Arc<claij_backends::ModelTable>, (crate::ErrorKind, String)>>,
 }
 
+/// The largest `models_max_age_secs`: a year.
+pub const MAX_MODELS_MAX_AGE_SECS: u64 = 365 * 24 * 60 * 60;
+
 /// The `kind` of a provider entry of the user's own.
 pub const COMPATIBLE_KIND: &str = "openai-compatible";
 
@@ -186,6 +191,9 @@ pub struct ProviderSettings {
     /// `retry_budget_secs`: the longest a call may take with its retries and the waits the server
     /// asks for; `None`: the backend's default, 120 s.
     pub retry_budget: Option<Duration>,
+    /// `models_max_age_secs` (OpenRouter only): how old its cached model list may be before it is
+    /// fetched again; `None`: a day (`openrouter::DEFAULT_MAX_AGE`).
+    pub models_max_age: Option<Duration>,
     /// `headers`, `query` and `auth_header`.
     pub gateway: Gateway,
 }
@@ -246,6 +254,7 @@ impl Default for Settings {
                 base_url: None,
                 max_body_bytes: None,
                 retry_budget: None,
+                models_max_age: None,
                 gateway: Gateway::default(),
             })
             .collect();
@@ -708,6 +717,13 @@ impl Settings {
                     }
                     "retry_budget_secs" => {
                         settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
+                    }
+                    "models_max_age_secs" if settings.provider == Provider::OpenRouter => {
+                        let expected = format!("whole seconds from 0 to {MAX_MODELS_MAX_AGE_SECS}");
+                        let range = 0..=MAX_MODELS_MAX_AGE_SECS;
+                        settings.models_max_age = Some(Duration::from_secs(whole_in(
+                            value, range, &expected, &keys, fail,
+                        )?));
                     }
                     "headers" | "query" | "auth_header" => {
                         settings.gateway.read(value, &keys, fail)?;
