@@ -9,8 +9,6 @@
 //! retry_budget_secs = 120               # the default: retries and server-asked waits fit in it
 //! models_max_age_secs = 86400           # the default: OpenRouter's cached model list is refetched
 //!                                       # when older (`claij models --refresh` fetches it now)
-//! models_max_age_secs = 86400           # the default: OpenRouter's cached model list is refetched
-//!                                       # when older (`claij models --refresh` fetches it now)
 //!
 //! [providers.mylocal]                   # a server of your own: --llm mylocal:MODEL
 //! kind = "openai-compatible"            # llama.cpp, vLLM, Ollama's /v1, LM Studio
@@ -155,9 +153,6 @@ pub const COMPATIBLE_KIND: &str = "openai-compatible";
 
 /// A provider of the user's own: an OpenAI-compatible server (`kind = "openai-compatible"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-/// The largest `models_max_age_secs`: a year.
-pub const MAX_MODELS_MAX_AGE_SECS: u64 = 365 * 24 * 60 * 60;
-
 pub struct CompatibleSettings {
     /// The entry's name, as `--llm NAME:MODEL` uses it.
     pub name: String,
@@ -209,9 +204,6 @@ pub struct Alias {
 
 /// Where an alias comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    /// `models_max_age_secs` (OpenRouter only): how old its cached model list may be before it is
-    /// fetched again; `None`: a day (`openrouter::DEFAULT_MAX_AGE`).
-    pub models_max_age: Option<Duration>,
 pub enum Origin {
     /// claij's own table.
     BuiltIn,
@@ -270,7 +262,6 @@ impl Default for Settings {
             path: None,
             providers,
             aliases,
-                models_max_age: None,
             defaults: Defaults::default(),
             voters: Vec::new(),
             #[cfg(feature = "mcp")]
@@ -742,13 +733,6 @@ impl Settings {
     }
 
     /// `[providers.NAME]` for a name that is no built-in provider: an OpenAI-compatible server.
-                    "models_max_age_secs" if settings.provider == Provider::OpenRouter => {
-                        let expected = format!("whole seconds from 0 to {MAX_MODELS_MAX_AGE_SECS}");
-                        let range = 0..=MAX_MODELS_MAX_AGE_SECS;
-                        settings.models_max_age = Some(Duration::from_secs(whole_in(
-                            value, range, &expected, &keys, fail,
-                        )?));
-                    }
     fn read_compatible(&mut self, name: &str, entry: &Value, fail: &Fail<'_>) -> Result<()> {
         let keys = ["providers", name];
         let table = as_table(entry, &keys, fail)?;
