@@ -145,6 +145,11 @@ impl Start<'_> {
             inner: client.clone(),
             authorizer: Arc::clone(&oauth.authorizer),
             refusal: Arc::clone(&self.refusal),
+            again: Arc::new(step_up::Again {
+                server: self.server.to_owned(),
+                http: self.http.clone(),
+                oauth: oauth.clone(),
+            }),
         };
         let transport = StreamableHttpClientTransport::with_client(client, config);
         handshake_no_child(

@@ -2,6 +2,11 @@
 //! again for the union of the scopes held and the challenge's, through the caller's
 //! [`Authorizer`](crate::Authorizer), and sent again, at most [`MAX_STEP_UPS`] times for one
 //! request (rmcp's own limit restarts with each token), after which the refusal fails it.
+//!
+//! A token the server rejects with 401 that rmcp could not refresh is authorized again from the
+//! start ([`Again`]): the protected resource's metadata read afresh, so when it names a new
+//! authorization server (SEP-2352) the old server's client registration and tokens are dropped and
+//! claij registers with the new one; once for one request.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,13 +29,23 @@ pub(super) const MAX_STEP_UPS: usize = 2;
 type Inner = AuthClient<reqwest::Client>;
 type Failure = StreamableHttpError<reqwest::Error>;
 
-/// rmcp's OAuth client, with step-up on `insufficient_scope`.
+/// rmcp's OAuth client, with step-up on `insufficient_scope` and a new authorization when a held
+/// token is refused.
 #[derive(Clone)]
 pub(super) struct StepUp {
     pub(super) inner: Inner,
     pub(super) authorizer: Arc<dyn Authorizer>,
     /// Where giving up is said, for the connection's errors.
     pub(super) refusal: crate::wire::Refusal,
+    /// How to authorize again from the start.
+    pub(super) again: Arc<Again>,
+}
+
+/// What a new authorization of the server needs: its name, its entry and claij's OAuth settings.
+pub(super) struct Again {
+    pub(super) server: String,
+    pub(super) http: crate::config::HttpServer,
+    pub(super) oauth: crate::auth::OAuth,
 }
 
 impl StepUp {
@@ -47,6 +62,11 @@ impl StepUp {
         Fut: Future<Output = Result<T, Failure>>,
     {
         let mut result = call(auth_token).await;
+        if let Err(StreamableHttpError::AuthRequired(refusal)) = &result
+            && self.authorize_again(&refusal.www_authenticate_header).await
+        {
+            result = call(None).await;
+        }
         for _ in 0..MAX_STEP_UPS {
             let Err(StreamableHttpError::InsufficientScope(refusal)) = &result else {
                 break;
@@ -68,6 +88,38 @@ impl StepUp {
             ));
         }
         result
+    }
+
+    /// After a 401 `challenge` to a request that carried a token (rmcp already tried a refresh):
+    /// authorizes again from the start, as the first time, and puts the new authorization in place
+    /// of the old one; whether that worked. A request without a token is the start's to authorize.
+    async fn authorize_again(&self, challenge: &str) -> bool {
+        let held = {
+            let manager = self.inner.auth_manager.lock().await;
+            matches!(manager.get_credentials().await, Ok((_, Some(_))))
+        };
+        if !held {
+            return false;
+        }
+        let Again {
+            server,
+            http,
+            oauth,
+        } = &*self.again;
+        info!(
+            server,
+            "the server refused the token; authorizing again (the authorization server may have changed)"
+        );
+        match super::authorize(server, http, oauth, challenge).await {
+            Ok(manager) => {
+                *self.inner.auth_manager.lock().await = manager;
+                true
+            }
+            Err(err) => {
+                warn!(server, %err, "the new authorization failed");
+                false
+            }
+        }
     }
 
     /// Authorizes the scope `challenge` asks for: whether a new token came of it.
