@@ -46,6 +46,9 @@
 //!
 //! [models."openai:gpt-4o-mini"]          # over the imported and built-in prices (see [`models`])
 //! price = { input = 0.15, output = 0.60, cached_input = 0.075 }
+//!
+//! [restate]                             # `claij serve restate`: serve only requests the Restate
+//! identity_keys = ["publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp"] # server signed
 //! ```
 //!
 //! Every provider entry takes `headers` and `query` (added to every request) and `auth_header`; a
@@ -139,6 +142,8 @@ pub struct Settings {
     compatible: BTreeMap<String, CompatibleSettings>,
     /// `[models."provider:model"] price`: prices over the imported and built-in ones.
     pub model_prices: Vec<ModelPrice>,
+    /// `[restate]`: what `claij serve restate` takes from the file.
+    pub restate: RestateSettings,
     /// Where `claij models prices --import` keeps its prices (claij's data directory), when known.
     pub data_dir: Option<PathBuf>,
     /// The price table, built on first use ([`Settings::prices`]).
@@ -150,6 +155,16 @@ pub const MAX_MODELS_MAX_AGE_SECS: u64 = 365 * 24 * 60 * 60;
 
 /// The `kind` of a provider entry of the user's own.
 pub const COMPATIBLE_KIND: &str = "openai-compatible";
+
+/// `[restate]`: a Restate worker's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestateSettings {
+    /// `identity_keys`: the Restate servers' request-identity public keys (`publickeyv1_...`) a
+    /// worker serves requests signed with, as written (checked when a worker starts).
+    pub identity_keys: Vec<String>,
+    /// Where `identity_keys` is (`FILE:LINE: restate.identity_keys`), for messages.
+    pub identity_keys_at: Option<String>,
+}
 
 /// A provider of the user's own: an OpenAI-compatible server (`kind = "openai-compatible"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -270,6 +285,7 @@ impl Default for Settings {
             mcp_looked: Vec::new(),
             compatible: BTreeMap::new(),
             model_prices: Vec::new(),
+            restate: RestateSettings::default(),
             data_dir: None,
             prices: OnceLock::new(),
         }
@@ -579,11 +595,12 @@ impl Settings {
                 "aliases" => config.read_aliases(value, &fail)?,
                 "defaults" => config.read_defaults(value, &fail)?,
                 "proposals" => config.read_proposals(value, &fail)?,
+                "restate" => config.read_restate(value, text, path, &fail)?,
                 "models" | "mcpServers" | "projects" | "roots" => {}
                 other => {
                     return Err(fail(
                         &[other],
-                        "unknown key (expected providers, aliases, defaults, proposals, models, mcpServers, projects or roots)",
+                        "unknown key (expected providers, aliases, defaults, proposals, models, mcpServers, projects, roots or restate)",
                     ));
                 }
             }
@@ -836,6 +853,33 @@ impl Settings {
                 self.resolve_text(voter).map_err(|e| fail(&keys, &e))?;
                 self.voters.push(voter.to_owned());
             }
+        }
+        Ok(())
+    }
+
+    /// `[restate] identity_keys = ["publickeyv1_...", ...]`.
+    fn read_restate(
+        &mut self,
+        value: &Value,
+        text: &str,
+        path: &Path,
+        fail: &Fail<'_>,
+    ) -> Result<()> {
+        for (key, value) in as_table(value, &["restate"], fail)? {
+            let keys = ["restate", key.as_str()];
+            if key != "identity_keys" {
+                return Err(fail(&keys, "unknown key (expected identity_keys)"));
+            }
+            let Value::Array(items) = value else {
+                return Err(fail(&keys, "expected a list of public keys"));
+            };
+            for item in items {
+                self.restate
+                    .identity_keys
+                    .push(as_str(item, &keys, fail)?.to_owned());
+            }
+            let line = line_of(text, &keys);
+            self.restate.identity_keys_at = Some(format!("{}: {}", at(path, line), keys.join(".")));
         }
         Ok(())
     }

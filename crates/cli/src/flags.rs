@@ -398,7 +398,7 @@ pub(crate) static SCOPES: &[Scope] = &[
     plain!("fsm resume", &[MODEL, WORKER, RUN], &[MATRIX]),
     plain!(
         "serve restate",
-        &[&["bind", "register"], MODEL, WORKER, RUN],
+        &[&["bind", "register", "identity-key"], MODEL, WORKER, RUN],
         &[MATRIX]
     ),
     plain!("fsm validate", &[&["project"]]),

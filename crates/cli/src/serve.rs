@@ -7,6 +7,9 @@ use anyhow::Result;
 
 use crate::exit::Status;
 
+/// `--bind`, `--register`, `--identity-key`.
+type Serve<'a> = (SocketAddr, Option<&'a str>, &'a [String]);
+
 /// `claij serve` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
@@ -23,6 +26,11 @@ pub(crate) enum Command {
         /// every start: a registration of the same URI is replaced).
         #[arg(long, value_name = "ADMIN_URL")]
         register: Option<String>,
+        /// Serve only requests the Restate server signed (its `publickeyv1_...` key; repeat for
+        /// several; else $CLAIJ_RESTATE_IDENTITY_KEYS, else the configuration's `[restate]
+        /// identity_keys`). Required to bind beyond loopback.
+        #[arg(long, value_name = "KEY")]
+        identity_key: Vec<String>,
         #[command(flatten)]
         options: crate::fsm::Options,
     },
@@ -43,32 +51,28 @@ pub(crate) fn run(cmd: &Command, front: &std::sync::Arc<crate::front::Front>) ->
         Command::Restate {
             bind,
             register,
+            identity_key,
             options,
-            ..
-        } => restate(*bind, register.as_deref(), options, front),
+        } => restate((*bind, register.as_deref(), identity_key), options, front),
     }
 }
 
 #[cfg(feature = "restate")]
 fn restate(
-    bind: SocketAddr,
-    register: Option<&str>,
+    serve: Serve<'_>,
     options: &crate::fsm::Options,
     front: &crate::front::Front,
 ) -> Result<Status> {
+    use claij::fsm::restate::{Serving, Worker};
     use std::io::Write as _;
 
-    use anyhow::Context as _;
-
-    use claij::fsm::restate::Worker;
-
-    // Multi-threaded: a machine's services start inside a handler (`block_in_place`).
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let claij = front.shared()?;
+    let serving = Serving::new(
+        serve.0,
+        serve.2,
+        |name| std::env::var_os(name),
+        claij.settings(),
+    )?;
     let worker = {
         let options = options.clone();
         let proposing = std::sync::Arc::clone(&claij);
@@ -78,37 +82,16 @@ fn restate(
                 .map_err(|e| format!("{e:#}").into())
         })
     };
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(bind)
-            .await
-            .with_context(|| format!("cannot listen on {bind}"))?;
-        let address = listener.local_addr().unwrap_or(bind);
-        writeln!(
-            std::io::stderr(),
-            "restate worker listening on http://{address}"
-        )?;
-        let served = tokio::spawn(worker.serve(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        }));
-        if let Some(admin) = register {
-            let uri = format!("http://{address}");
-            claij::fsm::restate::register(admin, &uri)
-                .await
-                .with_context(|| format!("cannot register {uri} with {admin}"))?;
-            writeln!(std::io::stderr(), "registered {uri} with {admin}")?;
-        }
-        served.await.context("the worker stopped")?;
-        anyhow::Ok(())
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    serving.run(worker, serve.1, ctrl_c, |line| {
+        let _ = writeln!(std::io::stderr(), "{line}");
     })?;
     Ok(Status::Ok)
 }
 
 #[cfg(not(feature = "restate"))]
-fn restate(
-    _: SocketAddr,
-    _: Option<&str>,
-    _: &crate::fsm::Options,
-    _: &crate::front::Front,
-) -> Result<Status> {
+fn restate(_: Serve<'_>, _: &crate::fsm::Options, _: &crate::front::Front) -> Result<Status> {
     anyhow::bail!("serve restate: this claij was built without the `restate` feature")
 }

@@ -99,6 +99,14 @@ pub enum Error {
         /// The IO error.
         source: std::io::Error,
     },
+    /// A request-identity public key that restate-sdk does not take.
+    #[error("{key} is not a Restate request-identity public key (publickeyv1_...): {reason}")]
+    IdentityKey {
+        /// The key, quoted, when it looks like one (else its length only: never a secret).
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, to match on without its fields.
@@ -124,6 +132,8 @@ pub enum ErrorKind {
     Url,
     /// [`Error::Serve`].
     Serve,
+    /// [`Error::IdentityKey`].
+    IdentityKey,
 }
 
 impl Error {
@@ -138,6 +148,7 @@ impl Error {
             Error::NotWaiting { .. } => ErrorKind::NotWaiting,
             Error::Url { .. } => ErrorKind::Url,
             Error::Serve { .. } => ErrorKind::Serve,
+            Error::IdentityKey { .. } => ErrorKind::IdentityKey,
         }
     }
 
@@ -194,6 +205,7 @@ mod tests {
             Error::NotWaiting { .. } => (ErrorKind::NotWaiting, [false; 3], None),
             Error::Url { .. } => (ErrorKind::Url, [false; 3], None),
             Error::Serve { .. } => (ErrorKind::Serve, [false; 3], None),
+            Error::IdentityKey { .. } => (ErrorKind::IdentityKey, [false; 3], None),
         }
     }
 
@@ -239,9 +251,13 @@ mod tests {
                 bind: std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
                 source: std::io::Error::other("in use"),
             },
+            Error::IdentityKey {
+                key: s(),
+                reason: s(),
+            },
         ];
         let kinds: std::collections::HashSet<ErrorKind> = samples.iter().map(Error::kind).collect();
-        assert_eq!(kinds.len(), 8, "a variant without a sample");
+        assert_eq!(kinds.len(), 9, "a variant without a sample");
         for e in &samples {
             let got = [e.is_timeout(), e.is_connect(), e.is_too_large()];
             assert_eq!((e.kind(), got, e.status()), expected(e), "{e}");

@@ -42,7 +42,7 @@
 //!         .with_llm(Arc::new(model.clone()), Config::new("any-model"))),
 //!     other => Err(format!("unknown machine {other:?}").into()),
 //! }));
-//! let _endpoint = worker.endpoint(); // what `HttpServer` serves (see `serve`)
+//! let _endpoint = worker.endpoint()?; // what `HttpServer` serves (see `serve`)
 //!
 //! // What a client sends to start a run.
 //! let definition = serde_json::from_value(json!({
@@ -74,8 +74,16 @@
 //! # }
 //! ```
 //!
-//! Features: none of its own. restate-sdk is built with `http_server` only: no crypto backend,
-//! since the worker configures no request-identity keys (serve it on a trusted network), and not
+//! Who may call a worker: given the Restate server's request-identity public keys
+//! ([`Worker::with_identity_keys`], [`IdentityKey`]), a worker serves only requests the server
+//! signed with the matching private key (its `request-identity-private-key-pem-file` option) and
+//! answers any other, unsigned or signed with another key, 401 before a handler runs. Without keys
+//! it serves whoever reaches its port: keep such a worker on loopback (`claij serve restate`
+//! refuses another address without keys).
+//!
+//! Features: none of its own. restate-sdk is built with `http_server` only: its request-identity
+//! check uses ring's Ed25519 (in the build already, for reqwest's TLS) instead of its
+//! `rust_crypto` or `aws_lc_rs` features, which would build a second crypto library; and not
 //! `tracing-span-filter`, which would pull a tracing subscriber into a library.
 //!
 //! Errors: [`Error`] (client and serving, naming the URL or the run, never a header); a run's
@@ -84,6 +92,7 @@
 pub mod client;
 mod conversation;
 mod error;
+mod identity;
 pub mod types;
 mod wiring;
 mod worker;
@@ -92,6 +101,7 @@ mod workflow;
 pub use client::{Client, Followed, Limits, Started};
 pub use conversation::{CONVERSATION, ClaijConversation, TurnAnswer};
 pub use error::{Error, ErrorKind, Result};
+pub use identity::{IdentityKey, KEY_PREFIX};
 pub use types::{
     Ended, Failure, FailureKind, Machine, RunOptions, RunRequest, RunResult, RunStatus,
 };

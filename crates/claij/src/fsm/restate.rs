@@ -1,8 +1,9 @@
 //! Runs on a Restate server (feature `restate`): [`Worker`], the [`claij_restate::Wiring`] a
 //! worker wires each machine with (as [`Wiring`] wires a run in this process), and what starting
 //! a run takes ([`DEFAULT_INGRESS`], [`new_run_id`], [`request`]), following it ([`follow`],
-//! [`drive`]), its input ([`provide`]) and its end said as an embedded run's ([`report`]). The client and the worker themselves are
-//! [`claij_restate`].
+//! [`drive`]), its input ([`provide`]) and its end said as an embedded run's ([`report`]), and
+//! `claij serve restate`'s serving ([`Serving`]: the request-identity keys, a bind beyond loopback
+//! refused without them). The client and the worker themselves are [`claij_restate`].
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -19,6 +20,12 @@ use super::{Input, Machine, Options, Proposals, Report, Services, Wired, Wiring}
 
 /// The Restate client and worker under this module: [`claij_restate`].
 pub use claij_restate as durable;
+
+mod serving;
+
+pub use serving::{
+    IDENTITY_KEY_FLAG, IDENTITY_KEYS_CONFIG, IDENTITY_KEYS_VAR, ServeError, Serving,
+};
 
 /// A Restate server's ingress when none is named.
 pub const DEFAULT_INGRESS: &str = "http://127.0.0.1:8080";
@@ -233,16 +240,24 @@ impl Worker {
     }
 
     /// Serves the runs a Restate server sends to `listener` until `shutdown` completes, then
-    /// closes the services its machines started.
+    /// closes the services its machines started. With `keys`, only requests a Restate server
+    /// signed with one of them are served ([`claij_restate::Worker::with_identity_keys`]).
+    ///
+    /// # Errors
+    ///
+    /// [`claij_restate::Worker::serve`]'s, before anything is served.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
+        keys: Vec<claij_restate::IdentityKey>,
         shutdown: impl Future<Output = ()>,
-    ) {
-        claij_restate::Worker::new(self.clone())
+    ) -> Result<(), claij_restate::Error> {
+        let served = claij_restate::Worker::new(self.clone())
+            .with_identity_keys(keys)
             .serve(listener, shutdown)
             .await;
         self.close().await;
+        served
     }
 
     /// Closes the services every machine started.

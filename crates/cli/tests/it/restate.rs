@@ -1,7 +1,8 @@
 //! `claij serve restate`, `claij fsm run --on restate` and `claij fsm provide --on restate` against
 //! a real Restate server on loopback (`cargo xtask restate`; without it the test skips, except
 //! under `CI=true`), the worker's model an OpenAI-compatible mock: the run prints what an embedded
-//! run prints, each model call made once; a `human` state is answered from another command.
+//! run prints, each model call made once; a `human` state is answered from another command; a
+//! worker given the server's request-identity key serves it and refuses a server with another.
 
 use std::process::Command;
 
@@ -353,4 +354,158 @@ fn restate_flags_are_refused_where_they_mean_nothing() {
         &[],
     );
     super::assert_one_line_error(&nowhere, 2, "POST http://127.0.0.1:1/ClaijFsm/");
+}
+
+/// A bind beyond loopback without identity keys, and a bad key from each place a key comes from,
+/// are refused before anything listens, in one line naming the flag, the variable or the file and
+/// line (`--register` at a closed port: a worker that did start would fail otherwise).
+#[test]
+fn serve_restate_refuses_an_open_bind_without_keys_and_a_bad_key_naming_its_source() {
+    let config =
+        "[defaults]\nmax_retries = 1\n[restate]\nidentity_keys = [\"publickeyv1_short\"]\n";
+    let files = Files::new(&[("config.toml", config), ("empty.toml", "")]);
+    let (keyed, empty) = (files.path("config.toml"), files.path("empty.toml"));
+    let serve = |bind: &str, flags: &[&str], var: Option<&str>, config: &str| {
+        let mut args = vec!["serve", "restate", "--bind", bind];
+        args.extend(["--register", "http://127.0.0.1:1"]);
+        args.extend(flags);
+        let env = [
+            ("CLAIJ_CONFIG", Some(config)),
+            ("CLAIJ_RESTATE_IDENTITY_KEYS", var),
+        ];
+        claij_env(&args, "", &env)
+    };
+    let open = serve("0.0.0.0:0", &[], None, &empty);
+    super::assert_one_line_error(
+        &open,
+        2,
+        "error: --bind 0.0.0.0:0 is beyond loopback and the worker has no identity keys",
+    );
+    assert!(open.stderr.contains("--identity-key"), "{}", open.stderr);
+
+    let flag = serve(
+        "127.0.0.1:0",
+        &["--identity-key", "publickeyv1_x"],
+        None,
+        &keyed,
+    );
+    super::assert_one_line_error(
+        &flag,
+        2,
+        "error: --identity-key: `publickeyv1_x` is not a Restate request-identity public key",
+    );
+    let var = serve("127.0.0.1:0", &[], Some("hunter2-secret"), &keyed);
+    super::assert_one_line_error(
+        &var,
+        2,
+        "error: CLAIJ_RESTATE_IDENTITY_KEYS: a value of 14 characters not starting with \
+         publickeyv1_ (not shown)",
+    );
+    assert!(!var.stderr.contains("hunter2"), "{}", var.stderr);
+    let file = serve("0.0.0.0:0", &[], None, &keyed);
+    super::assert_one_line_error(
+        &file,
+        2,
+        &format!("error: {keyed}:4: restate.identity_keys: `publickeyv1_short` is not"),
+    );
+}
+
+/// A Restate server signing with a key made here (throwaway, in the test's temp dir): the worker
+/// given its public key (as the server's log names it) serves a run through the server as before,
+/// and a worker given another key refuses the server's calls, so it cannot even be registered.
+#[tokio::test]
+async fn a_keyed_worker_serves_its_signing_server_and_refuses_one_with_another_key() {
+    use base64::Engine as _;
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+    );
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(reply(r#"{"text": "ok"}"#))
+        .mount(&mock)
+        .await;
+    let config = format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        mock.uri()
+    );
+    let files = Files::new(&[
+        ("config.toml", &config),
+        ("chain.json", CHAIN),
+        ("key.pem", &pem),
+    ]);
+    let key_file = files.path("key.pem");
+    let Some(server) = RestateServer::start_with(&[(
+        "RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE",
+        std::ffi::OsStr::new(&key_file),
+    )]) else {
+        return;
+    };
+    // `Loaded request identity key kid="publickeyv1_..."`: what docs/restate.md has users copy.
+    let log = server.log();
+    let at = log
+        .find("Loaded request identity key kid=\"publickeyv1_")
+        .unwrap_or_else(|| panic!("the server's log names no key:\n{log}"))
+        + "Loaded request identity key kid=\"".len();
+    let public: String = log[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+
+    let (config, cache) = (files.path("config.toml"), files.path("cache"));
+    let spawn = |key: String| {
+        let (config, cache) = (config.clone(), cache.clone());
+        Worker::spawn(move |port| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_claij"));
+            command
+                .args(["serve", "restate", "--bind", &format!("127.0.0.1:{port}")])
+                .args(["--config", &config, "--llm", "mylocal:smol"])
+                .args(["--identity-key", &key])
+                .env("XDG_CACHE_HOME", &cache)
+                .env_remove("CLAIJ_RESTATE_IDENTITY_KEYS");
+            command
+        })
+    };
+    let worker = spawn(public.clone());
+    server.register(&worker.uri());
+    let run = claij_env(
+        &[
+            "fsm",
+            "run",
+            &files.path("chain.json"),
+            "--input",
+            r#"{"topic": "rust"}"#,
+            "--on",
+            "restate",
+            "--ingress",
+            &server.ingress_url(),
+            "--id",
+            "keyed-chain",
+        ],
+        "",
+        &[("CLAIJ_CONFIG", Some(config.as_str()))],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stderr, worker.log());
+    assert_eq!(transitions(&run.stderr).len(), 4, "{}", run.stderr);
+    assert_eq!(mock.received_requests().await.unwrap().len(), 3);
+
+    // Another key: the server's signed discovery call is refused (401), so is the registration.
+    let other = spawn("publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp".to_owned());
+    let body = json!({"uri": other.uri(), "force": true}).to_string();
+    let refused = server.admin("POST", "/deployments", Some(&body)).unwrap();
+    assert!(
+        !(200..300).contains(&refused.status) && refused.body.contains("401"),
+        "{refused:?}\n{}",
+        other.log()
+    );
+    assert!(
+        worker
+            .log()
+            .contains("serving only requests signed with the 1 identity key(s) of --identity-key"),
+        "{}",
+        worker.log()
+    );
 }

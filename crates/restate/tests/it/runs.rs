@@ -19,10 +19,10 @@ use crate::worker::{Counting, command, count, object, runner};
 const HANG: Duration = Duration::from_secs(600);
 
 /// A directory for a worker's count files, removed when dropped.
-struct Counts(PathBuf);
+pub(crate) struct Counts(PathBuf);
 
 impl Counts {
-    fn new() -> Counts {
+    pub(crate) fn new() -> Counts {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -35,7 +35,7 @@ impl Counts {
         Counts(dir)
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -54,7 +54,7 @@ fn worker(server: &RestateServer, counts: &Counts, hold: Option<usize>) -> Worke
     worker
 }
 
-fn client(server: &RestateServer) -> Client {
+pub(crate) fn client(server: &RestateServer) -> Client {
     Client::new(&server.ingress_url()).unwrap().with_limits(
         Limits::default()
             .with_run_timeout(HANG)
@@ -75,7 +75,7 @@ fn definition(value: Value) -> Definition {
 }
 
 /// start -> a -> b -> c -> end, each an `llm` state with one exit.
-fn chain() -> Definition {
+pub(crate) fn chain() -> Definition {
     definition(json!({
         "id": "chain",
         "states": [

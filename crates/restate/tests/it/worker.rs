@@ -22,6 +22,9 @@ const PORT: &str = "CLAIJ_RESTATE_IT_PORT";
 const COUNTS: &str = "CLAIJ_RESTATE_IT_COUNTS";
 /// Which call (1-based, counted over the worker's lives) waits until the file `release` exists.
 const HOLD: &str = "CLAIJ_RESTATE_IT_HOLD";
+/// The request-identity public keys the worker accepts (comma-separated; unset: none, it serves
+/// every request).
+pub(crate) const IDENTITY_KEYS: &str = "CLAIJ_RESTATE_IT_IDENTITY_KEYS";
 
 /// The command that runs this binary as a worker on `port`, counting into `counts`.
 pub(crate) fn command(port: u16, counts: &Path, hold: Option<usize>) -> Command {
@@ -212,9 +215,13 @@ fn worker_process() {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap();
+        let keys = std::env::var(IDENTITY_KEYS).unwrap_or_default();
+        let keys = keys.split(',').filter(|k| !k.is_empty());
         Worker::new(TestWiring { model, chat })
+            .with_identity_keys(keys.map(|k| k.parse().unwrap()))
             .serve(listener, std::future::pending::<()>())
-            .await;
+            .await
+            .unwrap();
     });
 }
 

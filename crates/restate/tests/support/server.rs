@@ -53,9 +53,15 @@ impl RestateServer {
     ///
     /// When the server exits or is not healthy within the start limit (the message quotes its log).
     pub(crate) fn start() -> Option<RestateServer> {
+        RestateServer::start_with(&[])
+    }
+
+    /// [`RestateServer::start`] with `env` set for the server as well (after the test's own
+    /// settings, so it may add options, e.g. a request-identity private key).
+    pub(crate) fn start_with(env: &[(&str, &std::ffi::OsStr)]) -> Option<RestateServer> {
         let binary = binary()?;
         for attempt in 1..=PORT_ATTEMPTS {
-            match RestateServer::try_start(&binary) {
+            match RestateServer::try_start(&binary, env) {
                 Ok(server) => return Some(server),
                 Err(log) if attempt < PORT_ATTEMPTS && port_taken(&log) => continue,
                 Err(log) => panic!(
@@ -193,11 +199,12 @@ impl RestateServer {
     }
 
     /// One start on fresh ports: the server, or its log when it exited (a port taken meanwhile).
-    fn try_start(binary: &Path) -> Result<RestateServer, String> {
+    fn try_start(binary: &Path, env: &[(&str, &std::ffi::OsStr)]) -> Result<RestateServer, String> {
         let base = TempDir::new("restate");
         let [ingress, admin, fabric] = free_ports::<3>();
         let log = base.path().join("restate-server.log");
         let mut command = command(binary, base.path(), [ingress, admin, fabric]);
+        command.envs(env.iter().copied());
         let out = File::create(&log).unwrap();
         command
             .stdin(Stdio::null())
