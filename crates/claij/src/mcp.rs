@@ -152,6 +152,9 @@ pub enum Error {
         /// The prompts it lists.
         known: Vec<String>,
     },
+    /// What the servers are offered cannot be made ([`offer::Offer::hooks`]).
+    #[error(transparent)]
+    Offer(#[from] offer::Error),
     /// A prompt's argument missing, or one it does not take ([`prompts::check`]).
     #[error("prompt `{prompt}` {message}")]
     PromptArgument {
@@ -192,6 +195,8 @@ pub enum ErrorKind {
     UnknownPrompt,
     /// [`Error::PromptArgument`].
     PromptArgument,
+    /// [`Error::Offer`].
+    Offer,
 }
 
 impl Error {
@@ -211,6 +216,7 @@ impl Error {
             Error::Malformed { .. } => ErrorKind::Malformed,
             Error::UnknownPrompt { .. } => ErrorKind::UnknownPrompt,
             Error::PromptArgument { .. } => ErrorKind::PromptArgument,
+            Error::Offer(_) => ErrorKind::Offer,
         }
     }
 
@@ -250,7 +256,8 @@ impl Error {
             | Error::UnknownServer { .. }
             | Error::NotInstalled { .. }
             | Error::Incomplete { .. }
-            | Error::NoNode { .. } => true,
+            | Error::NoNode { .. }
+            | Error::Offer(_) => true,
             Error::Io { .. }
             | Error::ResourceTooLarge { .. }
             | Error::Malformed { .. }
@@ -340,13 +347,17 @@ pub async fn start_services(
 }
 
 /// The settings' MCP servers (only those `project` allows, when one is named), started
-/// ([`start_services`]) and seen through the project.
+/// ([`start_services`]) with `hooks` (what [`offer::Offer::hooks`] makes: the MCP interceptor's
+/// servers are offered what `claij mcp`'s are) and seen through the project.
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// let settings = claij::settings::Settings::from_env()?;
 /// let services =
-///     claij::mcp::start_configured(&settings, Some("docs"), |name| std::env::var(name)).await?;
+///     claij::mcp::start_configured(&settings, Some("docs"), Default::default(), |name| {
+///         std::env::var(name)
+///     })
+///     .await?;
 /// for tool in services.tools() {
 ///     println!("{}", tool.qualified());
 /// }
@@ -362,6 +373,7 @@ pub async fn start_services(
 pub async fn start_configured(
     settings: &Settings,
     project: Option<&str>,
+    hooks: Hooks,
     var: impl Fn(&str) -> Result<String, std::env::VarError>,
 ) -> Result<Services, Error> {
     let mut selected = servers(settings)?.clone();
@@ -371,7 +383,7 @@ pub async fn start_configured(
             .servers
             .retain(|name, _| project.services.contains(name));
     }
-    let services = start_services(&mut selected, Hooks::default(), settings, var).await?;
+    let services = start_services(&mut selected, hooks, settings, var).await?;
     Ok(match project {
         Some(project) => services.with_project(project),
         None => services,
@@ -695,6 +707,11 @@ mod tests {
                 ErrorKind::PromptArgument,
                 false,
             ),
+            (
+                Error::Offer(offer::Error::NoTerminal),
+                ErrorKind::Offer,
+                true,
+            ),
         ];
         for (error, kind, config) in &cases {
             assert_eq!(error.kind(), *kind, "{error}");
@@ -712,7 +729,8 @@ mod tests {
                 | Error::ResourceTooLarge { .. }
                 | Error::Malformed { .. }
                 | Error::UnknownPrompt { .. }
-                | Error::PromptArgument { .. } => {}
+                | Error::PromptArgument { .. }
+                | Error::Offer(_) => {}
             }
         }
         // The client's predicates are forwarded.

@@ -596,7 +596,7 @@ impl Settings {
                 "defaults" => config.read_defaults(value, &fail)?,
                 "proposals" => config.read_proposals(value, &fail)?,
                 "restate" => config.read_restate(value, text, path, &fail)?,
-                "models" | "mcpServers" | "projects" | "roots" => {}
+                "models" | "mcpServers" | "projects" | "roots" | "samplingLlm" | "elicitation" => {}
                 other => {
                     return Err(fail(
                         &[other],
@@ -1093,11 +1093,12 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// `mcpServers`, `projects` and `roots`, parsed by claij-mcp from their JSON form.
+/// `mcpServers`, `projects`, `roots`, `samplingLlm` and `elicitation`, parsed by claij-mcp from
+/// their JSON form.
 #[cfg(feature = "mcp")]
 fn read_mcp(table: &Table, fail: &Fail<'_>) -> Result<Option<McpConfig>> {
     let mut json = serde_json::Map::new();
-    for key in ["mcpServers", "projects", "roots"] {
+    for key in ["mcpServers", "projects", "roots", "samplingLlm", "elicitation"] {
         if let Some(value) = table.get(key) {
             let value = serde_json::to_value(value).map_err(|e| fail(&[key], &e.to_string()))?;
             json.insert(key.to_owned(), value);

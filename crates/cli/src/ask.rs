@@ -327,7 +327,7 @@ impl<'a> Conversation<'a> {
             }
         });
         if builder.named().contains(&Named::Mcp) {
-            builder = builder.services(start_services(claij));
+            builder = builder.services(start_services(claij)?);
         }
         let inner = runtime.block_on(builder.open())?;
         let turns = watched
@@ -484,17 +484,13 @@ fn notice(opening: &Opening, json: bool) {
     }
 }
 
-/// How the MCP servers of `--interceptors mcp` start: the configuration's, seen through the
-/// conversation's project.
-fn start_services(claij: &claij::Claij) -> claij::conversation::StartServices {
-    let settings = claij.settings().clone();
-    Box::new(move |project: Option<String>| {
-        Box::pin(async move {
-            project_services(project.as_deref(), &settings)
-                .await
-                .map_err(Into::into)
-        })
-    })
+/// How the MCP servers of `--interceptors mcp` start ([`claij::mcp::offer::starter`]; `ask` is
+/// the terminal's form).
+fn start_services(claij: &claij::Claij) -> Result<claij::conversation::StartServices> {
+    let asker = Arc::new(crate::mcp::elicitation::Terminal);
+    let terminal = std::io::stdin().is_terminal();
+    let started = claij::mcp::offer::starter(claij, Some(asker), terminal, "--interceptors mcp");
+    started.map_err(|e| anyhow::anyhow!(claij::mcp::Error::from(e).said(None)))
 }
 
 /// How partial values are shown, if the turn streams: never with `--json`; with `--stream`, or by
@@ -522,16 +518,6 @@ fn base_schema(options: &Options) -> Result<Option<serde_json::Value>> {
     let schema = input::read_json(path)?;
     claij::schema::check(&schema).with_context(|| input::name(path).to_owned())?;
     Ok(Some(schema))
-}
-
-/// The configuration's MCP servers, started, seen through `project`.
-async fn project_services(
-    project: Option<&str>,
-    settings: &claij::settings::Settings,
-) -> Result<claij::mcp::protocol::Services> {
-    let started = claij::mcp::start_configured(settings, project, |name| std::env::var(name));
-    let said = |error: claij::mcp::Error| anyhow::anyhow!(error.said(Some("--interceptors mcp")));
-    started.await.map_err(said)
 }
 
 /// Locks the session file `path` ([`SessionLock::acquire_telling`]), saying on stderr (unless

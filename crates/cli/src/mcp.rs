@@ -20,7 +20,7 @@ use crate::exit::Status;
 
 mod chat;
 mod content;
-mod elicitation;
+pub(crate) mod elicitation;
 mod login;
 mod servers;
 
@@ -159,13 +159,15 @@ fn log_level(text: &str) -> Result<LogLevel, String> {
 }
 
 impl Common {
-    /// The hooks `--sampling-llm` and `--elicitation` ask for ([`claij::mcp::offer`]): `chat`'s
+    /// The hooks `--sampling-llm` and `--elicitation` ask for, over the configuration's
+    /// `samplingLlm` and `elicitation` ([`claij::mcp::offer`]): `chat`'s
     /// own prompt (`asker`) asks on a terminal when nothing is said; `ask` is the terminal's form.
     fn hooks(&self, claij: &claij::Claij, asker: Option<Arc<dyn Elicitor>>) -> Result<Hooks> {
         let offer = Offer {
             sampling_llm: self.sampling_llm.clone(),
             elicitation: self.elicitation,
-        };
+        }
+        .over(claij.settings());
         let unset = if asker.is_some() {
             Elicitation::Ask
         } else {

@@ -11,7 +11,9 @@
 //!     "docs": {"services": ["fs"], "tools": ["fs.read_text_file", "fs.list_directory"],
 //!              "hat": "You maintain the documentation."}
 //!   },
-//!   "roots": ["/srv/docs"]
+//!   "roots": ["/srv/docs"],
+//!   "samplingLlm": "local",
+//!   "elicitation": "defaults"
 //! }
 //! ```
 //!
@@ -24,7 +26,9 @@
 //! or `file://` URIs) the client offers servers that ask for its roots ([`McpConfig::hooks`]). Values of `env` and `headers` often hold
 //! secrets: they never appear in `Debug` output or errors. A `url` server may carry `oauth`
 //! ([`OAuthSettings`]: `clientId`, `clientSecret`, `scopes`, `clientMetadataUrl`), the client claij
-//! authorizes as there when the server asks for OAuth 2.1.
+//! authorizes as there when the server asks for OAuth 2.1. `samplingLlm` (`local` or PROVIDER:MODEL)
+//! and `elicitation` ([`Elicitation`]: `ask`, `defaults` or `decline`) say what the programs that
+//! start the servers offer them when they ask for a completion or a person's answer.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -70,6 +74,36 @@ pub struct McpConfig {
     pub projects: BTreeMap<String, Project>,
     /// The roots offered to servers that ask (`roots/list`).
     pub roots: Vec<Root>,
+    /// The model that answers the servers' sampling requests (`samplingLlm`), as its program
+    /// names models.
+    pub sampling_llm: Option<String>,
+    /// How the servers' questions are answered (`elicitation`).
+    pub elicitation: Option<Elicitation>,
+}
+
+/// How a server's question (MCP elicitation) is answered: the configuration's `elicitation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Elicitation {
+    /// The person at the terminal answers (a form built from the requested schema).
+    Ask,
+    /// Accepted with the requested schema's defaults; declined when a required field has none.
+    Defaults,
+    /// Declined (no elicitation capability is declared).
+    #[default]
+    Decline,
+}
+
+impl std::str::FromStr for Elicitation {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "ask" => Ok(Elicitation::Ask),
+            "defaults" => Ok(Elicitation::Defaults),
+            "decline" => Ok(Elicitation::Decline),
+            _ => Err("expected ask, defaults or decline".to_owned()),
+        }
+    }
 }
 
 /// How to reach one server.
@@ -313,6 +347,19 @@ impl McpConfig {
                     Root::dir(text)
                 });
             }
+        }
+        if let Some(llm) = root.get("samplingLlm") {
+            let llm = llm.as_str().filter(|t| !t.trim().is_empty());
+            let llm = llm.ok_or_else(|| {
+                config_error("/samplingLlm", "expected a model: local or PROVIDER:MODEL")
+            })?;
+            config.sampling_llm = Some(llm.trim().to_owned());
+        }
+        if let Some(policy) = root.get("elicitation") {
+            let parsed = policy.as_str().map(str::parse::<Elicitation>);
+            let parsed = parsed.unwrap_or_else(|| Err("expected ask, defaults or decline".into()));
+            config.elicitation =
+                Some(parsed.map_err(|message| config_error("/elicitation", &message))?);
         }
         if let Some(projects) = root.get("projects") {
             let projects = projects

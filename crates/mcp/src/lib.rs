@@ -73,8 +73,8 @@ pub use client::{
     ClientOptions, DEFAULT_MAX_MESSAGE_BYTES, McpClient, Restart, ServerInfo, StartMode,
 };
 pub use config::{
-    HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, OAuthSettings, ServerConfig, StdioServer,
-    timeout_from_secs,
+    Elicitation, HttpServer, MAX_TIMEOUT, MESSAGE_BYTES, McpConfig, OAuthSettings, ServerConfig,
+    StdioServer, timeout_from_secs,
 };
 pub use engine::{McpTool, default_limits, native_name};
 pub use error::{Error, ErrorKind, Result};

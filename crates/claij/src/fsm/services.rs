@@ -26,7 +26,7 @@ use claij_interceptors::builtin::eval::Eval;
 use claij_interceptors::builtin::tools::Tools;
 use claij_interceptors::{BoxError, Executor, Limits, ToolError};
 use claij_mcp::mcp_fsm::{self, McpService, ToolsCall, tools_response};
-use claij_mcp::{CallFailure, CallOutcome, Content, Hooks, Services};
+use claij_mcp::{CallFailure, CallOutcome, Content, Services};
 use serde_json::{Value, json};
 
 use super::Error;
@@ -366,8 +366,13 @@ pub(super) async fn connect(
         let value = claij.var(name).ok_or(std::env::VarError::NotPresent)?;
         value.into_string().map_err(std::env::VarError::NotUnicode)
     };
-    let services =
-        crate::mcp::start_services(&mut selected, Hooks::default(), settings, var).await?;
+    // Offered what `claij mcp` offers (the configuration's `samplingLlm` and `elicitation`); no
+    // one at a terminal answers a service's questions.
+    let offer = crate::mcp::offer::Offer::default().over(settings);
+    let hooks = offer
+        .hooks(claij, None, false, crate::mcp::offer::Elicitation::Decline)
+        .map_err(crate::mcp::Error::from)?;
+    let services = crate::mcp::start_services(&mut selected, hooks, settings, var).await?;
     let view = |services: Services| match &project {
         Some(project) => services.with_project(project.clone()),
         None => services,

@@ -1,6 +1,7 @@
 //! What claij offers the MCP servers it starts when they ask *it* something: sampling (a model
 //! answers their completion requests) and elicitation (how their questions are answered). One
-//! place decides, for `claij mcp`, `ask`/`chat --interceptors mcp` and FSM service states:
+//! place decides, for `claij mcp`, `ask`/`chat --interceptors mcp` and FSM service states: the
+//! flags [`Offer::over`] the MCP configuration's `samplingLlm` and `elicitation`, made into hooks by
 //! [`Offer::hooks`].
 //!
 //! ```
@@ -19,31 +20,8 @@ use claij_mcp::{BackendSampler, Elicitor, Hooks};
 
 use crate::client::Claij;
 
-/// How a server's question (MCP elicitation) is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Elicitation {
-    /// The person at the terminal answers (a form built from the requested schema).
-    Ask,
-    /// Accepted with the requested schema's defaults; declined when a required field has none
-    /// ([`super::elicitation::Defaults`]).
-    Defaults,
-    /// Declined (no elicitation capability is declared).
-    #[default]
-    Decline,
-}
-
-impl std::str::FromStr for Elicitation {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "ask" => Ok(Elicitation::Ask),
-            "defaults" => Ok(Elicitation::Defaults),
-            "decline" => Ok(Elicitation::Decline),
-            _ => Err("expected ask, defaults or decline".to_owned()),
-        }
-    }
-}
+/// How a server's question (MCP elicitation) is answered (the configuration's `elicitation`).
+pub use claij_mcp::Elicitation;
 
 /// What the servers are offered: the model that answers sampling (`local` or PROVIDER:MODEL, as
 /// `ask --llm`; none: sampling is not offered) and how questions are answered (none: declined).
@@ -68,6 +46,19 @@ pub enum Error {
 }
 
 impl Offer {
+    /// This offer (the flags), what it leaves unsaid taken from the settings' MCP configuration
+    /// (`samplingLlm`, `elicitation`).
+    #[must_use]
+    pub fn over(self, settings: &crate::settings::Settings) -> Self {
+        let config = settings.mcp.as_ref();
+        Offer {
+            sampling_llm: self
+                .sampling_llm
+                .or_else(|| config.and_then(|c| c.sampling_llm.clone())),
+            elicitation: self.elicitation.or(config.and_then(|c| c.elicitation)),
+        }
+    }
+
     /// The hooks that make this offer: a [`BackendSampler`] over the sampling model (opened with
     /// `claij`), and the elicitor: `asker` for [`Elicitation::Ask`], the defaults, or none. When
     /// nothing is said, `unset` decides (`claij mcp chat` asks on a terminal, the rest decline).
@@ -97,6 +88,33 @@ impl Offer {
         };
         Ok(hooks)
     }
+}
+
+/// How the MCP servers of a conversation's `mcp` interceptor start
+/// ([`crate::conversation::Builder::services`]): the settings' servers, seen through the
+/// conversation's project, offered what the configuration says ([`Offer::over`], [`Offer::hooks`]
+/// with `asker` and `terminal`; nothing said declines), their start's error as
+/// [`super::Error::said`] says it for `what` (`--interceptors mcp`).
+///
+/// # Errors
+///
+/// What [`Offer::hooks`] refuses (`ask` without a terminal, a sampling model that does not open).
+pub fn starter(
+    claij: &Claij,
+    asker: Option<Arc<dyn Elicitor>>,
+    terminal: bool,
+    what: &'static str,
+) -> Result<crate::conversation::StartServices, Error> {
+    let settings = claij.settings().clone();
+    let offer = Offer::default().over(&settings);
+    let hooks = offer.hooks(claij, asker, terminal, Elicitation::Decline)?;
+    Ok(Box::new(move |project: Option<String>| {
+        Box::pin(async move {
+            let var = |name: &str| std::env::var(name);
+            let started = super::start_configured(&settings, project.as_deref(), hooks, var);
+            started.await.map_err(|e| e.said(Some(what)).into())
+        })
+    }))
 }
 
 /// The elicitor of `policy`: `asker` to ask, the defaults, or none (declined).

@@ -121,10 +121,8 @@ pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -
     let claij = front.claij()?;
     front.set_quiet(options.json);
     let services = if options.interceptors.contains(&Interceptor::Mcp) {
-        Some(runtime.block_on(super::project_services(
-            options.project.as_deref(),
-            claij.settings(),
-        ))?)
+        let start = super::start_services(claij)?(options.project.clone());
+        Some(runtime.block_on(start).map_err(anyhow::Error::from_boxed)?)
     } else {
         None
     };

@@ -30,6 +30,7 @@ mod mcp;
 mod mcp_content;
 mod mcp_logging;
 mod mcp_login;
+mod mcp_offer;
 mod memory;
 mod models;
 mod openai_compatible;

@@ -1,0 +1,148 @@
+//! What the servers are offered when they ask for elicitation, decided in one place
+//! (`claij::mcp::offer`): the configuration's `elicitation` holds for `claij mcp`, `ask
+//! --interceptors mcp` and an FSM's service state alike, against the real everything server and a
+//! scripted model over the OpenAI wire.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer};
+
+use super::mcp::{config, servers};
+use super::{Files, Run, assert_one_line_error, claij, claij_env};
+
+/// The everything server's tool that asks the client a question (a form whose `name` is required
+/// and has no default); the server lists it only to a client that offers elicitation.
+const ELICIT: &str = "trigger-elicitation-request";
+
+/// What the server answers when its question was declined.
+const DECLINED: &str = "User declined to provide the requested information";
+
+/// The everything and time servers, with `elicitation` in the configuration.
+fn offering(dir: &std::path::Path, elicitation: &str) -> String {
+    let mut config: Value = serde_json::from_str(&config(dir)).unwrap();
+    config["elicitation"] = elicitation.into();
+    config.to_string()
+}
+
+/// Mounts one scripted reply a request, in order.
+async fn script(server: &MockServer, replies: &[Value]) {
+    for reply in replies {
+        Mock::given(method("POST"))
+            .and(path(super::openrouter::CHAT))
+            .respond_with(super::openrouter::reply(&reply.to_string()))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+}
+
+/// Runs claij with the mock provider's configuration and the MCP configuration `mcp`.
+fn run(f: &Files, args: &[&str]) -> Run {
+    let mut all = args.to_vec();
+    let mcp = f.path("mcp.json");
+    all.extend(["--config", &mcp]);
+    let settings = f.path("config.toml");
+    claij_env(
+        &all,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(settings.as_str())),
+            ("OPENROUTER_API_KEY", Some("sk-or-v1-mcp-offer")),
+        ],
+    )
+}
+
+#[tokio::test]
+async fn the_interceptor_and_fsm_services_offer_the_servers_what_claij_mcp_offers() {
+    let Some(dir) = servers("mcp offer") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    let f = Files::new(&[
+        ("mcp.json", &offering(&dir, "defaults")),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let llm = ["--llm", "openrouter:test/model", "--mode", "prompted"];
+
+    // `claij mcp call`, no flag: the configuration's `defaults` offers elicitation (the server
+    // lists the tool) and declines the question whose required field has no default.
+    let called = run(&f, &["mcp", "call", &format!("everything.{ELICIT}")]);
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    assert!(called.stdout.contains(DECLINED), "{}", called.stdout);
+
+    // `ask --interceptors mcp`: the same offer, the same answer to the same question.
+    let call = json!({"answer": "Let me ask.", "state": "waiting_for_tools", "mcp_calls": [
+        {"service": "everything", "tool": ELICIT, "args": {}}]});
+    script(&server, &[call]).await;
+    let mut ask = vec!["ask", "Ask me something", "--interceptors", "mcp"];
+    ask.extend(llm);
+    let asked = run(&f, &ask);
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    assert!(
+        asked
+            .stderr
+            .contains(&format!("mcp everything.{ELICIT} {{}}: ok: ")),
+        "{}",
+        asked.stderr
+    );
+    assert!(asked.stderr.contains(DECLINED), "{}", asked.stderr);
+    server.reset().await;
+
+    // An FSM's service state (the tool loop's `servicing`): the same again.
+    let loop_call = json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+        "method": "tools/call", "params": {"name": format!("everything.{ELICIT}"), "arguments": {}}}});
+    let loop_end = json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "declined"}]}});
+    script(&server, &[loop_call, loop_end]).await;
+    let tool_loop = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/fsm/tool-loop.json"
+    );
+    let mut fsm = vec![
+        "fsm",
+        "run",
+        tool_loop,
+        "--input",
+        r#"{"request": "ask me"}"#,
+    ];
+    fsm.extend(llm);
+    let ran = run(&f, &fsm);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let second = String::from_utf8_lossy(&requests[1].body).into_owned();
+    assert!(second.contains(DECLINED), "the model saw it: {second}");
+}
+
+/// `elicitation: "ask"` in the configuration needs a person at a terminal, for the interceptor as
+/// for `claij mcp`: without one, each refuses in one line before any request.
+#[tokio::test]
+async fn ask_in_the_configuration_without_a_terminal_is_refused_everywhere() {
+    let Some(dir) = servers("mcp offer ask") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    let f = Files::new(&[
+        ("mcp.json", &offering(&dir, "ask")),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let line = "elicitation `ask` needs a terminal on stdin: use defaults or decline";
+    assert_one_line_error(&run(&f, &["mcp", "list"]), 2, line);
+    let ask = [
+        "ask",
+        "hi",
+        "--interceptors",
+        "mcp",
+        "--llm",
+        "openrouter:test/model",
+    ];
+    assert_one_line_error(&run(&f, &ask), 2, line);
+    assert!(server.received_requests().await.unwrap().is_empty());
+    // A value that is none of the three is the configuration's error, at its pointer.
+    let bad = Files::new(&[("mcp.json", &offering(&dir, "sometimes"))]);
+    let listed = claij(&["mcp", "list", "--config", &bad.path("mcp.json")], "");
+    assert_one_line_error(
+        &listed,
+        2,
+        "/elicitation: expected ask, defaults or decline",
+    );
+}
