@@ -146,6 +146,25 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// The authorization response came back with an issuer (`iss`, RFC 9207) other than the
+    /// authorization server's, or without one from a server that advertises
+    /// `authorization_response_iss_parameter_supported`: the code was not exchanged (a mix-up
+    /// attack, or a misconfigured server).
+    #[error(
+        "mcp server `{server}`: authorization refused: the authorization response {}, not the authorization server's issuer `{expected}` (RFC 9207)",
+        match received {
+            Some(received) => format!("names the issuer `{received}`"),
+            None => "names no issuer (`iss`), which its server says it sends".to_owned(),
+        }
+    )]
+    IssuerMismatch {
+        /// The server's name.
+        server: String,
+        /// The issuer of the authorization server's metadata.
+        expected: String,
+        /// The `iss` of the authorization response, if it had one.
+        received: Option<String>,
+    },
 }
 
 /// `Result` with this crate's [`Error`].
@@ -182,6 +201,8 @@ pub enum ErrorKind {
     UnknownLogLevel,
     /// [`Error::Unqualified`].
     Unqualified,
+    /// [`Error::IssuerMismatch`].
+    IssuerMismatch,
 }
 
 impl Error {
@@ -200,6 +221,7 @@ impl Error {
             Error::UnknownServer { .. } => ErrorKind::UnknownServer,
             Error::UnknownLogLevel { .. } => ErrorKind::UnknownLogLevel,
             Error::Unqualified { .. } => ErrorKind::Unqualified,
+            Error::IssuerMismatch { .. } => ErrorKind::IssuerMismatch,
         }
     }
 
@@ -209,12 +231,12 @@ impl Error {
     }
 
     /// Whether the server could not be reached or is gone: it would not start, its handshake
-    /// failed, or its process or connection ended ([`Error::Spawn`], [`Error::Handshake`],
-    /// [`Error::Dead`]).
+    /// (its authorization included) failed, or its process or connection ended ([`Error::Spawn`],
+    /// [`Error::Handshake`], [`Error::IssuerMismatch`], [`Error::Dead`]).
     pub fn is_connect(&self) -> bool {
         matches!(
             self.kind(),
-            ErrorKind::Spawn | ErrorKind::Handshake | ErrorKind::Dead
+            ErrorKind::Spawn | ErrorKind::Handshake | ErrorKind::IssuerMismatch | ErrorKind::Dead
         )
     }
 
@@ -258,6 +280,7 @@ impl Error {
             | Error::Cancelled { server, .. }
             | Error::TooLarge { server, .. }
             | Error::Protocol { server, .. }
+            | Error::IssuerMismatch { server, .. }
             | Error::UnknownServer { server, .. } => Some(server),
             Error::Config { .. } | Error::Unqualified { .. } | Error::UnknownLogLevel { .. } => {
                 None
@@ -307,6 +330,7 @@ mod tests {
             Error::UnknownServer { .. } => (K::UnknownServer, [f, f, f, f, f, true]),
             Error::UnknownLogLevel { .. } => (K::UnknownLogLevel, [f, f, f, f, f, true]),
             Error::Unqualified { .. } => (K::Unqualified, [f, f, f, f, f, true]),
+            Error::IssuerMismatch { .. } => (K::IssuerMismatch, [f, true, f, f, f, f]),
         }
     }
 
@@ -359,9 +383,14 @@ mod tests {
             },
             Error::UnknownLogLevel { given: s() },
             Error::Unqualified { name: s() },
+            Error::IssuerMismatch {
+                server: s(),
+                expected: s(),
+                received: None,
+            },
         ];
         let kinds: std::collections::HashSet<ErrorKind> = samples.iter().map(Error::kind).collect();
-        assert_eq!(kinds.len(), 12, "a variant without a sample");
+        assert_eq!(kinds.len(), 13, "a variant without a sample");
         for e in &samples {
             let got = [
                 e.is_timeout(),
@@ -373,5 +402,30 @@ mod tests {
             ];
             assert_eq!((e.kind(), got), expected(e), "{e}");
         }
+    }
+
+    #[test]
+    fn an_issuer_mismatch_names_both_issuers_or_the_missing_one() {
+        let mismatch = Error::IssuerMismatch {
+            server: "files".to_owned(),
+            expected: "http://127.0.0.1:1".to_owned(),
+            received: Some("https://evil.example.com".to_owned()),
+        };
+        assert_eq!(
+            mismatch.to_string(),
+            "mcp server `files`: authorization refused: the authorization response names the issuer \
+             `https://evil.example.com`, not the authorization server's issuer `http://127.0.0.1:1` \
+             (RFC 9207)"
+        );
+        let missing = Error::IssuerMismatch {
+            server: "files".to_owned(),
+            expected: "http://127.0.0.1:1".to_owned(),
+            received: None,
+        };
+        assert!(
+            missing.to_string().contains("names no issuer (`iss`)"),
+            "{missing}"
+        );
+        assert_eq!(missing.server(), Some("files"));
     }
 }

@@ -236,7 +236,7 @@ async fn authorize(
     state
         .handle_callback_url(&redirect)
         .await
-        .map_err(|err| fail(&err))?;
+        .map_err(|err| callback_refused(server, err))?;
     state
         .into_authorization_manager()
         .ok_or_else(|| fail(&"no tokens after the authorization"))
@@ -279,6 +279,27 @@ async fn stored_manager(
         ),
     }
     Ok(manager)
+}
+
+/// The authorization response refused: [`Error::IssuerMismatch`] when its issuer (`iss`) is not
+/// the authorization server's (or missing where the server promised it), else [`refused`].
+fn callback_refused(server: &str, err: AuthError) -> Error {
+    match err {
+        AuthError::AuthorizationServerMismatch {
+            expected_issuer,
+            received_issuer,
+        } => Error::IssuerMismatch {
+            server: server.to_owned(),
+            expected: expected_issuer,
+            received: Some(received_issuer),
+        },
+        AuthError::AuthorizationServerMissingIssuer { expected_issuer } => Error::IssuerMismatch {
+            server: server.to_owned(),
+            expected: expected_issuer,
+            received: None,
+        },
+        other => refused(server, &other),
+    }
 }
 
 /// An authorization failure, its URLs without query strings (codes, states, tokens).

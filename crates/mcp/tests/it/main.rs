@@ -9,6 +9,8 @@ mod http;
 mod interceptor;
 mod limits;
 mod logging;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod resources;
 mod sampling;
 mod servers;
