@@ -538,6 +538,22 @@ impl Start {
     }
 }
 
+/// What `claij mcp list|resources|prompts` print of `listed` (a server each): each one's text, or
+/// with `json` a pretty JSON array of each one's `to_json`, ending with a line ending.
+#[must_use]
+pub fn listing<T: std::fmt::Display>(listed: &[T], json: bool, to_json: fn(&T) -> Value) -> String {
+    match json {
+        true => pretty(&Value::Array(listed.iter().map(to_json).collect())),
+        false => listed.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// `value` as pretty JSON and a line ending (what `claij mcp ... --json` prints).
+#[must_use]
+pub fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
 /// One started server as `claij mcp list` shows it: who it says it is, and its tools.
 /// `Display` is the text listing (a line for the server, one per tool).
 #[derive(Debug, Clone)]

@@ -213,12 +213,7 @@ async fn list(
     };
     let listed = claij::mcp::list(&services);
     services.close().await;
-    let out = if json {
-        let report: Vec<Value> = listed.iter().map(claij::mcp::Listed::to_json).collect();
-        serde_json::to_string_pretty(&report)? + "\n"
-    } else {
-        listed.iter().map(ToString::to_string).collect()
-    };
+    let out = claij::mcp::listing(&listed, json, claij::mcp::Listed::to_json);
     std::io::stdout().write_all(out.as_bytes())?;
     Ok(Status::Ok)
 }

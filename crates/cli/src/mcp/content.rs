@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use claij::mcp::resources::{self, DEFAULT_MAX_RESOURCE_BYTES, MAX_RESOURCE_BYTES};
 use claij::mcp::signal::Signals;
-use claij::mcp::{Error, prompts};
-use serde_json::Value;
+use claij::mcp::{Error, listing, pretty, prompts};
 
 use super::{Command as Asked, Common};
 use crate::exit::Status;
@@ -81,11 +80,11 @@ pub(super) async fn run(
         Ok::<_, Error>(match asked {
             Asked::Resources(a) => {
                 let listed = resources::list(&services).await?;
-                listing(&listed, a.json, resources::Listed::to_json)
+                Output::Text(listing(&listed, a.json, resources::Listed::to_json))
             }
             Asked::Prompts(a) => {
                 let listed = prompts::list(&services).await?;
-                listing(&listed, a.json, prompts::Listed::to_json)
+                Output::Text(listing(&listed, a.json, prompts::Listed::to_json))
             }
             Asked::Read(a) => {
                 let max = a.max_resource_bytes;
@@ -124,16 +123,4 @@ pub(super) async fn run(
 enum Output {
     Text(String),
     File(PathBuf, Vec<u8>),
-}
-
-/// Each server's listing, as text or a JSON array.
-fn listing<T: std::fmt::Display>(listed: &[T], json: bool, to_json: fn(&T) -> Value) -> Output {
-    Output::Text(match json {
-        true => pretty(&Value::Array(listed.iter().map(to_json).collect())),
-        false => listed.iter().map(ToString::to_string).collect(),
-    })
-}
-
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }
