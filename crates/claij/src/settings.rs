@@ -1098,7 +1098,13 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(feature = "mcp")]
 fn read_mcp(table: &Table, fail: &Fail<'_>) -> Result<Option<McpConfig>> {
     let mut json = serde_json::Map::new();
-    for key in ["mcpServers", "projects", "roots", "samplingLlm", "elicitation"] {
+    for key in [
+        "mcpServers",
+        "projects",
+        "roots",
+        "samplingLlm",
+        "elicitation",
+    ] {
         if let Some(value) = table.get(key) {
             let value = serde_json::to_value(value).map_err(|e| fail(&[key], &e.to_string()))?;
             json.insert(key.to_owned(), value);

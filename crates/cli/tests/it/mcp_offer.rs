@@ -146,3 +146,26 @@ async fn ask_in_the_configuration_without_a_terminal_is_refused_everywhere() {
         "/elicitation: expected ask, defaults or decline",
     );
 }
+
+/// In `config.toml` the same keys are top-level (before the tables): `elicitation = "defaults"`
+/// offers elicitation as `.mcp.json`'s does.
+#[test]
+fn config_toml_takes_the_same_keys() {
+    let Some(dir) = servers("mcp offer toml") else {
+        return;
+    };
+    let everything =
+        dir.join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let toml = format!(
+        "elicitation = \"defaults\"\n\n[mcpServers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+        everything.display().to_string()
+    );
+    let f = Files::new(&[("config.toml", &toml)]);
+    let tool = format!("everything.{ELICIT}");
+    let called = claij(
+        &["mcp", "call", &tool, "--config", &f.path("config.toml")],
+        "",
+    );
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    assert!(called.stdout.contains(DECLINED), "{}", called.stdout);
+}
