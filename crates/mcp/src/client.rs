@@ -449,7 +449,7 @@ impl McpClient {
             }
         };
         let as_value = Value::Object(args);
-        if let Err(violations) = info.check_args(&as_value) {
+        if let Err(violations) = info.check_call_args(&as_value) {
             return Ok(invalid_arguments(tool, violations));
         }
         let args = match as_value {

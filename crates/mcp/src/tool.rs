@@ -92,6 +92,38 @@ impl ToolInfo {
         }
     }
 
+    /// Checks the arguments of a call about to be sent, as [`ToolInfo::check_args`] does, except that
+    /// a `null` at a top-level property the schema does not require is taken as the property left
+    /// out: MCP reads a null argument as an absent one (SEP-2243 omits its `Mcp-Param` header), and
+    /// the server, which sees the null as sent, is the judge of its own tool.
+    ///
+    /// # Errors
+    ///
+    /// Every violation, located in `args`.
+    pub fn check_call_args(&self, args: &Value) -> Result<(), Vec<Violation>> {
+        let Value::Object(map) = args else {
+            return self.check_args(args);
+        };
+        let required: Vec<&str> = self
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !map
+            .iter()
+            .any(|(name, value)| value.is_null() && !required.contains(&name.as_str()))
+        {
+            return self.check_args(args);
+        }
+        let present: Map<String, Value> = map
+            .iter()
+            .filter(|(name, value)| !value.is_null() || required.contains(&name.as_str()))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        self.check_args(&Value::Object(present))
+    }
+
     /// Checks a structured result against the output schema (nothing to check without one).
     ///
     /// # Errors
@@ -216,5 +248,41 @@ fn rewrite(schema: &mut Value) {
             }
         }
         Value::Array(_) | Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool() -> ToolInfo {
+        ToolInfo::new(
+            "s",
+            "t",
+            None,
+            json!({"type": "object", "properties": {
+                "region": {"type": "string"}, "verbose": {"type": "boolean"}
+            }, "required": ["region"]}),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_call_may_give_null_for_an_optional_property_not_for_a_required_one() {
+        let tool = tool();
+        let optional_null = json!({"region": "us-east1", "verbose": null});
+        assert_eq!(tool.check_call_args(&optional_null), Ok(()));
+        // The model's arguments are still checked strictly.
+        assert!(tool.check_args(&optional_null).is_err());
+        let required_null = json!({"region": null, "verbose": true});
+        let violations = tool.check_call_args(&required_null).unwrap_err();
+        assert_eq!(violations[0].instance_pointer, "/region");
+        let wrong_type = json!({"region": "us-east1", "verbose": "yes"});
+        assert!(tool.check_call_args(&wrong_type).is_err());
+        assert!(tool.check_call_args(&json!("not an object")).is_err());
     }
 }

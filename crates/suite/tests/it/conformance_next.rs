@@ -81,10 +81,7 @@ const SCENARIOS: &[(&str, &str)] = &[
 
 /// What claij does not pass yet, and why. THE one list of expected failures of this release: each
 /// test here asserts its scenario still fails, so fixing one means deleting its line.
-const KNOWN_FAILING: &[(&str, &str)] = &[(
-    "http-custom-headers",
-    "claij refuses the second call before sending it: its arguments give `verbose: null` where the tool's schema says `type: boolean`, and the scenario expects the call sent with the Mcp-Param-Verbose header omitted (sep-2243-client-omit-null); the base64 checks of unsafe values pass",
-)];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 /// Runs `scenario` of this release ([`check_with`]).
 #[track_caller]
