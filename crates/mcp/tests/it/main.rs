@@ -11,6 +11,8 @@ mod limits;
 mod logging;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "http")]
+mod param_headers;
 mod resources;
 mod sampling;
 mod servers;
