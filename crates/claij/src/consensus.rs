@@ -380,5 +380,61 @@ pub fn decide(rule: Rule, replies: Vec<Reply>, on: &[String]) -> Outcome {
     }
 }
 
+/// The models `llm` (`--llm a,b,c`) names for a consensus under `rule` (`--consensus`; `None`:
+/// none asked for), checked against the flags beside it: `on` (whether `--on` pointers are given),
+/// `memory` (`--memory`) and `proposals` (`--interceptors proposals`). `Ok(None)` without a
+/// consensus; each mistake is one line naming the flags (a usage error, found before any model is
+/// asked).
+///
+/// # Errors
+///
+/// `--on` without `--consensus majority`, several models without `--consensus`, `--memory` or
+/// `--interceptors proposals` with one, an empty model, fewer than two models.
+pub fn models(
+    llm: &str,
+    rule: Option<Rule>,
+    on: bool,
+    memory: bool,
+    proposals: bool,
+) -> std::result::Result<Option<Vec<String>>, String> {
+    let Some(rule) = rule else {
+        if on {
+            return Err(
+                "--on chooses what --consensus majority compares: add --consensus majority"
+                    .to_owned(),
+            );
+        }
+        if llm.contains(',') {
+            return Err(format!(
+                "--llm {llm} names several models: add --consensus majority or --consensus first-valid"
+            ));
+        }
+        return Ok(None);
+    };
+    if rule != Rule::Majority && on {
+        return Err(format!(
+            "--on is for --consensus majority (--consensus {} takes the first valid answer whole)",
+            rule.name()
+        ));
+    }
+    if memory {
+        return Err("--memory carries one conversation, --consensus asks several models once each: drop one".to_owned());
+    }
+    if proposals {
+        return Err("--interceptors proposals keeps approved schema extensions in a conversation (--memory), which --consensus does not keep: drop one".to_owned());
+    }
+    let models: Vec<String> = llm.split(',').map(|m| m.trim().to_owned()).collect();
+    if models.iter().any(String::is_empty) && models.len() > 1 {
+        return Err(format!("--llm {llm} has an empty model: write --llm a,b,c"));
+    }
+    if models.len() < 2 {
+        let got = if llm.is_empty() { "none" } else { llm };
+        return Err(format!(
+            "--consensus needs several models to compare: --llm a,b,c (got {got})"
+        ));
+    }
+    Ok(Some(models))
+}
+
 #[cfg(test)]
 mod tests;

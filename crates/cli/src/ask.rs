@@ -11,15 +11,16 @@ mod progress;
 mod report;
 mod stream;
 
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, stdin};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use claij::conversation::{Builder, Named, Opening};
+use claij::conversation::{Builder, Named, Opening, StartServices};
 use claij::interceptors::{Answer, Error, ShowExample};
+use claij::mcp::offer::{Elicitation, Offer};
 use claij::report::Over;
 use claij::session::SessionLock;
 
@@ -95,6 +96,14 @@ pub(crate) struct Options {
     /// With `--interceptors mcp`: the project whose services and tools the model may use.
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
+    /// With `--interceptors mcp`: the model that answers the servers' sampling requests, as `claij
+    /// mcp --sampling-llm` (default: the configuration's `samplingLlm`, else none offered).
+    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
+    sampling_llm: Option<String>,
+    /// With `--interceptors mcp`: how the servers' questions are answered, as `claij mcp
+    /// --elicitation` (default: the configuration's `elicitation`, else `decline`).
+    #[arg(long, value_name = "POLICY", value_parser = crate::mcp::elicitation::policy())]
+    elicitation: Option<Elicitation>,
     /// Whether the system prompt shows an example of a valid reply, built from the schema (its
     /// `examples`, `enum`s and `const`s; never its descriptions). Default: auto, where the schema is
     /// in the prompt (`--mode prompted`, the local model).
@@ -327,7 +336,7 @@ impl<'a> Conversation<'a> {
             }
         });
         if builder.named().contains(&Named::Mcp) {
-            builder = builder.services(start_services(claij)?);
+            builder = builder.services(start_services(claij, options)?);
         }
         let inner = runtime.block_on(builder.open())?;
         let turns = watched
@@ -486,10 +495,10 @@ fn notice(opening: &Opening, json: bool) {
 
 /// How the MCP servers of `--interceptors mcp` start ([`claij::mcp::offer::starter`]; `ask` is
 /// the terminal's form).
-fn start_services(claij: &claij::Claij) -> Result<claij::conversation::StartServices> {
-    let asker = Arc::new(crate::mcp::elicitation::Terminal);
-    let terminal = std::io::stdin().is_terminal();
-    let started = claij::mcp::offer::starter(claij, Some(asker), terminal, "--interceptors mcp");
+fn start_services(claij: &claij::Claij, options: &Options) -> Result<StartServices> {
+    let offer = Offer::new(options.sampling_llm.clone(), options.elicitation);
+    let (asker, terminal) = (crate::mcp::elicitation::Terminal, stdin().is_terminal());
+    let started = claij::mcp::offer::starter(claij, offer, Some(Arc::new(asker)), terminal);
     started.map_err(|e| anyhow::anyhow!(claij::mcp::Error::from(e).said(None)))
 }
 

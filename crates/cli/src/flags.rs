@@ -184,6 +184,8 @@ const CONVERSE: &[&str] = &[
     "standard",
     "note",
     "project",
+    "sampling-llm",
+    "elicitation",
     "example",
     "json",
     "stream",
@@ -299,6 +301,8 @@ pub(crate) static SCOPES: &[Scope] = &[
                 unmet: &[],
             },
             TOOL_RESULTS,
+            SAMPLING,
+            ELICITATION,
             NOTE,
             APPROVE,
             VOTERS,
@@ -342,6 +346,8 @@ pub(crate) static SCOPES: &[Scope] = &[
         mode_of: |_| "chat",
         needs: &[
             TOOL_RESULTS,
+            SAMPLING,
+            ELICITATION,
             NOTE,
             APPROVE,
             VOTERS,
@@ -467,6 +473,28 @@ const fn only(honours: &'static [&'static [&'static str]]) -> Mode {
         refusals: &[],
     }
 }
+
+/// A flag of the MCP interceptor's servers: it needs `--interceptors mcp`.
+const fn of_mcp(flag: &'static str, says: &'static str) -> Need {
+    let (example, unmet) = (&["--interceptors", "mcp"] as &[&str], &[] as &[&str]);
+    let met = |m: &ArgMatches| intercepts(m, &["mcp"]);
+    Need {
+        flag,
+        met,
+        says,
+        example,
+        unmet,
+    }
+}
+
+const SAMPLING: Need = of_mcp(
+    "sampling-llm",
+    "--sampling-llm answers the MCP servers' sampling requests: add --interceptors mcp",
+);
+const ELICITATION: Need = of_mcp(
+    "elicitation",
+    "--elicitation answers the MCP servers' questions: add --interceptors mcp",
+);
 
 const TOOL_RESULTS: Need = Need {
     flag: "tool-results-budget",

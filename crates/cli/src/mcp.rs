@@ -163,11 +163,7 @@ impl Common {
     /// `samplingLlm` and `elicitation` ([`claij::mcp::offer`]): `chat`'s
     /// own prompt (`asker`) asks on a terminal when nothing is said; `ask` is the terminal's form.
     fn hooks(&self, claij: &claij::Claij, asker: Option<Arc<dyn Elicitor>>) -> Result<Hooks> {
-        let offer = Offer {
-            sampling_llm: self.sampling_llm.clone(),
-            elicitation: self.elicitation,
-        }
-        .over(claij.settings());
+        let offer = Offer::new(self.sampling_llm.clone(), self.elicitation).over(claij.settings());
         let unset = if asker.is_some() {
             Elicitation::Ask
         } else {

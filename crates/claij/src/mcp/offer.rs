@@ -46,6 +46,15 @@ pub enum Error {
 }
 
 impl Offer {
+    /// The offer of `sampling_llm` and `elicitation` (a command's flags).
+    #[must_use]
+    pub fn new(sampling_llm: Option<String>, elicitation: Option<Elicitation>) -> Self {
+        Offer {
+            sampling_llm,
+            elicitation,
+        }
+    }
+
     /// This offer (the flags), what it leaves unsaid taken from the settings' MCP configuration
     /// (`samplingLlm`, `elicitation`).
     #[must_use]
@@ -92,27 +101,29 @@ impl Offer {
 
 /// How the MCP servers of a conversation's `mcp` interceptor start
 /// ([`crate::conversation::Builder::services`]): the settings' servers, seen through the
-/// conversation's project, offered what the configuration says ([`Offer::over`], [`Offer::hooks`]
-/// with `asker` and `terminal`; nothing said declines), their start's error as
-/// [`super::Error::said`] says it for `what` (`--interceptors mcp`).
+/// conversation's project, offered `offer` (the flags) over what the configuration says
+/// ([`Offer::over`], [`Offer::hooks`] with `asker` and `terminal`; nothing said declines), their
+/// start's error as [`super::Error::said`] says it for `--interceptors mcp`.
 ///
 /// # Errors
 ///
 /// What [`Offer::hooks`] refuses (`ask` without a terminal, a sampling model that does not open).
 pub fn starter(
     claij: &Claij,
+    offer: Offer,
     asker: Option<Arc<dyn Elicitor>>,
     terminal: bool,
-    what: &'static str,
 ) -> Result<crate::conversation::StartServices, Error> {
     let settings = claij.settings().clone();
-    let offer = Offer::default().over(&settings);
+    let offer = offer.over(&settings);
     let hooks = offer.hooks(claij, asker, terminal, Elicitation::Decline)?;
     Ok(Box::new(move |project: Option<String>| {
         Box::pin(async move {
             let var = |name: &str| std::env::var(name);
             let started = super::start_configured(&settings, project.as_deref(), hooks, var);
-            started.await.map_err(|e| e.said(Some(what)).into())
+            started
+                .await
+                .map_err(|e| e.said(Some("--interceptors mcp")).into())
         })
     }))
 }

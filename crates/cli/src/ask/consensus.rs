@@ -50,49 +50,16 @@ impl From<Rule> for Chosen {
     }
 }
 
-/// Checks the consensus flags against the rest; the models to ask when `--consensus` is given.
-/// Every mistake here is a usage error (exit 2), found before any model is asked.
+/// Checks the consensus flags against the rest; the models to ask when `--consensus` is given
+/// ([`claij::consensus::models`]). Every mistake here is a usage error (exit 2), found before any
+/// model is asked.
 pub(crate) fn models(options: &Options) -> Result<Option<Vec<String>>> {
-    let flags = &options.consensus;
+    let (flags, memory) = (&options.consensus, options.memory.is_some());
     let llm = options.model.llm.as_deref().unwrap_or_default();
-    let Some(rule) = flags.consensus else {
-        if !flags.on.is_empty() {
-            bail!("--on chooses what --consensus majority compares: add --consensus majority");
-        }
-        if llm.contains(',') {
-            bail!(
-                "--llm {llm} names several models: add --consensus majority or --consensus first-valid"
-            );
-        }
-        return Ok(None);
-    };
-    if rule != Rule::Majority && !flags.on.is_empty() {
-        bail!(
-            "--on is for --consensus majority (--consensus {} takes the first valid answer whole)",
-            Chosen::from(rule).name()
-        );
-    }
-    if options.memory.is_some() {
-        bail!(
-            "--memory carries one conversation, --consensus asks several models once each: drop one"
-        );
-    }
-    if options.interceptors.contains(&Interceptor::Proposals) {
-        bail!(
-            "--interceptors proposals keeps approved schema extensions in a conversation (--memory), which --consensus does not keep: drop one"
-        );
-    }
-    let models: Vec<String> = llm.split(',').map(|m| m.trim().to_owned()).collect();
-    if models.iter().any(String::is_empty) && models.len() > 1 {
-        bail!("--llm {llm} has an empty model: write --llm a,b,c");
-    }
-    if models.len() < 2 {
-        bail!(
-            "--consensus needs several models to compare: --llm a,b,c (got {})",
-            if llm.is_empty() { "none" } else { llm }
-        );
-    }
-    Ok(Some(models))
+    let proposals = options.interceptors.contains(&Interceptor::Proposals);
+    let rule = flags.consensus.map(Chosen::from);
+    let checked = claij::consensus::models(llm, rule, !flags.on.is_empty(), memory, proposals);
+    checked.map_err(anyhow::Error::msg)
 }
 
 /// `claij chat` answers with one model: `--consensus` and several `--llm` models are refused.
@@ -121,7 +88,7 @@ pub(crate) fn run(args: &Args, models: &[String], front: &crate::front::Front) -
     let claij = front.claij()?;
     front.set_quiet(options.json);
     let services = if options.interceptors.contains(&Interceptor::Mcp) {
-        let start = super::start_services(claij)?(options.project.clone());
+        let start = super::start_services(claij, options)?(options.project.clone());
         Some(runtime.block_on(start).map_err(anyhow::Error::from_boxed)?)
     } else {
         None

@@ -169,3 +169,42 @@ fn config_toml_takes_the_same_keys() {
     assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
     assert!(called.stdout.contains(DECLINED), "{}", called.stdout);
 }
+
+/// `ask --elicitation` and `--sampling-llm` are `claij mcp`'s flags for the interceptor's servers:
+/// over a configuration that says nothing, `--elicitation defaults` offers elicitation; without
+/// `--interceptors mcp` each is refused in one line naming it.
+#[tokio::test]
+async fn ask_takes_claij_mcps_flags_for_the_interceptors_servers() {
+    let Some(dir) = servers("mcp offer flags") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    let f = Files::new(&[
+        ("mcp.json", &config(&dir)),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let call = json!({"answer": "Let me ask.", "state": "waiting_for_tools", "mcp_calls": [
+        {"service": "everything", "tool": ELICIT, "args": {}}]});
+    script(&server, &[call]).await;
+    let llm = ["--llm", "openrouter:test/model", "--mode", "prompted"];
+    let mut ask = vec![
+        "ask",
+        "Ask me",
+        "--interceptors",
+        "mcp",
+        "--elicitation",
+        "defaults",
+    ];
+    ask.extend(llm);
+    let asked = run(&f, &ask);
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    assert!(asked.stderr.contains(DECLINED), "{}", asked.stderr);
+
+    for (flag, value) in [("--elicitation", "defaults"), ("--sampling-llm", "local")] {
+        let mut alone = vec!["ask", "hi", flag, value];
+        alone.extend(llm);
+        let refused = run(&f, &alone);
+        assert_one_line_error(&refused, 2, &format!("{flag} answers the MCP servers'"));
+        assert_one_line_error(&refused, 2, "add --interceptors mcp");
+    }
+}
