@@ -370,3 +370,27 @@ async fn a_resource_moved_to_a_new_authorization_server_is_registered_there_afre
         "{bearers:?}"
     );
 }
+
+#[tokio::test]
+async fn after_the_authorization_the_start_is_the_one_asked_for_not_initialize() {
+    let authorization = authorization_server("client-1", "token-1", json!({})).await;
+    let protected = MockServer::start().await;
+    let url = resource(&protected, &authorization, &authorization, "none").await;
+    let approver = Approver::new(Approve::WithIssuer(None));
+    let _ = connect(&url, &approver).await;
+    let authorized: Vec<String> = received(&protected, "/mcp")
+        .await
+        .iter()
+        .filter(|request| request.headers.get("authorization").is_some())
+        .filter_map(|request| {
+            let body: Value = serde_json::from_slice(&request.body).ok()?;
+            body.get("method")?.as_str().map(str::to_owned)
+        })
+        .collect();
+    // A 2026-07-28 server answers an `initialize` without `MCP-Protocol-Version` with 400.
+    assert_eq!(
+        authorized.first().map(String::as_str),
+        Some("server/discover"),
+        "{authorized:?}"
+    );
+}
