@@ -113,6 +113,31 @@ fn every_client_scenario_has_a_test() {
     }
 }
 
+/// The suite's own verdict on the 2026-07-28 revision: `client --requirements 2026-07-28` runs
+/// exactly the client scenarios the revision requires, frozen at its release, at its wire (the
+/// stateless protocol), and exits 0 only when every scored one passes (extensions and scenarios
+/// added after the release are run and reported, never scored).
+#[test]
+fn the_2026_07_28_requirements_pass() {
+    let Some(suite) = Suite::find_release("the_2026_07_28_requirements_pass", FOLDER) else {
+        return;
+    };
+    let claij = env!("CARGO_BIN_EXE_claij-suite");
+    let command = format!("{claij} mcp-conformance --elicitation defaults --timeout 20");
+    let (code, text) = suite.run(
+        &[
+            "client",
+            "--requirements",
+            "2026-07-28",
+            "--command",
+            &command,
+        ],
+        &std::env::temp_dir(),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("Running requirements 2026-07-28"), "{text}");
+}
+
 /// One `#[test]` per scenario, so each passes or fails on its own.
 macro_rules! scenarios {
     ($($test:ident => $scenario:literal,)*) => {
