@@ -196,8 +196,16 @@ const CONVERSE: &[&str] = &[
 /// The agent run's flags.
 const AGENT: &[&str] = &["max-steps", "budget-usd"];
 
-/// The flags of an FSM run's worker: the model, services, meta-debug and proposals.
-const WORKER: &[&str] = &["project", "meta-debug", "interceptors", "approve", "voters"];
+/// The flags of an FSM run's worker: services, what their servers are offered, meta-debug.
+const WORKER: &[&str] = &[
+    "project",
+    "meta-debug",
+    "interceptors",
+    "approve",
+    "voters",
+    "sampling-llm",
+    "elicitation",
+];
 
 /// The limits and output of an FSM run, wherever it runs.
 const RUN: &[&str] = &["max-transitions", "max-repeated-calls", "json"];

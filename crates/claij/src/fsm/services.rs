@@ -304,6 +304,7 @@ pub(super) async fn connect(
     claij: &Claij,
     project: Option<&str>,
     tools: Option<&Tools>,
+    offer: &crate::mcp::offer::Offer,
 ) -> Result<Connected> {
     let settings = claij.settings();
     let used: BTreeSet<String> = definitions
@@ -366,9 +367,9 @@ pub(super) async fn connect(
         let value = claij.var(name).ok_or(std::env::VarError::NotPresent)?;
         value.into_string().map_err(std::env::VarError::NotUnicode)
     };
-    // Offered what `claij mcp` offers (the configuration's `samplingLlm` and `elicitation`); no
-    // one at a terminal answers a service's questions.
-    let offer = crate::mcp::offer::Offer::default().over(settings);
+    // Offered what `claij mcp` offers (the flags over the configuration's `samplingLlm` and
+    // `elicitation`); no one at a terminal answers a service's questions.
+    let offer = offer.clone().over(settings);
     let hooks = offer
         .hooks(claij, None, false, crate::mcp::offer::Elicitation::Decline)
         .map_err(crate::mcp::Error::from)?;

@@ -46,6 +46,10 @@ pub struct Options {
     /// Repeats of an earlier service call (same state, request and result since the last input)
     /// beyond which a run stops (`usize::MAX`: never, nor is the model told).
     pub max_repeated_calls: usize,
+    /// What MCP service states' servers are offered (the flags; over the configuration's
+    /// `samplingLlm` and `elicitation`, as `claij mcp`'s).
+    #[cfg(feature = "mcp")]
+    pub offer: crate::mcp::offer::Offer,
 }
 
 impl Default for Options {
@@ -57,6 +61,8 @@ impl Default for Options {
             measured: None,
             max_transitions: claij_fsm::DEFAULT_MAX_TRANSITIONS,
             max_repeated_calls: claij_fsm::DEFAULT_MAX_REPEATED_CALLS,
+            #[cfg(feature = "mcp")]
+            offer: crate::mcp::offer::Offer::default(),
         }
     }
 }
@@ -329,6 +335,7 @@ impl Wiring {
                 &self.claij,
                 self.options.project.as_deref(),
                 self.tools.as_ref(),
+                &self.options.offer,
             )
             .await?
         };

@@ -209,6 +209,16 @@ pub fn argument(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// What `claij mcp prompt` prints of a `prompts/get` result: [`text`], or with `json` the result as
+/// pretty JSON.
+#[must_use]
+pub fn shown(got: &Value, json: bool) -> String {
+    match json {
+        true => super::pretty(got),
+        false => text(got),
+    }
+}
+
 /// What a person reads of a `prompts/get` result: `ROLE: TEXT` a message, text as it is, an
 /// embedded resource's text, anything else described in brackets (`[image image/png]`,
 /// `[resource demo://x]`); a line ending after each.

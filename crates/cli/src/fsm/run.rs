@@ -28,6 +28,12 @@ pub(crate) struct Options {
     model: ModelOptions,
     #[command(flatten)]
     services: super::Flags,
+    /// The model that answers MCP servers' sampling requests, as `claij mcp --sampling-llm`.
+    #[arg(long, value_name = "ALIAS|PROVIDER:MODEL")]
+    sampling_llm: Option<String>,
+    /// How MCP servers' questions are answered: `defaults` or `decline`, as `claij mcp`'s.
+    #[arg(long, value_name = "POLICY", value_parser = crate::mcp::elicitation::policy())]
+    elicitation: Option<claij::mcp::offer::Elicitation>,
     #[command(flatten)]
     meta_debug: MetaDebugFlags,
     #[command(flatten)]
@@ -74,6 +80,7 @@ impl Options {
             measured: None,
             max_transitions: self.max_transitions,
             max_repeated_calls: self.max_repeated_calls,
+            offer: claij::mcp::offer::Offer::new(self.sampling_llm.clone(), self.elicitation),
         }
     }
 

@@ -80,47 +80,39 @@ pub(super) async fn run(
         Ok::<_, Error>(match asked {
             Asked::Resources(a) => {
                 let listed = resources::list(&services).await?;
-                Output::Text(listing(&listed, a.json, resources::Listed::to_json))
+                listing(&listed, a.json, resources::Listed::to_json).into_bytes()
             }
             Asked::Prompts(a) => {
                 let listed = prompts::list(&services).await?;
-                Output::Text(listing(&listed, a.json, prompts::Listed::to_json))
+                listing(&listed, a.json, prompts::Listed::to_json).into_bytes()
             }
             Asked::Read(a) => {
                 let max = a.max_resource_bytes;
                 let (read, parts) = resources::read(&services, &a.server, &a.uri, max).await?;
                 match (&a.out, a.json) {
-                    (Some(out), _) => Output::File(out.clone(), resources::bytes(&parts)),
-                    (None, true) => Output::Text(pretty(&read)),
-                    (None, false) => Output::Text(resources::text(&parts)),
+                    (Some(_), _) => resources::bytes(&parts),
+                    (None, true) => pretty(&read).into_bytes(),
+                    (None, false) => resources::text(&parts).into_bytes(),
                 }
             }
             Asked::Prompt(a) => {
                 let (server, name) = super::split(&a.prompt, "prompt").unwrap_or_default();
                 let got = prompts::get(&services, server, name, &a.args).await?;
-                Output::Text(match a.json {
-                    true => pretty(&got),
-                    false => prompts::text(&got),
-                })
+                prompts::shown(&got, a.json).into_bytes()
             }
-            _ => Output::Text(String::new()),
+            _ => Vec::new(),
         })
     };
     let result = signals.or_stop(&services, work).await;
     services.close().await;
-    match result {
+    let bytes = match result {
         Err(signal) => return Ok(Status::Signalled(signal)),
-        Ok(output) => match output.map_err(super::mcp_error)? {
-            Output::Text(text) => std::io::stdout().write_all(text.as_bytes())?,
-            Output::File(path, bytes) => std::fs::write(&path, bytes)
-                .map_err(|e| anyhow::anyhow!("--out {}: {e}", path.display()))?,
-        },
+        Ok(output) => output.map_err(super::mcp_error)?,
+    };
+    match asked {
+        Asked::Read(a) if let Some(path) = &a.out => std::fs::write(path, bytes)
+            .map_err(|e| anyhow::anyhow!("--out {}: {e}", path.display()))?,
+        _ => std::io::stdout().write_all(&bytes)?,
     }
     Ok(Status::Ok)
-}
-
-/// Where the answer goes.
-enum Output {
-    Text(String),
-    File(PathBuf, Vec<u8>),
 }

@@ -208,3 +208,45 @@ async fn ask_takes_claij_mcps_flags_for_the_interceptors_servers() {
         assert_one_line_error(&refused, 2, "add --interceptors mcp");
     }
 }
+
+/// `fsm run --elicitation` offers an FSM's service states' servers what `claij mcp --elicitation`
+/// does, over a configuration that says nothing.
+#[tokio::test]
+async fn fsm_run_takes_claij_mcps_flags_for_its_service_states() {
+    let Some(dir) = servers("mcp offer fsm flags") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    let f = Files::new(&[
+        ("mcp.json", &config(&dir)),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let loop_call = json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+        "method": "tools/call", "params": {"name": format!("everything.{ELICIT}"), "arguments": {}}}});
+    let loop_end = json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "declined"}]}});
+    script(&server, &[loop_call, loop_end]).await;
+    let tool_loop = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/fsm/tool-loop.json"
+    );
+    let ran = run(
+        &f,
+        &[
+            "fsm",
+            "run",
+            tool_loop,
+            "--input",
+            r#"{"request": "ask me"}"#,
+            "--llm",
+            "openrouter:test/model",
+            "--mode",
+            "prompted",
+            "--elicitation",
+            "defaults",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let second = String::from_utf8_lossy(&requests[1].body).into_owned();
+    assert!(second.contains(DECLINED), "the model saw it: {second}");
+}
