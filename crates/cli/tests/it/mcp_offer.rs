@@ -250,3 +250,88 @@ async fn fsm_run_takes_claij_mcps_flags_for_its_service_states() {
     let second = String::from_utf8_lossy(&requests[1].body).into_owned();
     assert!(second.contains(DECLINED), "the model saw it: {second}");
 }
+
+/// The configuration's `samplingLlm` (here the scripted model itself) answers the everything
+/// server's sampling request during a tool call alike from `claij mcp call`, the interceptor and an
+/// FSM's service state: the server's result quotes the completion each time.
+#[tokio::test]
+async fn sampling_from_the_configuration_answers_alike_everywhere() {
+    let Some(dir) = servers("mcp offer sampling") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    let mut mcp: Value = serde_json::from_str(&config(&dir)).unwrap();
+    mcp["samplingLlm"] = "openrouter:test/sampler".into();
+    let f = Files::new(&[
+        ("mcp.json", &mcp.to_string()),
+        ("config.toml", &super::openrouter::config(&server)),
+    ]);
+    let sampled = |n: u32| json!(format!("sampled completion {n}"));
+    let tool = "trigger-sampling-request";
+    let args = json!({"prompt": "Say hello.", "maxTokens": 12});
+
+    script(&server, &[sampled(1)]).await;
+    let called = run(
+        &f,
+        &[
+            "mcp",
+            "call",
+            &format!("everything.{tool}"),
+            "--args",
+            &args.to_string(),
+        ],
+    );
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    assert!(
+        called.stdout.contains("sampled completion 1"),
+        "{}",
+        called.stdout
+    );
+    server.reset().await;
+
+    let call = json!({"answer": "Let me sample.", "state": "waiting_for_tools", "mcp_calls": [
+        {"service": "everything", "tool": tool, "args": args}]});
+    script(&server, &[call, sampled(2)]).await;
+    let llm = ["--llm", "openrouter:test/model", "--mode", "prompted"];
+    let mut ask = vec!["ask", "Sample", "--interceptors", "mcp"];
+    ask.extend(llm);
+    let asked = run(&f, &ask);
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    // The tool line is cut at 200 characters: the server's result begins, and the second request
+    // the scripted model got was the server's sampling request.
+    let result = r#"ok: {"content":[{"type":"text","text":"LLM sampling result"#;
+    assert!(asked.stderr.contains(result), "{}", asked.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let sampling = String::from_utf8_lossy(&requests[1].body).into_owned();
+    assert!(
+        sampling.contains("You are a helpful test server."),
+        "{sampling}"
+    );
+    server.reset().await;
+
+    let loop_call = json!({"id": ["llm", "servicing"], "message": {"jsonrpc": "2.0", "id": 1,
+        "method": "tools/call", "params": {"name": format!("everything.{tool}"), "arguments": args}}});
+    let loop_end =
+        json!({"id": ["llm", "end"], "result": {"content": [{"type": "text", "text": "done"}]}});
+    script(&server, &[loop_call, sampled(3), loop_end]).await;
+    let tool_loop = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/fsm/tool-loop.json"
+    );
+    let mut fsm = vec![
+        "fsm",
+        "run",
+        tool_loop,
+        "--input",
+        r#"{"request": "sample"}"#,
+    ];
+    fsm.extend(llm);
+    let ran = run(&f, &fsm);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let requests = server.received_requests().await.unwrap();
+    let third = String::from_utf8_lossy(&requests[2].body).into_owned();
+    assert!(
+        third.contains("sampled completion 3"),
+        "the model saw it: {third}"
+    );
+}
