@@ -92,6 +92,9 @@ pub struct Claij {
     fallback_file: Option<PathBuf>,
     fallback: OnceLock<Arc<FallbackMemory>>,
     pub(crate) notices: Arc<Notices>,
+    /// The base URLs whose OpenRouter model list this value failed to fetch: not fetched (nor
+    /// warned about) again by this value; the next run tries again.
+    pub(crate) model_list_failed: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl fmt::Debug for Claij {
@@ -116,6 +119,7 @@ impl Claij {
             fallback_file: None,
             fallback: OnceLock::new(),
             notices: Arc::default(),
+            model_list_failed: std::sync::Mutex::default(),
         }
     }
 

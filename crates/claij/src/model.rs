@@ -139,8 +139,8 @@ impl Provider {
                 let backend = configure(OpenRouter::new(key).with_prices(prices), settings, claij)?;
                 // OpenRouter's model list, cached, says what each listed model offers.
                 let cache = crate::openrouter::path(|name| claij.var(name));
-                let catalog =
-                    cache.and_then(|path| crate::openrouter::load(&backend, settings, &path));
+                let catalog = cache
+                    .and_then(|path| crate::openrouter::load(claij, &backend, settings, &path));
                 Ok(match catalog {
                     Some(catalog) => Arc::new(backend.with_catalog(catalog)),
                     None => Arc::new(backend),

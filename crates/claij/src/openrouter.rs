@@ -10,13 +10,16 @@
 //!  "body": {"data": [{"id": "google/gemini-2.5-flash", "supported_parameters": ["tools", ...]}]}}
 //! ```
 //!
-//! `claij models --refresh` ([`refresh`]) fetches it. Opening an OpenRouter model ([`load`]) then
-//! reads it without a network call while it is younger than `[providers.openrouter]
-//! models_max_age_secs` ([`DEFAULT_MAX_AGE`], a day, by default); an older one is fetched again
-//! through the backend (its client, key, timeouts and body limit), and kept when that fails, with a
-//! warning. A file that is not such a list (torn, hand-edited, over [`MAX_BYTES`]) is refetched with
-//! a warning naming it. Without the file, or for another base URL (a proxy, a test double), the
-//! capabilities stay guessed: nothing is fetched until `claij models --refresh` asks for it.
+//! Opening an OpenRouter model ([`load`]) reads it without a network call while it is younger than
+//! `[providers.openrouter] models_max_age_secs` ([`DEFAULT_MAX_AGE`], a day, by default). Without
+//! a list for the backend's base URL, with an older one, or with a file that is not such a list
+//! (torn, hand-edited, over [`MAX_BYTES`]: a warning names it), the list is fetched then, through
+//! the backend (its client, key, timeouts and body limit), and cached. When that fetch fails, one
+//! warning line says so and names `model_list`; the model opens with the stale list, else with
+//! capabilities guessed; the same [`crate::Claij`] value does not try that base URL again, the next
+//! run does (no failure is cached on disk). `[providers.openrouter] model_list = "off"` (a proxy
+//! that blocks the endpoint) fetches nothing on opening: a cached list is used however old, and
+//! `claij models --refresh` ([`refresh`]) still fetches it.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -28,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
-use crate::settings::ProviderSettings;
+use crate::settings::{ModelList, ProviderSettings};
 
 /// The file's name in the claij cache.
 pub const FILE_NAME: &str = "openrouter-models.json";
@@ -179,41 +182,65 @@ pub fn fetch(backend: &OpenRouter, path: &Path) -> Result<Arc<ModelCatalog>> {
 }
 
 /// The catalog to open an OpenRouter model with, from the cache at `path` (see the module's
-/// notes): the cached one while fresh, else fetched again; `None` (capabilities guessed) when
-/// there is no list for this base URL. Never fails: what goes wrong is a warning.
+/// notes): the cached one while fresh, else fetched (once per [`crate::Claij`] value and base URL
+/// while fetching fails); `None` (capabilities guessed) when there is no list for this base URL
+/// and none could be fetched. With `model_list = "off"` nothing is fetched: the cached list is
+/// used however old. Never fails: what goes wrong is one warning line naming `model_list`.
 pub fn load(
+    claij: &crate::Claij,
     backend: &OpenRouter,
     settings: &ProviderSettings,
     path: &Path,
 ) -> Option<Arc<ModelCatalog>> {
     let base_url = &backend.config().base_url;
+    let auto = settings.model_list == ModelList::Auto;
     let max_age = settings.models_max_age.unwrap_or(DEFAULT_MAX_AGE);
     let stale = match read(path) {
-        Ok(None) => {
-            tracing::debug!(file = %path.display(), "no cached OpenRouter model list: capabilities guessed (`claij models --refresh` fetches it)");
+        Ok(Some(cached)) if &cached.base_url == base_url => {
+            if !auto || cached.age(now()) <= max_age {
+                return Some(cached.catalog);
+            }
+            Some(cached)
+        }
+        Ok(other) => {
+            let cached = other.map(|cached| cached.base_url);
+            if !auto {
+                tracing::debug!(file = %path.display(), ?cached, "no cached OpenRouter model list for {base_url} and model_list = \"off\": capabilities guessed (`claij models --refresh` fetches it)");
+                return None;
+            }
+            None
+        }
+        Err(e) if !auto => {
+            tracing::warn!(
+                "{}: capabilities guessed (model_list = \"off\")",
+                crate::error_chain(&e)
+            );
             return None;
         }
-        Ok(Some(cached)) if &cached.base_url != base_url => {
-            tracing::debug!(file = %path.display(), cached = %cached.base_url, "the cached OpenRouter model list is another base URL's: capabilities guessed");
-            return None;
-        }
-        Ok(Some(cached)) if cached.age(now()) <= max_age => return Some(cached.catalog),
-        Ok(Some(cached)) => Some(cached),
         Err(e) => {
             tracing::warn!("{}: fetching it again", crate::error_chain(&e));
             None
         }
     };
+    let mut failed = claij
+        .model_list_failed
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if failed.contains(base_url) {
+        return stale.map(|cached| cached.catalog);
+    }
     match fetch(backend, path) {
         Ok(catalog) => Some(catalog),
         Err(e) => {
+            failed.insert(base_url.clone());
             let kept = if stale.is_some() {
                 "the cached one is used"
             } else {
                 "capabilities guessed"
             };
             tracing::warn!(
-                "cannot refresh OpenRouter's model list ({}): {kept}",
+                "cannot fetch OpenRouter's model list ({}): {kept}; \
+                 [providers.openrouter] model_list = \"off\" stops fetching it",
                 crate::error_chain(&e)
             );
             stale.map(|cached| cached.catalog)

@@ -9,6 +9,8 @@
 //! retry_budget_secs = 120               # the default: retries and server-asked waits fit in it
 //! models_max_age_secs = 86400           # the default: OpenRouter's cached model list is refetched
 //!                                       # when older (`claij models --refresh` fetches it now)
+//! model_list = "auto"                   # the default: the first OpenRouter model opened fetches
+//!                                       # the list; "off": only `claij models --refresh` does
 //!
 //! [providers.mylocal]                   # a server of your own: --llm mylocal:MODEL
 //! kind = "openai-compatible"            # llama.cpp, vLLM, Ollama's /v1, LM Studio
@@ -204,8 +206,33 @@ pub struct ProviderSettings {
     /// `models_max_age_secs` (OpenRouter only): how old its cached model list may be before it is
     /// fetched again; `None`: a day (`openrouter::DEFAULT_MAX_AGE`).
     pub models_max_age: Option<Duration>,
+    /// `model_list` (OpenRouter only): whether opening a model fetches its model list when none is
+    /// cached for this base URL, or a stale one.
+    pub model_list: ModelList,
     /// `headers`, `query` and `auth_header`.
     pub gateway: Gateway,
+}
+
+/// `[providers.openrouter] model_list`: whether opening an OpenRouter model may fetch its model
+/// list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ModelList {
+    /// `"auto"`: fetched when no list is cached for the base URL, or the cached one is stale.
+    #[default]
+    Auto,
+    /// `"off"`: never fetched on opening (a proxy that blocks it): a cached list is used, however
+    /// old; `claij models --refresh` still fetches it.
+    Off,
+}
+
+impl ModelList {
+    /// The value as the file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelList::Auto => "auto",
+            ModelList::Off => "off",
+        }
+    }
 }
 
 /// What an alias stands for.
@@ -262,6 +289,7 @@ impl Default for Settings {
                 max_body_bytes: None,
                 retry_budget: None,
                 models_max_age: None,
+                model_list: ModelList::Auto,
                 gateway: Gateway::default(),
             })
             .collect();
@@ -733,14 +761,28 @@ impl Settings {
                             value, range, &expected, &keys, fail,
                         )?));
                     }
+                    "model_list" if settings.provider == Provider::OpenRouter => {
+                        settings.model_list = match as_str(value, &keys, fail)? {
+                            "auto" => ModelList::Auto,
+                            "off" => ModelList::Off,
+                            _ => return Err(fail(&keys, "expected \"auto\" or \"off\"")),
+                        };
+                    }
                     "headers" | "query" | "auth_header" => {
                         settings.gateway.read(value, &keys, fail)?;
                     }
                     _ => {
+                        let own = if settings.provider == Provider::OpenRouter {
+                            "models_max_age_secs, model_list, "
+                        } else {
+                            ""
+                        };
                         return Err(fail(
                             &keys,
-                            "unknown key (expected api_key_env, base_url, max_body_bytes, \
-                             retry_budget_secs, headers, query or auth_header)",
+                            &format!(
+                                "unknown key (expected api_key_env, base_url, max_body_bytes, \
+                                 retry_budget_secs, {own}headers, query or auth_header)"
+                            ),
                         ));
                     }
                 }

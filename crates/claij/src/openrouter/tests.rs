@@ -164,7 +164,70 @@ async fn a_torn_file_is_a_typed_error_and_is_fetched_again() {
 }
 
 #[tokio::test]
-async fn without_a_list_for_this_base_url_nothing_is_fetched() {
+async fn without_a_list_for_this_base_url_the_first_open_fetches_it_once() {
+    let server = MockServer::start().await;
+    serve(
+        &server,
+        ResponseTemplate::new(200).set_body_json(listed()),
+        1,
+    )
+    .await;
+    let cache = Files::new(&[]);
+    // No file: the served list decides (qwen: tools, no structured outputs; the guess was native).
+    assert!(!qwen_native(&claij(&server, &cache, "")));
+    let cached = read(&cache_file(&cache)).unwrap().unwrap();
+    assert_eq!(cached.base_url, base_url(&server));
+    assert_eq!(cached.catalog.len(), 4);
+    // The next run reads it: no second GET (the mock expects one).
+    let opened = claij(&server, &cache, "")
+        .open("openrouter:acme/no-tools-chat")
+        .unwrap();
+    assert!(!opened.backend.capabilities("acme/no-tools-chat").tools);
+}
+
+#[tokio::test]
+async fn another_base_urls_list_is_replaced_by_this_ones() {
+    let server = MockServer::start().await;
+    serve(
+        &server,
+        ResponseTemplate::new(200).set_body_json(listed()),
+        1,
+    )
+    .await;
+    let cache = Files::new(&[]);
+    write_cached(&cache, "https://elsewhere.invalid/api/v1", now());
+    assert!(!qwen_native(&claij(&server, &cache, "")));
+    let cached = read(&cache_file(&cache)).unwrap().unwrap();
+    assert_eq!(cached.base_url, base_url(&server));
+}
+
+/// A failed fetch (404, a torn body) leaves the capabilities guessed and caches nothing; the same
+/// value does not fetch again, the next run does.
+#[tokio::test]
+async fn a_failed_fetch_guesses_and_the_next_run_tries_again() {
+    for response in [
+        ResponseTemplate::new(404),
+        ResponseTemplate::new(200).set_body_string(r#"{"data": [{"id": "qwen"#),
+    ] {
+        let server = MockServer::start().await;
+        serve(&server, response, 2).await;
+        let cache = Files::new(&[]);
+        let first = claij(&server, &cache, "");
+        assert!(
+            qwen_native(&first),
+            "guessed: every non-OpenAI model native"
+        );
+        assert!(qwen_native(&first), "the same value: no second GET");
+        assert!(!cache_file(&cache).exists());
+        assert!(
+            qwen_native(&claij(&server, &cache, "")),
+            "the next run: GET"
+        );
+    }
+}
+
+#[tokio::test]
+async fn off_fetches_nothing_and_uses_the_cached_list_however_old() {
     let server = MockServer::start().await;
     serve(
         &server,
@@ -173,14 +236,32 @@ async fn without_a_list_for_this_base_url_nothing_is_fetched() {
     )
     .await;
     let cache = Files::new(&[]);
-    // No file: guessed (every non-OpenAI model native).
-    assert!(qwen_native(&claij(&server, &cache, "")));
-    // Another base URL's list, stale: not this server's, not fetched.
-    write_cached(&cache, "https://elsewhere.invalid/api/v1", 0);
-    let opened = claij(&server, &cache, "")
+    let off = "model_list = \"off\"\n";
+    // No file: guessed (every non-OpenAI model native), nothing fetched.
+    assert!(qwen_native(&claij(&server, &cache, off)));
+    assert!(!cache_file(&cache).exists());
+    // A year-old list for this base URL: used as it is.
+    write_cached(&cache, &base_url(&server), 0);
+    assert!(qwen_native(&claij(&server, &cache, off)));
+    let opened = claij(&server, &cache, off)
         .open("openrouter:acme/no-tools-chat")
         .unwrap();
-    assert!(opened.backend.capabilities("acme/no-tools-chat").tools);
+    assert!(
+        opened.backend.capabilities("acme/no-tools-chat").tools,
+        "not listed: guessed"
+    );
+    // A torn file: guessed, not fetched.
+    std::fs::write(cache_file(&cache), b"{\"version\": 1").unwrap();
+    assert!(qwen_native(&claij(&server, &cache, off)));
+    // `claij models --refresh` still fetches.
+    let served = MockServer::start().await;
+    serve(
+        &served,
+        ResponseTemplate::new(200).set_body_json(listed()),
+        1,
+    )
+    .await;
+    assert_eq!(refresh(&claij(&served, &cache, off)).unwrap().models, 4);
 }
 
 #[tokio::test]
@@ -214,6 +295,20 @@ async fn refresh_fetches_and_caches_the_list() {
     let error = refresh(&keyless).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Key);
     assert!(error.to_string().contains("OPENROUTER_API_KEY"), "{error}");
+}
+
+#[test]
+fn model_list_is_auto_or_off() {
+    let read = |text: &str| Settings::parse(text, Path::new("/etc/claij.toml"));
+    let settings = read("[providers.openrouter]\nmodel_list = \"off\"\n").unwrap();
+    let openrouter = settings.provider(crate::model::Provider::OpenRouter);
+    assert_eq!(openrouter.model_list, crate::settings::ModelList::Off);
+    let error = read("[providers.openrouter]\nmodel_list = \"never\"\n").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "/etc/claij.toml:2: providers.openrouter.model_list: expected \"auto\" or \"off\""
+    );
+    assert!(read("[providers.openai]\nmodel_list = \"off\"\n").is_err());
 }
 
 #[test]

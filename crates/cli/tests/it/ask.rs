@@ -162,7 +162,7 @@ fn a_forced_mode_the_model_lacks_is_refused() {
     let files = Files::new(&[(
         "config.toml",
         "[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n\
-         [providers.openrouter]\nbase_url = \"http://127.0.0.1:9/api/v1\"\n",
+         [providers.openrouter]\nbase_url = \"http://127.0.0.1:9/api/v1\"\nmodel_list = \"off\"\n",
     )]);
     let config = files.path("config.toml");
     let env = [

@@ -162,7 +162,7 @@ async fn max_retries_from_the_configuration() {
         .await;
     let f = files(&server);
     let config = format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n[defaults]\nmax_retries = 0\nllm = \"gemini-flash\"\n",
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\nmodel_list = \"off\"\n[defaults]\nmax_retries = 0\nllm = \"gemini-flash\"\n",
         server.uri()
     );
     std::fs::write(f.path("config.toml"), config).unwrap();

@@ -779,3 +779,154 @@ async fn refreshed_model_list_decides_what_is_sent() {
     assert_eq!(chats[0]["model"], "openai/o3-mini");
     assert!(chats[0].get("temperature").is_none(), "{}", chats[0]);
 }
+
+/// A mock OpenRouter answering `GET /models` with `list` (`expected` times) and every chat call
+/// with a call of the answer tool.
+async fn openrouter_listing(list: wiremock::ResponseTemplate, expected: u64) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/models"))
+        .respond_with(list)
+        .expect(expected)
+        .mount(&server)
+        .await;
+    let mut body = fixtures::json("fixtures/providers/examples/openai-2.json")["body"].take();
+    let call = &mut body["choices"][0]["message"]["tool_calls"][0]["function"];
+    call["name"] = json!("response");
+    call["arguments"] = json!(r#"{"answer": "Paris", "state": "done"}"#);
+    Mock::given(method("POST"))
+        .and(path(super::openrouter::CHAT))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(body))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// `claij ask hi --llm openrouter:qwen/qwen-2.5-7b-instruct --mode tool` with OpenRouter at
+/// `server` (`extra` in its section), the cache in `files`.
+fn ask_qwen(server: &MockServer, files: &Files, extra: &str) -> super::Run {
+    let config = format!(
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n{extra}",
+        server.uri()
+    );
+    std::fs::write(files.path("config.toml"), config).unwrap();
+    let (config, schema, cache) = (
+        files.path("config.toml"),
+        files.path("schema.json"),
+        files.path("cache"),
+    );
+    let args = [
+        "ask",
+        "hi",
+        "--llm",
+        "openrouter:qwen/qwen-2.5-7b-instruct",
+        "--mode",
+        "tool",
+        "--schema",
+        &schema,
+    ];
+    let env = [
+        ("CLAIJ_CONFIG", Some(config.as_str())),
+        ("OPENROUTER_API_KEY", Some("sk-or-test")),
+        ("XDG_CACHE_HOME", Some(cache.as_str())),
+    ];
+    claij_env(&args, "", &env)
+}
+
+/// The mock's requests, in order: each GET's path, each POST's answer tool marked strict or not.
+async fn requests(server: &MockServer) -> Vec<String> {
+    let requests = server.received_requests().await.unwrap();
+    requests
+        .iter()
+        .map(|r| match r.method.as_str() {
+            "POST" => {
+                let body: Value = serde_json::from_slice(&r.body).unwrap();
+                let strict = body["tools"][0]["function"]["strict"] == json!(true);
+                format!("POST strict={strict}")
+            }
+            other => format!("{other} {}", r.url.path()),
+        })
+        .collect()
+}
+
+/// Without a cached list, the first OpenRouter model opened fetches OpenRouter's model list (the
+/// documented-shape fixture, served by a mock) once and caches it: qwen, listed with tools but no
+/// structured outputs, gets its answer tool non-strict (the guess would make it strict); the
+/// second run reads the cache and makes no GET.
+#[tokio::test]
+async fn the_model_list_is_fetched_on_first_use() {
+    let listed =
+        fixtures::json("fixtures/providers/examples/openrouter-models.json")["body"].take();
+    let server = openrouter_listing(
+        wiremock::ResponseTemplate::new(200).set_body_json(listed),
+        1,
+    )
+    .await;
+    let files = Files::new(&[("schema.json", super::BASE)]);
+    for _ in 0..2 {
+        let run = ask_qwen(&server, &files, "");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!run.stderr.contains("WARN"), "{}", run.stderr);
+    }
+    let cached = Path::new(&files.path("cache")).join("claij/openrouter-models.json");
+    assert!(cached.exists());
+    assert_eq!(
+        requests(&server).await,
+        [
+            "GET /api/v1/models",
+            "POST strict=false",
+            "POST strict=false"
+        ]
+    );
+}
+
+/// A failed fetch (a 404, a torn body) is one warning line naming `model_list`; the run answers
+/// with the capabilities guessed (a strict tool) and caches nothing, so the next run tries again.
+/// `model_list = "off"` makes no GET and no warning.
+#[tokio::test]
+async fn a_failed_model_list_fetch_warns_once_and_off_fetches_nothing() {
+    for failing in [
+        wiremock::ResponseTemplate::new(404),
+        wiremock::ResponseTemplate::new(200).set_body_string(r#"{"data": [{"id": "qwen"#),
+    ] {
+        let server = openrouter_listing(failing, 2).await;
+        let files = Files::new(&[("schema.json", super::BASE)]);
+        for _ in 0..2 {
+            let run = ask_qwen(&server, &files, "");
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.contains("WARN")).collect();
+            assert_eq!(warnings.len(), 1, "{}", run.stderr);
+            assert!(
+                warnings[0].contains("cannot fetch OpenRouter's model list")
+                    && warnings[0].contains("capabilities guessed")
+                    && warnings[0].contains("[providers.openrouter] model_list = \"off\""),
+                "{}",
+                run.stderr
+            );
+        }
+        let cached = Path::new(&files.path("cache")).join("claij/openrouter-models.json");
+        assert!(!cached.exists());
+        let seen = requests(&server).await;
+        assert_eq!(
+            seen,
+            [
+                "GET /api/v1/models",
+                "POST strict=true",
+                "GET /api/v1/models",
+                "POST strict=true"
+            ]
+        );
+    }
+    let listed =
+        fixtures::json("fixtures/providers/examples/openrouter-models.json")["body"].take();
+    let server = openrouter_listing(
+        wiremock::ResponseTemplate::new(200).set_body_json(listed),
+        0,
+    )
+    .await;
+    let files = Files::new(&[("schema.json", super::BASE)]);
+    let run = ask_qwen(&server, &files, "model_list = \"off\"\n");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("WARN"), "{}", run.stderr);
+    assert_eq!(requests(&server).await, ["POST strict=true"]);
+}

@@ -25,10 +25,12 @@ pub(crate) fn reply(content: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(completion(content))
 }
 
-/// A `config.toml` pointing OpenRouter at `server`.
+/// A `config.toml` pointing OpenRouter at `server`, its model list not fetched on opening
+/// (`model_list = "off"`): these tests are about the calls, and read the mock's requests as the
+/// calls alone, with the capabilities the built-in guess gives; `models.rs` tests the list.
 pub(crate) fn config(server: &MockServer) -> String {
     format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\nmodel_list = \"off\"\n",
         server.uri()
     )
 }

@@ -25,10 +25,11 @@ pub(crate) fn reply(content: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(completion(content))
 }
 
-/// A `config.toml` pointing OpenRouter at `server`.
+/// A `config.toml` pointing OpenRouter at `server`, its model list not fetched on opening
+/// (`model_list = "off"`): the mock answers the calls alone.
 pub(crate) fn config(server: &MockServer) -> String {
     format!(
-        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\n",
+        "[providers.openrouter]\nbase_url = \"{}/api/v1\"\nmodel_list = \"off\"\n",
         server.uri()
     )
 }
