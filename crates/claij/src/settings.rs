@@ -628,7 +628,7 @@ impl Settings {
                 other => {
                     return Err(fail(
                         &[other],
-                        "unknown key (expected providers, aliases, defaults, proposals, models, mcpServers, projects, roots or restate)",
+                        "unknown key (expected providers, aliases, defaults, proposals, restate, models, mcpServers, projects, roots, samplingLlm or elicitation)",
                     ));
                 }
             }
