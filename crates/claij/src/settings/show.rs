@@ -14,7 +14,9 @@ use claij_interceptors::StructuredMode;
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
-use super::{COMPATIBLE_KIND, DEFAULT_REMOTE_ALIAS, Gateway, Origin, Settings, gateway::Setting};
+use super::{
+    COMPATIBLE_KIND, DEFAULT_REMOTE_ALIAS, Gateway, ModelList, Origin, Settings, gateway::Setting,
+};
 use crate::model::Provider;
 
 /// The settings without their secrets, as lines for people ([`fmt::Display`], [`Redacted::lines`])
@@ -92,6 +94,12 @@ fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
             if let Some(budget) = p.retry_budget {
                 value["retry_budget_secs"] = budget.as_secs().into();
             }
+            if p.model_list != ModelList::Auto {
+                value["model_list"] = p.model_list.name().into();
+            }
+            if let Some(age) = p.models_max_age {
+                value["models_max_age_secs"] = age.as_secs().into();
+            }
             add_gateway_json(&mut value, &p.gateway, is_set);
             (p.provider.name().to_owned(), value)
         })
@@ -127,6 +135,8 @@ fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
             "max_reply_bytes": defaults.max_reply_bytes,
             "mode": defaults.mode.map(mode),
         },
+        "proposals": {"voters": config.voters},
+        "restate": {"identity_keys": config.restate.identity_keys},
         "mcp_path": config.mcp_path.as_ref().map(|p| p.display().to_string()),
     });
     #[cfg(feature = "mcp")]
@@ -159,6 +169,12 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
         }
         if let Some(budget) = p.retry_budget {
             line.push_str(&format!(", retry_budget_secs {}", budget.as_secs()));
+        }
+        if p.model_list != ModelList::Auto {
+            line.push_str(&format!(", model_list {}", p.model_list.name()));
+        }
+        if let Some(age) = p.models_max_age {
+            line.push_str(&format!(", models_max_age_secs {}", age.as_secs()));
         }
         line.push_str(&gateway_text(&p.gateway, is_set));
         lines.push(line);
@@ -213,9 +229,26 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
         "  mode             {}",
         defaults.mode.map_or("(none: auto)", mode)
     ));
+    lines.push(format!(
+        "proposals:\n  voters           {}",
+        none_or_list(&config.voters, "(none: --voters)")
+    ));
+    lines.push(format!(
+        "restate:\n  identity_keys    {}",
+        none_or_list(&config.restate.identity_keys, "(none: loopback only)")
+    ));
     #[cfg(feature = "mcp")]
     lines.extend(mcp_lines(config));
     lines
+}
+
+/// `items` comma-separated, or `none` when there are none.
+fn none_or_list(items: &[String], none: &str) -> String {
+    if items.is_empty() {
+        none.to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// `headers`, `query`, `auth_header` and the variables they name (set or not) into a provider's

@@ -137,6 +137,48 @@ fn show_never_prints_a_secret() {
     assert_eq!(json["projects"]["clock"]["services"][0], "time");
 }
 
+/// Every key the file sets shows: OpenRouter's model list, the voters, the Restate keys (public
+/// keys, shown whole).
+#[test]
+fn show_names_the_model_list_voters_and_identity_keys() {
+    const KEY: &str = "publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp";
+    let config = format!(
+        "[providers.openrouter]\nmodel_list = \"off\"\nmodels_max_age_secs = 3600\n\
+         [proposals]\nvoters = [\"openai:gpt-4o-mini\", \"anthropic:claude-sonnet-4-5\"]\n\
+         [restate]\nidentity_keys = [\"{KEY}\"]\n"
+    );
+    let f = Files::new(&[("config.toml", &config)]);
+    let path = f.path("config.toml");
+    let text = run_with(&["config", "show"], Some(&path), &[]).stdout;
+    for part in [
+        ", model_list off, models_max_age_secs 3600",
+        "proposals:\n  voters           openai:gpt-4o-mini, anthropic:claude-sonnet-4-5",
+        &format!("restate:\n  identity_keys    {KEY}"),
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let json: Value =
+        serde_json::from_str(&run_with(&["config", "show", "--json"], Some(&path), &[]).stdout)
+            .unwrap();
+    assert_eq!(json["providers"]["openrouter"]["model_list"], "off");
+    assert_eq!(json["providers"]["openrouter"]["models_max_age_secs"], 3600);
+    assert_eq!(
+        json["proposals"]["voters"][1],
+        "anthropic:claude-sonnet-4-5"
+    );
+    assert_eq!(json["restate"]["identity_keys"][0], KEY);
+
+    // Without a file: what is not set is not said on a provider's line, as for its limits.
+    let defaults = run_with(&["config", "show"], None, &[]).stdout;
+    for part in [
+        "  voters           (none: --voters)",
+        "  identity_keys    (none: loopback only)",
+    ] {
+        assert!(defaults.contains(part), "{part}: {defaults}");
+    }
+    assert!(!defaults.contains("model_list"), "{defaults}");
+}
+
 #[test]
 fn a_bad_file_is_one_line_with_its_location() {
     let f = Files::new(&[
