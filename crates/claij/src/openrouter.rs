@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use claij_backends::openai::{ModelCatalog, OpenRouter};
+use claij_backends::redact::redact_url;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -172,7 +173,7 @@ pub fn fetch(backend: &OpenRouter, path: &Path) -> Result<Arc<ModelCatalog>> {
         Error::file_because(
             format!(
                 "{}/models did not answer with a model list",
-                backend.config().base_url
+                redact_url(&backend.config().base_url)
             ),
             e,
         )
@@ -205,7 +206,8 @@ pub fn load(
         Ok(other) => {
             let cached = other.map(|cached| cached.base_url);
             if !auto {
-                tracing::debug!(file = %path.display(), ?cached, "no cached OpenRouter model list for {base_url} and model_list = \"off\": capabilities guessed (`claij models --refresh` fetches it)");
+                let cached = cached.as_deref().map(redact_url);
+                tracing::debug!(file = %path.display(), ?cached, "no cached OpenRouter model list for {} and model_list = \"off\": capabilities guessed (`claij models --refresh` fetches it)", redact_url(base_url));
                 return None;
             }
             None
@@ -264,14 +266,15 @@ impl Refreshed {
     pub fn render(&self, json: bool) -> String {
         if json {
             let path = self.path.display().to_string();
+            let base_url = redact_url(&self.base_url);
             let value =
-                serde_json::json!({"file": path, "models": self.models, "base_url": self.base_url});
+                serde_json::json!({"file": path, "models": self.models, "base_url": base_url});
             return value.to_string();
         }
         format!(
             "{} models from {}/models cached in {}",
             self.models,
-            self.base_url,
+            redact_url(&self.base_url),
             self.path.display()
         )
     }

@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use claij_test_support::harness::Files;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::{FILE_NAME, now, read, refresh, write};
+use super::{FILE_NAME, Refreshed, now, read, refresh, write};
 use crate::settings::Settings;
 use crate::{Claij, ErrorKind};
 
@@ -321,4 +321,18 @@ fn the_max_age_is_checked_where_it_is_written() {
     );
     let text = "[providers.openai]\nmodels_max_age_secs = 60\n";
     assert!(Settings::parse(text, Path::new("/etc/claij.toml")).is_err());
+}
+
+#[test]
+fn what_refresh_says_never_shows_the_base_url_s_secrets() {
+    let refreshed = Refreshed {
+        path: PathBuf::from("/cache/claij/openrouter-models.json"),
+        models: 4,
+        base_url: "https://me:pw-secret@proxy.example/api/v1?key=q-secret".to_owned(),
+    };
+    for json in [false, true] {
+        let said = refreshed.render(json);
+        assert!(!said.contains("secret"), "{said}");
+        assert!(said.contains("proxy.example/api/v1"), "{said}");
+    }
 }
