@@ -23,7 +23,6 @@ pub(super) async fn complete<A: Adapter>(
     model: &str,
 ) -> Result<ChatResponse, Error> {
     let provider = backend.adapter.provider();
-    let config = &backend.config;
     let context = ErrorContext::new(provider);
     let started = Instant::now();
     debug!(
@@ -32,37 +31,24 @@ pub(super) async fn complete<A: Adapter>(
         request_bytes = prepared.body.len(),
         "sending request"
     );
-    let exchange = async {
-        let response = send(client, prepared).await.map_err(|e| {
-            transport_error(
-                &e,
-                context.clone(),
-                config.connect_timeout,
-                config.request_timeout,
-            )
-        })?;
-        let (status, context, retry_after) = read_head(&response, context.clone());
-        let body = read_body(response, config, &context).await?;
-        Ok::<_, Error>((status, context, retry_after, body))
-    };
-    let outcome = tokio::time::timeout(config.request_timeout, exchange).await;
-    let result = match outcome {
-        Err(_) => Err(Error::Timeout {
-            context,
-            after: config.request_timeout,
-        }),
-        Ok(Err(e)) => Err(e),
-        Ok(Ok((status, context, retry_after, body))) => {
+    let result = exchange(backend, send(client, prepared), context)
+        .await
+        .and_then(|done| {
             debug!(
                 provider,
-                status,
+                status = done.status,
                 latency_ms = millis(started.elapsed()),
-                response_bytes = body.len(),
+                response_bytes = done.body.len(),
                 "response received"
             );
-            interpret(&backend.adapter, status, retry_after, &body, context)
-        }
-    };
+            interpret(
+                &backend.adapter,
+                done.status,
+                done.retry_after,
+                &done.body,
+                done.context,
+            )
+        });
     result.map_err(|e| backend.scrub(e))
 }
 
@@ -76,11 +62,43 @@ pub(super) async fn get<A: Adapter>(
     headers: HeaderMap,
 ) -> Result<Vec<u8>, Error> {
     let provider = backend.adapter.provider();
-    let config = &backend.config;
     let context = ErrorContext::new(provider);
     debug!(provider, "sending GET");
-    let exchange = async {
-        let response = client.get(url).headers(headers).send().await.map_err(|e| {
+    let request = client.get(url).headers(headers).send();
+    let result = exchange(backend, request, context).await.and_then(|done| {
+        if (200..300).contains(&done.status) {
+            Ok(done.body)
+        } else {
+            Err(backend.adapter.classify_error(
+                done.status,
+                done.retry_after,
+                &done.body,
+                done.context,
+            ))
+        }
+    });
+    result.map_err(|e| backend.scrub(e))
+}
+
+/// A whole answer: its status, the context with the status and request id, the `Retry-After` it
+/// asked for, and its body.
+struct Exchange {
+    status: u16,
+    context: ErrorContext,
+    retry_after: Option<Duration>,
+    body: Vec<u8>,
+}
+
+/// Sends `request` and reads the whole answer, all within `request_timeout` and the body under
+/// `max_body_bytes`; transport failures typed (the key not yet scrubbed: the caller does).
+async fn exchange<A: Adapter>(
+    backend: &HttpBackend<A>,
+    request: impl Future<Output = reqwest::Result<reqwest::Response>>,
+    context: ErrorContext,
+) -> Result<Exchange, Error> {
+    let config = &backend.config;
+    let whole = async {
+        let response = request.await.map_err(|e| {
             transport_error(
                 &e,
                 context.clone(),
@@ -90,21 +108,20 @@ pub(super) async fn get<A: Adapter>(
         })?;
         let (status, context, retry_after) = read_head(&response, context.clone());
         let body = read_body(response, config, &context).await?;
-        if !(200..300).contains(&status) {
-            return Err(backend
-                .adapter
-                .classify_error(status, retry_after, &body, context));
-        }
-        Ok(body)
+        Ok(Exchange {
+            status,
+            context,
+            retry_after,
+            body,
+        })
     };
-    let result = match tokio::time::timeout(config.request_timeout, exchange).await {
+    match tokio::time::timeout(config.request_timeout, whole).await {
         Err(_) => Err(Error::Timeout {
             context,
             after: config.request_timeout,
         }),
         Ok(result) => result,
-    };
-    result.map_err(|e| backend.scrub(e))
+    }
 }
 
 /// Opens a stream: the response once its status is 2xx, or the typed error for any other status.
