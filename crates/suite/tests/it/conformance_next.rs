@@ -12,7 +12,7 @@
 
 use claij_test_support::mcp::ConformanceSuite as Suite;
 
-use crate::conformance::{check_with, listed_client_scenarios};
+use crate::conformance::{check_listed, check_with, scenarios};
 
 /// The folder of the MCP server cache this release is installed in.
 const FOLDER: &str = "conformance-0.2";
@@ -97,20 +97,7 @@ fn every_client_scenario_has_a_test() {
     let Some(suite) = Suite::find_release("every_client_scenario_has_a_test", FOLDER) else {
         return;
     };
-    let listed = listed_client_scenarios(&suite);
-    let ours: Vec<(String, String)> = SCENARIOS
-        .iter()
-        .map(|(name, versions)| ((*name).to_owned(), (*versions).to_owned()))
-        .collect();
-    assert_eq!(listed, ours, "the suite's client scenarios changed");
-    for (name, _) in KNOWN_FAILING {
-        assert!(
-            SCENARIOS
-                .iter()
-                .any(|(scenario, versions)| scenario == name && *versions != "extension"),
-            "KNOWN_FAILING names {name}, which is no scenario this release runs"
-        );
-    }
+    check_listed(&suite, SCENARIOS, KNOWN_FAILING);
 }
 
 /// The suite's own verdict on the 2026-07-28 revision: `client --requirements 2026-07-28` runs
@@ -136,26 +123,6 @@ fn the_2026_07_28_requirements_pass() {
     );
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("Running requirements 2026-07-28"), "{text}");
-}
-
-/// One `#[test]` per scenario, so each passes or fails on its own.
-macro_rules! scenarios {
-    ($($test:ident => $scenario:literal,)*) => {
-        $(
-            #[test]
-            fn $test() {
-                check($scenario);
-            }
-        )*
-
-        #[test]
-        fn each_scenario_has_its_test_function() {
-            let tested = [$($scenario),*];
-            for (name, _) in SCENARIOS {
-                assert!(tested.contains(name), "no test runs {name}");
-            }
-        }
-    };
 }
 
 scenarios! {
