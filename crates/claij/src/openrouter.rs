@@ -3,7 +3,8 @@
 //! ([`ModelCatalog`]) without a network call on every run.
 //!
 //! The file, `$XDG_CACHE_HOME/claij/openrouter-models.json` (else `~/.cache/claij/...`), holds the
-//! list as the endpoint sent it, with where and when it was fetched:
+//! list as the endpoint sent it, with where (the base URL as [`redact_url`] shows it: no user info
+//! or query, which may hold a key) and when it was fetched:
 //!
 //! ```json
 //! {"version": 1, "base_url": "https://openrouter.ai/api/v1", "fetched_at": 1765090000,
@@ -69,7 +70,7 @@ struct File<'a> {
 pub struct Cached {
     /// What it says of each model.
     pub catalog: Arc<ModelCatalog>,
-    /// The base URL it was fetched from.
+    /// The base URL it was fetched from, as [`redact_url`] shows it.
     pub base_url: String,
     /// When it was fetched, in seconds since the Unix epoch.
     pub fetched_at: u64,
@@ -128,8 +129,8 @@ pub fn read(path: &Path) -> Result<Option<Cached>> {
 }
 
 /// Writes `body` (a models-endpoint body, already read as a catalog) as the list fetched from
-/// `base_url` at `fetched_at`: to a temporary file beside `path`, then renamed over it, so a reader
-/// never sees half a file.
+/// `base_url` (kept as [`redact_url`] shows it) at `fetched_at`: to a temporary file beside
+/// `path`, then renamed over it, so a reader never sees half a file.
 ///
 /// # Errors
 ///
@@ -140,7 +141,7 @@ pub fn write(path: &Path, base_url: &str, fetched_at: u64, body: &[u8]) -> Resul
         .map_err(|e| Error::file_because("the model list is not JSON", e))?;
     let file = File {
         version: VERSION,
-        base_url: base_url.to_owned(),
+        base_url: redact_url(base_url),
         fetched_at,
         body,
     };
@@ -194,10 +195,11 @@ pub fn load(
     path: &Path,
 ) -> Option<Arc<ModelCatalog>> {
     let base_url = &backend.config().base_url;
+    let shown = redact_url(base_url);
     let auto = settings.model_list == ModelList::Auto;
     let max_age = settings.models_max_age.unwrap_or(DEFAULT_MAX_AGE);
     let stale = match read(path) {
-        Ok(Some(cached)) if &cached.base_url == base_url => {
+        Ok(Some(cached)) if cached.base_url == shown => {
             if !auto || cached.age(now()) <= max_age {
                 return Some(cached.catalog);
             }
@@ -206,8 +208,7 @@ pub fn load(
         Ok(other) => {
             let cached = other.map(|cached| cached.base_url);
             if !auto {
-                let cached = cached.as_deref().map(redact_url);
-                tracing::debug!(file = %path.display(), ?cached, "no cached OpenRouter model list for {} and model_list = \"off\": capabilities guessed (`claij models --refresh` fetches it)", redact_url(base_url));
+                tracing::debug!(file = %path.display(), ?cached, "no cached OpenRouter model list for {shown} and model_list = \"off\": capabilities guessed (`claij models --refresh` fetches it)");
                 return None;
             }
             None
@@ -257,7 +258,7 @@ pub struct Refreshed {
     pub path: PathBuf,
     /// How many models the list has.
     pub models: usize,
-    /// Where it came from.
+    /// Where it came from, as [`redact_url`] shows it.
     pub base_url: String,
 }
 
@@ -266,15 +267,14 @@ impl Refreshed {
     pub fn render(&self, json: bool) -> String {
         if json {
             let path = self.path.display().to_string();
-            let base_url = redact_url(&self.base_url);
             let value =
-                serde_json::json!({"file": path, "models": self.models, "base_url": base_url});
+                serde_json::json!({"file": path, "models": self.models, "base_url": self.base_url});
             return value.to_string();
         }
         format!(
             "{} models from {}/models cached in {}",
             self.models,
-            redact_url(&self.base_url),
+            self.base_url,
             self.path.display()
         )
     }
@@ -296,7 +296,7 @@ pub fn refresh(claij: &crate::Claij) -> Result<Refreshed> {
     Ok(Refreshed {
         path,
         models: catalog.len(),
-        base_url: backend.config().base_url.clone(),
+        base_url: redact_url(&backend.config().base_url),
     })
 }
 

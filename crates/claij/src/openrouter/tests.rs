@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use claij_test_support::harness::Files;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::{FILE_NAME, Refreshed, now, read, refresh, write};
+use super::{FILE_NAME, now, read, refresh, write};
 use crate::settings::Settings;
 use crate::{Claij, ErrorKind};
 
@@ -323,16 +323,33 @@ fn the_max_age_is_checked_where_it_is_written() {
     assert!(Settings::parse(text, Path::new("/etc/claij.toml")).is_err());
 }
 
-#[test]
-fn what_refresh_says_never_shows_the_base_url_s_secrets() {
-    let refreshed = Refreshed {
-        path: PathBuf::from("/cache/claij/openrouter-models.json"),
-        models: 4,
-        base_url: "https://me:pw-secret@proxy.example/api/v1?key=q-secret".to_owned(),
-    };
-    for json in [false, true] {
-        let said = refreshed.render(json);
-        assert!(!said.contains("secret"), "{said}");
-        assert!(said.contains("proxy.example/api/v1"), "{said}");
+/// A base URL with user info (a proxy's credentials): neither what `refresh` says nor the file
+/// holds them, and the list still serves that base URL.
+#[tokio::test]
+async fn the_base_url_s_user_info_is_neither_said_nor_cached() {
+    let server = MockServer::start().await;
+    serve(
+        &server,
+        ResponseTemplate::new(200).set_body_json(listed()),
+        1,
+    )
+    .await;
+    let cache = Files::new(&[]);
+    let with_secret = base_url(&server).replace("http://", "http://me:pw-secret@");
+    let text =
+        format!("[providers.openrouter]\nbase_url = \"{with_secret}\"\nretry_budget_secs = 0\n");
+    let settings = Settings::parse(&text, Path::new("/etc/claij.toml")).unwrap();
+    let claij = Claij::new(settings)
+        .with_var("OPENROUTER_API_KEY", "sk-or-test")
+        .with_var("XDG_CACHE_HOME", cache.0.as_os_str());
+    let done = refresh(&claij).unwrap();
+    for said in [done.render(false), done.render(true)] {
+        assert!(!said.contains("pw-secret"), "{said}");
+        assert!(said.contains("127.0.0.1"), "{said}");
     }
+    let file = std::fs::read_to_string(cache_file(&cache)).unwrap();
+    assert!(!file.contains("pw-secret"), "{file}");
+    // The cached list is this base URL's: opening reads it, no second GET (the mock expects one).
+    let opened = claij.open("openrouter:acme/no-tools-chat").unwrap();
+    assert!(!opened.backend.capabilities("acme/no-tools-chat").tools);
 }
