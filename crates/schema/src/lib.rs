@@ -37,6 +37,8 @@
 //!   model's grammar engine, with bounds against runaway output), reporting each [`dialect::Loss`]; the
 //!   local validator still enforces the full schema.
 //! - [`render`] writes minified JSON or the compact TypeScript-like form.
+//! - [`compact`] rewrites a schema leaner (duplicated fields merged, repeated sub-schemas shared,
+//!   descriptions that repeat the name dropped) accepting exactly the same instances.
 //! - [`example()`] builds a valid instance of a schema for a prompt to show (its `examples`, `const`,
 //!   `default`, `enum`, else placeholders that are never its descriptions).
 //! - [`embed()`] places one schema inside another (a tool's arguments in a reply's schema), hoisting its
@@ -50,6 +52,7 @@
 
 mod applied;
 mod base;
+pub mod compact;
 pub mod compile;
 mod compose;
 mod delta;
