@@ -39,6 +39,7 @@ pub fn registry(
             base,
             extensions: saved.extensions.clone(),
             audit: saved.audit.clone(),
+            compactions: saved.compactions.clone(),
         })?,
     };
     Ok(Arc::new(Mutex::new(registry)))

@@ -143,6 +143,7 @@ impl Audit {
             base: Value::Null,
             extensions: Vec::new(),
             audit: AuditLog::default(),
+            compactions: Vec::new(),
         });
         Ok(Self {
             file: file.to_owned(),
@@ -291,6 +292,7 @@ pub fn rollback_conversation(
         base,
         extensions: saved.extensions.clone(),
         audit: saved.audit.clone(),
+        compactions: saved.compactions.clone(),
     };
     let registry = remove(file, saved, extension_id)?;
     session.with_extensions(Some(&registry)).save(file)?;

@@ -123,6 +123,9 @@ struct Extensions {
     active: Vec<claij_schema::SchemaDelta>,
     #[serde(default)]
     audit: claij_schema::AuditLog,
+    /// The compactions in force, with the deltas each replaced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    compactions: Vec<claij_schema::Compaction>,
 }
 
 /// The exclusive lock on a session file's sidecar `FILE.lock`, held until dropped; dropped, it
@@ -167,6 +170,7 @@ impl Session {
                 base: Value::Null,
                 extensions: e.active,
                 audit: e.audit,
+                compactions: e.compactions,
             }),
             applied: known.applied,
             file,
@@ -298,6 +302,7 @@ impl Session {
             let extensions = Extensions {
                 active: saved.extensions.clone(),
                 audit: saved.audit.clone(),
+                compactions: saved.compactions.clone(),
             };
             file.insert(
                 "extensions".into(),

@@ -95,6 +95,16 @@ pub enum Error {
         /// The extension id.
         extension: String,
     },
+    /// A saved compaction does not hold together: its extension is not there, or its delta is not
+    /// the compaction of the deltas it replaced (a torn or hand-edited file), or it no longer
+    /// replaces what is active.
+    #[error("compaction `{extension}`: {reason}")]
+    Compaction {
+        /// The compaction's extension id.
+        extension: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, to match on without its fields.
@@ -118,6 +128,8 @@ pub enum ErrorKind {
     DuplicateExtension,
     /// [`Error::UnknownExtension`].
     UnknownExtension,
+    /// [`Error::Compaction`].
+    Compaction,
 }
 
 impl Error {
@@ -131,6 +143,7 @@ impl Error {
             Error::InvalidSchema { .. } => ErrorKind::InvalidSchema,
             Error::DuplicateExtension { .. } => ErrorKind::DuplicateExtension,
             Error::UnknownExtension { .. } => ErrorKind::UnknownExtension,
+            Error::Compaction { .. } => ErrorKind::Compaction,
         }
     }
 
@@ -154,7 +167,8 @@ impl Error {
             Error::InvalidDelta { extension, .. }
             | Error::DraftMismatch { extension, .. }
             | Error::DuplicateExtension { extension }
-            | Error::UnknownExtension { extension } => Some(extension),
+            | Error::UnknownExtension { extension }
+            | Error::Compaction { extension, .. } => Some(extension),
             Error::DefinitionConflict { second, .. } | Error::Contradiction { second, .. } => {
                 Some(second)
             }
@@ -196,6 +210,7 @@ mod tests {
             Error::InvalidSchema { .. } => (ErrorKind::InvalidSchema, false),
             Error::DuplicateExtension { .. } => (ErrorKind::DuplicateExtension, true),
             Error::UnknownExtension { .. } => (ErrorKind::UnknownExtension, false),
+            Error::Compaction { .. } => (ErrorKind::Compaction, false),
         }
     }
 
@@ -231,9 +246,13 @@ mod tests {
             },
             Error::DuplicateExtension { extension: x() },
             Error::UnknownExtension { extension: x() },
+            Error::Compaction {
+                extension: x(),
+                reason: x(),
+            },
         ];
         let kinds: std::collections::HashSet<ErrorKind> = samples.iter().map(Error::kind).collect();
-        assert_eq!(kinds.len(), 7, "a variant without a sample");
+        assert_eq!(kinds.len(), 8, "a variant without a sample");
         for e in &samples {
             assert_eq!((e.kind(), e.is_conflict()), expected(e), "{e}");
             assert_eq!(e.extension(), Some("x"), "{e}");

@@ -75,7 +75,10 @@ pub use embed::embed;
 pub use error::{Error, ErrorKind, Result};
 pub use example::{NoExample, example};
 pub use memo::{Memo, MemoStats, SchemaHash};
-pub use registry::{Added, AuditAction, AuditEntry, AuditLog, Ballot, Registry, SavedRegistry};
+pub use registry::{
+    Added, AuditAction, AuditEntry, AuditLog, Ballot, Compaction, CompactionProposal, Registry,
+    SavedRegistry,
+};
 pub use render::{to_compact, to_json};
 
 /// boon, the JSON Schema engine underneath, re-exported for [`CompiledSchema::as_boon`].

@@ -41,6 +41,8 @@ pub struct Registry {
     active: Arc<Value>,
     hash: SchemaHash,
     audit: AuditLog,
+    /// The compactions whose extension is active or inside a later compaction, oldest first.
+    compactions: Vec<Compaction>,
     clock: fn() -> SystemTime,
 }
 
@@ -106,6 +108,10 @@ pub struct SavedRegistry {
     /// Every addition, rejection, refusal and removal, oldest first.
     #[serde(default)]
     pub audit: AuditLog,
+    /// The compactions in force: each the deltas its extension stands for, to bring back on its
+    /// rollback ([`Registry::compact`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<Compaction>,
 }
 
 /// The kinds of [`AuditEntry`].
@@ -138,6 +144,7 @@ impl Registry {
             base,
             extensions: Vec::new(),
             audit: AuditLog::default(),
+            compactions: Vec::new(),
             clock: SystemTime::now,
         })
     }
@@ -164,6 +171,20 @@ impl Registry {
     ///
     /// As [`Registry::add`].
     pub fn add_approved(&mut self, delta: SchemaDelta, ballots: Vec<Ballot>) -> Result<Added> {
+        if self.compacted(&delta.extension_id) {
+            let err = Error::DuplicateExtension {
+                extension: delta.extension_id.clone(),
+            };
+            let reason = format!("{err} (inside a compaction: roll that back first)");
+            self.record(
+                AuditAction::Rejected,
+                &delta,
+                &delta.added_by,
+                Some(&reason),
+                ballots,
+            );
+            return Err(err);
+        }
         if let Some(existing) = self
             .extensions
             .iter()
@@ -212,6 +233,13 @@ impl Registry {
     ///
     /// [`Error::UnknownExtension`], or the error recomposing (then nothing changes).
     pub fn remove(&mut self, extension_id: &str, by: &str) -> Result<SchemaDelta> {
+        if self
+            .compactions
+            .iter()
+            .any(|c| c.extension_id == extension_id)
+        {
+            return self.expand(extension_id, by);
+        }
         let Some(index) = self
             .extensions
             .iter()
@@ -248,6 +276,7 @@ impl Registry {
             base: self.base.clone(),
             extensions: self.extensions.clone(),
             audit: self.audit.clone(),
+            compactions: self.compactions.clone(),
         }
     }
 
@@ -272,9 +301,11 @@ impl Registry {
             }
             schema = registry.build(&saved.extensions[..=i], &delta.extension_id)?;
         }
+        compaction::check(&registry.base, &saved.extensions, &saved.compactions)?;
         registry.extensions = saved.extensions;
         registry.activate(schema);
         registry.audit = saved.audit;
+        registry.compactions = saved.compactions;
         Ok(registry)
     }
 
@@ -381,6 +412,9 @@ impl AuditLog {
         self.entries.push(entry);
     }
 }
+
+mod compaction;
+pub use compaction::{Compaction, CompactionProposal};
 
 #[cfg(test)]
 mod tests;
