@@ -2,7 +2,7 @@
 //! feature, a run's journal keeps: the deltas that shaped its requests (every interceptor's, and
 //! approved proposals), each change once, and the extensions proposed and how each was decided
 //! ([`Audit`]); and the removal of one of them ([`rollback_conversation`], and with `fsm`
-//! `rollback_journal`).
+//! `rollback_journal`); and, with the feature `tokens`, what each costs in the prompt ([`cost()`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,11 @@ use claij_schema::{AppliedLog, AuditAction, AuditEntry, AuditLog, Registry, Save
 use serde_json::{Value, json};
 
 use crate::session::Session;
+
+#[cfg(feature = "tokens")]
+mod cost;
+#[cfg(feature = "tokens")]
+pub use self::cost::{Cost, Costs, DeltaCost, Source, Window, cost};
 
 /// Who the audit log says removed an extension rolled back.
 pub const ROLLED_BACK_BY: &str = "claij schema rollback";
@@ -62,6 +67,13 @@ pub enum Error {
         /// The registry's error.
         source: Box<claij_schema::Error>,
     },
+    /// The active deltas do not compose onto the base schema given, so their cost cannot be counted.
+    #[error("the active schema deltas do not compose onto the base schema: {0}")]
+    Uncomposable(Box<claij_schema::Error>),
+    /// The tokenizer failed.
+    #[cfg(feature = "tokens")]
+    #[error(transparent)]
+    Tokens(#[from] crate::tokens::Error),
 }
 
 /// What a file keeping schema extensions is.

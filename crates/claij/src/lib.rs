@@ -42,7 +42,8 @@
 //! [`conversation`]'s; several models asked at once, [`consensus`]'s.
 //!
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
-//! model), `fsm`, `mcp`, `restate`, `otel`, `logging`.
+//! model), `fsm`, `mcp`, `restate`, `otel`, `logging`, `tokens` (what a schema and each of its
+//! extensions cost in tokens: [`tokens`], [`extensions::cost()`]).
 //!
 //! # Settings and models by name
 //!
@@ -113,6 +114,8 @@ pub mod session;
 pub mod settings;
 #[cfg(feature = "otel")]
 pub mod telemetry;
+#[cfg(feature = "tokens")]
+pub mod tokens;
 pub mod tools;
 
 pub use self::client::{Claij, Notice};

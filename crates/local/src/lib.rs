@@ -70,6 +70,7 @@
 //! [llguidance]: https://docs.rs/llguidance
 
 mod cache;
+mod counter;
 mod generate;
 mod load;
 mod model;
@@ -91,6 +92,7 @@ use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
 
 use self::cache::PrefixCache;
+pub use self::counter::TokenCounter;
 use self::model::{Model, Sequence};
 use self::sample::Sampler;
 use self::vocab::Vocab;

@@ -137,7 +137,7 @@ pub(super) fn load(path: &Path, requantize: &Requantize) -> Result<Loaded, LoadE
     })
 }
 
-fn open_error(path: &Path, source: std::io::Error) -> LoadError {
+pub(super) fn open_error(path: &Path, source: std::io::Error) -> LoadError {
     if source.kind() == std::io::ErrorKind::NotFound {
         LoadError::NotFound {
             path: path.to_owned(),

@@ -34,22 +34,26 @@ pub(super) struct Vocab {
     structural: Vec<bool>,
 }
 
+/// The model's tokenizer alone, from `tokenizer.ggml.*` metadata (GPT-2-style byte-level BPE only).
+pub(super) fn tokenizer(content: &Content) -> Result<Tokenizer, String> {
+    let kind = string(content, "tokenizer.ggml.model").unwrap_or_default();
+    if kind != "gpt2" {
+        return Err(format!(
+            "unsupported tokenizer `{kind}`: only GPT-2-style byte-level BPE vocabularies are supported"
+        ));
+    }
+    let mut tokenizer =
+        Tokenizer::from_gguf(content).map_err(|e| format!("cannot build the tokenizer: {e}"))?;
+    if let Some(pre) = pre_tokenizer(&string(content, "tokenizer.ggml.pre").unwrap_or_default())? {
+        tokenizer.with_pre_tokenizer(Some(pre));
+    }
+    Ok(tokenizer)
+}
+
 impl Vocab {
     /// Builds the tokenizer and trie from `tokenizer.ggml.*` metadata.
     pub(super) fn from_gguf(content: &Content) -> Result<Self, String> {
-        let kind = string(content, "tokenizer.ggml.model").unwrap_or_default();
-        if kind != "gpt2" {
-            return Err(format!(
-                "unsupported tokenizer `{kind}`: only GPT-2-style byte-level BPE vocabularies are supported"
-            ));
-        }
-        let mut tokenizer = Tokenizer::from_gguf(content)
-            .map_err(|e| format!("cannot build the tokenizer: {e}"))?;
-        if let Some(pre) =
-            pre_tokenizer(&string(content, "tokenizer.ggml.pre").unwrap_or_default())?
-        {
-            tokenizer.with_pre_tokenizer(Some(pre));
-        }
+        let tokenizer = tokenizer(content)?;
         let words = token_bytes(content)?;
         let eos = number(content, "tokenizer.ggml.eos_token_id")
             .ok_or("the file names no end-of-sequence token (tokenizer.ggml.eos_token_id)")?;
