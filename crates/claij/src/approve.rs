@@ -86,7 +86,7 @@ impl Approval {
     ///
     /// # Errors
     ///
-    /// A vote without voters, or a voter that does not open (naming it: ``voter `NAME` ``).
+    /// As [`Approval::approver`].
     pub fn proposals(
         self,
         claij: &Claij,
@@ -94,13 +94,32 @@ impl Approval {
         registry: &Arc<Mutex<Registry>>,
         proposer: String,
     ) -> Result<Proposals> {
-        let registry = Arc::clone(registry);
-        let proposals = match self {
-            Approval::Decline => Proposals::with_registry(
-                |_: &Proposal, _: &Context| Decision::reject("no approver was given"),
-                registry,
-            ),
-            Approval::Given(approver) => Proposals::with_registry(Shared(approver), registry),
+        let approver = self.approver(claij, options, registry)?;
+        let proposals = Proposals::with_registry(Shared(approver), Arc::clone(registry));
+        proposals.set_proposer(proposer);
+        Ok(proposals)
+    }
+
+    /// The approver itself, for a proposal made outside any reply (a compaction,
+    /// [`crate::extensions::compact_conversation`]): a vote's models opened from `claij`, asked
+    /// with `options`, voting on a copy of `registry`.
+    ///
+    /// # Errors
+    ///
+    /// A vote without voters, or a voter that does not open (naming it: ``voter `NAME` ``).
+    pub fn approver(
+        self,
+        claij: &Claij,
+        options: &ModelOptions,
+        registry: &Arc<Mutex<Registry>>,
+    ) -> Result<Arc<dyn Approver>> {
+        #[cfg(not(feature = "fsm"))]
+        let _ = (claij, options, registry);
+        Ok(match self {
+            Approval::Decline => {
+                Arc::new(|_: &Proposal, _: &Context| Decision::reject("no approver was given"))
+            }
+            Approval::Given(approver) => approver,
             #[cfg(feature = "fsm")]
             Approval::Vote { voters, on_report } => {
                 if voters.is_empty() {
@@ -120,18 +139,13 @@ impl Approval {
                         })
                     })
                     .collect::<Result<Vec<_>>>()?;
-                let vote = Vote::new(voters, Arc::clone(&registry));
-                let vote = match on_report {
+                let vote = Vote::new(voters, Arc::clone(registry));
+                Arc::new(match on_report {
                     Some(report) => vote.on_report(report),
                     None => vote,
-                };
-                Proposals::with_registry(vote, registry)
+                })
             }
-        };
-        #[cfg(not(feature = "fsm"))]
-        let _ = (claij, options);
-        proposals.set_proposer(proposer);
-        Ok(proposals)
+        })
     }
 }
 

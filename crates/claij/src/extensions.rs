@@ -12,6 +12,12 @@ use serde_json::{Value, json};
 
 use crate::session::Session;
 
+mod compact;
+pub use self::compact::{
+    COMPACTED_BY, CompactionReport, Count, DEFAULT_BUDGET, compact_conversation,
+    conversation_registry, propose_compaction,
+};
+
 #[cfg(feature = "tokens")]
 mod cost;
 #[cfg(feature = "tokens")]
@@ -74,6 +80,14 @@ pub enum Error {
     #[cfg(feature = "tokens")]
     #[error(transparent)]
     Tokens(#[from] crate::tokens::Error),
+    /// The tokens of a schema's rendering cannot be counted (a compaction's figures).
+    #[error("{}: cannot count the schema's tokens: {message}", file.display())]
+    Count {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        message: String,
+    },
 }
 
 /// What a file keeping schema extensions is.

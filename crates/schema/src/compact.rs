@@ -309,7 +309,7 @@ fn merge_all_of(map: &mut Map<String, Value>, pointer: &str, rewrites: &mut Vec<
         rewrites.push(Rewrite {
             kind: RewriteKind::Merged,
             pointer: crate::pointer::push(pointer, "allOf"),
-            detail: format!("{before} schemas saying the same thing merged into {after}"),
+            detail: format!("{before} schemas merged into {after} accepting the same values"),
         });
     }
 }

@@ -1,0 +1,261 @@
+//! Compaction of a conversation's schema extensions: worked out by the registry
+//! ([`Registry::propose_compaction`]), put to the approver as any proposed extension is
+//! ([`crate::approve::Approval`]), activated and audited when approved, recorded as declined when
+//! not; [`super::rollback_conversation`] undoes it exactly.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use claij_interceptors::Context;
+use claij_interceptors::builtin::proposals::{Approver, Decision, Proposal, Ruling};
+use claij_schema::compact::Rewrite;
+use claij_schema::{CompactionProposal, Registry};
+use serde_json::{Value, json};
+
+use super::Error;
+use crate::approve::lock;
+use crate::session::Session;
+
+/// Who the audit log says proposed a compaction.
+pub const COMPACTED_BY: &str = "claij compact";
+
+/// The default budget: a composed schema whose prompt rendering is longer than this many tokens
+/// (o200k_base) is proposed for compaction (`[schema] compact_budget`, `--compact-budget`).
+pub const DEFAULT_BUDGET: usize = 600;
+
+/// What a compaction proposal came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionReport {
+    /// The compaction's extension id (`compaction-1`).
+    pub extension_id: String,
+    /// The extensions it replaces, in order.
+    pub replaced: Vec<String>,
+    /// What it rewrites.
+    pub rewrites: Vec<Rewrite>,
+    /// Tokens of the schema's prompt rendering now.
+    pub before: usize,
+    /// Tokens of the schema's prompt rendering compacted.
+    pub after: usize,
+    /// The tokenizer counted with (`o200k_base`).
+    pub tokenizer: String,
+    /// What the approver decided; `None` for a dry run (nothing asked, nothing changed).
+    pub decision: Option<Decision>,
+}
+
+/// Counts the tokens of a text (the tokenizer's name, and the count or why not).
+pub struct Count<'a> {
+    /// The tokenizer's name, as reports show it.
+    pub tokenizer: &'a str,
+    /// The count.
+    pub count: &'a dyn Fn(&str) -> Result<usize, String>,
+}
+
+/// Proposes compacting the extensions of the conversation `file` (composed onto `base`, the
+/// response schema it runs with) to `approver`, and saves the outcome to the file (unless
+/// `dry_run`); the caller holds the session's lock. `None` when there is nothing to compact.
+///
+/// # Errors
+///
+/// The file cannot be read or written; it has no extensions; they do not compose with `base`;
+/// the tokens cannot be counted.
+pub async fn compact_conversation(
+    file: &Path,
+    base: Value,
+    approver: &dyn Approver,
+    count: &Count<'_>,
+    dry_run: bool,
+) -> Result<Option<CompactionReport>, Error> {
+    let session = Session::load(file)?;
+    let registry = conversation_registry(file, &session, base)?;
+    let report = propose_compaction(file, &registry, approver, count, dry_run).await?;
+    if report.as_ref().is_some_and(|r| r.decision.is_some()) {
+        session.with_extensions(Some(&lock(&registry))).save(file)?;
+    }
+    Ok(report)
+}
+
+/// The conversation's registry over `base`, shared (as [`crate::approve::registry`] builds it).
+///
+/// # Errors
+///
+/// [`Error::NoExtensions`], or [`Error::Compose`] when they do not compose onto `base`.
+pub fn conversation_registry(
+    file: &Path,
+    session: &Session,
+    base: Value,
+) -> Result<Arc<Mutex<Registry>>, Error> {
+    let Some(saved) = &session.extensions else {
+        return Err(Error::NoExtensions {
+            file: file.to_owned(),
+            journal: false,
+        });
+    };
+    crate::approve::registry(base, Some(saved)).map_err(|source| Error::Compose {
+        file: file.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+/// Proposes compacting the extensions of `registry` to `approver` (the `file` they belong to named
+/// in errors): activated in `registry` when approved, recorded as declined when not (deferred is
+/// declined: a compaction is decided at once). `None` when there is nothing to compact. The
+/// registry is not locked while the approver decides (a vote reads it).
+///
+/// # Errors
+///
+/// The compaction does not compose, the registry changed while the approver decided, or the
+/// tokens cannot be counted.
+pub async fn propose_compaction(
+    file: &Path,
+    registry: &Mutex<Registry>,
+    approver: &dyn Approver,
+    count: &Count<'_>,
+    dry_run: bool,
+) -> Result<Option<CompactionReport>, Error> {
+    let compose_error = |source| Error::Compose {
+        file: file.to_owned(),
+        source: Box::new(source),
+    };
+    let proposal = {
+        let registry = lock(registry);
+        let id = next_id(&registry);
+        registry
+            .propose_compaction(&id, COMPACTED_BY)
+            .map_err(compose_error)?
+    };
+    let Some(proposal) = proposal else {
+        return Ok(None);
+    };
+    let tokens = |schema: &Value| {
+        (count.count)(&claij_schema::to_compact(schema)).map_err(|message| Error::Count {
+            file: file.to_owned(),
+            message,
+        })
+    };
+    let mut report = CompactionReport {
+        extension_id: proposal.delta.extension_id.clone(),
+        replaced: proposal
+            .replaced
+            .iter()
+            .map(|d| d.extension_id.clone())
+            .collect(),
+        rewrites: proposal.rewrites.clone(),
+        before: tokens(&proposal.before)?,
+        after: tokens(&proposal.after)?,
+        tokenizer: count.tokenizer.to_owned(),
+        decision: None,
+    };
+    if dry_run {
+        return Ok(Some(report));
+    }
+    let asked = Proposal {
+        extension_id: report.extension_id.clone(),
+        reason: report.reason(),
+        delta: proposal.delta.delta.clone(),
+    };
+    let ruling = approver.decide(&asked, &Context::default()).await;
+    let decision = decide(registry, proposal, &asked.reason, ruling).map_err(compose_error)?;
+    report.decision = Some(decision);
+    Ok(Some(report))
+}
+
+/// Activates `proposal` when the ruling approves, else records it declined (deferred is
+/// declined); the decision applied.
+fn decide(
+    registry: &Mutex<Registry>,
+    proposal: CompactionProposal,
+    reason: &str,
+    ruling: Ruling,
+) -> Result<Decision, claij_schema::Error> {
+    let mut registry = lock(registry);
+    let decision = match ruling.decision {
+        Decision::Defer => {
+            Decision::reject("deferred, so declined: a compaction is decided at once")
+        }
+        other => other,
+    };
+    match &decision {
+        Decision::Approve => registry.compact(proposal, reason, ruling.ballots)?,
+        Decision::Reject { reason } => registry.decline(&proposal.delta, reason, ruling.ballots),
+        // Mapped to a rejection above.
+        Decision::Defer => {}
+    }
+    Ok(decision)
+}
+
+/// `compaction-N`, the first N free in the registry's audit log.
+fn next_id(registry: &Registry) -> String {
+    let taken = |id: &str| {
+        registry
+            .audit()
+            .entries()
+            .iter()
+            .any(|e| e.extension_id == id)
+    };
+    (1..)
+        .map(|n| format!("compaction-{n}"))
+        .find(|id| !taken(id))
+        .unwrap_or_default()
+}
+
+impl CompactionReport {
+    /// Why the compaction is proposed, as the approver reads it and the audit log keeps it: the
+    /// token figures, the extensions replaced, each rewrite.
+    pub fn reason(&self) -> String {
+        let mut text = format!(
+            "Compacts the response schema from {} to {} tokens ({}) of its prompt rendering; \
+             every reply valid before stays valid and no other becomes valid. Replaces {}.",
+            self.before,
+            self.after,
+            self.tokenizer,
+            self.replaced.join(", ")
+        );
+        for rewrite in &self.rewrites {
+            text.push_str("\n- ");
+            text.push_str(&rewrite.to_string());
+        }
+        text
+    }
+
+    /// `{"extension_id", "replaced", "rewrites", "tokens": {"before", "after", "tokenizer"},
+    /// "decision"}` (`decision` null for a dry run).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "extension_id": self.extension_id,
+            "replaced": self.replaced,
+            "rewrites": self.rewrites,
+            "tokens": {"before": self.before, "after": self.after, "tokenizer": self.tokenizer},
+            "decision": self.decision,
+        })
+    }
+}
+
+impl fmt::Display for CompactionReport {
+    /// `compaction-1: 412 -> 268 tokens (o200k_base), replacing a, b: activated`, then a line per
+    /// rewrite.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outcome = match &self.decision {
+            None => "not applied (--dry-run)".to_owned(),
+            Some(Decision::Approve) => "activated".to_owned(),
+            Some(Decision::Reject { reason }) => format!("declined: {reason}"),
+            Some(Decision::Defer) => "deferred".to_owned(),
+        };
+        write!(
+            f,
+            "{}: {} -> {} tokens ({}), replacing {}: {outcome}",
+            self.extension_id,
+            self.before,
+            self.after,
+            self.tokenizer,
+            self.replaced.join(", ")
+        )?;
+        for rewrite in &self.rewrites {
+            write!(f, "\n  {rewrite}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
