@@ -95,9 +95,7 @@ impl Approval {
         proposer: String,
     ) -> Result<Proposals> {
         let approver = self.approver(claij, options, registry)?;
-        let proposals = Proposals::with_registry(Shared(approver), Arc::clone(registry));
-        proposals.set_proposer(proposer);
-        Ok(proposals)
+        Ok(proposals_with(approver, registry, proposer))
     }
 
     /// The approver itself, for a proposal made outside any reply (a compaction,
@@ -147,6 +145,18 @@ impl Approval {
             }
         })
     }
+}
+
+/// The proposals interceptor over `registry`, `approver` deciding, `proposer` named as who
+/// proposed in the audit log.
+pub(crate) fn proposals_with(
+    approver: Arc<dyn Approver>,
+    registry: &Arc<Mutex<Registry>>,
+    proposer: String,
+) -> Proposals {
+    let proposals = Proposals::with_registry(Shared(approver), Arc::clone(registry));
+    proposals.set_proposer(proposer);
+    proposals
 }
 
 /// An [`Approver`] shared.

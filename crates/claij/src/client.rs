@@ -34,6 +34,12 @@ pub enum Notice {
         /// What was learned and where it was kept.
         message: String,
     },
+    /// A conversation's schema extensions crossed the compaction budget and a compaction was
+    /// proposed: what the approver decided, the token figures and each rewrite.
+    Compaction {
+        /// The report ([`crate::extensions::CompactionReport`]'s `Display`).
+        message: String,
+    },
 }
 
 impl fmt::Display for Notice {
@@ -42,7 +48,7 @@ impl fmt::Display for Notice {
             Notice::LoadingLocal { path } => {
                 write!(f, "loading the local model from {}", path.display())
             }
-            Notice::Fallback { message } => f.write_str(message),
+            Notice::Fallback { message } | Notice::Compaction { message } => f.write_str(message),
         }
     }
 }

@@ -313,6 +313,7 @@ pub struct Builder<'c> {
     project: Option<String>,
     example: ShowExample,
     approval: Approval,
+    compact_budget: Option<crate::settings::CompactBudget>,
     metrics: bool,
     on_partial: Option<OnPartial>,
     on_opening: Option<OnOpening>,
@@ -356,6 +357,7 @@ impl Claij {
             project: None,
             example: ShowExample::Auto,
             approval: Approval::Decline,
+            compact_budget: None,
             metrics: false,
             on_partial: None,
             on_opening: None,
@@ -497,6 +499,16 @@ impl<'c> Builder<'c> {
     /// models asked with this conversation's options).
     pub fn approval(mut self, approval: Approval) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// When the approved schema extensions are proposed for compaction, to the same approver
+    /// ([`crate::extensions::propose_compaction`]): once the schema they compose renders past the
+    /// budget's tokens (o200k_base), checked before each turn (feature `tokens`; without it, never).
+    /// Default the configuration's `[proposals] compact_budget`, else
+    /// [`CompactBudget::DEFAULT`](crate::settings::CompactBudget::DEFAULT).
+    pub fn compact_budget(mut self, budget: crate::settings::CompactBudget) -> Self {
+        self.compact_budget = Some(budget);
         self
     }
 
@@ -678,9 +690,12 @@ impl<'c> Builder<'c> {
         } else {
             None
         };
-        let proposals = match &registry {
-            Some(registry) => Some(self.proposals(registry, proposer)?),
-            None => None,
+        let (proposals, compactor) = match &registry {
+            Some(registry) => {
+                let (proposals, approver) = self.proposals(registry, proposer)?;
+                (Some(proposals), self.compactor(approver))
+            }
+            None => (None, None),
         };
         let names = self.named.clone();
         #[cfg(not(feature = "mcp"))]
@@ -729,6 +744,7 @@ impl<'c> Builder<'c> {
             #[cfg(feature = "mcp")]
             services: services.filter(|_| owned),
             registry,
+            compactor,
             names,
             budget,
             on_partial: self.on_partial,
@@ -739,13 +755,25 @@ impl<'c> Builder<'c> {
         })
     }
 
-    /// The proposals interceptor over `registry`, its approver as given.
+    /// The proposals interceptor over `registry`, and its approver as given.
     fn proposals(
         &mut self,
         registry: &Arc<Mutex<Registry>>,
         proposer: String,
-    ) -> Result<Proposals> {
-        std::mem::take(&mut self.approval).proposals(self.claij, &self.options, registry, proposer)
+    ) -> Result<(Proposals, Arc<dyn Approver>)> {
+        let approver =
+            std::mem::take(&mut self.approval).approver(self.claij, &self.options, registry)?;
+        let proposals = crate::approve::proposals_with(Arc::clone(&approver), registry, proposer);
+        Ok((proposals, approver))
+    }
+
+    /// What proposes compactions past the budget to `approver` (feature `tokens`).
+    fn compactor(&self, approver: Arc<dyn Approver>) -> Option<compaction::Compactor> {
+        let budget = self
+            .compact_budget
+            .or(self.claij.settings().compact_budget)
+            .unwrap_or(crate::settings::CompactBudget::DEFAULT);
+        compaction::Compactor::new(budget, approver, Arc::clone(&self.claij.notices))
     }
 }
 
@@ -850,6 +878,8 @@ pub struct Conversation {
     services: Option<claij_mcp::Services>,
     /// The schema extensions approved, saved with the conversation.
     registry: Option<Arc<Mutex<Registry>>>,
+    /// Proposes compacting them past the budget.
+    compactor: Option<compaction::Compactor>,
     names: Vec<Named>,
     budget: Option<Budget>,
     on_partial: Option<OnPartial>,
@@ -881,6 +911,9 @@ impl Conversation {
     /// underneath ([`Error::pipeline`]): [`Error::is_invalid_reply`], [`Error::is_budget`], or a
     /// backend's ([`Error::is_timeout`], [`Error::is_retryable`], ...).
     pub async fn turn(&mut self, prompt: &str) -> Result<Answer> {
+        if let (Some(registry), Some(compactor)) = (&self.registry, &mut self.compactor) {
+            compactor.check(registry, self.path.as_deref()).await;
+        }
         self.calls.clear();
         #[cfg(feature = "eval")]
         {
@@ -1054,5 +1087,6 @@ impl Conversation {
     }
 }
 
+mod compaction;
 #[cfg(test)]
 mod tests;

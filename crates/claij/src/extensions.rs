@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::session::Session;
 
-mod compact;
+pub(crate) mod compact;
 pub use self::compact::{
     COMPACTED_BY, CompactionReport, Count, DEFAULT_BUDGET, compact_conversation,
     conversation_registry, propose_compaction,

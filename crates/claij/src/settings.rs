@@ -119,6 +119,47 @@ pub const BUILTIN_ALIASES: [(&str, &str); 9] = [
 /// The alias of the default remote model (used without `--llm` when OpenRouter's key is set).
 pub const DEFAULT_REMOTE_ALIAS: &str = "gemini-flash";
 
+/// When a conversation's schema extensions are proposed for compaction: once the prompt
+/// rendering of the schema they compose (o200k_base tokens) is longer than this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactBudget {
+    /// Proposed past this many tokens.
+    Tokens(usize),
+    /// Never proposed by itself (`claij schema compact` still proposes one).
+    Off,
+}
+
+impl CompactBudget {
+    /// 600 tokens: the base schema renders to about 40, ten typical extensions to several hundred.
+    pub const DEFAULT: Self = Self::Tokens(crate::extensions::DEFAULT_BUDGET);
+}
+
+impl std::str::FromStr for CompactBudget {
+    type Err = String;
+
+    /// `off`, or a number of tokens above 0.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "off" => Ok(Self::Off),
+            _ => match text.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Self::Tokens(n)),
+                _ => Err(format!(
+                    "expected a number of tokens above 0, or \"off\" (got {text:?})"
+                )),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for CompactBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Tokens(n) => write!(f, "{n}"),
+            Self::Off => f.write_str("off"),
+        }
+    }
+}
+
 /// The effective configuration: the file's settings over the built-in ones.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -133,6 +174,9 @@ pub struct Settings {
     /// `[proposals] voters`: who votes on a proposed schema extension (`--approve vote` without
     /// `--voters`), each checked when the file is read.
     pub voters: Vec<String>,
+    /// `[proposals] compact_budget`: when a conversation's schema extensions are proposed for
+    /// compaction; `None` when the file does not say ([`CompactBudget::DEFAULT`]).
+    pub compact_budget: Option<CompactBudget>,
     /// `mcpServers`, `projects` and `roots`, when the file they come from has any of them.
     #[cfg(feature = "mcp")]
     pub mcp: Option<McpConfig>,
@@ -307,6 +351,7 @@ impl Default for Settings {
             aliases,
             defaults: Defaults::default(),
             voters: Vec::new(),
+            compact_budget: None,
             #[cfg(feature = "mcp")]
             mcp: None,
             mcp_path: None,
@@ -880,12 +925,26 @@ impl Settings {
         Ok(())
     }
 
-    /// `[proposals]`: `voters`, a list of models as `--llm` takes them.
+    /// `[proposals]`: `voters`, a list of models as `--llm` takes them; `compact_budget`, tokens
+    /// or `"off"`.
     fn read_proposals(&mut self, value: &Value, fail: &Fail<'_>) -> Result<()> {
         for (key, value) in as_table(value, &["proposals"], fail)? {
             let keys = ["proposals", key.as_str()];
+            if key == "compact_budget" {
+                let text = match value {
+                    Value::Integer(n) => n.to_string(),
+                    Value::String(s) => s.clone(),
+                    _ => String::new(),
+                };
+                let budget = text.parse().map_err(|e: String| fail(&keys, &e))?;
+                self.compact_budget = Some(budget);
+                continue;
+            }
             if key != "voters" {
-                return Err(fail(&keys, "unknown key (expected voters)"));
+                return Err(fail(
+                    &keys,
+                    "unknown key (expected voters or compact_budget)",
+                ));
             }
             let Value::Array(voters) = value else {
                 return Err(fail(&keys, "expected a list of models"));

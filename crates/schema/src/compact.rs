@@ -43,6 +43,10 @@ use crate::compose::compose;
 use crate::delta::SchemaDelta;
 use crate::error::Result;
 
+/// Who the audit log says proposed a compaction claij worked out: its entries are not a model's
+/// proposals (a model is never told a declined compaction as one of its own).
+pub const COMPACTED_BY: &str = "claij compact";
+
 /// A compacted schema and what was rewritten.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compacted {

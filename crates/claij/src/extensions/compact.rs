@@ -18,7 +18,7 @@ use crate::approve::lock;
 use crate::session::Session;
 
 /// Who the audit log says proposed a compaction.
-pub const COMPACTED_BY: &str = "claij compact";
+pub use claij_schema::compact::COMPACTED_BY;
 
 /// The default budget: a composed schema whose prompt rendering is longer than this many tokens
 /// (o200k_base) is proposed for compaction (`[schema] compact_budget`, `--compact-budget`).
@@ -258,4 +258,4 @@ impl fmt::Display for CompactionReport {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -135,7 +135,10 @@ fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
             "max_reply_bytes": defaults.max_reply_bytes,
             "mode": defaults.mode.map(mode),
         },
-        "proposals": {"voters": config.voters},
+        "proposals": {
+            "voters": config.voters,
+            "compact_budget": config.compact_budget.map(|b| b.to_string()),
+        },
         "restate": {"identity_keys": config.restate.identity_keys},
         "mcp_path": config.mcp_path.as_ref().map(|p| p.display().to_string()),
     });
@@ -232,6 +235,13 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     lines.push(format!(
         "proposals:\n  voters           {}",
         none_or_list(&config.voters, "(none: --voters)")
+    ));
+    lines.push(format!(
+        "  compact_budget   {}",
+        config.compact_budget.map_or_else(
+            || format!("(none: {})", crate::settings::CompactBudget::DEFAULT),
+            |b| b.to_string()
+        )
     ));
     lines.push(format!(
         "restate:\n  identity_keys    {}",

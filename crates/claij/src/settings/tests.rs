@@ -381,6 +381,31 @@ fn body_and_retry_limits_per_provider() {
 }
 
 #[test]
+fn the_compaction_budget_is_tokens_or_off() {
+    use crate::settings::CompactBudget;
+    assert_eq!(parse("").compact_budget, None);
+    let config = parse("[proposals]\ncompact_budget = 300\n");
+    assert_eq!(config.compact_budget, Some(CompactBudget::Tokens(300)));
+    let config = parse("[proposals]\ncompact_budget = \"off\"\n");
+    assert_eq!(config.compact_budget, Some(CompactBudget::Off));
+    for bad in ["0", "-5", "\"lots\"", "1.5"] {
+        let err = format!(
+            "{:#}",
+            Settings::parse(
+                &format!("[proposals]\ncompact_budget = {bad}\n"),
+                Path::new(PATH)
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.starts_with("/etc/claij.toml:2: proposals.compact_budget: expected a number of tokens above 0, or \"off\""),
+            "{err}"
+        );
+    }
+    assert_eq!(CompactBudget::DEFAULT.to_string(), "600");
+}
+
+#[test]
 fn proposals_voters_are_checked_when_read() {
     let config = parse("[proposals]\nvoters = [\"local\", \"openai:gpt-5\"]\n");
     assert_eq!(config.voters, ["local", "openai:gpt-5"]);
@@ -397,7 +422,7 @@ fn proposals_voters_are_checked_when_read() {
     );
     check_error(
         "[proposals]\nquorum = 2\n",
-        "/etc/claij.toml:2: proposals.quorum: unknown key (expected voters)",
+        "/etc/claij.toml:2: proposals.quorum: unknown key (expected voters or compact_budget)",
     );
 }
 

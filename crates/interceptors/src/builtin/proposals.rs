@@ -532,6 +532,8 @@ impl Ledger {
             .audit()
             .entries()
             .iter()
+            // A declined compaction is claij's proposal, not the model's.
+            .filter(|e| e.by != claij_schema::compact::COMPACTED_BY)
             .filter_map(|e| {
                 let reason = e.reason.clone().unwrap_or_default();
                 let reason = match e.action {
