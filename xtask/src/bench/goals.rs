@@ -106,6 +106,8 @@ pub(super) enum Unit {
     ReqPerSec,
     TokPerSec,
     PercentOfCore,
+    /// A ratio of two figures of one run, shown `0.85x`.
+    Ratio,
 }
 
 /// A bound a figure must meet.
@@ -191,6 +193,7 @@ fn run_estimate(id: &str) -> String {
         "request" | "adapter" => Some(("claij-backends", "http")),
         "validate" | "process" => Some(("claij-validation", "validation")),
         "coerce" => Some(("claij-validation", "repair")),
+        "versus" => Some(("claij-validation", "versus")),
         _ => None,
     };
     match target {
@@ -509,7 +512,38 @@ fn validation_rows(sources: &Sources) -> Vec<(Row, Unit)> {
             "process/big_valid",
             Goal::at_most(60e3, ""),
         ),
+        (
+            Row::new(
+                format!("claij / jsonschema, big.valid.json ({VERSUS_CLAIJ} / {VERSUS_THEIRS})"),
+                ratio(sources, VERSUS_CLAIJ, VERSUS_THEIRS),
+                Some(Goal::at_most(1.0, "at least as fast")),
+            ),
+            Unit::Ratio,
+        ),
     ]
+}
+
+/// The comparison with the `jsonschema` crate (claij-validation's `benches/versus.rs`): the is-valid
+/// verdict on the big valid instance, both validators in one run.
+const VERSUS_CLAIJ: &str = "versus/claij_is_valid/big.valid";
+const VERSUS_THEIRS: &str = "versus/jsonschema_is_valid/big.valid";
+
+/// The estimate of `id` over that of `base`; stale when either is from an earlier run, missing when
+/// either is (naming the bench group that measures both in one run).
+fn ratio(sources: &Sources, id: &str, base: &str) -> Now {
+    match (sources.estimate(id), sources.estimate(base)) {
+        (
+            Now::Figure { value, stale },
+            Now::Figure {
+                value: of,
+                stale: base_stale,
+            },
+        ) => Now::Figure {
+            value: value / of,
+            stale: stale || base_stale,
+        },
+        _ => Now::Missing(format!("run `{}`", run_estimate("versus/"))),
+    }
 }
 
 /// Every `coerce/...` estimate (their cost on a valid reply, which should stay near zero); one
@@ -708,5 +742,6 @@ fn format_value(value: f64, unit: Unit) -> String {
         Unit::ReqPerSec => format!("{} req/s", significant(value)),
         Unit::TokPerSec => format!("{} tok/s", significant(value)),
         Unit::PercentOfCore => format!("{}% of a core", significant(value)),
+        Unit::Ratio => format!("{value:.2}x"),
     }
 }

@@ -121,6 +121,41 @@ fn criterion_estimates_meet_or_miss_their_goals() {
 }
 
 #[test]
+fn the_jsonschema_comparison_is_the_ratio_of_two_estimates() {
+    let row = "claij / jsonschema, big.valid.json";
+    let both = |claij: f64, theirs: f64| {
+        sources(
+            &[
+                ("versus/claij_is_valid/big.valid", claij),
+                ("versus/jsonschema_is_valid/big.valid", theirs),
+                // Other instances and the full validation do not enter the ratio.
+                ("versus/claij_is_valid/big.invalid", 1e9),
+                ("versus/claij_validate/big.valid", 1e9),
+            ],
+            None,
+            None,
+        )
+    };
+    let goal = "≤ 1x (at least as fast)";
+    check(&both(7_000.0, 8_750.0), row, "0.80x", goal, Met::Yes);
+    check(&both(8_750.0, 8_750.0), row, "1.00x", goal, Met::Yes);
+    check(&both(17_500.0, 8_750.0), row, "2.00x", goal, Met::No);
+    let mut stale = both(7_000.0, 8_750.0);
+    stale
+        .stale_ids
+        .insert("versus/jsonschema_is_valid/big.valid".to_owned());
+    check(&stale, row, "0.80x (earlier run)", goal, Met::Yes);
+    let run = "not measured (run `cargo bench -p claij-validation --bench versus -- versus/`)";
+    for one in [
+        "versus/claij_is_valid/big.valid",
+        "versus/jsonschema_is_valid/big.valid",
+    ] {
+        let s = sources(&[(one, 7_000.0)], None, None);
+        check(&s, row, run, goal, Met::NotApplicable);
+    }
+}
+
+#[test]
 fn load_report_gives_cpu_per_call_and_throughput() {
     let s = sources(&[], Some(LOAD), None);
     // Milliseconds in the report, scaled for display: 0.041 ms is 41 µs.
@@ -274,7 +309,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 9 + 3 + 1 + 6);
+    assert_eq!(rows.len(), 10 + 9 + 4 + 1 + 6);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -419,9 +454,9 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
     let mut rows: Vec<&str> = lines.collect();
     assert_eq!(
         rows.split_off(rows.len() - 2),
-        ["", "goals met: 1 of 1 measured; 9 not measured"]
+        ["", "goals met: 1 of 1 measured; 10 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 29);
+    assert_eq!(rows.len(), 2 + 30);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
@@ -602,9 +637,9 @@ fn the_summary_counts_the_rows_with_a_goal() {
         None,
     );
     // Met: validate, CPU small, 256 req/s and CPU%; not met: process, CPU big; no figure: the
-    // request build, the transform, is-valid, prefill.
+    // request build, the transform, is-valid, claij / jsonschema, prefill.
     assert!(
-        render(&s).ends_with("\ngoals met: 4 of 6 measured; 4 not measured\n"),
+        render(&s).ends_with("\ngoals met: 4 of 6 measured; 5 not measured\n"),
         "{}",
         render(&s)
     );
