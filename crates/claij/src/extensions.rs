@@ -76,6 +76,14 @@ pub enum Error {
     /// The active deltas do not compose onto the base schema given, so their cost cannot be counted.
     #[error("the active schema deltas do not compose onto the base schema: {0}")]
     Uncomposable(Box<claij_schema::Error>),
+    /// A schema file is not a valid JSON Schema (or not JSON).
+    #[error("{}: not a valid JSON Schema", file.display())]
+    InvalidSchema {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The tokenizer failed.
     #[cfg(feature = "tokens")]
     #[error(transparent)]

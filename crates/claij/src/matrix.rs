@@ -96,6 +96,63 @@ pub fn read(path: &Path) -> Result<Matrix> {
     })
 }
 
+/// What `claij models` prints: the stdout and, when no matrix is found, a line for stderr saying
+/// how to make one ([`missing`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    /// The report: each measured model's choice, then the prices (or one JSON object).
+    pub out: String,
+    /// For stderr, when there is no matrix (never with `json`).
+    pub err: Option<String>,
+}
+
+/// `claij models`: each model's choice in the matrix at `path` (none: the user's, when there is
+/// one), then the prices `settings` give ([`crate::prices::render`]); with `json` one object
+/// `{"matrix", "models": [Choice::to_json], "prices"}`.
+///
+/// # Errors
+///
+/// The matrix cannot be read; the prices cannot be read.
+pub fn shown(
+    settings: &crate::settings::Settings,
+    path: Option<PathBuf>,
+    json: bool,
+) -> Result<Shown> {
+    let path = path.or_else(|| default_path(settings.data_dir.as_deref()));
+    let matrix = match &path {
+        Some(path) => read(path)?,
+        None => Matrix::default(),
+    };
+    let choices = choices(&matrix);
+    if json {
+        let list: Vec<Value> = choices
+            .iter()
+            .map(|c| c.to_json(unsupported(&matrix, &[&c.model]).as_deref()))
+            .collect();
+        let prices = crate::prices::to_json(settings)?;
+        let report = serde_json::json!({"matrix": path, "models": list, "prices": prices});
+        let out = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+        return Ok(Shown { out, err: None });
+    }
+    let prices = crate::prices::render(settings)?;
+    let Some(path) = path else {
+        let err = Some(missing(settings.data_dir.as_deref()));
+        return Ok(Shown { out: prices, err });
+    };
+    let mut out = format!("matrix: {}\n", path.display());
+    for choice in &choices {
+        let unsupported = unsupported(&matrix, &[&choice.model]);
+        out.push_str(&choice.line(unsupported.as_deref()));
+        out.push('\n');
+    }
+    if choices.is_empty() {
+        out.push_str("(no model measured)\n");
+    }
+    out.push('\n');
+    out.push_str(&prices);
+    Ok(Shown { out, err: None })
+}
+
 /// The choice for `model` (its alias or its model id), if the matrix measured it.
 pub fn choice_for(matrix: &Matrix, names: &[&str]) -> Option<Choice> {
     choices(matrix)

@@ -527,6 +527,27 @@ pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// What `claij schema render --as DIALECT` says of `dialect`'s compilation, on stderr: that it
+/// dropped nothing, or each change the local validator still enforces, one a line.
+#[must_use]
+pub fn dialect_losses(
+    dialect: claij_schema::dialect::Dialect,
+    losses: &[claij_schema::dialect::Loss],
+) -> String {
+    if losses.is_empty() {
+        return format!("{dialect}: nothing dropped");
+    }
+    let mut text = format!(
+        "{dialect}: {} change(s) the local validator still enforces:",
+        losses.len()
+    );
+    for loss in losses {
+        text.push_str("\n  ");
+        text.push_str(&loss.to_string());
+    }
+    text
+}
+
 /// `$0` for nothing, else six decimals without trailing zeros (`$0.000123`), and below a
 /// millionth of a dollar `$2.0e-7`.
 #[must_use]

@@ -450,6 +450,10 @@ pub(crate) static SCOPES: &[Scope] = &[
     plain!("schema render", &[&["as"]]),
     plain!("schema audit", &[&["json"]]),
     plain!("schema rollback", &[&["schema"]]),
+    plain!(
+        "schema cost",
+        &[&["session", "schema", "tokenizer", "model", "json"]]
+    ),
     plain!("config show", &[&["json"]]),
 ];
 

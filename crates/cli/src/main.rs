@@ -148,7 +148,7 @@ fn run(cli: &Cli, front: &std::sync::Arc<front::Front>) -> ExitCode {
         Command::Models(args) => models::run(args, front),
         Command::Validate(args) => validate::run(args),
         Command::Repair(args) => repair::run(args),
-        Command::Schema(cmd) => schema::run(cmd),
+        Command::Schema(cmd) => schema::run(cmd, front),
         Command::Fsm(cmd) => fsm::run(cmd, front),
         Command::Mcp(cmd) => mcp::run(cmd, front),
         Command::Config(cmd) => config::run(cmd, front),
@@ -176,6 +176,7 @@ impl Command {
         match self {
             Command::Validate(_) => Some("validate"),
             Command::Repair(_) => Some("repair"),
+            Command::Schema(schema::Command::Cost(_)) => None,
             Command::Schema(_) => Some("schema"),
             Command::Fsm(cmd) => cmd.reads_no_configuration(),
             Command::Mcp(cmd) => cmd.reads_no_configuration(),

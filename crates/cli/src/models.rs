@@ -7,10 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use claij::backends::models::PriceFormat;
-use claij::matrix::{Matrix, choices, default_path, read, unsupported};
 use claij::prices;
 use claij::settings::Settings;
-use serde_json::{Value, json};
 
 use crate::exit::Status;
 
@@ -52,43 +50,11 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
         writeln!(std::io::stdout(), "{}", done.render(args.json))?;
         return Ok(Status::Ok);
     }
-    let user = || default_path(settings.data_dir.as_deref());
-    let path = args.matrix.clone().or_else(user);
-    let matrix = match &path {
-        Some(path) => read(path)?,
-        None => Matrix::default(),
-    };
-    let choices = choices(&matrix);
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let list: Vec<Value> = choices
-            .iter()
-            .map(|c| c.to_json(unsupported(&matrix, &[&c.model]).as_deref()))
-            .collect();
-        let report = json!({"matrix": path, "models": list, "prices": prices::to_json(settings)?});
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-        return Ok(Status::Ok);
+    let shown = claij::matrix::shown(settings, args.matrix.clone(), args.json)?;
+    std::io::stdout().lock().write_all(shown.out.as_bytes())?;
+    if let Some(err) = shown.err {
+        writeln!(std::io::stderr(), "{err}")?;
     }
-    let prices = prices::render(settings)?;
-    let Some(path) = path else {
-        out.write_all(prices.as_bytes())?;
-        out.flush()?;
-        writeln!(
-            std::io::stderr(),
-            "{}",
-            claij::matrix::missing(settings.data_dir.as_deref())
-        )?;
-        return Ok(Status::Ok);
-    };
-    writeln!(out, "matrix: {}", path.display())?;
-    for choice in &choices {
-        let unsupported = unsupported(&matrix, &[&choice.model]);
-        writeln!(out, "{}", choice.line(unsupported.as_deref()))?;
-    }
-    if choices.is_empty() {
-        writeln!(out, "(no model measured)")?;
-    }
-    write!(out, "\n{prices}")?;
     Ok(Status::Ok)
 }
 

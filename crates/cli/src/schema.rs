@@ -1,10 +1,10 @@
-//! `claij schema compose`, `render`, and the schema extensions of a conversation or a run's
-//! journal ([`claij::extensions`]): `audit` and `rollback`.
+//! `claij schema compose`, `render`, `cost`, and the schema extensions of a conversation or a
+//! run's journal ([`claij::extensions`]): `audit` and `rollback`.
 
 use std::io::Write as _;
 
-use anyhow::{Context as _, Result};
-use claij::extensions::{self, Audit, Kind};
+use anyhow::{Context as _, Result, bail};
+use claij::extensions::{self, Audit, Costs, Kind, Source};
 use claij::schema::{Registry, dialect::Dialect, render};
 
 use crate::exit::Status;
@@ -45,6 +45,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A schema's tokens in the prompt (its compact rendering), or each active delta's of a
+    /// conversation or journal (`--session`), most expensive first; the share of the context window.
+    Cost(CostArgs),
     /// Remove a schema extension from a conversation file, checking that the others still compose;
     /// later turns no longer carry it, and the audit log records the removal.
     Rollback {
@@ -57,6 +60,28 @@ pub(crate) enum Command {
         #[arg(long, short, value_name = "FILE")]
         schema: Option<String>,
     },
+}
+
+/// `claij schema cost`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CostArgs {
+    /// A bare schema file: its total.
+    file: Option<std::path::PathBuf>,
+    /// A conversation file or a run's journal: each active schema delta's cost.
+    #[arg(long, value_name = "FILE")]
+    session: Option<std::path::PathBuf>,
+    /// The response schema --session's deltas compose onto (as `claij ask --schema`).
+    #[arg(long, short, value_name = "FILE")]
+    schema: Option<String>,
+    /// o200k_base, cl100k_base, or local (the embedded model's, from its model file).
+    #[arg(long, default_value = "o200k_base")]
+    tokenizer: String,
+    /// The model whose context window the total is a share of (default the configuration's).
+    #[arg(long, value_name = "PROVIDER:MODEL")]
+    model: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Output forms of `claij schema render`.
@@ -77,9 +102,33 @@ pub(crate) enum Format {
 }
 
 /// Runs a `claij schema` subcommand.
-pub(crate) fn run(cmd: &Command) -> Result<Status> {
+pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     match cmd {
+        Command::Cost(args) => {
+            let base = args.schema.as_deref().map(input::read_json).transpose()?;
+            let source = match (&args.session, &args.file, &base) {
+                (Some(_), Some(_), _) => bail!(
+                    "--session FILE counts a conversation's deltas, a FILE alone a bare schema: give one"
+                ),
+                (None, _, Some(_)) => bail!(
+                    "--schema is the base of --session's deltas (a FILE alone is the whole schema): drop it"
+                ),
+                (Some(file), None, base) => Source::Session {
+                    file,
+                    base: base.as_ref(),
+                },
+                (None, Some(file), None) => Source::Schema { file },
+                (None, None, None) => bail!("give a schema FILE or --session FILE"),
+            };
+            let (claij, model) = (front.claij()?, args.model.as_deref());
+            let costs = Costs::measure(claij, source, &args.tokenizer, model)?;
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&costs.to_json())?)?;
+            } else {
+                writeln!(out, "{costs}")?;
+            }
+        }
         Command::Audit { file, json } => {
             let audit = Audit::read(file)?;
             if *json {
@@ -166,19 +215,8 @@ pub(crate) fn run(cmd: &Command) -> Result<Status> {
                 .compile(&schema)
                 .with_context(|| format!("{}: cannot compile to {dialect}", input::name(file)))?;
             writeln!(out, "{}", serde_json::to_string_pretty(&compiled.schema)?)?;
-            let mut err = std::io::stderr().lock();
-            if compiled.losses.is_empty() {
-                writeln!(err, "{dialect}: nothing dropped")?;
-            } else {
-                writeln!(
-                    err,
-                    "{dialect}: {} change(s) the local validator still enforces:",
-                    compiled.losses.len()
-                )?;
-                for loss in &compiled.losses {
-                    writeln!(err, "  {loss}")?;
-                }
-            }
+            let losses = claij::report::dialect_losses(dialect, &compiled.losses);
+            writeln!(std::io::stderr(), "{losses}")?;
         }
     }
     Ok(Status::Ok)

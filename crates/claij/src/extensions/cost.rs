@@ -247,12 +247,10 @@ impl Costs {
 /// What [`Costs::measure`] counts.
 #[derive(Debug, Clone, Copy)]
 pub enum Source<'a> {
-    /// A bare schema (read from `file`): its total.
+    /// A bare schema file: its total.
     Schema {
-        /// The file it was read from.
+        /// The file.
         file: &'a Path,
-        /// The schema.
-        schema: &'a Value,
     },
     /// The active deltas of a conversation or a run's journal ([`Costs::of_file`]).
     Session {
@@ -281,7 +279,7 @@ impl Costs {
     ) -> Result<Self, Error> {
         let counter = Tokenizer::named(tokenizer, |name| claij.var(name))?.open()?;
         let costs = match source {
-            Source::Schema { file, schema } => Self::of_schema(file, schema, &counter)?,
+            Source::Schema { file } => Self::of_schema(file, &read_schema(file)?, &counter)?,
             Source::Session { file, base } => Self::of_file(file, base.cloned(), &counter)?,
         };
         let model = model
@@ -293,6 +291,23 @@ impl Costs {
         };
         Ok(costs.with_window(Window { model, tokens }))
     }
+}
+
+/// The JSON schema in `file`, checked.
+fn read_schema(file: &Path) -> Result<Value, Error> {
+    let text = crate::fs::read_file_capped(file, crate::fs::MAX_INPUT_BYTES, "a schema").map_err(
+        |source| Error::Read {
+            file: file.to_owned(),
+            source,
+        },
+    )?;
+    let invalid = |source: Box<dyn std::error::Error + Send + Sync>| Error::InvalidSchema {
+        file: file.to_owned(),
+        source,
+    };
+    let schema: Value = serde_json::from_str(&text).map_err(|e| invalid(Box::new(e)))?;
+    claij_schema::check(&schema).map_err(|e| invalid(Box::new(e)))?;
+    Ok(schema)
 }
 
 /// The deltas of the last request, then the approved extensions not among them: each once.

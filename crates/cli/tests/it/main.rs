@@ -38,6 +38,7 @@ mod openrouter;
 mod otel;
 mod proposals;
 mod restate;
+mod schema_cost;
 mod server;
 mod session;
 
