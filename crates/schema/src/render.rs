@@ -1,7 +1,8 @@
 //! Prompt rendering: a schema as text for a model to read, minified JSON or a compact TypeScript-like form.
 //!
 //! [`to_compact`] writes what a model needs to produce valid JSON in far fewer tokens than the schema itself
-//! (on the shared benchmark schema, about a third of the minified JSON's tokens):
+//! (on the 40-tool benchmark schema `fixtures/bench/big.json`, under a quarter of the minified JSON's o200k
+//! tokens):
 //!
 //! ```text
 //! // A postal address.
@@ -19,6 +20,12 @@
 //!   intersection (`&`); arrays are `T[]`, tuples `[A, B]`; `integer` stays `integer`.
 //! - Definitions (`$defs`, draft-07 `definitions`) used more than once, recursively, or as union branches are
 //!   declared once as `type Name = …` after the main type; a definition used once is written in place.
+//! - An object with `additionalProperties: false` ends with a `// no other keys` line; other objects admit
+//!   more keys.
+//! - A description made only of names the rendering already shows (its property key, its definition's
+//!   name, sibling keys and their `const` values, around filler words like `the`, `of`, `name`) is left out:
+//!   `Call the search_flights tool` on `SearchFlightsCall` whose `tool` is `"search_flights"`, `Tool name`
+//!   on `tool`. Every other description is kept.
 //! - Keywords without a compact form are shown as inline JSON in the comment (`not {"const":"x"}`), so
 //!   nothing the schema requires is silently left out. `title` is omitted.
 //!
@@ -163,6 +170,9 @@ struct Renderer<'a> {
     /// Whether some `$ref` points at the root (`#`), which then needs the name `Root`.
     root_referenced: bool,
     depth: usize,
+    /// Names around the subschema being rendered (definition names, property keys, sibling keys and
+    /// their `const` values): a description made only of these says nothing the rendering does not.
+    scope: Vec<String>,
 }
 
 impl<'a> Renderer<'a> {
@@ -176,6 +186,7 @@ impl<'a> Renderer<'a> {
             inlining: Vec::new(),
             root_referenced: false,
             depth: 0,
+            scope: Vec::new(),
         };
         renderer.collect_definitions();
         renderer
@@ -277,8 +288,10 @@ impl<'a> Renderer<'a> {
                         .get(&pointer)
                         .map(|d| d.name.clone())
                         .unwrap_or_default();
-                    self.inlining.push(pointer);
+                    self.inlining.push(pointer.clone());
+                    self.scope.push(pointer_name(&pointer));
                     let body = self.render(target, 0);
+                    self.scope.pop();
                     self.inlining.pop();
                     push_declaration(&mut out, Some(&name), body);
                 }
@@ -287,7 +300,9 @@ impl<'a> Renderer<'a> {
                         continue;
                     };
                     let (name, schema) = (shared.name.clone(), shared.schema.clone());
+                    self.scope.push(shared.property.clone());
                     let body = self.render(&schema, 0);
+                    self.scope.pop();
                     push_declaration(&mut out, Some(&name), body);
                 }
             }
@@ -326,6 +341,7 @@ impl<'a> Renderer<'a> {
         let description = map
             .get("description")
             .and_then(Value::as_str)
+            .filter(|d| !self.restates_names(d, map))
             .map(str::to_owned);
         out.description = match (description, out.description.take()) {
             (Some(site), Some(inner)) if site != inner => Some(format!("{site}; {inner}")),
@@ -450,7 +466,9 @@ impl<'a> Renderer<'a> {
                     Some(Value::String(reference)) => {
                         let mut out = self.reference(reference, indent, true);
                         out.notes.extend(notes(map));
-                        if let Some(d) = map.get("description").and_then(Value::as_str) {
+                        if let Some(d) = map.get("description").and_then(Value::as_str)
+                            && !self.restates_names(d, map)
+                        {
                             out.description = Some(d.to_owned());
                         }
                         out
@@ -502,9 +520,13 @@ impl<'a> Renderer<'a> {
         };
         let pad = " ".repeat(indent + 2);
         let mut lines = Vec::new();
+        let outer = self.scope.len();
+        self.scope.extend(own_names(map));
         if let Some(Value::Object(properties)) = map.get("properties") {
             for (name, schema) in properties {
+                self.scope.push(name.clone());
                 let property = self.property(schema, indent + 2);
+                self.scope.pop();
                 let optional = if required.contains(&name.as_str()) {
                     ""
                 } else {
@@ -514,6 +536,7 @@ impl<'a> Renderer<'a> {
                 lines.push(member(&pad, &key, property));
             }
         }
+        self.scope.truncate(outer);
         if let Some(Value::Object(patterns)) = map.get("patternProperties") {
             for (pattern, schema) in patterns {
                 let property = self.render(schema, indent + 2);
@@ -534,6 +557,10 @@ impl<'a> Renderer<'a> {
         let open = !matches!(map.get("additionalProperties"), Some(Value::Bool(false)));
         if lines.is_empty() {
             return Out::plain(if open { "object" } else { "{}" });
+        }
+        if !open {
+            // Inside the braces, so no outer comment attached to the first line can be read as its own.
+            lines.push(format!("{pad}// no other keys"));
         }
         Out::plain(format!(
             "{{\n{}\n{}}}",
@@ -628,11 +655,90 @@ impl<'a> Renderer<'a> {
         } else if recursive {
             return unresolved();
         }
+        self.scope.push(pointer_name(&pointer));
         self.inlining.push(pointer);
         let out = self.render(target, indent);
         self.inlining.pop();
+        self.scope.pop();
         out
     }
+
+    /// Whether every word of `description` that is not a filler word names something in scope, or in
+    /// `map`'s own keys and constants (`Call the search_flights tool` on `SearchFlightsCall`, whose
+    /// `tool` is `"search_flights"`): such a description repeats names the rendering already shows.
+    fn restates_names(&self, description: &str, map: &Map<String, Value>) -> bool {
+        let names: Vec<String> = self
+            .scope
+            .iter()
+            .cloned()
+            .chain(own_names(map))
+            .flat_map(|name| words(&name))
+            .collect();
+        words(description)
+            .iter()
+            .filter(|word| !FILLER.contains(&word.as_str()))
+            .all(|word| names.iter().any(|name| same_word(word, name)))
+    }
+}
+
+/// Words a description uses around names without adding meaning of their own.
+const FILLER: [&str; 20] = [
+    "a", "an", "the", "of", "for", "to", "this", "that", "its", "it", "is", "in", "on", "at", "by",
+    "with", "and", "or", "from", "name",
+];
+
+/// An object's property keys and its properties' string `const` values.
+fn own_names(map: &Map<String, Value>) -> Vec<String> {
+    let Some(Value::Object(properties)) = map.get("properties") else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .flat_map(|(key, schema)| {
+            let constant = schema
+                .get("const")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            std::iter::once(key.clone()).chain(constant)
+        })
+        .collect()
+}
+
+/// The last token of a definition's pointer (`/$defs/SearchFlightsCall` → `SearchFlightsCall`).
+fn pointer_name(pointer: &str) -> String {
+    pointer
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .replace("~1", "/")
+        .replace("~0", "~")
+}
+
+/// Lower-case words of a text or name, split at non-alphanumerics and camel-case humps
+/// (`SearchFlightsCall` → `search`, `flights`, `call`).
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in text.split(|c: char| !c.is_alphanumeric()) {
+        let mut word = String::new();
+        let mut previous_lower = false;
+        for c in part.chars() {
+            if c.is_uppercase() && previous_lower && !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            previous_lower = c.is_lowercase() || c.is_ascii_digit();
+            word.extend(c.to_lowercase());
+        }
+        if !word.is_empty() {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// The same word, up to a plural `s` or an abbreviation of at least 3 letters (`args`, `arguments`).
+fn same_word(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim_end_matches('s'), b.trim_end_matches('s'));
+    a == b || (a.len().min(b.len()) >= 3 && (a.starts_with(b) || b.starts_with(a)))
 }
 
 /// `name: type // comment`, with a multi-line description on its own comment lines above.

@@ -178,3 +178,64 @@ fn a_type_its_literals_all_have_is_not_repeated_beside_them() {
         assert!(to_compact(&schema).contains(" & "), "{schema}");
     }
 }
+
+#[test]
+fn a_closed_object_says_no_other_keys_and_an_open_one_does_not() {
+    check(
+        json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
+        "{\n  a: string\n  // no other keys\n}\n",
+    );
+    check(
+        json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+        "{\n  a: string\n}\n",
+    );
+}
+
+#[test]
+fn descriptions_that_only_repeat_names_are_left_out_and_others_kept() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"call": {"$ref": "#/$defs/SearchFlightsCall"}},
+        "required": ["call"],
+        "$defs": {
+            "SearchFlightsCall": {
+                "description": "Call the `search_flights` tool (search flights).",
+                "type": "object",
+                "properties": {
+                    "tool": {"const": "search_flights", "description": "Tool name"},
+                    "args": {"$ref": "#/$defs/SearchFlightsArgs", "description": "Arguments for search_flights"},
+                    "city": {"type": "string", "description": "City the flight leaves from"},
+                },
+                "required": ["tool", "args", "city"],
+            },
+            "SearchFlightsArgs": {
+                "description": "Arguments of the `search_flights` tool.",
+                "type": "object",
+                "properties": {"seats": {"type": "integer", "description": "Seats"}},
+                "required": ["seats"],
+            },
+        },
+    });
+    check(
+        schema,
+        "{\n  call: {\n    tool: \"search_flights\"\n    args: {\n      seats: integer\n    }\n    city: string // City the flight leaves from\n  }\n}\n",
+    );
+    // One word the names do not hold keeps the description.
+    check(
+        json!({"type": "object", "properties": {"tool": {"const": "x", "description": "Tool name, lower case"}}}),
+        "{\n  tool?: \"x\" // Tool name, lower case\n}\n",
+    );
+}
+
+#[test]
+fn words_split_names_and_match_abbreviations() {
+    assert_eq!(words("SearchFlightsCall"), ["search", "flights", "call"]);
+    assert_eq!(
+        words("`search_flights` tool."),
+        ["search", "flights", "tool"]
+    );
+    assert!(same_word("arguments", "args"));
+    assert!(same_word("flight", "flights"));
+    assert!(!same_word("id", "idle"));
+    assert!(!same_word("city", "country"));
+}

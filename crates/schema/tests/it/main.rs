@@ -10,3 +10,4 @@ mod dialect;
 mod example;
 mod grammar;
 mod render;
+mod roundtrip;

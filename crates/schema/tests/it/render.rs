@@ -14,10 +14,12 @@ fn tokens(text: &str) -> usize {
         .len()
 }
 
+/// The share of the minified JSON's o200k tokens the compact form may take: a quarter on the 40-tool bench
+/// schema (issue 32), half on the small one (three bare strings leave little to save).
 #[test]
 #[allow(clippy::print_stdout)] // the figures are worth seeing with --nocapture
-fn compact_is_at_most_half_the_tokens_of_minified_json() {
-    for name in ["small.json", "big.json"] {
+fn compact_is_at_most_a_quarter_of_minified_json_on_big_and_half_on_small() {
+    for (name, percent) in [("small.json", 50), ("big.json", 25)] {
         let schema = bench(name);
         let minified = tokens(&to_json(&schema));
         let compact = tokens(&to_compact(&schema));
@@ -26,8 +28,8 @@ fn compact_is_at_most_half_the_tokens_of_minified_json() {
             100.0 * compact as f64 / minified as f64
         );
         assert!(
-            compact * 2 <= minified,
-            "{name}: compact {compact} > 50% of minified {minified}"
+            compact * 100 <= minified * percent,
+            "{name}: compact {compact} > {percent}% of minified {minified}"
         );
     }
 }
