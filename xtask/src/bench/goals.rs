@@ -23,6 +23,8 @@ use super::{Estimate, format_time, read_estimates, significant};
 pub(super) const LOAD_REPORT: &str = "bench-load.json";
 /// The embedded model's report: prefill and decode tokens per second.
 pub(super) const LOCAL_REPORT: &str = "bench-local.json";
+/// The schema bench's report: the compact rendering's o200k tokens against the minified JSON's.
+pub(super) const RENDER_REPORT: &str = "bench-render.json";
 /// Where the table is written, next to the reports.
 pub(super) const GOALS_FILE: &str = "bench-goals.md";
 
@@ -34,6 +36,8 @@ const RUN_LOCAL: &str = "run `cargo bench -p claij-local --bench local`";
 /// one it builds for the quality prompts).
 const RUN_LOCAL_FSM: &str = "run `cargo xtask bench`, or `cargo build --release -p claij-cli` then \
     `CLAIJ_BENCH_FSM=target/release/claij cargo bench -p claij-local --bench local`";
+/// What writes the rendering's token counts (claij-schema's `benches/schema.rs`).
+const RUN_RENDER: &str = "run `cargo bench -p claij-schema --bench schema -- render`";
 /// The mock's latency the throughput goal is stated at.
 const LOAD_LATENCY_MS: f64 = 200.0;
 /// The concurrencies the load bench reports; the goal is at 256.
@@ -48,6 +52,7 @@ pub(super) struct Sources {
     pub stale_ids: HashSet<String>,
     pub load: Report,
     pub local: Report,
+    pub render: Report,
     pub machine: Machine,
 }
 
@@ -106,6 +111,8 @@ pub(super) enum Unit {
     ReqPerSec,
     TokPerSec,
     PercentOfCore,
+    /// A share of tokens in percent, shown `24.2%`.
+    TokenShare,
     /// A ratio of two figures of one run, shown `0.85x`.
     Ratio,
 }
@@ -169,6 +176,7 @@ impl Sources {
             stale_ids,
             load: Report::read(&reports, LOAD_REPORT, since),
             local: Report::read(&reports, LOCAL_REPORT, since),
+            render: Report::read(&reports, RENDER_REPORT, since),
             machine,
         }
     }
@@ -373,6 +381,7 @@ pub(super) fn rows(sources: &Sources) -> Vec<(Row, Unit)> {
     rows.extend(validation_rows(sources));
     rows.extend(coercion_rows(sources));
     rows.extend(local_rows(&sources.local));
+    rows.extend(render_rows(&sources.render));
     rows
 }
 
@@ -565,6 +574,24 @@ fn coercion_rows(sources: &Sources) -> Vec<(Row, Unit)> {
     vec![(Row::new("coercion (coerce/...)", now, None), Unit::Time)]
 }
 
+/// The compact rendering of `big.json` as a share of the minified JSON's o200k tokens (issue 32).
+fn render_rows(render: &Report) -> Vec<(Row, Unit)> {
+    let now = render.locate(RUN_RENDER, |value| {
+        Ok((
+            &value["big"]["compact_percent_of_minified"],
+            "`big.compact_percent_of_minified`".to_owned(),
+        ))
+    });
+    vec![(
+        Row::new(
+            "compact rendering of big.json, share of the minified JSON's o200k tokens (bench-render.json)",
+            now,
+            Some(Goal::at_most(25.0, "")),
+        ),
+        Unit::TokenShare,
+    )]
+}
+
 fn local_rows(local: &Report) -> Vec<(Row, Unit)> {
     let threads = match &local.state {
         ReportState::Read { value, .. } => value["threads"].as_u64(),
@@ -742,6 +769,7 @@ fn format_value(value: f64, unit: Unit) -> String {
         Unit::ReqPerSec => format!("{} req/s", significant(value)),
         Unit::TokPerSec => format!("{} tok/s", significant(value)),
         Unit::PercentOfCore => format!("{}% of a core", significant(value)),
+        Unit::TokenShare => format!("{value:.1}%"),
         Unit::Ratio => format!("{value:.2}x"),
     }
 }

@@ -38,6 +38,7 @@ fn sources(estimates: &[(&str, f64)], load: Option<&str>, local: Option<&str>) -
         stale_ids: HashSet::new(),
         load: report(LOAD_REPORT, load),
         local: report(LOCAL_REPORT, local),
+        render: report(RENDER_REPORT, None),
         machine: Machine {
             threads: 2,
             cores: Some(2),
@@ -292,6 +293,39 @@ fn local_report_gives_tokens_per_second() {
 }
 
 #[test]
+fn the_rendering_share_comes_from_the_schema_bench_report() {
+    let row = "compact rendering of big.json";
+    let with = |text: &str| {
+        let mut s = sources(&[], None, None);
+        s.render = report(RENDER_REPORT, Some(text));
+        s
+    };
+    let report = |percent: f64| {
+        format!(
+            r#"{{"tokenizer": "o200k_base", "big": {{"minified_tokens": 14489, "compact_tokens": 3502,
+            "compact_percent_of_minified": {percent}}}, "small": {{"compact_percent_of_minified": 32.1}}}}"#
+        )
+    };
+    check(&with(&report(24.17)), row, "24.2%", "≤ 25%", Met::Yes);
+    check(&with(&report(33.04)), row, "33.0%", "≤ 25%", Met::No);
+    check(
+        &sources(&[], None, None),
+        row,
+        "not measured (no bench-render.json; run `cargo bench -p claij-schema --bench schema -- render`)",
+        "≤ 25%",
+        Met::NotApplicable,
+    );
+    check(
+        &with(r#"{"small": {}}"#),
+        row,
+        "not measured (bench-render.json has no `big.compact_percent_of_minified`; run `cargo bench -p \
+         claij-schema --bench schema -- render`)",
+        "≤ 25%",
+        Met::NotApplicable,
+    );
+}
+
+#[test]
 fn missing_sources_are_not_measured_rows_never_figures() {
     let s = sources(&[], None, None);
     let rows = rows(&s);
@@ -306,10 +340,11 @@ fn missing_sources_are_not_measured_rows_never_figures() {
         "validate/is_valid_big",
         "process/big_valid",
         "coerce/",
+        "compact rendering of big.json",
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 9 + 4 + 1 + 6);
+    assert_eq!(rows.len(), 10 + 9 + 4 + 1 + 6 + 1);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -454,9 +489,9 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
     let mut rows: Vec<&str> = lines.collect();
     assert_eq!(
         rows.split_off(rows.len() - 2),
-        ["", "goals met: 1 of 1 measured; 10 not measured"]
+        ["", "goals met: 1 of 1 measured; 11 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 30);
+    assert_eq!(rows.len(), 2 + 31);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
@@ -639,7 +674,7 @@ fn the_summary_counts_the_rows_with_a_goal() {
     // Met: validate, CPU small, 256 req/s and CPU%; not met: process, CPU big; no figure: the
     // request build, the transform, is-valid, claij / jsonschema, prefill.
     assert!(
-        render(&s).ends_with("\ngoals met: 4 of 6 measured; 5 not measured\n"),
+        render(&s).ends_with("\ngoals met: 4 of 6 measured; 6 not measured\n"),
         "{}",
         render(&s)
     );
