@@ -128,7 +128,7 @@ pub(crate) fn pin_thread(cpu: Option<usize>) {
 }
 
 /// A chat completion carrying `content`, as OpenAI sends it, with its HTTP head.
-fn response(content: &str) -> Vec<u8> {
+pub(crate) fn response(content: &str) -> Vec<u8> {
     let body = json!({
         "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
         "object": "chat.completion",
@@ -184,7 +184,7 @@ async fn serve(
 }
 
 /// The length of the first complete request in `buffer` (head and `content-length` body).
-fn complete_request(buffer: &[u8]) -> Option<usize> {
+pub(crate) fn complete_request(buffer: &[u8]) -> Option<usize> {
     let end = buffer.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&buffer[..end]).ok()?;
     let body = head

@@ -9,7 +9,10 @@ use crate::bench::Throughput;
 const LOAD: &str = r#"{"machine": "2 cores, AMD EPYC", "rows": [
     {"in_flight": 64, "latency_ms": 200, "req_per_s": 318.5, "cpu_percent_of_one_core": 3.2, "cpu_ms_per_call": 0.1},
     {"in_flight": 256, "latency_ms": 200, "req_per_s": 1228.0, "cpu_percent_of_one_core": 14.0, "cpu_ms_per_call": 0.114},
-    {"in_flight": 1024, "latency_ms": 200, "req_per_s": 1180.0, "cpu_percent_of_one_core": 16.5, "cpu_ms_per_call": 0.14}],
+    {"in_flight": 1024, "latency_ms": 200, "req_per_s": 1180.0, "cpu_percent_of_one_core": 16.5, "cpu_ms_per_call": 0.14},
+    {"in_flight": 10000, "latency_ms": 200, "req_per_s": 47800.0, "share_of_ideal_percent": 95.6,
+     "cpu_percent_of_one_core": 80.0, "cpu_ms_per_call": 0.017, "peak_rss_bytes": 92000000}],
+    "transport_floor": {"in_flight": 10000, "latency_ms": 200, "req_per_s": 48000.0, "peak_rss_bytes": 61000000},
     "cpu_ms_per_call_small": 0.041, "cpu_ms_per_call_big": 0.35, "cpu_ms_per_call_retry": 0.09,
     "cpu_ms_per_call_transport": 0.038, "cpu_ms_per_call_small_scheduler_placed": 0.07,
     "cpu_ms_per_call_transport_scheduler_placed": 0.055}"#;
@@ -344,7 +347,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 9 + 4 + 1 + 6 + 1);
+    assert_eq!(rows.len(), 10 + 22 + 4 + 1 + 6 + 1);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -489,9 +492,9 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
     let mut rows: Vec<&str> = lines.collect();
     assert_eq!(
         rows.split_off(rows.len() - 2),
-        ["", "goals met: 1 of 1 measured; 11 not measured"]
+        ["", "goals met: 1 of 1 measured; 13 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 31);
+    assert_eq!(rows.len(), 2 + 44);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
@@ -671,11 +674,87 @@ fn the_summary_counts_the_rows_with_a_goal() {
         Some(LOAD),
         None,
     );
-    // Met: validate, CPU small, 256 req/s and CPU%; not met: process, CPU big; no figure: the
+    // Met: validate, CPU small, 256 req/s and CPU%, 10,000's share of the ideal and memory; not met: process, CPU big; no figure: the
     // request build, the transform, is-valid, claij / jsonschema, prefill.
     assert!(
-        render(&s).ends_with("\ngoals met: 4 of 6 measured; 6 not measured\n"),
+        render(&s).ends_with("\ngoals met: 6 of 8 measured; 6 not measured\n"),
         "{}",
         render(&s)
+    );
+}
+
+#[test]
+fn the_scale_rows_have_their_goals_at_ten_thousand_in_flight() {
+    let s = sources(&[], Some(LOAD), None);
+    check(
+        &s,
+        "share of the ideal (in-flight / 0.2 s), 10000 in flight",
+        "95.60% of the ideal",
+        "≥ 95% of the ideal",
+        Met::Yes,
+    );
+    check(
+        &s,
+        "client peak memory (VmHWM), 10000 in flight",
+        "92.00 MB",
+        "≤ 100 MB (under 100 MB)",
+        Met::Yes,
+    );
+    check(
+        &s,
+        "throughput, 10000 in flight",
+        "47800 req/s",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        "CPU per call, 10000 in flight",
+        "17.00 µs",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        "reqwest without claij, the same calls at 10000 in flight: throughput",
+        "48000 req/s",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        "reqwest without claij, the same calls at 10000 in flight: peak memory",
+        "61.00 MB",
+        "—",
+        Met::NotApplicable,
+    );
+    // Below either goal: not met.
+    let short = LOAD
+        .replace("95.6,", "60.0,")
+        .replace("92000000", "472000000");
+    let s = sources(&[], Some(&short), None);
+    check(
+        &s,
+        "share of the ideal (in-flight / 0.2 s), 10000 in flight",
+        "60.00% of the ideal",
+        "≥ 95% of the ideal",
+        Met::No,
+    );
+    check(
+        &s,
+        "client peak memory (VmHWM), 10000 in flight",
+        "472.0 MB",
+        "≤ 100 MB (under 100 MB)",
+        Met::No,
+    );
+    // The rows below 10,000 show the share without a goal; an older report without the field
+    // says what is missing.
+    check(
+        &s,
+        "share of the ideal (in-flight / 0.2 s), 1024 in flight",
+        "not measured (bench-load.json has no `share_of_ideal_percent` at 1024 in flight; run \
+         `cargo bench -p claij-interceptors --bench load`)",
+        "—",
+        Met::NotApplicable,
     );
 }
