@@ -81,6 +81,45 @@ impl Approval {
         Approval::Given(Arc::new(approver))
     }
 
+    /// Every proposal approved (the registry still checks it composes).
+    pub fn auto() -> Self {
+        Self::given(|_: &Proposal, _: &Context| Decision::Approve)
+    }
+
+    /// Every proposal declined, for `reason`.
+    pub fn never(reason: &'static str) -> Self {
+        Self::given(move |_: &Proposal, _: &Context| Decision::reject(reason))
+    }
+
+    /// A vote of `voters`, or when none are given of `configured` (the configuration's
+    /// `[proposals] voters`); `on_report` told each vote's outcome.
+    ///
+    /// # Errors
+    ///
+    /// Neither names a voter: the error says how to name them.
+    #[cfg(feature = "fsm")]
+    pub fn vote_of(
+        voters: &[String],
+        configured: &[String],
+        on_report: Option<OnVote>,
+    ) -> Result<Self> {
+        let voters = if voters.is_empty() {
+            configured
+        } else {
+            voters
+        };
+        if voters.is_empty() {
+            return Err(crate::Error::config(
+                "--approve vote needs voters: --voters a,b,c (each as --llm takes it), \
+                 or `voters = [...]` under [proposals] in the configuration",
+            ));
+        }
+        Ok(Approval::Vote {
+            voters: voters.to_vec(),
+            on_report,
+        })
+    }
+
     /// The proposals interceptor over `registry`, this approver deciding, `proposer` named as who
     /// proposed in the audit log; a vote's models opened from `claij`, asked with `options`.
     ///

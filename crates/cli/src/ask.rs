@@ -55,6 +55,11 @@ pub(crate) struct Options {
     interceptors: Vec<Interceptor>,
     #[command(flatten)]
     approve: approve::ApproveOptions,
+    /// With `--interceptors proposals`: propose compacting the approved schema extensions to the
+    /// approver once their schema renders past N tokens (o200k_base), or never (`off`); default
+    /// `[proposals] compact_budget`, else 600.
+    #[arg(long, value_name = "N|off")]
+    compact_budget: Option<claij::settings::CompactBudget>,
     /// Carry the conversation in this JSON file: the turn counter, the memory, the message history,
     /// the tool and MCP results the model has yet to see, the project and the approved schema
     /// extensions. Read before the turn if it exists, written after a valid answer. Locked from
@@ -480,6 +485,9 @@ fn configure<'c>(
     }
     if builder.named().contains(&Named::Proposals) {
         builder = approve::for_conversation(builder, &options.approve, claij, options.json)?;
+        if let Some(budget) = options.compact_budget {
+            builder = builder.compact_budget(budget);
+        }
     }
     Ok(builder)
 }

@@ -177,6 +177,7 @@ const CONVERSE: &[&str] = &[
     "interceptors",
     "approve",
     "voters",
+    "compact-budget",
     "session",
     "history-messages",
     "history-tokens",
@@ -314,6 +315,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             NOTE,
             APPROVE,
             VOTERS,
+            COMPACT_BUDGET,
             THREADS,
             MATRIX,
             STEPS,
@@ -359,6 +361,7 @@ pub(crate) static SCOPES: &[Scope] = &[
             NOTE,
             APPROVE,
             VOTERS,
+            COMPACT_BUDGET,
             THREADS,
             MATRIX,
             STEPS,
@@ -574,6 +577,14 @@ const VOTERS: Need = Need {
     met: |m| intercepts(m, &["proposals"]),
     says: "--voters is for --interceptors proposals --approve vote",
     example: &["--interceptors", "proposals", "--approve", "vote"],
+    unmet: &[],
+};
+
+const COMPACT_BUDGET: Need = Need {
+    flag: "compact-budget",
+    met: |m| intercepts(m, &["proposals"]),
+    says: "--compact-budget is when the approved schema extensions are compacted: add --interceptors proposals",
+    example: &["--interceptors", "proposals"],
     unmet: &[],
 };
 

@@ -62,28 +62,14 @@ fn approval(options: &ApproveOptions, configured: &[String], quiet: bool) -> Res
     }
     Ok(match options.approve {
         Approve::Ask => Approval::given(Terminal),
-        Approve::Auto => Approval::given(|_: &Proposal, _: &Context| Decision::Approve),
-        Approve::Never => Approval::given(|_: &Proposal, _: &Context| {
-            Decision::reject("schema extensions are declined here (--approve never)")
-        }),
+        Approve::Auto => Approval::auto(),
+        Approve::Never => Approval::never("schema extensions are declined here (--approve never)"),
         Approve::Vote => {
-            let voters = if options.voters.is_empty() {
-                configured.to_vec()
-            } else {
-                options.voters.clone()
-            };
-            if voters.is_empty() {
-                bail!(NEEDS_VOTERS);
-            }
             let on_report = (!quiet).then(|| Box::new(report) as _);
-            Approval::Vote { voters, on_report }
+            Approval::vote_of(&options.voters, configured, on_report)?
         }
     })
 }
-
-/// A vote without voters.
-const NEEDS_VOTERS: &str = "--approve vote needs voters: --voters a,b,c (each as --llm takes it), \
-     or `voters = [...]` under [proposals] in the configuration";
 
 /// The registry over `base` with the extensions and audit log `saved` ([`claij::approve::registry`]).
 ///

@@ -14,6 +14,7 @@ mod ask_metrics;
 mod ask_stream;
 mod ask_wiremock;
 mod chat;
+mod compaction;
 mod config;
 mod conformance_login;
 mod consensus;

@@ -1,0 +1,251 @@
+//! Compaction from the command line: a conversation whose ten approved extensions (several saying
+//! the same thing again) render past `--compact-budget` is compacted before the turn with
+//! `--approve auto`; `claij schema audit` shows it; `claij schema rollback FILE compaction-1`
+//! brings back the schema exactly as it was; declined (`--approve never`), nothing changes; the
+//! flag needs `--interceptors proposals`. Models mocked on the OpenAI-compatible wire.
+
+use serde_json::{Value, json};
+use wiremock::MockServer;
+use wiremock::matchers::{method, path};
+
+use super::openrouter::reply;
+use super::{Files, Run, claij_env};
+
+/// `claij ARGS` with the files' configuration and cache.
+fn claij(files: &Files, args: &[&str]) -> Run {
+    let config = files.path("config.toml");
+    let cache = files.path("cache");
+    claij_env(
+        args,
+        "",
+        &[
+            ("CLAIJ_CONFIG", Some(config.as_str())),
+            ("XDG_CACHE_HOME", Some(cache.as_str())),
+            ("OPENROUTER_API_KEY", None),
+            ("OPENAI_API_KEY", None),
+        ],
+    )
+}
+
+/// Ten approved extensions, as `claij ask --interceptors proposals` saves them.
+fn session() -> String {
+    let address = json!({"type": "object", "required": ["street", "city"], "properties": {
+        "street": {"type": "string"}, "city": {"type": "string"},
+        "country": {"type": "string", "pattern": "^[A-Z]{2}$"}}});
+    let active: Vec<Value> = [
+        (
+            "notes-a",
+            json!({"notes": {"type": "string", "description": "Notes"}}),
+        ),
+        (
+            "notes-b",
+            json!({"notes": {"type": "string", "description": "Follow-ups"}}),
+        ),
+        (
+            "mood-v1",
+            json!({"mood": {"enum": ["calm", "tense", "angry"]}}),
+        ),
+        (
+            "mood-v2",
+            json!({"mood": {"type": "string", "enum": ["calm", "tense"]}}),
+        ),
+        ("home-v1", json!({"home": address.clone()})),
+        ("work-v1", json!({"work": address.clone()})),
+        ("ship-v1", json!({"ship_to": address})),
+        (
+            "score-v1",
+            json!({"score": {"type": "integer", "minimum": 0}}),
+        ),
+        (
+            "score-v2",
+            json!({"score": {"type": "integer", "maximum": 10}}),
+        ),
+        (
+            "tags-v1",
+            json!({"tags": {"type": "array", "description": "Tags"}}),
+        ),
+    ]
+    .into_iter()
+    .map(|(id, properties)| {
+        json!({"extension_id": id, "added_by": "mylocal:smol", "added_at": "2026-01-01T00:00:00Z",
+            "delta": {"properties": properties}})
+    })
+    .collect();
+    json!({"version": 3, "extensions": {"active": active, "audit": []}}).to_string()
+}
+
+async fn setup() -> (MockServer, Files) {
+    let server = MockServer::start().await;
+    wiremock::Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(reply(r#"{"answer": "ok", "state": "answered"}"#))
+        .mount(&server)
+        .await;
+    let config = format!(
+        "[providers.mylocal]\nkind = \"openai-compatible\"\nbase_url = \"{}/v1\"\n",
+        server.uri()
+    );
+    let files = Files::new(&[("config.toml", &config), ("s.json", &session())]);
+    (server, files)
+}
+
+fn ask(files: &Files, approve: &str, budget: &str) -> Run {
+    let session = files.path("s.json");
+    claij(
+        files,
+        &[
+            "ask",
+            "Hello",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--approve",
+            approve,
+            "--compact-budget",
+            budget,
+            "--session",
+            &session,
+            "--mode",
+            "prompted",
+        ],
+    )
+}
+
+/// The schema the last request carried.
+async fn last_system(server: &MockServer) -> String {
+    let requests = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&requests.last().unwrap().body).unwrap();
+    let messages = body["messages"].as_array().unwrap();
+    let system = messages.iter().find(|m| m["role"] == "system").unwrap();
+    system["content"].as_str().unwrap().to_owned()
+}
+
+fn active(files: &Files) -> Value {
+    let text = std::fs::read_to_string(files.path("s.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["extensions"]["active"].clone()
+}
+
+#[tokio::test]
+async fn past_the_budget_auto_compacts_the_audit_shows_it_and_rollback_restores_it() {
+    let (server, files) = setup().await;
+    let session = files.path("s.json");
+    let before = active(&files);
+    // A budget nothing crosses: the ten deltas as they are.
+    let run = ask(&files, "auto", "100000");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let uncompacted = last_system(&server).await;
+    assert!(
+        uncompacted.contains("score?: integer & integer"),
+        "{uncompacted}"
+    );
+
+    let run = ask(&files, "auto", "50");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("past [proposals] compact_budget = 50: compaction-1: "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("(o200k_base), replacing notes-a, notes-b"),
+        "{}",
+        run.stderr
+    );
+    let compacted = last_system(&server).await;
+    assert!(!compacted.contains("integer & integer"), "{compacted}");
+    assert!(compacted.len() < uncompacted.len());
+    assert_eq!(active(&files)[0]["extension_id"], "compaction-1");
+
+    let audit = claij(&files, &["schema", "audit", &session]);
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    assert!(
+        audit
+            .stdout
+            .contains("compaction-1  activated  (proposed by claij compact)"),
+        "{}",
+        audit.stdout
+    );
+    assert!(
+        audit
+            .stdout
+            .contains("    reason: Compacts the response schema from "),
+        "{}",
+        audit.stdout
+    );
+    assert!(
+        audit.stdout.ends_with("active: compaction-1\n"),
+        "{}",
+        audit.stdout
+    );
+
+    let rollback = claij(&files, &["schema", "rollback", &session, "compaction-1"]);
+    assert_eq!(rollback.code, 0, "{}", rollback.stderr);
+    assert_eq!(active(&files), before);
+    let audit = claij(&files, &["schema", "audit", &session]);
+    assert!(
+        audit
+            .stdout
+            .contains("compaction-1  rolled back  (removed by claij schema rollback)"),
+        "{}",
+        audit.stdout
+    );
+    // The next turn carries the ten deltas again, exactly as before.
+    let run = ask(&files, "auto", "100000");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(last_system(&server).await, uncompacted);
+}
+
+#[tokio::test]
+async fn declined_nothing_changes_and_the_flag_needs_proposals() {
+    let (server, files) = setup().await;
+    let before = active(&files);
+    let run = ask(&files, "never", "50");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("compaction-1: "), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(": declined: schema extensions are declined here (--approve never)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(active(&files), before);
+    assert!(
+        last_system(&server)
+            .await
+            .contains("score?: integer & integer")
+    );
+    let audit = claij(&files, &["schema", "audit", &files.path("s.json")]);
+    assert!(
+        audit.stdout.contains("compaction-1  declined"),
+        "{}",
+        audit.stdout
+    );
+
+    let session = files.path("s.json");
+    let run = claij(
+        &files,
+        &[
+            "ask",
+            "Hello",
+            "--llm",
+            "mylocal:smol",
+            "--compact-budget",
+            "50",
+            "--session",
+            &session,
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--compact-budget is when the approved schema extensions are compacted: add --interceptors proposals"), "{}", run.stderr);
+    let run = ask(&files, "auto", "lots");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("expected a number of tokens above 0, or \"off\""),
+        "{}",
+        run.stderr
+    );
+}
