@@ -386,12 +386,21 @@ struct Row {
     client_cpu_s: f64,
     peak_rss: u64,
     rss_before: u64,
+    /// The peak once every connection was open (after the warm-up call of each task).
+    peak_rss_warmed: u64,
+    /// The resident set when the measured calls ended.
+    rss_at_end: u64,
     latency_ms: [f64; 3],
     ask_future_bytes: u64,
     mock: fleet::MockStats,
 }
 
 impl Row {
+    /// The peak memory above the client's start, per call in flight, in kB.
+    fn per_call_kb(&self, in_flight: usize) -> f64 {
+        self.peak_rss.saturating_sub(self.rss_before) as f64 / 1e3 / in_flight as f64
+    }
+
     fn req_per_s(&self) -> f64 {
         self.calls as f64 / self.wall_s
     }
@@ -402,7 +411,8 @@ impl Row {
         format!(
             "{in_flight} in flight at {} ms: {:.0} calls/s of the ideal {ideal:.0} ({:.1}%), client \
              CPU {:.1}% of one core, {:.4} ms per call, peak memory {:.1} MB ({:.1} MB before the \
-             calls); call latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; {mocks} mock \
+             calls, {:.1} MB at the peak of the warm-up, {:.1} MB at the end, {:.1} kB per call in \
+             flight); call latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; {mocks} mock \
              process(es): {:.0} answered/s, {:.1}% of one core, {:.2} ms added per reply on \
              average ({:.1} ms at most); {} connections opened while measured",
             latency.as_millis(),
@@ -412,6 +422,9 @@ impl Row {
             self.client_cpu_s * 1e3 / self.calls as f64,
             self.peak_rss as f64 / 1e6,
             self.rss_before as f64 / 1e6,
+            self.peak_rss_warmed as f64 / 1e6,
+            self.rss_at_end as f64 / 1e6,
+            self.per_call_kb(in_flight),
             self.mock.answered as f64 / self.wall_s,
             self.mock.cpu.as_secs_f64() / self.wall_s * 100.0,
             self.mock.added_sum.as_secs_f64() * 1e3 / self.mock.answered.max(1) as f64,
@@ -434,6 +447,9 @@ impl Row {
             "cpu_ms_per_call": self.client_cpu_s * 1e3 / self.calls as f64,
             "peak_rss_bytes": self.peak_rss,
             "rss_before_calls_bytes": self.rss_before,
+            "peak_rss_after_warm_up_bytes": self.peak_rss_warmed,
+            "rss_at_end_bytes": self.rss_at_end,
+            "peak_kb_per_call_in_flight": self.per_call_kb(in_flight),
             "call_latency_ms": {"p50": p50, "p99": p99, "max": max},
             "mocks": mocks,
             "mock_answered_per_s": self.mock.answered as f64 / self.wall_s,
@@ -512,6 +528,8 @@ fn throughput(
         client_cpu_s: number("cpu_s"),
         peak_rss: number("peak_rss_bytes") as u64,
         rss_before: number("rss_before_calls_bytes") as u64,
+        peak_rss_warmed: number("peak_rss_after_warm_up_bytes") as u64,
+        rss_at_end: number("rss_at_end_bytes") as u64,
         latency_ms: [number("p50_ms"), number("p99_ms"), number("max_ms")],
         ask_future_bytes: number("ask_future_bytes") as u64,
         mock,
@@ -703,6 +721,7 @@ fn client_main() {
         out.flush().unwrap();
     };
     round(1, false);
+    let (peak_warmed, _) = fleet::memory();
     say(json!({"warmed": true}));
     let mut go = String::new();
     std::io::stdin().lock().read_line(&mut go).unwrap();
@@ -711,7 +730,7 @@ fn client_main() {
     round(rounds, true);
     let wall = started.elapsed().as_secs_f64();
     let cpu = (process_cpu() - cpu).as_secs_f64();
-    let (peak, _) = fleet::memory();
+    let (peak, at_end) = fleet::memory();
     let q = histogram.quantiles(&[0.5, 0.99, 1.0]);
     // What one call holds while it waits, before anything it allocates.
     let ask_future_bytes = std::mem::size_of_val(&pipeline.ask(&mut Context::default(), "Go"));
@@ -722,6 +741,8 @@ fn client_main() {
         "cpu_s": cpu,
         "peak_rss_bytes": peak,
         "rss_before_calls_bytes": rss_before,
+        "peak_rss_after_warm_up_bytes": peak_warmed,
+        "rss_at_end_bytes": at_end,
         "p50_ms": q[0],
         "p99_ms": q[1],
         "max_ms": q[2],
