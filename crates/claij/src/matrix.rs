@@ -32,6 +32,9 @@ pub struct Choice {
     pub why: String,
     /// Tests measured, passed, valid on the first try.
     pub measured: (u64, u64, u64),
+    /// The most o200k_base tokens a test's schema rendering took ([`Record::schema_tokens`]);
+    /// `None` when no record says.
+    pub schema_tokens: Option<u64>,
 }
 
 impl Choice {
@@ -45,8 +48,11 @@ impl Choice {
             Some(why) => format!("UNSUPPORTED for structured output: {why}; if used anyway: "),
             None => String::new(),
         };
+        let schema = self
+            .schema_tokens
+            .map_or_else(String::new, |n| format!(", schema up to {n} tokens"));
         format!(
-            "{}: {verdict}mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try): {}",
+            "{}: {verdict}mode {}, {} retr{} ({passed}/{tests} passed, {first} valid first try{schema}): {}",
             self.model,
             mode_name(self.mode),
             self.max_retries,
@@ -56,7 +62,7 @@ impl Choice {
     }
 
     /// The choice as JSON (`model`, `supported`, `unsupported`, `mode`, `max_retries`, `why`,
-    /// `tests`, `passed`, `valid_first_try`).
+    /// `tests`, `passed`, `valid_first_try`, `schema_tokens`).
     #[must_use]
     pub fn to_json(&self, unsupported: Option<&str>) -> Value {
         let (tests, passed, first) = self.measured;
@@ -68,6 +74,7 @@ impl Choice {
             "max_retries": self.max_retries,
             "why": self.why,
             "tests": tests, "passed": passed, "valid_first_try": first,
+            "schema_tokens": self.schema_tokens,
         })
     }
 }
@@ -270,6 +277,7 @@ fn choose(model: &str, records: &[&Record]) -> Choice {
         max_retries,
         why: format!("{mode_why}; {retry_why}"),
         measured: (tests, passed, first),
+        schema_tokens: records.iter().filter_map(|r| r.schema_tokens).max(),
     }
 }
 

@@ -181,6 +181,34 @@ impl Counter {
     }
 }
 
+/// The sentence that ends the instruction before the schema a prompted request carries at the end
+/// of its system prompt (the pipeline's schema section).
+const SECTION_END: &str = "No prose, no code fences.\n\n";
+
+/// The o200k_base tokens of the schema `request` shows the model, as the compatibility matrix
+/// records them: the compact rendering ([`claij_schema::to_compact`]) of the schema it sends
+/// natively or as a tool, else the schema section that ends its system prompt (prompted), as
+/// written there; `None` when it carries no schema.
+///
+/// ```
+/// use claij::backends::ChatRequest;
+///
+/// let mut request = ChatRequest::new("m");
+/// assert_eq!(claij::tokens::schema_tokens(&request), None);
+/// request.system = Some("Be brief.\n\nRespond with only a JSON value. No prose, no code fences.\n\n{answer: string}".into());
+/// assert_eq!(claij::tokens::schema_tokens(&request), Some(5));
+/// ```
+pub fn schema_tokens(request: &claij_backends::ChatRequest) -> Option<usize> {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    if let Some(structured) = &request.structured_output {
+        let rendering = claij_schema::to_compact(structured.schema.value());
+        return Some(bpe.encode_ordinary(&rendering).len());
+    }
+    let system = request.system.as_deref()?;
+    let (_, section) = system.rsplit_once(SECTION_END)?;
+    Some(bpe.encode_ordinary(section).len())
+}
+
 /// The context window of the model `name` (an alias, `local` or `provider:model`, resolved with
 /// `claij`'s settings) in tokens, without opening it (no key needed, nothing fetched): the model
 /// table's ([`crate::prices::table`], the built-in one and the configuration's), else what the

@@ -145,6 +145,8 @@ pub(crate) struct Tally {
     pub usage: Usage,
     /// Some call's cost is unknown (a model without a price): the test's cost is then unknown.
     pub unpriced: bool,
+    /// The most o200k_base tokens a request's schema took (`claij::tokens::schema_tokens`).
+    pub schema_tokens: Option<u64>,
 }
 
 /// A test's verdict on the content.
@@ -223,6 +225,7 @@ impl Default for Tally {
             retries: 0,
             usage: Usage::default(),
             unpriced: false,
+            schema_tokens: None,
         }
     }
 }
@@ -241,6 +244,11 @@ impl Tally {
     /// Counts one pipeline call's attempts.
     pub(crate) fn add(&mut self, attempts: &[Attempt]) {
         self.count(attempts.iter().map(|a| (&a.verdict, &a.usage)));
+        let sent = attempts
+            .iter()
+            .filter_map(|a| claij::tokens::schema_tokens(&a.request))
+            .map(|n| n as u64);
+        self.schema_tokens = self.schema_tokens.into_iter().chain(sent).max();
     }
 
     /// Counts one model call from its attempts' verdicts and usage, in order (none: no call).
@@ -518,6 +526,7 @@ async fn run_test(
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         detail,
         mode: claij::matrix::mode_name(Some(mode)).to_owned(),
+        schema_tokens: tally.schema_tokens,
         at: None,
     }
 }

@@ -28,6 +28,9 @@ pub(super) struct Record {
     pub detail: String,
     /// How the schema reached the model: `auto`, `native`, `tool` or `prompted`.
     pub mode: String,
+    /// The most o200k_base tokens a request's schema rendering took (`None`: unknown, or a record
+    /// older than the field).
+    pub schema_tokens: Option<u64>,
     /// When the run that measured it was merged (`None` in `claij-suite run`'s lines).
     pub at: Option<String>,
 }
@@ -109,6 +112,14 @@ impl Record {
             detail: text("detail")?,
             // Older records (and suites that pin none) ran in auto mode.
             mode: value["mode"].as_str().unwrap_or("auto").to_owned(),
+            // Older records have none.
+            schema_tokens: match value.get("schema_tokens") {
+                None | Some(Value::Null) => None,
+                Some(n) => Some(
+                    n.as_u64()
+                        .ok_or("record with a non-count `schema_tokens`")?,
+                ),
+            },
             at: value["at"].as_str().map(str::to_owned),
         })
     }
@@ -129,6 +140,7 @@ impl Record {
             elapsed_ms: 0,
             detail: why.to_owned(),
             mode: "auto".to_owned(),
+            schema_tokens: None,
             at: None,
         }
     }
@@ -413,6 +425,9 @@ fn record_json(r: &Record) -> Value {
         "detail": r.detail,
         "mode": r.mode,
     });
+    if let (Some(tokens), Some(object)) = (r.schema_tokens, value.as_object_mut()) {
+        object.insert("schema_tokens".to_owned(), json!(tokens));
+    }
     if let (Some(at), Some(object)) = (&r.at, value.as_object_mut()) {
         object.insert("at".to_owned(), json!(at));
     }

@@ -289,6 +289,7 @@ fn record(model: &str, suite: &str, passed: bool, first: bool, retries: u64, cos
             "answer: \"red\" | wrong".into()
         },
         mode: "auto".into(),
+        schema_tokens: None,
         at: None,
     }
 }
@@ -310,10 +311,26 @@ fn a_record_written_by_the_cli_parses_and_goes_into_the_matrix_unchanged() {
         ),
         ("local", "strict-word/tool", "tool", 2, Some(0.0125))
     );
+    assert_eq!(record.schema_tokens, Some(57));
     // The matrix keeps the record with the same fields, which is what `claij models` reads back.
     let written = Matrix::from_records(&[record]).to_json("now");
     let line: Value = serde_json::from_str(CLI_RECORD).unwrap();
     assert_eq!(written["records"][0], line);
+}
+
+#[test]
+fn a_record_older_than_schema_tokens_reads_and_is_written_without_them() {
+    let mut line: Value = serde_json::from_str(CLI_RECORD).unwrap();
+    line.as_object_mut().unwrap().remove("schema_tokens");
+    let record = Record::parse(&line.to_string()).unwrap();
+    assert_eq!(record.schema_tokens, None);
+    let written = Matrix::from_records(&[record]).to_json("now");
+    assert_eq!(written["records"][0], line);
+    let bad = CLI_RECORD.replace("\"schema_tokens\":57", "\"schema_tokens\":\"many\"");
+    assert_eq!(
+        Record::parse(bad.trim_end()).unwrap_err(),
+        "record with a non-count `schema_tokens`"
+    );
 }
 
 #[test]

@@ -38,6 +38,11 @@ pub struct Record {
     /// first-try validity across modes to choose one per model. Older records have none: auto.
     #[serde(default = "auto")]
     pub mode: String,
+    /// The most o200k_base tokens the schema's rendering took in any of the test's requests
+    /// (`claij::tokens::schema_tokens`); `None` when unknown: no request carried a schema, the
+    /// suite does not see the requests (a state machine's), or the record is older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_tokens: Option<u64>,
     /// When `cargo xtask integration` merged it into the matrix (`claij-suite run` writes none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,

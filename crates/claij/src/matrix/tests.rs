@@ -31,6 +31,7 @@ fn in_suite(
         elapsed_ms: 0,
         detail: format!("detail of {model}"),
         mode: mode.unwrap_or("auto").to_owned(),
+        schema_tokens: None,
         at: None,
     }
 }
@@ -206,4 +207,35 @@ fn every_model_in_order_and_unknown_models_have_no_choice() {
     assert_eq!(all, ["x", "y"]);
     assert_eq!(choices(&matrix)[0].measured, (2, 2, 2));
     assert!(choice_for(&matrix, &["z"]).is_none());
+}
+
+#[test]
+fn a_choice_shows_the_most_schema_tokens_its_records_sent() {
+    let mut small = record("m", Some("tool"), true, true, 0);
+    small.schema_tokens = Some(57);
+    let mut big = record("m", Some("tool"), true, true, 0);
+    big.schema_tokens = Some(812);
+    let old = record("m", Some("tool"), true, true, 0);
+    let matrix = Matrix {
+        records: vec![small, big, old],
+    };
+    let choice = choice_for(&matrix, &["m"]).unwrap();
+    assert_eq!(choice.schema_tokens, Some(812));
+    let line = choice.line(None);
+    assert!(
+        line.contains("(3/3 passed, 3 valid first try, schema up to 812 tokens)"),
+        "{line}"
+    );
+    assert_eq!(choice.to_json(None)["schema_tokens"], 812);
+    // Records older than the field: nothing said.
+    let matrix = Matrix {
+        records: vec![record("n", None, true, true, 0)],
+    };
+    let choice = choice_for(&matrix, &["n"]).unwrap();
+    assert!(
+        !choice.line(None).contains("schema"),
+        "{}",
+        choice.line(None)
+    );
+    assert!(choice.to_json(None)["schema_tokens"].is_null());
 }

@@ -43,6 +43,7 @@ fn measured(mode: StructuredMode, max_retries: usize) -> Choice {
         max_retries,
         why: String::new(),
         measured: (1, 1, 1),
+        schema_tokens: None,
     }
 }
 

@@ -87,3 +87,32 @@ fn local_counts_with_the_embedded_models_tokenizer() {
         .context_length();
     assert_eq!(window, Some(8192));
 }
+
+#[test]
+fn a_requests_schema_tokens_are_its_rendering_natively_or_in_the_prompt() {
+    use claij_backends::{ChatRequest, OutputMode, SharedJson, StructuredOutput};
+    let schema = serde_json::json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+    let rendering = claij_schema::to_compact(&schema);
+    let o200k = Tokenizer::O200kBase.open().unwrap();
+    let mut native = ChatRequest::new("m");
+    native.structured_output = Some(StructuredOutput {
+        name: "response".into(),
+        schema: SharedJson::new(schema.clone()),
+        strict: true,
+        mode: OutputMode::Native,
+    });
+    assert_eq!(
+        super::schema_tokens(&native),
+        Some(o200k.count(&rendering).unwrap())
+    );
+    let mut prompted = ChatRequest::new("m");
+    prompted.system = Some(format!(
+        "Be brief.\n\nRespond with only a JSON value that conforms to this schema. No prose, no code fences.\n\n{rendering}"
+    ));
+    assert_eq!(
+        super::schema_tokens(&prompted),
+        Some(o200k.count(&rendering).unwrap())
+    );
+    prompted.system = Some("Be brief.".into());
+    assert_eq!(super::schema_tokens(&prompted), None);
+}

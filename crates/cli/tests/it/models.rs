@@ -294,15 +294,27 @@ async fn models_reads_the_matrix_two_integration_runs_merged_and_a_rerun_replace
         .collect();
     assert_eq!(lines.len(), 2, "{}", models.stdout);
     assert!(
-        lines[0].starts_with("gemini-flash: mode native, 1 retry (3/3 passed, 3 valid first try)"),
+        lines[0].starts_with(
+            "gemini-flash: mode native, 1 retry (3/3 passed, 3 valid first try, schema up to "
+        ),
         "{}",
         models.stdout
     );
     assert!(
-        lines[1].starts_with("qwen-7b: mode native, 1 retry (3/3 passed, 3 valid first try)"),
+        lines[1].starts_with(
+            "qwen-7b: mode native, 1 retry (3/3 passed, 3 valid first try, schema up to "
+        ),
         "{}",
         models.stdout
     );
+    // The schema's o200k_base tokens the suite recorded per run (claij::tokens::schema_tokens).
+    let tokens: u64 = lines[0]
+        .split(", schema up to ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", lines[0]));
+    assert!(tokens > 10, "{}", lines[0]);
 
     // gemini-flash again, now never valid: its results replaced, qwen-7b's kept.
     let (_bad, bad) = provider("no JSON at all").await;
@@ -328,7 +340,9 @@ async fn models_reads_the_matrix_two_integration_runs_merged_and_a_rerun_replace
         models.stdout
     );
     assert!(
-        lines[0].contains("if used anyway: mode native, 3 retries (0/3 passed, 0 valid first try)"),
+        lines[0].contains(
+            "if used anyway: mode native, 3 retries (0/3 passed, 0 valid first try, schema up to "
+        ),
         "{}",
         models.stdout
     );

@@ -78,11 +78,13 @@ fn check_record(record: &Value, expected: Value) {
     for (key, value) in expected {
         assert_eq!(&record[key], value, "`{key}` in {record}");
     }
+    // `schema_tokens` when a request carried a schema (a state machine's requests are not seen).
     let keys: Vec<&str> = record
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
+        .filter(|key| *key != "schema_tokens")
         .collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
@@ -194,6 +196,15 @@ async fn retry_counts_the_retries_of_a_strict_schema() {
         "prompted: {}",
         bodies[3]
     );
+    // Each record says the o200k_base tokens of the schema its requests showed the model: the
+    // prompted one, those of the schema section that ends the system prompt sent.
+    let system = bodies[3]["messages"][0]["content"].as_str().unwrap();
+    let (_, section) = system.rsplit_once("No prose, no code fences.\n\n").unwrap();
+    let o200k = claij::tokens::Tokenizer::O200kBase.open().unwrap();
+    assert_eq!(records[2]["schema_tokens"], o200k.count(section).unwrap());
+    for record in &records {
+        assert!(record["schema_tokens"].as_u64().unwrap() > 10, "{record}");
+    }
 }
 
 /// The facts the memory and history suites tell and later ask for (crates/suite/src/memory.rs).

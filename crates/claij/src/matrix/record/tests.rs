@@ -22,6 +22,7 @@ fn sample() -> Record {
         elapsed_ms: 4120,
         detail: "valid after 2 retries".to_owned(),
         mode: "tool".to_owned(),
+        schema_tokens: Some(57),
         at: None,
     }
 }
@@ -49,6 +50,16 @@ fn a_record_without_a_mode_ran_in_auto_mode() {
     value.as_object_mut().unwrap().remove("mode");
     let record: Record = serde_json::from_value(value).unwrap();
     assert_eq!(record.mode, "auto");
+}
+
+#[test]
+fn a_record_older_than_schema_tokens_reads_without_them() {
+    let mut value: serde_json::Value = serde_json::from_str(SAMPLE).unwrap();
+    value.as_object_mut().unwrap().remove("schema_tokens");
+    let record: Record = serde_json::from_value(value).unwrap();
+    assert_eq!(record.schema_tokens, None);
+    let line = serde_json::to_string(&record).unwrap();
+    assert!(!line.contains("schema_tokens"), "{line}");
 }
 
 #[test]
