@@ -18,10 +18,15 @@
 //! the root), or of a draft other than 07 and 2020-12, is not compiled at all.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use claij_schema::{Draft, boon};
 use regex::Regex;
 use serde_json::{Map, Number, Value};
+
+mod pattern;
+
+use pattern::Matcher;
 
 /// Index of a node in [`Fast::nodes`].
 type NodeId = usize;
@@ -96,7 +101,7 @@ enum Check {
     /// `properties` with `patternProperties` and/or `additionalProperties`: every property is.
     Object {
         properties: Props,
-        patterns: Vec<(Regex, NodeId)>,
+        patterns: Vec<(Matcher, NodeId)>,
         additional: Option<NodeId>,
     },
     PropertyNames(NodeId),
@@ -118,7 +123,7 @@ enum Check {
     },
     MinLength(usize),
     MaxLength(usize),
-    Pattern(Regex),
+    Pattern(Matcher),
     Minimum(f64),
     Maximum(f64),
     ExclusiveMinimum(f64),
@@ -139,13 +144,22 @@ enum Check {
 #[derive(Debug)]
 struct Props {
     list: Vec<(String, NodeId)>,
-    map: Option<HashMap<String, NodeId>>,
+    map: Option<Table<NodeId>>,
 }
 
 impl Props {
     fn new(list: Vec<(String, NodeId)>) -> Props {
         let map = (list.len() > SCAN).then(|| list.iter().cloned().collect());
         Props { list, map }
+    }
+
+    fn each_node(&mut self, mut f: impl FnMut(&mut NodeId)) {
+        for (_, id) in &mut self.list {
+            f(id);
+        }
+        if let Some(map) = &mut self.map {
+            map.values_mut().for_each(f);
+        }
     }
 
     fn get(&self, name: &str) -> Option<NodeId> {
@@ -172,11 +186,117 @@ fn has(o: &Map<String, Value>, key: &str) -> bool {
     }
 }
 
-/// String equality that rejects most unequal keys on their length and end bytes, before `memcmp`.
+/// String equality without a call to `memcmp` for the short strings keys and enum values are: a
+/// length test, then two overlapping words.
 #[inline]
 fn same(a: &str, b: &str) -> bool {
     let (x, y) = (a.as_bytes(), b.as_bytes());
-    x.len() == y.len() && x.first() == y.first() && x.last() == y.last() && x == y
+    let n = x.len();
+    if n != y.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..4 => x.iter().zip(y).all(|(a, b)| a == b),
+        4..8 => word::<4>(x, 0) == word::<4>(y, 0) && word::<4>(x, n - 4) == word::<4>(y, n - 4),
+        8..=16 => word::<8>(x, 0) == word::<8>(y, 0) && word::<8>(x, n - 8) == word::<8>(y, n - 8),
+        _ => x == y,
+    }
+}
+
+/// The `N` bytes of `bytes` at `at` (zeros past the end, which callers never reach).
+#[inline]
+fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    bytes
+        .get(at..at + N)
+        .and_then(|w| <[u8; N]>::try_from(w).ok())
+        .unwrap_or([0; N])
+}
+
+/// A map from the schema's names (property names, tag values): FNV-1a, which short keys hash
+/// faster with than SipHash, and whose keys come from the schema, not from the instance.
+type Table<V> = HashMap<String, V, BuildHasherDefault<Fnv>>;
+
+/// FNV-1a, 64 bits.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+impl Check {
+    /// Calls `f` on every node this check refers to.
+    fn each_node(&mut self, mut f: impl FnMut(&mut NodeId)) {
+        match self {
+            Check::Ref(id)
+            | Check::PropertyNames(id)
+            | Check::Not(id)
+            | Check::Contains { node: id, .. } => f(id),
+            Check::Properties(props) => props.each_node(f),
+            Check::Object {
+                properties,
+                patterns,
+                additional,
+            } => {
+                properties.each_node(&mut f);
+                patterns.iter_mut().for_each(|(_, id)| f(id));
+                additional.iter_mut().for_each(f);
+            }
+            Check::Dependent(deps) => {
+                for (_, dep) in deps {
+                    if let Dependency::Schema(id) = dep {
+                        f(id);
+                    }
+                }
+            }
+            Check::Items { prefix, rest } => {
+                prefix.iter_mut().for_each(&mut f);
+                rest.iter_mut().for_each(f);
+            }
+            Check::AllOf(all) => all.iter_mut().for_each(f),
+            Check::AnyOf(union) | Check::OneOf(union) => union.branches.iter_mut().for_each(f),
+            Check::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                f(cond);
+                then.iter_mut().for_each(&mut f);
+                otherwise.iter_mut().for_each(f);
+            }
+            Check::Type(_)
+            | Check::Const(_)
+            | Check::Enum(_)
+            | Check::MinProperties(_)
+            | Check::MaxProperties(_)
+            | Check::Required(_)
+            | Check::MinItems(_)
+            | Check::MaxItems(_)
+            | Check::UniqueItems
+            | Check::MinLength(_)
+            | Check::MaxLength(_)
+            | Check::Pattern(_)
+            | Check::Minimum(_)
+            | Check::Maximum(_)
+            | Check::ExclusiveMinimum(_)
+            | Check::ExclusiveMaximum(_)
+            | Check::MultipleOf(_) => {}
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -192,7 +312,7 @@ struct Union {
     /// The types each branch can admit (a branch whose mask misses the instance's type fails).
     masks: Vec<u8>,
     /// For a tagged union: the property every branch requires and the branch each value selects.
-    tag: Option<(String, HashMap<String, usize>)>,
+    tag: Option<(String, Table<usize>)>,
 }
 
 /// State of one check: the depth reached, and whether it gave up.
@@ -234,6 +354,7 @@ impl Fast {
             deferred: Vec::new(),
             own: None,
         };
+        fast.skip_bare_refs();
         fast.plan_unions();
         Some((fast, compiler.deferred))
     }
@@ -300,7 +421,7 @@ impl Fast {
 
     fn check(&self, check: &Check, v: &Value, ctx: &mut Ctx<'_>) -> bool {
         match (check, v) {
-            (Check::Type(mask), _) => type_bits(v) & mask != 0,
+            (Check::Type(mask), _) => has_type(v, *mask),
             (Check::Const(c), _) => equals(v, c),
             (Check::Enum(values), _) => values.iter().any(|e| equals(e, v)),
             (Check::Ref(id), _) => self.valid(*id, v, ctx),
@@ -446,6 +567,43 @@ impl Fast {
         }
     }
 
+    /// Points every reference to a node that is nothing but a `$ref` (a property's `{"$ref": ...,
+    /// "description": ...}`) at what that `$ref` names, saving a hop per value; a cycle of bare
+    /// references is left as it is (the depth limit ends it).
+    fn skip_bare_refs(&mut self) {
+        let target = |id: NodeId| match self.nodes.get(id) {
+            Some(Node::Checks(checks)) => match checks.as_slice() {
+                [Check::Ref(next)] => Some(*next),
+                _ => None,
+            },
+            _ => None,
+        };
+        let resolved: Vec<NodeId> = (0..self.nodes.len())
+            .map(|start| {
+                let mut id = start;
+                for _ in 0..32 {
+                    match target(id) {
+                        Some(next) => id = next,
+                        None => return id,
+                    }
+                }
+                start
+            })
+            .collect();
+        let map = |id: &mut NodeId| {
+            if let Some(to) = resolved.get(*id) {
+                *id = *to;
+            }
+        };
+        self.root = resolved.get(self.root).copied().unwrap_or(self.root);
+        for node in &mut self.nodes {
+            let Node::Checks(checks) = node else { continue };
+            for check in checks {
+                check.each_node(map);
+            }
+        }
+    }
+
     /// Fills in each union's branch masks and tag.
     fn plan_unions(&mut self) {
         let mut plans = Vec::new();
@@ -510,7 +668,7 @@ impl Fast {
     }
 
     /// The property that tells the branches apart, and the branch each of its values selects.
-    fn tag(&self, branches: &[NodeId]) -> Option<(String, HashMap<String, usize>)> {
+    fn tag(&self, branches: &[NodeId]) -> Option<(String, Table<usize>)> {
         let facts: Vec<Vec<&Check>> = branches
             .iter()
             .map(|b| {
@@ -525,7 +683,7 @@ impl Fast {
             _ => None,
         });
         for name in names.flatten() {
-            let mut table = HashMap::with_capacity(branches.len());
+            let mut table = Table::with_capacity_and_hasher(branches.len(), Default::default());
             let all = facts.iter().enumerate().all(|(i, f)| {
                 self.tag_value(f, name)
                     .is_some_and(|value| table.insert(value.to_owned(), i).is_none())
@@ -576,6 +734,16 @@ fn widen(mask: u8) -> u8 {
     }
 }
 
+/// Whether `v` is of one of the types of `mask`, without testing a number for a fraction when the
+/// mask admits any number.
+#[inline]
+fn has_type(v: &Value, mask: u8) -> bool {
+    match v {
+        Value::Number(n) => mask & NUMBER != 0 || (mask & INTEGER != 0 && is_integer(n)),
+        other => type_bits(other) & mask != 0,
+    }
+}
+
 fn type_bits(v: &Value) -> u8 {
     match v {
         Value::Null => NULL,
@@ -614,7 +782,7 @@ fn equals(a: &Value, b: &Value) -> bool {
             }
             false
         }
-        (Value::String(x), Value::String(y)) => x == y,
+        (Value::String(x), Value::String(y)) => same(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(x, y)| equals(x, y))
         }
@@ -774,7 +942,7 @@ impl Compiler<'_> {
         if let Some(Value::Object(props)) = map.get("patternProperties") {
             let base = push(at, "patternProperties");
             for name in props.keys() {
-                patterns.push((ecma_regex(name)?, self.child(&base, name)));
+                patterns.push((ecma_matcher(name)?, self.child(&base, name)));
             }
         }
         let additional = map
@@ -887,7 +1055,7 @@ impl Compiler<'_> {
             checks.push(Check::MaxLength(n));
         }
         if let Some(Value::String(p)) = map.get("pattern") {
-            checks.push(Check::Pattern(ecma_regex(p)?));
+            checks.push(Check::Pattern(ecma_matcher(p)?));
         }
         // Numbers, with draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` as boon reads them.
         let num = |k: &str| match map.get(k) {
@@ -977,12 +1145,20 @@ fn local_pointer(reference: &str) -> Option<String> {
     claij_schema::pointer::percent_decode(fragment)
 }
 
+/// The matcher of an ECMA 262 pattern: as [`ecma_regex`] reads it, without the regex engine when the
+/// pattern is a plain sequence; `None` when boon must take it.
+fn ecma_matcher(pattern: &str) -> Option<Matcher> {
+    ecma_regex(pattern).map(|regex| Matcher::new(pattern, regex))
+}
+
+/// ECMA 262's `\s`, as boon reads it.
+const SPACE: &str = " \t\n\r\u{000b}\u{000c}\u{00a0}\u{feff}\u{2003}\u{2029}";
+
 /// A regular expression as boon compiles an ECMA 262 one: `\d`, `\w`, `\s` and their negations as
 /// ECMA's classes; `None` (leave it to boon) for `\c` and `\a`, which boon rewrites or refuses.
 fn ecma_regex(pattern: &str) -> Option<Regex> {
     let mut out = String::with_capacity(pattern.len() + 8);
     let mut chars = pattern.chars();
-    const SPACE: &str = " \t\n\r\u{000b}\u{000c}\u{00a0}\u{feff}\u{2003}\u{2029}";
     while let Some(c) = chars.next() {
         if c != '\\' {
             out.push(c);
