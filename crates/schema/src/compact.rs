@@ -522,19 +522,31 @@ fn share(schema: &mut Value, reserved: &BTreeSet<String>, rewrites: &mut Vec<Rew
         return;
     }
     let defs_keyword = draft.defs_keyword();
+    // Each try renders the schema twice: a candidate that did not shorten it is not tried again,
+    // and the tries are bounded, so a schema with thousands of repeats costs bounded work.
+    let mut failed: BTreeSet<String> = BTreeSet::new();
+    let mut tries = 0;
     loop {
         let mut seen: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         collect(schema, "", None, 0, &mut seen);
-        let mut candidates: Vec<(String, Vec<(String, String)>)> =
-            seen.into_iter().filter(|(_, at)| at.len() > 1).collect();
+        let mut candidates: Vec<(String, Vec<(String, String)>)> = seen
+            .into_iter()
+            .filter(|(text, at)| at.len() > 1 && !failed.contains(text))
+            .collect();
         candidates.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
         let mut shared = false;
+        let now = Sizes::of(schema);
         for (text, places) in candidates {
-            if let Some(done) = try_share(schema, defs_keyword, reserved, &text, &places) {
+            if tries >= MAX_SHARE_TRIES {
+                return;
+            }
+            tries += 1;
+            if let Some(done) = try_share(schema, now, defs_keyword, reserved, &text, &places) {
                 rewrites.push(done);
                 shared = true;
                 break;
             }
+            failed.insert(text);
         }
         if !shared {
             return;
@@ -542,10 +554,14 @@ fn share(schema: &mut Value, reserved: &BTreeSet<String>, rewrites: &mut Vec<Rew
     }
 }
 
+/// Most sub-schemas [`compact`] tries to share in one schema.
+const MAX_SHARE_TRIES: usize = 32;
+
 /// Shares the sub-schema `text` found at `places` (pointer, property name) when that shortens
 /// both renderings; the rewrite made.
 fn try_share(
     schema: &mut Value,
+    now: Sizes,
     defs_keyword: &str,
     reserved: &BTreeSet<String>,
     text: &str,
@@ -574,10 +590,8 @@ fn try_share(
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()?;
     defs.insert(name.clone(), sub);
-    let shorter = crate::render::to_compact(&candidate).len()
-        < crate::render::to_compact(schema).len()
-        && crate::render::to_json(&candidate).len() < crate::render::to_json(schema).len();
-    if !shorter {
+    let after = Sizes::of(&candidate);
+    if !(after.compact < now.compact && after.json < now.json) {
         return None;
     }
     *schema = candidate;
@@ -590,6 +604,22 @@ fn try_share(
             at.join(", ")
         ),
     })
+}
+
+/// The lengths of a schema's two renderings.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    compact: usize,
+    json: usize,
+}
+
+impl Sizes {
+    fn of(schema: &Value) -> Self {
+        Self {
+            compact: crate::render::to_compact(schema).len(),
+            json: crate::render::to_json(schema).len(),
+        }
+    }
 }
 
 /// Records every sub-schema outside the definitions worth sharing, by its minified text.

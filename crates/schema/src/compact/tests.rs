@@ -435,3 +435,28 @@ fn the_bench_schemas_accept_exactly_the_same_instances() {
         assert!(same_verdicts(&before, &after.schema, &instances) > 10);
     }
 }
+
+#[test]
+fn sharing_is_bounded_on_a_schema_with_many_repeats() {
+    let mut properties = serde_json::Map::new();
+    for i in 0..100 {
+        let sub = json!({"type": "object", "properties": {"field": {"type": "string",
+            "pattern": format!("^x{i}$")}}, "required": ["field"]});
+        properties.insert(format!("a{i}"), sub.clone());
+        properties.insert(format!("b{i}"), sub);
+    }
+    let schema = json!({"type": "object", "properties": properties});
+    let compacted = compact(&schema);
+    let shared = compacted
+        .rewrites
+        .iter()
+        .filter(|r| r.kind == RewriteKind::Shared)
+        .count();
+    assert!(shared > 0 && shared <= MAX_SHARE_TRIES, "{shared}");
+    let instance = json!({"a7": {"field": "x7"}, "b7": {"field": "x8"}});
+    same_verdicts(
+        &schema,
+        &compacted.schema,
+        &[instance, json!({"a1": {"field": "x1"}})],
+    );
+}
