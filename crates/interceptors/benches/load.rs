@@ -60,7 +60,7 @@ fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
     // `cargo bench -p claij-interceptors --bench load -- 10000`: those throughput rows alone, printed,
     // nothing written.
-    let only: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
+    let only = in_flight_arguments(std::env::args().skip(1));
     if !only.is_empty() {
         let small_valid = fixture("small.valid.json");
         check_open_files(&only);
@@ -347,6 +347,21 @@ impl Placement {
         }
         Unpin(self.cpu().is_some())
     }
+}
+
+/// The calls in flight named on the command line: numbers standing alone, not the value of an
+/// option such as criterion's `--sample-size 10` (which `cargo xtask bench -- ...` may pass on).
+fn in_flight_arguments(args: impl Iterator<Item = String>) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut after_option = false;
+    for arg in args {
+        match arg.parse::<usize>() {
+            Ok(n) if !after_option => found.push(n),
+            _ => {}
+        }
+        after_option = arg.starts_with("--") && arg != "--bench";
+    }
+    found
 }
 
 /// How many mock processes serve `in_flight` calls: `CLAIJ_LOAD_MOCKS` when set, else one up to
