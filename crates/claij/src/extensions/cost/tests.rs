@@ -134,3 +134,65 @@ fn a_bare_schemas_cost_is_its_total_and_an_unknown_window_says_so() {
     );
     assert!(costs.to_json()["schemas"][0]["share"].is_null());
 }
+
+/// A run's journal: the deltas of each `llm` state's requests, each composed with the run's
+/// approved extensions onto the journal's base.
+#[cfg(feature = "fsm")]
+#[test]
+fn a_journals_states_each_get_their_costs() {
+    use claij_fsm::journal::Header;
+    use claij_fsm::{ExistingJournal, Journal};
+
+    let dir = std::env::temp_dir().join(format!("claij-cost-journal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.jsonl");
+    let header: Header = serde_json::from_value(json!({
+        "run_id": "r1", "fsm": "m", "started_at": "2026-12-07T09:00:00Z"
+    }))
+    .unwrap();
+    let mut journal = Journal::create(&file, &header, ExistingJournal::Refuse).unwrap();
+    let at = std::time::SystemTime::UNIX_EPOCH;
+    for (state, delta) in [
+        (
+            "draft",
+            property("tone-v1", "tone", "How the text should sound"),
+        ),
+        (
+            "review",
+            property("verdict-v1", "verdict", "Accept or reject, with why"),
+        ),
+    ] {
+        let entries = AppliedLog::new().record(&[delta], at);
+        journal.record_applied(state, &entries).unwrap();
+    }
+    let mut registry = Registry::new(base()).unwrap();
+    registry
+        .add(property("confidence-v1", "confidence", "How sure"))
+        .unwrap();
+    journal.record_extensions(&registry.to_saved()).unwrap();
+    drop(journal);
+    let costs = Costs::of_file(&file, None, &o200k()).unwrap();
+    let states: Vec<Option<&str>> = costs.costs.iter().map(|c| c.state.as_deref()).collect();
+    assert_eq!(states, [Some("draft"), Some("review")]);
+    for cost in &costs.costs {
+        let mut ids: Vec<&str> = cost
+            .deltas
+            .iter()
+            .map(|d| d.extension_id.as_str())
+            .collect();
+        ids.sort_unstable();
+        let own = if cost.state.as_deref() == Some("draft") {
+            "tone-v1"
+        } else {
+            "verdict-v1"
+        };
+        assert_eq!(ids, ["confidence-v1", own]);
+        assert!(cost.deltas.iter().all(|d| d.tokens > 0), "{cost:?}");
+    }
+    let text = costs.to_string();
+    assert!(
+        text.contains("run.jsonl of state `review`: 2 active schema delta(s)"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
