@@ -57,7 +57,7 @@ pub(crate) struct Options {
     approve: approve::ApproveOptions,
     /// With `--interceptors proposals`: propose compacting the approved schema extensions to the
     /// approver once their schema renders past N tokens (o200k_base), or never (`off`); default
-    /// `[proposals] compact_budget`, else 600.
+    /// `[proposals] compact_budget`, else 120.
     #[arg(long, value_name = "N|off")]
     compact_budget: Option<claij::settings::CompactBudget>,
     /// Carry the conversation in this JSON file: the turn counter, the memory, the message history,

@@ -22,7 +22,7 @@ pub use claij_schema::compact::COMPACTED_BY;
 
 /// The default budget: a composed schema whose prompt rendering is longer than this many tokens
 /// (o200k_base) is proposed for compaction (`[schema] compact_budget`, `--compact-budget`).
-pub const DEFAULT_BUDGET: usize = 600;
+pub const DEFAULT_BUDGET: usize = 120;
 
 /// What a compaction proposal came to.
 #[derive(Debug, Clone, PartialEq)]

@@ -402,7 +402,7 @@ fn the_compaction_budget_is_tokens_or_off() {
             "{err}"
         );
     }
-    assert_eq!(CompactBudget::DEFAULT.to_string(), "600");
+    assert_eq!(CompactBudget::DEFAULT.to_string(), "120");
 }
 
 #[test]

@@ -116,12 +116,13 @@ fn active_ids(file: &std::path::Path) -> Vec<String> {
 #[test]
 fn past_the_budget_an_approved_compaction_shapes_the_turn() {
     let file = session_with_ten("approved");
-    let (prompt, notices, asked) = turn(&file, CompactBudget::Tokens(50), Decision::Approve);
+    // The default budget: ten extensions cross it.
+    let (prompt, notices, asked) = turn(&file, CompactBudget::DEFAULT, Decision::Approve);
     assert_eq!(asked, 1);
     assert_eq!(active_ids(&file), ["compaction-1"]);
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
-        notices[0].contains("past [proposals] compact_budget = 50: compaction-1: "),
+        notices[0].contains("past [proposals] compact_budget = 120: compaction-1: "),
         "{notices:?}"
     );
     assert!(
@@ -132,7 +133,7 @@ fn past_the_budget_an_approved_compaction_shapes_the_turn() {
     assert!(!prompt.contains("integer & integer"), "{prompt}");
     assert!(prompt.contains("Follow-ups for the next turn"), "{prompt}");
     // Under the budget now: the next turn proposes nothing.
-    let (_, notices, asked) = turn(&file, CompactBudget::Tokens(50), Decision::Approve);
+    let (_, notices, asked) = turn(&file, CompactBudget::DEFAULT, Decision::Approve);
     assert_eq!((asked, notices.len()), (0, 0));
 }
 
