@@ -2,7 +2,7 @@
 //! feature, a run's journal keeps: the deltas that shaped its requests (every interceptor's, and
 //! approved proposals), each change once, and the extensions proposed and how each was decided
 //! ([`Audit`]); and the removal of one of them ([`rollback_conversation`], and with `fsm`
-//! `rollback_journal`); and, with the feature `tokens`, what each costs in the prompt ([`cost()`]).
+//! `rollback_journal`); and, with the feature `tokens`, what each costs in the prompt (`cost`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -43,7 +43,7 @@
 //!
 //! Features: `openai`, `openrouter`, `anthropic`, `gemini` (default), `local` (the embedded
 //! model), `fsm`, `mcp`, `restate`, `otel`, `logging`, `tokens` (what a schema and each of its
-//! extensions cost in tokens: [`tokens`], [`extensions::cost()`]).
+//! extensions cost in tokens: modules `tokens` and `extensions::cost`).
 //!
 //! # Settings and models by name
 //!

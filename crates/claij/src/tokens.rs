@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::Claij;
+use crate::model::Provider;
 
 /// The tokenizers by name, as `--tokenizer` takes them.
 pub const NAMES: &[&str] = &["o200k_base", "cl100k_base", "local"];
@@ -218,7 +219,7 @@ pub fn schema_tokens(request: &claij_backends::ChatRequest) -> Option<usize> {
 ///
 /// The name does not resolve; the configuration's prices cannot be read.
 pub fn context_window(claij: &Claij, name: &str) -> crate::Result<Option<u32>> {
-    use crate::model::{Llm, Provider};
+    use crate::model::Llm;
     let resolved = claij.resolve(name)?;
     let table = claij.settings().prices()?;
     Ok(match resolved.llm {
@@ -226,16 +227,23 @@ pub fn context_window(claij: &Claij, name: &str) -> crate::Result<Option<u32>> {
         Llm::Remote { provider, model } => table
             .find_for(provider.name(), &model)
             .and_then(|m| m.context_window)
-            .or_else(|| match provider {
-                Provider::Anthropic => {
-                    claij_backends::anthropic::capabilities(&model).context_window
-                }
-                _ => None,
-            }),
+            .or_else(|| provider_window(provider, &model)),
         Llm::Compatible { provider, model } => table
             .find_for(&provider, &model)
             .and_then(|m| m.context_window),
     })
+}
+
+/// What the provider's backend says of the model's window, where it says it without a key.
+fn provider_window(provider: Provider, model: &str) -> Option<u32> {
+    match provider {
+        #[cfg(feature = "anthropic")]
+        Provider::Anthropic => claij_backends::anthropic::capabilities(model).context_window,
+        _ => {
+            let _ = model;
+            None
+        }
+    }
 }
 
 /// The embedded model's context window, from its file's metadata (`None` when it cannot be read).
