@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use claij::extensions::{self, Audit, Costs, Kind, Source};
 use claij::schema::{Registry, dialect::Dialect, render};
 
@@ -107,20 +107,8 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
     match cmd {
         Command::Cost(args) => {
             let base = args.schema.as_deref().map(input::read_json).transpose()?;
-            let source = match (&args.session, &args.file, &base) {
-                (Some(_), Some(_), _) => bail!(
-                    "--session FILE counts a conversation's deltas, a FILE alone a bare schema: give one"
-                ),
-                (None, _, Some(_)) => bail!(
-                    "--schema is the base of --session's deltas (a FILE alone is the whole schema): drop it"
-                ),
-                (Some(file), None, base) => Source::Session {
-                    file,
-                    base: base.as_ref(),
-                },
-                (None, Some(file), None) => Source::Schema { file },
-                (None, None, None) => bail!("give a schema FILE or --session FILE"),
-            };
+            let (session, file) = (args.session.as_deref(), args.file.as_deref());
+            let source = Source::of(session, file, base.as_ref()).map_err(anyhow::Error::msg)?;
             let (claij, model) = (front.claij()?, args.model.as_deref());
             let costs = Costs::measure(claij, source, &args.tokenizer, model)?;
             if args.json {

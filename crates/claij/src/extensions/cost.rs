@@ -261,6 +261,32 @@ pub enum Source<'a> {
     },
 }
 
+impl<'a> Source<'a> {
+    /// What `claij schema cost [FILE] [--session FILE] [--schema BASE]` counts: the deltas of
+    /// `session` onto `base`, or the bare schema `file`.
+    ///
+    /// # Errors
+    ///
+    /// The one-line refusal when both files or neither are given, or a base without a session.
+    pub fn of(
+        session: Option<&'a Path>,
+        file: Option<&'a Path>,
+        base: Option<&'a Value>,
+    ) -> Result<Self, &'static str> {
+        match (session, file, base) {
+            (Some(_), Some(_), _) => Err(
+                "--session FILE counts a conversation's deltas, a FILE alone a bare schema: give one",
+            ),
+            (None, _, Some(_)) => Err(
+                "--schema is the base of --session's deltas (a FILE alone is the whole schema): drop it",
+            ),
+            (Some(file), None, base) => Ok(Source::Session { file, base }),
+            (None, Some(file), None) => Ok(Source::Schema { file }),
+            (None, None, None) => Err("give a schema FILE or --session FILE"),
+        }
+    }
+}
+
 impl Costs {
     /// What `claij schema cost` prints: `source`'s costs counted with the tokenizer `tokenizer`
     /// ([`crate::tokens::NAMES`]; `local` is the embedded model's file in `claij`'s model cache),
