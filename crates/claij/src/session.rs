@@ -7,7 +7,7 @@
 //!  "interceptors": {"memory": {"version": 1, "state": {"summaries": ["..."]}},
 //!                   "eval": {"version": 1, "state": {"code": "6 * 7", "outcome": {"Ok": 42}, "output": ""}},
 //!                   "tools": {"version": 1, "state": [{"name": "now", "args": {}, "output": {"Ok": "2026-..."}, "origin": {"kind": "rust"}}]}},
-//!  "project": "NAME", "extensions": {"active": [...], "audit": [...]},
+//!  "project": "NAME", "extensions": {"active": [...], "audit": [...], "compactions": [...]},
 //!  "applied": {"active": [...], "audit": [...]}}
 //! ```
 //!
@@ -18,7 +18,8 @@
 //! format, restored before the next turn (`Chain::restore`); the state of an interceptor a run
 //! does not have is kept as it was. `project` is the `--project` the conversation uses (a later
 //! run without `--project` keeps it); `extensions` the schema extensions approved with
-//! `--interceptors proposals` and their audit log; `applied` the schema deltas the last turn's
+//! `--interceptors proposals`, their audit log and the compactions in force (each with the
+//! extensions it replaced, for `claij schema rollback`); `applied` the schema deltas the last turn's
 //! requests were composed of and the audit log of every change (each delta when first applied,
 //! changed or dropped, who added it and when: `claij schema audit FILE`). Empty ones are left out.
 //!
