@@ -24,6 +24,7 @@ use claij_schema::{Draft, boon};
 use regex::Regex;
 use serde_json::{Map, Number, Value};
 
+mod format;
 mod pattern;
 
 use pattern::Matcher;
@@ -90,17 +91,22 @@ enum Node {
 #[derive(Debug)]
 enum Check {
     Type(u8),
-    Const(Value),
+    Const(Box<Value>),
     Enum(Vec<Value>),
     Ref(NodeId),
     MinProperties(usize),
     MaxProperties(usize),
-    Required(Vec<String>),
+    /// `required`: all `names` (what the schema says), and the `rest` this check tests itself, those
+    /// without a subschema in the same schema's `properties` (the [`Props`] pass counts the others).
+    Required {
+        names: Vec<String>,
+        rest: Vec<String>,
+    },
     /// `properties` alone: only the named properties are looked at.
-    Properties(Props),
+    Properties(Box<Props>),
     /// `properties` with `patternProperties` and/or `additionalProperties`: every property is.
     Object {
-        properties: Props,
+        properties: Box<Props>,
         patterns: Vec<(Matcher, NodeId)>,
         additional: Option<NodeId>,
     },
@@ -129,9 +135,11 @@ enum Check {
     ExclusiveMinimum(f64),
     ExclusiveMaximum(f64),
     MultipleOf(f64),
+    /// A `format` the check asserts itself ([`format::lookup`]).
+    Format(fn(&str) -> bool),
     AllOf(Vec<NodeId>),
-    AnyOf(Union),
-    OneOf(Union),
+    AnyOf(Box<Union>),
+    OneOf(Box<Union>),
     Not(NodeId),
     If {
         cond: NodeId,
@@ -140,42 +148,111 @@ enum Check {
     },
 }
 
-/// The subschemas of `properties`, found by a scan when they are few (no hashing), else by a map.
+/// The subschemas of `properties`, found by a scan when they are few (no hashing), else by a map;
+/// with which of them the same schema's `required` names, so that the pass over the instance's
+/// properties also counts the required ones present.
 #[derive(Debug)]
 struct Props {
     list: Vec<(String, NodeId)>,
-    map: Option<Table<NodeId>>,
+    /// By position in `list`: whether `required` names it.
+    required: Vec<bool>,
+    /// How many entries are required: the count a valid object reaches.
+    required_count: usize,
+    /// By position in `list`: the name's [`print`], scanned before any name is compared.
+    prints: Vec<u64>,
+    /// Name to position in `list`, when there are too many to scan.
+    map: Option<Table<usize>>,
+}
+
+/// A name's length and first bytes in one word: unequal prints mean unequal names.
+#[inline]
+fn print(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut head = [0u8; 4];
+    for (slot, b) in head.iter_mut().zip(bytes) {
+        *slot = *b;
+    }
+    ((bytes.len() as u64) << 32) | u64::from(u32::from_le_bytes(head))
 }
 
 impl Props {
-    fn new(list: Vec<(String, NodeId)>) -> Props {
-        let map = (list.len() > SCAN).then(|| list.iter().cloned().collect());
-        Props { list, map }
+    fn new(list: Vec<(String, NodeId)>, required: &[String]) -> Props {
+        let map = (list.len() > SCAN).then(|| {
+            list.iter()
+                .enumerate()
+                .map(|(i, (name, _))| (name.clone(), i))
+                .collect()
+        });
+        let required: Vec<bool> = list
+            .iter()
+            .map(|(name, _)| required.contains(name))
+            .collect();
+        let required_count = required.iter().filter(|r| **r).count();
+        let prints = list.iter().map(|(name, _)| print(name)).collect();
+        Props {
+            list,
+            required,
+            required_count,
+            prints,
+            map,
+        }
     }
 
     fn each_node(&mut self, mut f: impl FnMut(&mut NodeId)) {
         for (_, id) in &mut self.list {
             f(id);
         }
-        if let Some(map) = &mut self.map {
-            map.values_mut().for_each(f);
+    }
+
+    /// The position of `name` in `list`.
+    #[inline]
+    fn find(&self, name: &str) -> Option<usize> {
+        match &self.map {
+            Some(map) => map.get(name).copied(),
+            None => {
+                let key = print(name);
+                self.prints.iter().enumerate().find_map(|(i, p)| {
+                    (*p == key && self.list.get(i).is_some_and(|(n, _)| same(n, name))).then_some(i)
+                })
+            }
         }
     }
 
     fn get(&self, name: &str) -> Option<NodeId> {
-        match &self.map {
-            Some(map) => map.get(name).copied(),
-            None => self
-                .list
-                .iter()
-                .find(|(n, _)| same(n, name))
-                .map(|(_, id)| *id),
-        }
+        self.find(name)
+            .and_then(|i| self.list.get(i))
+            .map(|(_, id)| *id)
+    }
+
+    /// Whether every property of `o` that has a subschema is valid against it, and every required
+    /// one is present.
+    #[inline]
+    fn valid(&self, fast: &Fast, o: &Map<String, Value>, ctx: &mut Ctx<'_>) -> bool {
+        let mut required = 0;
+        o.iter().all(|(name, pv)| match self.find(name) {
+            Some(i) => {
+                required += usize::from(self.required.get(i).copied().unwrap_or(false));
+                self.list
+                    .get(i)
+                    .is_none_or(|(_, id)| fast.valid(*id, pv, ctx))
+            }
+            None => true,
+        }) && required == self.required_count
     }
 }
 
 /// Up to this many entries, a linear scan comparing keys beats hashing them.
 const SCAN: usize = 16;
+
+/// The value of `key` in an object: a scan when it is small, a lookup otherwise.
+#[inline]
+fn lookup<'v>(o: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if o.len() <= SCAN {
+        o.iter().find(|(k, _)| same(k, key)).map(|(_, v)| v)
+    } else {
+        o.get(key)
+    }
+}
 
 /// Whether an object has `key`: a scan when it is small, a lookup otherwise.
 fn has(o: &Map<String, Value>, key: &str) -> bool {
@@ -283,7 +360,7 @@ impl Check {
             | Check::Enum(_)
             | Check::MinProperties(_)
             | Check::MaxProperties(_)
-            | Check::Required(_)
+            | Check::Required { .. }
             | Check::MinItems(_)
             | Check::MaxItems(_)
             | Check::UniqueItems
@@ -294,7 +371,8 @@ impl Check {
             | Check::Maximum(_)
             | Check::ExclusiveMinimum(_)
             | Check::ExclusiveMaximum(_)
-            | Check::MultipleOf(_) => {}
+            | Check::MultipleOf(_)
+            | Check::Format(_) => {}
         }
     }
 }
@@ -446,10 +524,8 @@ impl Fast {
             }
             (Check::MinProperties(min), Value::Object(o)) => o.len() >= *min,
             (Check::MaxProperties(max), Value::Object(o)) => o.len() <= *max,
-            (Check::Required(names), Value::Object(o)) => names.iter().all(|n| has(o, n)),
-            (Check::Properties(props), Value::Object(o)) => o
-                .iter()
-                .all(|(name, pv)| props.get(name).is_none_or(|id| self.valid(id, pv, ctx))),
+            (Check::Required { rest, .. }, Value::Object(o)) => rest.iter().all(|n| has(o, n)),
+            (Check::Properties(props), Value::Object(o)) => props.valid(self, o, ctx),
             (
                 Check::Object {
                     properties,
@@ -457,24 +533,33 @@ impl Fast {
                     additional,
                 },
                 Value::Object(o),
-            ) => o.iter().all(|(name, pv)| {
-                let mut evaluated = false;
-                if let Some(id) = properties.get(name) {
-                    evaluated = true;
-                    if !self.valid(id, pv, ctx) {
-                        return false;
-                    }
-                }
-                for (regex, id) in patterns {
-                    if regex.is_match(name) {
+            ) => {
+                let mut required = 0;
+                o.iter().all(|(name, pv)| {
+                    let mut evaluated = false;
+                    if let Some(i) = properties.find(name) {
                         evaluated = true;
-                        if !self.valid(*id, pv, ctx) {
+                        required +=
+                            usize::from(properties.required.get(i).copied().unwrap_or(false));
+                        if properties
+                            .list
+                            .get(i)
+                            .is_some_and(|(_, id)| !self.valid(*id, pv, ctx))
+                        {
                             return false;
                         }
                     }
-                }
-                evaluated || additional.is_none_or(|id| self.valid(id, pv, ctx))
-            }),
+                    for (regex, id) in patterns {
+                        if regex.is_match(name) {
+                            evaluated = true;
+                            if !self.valid(*id, pv, ctx) {
+                                return false;
+                            }
+                        }
+                    }
+                    evaluated || additional.is_none_or(|id| self.valid(id, pv, ctx))
+                }) && required == properties.required_count
+            }
             (Check::PropertyNames(id), Value::Object(o)) => o
                 .keys()
                 .all(|k| self.valid(*id, &Value::String(k.clone()), ctx)),
@@ -512,6 +597,7 @@ impl Fast {
                 s.len() <= *max || s.chars().count() <= *max
             }
             (Check::Pattern(regex), Value::String(s)) => regex.is_match(s),
+            (Check::Format(check), Value::String(s)) => check(s),
             (Check::Minimum(min), Value::Number(n)) => as_f64(n) >= *min,
             (Check::Maximum(max), Value::Number(n)) => as_f64(n) <= *max,
             (Check::ExclusiveMinimum(min), Value::Number(n)) => as_f64(n) > *min,
@@ -524,21 +610,20 @@ impl Fast {
     fn candidates<'u>(
         &self,
         union: &'u Union,
-        v: &Value,
+        v: &'u Value,
     ) -> Result<Option<usize>, impl Iterator<Item = NodeId> + 'u> {
         if let (Some((prop, table)), Value::Object(o)) = (&union.tag, v) {
             // Every branch requires `prop` to hold its own string: at most one can match.
-            return Ok(match o.get(prop) {
+            return Ok(match lookup(o, prop) {
                 Some(Value::String(tag)) => table.get(tag.as_str()).copied(),
                 _ => None,
             });
         }
-        let bits = type_bits(v);
         Err(union
             .branches
             .iter()
             .zip(&union.masks)
-            .filter(move |(_, mask)| *mask & bits != 0)
+            .filter(move |(_, mask)| has_type(v, **mask))
             .map(|(id, _)| *id))
     }
 
@@ -679,7 +764,7 @@ impl Fast {
             .collect();
         let first = facts.first()?;
         let names = first.iter().filter_map(|c| match c {
-            Check::Required(names) => Some(names),
+            Check::Required { names, .. } => Some(names),
             _ => None,
         });
         for name in names.flatten() {
@@ -699,7 +784,7 @@ impl Fast {
     fn tag_value<'s>(&'s self, facts: &[&'s Check], name: &str) -> Option<&'s str> {
         let required = facts
             .iter()
-            .any(|c| matches!(c, Check::Required(names) if names.iter().any(|n| n == name)));
+            .any(|c| matches!(c, Check::Required { names, .. } if names.iter().any(|n| n == name)));
         if !required {
             return None;
         }
@@ -714,7 +799,7 @@ impl Fast {
             let mut inner = Vec::new();
             self.facts(id, 0, &mut inner);
             inner.iter().find_map(|c| match c {
-                Check::Const(Value::String(s)) => Some(s.as_str()),
+                Check::Const(c) => c.as_str(),
                 Check::Enum(values) => match values.as_slice() {
                     [Value::String(s)] => Some(s.as_str()),
                     _ => None,
@@ -856,7 +941,17 @@ impl Compiler<'_> {
         if map.is_empty() {
             return Node::True;
         }
-        if self.defer.iter().any(|k| map.contains_key(*k)) {
+        // A `format` of [`format::lookup`]'s is checked here; any other keyword of `defer`, or
+        // another format, leaves the subschema to boon.
+        let format = match map.get("format") {
+            Some(Value::String(name)) => format::lookup(name),
+            _ => None,
+        };
+        if self
+            .defer
+            .iter()
+            .any(|k| map.contains_key(*k) && !(*k == "format" && format.is_some()))
+        {
             return self.defer(at);
         }
         let mut checks = Vec::new();
@@ -910,7 +1005,7 @@ impl Compiler<'_> {
             }
         }
         if let Some(c) = map.get("const") {
-            checks.push(Check::Const(c.clone()));
+            checks.push(Check::Const(Box::new(c.clone())));
         }
         if let Some(Value::Array(values)) = map.get("enum") {
             checks.push(Check::Enum(values.clone()));
@@ -922,15 +1017,13 @@ impl Compiler<'_> {
         if let Some(n) = usize_of(map.get("maxProperties")) {
             checks.push(Check::MaxProperties(n));
         }
-        if let Some(Value::Array(names)) = map.get("required") {
-            let names: Vec<String> = names
+        let required: Vec<String> = match map.get("required") {
+            Some(Value::Array(names)) => names
                 .iter()
                 .filter_map(|n| n.as_str().map(str::to_owned))
-                .collect();
-            if !names.is_empty() {
-                checks.push(Check::Required(names));
-            }
-        }
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut properties = Vec::new();
         if let Some(Value::Object(props)) = map.get("properties") {
             let base = push(at, "properties");
@@ -948,13 +1041,27 @@ impl Compiler<'_> {
         let additional = map
             .get("additionalProperties")
             .map(|_| self.child(at, "additionalProperties"));
+        if !required.is_empty() {
+            // The required names with a subschema are counted by the pass over the properties.
+            let rest = required
+                .iter()
+                .filter(|n| !properties.iter().any(|(p, _)| p == *n))
+                .cloned()
+                .collect();
+            checks.push(Check::Required {
+                names: required.clone(),
+                rest,
+            });
+        }
         if patterns.is_empty() && additional.is_none() {
             if !properties.is_empty() {
-                checks.push(Check::Properties(Props::new(properties)));
+                checks.push(Check::Properties(Box::new(Props::new(
+                    properties, &required,
+                ))));
             }
         } else {
             checks.push(Check::Object {
-                properties: Props::new(properties),
+                properties: Box::new(Props::new(properties, &required)),
                 patterns,
                 additional,
             });
@@ -1054,6 +1161,11 @@ impl Compiler<'_> {
         if let Some(n) = usize_of(map.get("maxLength")) {
             checks.push(Check::MaxLength(n));
         }
+        if let Some(Value::String(name)) = map.get("format")
+            && let Some(check) = format::lookup(name)
+        {
+            checks.push(Check::Format(check));
+        }
         if let Some(Value::String(p)) = map.get("pattern") {
             checks.push(Check::Pattern(ecma_matcher(p)?));
         }
@@ -1101,10 +1213,10 @@ impl Compiler<'_> {
             tag: None,
         };
         if let Some(any) = list(self, "anyOf") {
-            checks.push(Check::AnyOf(union(any)));
+            checks.push(Check::AnyOf(Box::new(union(any))));
         }
         if let Some(one) = list(self, "oneOf") {
-            checks.push(Check::OneOf(union(one)));
+            checks.push(Check::OneOf(Box::new(union(one))));
         }
         if map.contains_key("not") {
             checks.push(Check::Not(self.child(at, "not")));
