@@ -100,6 +100,7 @@ pub struct Claij {
     pub(crate) notices: Arc<Notices>,
     /// The base URLs whose OpenRouter model list this value failed to fetch: not fetched (nor
     /// warned about) again by this value; the next run tries again.
+    #[cfg(feature = "openrouter")]
     pub(crate) model_list_failed: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
@@ -125,6 +126,7 @@ impl Claij {
             fallback_file: None,
             fallback: OnceLock::new(),
             notices: Arc::default(),
+            #[cfg(feature = "openrouter")]
             model_list_failed: std::sync::Mutex::default(),
         }
     }
