@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use claij_interceptors::builtin::proposals::EXTENSION as PROPOSALS_EXTENSION;
 use claij_schema::SchemaDelta;
 use serde_json::{Value, json};
 
@@ -135,8 +136,9 @@ pub struct Costs {
 
 impl Costs {
     /// The costs of the active deltas of `file`, a conversation or (feature `fsm`) a run's journal:
-    /// the deltas the last request was composed of (per `llm` state of a journal) and the approved
-    /// extensions, each once, composed onto `base` (default: a journal's own base, else
+    /// the deltas the next request composes (per `llm` state of a journal): the last request's,
+    /// with the registry's part as the file has it now (after a compaction or a rollback since,
+    /// the approved extensions in force, not those the last request carried), composed onto `base` (default: a journal's own base, else
     /// [`claij_schema::base`], the response schema `claij ask` uses without `--schema`).
     ///
     /// # Errors
@@ -336,14 +338,34 @@ fn read_schema(file: &Path) -> Result<Value, Error> {
     Ok(schema)
 }
 
-/// The deltas of the last request, then the approved extensions not among them: each once.
+/// The deltas the next request composes: the last request's, with those the proposals interceptor
+/// took from the registry (any extension its audit log, active list or compactions name, which a
+/// compaction or a rollback since may have replaced) swapped for the registry's active extensions,
+/// where that interceptor puts them (after its own `proposals-v1`, else where they were, else last).
 fn active(applied: &[SchemaDelta], audit: &Audit) -> Vec<SchemaDelta> {
-    let mut all = applied.to_vec();
-    for extension in &audit.proposed.extensions {
-        if !all.iter().any(|d| d.extension_id == extension.extension_id) {
-            all.push(extension.clone());
+    let saved = &audit.proposed;
+    let managed = |id: &str| {
+        saved.extensions.iter().any(|e| e.extension_id == id)
+            || saved.audit.entries().iter().any(|e| e.extension_id == id)
+            || saved
+                .compactions
+                .iter()
+                .any(|c| c.extension_id == id || c.replaced.iter().any(|d| d.extension_id == id))
+    };
+    let mut all = Vec::with_capacity(applied.len() + saved.extensions.len());
+    let mut at = None;
+    for delta in applied {
+        if managed(&delta.extension_id) {
+            at.get_or_insert(all.len());
+            continue;
+        }
+        all.push(delta.clone());
+        if delta.extension_id == PROPOSALS_EXTENSION {
+            at.get_or_insert(all.len());
         }
     }
+    let at = at.unwrap_or(all.len());
+    all.splice(at..at, saved.extensions.iter().cloned());
     all
 }
 

@@ -249,3 +249,43 @@ async fn declined_nothing_changes_and_the_flag_needs_proposals() {
         run.stderr
     );
 }
+
+/// `claij schema cost --session FILE`'s schemas (each total and delta).
+fn cost(files: &Files) -> Value {
+    let run = claij(
+        files,
+        &[
+            "schema",
+            "cost",
+            "--session",
+            &files.path("s.json"),
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str::<Value>(&run.stdout).unwrap()["schemas"].clone()
+}
+
+#[tokio::test]
+async fn cost_after_a_rollback_is_what_the_next_turn_carries() {
+    let (_server, files) = setup().await;
+    let session = files.path("s.json");
+    let run = ask(&files, "auto", "100000");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let uncompacted = cost(&files);
+    let run = ask(&files, "auto", "50");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let compacted = cost(&files);
+    assert!(
+        compacted[0]["total"].as_u64() < uncompacted[0]["total"].as_u64(),
+        "{compacted} {uncompacted}"
+    );
+    let rollback = claij(&files, &["schema", "rollback", &session, "compaction-1"]);
+    assert_eq!(rollback.code, 0, "{}", rollback.stderr);
+    // The last request carried compaction-1; the next carries the ten again, and cost says so.
+    let rolled_back = cost(&files);
+    let run = ask(&files, "auto", "100000");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(rolled_back, cost(&files));
+    assert_eq!(rolled_back, uncompacted);
+}
