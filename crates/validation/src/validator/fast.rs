@@ -92,7 +92,12 @@ enum Node {
 enum Check {
     Type(u8),
     Const(Box<Value>),
-    Enum(Vec<Value>),
+    /// `enum`, with each value's [`print`] when all are strings (the common case, compared without
+    /// [`equals`]).
+    Enum {
+        values: Vec<Value>,
+        prints: Option<Vec<u64>>,
+    },
     Ref(NodeId),
     MinProperties(usize),
     MaxProperties(usize),
@@ -168,10 +173,13 @@ struct Props {
 #[inline]
 fn print(name: &str) -> u64 {
     let bytes = name.as_bytes();
-    let mut head = [0u8; 4];
-    for (slot, b) in head.iter_mut().zip(bytes) {
-        *slot = *b;
-    }
+    let head = match bytes {
+        [a, b, c, d, ..] => [*a, *b, *c, *d],
+        [a, b, c] => [*a, *b, *c, 0],
+        [a, b] => [*a, *b, 0, 0],
+        [a] => [*a, 0, 0, 0],
+        [] => [0; 4],
+    };
     ((bytes.len() as u64) << 32) | u64::from(u32::from_le_bytes(head))
 }
 
@@ -357,7 +365,7 @@ impl Check {
             }
             Check::Type(_)
             | Check::Const(_)
-            | Check::Enum(_)
+            | Check::Enum { .. }
             | Check::MinProperties(_)
             | Check::MaxProperties(_)
             | Check::Required { .. }
@@ -501,7 +509,23 @@ impl Fast {
         match (check, v) {
             (Check::Type(mask), _) => has_type(v, *mask),
             (Check::Const(c), _) => equals(v, c),
-            (Check::Enum(values), _) => values.iter().any(|e| equals(e, v)),
+            (
+                Check::Enum {
+                    values,
+                    prints: Some(prints),
+                },
+                _,
+            ) => match v {
+                Value::String(s) => {
+                    let key = print(s);
+                    prints
+                        .iter()
+                        .zip(values)
+                        .any(|(p, e)| *p == key && matches!(e, Value::String(e) if same(e, s)))
+                }
+                _ => false,
+            },
+            (Check::Enum { values, .. }, _) => values.iter().any(|e| equals(e, v)),
             (Check::Ref(id), _) => self.valid(*id, v, ctx),
             (Check::AllOf(all), _) => all.iter().all(|id| self.valid(*id, v, ctx)),
             (Check::AnyOf(union), _) => self.any_of(union, v, ctx),
@@ -744,7 +768,9 @@ impl Fast {
                 facts.iter().fold(ANY, |mask, c| match c {
                     Check::Type(t) => mask & widen(*t),
                     Check::Const(v) => mask & type_bits(v),
-                    Check::Enum(values) => mask & values.iter().fold(0, |m, v| m | type_bits(v)),
+                    Check::Enum { values, .. } => {
+                        mask & values.iter().fold(0, |m, v| m | type_bits(v))
+                    }
                     _ => mask,
                 })
             }
@@ -800,7 +826,7 @@ impl Fast {
             self.facts(id, 0, &mut inner);
             inner.iter().find_map(|c| match c {
                 Check::Const(c) => c.as_str(),
-                Check::Enum(values) => match values.as_slice() {
+                Check::Enum { values, .. } => match values.as_slice() {
                     [Value::String(s)] => Some(s.as_str()),
                     _ => None,
                 },
@@ -1008,7 +1034,14 @@ impl Compiler<'_> {
             checks.push(Check::Const(Box::new(c.clone())));
         }
         if let Some(Value::Array(values)) = map.get("enum") {
-            checks.push(Check::Enum(values.clone()));
+            let prints = values
+                .iter()
+                .map(|v| v.as_str().map(print))
+                .collect::<Option<Vec<u64>>>();
+            checks.push(Check::Enum {
+                values: values.clone(),
+                prints,
+            });
         }
         // Objects.
         if let Some(n) = usize_of(map.get("minProperties")) {

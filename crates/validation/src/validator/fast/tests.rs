@@ -216,6 +216,26 @@ fn keywords_mean_what_boon_makes_them_mean() {
 }
 
 #[test]
+fn string_enums_and_required_properties_are_decided_as_boon_does() {
+    // Names that share their length and first four bytes (one print) still differ.
+    let schema = json!({"type": "object", "required": ["abcd1", "x"],
+        "properties": {"abcd1": {"enum": ["abcd1", "abcd2", 1]}, "abcd2": {"enum": ["abcd1", "abcd2"]}}});
+    agrees(
+        &schema,
+        &[
+            json!({"abcd1": "abcd1", "x": 0}),
+            json!({"abcd1": "abcd3", "x": 0}),
+            json!({"abcd1": 1.0, "x": 0}),
+            json!({"abcd1": "abcd2", "abcd2": "abcd3", "x": 0}),
+            json!({"abcd1": "abcd2", "abcd2": 1, "x": 0}),
+            json!({"abcd2": "abcd1", "x": 0}),
+            json!({"abcd1": "abcd1"}),
+            json!({"abcd3": "abcd1", "x": 0}),
+        ],
+    );
+}
+
+#[test]
 fn a_bare_ref_is_skipped() {
     let schema = json!({
         "$defs": {"Name": {"type": "string", "minLength": 1}, "Alias": {"$ref": "#/$defs/Name"}},
