@@ -45,6 +45,20 @@ pub fn registry(
     Ok(Arc::new(Mutex::new(registry)))
 }
 
+/// What a person deciding on `proposal` is asked first (the delta follows): a compaction claij
+/// worked out ([`crate::extensions::CompactionReport::question`], when `ctx` says it is one), else
+/// `The model proposes the schema extension `ID`: REASON`.
+#[must_use]
+pub fn question(proposal: &Proposal, ctx: &Context) -> String {
+    match crate::extensions::CompactionReport::asked(ctx) {
+        Some(compaction) => compaction.question(),
+        None => format!(
+            "The model proposes the schema extension `{}`: {}",
+            proposal.extension_id, proposal.reason
+        ),
+    }
+}
+
 /// The registry, locked (a poisoned lock still holds a consistent registry).
 pub fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
     registry.lock().unwrap_or_else(PoisonError::into_inner)

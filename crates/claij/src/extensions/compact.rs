@@ -43,6 +43,38 @@ pub struct CompactionReport {
     pub decision: Option<Decision>,
 }
 
+impl CompactionReport {
+    /// The compaction `ctx` says an approver is deciding on ([`propose_compaction`] puts it there),
+    /// when the proposal is one.
+    #[must_use]
+    pub fn asked(ctx: &Context) -> Option<&Self> {
+        ctx.get::<Self>()
+    }
+
+    /// The question put to a person: `claij proposes compacting the schema's 10 extensions (a, b,
+    /// ...) into `compaction-1`: 412 -> 268 tokens (o200k_base) of its prompt rendering; ...`,
+    /// then a line per rewrite.
+    #[must_use]
+    pub fn question(&self) -> String {
+        let mut text = format!(
+            "claij proposes compacting the schema's {} extension(s) ({}) into `{}`: {} -> {} \
+             tokens ({}) of its prompt rendering; every reply valid before stays valid and no \
+             other becomes valid",
+            self.replaced.len(),
+            self.replaced.join(", "),
+            self.extension_id,
+            self.before,
+            self.after,
+            self.tokenizer,
+        );
+        for rewrite in &self.rewrites {
+            text.push_str("\n  - ");
+            text.push_str(&rewrite.to_string());
+        }
+        text
+    }
+}
+
 /// Counts the tokens of a text (the tokenizer's name, and the count or why not).
 pub struct Count<'a> {
     /// The tokenizer's name, as reports show it.
@@ -154,7 +186,10 @@ pub async fn propose_compaction(
         reason: report.reason(),
         delta: proposal.delta.delta.clone(),
     };
-    let ruling = approver.decide(&asked, &Context::default()).await;
+    // The approver is told what it decides on: a compaction claij worked out, not a model's idea.
+    let mut ctx = Context::default();
+    ctx.insert(report.clone());
+    let ruling = approver.decide(&asked, &ctx).await;
     let decision = decide(registry, proposal, &asked.reason, ruling).map_err(compose_error)?;
     report.decision = Some(decision);
     Ok(Some(report))

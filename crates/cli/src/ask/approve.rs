@@ -87,9 +87,9 @@ fn registry(base: Value, saved: Option<&SavedRegistry>) -> Result<Arc<Mutex<Regi
 struct Terminal;
 
 impl Approver for Terminal {
-    fn decide<'a>(&'a self, proposal: &'a Proposal, _: &'a Context) -> BoxFuture<'a, Ruling> {
+    fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Ruling> {
         let decision = if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-            ask(proposal).unwrap_or_else(|e| Decision::reject(format!("cannot ask: {e}")))
+            ask(proposal, ctx).unwrap_or_else(|e| Decision::reject(format!("cannot ask: {e}")))
         } else {
             Decision::reject(
                 "no terminal to ask, so declined (--approve vote, auto or never decide without one)",
@@ -100,13 +100,9 @@ impl Approver for Terminal {
 }
 
 /// Shows the proposal on stderr and reads y/n from stdin.
-fn ask(proposal: &Proposal) -> Result<Decision> {
+fn ask(proposal: &Proposal, ctx: &Context) -> Result<Decision> {
     let mut err = std::io::stderr().lock();
-    writeln!(
-        err,
-        "The model proposes the schema extension `{}`: {}",
-        proposal.extension_id, proposal.reason
-    )?;
+    writeln!(err, "{}", claij::approve::question(proposal, ctx))?;
     writeln!(err, "{}", serde_json::to_string_pretty(&proposal.delta)?)?;
     write!(err, "Every later reply will follow it. Accept? [y/N] ")?;
     err.flush()?;

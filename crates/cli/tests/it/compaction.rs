@@ -289,3 +289,50 @@ async fn cost_after_a_rollback_is_what_the_next_turn_carries() {
     assert_eq!(rolled_back, cost(&files));
     assert_eq!(rolled_back, uncompacted);
 }
+
+#[tokio::test]
+async fn approve_ask_is_asked_about_a_compaction_by_claij_not_a_model() {
+    let (_server, files) = setup().await;
+    let (config, cache, session) = (
+        files.path("config.toml"),
+        files.path("cache"),
+        files.path("s.json"),
+    );
+    let (shown, code) = super::proposals::on_a_terminal_answering(
+        &[
+            "ask",
+            "Hello",
+            "--llm",
+            "mylocal:smol",
+            "--interceptors",
+            "proposals",
+            "--compact-budget",
+            "50",
+            "--session",
+            &session,
+            "--mode",
+            "prompted",
+            "--no-stream",
+        ],
+        &[("CLAIJ_CONFIG", &config), ("XDG_CACHE_HOME", &cache)],
+        "Accept? [y/N]",
+        "y\n",
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains(
+            "claij proposes compacting the schema's 10 extension(s) (notes-a, notes-b, mood-v1, \
+             mood-v2, home-v1, work-v1, ship-v1, score-v1, score-v2, tags-v1) into `compaction-1`: "
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            " tokens (o200k_base) of its prompt rendering; every reply valid before stays valid"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("\n  - "), "each rewrite is listed: {shown}");
+    assert!(!shown.contains("The model proposes"), "{shown}");
+    assert_eq!(active(&files)[0]["extension_id"], "compaction-1");
+}

@@ -473,7 +473,7 @@ async fn chat_turns_share_the_registry_an_approval_joins() {
 
 /// `claij ARGS` on a pseudo-terminal (python3's `pty`) that answers `answer` once `prompt` shows;
 /// everything shown and the exit code.
-fn on_a_terminal_answering(
+pub(super) fn on_a_terminal_answering(
     args: &[&str],
     env: &[(&str, &str)],
     prompt: &str,
