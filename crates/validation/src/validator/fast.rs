@@ -226,6 +226,15 @@ impl Props {
         }
     }
 
+    /// [`Props::find`], trying position `hint` first.
+    #[inline]
+    fn after(&self, hint: usize, name: &str) -> Option<usize> {
+        match self.list.get(hint) {
+            Some((n, _)) if same(n, name) => Some(hint),
+            _ => self.find(name),
+        }
+    }
+
     fn get(&self, name: &str) -> Option<NodeId> {
         self.find(name)
             .and_then(|i| self.list.get(i))
@@ -237,8 +246,12 @@ impl Props {
     #[inline]
     fn valid(&self, fast: &Fast, o: &Map<String, Value>, ctx: &mut Ctx<'_>) -> bool {
         let mut required = 0;
-        o.iter().all(|(name, pv)| match self.find(name) {
+        // Objects mostly list their properties in the schema's order: the entry after the last one
+        // found is tried first.
+        let mut next = 0;
+        o.iter().all(|(name, pv)| match self.after(next, name) {
             Some(i) => {
+                next = i + 1;
                 required += usize::from(self.required.get(i).copied().unwrap_or(false));
                 self.list
                     .get(i)
@@ -505,6 +518,7 @@ impl Fast {
         }
     }
 
+    #[inline(never)]
     fn check(&self, check: &Check, v: &Value, ctx: &mut Ctx<'_>) -> bool {
         match (check, v) {
             (Check::Type(mask), _) => has_type(v, *mask),

@@ -231,6 +231,9 @@ fn string_enums_and_required_properties_are_decided_as_boon_does() {
             json!({"abcd2": "abcd1", "x": 0}),
             json!({"abcd1": "abcd1"}),
             json!({"abcd3": "abcd1", "x": 0}),
+            // Out of the schema's order, and with a property the schema does not name between.
+            json!({"x": 0, "abcd2": "abcd2", "abcd1": "abcd1"}),
+            json!({"abcd2": "abcd2", "y": 1, "abcd1": "abcd4", "x": 0}),
         ],
     );
 }
