@@ -17,6 +17,8 @@ pub use self::compact::{
     COMPACTED_BY, CompactionReport, Count, DEFAULT_BUDGET, compact_conversation,
     conversation_registry, propose_compaction,
 };
+#[cfg(feature = "tokens")]
+pub use self::compact::{OnDemand, compact_file};
 
 #[cfg(feature = "tokens")]
 mod cost;
@@ -88,6 +90,14 @@ pub enum Error {
     #[cfg(feature = "tokens")]
     #[error(transparent)]
     Tokens(#[from] crate::tokens::Error),
+    /// The file is a run's journal, and the command takes conversations only.
+    #[error("{}: a run's journal: {command} takes a conversation file (`claij ask|chat --session FILE`)", file.display())]
+    NotConversation {
+        /// The file.
+        file: PathBuf,
+        /// The command refusing it (`claij schema compact`).
+        command: &'static str,
+    },
     /// The tokens of a schema's rendering cannot be counted (a compaction's figures).
     #[error("{}: cannot count the schema's tokens: {message}", file.display())]
     Count {
@@ -300,6 +310,52 @@ fn write_entry(out: &mut fmt::Formatter<'_>, entry: &AuditEntry) -> fmt::Result 
         writeln!(out, "    {} {verb}: {}", ballot.voter, ballot.reason)?;
     }
     writeln!(out, "    delta: {}", entry.delta)
+}
+
+/// The response schema a conversation runs with: `schema` (as `claij ask --schema` names it) when
+/// given, checked, else [`claij_schema::base`].
+///
+/// # Errors
+///
+/// [`Error::InvalidSchema`]: `schema` is not a valid JSON Schema.
+pub fn conversation_base(schema: Option<(&str, Value)>) -> Result<Value, Error> {
+    let Some((name, schema)) = schema else {
+        return Ok(claij_schema::base());
+    };
+    claij_schema::check(&schema).map_err(|e| Error::InvalidSchema {
+        file: PathBuf::from(name),
+        source: Box::new(e),
+    })?;
+    Ok(schema)
+}
+
+/// `claij schema rollback FILE EXTENSION [--schema BASE]`: removes `extension_id` from `file`, a
+/// conversation (under its lock, `waiting` told when another process holds it; composed onto
+/// `base`, as [`conversation_base`] says) or (feature `fsm`) a run's journal (onto `base`, default
+/// its own). The registry left.
+///
+/// # Errors
+///
+/// As [`rollback_conversation`] and `rollback_journal`; [`Error::NotConversation`] for a journal
+/// without the `fsm` feature.
+pub fn rollback(
+    file: &Path,
+    extension_id: &str,
+    base: Option<(&str, Value)>,
+    waiting: impl FnMut(&crate::conversation::Opening),
+) -> Result<Registry, Error> {
+    if Kind::of(file)? == Kind::Journal {
+        #[cfg(feature = "fsm")]
+        return rollback_journal(file, extension_id, base.map(|(_, base)| base));
+        #[cfg(not(feature = "fsm"))]
+        return Err(Error::NotConversation {
+            file: file.to_owned(),
+            command: "claij schema rollback (without the fsm feature)",
+        });
+    }
+    let base = conversation_base(base)?;
+    let _lock = crate::session::SessionLock::acquire_telling(file, waiting)?;
+    rollback_conversation(file, extension_id, base)
 }
 
 /// Removes `extension_id` from the extensions of the conversation `file`, composing and checking

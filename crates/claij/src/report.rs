@@ -281,6 +281,23 @@ pub fn tool_results_json(ran: &[ToolResult]) -> Value {
         .collect()
 }
 
+/// What people see after a valid answer, besides the value: a line per tool or MCP result the turn
+/// ran ([`tool_line`]), one for its `eval` result ([`eval_line`]; feature `eval`), then a line per
+/// attempt and the total ([`Report::lines`]).
+#[must_use]
+pub fn answered_lines(
+    calls: &[ToolResult],
+    #[cfg(feature = "eval")] eval: Option<&EvalResult>,
+    answer: &Answer,
+    elapsed: Duration,
+) -> Vec<String> {
+    let mut lines: Vec<String> = calls.iter().map(tool_line).collect();
+    #[cfg(feature = "eval")]
+    lines.extend(eval.map(eval_line));
+    lines.extend(Report::new(&answer.attempts, answer.usage, elapsed).lines());
+    lines
+}
+
 /// One line for the result of a reply's `eval` code: `eval "6 * 7": ok: 42`, then `, printed:`
 /// and what it printed as a JSON string when it printed something; at most 200 characters, cut
 /// with `…`.

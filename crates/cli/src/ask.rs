@@ -22,7 +22,6 @@ use claij::conversation::{Builder, Named, Opening, StartServices};
 use claij::interceptors::{Answer, Error, ShowExample};
 use claij::mcp::offer::{Elicitation, Offer};
 use claij::report::Over;
-use claij::session::SessionLock;
 
 use crate::exit::Status;
 use crate::front::Front;
@@ -535,14 +534,4 @@ fn base_schema(options: &Options) -> Result<Option<serde_json::Value>> {
     let schema = input::read_json(path)?;
     claij::schema::check(&schema).with_context(|| input::name(path).to_owned())?;
     Ok(Some(schema))
-}
-
-/// Locks the session file `path` ([`SessionLock::acquire_telling`]), saying on stderr (unless
-/// `quiet`) that it waits for another process that holds it.
-pub(crate) fn lock_session(path: &std::path::Path, quiet: bool) -> Result<SessionLock> {
-    Ok(SessionLock::acquire_telling(path, |waiting| {
-        if !quiet {
-            let _ = report::notice(&waiting.to_string());
-        }
-    })?)
 }

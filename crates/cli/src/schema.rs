@@ -4,7 +4,7 @@
 use std::io::Write as _;
 
 use anyhow::{Context as _, Result};
-use claij::extensions::{self, Audit, Costs, Kind, Source};
+use claij::extensions::{self, Audit, Costs, Source};
 use claij::schema::{Registry, dialect::Dialect, render};
 
 use crate::exit::Status;
@@ -48,6 +48,25 @@ pub(crate) enum Command {
     /// A schema's tokens in the prompt (its compact rendering), or each active delta's of a
     /// conversation or journal (`--session`), most expensive first; the share of the context window.
     Cost(CostArgs),
+    /// Compact a conversation's schema extensions now, as `ask --compact-budget` does before a turn
+    /// (duplicated fields merged, repeated sub-schemas shared, descriptions that repeat the name
+    /// dropped; every reply valid before stays valid); audited, undone by `rollback FILE compaction-N`.
+    Compact {
+        /// The conversation file (`claij ask|chat --session FILE`).
+        file: std::path::PathBuf,
+        /// The response schema the conversation runs with (as `claij ask --schema`).
+        #[arg(long, short, value_name = "FILE")]
+        schema: Option<String>,
+        /// auto (approved; the registry checks it) or never (recorded as declined).
+        #[arg(long, value_name = "auto|never", default_value = "auto")]
+        approve: extensions::OnDemand,
+        /// Show the compaction without asking or changing anything.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the compaction as one JSON object (`null` when there is nothing to compact).
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove a schema extension from a conversation file, checking that the others still compose;
     /// later turns no longer carry it, and the audit log records the removal.
     Rollback {
@@ -130,30 +149,28 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
             extension_id,
             schema,
         } => {
-            let registry = match Kind::of(file)? {
-                Kind::Journal => {
-                    let base = schema.as_deref().map(input::read_json).transpose()?;
-                    extensions::rollback_journal(file, extension_id, base)?
-                }
-                Kind::Conversation => {
-                    let base = match schema {
-                        Some(path) => {
-                            let schema = input::read_json(path)?;
-                            claij::schema::check(&schema)
-                                .with_context(|| input::name(path).to_owned())?;
-                            schema
-                        }
-                        None => claij::schema::base(),
-                    };
-                    let _lock = crate::ask::lock_session(file, false)?;
-                    extensions::rollback_conversation(file, extension_id, base)?
-                }
-            };
+            let base = read_base(schema.as_deref())?;
+            let registry = extensions::rollback(file, extension_id, base, waiting)?;
             writeln!(
                 std::io::stderr(),
                 "rolled back `{extension_id}`; {} extension(s) still active, composed and checked",
                 registry.extensions().len()
             )?;
+        }
+        Command::Compact {
+            file,
+            schema,
+            approve,
+            dry_run,
+            json,
+        } => {
+            let base = read_base(schema.as_deref())?;
+            match extensions::compact_file(file, base, *approve, *dry_run, waiting)? {
+                Some(report) if *json => writeln!(out, "{:#}", report.to_json())?,
+                Some(report) => writeln!(out, "{report}")?,
+                None if *json => writeln!(out, "null")?,
+                None => writeln!(std::io::stderr(), "{}: nothing to compact", file.display())?,
+            }
         }
         Command::Compose {
             base,
@@ -208,4 +225,15 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
         }
     }
     Ok(Status::Ok)
+}
+
+/// `--schema FILE`, read (named as errors name it).
+fn read_base(path: Option<&str>) -> Result<Option<(&str, serde_json::Value)>> {
+    path.map(|p| Ok((input::name(p), input::read_json(p)?)))
+        .transpose()
+}
+
+/// Told that another process holds the conversation's lock.
+fn waiting(opening: &claij::conversation::Opening) {
+    let _ = writeln!(std::io::stderr(), "{opening}");
 }

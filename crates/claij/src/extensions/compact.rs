@@ -107,6 +107,77 @@ pub async fn compact_conversation(
     Ok(report)
 }
 
+/// Who decides on a compaction asked for on demand (`claij schema compact --approve auto|never`):
+/// it is approved (the registry still checks it), or recorded as declined.
+#[cfg(feature = "tokens")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDemand {
+    /// Approved.
+    Auto,
+    /// Recorded as declined.
+    Never,
+}
+
+#[cfg(feature = "tokens")]
+impl std::str::FromStr for OnDemand {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "never" => Ok(Self::Never),
+            _ => Err("expected auto or never"),
+        }
+    }
+}
+
+/// `claij schema compact FILE [--schema BASE] [--approve auto|never] [--dry-run]`: proposes
+/// compacting the extensions of the conversation `file` (composed onto `base`, as
+/// [`super::conversation_base`] says), counted in o200k_base, decided as `approve` says and saved
+/// under the file's lock (`waiting` told when another process holds it), as
+/// [`compact_conversation`] does. `None` when there is nothing to compact.
+///
+/// # Errors
+///
+/// [`Error::NotConversation`]: `file` is a run's journal; else as [`compact_conversation`].
+#[cfg(feature = "tokens")]
+pub fn compact_file(
+    file: &Path,
+    base: Option<(&str, Value)>,
+    approve: OnDemand,
+    dry_run: bool,
+    waiting: impl FnMut(&crate::conversation::Opening),
+) -> Result<Option<CompactionReport>, Error> {
+    use futures_util::FutureExt as _;
+
+    if super::Kind::of(file)? == super::Kind::Journal {
+        return Err(Error::NotConversation {
+            file: file.to_owned(),
+            command: "claij schema compact",
+        });
+    }
+    let base = super::conversation_base(base)?;
+    let counter = crate::tokens::Tokenizer::O200kBase.open()?;
+    let count = |text: &str| counter.count(text).map_err(|e| e.to_string());
+    let count = Count {
+        tokenizer: counter.name(),
+        count: &count,
+    };
+    let approver = move |_: &Proposal, _: &Context| match approve {
+        OnDemand::Auto => Decision::Approve,
+        OnDemand::Never => Decision::reject("compactions are declined here (--approve never)"),
+    };
+    let _lock = crate::session::SessionLock::acquire_telling(file, waiting)?;
+    // Both approvers decide at once, so the proposal is settled on its first poll.
+    compact_conversation(file, base, &approver, &count, dry_run)
+        .now_or_never()
+        .unwrap_or_else(|| {
+            Err(Error::Session(crate::Error::config(
+                "the compaction's approver did not decide at once",
+            )))
+        })
+}
+
 /// The conversation's registry over `base`, shared (as [`crate::approve::registry`] builds it).
 ///
 /// # Errors

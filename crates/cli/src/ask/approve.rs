@@ -7,7 +7,6 @@
 //! log), `auto` (what the registry composes and checks), `never`.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
-use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, bail};
 use claij::Claij;
@@ -16,8 +15,8 @@ use claij::backends::BoxFuture;
 use claij::conversation::Builder;
 use claij::interceptors::Context;
 use claij::interceptors::builtin::proposals::{Approver, Decision, Proposal, Ruling};
-use claij::schema::{Registry, SavedRegistry};
-use serde_json::{Value, json};
+use claij::schema::SavedRegistry;
+use serde_json::json;
 
 pub(crate) use claij::approve::RunProposals;
 
@@ -69,18 +68,6 @@ fn approval(options: &ApproveOptions, configured: &[String], quiet: bool) -> Res
             Approval::vote_of(&options.voters, configured, on_report)?
         }
     })
-}
-
-/// The registry over `base` with the extensions and audit log `saved` ([`claij::approve::registry`]).
-///
-/// # Errors
-///
-/// When the saved extensions no longer compose onto `base`, naming the extension.
-fn registry(base: Value, saved: Option<&SavedRegistry>) -> Result<Arc<Mutex<Registry>>> {
-    claij::approve::registry(base, saved).context(
-        "the conversation: the saved schema extensions do not compose with this schema \
-         (`claij schema rollback FILE EXTENSION_ID` removes one)",
-    )
 }
 
 /// `--approve ask`: the person at the terminal.
@@ -181,7 +168,9 @@ impl FsmFlags {
         let base = saved
             .as_ref()
             .map_or_else(|| json!({"type": "object"}), |s| s.base.clone());
-        let registry = registry(base, saved.as_ref())?;
+        let registry = claij::approve::registry(base, saved.as_ref()).context(
+            "the journal's saved schema extensions do not compose (`claij schema rollback FILE ID`)",
+        )?;
         let proposer = model.llm.clone().unwrap_or_else(|| "fsm".to_owned());
         let proposals = if offered {
             let approval = approval(&self.approve, &claij.settings().voters, quiet)?;

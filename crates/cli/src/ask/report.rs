@@ -77,13 +77,7 @@ pub(super) fn rendered(answer: &Answer, ran: &Ran<'_>, elapsed: Duration) -> Res
 /// The tool results and the `eval` result, then the attempts and the total, on stderr.
 fn stderr_lines(ran: &Ran<'_>, answer: &Answer, elapsed: Duration) -> Result<()> {
     let mut err = std::io::stderr().lock();
-    for result in ran.calls {
-        writeln!(err, "{}", report::tool_line(result))?;
-    }
-    if let Some(Some(result)) = ran.eval {
-        writeln!(err, "{}", report::eval_line(result))?;
-    }
-    for line in Report::new(&answer.attempts, answer.usage, elapsed).lines() {
+    for line in report::answered_lines(ran.calls, ran.eval.flatten(), answer, elapsed) {
         writeln!(err, "{line}")?;
     }
     Ok(())

@@ -336,3 +336,94 @@ async fn approve_ask_is_asked_about_a_compaction_by_claij_not_a_model() {
     assert!(!shown.contains("The model proposes"), "{shown}");
     assert_eq!(active(&files)[0]["extension_id"], "compaction-1");
 }
+
+#[tokio::test]
+async fn schema_compact_on_demand_dry_run_audit_cost_and_rollback() {
+    let (_server, files) = setup().await;
+    let session = files.path("s.json");
+    let run = ask(&files, "auto", "100000");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let before = active(&files);
+    let text = std::fs::read_to_string(&session).unwrap();
+
+    let dry = claij(&files, &["schema", "compact", &session, "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout.starts_with("compaction-1: ")
+            && dry
+                .stdout
+                .contains("(o200k_base), replacing notes-a, notes-b")
+            && dry.stdout.contains(": not applied (--dry-run)\n  "),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
+
+    let never = claij(
+        &files,
+        &["schema", "compact", &session, "--approve", "never"],
+    );
+    assert_eq!(never.code, 0, "{}", never.stderr);
+    assert!(
+        never
+            .stdout
+            .contains(": declined: compactions are declined here (--approve never)"),
+        "{}",
+        never.stdout
+    );
+    assert_eq!(active(&files), before);
+
+    let run = claij(&files, &["schema", "compact", &session, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["decision"], json!({"decision": "approve"}));
+    let id = report["extension_id"].as_str().unwrap();
+    assert_eq!(report["replaced"].as_array().unwrap().len(), 10);
+    assert!(report["tokens"]["after"].as_u64() < report["tokens"]["before"].as_u64());
+    assert_eq!(active(&files)[0]["extension_id"], id);
+    assert_eq!(active(&files).as_array().unwrap().len(), 1);
+    let audit = claij(&files, &["schema", "audit", &session]);
+    assert!(
+        audit
+            .stdout
+            .contains(&format!("{id}  activated  (proposed by claij compact)")),
+        "{}",
+        audit.stdout
+    );
+    // Before the next turn, cost already counts the compaction, as the next request carries it.
+    let compacted = cost(&files);
+    let run = ask(&files, "auto", "100000");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(compacted, cost(&files));
+
+    let rollback = claij(&files, &["schema", "rollback", &session, id]);
+    assert_eq!(rollback.code, 0, "{}", rollback.stderr);
+    assert_eq!(active(&files), before);
+}
+
+#[test]
+fn schema_compact_refuses_a_journal_and_an_unknown_approver() {
+    let files = Files::new(&[
+        ("run.jsonl", "{\"kind\": \"run\", \"run_id\": \"r1\"}\n"),
+        ("s.json", &session()),
+    ]);
+    let run = claij(&files, &["schema", "compact", &files.path("run.jsonl")]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "error: {}: a run's journal: claij schema compact takes a conversation file \
+             (`claij ask|chat --session FILE`)",
+            files.path("run.jsonl")
+        )
+    );
+    let session = files.path("s.json");
+    let run = claij(&files, &["schema", "compact", &session, "--approve", "ask"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("expected auto or never"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+}
