@@ -55,6 +55,12 @@ impl Set {
         within != self.negated
     }
 
+    /// [`Set::contains`] for an ASCII byte.
+    #[inline]
+    fn contains_ascii(&self, b: u8) -> bool {
+        (b < 128 && self.ascii & (1 << b) != 0) != self.negated
+    }
+
     /// Whether no character is in both (false when it cannot tell cheaply).
     fn disjoint(&self, other: &Set) -> bool {
         match (self.negated, other.negated) {
@@ -186,6 +192,9 @@ impl Sequence {
 
     /// Whether `s` matches: each item takes as many characters as it can, up to its maximum.
     pub(super) fn is_match(&self, s: &str) -> bool {
+        if s.is_ascii() {
+            return self.is_match_ascii(s.as_bytes());
+        }
         let mut chars = s.chars();
         let mut pending = None;
         for item in &self.items {
@@ -205,6 +214,24 @@ impl Sequence {
             }
         }
         !self.end || (pending.is_none() && chars.next().is_none())
+    }
+}
+
+impl Sequence {
+    /// [`Sequence::is_match`] on an ASCII string, byte by byte.
+    fn is_match_ascii(&self, bytes: &[u8]) -> bool {
+        let mut at: usize = 0;
+        for item in &self.items {
+            let start = at;
+            let limit = bytes.len().min(start.saturating_add(item.max));
+            while at < limit && bytes.get(at).is_some_and(|b| item.set.contains_ascii(*b)) {
+                at += 1;
+            }
+            if at - start < item.min {
+                return false;
+            }
+        }
+        !self.end || at == bytes.len()
     }
 }
 
