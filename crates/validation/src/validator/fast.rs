@@ -84,6 +84,9 @@ enum Node {
     True,
     False,
     Checks(Vec<Check>),
+    /// What [`Fast::shape`] makes of a `Checks` with one `type`: the instance's type is tested
+    /// first, in the node walk, and the other checks only when it passes (none for a lone `type`).
+    Typed(u8, Vec<Check>),
     /// Validated by boon: the index into [`Fast::deferred`].
     Defer(usize),
 }
@@ -455,6 +458,7 @@ impl Fast {
         };
         fast.skip_bare_refs();
         fast.plan_unions();
+        fast.shape();
         Some((fast, compiler.deferred))
     }
 
@@ -505,15 +509,47 @@ impl Fast {
                     false
                 }
             },
-            Node::Checks(checks) => {
-                if ctx.depth >= MAX_DEPTH || ctx.unsure {
-                    ctx.unsure = true;
-                    return false;
-                }
-                ctx.depth += 1;
-                let ok = checks.iter().all(|c| self.check(c, v, ctx));
-                ctx.depth -= 1;
-                ok
+            Node::Typed(types, checks) => {
+                has_type(v, *types) && (checks.is_empty() || self.checks(checks, v, ctx))
+            }
+            Node::Checks(checks) => self.checks(checks, v, ctx),
+        }
+    }
+
+    /// Whether `v` passes every one of a node's `checks`.
+    #[inline]
+    fn checks(&self, checks: &[Check], v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        if ctx.depth >= MAX_DEPTH || ctx.unsure {
+            ctx.unsure = true;
+            return false;
+        }
+        ctx.depth += 1;
+        let ok = checks.iter().all(|c| self.check(c, v, ctx));
+        ctx.depth -= 1;
+        ok
+    }
+
+    /// The run-time form of the nodes, once unions are planned (the planning reads `Check::Type`
+    /// and `Check::Required`): a node with one `type` becomes [`Node::Typed`], and a `required`
+    /// whose names all have a subschema (counted by the pass over the properties) is dropped.
+    fn shape(&mut self) {
+        for node in &mut self.nodes {
+            let Node::Checks(checks) = node else { continue };
+            checks.retain(|c| !matches!(c, Check::Required { rest, .. } if rest.is_empty()));
+            let types: Vec<u8> = checks
+                .iter()
+                .filter_map(|c| match c {
+                    Check::Type(t) => Some(*t),
+                    _ => None,
+                })
+                .collect();
+            if let [types] = types.as_slice() {
+                let types = *types;
+                let mut rest = std::mem::take(checks);
+                rest.retain(|c| !matches!(c, Check::Type(_)));
+                *node = Node::Typed(types, rest);
+            } else if checks.is_empty() {
+                *node = Node::True;
             }
         }
     }
@@ -756,7 +792,7 @@ impl Fast {
         if depth > 16 {
             return;
         }
-        if let Some(Node::Checks(checks)) = self.nodes.get(id) {
+        if let Some(Node::Checks(checks) | Node::Typed(_, checks)) = self.nodes.get(id) {
             for c in checks {
                 out.push(c);
                 match c {
@@ -776,10 +812,14 @@ impl Fast {
     fn mask(&self, id: NodeId, depth: u32) -> u8 {
         match self.nodes.get(id) {
             Some(Node::False) => 0,
-            Some(Node::Checks(_)) => {
+            Some(node @ (Node::Checks(_) | Node::Typed(..))) => {
                 let mut facts = Vec::new();
                 self.facts(id, depth, &mut facts);
-                facts.iter().fold(ANY, |mask, c| match c {
+                let own = match node {
+                    Node::Typed(t, _) => widen(*t),
+                    _ => ANY,
+                };
+                facts.iter().fold(own, |mask, c| match c {
                     Check::Type(t) => mask & widen(*t),
                     Check::Const(v) => mask & type_bits(v),
                     Check::Enum { values, .. } => {

@@ -33,7 +33,7 @@ fn agrees(schema: &Value, instances: &[Value]) {
 fn unions(fast: &Fast) -> Vec<&Union> {
     let mut out = Vec::new();
     for node in &fast.nodes {
-        if let Node::Checks(checks) = node {
+        if let Node::Checks(checks) | Node::Typed(_, checks) = node {
             for c in checks {
                 if let Check::AnyOf(u) | Check::OneOf(u) = c {
                     out.push(&**u);
@@ -254,7 +254,7 @@ fn a_bare_ref_is_skipped() {
     // `a` points at `Name`'s checks, not at a `$ref` to a `$ref`.
     let a = props.get("a").unwrap();
     assert!(
-        matches!(&fast.nodes[a], Node::Checks(c) if matches!(c.as_slice(), [Check::Type(STRING), Check::MinLength(1)])),
+        matches!(&fast.nodes[a], Node::Typed(STRING, c) if matches!(c.as_slice(), [Check::MinLength(1)])),
         "{:?}",
         fast.nodes[a]
     );
@@ -296,4 +296,96 @@ fn too_deep_an_instance_is_left_to_boon() {
         .unwrap()
         .join()
         .unwrap();
+}
+
+/// A small JSON value of any type: numbers with and without a fraction, objects over a few names.
+fn arb_instance() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-3i64..4).prop_map(Value::from),
+        prop_oneof![Just(1.5), Just(2.0), Just(-0.5)].prop_map(Value::from),
+        prop_oneof![Just(""), Just("a"), Just("AB"), Just("abc"), Just("x1")].prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(
+                (
+                    prop_oneof![Just("a"), Just("b"), Just("c"), Just("d")],
+                    inner
+                ),
+                0..4
+            )
+            .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+        ]
+    })
+}
+
+/// The node shapes [`Fast::shape`] makes (a lone `type`, a `type` with other checks, `type` lists,
+/// `required` counted by the properties pass or tested on its own, two `type`s through `allOf`),
+/// with the shape each must get.
+fn shaped_schemas() -> Vec<Value> {
+    vec![
+        json!({"type": "string"}),
+        json!({"type": "integer"}),
+        json!({"type": "number"}),
+        json!({"type": ["integer", "null"]}),
+        json!({"type": ["number", "string"]}),
+        json!({"type": "object"}),
+        json!({"type": "array"}),
+        json!({"type": "boolean"}),
+        json!({"type": "string", "minLength": 2}),
+        json!({"type": "string", "pattern": "^[a-z]+$"}),
+        json!({"type": "integer", "minimum": 0}),
+        json!({"type": "array", "items": {"type": "integer"}}),
+        json!({"type": "object", "required": ["a", "b"],
+               "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}),
+        json!({"type": "object", "required": ["a", "c"],
+               "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}),
+        json!({"required": ["a"], "properties": {"a": {}}}),
+        json!({"required": [], "properties": {"b": {"type": "null"}}}),
+        json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}},
+               "additionalProperties": {"type": "boolean"}}),
+        json!({"allOf": [{"type": "integer"}, {"type": "number"}]}),
+        json!({"type": "number", "allOf": [{"type": "integer"}]}),
+        json!({"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]}),
+        json!({"$defs": {"S": {"type": "string"}},
+               "type": "object", "properties": {"a": {"$ref": "#/$defs/S"}}, "required": ["a"]}),
+    ]
+}
+
+#[test]
+fn the_shapes_are_made() {
+    let shape = |schema: Value| {
+        let (fast, _) = compile(&schema);
+        format!("{:?}", fast.nodes[fast.root])
+    };
+    assert_eq!(shape(json!({"type": "string"})), "Typed(16, [])");
+    assert_eq!(
+        shape(json!({"type": "string", "minLength": 2})),
+        "Typed(16, [MinLength(2)])"
+    );
+    // Every required name has a subschema: the properties pass counts them, no `required` check.
+    let all = shape(json!({"type": "object", "required": ["a"], "properties": {"a": {}}}));
+    assert!(
+        all.starts_with("Typed(64, [Properties(") && !all.contains("Required"),
+        "{all}"
+    );
+    let some = shape(json!({"required": ["a", "c"], "properties": {"a": {}}}));
+    assert!(some.contains("Required"), "{some}");
+    assert_eq!(shape(json!({"required": [], "properties": {}})), "True");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Each shape's verdict is boon's on generated instances.
+    #[test]
+    fn each_shape_decides_as_boon_does(instance in arb_instance()) {
+        for schema in shaped_schemas() {
+            agrees(&schema, std::slice::from_ref(&instance));
+        }
+    }
 }
