@@ -502,17 +502,25 @@ impl Fast {
         match node {
             Node::True => true,
             Node::False => false,
-            Node::Defer(k) => match self.deferred.get(*k) {
-                Some(index) => ctx.schemas.validate(v, *index).is_ok(),
-                None => {
-                    ctx.unsure = true;
-                    false
-                }
-            },
+            Node::Defer(k) => self.defer(*k, v, ctx),
             Node::Typed(types, checks) => {
                 has_type(v, *types) && (checks.is_empty() || self.checks(checks, v, ctx))
             }
             Node::Checks(checks) => self.checks(checks, v, ctx),
+        }
+    }
+
+    /// Whether boon finds `v` valid against deferred subschema `k` (out of line: the node walk
+    /// stays small).
+    #[cold]
+    #[inline(never)]
+    fn defer(&self, k: usize, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        match self.deferred.get(k) {
+            Some(index) => ctx.schemas.validate(v, *index).is_ok(),
+            None => {
+                ctx.unsure = true;
+                false
+            }
         }
     }
 
@@ -554,7 +562,7 @@ impl Fast {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn check(&self, check: &Check, v: &Value, ctx: &mut Ctx<'_>) -> bool {
         match (check, v) {
             (Check::Type(mask), _) => has_type(v, *mask),
