@@ -137,7 +137,8 @@ enum Check {
     },
     MinLength(usize),
     MaxLength(usize),
-    Pattern(Matcher),
+    /// Boxed: a `Check` stays small, with a one-byte tag the walk dispatches on.
+    Pattern(Box<Matcher>),
     Minimum(f64),
     Maximum(f64),
     ExclusiveMinimum(f64),
@@ -291,7 +292,12 @@ fn has(o: &Map<String, Value>, key: &str) -> bool {
 /// length test, then two overlapping words.
 #[inline]
 fn same(a: &str, b: &str) -> bool {
-    let (x, y) = (a.as_bytes(), b.as_bytes());
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// [`same`] on bytes.
+#[inline]
+fn same_bytes(x: &[u8], y: &[u8]) -> bool {
     let n = x.len();
     if n != y.len() {
         return false;
@@ -1262,7 +1268,7 @@ impl Compiler<'_> {
             checks.push(Check::Format(check));
         }
         if let Some(Value::String(p)) = map.get("pattern") {
-            checks.push(Check::Pattern(ecma_matcher(p)?));
+            checks.push(Check::Pattern(Box::new(ecma_matcher(p)?)));
         }
         // Numbers, with draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` as boon reads them.
         let num = |k: &str| match map.get(k) {

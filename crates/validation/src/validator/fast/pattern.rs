@@ -101,6 +101,9 @@ struct Item {
 /// An anchored sequence (`^...`, with `$` or not), matched greedily.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Sequence {
+    /// The ASCII characters the pattern starts with, one each (`call_` of `^call_[a-z0-9]+$`):
+    /// compared at once, before the items.
+    prefix: String,
     items: Vec<Item>,
     /// Ends with `$`: the whole string must be consumed.
     end: bool,
@@ -187,11 +190,27 @@ impl Sequence {
                 }
             }
         }
-        Some(Sequence { items, end })
+        let literal = |item: &Item| {
+            let one = item.set.ascii.count_ones() == 1;
+            (item.min, item.max) == (1, 1) && !item.set.negated && item.set.ranges.is_empty() && one
+        };
+        let lead = items.iter().take_while(|item| literal(item)).count();
+        let prefix = items
+            .drain(..lead)
+            .map(|item| char::from(item.set.ascii.trailing_zeros() as u8))
+            .collect();
+        Some(Sequence { prefix, items, end })
     }
 
     /// Whether `s` matches: each item takes as many characters as it can, up to its maximum.
     pub(super) fn is_match(&self, s: &str) -> bool {
+        let n = self.prefix.len();
+        let (Some(head), Some(s)) = (s.as_bytes().get(..n), s.get(n..)) else {
+            return false;
+        };
+        if !super::same_bytes(head, self.prefix.as_bytes()) {
+            return false;
+        }
         if s.is_ascii() {
             return self.is_match_ascii(s.as_bytes());
         }
@@ -218,7 +237,7 @@ impl Sequence {
 }
 
 impl Sequence {
-    /// [`Sequence::is_match`] on an ASCII string, byte by byte.
+    /// [`Sequence::is_match`] on an ASCII string after the prefix, byte by byte.
     fn is_match_ascii(&self, bytes: &[u8]) -> bool {
         let mut at: usize = 0;
         for item in &self.items {

@@ -19,6 +19,8 @@ const TAKEN: &[&str] = &[
     "^é[α-ω]{1,3}$",
     "^$",
     "^ab",
+    "^x\\.y[a-z]*$",
+    "^ab-é[0-9]{2}$",
 ];
 
 /// Patterns it leaves to the regex: not plain, or a repeated item could give a character back.
@@ -106,6 +108,40 @@ fn the_bench_patterns_match_as_the_regex_does() {
         }
         agrees(pattern, &format!("call_{}", "a".repeat(32)));
         agrees(pattern, &format!("call_{}", "a".repeat(33)));
+    }
+}
+
+#[test]
+fn the_leading_single_characters_are_compared_as_one_prefix() {
+    let prefix = |pattern: &str| Sequence::parse(pattern).map(|s| s.prefix);
+    assert_eq!(prefix("^call_[a-z0-9]{4,32}$").as_deref(), Some("call_"));
+    assert_eq!(prefix("^x\\.y[a-z]*$").as_deref(), Some("x.y"));
+    // Not one ASCII character exactly once: negated, a class, repeated, optional, non-ASCII.
+    for pattern in [
+        "^[^c]a$",
+        "^[ab]c$",
+        "^a{2}b$",
+        "^v?[0-9]+$",
+        "^é[α-ω]{1,3}$",
+    ] {
+        assert_eq!(prefix(pattern).as_deref(), Some(""), "{pattern}");
+    }
+    assert_eq!(prefix("^ab-é[0-9]{2}$").as_deref(), Some("ab-"));
+    for s in [
+        "",
+        "c",
+        "cal",
+        "call",
+        "call_",
+        "call_é",
+        "calé_abcd",
+        "Call_abcd",
+        "call_abcd",
+    ] {
+        agrees("^call_[a-z0-9]{4,32}$", s);
+    }
+    for s in ["ab-é12", "ab-e12", "ab-", "ab", "ab-é1", "áb-é12"] {
+        agrees("^ab-é[0-9]{2}$", s);
     }
 }
 
