@@ -50,6 +50,7 @@ use crate::{
 
 mod cancel;
 mod extra;
+mod lanes;
 mod retry;
 mod sse;
 mod stream;
@@ -93,7 +94,63 @@ pub struct HttpConfig {
     /// The header that carries the key, bare (`api-key` for Azure OpenAI); `None`: the adapter's
     /// own (`Authorization: Bearer ...` for OpenAI).
     pub auth_header: Option<String>,
+    /// Which HTTP version to speak.
+    pub http_version: HttpVersion,
+    /// The most calls one HTTP/2 connection carries at once: past it, calls go over another
+    /// connection (another client of the backend's, with its own pool) rather than queue behind the
+    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`. Set it at or below the server's limit. Unused
+    /// over HTTP/1.1, where each call in flight has a connection of its own.
+    pub streams_per_connection: u32,
 }
+
+/// Which HTTP version an [`HttpBackend`] speaks ([`HttpConfig::http_version`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum HttpVersion {
+    /// `"auto"`: over TLS, HTTP/2 when the server offers it (ALPN), else HTTP/1.1; over plain
+    /// `http://`, HTTP/1.1.
+    #[default]
+    Auto,
+    /// `"http1"`: HTTP/1.1 only, never HTTP/2 (one connection per call in flight).
+    Http1,
+    /// `"http2"`: HTTP/2 only, on plain `http://` too by prior knowledge (h2c: a local server
+    /// that speaks it); a server that does not speak HTTP/2 fails the call.
+    Http2,
+}
+
+impl HttpVersion {
+    /// Every version, in the order the configuration lists them.
+    pub const ALL: [HttpVersion; 3] = [HttpVersion::Auto, HttpVersion::Http1, HttpVersion::Http2];
+
+    /// The value as the configuration writes it: `auto`, `http1` or `http2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HttpVersion::Auto => "auto",
+            HttpVersion::Http1 => "http1",
+            HttpVersion::Http2 => "http2",
+        }
+    }
+}
+
+impl fmt::Display for HttpVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for HttpVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        HttpVersion::ALL
+            .into_iter()
+            .find(|version| version.name() == text)
+            .ok_or_else(|| format!("expected \"auto\", \"http1\" or \"http2\", not {text:?}"))
+    }
+}
+
+/// The default [`HttpConfig::streams_per_connection`]: 100, the least a server should allow
+/// (RFC 9113, section 6.5.2).
+pub const DEFAULT_STREAMS_PER_CONNECTION: u32 = 100;
 
 /// The default [`HttpConfig::max_body_bytes`]: 32 MiB, far above any answer a model can write.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
@@ -124,7 +181,9 @@ pub struct HttpBackend<A> {
     adapter: A,
     key: Option<ApiKey>,
     config: HttpConfig,
-    client: OnceLock<reqwest::Client>,
+    /// The HTTP clients, each with its pool (one over HTTP/1.1; over HTTP/2, one per
+    /// `streams_per_connection` calls in flight), built on first use; clones share them.
+    lanes: Arc<lanes::Lanes>,
     preflight: Option<Preflight>,
     /// The prices each response's usage is priced at (this provider's entries); `None`: responses
     /// keep the cost the provider reported, if any.
@@ -176,6 +235,34 @@ impl HttpConfig {
             headers: Vec::new(),
             query: Vec::new(),
             auth_header: None,
+            http_version: HttpVersion::Auto,
+            streams_per_connection: DEFAULT_STREAMS_PER_CONNECTION,
+        }
+    }
+
+    /// The same configuration speaking `version`.
+    #[must_use]
+    pub fn with_http_version(mut self, version: HttpVersion) -> Self {
+        self.http_version = version;
+        self
+    }
+
+    /// The same configuration with another [`HttpConfig::streams_per_connection`] (0 counts as 1).
+    #[must_use]
+    pub fn with_streams_per_connection(mut self, streams: u32) -> Self {
+        self.streams_per_connection = streams;
+        self
+    }
+
+    /// Whether a connection may speak HTTP/2: `http2`, or `auto` over TLS.
+    fn may_speak_http2(&self) -> bool {
+        match self.http_version {
+            HttpVersion::Http1 => false,
+            HttpVersion::Http2 => true,
+            HttpVersion::Auto => self
+                .base_url
+                .get(..8)
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")),
         }
     }
 
@@ -282,8 +369,8 @@ impl<A: Adapter> HttpBackend<A> {
         Self {
             adapter,
             key: None,
+            lanes: Arc::new(lanes::Lanes::new(&config)),
             config,
-            client: OnceLock::new(),
             preflight: Some(Arc::new(check)),
             prices: Some(Arc::new(table)),
             fixed: Fixed::default(),
@@ -336,8 +423,8 @@ impl<A: Adapter> HttpBackend<A> {
     /// The same backend with another configuration, base URL included.
     #[must_use]
     pub fn with_config(mut self, config: HttpConfig) -> Self {
+        self.lanes = Arc::new(lanes::Lanes::new(&config));
         self.config = config;
-        self.client = OnceLock::new();
         self.fixed = Fixed::default();
         self
     }
@@ -346,6 +433,7 @@ impl<A: Adapter> HttpBackend<A> {
     #[must_use]
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.config.base_url = base_url.into();
+        self.lanes = Arc::new(lanes::Lanes::new(&self.config));
         self.fixed = Fixed::default();
         self
     }
@@ -415,7 +503,7 @@ impl<A: Adapter> HttpBackend<A> {
         let client = self.client()?;
         let context = ErrorContext::new(self.adapter.provider());
         let result = retry::run(&self.config.retry, &context, &request.model, || {
-            transport::complete(self, client, &prepared, &request.model)
+            transport::complete(self, &client, &prepared, &request.model)
         })
         .await;
         let mut response = result.map_err(|e| self.finish_error(e, request))?;
@@ -450,7 +538,7 @@ impl<A: Adapter> HttpBackend<A> {
             headers.insert(name.clone(), value.clone());
         }
         let client = self.client()?;
-        transport::get(self, client, url, headers).await
+        transport::get(self, &client, url, headers).await
     }
 
     /// [`HttpBackend::get`] from synchronous code, inside an async runtime or not: on a thread of
@@ -473,7 +561,7 @@ impl<A: Adapter> HttpBackend<A> {
             adapter: self.adapter.clone(),
             key: self.key.clone(),
             config: self.config.clone(),
-            client: OnceLock::new(),
+            lanes: Arc::new(lanes::Lanes::new(&self.config)),
             preflight: None,
             prices: None,
             fixed: Fixed::default(),
@@ -629,21 +717,12 @@ impl<A: Adapter> HttpBackend<A> {
         Ok(fixed)
     }
 
-    /// The shared client, built on first use.
-    fn client(&self) -> Result<&reqwest::Client, Error> {
-        if let Some(client) = self.client.get() {
-            return Ok(client);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(self.config.connect_timeout)
-            .user_agent(self.config.user_agent.clone())
-            .build()
-            .map_err(|e| Error::Network {
-                context: ErrorContext::new(self.adapter.provider()),
-                message: format!("cannot build the HTTP client: {}", transport::describe(&e)),
-            })?;
-        // Another thread may have won the race; either client is fine.
-        Ok(self.client.get_or_init(|| client))
+    /// A client for one call, from the least-loaded lane ([`lanes`]); the call holds it to its end.
+    fn client(&self) -> Result<lanes::Lease, Error> {
+        self.lanes.lease().map_err(|e| Error::Network {
+            context: ErrorContext::new(self.adapter.provider()),
+            message: format!("cannot build the HTTP client: {}", transport::describe(&e)),
+        })
     }
 
     /// `error` with the key and every secret extra header or parameter scrubbed from its texts.
@@ -704,6 +783,11 @@ impl<A: Adapter> fmt::Debug for HttpBackend<A> {
             .field("headers", &self.config.headers)
             .field("query", &self.config.query)
             .field("auth_header", &self.config.auth_header)
+            .field("http_version", &self.config.http_version)
+            .field(
+                "streams_per_connection",
+                &self.config.streams_per_connection,
+            )
             .field("preflight", &self.preflight.is_some())
             .field("prices", &self.prices.as_ref().map(|t| t.len()))
             .finish_non_exhaustive()

@@ -102,7 +102,7 @@ pub use error::{BodyLimit, Error, ErrorContext, ErrorKind};
 #[cfg(feature = "gemini")]
 pub use gemini::Gemini;
 #[cfg(feature = "http")]
-pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, RetryPolicy};
+pub use http::{CancelToken, Cancellable, HttpBackend, HttpConfig, HttpVersion, RetryPolicy};
 pub use key::ApiKey;
 pub use models::{InstructionRole, ModelInfo, ModelTable, Price};
 #[cfg(feature = "openrouter")]

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use tracing::{Instrument as _, debug};
 
+use super::lanes::Lease;
 use super::retry::Retrier;
 use super::sse::{SseEvent, SseParser};
 use super::{CancelToken, HttpBackend, Prepared, transport};
@@ -57,6 +58,8 @@ struct State<'a, A> {
     held: Vec<StreamEvent>,
     /// Whether content reached the caller: from then on the stream cannot be sent again.
     delivered: bool,
+    /// The client the stream's requests go through, counted on its lane while the stream lives.
+    lease: Option<Lease>,
     /// Whether any of the answer came (text that is not blank, a tool call): a content filter's
     /// finish before it is a refusal, not an empty reply.
     answered: bool,
@@ -95,6 +98,7 @@ pub(super) fn events<'a, A: Adapter>(
         held: Vec::new(),
         delivered: false,
         answered: false,
+        lease: None,
     };
     Box::pin(futures_util::stream::unfold(
         state,
@@ -143,10 +147,15 @@ impl<A: Adapter> State<'_, A> {
             Some(prepared) => Ok(prepared),
             None => backend.prepare(request, true),
         };
-        let opened = match (prepared, backend.client()) {
-            (Ok(prepared), Ok(client)) => {
-                let opened = self.open_with(client, &prepared).await;
+        let lease = match self.lease.take() {
+            Some(lease) => Ok(lease),
+            None => backend.client(),
+        };
+        let opened = match (prepared, lease) {
+            (Ok(prepared), Ok(lease)) => {
+                let opened = self.open_with(&lease, &prepared).await;
                 self.prepared = Some(prepared);
+                self.lease = Some(lease);
                 opened
             }
             (Err(e), _) | (_, Err(e)) => Err(e),

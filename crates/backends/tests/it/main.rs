@@ -11,6 +11,7 @@ mod anthropic;
 mod cassette;
 mod gemini;
 mod http;
+mod http2;
 mod models;
 mod openai;
 mod openai_fallback;
