@@ -19,7 +19,9 @@ use claij_backends::Gemini;
 #[cfg(feature = "openrouter")]
 use claij_backends::OpenRouter;
 use claij_backends::openai::{OpenAiCompatible, StructuredFallback};
-use claij_backends::{Adapter, ApiKey, Backend, HttpBackend, HttpConfig, ModelTable, OpenAi};
+use claij_backends::{
+    Adapter, ApiKey, Backend, HttpBackend, HttpConfig, HttpVersion, ModelTable, OpenAi,
+};
 #[cfg(feature = "local")]
 use claij_local::{DEFAULT_MODEL_FILE, LocalBackend};
 
@@ -418,6 +420,11 @@ fn open_compatible(
         settings.max_body_bytes,
         settings.retry_budget,
     );
+    let config = with_http(
+        config,
+        settings.http_version,
+        settings.streams_per_connection,
+    );
     let config = settings
         .gateway
         .apply(&settings.name, config, &|name| claij.var(name))?;
@@ -467,7 +474,7 @@ pub(crate) fn openrouter(claij: &Claij) -> Result<OpenRouter> {
 }
 
 /// `backend` with what the configuration sets: `base_url`, `max_body_bytes`, `retry_budget_secs`,
-/// `headers`, `query` and `auth_header` (their variables read now).
+/// `http_version`, `streams_per_connection`, `headers`, `query` and `auth_header` (their variables read now).
 fn configure<A: Adapter + 'static>(
     backend: HttpBackend<A>,
     settings: &ProviderSettings,
@@ -478,6 +485,11 @@ fn configure<A: Adapter + 'static>(
         config = config.with_base_url(url.clone());
     }
     let config = with_limits(config, settings.max_body_bytes, settings.retry_budget);
+    let config = with_http(
+        config,
+        settings.http_version,
+        settings.streams_per_connection,
+    );
     let config = settings
         .gateway
         .apply(settings.provider.name(), config, &|name| claij.var(name))?;
@@ -496,6 +508,21 @@ fn with_limits(
     if let Some(budget) = retry_budget {
         let retry = config.retry.with_max_total(budget);
         config = config.with_retry(retry);
+    }
+    config
+}
+
+/// `config` with the `http_version` and `streams_per_connection` the configuration sets.
+fn with_http(
+    mut config: HttpConfig,
+    version: Option<HttpVersion>,
+    streams: Option<u32>,
+) -> HttpConfig {
+    if let Some(version) = version {
+        config = config.with_http_version(version);
+    }
+    if let Some(streams) = streams {
+        config = config.with_streams_per_connection(streams);
     }
     config
 }

@@ -7,6 +7,9 @@
 //! base_url = "http://127.0.0.1:8080/v1" # a proxy or a test double
 //! max_body_bytes = 33554432             # the default (32 MiB): a longer response is an error
 //! retry_budget_secs = 120               # the default: retries and server-asked waits fit in it
+//! http_version = "auto"                 # the default: HTTP/2 over TLS when offered; "http1",
+//!                                       # or "http2" (also on plain http, by prior knowledge)
+//! streams_per_connection = 100          # the default: HTTP/2 calls per connection before another
 //! models_max_age_secs = 86400           # the default: OpenRouter's cached model list is refetched
 //!                                       # when older (`claij models --refresh` fetches it now)
 //! model_list = "auto"                   # the default: the first OpenRouter model opened fetches
@@ -91,6 +94,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use claij_backends::http::HttpVersion;
 use claij_backends::openai::StructuredDialect;
 use claij_interceptors::StructuredMode;
 #[cfg(feature = "mcp")]
@@ -227,6 +231,10 @@ pub struct CompatibleSettings {
     pub max_body_bytes: Option<u64>,
     /// `retry_budget_secs`, as for a built-in provider.
     pub retry_budget: Option<Duration>,
+    /// `http_version`, as for a built-in provider.
+    pub http_version: Option<HttpVersion>,
+    /// `streams_per_connection`, as for a built-in provider.
+    pub streams_per_connection: Option<u32>,
     /// How the server takes structured output; `None`: `json_schema`, falling back (and
     /// remembering) when the server rejects it.
     pub structured_output: Option<StructuredDialect>,
@@ -249,6 +257,12 @@ pub struct ProviderSettings {
     /// `retry_budget_secs`: the longest a call may take with its retries and the waits the server
     /// asks for; `None`: the backend's default, 120 s.
     pub retry_budget: Option<Duration>,
+    /// `http_version`: `auto` (HTTP/2 over TLS when the server offers it), `http1` or `http2`
+    /// (plain `http://` too, by prior knowledge); `None`: the backend's default, `auto`.
+    pub http_version: Option<HttpVersion>,
+    /// `streams_per_connection`: the most calls one HTTP/2 connection carries before another
+    /// opens; `None`: the backend's default, 100.
+    pub streams_per_connection: Option<u32>,
     /// `models_max_age_secs` (OpenRouter only): how old its cached model list may be before it is
     /// fetched again; `None`: a day (`openrouter::DEFAULT_MAX_AGE`).
     pub models_max_age: Option<Duration>,
@@ -334,6 +348,8 @@ impl Default for Settings {
                 base_url: None,
                 max_body_bytes: None,
                 retry_budget: None,
+                http_version: None,
+                streams_per_connection: None,
                 models_max_age: None,
                 model_list: ModelList::Auto,
                 gateway: Gateway::default(),
@@ -801,6 +817,12 @@ impl Settings {
                     "retry_budget_secs" => {
                         settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
                     }
+                    "http_version" => {
+                        settings.http_version = Some(read_http_version(value, &keys, fail)?);
+                    }
+                    "streams_per_connection" => {
+                        settings.streams_per_connection = Some(read_streams(value, &keys, fail)?);
+                    }
                     "models_max_age_secs" if settings.provider == Provider::OpenRouter => {
                         let expected = format!("whole seconds from 0 to {MAX_MODELS_MAX_AGE_SECS}");
                         let range = 0..=MAX_MODELS_MAX_AGE_SECS;
@@ -828,7 +850,8 @@ impl Settings {
                             &keys,
                             &format!(
                                 "unknown key (expected api_key_env, base_url, max_body_bytes, \
-                                 retry_budget_secs, {own}headers, query or auth_header)"
+                                 retry_budget_secs, http_version, streams_per_connection, \
+                                 {own}headers, query or auth_header)"
                             ),
                         ));
                     }
@@ -868,6 +891,8 @@ impl Settings {
             api_key_env: None,
             max_body_bytes: None,
             retry_budget: None,
+            http_version: None,
+            streams_per_connection: None,
             structured_output: None,
             gateway: Gateway::default(),
         };
@@ -890,6 +915,12 @@ impl Settings {
                 "retry_budget_secs" => {
                     settings.retry_budget = Some(read_retry_budget(value, &keys, fail)?);
                 }
+                "http_version" => {
+                    settings.http_version = Some(read_http_version(value, &keys, fail)?);
+                }
+                "streams_per_connection" => {
+                    settings.streams_per_connection = Some(read_streams(value, &keys, fail)?);
+                }
                 "headers" | "query" | "auth_header" => {
                     settings.gateway.read(value, &keys, fail)?;
                 }
@@ -897,7 +928,8 @@ impl Settings {
                     return Err(fail(
                         &keys,
                         "unknown key (expected kind, base_url, api_key_env, structured_output, \
-                         max_body_bytes, retry_budget_secs, headers, query or auth_header)",
+                         max_body_bytes, retry_budget_secs, http_version, streams_per_connection, \
+                         headers, query or auth_header)",
                     ));
                 }
             }
@@ -1139,6 +1171,25 @@ fn read_body_limit(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<u64>
 fn read_retry_budget(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<Duration> {
     let expected = format!("whole seconds from 0 to {MAX_RETRY_BUDGET_SECS}");
     whole_in(value, 0..=MAX_RETRY_BUDGET_SECS, &expected, keys, fail).map(Duration::from_secs)
+}
+
+/// An `http_version` value: `auto`, `http1` or `http2`.
+fn read_http_version(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<HttpVersion> {
+    as_str(value, keys, fail)?
+        .parse::<HttpVersion>()
+        .map_err(|e| fail(keys, &e))
+}
+
+/// A `streams_per_connection` value: from 1 to 2^31 - 1 (HTTP/2's stream ids).
+fn read_streams(value: &Value, keys: &[&str], fail: &Fail<'_>) -> Result<u32> {
+    let most = u32::MAX >> 1;
+    whole_in(
+        value,
+        1..=most,
+        &format!("a whole number from 1 to {most}"),
+        keys,
+        fail,
+    )
 }
 
 /// Every whole-number key: an integer within `range`, else one line saying `expected {expected}`.

@@ -102,3 +102,28 @@ fn model_names() {
     assert_eq!(name("model.gguf"), "model");
     assert_eq!(name(".gguf"), "local");
 }
+
+/// `http_version` and `streams_per_connection` reach a built-in provider's backend; unset, the
+/// backend's defaults stay.
+#[cfg(feature = "openrouter")]
+#[test]
+fn the_http_settings_reach_the_backend() {
+    use claij_backends::http::{DEFAULT_STREAMS_PER_CONNECTION, HttpVersion};
+
+    let open = |text: &str| {
+        let settings =
+            crate::settings::Settings::parse(text, Path::new("/etc/claij.toml")).unwrap();
+        let claij = crate::Claij::new(settings).with_var("OPENROUTER_API_KEY", "sk-or-test");
+        super::openrouter(&claij).unwrap()
+    };
+    let backend =
+        open("[providers.openrouter]\nhttp_version = \"http2\"\nstreams_per_connection = 7\n");
+    assert_eq!(backend.config().http_version, HttpVersion::Http2);
+    assert_eq!(backend.config().streams_per_connection, 7);
+    let backend = open("");
+    assert_eq!(backend.config().http_version, HttpVersion::Auto);
+    assert_eq!(
+        backend.config().streams_per_connection,
+        DEFAULT_STREAMS_PER_CONNECTION
+    );
+}

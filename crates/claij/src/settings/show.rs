@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use claij_backends::http::HttpVersion;
 #[cfg(feature = "mcp")]
 use claij_backends::redact::MARKER;
 use claij_backends::redact::redact_url;
@@ -94,6 +95,7 @@ fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
             if let Some(budget) = p.retry_budget {
                 value["retry_budget_secs"] = budget.as_secs().into();
             }
+            add_http_json(&mut value, p.http_version, p.streams_per_connection);
             if p.model_list != ModelList::Auto {
                 value["model_list"] = p.model_list.name().into();
             }
@@ -112,6 +114,7 @@ fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
             "base_url": redact_url(&p.base_url),
             "structured_output": p.structured_output.map(|d| d.name()),
         });
+        add_http_json(&mut value, p.http_version, p.streams_per_connection);
         add_gateway_json(&mut value, &p.gateway, is_set);
         providers.insert(name.clone(), value);
     }
@@ -173,6 +176,7 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
         if let Some(budget) = p.retry_budget {
             line.push_str(&format!(", retry_budget_secs {}", budget.as_secs()));
         }
+        line.push_str(&http_text(p.http_version, p.streams_per_connection));
         if p.model_list != ModelList::Auto {
             line.push_str(&format!(", model_list {}", p.model_list.name()));
         }
@@ -190,9 +194,10 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
         };
         let structured = p.structured_output.map_or("detected", |d| d.name());
         lines.push(format!(
-            "  {name:<11} {}, base_url {}, {key}, structured_output {structured}{}",
+            "  {name:<11} {}, base_url {}, {key}, structured_output {structured}{}{}",
             COMPATIBLE_KIND,
             redact_url(&p.base_url),
+            http_text(p.http_version, p.streams_per_connection),
             gateway_text(&p.gateway, is_set)
         ));
     }
@@ -263,6 +268,29 @@ fn none_or_list(items: &[String], none: &str) -> String {
 
 /// `headers`, `query`, `auth_header` and the variables they name (set or not) into a provider's
 /// JSON, when the entry has any; secret values are `***`.
+/// `http_version` and `streams_per_connection`, when the file sets them (the defaults are the
+/// library's).
+fn add_http_json(value: &mut Value, version: Option<HttpVersion>, streams: Option<u32>) {
+    if let Some(version) = version {
+        value["http_version"] = version.name().into();
+    }
+    if let Some(streams) = streams {
+        value["streams_per_connection"] = streams.into();
+    }
+}
+
+/// `, http_version V, streams_per_connection N` for what the file sets.
+fn http_text(version: Option<HttpVersion>, streams: Option<u32>) -> String {
+    let mut text = String::new();
+    if let Some(version) = version {
+        text.push_str(&format!(", http_version {version}"));
+    }
+    if let Some(streams) = streams {
+        text.push_str(&format!(", streams_per_connection {streams}"));
+    }
+    text
+}
+
 fn add_gateway_json(value: &mut Value, gateway: &Gateway, is_set: &dyn Fn(&str) -> bool) {
     if gateway.is_empty() {
         return;

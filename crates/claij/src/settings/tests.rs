@@ -214,7 +214,7 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "[providers.openai]\napi_key = \"sk-secret\"\n",
-        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env, base_url, max_body_bytes, retry_budget_secs, headers, query or auth_header)",
+        "/etc/claij.toml:2: providers.openai.api_key: unknown key (expected api_key_env, base_url, max_body_bytes, retry_budget_secs, http_version, streams_per_connection, headers, query or auth_header)",
     );
     let bytes = "max_body_bytes: expected a whole number of bytes, at least 1024";
     let secs = "retry_budget_secs: expected whole seconds from 0 to 86400";
@@ -224,6 +224,22 @@ fn errors_name_file_line_and_key() {
         ("max_body_bytes = \"32MiB\"", bytes),
         ("retry_budget_secs = 86401", secs),
         ("retry_budget_secs = 1.5", secs),
+        (
+            "http_version = \"h2\"",
+            "http_version: expected \"auto\", \"http1\" or \"http2\", not \"h2\"",
+        ),
+        (
+            "http_version = 2",
+            "http_version: expected a string, found an integer",
+        ),
+        (
+            "streams_per_connection = 0",
+            "streams_per_connection: expected a whole number from 1 to 2147483647",
+        ),
+        (
+            "streams_per_connection = 2147483648",
+            "streams_per_connection: expected a whole number from 1 to 2147483647",
+        ),
     ] {
         check_error(
             &format!("[providers.gemini]\n{line}\n"),
@@ -337,7 +353,7 @@ fn errors_in_providers_of_your_own() {
     );
     check_error(
         "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\nkey = \"k\"\n",
-        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env, structured_output, max_body_bytes, retry_budget_secs, headers, query or auth_header)",
+        "/etc/claij.toml:4: providers.mine.key: unknown key (expected kind, base_url, api_key_env, structured_output, max_body_bytes, retry_budget_secs, http_version, streams_per_connection, headers, query or auth_header)",
     );
     check_error(
         "[providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://x\"\n",
@@ -378,6 +394,34 @@ fn body_and_retry_limits_per_provider() {
     let mine = own.compatible("mine").unwrap();
     assert_eq!(mine.max_body_bytes, Some(4096));
     assert_eq!(mine.retry_budget, Some(std::time::Duration::from_secs(10)));
+}
+
+#[test]
+fn http_version_and_streams_per_provider() {
+    use claij_backends::http::HttpVersion;
+    let config = parse(
+        "[providers.openai]\nhttp_version = \"http1\"\n\n\
+         [providers.anthropic]\nhttp_version = \"auto\"\nstreams_per_connection = 250\n",
+    );
+    let openai = config.provider(Provider::OpenAi);
+    assert_eq!(openai.http_version, Some(HttpVersion::Http1));
+    assert_eq!(openai.streams_per_connection, None);
+    let anthropic = config.provider(Provider::Anthropic);
+    assert_eq!(anthropic.http_version, Some(HttpVersion::Auto));
+    assert_eq!(anthropic.streams_per_connection, Some(250));
+    let defaults = parse("");
+    assert_eq!(defaults.provider(Provider::Gemini).http_version, None);
+    assert_eq!(
+        defaults.provider(Provider::Gemini).streams_per_connection,
+        None
+    );
+    let own = parse(
+        "[providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+         http_version = \"http2\"\nstreams_per_connection = 32\n",
+    );
+    let mine = own.compatible("mine").unwrap();
+    assert_eq!(mine.http_version, Some(HttpVersion::Http2));
+    assert_eq!(mine.streams_per_connection, Some(32));
 }
 
 #[test]

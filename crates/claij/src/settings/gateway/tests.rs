@@ -159,7 +159,8 @@ fn gateway_errors_name_file_line_and_key() {
     check_error(
         "[providers.openai]\nheader = {}\n",
         "/etc/claij.toml:2: providers.openai.header: unknown key (expected api_key_env, base_url, \
-         max_body_bytes, retry_budget_secs, headers, query or auth_header)",
+         max_body_bytes, retry_budget_secs, http_version, streams_per_connection, headers, query \
+         or auth_header)",
     );
 }
 

@@ -163,6 +163,35 @@ fn show_says_the_body_and_retry_limits_the_file_set() {
 }
 
 #[test]
+fn show_says_the_http_version_and_streams_the_file_set() {
+    let config = parse(
+        "[providers.openai]\nhttp_version = \"http1\"\n\n\
+         [providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+         http_version = \"http2\"\nstreams_per_connection = 32\n",
+    );
+    let is_set = |_: &str| false;
+    let text = show::to_lines(&config, &is_set).join("\n");
+    assert!(
+        text.contains("openai      key OPENAI_API_KEY (not set), http_version http1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("structured_output detected, http_version http2, streams_per_connection 32"),
+        "{text}"
+    );
+    let json = show::to_json(&config, &is_set);
+    assert_eq!(json["providers"]["openai"]["http_version"], "http1");
+    assert!(
+        json["providers"]["openai"]
+            .get("streams_per_connection")
+            .is_none()
+    );
+    assert_eq!(json["providers"]["mine"]["http_version"], "http2");
+    assert_eq!(json["providers"]["mine"]["streams_per_connection"], 32);
+    assert!(json["providers"]["gemini"].get("http_version").is_none());
+}
+
+#[test]
 fn show_redacts_gateway_secrets() {
     let config = parse(GATEWAYS);
     let is_set = |var: &str| var == "HELICONE_API_KEY";
