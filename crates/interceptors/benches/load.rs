@@ -10,7 +10,9 @@
 //!   200 ms (the ideal is in-flight / 0.2 s), with the client's CPU as a share of one core and per
 //!   call, and its peak memory. Here the client and the mocks are separate processes
 //!   (`support/fleet.rs`: this executable re-run with `CLAIJ_LOAD_ROLE`), over real TCP on
-//!   127.0.0.1, so the CPU (`getrusage(RUSAGE_SELF)` in the client) and the peak resident set
+//!   127.0.0.1, over HTTP/1.1 (one connection per call in flight) and, at 1,024 and 10,000, over
+//!   HTTP/2 too (h2c by prior knowledge, `http_version = "http2"`: calls share connections of at
+//!   most 100 streams, the backend opening another when all are full), so the CPU (`getrusage(RUSAGE_SELF)` in the client) and the peak resident set
 //!   (`VmHWM`) are the client's alone; the mocks report what they answered and the latency they
 //!   added, to show whether they kept up. The bench raises its soft `RLIMIT_NOFILE` to the hard
 //!   limit (the children inherit it) and stops with a message naming the limit when it is still
@@ -27,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use claij_backends::ApiKey;
-use claij_backends::http::{HttpConfig, RetryPolicy};
+use claij_backends::http::{HttpConfig, HttpVersion, RetryPolicy};
 use claij_backends::openai::OpenAi;
 use claij_interceptors::{Chain, Config, Context, Pipeline, StructuredMode};
 use serde_json::{Value, json};
@@ -38,13 +40,16 @@ mod mock;
 #[path = "support/fleet.rs"]
 mod fleet;
 
-use fleet::{Fleet, Spawned};
+use fleet::{Fleet, Spawned, Wire};
 use mock::{Mock, fixture, process_cpu};
 
 const LATENCY: Duration = Duration::from_millis(200);
 
-/// The calls in flight of the throughput rows.
+/// The calls in flight of the throughput rows (HTTP/1.1).
 const IN_FLIGHT: [usize; 4] = [64, 256, 1024, 10_000];
+
+/// The calls in flight of the throughput rows over HTTP/2.
+const IN_FLIGHT_HTTP2: [usize; 2] = [1024, 10_000];
 
 /// File descriptors a process needs besides one per connection (its executable, libraries, pipes,
 /// the runtime's epoll and event fds, listeners).
@@ -58,21 +63,28 @@ fn main() {
         Err(_) => {}
     }
     let measuring = std::env::args().any(|a| a == "--bench");
-    // `cargo bench -p claij-interceptors --bench load -- 10000`: those throughput rows alone, printed,
-    // nothing written.
+    // `cargo bench -p claij-interceptors --bench load -- 10000`: those throughput rows alone, over
+    // HTTP/1.1 then HTTP/2 (`CLAIJ_LOAD_WIRE=http1` or `http2`: that one alone), printed, nothing
+    // written.
     let only = in_flight_arguments(std::env::args().skip(1));
     if !only.is_empty() {
         let small_valid = fixture("small.valid.json");
         check_open_files(&only);
+        let wires = match std::env::var("CLAIJ_LOAD_WIRE") {
+            Ok(name) => vec![Wire::named(&name)],
+            Err(_) => vec![Wire::Http1, Wire::Http2],
+        };
         for in_flight in only {
-            let mocks = mocks_for(in_flight);
-            let client = if std::env::var("CLAIJ_LOAD_CLIENT").as_deref() == Ok("reqwest") {
-                Client::Reqwest
-            } else {
-                Client::Claij
-            };
-            let row = throughput(&small_valid, in_flight, 10, LATENCY, mocks, client);
-            println!("{}", row.describe(in_flight, LATENCY, mocks));
+            for &wire in &wires {
+                let mocks = mocks_for(in_flight);
+                let client = if std::env::var("CLAIJ_LOAD_CLIENT").as_deref() == Ok("reqwest") {
+                    Client::Reqwest
+                } else {
+                    Client::Claij
+                };
+                let row = throughput(&small_valid, in_flight, 10, LATENCY, mocks, client, wire);
+                println!("{}", row.describe(in_flight, LATENCY, mocks));
+            }
         }
         return;
     }
@@ -144,9 +156,14 @@ fn main() {
     );
 
     let in_flights: &[usize] = if measuring { &IN_FLIGHT } else { &[64, 1024] };
+    let in_flights_http2: &[usize] = if measuring { &IN_FLIGHT_HTTP2 } else { &[1024] };
     check_open_files(in_flights);
+    let runs = in_flights
+        .iter()
+        .map(|&n| (n, Wire::Http1))
+        .chain(in_flights_http2.iter().map(|&n| (n, Wire::Http2)));
     let mut rows = Vec::new();
-    for &in_flight in in_flights {
+    for (in_flight, wire) in runs {
         let rounds = if measuring { 10 } else { 1 };
         let latency = if measuring {
             LATENCY
@@ -161,6 +178,7 @@ fn main() {
             latency,
             mocks,
             Client::Claij,
+            wire,
         );
         println!("{}", row.describe(in_flight, latency, mocks));
         rows.push(row.json(in_flight, latency, mocks));
@@ -179,6 +197,7 @@ fn main() {
         latency,
         mocks_for(most),
         Client::Reqwest,
+        Wire::Http1,
     );
     println!(
         "the same exchange by reqwest alone: {}",
@@ -208,12 +227,13 @@ fn main() {
     println!("wrote {}", path.display());
 }
 
-/// A native-mode pipeline on `OpenAi` at `url`, with `schema` as its base.
-fn pipeline(url: &str, schema: &Value) -> Arc<Pipeline> {
+/// A native-mode pipeline on `OpenAi` at `url` speaking `version`, with `schema` as its base.
+fn pipeline(url: &str, schema: &Value, version: HttpVersion) -> Arc<Pipeline> {
     let backend = OpenAi::new(ApiKey::new("sk-bench-not-a-real-key")).with_config(
         HttpConfig::new(url)
             .with_retry(RetryPolicy::none())
-            .with_request_timeout(Duration::from_secs(60)),
+            .with_request_timeout(Duration::from_secs(60))
+            .with_http_version(version),
     );
     let mut config = Config::new("gpt-4o-mini");
     config.structured = StructuredMode::Native;
@@ -234,7 +254,7 @@ fn cpu_per_call(
 ) -> f64 {
     let server = Mock::start_on(Duration::ZERO, replies, placement.cpu());
     let _pinned = placement.pin_caller();
-    let pipeline = pipeline(&server.url, schema);
+    let pipeline = pipeline(&server.url, schema, HttpVersion::Auto);
     runtime.block_on(async {
         // One-shot calls: a fresh context each (no history grows from call to call).
         // Warm up: the connection, the schema's preparation and dialect.
@@ -408,6 +428,9 @@ struct Row {
     latency_ms: [f64; 3],
     ask_future_bytes: u64,
     mock: fleet::MockStats,
+    wire: Wire,
+    /// The connections the mocks accepted during the warm-up (the calls' first round).
+    warm_up_connections: u64,
 }
 
 impl Row {
@@ -424,12 +447,14 @@ impl Row {
         let ideal = in_flight as f64 / latency.as_secs_f64();
         let [p50, p99, max] = self.latency_ms;
         format!(
-            "{in_flight} in flight at {} ms: {:.0} calls/s of the ideal {ideal:.0} ({:.1}%), client \
+            "{} {in_flight} in flight at {} ms: {:.0} calls/s of the ideal {ideal:.0} ({:.1}%), client \
              CPU {:.1}% of one core, {:.4} ms per call, peak memory {:.1} MB ({:.1} MB before the \
              calls, {:.1} MB at the peak of the warm-up, {:.1} MB at the end, {:.1} kB per call in \
              flight); call latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; {mocks} mock \
              process(es): {:.0} answered/s, {:.1}% of one core, {:.2} ms added per reply on \
-             average ({:.1} ms at most); {} connections opened while measured",
+             average ({:.1} ms at most); {} connections opened in the warm-up, {} while measured; \
+             the ask future {} bytes",
+            self.wire.label(),
             latency.as_millis(),
             self.req_per_s(),
             self.req_per_s() / ideal * 100.0,
@@ -444,7 +469,9 @@ impl Row {
             self.mock.cpu.as_secs_f64() / self.wall_s * 100.0,
             self.mock.added_sum.as_secs_f64() * 1e3 / self.mock.answered.max(1) as f64,
             self.mock.added_max.as_secs_f64() * 1e3,
+            self.warm_up_connections,
             self.mock.connections,
+            self.ask_future_bytes,
         )
     }
 
@@ -452,6 +479,7 @@ impl Row {
         let ideal = in_flight as f64 / latency.as_secs_f64();
         let [p50, p99, max] = self.latency_ms;
         json!({
+            "http": self.wire.name(),
             "in_flight": in_flight,
             "latency_ms": latency.as_millis(),
             "calls": self.calls,
@@ -471,6 +499,7 @@ impl Row {
             "mock_cpu_percent_of_one_core": self.mock.cpu.as_secs_f64() / self.wall_s * 100.0,
             "mock_added_ms_mean": self.mock.added_sum.as_secs_f64() * 1e3 / self.mock.answered.max(1) as f64,
             "mock_added_ms_max": self.mock.added_max.as_secs_f64() * 1e3,
+            "connections_opened_in_warm_up": self.warm_up_connections,
             "connections_opened_while_measured": self.mock.connections,
             "ask_future_bytes": self.ask_future_bytes,
         })
@@ -487,13 +516,15 @@ fn throughput(
     latency: Duration,
     mocks: usize,
     client: Client,
+    wire: Wire,
 ) -> Row {
     use std::io::{BufRead, Write};
 
-    let mut fleet = Fleet::start(mocks, latency, reply);
+    let mut fleet = Fleet::start(mocks, latency, reply, wire);
     let mut command = Spawned::command("client");
     command
         .env("CLAIJ_LOAD_CLIENT", client.name())
+        .env("CLAIJ_LOAD_HTTP", wire.name())
         .env("CLAIJ_LOAD_URL", &fleet.url)
         .env("CLAIJ_LOAD_IN_FLIGHT", in_flight.to_string())
         .env("CLAIJ_LOAD_ROUNDS", rounds.to_string())
@@ -526,6 +557,16 @@ fn throughput(
     let warmed = next("warm-up report");
     assert_eq!(warmed["warmed"], true, "the load client said {warmed}");
     let before = fleet.stats();
+    if wire == Wire::Http2 {
+        // Calls share connections: one per 100 calls in flight (the backend's
+        // streams_per_connection, the mocks' cap), not one per call.
+        let lanes = in_flight.div_ceil(fleet::MOCK_STREAMS as usize) as u64;
+        assert!(
+            (1..=2 * lanes).contains(&before.connections),
+            "{} connections for {in_flight} calls in flight over HTTP/2 (expected about {lanes})",
+            before.connections
+        );
+    }
     writeln!(stdin, "go").unwrap();
     stdin.flush().unwrap();
     let result = next("result");
@@ -548,6 +589,8 @@ fn throughput(
         latency_ms: [number("p50_ms"), number("p99_ms"), number("max_ms")],
         ask_future_bytes: number("ask_future_bytes") as u64,
         mock,
+        wire,
+        warm_up_connections: before.connections,
     }
 }
 
@@ -681,7 +724,11 @@ fn client_main() {
         .unwrap();
     let reqwest_alone = var("CLAIJ_LOAD_CLIENT") == Client::Reqwest.name();
     let small: Value = serde_json::from_str(&fixture("small.json")).unwrap();
-    let pipeline = pipeline(&url, &small);
+    let version = match Wire::named(&var("CLAIJ_LOAD_HTTP")) {
+        Wire::Http1 => HttpVersion::Http1,
+        Wire::Http2 => HttpVersion::Http2,
+    };
+    let pipeline = pipeline(&url, &small, version);
     let transport = Arc::new(Transport::new(&url, &small));
     let histogram = Arc::new(Histogram::new());
     let (_, rss_before) = fleet::memory();

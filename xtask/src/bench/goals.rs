@@ -41,9 +41,12 @@ const RUN_LOCAL_FSM: &str = "run `cargo xtask bench`, or `cargo build --release 
 const RUN_RENDER: &str = "run `cargo bench -p claij-schema --bench schema -- render`";
 /// The mock's latency the throughput goal is stated at.
 const LOAD_LATENCY_MS: f64 = 200.0;
-/// The concurrencies the load bench reports; issue 18's goals are at 256, issue 32's at 10,000.
+/// The concurrencies the load bench reports over HTTP/1.1; issue 18's goals are at 256.
 const IN_FLIGHT: [u64; 4] = [64, 256, 1024, 10_000];
-/// The concurrency of issue 32's scale goals: 95% of the ideal, under 100 MB of client memory.
+/// The concurrencies the load bench reports over HTTP/2 (h2c); issue 32's goals are at 10,000.
+const IN_FLIGHT_HTTP2: [u64; 2] = [1024, 10_000];
+/// The concurrency of issue 32's scale goals: 95% of the ideal, under 100 MB of client memory,
+/// over HTTP/2 (many calls per connection; over HTTP/1.1 each call holds a connection).
 const SCALE_IN_FLIGHT: u64 = 10_000;
 
 /// Everything the table is made from: the latest results, whichever exist.
@@ -238,19 +241,25 @@ impl Report {
         self.locate(run, |value| Ok((&value[field], format!("`{field}`"))))
     }
 
-    /// The `field` of the load report's row for `in_flight` requests at the goal's mock latency.
-    fn load_row_field(&self, in_flight: u64, field: &str, run: &str) -> Now {
+    /// The `field` of the load report's row for `in_flight` requests over `http` (`http1`, which
+    /// rows without `http` are, or `http2`) at the goal's mock latency.
+    fn load_row_field(&self, in_flight: u64, http: &str, field: &str, run: &str) -> Now {
         self.locate(run, |value| {
             let row = value["rows"].as_array().and_then(|rows| {
                 rows.iter().find(|row| {
                     row["in_flight"].as_f64() == Some(in_flight as f64)
                         && row["latency_ms"].as_f64() == Some(LOAD_LATENCY_MS)
+                        && row["http"].as_str().unwrap_or("http1") == http
                 })
             });
+            let over = if http == "http1" { "" } else { " over HTTP/2" };
             match row {
-                Some(row) => Ok((&row[field], format!("`{field}` at {in_flight} in flight"))),
+                Some(row) => Ok((
+                    &row[field],
+                    format!("`{field}` at {in_flight} in flight{over}"),
+                )),
                 None => Err(format!(
-                    "{} has no row for {in_flight} in flight at {LOAD_LATENCY_MS} ms",
+                    "{} has no row for {in_flight} in flight{over} at {LOAD_LATENCY_MS} ms",
                     self.name
                 )),
             }
@@ -473,17 +482,23 @@ fn call_rows(sources: &Sources) -> Vec<(Row, Unit)> {
     ]
 }
 
-/// Per concurrency: req/s, its share of the ideal (in-flight / 0.2 s), the client's CPU as a share
-/// of one core and per call, its peak memory; issue 18's goals are at 256, issue 32's (95% of the
-/// ideal, under 100 MB) at 10,000. Then the same exchange by reqwest alone at 10,000: the floor.
+/// Per concurrency and HTTP version: req/s, its share of the ideal (in-flight / 0.2 s), the
+/// client's CPU as a share of one core and per call, its peak memory; issue 18's goals are at 256
+/// (HTTP/1.1), issue 32's (95% of the ideal, under 100 MB) at 10,000 over HTTP/2. Then the same
+/// exchange by reqwest alone at 10,000 (HTTP/1.1): the floor.
 fn throughput_rows(load: &Report) -> Vec<(Row, Unit)> {
     let mut rows = Vec::new();
-    for in_flight in IN_FLIGHT {
-        let at_goal = in_flight == 256;
-        let at_scale = in_flight == SCALE_IN_FLIGHT;
-        let field = |name: &str| load.load_row_field(in_flight, name, RUN_LOAD);
-        let label =
-            |what: &str| format!("{what}, {in_flight} in flight, 200 ms mock (bench-load.json)");
+    let runs = IN_FLIGHT
+        .into_iter()
+        .map(|n| (n, "http1", "HTTP/1.1"))
+        .chain(IN_FLIGHT_HTTP2.into_iter().map(|n| (n, "http2", "HTTP/2")));
+    for (in_flight, http, wire) in runs {
+        let at_goal = in_flight == 256 && http == "http1";
+        let at_scale = in_flight == SCALE_IN_FLIGHT && http == "http2";
+        let field = |name: &str| load.load_row_field(in_flight, http, name, RUN_LOAD);
+        let label = |what: &str| {
+            format!("{what}, {in_flight} in flight, {wire}, 200 ms mock (bench-load.json)")
+        };
         rows.push((
             Row::new(
                 label("throughput"),
@@ -527,7 +542,7 @@ fn throughput_rows(load: &Report) -> Vec<(Row, Unit)> {
     }
     let floor = |what: &str| {
         format!(
-            "reqwest without claij, the same calls at {SCALE_IN_FLIGHT} in flight: {what} \
+            "reqwest without claij, the same calls at {SCALE_IN_FLIGHT} in flight, HTTP/1.1: {what} \
              (bench-load.json)"
         )
     };

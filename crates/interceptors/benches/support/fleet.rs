@@ -1,6 +1,7 @@
 //! The load bench's processes: mock servers in child processes sharing one port on 127.0.0.1
-//! (`SO_REUSEPORT`: the kernel spreads the client's connections over them), and the guards that
-//! stop every child by its PID when the bench ends, fails or panics.
+//! (`SO_REUSEPORT`: the kernel spreads the client's connections over them), speaking HTTP/1.1 or
+//! HTTP/2 without TLS (h2c, prior knowledge, at most [`MOCK_STREAMS`] streams per connection), and
+//! the guards that stop every child by its PID when the bench ends, fails or panics.
 //!
 //! A child is the bench's own executable re-run with `CLAIJ_LOAD_ROLE` set (`mock`, or `client` for
 //! the load client, which `load.rs` runs). Each child also dies with the bench (`PR_SET_PDEATHSIG`),
@@ -30,6 +31,47 @@ pub(crate) const ROLE: &str = "CLAIJ_LOAD_ROLE";
 const LATENCY_MS: &str = "CLAIJ_LOAD_LATENCY_MS";
 const PORT: &str = "CLAIJ_LOAD_PORT";
 const REPLY: &str = "CLAIJ_LOAD_REPLY";
+const WIRE: &str = "CLAIJ_LOAD_WIRE";
+
+/// The most streams an HTTP/2 mock lets one connection carry at once
+/// (`SETTINGS_MAX_CONCURRENT_STREAMS`), as a provider's server does (100 to 256).
+pub(crate) const MOCK_STREAMS: u32 = 100;
+
+/// The HTTP version between the load client and the mocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// HTTP/1.1: one connection per call in flight.
+    Http1,
+    /// HTTP/2 without TLS (prior knowledge): many calls per connection.
+    Http2,
+}
+
+impl Wire {
+    /// As the variables and the report write it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Wire::Http1 => "http1",
+            Wire::Http2 => "http2",
+        }
+    }
+
+    /// As a row's label writes it.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Wire::Http1 => "HTTP/1.1",
+            Wire::Http2 => "HTTP/2",
+        }
+    }
+
+    /// The wire `name` names.
+    pub(crate) fn named(name: &str) -> Wire {
+        match name {
+            "http1" => Wire::Http1,
+            "http2" => Wire::Http2,
+            other => panic!("unknown wire {other:?} (expected http1 or http2)"),
+        }
+    }
+}
 
 /// The pending connections one mock's listener holds (the kernel caps it at `net.core.somaxconn`).
 const BACKLOG: u32 = 16 * 1024;
@@ -130,8 +172,9 @@ pub(crate) struct Fleet {
 }
 
 impl Fleet {
-    /// Starts the mocks, each answering every request with `content` as a chat completion.
-    pub(crate) fn start(count: usize, latency: Duration, content: &str) -> Fleet {
+    /// Starts the mocks, each answering every request with `content` as a chat completion over
+    /// `wire`.
+    pub(crate) fn start(count: usize, latency: Duration, content: &str, wire: Wire) -> Fleet {
         let mut fleet = Fleet {
             url: String::new(),
             mocks: Vec::with_capacity(count),
@@ -143,6 +186,7 @@ impl Fleet {
                 .env(LATENCY_MS, latency.as_millis().to_string())
                 .env(PORT, port.to_string())
                 .env(REPLY, content)
+                .env(WIRE, wire.name())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped());
             // A local guard: a mock that fails to start is killed while the bench unwinds.
@@ -253,6 +297,13 @@ pub(crate) fn mock_main() {
     let latency = Duration::from_millis(var(LATENCY_MS).parse().expect("a latency in ms"));
     let port: u16 = var(PORT).parse().expect("a port");
     let reply: Arc<[u8]> = response(&var(REPLY)).into();
+    let wire = Wire::named(&var(WIRE));
+    // HTTP/2 sends the body alone, its status and headers as a HEADERS frame.
+    let body = reply
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|at| bytes::Bytes::copy_from_slice(&reply[at + 4..]))
+        .expect("the reply's body");
     let stats = Arc::new(Counts::default());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -295,7 +346,10 @@ pub(crate) fn mock_main() {
                 continue;
             };
             stats.connections.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(serve(stream, latency, reply.clone(), stats.clone()));
+            match wire {
+                Wire::Http1 => tokio::spawn(serve(stream, latency, reply.clone(), stats.clone())),
+                Wire::Http2 => tokio::spawn(serve_h2(stream, latency, body.clone(), stats.clone())),
+            };
         }
     });
 }
@@ -350,5 +404,47 @@ async fn serve(mut stream: TcpStream, latency: Duration, reply: Arc<[u8]>, count
         counts.answered.fetch_add(1, Ordering::Relaxed);
         counts.added_sum_us.fetch_add(added, Ordering::Relaxed);
         counts.added_max_us.fetch_max(added, Ordering::Relaxed);
+    }
+}
+
+/// Answers the streams of one HTTP/2 connection (h2c, prior knowledge), each after `latency`,
+/// until the client closes it.
+async fn serve_h2(stream: TcpStream, latency: Duration, body: bytes::Bytes, counts: Arc<Counts>) {
+    let _ = stream.set_nodelay(true);
+    let handshake = h2::server::Builder::new()
+        .max_concurrent_streams(MOCK_STREAMS)
+        .handshake::<_, bytes::Bytes>(stream)
+        .await;
+    let Ok(mut connection) = handshake else {
+        return;
+    };
+    while let Some(Ok((request, mut respond))) = connection.accept().await {
+        let (body, counts) = (body.clone(), counts.clone());
+        tokio::spawn(async move {
+            let mut incoming = request.into_body();
+            while let Some(Ok(chunk)) = incoming.data().await {
+                let _ = incoming.flow_control().release_capacity(chunk.len());
+            }
+            let read = Instant::now();
+            tokio::time::sleep(latency).await;
+            let response = http::Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .header("content-length", body.len())
+                .header("x-request-id", "req_bench")
+                .body(())
+                .expect("a response head");
+            let Ok(mut send) = respond.send_response(response, false) else {
+                return;
+            };
+            if send.send_data(body, true).is_err() {
+                return;
+            }
+            let added = u64::try_from(read.elapsed().saturating_sub(latency).as_micros())
+                .unwrap_or(u64::MAX);
+            counts.answered.fetch_add(1, Ordering::Relaxed);
+            counts.added_sum_us.fetch_add(added, Ordering::Relaxed);
+            counts.added_max_us.fetch_max(added, Ordering::Relaxed);
+        });
     }
 }

@@ -10,7 +10,11 @@ const LOAD: &str = r#"{"machine": "2 cores, AMD EPYC", "rows": [
     {"in_flight": 64, "latency_ms": 200, "req_per_s": 318.5, "cpu_percent_of_one_core": 3.2, "cpu_ms_per_call": 0.1},
     {"in_flight": 256, "latency_ms": 200, "req_per_s": 1228.0, "cpu_percent_of_one_core": 14.0, "cpu_ms_per_call": 0.114},
     {"in_flight": 1024, "latency_ms": 200, "req_per_s": 1180.0, "cpu_percent_of_one_core": 16.5, "cpu_ms_per_call": 0.14},
-    {"in_flight": 10000, "latency_ms": 200, "req_per_s": 47800.0, "share_of_ideal_percent": 95.6,
+    {"in_flight": 10000, "latency_ms": 200, "req_per_s": 11000.0, "share_of_ideal_percent": 22.0,
+     "cpu_percent_of_one_core": 160.0, "cpu_ms_per_call": 0.075, "peak_rss_bytes": 395000000},
+    {"http": "http2", "in_flight": 1024, "latency_ms": 200, "req_per_s": 5000.0,
+     "share_of_ideal_percent": 97.6, "cpu_ms_per_call": 0.05, "peak_rss_bytes": 30000000},
+    {"http": "http2", "in_flight": 10000, "latency_ms": 200, "req_per_s": 47800.0, "share_of_ideal_percent": 95.6,
      "cpu_percent_of_one_core": 80.0, "cpu_ms_per_call": 0.017, "peak_rss_bytes": 92000000}],
     "transport_floor": {"in_flight": 10000, "latency_ms": 200, "req_per_s": 48000.0, "peak_rss_bytes": 61000000},
     "cpu_ms_per_call_small": 0.041, "cpu_ms_per_call_big": 0.35, "cpu_ms_per_call_retry": 0.09,
@@ -224,7 +228,7 @@ fn load_report_gives_cpu_per_call_and_throughput() {
     );
     check(
         &s,
-        "CPU, 1024 in flight",
+        "CPU, 1024 in flight, HTTP/1.1",
         "16.50% of a core",
         "—",
         Met::NotApplicable,
@@ -347,7 +351,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 22 + 4 + 1 + 6 + 1);
+    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 1);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -494,7 +498,7 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
         rows.split_off(rows.len() - 2),
         ["", "goals met: 1 of 1 measured; 13 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 44);
+    assert_eq!(rows.len(), 2 + 54);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
@@ -688,44 +692,73 @@ fn the_scale_rows_have_their_goals_at_ten_thousand_in_flight() {
     let s = sources(&[], Some(LOAD), None);
     check(
         &s,
-        "share of the ideal (in-flight / 0.2 s), 10000 in flight",
+        "share of the ideal (in-flight / 0.2 s), 10000 in flight, HTTP/2",
         "95.60% of the ideal",
         "≥ 95% of the ideal",
         Met::Yes,
     );
     check(
         &s,
-        "client peak memory (VmHWM), 10000 in flight",
+        "client peak memory (VmHWM), 10000 in flight, HTTP/2",
         "92.00 MB",
         "≤ 100 MB (under 100 MB)",
         Met::Yes,
     );
     check(
         &s,
-        "throughput, 10000 in flight",
+        "throughput, 10000 in flight, HTTP/2",
         "47800 req/s",
         "—",
         Met::NotApplicable,
     );
     check(
         &s,
-        "CPU per call, 10000 in flight",
+        "CPU per call, 10000 in flight, HTTP/2",
         "17.00 µs",
         "—",
         Met::NotApplicable,
     );
     check(
         &s,
-        "reqwest without claij, the same calls at 10000 in flight: throughput",
+        "reqwest without claij, the same calls at 10000 in flight, HTTP/1.1: throughput",
         "48000 req/s",
         "—",
         Met::NotApplicable,
     );
     check(
         &s,
-        "reqwest without claij, the same calls at 10000 in flight: peak memory",
+        "reqwest without claij, the same calls at 10000 in flight, HTTP/1.1: peak memory",
         "61.00 MB",
         "—",
+        Met::NotApplicable,
+    );
+    // Over HTTP/1.1 the same concurrency is shown without the goals.
+    check(
+        &s,
+        "client peak memory (VmHWM), 10000 in flight, HTTP/1.1",
+        "395.0 MB",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        "share of the ideal (in-flight / 0.2 s), 10000 in flight, HTTP/1.1",
+        "22.00% of the ideal",
+        "—",
+        Met::NotApplicable,
+    );
+    // A report without HTTP/2 rows (older than them) says so.
+    let old = LOAD.replace(
+        "\"http\": \"http2\", \"in_flight\"",
+        "\"in_flight\": 1, \"x\"",
+    );
+    let s = sources(&[], Some(&old), None);
+    check(
+        &s,
+        "client peak memory (VmHWM), 10000 in flight, HTTP/2",
+        "not measured (bench-load.json has no row for 10000 in flight over HTTP/2 at 200 ms; run \
+         `cargo bench -p claij-interceptors --bench load`)",
+        "≤ 100 MB (under 100 MB)",
         Met::NotApplicable,
     );
     // Below either goal: not met.
@@ -735,14 +768,14 @@ fn the_scale_rows_have_their_goals_at_ten_thousand_in_flight() {
     let s = sources(&[], Some(&short), None);
     check(
         &s,
-        "share of the ideal (in-flight / 0.2 s), 10000 in flight",
+        "share of the ideal (in-flight / 0.2 s), 10000 in flight, HTTP/2",
         "60.00% of the ideal",
         "≥ 95% of the ideal",
         Met::No,
     );
     check(
         &s,
-        "client peak memory (VmHWM), 10000 in flight",
+        "client peak memory (VmHWM), 10000 in flight, HTTP/2",
         "472.0 MB",
         "≤ 100 MB (under 100 MB)",
         Met::No,
@@ -751,7 +784,7 @@ fn the_scale_rows_have_their_goals_at_ten_thousand_in_flight() {
     // says what is missing.
     check(
         &s,
-        "share of the ideal (in-flight / 0.2 s), 1024 in flight",
+        "share of the ideal (in-flight / 0.2 s), 1024 in flight, HTTP/1.1",
         "not measured (bench-load.json has no `share_of_ideal_percent` at 1024 in flight; run \
          `cargo bench -p claij-interceptors --bench load`)",
         "—",
