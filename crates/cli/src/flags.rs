@@ -454,6 +454,10 @@ pub(crate) static SCOPES: &[Scope] = &[
     plain!("schema audit", &[&["json"]]),
     plain!("schema rollback", &[&["schema"]]),
     plain!(
+        "schema compact",
+        &[&["schema", "approve", "dry-run", "json"]]
+    ),
+    plain!(
         "schema cost",
         &[&["session", "schema", "tokenizer", "model", "json"]]
     ),

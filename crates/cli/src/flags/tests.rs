@@ -123,6 +123,7 @@ fn value_of(path: &str, cmd: &clap::Command, base: &[String], long: &str) -> Vec
             "info",
             "time",
             "name=value",
+            "auto",
         ]
         .map(str::to_owned),
     );
