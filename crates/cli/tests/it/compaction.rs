@@ -9,23 +9,8 @@ use wiremock::MockServer;
 use wiremock::matchers::{method, path};
 
 use super::openrouter::reply;
-use super::{Files, Run, claij_env};
-
-/// `claij ARGS` with the files' configuration and cache.
-fn claij(files: &Files, args: &[&str]) -> Run {
-    let config = files.path("config.toml");
-    let cache = files.path("cache");
-    claij_env(
-        args,
-        "",
-        &[
-            ("CLAIJ_CONFIG", Some(config.as_str())),
-            ("XDG_CACHE_HOME", Some(cache.as_str())),
-            ("OPENROUTER_API_KEY", None),
-            ("OPENAI_API_KEY", None),
-        ],
-    )
-}
+use super::proposals::claij;
+use super::{Files, Run};
 
 /// Ten approved extensions, as `claij ask --interceptors proposals` saves them.
 fn session() -> String {

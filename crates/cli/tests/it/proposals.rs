@@ -20,7 +20,7 @@ fn config(server: &MockServer) -> String {
 }
 
 /// `claij ARGS` with the files' configuration and cache.
-fn claij(files: &Files, args: &[&str]) -> Run {
+pub(super) fn claij(files: &Files, args: &[&str]) -> Run {
     let config = files.path("config.toml");
     let cache = files.path("cache");
     claij_env(
