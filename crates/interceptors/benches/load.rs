@@ -285,39 +285,9 @@ fn cpu_per_call_transport(
 ) -> f64 {
     let server = Mock::start_on(Duration::ZERO, vec![reply.to_owned()], placement.cpu());
     let _pinned = placement.pin_caller();
-    let body = serde_json::to_vec(&json!({
-        "model": "gpt-4o-mini",
-        "messages": [{"role": "user", "content": "Go"}],
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "response", "strict": true, "schema": schema},
-        },
-    }))
-    .unwrap();
-    let body = bytes::Bytes::from(body);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let url = format!("{}/chat/completions", server.url);
+    let transport = Transport::new(&server.url, schema);
     runtime.block_on(async {
-        let call = || async {
-            let reply = client
-                .post(&url)
-                .bearer_auth("sk-bench-not-a-real-key")
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone())
-                .send()
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap();
-            let reply: Value = serde_json::from_slice(&reply).unwrap();
-            let content = reply["choices"][0]["message"]["content"].as_str().unwrap();
-            let answer: Value = serde_json::from_str(content).unwrap();
-            std::hint::black_box(answer);
-        };
+        let call = || async { transport.call().await.unwrap() };
         for _ in 0..5 {
             call().await;
         }
