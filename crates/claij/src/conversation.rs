@@ -504,9 +504,11 @@ impl<'c> Builder<'c> {
 
     /// When the approved schema extensions are proposed for compaction, to the same approver
     /// ([`crate::extensions::propose_compaction`]): once the schema they compose renders past the
-    /// budget's tokens (o200k_base), checked before each turn (feature `tokens`; without it, never).
-    /// Default the configuration's `[proposals] compact_budget`, else
-    /// [`CompactBudget::DEFAULT`](crate::settings::CompactBudget::DEFAULT).
+    /// budget's tokens (o200k_base), checked before each turn. Default the configuration's
+    /// `[proposals] compact_budget`, else
+    /// [`CompactBudget::DEFAULT`](crate::settings::CompactBudget::DEFAULT). Counting needs the
+    /// feature `tokens`: without it a budget in tokens (this one or the configuration's) makes
+    /// [`Builder::open`] fail ([`ErrorKind::Unavailable`]), and no default budget applies.
     pub fn compact_budget(mut self, budget: crate::settings::CompactBudget) -> Self {
         self.compact_budget = Some(budget);
         self
@@ -595,8 +597,15 @@ impl<'c> Builder<'c> {
     ///
     /// The session file cannot be locked or read (or its turn counter is at its maximum); the model
     /// does not open; a cost budget without the model's price; the MCP services do not start; an
-    /// interceptor not in this build; saved schema extensions that no longer compose.
+    /// interceptor not in this build, or a compaction budget in tokens without the feature
+    /// `tokens` ([`Builder::compact_budget`]); saved schema extensions that no longer compose.
     pub async fn open(mut self) -> Result<Conversation> {
+        let given = self.compact_budget.map(|b| (b, "Builder::compact_budget"));
+        let configured = self.claij.settings().compact_budget;
+        honoured(
+            given.or(configured.map(|b| (b, "[proposals] compact_budget"))),
+            cfg!(feature = "tokens"),
+        )?;
         // Locked and checked before anything is asked, so no paid turn is lost to another process
         // or to a file that cannot be written.
         let (session, lock) = match self.session.clone() {
@@ -774,6 +783,18 @@ impl<'c> Builder<'c> {
             .or(self.claij.settings().compact_budget)
             .unwrap_or(crate::settings::CompactBudget::DEFAULT);
         compaction::Compactor::new(budget, approver, Arc::clone(&self.claij.notices))
+    }
+}
+
+/// A compaction budget set (`budget`, and where: the builder's or the configuration's) refused
+/// when this build cannot count tokens (`tokens` false), naming where it was set and the feature.
+fn honoured(budget: Option<(crate::settings::CompactBudget, &str)>, tokens: bool) -> Result<()> {
+    match budget {
+        Some((budget, key)) => budget
+            .honoured(tokens)
+            .map(drop)
+            .map_err(|e| Error::unavailable(format!("{key} = {budget}: {e}"))),
+        None => Ok(()),
     }
 }
 

@@ -93,7 +93,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use claij_backends::http::HttpVersion;
 use claij_backends::openai::StructuredDialect;
 use claij_interceptors::StructuredMode;
@@ -138,6 +138,24 @@ impl CompactBudget {
     /// A compaction is proposed only when it rewrites something, so a lean schema past the
     /// budget is left alone.
     pub const DEFAULT: Self = Self::Tokens(crate::extensions::DEFAULT_BUDGET);
+
+    /// Whether this build can honour the budget (`tokens`: whether claij's feature `tokens` is
+    /// on, `cfg!(feature = "tokens")`): a budget in tokens needs them counted, so without the
+    /// feature it is refused with why (the caller names the key), never ignored; `off` needs
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// A budget in tokens without the feature.
+    pub fn honoured(self, tokens: bool) -> std::result::Result<Self, String> {
+        match self {
+            Self::Tokens(n) if !tokens => Err(format!(
+                "{n} tokens cannot be counted: this build of claij has no feature `tokens` \
+                 (build it with `tokens`, or set \"off\")"
+            )),
+            _ => Ok(self),
+        }
+    }
 }
 
 impl std::str::FromStr for CompactBudget {
@@ -181,7 +199,8 @@ pub struct Settings {
     /// `--voters`), each checked when the file is read.
     pub voters: Vec<String>,
     /// `[proposals] compact_budget`: when a conversation's schema extensions are proposed for
-    /// compaction; `None` when the file does not say ([`CompactBudget::DEFAULT`]).
+    /// compaction; `None` when the file does not say ([`CompactBudget::DEFAULT`]). A budget in
+    /// tokens is refused when read by a build without the feature `tokens`.
     pub compact_budget: Option<CompactBudget>,
     /// `mcpServers`, `projects` and `roots`, when the file they come from has any of them.
     #[cfg(feature = "mcp")]
@@ -970,7 +989,10 @@ impl Settings {
                     Value::String(s) => s.clone(),
                     _ => String::new(),
                 };
-                let budget = text.parse().map_err(|e: String| fail(&keys, &e))?;
+                let budget: CompactBudget = text.parse().map_err(|e: String| fail(&keys, &e))?;
+                let budget = budget.honoured(cfg!(feature = "tokens")).map_err(|e| {
+                    Error::with_kind(ErrorKind::Unavailable, fail(&keys, &e).to_string())
+                })?;
                 self.compact_budget = Some(budget);
                 continue;
             }

@@ -1,7 +1,8 @@
 //! The compaction budget of a conversation: before each turn, when the schema its approved
 //! extensions compose renders past the budget (o200k_base tokens), a compaction is proposed to the
 //! conversation's approver ([`crate::extensions::propose_compaction`]) and the user told
-//! ([`crate::Notice::Compaction`]). Feature `tokens` counts; without it the budget is never checked.
+//! ([`crate::Notice::Compaction`]). Feature `tokens` counts; without it a budget in tokens is
+//! refused when the conversation opens (`Builder::open`) and no default budget applies.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

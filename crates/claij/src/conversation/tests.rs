@@ -267,3 +267,82 @@ fn waiting_for_a_session_s_lock_is_told_once() {
     drop(lock);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A compaction budget in tokens needs them counted: a build without the feature `tokens` refuses
+/// it, naming where it was set (the builder's wins over the configuration's); `off` and no budget
+/// need nothing.
+#[test]
+fn a_compaction_budget_this_build_cannot_count_is_refused_naming_where_it_is_set() {
+    use crate::settings::CompactBudget;
+    let builder = Some((CompactBudget::Tokens(300), "Builder::compact_budget"));
+    let err = super::honoured(builder, false).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::Unavailable);
+    assert_eq!(
+        err.to_string(),
+        "Builder::compact_budget = 300: 300 tokens cannot be counted: this build of claij has no \
+         feature `tokens` (build it with `tokens`, or set \"off\")"
+    );
+    let configured = Some((CompactBudget::Tokens(50), "[proposals] compact_budget"));
+    let err = super::honoured(configured, false).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("[proposals] compact_budget = 50: 50 tokens cannot be counted"),
+        "{err}"
+    );
+    super::honoured(builder, true).unwrap();
+    super::honoured(Some((CompactBudget::Off, "Builder::compact_budget")), false).unwrap();
+    super::honoured(None, false).unwrap();
+}
+
+/// Without the feature `tokens` (`cargo test -p claij --lib without_tokens`, as `cargo xtask test`
+/// runs it), a budget in tokens is refused wherever it is set: the configuration's key when the
+/// file is read, the builder's and the settings' when the conversation opens.
+#[cfg(not(feature = "tokens"))]
+#[test]
+fn without_tokens_a_compaction_budget_in_tokens_is_refused_wherever_it_is_set() {
+    use crate::settings::{CompactBudget, Settings};
+    let path = std::path::Path::new("/etc/claij.toml");
+    let err = Settings::parse("[proposals]\ncompact_budget = 300\n", path).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::Unavailable);
+    assert_eq!(
+        err.to_string(),
+        "/etc/claij.toml:2: proposals.compact_budget: 300 tokens cannot be counted: this build of \
+         claij has no feature `tokens` (build it with `tokens`, or set \"off\")"
+    );
+    let off = Settings::parse("[proposals]\ncompact_budget = \"off\"\n", path).unwrap();
+    assert_eq!(off.compact_budget, Some(CompactBudget::Off));
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let open = |settings: Settings, budget: Option<CompactBudget>| {
+        let claij = crate::Claij::new(settings).with_var("OPENAI_API_KEY", "sk-test");
+        let mut builder = claij
+            .conversation()
+            .model("openai:m")
+            .interceptors([Named::Proposals]);
+        if let Some(budget) = budget {
+            builder = builder.compact_budget(budget);
+        }
+        runtime.block_on(builder.open()).map(drop)
+    };
+    let err = open(Settings::default(), Some(CompactBudget::Tokens(300))).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::Unavailable);
+    assert!(
+        err.to_string()
+            .starts_with("Builder::compact_budget = 300: 300 tokens cannot be counted"),
+        "{err}"
+    );
+    let mut settings = Settings::default();
+    settings.compact_budget = Some(CompactBudget::Tokens(50));
+    let err = open(settings.clone(), None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("[proposals] compact_budget = 50: 50 tokens cannot be counted"),
+        "{err}"
+    );
+    // The builder's `off` is the budget in force: nothing to count, the conversation opens.
+    open(settings, Some(CompactBudget::Off)).unwrap();
+    open(Settings::default(), None).unwrap();
+}

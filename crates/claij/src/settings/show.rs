@@ -244,7 +244,10 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
     lines.push(format!(
         "  compact_budget   {}",
         config.compact_budget.map_or_else(
-            || format!("(none: {})", crate::settings::CompactBudget::DEFAULT),
+            || match cfg!(feature = "tokens") {
+                true => format!("(none: {})", crate::settings::CompactBudget::DEFAULT),
+                false => "(none: off, no feature `tokens` in this build)".to_owned(),
+            },
             |b| b.to_string()
         )
     ));

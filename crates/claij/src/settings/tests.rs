@@ -428,8 +428,12 @@ fn http_version_and_streams_per_provider() {
 fn the_compaction_budget_is_tokens_or_off() {
     use crate::settings::CompactBudget;
     assert_eq!(parse("").compact_budget, None);
-    let config = parse("[proposals]\ncompact_budget = 300\n");
-    assert_eq!(config.compact_budget, Some(CompactBudget::Tokens(300)));
+    // Without the feature `tokens` it is refused (conversation::tests::without_tokens_*).
+    #[cfg(feature = "tokens")]
+    {
+        let config = parse("[proposals]\ncompact_budget = 300\n");
+        assert_eq!(config.compact_budget, Some(CompactBudget::Tokens(300)));
+    }
     let config = parse("[proposals]\ncompact_budget = \"off\"\n");
     assert_eq!(config.compact_budget, Some(CompactBudget::Off));
     for bad in ["0", "-5", "\"lots\"", "1.5"] {
