@@ -16,8 +16,45 @@ fn matches_char(s: &str, index: usize, ch: char) -> bool {
     s.is_char_boundary(index) && s[index..].starts_with(ch)
 }
 
-/// RFC 3339 `full-date`: `yyyy-mm-dd`, days within the month, February by leap year.
+/// The number the ASCII digits of `bytes` at `range` write, when they all are digits.
+#[inline]
+fn digits(bytes: &[u8], range: std::ops::Range<usize>) -> Option<usize> {
+    bytes.get(range)?.iter().try_fold(0, |n: usize, b| {
+        b.is_ascii_digit().then(|| n * 10 + usize::from(b - b'0'))
+    })
+}
+
+/// Whether a month `m` of year `y` has a day `d`, February by leap year.
+#[inline]
+fn day_in_month(y: usize, m: usize, d: usize) -> bool {
+    if !matches!(m, 1..=12) || !matches!(d, 1..=31) {
+        return false;
+    }
+    match m {
+        2 => {
+            let leap = y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400));
+            d <= if leap { 29 } else { 28 }
+        }
+        4 | 6 | 9 | 11 => d <= 30,
+        _ => true,
+    }
+}
+
+/// RFC 3339 `full-date`: `yyyy-mm-dd`, days within the month, February by leap year. Digits where
+/// they belong are read at once; anything else goes through boon's parsing ([`date_parsed`]).
 fn date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if let (10, Some(b'-'), Some(b'-')) = (b.len(), b.get(4), b.get(7))
+        && let (Some(y), Some(m), Some(d)) = (digits(b, 0..4), digits(b, 5..7), digits(b, 8..10))
+    {
+        return day_in_month(y, m, d);
+    }
+    date_parsed(s)
+}
+
+/// [`date`] as boon parses it.
+#[cold]
+fn date_parsed(s: &str) -> bool {
     if s.len() != 10 || !matches_char(s, 4, '-') || !matches_char(s, 7, '-') {
         return false;
     }
@@ -25,17 +62,7 @@ fn date(s: &str) -> bool {
     let (Some(y), Some(m), Some(d)) = (ymd.next(), ymd.next(), ymd.next()) else {
         return false;
     };
-    if !matches!(m, 1..=12) || !matches!(d, 1..=31) {
-        return false;
-    }
-    match m {
-        2 => {
-            let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-            d <= if leap { 29 } else { 28 }
-        }
-        4 | 6 | 9 | 11 => d <= 30,
-        _ => true,
-    }
+    day_in_month(y, m, d)
 }
 
 /// RFC 3339 `full-time`: `hh:mm:ss`, an optional fraction, `Z` or an offset; a leap second only
@@ -47,22 +74,30 @@ fn time(mut str: &str) -> bool {
     if !str.is_char_boundary(8) {
         return false;
     }
-    let mut hms = str[..8]
-        .splitn(3, ':')
-        .filter_map(|t| t.parse::<usize>().ok());
-    let (Some(mut h), Some(mut m), Some(s)) = (hms.next(), hms.next(), hms.next()) else {
-        return false;
+    // `hh:mm:ss` in digits is read at once, anything else as boon parses it.
+    let b = str.as_bytes();
+    let (mut h, mut m, s) = match (digits(b, 0..2), digits(b, 3..5), digits(b, 6..8)) {
+        (Some(h), Some(m), Some(s)) => (h, m, s),
+        _ => {
+            let mut hms = str[..8]
+                .splitn(3, ':')
+                .filter_map(|t| t.parse::<usize>().ok());
+            let (Some(h), Some(m), Some(s)) = (hms.next(), hms.next(), hms.next()) else {
+                return false;
+            };
+            (h, m, s)
+        }
     };
     if h > 23 || m > 59 || s > 60 {
         return false;
     }
     str = &str[8..];
     if let Some(rem) = str.strip_prefix('.') {
-        let digits = rem.chars().take_while(char::is_ascii_digit).count();
-        if digits == 0 {
+        let fraction = rem.chars().take_while(char::is_ascii_digit).count();
+        if fraction == 0 {
             return false;
         }
-        str = &rem[digits..];
+        str = &rem[fraction..];
     }
     if str != "z" && str != "Z" {
         if str.len() != 6 {
@@ -137,5 +172,66 @@ mod tests {
         assert!(time("08:30:00Z"));
         assert!(!time("8:30:00Z"));
         assert!(lookup("email").is_none());
+    }
+
+    /// boon's verdict on `s` for `format`.
+    fn boon(format: &str, s: &str) -> bool {
+        let compiled = claij_schema::compile(&serde_json::json!({"format": format})).unwrap();
+        let (schemas, root) = compiled.as_boon();
+        schemas.validate(&serde_json::json!(s), root).is_ok()
+    }
+
+    /// A date-time written by `template` with some of its characters replaced: digits where the
+    /// template has them read at once, anything else through boon's parsing.
+    fn arb_date_time() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let templates = prop_oneof![
+            Just("2024-02-29T23:59:60Z"),
+            Just("1999-12-31t00:00:00.123+05:30"),
+            Just("2023-04-30T12:34:56-00:00"),
+        ];
+        let swap = prop_oneof![
+            proptest::char::range('0', '9'),
+            Just('-'),
+            Just(':'),
+            Just('+'),
+            Just('.'),
+            Just('T'),
+            Just('Z'),
+            Just(' '),
+            Just('é'),
+        ];
+        (
+            templates,
+            proptest::collection::vec((0usize..40, swap), 0..4),
+            0usize..4,
+        )
+            .prop_map(|(template, swaps, cut)| {
+                let mut chars: Vec<char> = template.chars().collect();
+                for (at, c) in swaps {
+                    if let Some(slot) = chars.get_mut(at) {
+                        *slot = c;
+                    }
+                }
+                chars.truncate(chars.len() - cut.min(chars.len()));
+                chars.into_iter().collect()
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// `date`, `time` and `date-time` give boon's verdict on strings near valid ones.
+        #[test]
+        fn formats_decide_as_boon_does(s in arb_date_time()) {
+            proptest::prop_assert_eq!(date_time(&s), boon("date-time", &s), "date-time {}", s);
+            let (date_part, time_part) = (s.get(..10), s.get(11..));
+            if let Some(d) = date_part {
+                proptest::prop_assert_eq!(date(d), boon("date", d), "date {}", d);
+            }
+            if let Some(t) = time_part {
+                proptest::prop_assert_eq!(time(t), boon("time", t), "time {}", t);
+            }
+        }
     }
 }

@@ -96,6 +96,23 @@ struct Item {
     set: Set,
     min: usize,
     max: usize,
+    /// By ASCII byte: whether `set` holds it ([`Set::contains_ascii`], one load per byte).
+    ascii: [bool; 128],
+}
+
+impl Item {
+    fn new(set: Set, min: usize, max: usize) -> Item {
+        let mut ascii = [false; 128];
+        for (b, member) in (0u8..).zip(ascii.iter_mut()) {
+            *member = set.contains_ascii(b);
+        }
+        Item {
+            set,
+            min,
+            max,
+            ascii,
+        }
+    }
 }
 
 /// An anchored sequence (`^...`, with `$` or not), matched greedily.
@@ -158,7 +175,7 @@ impl Sequence {
                     if min > max || !spec.chars().all(|c| c.is_ascii_digit() || c == ',') {
                         return None;
                     }
-                    items.push(Item { set, min, max });
+                    items.push(Item::new(set, min, max));
                     if matches!(chars.peek(), Some('?' | '*' | '+' | '{')) {
                         return None;
                     }
@@ -173,7 +190,7 @@ impl Sequence {
                     return None;
                 }
             }
-            items.push(Item { set, min, max });
+            items.push(Item::new(set, min, max));
         }
         // A variable item must not be able to give a character to the items that may take the next
         // one: those up to and including the next one that must take at least one.
@@ -211,9 +228,15 @@ impl Sequence {
         if !super::same_bytes(head, self.prefix.as_bytes()) {
             return false;
         }
-        if s.is_ascii() {
-            return self.is_match_ascii(s.as_bytes());
+        match self.is_match_ascii(s.as_bytes()) {
+            Some(verdict) => verdict,
+            None => self.is_match_chars(s),
         }
+    }
+
+    /// [`Sequence::is_match`] after the prefix, character by character.
+    #[cold]
+    fn is_match_chars(&self, s: &str) -> bool {
         let mut chars = s.chars();
         let mut pending = None;
         for item in &self.items {
@@ -237,20 +260,26 @@ impl Sequence {
 }
 
 impl Sequence {
-    /// [`Sequence::is_match`] on an ASCII string after the prefix, byte by byte.
-    fn is_match_ascii(&self, bytes: &[u8]) -> bool {
+    /// [`Sequence::is_match`] after the prefix, byte by byte while the bytes read are ASCII (a
+    /// character each, so the verdict is the character walk's); `None` at the first other byte read.
+    #[inline]
+    fn is_match_ascii(&self, bytes: &[u8]) -> Option<bool> {
         let mut at: usize = 0;
         for item in &self.items {
             let start = at;
             let limit = bytes.len().min(start.saturating_add(item.max));
-            while at < limit && bytes.get(at).is_some_and(|b| item.set.contains_ascii(*b)) {
-                at += 1;
+            while let Some(b) = bytes.get(at).filter(|_| at < limit) {
+                match item.ascii.get(usize::from(*b)) {
+                    Some(true) => at += 1,
+                    Some(false) => break,
+                    None => return None,
+                }
             }
             if at - start < item.min {
-                return false;
+                return Some(false);
             }
         }
-        !self.end || at == bytes.len()
+        Some(!self.end || at == bytes.len())
     }
 }
 
