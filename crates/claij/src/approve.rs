@@ -59,6 +59,34 @@ pub fn question(proposal: &Proposal, ctx: &Context) -> String {
     }
 }
 
+/// What a conversation's person at the terminal (`--approve ask`) decides when there is no
+/// terminal to ask: decline, saying so.
+pub const NO_TERMINAL: &str =
+    "no terminal to ask, so declined (--approve vote, auto or never decide without one)";
+
+/// Everything a person deciding on `proposal` is shown before answering: the [`question`], the
+/// delta, then `Every later reply will follow it. Accept? [y/N] ` (no newline: the answer follows;
+/// [`answered`] reads it).
+#[must_use]
+pub fn prompt(proposal: &Proposal, ctx: &Context) -> String {
+    let delta = serde_json::to_string_pretty(&proposal.delta)
+        .unwrap_or_else(|_| proposal.delta.to_string());
+    format!(
+        "{}\n{delta}\nEvery later reply will follow it. Accept? [y/N] ",
+        question(proposal, ctx)
+    )
+}
+
+/// What a person's answer `line` to the [`prompt`] decides: `y` or `yes` (any case, spaces
+/// around) approves; anything else declines, as the person at the terminal.
+#[must_use]
+pub fn answered(line: &str) -> Decision {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Decision::Approve,
+        _ => Decision::reject("declined by the person at the terminal"),
+    }
+}
+
 /// The registry, locked (a poisoned lock still holds a consistent registry).
 pub fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
     registry.lock().unwrap_or_else(PoisonError::into_inner)

@@ -13,12 +13,14 @@ use serde_json::{Value, json};
 use crate::session::Session;
 
 pub(crate) mod compact;
+#[cfg(feature = "fsm")]
+pub use self::compact::compact_journal;
 pub use self::compact::{
     COMPACTED_BY, CompactionReport, Count, DEFAULT_BUDGET, compact_conversation,
     conversation_registry, propose_compaction,
 };
 #[cfg(feature = "tokens")]
-pub use self::compact::{OnDemand, compact_file};
+pub use self::compact::{OnDemand, VOTE_ON_DEMAND, compact_file};
 
 #[cfg(feature = "tokens")]
 mod cost;
@@ -97,6 +99,20 @@ pub enum Error {
         file: PathBuf,
         /// The command refusing it (`claij schema compact`).
         command: &'static str,
+    },
+    /// `--approve ask` with nobody to ask: no terminal (`claij schema compact`).
+    #[error(
+        "--approve ask asks the person at the terminal, and there is none (stdin and stderr are \
+         not both terminals): --approve auto or never decide without one"
+    )]
+    NoTerminal,
+    /// A response schema given for a run's journal, whose extensions compose onto its own base.
+    #[error("{}: a run's journal composes its extensions onto its own base (each state onto its output schema): --schema {schema} is for a conversation", file.display())]
+    JournalBase {
+        /// The journal.
+        file: PathBuf,
+        /// The schema given.
+        schema: String,
     },
     /// The tokens of a schema's rendering cannot be counted (a compaction's figures).
     #[error("{}: cannot count the schema's tokens: {message}", file.display())]

@@ -48,17 +48,17 @@ pub(crate) enum Command {
     /// A schema's tokens in the prompt (its compact rendering), or each active delta's of a
     /// conversation or journal (`--session`), most expensive first; the share of the context window.
     Cost(CostArgs),
-    /// Compact a conversation's schema extensions now, as `ask --compact-budget` does before a turn
-    /// (duplicated fields merged, repeated sub-schemas shared, descriptions that repeat the name
-    /// dropped; every reply valid before stays valid); audited, undone by `rollback FILE compaction-N`.
+    /// Compact a conversation's or a run's schema extensions now, as `ask --compact-budget` does
+    /// before a turn (duplicated fields merged, repeated sub-schemas shared, descriptions that repeat
+    /// the name dropped; every reply valid before stays valid); audited, undone by `rollback FILE compaction-N`.
     Compact {
-        /// The conversation file (`claij ask|chat --session FILE`).
+        /// The conversation file (`claij ask|chat --session FILE`) or journal (`fsm run --journal`).
         file: std::path::PathBuf,
         /// The response schema the conversation runs with (as `claij ask --schema`).
         #[arg(long, short, value_name = "FILE")]
         schema: Option<String>,
-        /// auto (approved; the registry checks it) or never (recorded as declined).
-        #[arg(long, value_name = "auto|never", default_value = "auto")]
+        /// auto (approved; the registry checks it), ask (the person at the terminal) or never.
+        #[arg(long, value_name = "auto|ask|never", default_value = "auto")]
         approve: extensions::OnDemand,
         /// Show the compaction without asking or changing anything.
         #[arg(long)]
@@ -165,7 +165,8 @@ pub(crate) fn run(cmd: &Command, front: &crate::front::Front) -> Result<Status> 
             json,
         } => {
             let base = read_base(schema.as_deref())?;
-            match extensions::compact_file(file, base, *approve, *dry_run, waiting)? {
+            let person = crate::ask::approve::person();
+            match extensions::compact_file(file, base, *approve, person, *dry_run, waiting)? {
                 Some(report) if *json => writeln!(out, "{:#}", report.to_json())?,
                 Some(report) => writeln!(out, "{report}")?,
                 None if *json => writeln!(out, "null")?,

@@ -1,4 +1,4 @@
-//! Compaction of a conversation's schema extensions: worked out by the registry
+//! Compaction of a conversation's (or a run journal's) schema extensions: worked out by the registry
 //! ([`Registry::propose_compaction`]), put to the approver as any proposed extension is
 //! ([`crate::approve::Approval`]), activated and audited when approved, recorded as declined when
 //! not; [`super::rollback_conversation`] undoes it exactly.
@@ -21,7 +21,7 @@ use crate::session::Session;
 pub use claij_schema::compact::COMPACTED_BY;
 
 /// The default budget: a composed schema whose prompt rendering is longer than this many tokens
-/// (o200k_base) is proposed for compaction (`[schema] compact_budget`, `--compact-budget`).
+/// (o200k_base) is proposed for compaction (`[proposals] compact_budget`, `--compact-budget`).
 pub const DEFAULT_BUDGET: usize = 120;
 
 /// What a compaction proposal came to.
@@ -107,16 +107,25 @@ pub async fn compact_conversation(
     Ok(report)
 }
 
-/// Who decides on a compaction asked for on demand (`claij schema compact --approve auto|never`):
-/// it is approved (the registry still checks it), or recorded as declined.
+/// Who decides on a compaction asked for on demand (`claij schema compact --approve
+/// auto|ask|never`).
 #[cfg(feature = "tokens")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnDemand {
     /// Approved.
     Auto,
+    /// The person at the terminal decides: the caller's approver ([`compact_file`]'s `person`),
+    /// asked with [`crate::approve::question`].
+    Ask,
     /// Recorded as declined.
     Never,
 }
+
+/// Why `--approve vote` is refused by `claij schema compact`.
+#[cfg(feature = "tokens")]
+pub const VOTE_ON_DEMAND: &str = "--approve vote is for a conversation's models (claij ask|chat \
+    --interceptors proposals --approve vote --compact-budget N puts a compaction to their vote); \
+    schema compact decides with auto, ask or never";
 
 #[cfg(feature = "tokens")]
 impl std::str::FromStr for OnDemand {
@@ -125,57 +134,126 @@ impl std::str::FromStr for OnDemand {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "auto" => Ok(Self::Auto),
+            "ask" => Ok(Self::Ask),
             "never" => Ok(Self::Never),
-            _ => Err("expected auto or never"),
+            "vote" => Err(VOTE_ON_DEMAND),
+            _ => Err("expected auto, ask or never"),
         }
     }
 }
 
-/// `claij schema compact FILE [--schema BASE] [--approve auto|never] [--dry-run]`: proposes
-/// compacting the extensions of the conversation `file` (composed onto `base`, as
-/// [`super::conversation_base`] says), counted in o200k_base, decided as `approve` says and saved
-/// under the file's lock (`waiting` told when another process holds it), as
-/// [`compact_conversation`] does. `None` when there is nothing to compact.
+/// `claij schema compact FILE [--schema BASE] [--approve auto|ask|never] [--dry-run]`: proposes
+/// compacting the extensions of `file`, counted in o200k_base, decided as `approve` says (`Ask`:
+/// `person`, the person at the terminal, `None` when there is none) and saved under the file's
+/// lock. A conversation's extensions compose onto `base` (as [`super::conversation_base`] says;
+/// `waiting` told when another process holds the lock), as [`compact_conversation`] does; a run's
+/// journal's (feature `fsm`) onto its own base, the new extensions appended as a rollback appends
+/// them (`compact_journal`). `None` when there is nothing to compact.
 ///
 /// # Errors
 ///
-/// [`Error::NotConversation`]: `file` is a run's journal; else as [`compact_conversation`].
+/// [`Error::NoTerminal`]: `Ask` without a `person`, before anything is read;
+/// [`Error::JournalBase`]: a `base` for a journal; [`Error::NotConversation`]: a journal without
+/// the `fsm` feature; else as [`compact_conversation`] and `compact_journal`.
 #[cfg(feature = "tokens")]
 pub fn compact_file(
     file: &Path,
     base: Option<(&str, Value)>,
     approve: OnDemand,
+    person: Option<&dyn Approver>,
     dry_run: bool,
     waiting: impl FnMut(&crate::conversation::Opening),
 ) -> Result<Option<CompactionReport>, Error> {
     use futures_util::FutureExt as _;
 
-    if super::Kind::of(file)? == super::Kind::Journal {
+    let auto = |_: &Proposal, _: &Context| Decision::Approve;
+    let never = |_: &Proposal, _: &Context| {
+        Decision::reject("compactions are declined here (--approve never)")
+    };
+    let approver: &dyn Approver = match (approve, person) {
+        (OnDemand::Auto, _) => &auto,
+        (OnDemand::Never, _) => &never,
+        (OnDemand::Ask, Some(person)) => person,
+        (OnDemand::Ask, None) => return Err(Error::NoTerminal),
+    };
+    let journal = super::Kind::of(file)? == super::Kind::Journal;
+    if journal && !cfg!(feature = "fsm") {
         return Err(Error::NotConversation {
             file: file.to_owned(),
-            command: "claij schema compact",
+            command: "claij schema compact (without the fsm feature)",
         });
     }
-    let base = super::conversation_base(base)?;
+    if let (true, Some((name, _))) = (journal, &base) {
+        return Err(Error::JournalBase {
+            file: file.to_owned(),
+            schema: (*name).to_owned(),
+        });
+    }
     let counter = crate::tokens::Tokenizer::O200kBase.open()?;
     let count = |text: &str| counter.count(text).map_err(|e| e.to_string());
     let count = Count {
         tokenizer: counter.name(),
         count: &count,
     };
-    let approver = move |_: &Proposal, _: &Context| match approve {
-        OnDemand::Auto => Decision::Approve,
-        OnDemand::Never => Decision::reject("compactions are declined here (--approve never)"),
-    };
-    let _lock = crate::session::SessionLock::acquire_telling(file, waiting)?;
-    // Both approvers decide at once, so the proposal is settled on its first poll.
-    compact_conversation(file, base, &approver, &count, dry_run)
-        .now_or_never()
-        .unwrap_or_else(|| {
+    // The approvers decide at once (a person's answer is read before `decide` returns), so the
+    // proposal is settled on its first poll.
+    let settle = |proposed: Option<Result<_, Error>>| {
+        proposed.unwrap_or_else(|| {
             Err(Error::Session(crate::Error::config(
                 "the compaction's approver did not decide at once",
             )))
         })
+    };
+    #[cfg(feature = "fsm")]
+    if journal {
+        return settle(compact_journal(file, approver, &count, dry_run).now_or_never());
+    }
+    let base = super::conversation_base(base)?;
+    let _lock = crate::session::SessionLock::acquire_telling(file, waiting)?;
+    settle(compact_conversation(file, base, approver, &count, dry_run).now_or_never())
+}
+
+/// Proposes compacting the extensions of the run's journal `file` (composed onto the journal's own
+/// base, `{"type": "object"}` for a run: each state composes them onto its output schema) to
+/// `approver`; when decided (not a `dry_run`), appends the new extensions and audit log under the
+/// journal's lock, as `claij schema rollback` does, so the journal's last extensions line is what
+/// a resumed run carries and `claij schema rollback FILE compaction-N` restores the replaced
+/// extensions exactly. `None` when there is nothing to compact.
+///
+/// # Errors
+///
+/// The journal cannot be read, locked (a run holds it) or appended to; it has no extensions; they
+/// do not compose; the tokens cannot be counted.
+#[cfg(feature = "fsm")]
+pub async fn compact_journal(
+    file: &Path,
+    approver: &dyn Approver,
+    count: &Count<'_>,
+    dry_run: bool,
+) -> Result<Option<CompactionReport>, Error> {
+    // A dry run only reads (locking repairs a torn last line).
+    let journal = (!dry_run)
+        .then(|| claij_fsm::Journal::append_to(file))
+        .transpose()?;
+    let Some(saved) = claij_fsm::journal::read_extensions(file)? else {
+        return Err(Error::NoExtensions {
+            file: file.to_owned(),
+            journal: true,
+        });
+    };
+    let registry = Registry::from_saved(saved).map_err(|source| Error::Compose {
+        file: file.to_owned(),
+        source: Box::new(source),
+    })?;
+    let registry = Mutex::new(registry);
+    let report = propose_compaction(file, &registry, approver, count, dry_run).await?;
+    if let (Some(mut journal), true) = (
+        journal,
+        report.as_ref().is_some_and(|r| r.decision.is_some()),
+    ) {
+        journal.record_extensions(&lock(&registry).to_saved())?;
+    }
+    Ok(report)
 }
 
 /// The conversation's registry over `base`, shared (as [`crate::approve::registry`] builds it).

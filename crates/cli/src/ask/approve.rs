@@ -75,12 +75,10 @@ struct Terminal;
 
 impl Approver for Terminal {
     fn decide<'a>(&'a self, proposal: &'a Proposal, ctx: &'a Context) -> BoxFuture<'a, Ruling> {
-        let decision = if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let decision = if person().is_some() {
             ask(proposal, ctx).unwrap_or_else(|e| Decision::reject(format!("cannot ask: {e}")))
         } else {
-            Decision::reject(
-                "no terminal to ask, so declined (--approve vote, auto or never decide without one)",
-            )
+            Decision::reject(claij::approve::NO_TERMINAL)
         };
         Box::pin(std::future::ready(decision.into()))
     }
@@ -89,16 +87,17 @@ impl Approver for Terminal {
 /// Shows the proposal on stderr and reads y/n from stdin.
 fn ask(proposal: &Proposal, ctx: &Context) -> Result<Decision> {
     let mut err = std::io::stderr().lock();
-    writeln!(err, "{}", claij::approve::question(proposal, ctx))?;
-    writeln!(err, "{}", serde_json::to_string_pretty(&proposal.delta)?)?;
-    write!(err, "Every later reply will follow it. Accept? [y/N] ")?;
+    write!(err, "{}", claij::approve::prompt(proposal, ctx))?;
     err.flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
-    Ok(match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Decision::Approve,
-        _ => Decision::reject("declined by the person at the terminal"),
-    })
+    Ok(claij::approve::answered(&line))
+}
+
+/// The person at the terminal (`--approve ask`), when stdin and stderr are terminals.
+pub(crate) fn person() -> Option<&'static dyn Approver> {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    terminal.then_some(&Terminal)
 }
 
 /// A vote's ballots and tally, on stderr (a closed stderr is no reason to stop).

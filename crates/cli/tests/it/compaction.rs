@@ -387,9 +387,11 @@ async fn schema_compact_on_demand_dry_run_audit_cost_and_rollback() {
 }
 
 #[test]
-fn schema_compact_refuses_a_journal_and_an_unknown_approver() {
+fn schema_compact_refuses_ask_without_a_terminal_vote_and_a_run_without_extensions() {
+    let header =
+        r#"{"kind": "run", "run_id": "r1", "fsm": "m", "started_at": "2026-12-07T09:00:00Z"}"#;
     let files = Files::new(&[
-        ("run.jsonl", "{\"kind\": \"run\", \"run_id\": \"r1\"}\n"),
+        ("run.jsonl", &format!("{header}\n")),
         ("s.json", &session()),
     ]);
     let run = claij(&files, &["schema", "compact", &files.path("run.jsonl")]);
@@ -397,18 +399,111 @@ fn schema_compact_refuses_a_journal_and_an_unknown_approver() {
     assert_eq!(
         run.stderr.trim_end(),
         format!(
-            "error: {}: a run's journal: claij schema compact takes a conversation file \
-             (`claij ask|chat --session FILE`)",
+            "error: {}: the run has no schema extensions",
             files.path("run.jsonl")
         )
     );
+    // Without a terminal nobody can be asked: refused before anything is read or changed.
     let session = files.path("s.json");
+    let text = std::fs::read(&session).unwrap();
     let run = claij(&files, &["schema", "compact", &session, "--approve", "ask"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: --approve ask asks the person at the terminal, and there is none (stdin and \
+         stderr are not both terminals): --approve auto or never decide without one"
+    );
+    assert_eq!(std::fs::read(&session).unwrap(), text);
+    let run = claij(
+        &files,
+        &["schema", "compact", &session, "--approve", "vote"],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr.contains("expected auto or never"),
+        run.stderr
+            .contains("--approve vote is for a conversation's models (claij ask|chat"),
         "{}",
         run.stderr
     );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert_eq!(std::fs::read(&session).unwrap(), text);
+}
+
+#[tokio::test]
+async fn schema_compact_approve_ask_asks_the_person_at_the_terminal() {
+    let (_server, files) = setup().await;
+    let (config, cache, session) = (
+        files.path("config.toml"),
+        files.path("cache"),
+        files.path("s.json"),
+    );
+    let (shown, code) = super::proposals::on_a_terminal_answering(
+        &["schema", "compact", &session, "--approve", "ask"],
+        &[("CLAIJ_CONFIG", &config), ("XDG_CACHE_HOME", &cache)],
+        "Accept? [y/N]",
+        "y\n",
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains(
+            "claij proposes compacting the schema's 10 extension(s) (notes-a, notes-b, mood-v1, \
+             mood-v2, home-v1, work-v1, ship-v1, score-v1, score-v2, tags-v1) into `compaction-1`: "
+        ) && shown.contains("compaction-1: ")
+            && shown.contains(": activated"),
+        "{shown}"
+    );
+    assert_eq!(active(&files)[0]["extension_id"], "compaction-1");
+    let audit = claij(&files, &["schema", "audit", &session]);
+    assert!(
+        audit
+            .stdout
+            .contains("compaction-1  activated  (proposed by claij compact)"),
+        "{}",
+        audit.stdout
+    );
+}
+
+/// A run's journal: `schema compact` appends the compacted extensions, `schema audit` shows it,
+/// `schema rollback` appends the ten again as they were.
+#[test]
+fn schema_compact_a_journal_audit_and_rollback() {
+    let session: Value = serde_json::from_str(&session()).unwrap();
+    let registry = json!({"base": {"type": "object"},
+        "extensions": session["extensions"]["active"], "audit": []});
+    let journal = format!(
+        "{}\n{}\n",
+        json!({"kind": "run", "run_id": "r1", "fsm": "m", "started_at": "2026-12-07T09:00:00Z"}),
+        json!({"kind": "extensions", "registry": registry})
+    );
+    let files = Files::new(&[("run.jsonl", &journal)]);
+    let file = files.path("run.jsonl");
+    let last = || {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.contains("\"extensions\""))
+            .unwrap();
+        serde_json::from_str::<Value>(line).unwrap()["registry"]["extensions"].clone()
+    };
+    let before = last();
+    let run = claij(&files, &["schema", "compact", &file]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("compaction-1: ") && run.stdout.contains(": activated"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(last().as_array().unwrap().len(), 1);
+    let audit = claij(&files, &["schema", "audit", &file]);
+    assert!(
+        audit
+            .stdout
+            .contains("compaction-1  activated  (proposed by claij compact)"),
+        "{}",
+        audit.stdout
+    );
+    let run = claij(&files, &["schema", "rollback", &file, "compaction-1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(last(), before);
 }
