@@ -78,8 +78,10 @@ pub(crate) struct Fast {
     own: Option<claij_schema::CompiledSchema>,
 }
 
-/// A subschema.
+/// A subschema. `repr(u8)`: an explicit one-byte tag, which the walk tests with one compare, where
+/// a tag hidden in a `Vec`'s capacity (Rust's niche) takes several.
 #[derive(Debug)]
+#[repr(u8)]
 enum Node {
     True,
     False,
@@ -162,15 +164,25 @@ enum Check {
 /// properties also counts the required ones present.
 #[derive(Debug)]
 struct Props {
-    list: Vec<(String, NodeId)>,
-    /// By position in `list`: whether `required` names it.
-    required: Vec<bool>,
+    entries: Vec<Prop>,
     /// How many entries are required: the count a valid object reaches.
     required_count: usize,
-    /// By position in `list`: the name's [`print`], scanned before any name is compared.
-    prints: Vec<u64>,
-    /// Name to position in `list`, when there are too many to scan.
+    /// Name to position in `entries`, when there are too many to scan.
     map: Option<Table<usize>>,
+}
+
+/// One property of [`Props`], all a lookup and a test read, side by side.
+#[derive(Debug)]
+struct Prop {
+    /// The name's [`print`], scanned before any name is compared.
+    print: u64,
+    name: String,
+    node: NodeId,
+    /// Whether `required` names it.
+    required: bool,
+    /// When `node` is a lone `type` (or `true`, [`ANY`]): its types, tested in the properties pass
+    /// without entering the node ([`Fast::leaves`]); 0 otherwise.
+    leaf: u8,
 }
 
 /// A name's length and first bytes in one word: unequal prints mean unequal names.
@@ -195,54 +207,58 @@ impl Props {
                 .map(|(i, (name, _))| (name.clone(), i))
                 .collect()
         });
-        let required: Vec<bool> = list
-            .iter()
-            .map(|(name, _)| required.contains(name))
+        let entries: Vec<Prop> = list
+            .into_iter()
+            .map(|(name, node)| Prop {
+                print: print(&name),
+                required: required.contains(&name),
+                name,
+                node,
+                leaf: 0,
+            })
             .collect();
-        let required_count = required.iter().filter(|r| **r).count();
-        let prints = list.iter().map(|(name, _)| print(name)).collect();
+        let required_count = entries.iter().filter(|e| e.required).count();
         Props {
-            list,
-            required,
+            entries,
             required_count,
-            prints,
             map,
         }
     }
 
     fn each_node(&mut self, mut f: impl FnMut(&mut NodeId)) {
-        for (_, id) in &mut self.list {
-            f(id);
+        for entry in &mut self.entries {
+            f(&mut entry.node);
         }
     }
 
-    /// The position of `name` in `list`.
+    /// The entry named `name`.
     #[inline]
-    fn find(&self, name: &str) -> Option<usize> {
+    fn find(&self, name: &str) -> Option<(usize, &Prop)> {
         match &self.map {
-            Some(map) => map.get(name).copied(),
+            Some(map) => map
+                .get(name)
+                .and_then(|i| Some((*i, self.entries.get(*i)?))),
             None => {
                 let key = print(name);
-                self.prints.iter().enumerate().find_map(|(i, p)| {
-                    (*p == key && self.list.get(i).is_some_and(|(n, _)| same(n, name))).then_some(i)
-                })
+                self.entries
+                    .iter()
+                    .enumerate()
+                    .find(|(_, e)| e.print == key && same(&e.name, name))
             }
         }
     }
 
     /// [`Props::find`], trying position `hint` first.
     #[inline]
-    fn after(&self, hint: usize, name: &str) -> Option<usize> {
-        match self.list.get(hint) {
-            Some((n, _)) if same(n, name) => Some(hint),
+    fn after(&self, hint: usize, name: &str) -> Option<(usize, &Prop)> {
+        match self.entries.get(hint) {
+            Some(e) if same(&e.name, name) => Some((hint, e)),
             _ => self.find(name),
         }
     }
 
     fn get(&self, name: &str) -> Option<NodeId> {
-        self.find(name)
-            .and_then(|i| self.list.get(i))
-            .map(|(_, id)| *id)
+        self.find(name).map(|(_, e)| e.node)
     }
 
     /// Whether every property of `o` that has a subschema is valid against it, and every required
@@ -254,15 +270,25 @@ impl Props {
         // found is tried first.
         let mut next = 0;
         o.iter().all(|(name, pv)| match self.after(next, name) {
-            Some(i) => {
+            Some((i, e)) => {
                 next = i + 1;
-                required += usize::from(self.required.get(i).copied().unwrap_or(false));
-                self.list
-                    .get(i)
-                    .is_none_or(|(_, id)| fast.valid(*id, pv, ctx))
+                required += usize::from(e.required);
+                e.valid(fast, pv, ctx)
             }
             None => true,
         }) && required == self.required_count
+    }
+}
+
+impl Prop {
+    /// Whether `v` is valid against this property's subschema: a type test for a leaf.
+    #[inline(always)]
+    fn valid(&self, fast: &Fast, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        if self.leaf != 0 {
+            has_type(v, self.leaf)
+        } else {
+            fast.valid(self.node, v, ctx)
+        }
     }
 }
 
@@ -465,6 +491,7 @@ impl Fast {
         fast.skip_bare_refs();
         fast.plan_unions();
         fast.shape();
+        fast.leaves();
         Some((fast, compiler.deferred))
     }
 
@@ -568,6 +595,37 @@ impl Fast {
         }
     }
 
+    /// Marks each property whose subschema is a lone `type` (or `true`) a leaf ([`Prop::leaf`]),
+    /// once the nodes have their run-time form.
+    fn leaves(&mut self) {
+        let lone: Vec<u8> = self
+            .nodes
+            .iter()
+            .map(|node| match node {
+                Node::Typed(types, checks) if checks.is_empty() => *types,
+                Node::True => ANY,
+                _ => 0,
+            })
+            .collect();
+        for node in &mut self.nodes {
+            let (Node::Checks(checks) | Node::Typed(_, checks)) = node else {
+                continue;
+            };
+            for check in checks {
+                let (Check::Properties(props)
+                | Check::Object {
+                    properties: props, ..
+                }) = check
+                else {
+                    continue;
+                };
+                for entry in &mut props.entries {
+                    entry.leaf = lone.get(entry.node).copied().unwrap_or(0);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn check(&self, check: &Check, v: &Value, ctx: &mut Ctx<'_>) -> bool {
         match (check, v) {
@@ -625,15 +683,10 @@ impl Fast {
                 let mut required = 0;
                 o.iter().all(|(name, pv)| {
                     let mut evaluated = false;
-                    if let Some(i) = properties.find(name) {
+                    if let Some((_, e)) = properties.find(name) {
                         evaluated = true;
-                        required +=
-                            usize::from(properties.required.get(i).copied().unwrap_or(false));
-                        if properties
-                            .list
-                            .get(i)
-                            .is_some_and(|(_, id)| !self.valid(*id, pv, ctx))
-                        {
+                        required += usize::from(e.required);
+                        if !e.valid(self, pv, ctx) {
                             return false;
                         }
                     }

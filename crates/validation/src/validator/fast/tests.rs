@@ -353,6 +353,12 @@ fn shaped_schemas() -> Vec<Value> {
         json!({"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]}),
         json!({"$defs": {"S": {"type": "string"}},
                "type": "object", "properties": {"a": {"$ref": "#/$defs/S"}}, "required": ["a"]}),
+        // Leaves of the properties pass (a lone type, `true`) beside nodes that are not.
+        json!({"$defs": {"N": {"type": "number"}}, "required": ["b"],
+               "properties": {"a": true, "b": {"type": ["integer", "null"]}, "c": false,
+                              "d": {"$ref": "#/$defs/N"}}}),
+        json!({"properties": {"a": {"type": "boolean"}, "b": {"type": "integer", "minimum": 0}},
+               "additionalProperties": {"type": "string"}}),
     ]
 }
 
@@ -373,6 +379,17 @@ fn the_shapes_are_made() {
         all.starts_with("Typed(64, [Properties(") && !all.contains("Required"),
         "{all}"
     );
+    // Properties whose subschema is a lone type (or `true`) are leaves, tested in the pass.
+    let (fast, _) = compile(&json!({"properties": {"a": {"type": "integer"}, "b": {},
+        "c": {"type": "integer", "minimum": 0}}}));
+    let Some(Node::Checks(root)) = fast.nodes.get(fast.root) else {
+        panic!("{:?}", fast.nodes)
+    };
+    let [Check::Properties(props)] = root.as_slice() else {
+        panic!("{root:?}")
+    };
+    let leaves: Vec<u8> = props.entries.iter().map(|e| e.leaf).collect();
+    assert_eq!(leaves, [INTEGER, ANY, 0]);
     let some = shape(json!({"required": ["a", "c"], "properties": {"a": {}}}));
     assert!(some.contains("Required"), "{some}");
     assert_eq!(shape(json!({"required": [], "properties": {}})), "True");
