@@ -311,6 +311,12 @@ fn without_tokens_a_compaction_budget_in_tokens_is_refused_wherever_it_is_set() 
     );
     let off = Settings::parse("[proposals]\ncompact_budget = \"off\"\n", path).unwrap();
     assert_eq!(off.compact_budget, Some(CompactBudget::Off));
+    // `config show` does not promise the default budget this build cannot apply.
+    let shown = Settings::default().redacted(&|_| false).to_string();
+    assert!(
+        shown.contains("  compact_budget   (none: off, no feature `tokens` in this build)\n"),
+        "{shown}"
+    );
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
