@@ -114,6 +114,16 @@ pub enum Error {
         /// The schema given.
         schema: String,
     },
+    /// A run's compacted extensions do not compose onto a state's output schema: not recorded.
+    #[error("{}: the compacted extensions do not compose onto the output schema of state `{state}`, so the compaction is not recorded", file.display())]
+    StateCompose {
+        /// The journal.
+        file: PathBuf,
+        /// The `llm` state.
+        state: String,
+        /// The composition's error.
+        source: Box<claij_schema::Error>,
+    },
     /// The tokens of a schema's rendering cannot be counted (a compaction's figures).
     #[error("{}: cannot count the schema's tokens: {message}", file.display())]
     Count {

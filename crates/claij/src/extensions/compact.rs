@@ -218,12 +218,14 @@ pub fn compact_file(
 /// `approver`; when decided (not a `dry_run`), appends the new extensions and audit log under the
 /// journal's lock, as `claij schema rollback` does, so the journal's last extensions line is what
 /// a resumed run carries and `claij schema rollback FILE compaction-N` restores the replaced
-/// extensions exactly. `None` when there is nothing to compact.
+/// extensions exactly. An approved compaction is recorded only when it composes onto the output
+/// schema of every `llm` state the header's machine has. `None` when there is nothing to compact.
 ///
 /// # Errors
 ///
 /// The journal cannot be read, locked (a run holds it) or appended to; it has no extensions; they
-/// do not compose; the tokens cannot be counted.
+/// do not compose (onto the base, or compacted onto a state's output schema:
+/// [`Error::StateCompose`]); the tokens cannot be counted.
 #[cfg(feature = "fsm")]
 pub async fn compact_journal(
     file: &Path,
@@ -233,7 +235,7 @@ pub async fn compact_journal(
 ) -> Result<Option<CompactionReport>, Error> {
     // A dry run only reads (locking repairs a torn last line).
     let journal = (!dry_run)
-        .then(|| claij_fsm::Journal::append_to(file))
+        .then(|| claij_fsm::Journal::resume(file))
         .transpose()?;
     let Some(saved) = claij_fsm::journal::read_extensions(file)? else {
         return Err(Error::NoExtensions {
@@ -247,13 +249,53 @@ pub async fn compact_journal(
     })?;
     let registry = Mutex::new(registry);
     let report = propose_compaction(file, &registry, approver, count, dry_run).await?;
-    if let (Some(mut journal), true) = (
+    if let (Some((mut journal, header, _)), true) = (
         journal,
         report.as_ref().is_some_and(|r| r.decision.is_some()),
     ) {
-        journal.record_extensions(&lock(&registry).to_saved())?;
+        let registry = lock(&registry);
+        if report.as_ref().and_then(|r| r.decision.as_ref()) == Some(&Decision::Approve) {
+            compose_in_states(file, &header, registry.extensions())?;
+        }
+        journal.record_extensions(&registry.to_saved())?;
     }
     Ok(report)
+}
+
+/// Checks that `extensions` compose onto the output schema of every `llm` state of the run's
+/// machine and its sub-FSMs, as the journal's header keeps them (a state's own `$defs` may
+/// name what a compaction shares); a header without the machine is checked when the run resumes.
+///
+/// # Errors
+///
+/// [`Error::StateCompose`] naming the first state they do not compose onto.
+#[cfg(feature = "fsm")]
+fn compose_in_states(
+    file: &Path,
+    header: &claij_fsm::journal::Header,
+    extensions: &[claij_schema::SchemaDelta],
+) -> Result<(), Error> {
+    let mut pending: Vec<&claij_fsm::Definition> = header.definition.iter().collect();
+    let mut subs: Vec<&claij_fsm::journal::SubDefinition> = header.sub_fsms.iter().collect();
+    while let Some(sub) = subs.pop() {
+        pending.push(&sub.definition);
+        subs.extend(&sub.sub_fsms);
+    }
+    for definition in pending {
+        let fsm = claij_fsm::Fsm::new(definition.clone())?;
+        let llm = definition.states.iter();
+        for state in llm.filter(|s| s.action == claij_fsm::Action::Llm) {
+            let Some(schema) = fsm.output_schema(&state.id) else {
+                continue;
+            };
+            claij_schema::compose(schema, extensions).map_err(|source| Error::StateCompose {
+                file: file.to_owned(),
+                state: state.id.clone(),
+                source: Box::new(source),
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// The conversation's registry over `base`, shared (as [`crate::approve::registry`] builds it).

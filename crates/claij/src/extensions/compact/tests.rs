@@ -392,3 +392,71 @@ fn a_journals_extensions_compact_audit_and_roll_back_byte_for_byte() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run whose machine shares a schema named as the compaction would share the addresses
+/// (`home`): the compacted extensions would not compose onto its `llm` state's output schema, so
+/// the approved compaction is refused naming the state and the journal keeps every byte.
+#[cfg(all(feature = "tokens", feature = "fsm"))]
+#[test]
+fn a_journal_compaction_that_a_state_cannot_compose_is_not_recorded() {
+    use claij_fsm::journal::Header;
+    use claij_fsm::{ExistingJournal, Journal};
+
+    let dir = std::env::temp_dir().join(format!("claij-compact-states-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.jsonl");
+    let machine = |home: Value| {
+        json!({
+            "id": "m",
+            "schemas": {"home": home},
+            "states": [{"id": "draft", "action": "llm"}, {"id": "end", "action": "end"}],
+            "transitions": [
+                {"id": ["start", "draft"], "schema": {"type": "object"}},
+                {"id": ["draft", "end"], "schema": {"type": "object",
+                    "properties": {"at": {"$ref": "#/$defs/home"}}}}
+            ]
+        })
+    };
+    let write = |definition: Value| {
+        let _ = std::fs::remove_file(&file);
+        let header: Header = serde_json::from_value(json!({
+            "run_id": "r1", "fsm": "m", "started_at": "2026-12-07T09:00:00Z",
+            "definition": definition,
+        }))
+        .unwrap();
+        let mut journal = Journal::create(&file, &header, ExistingJournal::Refuse).unwrap();
+        let mut registry = Registry::new(json!({"type": "object"})).unwrap();
+        for delta in ten() {
+            registry.add(delta).unwrap();
+        }
+        journal.record_extensions(&registry.to_saved()).unwrap();
+    };
+    write(machine(json!({"type": "string"})));
+    let bytes = std::fs::read(&file).unwrap();
+    let err = compact_file(&file, None, OnDemand::Auto, None, false, |_| {}).unwrap_err();
+    assert!(
+        matches!(err, Error::StateCompose { ref state, .. } if state == "draft"),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: the compacted extensions do not compose onto the output schema of state \
+             `draft`, so the compaction is not recorded",
+            file.display()
+        )
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+
+    // The machine's own `home` is another name's business: the compaction composes and is kept.
+    let mut other = machine(json!({"type": "string"}));
+    other["schemas"] = json!({"place": {"type": "string"}});
+    other["transitions"][1]["schema"]["properties"]["at"]["$ref"] = json!("#/$defs/place");
+    write(other);
+    let report = compact_file(&file, None, OnDemand::Auto, None, false, |_| {})
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.decision, Some(Decision::Approve));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
