@@ -638,13 +638,7 @@ impl Fast {
                 },
                 _,
             ) => match v {
-                Value::String(s) => {
-                    let key = print(s);
-                    prints
-                        .iter()
-                        .zip(values)
-                        .any(|(p, e)| *p == key && matches!(e, Value::String(e) if same(e, s)))
-                }
+                Value::String(s) => string_enum(prints, values, s),
                 _ => false,
             },
             (Check::Enum { values, .. }, _) => values.iter().any(|e| equals(e, v)),
@@ -731,8 +725,9 @@ impl Fast {
                 }
                 matched >= min.unwrap_or(1) && max.is_none_or(|max| matched <= max)
             }
+            // A character takes at most four bytes: a string of `4 * min` bytes has `min` of them.
             (Check::MinLength(min), Value::String(s)) => {
-                s.len() >= *min && s.chars().count() >= *min
+                s.len() >= *min && (s.len() >= min.saturating_mul(4) || s.chars().count() >= *min)
             }
             (Check::MaxLength(max), Value::String(s)) => {
                 s.len() <= *max || s.chars().count() <= *max
@@ -988,8 +983,31 @@ fn type_bits(v: &Value) -> u8 {
     }
 }
 
+/// Whether `s` is one of a string `enum`'s `values`, whose [`print`]s are `prints`.
+#[inline(always)]
+fn string_enum(prints: &[u64], values: &[Value], s: &str) -> bool {
+    let key = print(s);
+    for (p, e) in prints.iter().zip(values) {
+        if *p == key && matches!(e, Value::String(e) if same(e, s)) {
+            return true;
+        }
+    }
+    false
+}
+
 fn is_integer(n: &Number) -> bool {
-    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(integral)
+}
+
+/// `f.fract() == 0.0` without `trunc` (a library call on the baseline x86-64 this builds for): a
+/// float of magnitude 2^52 or more has no fraction bits, a smaller one round-trips through `i64`.
+#[inline]
+fn integral(f: f64) -> bool {
+    if f.abs() < 4_503_599_627_370_496.0 {
+        (f as i64) as f64 == f
+    } else {
+        f.is_finite()
+    }
 }
 
 fn as_f64(n: &Number) -> f64 {

@@ -306,7 +306,18 @@ fn arb_instance() -> impl proptest::strategy::Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         (-3i64..4).prop_map(Value::from),
         prop_oneof![Just(1.5), Just(2.0), Just(-0.5)].prop_map(Value::from),
-        prop_oneof![Just(""), Just("a"), Just("AB"), Just("abc"), Just("x1")].prop_map(Value::from),
+        prop_oneof![
+            Just(""),
+            Just("a"),
+            Just("AB"),
+            Just("abc"),
+            Just("x1"),
+            // Fewer characters than bytes.
+            Just("é"),
+            Just("éé"),
+            Just("日本"),
+        ]
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
@@ -337,6 +348,9 @@ fn shaped_schemas() -> Vec<Value> {
         json!({"type": "array"}),
         json!({"type": "boolean"}),
         json!({"type": "string", "minLength": 2}),
+        json!({"type": "string", "minLength": 3, "maxLength": 4}),
+        json!({"enum": ["a", "AB", 1, 2.0]}),
+        json!({"type": "string", "enum": ["abc", "AB", "日本"]}),
         json!({"type": "string", "pattern": "^[a-z]+$"}),
         json!({"type": "integer", "minimum": 0}),
         json!({"type": "array", "items": {"type": "integer"}}),
@@ -397,6 +411,12 @@ fn the_shapes_are_made() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// The integer test without `trunc` is `fract() == 0.0` on every float.
+    #[test]
+    fn integral_is_fract_zero(f in proptest::num::f64::ANY) {
+        proptest::prop_assert_eq!(integral(f), f.fract() == 0.0, "{}", f);
+    }
 
     /// Each shape's verdict is boon's on generated instances.
     #[test]
