@@ -447,6 +447,42 @@ struct Union {
     masks: Vec<u8>,
     /// For a tagged union: the property every branch requires and the branch each value selects.
     tag: Option<(String, Table<usize>)>,
+    /// By instance [`kind`]: the one branch whose mask admits it, [`NONE`] or [`MANY`] ([`pick`]).
+    pick: [u32; 6],
+}
+
+/// [`Union::pick`]: no branch admits the kind (the union fails), or more than one may.
+const NONE: u32 = u32::MAX - 1;
+const MANY: u32 = u32::MAX;
+
+/// The type bits of each instance [`kind`] (a number is an integer or not: both bits).
+const KINDS: [u8; 6] = [NULL, BOOLEAN, NUMBER | INTEGER, STRING, ARRAY, OBJECT];
+
+/// The position of `v`'s JSON type in [`KINDS`].
+#[inline]
+fn kind(v: &Value) -> usize {
+    match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Number(_) => 2,
+        Value::String(_) => 3,
+        Value::Array(_) => 4,
+        Value::Object(_) => 5,
+    }
+}
+
+/// For each instance kind, the only branch whose mask admits it, else [`NONE`] or [`MANY`]. A
+/// mask admits a number if it has either number bit ([`has_type`] admits every number under
+/// `NUMBER`, and the masks are widened so that `INTEGER` comes with it).
+fn pick(masks: &[u8]) -> [u32; 6] {
+    KINDS.map(|bits| {
+        let mut admitting = masks.iter().enumerate().filter(|(_, m)| **m & bits != 0);
+        match (admitting.next(), admitting.next()) {
+            (None, _) => NONE,
+            (Some((i, _)), None) => u32::try_from(i).unwrap_or(MANY),
+            (Some(_), Some(_)) => MANY,
+        }
+    })
 }
 
 /// State of one check: the depth reached, and whether it gave up.
@@ -763,7 +799,24 @@ impl Fast {
             .map(|(id, _)| *id))
     }
 
+    /// The branch [`Union::pick`] settles the union on: `Some(None)` when no branch admits `v`'s
+    /// type, `None` when it takes more than a type test (or the union is tagged).
+    #[inline]
+    fn picked(union: &Union, v: &Value) -> Option<Option<NodeId>> {
+        if union.tag.is_some() {
+            return None;
+        }
+        match union.pick.get(kind(v)).copied().unwrap_or(MANY) {
+            MANY => None,
+            NONE => Some(None),
+            i => Some(union.branches.get(i as usize).copied()),
+        }
+    }
+
     fn any_of(&self, union: &Union, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        if let Some(branch) = Self::picked(union, v) {
+            return branch.is_some_and(|id| self.valid(id, v, ctx));
+        }
         match self.candidates(union, v) {
             Ok(branch) => branch.is_some_and(|i| self.valid(union.branches[i], v, ctx)),
             Err(mut branches) => branches.any(|id| self.valid(id, v, ctx)),
@@ -771,6 +824,10 @@ impl Fast {
     }
 
     fn one_of(&self, union: &Union, v: &Value, ctx: &mut Ctx<'_>) -> bool {
+        // The other branches cannot admit `v`: exactly one holds when the picked one does.
+        if let Some(branch) = Self::picked(union, v) {
+            return branch.is_some_and(|id| self.valid(id, v, ctx));
+        }
         match self.candidates(union, v) {
             Ok(branch) => branch.is_some_and(|i| self.valid(union.branches[i], v, ctx)),
             Err(branches) => {
@@ -842,6 +899,7 @@ impl Fast {
             if let Some(Node::Checks(checks)) = self.nodes.get_mut(id)
                 && let Some(Check::AnyOf(u) | Check::OneOf(u)) = checks.get_mut(at)
             {
+                u.pick = pick(&masks);
                 u.masks = masks;
                 u.tag = tag;
             }
@@ -1381,6 +1439,7 @@ impl Compiler<'_> {
         }
         let union = |branches: Vec<NodeId>| Union {
             masks: vec![ANY; branches.len()],
+            pick: [MANY; 6],
             branches,
             tag: None,
         };

@@ -118,6 +118,10 @@ fn a_nullable_union_is_decided_by_type() {
     });
     let (fast, _) = compile(&schema);
     let masks: Vec<&[u8]> = unions(&fast).iter().map(|u| u.masks.as_slice()).collect();
+    // By kind (null, boolean, number, string, array, object): the one branch to try, or none.
+    let picks: Vec<[u32; 6]> = unions(&fast).iter().map(|u| u.pick).collect();
+    assert!(picks.contains(&[1, NONE, NONE, NONE, NONE, 0]), "{picks:?}");
+    assert!(picks.contains(&[1, NONE, 0, 1, NONE, NONE]), "{picks:?}");
     assert!(masks.contains(&&[OBJECT, NULL][..]), "{masks:?}");
     assert!(
         masks.contains(&&[INTEGER | NUMBER, NULL | STRING][..]),
@@ -365,6 +369,11 @@ fn shaped_schemas() -> Vec<Value> {
         json!({"allOf": [{"type": "integer"}, {"type": "number"}]}),
         json!({"type": "number", "allOf": [{"type": "integer"}]}),
         json!({"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]}),
+        // Unions settled by the instance's type (one branch admits it, none, or several).
+        json!({"oneOf": [{"type": "integer"}, {"type": "string", "minLength": 2}, {"type": "null"}]}),
+        json!({"oneOf": [{"type": "number"}, {"type": "integer"}, {"type": "object", "required": ["a"]}]}),
+        json!({"anyOf": [false, {"type": ["null", "boolean"]}, {"type": "array", "maxItems": 1}]}),
+        json!({"oneOf": [{"type": "array"}, {"maxItems": 2}]}),
         json!({"$defs": {"S": {"type": "string"}},
                "type": "object", "properties": {"a": {"$ref": "#/$defs/S"}}, "required": ["a"]}),
         // Leaves of the properties pass (a lone type, `true`) beside nodes that are not.
