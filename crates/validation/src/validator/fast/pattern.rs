@@ -96,21 +96,27 @@ struct Item {
     set: Set,
     min: usize,
     max: usize,
-    /// By ASCII byte: whether `set` holds it ([`Set::contains_ascii`], one load per byte).
-    ascii: [bool; 128],
+    /// By byte: [`IN`] when the ASCII character is in `set` ([`Set::contains_ascii`]), [`OUT`]
+    /// when not, [`OTHER`] for a byte of a non-ASCII character: one load per byte.
+    bytes: [u8; 256],
 }
+
+/// [`Item::bytes`]' values.
+const OUT: u8 = 0;
+const IN: u8 = 1;
+const OTHER: u8 = 2;
 
 impl Item {
     fn new(set: Set, min: usize, max: usize) -> Item {
-        let mut ascii = [false; 128];
-        for (b, member) in (0u8..).zip(ascii.iter_mut()) {
-            *member = set.contains_ascii(b);
+        let mut bytes = [OTHER; 256];
+        for (b, class) in (0u8..128).zip(bytes.iter_mut()) {
+            *class = if set.contains_ascii(b) { IN } else { OUT };
         }
         Item {
             set,
             min,
             max,
-            ascii,
+            bytes,
         }
     }
 }
@@ -266,16 +272,20 @@ impl Sequence {
     fn is_match_ascii(&self, bytes: &[u8]) -> Option<bool> {
         let mut at: usize = 0;
         for item in &self.items {
-            let start = at;
-            let limit = bytes.len().min(start.saturating_add(item.max));
-            while let Some(b) = bytes.get(at).filter(|_| at < limit) {
-                match item.ascii.get(usize::from(*b)) {
-                    Some(true) => at += 1,
-                    Some(false) => break,
-                    None => return None,
-                }
+            let limit = bytes.len().min(at.saturating_add(item.max));
+            let window = bytes.get(at..limit).unwrap_or_default();
+            let taken = window
+                .iter()
+                .position(|b| item.bytes[usize::from(*b)] != IN)
+                .unwrap_or(window.len());
+            if window
+                .get(taken)
+                .is_some_and(|b| item.bytes[usize::from(*b)] == OTHER)
+            {
+                return None;
             }
-            if at - start < item.min {
+            at += taken;
+            if taken < item.min {
                 return Some(false);
             }
         }
