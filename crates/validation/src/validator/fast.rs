@@ -131,6 +131,9 @@ enum Check {
     Items {
         prefix: Vec<NodeId>,
         rest: Option<NodeId>,
+        /// When `rest` is a lone `type` (or `true`): its types, tested without entering the node
+        /// ([`Fast::leaves`]); 0 otherwise.
+        rest_leaf: u8,
     },
     Contains {
         node: NodeId,
@@ -396,7 +399,7 @@ impl Check {
                     }
                 }
             }
-            Check::Items { prefix, rest } => {
+            Check::Items { prefix, rest, .. } => {
                 prefix.iter_mut().for_each(&mut f);
                 rest.iter_mut().for_each(f);
             }
@@ -631,8 +634,8 @@ impl Fast {
         }
     }
 
-    /// Marks each property whose subschema is a lone `type` (or `true`) a leaf ([`Prop::leaf`]),
-    /// once the nodes have their run-time form.
+    /// Marks each property, and each array's items, whose subschema is a lone `type` (or `true`) a
+    /// leaf ([`Prop::leaf`], `rest_leaf`), once the nodes have their run-time form.
     fn leaves(&mut self) {
         let lone: Vec<u8> = self
             .nodes
@@ -648,15 +651,21 @@ impl Fast {
                 continue;
             };
             for check in checks {
-                let (Check::Properties(props)
-                | Check::Object {
-                    properties: props, ..
-                }) = check
-                else {
-                    continue;
-                };
-                for entry in &mut props.entries {
-                    entry.leaf = lone.get(entry.node).copied().unwrap_or(0);
+                match check {
+                    Check::Properties(props)
+                    | Check::Object {
+                        properties: props, ..
+                    } => {
+                        for entry in &mut props.entries {
+                            entry.leaf = lone.get(entry.node).copied().unwrap_or(0);
+                        }
+                    }
+                    Check::Items {
+                        rest: Some(rest),
+                        rest_leaf,
+                        ..
+                    } => *rest_leaf = lone.get(*rest).copied().unwrap_or(0),
+                    _ => {}
                 }
             }
         }
@@ -746,12 +755,18 @@ impl Fast {
             (Check::UniqueItems, Value::Array(a)) => {
                 !(0..a.len()).any(|i| a[i + 1..].iter().any(|b| equals(&a[i], b)))
             }
-            (Check::Items { prefix, rest }, Value::Array(a)) => {
-                a.iter().enumerate().all(|(i, item)| match prefix.get(i) {
-                    Some(id) => self.valid(*id, item, ctx),
-                    None => rest.is_none_or(|id| self.valid(id, item, ctx)),
-                })
-            }
+            (
+                Check::Items {
+                    prefix,
+                    rest,
+                    rest_leaf,
+                },
+                Value::Array(a),
+            ) => a.iter().enumerate().all(|(i, item)| match prefix.get(i) {
+                Some(id) => self.valid(*id, item, ctx),
+                None if *rest_leaf != 0 => has_type(item, *rest_leaf),
+                None => rest.is_none_or(|id| self.valid(id, item, ctx)),
+            }),
             (Check::Contains { node, min, max }, Value::Array(a)) => {
                 let mut matched = 0;
                 for item in a {
@@ -1367,7 +1382,11 @@ impl Compiler<'_> {
             (!prefix.is_empty() || rest.is_some()).then_some((prefix, rest))
         };
         if let Some((prefix, rest)) = items {
-            checks.push(Check::Items { prefix, rest });
+            checks.push(Check::Items {
+                prefix,
+                rest,
+                rest_leaf: 0,
+            });
         }
         if map.contains_key("contains") {
             let (min, max) = if self.legacy {

@@ -358,6 +358,8 @@ fn shaped_schemas() -> Vec<Value> {
         json!({"type": "string", "pattern": "^[a-z]+$"}),
         json!({"type": "integer", "minimum": 0}),
         json!({"type": "array", "items": {"type": "integer"}}),
+        json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": ["null", "boolean"]}}),
+        json!({"items": {}}),
         json!({"type": "object", "required": ["a", "b"],
                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}),
         json!({"type": "object", "required": ["a", "c"],
@@ -413,6 +415,11 @@ fn the_shapes_are_made() {
     };
     let leaves: Vec<u8> = props.entries.iter().map(|e| e.leaf).collect();
     assert_eq!(leaves, [INTEGER, ANY, 0]);
+    // So are an array's items, when all share one such subschema.
+    let items = shape(json!({"type": "array", "items": {"type": "string"}}));
+    assert!(items.contains("rest_leaf: 16"), "{items}");
+    let items = shape(json!({"type": "array", "items": {"type": "string", "minLength": 1}}));
+    assert!(items.contains("rest_leaf: 0"), "{items}");
     let some = shape(json!({"required": ["a", "c"], "properties": {"a": {}}}));
     assert!(some.contains("Required"), "{some}");
     assert_eq!(shape(json!({"required": [], "properties": {}})), "True");
