@@ -450,6 +450,9 @@ struct Union {
     masks: Vec<u8>,
     /// For a tagged union: the property every branch requires and the branch each value selects.
     tag: Option<(String, Table<usize>)>,
+    /// The tag's values with their [`print`]s and branches, sorted by print: an instance's tag is
+    /// found by a binary search on its print and a comparison of the names that share it.
+    tag_sorted: Vec<(u64, String, usize)>,
     /// By instance [`kind`]: the one branch whose mask admits it, [`NONE`] or [`MANY`] ([`pick`]).
     pick: [u32; 6],
 }
@@ -802,6 +805,18 @@ impl Fast {
         if let (Some((prop, table)), Value::Object(o)) = (&union.tag, v) {
             // Every branch requires `prop` to hold its own string: at most one can match.
             return Ok(match lookup(o, prop) {
+                Some(Value::String(tag)) if union.tag_sorted.len() == table.len() => {
+                    let key = print(tag);
+                    let sorted = &union.tag_sorted;
+                    let first = sorted.partition_point(|(p, _, _)| *p < key);
+                    sorted
+                        .get(first..)
+                        .unwrap_or_default()
+                        .iter()
+                        .take_while(|(p, _, _)| *p == key)
+                        .find(|(_, value, _)| same(value, tag))
+                        .map(|(_, _, branch)| *branch)
+                }
                 Some(Value::String(tag)) => table.get(tag.as_str()).copied(),
                 _ => None,
             });
@@ -916,6 +931,15 @@ impl Fast {
             {
                 u.pick = pick(&masks);
                 u.masks = masks;
+                let mut sorted: Vec<(u64, String, usize)> =
+                    tag.as_ref().map_or_else(Vec::new, |(_, table)| {
+                        table
+                            .iter()
+                            .map(|(value, branch)| (print(value), value.clone(), *branch))
+                            .collect()
+                    });
+                sorted.sort_unstable();
+                u.tag_sorted = sorted;
                 u.tag = tag;
             }
         }
@@ -1461,6 +1485,7 @@ impl Compiler<'_> {
             pick: [MANY; 6],
             branches,
             tag: None,
+            tag_sorted: Vec::new(),
         };
         if let Some(any) = list(self, "anyOf") {
             checks.push(Check::AnyOf(Box::new(union(any))));

@@ -90,6 +90,34 @@ fn a_tagged_union_is_dispatched_on_its_tag() {
 }
 
 #[test]
+fn tag_values_that_share_a_print_are_told_apart() {
+    // Same length and first four bytes: one print, three values.
+    let branch = |tag: &str, ty: &str| {
+        json!({"type": "object", "required": ["k"],
+               "properties": {"k": {"const": tag}, "v": {"type": ty}}})
+    };
+    let schema = json!({"oneOf": [branch("call_a", "string"), branch("call_b", "integer"),
+        branch("call_c", "null"), branch("other", "boolean")]});
+    let (fast, _) = compile(&schema);
+    let union = unions(&fast)[0];
+    assert_eq!(union.tag_sorted.len(), 4);
+    agrees(
+        &schema,
+        &[
+            json!({"k": "call_a", "v": "s"}),
+            json!({"k": "call_a", "v": 1}),
+            json!({"k": "call_b", "v": 1}),
+            json!({"k": "call_b", "v": "s"}),
+            json!({"k": "call_c", "v": null}),
+            json!({"k": "call_c", "v": 1}),
+            json!({"k": "call_d", "v": null}),
+            json!({"k": "other", "v": true}),
+            json!({"k": "othe", "v": true}),
+        ],
+    );
+}
+
+#[test]
 fn branches_that_share_a_tag_value_are_not_dispatched() {
     let schema = json!({"oneOf": [
         {"required": ["k"], "properties": {"k": {"const": "a"}, "x": {"type": "string"}}},
@@ -376,6 +404,12 @@ fn shaped_schemas() -> Vec<Value> {
         json!({"oneOf": [{"type": "number"}, {"type": "integer"}, {"type": "object", "required": ["a"]}]}),
         json!({"anyOf": [false, {"type": ["null", "boolean"]}, {"type": "array", "maxItems": 1}]}),
         json!({"oneOf": [{"type": "array"}, {"maxItems": 2}]}),
+        // A tagged union on `a` (the values generated instances hold), with `enum` and `const` tags.
+        json!({"oneOf": [
+            {"type": "object", "required": ["a"], "properties": {"a": {"const": "abc"}, "b": {"type": "integer"}}},
+            {"type": "object", "required": ["a", "c"], "properties": {"a": {"enum": ["AB"]}}},
+            {"required": ["a"], "properties": {"a": {"const": "x1"}, "b": {"type": "string"}}}
+        ]}),
         json!({"$defs": {"S": {"type": "string"}},
                "type": "object", "properties": {"a": {"$ref": "#/$defs/S"}}, "required": ["a"]}),
         // Leaves of the properties pass (a lone type, `true`) beside nodes that are not.
@@ -432,6 +466,34 @@ proptest::proptest! {
     #[test]
     fn integral_is_fract_zero(f in proptest::num::f64::ANY) {
         proptest::prop_assert_eq!(integral(f), f.fract() == 0.0, "{}", f);
+    }
+
+    /// A tagged union (tag values that share a print among them) decides as boon does on objects
+    /// built around its tag.
+    #[test]
+    fn tagged_unions_decide_as_boon_does(
+        tag in proptest::prop_oneof![
+            proptest::strategy::Just(json!("call_a")),
+            proptest::strategy::Just(json!("call_b")),
+            proptest::strategy::Just(json!("call_c")),
+            proptest::strategy::Just(json!("call_d")),
+            proptest::strategy::Just(json!("other")),
+            proptest::strategy::Just(json!(1)),
+        ],
+        v in arb_instance(),
+        with_v in proptest::bool::ANY,
+    ) {
+        let branch = |tag: &str, ty: &str| {
+            json!({"type": "object", "required": ["k"],
+                   "properties": {"k": {"const": tag}, "v": {"type": ty}}})
+        };
+        let schema = json!({"oneOf": [branch("call_a", "string"), branch("call_b", "integer"),
+            branch("call_c", "null"), branch("other", "boolean")]});
+        let mut instance = json!({"k": tag});
+        if with_v {
+            instance["v"] = v;
+        }
+        agrees(&schema, std::slice::from_ref(&instance));
     }
 
     /// Each shape's verdict is boon's on generated instances.
