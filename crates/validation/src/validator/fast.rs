@@ -678,7 +678,11 @@ impl Fast {
     fn check(&self, check: &Check, v: &Value, ctx: &mut Ctx<'_>) -> bool {
         match (check, v) {
             (Check::Type(mask), _) => has_type(v, *mask),
-            (Check::Const(c), _) => equals(v, c),
+            (Check::Const(c), _) => match (&**c, v) {
+                // A tag's `const`: two strings, compared without the call.
+                (Value::String(c), Value::String(s)) => same(c, s),
+                (c, v) => equals(v, c),
+            },
             (
                 Check::Enum {
                     values,

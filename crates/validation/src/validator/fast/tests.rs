@@ -382,6 +382,7 @@ fn shaped_schemas() -> Vec<Value> {
         json!({"type": "string", "minLength": 2}),
         json!({"type": "string", "minLength": 3, "maxLength": 4}),
         json!({"enum": ["a", "AB", 1, 2.0]}),
+        json!({"properties": {"a": {"const": "abc"}, "b": {"const": 2}, "c": {"const": ["a"]}}}),
         json!({"type": "string", "enum": ["abc", "AB", "日本"]}),
         json!({"type": "string", "pattern": "^[a-z]+$"}),
         json!({"type": "integer", "minimum": 0}),
