@@ -49,6 +49,7 @@ use crate::{
 };
 
 mod cancel;
+mod direct;
 mod extra;
 mod lanes;
 mod retry;

@@ -504,9 +504,14 @@ fn throughput(
     let mut stdin = client.child.stdin.take().unwrap();
     let stdout = client.child.stdout.take().unwrap();
     let (lines_tx, lines) = std::sync::mpsc::channel();
+    // Under heaptrack (`CLAIJ_LOAD_HEAPTRACK`) its own lines share the client's stdout.
+    let heaptrack = std::env::var_os(fleet::HEAPTRACK).is_some();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            if heaptrack && !line.starts_with('{') {
+                continue;
+            }
             if lines_tx.send(line).is_err() {
                 break;
             }

@@ -32,7 +32,7 @@ enum Phase {
     /// Nothing sent yet.
     Start,
     /// Reading the body.
-    Body(reqwest::Response),
+    Body(transport::Reply),
     /// Finished (by `[DONE]`, the end of the body, or an error).
     Done,
 }
@@ -172,9 +172,9 @@ impl<A: Adapter> State<'_, A> {
     /// Sends the request until a 2xx response opens the stream, as the retry policy allows.
     async fn open_with(
         &mut self,
-        client: &reqwest::Client,
+        client: &Lease,
         prepared: &Prepared,
-    ) -> Result<(reqwest::Response, ErrorContext), Error> {
+    ) -> Result<(transport::Reply, ErrorContext), Error> {
         let model = &self.request.model;
         loop {
             let span = self.retrier.span();
@@ -191,7 +191,7 @@ impl<A: Adapter> State<'_, A> {
         }
     }
 
-    async fn read(&mut self, mut response: reqwest::Response) {
+    async fn read(&mut self, mut response: transport::Reply) {
         let timeout = self.backend.config.request_timeout;
         let flow = match tokio::time::timeout(timeout, response.chunk()).await {
             Err(_) => Flow::Failed(Error::Timeout {

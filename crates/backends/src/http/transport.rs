@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 use reqwest::header::HeaderMap;
 use tracing::debug;
 
-use super::{HttpBackend, Prepared, retry};
+use bytes::Bytes;
+
+use super::lanes::Lease;
+use super::{HttpBackend, Prepared, direct, retry};
 use crate::redact::MARKER;
 use crate::{Adapter, ApiKey, BodyLimit, ChatResponse, Error, ErrorContext, excerpt};
 
@@ -18,7 +21,7 @@ const REQUEST_ID_HEADERS: [&str; 2] = ["x-request-id", "request-id"];
 /// One non-streaming request: the parsed response, or the typed error (key already scrubbed).
 pub(super) async fn complete<A: Adapter>(
     backend: &HttpBackend<A>,
-    client: &reqwest::Client,
+    client: &Lease,
     prepared: &Prepared,
     model: &str,
 ) -> Result<ChatResponse, Error> {
@@ -31,7 +34,7 @@ pub(super) async fn complete<A: Adapter>(
         request_bytes = prepared.body.len(),
         "sending request"
     );
-    let result = exchange(backend, send(client, prepared), context)
+    let result = exchange(backend, || send(client, prepared), context)
         .await
         .and_then(|done| {
             debug!(
@@ -57,14 +60,14 @@ pub(super) async fn complete<A: Adapter>(
 /// Not retried: the caller keeps what it had on failure.
 pub(super) async fn get<A: Adapter>(
     backend: &HttpBackend<A>,
-    client: &reqwest::Client,
+    client: &Lease,
     url: reqwest::Url,
     headers: HeaderMap,
 ) -> Result<Vec<u8>, Error> {
     let provider = backend.adapter.provider();
     let context = ErrorContext::new(provider);
     debug!(provider, "sending GET");
-    let request = client.get(url).headers(headers).send();
+    let request = || client.send(reqwest::Method::GET, &url, &headers, Bytes::new());
     let result = exchange(backend, request, context).await.and_then(|done| {
         if (200..300).contains(&done.status) {
             Ok(done.body)
@@ -80,6 +83,79 @@ pub(super) async fn get<A: Adapter>(
     result.map_err(|e| backend.scrub(e))
 }
 
+/// Why a request got no response head, or its body broke off.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// reqwest's failure (HTTP/1.1, `auto`, or HTTP/2 through a proxy or over TLS).
+    Reqwest(reqwest::Error),
+    /// No TCP connection (the direct HTTP/2 path).
+    Connect(std::io::Error),
+    /// No connection within `connect_timeout` (the direct HTTP/2 path).
+    ConnectTimeout,
+    /// The server did not take HTTP/2's preface.
+    Handshake(h2::Error),
+    /// The stream or the connection broke: a reset, a GOAWAY, a closed socket.
+    H2(h2::Error),
+    /// The URL has no host or port, or is not a valid request target.
+    Uri,
+}
+
+impl Failure {
+    /// One line, without the URL (it may carry credentials).
+    fn describe(&self) -> String {
+        match self {
+            Failure::Reqwest(e) => describe(e),
+            Failure::Connect(e) => e.to_string(),
+            Failure::ConnectTimeout => "the connection timed out".to_owned(),
+            Failure::Handshake(e) | Failure::H2(e) => e.to_string(),
+            Failure::Uri => "the URL is no valid HTTP/2 request target".to_owned(),
+        }
+    }
+}
+
+/// A response whose head arrived, its body still to read: reqwest's, or one read directly from an
+/// HTTP/2 stream ([`direct`]).
+#[derive(Debug)]
+pub(super) enum Reply {
+    Reqwest(reqwest::Response),
+    Direct(direct::Reply),
+}
+
+impl Reply {
+    pub(super) fn status(&self) -> u16 {
+        match self {
+            Reply::Reqwest(response) => response.status().as_u16(),
+            Reply::Direct(reply) => reply.status,
+        }
+    }
+
+    pub(super) fn headers(&self) -> &HeaderMap {
+        match self {
+            Reply::Reqwest(response) => response.headers(),
+            Reply::Direct(reply) => &reply.headers,
+        }
+    }
+
+    /// The length the server announced (`content-length`), if any.
+    fn content_length(&self) -> Option<u64> {
+        match self {
+            Reply::Reqwest(response) => response.content_length(),
+            Reply::Direct(reply) => reply
+                .headers
+                .get(reqwest::header::CONTENT_LENGTH)
+                .and_then(|value| value.to_str().ok()?.trim().parse().ok()),
+        }
+    }
+
+    /// The next piece of the body, `None` at its end.
+    pub(super) async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
+        match self {
+            Reply::Reqwest(response) => response.chunk().await.map_err(Failure::Reqwest),
+            Reply::Direct(reply) => reply.chunk().await,
+        }
+    }
+}
+
 /// A whole answer: its status, the context with the status and request id, the `Retry-After` it
 /// asked for, and its body.
 struct Exchange {
@@ -89,16 +165,18 @@ struct Exchange {
     body: Vec<u8>,
 }
 
-/// Sends `request` and reads the whole answer, all within `request_timeout` and the body under
-/// `max_body_bytes`; transport failures typed (the key not yet scrubbed: the caller does).
-async fn exchange<A: Adapter>(
+/// Sends the request `request` makes and reads the whole answer, all within `request_timeout` and
+/// the body under `max_body_bytes`; transport failures typed (the key not yet scrubbed: the caller
+/// does). The request's future is made where it is awaited, so a call's future holds it once (a
+/// future passed in would be held in each async frame it passes through).
+async fn exchange<A: Adapter, F: Future<Output = Result<Reply, Failure>>>(
     backend: &HttpBackend<A>,
-    request: impl Future<Output = reqwest::Result<reqwest::Response>>,
+    request: impl FnOnce() -> F,
     context: ErrorContext,
 ) -> Result<Exchange, Error> {
     let config = &backend.config;
     let whole = async {
-        let response = request.await.map_err(|e| {
+        let response = request().await.map_err(|e| {
             transport_error(
                 &e,
                 context.clone(),
@@ -127,10 +205,10 @@ async fn exchange<A: Adapter>(
 /// Opens a stream: the response once its status is 2xx, or the typed error for any other status.
 pub(super) async fn open_stream<A: Adapter>(
     backend: &HttpBackend<A>,
-    client: &reqwest::Client,
+    client: &Lease,
     prepared: &Prepared,
     model: &str,
-) -> Result<(reqwest::Response, ErrorContext), Error> {
+) -> Result<(Reply, ErrorContext), Error> {
     let provider = backend.adapter.provider();
     let config = &backend.config;
     let context = ErrorContext::new(provider);
@@ -178,7 +256,7 @@ pub(super) async fn open_stream<A: Adapter>(
 /// The whole body, counted as it arrives: more than `max_body_bytes` (announced or sent) is
 /// [`Error::BodyTooLarge`], and nothing past the limit is buffered.
 async fn read_body(
-    mut response: reqwest::Response,
+    mut response: Reply,
     config: &super::HttpConfig,
     context: &ErrorContext,
 ) -> Result<Vec<u8>, Error> {
@@ -209,23 +287,21 @@ async fn read_body(
     Ok(body)
 }
 
-fn send(
-    client: &reqwest::Client,
-    prepared: &Prepared,
-) -> impl Future<Output = reqwest::Result<reqwest::Response>> + use<> {
-    client
-        .post(prepared.url.clone())
-        .headers(prepared.headers.clone())
-        .body(prepared.body.clone())
-        .send()
+fn send<'a>(
+    client: &'a Lease,
+    prepared: &'a Prepared,
+) -> impl Future<Output = Result<Reply, Failure>> + use<'a> {
+    client.send(
+        reqwest::Method::POST,
+        &prepared.url,
+        &prepared.headers,
+        prepared.body.clone(),
+    )
 }
 
 /// The status, the context with status and request id, and the parsed `Retry-After`.
-fn read_head(
-    response: &reqwest::Response,
-    context: ErrorContext,
-) -> (u16, ErrorContext, Option<Duration>) {
-    let status = response.status().as_u16();
+fn read_head(response: &Reply, context: ErrorContext) -> (u16, ErrorContext, Option<Duration>) {
+    let status = response.status();
     let mut context = context.with_status(status);
     context.request_id = request_id(response.headers());
     (status, context, retry::retry_after(response.headers()))
@@ -267,11 +343,44 @@ pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
 
 /// A failure to send or to get the response head.
 pub(super) fn transport_error(
-    error: &reqwest::Error,
+    error: &Failure,
     context: ErrorContext,
     connect_timeout: Duration,
     request_timeout: Duration,
 ) -> Error {
+    let error = match error {
+        Failure::Reqwest(error) => error,
+        Failure::ConnectTimeout => {
+            return Error::Timeout {
+                context,
+                after: connect_timeout,
+            };
+        }
+        Failure::Connect(e) => {
+            return Error::Network {
+                context,
+                message: format!("could not connect: {e}"),
+            };
+        }
+        Failure::Handshake(e) => {
+            return Error::Network {
+                context,
+                message: format!("could not connect: the HTTP/2 handshake failed: {e}"),
+            };
+        }
+        Failure::H2(e) => {
+            return Error::Network {
+                context,
+                message: format!("the request failed: {e}"),
+            };
+        }
+        Failure::Uri => {
+            return Error::BadRequest {
+                context,
+                message: "the URL is no valid HTTP/2 request target".to_owned(),
+            };
+        }
+    };
     if error.is_timeout() {
         let after = if error.is_connect() {
             connect_timeout
@@ -292,11 +401,16 @@ pub(super) fn transport_error(
 }
 
 /// A failure while reading the body: the connection broke (or timed out) mid-body.
-pub(super) fn body_error(
-    error: &reqwest::Error,
-    context: ErrorContext,
-    timeout: Duration,
-) -> Error {
+pub(super) fn body_error(error: &Failure, context: ErrorContext, timeout: Duration) -> Error {
+    let Failure::Reqwest(error) = error else {
+        return Error::Network {
+            context,
+            message: format!(
+                "the connection broke while reading the response body: {}",
+                error.describe()
+            ),
+        };
+    };
     if error.is_timeout() {
         return Error::Timeout {
             context,

@@ -12,6 +12,7 @@ mod cassette;
 mod gemini;
 mod http;
 mod http2;
+mod http2_direct;
 mod models;
 mod openai;
 mod openai_fallback;

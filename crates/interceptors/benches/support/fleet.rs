@@ -28,6 +28,10 @@ use crate::mock::{complete_request, process_cpu, response};
 
 /// The variable that gives a child its role.
 pub(crate) const ROLE: &str = "CLAIJ_LOAD_ROLE";
+
+/// Set to a file name, the client runs under `heaptrack -o FILE` (where a call's memory goes:
+/// `heaptrack_print -f FILE.zst`); its figures then include heaptrack's overhead.
+pub(crate) const HEAPTRACK: &str = "CLAIJ_LOAD_HEAPTRACK";
 const LATENCY_MS: &str = "CLAIJ_LOAD_LATENCY_MS";
 const PORT: &str = "CLAIJ_LOAD_PORT";
 const REPLY: &str = "CLAIJ_LOAD_REPLY";
@@ -95,7 +99,14 @@ impl Spawned {
     /// The command that re-runs this bench as `role`.
     pub(crate) fn command(role: &str) -> Command {
         let exe = std::env::current_exe().expect("the bench's own executable");
-        let mut command = Command::new(exe);
+        let mut command = match std::env::var_os(HEAPTRACK) {
+            Some(out) if role == "client" => {
+                let mut heaptrack = Command::new("heaptrack");
+                heaptrack.arg("-o").arg(out).arg(exe);
+                heaptrack
+            }
+            _ => Command::new(exe),
+        };
         command.env(ROLE, role).stderr(Stdio::inherit());
         command
     }

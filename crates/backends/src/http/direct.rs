@@ -1,0 +1,194 @@
+//! HTTP/2 driven directly with the `h2` crate, for a backend that speaks HTTP/2 on purpose over
+//! plain `http://` (`http_version = "http2"`: h2c by prior knowledge): one connection per lane,
+//! its task spawned once, and per call only the stream's state in the connection, the request's
+//! head and the call's own future.
+//!
+//! reqwest over hyper costs about 22 kB a call in flight (its pending request, hyper-util's
+//! request future, hyper's per-request send task, header maps and the body copied for its retry
+//! and redirect layers); 10,000 calls in flight stay under 100 MB only without them. Everything
+//! else a call does is unchanged: the request timeout, the retries (a dead connection is replaced
+//! on the next request: [`Connection`] reconnects once its task has ended or an error said the
+//! connection is gone), cancellation (dropping the future resets the stream), the body limits
+//! (counted where the body is read, [`super::transport`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, CONTENT_LENGTH, HeaderMap, HeaderValue, USER_AGENT};
+use tokio::net::TcpStream;
+use tracing::debug;
+
+use super::transport::Failure;
+
+/// The receive window of a stream (2 MiB) and of a connection (5 MiB): hyper's, so that a long
+/// reply is not held back by flow control. A window is a permission, not an allocation.
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+
+/// One lane's HTTP/2 connection, opened on its first request and again after it died.
+#[derive(Debug)]
+pub(super) struct Connection {
+    connect_timeout: Duration,
+    user_agent: Option<HeaderValue>,
+    live: tokio::sync::Mutex<Option<Live>>,
+    /// The most streams the server allows at once on a connection (its
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`), as last seen on any lane of the backend (one server);
+    /// `usize::MAX` until seen.
+    server_limit: Arc<AtomicUsize>,
+}
+
+/// An open connection: a handle to send on, and whether its task still runs.
+#[derive(Debug)]
+struct Live {
+    send: h2::client::SendRequest<Bytes>,
+    alive: Arc<AtomicBool>,
+}
+
+/// A response's head and its body, still to be read.
+#[derive(Debug)]
+pub(super) struct Reply {
+    pub(super) status: u16,
+    pub(super) headers: HeaderMap,
+    body: h2::RecvStream,
+}
+
+impl Reply {
+    /// The next piece of the body (its flow-control capacity given back at once), `None` at its end.
+    pub(super) async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
+        match self.body.data().await {
+            None => Ok(None),
+            Some(Err(e)) => Err(Failure::H2(e)),
+            Some(Ok(chunk)) => {
+                // Only fails when the stream is already gone: its next read says so.
+                let _ = self.body.flow_control().release_capacity(chunk.len());
+                Ok(Some(chunk))
+            }
+        }
+    }
+}
+
+impl Connection {
+    pub(super) fn new(
+        connect_timeout: Duration,
+        user_agent: &str,
+        server_limit: Arc<AtomicUsize>,
+    ) -> Connection {
+        Connection {
+            connect_timeout,
+            user_agent: HeaderValue::from_str(user_agent).ok(),
+            live: tokio::sync::Mutex::new(None),
+            server_limit,
+        }
+    }
+
+    /// Sends one request (`body` empty: none, the headers end the stream) and waits for the
+    /// response's head.
+    pub(super) async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &reqwest::Url,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Reply, Failure> {
+        let uri = http::Uri::try_from(url.as_str()).map_err(|_| Failure::Uri)?;
+        let mut request = http::Request::new(());
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        let mut head = HeaderMap::with_capacity(headers.len() + 3);
+        for (name, value) in headers {
+            head.append(name, value.clone());
+        }
+        if let Some(agent) = &self.user_agent {
+            head.insert(USER_AGENT, agent.clone());
+        }
+        if !head.contains_key(ACCEPT) {
+            head.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        if !body.is_empty() {
+            head.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        }
+        *request.headers_mut() = head;
+
+        let (send, alive) = self.connection(url).await?;
+        let gone = |e: h2::Error| {
+            alive.store(false, Ordering::Release);
+            Failure::H2(e)
+        };
+        let mut send = send.ready().await.map_err(gone)?;
+        let end = body.is_empty();
+        let (response, mut stream) = send.send_request(request, end).map_err(gone)?;
+        if !end {
+            // Buffered by h2 and sent as the server's window allows; `Bytes` is shared, not copied.
+            stream.send_data(body, true).map_err(gone)?;
+        }
+        // `usize::MAX` until the server's SETTINGS arrived: what was seen before stays.
+        let limit = send.current_max_send_streams();
+        if limit != usize::MAX {
+            self.server_limit.store(limit, Ordering::Relaxed);
+        }
+        drop(send);
+        let response = response.await.map_err(|e| {
+            if e.is_go_away() || e.is_io() {
+                alive.store(false, Ordering::Release);
+            }
+            Failure::H2(e)
+        })?;
+        let (head, body) = response.into_parts();
+        Ok(Reply {
+            status: head.status.as_u16(),
+            headers: head.headers,
+            body,
+        })
+    }
+
+    /// A handle on the live connection, opening one when there is none or it died.
+    async fn connection(
+        &self,
+        url: &reqwest::Url,
+    ) -> Result<(h2::client::SendRequest<Bytes>, Arc<AtomicBool>), Failure> {
+        let mut live = self.live.lock().await;
+        if let Some(open) = live.as_ref()
+            && open.alive.load(Ordering::Acquire)
+        {
+            return Ok((open.send.clone(), open.alive.clone()));
+        }
+        *live = None;
+        // Boxed: a call's future does not carry the connect's state, needed once per connection.
+        let open = tokio::time::timeout(self.connect_timeout, Box::pin(connect(url)))
+            .await
+            .map_err(|_| Failure::ConnectTimeout)??;
+        let handle = (open.send.clone(), open.alive.clone());
+        *live = Some(open);
+        Ok(handle)
+    }
+}
+
+/// A TCP connection to `url`'s host, HTTP/2's preface and settings sent on it, its task spawned.
+async fn connect(url: &reqwest::Url) -> Result<Live, Failure> {
+    let host = url.host_str().ok_or(Failure::Uri)?;
+    let port = url.port_or_known_default().ok_or(Failure::Uri)?;
+    let tcp = TcpStream::connect(format!("{host}:{port}"))
+        .await
+        .map_err(Failure::Connect)?;
+    // Requests are small and answered at once: no waiting to fill a segment.
+    let _ = tcp.set_nodelay(true);
+    let (send, connection) = h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .map_err(Failure::Handshake)?;
+    let alive = Arc::new(AtomicBool::new(true));
+    let flag = alive.clone();
+    tokio::spawn(async move {
+        // Ends when the server closes or breaks the connection, or when every handle (every lane
+        // and call holding it) is dropped.
+        if let Err(error) = connection.await {
+            debug!(%error, "HTTP/2 connection ended");
+        }
+        flag.store(false, Ordering::Release);
+    });
+    Ok(Live { send, alive })
+}
