@@ -207,6 +207,9 @@ struct Fixed {
 struct FixedHeaders {
     base: HeaderMap,
     auth: Vec<(HeaderName, HeaderValue)>,
+    /// `base` and `auth` together: the headers of every call to which the adapter adds none,
+    /// shared by those calls rather than copied into each.
+    all: Arc<HeaderMap>,
 }
 
 /// The most adapter paths whose URL is kept (Gemini has one per model and way of calling).
@@ -216,7 +219,7 @@ const MAX_CACHED_URLS: usize = 64;
 /// body's bytes).
 struct Prepared {
     url: reqwest::Url,
-    headers: HeaderMap,
+    headers: Arc<HeaderMap>,
     body: bytes::Bytes,
 }
 
@@ -634,6 +637,16 @@ impl<A: Adapter> HttpBackend<A> {
             .get_or_init(|| self.fixed_headers())
             .as_ref()
             .map_err(|e| bad(e.clone()))?;
+        let mut body = wire.body;
+        // A call holds its body to its end (retries resend it): no spare capacity held with it.
+        body.shrink_to_fit();
+        if wire.headers.is_empty() {
+            return Ok(Prepared {
+                url,
+                headers: fixed.all.clone(),
+                body: bytes::Bytes::from(body),
+            });
+        }
         let mut headers = fixed.base.clone();
         headers.reserve(wire.headers.len() + fixed.auth.len());
         // What the adapter sets is never replaced by an extra header, nor silently kept.
@@ -655,8 +668,8 @@ impl<A: Adapter> HttpBackend<A> {
         }
         Ok(Prepared {
             url,
-            headers,
-            body: bytes::Bytes::from(wire.body),
+            headers: Arc::new(headers),
+            body: bytes::Bytes::from(body),
         })
     }
 
@@ -685,6 +698,7 @@ impl<A: Adapter> HttpBackend<A> {
         base.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         extra::add_headers(&mut base, &self.config.headers)?;
         let mut fixed = FixedHeaders {
+            all: Arc::new(base.clone()),
             base,
             auth: Vec::new(),
         };
@@ -715,6 +729,11 @@ impl<A: Adapter> HttpBackend<A> {
             }
             fixed.auth.push((name, value));
         }
+        let mut all = fixed.base.clone();
+        for (name, value) in &fixed.auth {
+            all.insert(name.clone(), value.clone());
+        }
+        fixed.all = Arc::new(all);
         Ok(fixed)
     }
 

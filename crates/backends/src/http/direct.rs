@@ -93,6 +93,9 @@ impl Connection {
         body: Bytes,
     ) -> Result<Reply, Failure> {
         let uri = http::Uri::try_from(url.as_str()).map_err(|_| Failure::Uri)?;
+        let (send, alive) = self.connection(url).await?;
+        // Built once the connection is there, so a call's future does not hold the request's
+        // head and the connect's state at once.
         let mut request = http::Request::new(());
         *request.method_mut() = method;
         *request.uri_mut() = uri;
@@ -110,8 +113,6 @@ impl Connection {
             head.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
         *request.headers_mut() = head;
-
-        let (send, alive) = self.connection(url).await?;
         let gone = |e: h2::Error| {
             alive.store(false, Ordering::Release);
             Failure::H2(e)

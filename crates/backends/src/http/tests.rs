@@ -450,7 +450,7 @@ mod bodies {
     fn sent<A: Adapter>(backend: &HttpBackend<A>, request: &ChatRequest, stream: bool) -> String {
         let prepared = backend.prepare(request, stream).unwrap();
         let mut out = format!("POST {}\n", prepared.url);
-        for (name, value) in &prepared.headers {
+        for (name, value) in prepared.headers.iter() {
             let value = if value.is_sensitive() {
                 "<sensitive>"
             } else {
