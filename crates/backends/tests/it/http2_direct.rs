@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use claij_backends::http::{HttpConfig, HttpVersion, RetryPolicy};
+use claij_backends::http::{CancelToken, HttpConfig, HttpVersion, RetryPolicy};
 use claij_backends::openai::OpenAi;
 use claij_backends::{ApiKey, Backend, BodyLimit, Error};
 use tokio::net::TcpListener;
@@ -30,6 +30,8 @@ enum Answer {
     Close,
     /// A 200 with `bytes` of body, its length announced or not.
     Big { bytes: usize, announced: bool },
+    /// No answer: waits for the client to reset the stream, and counts the reset.
+    Hang,
 }
 
 /// An h2c server on 127.0.0.1 that lets a connection carry `max_streams` at once and answers each
@@ -38,6 +40,7 @@ struct Scripted {
     url: String,
     connections: Arc<AtomicUsize>,
     heads: Arc<Mutex<Vec<http::HeaderMap>>>,
+    resets: Arc<AtomicUsize>,
 }
 
 impl Scripted {
@@ -52,11 +55,12 @@ impl Scripted {
         let (arrived_tx, arrived) = watch::channel(0usize);
         let arrived_tx = Arc::new(arrived_tx);
         let answer = Arc::new(answer);
-        let (count, seen) = (connections.clone(), heads.clone());
+        let resets = Arc::new(AtomicUsize::new(0));
+        let (count, seen, reset) = (connections.clone(), heads.clone(), resets.clone());
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
                 let number = count.fetch_add(1, Ordering::SeqCst);
-                let (answer, seen) = (answer.clone(), seen.clone());
+                let (answer, seen, reset) = (answer.clone(), seen.clone(), reset.clone());
                 let (arrived_tx, arrived) = (arrived_tx.clone(), arrived.clone());
                 tokio::spawn(async move {
                     let mut connection = h2::server::Builder::new()
@@ -72,7 +76,13 @@ impl Scripted {
                         }
                         seen.lock().unwrap().push(request.headers().clone());
                         let (arrived_tx, mut arrived) = (arrived_tx.clone(), arrived.clone());
+                        let reset = reset.clone();
                         tokio::spawn(async move {
+                            if matches!(what, Answer::Hang) {
+                                let _ = std::future::poll_fn(|cx| respond.poll_reset(cx)).await;
+                                reset.fetch_add(1, Ordering::SeqCst);
+                                return;
+                            }
                             let mut body = request.into_body();
                             while let Some(Ok(chunk)) = body.data().await {
                                 let _ = body.flow_control().release_capacity(chunk.len());
@@ -92,7 +102,7 @@ impl Scripted {
                                     }
                                     " ".repeat(bytes)
                                 }
-                                Answer::Close => unreachable!(),
+                                Answer::Close | Answer::Hang => unreachable!(),
                             };
                             let mut send = respond
                                 .send_response(head.body(()).unwrap(), false)
@@ -107,6 +117,7 @@ impl Scripted {
             url,
             connections,
             heads,
+            resets,
         }
     }
 }
@@ -249,4 +260,50 @@ async fn the_request_head_is_as_reqwest_sends_it() {
         value("content-length").parse::<usize>().unwrap() > 0,
         "{head:?}"
     );
+}
+
+/// Waits (bounded by [`HANG_GUARD`]) until `done` holds.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    tokio::time::timeout(HANG_GUARD, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}"));
+}
+
+/// A call cancelled while the server holds its answer ends with `Cancelled`, and the server sees
+/// its stream reset (nothing of the call goes on in the background); the next call goes over the
+/// same connection.
+#[tokio::test]
+async fn a_cancelled_call_resets_its_stream() {
+    let server = Scripted::start(100, |_| Answer::Hang).await;
+    let backend = backend(config(&server.url));
+    let token = CancelToken::new();
+    let call = {
+        let (backend, token) = (backend.clone(), token.clone());
+        tokio::spawn(async move { backend.complete_with(&request(), &token).await })
+    };
+    until("the request reaches the server", || {
+        !server.heads.lock().unwrap().is_empty()
+    })
+    .await;
+    token.cancel();
+    let error = call.await.unwrap().unwrap_err();
+    assert_eq!(kind(&error), "Cancelled", "{error:?}");
+    until("the server sees the stream reset", || {
+        server.resets.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let next = tokio::spawn({
+        let backend = backend.clone();
+        async move { backend.complete(&request()).await }
+    });
+    until("the next request reaches the server", || {
+        server.heads.lock().unwrap().len() == 2
+    })
+    .await;
+    next.abort();
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
 }
