@@ -11,8 +11,8 @@
 //! connection is gone), cancellation (dropping the future resets the stream), the body limits
 //! (counted where the body is read, [`super::transport`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -32,7 +32,10 @@ const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
 pub(super) struct Connection {
     connect_timeout: Duration,
     user_agent: Option<HeaderValue>,
-    live: tokio::sync::Mutex<Option<Live>>,
+    /// The open connection (a handle and whether its task runs), cloned by each request.
+    current: Mutex<Option<Live>>,
+    /// Held while a connection opens.
+    connecting: tokio::sync::Mutex<()>,
     /// The most streams the server allows at once on a connection (its
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`), as last seen on any lane of the backend (one server);
     /// `usize::MAX` until seen.
@@ -40,7 +43,7 @@ pub(super) struct Connection {
 }
 
 /// An open connection: a handle to send on, and whether its task still runs.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Live {
     send: h2::client::SendRequest<Bytes>,
     alive: Arc<AtomicBool>,
@@ -78,13 +81,18 @@ impl Connection {
         Connection {
             connect_timeout,
             user_agent: HeaderValue::from_str(user_agent).ok(),
-            live: tokio::sync::Mutex::new(None),
+            current: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
             server_limit,
         }
     }
 
     /// Sends one request (`body` empty: none, the headers end the stream) and waits for the
     /// response's head.
+    ///
+    /// What a call's future holds while it waits is kept small (it is most of a call's memory):
+    /// the connect is boxed apart (once per connection), and the request's head is built only
+    /// once the connection can take it, then handed to h2 at once.
     pub(super) async fn send(
         &self,
         method: reqwest::Method,
@@ -92,32 +100,17 @@ impl Connection {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Reply, Failure> {
-        let uri = http::Uri::try_from(url.as_str()).map_err(|_| Failure::Uri)?;
-        let (send, alive) = self.connection(url).await?;
-        // Built once the connection is there, so a call's future does not hold the request's
-        // head and the connect's state at once.
-        let mut request = http::Request::new(());
-        *request.method_mut() = method;
-        *request.uri_mut() = uri;
-        let mut head = HeaderMap::with_capacity(headers.len() + 3);
-        for (name, value) in headers {
-            head.append(name, value.clone());
-        }
-        if let Some(agent) = &self.user_agent {
-            head.insert(USER_AGENT, agent.clone());
-        }
-        if !head.contains_key(ACCEPT) {
-            head.insert(ACCEPT, HeaderValue::from_static("*/*"));
-        }
-        if !body.is_empty() {
-            head.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-        }
-        *request.headers_mut() = head;
+        let live = match self.current() {
+            Some(live) => live,
+            None => Box::pin(self.reconnect(url)).await?,
+        };
+        let Live { send, alive } = live;
         let gone = |e: h2::Error| {
             alive.store(false, Ordering::Release);
             Failure::H2(e)
         };
         let mut send = send.ready().await.map_err(gone)?;
+        let request = self.request(method, url, headers, body.len())?;
         let end = body.is_empty();
         let (response, mut stream) = send.send_request(request, end).map_err(gone)?;
         if !end {
@@ -144,25 +137,55 @@ impl Connection {
         })
     }
 
-    /// A handle on the live connection, opening one when there is none or it died.
-    async fn connection(
+    /// The request's head: the call's headers, the user agent, `accept` and the body's length as
+    /// reqwest sends them.
+    fn request(
         &self,
+        method: reqwest::Method,
         url: &reqwest::Url,
-    ) -> Result<(h2::client::SendRequest<Bytes>, Arc<AtomicBool>), Failure> {
-        let mut live = self.live.lock().await;
-        if let Some(open) = live.as_ref()
-            && open.alive.load(Ordering::Acquire)
-        {
-            return Ok((open.send.clone(), open.alive.clone()));
+        headers: &HeaderMap,
+        length: usize,
+    ) -> Result<http::Request<()>, Failure> {
+        let mut request = http::Request::new(());
+        *request.method_mut() = method;
+        *request.uri_mut() = http::Uri::try_from(url.as_str()).map_err(|_| Failure::Uri)?;
+        let mut head = HeaderMap::with_capacity(headers.len() + 3);
+        for (name, value) in headers {
+            head.append(name, value.clone());
         }
-        *live = None;
-        // Boxed: a call's future does not carry the connect's state, needed once per connection.
-        let open = tokio::time::timeout(self.connect_timeout, Box::pin(connect(url)))
+        if let Some(agent) = &self.user_agent {
+            head.insert(USER_AGENT, agent.clone());
+        }
+        if !head.contains_key(ACCEPT) {
+            head.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        if length > 0 {
+            head.insert(CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        *request.headers_mut() = head;
+        Ok(request)
+    }
+
+    /// The live connection, if there is one and its task still runs.
+    fn current(&self) -> Option<Live> {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current
+            .as_ref()
+            .filter(|live| live.alive.load(Ordering::Acquire))
+            .cloned()
+    }
+
+    /// Opens a connection (one call at a time: the others wait for it and share it).
+    async fn reconnect(&self, url: &reqwest::Url) -> Result<Live, Failure> {
+        let _connecting = self.connecting.lock().await;
+        if let Some(live) = self.current() {
+            return Ok(live);
+        }
+        let open = tokio::time::timeout(self.connect_timeout, connect(url))
             .await
             .map_err(|_| Failure::ConnectTimeout)??;
-        let handle = (open.send.clone(), open.alive.clone());
-        *live = Some(open);
-        Ok(handle)
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(open.clone());
+        Ok(open)
     }
 }
 

@@ -624,8 +624,9 @@ mod bodies {
 /// A call in flight holds its future (boxed by [`crate::Backend::complete`]): over HTTP/2 driven
 /// directly that is most of what a call costs, so it stays small. A future passed into an async
 /// function is held once in each frame it passes through (5.3 kB when `transport::exchange` took
-/// the request's future rather than a closure making it), and the connect, needed once per
-/// connection, is boxed apart.
+/// the request's future rather than a closure making it), the connect, needed once per
+/// connection, is boxed apart (640 bytes for the direct send when it was not), and the request's
+/// head is built after the last wait before h2 takes it.
 #[cfg(feature = "openai")]
 #[test]
 fn a_call_in_flight_holds_a_small_future() {
@@ -637,7 +638,7 @@ fn a_call_in_flight_holds_a_small_future() {
     let request = crate::ChatRequest::new("m");
     let call = backend.call(&request);
     assert!(
-        std::mem::size_of_val(&call) <= 2048,
+        std::mem::size_of_val(&call) <= 1856,
         "{} bytes",
         std::mem::size_of_val(&call)
     );
@@ -647,7 +648,7 @@ fn a_call_in_flight_holds_a_small_future() {
     let headers = HeaderMap::new();
     let send = connection.send(reqwest::Method::POST, &url, &headers, bytes::Bytes::new());
     assert!(
-        std::mem::size_of_val(&send) <= 768,
+        std::mem::size_of_val(&send) <= 384,
         "{} bytes",
         std::mem::size_of_val(&send)
     );
