@@ -363,18 +363,19 @@ impl Pipeline {
         Ok(prompts)
     }
 
-    /// The validation-retry loop. `request` is the first attempt's request, taken by the loop
-    /// (a parameter moved into a local would be held twice in every call's future).
+    /// The validation-retry loop.
     async fn attempts(
         &self,
         call: &Call<'_>,
-        mut request: ChatRequest,
-        mut prepare_time: Duration,
+        first: ChatRequest,
+        prepare_time: Duration,
     ) -> Result<(Done, Vec<Attempt>), Error> {
         let prompts = call.prompts;
         let mut attempts: Vec<Attempt> = Vec::new();
         // A conversation retry's earlier replies and corrections.
         let mut exchanges = Vec::new();
+        let mut request = first;
+        let mut prepare_time = prepare_time;
         loop {
             let number = attempts.len() + 1;
             let sending = Arc::new(std::mem::take(&mut request));
