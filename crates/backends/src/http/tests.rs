@@ -626,7 +626,8 @@ mod bodies {
 /// function is held once in each frame it passes through (5.3 kB when `transport::exchange` took
 /// the request's future rather than a closure making it), the connect, needed once per
 /// connection, is boxed apart (640 bytes for the direct send when it was not), and the request's
-/// head is built after the last wait before h2 takes it.
+/// head is built after the last wait before h2 takes it, and the body is read through a borrowed
+/// response (1,768 bytes when `read_body` took it).
 #[cfg(feature = "openai")]
 #[test]
 fn a_call_in_flight_holds_a_small_future() {
@@ -638,7 +639,7 @@ fn a_call_in_flight_holds_a_small_future() {
     let request = crate::ChatRequest::new("m");
     let call = backend.call(&request);
     assert!(
-        std::mem::size_of_val(&call) <= 1856,
+        std::mem::size_of_val(&call) <= 1600,
         "{} bytes",
         std::mem::size_of_val(&call)
     );

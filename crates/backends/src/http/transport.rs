@@ -176,7 +176,7 @@ async fn exchange<A: Adapter, F: Future<Output = Result<Reply, Failure>>>(
 ) -> Result<Exchange, Error> {
     let config = &backend.config;
     let whole = async {
-        let response = request().await.map_err(|e| {
+        let mut response = request().await.map_err(|e| {
             transport_error(
                 &e,
                 context.clone(),
@@ -185,7 +185,7 @@ async fn exchange<A: Adapter, F: Future<Output = Result<Reply, Failure>>>(
             )
         })?;
         let (status, context, retry_after) = read_head(&response, context.clone());
-        let body = read_body(response, config, &context).await?;
+        let body = read_body(&mut response, config, &context).await?;
         Ok(Exchange {
             status,
             context,
@@ -238,7 +238,8 @@ pub(super) async fn open_stream<A: Adapter>(
         if (200..300).contains(&status) {
             return Ok((response, context));
         }
-        let body = read_body(response, config, &context).await?;
+        let mut response = response;
+        let body = read_body(&mut response, config, &context).await?;
         Err(backend
             .adapter
             .classify_error(status, retry_after, &body, context))
@@ -254,9 +255,10 @@ pub(super) async fn open_stream<A: Adapter>(
 }
 
 /// The whole body, counted as it arrives: more than `max_body_bytes` (announced or sent) is
-/// [`Error::BodyTooLarge`], and nothing past the limit is buffered.
+/// [`Error::BodyTooLarge`], and nothing past the limit is buffered. The response is borrowed, not
+/// taken: a future holds an argument it takes twice (as the argument and as the local it binds).
 async fn read_body(
-    mut response: Reply,
+    response: &mut Reply,
     config: &super::HttpConfig,
     context: &ErrorContext,
 ) -> Result<Vec<u8>, Error> {
