@@ -199,7 +199,7 @@ pub struct HttpBackend<A> {
 #[derive(Clone, Default)]
 struct Fixed {
     headers: Arc<OnceLock<Result<FixedHeaders, String>>>,
-    urls: Arc<Mutex<HashMap<String, reqwest::Url>>>,
+    urls: Arc<Mutex<HashMap<String, Arc<reqwest::Url>>>>,
 }
 
 /// The content type and extra headers, then the key's headers (sent after the adapter's).
@@ -218,7 +218,8 @@ const MAX_CACHED_URLS: usize = 64;
 /// A request ready to send: built once per call, sent once per HTTP request (retries share the
 /// body's bytes).
 struct Prepared {
-    url: reqwest::Url,
+    /// Shared with the backend's cache of URLs (a call in flight holds no copy).
+    url: Arc<reqwest::Url>,
     headers: Arc<HeaderMap>,
     body: bytes::Bytes,
 }
@@ -674,7 +675,7 @@ impl<A: Adapter> HttpBackend<A> {
     }
 
     /// The URL for an adapter's `path`, parsed once per path.
-    fn url(&self, path: &str) -> Result<reqwest::Url, String> {
+    fn url(&self, path: &str) -> Result<Arc<reqwest::Url>, String> {
         let mut urls = self
             .fixed
             .urls
@@ -683,7 +684,7 @@ impl<A: Adapter> HttpBackend<A> {
         if let Some(url) = urls.get(path) {
             return Ok(url.clone());
         }
-        let url = extra::url(&self.config.base_url, path, &self.config.query)?;
+        let url = Arc::new(extra::url(&self.config.base_url, path, &self.config.query)?);
         if urls.len() >= MAX_CACHED_URLS {
             urls.clear();
         }

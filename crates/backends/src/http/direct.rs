@@ -93,48 +93,56 @@ impl Connection {
     /// What a call's future holds while it waits is kept small (it is most of a call's memory):
     /// the connect is boxed apart (once per connection), and the request's head is built only
     /// once the connection can take it, then handed to h2 at once.
-    pub(super) async fn send(
-        &self,
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn holds its arguments twice in its future"
+    )]
+    pub(super) fn send<'a>(
+        &'a self,
         method: reqwest::Method,
-        url: &reqwest::Url,
-        headers: &HeaderMap,
+        url: &'a reqwest::Url,
+        headers: &'a HeaderMap,
         body: Bytes,
-    ) -> Result<Reply, Failure> {
-        let live = match self.current() {
-            Some(live) => live,
-            None => Box::pin(self.reconnect(url)).await?,
-        };
-        let Live { send, alive } = live;
-        let gone = |e: h2::Error| {
-            alive.store(false, Ordering::Release);
-            Failure::H2(e)
-        };
-        let mut send = send.ready().await.map_err(gone)?;
-        let request = self.request(method, url, headers, body.len())?;
-        let end = body.is_empty();
-        let (response, mut stream) = send.send_request(request, end).map_err(gone)?;
-        if !end {
-            // Buffered by h2 and sent as the server's window allows; `Bytes` is shared, not copied.
-            stream.send_data(body, true).map_err(gone)?;
-        }
-        // `usize::MAX` until the server's SETTINGS arrived: what was seen before stays.
-        let limit = send.current_max_send_streams();
-        if limit != usize::MAX {
-            self.server_limit.store(limit, Ordering::Relaxed);
-        }
-        drop(send);
-        let response = response.await.map_err(|e| {
-            if e.is_go_away() || e.is_io() {
+    ) -> impl Future<Output = Result<Reply, Failure>> + 'a {
+        // An async block, not an async function: the arguments are held once, not also as the
+        // locals an async function binds them to.
+        async move {
+            let live = match self.current() {
+                Some(live) => live,
+                None => Box::pin(self.reconnect(url)).await?,
+            };
+            let Live { send, alive } = live;
+            let gone = |e: h2::Error| {
                 alive.store(false, Ordering::Release);
+                Failure::H2(e)
+            };
+            let mut send = send.ready().await.map_err(gone)?;
+            let request = self.request(method, url, headers, body.len())?;
+            let end = body.is_empty();
+            let (response, mut stream) = send.send_request(request, end).map_err(gone)?;
+            if !end {
+                // Buffered by h2 and sent as the server's window allows; `Bytes` is shared, not copied.
+                stream.send_data(body, true).map_err(gone)?;
             }
-            Failure::H2(e)
-        })?;
-        let (head, body) = response.into_parts();
-        Ok(Reply {
-            status: head.status.as_u16(),
-            headers: head.headers,
-            body,
-        })
+            // `usize::MAX` until the server's SETTINGS arrived: what was seen before stays.
+            let limit = send.current_max_send_streams();
+            if limit != usize::MAX {
+                self.server_limit.store(limit, Ordering::Relaxed);
+            }
+            drop(send);
+            let response = response.await.map_err(|e| {
+                if e.is_go_away() || e.is_io() {
+                    alive.store(false, Ordering::Release);
+                }
+                Failure::H2(e)
+            })?;
+            let (head, body) = response.into_parts();
+            Ok(Reply {
+                status: head.status.as_u16(),
+                headers: head.headers,
+                body,
+            })
+        }
     }
 
     /// The request's head: the call's headers, the user agent, `accept` and the body's length as

@@ -627,7 +627,8 @@ mod bodies {
 /// the request's future rather than a closure making it), the connect, needed once per
 /// connection, is boxed apart (640 bytes for the direct send when it was not), and the request's
 /// head is built after the last wait before h2 takes it, and the body is read through a borrowed
-/// response (1,768 bytes when `read_body` took it).
+/// response (1,768 bytes when `read_body` took it); the URL is shared with the backend's cache and
+/// the direct send is an async block (its arguments held once: 304 bytes as an async function).
 #[cfg(feature = "openai")]
 #[test]
 fn a_call_in_flight_holds_a_small_future() {
@@ -639,7 +640,7 @@ fn a_call_in_flight_holds_a_small_future() {
     let request = crate::ChatRequest::new("m");
     let call = backend.call(&request);
     assert!(
-        std::mem::size_of_val(&call) <= 1600,
+        std::mem::size_of_val(&call) <= 1500,
         "{} bytes",
         std::mem::size_of_val(&call)
     );
@@ -649,7 +650,7 @@ fn a_call_in_flight_holds_a_small_future() {
     let headers = HeaderMap::new();
     let send = connection.send(reqwest::Method::POST, &url, &headers, bytes::Bytes::new());
     assert!(
-        std::mem::size_of_val(&send) <= 384,
+        std::mem::size_of_val(&send) <= 256,
         "{} bytes",
         std::mem::size_of_val(&send)
     );

@@ -61,7 +61,7 @@ pub(super) async fn complete<A: Adapter>(
 pub(super) async fn get<A: Adapter>(
     backend: &HttpBackend<A>,
     client: &Lease,
-    url: reqwest::Url,
+    url: std::sync::Arc<reqwest::Url>,
     headers: HeaderMap,
 ) -> Result<Vec<u8>, Error> {
     let provider = backend.adapter.provider();
