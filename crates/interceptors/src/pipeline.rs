@@ -364,21 +364,24 @@ impl Pipeline {
     }
 
     /// The validation-retry loop.
+    ///
+    /// The request to send is held as an `Arc` (one pointer, not the request's 216 bytes) across
+    /// each call's wait: this future is part of every call in flight.
     async fn attempts(
         &self,
         call: &Call<'_>,
-        first: ChatRequest,
+        first: Arc<ChatRequest>,
         prepare_time: Duration,
     ) -> Result<(Done, Vec<Attempt>), Error> {
         let prompts = call.prompts;
         let mut attempts: Vec<Attempt> = Vec::new();
         // A conversation retry's earlier replies and corrections.
         let mut exchanges = Vec::new();
-        let mut request = first;
+        let mut next = first;
         let mut prepare_time = prepare_time;
         loop {
             let number = attempts.len() + 1;
-            let sending = Arc::new(std::mem::take(&mut request));
+            let sending = next;
             if let Some(agent) = call.agent {
                 agent.admit_call(call.spent, &attempts, &sending)?;
             }
@@ -407,7 +410,7 @@ impl Pipeline {
                         error = %source,
                         "the reply's stream broke; sending the request again"
                     );
-                    request = ChatRequest::clone(&attempt.request);
+                    next = Arc::new(ChatRequest::clone(&attempt.request));
                     attempts.push(attempt);
                     prepare_time = Duration::ZERO;
                     continue;
@@ -438,9 +441,10 @@ impl Pipeline {
             }
             let retry_started = Instant::now();
             let retry = self.retry(prompts, &attempt, &mut exchanges);
-            request = self.request(call, retry);
+            let mut request = self.request(call, retry);
             attempts.push(attempt);
             self.vary_retry(&mut request, attempts.len() + 1);
+            next = Arc::new(request);
             prepare_time = retry_started.elapsed();
         }
     }
@@ -471,9 +475,10 @@ impl Pipeline {
                 .complete(&request)
                 .await
                 .map_err(|e| (e, false)),
+            // Boxed: a streamed reply's state (its assembler, the last partial value) would
+            // otherwise sit in every call's future, streamed or not.
             Some(on_partial) => {
-                self.streamed(&request, on_partial, delivery.envelope())
-                    .await
+                Box::pin(self.streamed(&request, on_partial, delivery.envelope())).await
             }
         };
         let latency = sent.elapsed();

@@ -161,7 +161,7 @@ impl Pipeline {
             };
             let first = self.request(&call, Retry::First);
             let (done, tried) = self
-                .attempts(&call, first, prepare_time)
+                .attempts(&call, Arc::new(first), prepare_time)
                 .await
                 .map_err(|e| e.after_steps(&attempts))?;
             attempts.extend(tried);
