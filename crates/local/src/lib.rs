@@ -743,10 +743,12 @@ impl Backend for LocalBackend {
         let spawned = std::thread::Builder::new()
             .name("claij-local".to_owned())
             .spawn(move || {
-                traced.run(|| {
-                    let result = backend.generate(&owned, &cancel);
-                    let _ = sender.send(result.map(|g| backend.response(g)));
-                });
+                traced.run_then(
+                    || backend.generate(&owned, &cancel),
+                    |result| {
+                        let _ = sender.send(result.map(|g| backend.response(g)));
+                    },
+                );
             });
         Box::pin(async move {
             let _guard = guard;
@@ -768,33 +770,38 @@ impl Backend for LocalBackend {
         let spawned = std::thread::Builder::new()
             .name("claij-local".to_owned())
             .spawn(move || {
-                traced.run(|| {
-                    let _ =
-                        events.unbounded_send(Ok(StreamEvent::Model(backend.inner.name.clone())));
-                    // The prompt's size alone, before the prompt is read (seconds for a long
-                    // one), so a caller can show progress; the final usage follows the text.
-                    if let Ok(tokens) = backend.prompt_tokens(&owned) {
-                        let _ = events.unbounded_send(Ok(StreamEvent::Usage(Usage {
-                            input_tokens: tokens as u64,
-                            ..Usage::default()
-                        })));
-                    }
-                    let mut on_text = |text: &str| {
-                        if !text.is_empty() {
-                            let _ = events.unbounded_send(Ok(StreamEvent::Text(text.to_owned())));
+                let last = events.clone();
+                traced.run_then(
+                    || {
+                        let _ = events
+                            .unbounded_send(Ok(StreamEvent::Model(backend.inner.name.clone())));
+                        // The prompt's size alone, before the prompt is read (seconds for a long
+                        // one), so a caller can show progress; the final usage follows the text.
+                        if let Ok(tokens) = backend.prompt_tokens(&owned) {
+                            let _ = events.unbounded_send(Ok(StreamEvent::Usage(Usage {
+                                input_tokens: tokens as u64,
+                                ..Usage::default()
+                            })));
                         }
-                    };
-                    match backend.generate_streaming(&owned, &cancel, &mut on_text) {
-                        Ok(generation) => {
-                            let _ = events.unbounded_send(Ok(StreamEvent::Usage(generation.usage)));
-                            let _ = events
-                                .unbounded_send(Ok(StreamEvent::Finish(generation.finish_reason)));
+                        let mut on_text = |text: &str| {
+                            if !text.is_empty() {
+                                let _ =
+                                    events.unbounded_send(Ok(StreamEvent::Text(text.to_owned())));
+                            }
+                        };
+                        match backend.generate_streaming(&owned, &cancel, &mut on_text) {
+                            Ok(generation) => {
+                                let _ =
+                                    events.unbounded_send(Ok(StreamEvent::Usage(generation.usage)));
+                                Ok(StreamEvent::Finish(generation.finish_reason))
+                            }
+                            Err(e) => Err(e),
                         }
-                        Err(e) => {
-                            let _ = events.unbounded_send(Err(e));
-                        }
-                    }
-                })
+                    },
+                    |end| {
+                        let _ = last.unbounded_send(end);
+                    },
+                );
             });
         if let Err(e) = spawned {
             let _ = sender.unbounded_send(Err(Error::other(
@@ -838,8 +845,16 @@ impl Traced {
         }
     }
 
-    fn run(self, work: impl FnOnce()) {
-        tracing::dispatcher::with_default(&self.dispatch, || self.span.in_scope(work));
+    /// Runs `work` in the caller's subscriber and span, lets go of the span, and only then hands
+    /// the result to `deliver`. The order matters: the caller may finish the moment it hears of
+    /// the result (a command exits and flushes its exporter), and a span this thread still held
+    /// would keep the call's span and every ancestor open past that flush, so the whole trace
+    /// would be lost.
+    fn run_then<T>(self, work: impl FnOnce() -> T, deliver: impl FnOnce(T)) {
+        let Self { dispatch, span } = self;
+        let value = tracing::dispatcher::with_default(&dispatch, || span.in_scope(work));
+        drop(span);
+        deliver(value);
     }
 }
 

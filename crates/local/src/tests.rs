@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::sample::{Sampler, SplitMix64};
 use super::vocab::{ChatTemplate, is_structural};
-use super::{grammar_schema, schema_for_prompt};
+use super::{Traced, grammar_schema, schema_for_prompt};
 use claij_backends::Message;
 
 fn conversation() -> Vec<Message> {
@@ -239,4 +239,50 @@ fn a_mixture_of_experts_is_refused_as_unsupported() {
         matches!(&error, super::LoadError::Unsupported { reason, .. } if reason.contains("8 experts")),
         "{error}"
     );
+}
+
+/// Records the name of each span as it closes.
+struct Closes(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl<S> tracing_subscriber::Layer<S> for Closes
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_close(&self, id: tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        if let Some(span) = ctx.span(&id) {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(span.name());
+        }
+    }
+}
+
+/// The generation thread runs in the caller's span and lets go of it before the caller hears of
+/// the result: a command that exits and flushes its exporter the moment its call returns must
+/// find the call's span (and so its whole trace) closed. Held a moment longer, the trace was lost
+/// at the collector when the machine was busy.
+#[test]
+fn the_generation_thread_lets_go_of_the_callers_span_before_it_hands_over_the_result() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let closed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(Closes(closed.clone()));
+    let traced = tracing::subscriber::with_default(subscriber, || {
+        let call = tracing::info_span!("llm.call");
+        let _in_call = call.enter();
+        Traced::current()
+    });
+    // The caller's own handle is gone: the thread's is the last one.
+    assert!(closed.lock().unwrap().is_empty());
+    let mut delivered = None;
+    traced.run_then(
+        || {
+            let current = tracing::Span::current();
+            assert_eq!(current.metadata().map(|m| m.name()), Some("llm.call"));
+            7
+        },
+        |value| delivered = Some((value, closed.lock().unwrap().clone())),
+    );
+    assert_eq!(delivered, Some((7, vec!["llm.call"])));
 }
