@@ -606,7 +606,7 @@ impl Collector {
             if arrived.is_empty() { "" } else { ":\n    " },
             arrived.join("\n    "),
             run.stderr,
-            self.process.log_tail()
+            self.process.log_tail_without("GET /v1/projects/")
         );
     }
 

@@ -63,7 +63,13 @@ impl ServerProcess {
 
     /// The last lines of its log, indented, under a line naming the file.
     pub(crate) fn log_tail(&self) -> String {
-        log_tail(&self.log)
+        log_tail(&self.log, "")
+    }
+
+    /// [`ServerProcess::log_tail`] without the lines holding `noise` (e.g. the test's own polls,
+    /// which would push what the server said out of the tail).
+    pub(crate) fn log_tail_without(&self, noise: &str) -> String {
+        log_tail(&self.log, noise)
     }
 
     /// The failure message of a server that exited with `status` while `doing`.
@@ -123,18 +129,30 @@ impl Drop for ServerProcess {
     }
 }
 
-/// The last [`LOG_TAIL`] lines of the log at `path`, indented, under a line naming the file.
-pub(crate) fn log_tail(path: &Path) -> String {
+/// The last [`LOG_TAIL`] lines of the log at `path` (those holding `noise` left out, unless it
+/// is empty), indented, under a line naming the file.
+pub(crate) fn log_tail(path: &Path, noise: &str) -> String {
     let text = match std::fs::read(path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(error) => return format!("its log {} cannot be read: {error}", path.display()),
     };
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| noise.is_empty() || !line.contains(noise))
+        .collect();
     let start = lines.len().saturating_sub(LOG_TAIL);
-    let mut tail = if start > 0 {
-        format!("the last {LOG_TAIL} lines of its log {}:", path.display())
+    let without = if noise.is_empty() {
+        String::new()
     } else {
-        format!("its log {}:", path.display())
+        format!(" (lines with `{noise}` left out)")
+    };
+    let mut tail = if start > 0 {
+        format!(
+            "the last {LOG_TAIL} lines of its log {}{without}:",
+            path.display()
+        )
+    } else {
+        format!("its log {}{without}:", path.display())
     };
     for line in &lines[start..] {
         tail.push_str("\n    ");
