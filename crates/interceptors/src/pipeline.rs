@@ -304,12 +304,15 @@ impl Pipeline {
         on_partial: Option<&(dyn Fn(&Value) + Send + Sync)>,
     ) -> Result<Answer, Error> {
         let span = spans::ask(self.backend.provider(), &self.config.model, ctx.turn, false);
-        let ran = self
-            .run(ctx, input, base, on_partial, None)
-            .instrument(span.clone())
-            .await;
+        // The span is read back from the awaited future, not cloned beside it: one span per call
+        // in flight, not two.
+        let mut turn = std::pin::pin!(
+            self.run(ctx, input, base, on_partial, None)
+                .instrument(span)
+        );
+        let ran = turn.as_mut().await;
         if let Err(e) = &ran {
-            spans::fail_with(&span, e);
+            spans::fail_with(turn.span(), e);
         }
         ran.map(|ran| ran.answer)
     }
@@ -388,12 +391,12 @@ impl Pipeline {
             let provider = self.backend.provider();
             let model = self.config.model.as_str();
             let span = spans::call(provider, model, number, &sending, call.prepared);
-            let done = self
-                .attempt(call, number, sending, prepare_time)
-                .instrument(span.clone())
-                .await;
-            let Tried { attempt, reply } = done;
-            spans::record_attempt(&span, &attempt);
+            let mut trying = std::pin::pin!(
+                self.attempt(call, number, sending, prepare_time)
+                    .instrument(span)
+            );
+            let Tried { attempt, reply } = trying.as_mut().await;
+            spans::record_attempt(trying.span(), &attempt);
             spans::attempt_metrics(provider, model, &attempt);
             let value = match reply {
                 Reply::Judged(value) => value,
