@@ -98,9 +98,10 @@ pub struct HttpConfig {
     /// Which HTTP version to speak.
     pub http_version: HttpVersion,
     /// The most calls one HTTP/2 connection carries at once: past it, calls go over another
-    /// connection (another client of the backend's, with its own pool) rather than queue behind the
-    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`. Set it at or below the server's limit. Unused
-    /// over HTTP/1.1, where each call in flight has a connection of its own.
+    /// connection (another lane of the backend's) rather than queue behind the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`. HTTP/2 driven directly (`http2` on plain http) also keeps
+    /// under the server's limit once it has seen it; through reqwest, set it at or below that
+    /// limit. Unused over HTTP/1.1, where each call in flight has a connection of its own.
     pub streams_per_connection: u32,
 }
 
@@ -182,8 +183,9 @@ pub struct HttpBackend<A> {
     adapter: A,
     key: Option<ApiKey>,
     config: HttpConfig,
-    /// The HTTP clients, each with its pool (one over HTTP/1.1; over HTTP/2, one per
-    /// `streams_per_connection` calls in flight), built on first use; clones share them.
+    /// The lanes calls go over (reqwest clients, each with its pool, or HTTP/2 connections driven
+    /// directly: one over HTTP/1.1; over HTTP/2, one per `streams_per_connection` calls in flight),
+    /// opened on first use; clones share them.
     lanes: Arc<lanes::Lanes>,
     preflight: Option<Preflight>,
     /// The prices each response's usage is priced at (this provider's entries); `None`: responses

@@ -220,7 +220,7 @@ pub(super) async fn open_stream<A: Adapter>(
         "opening stream"
     );
     let exchange = async {
-        let response = send(client, prepared).await.map_err(|e| {
+        let mut response = send(client, prepared).await.map_err(|e| {
             transport_error(
                 &e,
                 context.clone(),
@@ -238,7 +238,6 @@ pub(super) async fn open_stream<A: Adapter>(
         if (200..300).contains(&status) {
             return Ok((response, context));
         }
-        let mut response = response;
         let body = read_body(&mut response, config, &context).await?;
         Err(backend
             .adapter
