@@ -63,6 +63,17 @@
 //! - Without a temperature it decodes greedily: the same request gives the same reply. Its
 //!   capabilities say so ([`Capabilities::greedy_default`]), and the pipeline samples its retries.
 //!
+//! [`Embedder`] is the crate's second model: a sentence encoder (all-MiniLM-L6-v2, fetched by
+//! `cargo xtask embed-model` into [`embed_model_dir`]) giving one L2-normalised vector per input, as
+//! sentence-transformers computes it:
+//!
+//! ```no_run
+//! let embedder = claij_local::Embedder::open(claij_local::embed_model_dir(|name| std::env::var_os(name)))?;
+//! let vectors = embedder.embed(&["My dog is called Biscuit.", "What is my dog's name?"])?;
+//! assert_eq!(vectors[0].len(), embedder.dim());
+//! # Ok::<(), claij_local::EmbedError>(())
+//! ```
+//!
 //! The [`Backend`] trait and the request and response types are claij-backends'; this crate is
 //! the one that pulls in candle, llguidance and tokenizers, so claij-backends builds without them.
 //!
@@ -71,6 +82,7 @@
 
 mod cache;
 mod counter;
+mod embed;
 mod generate;
 mod load;
 mod model;
@@ -93,6 +105,10 @@ use serde_json::Value;
 
 use self::cache::PrefixCache;
 pub use self::counter::TokenCounter;
+pub use self::embed::{
+    CONFIG_FILE, EMBED_MODEL_DIR, EmbedConfig, EmbedError, Embedder, TOKENIZER_FILE, WEIGHTS_FILE,
+    cosine, embed_model_dir,
+};
 use self::model::{Model, Sequence};
 use self::sample::Sampler;
 use self::vocab::Vocab;
