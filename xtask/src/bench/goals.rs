@@ -116,6 +116,8 @@ pub(super) enum Unit {
     Time,
     ReqPerSec,
     TokPerSec,
+    /// Sentences embedded per second.
+    SentencesPerSec,
     /// Bytes, shown in MB (10^6 bytes).
     Megabytes,
     /// A throughput as a share of its ideal, shown `95.60% of the ideal`.
@@ -212,6 +214,7 @@ fn run_estimate(id: &str) -> String {
         "validate" | "process" => Some(("claij-validation", "validation")),
         "coerce" => Some(("claij-validation", "repair")),
         "versus" => Some(("claij-validation", "versus")),
+        "embed" => Some(("claij-local", "embed")),
         _ => None,
     };
     match target {
@@ -408,6 +411,7 @@ pub(super) fn rows(sources: &Sources) -> Vec<(Row, Unit)> {
     rows.extend(validation_rows(sources));
     rows.extend(coercion_rows(sources));
     rows.extend(local_rows(&sources.local));
+    rows.extend(embed_rows(sources));
     rows.extend(render_rows(&sources.render));
     rows
 }
@@ -727,6 +731,33 @@ fn local_rows(local: &Report) -> Vec<(Row, Unit)> {
     ]
 }
 
+/// The sentences one `Embedder::embed` call embeds in claij-local's `benches/embed.rs`.
+const EMBED_BATCH: f64 = 64.0;
+
+/// Sentence-embedding throughput (issue 33) from the criterion estimates of claij-local's embed
+/// bench (one call on 64 short sentences), at 1 and 2 threads; no goal yet.
+fn embed_rows(sources: &Sources) -> Vec<(Row, Unit)> {
+    [1, 2]
+        .into_iter()
+        .map(|threads| {
+            let id = format!("embed/64_short/threads_{threads}");
+            let now = match sources.estimate(&id) {
+                Now::Figure { value, stale } if value > 0.0 => Now::Figure {
+                    value: EMBED_BATCH * 1e9 / value,
+                    stale,
+                },
+                Now::Figure { .. } => Now::Missing(format!("a zero time for {id}")),
+                missing @ Now::Missing(_) => missing,
+            };
+            let measure = format!(
+                "sentence embedding, batch of 64 short sentences, {threads} thread{} ({id})",
+                if threads == 1 { "" } else { "s" }
+            );
+            (Row::new(measure, now, None), Unit::SentencesPerSec)
+        })
+        .collect()
+}
+
 /// The table as Markdown (aligned, so it reads in a terminal too), headed by the machine.
 pub(super) fn render(sources: &Sources) -> String {
     let all = rows(sources);
@@ -850,6 +881,7 @@ fn format_value(value: f64, unit: Unit) -> String {
         Unit::Time => format_time(value),
         Unit::ReqPerSec => format!("{} req/s", significant(value)),
         Unit::TokPerSec => format!("{} tok/s", significant(value)),
+        Unit::SentencesPerSec => format!("{} sentences/s", significant(value)),
         Unit::Megabytes => format!("{} MB", significant(value / 1e6)),
         Unit::PercentOfIdeal => format!("{}% of the ideal", significant(value)),
         Unit::PercentOfCore => format!("{}% of a core", significant(value)),

@@ -348,10 +348,12 @@ fn missing_sources_are_not_measured_rows_never_figures() {
         "process/big_valid",
         "coerce/",
         "compact rendering of big.json",
+        "embed/64_short/threads_1",
+        "embed/64_short/threads_2",
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 1);
+    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 2 + 1);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -498,7 +500,7 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
         rows.split_off(rows.len() - 2),
         ["", "goals met: 1 of 1 measured; 13 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 54);
+    assert_eq!(rows.len(), 2 + 56);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
@@ -787,6 +789,26 @@ fn the_scale_rows_have_their_goals_at_ten_thousand_in_flight() {
         "share of the ideal (in-flight / 0.2 s), 1024 in flight, HTTP/1.1",
         "not measured (bench-load.json has no `share_of_ideal_percent` at 1024 in flight; run \
          `cargo bench -p claij-interceptors --bench load`)",
+        "—",
+        Met::NotApplicable,
+    );
+}
+
+#[test]
+fn embedding_rows_turn_the_time_of_a_batch_of_64_into_sentences_per_second() {
+    // 64 sentences in 0.2 s: 320 sentences/s.
+    let s = sources(&[("embed/64_short/threads_2", 2e8)], None, None);
+    check(
+        &s,
+        "2 threads (embed/64_short/threads_2)",
+        "320.0 sentences/s",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        "1 thread (embed/64_short/threads_1)",
+        "not measured (run `cargo bench -p claij-local --bench embed -- embed/64_short/threads_1`)",
         "—",
         Met::NotApplicable,
     );
