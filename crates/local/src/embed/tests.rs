@@ -166,3 +166,31 @@ fn a_missing_directory_names_the_first_file_and_the_fetch_command() {
     );
     assert!(message.contains("cargo xtask embed-model"), "{message}");
 }
+
+/// tokenizer.json itself pads every input to 128 tokens and cuts at 128; the embedder pads a batch
+/// to its longest input and cuts at 256 (the masked mean hides padding, so only this shows it).
+#[test]
+fn the_tokenizer_pads_a_batch_to_its_longest_input_not_to_the_files_128() {
+    let path = crate::embed_model_dir(|name| std::env::var_os(name)).join(TOKENIZER_FILE);
+    if !path.is_file() {
+        assert!(
+            !claij_test_support::is_ci(|name| std::env::var_os(name)),
+            "CI is set and {} is missing: run `cargo xtask embed-model`",
+            path.display()
+        );
+        return; // outside CI, the tests in tests/it/embed.rs say the model is missing
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let tokenizer = load_tokenizer(&bytes, &bert(), &EmbedConfig::default(), &path).unwrap();
+    let encodings = tokenizer
+        .encode_batch(vec!["What is the capital of France?", "Blue."], true)
+        .unwrap();
+    let lengths: Vec<usize> = encodings.iter().map(tokenizers::Encoding::len).collect();
+    assert_eq!(lengths, [9, 9]);
+    assert_eq!(
+        encodings[1].get_attention_mask(),
+        [1, 1, 1, 1, 0, 0, 0, 0, 0]
+    );
+    let long = "blue ".repeat(300);
+    assert_eq!(tokenizer.encode(long.as_str(), true).unwrap().len(), 256);
+}
