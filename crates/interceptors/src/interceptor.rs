@@ -19,6 +19,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One extension of the pipeline, Pedestal-style: each hook is optional.
 ///
+/// - [`pre_request`](Interceptor::pre_request) does async work before the request is prepared (a
+///   store looked up for what the new message recalls), keeping its result in the context for the
+///   sync hooks below;
 /// - [`pre_schema`](Interceptor::pre_schema) adds schema deltas (fields the model must fill in);
 /// - [`pre_prompt`](Interceptor::pre_prompt) adds to the prompts (what the model is told);
 /// - [`check`](Interceptor::check) judges a reply the schema accepts (a cited note that exists, an
@@ -33,6 +36,22 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub trait Interceptor: Send + Sync {
     /// A short, unique name (`memory`, `tools`): it names the interceptor in errors, logs and audits.
     fn name(&self) -> &str;
+
+    /// Async work before the request's schema and prompts are prepared, with the user's `input`: what
+    /// it finds goes in `ctx` (its typed extension map) for [`pre_schema`](Interceptor::pre_schema)
+    /// and [`pre_prompt`](Interceptor::pre_prompt) to use. Runs once per turn, in insertion order.
+    ///
+    /// # Errors
+    ///
+    /// Anything that stops the interceptor from contributing; see [`OnError`].
+    fn pre_request<'a>(
+        &'a self,
+        input: &'a str,
+        ctx: &'a mut Context,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        let _ = (input, ctx);
+        Box::pin(ready(Ok(())))
+    }
 
     /// Adds schema deltas for this request.
     ///
@@ -97,11 +116,13 @@ pub trait Interceptor: Send + Sync {
     }
 }
 
-/// The hooks that can fail, as a closed set: the three of a request, and saving and restoring what
+/// The hooks that can fail, as a closed set: the four of a request, and saving and restoring what
 /// an interceptor carries between turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// Async work before the request is prepared ([`Interceptor::pre_request`]).
+    PreRequest,
     /// Adding schema deltas.
     PreSchema,
     /// Building prompts.
@@ -117,6 +138,7 @@ pub enum Stage {
 impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Stage::PreRequest => "pre_request",
             Stage::PreSchema => "pre_schema",
             Stage::PrePrompt => "pre_prompt",
             Stage::PostResponse => "post_response",

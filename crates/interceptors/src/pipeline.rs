@@ -822,6 +822,27 @@ impl Pipeline {
         violations
     }
 
+    /// The chain's [`Interceptor::pre_request`] hooks, in insertion order.
+    async fn pre_request(
+        &self,
+        input: &str,
+        ctx: &mut Context,
+        skipped: &mut Vec<String>,
+    ) -> Result<(), Error> {
+        for link in self.chain.links() {
+            let name = link.interceptor.name();
+            let span = spans::interceptor(name, "pre_request");
+            let future = {
+                let _entered = span.enter();
+                link.interceptor.pre_request(input, ctx)
+            };
+            if let Err(e) = future.instrument(span).await {
+                hook_failed(name, Stage::PreRequest, e, link.on_error, skipped)?;
+            }
+        }
+        Ok(())
+    }
+
     async fn post_response(
         &self,
         value: &Value,

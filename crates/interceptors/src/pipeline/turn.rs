@@ -68,6 +68,7 @@ impl Pipeline {
         let started = Instant::now();
         let mut skipped = Vec::new();
         let native = agent.is_some_and(Agent::is_native);
+        self.pre_request(input, ctx, &mut skipped).await?;
         if let Some(marker) = agent.and_then(Agent::native_marker) {
             ctx.insert(marker);
         }
