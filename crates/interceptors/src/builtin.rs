@@ -6,5 +6,6 @@ pub mod fsm_routing;
 pub mod memory;
 pub mod metrics;
 pub mod proposals;
+pub mod recall;
 pub mod states;
 pub mod tools;
