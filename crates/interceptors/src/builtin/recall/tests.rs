@@ -7,7 +7,7 @@ use std::thread::ThreadId;
 use claij_backends::{ChatRequest, ChatResponse};
 use claij_test_support::Scripted;
 use futures_executor::block_on;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::builtin::memory::{Memory, Window};
@@ -64,7 +64,7 @@ fn messages() -> Vec<String> {
         out.push(match n % 3 {
             0 => format!("What is the weather like in city {n}?"),
             1 => format!(
-                "My favourite colour today is a shade of red number {}.",
+                "My favourite colour today is a shade of red, code {}.",
                 n * 7
             ),
             _ => format!("Tell me a story about dragon {n}."),
@@ -81,20 +81,21 @@ fn recall(store: &Arc<InMemoryStore>, config: RecallConfig) -> Recall {
         .with_session("s1")
 }
 
-fn converse(backend: &Scripted, chain: Chain) -> (Context, Vec<ChatRequest>) {
+fn converse(backend: &Scripted, chain: Chain) -> (Context, Vec<ChatRequest>, Vec<Value>) {
     let pipeline = Pipeline::new(Arc::new(backend.clone()), Config::new("m"), chain);
     let mut ctx = Context::default();
-    for message in messages() {
-        block_on(pipeline.ask(&mut ctx, &message)).unwrap();
-    }
-    (ctx, backend.requests())
+    let answers = messages()
+        .iter()
+        .map(|message| block_on(pipeline.ask(&mut ctx, message)).unwrap().value["answer"].clone())
+        .collect();
+    (ctx, backend.requests(), answers)
 }
 
 #[test]
 fn the_fact_of_turn_2_is_recalled_on_turn_60() {
     let store = Arc::new(InMemoryStore::new(DIM));
     let backend = reporting_model();
-    let (ctx, requests) = converse(
+    let (ctx, requests, answers) = converse(
         &backend,
         Chain::new().with(recall(&store, RecallConfig::default())),
     );
@@ -107,22 +108,26 @@ fn the_fact_of_turn_2_is_recalled_on_turn_60() {
     // The floor keeps out the distractions that share only "what", "is", "my" with the question.
     assert!(!last.contains("weather"), "turn 60's prompt:\n{last}");
     assert!(
-        !last.contains("favourite number"),
+        !last.contains("favourite colour"),
         "turn 60's prompt:\n{last}"
     );
+    let lines = last.lines().filter(|l| l.starts_with("- (")).count();
+    assert_eq!(lines, 1, "turn 60's prompt:\n{last}");
     // Every turn's summary is stored, under the session.
     let stored = block_on(store.list(Some("s1"))).unwrap();
     assert_eq!(stored.len(), 60);
     assert_eq!(stored[1].text, FACT);
     assert_eq!(ctx.get::<RecallSession>().unwrap().session_id, "s1");
     // The model, told the fact, answered it.
-    assert_eq!(backend.requests().len(), 60);
+    assert_eq!(answers[59], "47");
 }
 
 #[test]
 fn a_window_memory_has_lost_the_fact_by_turn_60() {
     let backend = reporting_model();
-    let (_, requests) = converse(&backend, Chain::new().with(Memory::new(Window::new(10))));
+    let (_, requests, answers) =
+        converse(&backend, Chain::new().with(Memory::new(Window::new(10))));
+    assert_eq!(answers[59], "I don't know.");
     let last = system(&requests[59]);
     assert!(
         last.contains("Turn summaries"),
