@@ -486,3 +486,23 @@ fn hashed_words_is_deterministic_and_normalised() {
     assert!(e.vector("").iter().all(|x| *x == 0.0));
     assert!(cosine(&e.vector(FACT), &e.vector(QUESTION)) > 0.3);
 }
+
+#[test]
+fn a_store_that_fails_under_skip_leaves_the_turn_to_go_on_and_says_so() {
+    let chain = Chain::new().with_policy(
+        Recall::new(Arc::new(HashedWords::new(DIM)), Arc::new(Down)),
+        crate::OnError::Skip,
+    );
+    let backend = reporting_model();
+    let pipeline = Pipeline::new(Arc::new(backend.clone()), Config::new("m"), chain);
+    let answer = block_on(pipeline.ask(&mut Context::default(), QUESTION)).unwrap();
+    assert_eq!(answer.value["answer"], "I don't know.");
+    assert_eq!(
+        answer.skipped,
+        [
+            "recall/pre_request: http://127.0.0.1:9/memories: connection refused",
+            "recall/post_response: http://127.0.0.1:9/memories: connection refused",
+        ]
+    );
+    assert!(!system(&backend.requests()[0]).contains("Recalled memories"));
+}
