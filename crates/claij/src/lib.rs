@@ -109,6 +109,8 @@ pub mod options;
 pub mod partials;
 pub mod prices;
 pub mod progress;
+#[cfg(feature = "recall")]
+pub mod recall;
 pub mod report;
 pub mod session;
 pub mod settings;

@@ -1,0 +1,73 @@
+//! Memory by meaning's stores (feature `recall`): where the [`recall`] interceptor keeps its
+//! memories. [`SqliteStore`] is the embedded default, one SQLite file per user that needs no server.
+//!
+//! ```
+//! use claij::interceptors::builtin::recall::{MemoryStore, Query, Record};
+//! use claij::recall::SqliteStore;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let store = SqliteStore::open(dir.path().join("ada.sqlite3"), 3)?;
+//! let fact = Record {
+//!     id: "turn-2".into(),
+//!     session: "trip".into(),
+//!     text: "The user's cat is called Miso.".into(),
+//!     embedding: vec![1.0, 0.0, 0.0],
+//!     created_at: std::time::SystemTime::UNIX_EPOCH,
+//! };
+//! futures_executor::block_on(store.add(vec![fact]))?;
+//! let query = Query { session: Some("trip"), vector: &[0.9, 0.1, 0.0], k: 3, min_similarity: 0.5 };
+//! let hits = futures_executor::block_on(store.search(query))?;
+//! assert_eq!(hits[0].record.text, "The user's cat is called Miso.");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`recall`]: claij_interceptors::builtin::recall
+
+use std::path::{Path, PathBuf};
+
+mod sqlite;
+
+pub use sqlite::{
+    DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_TEXT_BYTES, MAX_DIM, SCHEMA_VERSION, SqliteError,
+    SqliteOptions, SqliteStore,
+};
+
+/// The directory of the per-user store files under a data directory: `<data_dir>/memory`.
+pub fn memory_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("memory")
+}
+
+/// A user's store file under a data directory: `<data_dir>/memory/<user>.sqlite3`, or `None` when
+/// `user` is empty or not a plain file name (a `/`, `\`, `..` or a leading `.`), so a user name
+/// never points outside the directory.
+pub fn user_store_path(data_dir: &Path, user: &str) -> Option<PathBuf> {
+    let plain = !user.is_empty()
+        && !user.starts_with('.')
+        && !user.contains(['/', '\\', '\0'])
+        && user.len() <= 128;
+    plain.then(|| memory_dir(data_dir).join(format!("{user}.sqlite3")))
+}
+
+/// [`user_store_path`] under [`crate::settings::data_dir`]: `None` when there is no data directory
+/// (no `XDG_DATA_HOME` or `HOME`) or the user name is not a plain file name.
+pub fn default_user_store_path(user: &str) -> Option<PathBuf> {
+    user_store_path(&crate::settings::data_dir()?, user)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_file_stays_in_the_memory_directory() {
+        let data = Path::new("/data/claij");
+        assert_eq!(
+            user_store_path(data, "ada"),
+            Some(PathBuf::from("/data/claij/memory/ada.sqlite3"))
+        );
+        for bad in ["", "../x", "a/b", "a\\b", ".hidden", &"x".repeat(129)] {
+            assert_eq!(user_store_path(data, bad), None, "{bad:?}");
+        }
+    }
+}
