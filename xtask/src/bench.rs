@@ -68,7 +68,15 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let args = args.strip_prefix(&["--".to_owned()]).unwrap_or(args);
     let with_quality = !args.iter().any(|arg| arg == "--no-quality");
     let args: Vec<&String> = args.iter().filter(|arg| *arg != "--no-quality").collect();
-    let mut cargo = Cmd::cargo().args(["bench", "--workspace", "--bench", "*"]);
+    // `claij/recall`: the embedded memory store's bench needs its feature.
+    let mut cargo = Cmd::cargo().args([
+        "bench",
+        "--workspace",
+        "--features",
+        "claij/recall",
+        "--bench",
+        "*",
+    ]);
     match fsm_binary(with_quality, |name| std::env::var_os(name)) {
         FsmBinary::Inherited | FsmBinary::Skip => {}
         FsmBinary::Given(path) => cargo = cargo.env(FSM_VAR, path),

@@ -138,12 +138,14 @@ fn model_crates(package: &str, tree: &str) -> Vec<String> {
 /// feature's layers join the application's subscriber; it installs none), not on `anyhow`.
 const FRONT_DOOR: &str = "claij";
 
-/// Crates that only the front door's opt-in features (`local`, `mcp`, `restate`, `otel`) may bring,
+/// Crates that only the front door's opt-in features (`local`, `mcp`, `restate`, `otel`, `recall`) may bring,
 /// by name or prefix: `claij` with `openai` alone holds none of them.
 fn is_opt_in_crate(name: &str) -> bool {
     is_model_crate(name)
         || name == "rmcp"
         || name == "restate-sdk"
+        || name == "rusqlite"
+        || name == "libsqlite3-sys"
         || name.starts_with("opentelemetry")
         || name.starts_with("tracing-opentelemetry")
 }

@@ -208,7 +208,11 @@ impl Sources {
 /// The command that measures criterion id `id` alone: the bench target holding its group (as the
 /// contract of issue 18 placed them), else every bench target filtered by the id.
 fn run_estimate(id: &str) -> String {
-    let target = match id.split('/').next().unwrap_or(id) {
+    let group = id.split('/').next().unwrap_or(id);
+    if group == "recall_store" {
+        return format!("cargo bench -p claij --features recall --bench recall_store -- {id}");
+    }
+    let target = match group {
         "call" => Some(("claij-interceptors", "pipeline")),
         "request" | "adapter" => Some(("claij-backends", "http")),
         "validate" | "process" => Some(("claij-validation", "validation")),
@@ -413,7 +417,36 @@ pub(super) fn rows(sources: &Sources) -> Vec<(Row, Unit)> {
     rows.extend(local_rows(&sources.local));
     rows.extend(embed_rows(sources));
     rows.extend(render_rows(&sources.render));
+    rows.extend(recall_rows(sources));
     rows
+}
+
+/// Issue 33's embedded memory store (`claij::recall::SqliteStore`): figures, no goal.
+fn recall_rows(sources: &Sources) -> Vec<(Row, Unit)> {
+    let row = |measure: &str, id: &str| {
+        (
+            Row::new(format!("{measure} ({id})"), sources.estimate(id), None),
+            Unit::Time,
+        )
+    };
+    vec![
+        row(
+            "recall store search, 10,000 memories of 384 dims, k = 5, vectors cached",
+            "recall_store/search_10k",
+        ),
+        row(
+            "recall store search, 100,000 memories of 384 dims, k = 5, vectors cached",
+            "recall_store/search_100k",
+        ),
+        row(
+            "recall store search, 100,000 memories, vectors read from the file",
+            "recall_store/search_100k_uncached",
+        ),
+        row(
+            "recall store add, one memory per transaction",
+            "recall_store/add_1_per_transaction",
+        ),
+    ]
 }
 
 /// CPU per call from the load report (milliseconds there), then the criterion ids of the call path.

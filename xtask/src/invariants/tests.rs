@@ -402,9 +402,10 @@ fn the_front_door_with_openai_alone_holds_no_opt_in_crate() {
     let tree = "claij v0.1.0 (/r/crates/claij)\nclaij-backends v0.1.0\nreqwest v0.12.0\n";
     assert!(opt_in_crates(tree).is_empty());
     let tree = "claij v0.1.0\nrmcp v3.11.0\ncandle-core v0.11.1\nrestate-sdk v0.8.0\n\
-                opentelemetry_sdk v0.33.0\ntracing-opentelemetry v0.34.0\nllguidance v1.9.1\n";
+                opentelemetry_sdk v0.33.0\ntracing-opentelemetry v0.34.0\nllguidance v1.9.1\n\
+                rusqlite v0.43.0\nlibsqlite3-sys v0.40.0\n";
     let found = opt_in_crates(tree);
-    assert_eq!(found.len(), 6, "{found:#?}");
+    assert_eq!(found.len(), 8, "{found:#?}");
     assert!(
         found[0]
             .starts_with("claij -> candle-core: with `--no-default-features --features openai`")
