@@ -91,6 +91,7 @@ fn another_connections_writes_are_seen_by_a_cached_search() {
             .map(|h| h.record.id)
             .collect::<Vec<String>>()
     };
+    assert!(search(&reader).is_empty(), "the cache is read, empty");
     block_on(reader.add(vec![rec("r1", "a", [0.5, 0.5, 0.0, 0.0])])).unwrap();
     assert_eq!(
         search(&reader),
