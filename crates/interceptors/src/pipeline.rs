@@ -822,13 +822,10 @@ impl Pipeline {
         violations
     }
 
-    /// The chain's [`Interceptor::pre_request`] hooks, in insertion order.
-    async fn pre_request(
-        &self,
-        input: &str,
-        ctx: &mut Context,
-        skipped: &mut Vec<String>,
-    ) -> Result<(), Error> {
+    /// The chain's [`Interceptor::pre_request`] hooks, in insertion order: the names of those that
+    /// failed and were skipped ([`OnError::Skip`]).
+    async fn pre_request(&self, input: &str, ctx: &mut Context) -> Result<Vec<String>, Error> {
+        let mut skipped = Vec::new();
         for link in self.chain.links() {
             let name = link.interceptor.name();
             let span = spans::interceptor(name, "pre_request");
@@ -837,10 +834,10 @@ impl Pipeline {
                 link.interceptor.pre_request(input, ctx)
             };
             if let Err(e) = future.instrument(span).await {
-                hook_failed(name, Stage::PreRequest, e, link.on_error, skipped)?;
+                hook_failed(name, Stage::PreRequest, e, link.on_error, &mut skipped)?;
             }
         }
-        Ok(())
+        Ok(skipped)
     }
 
     async fn post_response(

@@ -14,7 +14,9 @@ use crate::{Chain, Config};
 /// Every call in flight holds its `ask` future while it waits (10,000 calls in flight: this size
 /// times 10,000): nothing a plain call does not need may sit in it. A streamed reply's state is
 /// boxed apart, the request is held as one `Arc`, each span
-/// once (read back from its future, not cloned beside it).
+/// once (read back from its future, not cloned beside it). 1,200 bytes since the `pre_request` hook
+/// (recall): its await keeps the turn's arguments apart from the call's state (40 bytes; boxing the
+/// hook's future does not win them back).
 #[test]
 fn a_call_in_flight_holds_a_small_ask_future() {
     let pipeline = Pipeline::new(
@@ -26,7 +28,7 @@ fn a_call_in_flight_holds_a_small_ask_future() {
     let ask = pipeline.ask(&mut ctx, "Go");
     let size = std::mem::size_of_val(&ask);
     drop(ask);
-    assert!(size <= 1_170, "the ask future is {size} bytes");
+    assert!(size <= 1_200, "the ask future is {size} bytes");
     let prompts = Prompts::new(String::new(), "Go");
     let delivery = Delivery::Prompted;
     let call = Call {

@@ -66,9 +66,8 @@ impl Pipeline {
         agent: Option<&Agent<'_>>,
     ) -> Result<Ran, Error> {
         let started = Instant::now();
-        let mut skipped = Vec::new();
+        let mut skipped = self.pre_request(input, ctx).await?;
         let native = agent.is_some_and(Agent::is_native);
-        self.pre_request(input, ctx, &mut skipped).await?;
         if let Some(marker) = agent.and_then(Agent::native_marker) {
             ctx.insert(marker);
         }
