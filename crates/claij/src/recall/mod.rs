@@ -1,5 +1,7 @@
 //! Memory by meaning's stores (feature `recall`): where the [`recall`] interceptor keeps its
 //! memories. [`SqliteStore`] is the embedded default, one SQLite file per user that needs no server.
+//! With feature `local` too, [`LocalEmbedder`] is the embedded sentence model (all-MiniLM-L6-v2)
+//! that turns a memory's text into its vector.
 //!
 //! ```
 //! use claij::interceptors::builtin::recall::{MemoryStore, Query, Record};
@@ -26,7 +28,12 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "local")]
+mod embed;
 mod sqlite;
+
+#[cfg(feature = "local")]
+pub use embed::LocalEmbedder;
 
 pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_TEXT_BYTES, MAX_DIM, SCHEMA_VERSION, SqliteError,
