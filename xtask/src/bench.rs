@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: run every bench target and the embedded model's content-quality prompts
 //! ([`quality`]), then summarize `target/criterion` and the reports that give figures
-//! (`target/claij/bench-local.md`, `bench-mcp.md`, `bench-quality.md`), and end with the goals
+//! (`target/claij/bench-local.md`, `bench-mcp.md`, `bench-quality.md`, `bench-recall.md`), and end with the goals
 //! table of issue 18 ([`goals`], also written to `target/claij/bench-goals.md`).
 //! `cargo xtask bench --goals` renders that table from the last results without running anything.
 //! The local model's bench times `examples/fsm/code-review.json` with a `claij` binary
@@ -68,12 +68,13 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
     let args = args.strip_prefix(&["--".to_owned()]).unwrap_or(args);
     let with_quality = !args.iter().any(|arg| arg == "--no-quality");
     let args: Vec<&String> = args.iter().filter(|arg| *arg != "--no-quality").collect();
-    // `claij/recall`: the embedded memory store's bench needs its feature.
+    // `claij/recall`: the embedded memory store's bench needs its feature; `claij/local` too for
+    // the recall@k bench (the embedded sentence model).
     let mut cargo = Cmd::cargo().args([
         "bench",
         "--workspace",
         "--features",
-        "claij/recall",
+        "claij/recall,claij/local",
         "--bench",
         "*",
     ]);
@@ -112,8 +113,13 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         print!("{}", table(&estimates));
     }
     // Benches that report figures rather than criterion estimates (the local model's, the MCP
-    // overhead, the content quality) write markdown here.
-    for name in ["bench-local.md", "bench-mcp.md", "bench-quality.md"] {
+    // overhead, the content quality, recall@k) write markdown here.
+    for name in [
+        "bench-local.md",
+        "bench-mcp.md",
+        "bench-quality.md",
+        "bench-recall.md",
+    ] {
         let report = workspace.target_directory.join("claij").join(name);
         let fresh = fs::metadata(&report)
             .and_then(|m| m.modified())

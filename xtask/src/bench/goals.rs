@@ -26,6 +26,8 @@ pub(super) const LOAD_REPORT: &str = "bench-load.json";
 pub(super) const LOCAL_REPORT: &str = "bench-local.json";
 /// The schema bench's report: the compact rendering's o200k tokens against the minified JSON's.
 pub(super) const RENDER_REPORT: &str = "bench-render.json";
+/// claij's recall@k bench's report: probes whose fact was held after N distracting turns.
+pub(super) const RECALL_REPORT: &str = "bench-recall.json";
 /// Where the table is written, next to the reports.
 pub(super) const GOALS_FILE: &str = "bench-goals.md";
 
@@ -39,6 +41,10 @@ const RUN_LOCAL_FSM: &str = "run `cargo xtask bench`, or `cargo build --release 
     `CLAIJ_BENCH_FSM=target/release/claij cargo bench -p claij-local --bench local`";
 /// What writes the rendering's token counts (claij-schema's `benches/schema.rs`).
 const RUN_RENDER: &str = "run `cargo bench -p claij-schema --bench schema -- render`";
+/// What runs the recall@k bench alone; it needs the embedding model (`cargo xtask embed-model`).
+const RUN_RECALL: &str = "run `cargo bench -p claij --features recall,local --bench recall_at_k`";
+/// The distracting turns the recall@k bench reports (issue 33).
+const RECALL_NS: [u64; 3] = [10, 50, 200];
 /// The mock's latency the throughput goal is stated at.
 const LOAD_LATENCY_MS: f64 = 200.0;
 /// The concurrencies the load bench reports over HTTP/1.1; issue 18's goals are at 256.
@@ -59,6 +65,7 @@ pub(super) struct Sources {
     pub load: Report,
     pub local: Report,
     pub render: Report,
+    pub recall_at_k: Report,
     pub machine: Machine,
 }
 
@@ -127,6 +134,8 @@ pub(super) enum Unit {
     TokenShare,
     /// A ratio of two figures of one run, shown `0.85x`.
     Ratio,
+    /// A count of probes out of this many, shown `24/25 (96%)`.
+    Probes(u32),
 }
 
 /// A bound a figure must meet.
@@ -189,6 +198,7 @@ impl Sources {
             load: Report::read(&reports, LOAD_REPORT, since),
             local: Report::read(&reports, LOCAL_REPORT, since),
             render: Report::read(&reports, RENDER_REPORT, since),
+            recall_at_k: Report::read(&reports, RECALL_REPORT, since),
             machine,
         }
     }
@@ -418,6 +428,50 @@ pub(super) fn rows(sources: &Sources) -> Vec<(Row, Unit)> {
     rows.extend(embed_rows(sources));
     rows.extend(render_rows(&sources.render));
     rows.extend(recall_rows(sources));
+    rows.extend(recall_at_k_rows(&sources.recall_at_k));
+    rows
+}
+
+/// Issue 33's recall@k (claij's `benches/recall_at_k.rs`): the probes whose fact was in the
+/// question's prompt after N distracting turns, for the recall interceptor at its default k = 5
+/// and the bounded and window memories; figures, no goal (the report has k = 1 and 3 too).
+fn recall_at_k_rows(report: &Report) -> Vec<(Row, Unit)> {
+    let probes = match &report.state {
+        ReportState::Read { value, .. } => value["probes"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0),
+        _ => None,
+    };
+    let strategies: [(&str, &str, fn(&Value) -> &Value); 3] = [
+        (
+            "recall.k5",
+            "recall interceptor, k = 5, all-MiniLM-L6-v2",
+            |v| &v["recall"]["k5"],
+        ),
+        ("bounded", "memory, Bounded::default()", |v| &v["bounded"]),
+        ("window", "memory, Window::new(10)", |v| &v["window"]),
+    ];
+    let mut rows = Vec::new();
+    for (path, label, at) in strategies {
+        for n in RECALL_NS {
+            let key = format!("n{n}");
+            let now = match report.locate(RUN_RECALL, |value| {
+                Ok((&at(value)[key.as_str()], format!("`{path}.{key}`")))
+            }) {
+                Now::Figure { .. } if probes.is_none() => {
+                    Now::Missing(format!("{RECALL_REPORT} has no `probes`; {RUN_RECALL}"))
+                }
+                now => now,
+            };
+            let measure =
+                format!("fact held after {n} distracting turns, {label} ({RECALL_REPORT})");
+            rows.push((
+                Row::new(measure, now, None),
+                Unit::Probes(probes.unwrap_or(0)),
+            ));
+        }
+    }
     rows
 }
 
@@ -920,5 +974,9 @@ fn format_value(value: f64, unit: Unit) -> String {
         Unit::PercentOfCore => format!("{}% of a core", significant(value)),
         Unit::TokenShare => format!("{value:.1}%"),
         Unit::Ratio => format!("{value:.2}x"),
+        Unit::Probes(of) => format!(
+            "{value:.0}/{of} ({:.0}%)",
+            100.0 * value / f64::from(of.max(1))
+        ),
     }
 }

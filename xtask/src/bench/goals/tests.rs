@@ -46,6 +46,7 @@ fn sources(estimates: &[(&str, f64)], load: Option<&str>, local: Option<&str>) -
         load: report(LOAD_REPORT, load),
         local: report(LOCAL_REPORT, local),
         render: report(RENDER_REPORT, None),
+        recall_at_k: report(RECALL_REPORT, None),
         machine: Machine {
             threads: 2,
             cores: Some(2),
@@ -333,6 +334,65 @@ fn the_rendering_share_comes_from_the_schema_bench_report() {
 }
 
 #[test]
+fn recall_at_k_rows_come_from_the_recall_report() {
+    let with = |text: &str| {
+        let mut s = sources(&[], None, None);
+        s.recall_at_k = report(RECALL_REPORT, Some(text));
+        s
+    };
+    let text = r#"{"probes": 25, "recall": {"k1": {"n10": 20, "n50": 18, "n200": 15},
+        "k5": {"n10": 25, "n50": 24, "n200": 21}}, "bounded": {"n10": 25, "n50": 0, "n200": 0},
+        "window": {"n10": 0, "n50": 0, "n200": 0}}"#;
+    let s = with(text);
+    let row = |n: u64, label: &str| format!("after {n} distracting turns, {label} (");
+    check(
+        &s,
+        &row(50, "recall interceptor, k = 5, all-MiniLM-L6-v2"),
+        "24/25 (96%)",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        &row(200, "recall interceptor, k = 5, all-MiniLM-L6-v2"),
+        "21/25 (84%)",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        &row(10, "memory, Bounded::default()"),
+        "25/25 (100%)",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &s,
+        &row(200, "memory, Window::new(10)"),
+        "0/25 (0%)",
+        "—",
+        Met::NotApplicable,
+    );
+    // Without the probe count a count means nothing.
+    check(
+        &with(&text.replace(r#""probes": 25,"#, "")),
+        &row(10, "memory, Bounded::default()"),
+        "not measured (bench-recall.json has no `probes`; run `cargo bench -p claij --features \
+         recall,local --bench recall_at_k`)",
+        "—",
+        Met::NotApplicable,
+    );
+    check(
+        &with(r#"{"probes": 25, "recall": {}}"#),
+        &row(10, "recall interceptor, k = 5, all-MiniLM-L6-v2"),
+        "not measured (bench-recall.json has no `recall.k5.n10`; run `cargo bench -p claij \
+         --features recall,local --bench recall_at_k`)",
+        "—",
+        Met::NotApplicable,
+    );
+}
+
+#[test]
 fn missing_sources_are_not_measured_rows_never_figures() {
     let s = sources(&[], None, None);
     let rows = rows(&s);
@@ -355,7 +415,7 @@ fn missing_sources_are_not_measured_rows_never_figures() {
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 2 + 1 + 4);
+    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 2 + 1 + 4 + 9);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -502,7 +562,7 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
         rows.split_off(rows.len() - 2),
         ["", "goals met: 1 of 1 measured; 13 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 60);
+    assert_eq!(rows.len(), 2 + 69);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();
