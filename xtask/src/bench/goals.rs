@@ -432,6 +432,9 @@ pub(super) fn rows(sources: &Sources) -> Vec<(Row, Unit)> {
     rows
 }
 
+/// Picks one strategy's counts out of the recall@k report.
+type Pick = fn(&Value) -> &Value;
+
 /// Issue 33's recall@k (claij's `benches/recall_at_k.rs`): the probes whose fact was in the
 /// question's prompt after N distracting turns, for the recall interceptor at its default k = 5
 /// and the bounded and window memories; figures, no goal (the report has k = 1 and 3 too).
@@ -443,7 +446,7 @@ fn recall_at_k_rows(report: &Report) -> Vec<(Row, Unit)> {
             .filter(|p| *p > 0),
         _ => None,
     };
-    let strategies: [(&str, &str, fn(&Value) -> &Value); 3] = [
+    let strategies: [(&str, &str, Pick); 3] = [
         (
             "recall.k5",
             "recall interceptor, k = 5, all-MiniLM-L6-v2",

@@ -76,7 +76,7 @@ pub(crate) enum HarnessError {
         probe: String,
         strategy: String,
         n: usize,
-        source: claij::interceptors::Error,
+        source: Box<claij::interceptors::Error>,
     },
     #[error("probe {probe}: the model received no prompt for the question")]
     NoPrompt { probe: String },
@@ -201,17 +201,19 @@ fn shuffle<T>(items: &mut [T], seed: u64) {
 /// line `- (<age>) <summary>` under "Recalled memories:", for the memory interceptor a summary line
 /// `- <summary>` under "Previous context:".
 pub(crate) fn held(system: &str, strategy: Strategy, summary: &str) -> bool {
-    let (header, line_holds): (&str, Box<dyn Fn(&str) -> bool>) = match strategy {
-        Strategy::Recall { .. } => (
-            "Recalled memories:",
-            Box::new(|line: &str| {
-                line.starts_with("- (") && line.ends_with(&format!(") {summary}"))
-            }),
-        ),
-        Strategy::Bounded | Strategy::Window => (
-            "Previous context:",
-            Box::new(|line: &str| line == format!("- {summary}")),
-        ),
+    let recall = matches!(strategy, Strategy::Recall { .. });
+    let header = if recall {
+        "Recalled memories:"
+    } else {
+        "Previous context:"
+    };
+    let (recalled, kept) = (format!(") {summary}"), format!("- {summary}"));
+    let line_holds = |line: &str| {
+        if recall {
+            line.starts_with("- (") && line.ends_with(&recalled)
+        } else {
+            line == kept
+        }
     };
     let Some(start) = system.find(header) else {
         return false;
@@ -282,7 +284,7 @@ pub(crate) fn run_probe(
         probe: probe.id.clone(),
         strategy: strategy.label(),
         n,
-        source,
+        source: Box::new(source),
     };
     for turn in &turns {
         futures_executor::block_on(pipeline.ask(&mut ctx, &turn.message)).map_err(fail)?;
