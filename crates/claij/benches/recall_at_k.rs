@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use claij::interceptors::builtin::recall::{Embedder, HashedWords};
+use claij::interceptors::builtin::recall::{Embedder, HashedWords, RecallConfig, cosine};
 use claij::recall::LocalEmbedder;
 use harness::{Cell, Corpus, Precomputed, Strategy, WINDOW_SIZE};
 use serde_json::{Map, Value, json};
@@ -90,7 +90,19 @@ fn main() {
         misses: precomputed.misses(),
     };
 
-    let report = markdown(&corpus, &cells, &baseline, &timing);
+    // Each question's similarity to its fact's summary: a miss at every N under the floor is the
+    // floor's, not the distractors'.
+    let similarity: Vec<f32> = corpus
+        .probes
+        .iter()
+        .map(|p| {
+            let v = embedder
+                .embed(&[p.question.clone(), p.fact.summary.clone()])
+                .expect("embed");
+            cosine(&v[0], &v[1])
+        })
+        .collect();
+    let report = markdown(&corpus, &cells, &baseline, &timing, &similarity);
     print!("{report}");
     let out = target_dir().join("claij");
     std::fs::create_dir_all(&out).expect("create target/claij");
@@ -129,7 +141,13 @@ fn fraction(cell: &Cell) -> String {
 }
 
 /// The table (strategy x N x k), the probes each strategy missed at k = 5, and the times.
-fn markdown(corpus: &Corpus, cells: &[Cell], baseline: &[Cell], timing: &Timing) -> String {
+fn markdown(
+    corpus: &Corpus,
+    cells: &[Cell],
+    baseline: &[Cell],
+    timing: &Timing,
+    similarity: &[f32],
+) -> String {
     let probes = corpus.probes.len();
     let mut out = format!(
         "## recall@k of a held fact after N distracting turns ({probes} probes, all-MiniLM-L6-v2)\n\n\
@@ -166,14 +184,20 @@ fn markdown(corpus: &Corpus, cells: &[Cell], baseline: &[Cell], timing: &Timing)
         Strategy::Recall { k: 5 },
         baseline,
     );
-    let _ = writeln!(out, "\nmissed by recall at k = 5:");
+    let _ = writeln!(
+        out,
+        "\nmissed by recall at k = 5 (the question's cosine similarity to the fact's summary; the \
+         recall floor is {}):",
+        RecallConfig::default().min_similarity
+    );
     for n in NS {
         let held = &cell(cells, Strategy::Recall { k: 5 }, n).held;
-        let missed: Vec<&str> = corpus
+        let missed: Vec<String> = corpus
             .probes
             .iter()
-            .map(|p| p.id.as_str())
-            .filter(|id| !held.iter().any(|h| h == id))
+            .zip(similarity)
+            .filter(|(p, _)| !held.contains(&p.id))
+            .map(|(p, s)| format!("{} ({s:.3})", p.id))
             .collect();
         let _ = writeln!(
             out,
