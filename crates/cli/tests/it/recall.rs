@@ -213,7 +213,10 @@ fn run_in(files: &Files, args: &[&str], stdin: &str, extra: &[(&str, Option<&str
 /// refused in one line naming it, before any request.
 #[test]
 fn memory_flags_without_what_they_need_are_refused() {
-    let files = Files::new(&[("config.toml", "")]);
+    // A refusal that failed would reach no network: the provider is a closed loopback port.
+    let dead =
+        "[providers.openrouter]\nbase_url = \"http://127.0.0.1:9/api/v1\"\nmodel_list = \"off\"\n";
+    let files = Files::new(&[("config.toml", dead)]);
     for (args, said) in [
         (
             &["ask", "hi", "--memory-strategy", "window"][..],
