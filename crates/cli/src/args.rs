@@ -97,21 +97,6 @@ pub(crate) fn result_budget(text: &str) -> Result<usize, ParseError> {
     whole(text, 0, MAX_RESULT_BUDGET)
 }
 
-/// `--recall-k`: 1 to [`claij::settings::memory::MAX_RECALL_K`].
-pub(crate) fn recall_k(text: &str) -> Result<usize, ParseError> {
-    whole(text, 1, claij::settings::memory::MAX_RECALL_K)
-}
-
-/// `--recall-max-chars`: 1 to [`claij::settings::memory::MAX_MEMORY_CHARS`].
-pub(crate) fn recall_chars(text: &str) -> Result<usize, ParseError> {
-    whole(text, 1, claij::settings::memory::MAX_MEMORY_CHARS)
-}
-
-/// `--recall-min-similarity`: a cosine similarity from -1 to 1.
-pub(crate) fn similarity(text: &str) -> Result<f32, String> {
-    claij::settings::memory::similarity(text.trim().parse().ok())
-}
-
 /// `--history-messages`: 0 (no history) to [`MAX_HISTORY_MESSAGES`].
 pub(crate) fn history_messages(text: &str) -> Result<usize, ParseError> {
     whole(text, 0, MAX_HISTORY_MESSAGES)

@@ -22,7 +22,7 @@ use claij::conversation::{Builder, Named, Opening, StartServices};
 use claij::interceptors::{Answer, Error, ShowExample};
 use claij::mcp::offer::{Elicitation, Offer};
 use claij::report::Over;
-use claij::settings::memory::{Store, Strategy};
+use claij::settings::memory::{self, MAX_MEMORY_CHARS, MAX_RECALL_K, Store, Strategy};
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 
 use crate::exit::Status;
@@ -76,16 +76,16 @@ pub(crate) struct Options {
     memory_strategy: Option<Strategy>,
     /// With --memory-strategy recall: the most memories recalled per turn (default
     /// `[memory.recall] k`, else 5).
-    #[arg(long, value_name = "N", value_parser = crate::args::recall_k)]
+    #[arg(long, value_name = "N", value_parser = |t: &str| crate::args::whole(t, 1, MAX_RECALL_K))]
     recall_k: Option<usize>,
     /// With --memory-strategy recall: the lowest cosine similarity recalled, -1 to 1 (default
     /// `[memory.recall] min_similarity`, else 0.3).
-    #[arg(long, value_name = "X", value_parser = crate::args::similarity)]
+    #[arg(long, value_name = "X", value_parser = |t: &str| memory::similarity(t.trim().parse().ok()))]
     recall_min_similarity: Option<f32>,
     /// With --memory-strategy recall: the most characters of recalled memories in the prompt;
     /// past it the least similar are left out, saying so (default `[memory.recall] max_chars`,
     /// else 1500).
-    #[arg(long, value_name = "CHARS", value_parser = crate::args::recall_chars)]
+    #[arg(long, value_name = "CHARS", value_parser = |t: &str| crate::args::whole(t, 1, MAX_MEMORY_CHARS))]
     recall_max_chars: Option<usize>,
     /// With --memory-strategy recall: where memories are kept: `embedded` (the user's SQLite file
     /// under the data directory) or a vector database server's URL (default `[memory.recall]

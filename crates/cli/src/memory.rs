@@ -6,6 +6,7 @@ use std::io::Write as _;
 use anyhow::{Context as _, Result};
 use claij::interceptors::builtin::recall::Forget;
 use claij::recall::{Memories, Shown};
+use claij::settings::memory::MAX_RECALL_K;
 
 use crate::exit::Status;
 
@@ -27,7 +28,7 @@ pub(crate) enum Command {
         #[arg(value_parser = crate::args::question)]
         text: String,
         /// How many (default `[memory.recall] k`, else 5).
-        #[arg(long, value_name = "N", value_parser = crate::args::recall_k)]
+        #[arg(long, value_name = "N", value_parser = |t: &str| crate::args::whole(t, 1, MAX_RECALL_K))]
         k: Option<usize>,
         /// Only this session's.
         #[arg(long, value_name = "ID")]
