@@ -560,7 +560,7 @@ async fn memory_list_search_and_forget_work_on_the_store_a_chat_filled() {
     let files = Files::new(&[("config.toml", &openrouter::config(&server))]);
     let session = files.path("s.json");
     let user = [("USER", Some("ada"))];
-    let stdin = format!("{}\n{FACT}\n{}\n", message(1, 9), message(3, 9));
+    let stdin = format!("{}\n{FACT}\n{}\n/memory\n", message(1, 9), message(3, 9));
     let chat = run_in(
         &files,
         &[
@@ -582,6 +582,10 @@ async fn memory_list_search_and_forget_work_on_the_store_a_chat_filled() {
         .as_str()
         .unwrap()
         .to_owned();
+    // `/memory` shows the recall memory's session, not the (empty) summaries.
+    let shown =
+        format!("recall memory, session {id} (`claij memory list --session {id}` lists it):");
+    assert!(chat.stderr.contains(&shown), "{}", chat.stderr);
     assert!(
         std::path::Path::new(&files.path("data"))
             .join("claij/memory/ada.sqlite3")
