@@ -87,7 +87,6 @@ use claij_backends::Backend;
 use claij_interceptors::builtin::citations::Citations;
 #[cfg(feature = "eval")]
 use claij_interceptors::builtin::eval::{Eval, EvalResult};
-use claij_interceptors::builtin::memory::Memory;
 use claij_interceptors::builtin::metrics::{Metrics, MetricsCollector, MetricsSnapshot};
 use claij_interceptors::builtin::proposals::{Approver, Proposals};
 use claij_interceptors::builtin::states::States;
@@ -106,6 +105,7 @@ use crate::approve::Approval;
 use crate::error::ErrorKind;
 use crate::options::ModelOptions;
 use crate::session::{Session, SessionLock};
+use crate::settings::memory::{MemorySettings, Strategy};
 use crate::{Claij, Error, Result};
 
 /// An interceptor by name: what `Builder::interceptor` adds, in the order given.
@@ -215,6 +215,8 @@ pub enum Opening {
     Matrix(String),
     /// A compatibility matrix that could not be used, or advice that does not fit.
     Warning(String),
+    /// The session was kept with another memory strategy: what this one starts from.
+    Memory(String),
 }
 
 impl fmt::Display for Opening {
@@ -226,9 +228,10 @@ impl fmt::Display for Opening {
                 "waiting for {}: another claij is on this conversation",
                 lock.display()
             ),
-            Opening::Model(text) | Opening::Matrix(text) | Opening::Warning(text) => {
-                f.write_str(text)
-            }
+            Opening::Model(text)
+            | Opening::Matrix(text)
+            | Opening::Warning(text)
+            | Opening::Memory(text) => f.write_str(text),
         }
     }
 }
@@ -304,6 +307,7 @@ pub struct Builder<'c> {
     schema: Option<Value>,
     named: Vec<Named>,
     given: Vec<Arc<dyn Interceptor>>,
+    memory: Option<MemorySettings>,
     session: Option<PathBuf>,
     history: HistoryPolicy,
     max_steps: Option<usize>,
@@ -348,6 +352,7 @@ impl Claij {
             schema: None,
             named: Vec::new(),
             given: Vec::new(),
+            memory: None,
             session: None,
             history: HistoryPolicy::default(),
             max_steps: None,
@@ -433,6 +438,23 @@ impl<'c> Builder<'c> {
     pub fn with(mut self, interceptor: impl Interceptor + 'static) -> Self {
         self.given.push(Arc::new(interceptor));
         self
+    }
+
+    /// How [`Named::Memory`] remembers: the strategy and its sizes, recall's store (default the
+    /// configuration's `[memory]`, [`crate::settings::memory`]). `recall` needs the features
+    /// `recall` and `local`; its memories are kept under a session id of their own, new for a new
+    /// conversation and carried by the session file.
+    pub fn memory(mut self, memory: MemorySettings) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The memory settings in effect: [`Builder::memory`]'s, else the configuration's.
+    #[must_use]
+    pub fn memory_settings(&self) -> &MemorySettings {
+        self.memory
+            .as_ref()
+            .unwrap_or(&self.claij.settings().memory)
     }
 
     /// Carries the conversation in this JSON file: read before the first turn if it exists,
@@ -709,11 +731,19 @@ impl<'c> Builder<'c> {
         let names = self.named.clone();
         #[cfg(not(feature = "mcp"))]
         let services: Option<()> = None;
+        let memory = match names.contains(&Named::Memory) {
+            true => {
+                self.tell_memory(&session);
+                Some(memory_interceptor(self.memory_settings(), settings).await?)
+            }
+            false => None,
+        };
         let (mut chain, tools) = chain(
             &names,
             services.as_ref(),
             self.notes.clone(),
             self.result_budget,
+            memory,
         )?;
         for interceptor in &self.given {
             chain.push_shared(Arc::clone(interceptor), OnError::Fail);
@@ -762,6 +792,39 @@ impl<'c> Builder<'c> {
             evaluated: None,
             metrics: metrics.map(|m| m.collector().clone()),
         })
+    }
+
+    /// Tells ([`Opening::Memory`]) when the session file was kept with the other kind of memory
+    /// (summaries, or recall's store) than the strategy in effect: what stays, and what starts
+    /// empty.
+    fn tell_memory(&mut self, session: &Session) {
+        let Some(path) = self.session.clone() else {
+            return;
+        };
+        let strategy = self.memory_settings().strategy;
+        let (summaries, recall) = (
+            session.carried.contains_key("memory"),
+            session.carried.contains_key("recall"),
+        );
+        let file = path.display();
+        let told = match strategy {
+            Strategy::Recall if summaries && !recall => format!(
+                "{file} keeps its memory as summaries (memory strategy bounded, window or \
+                 hierarchical): recall starts this conversation's memories empty, and the \
+                 summaries stay in the file for those strategies"
+            ),
+            Strategy::Bounded | Strategy::Window | Strategy::Hierarchical
+                if recall && !summaries =>
+            {
+                format!(
+                    "{file} keeps its memories in the recall store (memory strategy recall): \
+                     {strategy} starts with no summaries, and the recalled memories stay in the \
+                     store for the recall strategy"
+                )
+            }
+            _ => return,
+        };
+        self.tell(Opening::Memory(told));
     }
 
     /// The proposals interceptor over `registry`, and its approver as given.
@@ -819,20 +882,48 @@ type Services = claij_mcp::Services;
 #[cfg(not(feature = "mcp"))]
 type Services = ();
 
+/// The interceptor of [`Named::Memory`] for `memory`: a summary strategy, or recall (features
+/// `recall` and `local`) on the store `[memory.recall]` names.
+async fn memory_interceptor(
+    memory: &MemorySettings,
+    settings: &crate::settings::Settings,
+) -> Result<Arc<dyn Interceptor>> {
+    if let Some(summaries) = memory.summaries() {
+        return Ok(Arc::new(summaries));
+    }
+    #[cfg(all(feature = "recall", feature = "local"))]
+    {
+        let recall = crate::recall::interceptor(&memory.recall, settings).await?;
+        Ok(Arc::new(recall))
+    }
+    #[cfg(not(all(feature = "recall", feature = "local")))]
+    {
+        let _ = settings;
+        Err(Error::unavailable(
+            "memory strategy recall is not in this build of claij (its features `recall` and `local` are off)",
+        ))
+    }
+}
+
 /// The chain of the interceptors `names` (proposals and metrics apart: they are shared, and
-/// added last), tool and MCP results shown to the model in `result_budget` characters per reply;
-/// with the executors of its tools, for an agent run.
+/// added last), tool and MCP results shown to the model in `result_budget` characters per reply,
+/// `memory` as [`Named::Memory`] (the bounded summaries when `None`); with the executors of its
+/// tools, for an agent run.
 fn chain(
     names: &[Named],
     services: Option<&Services>,
     notes: Vec<Document>,
     result_budget: usize,
+    mut memory: Option<Arc<dyn Interceptor>>,
 ) -> Result<(Chain, Vec<claij_interceptors::Executor>)> {
     let mut chain = Chain::new();
     let mut executors = Vec::new();
     for name in names {
         match name {
-            Named::Memory => chain.push(Memory::default()),
+            Named::Memory => match memory.take() {
+                Some(memory) => chain.push_shared(memory, OnError::Fail),
+                None => chain.push(claij_interceptors::builtin::memory::Memory::default()),
+            },
             Named::Citations => chain.push(Citations::new(notes.clone())),
             #[cfg(feature = "eval")]
             Named::Eval => chain.push(Eval::new()),

@@ -427,6 +427,38 @@ pub fn remembered(memory: &MemoryState) -> String {
     text
 }
 
+/// What the recall memory keeps for this conversation, when it is the memory in use (`None` when
+/// not): its session id, and the memories recalled for the last turn, most similar first, with
+/// their similarity and age.
+#[must_use]
+pub fn recalled(ctx: &claij_interceptors::Context) -> Option<String> {
+    use claij_interceptors::builtin::recall::{RecallSession, Recalled, age};
+    let session = ctx.get::<RecallSession>()?;
+    let id = &session.session_id;
+    let mut text =
+        format!("recall memory, session {id} (`claij memory list --session {id}` lists it):");
+    let recalled = ctx.get::<Recalled>();
+    let hits = recalled.map(|r| r.hits.as_slice()).unwrap_or_default();
+    if hits.is_empty() {
+        text.push_str(
+            "
+  (nothing recalled for the last turn)",
+        );
+    }
+    for (i, hit) in hits.iter().enumerate() {
+        let at = recalled.and_then(|r| r.at).unwrap_or(hit.record.created_at);
+        let when = age(at, hit.record.created_at);
+        text.push_str(&format!(
+            "
+  {}. ({when}, similarity {:.2}) {}",
+            i + 1,
+            hit.similarity,
+            hit.record.text.trim()
+        ));
+    }
+    Some(text)
+}
+
 /// An agent run's budget that ran out: which bound (`max_steps`, `max_tokens`, `max_cost_usd`),
 /// the bound, what was used, and the estimated cost of the call it did not make. Shown as
 /// `no answer within the agent run's max_steps budget (3 of 3 used)`.

@@ -52,6 +52,9 @@
 //! [models."openai:gpt-4o-mini"]          # over the imported and built-in prices (see [`models`])
 //! price = { input = 0.15, output = 0.60, cached_input = 0.075 }
 //!
+//! [memory]                              # the conversation memory (see [`memory`] for every key)
+//! strategy = "recall"                   # bounded (the default), window, hierarchical, recall
+//!
 //! [restate]                             # `claij serve restate`: serve only requests the Restate
 //! identity_keys = ["publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp"] # server signed
 //! ```
@@ -70,9 +73,9 @@
 //! which holds only the MCP part; any other is TOML. Every error names the file, the line and the
 //! key path (`providers.openrouter.base_url`).
 //!
-//! The TOML settings (providers, aliases, defaults, proposals) come from the first TOML file of
-//! `--config`, `$CLAIJ_CONFIG` and the usual `config.toml`. The MCP part (`mcpServers`, `projects`,
-//! `roots`) comes whole from one file, the first of:
+//! The TOML settings (providers, aliases, defaults, proposals, memory, restate) come from the first
+//! TOML file of `--config`, `$CLAIJ_CONFIG` and the usual `config.toml`. The MCP part
+//! (`mcpServers`, `projects`, `roots`) comes whole from one file, the first of:
 //! 1. the file `--config` names, else the one `$CLAIJ_CONFIG` names, TOML or JSON;
 //! 2. `.mcp.json` in the working directory, when it exists;
 //! 3. the usual `config.toml`.
@@ -81,6 +84,7 @@
 //! names it (or, when there is none, the files looked for).
 
 pub mod gateway;
+pub mod memory;
 mod models;
 mod show;
 #[cfg(test)]
@@ -202,6 +206,8 @@ pub struct Settings {
     /// compaction; `None` when the file does not say ([`CompactBudget::DEFAULT`]). A budget in
     /// tokens is refused when read by a build without the feature `tokens`.
     pub compact_budget: Option<CompactBudget>,
+    /// `[memory]`: the conversation memory's strategy and sizes ([`memory`]).
+    pub memory: memory::MemorySettings,
     /// `mcpServers`, `projects` and `roots`, when the file they come from has any of them.
     #[cfg(feature = "mcp")]
     pub mcp: Option<McpConfig>,
@@ -389,6 +395,7 @@ impl Default for Settings {
             defaults: Defaults::default(),
             voters: Vec::new(),
             compact_budget: None,
+            memory: memory::MemorySettings::default(),
             #[cfg(feature = "mcp")]
             mcp: None,
             mcp_path: None,
@@ -705,12 +712,13 @@ impl Settings {
                 "aliases" => config.read_aliases(value, &fail)?,
                 "defaults" => config.read_defaults(value, &fail)?,
                 "proposals" => config.read_proposals(value, &fail)?,
+                "memory" => config.read_memory(value, &fail)?,
                 "restate" => config.read_restate(value, text, path, &fail)?,
                 "models" | "mcpServers" | "projects" | "roots" | "samplingLlm" | "elicitation" => {}
                 other => {
                     return Err(fail(
                         &[other],
-                        "unknown key (expected providers, aliases, defaults, proposals, restate, models, mcpServers, projects, roots, samplingLlm or elicitation)",
+                        "unknown key (expected providers, aliases, defaults, proposals, memory, restate, models, mcpServers, projects, roots, samplingLlm or elicitation)",
                     ));
                 }
             }

@@ -22,6 +22,8 @@ use claij::conversation::{Builder, Named, Opening, StartServices};
 use claij::interceptors::{Answer, Error, ShowExample};
 use claij::mcp::offer::{Elicitation, Offer};
 use claij::report::Over;
+use claij::settings::memory::{self, MAX_MEMORY_CHARS, MAX_RECALL_K, Store, Strategy};
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 
 use crate::exit::Status;
 use crate::front::Front;
@@ -66,6 +68,30 @@ pub(crate) struct Options {
     /// the same file waits its turn. `--memory` is another name for it.
     #[arg(long = "session", visible_alias = "memory", value_name = "FILE")]
     memory: Option<PathBuf>,
+    /// How the memory interceptor remembers: bounded (summaries within a budget), window (the last
+    /// summaries), hierarchical (insights rewritten every few turns) or recall (memory by meaning:
+    /// each turn's summary embedded and kept in a store, the most similar recalled; needs the
+    /// embedding model, `cargo xtask embed-model`). Default `[memory] strategy`, else bounded.
+    #[arg(long, value_name = "STRATEGY", value_parser = PossibleValuesParser::new(Strategy::ALL.map(Strategy::name)).try_map(|s| s.parse::<Strategy>()))]
+    memory_strategy: Option<Strategy>,
+    /// With --memory-strategy recall: the most memories recalled per turn (default
+    /// `[memory.recall] k`, else 5).
+    #[arg(long, value_name = "N", value_parser = |t: &str| crate::args::whole(t, 1, MAX_RECALL_K))]
+    recall_k: Option<usize>,
+    /// With --memory-strategy recall: the lowest cosine similarity recalled, -1 to 1 (default
+    /// `[memory.recall] min_similarity`, else 0.3).
+    #[arg(long, value_name = "X", value_parser = |t: &str| memory::similarity(t.trim().parse().ok()))]
+    recall_min_similarity: Option<f32>,
+    /// With --memory-strategy recall: the most characters of recalled memories in the prompt;
+    /// past it the least similar are left out, saying so (default `[memory.recall] max_chars`,
+    /// else 1500).
+    #[arg(long, value_name = "CHARS", value_parser = |t: &str| crate::args::whole(t, 1, MAX_MEMORY_CHARS))]
+    recall_max_chars: Option<usize>,
+    /// With --memory-strategy recall: where memories are kept: `embedded` (the user's SQLite file
+    /// under the data directory) or a vector database server's URL (default `[memory.recall]
+    /// store`, else embedded).
+    #[arg(long, value_name = "embedded|URL", value_parser = |s: &str| s.parse::<Store>())]
+    memory_store: Option<Store>,
     /// The most messages of the conversation sent before each turn (and kept in the session file);
     /// 0: none.
     #[arg(long, value_name = "N", default_value_t = claij::interceptors::DEFAULT_HISTORY_MESSAGES, value_parser = crate::args::history_messages)]
@@ -467,6 +493,16 @@ fn configure<'c>(
     if let Some(path) = &options.memory {
         builder = builder.session(path);
     }
+    let mut memory = builder.memory_settings().clone();
+    memory.strategy = options.memory_strategy.unwrap_or(memory.strategy);
+    let recall = &mut memory.recall;
+    recall.k = options.recall_k.unwrap_or(recall.k);
+    recall.min_similarity = options
+        .recall_min_similarity
+        .unwrap_or(recall.min_similarity);
+    recall.max_chars = options.recall_max_chars.unwrap_or(recall.max_chars);
+    recall.store = options.memory_store.clone().unwrap_or(recall.store.clone());
+    builder = builder.memory(memory);
     if let Some(steps) = options.max_steps {
         builder = builder.max_steps(steps);
     }

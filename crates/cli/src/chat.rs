@@ -103,11 +103,9 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
             "" => continue,
             "/quit" | "/exit" => break,
             "/memory" => {
-                writeln!(
-                    err,
-                    "{}",
-                    report::remembered(&conversation.context().memory)
-                )?;
+                let ctx = conversation.context();
+                let kept = report::recalled(ctx).unwrap_or_else(|| report::remembered(&ctx.memory));
+                writeln!(err, "{kept}")?;
                 continue;
             }
             "/metrics" => {

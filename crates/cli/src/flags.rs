@@ -179,6 +179,11 @@ const CONVERSE: &[&str] = &[
     "voters",
     "compact-budget",
     "session",
+    "memory-strategy",
+    "recall-k",
+    "recall-min-similarity",
+    "recall-max-chars",
+    "memory-store",
     "history-messages",
     "history-tokens",
     "tool-results-budget",
@@ -320,6 +325,17 @@ pub(crate) static SCOPES: &[Scope] = &[
             MATRIX,
             STEPS,
             Need {
+                flag: "memory-strategy",
+                met: |m| intercepts(m, &["memory"]),
+                says: MEMORY_STRATEGY,
+                example: &["--interceptors", "memory"],
+                unmet: &[],
+            },
+            RECALL_K,
+            RECALL_MIN_SIMILARITY,
+            RECALL_MAX_CHARS,
+            RECALL_MEMORY_STORE,
+            Need {
                 flag: "stream",
                 met: |m| !on(m, "json"),
                 says: "--stream shows partial values, and --json prints the final report alone: drop one",
@@ -365,6 +381,17 @@ pub(crate) static SCOPES: &[Scope] = &[
             THREADS,
             MATRIX,
             STEPS,
+            Need {
+                flag: "memory-strategy",
+                met: |m| !on(m, "interceptors") || intercepts(m, &["memory"]),
+                says: MEMORY_STRATEGY,
+                example: &["--interceptors", "memory"],
+                unmet: &["--interceptors", "tools"],
+            },
+            RECALL_K,
+            RECALL_MIN_SIMILARITY,
+            RECALL_MAX_CHARS,
+            RECALL_MEMORY_STORE,
             Need {
                 flag: "stream",
                 met: |m| !on(m, "json") && !on(m, "standard"),
@@ -462,6 +489,9 @@ pub(crate) static SCOPES: &[Scope] = &[
         &[&["session", "schema", "tokenizer", "model", "json"]]
     ),
     plain!("config show", &[&["json"]]),
+    plain!("memory list", &[&["session", "json"]]),
+    plain!("memory search", &[&["k", "session", "json"]]),
+    plain!("memory forget", &[&["id", "session"]]),
 ];
 
 /// `--on` without `--consensus majority`.
@@ -506,6 +536,37 @@ const fn of_mcp(flag: &'static str, says: &'static str) -> Need {
     }
 }
 
+/// `--memory-strategy` without the memory interceptor.
+const MEMORY_STRATEGY: &str =
+    "--memory-strategy chooses how the memory interceptor remembers: add --interceptors memory";
+
+/// A flag of the recall memory: it needs `--memory-strategy recall`.
+const fn of_recall(flag: &'static str, says: &'static str) -> Need {
+    Need {
+        flag,
+        met: |m| values(m, "memory_strategy").iter().any(|s| s == "recall"),
+        says,
+        example: &["--memory-strategy", "recall", "--interceptors", "memory"],
+        unmet: &[],
+    }
+}
+
+const RECALL_K: Need = of_recall(
+    "recall-k",
+    "--recall-k is how many memories recall brings back: add --memory-strategy recall",
+);
+const RECALL_MIN_SIMILARITY: Need = of_recall(
+    "recall-min-similarity",
+    "--recall-min-similarity is the floor of what recall brings back: add --memory-strategy recall",
+);
+const RECALL_MAX_CHARS: Need = of_recall(
+    "recall-max-chars",
+    "--recall-max-chars is the prompt budget of what recall brings back: add --memory-strategy recall",
+);
+const RECALL_MEMORY_STORE: Need = of_recall(
+    "memory-store",
+    "--memory-store is where recall keeps memories: add --memory-strategy recall",
+);
 const SAMPLING: Need = of_mcp(
     "sampling-llm",
     "--sampling-llm answers the MCP servers' sampling requests: add --interceptors mcp",

@@ -25,6 +25,7 @@ mod fsm;
 mod input;
 mod logging;
 mod mcp;
+mod memory;
 mod models;
 mod options;
 mod repair;
@@ -71,6 +72,10 @@ enum Command {
     /// installed.
     #[command(subcommand)]
     Mcp(mcp::Command),
+    /// The recall memory's store (`[memory.recall]`, `--memory-strategy recall`): list, search
+    /// and forget memories.
+    #[command(subcommand)]
+    Memory(memory::Command),
     /// Show the configuration (`$CLAIJ_CONFIG`, else `~/.config/claij/config.toml`), secrets redacted.
     #[command(subcommand)]
     Config(config::Command),
@@ -152,6 +157,7 @@ fn run(cli: &Cli, front: &std::sync::Arc<front::Front>) -> ExitCode {
         Command::Fsm(cmd) => fsm::run(cmd, front),
         Command::Mcp(cmd) => mcp::run(cmd, front),
         Command::Config(cmd) => config::run(cmd, front),
+        Command::Memory(cmd) => memory::run(cmd, front),
         Command::Serve(cmd) => serve::run(cmd, front),
     };
     match result {
@@ -184,6 +190,7 @@ impl Command {
             | Command::Chat(_)
             | Command::Models(_)
             | Command::Config(_)
+            | Command::Memory(_)
             | Command::Serve(_) => None,
         }
     }

@@ -71,7 +71,7 @@ impl claij_backends::Backend for Replies {
 fn the_citations_chain_checks_an_unknown_note_once_per_attempt() {
     use claij_interceptors::builtin::citations::Document;
     let notes = vec![Document::new("note-1", "Trip", "We land on 3 May.")];
-    let (chain, _) = super::chain(&[Named::Citations], None, notes, 4000).unwrap();
+    let (chain, _) = super::chain(&[Named::Citations], None, notes, 4000, None).unwrap();
     let cite = |id: &str| {
         serde_json::json!({"answer": "3 May", "state": "answered", "metadata": {
             "hasSources": true, "citations": [{"noteId": id, "noteTitle": "Trip"}]}})

@@ -30,10 +30,18 @@ use std::path::{Path, PathBuf};
 
 #[cfg(feature = "local")]
 mod embed;
+#[cfg(feature = "local")]
+mod manage;
+mod open;
 mod sqlite;
 
 #[cfg(feature = "local")]
 pub use embed::LocalEmbedder;
+#[cfg(feature = "local")]
+pub use manage::{Memories, Shown, lines, to_json};
+pub use open::open_store;
+#[cfg(feature = "local")]
+pub use open::{embedder, interceptor};
 
 pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_TEXT_BYTES, MAX_DIM, SCHEMA_VERSION, SqliteError,

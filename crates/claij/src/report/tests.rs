@@ -168,3 +168,38 @@ fn what_is_remembered_is_numbered() {
         "remembered:\n  1. Asked for Paris.\n  2. Likes maps.\n  insights: A geographer."
     );
 }
+
+#[test]
+fn what_recall_recalled_is_listed_with_its_session() {
+    use claij_interceptors::builtin::recall::{Hit, RecallSession, Recalled, Record};
+    use std::time::{Duration, SystemTime};
+    let mut ctx = claij_interceptors::Context::default();
+    assert_eq!(super::recalled(&ctx), None);
+    ctx.insert(RecallSession {
+        session_id: "s1".into(),
+    });
+    assert_eq!(
+        super::recalled(&ctx).unwrap(),
+        "recall memory, session s1 (`claij memory list --session s1` lists it):\n  (nothing recalled for the last turn)"
+    );
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(7200);
+    let record = Record {
+        id: "m".into(),
+        session: "s1".into(),
+        text: "The cat is Miso.".into(),
+        embedding: vec![],
+        created_at: SystemTime::UNIX_EPOCH,
+    };
+    ctx.insert(Recalled {
+        input: "cat?".into(),
+        hits: vec![Hit {
+            record,
+            similarity: 0.8,
+        }],
+        at: Some(now),
+    });
+    assert_eq!(
+        super::recalled(&ctx).unwrap(),
+        "recall memory, session s1 (`claij memory list --session s1` lists it):\n  1. (2 hours ago, similarity 0.80) The cat is Miso."
+    );
+}

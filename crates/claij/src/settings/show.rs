@@ -15,6 +15,7 @@ use claij_interceptors::StructuredMode;
 use claij_mcp::{McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
+use super::memory::{MemorySettings, Store, Strategy};
 use super::{
     COMPATIBLE_KIND, DEFAULT_REMOTE_ALIAS, Gateway, ModelList, Origin, Settings, gateway::Setting,
 };
@@ -142,6 +143,7 @@ fn to_json(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Value {
             "voters": config.voters,
             "compact_budget": config.compact_budget.map(|b| b.to_string()),
         },
+        "memory": memory_json(&config.memory),
         "restate": {"identity_keys": config.restate.identity_keys},
         "mcp_path": config.mcp_path.as_ref().map(|p| p.display().to_string()),
     });
@@ -251,12 +253,70 @@ fn to_lines(config: &Settings, is_set: &dyn Fn(&str) -> bool) -> Vec<String> {
             |b| b.to_string()
         )
     ));
+    lines.extend(memory_lines(&config.memory));
     lines.push(format!(
         "restate:\n  identity_keys    {}",
         none_or_list(&config.restate.identity_keys, "(none: loopback only)")
     ));
     #[cfg(feature = "mcp")]
     lines.extend(mcp_lines(config));
+    lines
+}
+
+/// `[memory]` as JSON: every value in effect (the defaults where the file says nothing).
+fn memory_json(memory: &MemorySettings) -> Value {
+    let recall = &memory.recall;
+    json!({
+        "strategy": memory.strategy.name(),
+        "bounded": {"max_chars": memory.bounded_max_chars, "max_summaries": memory.bounded_max_summaries},
+        "window": {"size": memory.window_size},
+        "hierarchical": {"every": memory.hierarchical_every},
+        "recall": {
+            "k": recall.k,
+            "min_similarity": recall.min_similarity,
+            "max_chars": recall.max_chars,
+            "store_exchange": recall.store_exchange,
+            "store": recall.store.to_string(),
+            "collection": recall.collection,
+            "user": recall.user,
+        },
+    })
+}
+
+/// `[memory]` for people: the strategy and the values it uses.
+fn memory_lines(memory: &MemorySettings) -> Vec<String> {
+    let mut lines = vec![format!("memory:\n  strategy         {}", memory.strategy)];
+    let recall = &memory.recall;
+    match memory.strategy {
+        Strategy::Bounded => lines.push(format!(
+            "  bounded          max_chars {}, max_summaries {}",
+            memory.bounded_max_chars, memory.bounded_max_summaries
+        )),
+        Strategy::Window => lines.push(format!("  window           size {}", memory.window_size)),
+        Strategy::Hierarchical => lines.push(format!(
+            "  hierarchical     every {}",
+            memory.hierarchical_every
+        )),
+        Strategy::Recall => {
+            lines.push(format!(
+                "  recall           k {}, min_similarity {}, max_chars {}, store_exchange {}",
+                recall.k, recall.min_similarity, recall.max_chars, recall.store_exchange
+            ));
+            lines.push(format!("  store            {}", recall.store));
+            match &recall.store {
+                Store::Embedded => lines.push(format!(
+                    "  user             {}",
+                    recall
+                        .user
+                        .as_deref()
+                        .unwrap_or("(none: $USER, else default)")
+                )),
+                Store::Server(_) => {
+                    lines.push(format!("  collection       {}", recall.collection));
+                }
+            }
+        }
+    }
     lines
 }
 

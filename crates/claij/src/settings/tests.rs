@@ -266,7 +266,7 @@ fn errors_name_file_line_and_key() {
     );
     check_error(
         "model = \"x\"\n",
-        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, proposals, restate, models, mcpServers, projects, roots, samplingLlm or elicitation)",
+        "/etc/claij.toml:1: model: unknown key (expected providers, aliases, defaults, proposals, memory, restate, models, mcpServers, projects, roots, samplingLlm or elicitation)",
     );
     #[cfg(feature = "mcp")]
     check_error(

@@ -38,6 +38,7 @@ mod openai_compatible;
 mod openrouter;
 mod otel;
 mod proposals;
+mod recall;
 mod restate;
 mod schema_cost;
 mod server;

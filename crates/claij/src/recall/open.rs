@@ -1,0 +1,178 @@
+//! Opening what `[memory.recall]` names: the store ([`open_store`]) and, with feature `local`, the
+//! embedded sentence model once per process ([`embedder`]) and the interceptor ([`interceptor`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use claij_interceptors::builtin::recall::MemoryStore;
+
+use super::{SqliteStore, user_store_path};
+use crate::error::{Error, ErrorKind, Result};
+use crate::settings::memory::{RecallSettings, Store};
+
+/// The store `settings` name, for vectors of `dim` dimensions: the user's SQLite file under
+/// `data_dir` ([`user_store_path`]) for `store = "embedded"`, or the server at the URL.
+///
+/// # Errors
+///
+/// No data directory ([`ErrorKind::Config`], naming `XDG_DATA_HOME` and `HOME`); a user that is not
+/// a plain file name; the file cannot be opened or is not a store of `dim` dimensions (the
+/// store's error, naming the file); a server store in a build without one
+/// ([`ErrorKind::Unavailable`]).
+pub async fn open_store(
+    settings: &RecallSettings,
+    data_dir: Option<&Path>,
+    dim: usize,
+) -> Result<Arc<dyn MemoryStore>> {
+    match &settings.store {
+        Store::Embedded => {
+            let user = settings.user_or_env(|name| std::env::var_os(name));
+            let data_dir = data_dir.ok_or_else(|| {
+                Error::config(
+                    "memory.recall.store = \"embedded\": no data directory for the store file \
+                     (set XDG_DATA_HOME or HOME)",
+                )
+            })?;
+            let path = user_store_path(data_dir, &user).ok_or_else(|| {
+                Error::config(format!(
+                    "memory.recall.user = {user:?}: not a plain file name for the store file \
+                     (set memory.recall.user)"
+                ))
+            })?;
+            let store = SqliteStore::open(&path, dim)
+                .map_err(|e| Error::with_kind(ErrorKind::File, crate::error_chain(&e)))?;
+            Ok(Arc::new(store))
+        }
+        // The server store (Chroma, `ChromaStore::open(ChromaOptions::new(url, dim))`) is wired in
+        // here when it is in the build; until then a URL is refused, never ignored.
+        Store::Server(url) => {
+            let _ = (url, &settings.collection, dim);
+            Err(Error::unavailable(format!(
+                "memory.recall.store = {}: the server store is not in this build of claij \
+                 (use store = \"embedded\")",
+                settings.store
+            )))
+        }
+    }
+}
+
+#[cfg(feature = "local")]
+mod local {
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    use claij_interceptors::builtin::recall::{Embedder, Recall};
+
+    use super::open_store;
+    use crate::error::{Error, ErrorKind, Result};
+    use crate::recall::LocalEmbedder;
+    use crate::settings::Settings;
+
+    /// The model, once opened in this process.
+    static EMBEDDER: Mutex<Option<LocalEmbedder>> = Mutex::new(None);
+
+    /// The embedded sentence model ([`LocalEmbedder::open_default`]), opened on first use and then
+    /// shared by every conversation of the process.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Local`]: the model is missing or broken; the message names the file and
+    /// `cargo xtask embed-model`. A failed open is tried again on the next call.
+    pub fn embedder() -> Result<LocalEmbedder> {
+        let mut slot = EMBEDDER.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(model) = slot.as_ref() {
+            return Ok(model.clone());
+        }
+        let model = LocalEmbedder::open_default().map_err(|e| {
+            Error::with_kind(
+                ErrorKind::Local,
+                format!(
+                    "the recall memory's embedding model: {}",
+                    crate::error_chain(&e)
+                ),
+            )
+        })?;
+        *slot = Some(model.clone());
+        Ok(model)
+    }
+
+    /// The `recall` interceptor `settings`' `[memory.recall]` describes (with the flags over
+    /// it): the embedded model ([`embedder`]) and the store ([`open_store`] under the settings'
+    /// data directory). Its session id is new: a conversation's carried one replaces it.
+    ///
+    /// # Errors
+    ///
+    /// As [`embedder`] and [`open_store`].
+    pub async fn interceptor(
+        recall: &crate::settings::memory::RecallSettings,
+        settings: &Settings,
+    ) -> Result<Recall> {
+        let embedder = embedder()?;
+        let store = open_store(recall, settings.data_dir.as_deref(), embedder.dim()).await?;
+        Ok(Recall::new(Arc::new(embedder), store).with_config(recall.config()))
+    }
+}
+
+#[cfg(feature = "local")]
+pub use local::{embedder, interceptor};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        futures_executor::block_on(f)
+    }
+
+    #[test]
+    fn the_embedded_store_is_the_users_file_under_the_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = RecallSettings {
+            user: Some("ada".into()),
+            ..RecallSettings::default()
+        };
+        let store = block_on(open_store(&settings, Some(dir.path()), 3)).unwrap();
+        drop(store);
+        assert!(dir.path().join("memory").join("ada.sqlite3").is_file());
+        // The same file again, for other dimensions: the store's error names it.
+        let Err(e) = block_on(open_store(&settings, Some(dir.path()), 4)) else {
+            panic!("opened 3 dimensions as 4");
+        };
+        assert!(e.to_string().contains("ada.sqlite3"), "{e}");
+        assert_eq!(e.kind(), ErrorKind::File);
+    }
+
+    #[test]
+    fn no_data_directory_or_a_bad_user_is_a_config_error_naming_the_key() {
+        let Err(e) = block_on(open_store(&RecallSettings::default(), None, 3)) else {
+            panic!("opened without a data directory");
+        };
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(e.to_string().contains("XDG_DATA_HOME"), "{e}");
+        let bad = RecallSettings {
+            user: Some("../x".into()),
+            ..RecallSettings::default()
+        };
+        let Err(e) = block_on(open_store(&bad, Some(Path::new("/nowhere")), 3)) else {
+            panic!("opened a user outside the directory");
+        };
+        assert!(e.to_string().contains("memory.recall.user"), "{e}");
+    }
+
+    #[test]
+    fn a_server_url_is_refused_as_not_in_this_build() {
+        let settings = RecallSettings {
+            store: Store::Server("http://127.0.0.1:9".into()),
+            ..RecallSettings::default()
+        };
+        let Err(e) = block_on(open_store(&settings, None, 3)) else {
+            panic!("a server store opened");
+        };
+        assert_eq!(e.kind(), ErrorKind::Unavailable);
+        assert!(
+            e.to_string().contains(
+                "memory.recall.store = http://127.0.0.1:9: the server store is not in this build"
+            ),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! `[memory]`: every key read, the defaults, and each bad value refused at its file and line.
+
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str) -> crate::Result<Settings> {
+    Settings::parse(text, Path::new("/etc/claij.toml"))
+}
+
+fn error(text: &str) -> String {
+    match parse(text) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn no_memory_table_is_the_bounded_strategy_with_the_interceptors_defaults() {
+    let memory = parse("").unwrap().memory;
+    assert_eq!(memory.strategy, Strategy::Bounded);
+    assert_eq!(
+        (memory.bounded_max_chars, memory.bounded_max_summaries),
+        (2_000, 20)
+    );
+    assert_eq!((memory.window_size, memory.hierarchical_every), (10, 5));
+    let recall = &memory.recall;
+    assert_eq!(
+        (recall.k, recall.max_chars, recall.store_exchange),
+        (5, 1_500, false)
+    );
+    assert!((recall.min_similarity - 0.3).abs() < 1e-6);
+    assert_eq!(recall.store, Store::Embedded);
+    assert_eq!(recall.collection, "claij_memories");
+    assert_eq!(recall.user, None);
+}
+
+#[test]
+fn every_key_is_read() {
+    let text = "[memory]\nstrategy = \"window\"\n\
+        [memory.bounded]\nmax_chars = 900\nmax_summaries = 7\n\
+        [memory.window]\nsize = 3\n\
+        [memory.hierarchical]\nevery = 4\n\
+        [memory.recall]\nk = 2\nmin_similarity = 0.5\nmax_chars = 300\nstore_exchange = true\n\
+        store = \"http://127.0.0.1:8000/\"\ncollection = \"mine\"\nuser = \"ada\"\n";
+    let memory = parse(text).unwrap().memory;
+    assert_eq!(memory.strategy, Strategy::Window);
+    assert_eq!(
+        (memory.bounded_max_chars, memory.bounded_max_summaries),
+        (900, 7)
+    );
+    assert_eq!((memory.window_size, memory.hierarchical_every), (3, 4));
+    let r = &memory.recall;
+    assert_eq!((r.k, r.max_chars, r.store_exchange), (2, 300, true));
+    assert!((r.min_similarity - 0.5).abs() < 1e-6);
+    assert_eq!(r.store, Store::Server("http://127.0.0.1:8000".into()));
+    assert_eq!(
+        (r.collection.as_str(), r.user.as_deref()),
+        ("mine", Some("ada"))
+    );
+    // A whole number is a similarity too.
+    let floor = parse("[memory.recall]\nmin_similarity = 0\n").unwrap();
+    assert!(floor.memory.recall.min_similarity.abs() < 1e-6);
+}
+
+#[test]
+fn a_bad_value_is_refused_at_its_line_and_key() {
+    for (text, said) in [
+        (
+            "[memory]\nstrategy = \"vector\"\n",
+            "/etc/claij.toml:2: memory.strategy: expected one of bounded, window, hierarchical, recall (got \"vector\")",
+        ),
+        (
+            "[memory]\nsize = 3\n",
+            "/etc/claij.toml:2: memory.size: unknown key (expected strategy, bounded, window, hierarchical or recall)",
+        ),
+        (
+            "[memory.window]\nsize = 0\n",
+            "/etc/claij.toml:2: memory.window.size: expected a whole number from 1 to 100000",
+        ),
+        (
+            "[memory.window]\nevery = 2\n",
+            "/etc/claij.toml:2: memory.window.every: unknown key (expected size)",
+        ),
+        (
+            "[memory.recall]\n\nk = 1001\n",
+            "/etc/claij.toml:3: memory.recall.k: expected a whole number from 1 to 1000",
+        ),
+        (
+            "[memory.recall]\nmin_similarity = 1.5\n",
+            "/etc/claij.toml:2: memory.recall.min_similarity: expected a cosine similarity from -1 to 1",
+        ),
+        (
+            "[memory.recall]\nmax_chars = -1\n",
+            "/etc/claij.toml:2: memory.recall.max_chars: expected a whole number of characters from 1 to 1000000",
+        ),
+        (
+            "[memory.recall]\nstore = \"chroma\"\n",
+            "/etc/claij.toml:2: memory.recall.store: expected \"embedded\" or a server's http:// or https:// URL (got \"chroma\")",
+        ),
+        (
+            "[memory.recall]\nstore_exchange = \"yes\"\n",
+            "/etc/claij.toml:2: memory.recall.store_exchange: expected true or false",
+        ),
+        (
+            "[memory.recall]\nuser = \"../etc\"\n",
+            "/etc/claij.toml:2: memory.recall.user: expected a plain file name (not empty, no `/`, `\\` or leading `.`, at most 128 bytes)",
+        ),
+        (
+            "[memory.recall]\ncollection = \"a b\"\n",
+            "/etc/claij.toml:2: memory.recall.collection: expected a collection name of 3 to 512 letters, digits, `_`, `-` or `.`",
+        ),
+        (
+            "[memory.recall]\nkk = 1\n",
+            "/etc/claij.toml:2: memory.recall.kk: unknown key (expected k, min_similarity, max_chars, store_exchange, store, collection or user)",
+        ),
+        (
+            "[memory]\nrecall = 3\n",
+            "/etc/claij.toml:2: memory.recall: expected a table, found an integer",
+        ),
+    ] {
+        assert_eq!(error(text), said, "{text}");
+    }
+}
+
+#[test]
+fn the_user_is_the_key_else_user_else_default() {
+    let mut recall = RecallSettings::default();
+    let env = |v: &'static str| move |name: &str| (name == "USER").then(|| v.into());
+    assert_eq!(recall.user_or_env(env("ada")), "ada");
+    assert_eq!(recall.user_or_env(env("")), "default");
+    assert_eq!(recall.user_or_env(|_| None), "default");
+    recall.user = Some("bob".into());
+    assert_eq!(recall.user_or_env(env("ada")), "bob");
+}
+
+#[test]
+fn a_server_url_is_shown_without_its_secrets() {
+    let store: Store = "https://me:pw@chroma.example/?token=x".parse().unwrap();
+    let shown = store.to_string();
+    assert!(
+        !shown.contains("pw") && !shown.contains("token=x"),
+        "{shown}"
+    );
+    assert_eq!("embedded".parse::<Store>().unwrap().to_string(), "embedded");
+    assert!("http://".parse::<Store>().is_err());
+}
+
+#[test]
+fn each_summary_strategy_builds_its_own_sizes() {
+    let mut memory = MemorySettings {
+        strategy: Strategy::Window,
+        window_size: 3,
+        ..MemorySettings::default()
+    };
+    let built = memory.summaries().unwrap();
+    assert_eq!(format!("{:?}", built.strategy()), "Window { size: 3 }");
+    memory.strategy = Strategy::Hierarchical;
+    memory.hierarchical_every = 4;
+    assert_eq!(
+        format!("{:?}", memory.summaries().unwrap().strategy()),
+        "Hierarchical { every: 4 }"
+    );
+    memory.strategy = Strategy::Bounded;
+    memory.bounded_max_chars = 100;
+    assert_eq!(
+        format!("{:?}", memory.summaries().unwrap().strategy()),
+        "Bounded { max_chars: 100, max_summaries: 20, max_summary_chars: 100 }"
+    );
+    memory.strategy = Strategy::Recall;
+    assert!(memory.summaries().is_none());
+}
