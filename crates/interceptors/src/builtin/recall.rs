@@ -519,7 +519,7 @@ impl Interceptor for Recall {
 /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
 /// let pooled = runtime.block_on(off_runtime(|| 6 * 7))?;
 /// assert_eq!((inline, pooled), (42, 42));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), claij_interceptors::BoxError>(())
 /// ```
 pub async fn off_runtime<T, F>(work: F) -> Result<T, BoxError>
 where
