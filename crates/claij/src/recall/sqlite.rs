@@ -490,6 +490,7 @@ impl Shared {
             inner.cache = Some(self.load_cache(&tx, version).map_err(|e| self.fail(e))?);
         }
         let mut best = Best::new(query);
+        // `None` when the cache holds every record: nothing is left to read from the file.
         let through = match inner.cache.as_ref() {
             Some(cache) => {
                 for r in &cache.rows {
@@ -497,12 +498,14 @@ impl Shared {
                         best.offer(best.similarity(&r.vector, r.norm), &r.id);
                     }
                 }
-                cache.through
+                (!cache.complete).then_some(cache.through)
             }
-            None => i64::MIN,
+            None => Some(i64::MIN),
         };
-        self.scan_file(&tx, through, query, &mut best)
-            .map_err(|e| self.fail(e))?;
+        if let Some(through) = through {
+            self.scan_file(&tx, through, query, &mut best)
+                .map_err(|e| self.fail(e))?;
+        }
         let best = best.into_sorted();
         let mut hits = Vec::with_capacity(best.len());
         {
@@ -575,10 +578,13 @@ impl Shared {
         query: Query<'_>,
         best: &mut Best,
     ) -> Result<(), SqliteError> {
-        let mut stmt = conn.prepare(
-            "SELECT id, embedding FROM memories \
-             WHERE rowid > ?1 AND (?2 IS NULL OR session = ?2)",
-        )?;
+        let mut stmt = match query.session {
+            Some(_) => conn
+                .prepare("SELECT id, embedding FROM memories WHERE session = ?2 AND rowid > ?1")?,
+            None => {
+                conn.prepare("SELECT id, embedding FROM memories WHERE rowid > ?1 AND ?2 IS NULL")?
+            }
+        };
         let mut rows = stmt.query(params![through, query.session])?;
         let mut vector = Vec::with_capacity(self.dim);
         while let Some(r) = rows.next()? {
