@@ -44,8 +44,8 @@ pub use open::open_store;
 pub use open::{embedder, interceptor};
 
 pub use sqlite::{
-    DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_TEXT_BYTES, MAX_DIM, SCHEMA_VERSION, SqliteError,
-    SqliteOptions, SqliteStore,
+    DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_CACHE_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_DIM, SCHEMA_VERSION,
+    SqliteError, SqliteOptions, SqliteStore,
 };
 
 /// The directory of the per-user store files under a data directory: `<data_dir>/memory`.

@@ -4,22 +4,37 @@
 //! The file is in WAL mode with a busy timeout, so two processes writing at once wait for each
 //! other instead of failing; every `add` is one transaction (all or none). A `claij_schema` table
 //! holds the schema version and the vectors' dimensions: a newer version, or another dimension, is
-//! refused with an error naming the file. Reads are bounded: a record's text is at most
+//! refused with an error naming the file, at open and at every operation after it (another process
+//! may upgrade the file while this one has it open). Reads are bounded: a record's text is at most
 //! [`SqliteOptions::max_text_bytes`] and its vector exactly `dim` floats, or the read fails naming
-//! the file and the record.
+//! the file and the record. SQLite's failures a user meets are typed ([`SqliteError::Busy`],
+//! [`SqliteError::DiskFull`], [`SqliteError::ReadOnly`], [`SqliteError::CannotOpen`]), each naming
+//! the file.
 //!
-//! Search keeps the vectors in memory (with the ids and sessions, not the texts) and re-reads them
-//! only when `PRAGMA data_version` says another connection wrote; the texts of the top `k` are read
-//! from the file.
+//! Search keeps vectors in memory (with the ids and sessions, not the texts), at most
+//! [`SqliteOptions::max_cache_bytes`] of them, and re-reads them only when `PRAGMA data_version`
+//! says another connection wrote. Past the bound the cache holds the file's oldest records (by
+//! insertion) that fit, and every search reads the newer ones from the file: still exact, only
+//! slower, its memory bounded (the `k` best so far). The texts of the top `k` are read from the file.
+//!
+//! The [`MemoryStore`] operations run off the async runtime ([`off_runtime`]): inside a tokio
+//! runtime on its blocking pool, so a search's scan or a wait on another process's lock never holds
+//! up a runtime worker; outside one, inline. An operation whose future is dropped still runs to its
+//! end (an add is still all or none).
 
-use std::collections::HashSet;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use claij_backends::BoxFuture;
-use claij_interceptors::builtin::recall::{Forget, Hit, MemoryStore, Query, Record, StoreError};
+use claij_interceptors::builtin::recall::{
+    Forget, Hit, MemoryStore, Query, Record, StoreError, off_runtime,
+};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use tracing::debug;
 
 /// The schema version this build writes and reads; a file of a newer one is refused.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -28,18 +43,26 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest text a record may hold, in bytes ([`SqliteOptions::max_text_bytes`]).
 pub const DEFAULT_MAX_TEXT_BYTES: usize = 64 * 1024;
+/// The most memory the vector cache takes, in bytes ([`SqliteOptions::max_cache_bytes`]): 64 MiB,
+/// about 41,000 memories of 384 dimensions.
+pub const DEFAULT_MAX_CACHE_BYTES: usize = 64 * 1024 * 1024;
 /// The most dimensions a store's vectors may have.
 pub const MAX_DIM: usize = 16_384;
 
 /// How a [`SqliteStore`] is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SqliteOptions {
-    /// How long a statement waits for another connection's lock ([`DEFAULT_BUSY_TIMEOUT`]).
+    /// How long a statement waits for another connection's lock ([`DEFAULT_BUSY_TIMEOUT`]); past
+    /// it the operation fails with [`SqliteError::Busy`].
     pub busy_timeout: Duration,
     /// The longest text a record may hold, checked on add and on read ([`DEFAULT_MAX_TEXT_BYTES`]).
     pub max_text_bytes: usize,
-    /// Keep the vectors in memory between searches (on by default); off, every search reads them.
-    pub cache_vectors: bool,
+    /// The most memory the vectors kept between searches may take, in bytes
+    /// ([`DEFAULT_MAX_CACHE_BYTES`]), each cached record counted as its vector (`4 × dim` bytes),
+    /// its id, its session and under 100 bytes of bookkeeping. Past it the cache holds the file's
+    /// oldest records that fit and a search reads the rest from the file: the same hits, more time.
+    /// `0` keeps none: every search reads every vector from the file.
+    pub max_cache_bytes: usize,
 }
 
 impl Default for SqliteOptions {
@@ -47,7 +70,7 @@ impl Default for SqliteOptions {
         Self {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
-            cache_vectors: true,
+            max_cache_bytes: DEFAULT_MAX_CACHE_BYTES,
         }
     }
 }
@@ -57,9 +80,40 @@ impl Default for SqliteOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SqliteError {
-    /// SQLite failed: the file is not a database, is locked past the busy timeout, the disk is full.
+    /// SQLite failed otherwise: the file is not a database, is torn.
     #[error("{0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// Another connection (another process) kept the file locked past
+    /// [`SqliteOptions::busy_timeout`].
+    #[error(
+        "another connection kept the file locked past the busy timeout of {timeout:?} \
+         (busy_timeout): {error}"
+    )]
+    Busy {
+        /// The timeout waited.
+        timeout: Duration,
+        /// What SQLite said.
+        error: rusqlite::Error,
+    },
+    /// The disk is full (or the file reached SQLite's page limit): the operation was rolled back.
+    #[error("the disk is full: nothing of this operation was written ({0})")]
+    DiskFull(rusqlite::Error),
+    /// The file, or the directory that holds it and its `-wal` and `-shm` files, is read-only.
+    #[error(
+        "the file or its directory is read-only: claij writes the file, and its -wal and -shm \
+         files beside it ({0})"
+    )]
+    ReadOnly(rusqlite::Error),
+    /// The file cannot be opened or made: its directory is not writable, or it is not a file.
+    #[error(
+        "the file cannot be opened or created: its directory must be writable, since claij \
+         creates the file and its -wal and -shm files there ({0})"
+    )]
+    CannotOpen(rusqlite::Error),
+    /// The file could not be put in WAL mode (a file system without shared memory, such as some
+    /// network file systems).
+    #[error("journal_mode stayed {0}: the store needs WAL, which this file system may not hold")]
+    NotWal(String),
     /// The directory of the file could not be made.
     #[error("creating the directory {dir}: {source}")]
     CreateDir {
@@ -113,12 +167,37 @@ pub enum SqliteError {
     },
 }
 
+impl SqliteError {
+    /// SQLite's failures a user can act on, typed; the rest as they are.
+    fn classified(self, busy_timeout: Duration) -> Self {
+        let Self::Sqlite(error) = self else {
+            return self;
+        };
+        match error.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Busy {
+                timeout: busy_timeout,
+                error,
+            },
+            Some(ErrorCode::DiskFull) => Self::DiskFull(error),
+            Some(ErrorCode::ReadOnly) => Self::ReadOnly(error),
+            Some(ErrorCode::CannotOpen) => Self::CannotOpen(error),
+            _ => Self::Sqlite(error),
+        }
+    }
+}
+
 /// A [`MemoryStore`] in one SQLite file, for one user: see the [module](self) for how it is kept.
 ///
-/// Its methods run on the calling thread (file IO, and a wait of up to the busy timeout when
-/// another process is writing) and return a ready future.
+/// Its [`MemoryStore`] methods run off the async runtime ([`off_runtime`]); [`SqliteStore::open`]
+/// and [`SqliteStore::count`] run on the calling thread.
 #[derive(Debug)]
 pub struct SqliteStore {
+    shared: Arc<Shared>,
+}
+
+/// The store's state, shared with the blocking tasks that run its operations.
+#[derive(Debug)]
+struct Shared {
     path: PathBuf,
     name: String,
     dim: usize,
@@ -132,14 +211,31 @@ struct Inner {
     cache: Option<Cache>,
 }
 
-/// The vectors as of `data_version`.
-#[derive(Debug)]
+/// The vectors as of `data_version`, at most [`SqliteOptions::max_cache_bytes`] of them.
 struct Cache {
     data_version: i64,
     rows: Vec<Row>,
+    /// What `rows` takes, as [`Shared::row_bytes`] counts it.
+    bytes: usize,
+    /// Every record of the file whose rowid is at or below this is in `rows`; a search reads those
+    /// above it from the file.
+    through: i64,
+    /// Whether `rows` holds every record of the file: only then may the store's own adds extend it.
+    complete: bool,
 }
 
-#[derive(Debug)]
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cache")
+            .field("data_version", &self.data_version)
+            .field("rows", &self.rows.len())
+            .field("bytes", &self.bytes)
+            .field("through", &self.through)
+            .field("complete", &self.complete)
+            .finish()
+    }
+}
+
 struct Row {
     id: String,
     session: String,
@@ -169,7 +265,7 @@ impl SqliteStore {
     /// # Errors
     ///
     /// A [`StoreError::Engine`] naming the file, its source a [`SqliteError`]: not a database, a
-    /// newer schema, other dimensions, a directory that cannot be made.
+    /// newer schema, other dimensions, a directory that cannot be made or written.
     pub fn open(path: impl Into<PathBuf>, dim: usize) -> Result<Self, StoreError> {
         Self::open_with(path, dim, SqliteOptions::default())
     }
@@ -186,7 +282,7 @@ impl SqliteStore {
     ) -> Result<Self, StoreError> {
         let path = path.into();
         let name = path.display().to_string();
-        let fail = |e: SqliteError| engine(&name, e);
+        let fail = |e: SqliteError| engine(&name, e.classified(options.busy_timeout));
         if dim == 0 || dim > MAX_DIM {
             return Err(fail(SqliteError::BadDimensions(dim)));
         }
@@ -200,44 +296,75 @@ impl SqliteStore {
         }
         let conn = prepare(&path, dim, options).map_err(fail)?;
         Ok(Self {
-            path,
-            name,
-            dim,
-            options,
-            inner: Mutex::new(Inner { conn, cache: None }),
+            shared: Arc::new(Shared {
+                path,
+                name,
+                dim,
+                options,
+                inner: Mutex::new(Inner { conn, cache: None }),
+            }),
         })
     }
 
     /// The file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
     /// The vectors' dimensions.
     pub fn dim(&self) -> usize {
-        self.dim
+        self.shared.dim
     }
 
-    /// How many records the file holds (every session).
+    /// How many records the file holds (every session). Runs on the calling thread.
     ///
     /// # Errors
     ///
     /// What SQLite reports, naming the file.
     pub fn count(&self) -> Result<usize, StoreError> {
-        let inner = self.lock();
+        let shared = &self.shared;
+        let inner = shared.lock();
         let n: i64 = inner
             .conn
             .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
-            .map_err(|e| self.fail(e.into()))?;
+            .map_err(|e| shared.fail(e.into()))?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    /// Runs `work` on the shared state off the async runtime.
+    fn run<'a, T, F>(&'a self, work: F) -> BoxFuture<'a, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Shared) -> Result<T, StoreError> + Send + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            off_runtime(move || work(&shared))
+                .await
+                .map_err(|e| StoreError::Engine {
+                    store: self.shared.name.clone(),
+                    source: format!("the store's {e}").into(),
+                })?
+        })
+    }
+
+    #[cfg(test)]
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.shared.lock()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn fail(&self, e: SqliteError) -> StoreError {
-        engine(&self.name, e)
+        engine(&self.name, e.classified(self.options.busy_timeout))
+    }
+
+    fn sql(&self, e: rusqlite::Error) -> StoreError {
+        self.fail(e.into())
     }
 
     fn wrong_dim(&self, what: String, found: usize) -> StoreError {
@@ -247,6 +374,19 @@ impl SqliteStore {
             expected: self.dim,
             found,
         }
+    }
+
+    /// What a cached row takes: its vector, id and session, and the row itself.
+    fn row_bytes(&self, id: &str, session: &str) -> usize {
+        self.dim * 4 + id.len() + session.len() + std::mem::size_of::<Row>()
+    }
+
+    /// The file's schema is still one this claij reads: another process may have upgraded it
+    /// since the store was opened.
+    fn check_schema(&self, conn: &Connection) -> Result<(), StoreError> {
+        read_schema(conn)
+            .and_then(|rows| verify_schema(&rows, self.dim))
+            .map_err(|e| self.fail(e))
     }
 
     fn add_now(&self, records: Vec<Record>) -> Result<(), StoreError> {
@@ -266,18 +406,21 @@ impl SqliteStore {
                 return Err(self.duplicate(&r.id));
             }
         }
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let tx = inner
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.fail(e.into()))?;
+            .map_err(|e| self.sql(e))?;
+        self.check_schema(&tx)?;
+        let mut rowids = Vec::with_capacity(records.len());
         {
             let mut insert = tx
                 .prepare(
                     "INSERT INTO memories (id, session, text, embedding, created_ms) \
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
-                .map_err(|e| self.fail(e.into()))?;
+                .map_err(|e| self.sql(e))?;
             for r in &records {
                 let inserted = insert.execute(params![
                     r.id,
@@ -287,22 +430,33 @@ impl SqliteStore {
                     to_millis(r.created_at)
                 ]);
                 match inserted {
-                    Ok(_) => {}
+                    Ok(_) => rowids.push(tx.last_insert_rowid()),
                     Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
                         return Err(self.duplicate(&r.id));
                     }
-                    Err(e) => return Err(self.fail(e.into())),
+                    Err(e) => return Err(self.sql(e)),
                 }
             }
         }
-        tx.commit().map_err(|e| self.fail(e.into()))?;
+        tx.commit().map_err(|e| self.sql(e))?;
         // Our own commit leaves `data_version` as it was: the cache takes the records itself.
         if let Some(cache) = inner.cache.as_mut() {
-            cache.rows.extend(
-                records
-                    .into_iter()
-                    .map(|r| row(r.id, r.session, r.embedding)),
-            );
+            for (r, rowid) in records.into_iter().zip(rowids) {
+                let size = self.row_bytes(&r.id, &r.session);
+                if cache.complete && cache.bytes + size <= self.options.max_cache_bytes {
+                    cache.bytes += size;
+                    cache.through = cache.through.max(rowid);
+                    cache.rows.push(row(r.id, r.session, r.embedding));
+                } else if rowid <= cache.through {
+                    // SQLite reused a rowid the cache covers (the newest record was forgotten)
+                    // but the record does not fit: read the cache again at the next search.
+                    inner.cache = None;
+                    break;
+                } else {
+                    // Past the bound: this record and the later ones are read from the file.
+                    cache.complete = false;
+                }
+            }
         }
         Ok(())
     }
@@ -324,43 +478,47 @@ impl SqliteStore {
         let mut guard = self.lock();
         let inner = &mut *guard;
         // One read transaction: the vectors scored and the texts read are of one snapshot.
-        let tx = inner.conn.transaction().map_err(|e| self.fail(e.into()))?;
-        let loaded;
-        let rows: &[Row] = if self.options.cache_vectors {
-            let version = data_version(&tx).map_err(|e| self.fail(e.into()))?;
-            if inner
-                .cache
-                .as_ref()
-                .is_none_or(|c| c.data_version != version)
-            {
-                inner.cache = None;
-                let rows = self.read_vectors(&tx, None).map_err(|e| self.fail(e))?;
-                inner.cache = Some(Cache {
-                    data_version: version,
-                    rows,
-                });
+        let tx = inner.conn.transaction().map_err(|e| self.sql(e))?;
+        self.check_schema(&tx)?;
+        let version = data_version(&tx).map_err(|e| self.sql(e))?;
+        if inner
+            .cache
+            .as_ref()
+            .is_none_or(|c| c.data_version != version)
+        {
+            inner.cache = None;
+            inner.cache = Some(self.load_cache(&tx, version).map_err(|e| self.fail(e))?);
+        }
+        let mut best = Best::new(query);
+        // `None` when the cache holds every record: nothing is left to read from the file.
+        let through = match inner.cache.as_ref() {
+            Some(cache) => {
+                for r in &cache.rows {
+                    if query.session.is_none_or(|s| r.session == s) {
+                        best.offer(best.similarity(&r.vector, r.norm), &r.id);
+                    }
+                }
+                (!cache.complete).then_some(cache.through)
             }
-            inner.cache.as_ref().map_or(&[], |c| c.rows.as_slice())
-        } else {
-            loaded = self
-                .read_vectors(&tx, query.session)
-                .map_err(|e| self.fail(e))?;
-            &loaded
+            None => Some(i64::MIN),
         };
-        let best = top_k(rows, query);
+        if let Some(through) = through {
+            self.scan_file(&tx, through, query, &mut best)
+                .map_err(|e| self.fail(e))?;
+        }
+        let best = best.into_sorted();
         let mut hits = Vec::with_capacity(best.len());
         {
             let mut read = tx
                 .prepare(
                     "SELECT id, session, text, embedding, created_ms FROM memories WHERE id = ?1",
                 )
-                .map_err(|e| self.fail(e.into()))?;
-            for (similarity, i) in best {
-                let id = &rows[i].id;
+                .map_err(|e| self.sql(e))?;
+            for (similarity, id) in best {
                 let record = read
-                    .query_row([id], |r| Ok(self.record(r)))
+                    .query_row([&id], |r| Ok(self.record(r)))
                     .optional()
-                    .map_err(|e| self.fail(e.into()))?;
+                    .map_err(|e| self.sql(e))?;
                 // Gone since the vectors were read (forgotten by another connection): not a hit.
                 if let Some(record) = record {
                     hits.push(Hit {
@@ -370,28 +528,72 @@ impl SqliteStore {
                 }
             }
         }
-        tx.commit().map_err(|e| self.fail(e.into()))?;
+        tx.commit().map_err(|e| self.sql(e))?;
         Ok(hits)
     }
 
-    /// The ids, sessions and vectors of `session` (all when `None`), each checked.
-    fn read_vectors(
+    /// The file's vectors in rowid order, as many as fit in [`SqliteOptions::max_cache_bytes`].
+    fn load_cache(&self, conn: &Connection, data_version: i64) -> Result<Cache, SqliteError> {
+        let limit = self.options.max_text_bytes;
+        let mut cache = Cache {
+            data_version,
+            rows: Vec::new(),
+            bytes: 0,
+            through: i64::MIN,
+            complete: true,
+        };
+        let mut stmt =
+            conn.prepare("SELECT rowid, id, session, embedding FROM memories ORDER BY rowid")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            let id = text(r, 1, "its id", "?", limit)?;
+            let session = text(r, 2, "its session", &id, limit)?;
+            let size = self.row_bytes(&id, &session);
+            if cache.bytes + size > self.options.max_cache_bytes {
+                debug!(
+                    store = self.name,
+                    cached = cache.rows.len(),
+                    max_cache_bytes = self.options.max_cache_bytes,
+                    "the vector cache is full; searches read the newer records from the file"
+                );
+                cache.complete = false;
+                break;
+            }
+            let mut vector = Vec::with_capacity(self.dim);
+            read_vector(r, 3, &id, self.dim, &mut vector)?;
+            cache.bytes += size;
+            cache.through = rowid;
+            cache.rows.push(row(id, session, vector));
+        }
+        Ok(cache)
+    }
+
+    /// Scores the records of the query's session above rowid `through`, read from the file one at
+    /// a time (only the `k` best are kept).
+    fn scan_file(
         &self,
         conn: &Connection,
-        session: Option<&str>,
-    ) -> Result<Vec<Row>, SqliteError> {
-        let mut stmt = conn.prepare(
-            "SELECT id, session, embedding FROM memories WHERE ?1 IS NULL OR session = ?1",
-        )?;
-        let mut rows = stmt.query([session])?;
-        let mut out = Vec::new();
+        through: i64,
+        query: Query<'_>,
+        best: &mut Best,
+    ) -> Result<(), SqliteError> {
+        let mut stmt = match query.session {
+            Some(_) => conn
+                .prepare("SELECT id, embedding FROM memories WHERE session = ?2 AND rowid > ?1")?,
+            None => {
+                conn.prepare("SELECT id, embedding FROM memories WHERE rowid > ?1 AND ?2 IS NULL")?
+            }
+        };
+        let mut rows = stmt.query(params![through, query.session])?;
+        let mut vector = Vec::with_capacity(self.dim);
         while let Some(r) = rows.next()? {
-            let id = text(r, 0, "its id", "?", self.options.max_text_bytes)?;
-            let session = text(r, 1, "its session", &id, self.options.max_text_bytes)?;
-            let vector = vector(r, 2, &id, self.dim)?;
-            out.push(row(id, session, vector));
+            let id = text_ref(r, 0, "its id", "?", self.options.max_text_bytes)?;
+            read_vector(r, 1, id, self.dim, &mut vector)?;
+            let norm = dot(&vector, &vector).sqrt();
+            best.offer(best.similarity(&vector, norm), id);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// A full record from `SELECT id, session, text, embedding, created_ms`, each column checked.
@@ -400,7 +602,8 @@ impl SqliteStore {
         let id = text(r, 0, "its id", "?", limit)?;
         let session = text(r, 1, "its session", &id, limit)?;
         let body = text(r, 2, "its text", &id, limit)?;
-        let embedding = vector(r, 3, &id, self.dim)?;
+        let mut embedding = Vec::with_capacity(self.dim);
+        read_vector(r, 3, &id, self.dim, &mut embedding)?;
         let ms: i64 = r
             .get(4)
             .map_err(|e| corrupt(&id, format!("its time: {e}")))?;
@@ -414,9 +617,11 @@ impl SqliteStore {
     }
 
     fn list_now(&self, session: Option<&str>) -> Result<Vec<Record>, StoreError> {
-        let inner = self.lock();
+        let mut inner = self.lock();
+        let tx = inner.conn.transaction().map_err(|e| self.sql(e))?;
+        self.check_schema(&tx)?;
         let run = || -> Result<Vec<Record>, SqliteError> {
-            let mut stmt = inner.conn.prepare(
+            let mut stmt = tx.prepare(
                 "SELECT id, session, text, embedding, created_ms FROM memories \
                  WHERE ?1 IS NULL OR session = ?1 ORDER BY created_ms, rowid",
             )?;
@@ -427,7 +632,9 @@ impl SqliteStore {
             }
             Ok(out)
         };
-        run().map_err(|e| self.fail(e))
+        let out = run().map_err(|e| self.fail(e))?;
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(out)
     }
 
     fn forget_now(&self, which: &Forget) -> Result<usize, StoreError> {
@@ -435,32 +642,41 @@ impl SqliteStore {
         let tx = inner
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.fail(e.into()))?;
+            .map_err(|e| self.sql(e))?;
+        self.check_schema(&tx)?;
         let removed = match which {
             Forget::Ids(ids) => {
                 let mut n = 0;
                 {
                     let mut delete = tx
                         .prepare("DELETE FROM memories WHERE id = ?1")
-                        .map_err(|e| self.fail(e.into()))?;
+                        .map_err(|e| self.sql(e))?;
                     for id in ids {
-                        n += delete.execute([id]).map_err(|e| self.fail(e.into()))?;
+                        n += delete.execute([id]).map_err(|e| self.sql(e))?;
                     }
                 }
                 n
             }
             Forget::Session(session) => tx
                 .execute("DELETE FROM memories WHERE session = ?1", [session])
-                .map_err(|e| self.fail(e.into()))?,
+                .map_err(|e| self.sql(e))?,
         };
-        tx.commit().map_err(|e| self.fail(e.into()))?;
+        tx.commit().map_err(|e| self.sql(e))?;
         if let Some(cache) = inner.cache.as_mut() {
+            let before = cache.rows.len();
             match which {
                 Forget::Ids(ids) => {
                     let ids: HashSet<&str> = ids.iter().map(String::as_str).collect();
                     cache.rows.retain(|r| !ids.contains(r.id.as_str()));
                 }
                 Forget::Session(session) => cache.rows.retain(|r| &r.session != session),
+            }
+            if cache.rows.len() != before {
+                cache.bytes = cache
+                    .rows
+                    .iter()
+                    .map(|r| self.row_bytes(&r.id, &r.session))
+                    .sum();
             }
         }
         Ok(removed)
@@ -469,22 +685,33 @@ impl SqliteStore {
 
 impl MemoryStore for SqliteStore {
     fn add<'a>(&'a self, records: Vec<Record>) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(self.add_now(records)))
+        self.run(move |s| s.add_now(records))
     }
 
     fn search<'a>(&'a self, query: Query<'a>) -> BoxFuture<'a, Result<Vec<Hit>, StoreError>> {
-        Box::pin(std::future::ready(self.search_now(query)))
+        let session = query.session.map(str::to_owned);
+        let vector = query.vector.to_vec();
+        let (k, min_similarity) = (query.k, query.min_similarity);
+        self.run(move |s| {
+            s.search_now(Query {
+                session: session.as_deref(),
+                vector: &vector,
+                k,
+                min_similarity,
+            })
+        })
     }
 
     fn list<'a>(
         &'a self,
         session: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Vec<Record>, StoreError>> {
-        Box::pin(std::future::ready(self.list_now(session)))
+        let session = session.map(str::to_owned);
+        self.run(move |s| s.list_now(session.as_deref()))
     }
 
     fn forget<'a>(&'a self, which: Forget) -> BoxFuture<'a, Result<usize, StoreError>> {
-        Box::pin(std::future::ready(self.forget_now(&which)))
+        self.run(move |s| s.forget_now(&which))
     }
 }
 
@@ -501,49 +728,56 @@ fn prepare(path: &Path, dim: usize, options: SqliteOptions) -> Result<Connection
     conn.busy_timeout(options.busy_timeout)?;
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(SqliteError::Sqlite(rusqlite::Error::InvalidParameterName(
-            format!("journal_mode stayed {mode}, WAL was asked for"),
-        )));
+        return Err(SqliteError::NotWal(mode));
     }
     // NORMAL is durable across a process crash in WAL mode (a power cut may lose the last commits).
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA)?;
-    let rows: Vec<(i64, i64)> = {
-        let mut stmt = tx.prepare("SELECT version, dim FROM claij_schema")?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?
-    };
-    match rows.as_slice() {
-        [] => {
-            tx.execute(
-                "INSERT INTO claij_schema (version, dim) VALUES (?1, ?2)",
-                params![SCHEMA_VERSION, i64::try_from(dim).unwrap_or(i64::MAX)],
-            )?;
-        }
-        [(version, _)] if *version > SCHEMA_VERSION => {
-            return Err(SqliteError::NewerSchema {
-                found: *version,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        [(version, stored)] if *version >= 1 => {
-            let stored = usize::try_from(*stored).unwrap_or(0);
-            if stored != dim {
-                return Err(SqliteError::Dimensions {
-                    stored,
-                    requested: dim,
-                });
-            }
-        }
-        other => {
-            return Err(SqliteError::BadSchema(format!(
-                "expected one row (version, dim), found {other:?}"
-            )));
-        }
+    let rows = read_schema(&tx)?;
+    if rows.is_empty() {
+        tx.execute(
+            "INSERT INTO claij_schema (version, dim) VALUES (?1, ?2)",
+            params![SCHEMA_VERSION, i64::try_from(dim).unwrap_or(i64::MAX)],
+        )?;
+    } else {
+        verify_schema(&rows, dim)?;
     }
     tx.commit()?;
     Ok(conn)
+}
+
+/// The rows of `claij_schema`, `(version, dim)`.
+fn read_schema(conn: &Connection) -> Result<Vec<(i64, i64)>, SqliteError> {
+    let mut stmt = conn.prepare("SELECT version, dim FROM claij_schema")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// One row, of a version this claij reads, for `dim` dimensions.
+fn verify_schema(rows: &[(i64, i64)], dim: usize) -> Result<(), SqliteError> {
+    match rows {
+        [(version, _)] if *version > SCHEMA_VERSION => Err(SqliteError::NewerSchema {
+            found: *version,
+            supported: SCHEMA_VERSION,
+        }),
+        [(version, stored)] if *version >= 1 => {
+            let stored = usize::try_from(*stored).unwrap_or(0);
+            if stored == dim {
+                Ok(())
+            } else {
+                Err(SqliteError::Dimensions {
+                    stored,
+                    requested: dim,
+                })
+            }
+        }
+        other => Err(SqliteError::BadSchema(format!(
+            "expected one row (version, dim), found {other:?}"
+        ))),
+    }
 }
 
 fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
@@ -565,6 +799,17 @@ fn text(
     id: &str,
     limit: usize,
 ) -> Result<String, SqliteError> {
+    text_ref(r, i, what, id, limit).map(str::to_owned)
+}
+
+/// Column `i` as text of at most `limit` bytes, borrowed from the row.
+fn text_ref<'r>(
+    r: &'r rusqlite::Row<'_>,
+    i: usize,
+    what: &str,
+    id: &str,
+    limit: usize,
+) -> Result<&'r str, SqliteError> {
     let bytes = match r.get_ref(i)? {
         rusqlite::types::ValueRef::Text(b) => b,
         other => {
@@ -583,12 +828,17 @@ fn text(
             ),
         ));
     }
-    let s = std::str::from_utf8(bytes).map_err(|e| corrupt(id, format!("{what}: {e}")))?;
-    Ok(s.to_owned())
+    std::str::from_utf8(bytes).map_err(|e| corrupt(id, format!("{what}: {e}")))
 }
 
-/// Column `i` as exactly `dim` finite little-endian `f32`s.
-fn vector(r: &rusqlite::Row<'_>, i: usize, id: &str, dim: usize) -> Result<Vec<f32>, SqliteError> {
+/// Column `i` as exactly `dim` finite little-endian `f32`s, into `out` (cleared first).
+fn read_vector(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    id: &str,
+    dim: usize,
+    out: &mut Vec<f32>,
+) -> Result<(), SqliteError> {
     let bytes = match r.get_ref(i)? {
         rusqlite::types::ValueRef::Blob(b) => b,
         other => {
@@ -608,17 +858,19 @@ fn vector(r: &rusqlite::Row<'_>, i: usize, id: &str, dim: usize) -> Result<Vec<f
             ),
         ));
     }
-    let v: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    if let Some(at) = v.iter().position(|x| !x.is_finite()) {
+    out.clear();
+    out.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    );
+    if let Some(at) = out.iter().position(|x| !x.is_finite()) {
         return Err(corrupt(
             id,
             format!("its vector's value {at} is not finite"),
         ));
     }
-    Ok(v)
+    Ok(())
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
@@ -670,34 +922,102 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-/// The at most `k` rows of the query's session most similar to its vector and at least its floor,
-/// as (similarity, index), most similar first, ties by id.
-fn top_k(rows: &[Row], query: Query<'_>) -> Vec<(f32, usize)> {
-    let qnorm = dot(query.vector, query.vector).sqrt();
-    let mut scored: Vec<(f32, usize)> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| query.session.is_none_or(|s| r.session == s))
-        .map(|(i, r)| {
-            let s = if r.norm == 0.0 || qnorm == 0.0 {
-                0.0
-            } else {
-                dot(&r.vector, query.vector) / (r.norm * qnorm)
-            };
-            (s, i)
-        })
-        .filter(|(s, _)| *s >= query.min_similarity)
-        .collect();
-    let order = |a: &(f32, usize), b: &(f32, usize)| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| rows[a.1].id.cmp(&rows[b.1].id))
-    };
-    if scored.len() > query.k {
-        scored.select_nth_unstable_by(query.k - 1, order);
-        scored.truncate(query.k);
+/// The at most `k` records most similar to a query and at least its floor, kept as they are
+/// offered (cached or read from the file): memory for `k` ids, whatever the number scored.
+struct Best<'q> {
+    vector: &'q [f32],
+    norm: f32,
+    k: usize,
+    floor: f32,
+    /// The worst kept on top.
+    heap: BinaryHeap<Candidate>,
+}
+
+/// A scored id, ordered worst first: lower similarity, then (on a tie) the greater id.
+struct Candidate {
+    similarity: f32,
+    id: String,
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .similarity
+            .total_cmp(&self.similarity)
+            .then_with(|| self.id.cmp(&other.id))
     }
-    scored.sort_by(order);
-    scored
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Candidate {}
+
+impl<'q> Best<'q> {
+    fn new(query: Query<'q>) -> Self {
+        Self {
+            vector: query.vector,
+            norm: dot(query.vector, query.vector).sqrt(),
+            k: query.k,
+            floor: query.min_similarity,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    /// The cosine of `vector` (of norm `norm`) and the query's; 0 when either is all zeros.
+    fn similarity(&self, vector: &[f32], norm: f32) -> f32 {
+        if norm == 0.0 || self.norm == 0.0 {
+            0.0
+        } else {
+            dot(vector, self.vector) / (norm * self.norm)
+        }
+    }
+
+    fn offer(&mut self, similarity: f32, id: &str) {
+        if similarity.is_nan() || similarity < self.floor || self.k == 0 {
+            return;
+        }
+        if self.heap.len() < self.k {
+            self.heap.push(Candidate {
+                similarity,
+                id: id.to_owned(),
+            });
+            return;
+        }
+        let better =
+            self.heap
+                .peek()
+                .is_some_and(|worst| match similarity.total_cmp(&worst.similarity) {
+                    Ordering::Greater => true,
+                    Ordering::Equal => id < worst.id.as_str(),
+                    Ordering::Less => false,
+                });
+        if better {
+            self.heap.pop();
+            self.heap.push(Candidate {
+                similarity,
+                id: id.to_owned(),
+            });
+        }
+    }
+
+    /// (similarity, id), most similar first, ties by id.
+    fn into_sorted(self) -> Vec<(f32, String)> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|c| (c.similarity, c.id))
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@
 //! # Traits
 //!
 //! - [`Embedder`]: texts to vectors, synchronous (an in-process model is CPU work). The interceptor
-//!   never runs it on the async runtime's threads: inside a tokio runtime it goes through
-//!   `spawn_blocking`, outside one (a `block_on` executor) it runs inline.
+//!   never runs it on the async runtime's threads ([`off_runtime`]): inside a tokio runtime it goes
+//!   through `spawn_blocking`, outside one (a `block_on` executor) it runs inline.
 //! - [`MemoryStore`]: async (`BoxFuture`), since a store may be a server; [`InMemoryStore`] is the
 //!   exact-cosine one for tests and small uses, and [`contract`] is the test suite every store
 //!   implementation passes.
@@ -365,13 +365,9 @@ impl Recall {
     async fn embed_one(&self, text: String) -> Result<Vec<f32>, BoxError> {
         let embedder = Arc::clone(&self.embedder);
         let texts = vec![text];
-        let vectors = if tokio::runtime::Handle::try_current().is_ok() {
-            tokio::task::spawn_blocking(move || embedder.embed(&texts))
-                .await
-                .map_err(|e| format!("the embedder's task failed: {e}"))??
-        } else {
-            embedder.embed(&texts)?
-        };
+        let vectors = off_runtime(move || embedder.embed(&texts))
+            .await
+            .map_err(|e| format!("the embedder's {e}"))??;
         let vector = vectors
             .into_iter()
             .next()
@@ -502,6 +498,40 @@ impl Interceptor for Recall {
         let state: RecallSession = carried.read(STATE_VERSION)?;
         ctx.insert(state);
         Ok(())
+    }
+}
+
+/// Runs `work` off the async runtime's threads: inside a tokio runtime through
+/// `tokio::task::spawn_blocking` (so a slow or waiting `work` leaves the runtime's workers free,
+/// even on a current-thread runtime), outside one (a `block_on` executor) inline. For the CPU work of
+/// an [`Embedder`] and the blocking IO of an embedded [`MemoryStore`].
+///
+/// The work runs to its end even if the returned future is dropped before it.
+///
+/// # Errors
+///
+/// `task failed: …` when the work panicked or the runtime shut down before it ran (the panic is
+/// not resumed in the caller).
+///
+/// ```
+/// # use claij_interceptors::builtin::recall::off_runtime;
+/// let inline = futures_executor::block_on(off_runtime(|| 6 * 7))?;
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// let pooled = runtime.block_on(off_runtime(|| 6 * 7))?;
+/// assert_eq!((inline, pooled), (42, 42));
+/// # Ok::<(), claij_interceptors::BoxError>(())
+/// ```
+pub async fn off_runtime<T, F>(work: F) -> Result<T, BoxError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| format!("task failed: {e}").into())
+    } else {
+        Ok(work())
     }
 }
 
