@@ -135,7 +135,13 @@ fn writer_child() {
     else {
         return;
     };
-    let store = SqliteStore::open(PathBuf::from(path), 4).unwrap();
+    // A generous busy timeout: what is tested is that nothing is lost, not how long a lock is
+    // waited for (on a loaded 2-core machine the default 5 s has run out once).
+    let options = SqliteOptions {
+        busy_timeout: Duration::from_secs(120),
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open_with(PathBuf::from(path), 4, options).unwrap();
     for i in 0..PER_WRITER {
         let x = i as f32;
         block_on(store.add(vec![rec(&writer_id(&tag, i), &tag, [1.0, x, 0.0, 0.0])])).unwrap();
