@@ -3,10 +3,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use claij_interceptors::builtin::recall::MemoryStore;
 
-use super::{SqliteStore, user_store_path};
+use super::{SqliteOptions, SqliteStore, user_store_path};
 use crate::error::{Error, ErrorKind, Result};
 use crate::settings::memory::{RecallSettings, Store};
 
@@ -39,7 +40,12 @@ pub async fn open_store(
                      (set memory.recall.user)"
                 ))
             })?;
-            let store = SqliteStore::open(&path, dim)
+            let options = SqliteOptions {
+                busy_timeout: Duration::from_millis(settings.busy_timeout_ms as u64),
+                max_cache_bytes: settings.max_cache_mib.saturating_mul(1024 * 1024),
+                ..SqliteOptions::default()
+            };
+            let store = SqliteStore::open_with(&path, dim, options)
                 .map_err(|e| Error::with_kind(ErrorKind::File, crate::error_chain(&e)))?;
             Ok(Arc::new(store))
         }
@@ -139,6 +145,36 @@ mod tests {
         };
         assert!(e.to_string().contains("ada.sqlite3"), "{e}");
         assert_eq!(e.kind(), ErrorKind::File);
+    }
+
+    /// `busy_timeout_ms` reaches the store: another connection's lock is waited for that long, and
+    /// the error says the timeout and the key.
+    #[test]
+    fn the_busy_timeout_key_reaches_the_embedded_store() {
+        use claij_interceptors::builtin::recall::Record;
+        let dir = tempfile::tempdir().unwrap();
+        let settings = RecallSettings {
+            user: Some("ada".into()),
+            busy_timeout_ms: 50,
+            ..RecallSettings::default()
+        };
+        let store = block_on(open_store(&settings, Some(dir.path()), 3)).unwrap();
+        let locker =
+            rusqlite::Connection::open(dir.path().join("memory").join("ada.sqlite3")).unwrap();
+        locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let record = Record {
+            id: "r1".into(),
+            session: "s".into(),
+            text: "t".into(),
+            embedding: vec![1.0, 0.0, 0.0],
+            created_at: std::time::SystemTime::UNIX_EPOCH,
+        };
+        let e = block_on(store.add(vec![record])).unwrap_err();
+        assert!(e.to_string().contains("50ms"), "{e}");
+        assert!(
+            e.to_string().contains("memory.recall.busy_timeout_ms"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub enum SqliteError {
     /// [`SqliteOptions::busy_timeout`].
     #[error(
         "another connection kept the file locked past the busy timeout of {timeout:?} \
-         (busy_timeout): {error}"
+         (busy_timeout; memory.recall.busy_timeout_ms): {error}"
     )]
     Busy {
         /// The timeout waited.

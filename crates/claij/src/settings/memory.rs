@@ -23,6 +23,8 @@
 //! store = "embedded"         # the per-user SQLite file, or a Chroma server's http:// URL
 //! collection = "claij_memories" # the server's collection
 //! user = "ada"               # whose store file: default $USER, else "default"
+//! max_cache_mib = 64         # the embedded store's vectors kept in memory (0: none; past it, read from the file)
+//! busy_timeout_ms = 5000     # how long the embedded store waits for another process's lock
 //! ```
 //!
 //! ```
@@ -54,6 +56,14 @@ pub const MAX_MEMORY_COUNT: usize = 100_000;
 pub const DEFAULT_WINDOW: usize = 10;
 /// The default refresh period of [`Strategy::Hierarchical`]: long-term insights every 5 turns.
 pub const DEFAULT_EVERY: u64 = 5;
+/// The default `max_cache_mib` (the embedded store's `SqliteOptions::max_cache_bytes`, 64 MiB).
+pub const DEFAULT_CACHE_MIB: usize = 64;
+/// The default `busy_timeout_ms` (the embedded store's `SqliteOptions::busy_timeout`, 5 s).
+pub const DEFAULT_BUSY_TIMEOUT_MS: usize = 5_000;
+/// The largest `max_cache_mib`: 64 GiB.
+pub const MAX_CACHE_MIB: usize = 65_536;
+/// The longest `busy_timeout_ms`: ten minutes.
+pub const MAX_BUSY_TIMEOUT_MS: usize = 600_000;
 /// The default collection of a server store.
 pub const DEFAULT_COLLECTION: &str = "claij_memories";
 
@@ -176,6 +186,12 @@ pub struct RecallSettings {
     pub collection: String,
     /// `user`: whose store file (`None`: [`RecallSettings::user_or_env`]).
     pub user: Option<String>,
+    /// `max_cache_mib`: the embedded store's vector cache, in MiB (default 64; 0 keeps none). Past
+    /// it the newer memories are read from the file at each search, still exact.
+    pub max_cache_mib: usize,
+    /// `busy_timeout_ms`: how long the embedded store waits for another process's lock (default
+    /// 5,000).
+    pub busy_timeout_ms: usize,
 }
 
 impl Default for RecallSettings {
@@ -189,6 +205,8 @@ impl Default for RecallSettings {
             store: Store::Embedded,
             collection: DEFAULT_COLLECTION.to_owned(),
             user: None,
+            max_cache_mib: DEFAULT_CACHE_MIB,
+            busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
         }
     }
 }
@@ -363,6 +381,24 @@ fn read_inner(
             let name = as_str(value, keys, fail)?;
             recall.collection = collection(name).map_err(|e| fail(keys, &e))?;
         }
+        ("recall", "max_cache_mib") => {
+            recall.max_cache_mib = whole_in(
+                value,
+                0..=MAX_CACHE_MIB,
+                &format!("a whole number of MiB from 0 to {MAX_CACHE_MIB}"),
+                keys,
+                fail,
+            )?;
+        }
+        ("recall", "busy_timeout_ms") => {
+            recall.busy_timeout_ms = whole_in(
+                value,
+                0..=MAX_BUSY_TIMEOUT_MS,
+                &format!("a whole number of milliseconds from 0 to {MAX_BUSY_TIMEOUT_MS}"),
+                keys,
+                fail,
+            )?;
+        }
         ("recall", "user") => {
             let user = as_str(value, keys, fail)?;
             if !plain_user(user) {
@@ -378,7 +414,10 @@ fn read_inner(
                 "bounded" => "max_chars or max_summaries",
                 "window" => "size",
                 "hierarchical" => "every",
-                _ => "k, min_similarity, max_chars, store_exchange, store, collection or user",
+                _ => {
+                    "k, min_similarity, max_chars, store_exchange, store, collection, user, \
+                     max_cache_mib or busy_timeout_ms"
+                }
             };
             return Err(fail(keys, &format!("unknown key (expected {expected})")));
         }

@@ -666,7 +666,11 @@ fn a_lock_held_past_the_busy_timeout_names_busy_timeout() {
         matches!(sqlite_error(&e), SqliteError::Busy { timeout, .. } if *timeout == Duration::from_millis(50)),
         "{e:?}"
     );
-    assert!(e.to_string().contains("(busy_timeout)"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("(busy_timeout; memory.recall.busy_timeout_ms)"),
+        "{e}"
+    );
     blocker.execute_batch("COMMIT").unwrap();
     block_on(store.add(vec![rec("late", "s", [1.0; 4])])).unwrap();
 }

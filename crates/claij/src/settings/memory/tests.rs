@@ -112,7 +112,7 @@ fn a_bad_value_is_refused_at_its_line_and_key() {
         ),
         (
             "[memory.recall]\nkk = 1\n",
-            "/etc/claij.toml:2: memory.recall.kk: unknown key (expected k, min_similarity, max_chars, store_exchange, store, collection or user)",
+            "/etc/claij.toml:2: memory.recall.kk: unknown key (expected k, min_similarity, max_chars, store_exchange, store, collection, user, max_cache_mib or busy_timeout_ms)",
         ),
         (
             "[memory]\nrecall = 3\n",
@@ -169,4 +169,27 @@ fn each_summary_strategy_builds_its_own_sizes() {
     );
     memory.strategy = Strategy::Recall;
     assert!(memory.summaries().is_none());
+}
+
+#[test]
+fn the_embedded_stores_cache_and_lock_wait_are_keys_with_named_limits() {
+    let path = std::path::Path::new("config.toml");
+    let settings = Settings::parse(
+        "[memory.recall]\nmax_cache_mib = 0\nbusy_timeout_ms = 30000\n",
+        path,
+    )
+    .unwrap();
+    assert_eq!(settings.memory.recall.max_cache_mib, 0);
+    assert_eq!(settings.memory.recall.busy_timeout_ms, 30_000);
+    let defaults = Settings::parse("", path).unwrap();
+    assert_eq!(defaults.memory.recall.max_cache_mib, 64);
+    assert_eq!(defaults.memory.recall.busy_timeout_ms, 5_000);
+    for (text, key) in [
+        ("max_cache_mib = 65537", "memory.recall.max_cache_mib"),
+        ("busy_timeout_ms = -1", "memory.recall.busy_timeout_ms"),
+        ("busy_timeout_ms = 600001", "memory.recall.busy_timeout_ms"),
+    ] {
+        let e = Settings::parse(&format!("[memory.recall]\n{text}\n"), path).unwrap_err();
+        assert!(e.to_string().contains(key), "{text}: {e}");
+    }
 }
