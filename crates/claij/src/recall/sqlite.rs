@@ -21,6 +21,8 @@ use claij_backends::BoxFuture;
 use claij_interceptors::builtin::recall::{Forget, Hit, MemoryStore, Query, Record, StoreError};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
+use super::{from_millis, to_millis};
+
 /// The schema version this build writes and reads; a file of a newer one is refused.
 pub const SCHEMA_VERSION: i64 = 1;
 /// How long a write waits for another process's write to finish before failing
@@ -623,23 +625,6 @@ fn vector(r: &rusqlite::Row<'_>, i: usize, id: &str, dim: usize) -> Result<Vec<f
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// Milliseconds since the epoch (negative before), saturating.
-fn to_millis(t: SystemTime) -> i64 {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
-    }
-}
-
-fn from_millis(ms: i64) -> Option<SystemTime> {
-    let d = Duration::from_millis(ms.unsigned_abs());
-    if ms >= 0 {
-        SystemTime::UNIX_EPOCH.checked_add(d)
-    } else {
-        SystemTime::UNIX_EPOCH.checked_sub(d)
-    }
 }
 
 fn row(id: String, session: String, vector: Vec<f32>) -> Row {
