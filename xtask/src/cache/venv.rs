@@ -224,7 +224,7 @@ impl PinnedVenv {
     /// The `pip install` of the requirement into `<dir>/venv`: constrained by `<dir>/constraints.txt`
     /// when there are constraints, `--no-deps` when [`PinnedVenv::no_deps`], a cmake build's
     /// environment when there is one.
-    fn pip(&self, dir: &Path) -> Command {
+    pub(crate) fn pip(&self, dir: &Path) -> Command {
         let mut pip = pip_install(&venv_python(dir), &self.pip_cache_dir(dir));
         if self.constraints.is_some() {
             pip.arg("--constraint").arg(dir.join(CONSTRAINTS_FILE));

@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use claij_backends::BoxFuture;
 use claij_backends::redact::{redact_secret, redact_text, redact_url, redact_urls_in};
@@ -375,7 +375,7 @@ struct Collection {
     #[serde(default)]
     dimension: Option<usize>,
     #[serde(default)]
-    metadata: Option<serde_json::Map<String, Value>>,
+    metadata: Option<Metadata>,
     #[serde(default)]
     configuration_json: Option<Value>,
 }
@@ -388,7 +388,7 @@ struct GetReply {
     #[serde(default)]
     embeddings: Option<Vec<Option<Vec<f32>>>>,
     #[serde(default)]
-    metadatas: Option<Vec<Option<serde_json::Map<String, Value>>>>,
+    metadatas: Option<Vec<Option<Metadata>>>,
 }
 
 #[derive(Deserialize)]
@@ -399,7 +399,7 @@ struct QueryReply {
     #[serde(default)]
     embeddings: Option<Vec<Vec<Option<Vec<f32>>>>>,
     #[serde(default)]
-    metadatas: Option<Vec<Vec<Option<serde_json::Map<String, Value>>>>>,
+    metadatas: Option<Vec<Vec<Option<Metadata>>>>,
     #[serde(default)]
     distances: Option<Vec<Vec<Option<f32>>>>,
 }
@@ -409,6 +409,9 @@ struct Deleted {
     #[serde(default)]
     deleted: Option<usize>,
 }
+
+/// A record's or collection's metadata.
+type Metadata = serde_json::Map<String, Value>;
 
 /// The metadata key of a record's session.
 const SESSION_KEY: &str = "session";
@@ -816,7 +819,7 @@ impl ChromaStore {
         id: String,
         document: Option<String>,
         embedding: Option<Vec<f32>>,
-        metadata: Option<&serde_json::Map<String, Value>>,
+        metadata: Option<&Metadata>,
     ) -> Result<Record, StoreError> {
         let bad = |why: String| self.fail(self.malformed(&Method::POST, url, why));
         let embedding =

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use claij_backends::BoxFuture;
 use claij_interceptors::builtin::recall::{Forget, Hit, MemoryStore, Query, Record, StoreError};

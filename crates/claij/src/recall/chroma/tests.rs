@@ -2,7 +2,7 @@
 //! server can cause (an error status, 413, a malformed or oversized reply, a slow server, no
 //! server, a collection of other dimensions or space) on wiremock, with no credential shown.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use claij_interceptors::builtin::recall::contract;
 use serde_json::{Value, json};

@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::process::{Command, Stdio};
+use std::time::SystemTime;
 
 use claij_interceptors::builtin::recall::contract;
 use futures_executor::block_on;

@@ -4,10 +4,10 @@
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use claij_backends::{ChatRequest, ChatResponse};
+use claij_backends::ChatRequest;
 use claij_test_support::Scripted;
 use futures_executor::block_on;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::scenario::{FACT, QUESTION, start};
 use super::*;
