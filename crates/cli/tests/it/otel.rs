@@ -21,7 +21,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use claij_test_support::net::{free_ports, listening_sockets};
 use claij_test_support::server::{get, venv_install_or_skip, venv_python as python};
