@@ -44,6 +44,13 @@ pub(crate) const COLLECTOR: Cache = Cache {
     folder: "collector",
 };
 
+/// Chroma, the vector database server of the recall store's server tests and bench (`cargo xtask
+/// chroma`).
+pub(crate) const CHROMA: Cache = Cache {
+    var: "CLAIJ_CHROMA",
+    folder: "chroma",
+};
+
 /// The Restate server the `claij-restate` tests start (`cargo xtask restate`). Its variable names the
 /// cache; the tests take the binary from `CLAIJ_RESTATE_SERVER`, which `cargo xtask test` sets.
 pub(crate) const RESTATE: Cache = Cache {

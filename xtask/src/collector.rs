@@ -34,6 +34,7 @@ const PHOENIX: PinnedVenv = PinnedVenv {
     verify_py: "import importlib.metadata as m, phoenix.server.main; \
         print(m.version('arize-phoenix'))",
     constraints: Some(CONSTRAINTS),
+    no_deps: false,
     python: Some(((3, 11), (3, 14))),
     install_note: " and its pinned dependencies (about 850 MB; a minute or two)",
     pip_hint: "check the network and pip's index settings (pip config list)",

@@ -35,6 +35,7 @@ const LLAMA_CPP_PYTHON: PinnedVenv = PinnedVenv {
     verify_py: "import importlib.metadata as m, llama_cpp.server.app; \
         print(m.version('llama-cpp-python'))",
     constraints: None,
+    no_deps: false,
     python: None,
     install_note: " (a build from source: about 10 minutes on 2 cores, once; the wheel is then \
         cached)",

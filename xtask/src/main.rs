@@ -7,6 +7,7 @@
 
 mod bench;
 mod cache;
+mod chroma;
 mod cmd;
 mod collector;
 mod conformance;
@@ -42,11 +43,13 @@ commands:
                               OpenAI-compatible server tests),
                               collector (as `collector` below; likewise for the OpenTelemetry
                               tests),
+                              chroma (as `chroma` below; likewise for the recall store's
+                              server tests),
                               restate (as `restate` below; likewise for the Restate tests),
                               schema-suite (as `schema-suite` below; likewise for the test of
                               the validator's fast path against boon on the suite),
                               tests (nextest + doctests, INSTA_UPDATE=no, CLAIJ_MODEL_DIR,
-                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER, CLAIJ_COLLECTOR,
+                              CLAIJ_MCP_SERVERS, CLAIJ_LLAMA_SERVER, CLAIJ_COLLECTOR, CLAIJ_CHROMA,
                               CLAIJ_RESTATE_SERVER and CLAIJ_SCHEMA_SUITE set,
                               CANDLE_NUM_THREADS=1, RAYON_NUM_THREADS=1),
                               docs, per-crate feature builds, dependency invariants
@@ -103,6 +106,17 @@ commands:
                                 --dir DIR  the cache; default $CLAIJ_COLLECTOR, else
                                            $XDG_CACHE_HOME/claij/collector, else
                                            ~/.cache/claij/collector
+                                --force    install again even if it matches
+  chroma [--dir DIR] [--force]
+                              install the Chroma vector database server the recall store's server
+                              tests and bench start (chromadb 1.5.9 alone, pip --no-deps: its
+                              server is Rust inside the wheel; a venv of about 90 MB) into a cache
+                              and print its path: DIR/venv/bin/python imports
+                              chromadb_rust_bindings; DIR/installed.json, written last, names the
+                              version; a matching install is reused and says nothing is needed
+                                --dir DIR  the cache; default $CLAIJ_CHROMA, else
+                                           $XDG_CACHE_HOME/claij/chroma, else
+                                           ~/.cache/claij/chroma
                                 --force    install again even if it matches
   restate [--dir DIR] [--force]
                               install the Restate server the claij-restate tests start
@@ -221,6 +235,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "mcp-servers" => mcp_servers::run(rest),
         "llama-server" => llama_server::run(rest),
         "collector" => collector::run(rest),
+        "chroma" => chroma::run(rest),
         "restate" => restate::run(rest),
         "schema-suite" => schema_suite::run(rest),
         "invariants" => match rest.first() {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+use crate::chroma;
 use crate::cmd::Cmd;
 use crate::collector;
 use crate::embed_model;
@@ -55,6 +56,7 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
         Step::new("mcp-servers", "install the pinned MCP test servers into the cache", install_mcp_servers, None),
         Step::new("llama-server", "install the pinned OpenAI-compatible test server into the cache", install_llama_server, None),
         Step::new("collector", "install the pinned OpenTelemetry collector into the cache", install_collector, None),
+        Step::new("chroma", "install the pinned Chroma vector database server into the cache", install_chroma, None),
         Step::new("restate", "install the pinned Restate server into the cache", install_restate, None),
         Step::new("schema-suite", "fetch the pinned JSON-Schema-Test-Suite into the cache", fetch_schema_suite, None),
         Step::new("tests", "unit, integration and doc tests", tests, None),
@@ -172,6 +174,12 @@ fn install_collector() -> Result<()> {
     needed_by_tests("collector", "OpenTelemetry", collector::ensure())
 }
 
+/// As [`fetch_model`], for Chroma, the vector database server the recall store's server tests
+/// start (offline, no Python 3.9 or newer, no venv).
+fn install_chroma() -> Result<()> {
+    needed_by_tests("chroma", "Chroma recall store", chroma::ensure())
+}
+
 /// As [`fetch_model`], for the Restate server the `claij-restate` tests start (offline, no npm, a
 /// platform Restate publishes no binary for).
 fn install_restate() -> Result<()> {
@@ -218,7 +226,8 @@ fn is_ci(value: Option<&str>) -> bool {
 /// insta never writes snapshots here: a mismatch fails the test. The local-model tests find the
 /// model through `CLAIJ_MODEL_DIR`, the MCP tests their servers through `CLAIJ_MCP_SERVERS`, the
 /// OpenAI-compatible tests llama.cpp's Python server through `CLAIJ_LLAMA_SERVER` and the
-/// OpenTelemetry tests their collector through `CLAIJ_COLLECTOR`, the Restate tests the server's
+/// OpenTelemetry tests their collector through `CLAIJ_COLLECTOR`, the recall store's server tests
+/// Chroma through `CLAIJ_CHROMA`, the Restate tests the server's
 /// binary through `CLAIJ_RESTATE_SERVER`, the fast-path equivalence test the
 /// JSON-Schema-Test-Suite through `CLAIJ_SCHEMA_SUITE`;
 /// candle and rayon get one thread each, so a model test stays on its core and the rest of the
@@ -228,6 +237,7 @@ fn tests() -> Result<()> {
     let mcp_servers_dir = mcp_servers::servers_dir();
     let llama_server_dir = llama_server::server_dir();
     let collector_dir = collector::collector_dir();
+    let chroma_dir = chroma::server_dir();
     let schema_suite_dir = schema_suite::suite_dir();
     // No binary on a platform Restate publishes none for: the step above said so.
     let restate_server = restate::binary(&restate::cache_dir()).unwrap_or_default();
@@ -239,6 +249,7 @@ fn tests() -> Result<()> {
             .env("CLAIJ_MCP_SERVERS", &mcp_servers_dir)
             .env("CLAIJ_LLAMA_SERVER", &llama_server_dir)
             .env("CLAIJ_COLLECTOR", &collector_dir)
+            .env("CLAIJ_CHROMA", &chroma_dir)
             .env("CLAIJ_RESTATE_SERVER", &restate_server)
             .env("CLAIJ_SCHEMA_SUITE", &schema_suite_dir)
             .env("CANDLE_NUM_THREADS", "1")

@@ -5,6 +5,12 @@
 //! (`_uncached`, every vector read from the file), and add throughput (one record per transaction,
 //! and 100 per transaction).
 //!
+//! The same searches on a Chroma server (`claij::recall::ChromaStore`): the bench starts its own
+//! server from the cache `cargo xtask chroma` fills (`CLAIJ_CHROMA`), loads the memories once in
+//! requests of 1,000 (the load time of each size is printed), then measures search at 10,000 and
+//! 100,000 memories and an add of 1,000 memories in one request. Without the install the Chroma
+//! groups are skipped, saying so; under `CI=true` that fails the bench instead.
+//!
 //! `cargo bench -p claij --features recall --bench recall_store`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,7 +19,7 @@ use std::hint::black_box;
 use std::time::{Duration, SystemTime};
 
 use claij::interceptors::builtin::recall::{MemoryStore, Query, Record};
-use claij::recall::{SqliteOptions, SqliteStore};
+use claij::recall::{ChromaOptions, ChromaStore, SqliteOptions, SqliteStore};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use futures_executor::block_on;
 
@@ -117,5 +123,77 @@ fn add(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, search, add);
+/// Chroma's search at 10k and 100k memories and its add of 1,000, on a server of the bench's own.
+fn chroma(c: &mut Criterion) {
+    let Some(server) = claij_test_support::chroma::start_or_skip("recall_store chroma") else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("recall_store");
+    group.sample_size(20);
+    for (n, name) in [(10_000, "10k"), (100_000, "100k")] {
+        let options =
+            ChromaOptions::new(server.url(), DIM).with_collection(format!("bench_{name}"));
+        let store = runtime.block_on(ChromaStore::open(options)).unwrap();
+        let mut rng = Rng(42);
+        let started = std::time::Instant::now();
+        for (i, chunk) in records(&mut rng, "m", n).chunks(1_000).enumerate() {
+            let mut chunk = chunk.to_vec();
+            for r in &mut chunk {
+                r.id = format!("{}-{i}", r.id);
+            }
+            runtime.block_on(store.add(chunk)).unwrap();
+        }
+        let loaded = started.elapsed();
+        assert_eq!(runtime.block_on(store.count()).unwrap(), n);
+        #[allow(clippy::print_stderr, reason = "the bench reports the one-off load")]
+        {
+            eprintln!(
+                "recall_store chroma: loaded {n} memories of {DIM} dims in requests of 1,000 in {:.1} s ({:.0} memories/s)",
+                loaded.as_secs_f64(),
+                n as f64 / loaded.as_secs_f64()
+            );
+        }
+        let query = rng.unit();
+        group.bench_function(format!("chroma_search_{name}"), |b| {
+            b.iter(|| {
+                let hits = runtime
+                    .block_on(store.search(Query {
+                        session: Some("bench"),
+                        vector: &query,
+                        k: 5,
+                        min_similarity: -1.0,
+                    }))
+                    .unwrap();
+                assert_eq!(hits.len(), 5);
+                black_box(hits)
+            });
+        });
+    }
+    let store = runtime
+        .block_on(ChromaStore::open(
+            ChromaOptions::new(server.url(), DIM).with_collection("bench_add"),
+        ))
+        .unwrap();
+    let mut rng = Rng(7);
+    let mut batch = 0usize;
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(1_000));
+    group.bench_function("chroma_add_1000_per_request", |b| {
+        b.iter_batched(
+            || {
+                batch += 1;
+                records(&mut rng, &format!("b{batch}-"), 1_000)
+            },
+            |records| runtime.block_on(store.add(records)).unwrap(),
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(benches, search, add, chroma);
 criterion_main!(benches);

@@ -5,8 +5,9 @@
 //! environment of a test's own; [`spans::SpanCapture`], a `tracing` layer that records spans and
 //! events; [`net`], free loopback ports and the sockets a process listens on, for tests that start
 //! real servers; [`secrets`], every form of a secret the redaction rules remove; [`harness`], a
-//! binary of the workspace run as its integration tests run it; and [`mcp`], where the tests find
-//! the MCP test servers and the conformance suite.
+//! binary of the workspace run as its integration tests run it; [`mcp`], where the tests find
+//! the MCP test servers and the conformance suite; [`server`], a real server process a test starts
+//! and waits on; and [`chroma`], a Chroma vector database server started from its cache.
 //!
 //! ```
 //! use claij_backends::{Backend, ChatRequest, Message};
@@ -24,11 +25,13 @@
 //! It depends on claij-backends (without its adapters) and never on claij-local, so claij-backends'
 //! tree, dev-dependencies included, holds no candle: the model's path comes from the caller.
 
+pub mod chroma;
 pub mod harness;
 pub mod mcp;
 mod model;
 pub mod net;
 pub mod secrets;
+pub mod server;
 pub mod spans;
 
 pub use model::local_model_or_skip;

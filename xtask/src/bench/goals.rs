@@ -478,7 +478,8 @@ fn recall_at_k_rows(report: &Report) -> Vec<(Row, Unit)> {
     rows
 }
 
-/// Issue 33's embedded memory store (`claij::recall::SqliteStore`): figures, no goal.
+/// Issue 33's memory stores (`claij::recall::SqliteStore`, and `ChromaStore` on a Chroma server
+/// the bench starts): figures, no goal.
 fn recall_rows(sources: &Sources) -> Vec<(Row, Unit)> {
     let row = |measure: &str, id: &str| {
         (
@@ -502,6 +503,18 @@ fn recall_rows(sources: &Sources) -> Vec<(Row, Unit)> {
         row(
             "recall store add, one memory per transaction",
             "recall_store/add_1_per_transaction",
+        ),
+        row(
+            "Chroma store search, 10,000 memories of 384 dims, k = 5, over HTTP",
+            "recall_store/chroma_search_10k",
+        ),
+        row(
+            "Chroma store search, 100,000 memories of 384 dims, k = 5, over HTTP",
+            "recall_store/chroma_search_100k",
+        ),
+        row(
+            "Chroma store add, 1,000 memories in one request",
+            "recall_store/chroma_add_1000_per_request",
         ),
     ]
 }

@@ -48,6 +48,9 @@ pub(crate) struct PinnedVenv {
     pub verify_py: &'static str,
     /// Every other package pip installs with it, pinned (a pip constraints file), if any.
     pub constraints: Option<&'static str>,
+    /// Installs the distribution alone (`pip install --no-deps`): for one whose dependencies only
+    /// its Python client needs, not what the tests run (Chroma's server is Rust inside its wheel).
+    pub no_deps: bool,
     /// The Python versions it supports (its `Requires-Python`), oldest and newest as (major,
     /// minor); `None` takes any Python that runs.
     pub python: Option<((u32, u32), (u32, u32))>,
@@ -78,8 +81,16 @@ impl PinnedVenv {
     /// `cargo xtask <command> [--dir DIR] [--force]`: installs it if needed and prints the
     /// directory.
     pub(crate) fn run(&self, args: &[String]) -> Result<ExitCode> {
-        self.cache
-            .run(self.command, args, |dir, force| self.ensure_in(dir, force))
+        self.cache.run(self.command, args, |dir, force| {
+            if !self.ensure_in(dir, force)? {
+                println!(
+                    "{}: {} is installed and verified: nothing to do",
+                    self.command,
+                    self.requirement()
+                );
+            }
+            Ok(())
+        })
     }
 
     /// The cache's directory, with the pinned distribution installed and verified first if it is
@@ -146,12 +157,13 @@ impl PinnedVenv {
         }
     }
 
-    fn ensure_in(&self, dir: &Path, force: bool) -> Result<()> {
+    /// Installs it into `dir` unless it is there and verified (or `force`); whether it installed.
+    fn ensure_in(&self, dir: &Path, force: bool) -> Result<bool> {
         let problem = if force {
             "--force".to_owned()
         } else {
             match self.check(dir) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(false),
                 Err(problem) => problem,
             }
         };
@@ -168,7 +180,7 @@ impl PinnedVenv {
             self.command,
             format_duration(started.elapsed())
         );
-        Ok(())
+        Ok(true)
     }
 
     /// Rebuilds `<dir>/venv` in place (a venv cannot move), the stamp removed first and written
@@ -185,24 +197,16 @@ impl PinnedVenv {
         })?;
         remove_if_present(&dir.join(STAMP))?;
         create(system_python, &dir.join("venv"), dir)?;
-        let mut pip = pip_install(&venv_python(dir), &self.pip_cache_dir(dir));
         if let Some(constraints) = self.constraints {
-            let file = dir.join(CONSTRAINTS_FILE);
-            write_atomically(&file, constraints)?;
-            pip.arg("--constraint").arg(&file);
+            write_atomically(&dir.join(CONSTRAINTS_FILE), constraints)?;
         }
-        pip.arg(self.requirement());
         if let Some(cmake) = self.cmake {
             println!(
                 "{}: building with {}: CMAKE_ARGS=\"{}\"",
                 self.command, cmake.about, cmake.args
             );
-            pip.env("CMAKE_ARGS", cmake.args);
-            if std::env::var_os("CMAKE_BUILD_PARALLEL_LEVEL").is_none() {
-                let cores = std::thread::available_parallelism().map_or(2, usize::from);
-                pip.env("CMAKE_BUILD_PARALLEL_LEVEL", cores.to_string());
-            }
         }
+        let mut pip = self.pip(dir);
         capture(&mut pip, dir).map_err(|err| anyhow!("{err:#}\n{}", self.pip_hint))?;
         let mut verify = Command::new(venv_python(dir));
         verify.args(["-I", "-c", self.verify_py]);
@@ -215,6 +219,28 @@ impl PinnedVenv {
             );
         }
         write_atomically(&dir.join(STAMP), &self.stamp_text(&version))
+    }
+
+    /// The `pip install` of the requirement into `<dir>/venv`: constrained by `<dir>/constraints.txt`
+    /// when there are constraints, `--no-deps` when [`PinnedVenv::no_deps`], a cmake build's
+    /// environment when there is one.
+    pub(crate) fn pip(&self, dir: &Path) -> Command {
+        let mut pip = pip_install(&venv_python(dir), &self.pip_cache_dir(dir));
+        if self.constraints.is_some() {
+            pip.arg("--constraint").arg(dir.join(CONSTRAINTS_FILE));
+        }
+        if self.no_deps {
+            pip.arg("--no-deps");
+        }
+        pip.arg(self.requirement());
+        if let Some(cmake) = self.cmake {
+            pip.env("CMAKE_ARGS", cmake.args);
+            if std::env::var_os("CMAKE_BUILD_PARALLEL_LEVEL").is_none() {
+                let cores = std::thread::available_parallelism().map_or(2, usize::from);
+                pip.env("CMAKE_BUILD_PARALLEL_LEVEL", cores.to_string());
+            }
+        }
+        pip
     }
 
     /// Where pip keeps its cache for this distribution: `<dir>/pip-cache`, or for a cmake build

@@ -1,5 +1,7 @@
 //! Memory by meaning's stores (feature `recall`): where the [`recall`] interceptor keeps its
-//! memories. [`SqliteStore`] is the embedded default, one SQLite file per user that needs no server.
+//! memories. [`SqliteStore`] is the embedded default, one SQLite file per user that needs no server;
+//! [`ChromaStore`] keeps them in a Chroma vector database server, for many machines
+//! (`ChromaStore::open(ChromaOptions::new(url, dim)).await`).
 //! With feature `local` too, [`LocalEmbedder`] is the embedded sentence model (all-MiniLM-L6-v2)
 //! that turns a memory's text into its vector.
 //!
@@ -27,12 +29,17 @@
 //! [`recall`]: claij_interceptors::builtin::recall
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
+mod chroma;
 #[cfg(feature = "local")]
 mod embed;
 #[cfg(feature = "local")]
 mod manage;
 mod open;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod scenario_tests;
 mod sqlite;
 
 #[cfg(feature = "local")]
@@ -43,10 +50,32 @@ pub use open::open_store;
 #[cfg(feature = "local")]
 pub use open::{embedder, interceptor};
 
+pub use chroma::{
+    AuthHeader, ChromaAuth, ChromaError, ChromaOptions, ChromaStore, DEFAULT_COLLECTION,
+    DEFAULT_DATABASE, DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, DEFAULT_TENANT, DEFAULT_TIMEOUT,
+};
 pub use sqlite::{
     DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_CACHE_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_DIM, SCHEMA_VERSION,
     SqliteError, SqliteOptions, SqliteStore,
 };
+
+/// Milliseconds since the epoch (negative before), saturating: a record's time in a store.
+pub(crate) fn to_millis(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
+    }
+}
+
+/// [`to_millis`] back, `None` when out of `SystemTime`'s range.
+pub(crate) fn from_millis(ms: i64) -> Option<SystemTime> {
+    let d = Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 {
+        SystemTime::UNIX_EPOCH.checked_add(d)
+    } else {
+        SystemTime::UNIX_EPOCH.checked_sub(d)
+    }
+}
 
 /// The directory of the per-user store files under a data directory: `<data_dir>/memory`.
 pub fn memory_dir(data_dir: &Path) -> PathBuf {

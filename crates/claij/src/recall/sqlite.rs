@@ -27,7 +27,7 @@ use std::collections::{BinaryHeap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use claij_backends::BoxFuture;
 use claij_interceptors::builtin::recall::{
@@ -35,6 +35,8 @@ use claij_interceptors::builtin::recall::{
 };
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use tracing::debug;
+
+use super::{from_millis, to_millis};
 
 /// The schema version this build writes and reads; a file of a newer one is refused.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -875,23 +877,6 @@ fn read_vector(
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// Milliseconds since the epoch (negative before), saturating.
-fn to_millis(t: SystemTime) -> i64 {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
-    }
-}
-
-fn from_millis(ms: i64) -> Option<SystemTime> {
-    let d = Duration::from_millis(ms.unsigned_abs());
-    if ms >= 0 {
-        SystemTime::UNIX_EPOCH.checked_add(d)
-    } else {
-        SystemTime::UNIX_EPOCH.checked_sub(d)
-    }
 }
 
 fn row(id: String, session: String, vector: Vec<f32>) -> Row {

@@ -19,13 +19,12 @@
 //! what did not arrive and shows the end of Phoenix's log.
 
 use std::collections::{BTreeSet, HashSet};
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use claij_test_support::net::{free_ports, listening_sockets};
+use claij_test_support::server::{get, venv_install_or_skip, venv_python as python};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -434,33 +433,12 @@ fn parent_id(span: &Value) -> Option<&str> {
 /// The install `cargo xtask collector` made: `$CLAIJ_COLLECTOR`, else the default cache. `None`
 /// (skip) when it is not there, except under `CI=true`, where that fails the test.
 fn install(test: &str) -> Option<PathBuf> {
-    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let dir = set("CLAIJ_COLLECTOR").map(PathBuf::from).or_else(|| {
-        set("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".cache")))
-            .map(|cache| cache.join("claij").join("collector"))
-    });
-    let ready = dir.filter(|d| d.join("installed.json").is_file() && python(d).is_file());
-    if ready.is_some() {
-        return ready;
-    }
-    assert!(
-        !claij_test_support::is_ci(|name| std::env::var_os(name)),
-        "{test}: CI=true and the OpenTelemetry collector is missing: run `cargo xtask collector`"
-    );
-    #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-    {
-        eprintln!(
-            "{test}: skipped: no Phoenix collector (CLAIJ_COLLECTOR; run `cargo xtask collector`)"
-        );
-    }
-    None
-}
-
-fn python(dir: &Path) -> PathBuf {
-    dir.join("venv").join("bin").join("python")
+    venv_install_or_skip(
+        test,
+        "CLAIJ_COLLECTOR",
+        "collector",
+        "cargo xtask collector",
+    )
 }
 
 /// A running Phoenix, killed (by its PID) when dropped.
@@ -636,23 +614,6 @@ impl Collector {
             }
         }
     }
-}
-
-/// `GET path` on 127.0.0.1:`port` (HTTP/1.0, so the server closes when done): the status and the
-/// body, or `None` when nothing answers.
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).ok()?;
-    let text = String::from_utf8(response).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, body.to_owned()))
 }
 
 /// `text` safe in a query string: everything but letters, digits and `-_.~` percent-encoded.

@@ -62,6 +62,7 @@ use crate::prompts::Prompts;
 use crate::schema::Schema;
 
 pub mod contract;
+pub mod scenario;
 mod store;
 
 pub use store::InMemoryStore;

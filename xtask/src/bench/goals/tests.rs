@@ -412,10 +412,12 @@ fn missing_sources_are_not_measured_rows_never_figures() {
         "embed/64_short/threads_2",
         "recall_store/search_10k",
         "recall_store/search_100k",
+        "recall_store/chroma_search_10k",
+        "recall_store/chroma_search_100k",
     ] {
         assert!(measures.iter().any(|m| m.contains(id)), "no row for {id}");
     }
-    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 2 + 1 + 4 + 9);
+    assert_eq!(rows.len(), 10 + 32 + 4 + 1 + 6 + 2 + 1 + 4 + 9 + 3);
     for (row, unit) in &rows {
         let now = format_now(&row.now, *unit);
         assert!(
@@ -562,7 +564,7 @@ fn render_is_an_aligned_markdown_table_headed_by_the_machine() {
         rows.split_off(rows.len() - 2),
         ["", "goals met: 1 of 1 measured; 13 not measured"]
     );
-    assert_eq!(rows.len(), 2 + 69);
+    assert_eq!(rows.len(), 2 + 72);
     assert!(rows[0].starts_with("| measure "), "{}", rows[0]);
     assert!(rows[1].starts_with("|---"), "{}", rows[1]);
     let width = rows[0].chars().count();

@@ -13,6 +13,7 @@ fn pinned(constraints: Option<&'static str>) -> PinnedVenv {
         extras: "",
         verify_py: "",
         constraints,
+        no_deps: false,
         python: Some(((3, 11), (3, 14))),
         install_note: "",
         pip_hint: "",
@@ -196,4 +197,37 @@ fn the_pip_cache_is_kept_per_cmake_args() {
         built_with("-DGGML_NATIVE=OFF").pip_cache_dir(dir),
         "the same arguments, the same cache"
     );
+}
+
+/// The install's command: the requirement last; `--no-deps` only when the pin says so; the
+/// constraints file in the cache when there are constraints.
+#[test]
+fn pip_installs_the_requirement_alone_only_with_no_deps() {
+    let dir = Path::new("/c");
+    let args = |venv: PinnedVenv| -> Vec<String> {
+        venv.pip(dir)
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    };
+    let plain = args(pinned(None));
+    assert_eq!(
+        plain.last().map(String::as_str),
+        Some("some-distribution==1.2.0")
+    );
+    assert!(!plain.iter().any(|a| a == "--no-deps"), "{plain:?}");
+    let alone = args(PinnedVenv {
+        no_deps: true,
+        ..pinned(None)
+    });
+    assert_eq!(
+        alone[alone.len() - 2..],
+        ["--no-deps", "some-distribution==1.2.0"]
+    );
+    let constrained = args(pinned(Some("numpy==2.0\n")));
+    let at = constrained
+        .iter()
+        .position(|a| a == "--constraint")
+        .unwrap();
+    assert_eq!(constrained[at + 1], "/c/constraints.txt");
 }

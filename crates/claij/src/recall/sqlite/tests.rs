@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use claij_interceptors::builtin::recall::contract;
 use futures_executor::block_on;

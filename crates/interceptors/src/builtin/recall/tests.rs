@@ -4,74 +4,25 @@
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use claij_backends::{ChatRequest, ChatResponse};
+use claij_backends::ChatRequest;
 use claij_test_support::Scripted;
 use futures_executor::block_on;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::scenario::{FACT, QUESTION, start};
 use super::*;
 use crate::builtin::memory::{Memory, Window};
 use crate::{Chain, Config, Error, Pipeline, Stage};
 
 const DIM: usize = 1024;
-const FACT: &str = "The user's locker number is 47.";
-const QUESTION: &str = "What is my locker number?";
 
 fn system(request: &ChatRequest) -> &str {
     request.system.as_deref().unwrap_or_default()
 }
 
-fn reply(answer: &str, summary: &str) -> ChatResponse {
-    ChatResponse::text(json!({"answer": answer, "state": "chat", "summary": summary}).to_string())
-}
-
-fn start() -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
-}
-
-/// A model that says what its prompt held: it answers 47 only when its system prompt holds the fact,
-/// and summarises each turn from the user's message.
+/// A model that says what its prompt held ([`scenario::reporting_reply`]).
 fn reporting_model() -> Scripted {
-    Scripted::from_fn(|request, _call| {
-        let user = request
-            .messages
-            .last()
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
-        let knows = system(request).contains(FACT);
-        Ok(if user.contains("locker number is 47") {
-            reply("Noted.", FACT)
-        } else if user == QUESTION {
-            reply(
-                if knows { "47" } else { "I don't know." },
-                "The user asked for their locker number.",
-            )
-        } else {
-            reply("Noted.", &format!("The user said: {user}"))
-        })
-    })
-}
-
-/// The 60 messages: small talk, the fact on turn 2, distractions that share words with the question
-/// ("what", "is", "my", "number") but fewer than the fact (below the default floor of 0.3 for the
-/// hashed-words embedder), and the question on turn 60.
-fn messages() -> Vec<String> {
-    let mut out = vec![
-        "Hello there.".to_owned(),
-        "Remember: my locker number is 47.".to_owned(),
-    ];
-    for n in 3..60 {
-        out.push(match n % 3 {
-            0 => format!("What is the weather like in city {n}?"),
-            1 => format!(
-                "My favourite colour today is a shade of red, code {}.",
-                n * 7
-            ),
-            _ => format!("Tell me a story about dragon {n}."),
-        });
-    }
-    out.push(QUESTION.to_owned());
-    out
+    Scripted::from_fn(|request, _call| Ok(scenario::reporting_reply(request)))
 }
 
 fn recall(store: &Arc<InMemoryStore>, config: RecallConfig) -> Recall {
@@ -81,30 +32,18 @@ fn recall(store: &Arc<InMemoryStore>, config: RecallConfig) -> Recall {
         .with_session("s1")
 }
 
-fn converse(backend: &Scripted, chain: Chain) -> (Context, Vec<ChatRequest>, Vec<Value>) {
-    let pipeline = Pipeline::new(Arc::new(backend.clone()), Config::new("m"), chain);
-    let mut ctx = Context::default();
-    let answers = messages()
-        .iter()
-        .map(|message| block_on(pipeline.ask(&mut ctx, message)).unwrap().value["answer"].clone())
-        .collect();
-    (ctx, backend.requests(), answers)
-}
-
+/// The scenario on an in-memory store and the hashed-words embedder (the same code runs on the
+/// SQLite and Chroma stores in the `claij` crate's tests).
 #[test]
 fn the_fact_of_turn_2_is_recalled_on_turn_60() {
     let store = Arc::new(InMemoryStore::new(DIM));
-    let backend = reporting_model();
-    let (ctx, requests, answers) = converse(
-        &backend,
-        Chain::new().with(recall(&store, RecallConfig::default())),
-    );
-    assert_eq!(requests.len(), 60);
-    let last = system(&requests[59]);
-    assert!(
-        last.contains(&format!(") {FACT}")),
-        "turn 60's prompt:\n{last}"
-    );
+    let turns = block_on(scenario::run(
+        store.clone(),
+        Arc::new(HashedWords::new(DIM)),
+    ))
+    .unwrap();
+    block_on(scenario::check_recalled(&turns, store.as_ref())).unwrap();
+    let last = &turns.systems[59];
     // The floor keeps out the distractions that share only "what", "is", "my" with the question.
     assert!(!last.contains("weather"), "turn 60's prompt:\n{last}");
     assert!(
@@ -113,27 +52,27 @@ fn the_fact_of_turn_2_is_recalled_on_turn_60() {
     );
     let lines = last.lines().filter(|l| l.starts_with("- (")).count();
     assert_eq!(lines, 1, "turn 60's prompt:\n{last}");
-    // Every turn's summary is stored, under the session.
-    let stored = block_on(store.list(Some("s1"))).unwrap();
-    assert_eq!(stored.len(), 60);
-    assert_eq!(stored[1].text, FACT);
-    assert_eq!(ctx.get::<RecallSession>().unwrap().session_id, "s1");
-    // The model, told the fact, answered it.
-    assert_eq!(answers[59], "47");
+    assert_eq!(
+        turns.context.get::<RecallSession>().unwrap().session_id,
+        scenario::SESSION
+    );
 }
 
 #[test]
 fn a_window_memory_has_lost_the_fact_by_turn_60() {
-    let backend = reporting_model();
-    let (_, requests, answers) =
-        converse(&backend, Chain::new().with(Memory::new(Window::new(10))));
-    assert_eq!(answers[59], "I don't know.");
-    let last = system(&requests[59]);
+    let turns = block_on(scenario::run_chain(
+        Chain::new().with(Memory::new(Window::new(10))),
+    ))
+    .unwrap();
+    assert_eq!(turns.answers[59], "I don't know.");
+    let last = &turns.systems[59];
     assert!(
         last.contains("Turn summaries"),
         "the window memory did recall: {last}"
     );
     assert!(!last.contains(FACT), "turn 60's prompt:\n{last}");
+    let store = InMemoryStore::new(DIM);
+    assert!(block_on(scenario::check_recalled(&turns, &store)).is_err());
 }
 
 #[test]
