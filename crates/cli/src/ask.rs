@@ -79,7 +79,7 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = |t: &str| crate::args::whole(t, 1, MAX_RECALL_K))]
     recall_k: Option<usize>,
     /// With --memory-strategy recall: the lowest cosine similarity recalled, -1 to 1 (default
-    /// `[memory.recall] min_similarity`, else 0.3).
+    /// `[memory.recall] min_similarity`, else 0.2).
     #[arg(long, value_name = "X", value_parser = |t: &str| memory::similarity(t.trim().parse().ok()))]
     recall_min_similarity: Option<f32>,
     /// With --memory-strategy recall: the most characters of recalled memories in the prompt;

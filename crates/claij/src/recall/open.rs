@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use claij_interceptors::builtin::recall::MemoryStore;
 
-use super::{SqliteOptions, SqliteStore, user_store_path};
+use super::{
+    AuthHeader, ChromaAuth, ChromaOptions, ChromaStore, SqliteOptions, SqliteStore, user_store_path,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::settings::memory::{RecallSettings, Store};
 
@@ -49,15 +51,23 @@ pub async fn open_store(
                 .map_err(|e| Error::with_kind(ErrorKind::File, crate::error_chain(&e)))?;
             Ok(Arc::new(store))
         }
-        // The server store (Chroma, `ChromaStore::open(ChromaOptions::new(url, dim))`) is wired in
-        // here when it is in the build; until then a URL is refused, never ignored.
         Store::Server(url) => {
-            let _ = (url, &settings.collection, dim);
-            Err(Error::unavailable(format!(
-                "memory.recall.store = {}: the server store is not in this build of claij \
-                 (use store = \"embedded\")",
-                settings.store
-            )))
+            let mut options = ChromaOptions::new(url.clone(), dim)
+                .with_collection(settings.collection.clone())
+                .with_timeout(Duration::from_millis(settings.timeout_ms as u64));
+            if let Some(var) = &settings.token_env {
+                let auth =
+                    ChromaAuth::from_env(AuthHeader::Bearer, var, |name| std::env::var(name).ok())
+                        .map_err(|e| Error::config(format!("memory.recall.token_env: {e}")))?;
+                options = options.with_auth(auth);
+            }
+            let store = ChromaStore::open(options).await.map_err(|e| {
+                Error::with_kind(
+                    ErrorKind::Backend,
+                    format!("memory.recall.store: {}", crate::error_chain(&e)),
+                )
+            })?;
+            Ok(Arc::new(store))
         }
     }
 }
@@ -194,20 +204,41 @@ mod tests {
         assert!(e.to_string().contains("memory.recall.user"), "{e}");
     }
 
+    /// A server URL opens a Chroma store: nobody listening is a backend error naming the key and
+    /// the URL; a token variable that is not set is a configuration error naming it.
     #[test]
-    fn a_server_url_is_refused_as_not_in_this_build() {
+    fn a_server_url_opens_the_server_store() {
+        let [port] = claij_test_support::net::free_ports::<1>().unwrap();
+        let url = format!("http://127.0.0.1:{port}");
         let settings = RecallSettings {
-            store: Store::Server("http://127.0.0.1:9".into()),
+            store: Store::Server(url.clone()),
+            timeout_ms: 2_000,
             ..RecallSettings::default()
         };
-        let Err(e) = block_on(open_store(&settings, None, 3)) else {
-            panic!("a server store opened");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let Err(e) = rt.block_on(open_store(&settings, None, 3)) else {
+            panic!("a server store opened with nobody listening");
         };
-        assert_eq!(e.kind(), ErrorKind::Unavailable);
+        assert_eq!(e.kind(), ErrorKind::Backend);
+        let said = e.to_string();
+        assert!(said.starts_with("memory.recall.store: "), "{said}");
         assert!(
-            e.to_string().contains(
-                "memory.recall.store = http://127.0.0.1:9: the server store is not in this build"
-            ),
+            said.contains(&url) && said.contains("cannot connect"),
+            "{said}"
+        );
+        let settings = RecallSettings {
+            token_env: Some("CLAIJ_TEST_NO_SUCH_TOKEN_VARIABLE".into()),
+            ..settings
+        };
+        let Err(e) = rt.block_on(open_store(&settings, None, 3)) else {
+            panic!("a server store opened without its token");
+        };
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(
+            e.to_string().contains("CLAIJ_TEST_NO_SUCH_TOKEN_VARIABLE"),
             "{e}"
         );
     }

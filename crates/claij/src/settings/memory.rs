@@ -17,7 +17,7 @@
 //!
 //! [memory.recall]
 //! k = 5                      # the most memories recalled per turn
-//! min_similarity = 0.3       # the lowest cosine similarity recalled, -1 to 1
+//! min_similarity = 0.2       # the lowest cosine similarity recalled, -1 to 1
 //! max_chars = 1500           # the recalled memories' budget in the prompt
 //! store_exchange = false     # keep the user's message and the answer with the summary
 //! store = "embedded"         # the per-user SQLite file, or a Chroma server's http:// URL
@@ -25,6 +25,8 @@
 //! user = "ada"               # whose store file: default $USER, else "default"
 //! max_cache_mib = 64         # the embedded store's vectors kept in memory (0: none; past it, read from the file)
 //! busy_timeout_ms = 5000     # how long the embedded store waits for another process's lock
+//! timeout_ms = 30000         # a server store's time per request
+//! token_env = "CHROMA_TOKEN" # a server store's token: the variable holding it (sent as a Bearer token)
 //! ```
 //!
 //! ```
@@ -60,6 +62,10 @@ pub const DEFAULT_EVERY: u64 = 5;
 pub const DEFAULT_CACHE_MIB: usize = 64;
 /// The default `busy_timeout_ms` (the embedded store's `SqliteOptions::busy_timeout`, 5 s).
 pub const DEFAULT_BUSY_TIMEOUT_MS: usize = 5_000;
+/// The default `timeout_ms` of a server store's request (30 s).
+pub const DEFAULT_SERVER_TIMEOUT_MS: usize = 30_000;
+/// The longest `timeout_ms`: ten minutes.
+pub const MAX_SERVER_TIMEOUT_MS: usize = 600_000;
 /// The largest `max_cache_mib`: 64 GiB.
 pub const MAX_CACHE_MIB: usize = 65_536;
 /// The longest `busy_timeout_ms`: ten minutes.
@@ -173,7 +179,7 @@ impl FromStr for Store {
 pub struct RecallSettings {
     /// `k`: the most memories recalled per turn (default 5).
     pub k: usize,
-    /// `min_similarity`: the lowest cosine similarity recalled (default 0.3).
+    /// `min_similarity`: the lowest cosine similarity recalled (default 0.2).
     pub min_similarity: f32,
     /// `max_chars`: the most characters of recalled memories in the prompt (default 1,500); past
     /// it the least similar are left out, and the prompt says how many.
@@ -192,6 +198,11 @@ pub struct RecallSettings {
     /// `busy_timeout_ms`: how long the embedded store waits for another process's lock (default
     /// 5,000).
     pub busy_timeout_ms: usize,
+    /// `timeout_ms`: a server store's time for each request (default 30,000).
+    pub timeout_ms: usize,
+    /// `token_env`: the environment variable holding a server store's token, sent as
+    /// `Authorization: Bearer` (default none: no token).
+    pub token_env: Option<String>,
 }
 
 impl Default for RecallSettings {
@@ -207,6 +218,8 @@ impl Default for RecallSettings {
             user: None,
             max_cache_mib: DEFAULT_CACHE_MIB,
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
+            timeout_ms: DEFAULT_SERVER_TIMEOUT_MS,
+            token_env: None,
         }
     }
 }
@@ -399,6 +412,22 @@ fn read_inner(
                 fail,
             )?;
         }
+        ("recall", "timeout_ms") => {
+            recall.timeout_ms = whole_in(
+                value,
+                1..=MAX_SERVER_TIMEOUT_MS,
+                &format!("a whole number of milliseconds from 1 to {MAX_SERVER_TIMEOUT_MS}"),
+                keys,
+                fail,
+            )?;
+        }
+        ("recall", "token_env") => {
+            let var = as_str(value, keys, fail)?;
+            if var.is_empty() || var.contains(['=', '\0']) {
+                return Err(fail(keys, "expected the name of an environment variable"));
+            }
+            recall.token_env = Some(var.to_owned());
+        }
         ("recall", "user") => {
             let user = as_str(value, keys, fail)?;
             if !plain_user(user) {
@@ -416,7 +445,7 @@ fn read_inner(
                 "hierarchical" => "every",
                 _ => {
                     "k, min_similarity, max_chars, store_exchange, store, collection, user, \
-                     max_cache_mib or busy_timeout_ms"
+                     max_cache_mib, busy_timeout_ms, timeout_ms or token_env"
                 }
             };
             return Err(fail(keys, &format!("unknown key (expected {expected})")));

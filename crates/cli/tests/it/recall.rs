@@ -301,56 +301,67 @@ fn memory_flags_without_what_they_need_are_refused() {
     }
 }
 
-/// A server URL, from the flag or the key, is refused before any request: this build has no server
-/// store.
+/// The test on a Chroma server (`cargo xtask chroma` installs it; a missing install fails
+/// under CI): the same 60 turns, the memories kept on the server.
 #[tokio::test]
-async fn a_server_store_is_refused_in_this_build_before_any_request() {
+async fn recall_on_a_chroma_server_holds_turn_two_at_turn_sixty() {
+    let test = "recall_on_a_chroma_server_holds_turn_two_at_turn_sixty";
+    if !embedding_model(test) {
+        return;
+    }
+    let Some(chroma) = claij_test_support::chroma::start_or_skip(test) else {
+        return;
+    };
+    recall_holds_turn_two_at_turn_sixty(&chroma.url()).await;
+}
+
+/// A server store nobody answers at is one line naming the key and the URL, before any request
+/// to the model, whether the URL comes from the flag or the key.
+#[tokio::test]
+async fn a_server_store_that_does_not_answer_is_refused_before_any_request() {
+    if !embedding_model("a_server_store_that_does_not_answer_is_refused_before_any_request") {
+        return;
+    }
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(500))
         .expect(0)
         .mount(&server)
         .await;
+    let [port] = claij_test_support::net::free_ports::<1>().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
     let config = openrouter::config(&server);
     let keyed = format!(
-        "{config}[memory]\nstrategy = \"recall\"\n[memory.recall]\nstore = \"http://127.0.0.1:9\"\n"
+        "{config}[memory]\nstrategy = \"recall\"\n[memory.recall]\nstore = \"{url}\"\ntimeout_ms = 2000\n"
     );
-    for (text, args) in [
-        (
-            config.as_str(),
-            &[
-                "ask",
-                "hi",
-                "--llm",
-                "gemini-flash",
-                "--interceptors",
-                "memory",
-                "--memory-strategy",
-                "recall",
-                "--memory-store",
-                "http://127.0.0.1:9",
-            ][..],
-        ),
-        (
-            keyed.as_str(),
-            &[
-                "ask",
-                "hi",
-                "--llm",
-                "gemini-flash",
-                "--interceptors",
-                "memory",
-            ][..],
-        ),
-    ] {
+    let ask = [
+        "ask",
+        "hi",
+        "--llm",
+        "gemini-flash",
+        "--interceptors",
+        "memory",
+    ];
+    let flagged: Vec<&str> = ask
+        .iter()
+        .copied()
+        .chain([
+            "--memory-strategy",
+            "recall",
+            "--memory-store",
+            url.as_str(),
+        ])
+        .collect();
+    for (text, args) in [(config.as_str(), &flagged[..]), (keyed.as_str(), &ask[..])] {
         let files = Files::new(&[("config.toml", text)]);
         let run = run_in(&files, args, "", &[]);
         assert!(run.code != 0, "{}", run.stderr);
         assert!(
-            run.stderr.contains("memory.recall.store = http://127.0.0.1:9: the server store is not in this build of claij"),
+            run.stderr.contains("memory.recall.store: ") && run.stderr.contains(&url),
             "{}",
             run.stderr
         );
+        assert!(run.stderr.contains("cannot connect"), "{}", run.stderr);
     }
 }
 

@@ -29,7 +29,7 @@ fn no_memory_table_is_the_bounded_strategy_with_the_interceptors_defaults() {
         (recall.k, recall.max_chars, recall.store_exchange),
         (5, 1_500, false)
     );
-    assert!((recall.min_similarity - 0.3).abs() < 1e-6);
+    assert!((recall.min_similarity - 0.2).abs() < 1e-6);
     assert_eq!(recall.store, Store::Embedded);
     assert_eq!(recall.collection, "claij_memories");
     assert_eq!(recall.user, None);
@@ -112,7 +112,7 @@ fn a_bad_value_is_refused_at_its_line_and_key() {
         ),
         (
             "[memory.recall]\nkk = 1\n",
-            "/etc/claij.toml:2: memory.recall.kk: unknown key (expected k, min_similarity, max_chars, store_exchange, store, collection, user, max_cache_mib or busy_timeout_ms)",
+            "/etc/claij.toml:2: memory.recall.kk: unknown key (expected k, min_similarity, max_chars, store_exchange, store, collection, user, max_cache_mib, busy_timeout_ms, timeout_ms or token_env)",
         ),
         (
             "[memory]\nrecall = 3\n",
@@ -188,6 +188,31 @@ fn the_embedded_stores_cache_and_lock_wait_are_keys_with_named_limits() {
         ("max_cache_mib = 65537", "memory.recall.max_cache_mib"),
         ("busy_timeout_ms = -1", "memory.recall.busy_timeout_ms"),
         ("busy_timeout_ms = 600001", "memory.recall.busy_timeout_ms"),
+    ] {
+        let e = Settings::parse(&format!("[memory.recall]\n{text}\n"), path).unwrap_err();
+        assert!(e.to_string().contains(key), "{text}: {e}");
+    }
+}
+
+#[test]
+fn a_server_stores_timeout_and_token_variable_are_keys() {
+    let path = std::path::Path::new("config.toml");
+    let settings = Settings::parse(
+        "[memory.recall]\ntimeout_ms = 2500\ntoken_env = \"CHROMA_TOKEN\"\n",
+        path,
+    )
+    .unwrap();
+    assert_eq!(settings.memory.recall.timeout_ms, 2_500);
+    assert_eq!(
+        settings.memory.recall.token_env.as_deref(),
+        Some("CHROMA_TOKEN")
+    );
+    let defaults = Settings::parse("", path).unwrap();
+    assert_eq!(defaults.memory.recall.timeout_ms, 30_000);
+    assert_eq!(defaults.memory.recall.token_env, None);
+    for (text, key) in [
+        ("timeout_ms = 0", "memory.recall.timeout_ms"),
+        ("token_env = \"\"", "memory.recall.token_env"),
     ] {
         let e = Settings::parse(&format!("[memory.recall]\n{text}\n"), path).unwrap_err();
         assert!(e.to_string().contains(key), "{text}: {e}");
