@@ -493,16 +493,14 @@ fn configure<'c>(
     if let Some(path) = &options.memory {
         builder = builder.session(path);
     }
-    let mut memory = builder.memory_settings().clone();
-    memory.strategy = options.memory_strategy.unwrap_or(memory.strategy);
-    let recall = &mut memory.recall;
-    recall.k = options.recall_k.unwrap_or(recall.k);
-    recall.min_similarity = options
-        .recall_min_similarity
-        .unwrap_or(recall.min_similarity);
-    recall.max_chars = options.recall_max_chars.unwrap_or(recall.max_chars);
-    recall.store = options.memory_store.clone().unwrap_or(recall.store.clone());
-    builder = builder.memory(memory);
+    let memory = builder.memory_settings().clone();
+    builder = builder.memory(memory.overridden(&memory::MemoryOverrides {
+        strategy: options.memory_strategy,
+        k: options.recall_k,
+        min_similarity: options.recall_min_similarity,
+        max_chars: options.recall_max_chars,
+        store: options.memory_store.clone(),
+    }));
     if let Some(steps) = options.max_steps {
         builder = builder.max_steps(steps);
     }
