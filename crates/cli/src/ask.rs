@@ -543,21 +543,13 @@ fn start_services(claij: &claij::Claij, options: &Options) -> Result<StartServic
     started.map_err(|e| anyhow::anyhow!(claij::mcp::Error::from(e).said(None)))
 }
 
-/// How partial values are shown, if the turn streams: never with `--json`; with `--stream`, or by
-/// default when stdout is a terminal; `chat` writes the answer as it grows (not for the standard
-/// response, which is rendered whole).
+/// How partial values are shown, if the turn streams ([`stream::Display::choose`]): never with
+/// `--json`; with `--stream`, or by default when stdout is a terminal.
 fn display(options: &Options, chat: bool, standard: bool) -> Option<stream::Display> {
     let terminal = std::io::stdout().is_terminal();
-    let on = options.stream || (!options.no_stream && terminal);
-    if options.json || !on {
-        return None;
-    }
-    match (chat, terminal) {
-        (true, _) if standard => None,
-        (true, _) => Some(stream::Display::Answer),
-        (false, true) => Some(stream::Display::Line(progress::terminal_width())),
-        (false, false) => Some(stream::Display::Lines),
-    }
+    let on = !options.json && (options.stream || (!options.no_stream && terminal));
+    let width = terminal.then(progress::terminal_width);
+    stream::Display::choose(on, chat, standard, width)
 }
 
 /// `--schema`, read and checked (`None`: the default base schema).
