@@ -1,6 +1,7 @@
 //! Dependency invariants from STYLE.md section 2: the claij→claij edges, and no IO in the pure crates;
 //! and the repository stands alone: no source file under `crates/` or `xtask/` points at the team's
-//! shared folder beside the repository (fixtures live in `fixtures/`).
+//! shared folder beside the repository (fixtures live in `fixtures/`); and the CLI stays thin: at
+//! most 5,000 non-test lines under `crates/cli/src`.
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -303,6 +304,9 @@ pub(crate) fn check() -> Result<()> {
             graph.edges_within(cycle).join(", ")
         )
     }));
+    let lines = cli_lines(&cmd::root().join(CLI_SRC))?;
+    println!("non-test lines in {CLI_SRC}: {lines} (at most {MAX_CLI_LINES})");
+    violations.extend(cli_size(lines));
     let outside = outside_references(&cmd::root())?;
     println!(
         "source files under {}/ that point outside the repository: {}",
@@ -485,6 +489,42 @@ fn outside_references(root: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(found)
+}
+
+/// The CLI's source: argument parsing, printing and exit codes over the front door.
+const CLI_SRC: &str = "crates/cli/src";
+
+/// The most non-test lines [`CLI_SRC`] may hold: logic beyond them belongs in the front door.
+const MAX_CLI_LINES: usize = 5000;
+
+/// The lines of the `.rs` files under `dir`, but `tests.rs` files and those under a `tests` folder.
+fn cli_lines(dir: &Path) -> Result<usize> {
+    let mut files = Vec::new();
+    source_files(dir, &mut files)?;
+    let mut lines = 0;
+    for file in files {
+        let test = file.file_name().is_some_and(|name| name == "tests.rs")
+            || file
+                .strip_prefix(dir)
+                .is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == "tests"));
+        if test || file.extension().is_none_or(|ext| ext != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        lines += text.lines().count();
+    }
+    Ok(lines)
+}
+
+/// The violation when the CLI holds more than [`MAX_CLI_LINES`] non-test lines.
+fn cli_size(lines: usize) -> Option<String> {
+    (lines > MAX_CLI_LINES).then(|| {
+        format!(
+            "{CLI_SRC}: {lines} non-test lines, more than {MAX_CLI_LINES}: the CLI is argument \
+             parsing, printing and exit codes; move logic into the front door (crates/claij)"
+        )
+    })
 }
 
 /// What a path to the shared folder beside the repository looks like in source: the parent

@@ -436,5 +436,35 @@ pub fn models(
     Ok(Some(models))
 }
 
+/// `claij chat` talks with one model: `rule` (`--consensus`), `on` (`--on` pointers) and several
+/// models in `llm` are for one question asked of several ([`models`]).
+///
+/// # Errors
+///
+/// Any of them, in one line naming the flags.
+pub fn refuse_in_chat(llm: Option<&str>, rule: bool, on: bool) -> std::result::Result<(), String> {
+    let several = llm.is_some_and(|llm| llm.contains(','));
+    if rule || on || several {
+        return Err("claij chat talks with one model: --consensus and several --llm models are for claij ask (one question, several answers compared)".to_owned());
+    }
+    Ok(())
+}
+
+/// A pointer the answers are compared at (`--on`): a JSON pointer (RFC 6901: empty, or starting
+/// with `/`).
+///
+/// # Errors
+///
+/// Text that does not start with `/`, suggesting the pointer that does.
+pub fn pointer(text: &str) -> std::result::Result<String, String> {
+    if text.is_empty() || text.starts_with('/') {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "a JSON pointer starts with `/`: did you mean /{text}?"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests;

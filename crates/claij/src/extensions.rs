@@ -338,6 +338,32 @@ fn write_entry(out: &mut fmt::Formatter<'_>, entry: &AuditEntry) -> fmt::Result 
     writeln!(out, "    delta: {}", entry.delta)
 }
 
+/// A schema delta from the JSON `value` of the file `path`: either a full `{extension_id,
+/// added_by, added_at, delta}` document, or a bare partial schema, then the extension named after
+/// the file (its stem, less `.delta`) and added by `added_by`.
+///
+/// # Errors
+///
+/// A document that is no valid delta document, or a value that is no JSON object: what is wrong,
+/// for the caller to prefix with the file's name.
+pub fn delta_of_file(
+    value: Value,
+    path: &Path,
+    added_by: &str,
+) -> Result<claij_schema::SchemaDelta, String> {
+    let is_document = value.get("extension_id").is_some() && value.get("delta").is_some();
+    if is_document {
+        return serde_json::from_value(value)
+            .map_err(|e| format!("invalid schema delta document: {e}"));
+    }
+    if !value.is_object() {
+        return Err("a schema delta must be a JSON object".to_owned());
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("delta");
+    let id = stem.trim_end_matches(".delta").to_owned();
+    Ok(claij_schema::SchemaDelta::new(id, added_by, value))
+}
+
 /// The response schema a conversation runs with: `schema` (as `claij ask --schema` names it) when
 /// given, checked, else [`claij_schema::base`].
 ///

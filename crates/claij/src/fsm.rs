@@ -134,7 +134,7 @@ pub use claij_fsm as engine;
 pub use claij_fsm::{
     Entry, ExistingJournal, Interrupt, Journal, Outcome, Problem, Run, Runner, Status, Trail,
 };
-pub use drive::{Ended, Input, Line, Report, count, drive, limit_reached};
+pub use drive::{Ended, Input, Line, Report, count, drive, limit_flag, limit_reached, stopped};
 pub use error::{Error, ErrorKind};
 pub use wiring::{Options, Proposals, Services, Wired, Wiring};
 

@@ -626,11 +626,30 @@ impl std::fmt::Display for Listed {
     }
 }
 
+/// An MCP log level (`claij mcp --mcp-log-level`): one of MCP's level names, in any case.
+///
+/// # Errors
+///
+/// Another name: the levels.
+pub fn log_level(text: &str) -> Result<LogLevel, String> {
+    text.trim().parse().map_err(|_| {
+        let names: Vec<&str> = LogLevel::ALL.iter().map(|level| level.as_str()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn a_log_level_is_one_of_mcps_in_any_case() {
+        assert_eq!(log_level(" Debug "), Ok(LogLevel::Debug));
+        let err = log_level("loud").unwrap_err();
+        assert!(err.starts_with("expected one of debug, "), "{err}");
+    }
 
     /// Every variant's kind and whether it is the configuration's fault (an exhaustive match: a
     /// new variant must be classified here).

@@ -36,6 +36,24 @@ pub enum Display {
     Answer,
 }
 
+impl Display {
+    /// How a turn's partial values are shown, if they are (`on`: streaming asked for, or by
+    /// default on a terminal, and no JSON report): a chat writes the answer as it grows (not the
+    /// `standard` response, which is rendered whole); otherwise one line on a terminal of
+    /// `terminal` columns (`None`: no terminal), else JSON lines.
+    #[must_use]
+    pub fn choose(on: bool, chat: bool, standard: bool, terminal: Option<usize>) -> Option<Self> {
+        if !on || (chat && standard) {
+            return None;
+        }
+        Some(match (chat, terminal) {
+            (true, _) => Self::Answer,
+            (false, Some(width)) => Self::Line(width),
+            (false, None) => Self::Lines,
+        })
+    }
+}
+
 /// What to show for a partial value, or when the turn ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shown {

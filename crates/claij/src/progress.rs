@@ -24,6 +24,20 @@ use claij_backends::{Assembler, ChatResponse, StreamEvent};
 
 use crate::report::rate;
 
+/// The terminal width assumed when `COLUMNS` does not say: a line never wraps, or it could not be
+/// redrawn in place.
+pub const DEFAULT_WIDTH: usize = 80;
+
+/// The terminal's width from `columns` (the `COLUMNS` variable), else [`DEFAULT_WIDTH`]; from 20
+/// to 1000.
+#[must_use]
+pub fn terminal_width(columns: Option<&str>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .unwrap_or(DEFAULT_WIDTH)
+        .clamp(20, 1000)
+}
+
 /// How often the line is redrawn while nothing arrives (the elapsed time keeps moving), and at most
 /// how often while tokens arrive.
 pub const TICK: Duration = Duration::from_millis(120);

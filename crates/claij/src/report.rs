@@ -298,6 +298,59 @@ pub fn answered_lines(
     lines
 }
 
+/// What `claij chat` shows people after a valid turn ([`chat_turn`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatTurn {
+    /// For stdout: the answer (its `answer` text, the standard response rendered, else the value),
+    /// each line ended; after streamed text, the end of its line and the answer only if it differs.
+    pub out: String,
+    /// For stderr, a line each: the state, the remembered summary, a line per tool or MCP result
+    /// ([`tool_line`]), the `eval` result ([`eval_line`]), a cut reply's warning ([`cut_warning`]),
+    /// and `[turn N · total]`.
+    pub err: Vec<String>,
+}
+
+/// What a chat shows after the valid `answer` of turn `turn`: `streamed` is the answer text the
+/// partial values already wrote (empty when none did), `calls` the tool and MCP results the turn
+/// ran, `eval` its `eval` result (feature `eval`), `elapsed` its time.
+#[must_use]
+pub fn chat_turn(
+    answer: &Answer,
+    streamed: &str,
+    calls: &[ToolResult],
+    #[cfg(feature = "eval")] eval: Option<&EvalResult>,
+    turn: u64,
+    elapsed: Duration,
+) -> ChatTurn {
+    let value = &answer.value;
+    let text = value.get("answer").and_then(Value::as_str);
+    let mut out = if streamed.is_empty() { "" } else { "\n" }.to_owned();
+    if value.get("metadata").is_some() {
+        let rendered = claij_interceptors::builtin::citations::render_for_people(value);
+        out.push_str(&format!("{}\n", rendered.trim_end()));
+    } else if streamed.is_empty() || text != Some(streamed) {
+        out.push_str(&text.map_or_else(|| format!("{value:#}\n"), |text| format!("{text}\n")));
+    }
+    let said = |key: &str| value.get(key).and_then(Value::as_str);
+    let mut err: Vec<String> = said("state")
+        .map(|s| format!("  state: {s}"))
+        .into_iter()
+        .collect();
+    err.extend(said("summary").map(|s| format!("  remembered: {s}")));
+    err.extend(
+        calls
+            .iter()
+            .map(|result| format!("  {}", tool_line(result))),
+    );
+    #[cfg(feature = "eval")]
+    err.extend(eval.map(|result| format!("  {}", eval_line(result))));
+    let cut = answer.attempts.last().and_then(truncation);
+    err.extend(cut.map(|cut| format!("  {}", cut_warning(&cut))));
+    let total = Report::new(&answer.attempts, answer.usage, elapsed).total();
+    err.push(format!("  [turn {turn} · {total}]"));
+    ChatTurn { out, err }
+}
+
 /// One line for the result of a reply's `eval` code: `eval "6 * 7": ok: 42`, then `, printed:`
 /// and what it printed as a JSON string when it printed something; at most 200 characters, cut
 /// with `…`.

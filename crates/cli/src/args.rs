@@ -43,83 +43,14 @@ pub(crate) enum LogFormat {
     Json,
 }
 
-// The model knobs' parsers and ranges are the library's (the configuration's `[defaults]` and the
+// The flags' parsers and ranges are the library's (the configuration's `[defaults]` and the
 // suites check the same ones).
 pub(crate) use claij::options::parse::{
-    ParseError, reply_bytes, retries, seconds, temperature, threads, tokens, whole,
+    dollars, history_messages, history_tokens, message_bytes, repeated_calls, reply_bytes,
+    result_budget, retries, seconds, steps, temperature, threads, tokens, transitions, whole,
 };
-
-/// The most transitions an FSM run may be allowed.
-pub(crate) const MAX_TRANSITIONS: usize = 1_000_000;
-
-/// `--tool-results-budget`'s default: the tools and MCP interceptors' own.
-pub(crate) const DEFAULT_RESULT_BUDGET: usize = 4000;
-/// The largest `--tool-results-budget`, in characters (about a quarter of a million tokens).
-pub(crate) const MAX_RESULT_BUDGET: usize = 1_000_000;
-
-/// The most messages `--history-messages` may keep.
-pub(crate) const MAX_HISTORY_MESSAGES: usize = 100_000;
-/// The most estimated tokens `--history-tokens` may keep (the widest context windows).
-pub(crate) const MAX_HISTORY_TOKENS: usize = 10_000_000;
-
-/// The most steps an agent run may be allowed.
-pub(crate) const MAX_STEPS: usize = 1000;
-/// The largest `--budget-usd`.
-pub(crate) const MAX_BUDGET_USD: f64 = 1_000_000.0;
-
-/// `--max-transitions`: 1 to [`MAX_TRANSITIONS`].
-pub(crate) fn transitions(text: &str) -> Result<usize, ParseError> {
-    whole(text, 1, MAX_TRANSITIONS)
-}
-
-/// `--max-repeated-calls` (of `fsm run|resume` and `mcp chat`): 0 to [`MAX_TRANSITIONS`] (a run
-/// cannot repeat more), or `off` (`usize::MAX`: the check is off).
-pub(crate) fn repeated_calls(text: &str) -> Result<usize, String> {
-    if text.trim() == "off" {
-        return Ok(usize::MAX);
-    }
-    whole(text, 0, MAX_TRANSITIONS)
-        .map_err(|_| format!("expected a whole number from 0 to {MAX_TRANSITIONS}, or off"))
-}
-
-/// `--max-message-bytes`: the size limit on one message from an MCP server, in bytes (the range of
-/// a server's `maxMessageBytes`).
-pub(crate) fn message_bytes(text: &str) -> Result<usize, ParseError> {
-    whole(
-        text,
-        *claij::mcp::protocol::MESSAGE_BYTES.start(),
-        *claij::mcp::protocol::MESSAGE_BYTES.end(),
-    )
-}
-
-/// `--tool-results-budget`: 0 to [`MAX_RESULT_BUDGET`] characters.
-pub(crate) fn result_budget(text: &str) -> Result<usize, ParseError> {
-    whole(text, 0, MAX_RESULT_BUDGET)
-}
-
-/// `--history-messages`: 0 (no history) to [`MAX_HISTORY_MESSAGES`].
-pub(crate) fn history_messages(text: &str) -> Result<usize, ParseError> {
-    whole(text, 0, MAX_HISTORY_MESSAGES)
-}
-
-/// `--history-tokens`: 0 (no history) to [`MAX_HISTORY_TOKENS`].
-pub(crate) fn history_tokens(text: &str) -> Result<usize, ParseError> {
-    whole(text, 0, MAX_HISTORY_TOKENS)
-}
-
-/// `--max-steps`: 1 to [`MAX_STEPS`].
-pub(crate) fn steps(text: &str) -> Result<usize, ParseError> {
-    whole(text, 1, MAX_STEPS)
-}
-
-/// `--budget-usd`: US dollars, a finite number above 0 and at most [`MAX_BUDGET_USD`].
-pub(crate) fn dollars(text: &str) -> Result<f64, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|usd| *usd > 0.0 && *usd <= MAX_BUDGET_USD)
-        .ok_or_else(|| format!("expected US dollars, above 0 and at most {MAX_BUDGET_USD}"))
-}
+// `--tool-results-budget`'s default: the tools and MCP interceptors' own.
+pub(crate) use claij::tools::DEFAULT_RESULT_BUDGET;
 
 /// The question of `ask`: some text besides whitespace (an empty one would be a model call on
 /// nothing).

@@ -493,16 +493,14 @@ fn configure<'c>(
     if let Some(path) = &options.memory {
         builder = builder.session(path);
     }
-    let mut memory = builder.memory_settings().clone();
-    memory.strategy = options.memory_strategy.unwrap_or(memory.strategy);
-    let recall = &mut memory.recall;
-    recall.k = options.recall_k.unwrap_or(recall.k);
-    recall.min_similarity = options
-        .recall_min_similarity
-        .unwrap_or(recall.min_similarity);
-    recall.max_chars = options.recall_max_chars.unwrap_or(recall.max_chars);
-    recall.store = options.memory_store.clone().unwrap_or(recall.store.clone());
-    builder = builder.memory(memory);
+    let memory = builder.memory_settings().clone();
+    builder = builder.memory(memory.overridden(&memory::MemoryOverrides {
+        strategy: options.memory_strategy,
+        k: options.recall_k,
+        min_similarity: options.recall_min_similarity,
+        max_chars: options.recall_max_chars,
+        store: options.memory_store.clone(),
+    }));
     if let Some(steps) = options.max_steps {
         builder = builder.max_steps(steps);
     }
@@ -545,21 +543,13 @@ fn start_services(claij: &claij::Claij, options: &Options) -> Result<StartServic
     started.map_err(|e| anyhow::anyhow!(claij::mcp::Error::from(e).said(None)))
 }
 
-/// How partial values are shown, if the turn streams: never with `--json`; with `--stream`, or by
-/// default when stdout is a terminal; `chat` writes the answer as it grows (not for the standard
-/// response, which is rendered whole).
+/// How partial values are shown, if the turn streams ([`stream::Display::choose`]): never with
+/// `--json`; with `--stream`, or by default when stdout is a terminal.
 fn display(options: &Options, chat: bool, standard: bool) -> Option<stream::Display> {
     let terminal = std::io::stdout().is_terminal();
-    let on = options.stream || (!options.no_stream && terminal);
-    if options.json || !on {
-        return None;
-    }
-    match (chat, terminal) {
-        (true, _) if standard => None,
-        (true, _) => Some(stream::Display::Answer),
-        (false, true) => Some(stream::Display::Line(progress::terminal_width())),
-        (false, false) => Some(stream::Display::Lines),
-    }
+    let on = !options.json && (options.stream || (!options.no_stream && terminal));
+    let width = terminal.then(progress::terminal_width);
+    stream::Display::choose(on, chat, standard, width)
 }
 
 /// `--schema`, read and checked (`None`: the default base schema).

@@ -15,8 +15,7 @@
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{Context as _, Result};
-use claij::report::{self, Report};
-use serde_json::Value;
+use claij::report;
 
 use crate::ask::{Conversation, Options};
 use crate::exit::Status;
@@ -134,18 +133,22 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
                 if conversation.json() {
                     conversation.print_answer(&answer, elapsed)?;
                 } else {
-                    print_turn(&answer.value, conversation.streamed())?;
-                    for result in conversation.ran() {
-                        writeln!(err, "  {}", report::tool_line(result))?;
+                    let (calls, eval) = (conversation.ran(), conversation.evaluated());
+                    let turn = conversation.context().turn;
+                    let shown = report::chat_turn(
+                        &answer,
+                        conversation.streamed(),
+                        calls,
+                        eval,
+                        turn,
+                        elapsed,
+                    );
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(shown.out.as_bytes())?;
+                    out.flush()?;
+                    for line in shown.err {
+                        writeln!(err, "{line}")?;
                     }
-                    if let Some(result) = conversation.evaluated() {
-                        writeln!(err, "  {}", report::eval_line(result))?;
-                    }
-                    if let Some(cut) = answer.attempts.last().and_then(report::truncation) {
-                        writeln!(err, "  {}", report::cut_warning(&cut))?;
-                    }
-                    let total = Report::new(&answer.attempts, answer.usage, elapsed).total();
-                    writeln!(err, "  [turn {} · {total}]", conversation.context().turn)?;
                 }
             }
             // A refusal, no valid reply, a budget: the turn ends in one line, the chat goes on.
@@ -174,39 +177,6 @@ pub(crate) fn run(args: &Args, front: &crate::front::Front) -> Result<Status> {
 fn end_streamed_line(streamed: &str) -> Result<()> {
     if !streamed.is_empty() {
         writeln!(std::io::stdout())?;
-    }
-    Ok(())
-}
-
-/// The answer for people: `answer` (or the standard response rendered), then state and summary.
-/// `streamed` is the answer text the partial values already wrote: the line is ended, and the
-/// answer written again only if the final one differs.
-fn print_turn(value: &Value, streamed: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    let answer = value.get("answer").and_then(Value::as_str);
-    let metadata = value.get("metadata").is_some();
-    if !streamed.is_empty() {
-        writeln!(out)?;
-    }
-    if metadata {
-        writeln!(
-            out,
-            "{}",
-            claij::interceptors::builtin::citations::render_for_people(value).trim_end()
-        )?;
-    } else if streamed.is_empty() || answer != Some(streamed) {
-        match answer {
-            Some(answer) => writeln!(out, "{answer}")?,
-            None => writeln!(out, "{}", serde_json::to_string_pretty(value)?)?,
-        }
-    }
-    out.flush()?;
-    let mut err = std::io::stderr().lock();
-    if let Some(state) = value.get("state").and_then(Value::as_str) {
-        writeln!(err, "  state: {state}")?;
-    }
-    if let Some(summary) = value.get("summary").and_then(Value::as_str) {
-        writeln!(err, "  remembered: {summary}")?;
     }
     Ok(())
 }

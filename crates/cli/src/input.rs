@@ -4,7 +4,7 @@
 use std::io;
 use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use claij::schema::SchemaDelta;
 use serde_json::Value;
 
@@ -50,25 +50,12 @@ pub(crate) fn parse_json(text: &str, source: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{source}: invalid JSON"))
 }
 
-/// A schema delta from a file: either a full `{extension_id, added_by, added_at, delta}` document or a
-/// bare partial schema (then the extension is named after the file and added by `cli`).
+/// A schema delta from a file ([`claij::extensions::delta_of_file`]): a bare partial schema is
+/// added by `cli`.
 pub(crate) fn read_delta(path: &str) -> Result<SchemaDelta> {
     let value = read_json(path)?;
-    let is_document = value.get("extension_id").is_some() && value.get("delta").is_some();
-    if is_document {
-        return serde_json::from_value(value)
-            .with_context(|| format!("{}: invalid schema delta document", name(path)));
-    }
-    if !value.is_object() {
-        bail!("{}: a schema delta must be a JSON object", name(path));
-    }
-    let id = Path::new(path)
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("delta")
-        .trim_end_matches(".delta")
-        .to_owned();
-    Ok(SchemaDelta::new(id, "cli", value))
+    claij::extensions::delta_of_file(value, Path::new(path), "cli")
+        .map_err(|e| anyhow::anyhow!("{}: {e}", name(path)))
 }
 
 /// The bytes of a file, or of stdin for `-`, at most `limit`.

@@ -10,11 +10,10 @@ use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow};
 use claij::mcp::offer::{Elicitation, Offer};
 use claij::mcp::protocol::{Elicitor, Hooks, LogLevel, Services};
 use claij::mcp::signal::Signals;
-use serde_json::Value;
 
 use crate::exit::Status;
 
@@ -123,7 +122,7 @@ pub(crate) struct Common {
     /// Ask the servers for their log messages at LEVEL and above (debug, info, notice, warning,
     /// error, critical, alert, emergency) and show each on stderr as a log line (its level, `server`,
     /// `level`, `logger`, `message`).
-    #[arg(long, value_name = "LEVEL", value_parser = log_level)]
+    #[arg(long, value_name = "LEVEL", value_parser = claij::mcp::log_level)]
     mcp_log_level: Option<LogLevel>,
 }
 
@@ -148,14 +147,6 @@ pub(crate) struct CallArgs {
     /// Print the whole outcome as JSON (MCP `CallToolResult` shape plus claij's `failure`).
     #[arg(long)]
     json: bool,
-}
-
-/// `--mcp-log-level`: one of MCP's level names, in any case.
-fn log_level(text: &str) -> Result<LogLevel, String> {
-    text.trim().parse().map_err(|_| {
-        let names: Vec<&str> = LogLevel::ALL.iter().map(|level| level.as_str()).collect();
-        format!("expected one of {}", names.join(", "))
-    })
 }
 
 impl Common {
@@ -221,11 +212,7 @@ async fn call(
     signals: &mut Signals,
 ) -> Result<Status> {
     let (tool, common) = (&call.tool, &call.common);
-    let args: Value =
-        serde_json::from_str(&call.args).map_err(|e| anyhow!("--args is not JSON: {e}"))?;
-    if !args.is_object() {
-        bail!("--args must be a JSON object");
-    }
+    let args = claij::mcp::call::arguments(&call.args).map_err(|e| anyhow!("--args {e}"))?;
     let (server, name) = split(tool, "tool")?;
     // Only the named server is started.
     let services = tokio::select! {
@@ -262,8 +249,7 @@ async fn call(
 
 /// `server.tool` (or `server.prompt`: `what`) split at its first dot.
 fn split<'a>(qualified: &'a str, what: &str) -> Result<(&'a str, &'a str)> {
-    let parts = qualified.split_once('.');
-    parts.ok_or_else(|| anyhow!("`{qualified}` is not `server.{what}`"))
+    claij::mcp::call::qualified(qualified, what).map_err(anyhow::Error::msg)
 }
 
 /// The library's error in the command's words ([`claij::mcp::Error::said`]).

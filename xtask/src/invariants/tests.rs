@@ -411,3 +411,34 @@ fn the_front_door_with_openai_alone_holds_no_opt_in_crate() {
             .starts_with("claij -> candle-core: with `--no-default-features --features openai`")
     );
 }
+
+/// The CLI's size: `.rs` lines counted but test files and folders; past the bound, a violation
+/// naming the count and the rule.
+#[test]
+fn the_cli_is_at_most_its_bound_of_non_test_lines() {
+    let root = std::env::temp_dir().join(format!("claij-cli-lines-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let write = |path: &str, lines: usize| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "//! x\n".repeat(lines)).unwrap();
+    };
+    write("main.rs", 3);
+    write("ask/report.rs", 4);
+    write("ask/tests.rs", 100);
+    write("ask/tests/cases.rs", 100);
+    write("notes.toml", 100);
+    let counted = cli_lines(&root).unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    assert_eq!(counted, 7);
+    assert_eq!(cli_size(5000), None);
+    let violation = cli_size(5001).unwrap();
+    assert!(
+        violation.starts_with("crates/cli/src: 5001 non-test lines, more than 5000: "),
+        "{violation}"
+    );
+    assert!(
+        violation.contains("move logic into the front door"),
+        "{violation}"
+    );
+}

@@ -83,3 +83,27 @@ fn a_conversation_without_extensions_says_so() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A delta file: a whole document as it is, a bare partial schema named after the file, anything
+/// else refused saying why.
+#[test]
+fn a_delta_file_is_a_document_or_a_partial_schema_named_after_it() {
+    use std::path::Path;
+
+    use super::delta_of_file;
+    let bare = json!({"properties": {"city": {"type": "string"}}});
+    let delta = delta_of_file(bare.clone(), Path::new("dir/city.delta.json"), "cli").unwrap();
+    let said = (delta.extension_id.as_str(), delta.added_by.as_str());
+    assert_eq!((said, &delta.delta), (("city", "cli"), &bare));
+    let document = serde_json::to_value(SchemaDelta::new("geo", "model", bare)).unwrap();
+    let delta = delta_of_file(document, Path::new("x.json"), "cli").unwrap();
+    assert_eq!(
+        (delta.extension_id.as_str(), delta.added_by.as_str()),
+        ("geo", "model")
+    );
+    let err = delta_of_file(json!([1]), Path::new("x.json"), "cli").unwrap_err();
+    assert_eq!(err, "a schema delta must be a JSON object");
+    let broken = json!({"extension_id": 3, "delta": {}});
+    let err = delta_of_file(broken, Path::new("x.json"), "cli").unwrap_err();
+    assert!(err.starts_with("invalid schema delta document: "), "{err}");
+}

@@ -3,6 +3,7 @@
 //! line, [`Report`] the run at its end (outcome, trail, usage, a summary).
 
 use std::fmt;
+use std::path::Path;
 
 use claij_fsm::{Entry, Interrupt, Journal, Outcome, Run, Runner, Status, Trail};
 use serde_json::{Value, json};
@@ -42,6 +43,42 @@ pub fn limit_reached(e: &claij_fsm::Error) -> Option<String> {
         _ => return None,
     };
     Some(crate::one_line(&what))
+}
+
+/// The flag that sets the runner's limit `limit` ([`claij_fsm::Error::limit`]:
+/// `max_transitions`, `max_repeated_calls`), as `fsm run|resume` names it; `None` for another.
+#[must_use]
+pub fn limit_flag(limit: &str) -> Option<&'static str> {
+    match limit {
+        "max_transitions" => Some("--max-transitions"),
+        "max_repeated_calls" => Some("--max-repeated-calls"),
+        _ => None,
+    }
+}
+
+/// The line for a run stopped by `e`: at a limit, [`limit_reached`] and how the run goes on (from
+/// its `journal`, resumed with `claij fsm resume`, or how to keep one); any other error, its chain
+/// in one line.
+#[must_use]
+pub fn stopped(e: &claij_fsm::Error, journal: Option<&Path>) -> String {
+    let Some(what) = limit_reached(e) else {
+        return crate::one_line(&claij_interceptors::ErrorChain(e).to_string());
+    };
+    let go_on = match (journal, e) {
+        (Some(path), claij_fsm::Error::RepeatedCall { .. }) => format!(
+            "the run can go on, the model told of the repeats: `claij fsm resume {}` (with a \
+             higher --max-repeated-calls to allow more)",
+            path.display()
+        ),
+        (Some(path), _) => format!(
+            "the run can go on: `claij fsm resume {}` (its --max-transitions counts anew)",
+            path.display()
+        ),
+        (None, _) => "to be able to go on after a stop, run with --journal FILE, then `claij \
+                      fsm resume FILE`"
+            .to_owned(),
+    };
+    format!("{what}; {go_on}")
 }
 
 /// A transition in one line: `from -> to (n attempts): event`, the event cut at 160 characters; a

@@ -22,6 +22,30 @@ use std::time::Duration;
 use claij_mcp::{CallFailure, CallOutcome, Services};
 use serde_json::Value;
 
+/// A call's arguments from `text` (`claij mcp call --args`): a JSON object.
+///
+/// # Errors
+///
+/// Text that is no JSON, or JSON that is no object: what is wrong, for the caller to prefix with
+/// where the text came from.
+pub fn arguments(text: &str) -> Result<Value, String> {
+    let args: Value = serde_json::from_str(text).map_err(|e| format!("is not JSON: {e}"))?;
+    if !args.is_object() {
+        return Err("must be a JSON object".to_owned());
+    }
+    Ok(args)
+}
+
+/// `server.tool` (or `server.prompt`: `what`) split at its first dot.
+///
+/// # Errors
+///
+/// `qualified` has no dot.
+pub fn qualified<'a>(qualified: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    let parts = qualified.split_once('.');
+    parts.ok_or_else(|| format!("`{qualified}` is not `server.{what}`"))
+}
+
 /// Calls `tool` of `server` with `args`, waiting at most `timeout` (`None`: the server's
 /// `timeout`) when the project allows the tool; otherwise [`Services::call`] refuses it.
 ///

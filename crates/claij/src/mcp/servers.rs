@@ -101,6 +101,21 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().map(|known| known.name)
 }
 
+/// A server's name as given (`claij mcp servers --servers`): one of [`names`].
+///
+/// # Errors
+///
+/// Another name: the known ones.
+pub fn known(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if names().any(|name| name == text) {
+        Ok(text.to_owned())
+    } else {
+        let names: Vec<&str> = names().collect();
+        Err(format!("expected one of {}", names.join(", ")))
+    }
+}
+
 /// The names of the servers chosen when none is named: `fs` and `time`.
 pub fn default_names() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().filter(|k| k.default).map(|known| known.name)

@@ -118,5 +118,110 @@ pub fn seconds(text: &str) -> Result<std::time::Duration, ParseError> {
         })
 }
 
+/// The most transitions an FSM run may be allowed.
+pub const MAX_TRANSITIONS: usize = 1_000_000;
+
+/// The largest budget of one reply's tool (and MCP) results, in characters (about a quarter of a
+/// million tokens); the default is [`crate::tools::DEFAULT_RESULT_BUDGET`].
+pub const MAX_RESULT_BUDGET: usize = 1_000_000;
+
+/// The most messages of a conversation's history that may be kept.
+pub const MAX_HISTORY_MESSAGES: usize = 100_000;
+/// The most estimated tokens a conversation's history may keep (the widest context windows).
+pub const MAX_HISTORY_TOKENS: usize = 10_000_000;
+
+/// The most steps an agent run may be allowed.
+pub const MAX_STEPS: usize = 1000;
+/// The largest budget of an agent run, in US dollars.
+pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
+
+/// The transitions an FSM run may take: 1 to [`MAX_TRANSITIONS`].
+///
+/// # Errors
+///
+/// As [`whole`].
+pub fn transitions(text: &str) -> Result<usize, ParseError> {
+    whole(text, 1, MAX_TRANSITIONS)
+}
+
+/// The repeats of one service call an FSM run allows: 0 to [`MAX_TRANSITIONS`] (a run cannot
+/// repeat more), or `off` (`usize::MAX`: the check is off).
+///
+/// # Errors
+///
+/// Not a whole number in the range, nor `off`.
+pub fn repeated_calls(text: &str) -> Result<usize, ParseError> {
+    if text.trim() == "off" {
+        return Ok(usize::MAX);
+    }
+    whole(text, 0, MAX_TRANSITIONS).map_err(|_| {
+        ParseError::new(format!(
+            "a whole number from 0 to {MAX_TRANSITIONS}, or off"
+        ))
+    })
+}
+
+/// The size limit on one message from an MCP server, in bytes (the range of a server's
+/// `maxMessageBytes`; feature `mcp`).
+///
+/// # Errors
+///
+/// As [`whole`].
+#[cfg(feature = "mcp")]
+pub fn message_bytes(text: &str) -> Result<usize, ParseError> {
+    let range = claij_mcp::MESSAGE_BYTES;
+    whole(text, *range.start(), *range.end())
+}
+
+/// The characters of one reply's tool and MCP results shown to the model: 0 to
+/// [`MAX_RESULT_BUDGET`].
+///
+/// # Errors
+///
+/// As [`whole`].
+pub fn result_budget(text: &str) -> Result<usize, ParseError> {
+    whole(text, 0, MAX_RESULT_BUDGET)
+}
+
+/// The most messages of history sent before each turn: 0 (none) to [`MAX_HISTORY_MESSAGES`].
+///
+/// # Errors
+///
+/// As [`whole`].
+pub fn history_messages(text: &str) -> Result<usize, ParseError> {
+    whole(text, 0, MAX_HISTORY_MESSAGES)
+}
+
+/// The most estimated tokens of that history: 0 (none) to [`MAX_HISTORY_TOKENS`].
+///
+/// # Errors
+///
+/// As [`whole`].
+pub fn history_tokens(text: &str) -> Result<usize, ParseError> {
+    whole(text, 0, MAX_HISTORY_TOKENS)
+}
+
+/// The steps of an agent run: 1 to [`MAX_STEPS`].
+///
+/// # Errors
+///
+/// As [`whole`].
+pub fn steps(text: &str) -> Result<usize, ParseError> {
+    whole(text, 1, MAX_STEPS)
+}
+
+/// An agent run's budget in US dollars: a finite number above 0 and at most [`MAX_BUDGET_USD`].
+///
+/// # Errors
+///
+/// Not a number, or out of the range.
+pub fn dollars(text: &str) -> Result<f64, ParseError> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|usd| *usd > 0.0 && *usd <= MAX_BUDGET_USD)
+        .ok_or_else(|| ParseError::new(format!("US dollars, above 0 and at most {MAX_BUDGET_USD}")))
+}
+
 #[cfg(test)]
 mod tests;

@@ -61,3 +61,22 @@ fn one_line_keeps_the_end_and_is_cleared() {
         (None, String::new())
     );
 }
+
+#[test]
+fn the_display_is_chosen_by_the_command_and_the_terminal() {
+    assert_eq!(Display::choose(false, false, false, Some(80)), None);
+    assert_eq!(Display::choose(false, true, false, None), None);
+    assert_eq!(
+        Display::choose(true, false, false, Some(80)),
+        Some(Display::Line(80))
+    );
+    assert_eq!(
+        Display::choose(true, false, true, None),
+        Some(Display::Lines)
+    );
+    assert_eq!(
+        Display::choose(true, true, false, None),
+        Some(Display::Answer)
+    );
+    assert_eq!(Display::choose(true, true, true, Some(80)), None);
+}

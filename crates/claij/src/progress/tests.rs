@@ -72,3 +72,13 @@ fn the_tail_keeps_the_end_of_long_replies_in_whole_characters() {
     status.set_tail(&"é".repeat(1000));
     assert_eq!(status.tail.chars().count(), TAIL);
 }
+
+#[test]
+fn the_terminal_width_is_columns_within_bounds_else_80() {
+    use super::terminal_width;
+    assert_eq!(terminal_width(None), 80);
+    assert_eq!(terminal_width(Some(" 132 ")), 132);
+    assert_eq!(terminal_width(Some("wide")), 80);
+    assert_eq!(terminal_width(Some("5")), 20);
+    assert_eq!(terminal_width(Some("99999")), 1000);
+}

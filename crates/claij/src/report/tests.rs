@@ -203,3 +203,42 @@ fn what_recall_recalled_is_listed_with_its_session() {
         "recall memory, session s1 (`claij memory list --session s1` lists it):\n  1. (2 hours ago, similarity 0.80) The cat is Miso."
     );
 }
+
+/// A chat turn for people: the answer on stdout (not again after the same streamed text), the
+/// state, the summary, the calls and the total on stderr.
+#[cfg(feature = "eval")]
+#[test]
+fn a_chat_turn_shows_the_answer_once_and_its_lines() {
+    use claij_interceptors::Answer;
+
+    use super::chat_turn;
+    let answer = |value: serde_json::Value| Answer {
+        value,
+        attempts: Vec::new(),
+        usage: Usage::default(),
+        skipped: Vec::new(),
+    };
+    let told = answer(json!({"answer": "Paris", "state": "done", "summary": "Asked for Paris."}));
+    let turn = chat_turn(&told, "", &[], None, 3, Duration::from_millis(1500));
+    assert_eq!(turn.out, "Paris\n");
+    assert_eq!(
+        turn.err[..2],
+        ["  state: done", "  remembered: Asked for Paris."]
+    );
+    assert!(turn.err[2].starts_with("  [turn 3 · "), "{:?}", turn.err);
+    assert_eq!(turn.err.len(), 3);
+    // Streamed as it is: the line is ended, the answer not written again.
+    assert_eq!(
+        chat_turn(&told, "Paris", &[], None, 3, Duration::ZERO).out,
+        "\n"
+    );
+    // Streamed otherwise, or no `answer`: written (the value whole when it has no text).
+    assert_eq!(
+        chat_turn(&told, "Par", &[], None, 3, Duration::ZERO).out,
+        "\nParis\n"
+    );
+    let bare = answer(json!({"n": 1}));
+    let turn = chat_turn(&bare, "", &[], None, 1, Duration::ZERO);
+    assert_eq!(turn.out, "{\n  \"n\": 1\n}\n");
+    assert_eq!(turn.err.len(), 1);
+}

@@ -280,7 +280,37 @@ impl Default for MemorySettings {
     }
 }
 
+/// What a caller (a command line's flags) sets over `[memory]`: each `Some` replaces the setting
+/// ([`MemorySettings::overridden`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryOverrides {
+    /// Over `strategy`.
+    pub strategy: Option<Strategy>,
+    /// Over `recall.k`.
+    pub k: Option<usize>,
+    /// Over `recall.min_similarity`.
+    pub min_similarity: Option<f32>,
+    /// Over `recall.max_chars`.
+    pub max_chars: Option<usize>,
+    /// Over `recall.store`.
+    pub store: Option<Store>,
+}
+
 impl MemorySettings {
+    /// These settings with `overrides` over them.
+    #[must_use]
+    pub fn overridden(mut self, overrides: &MemoryOverrides) -> Self {
+        self.strategy = overrides.strategy.unwrap_or(self.strategy);
+        let recall = &mut self.recall;
+        recall.k = overrides.k.unwrap_or(recall.k);
+        recall.min_similarity = overrides.min_similarity.unwrap_or(recall.min_similarity);
+        recall.max_chars = overrides.max_chars.unwrap_or(recall.max_chars);
+        if let Some(store) = &overrides.store {
+            recall.store = store.clone();
+        }
+        self
+    }
+
     /// The summary strategy's interceptor (`None` for [`Strategy::Recall`], which is another
     /// interceptor: see `claij::recall::interceptor`).
     #[must_use]

@@ -13,9 +13,6 @@ use claij::conversation::Opening;
 use super::{Args, Interceptor, Options, report};
 use crate::exit::Status;
 
-#[cfg(test)]
-mod tests;
-
 /// `--consensus` and `--on` (in `claij ask`'s and `claij chat`'s options; chat refuses them).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct ConsensusOptions {
@@ -28,7 +25,7 @@ pub(crate) struct ConsensusOptions {
     /// With `--consensus majority`: compare the answers at this JSON pointer (`/answer`) instead of
     /// the whole value; repeatable (the answers must agree at every one). The answer printed is the
     /// first agreeing model's whole value.
-    #[arg(long, value_name = "POINTER", value_parser = pointer)]
+    #[arg(long, value_name = "POINTER", value_parser = claij::consensus::pointer)]
     pub on: Vec<String>,
 }
 
@@ -62,19 +59,12 @@ pub(crate) fn models(options: &Options) -> Result<Option<Vec<String>>> {
     checked.map_err(anyhow::Error::msg)
 }
 
-/// `claij chat` answers with one model: `--consensus` and several `--llm` models are refused.
+/// `claij chat` answers with one model: `--consensus` and several `--llm` models are refused
+/// ([`claij::consensus::refuse_in_chat`]).
 pub(crate) fn refuse_in_chat(options: &Options) -> Result<()> {
-    let several = options
-        .model
-        .llm
-        .as_deref()
-        .is_some_and(|llm| llm.contains(','));
-    if options.consensus.consensus.is_some() || !options.consensus.on.is_empty() || several {
-        bail!(
-            "claij chat talks with one model: --consensus and several --llm models are for claij ask (one question, several answers compared)"
-        );
-    }
-    Ok(())
+    let (llm, flags) = (options.model.llm.as_deref(), &options.consensus);
+    claij::consensus::refuse_in_chat(llm, flags.consensus.is_some(), !flags.on.is_empty())
+        .map_err(anyhow::Error::msg)
 }
 
 /// Asks every model, prints each one's attempts, the tally and the chosen answer; exit 0 with an
@@ -175,15 +165,4 @@ fn report_all(options: &Options, outcome: &Outcome, elapsed: Duration) -> Result
         out.flush()?;
     }
     Ok(Status::Ok)
-}
-
-/// `--on`'s value: a JSON pointer (RFC 6901: empty, or starting with `/`).
-fn pointer(text: &str) -> Result<String, String> {
-    if text.is_empty() || text.starts_with('/') {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "a JSON pointer starts with `/`: did you mean /{text}?"
-        ))
-    }
 }

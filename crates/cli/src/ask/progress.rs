@@ -9,17 +9,9 @@ use std::sync::Arc;
 use claij::backends::Backend;
 use claij::progress::{Turns, Watched};
 
-/// The terminal width assumed when `COLUMNS` does not say: a line never wraps, or it could not be
-/// redrawn in place.
-const DEFAULT_WIDTH: usize = 80;
-
-/// The terminal's width: `COLUMNS`, else 80, from 20 to 1000.
+/// The terminal's width: `COLUMNS`, else 80, from 20 to 1000 ([`claij::progress::terminal_width`]).
 pub(super) fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .unwrap_or(DEFAULT_WIDTH)
-        .clamp(20, 1000)
+    claij::progress::terminal_width(std::env::var("COLUMNS").ok().as_deref())
 }
 
 /// `inner`, its progress line drawn on stderr, `COLUMNS` wide (else 80).

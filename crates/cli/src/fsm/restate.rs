@@ -85,7 +85,7 @@ fn ended(result: &RunResult, options: &Options) -> Result<Status> {
             let limit = failure
                 .limit
                 .as_deref()
-                .and_then(run::flag_of)
+                .and_then(claij::fsm::limit_flag)
                 .map_or_else(String::new, |flag| {
                     format!("; {flag} sets the limit for a run started again (a new --id)")
                 });

@@ -9,7 +9,6 @@ use anyhow::{Context as _, Result, anyhow};
 use claij::fsm::engine::Error as RunError;
 use claij::fsm::{Ended, ExistingJournal, Interrupt, Journal, Machine, Outcome, Report, Run};
 use claij::fsm::{Runner, Wired, Wiring, count};
-use claij::interceptors::ErrorChain;
 use serde_json::Value;
 use tokio::runtime::Runtime;
 
@@ -17,7 +16,6 @@ use crate::exit::{Status, one_line};
 use crate::front::Front;
 use crate::options::ModelOptions;
 use crate::transitions::print_transition;
-use claij::fsm::limit_reached;
 
 /// Options shared by `run` and `resume` (and `claij serve restate`).
 #[derive(Debug, Clone, clap::Args)]
@@ -224,7 +222,11 @@ fn drive(
     let path = journal.as_ref().map(Journal::path);
     match ended {
         Ended::Stopped(e) => {
-            writeln!(std::io::stderr(), "error: {}", stopped(&e, path))?;
+            writeln!(
+                std::io::stderr(),
+                "error: {}",
+                claij::fsm::stopped(&e, path)
+            )?;
             Ok(Status::Invalid)
         }
         Ended::Failed(e) => Err(e.into()),
@@ -260,39 +262,6 @@ impl claij::fsm::Input<anyhow::Error> for Stdin {
         let _ = writeln!(std::io::stderr(), "error: {}", one_line(why));
         std::io::stdin().is_terminal()
     }
-}
-
-/// The flag that sets the runner's limit `limit` (`claij_fsm::Error::limit`).
-#[cfg(feature = "restate")]
-pub(super) fn flag_of(limit: &str) -> Option<&'static str> {
-    match limit {
-        "max_transitions" => Some("--max-transitions"),
-        "max_repeated_calls" => Some("--max-repeated-calls"),
-        _ => None,
-    }
-}
-
-/// The line for a run stopped at a limit (`e`): where, the counts, the flag that sets the limit,
-/// and how the run goes on (from `journal`, or how to keep one).
-fn stopped(e: &RunError, journal: Option<&Path>) -> String {
-    let Some(what) = limit_reached(e) else {
-        return one_line(&ErrorChain(e).to_string());
-    };
-    let go_on = match (journal, e) {
-        (Some(path), RunError::RepeatedCall { .. }) => format!(
-            "the run can go on, the model told of the repeats: `claij fsm resume {}` (with a \
-             higher --max-repeated-calls to allow more)",
-            path.display()
-        ),
-        (Some(path), _) => format!(
-            "the run can go on: `claij fsm resume {}` (its --max-transitions counts anew)",
-            path.display()
-        ),
-        (None, _) => "to be able to go on after a stop, run with --journal FILE, then `claij \
-                      fsm resume FILE`"
-            .to_owned(),
-    };
-    format!("{what}; {go_on}")
 }
 
 /// One JSON event from stdin for the waiting `state` (a terminal gets a prompt), or `None` at end

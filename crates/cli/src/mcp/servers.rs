@@ -21,7 +21,7 @@ pub(crate) struct Args {
     /// every server: all of them together overflow the embedded model's 8192-token context). With
     /// fs comes the project `docs` (`--project docs`: fs's read_text_file alone, the one tool the
     /// embedded model uses well).
-    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = server_name)]
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = servers::known)]
     servers: Vec<String>,
     /// The cache `cargo xtask mcp-servers` filled (default: $CLAIJ_MCP_SERVERS, else
     /// $XDG_CACHE_HOME/claij/mcp-servers, else ~/.cache/claij/mcp-servers).
@@ -39,17 +39,6 @@ enum Format {
     Json,
     /// `[mcpServers.NAME]` tables.
     Toml,
-}
-
-/// `--servers`: one of the known names.
-fn server_name(text: &str) -> Result<String, String> {
-    let text = text.trim();
-    if servers::names().any(|name| name == text) {
-        Ok(text.to_owned())
-    } else {
-        let names: Vec<&str> = servers::names().collect();
-        Err(format!("expected one of {}", names.join(", ")))
-    }
 }
 
 /// Runs `claij mcp servers`.

@@ -102,3 +102,55 @@ fn a_long_event_is_cut_in_its_line() {
     assert!(line.ends_with("..."), "{line}");
     assert_eq!(line.chars().count(), "start -> approve: ".len() + 163);
 }
+
+#[test]
+fn a_run_stopped_at_a_limit_says_how_it_goes_on() {
+    use std::path::Path;
+
+    use super::{limit_flag, stopped};
+    let transitions = claij_fsm::Error::TooManyTransitions {
+        state: "loop".to_owned(),
+        limit: 3,
+        recorded: 4,
+    };
+    let repeats = claij_fsm::Error::RepeatedCall {
+        state: "svc".to_owned(),
+        call: "now {}".to_owned(),
+        repeats: 2,
+        limit: 2,
+    };
+    let journal = Some(Path::new("run.jsonl"));
+    let line = stopped(&transitions, journal);
+    assert!(
+        line.starts_with("stopped in state `loop` after 3 transitions"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(
+            "; the run can go on: `claij fsm resume run.jsonl` (its --max-transitions counts anew)"
+        ),
+        "{line}"
+    );
+    let line = stopped(&repeats, journal);
+    assert!(
+        line.ends_with(
+            "`claij fsm resume run.jsonl` (with a higher --max-repeated-calls to allow more)"
+        ),
+        "{line}"
+    );
+    let line = stopped(&transitions, None);
+    assert!(
+        line.ends_with("; to be able to go on after a stop, run with --journal FILE, then `claij fsm resume FILE`"),
+        "{line}"
+    );
+    let other = claij_fsm::Error::NotWaiting {
+        state: "end".to_owned(),
+    };
+    assert_eq!(stopped(&other, journal), other.to_string());
+    assert_eq!(limit_flag("max_transitions"), Some("--max-transitions"));
+    assert_eq!(
+        limit_flag("max_repeated_calls"),
+        Some("--max-repeated-calls")
+    );
+    assert_eq!(limit_flag("max_steps"), None);
+}

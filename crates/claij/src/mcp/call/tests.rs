@@ -46,3 +46,15 @@ fn a_result_that_breaks_the_output_schema_shows_the_structured_result_and_the_vi
     let tool_error = outcome(json!({"content": [], "is_error": true, "failure": {"kind": "tool"}}));
     assert_eq!(invalid_output("s.t", &tool_error), None);
 }
+
+#[test]
+fn arguments_are_a_json_object_and_a_tool_is_qualified_by_its_server() {
+    assert_eq!(arguments(r#"{"a": 1}"#), Ok(json!({"a": 1})));
+    assert_eq!(arguments("[1]"), Err("must be a JSON object".to_owned()));
+    let err = arguments("{a").unwrap_err();
+    assert!(err.starts_with("is not JSON: "), "{err}");
+    assert_eq!(qualified("time.now", "tool"), Ok(("time", "now")));
+    assert_eq!(qualified("fs.read.file", "tool"), Ok(("fs", "read.file")));
+    let err = qualified("now", "prompt").unwrap_err();
+    assert_eq!(err, "`now` is not `server.prompt`");
+}

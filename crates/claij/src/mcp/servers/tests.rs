@@ -239,3 +239,11 @@ fn roots_are_resolved_and_each_must_be_a_directory() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_server_is_named_among_the_known_ones() {
+    assert_eq!(super::known(" time "), Ok("time".to_owned()));
+    let err = super::known("nope").unwrap_err();
+    assert!(err.starts_with("expected one of "), "{err}");
+    assert!(err.contains("time") && err.contains("fs"), "{err}");
+}

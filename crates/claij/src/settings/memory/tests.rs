@@ -217,4 +217,47 @@ fn a_server_stores_timeout_and_token_variable_are_keys() {
         let e = Settings::parse(&format!("[memory.recall]\n{text}\n"), path).unwrap_err();
         assert!(e.to_string().contains(key), "{text}: {e}");
     }
+fn overrides_replace_only_the_settings_they_give() {
+    let configured = parse(
+        "[memory]\nstrategy = \"window\"\n[memory.recall]\nk = 7\nmin_similarity = 0.5\nmax_chars = 900\n",
+    )
+    .unwrap()
+    .memory;
+    assert_eq!(
+        configured.clone().overridden(&MemoryOverrides::default()),
+        configured
+    );
+    let over = configured.clone().overridden(&MemoryOverrides {
+        strategy: Some(Strategy::Recall),
+        k: Some(2),
+        min_similarity: Some(-0.25),
+        max_chars: Some(40),
+        store: Some(Store::Server("http://127.0.0.1:6333".to_owned())),
+    });
+    assert_eq!(over.strategy, Strategy::Recall);
+    assert_eq!(
+        (
+            over.recall.k,
+            over.recall.min_similarity,
+            over.recall.max_chars
+        ),
+        (2, -0.25, 40)
+    );
+    assert_eq!(
+        over.recall.store,
+        Store::Server("http://127.0.0.1:6333".to_owned())
+    );
+    let kept = configured.overridden(&MemoryOverrides {
+        k: Some(3),
+        ..MemoryOverrides::default()
+    });
+    assert_eq!(kept.strategy, Strategy::Window);
+    assert_eq!(
+        (
+            kept.recall.k,
+            kept.recall.min_similarity,
+            kept.recall.max_chars
+        ),
+        (3, 0.5, 900)
+    );
 }
