@@ -217,6 +217,9 @@ fn a_server_stores_timeout_and_token_variable_are_keys() {
         let e = Settings::parse(&format!("[memory.recall]\n{text}\n"), path).unwrap_err();
         assert!(e.to_string().contains(key), "{text}: {e}");
     }
+}
+
+#[test]
 fn overrides_replace_only_the_settings_they_give() {
     let configured = parse(
         "[memory]\nstrategy = \"window\"\n[memory.recall]\nk = 7\nmin_similarity = 0.5\nmax_chars = 900\n",

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use claij_backends::{Backend, BoxFuture, Capabilities, ChatRequest, ChatResponse, Error};
 use serde_json::{Value, json};
 
-use super::{Embedder, ManualClock, MemoryStore, Recall};
+use super::{Embedder, ManualClock, MemoryStore, Recall, RecallConfig};
 use crate::{Chain, Config, Context, Pipeline};
 
 /// The fact given on turn 2, as the model summarises it.
@@ -167,9 +167,23 @@ pub async fn run(
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
 ) -> Result<Turns, String> {
+    run_with(store, embedder, RecallConfig::default()).await
+}
+
+/// [`run`] with the recall configuration `config`.
+///
+/// # Errors
+///
+/// As [`run_chain`].
+pub async fn run_with(
+    store: Arc<dyn MemoryStore>,
+    embedder: Arc<dyn Embedder>,
+    config: RecallConfig,
+) -> Result<Turns, String> {
     let recall = Recall::new(embedder, store)
         .with_clock(Arc::new(ManualClock::new(start())))
-        .with_session(SESSION);
+        .with_session(SESSION)
+        .with_config(config);
     run_chain(Chain::new().with(recall)).await
 }
 
