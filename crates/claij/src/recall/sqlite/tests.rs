@@ -802,7 +802,15 @@ fn a_read_only_directory_is_a_typed_error_naming_the_file() {
     if std::fs::File::create(&probe).is_ok() {
         // Permissions do not bind this user (root): the cases run as an unprivileged one.
         std::fs::remove_file(&probe).unwrap();
-        let out = Command::new(std::env::current_exe().unwrap())
+        // The child runs this test binary from `dir` (0755): where it was built (a clone in a
+        // 0700 directory, say) may be out of that user's reach.
+        let exe = dir.path().join("test-binary");
+        let built = std::env::current_exe().unwrap();
+        if std::fs::hard_link(&built, &exe).is_err() {
+            std::fs::copy(&built, &exe).unwrap();
+        }
+        mode(&exe, 0o755).unwrap();
+        let out = Command::new(&exe)
             .args([
                 "--exact",
                 "recall::sqlite::tests::read_only_child",
