@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::cmd::{Cmd, display_path};
 use crate::metadata::Workspace;
+use crate::{chroma, embed_model, model};
 
 /// One benchmark's result, from `new/estimates.json` and `new/benchmark.json`.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +94,20 @@ pub(crate) fn run(args: &[String]) -> Result<ExitCode> {
             cargo = cargo.env(FSM_VAR, claij);
         }
     }
+    // What the benches read, installed as `cargo xtask test` installs it (a failure is said and the
+    // bench that needs it says so in turn): the chat and sentence models, the Chroma server.
+    for (step, ensured) in [
+        ("model", model::ensure()),
+        ("embed-model", embed_model::ensure()),
+        ("chroma", chroma::ensure()),
+    ] {
+        if let Err(err) = ensured {
+            println!("bench: {step}: {err:#} (the benches that need it say so)");
+        }
+    }
+    cargo = cargo
+        .env("CLAIJ_MODEL_DIR", model::model_dir())
+        .env("CLAIJ_CHROMA", chroma::server_dir());
     if !args.is_empty() {
         cargo = cargo.arg("--").args(args);
     }
