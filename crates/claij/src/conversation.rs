@@ -444,6 +444,20 @@ impl<'c> Builder<'c> {
     /// configuration's `[memory]`, [`crate::settings::memory`]). `recall` needs the features
     /// `recall` and `local`; its memories are kept under a session id of their own, new for a new
     /// conversation and carried by the session file.
+    ///
+    /// ```no_run
+    /// # async fn run() -> claij::Result<()> {
+    /// use claij::conversation::Named;
+    /// use claij::settings::memory::{MemorySettings, Strategy};
+    ///
+    /// let claij = claij::Claij::from_env()?;
+    /// let mut memory = MemorySettings { strategy: Strategy::Recall, ..MemorySettings::default() };
+    /// memory.recall.k = 3;
+    /// let mut chat = claij.conversation().model("openai:gpt-4o").interceptors([Named::Memory])
+    ///     .memory(memory).session("s.json").open().await?;
+    /// let answer = chat.turn("My cat is called Miso.").await?;
+    /// # let _ = answer; Ok(()) }
+    /// ```
     pub fn memory(mut self, memory: MemorySettings) -> Self {
         self.memory = Some(memory);
         self
