@@ -31,7 +31,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-mod chroma;
+pub mod chroma;
 #[cfg(feature = "local")]
 mod embed;
 #[cfg(feature = "local")]
@@ -40,7 +40,7 @@ mod open;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod scenario_tests;
-mod sqlite;
+pub mod sqlite;
 
 #[cfg(feature = "local")]
 pub use embed::LocalEmbedder;

@@ -188,7 +188,7 @@ impl SqliteError {
     }
 }
 
-/// A [`MemoryStore`] in one SQLite file, for one user: see the [module](crate::recall) for how it is kept.
+/// A [`MemoryStore`] in one SQLite file, for one user: see the [module](self) for how it is kept.
 ///
 /// Its [`MemoryStore`] methods run off the async runtime ([`off_runtime`]); [`SqliteStore::open`]
 /// and [`SqliteStore::count`] run on the calling thread.
