@@ -33,10 +33,10 @@ pub const WAIT_LIMIT: Duration = Duration::from_secs(600);
 /// Between two polls.
 pub const POLL: Duration = Duration::from_millis(200);
 /// How many lines of a server's log a failure quotes.
-const LOG_TAIL: usize = 40;
+pub const LOG_TAIL: usize = 40;
 /// How long a server whose client saw its connection close is given to be seen exiting (the kernel
 /// closes its sockets a moment before it can be reaped).
-const EXIT_GRACE: Duration = Duration::from_secs(10);
+pub const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 /// A server process started by a test, with its output in `log`.
 #[derive(Debug)]
